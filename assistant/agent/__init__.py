@@ -1,0 +1,1 @@
+"""The turn loop: user input -> context check -> model -> tool calls -> ..."""

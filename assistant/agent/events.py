@@ -1,0 +1,80 @@
+"""What the agent reports while it works. Emitted from the worker thread, in order.
+
+The UI turns these into queued Qt signals; the terminal chat prints them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+from assistant.compaction.events import ContextEvent
+from assistant.conversation import Message, ToolCall
+from assistant.llm.base import GenerationResult
+
+
+@dataclass(frozen=True)
+class MessageAdded:
+    """A message was appended to the conversation (already on disk when emitted)."""
+
+    message: Message
+
+
+@dataclass(frozen=True)
+class AssistantDelta:
+    """Streamed text of the assistant reply being written (not yet a message)."""
+
+    text: str
+
+
+@dataclass(frozen=True)
+class ToolCallStarted:
+    call: ToolCall
+    initiated_by: Literal["model", "user"] = "model"
+
+
+@dataclass(frozen=True)
+class Notice:
+    level: Literal["info", "warning", "error"]
+    text: str
+
+
+@dataclass(frozen=True)
+class ContextUsage:
+    """Exact tokens of the prompt about to be sent, split for the context bar."""
+
+    prompt_tokens: int
+    window: int
+    reserve: int
+    #: "system", "summary", "conversation", "tools" -> tokens (sums to prompt_tokens).
+    segments: dict[str, int] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class ContextChanged:
+    """Pruning or compaction happened (or was tried): see assistant.compaction.events."""
+
+    event: ContextEvent
+
+
+@dataclass(frozen=True)
+class ModelCallFinished:
+    result: GenerationResult
+
+
+@dataclass(frozen=True)
+class TurnFinished:
+    stopped: bool = False
+    error: str | None = None
+
+
+AgentEvent = (
+    MessageAdded
+    | AssistantDelta
+    | ToolCallStarted
+    | Notice
+    | ContextUsage
+    | ContextChanged
+    | ModelCallFinished
+    | TurnFinished
+)

@@ -1,0 +1,251 @@
+"""Typed settings: context policies per mode, model, sampling, tools and UI.
+
+Settings are a pydantic model saved as JSON in the platformdirs config directory. A corrupt
+file is backed up beside itself and defaults are used; :func:`load_settings` says so in its
+``notice`` so the UI can tell the user.
+
+The two context policies (``local`` and ``standard``) hold what the user configured. What the
+engine uses for a given model is :meth:`ModePolicy.effective`, derived by one documented rule
+(see there) so a model whose window is smaller than the configured one is never silently
+given values that cannot fit.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from assistant import paths
+
+SETTINGS_SCHEMA_VERSION = 1
+
+Mode = Literal["local", "standard"]
+
+#: Floors applied when values are scaled down for a small window.
+MIN_RESERVE = 256
+MIN_SUMMARY_BUDGET = 128
+MIN_KEEP_RECENT = 256
+
+
+class ModePolicy(BaseModel):
+    """What the user configured for one mode. All values are tokens."""
+
+    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+
+    window: int = Field(
+        description="Context window. Local: used as is, or the model's trained length if "
+        "smaller. Standard: a cap on the model's trained length.",
+        ge=1,
+    )
+    protect: int = Field(description="Newest tool-output tokens never pruned.", ge=0)
+    minimum: int = Field(description="Prune only when it frees at least this many.", ge=0)
+    reserve: int = Field(description="Room kept for the reply.", ge=0)
+    keep_recent: int = Field(description="Tail of the chat left unsummarized.", ge=0)
+    summary_budget: int = Field(description="Largest summary, in tokens.", ge=1)
+
+    @model_validator(mode="after")
+    def _fits(self) -> ModePolicy:
+        total = self.reserve + self.keep_recent + self.summary_budget
+        if total > self.window:
+            raise ValueError(
+                f"reserve + keep_recent + summary_budget ({total:,}) must fit in window "
+                f"({self.window:,})"
+            )
+        return self
+
+    def effective(self, mode: Mode, trained_context: int | None) -> EffectivePolicy:
+        """The values the engine uses for a model with ``trained_context`` tokens.
+
+        Rule: the effective window is ``window`` capped by the model's trained length (for
+        both modes; in standard mode ``window`` is the user's cap). When the window had to
+        shrink, every other value is scaled by ``effective_window / window``, then floored
+        (reserve >= 256, summary budget >= 128, keep recent >= 256). Scaling keeps the
+        mode's proportions; the result is shown to the user with ``scaled=True``.
+        """
+        eff_window = self.window if not trained_context else min(self.window, trained_context)
+        if eff_window == self.window:
+            return EffectivePolicy(
+                mode=mode,
+                window=eff_window,
+                protect=self.protect,
+                minimum=self.minimum,
+                reserve=self.reserve,
+                keep_recent=self.keep_recent,
+                summary_budget=self.summary_budget,
+                scaled=False,
+            )
+        factor = eff_window / self.window
+        return EffectivePolicy(
+            mode=mode,
+            window=eff_window,
+            protect=int(self.protect * factor),
+            minimum=int(self.minimum * factor),
+            reserve=max(MIN_RESERVE, int(self.reserve * factor)),
+            keep_recent=max(MIN_KEEP_RECENT, int(self.keep_recent * factor)),
+            summary_budget=max(MIN_SUMMARY_BUDGET, int(self.summary_budget * factor)),
+            scaled=True,
+        )
+
+
+@dataclass(frozen=True)
+class EffectivePolicy:
+    """The values in force for the loaded model (see :meth:`ModePolicy.effective`)."""
+
+    mode: Mode
+    window: int
+    protect: int
+    minimum: int
+    reserve: int
+    keep_recent: int
+    summary_budget: int
+    scaled: bool = False
+
+    def describe(self) -> str:
+        note = " (scaled to the model's window)" if self.scaled else ""
+        return (
+            f"{self.mode}: window {self.window:,}, protect {self.protect:,}, minimum "
+            f"{self.minimum:,}, reserve {self.reserve:,}, keep recent {self.keep_recent:,}, "
+            f"summary budget {self.summary_budget:,}{note}"
+        )
+
+
+def default_local() -> ModePolicy:
+    return ModePolicy(
+        window=10_000, protect=2_000, minimum=500, reserve=1_024, keep_recent=3_000,
+        summary_budget=768,
+    )
+
+
+def default_standard() -> ModePolicy:
+    return ModePolicy(
+        window=131_072, protect=40_000, minimum=20_000, reserve=16_384, keep_recent=20_000,
+        summary_budget=13_107,
+    )
+
+
+class CompactionSwitches(BaseModel):
+    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+
+    auto_compact: bool = Field(True, description="Summarize when prompt + reserve > window.")
+    compact_on_overflow: bool = Field(True, description="Compact and retry once on overflow.")
+    prune: bool = Field(True, description="Clear old tool outputs before every model call.")
+
+
+class Sampling(BaseModel):
+    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+
+    temperature: float = Field(0.2, ge=0.0, le=2.0)
+    top_p: float = Field(0.95, gt=0.0, le=1.0)
+    max_reply_tokens: int = Field(
+        512, ge=16, le=32_768, description="Longest reply; never more than the reserve."
+    )
+    threads: int = Field(0, ge=0, le=256, description="CPU threads; 0 picks automatically.")
+    seed: int = Field(0, ge=0)
+
+
+ApprovalPolicy = Literal["ask", "auto"]
+Theme = Literal["system", "light", "dark"]
+
+DEFAULT_SYSTEM_PROMPT = (
+    "You are a helpful assistant running offline on the user's computer. Answer briefly and "
+    "accurately. Respect every constraint the user states."
+)
+
+
+class Settings(BaseModel):
+    """Everything the user can set. Saved as JSON with a schema version."""
+
+    model_config = ConfigDict(extra="ignore", validate_assignment=True)
+
+    schema_version: int = SETTINGS_SCHEMA_VERSION
+    mode: Mode = "local"
+    local: ModePolicy = Field(default_factory=default_local)
+    standard: ModePolicy = Field(default_factory=default_standard)
+    compaction: CompactionSwitches = Field(default_factory=CompactionSwitches)
+    sampling: Sampling = Field(default_factory=Sampling)
+    model: str = Field(
+        "smollm2-135m-instruct",
+        description="A registered model name, or a path to any GGUF file.",
+    )
+    system_prompt: str = DEFAULT_SYSTEM_PROMPT
+    workspace: str = Field("", description="Workspace folder; empty means the default.")
+    tool_approval: ApprovalPolicy = "ask"
+    theme: Theme = "system"
+    enter_sends: bool = True
+    step_limit: int = Field(8, ge=1, le=64)
+
+    def policy(self) -> ModePolicy:
+        return self.local if self.mode == "local" else self.standard
+
+    def effective_policy(self, trained_context: int | None) -> EffectivePolicy:
+        return self.policy().effective(self.mode, trained_context)
+
+    def switches(self) -> CompactionSwitches:
+        """The switches with the environment overrides applied."""
+        sw = self.compaction.model_copy()
+        if _env_flag("ASSISTANT_DISABLE_PRUNE"):
+            sw.prune = False
+        if _env_flag("ASSISTANT_DISABLE_AUTOCOMPACT"):
+            sw.auto_compact = False
+            sw.compact_on_overflow = False
+        return sw
+
+    def workspace_path(self) -> Path:
+        return Path(self.workspace).expanduser() if self.workspace else paths.default_workspace()
+
+
+def _env_flag(name: str) -> bool:
+    return os.environ.get(name, "").strip().lower() in {"1", "true", "yes", "on"}
+
+
+@dataclass
+class LoadedSettings:
+    settings: Settings
+    notice: str | None = None
+
+
+def load_settings(path: Path | None = None) -> LoadedSettings:
+    """Read settings; on a corrupt file back it up, use defaults and say so."""
+    path = path or paths.settings_file()
+    if not path.exists():
+        return LoadedSettings(Settings())
+    try:
+        raw = json.loads(path.read_text(encoding="utf-8"))
+        if not isinstance(raw, dict):
+            raise ValueError("the file does not hold a JSON object")
+        version = raw.get("schema_version", SETTINGS_SCHEMA_VERSION)
+        if isinstance(version, int) and version > SETTINGS_SCHEMA_VERSION:
+            raise ValueError(f"schema version {version} is newer than this app understands")
+        return LoadedSettings(Settings.model_validate(raw))
+    except (OSError, UnicodeDecodeError, ValueError, ValidationError) as exc:
+        backup = path.with_name(f"{path.name}.corrupt-{time.strftime('%Y%m%d-%H%M%S')}")
+        try:
+            shutil.copy2(path, backup)
+            where = f"backed up to {backup}"
+        except OSError as copy_exc:
+            where = f"could not be backed up ({copy_exc})"
+        reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        return LoadedSettings(
+            Settings(),
+            notice=f"Settings file {path} could not be read ({reason}); it was {where} and "
+            "defaults are in use.",
+        )
+
+
+def save_settings(settings: Settings, path: Path | None = None) -> None:
+    """Write atomically: a temporary file, flushed, then renamed over the old one."""
+    path = path or paths.settings_file()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    with tmp.open("w", encoding="utf-8") as fh:
+        fh.write(settings.model_dump_json(indent=2))
+        fh.flush()
+        os.fsync(fh.fileno())
+    os.replace(tmp, path)

@@ -1,0 +1,255 @@
+"""Conversation state as plain typed data.
+
+A :class:`Message` is what was said (user, assistant, tool result, system). Nothing here is
+ever rewritten to save tokens: pruning sets ``pruned`` (the view state) and the original
+``content`` stays; compaction adds a :class:`CompactionRecord` beside the messages. What the
+model sees is built from this by :func:`assistant.compaction.context.build_context`.
+
+The same shapes are saved by the session store and rendered by the UI; neither owns them.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+from typing import Any, Literal, Protocol
+
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
+
+Role = Literal["system", "user", "assistant", "tool"]
+
+PRUNED_PLACEHOLDER = "[Old tool result content cleared]"
+
+
+def new_id() -> str:
+    return uuid.uuid4().hex[:16]
+
+
+class ToolCall(BaseModel):
+    """One tool call of an assistant message.
+
+    ``arguments`` is the parsed JSON object; when the model produced something that is not
+    a JSON object, ``arguments`` is empty and ``raw_arguments`` keeps exactly what it wrote.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    id: str = Field(default_factory=lambda: "call_" + new_id())
+    name: str
+    arguments: dict[str, Any] = Field(default_factory=dict)
+    raw_arguments: str | None = None
+
+    def arguments_json(self) -> str:
+        if self.raw_arguments is not None:
+            return self.raw_arguments
+        return json.dumps(self.arguments, ensure_ascii=False, sort_keys=True)
+
+
+class Message(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    id: str = Field(default_factory=new_id)
+    role: Role
+    content: str = ""
+    tool_calls: list[ToolCall] = Field(default_factory=list)
+    #: For ``role == "tool"``: which call this answers, and that tool's name.
+    tool_call_id: str | None = None
+    name: str | None = None
+    is_error: bool = False
+    #: Assistant reply cut short by the user (kept, marked as stopped).
+    stopped: bool = False
+    #: Tool result whose content the model no longer sees (see PRUNED_PLACEHOLDER).
+    pruned: bool = False
+    #: Who started a tool call: the model, or the user with /read, !cmd, drag and drop.
+    initiated_by: Literal["model", "user"] = "model"
+    timestamp: float = Field(default_factory=time.time)
+
+    def model_view_content(self) -> str:
+        """The content as the model sees it (pruned tool results are cleared)."""
+        if self.role == "tool" and self.pruned:
+            return PRUNED_PLACEHOLDER
+        return self.content
+
+    def to_openai(self, *, as_model_sees: bool = True) -> dict[str, Any]:
+        """OpenAI chat format (used for export, replay and chat templates)."""
+        out: dict[str, Any] = {
+            "role": self.role,
+            "content": self.model_view_content() if as_model_sees else self.content,
+        }
+        if self.tool_calls:
+            out["tool_calls"] = [
+                {
+                    "id": call.id,
+                    "type": "function",
+                    "function": {"name": call.name, "arguments": call.arguments_json()},
+                }
+                for call in self.tool_calls
+            ]
+        if self.role == "tool":
+            out["tool_call_id"] = self.tool_call_id
+            if self.name:
+                out["name"] = self.name
+        return out
+
+    @classmethod
+    def from_openai(cls, data: dict[str, Any]) -> Message:
+        """Parse one OpenAI-format message; raises ValueError with a clear reason."""
+        if not isinstance(data, dict):
+            raise ValueError("a message must be a JSON object")
+        role = data.get("role")
+        if role not in ("system", "user", "assistant", "tool"):
+            raise ValueError(f"unknown role {role!r}")
+        content = data.get("content") or ""
+        if isinstance(content, list):  # content parts: keep the text ones
+            content = "".join(
+                str(p.get("text", "")) for p in content if isinstance(p, dict)
+            )
+        if not isinstance(content, str):
+            raise ValueError("content must be a string")
+        calls: list[ToolCall] = []
+        for raw in data.get("tool_calls") or []:
+            fn = raw.get("function", {}) if isinstance(raw, dict) else {}
+            name = fn.get("name")
+            if not isinstance(name, str) or not name:
+                raise ValueError("a tool call needs function.name")
+            args_raw = fn.get("arguments", "{}")
+            args, raw_args = _parse_arguments(args_raw)
+            calls.append(
+                ToolCall(
+                    id=str(raw.get("id") or "call_" + new_id()),
+                    name=name,
+                    arguments=args,
+                    raw_arguments=raw_args,
+                )
+            )
+        if role == "tool" and not data.get("tool_call_id"):
+            raise ValueError("a tool message needs tool_call_id")
+        return cls(
+            role=role,
+            content=content,
+            tool_calls=calls,
+            tool_call_id=data.get("tool_call_id"),
+            name=data.get("name"),
+        )
+
+
+def _parse_arguments(value: Any) -> tuple[dict[str, Any], str | None]:
+    if isinstance(value, dict):
+        return value, None
+    if isinstance(value, str):
+        try:
+            parsed = json.loads(value) if value.strip() else {}
+        except json.JSONDecodeError:
+            return {}, value
+        if isinstance(parsed, dict):
+            return parsed, None
+        return {}, value
+    return {}, json.dumps(value)
+
+
+class CompactionRecord(BaseModel):
+    """Session metadata for one compaction; never stored among the messages."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    id: str = Field(default_factory=new_id)
+    summary: str
+    #: The first message still sent to the model verbatim; everything before it is
+    #: represented by ``summary``. ``None`` means every message was summarized.
+    first_kept_id: str | None
+    #: The newest message the summary covers (used when ``first_kept_id`` is None).
+    last_summarized_id: str | None = None
+    tokens_before: int
+    tokens_after: int
+    reason: Literal["threshold", "overflow", "manual"]
+    count: int = Field(description="1 for the chat's first compaction, then 2, 3, ...")
+    previous_summary: str | None = None
+    files_read: list[str] = Field(default_factory=list)
+    files_modified: list[str] = Field(default_factory=list)
+    duration_s: float = 0.0
+    timestamp: float = Field(default_factory=time.time)
+    #: "model" when the loaded model wrote it, "extractive" for the deterministic fallback,
+    #: "hook" when a before_compact hook supplied it.
+    summarizer: Literal["model", "extractive", "hook"] = "model"
+    focus: str | None = None
+
+
+class ConversationObserver(Protocol):
+    """Told of every change, synchronously, before the change is shown anywhere.
+
+    The session store implements it (each call writes and fsyncs an entry); an observer
+    that raises aborts the change, so nothing is shown that is not on disk.
+    """
+
+    def message_appended(self, message: Message) -> None: ...
+
+    def messages_pruned(self, message_ids: list[str], tokens_freed: int) -> None: ...
+
+    def compaction_added(self, record: CompactionRecord) -> None: ...
+
+
+class Conversation(BaseModel):
+    """One chat's active branch as the engine works on it.
+
+    Change it only through :meth:`append`, :meth:`mark_pruned` and :meth:`add_compaction`
+    so observers (the session store, the UI) see every change.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    messages: list[Message] = Field(default_factory=list)
+    compactions: list[CompactionRecord] = Field(default_factory=list)
+    _observers: list[ConversationObserver] = PrivateAttr(default_factory=list)
+
+    def subscribe(self, observer: ConversationObserver) -> None:
+        self._observers.append(observer)
+
+    def unsubscribe(self, observer: ConversationObserver) -> None:
+        if observer in self._observers:
+            self._observers.remove(observer)
+
+    def append(self, message: Message) -> Message:
+        for obs in self._observers:
+            obs.message_appended(message)
+        self.messages.append(message)
+        return message
+
+    def mark_pruned(self, message_ids: list[str], tokens_freed: int) -> None:
+        if not message_ids:
+            return
+        for obs in self._observers:
+            obs.messages_pruned(list(message_ids), tokens_freed)
+        wanted = set(message_ids)
+        for msg in self.messages:
+            if msg.id in wanted:
+                msg.pruned = True
+
+    def add_compaction(self, record: CompactionRecord) -> None:
+        for obs in self._observers:
+            obs.compaction_added(record)
+        self.compactions.append(record)
+
+    @property
+    def last_compaction(self) -> CompactionRecord | None:
+        return self.compactions[-1] if self.compactions else None
+
+    def index_of(self, message_id: str) -> int:
+        for i, msg in enumerate(self.messages):
+            if msg.id == message_id:
+                return i
+        raise KeyError(message_id)
+
+    def kept_messages(self) -> list[Message]:
+        """Messages after the latest compaction's cut (all of them if none)."""
+        rec = self.last_compaction
+        if rec is None:
+            return list(self.messages)
+        try:
+            if rec.first_kept_id is not None:
+                return self.messages[self.index_of(rec.first_kept_id) :]
+            if rec.last_summarized_id is not None:
+                return self.messages[self.index_of(rec.last_summarized_id) + 1 :]
+        except KeyError:
+            pass
+        return list(self.messages)

@@ -1,0 +1,180 @@
+"""A scripted backend for unit tests: canned replies, real accounting.
+
+It renders prompts with the same :class:`ChatTemplate` as the real backend (ChatML by
+default), counts them with cl100k, simulates the KV cache (longest common token prefix with
+the previous call), and raises :class:`ContextOverflowError` exactly where the real backend
+would. Replies come from a queue: strings, or callables that receive the prompt messages.
+
+    backend = ScriptedBackend(["Hello!", lambda msgs: "You said " + msgs[-1]["content"]])
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from assistant.llm.base import (
+    CancelToken,
+    ChatMessages,
+    ContextOverflowError,
+    GenerationResult,
+    ModelInfo,
+    StreamEvent,
+)
+from assistant.llm.fallback_tokenizer import Cl100kTokenizer
+from assistant.llm.template import ChatTemplate
+
+Reply = str | Callable[[list[dict[str, Any]]], str]
+
+
+@dataclass
+class RecordedCall:
+    messages: list[dict[str, Any]]
+    tools: list[dict[str, Any]] | None
+    prompt_tokens: int
+    max_tokens: int
+    result: GenerationResult | None = None
+    prompt_text: str = ""
+
+
+@dataclass
+class ScriptedBackend:
+    replies: list[Reply] = field(default_factory=list)
+    window: int = 10_000
+    trained_context: int = 8_192
+    template_source: str | None = None
+    #: Seconds to sleep per streamed piece (lets tests press Stop mid-reply).
+    delay_per_token: float = 0.0
+    default_reply: str = "OK."
+    calls: list[RecordedCall] = field(default_factory=list)
+    name: str = "scripted (cl100k)"
+
+    def __post_init__(self) -> None:
+        self._tok = Cl100kTokenizer()
+        self._template = ChatTemplate(self.template_source, origin="scripted")
+        self._cache: list[int] = []
+        self.closed = False
+
+    # -- Tokenizer ---------------------------------------------------------------------
+    def tokenize(self, text: str) -> list[int]:
+        return self._tok.tokenize(text)
+
+    def count(self, text: str) -> int:
+        return self._tok.count(text)
+
+    # -- LLMBackend ----------------------------------------------------------------------
+    @property
+    def info(self) -> ModelInfo:
+        return ModelInfo(
+            name="scripted",
+            path="<scripted>",
+            trained_context=self.trained_context,
+            context_window=self.window,
+            architecture="scripted",
+            chat_template_source=self._template.origin,
+            supports_native_tools=self._template.native_tools,
+        )
+
+    def render_prompt(
+        self, messages: ChatMessages, tools: Sequence[dict[str, Any]] | None = None
+    ) -> str:
+        return self._template.render(messages, tools)
+
+    def count_prompt(
+        self, messages: ChatMessages, tools: Sequence[dict[str, Any]] | None = None
+    ) -> int:
+        return self.count(self.render_prompt(messages, tools))
+
+    def enqueue(self, *replies: Reply) -> None:
+        self.replies.extend(replies)
+
+    def generate(
+        self,
+        messages: ChatMessages,
+        *,
+        max_tokens: int,
+        temperature: float = 0.2,
+        top_p: float = 0.95,
+        tools: Sequence[dict[str, Any]] | None = None,
+        stop: Sequence[str] = (),
+        cancel: CancelToken | None = None,
+        on_prefill: Callable[[int, int], None] | None = None,
+    ) -> Iterator[StreamEvent]:
+        msgs = [dict(m) for m in messages]
+        text = self.render_prompt(msgs, tools)
+        tokens = self.tokenize(text)
+        record = RecordedCall(
+            msgs, list(tools) if tools else None, len(tokens), max_tokens, prompt_text=text
+        )
+        self.calls.append(record)
+        if len(tokens) >= self.window:
+            raise ContextOverflowError(len(tokens), self.window)
+        reused = _common_prefix(self._cache, tokens)
+        if reused == len(tokens):
+            reused -= 1  # llama.cpp re-evaluates the last token to get fresh logits
+        if on_prefill:
+            on_prefill(len(tokens), len(tokens))
+        self._cache = list(tokens)
+        reply = self.replies.pop(0) if self.replies else self.default_reply
+        reply_text = reply(msgs) if callable(reply) else reply
+        room = min(max_tokens, self.window - len(tokens))
+        pieces = _pieces(reply_text)
+        out: list[str] = []
+        finish = "stop"
+        start = time.perf_counter()
+        first: float | None = None
+        for i, piece in enumerate(pieces):
+            if cancel is not None and cancel.cancelled:
+                finish = "cancelled"
+                break
+            if i >= room:
+                finish = "length"
+                break
+            if self.delay_per_token:
+                time.sleep(self.delay_per_token)
+            if first is None:
+                first = time.perf_counter() - start
+            out.append(piece)
+            yield StreamEvent(delta=piece)
+        reply_out = "".join(out)
+        self._cache.extend(self.tokenize(reply_out))
+        result = GenerationResult(
+            text=reply_out,
+            prompt_tokens=len(tokens),
+            prompt_evaluated=len(tokens) - reused,
+            prompt_reused=reused,
+            completion_tokens=len(out),
+            finish_reason=finish,
+            generate_s=time.perf_counter() - start,
+            first_token_s=first,
+        )
+        record.result = result
+        yield StreamEvent(result=result)
+
+    def close(self) -> None:
+        self.closed = True
+
+
+def _pieces(text: str) -> list[str]:
+    """Split into word-ish pieces so streaming has several steps."""
+    pieces: list[str] = []
+    current = ""
+    for ch in text:
+        current += ch
+        if ch in " \n":
+            pieces.append(current)
+            current = ""
+    if current:
+        pieces.append(current)
+    return pieces
+
+
+def _common_prefix(a: Sequence[int], b: Sequence[int]) -> int:
+    n = 0
+    for x, y in zip(a, b, strict=False):
+        if x != y:
+            break
+        n += 1
+    return n

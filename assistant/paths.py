@@ -1,0 +1,58 @@
+"""Where the assistant keeps its files.
+
+Everything lives in the platformdirs locations for the user. ``ASSISTANT_HOME`` points all of
+them at one folder instead (tests use it so they never touch a real user's files), and
+``ASSISTANT_MODEL_DIR`` points only the model directory elsewhere.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import platformdirs
+
+APP_NAME = "offline-assistant"
+
+
+def _home() -> Path | None:
+    value = os.environ.get("ASSISTANT_HOME")
+    return Path(value).expanduser() if value else None
+
+
+def config_dir() -> Path:
+    home = _home()
+    return home / "config" if home else Path(platformdirs.user_config_dir(APP_NAME))
+
+
+def data_dir() -> Path:
+    home = _home()
+    return home / "data" if home else Path(platformdirs.user_data_dir(APP_NAME))
+
+
+def cache_dir() -> Path:
+    home = _home()
+    return home / "cache" if home else Path(platformdirs.user_cache_dir(APP_NAME))
+
+
+def model_dir() -> Path:
+    value = os.environ.get("ASSISTANT_MODEL_DIR")
+    if value:
+        return Path(value).expanduser()
+    return Path(platformdirs.user_data_dir(APP_NAME)) / "models"
+
+
+def sessions_dir() -> Path:
+    return data_dir() / "sessions"
+
+
+def default_workspace() -> Path:
+    """A dedicated folder in the user's documents directory, never the whole home."""
+    home = _home()
+    if home:
+        return home / "workspace"
+    return Path(platformdirs.user_documents_dir()) / "Offline Assistant"
+
+
+def settings_file() -> Path:
+    return config_dir() / "settings.json"
