@@ -1,0 +1,47 @@
+"""Command line entry: ``python -m assistant [gui|chat|replay|bench|provision] ...``.
+
+With no sub-command the desktop window opens.
+"""
+
+from __future__ import annotations
+
+import sys
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = list(sys.argv[1:] if argv is None else argv)
+    command = args[0] if args and not args[0].startswith("-") else "gui"
+    rest = args[1:] if args and not args[0].startswith("-") else args
+    if command == "chat":
+        from assistant.cli.chat import main as chat_main
+
+        return chat_main(rest)
+    if command == "provision":
+        from assistant.llm.provision import main as provision_main
+
+        return provision_main(rest)
+    if command == "replay":
+        from assistant.replay import main as replay_main
+
+        return replay_main(rest)
+    if command == "bench":
+        from assistant.bench.cli import main as bench_main
+
+        return bench_main(rest)
+    if command == "gui":
+        if "--smoke-test" in rest:
+            from assistant.cli.smoke import main as smoke_main
+
+            return smoke_main(rest)
+        from assistant.app import run_gui
+
+        return run_gui(rest)
+    print(
+        f"unknown command {command!r}; use gui, chat, replay, bench or provision",
+        file=sys.stderr,
+    )
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

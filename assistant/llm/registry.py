@@ -1,0 +1,107 @@
+"""The model registry (``models/registry.json``) and model file lookup.
+
+Each entry names a file, its sha256 and size, license, trained context length and where the
+chat template comes from. Files live in the user's model directory (``paths.model_dir()``);
+a frozen app also looks in its bundled ``models/`` folder first. Any other GGUF path the user
+picks works too: :func:`resolve_model` accepts a registry name or a path.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from assistant import paths
+
+
+@dataclass(frozen=True)
+class ModelEntry:
+    name: str
+    display_name: str
+    file: str
+    sha256: str
+    size: int
+    license: str
+    context_length: int
+    instruction_tuned: bool
+    chat_template_source: str
+    source: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Registry:
+    default: str
+    models: tuple[ModelEntry, ...]
+
+    def get(self, name: str) -> ModelEntry | None:
+        for entry in self.models:
+            if entry.name == name:
+                return entry
+        return None
+
+    def by_file(self, filename: str) -> ModelEntry | None:
+        for entry in self.models:
+            if entry.file == filename:
+                return entry
+        return None
+
+
+def bundle_dir() -> Path | None:
+    """The frozen app's bundled models folder, if running frozen."""
+    base = getattr(sys, "_MEIPASS", None)
+    return Path(base) / "models" if base else None
+
+
+def registry_path() -> Path:
+    bundled = bundle_dir()
+    if bundled and (bundled / "registry.json").exists():
+        return bundled / "registry.json"
+    return Path(__file__).resolve().parents[2] / "models" / "registry.json"
+
+
+def load_registry(path: Path | None = None) -> Registry:
+    raw = json.loads((path or registry_path()).read_text(encoding="utf-8"))
+    entries = tuple(
+        ModelEntry(
+            name=m["name"],
+            display_name=m.get("display_name", m["name"]),
+            file=m["file"],
+            sha256=m["sha256"],
+            size=int(m["size"]),
+            license=m["license"],
+            context_length=int(m["context_length"]),
+            instruction_tuned=bool(m.get("instruction_tuned", True)),
+            chat_template_source=m.get("chat_template_source", "gguf"),
+            source=m.get("source", {}),
+        )
+        for m in raw["models"]
+    )
+    return Registry(default=raw["default"], models=entries)
+
+
+def model_path(entry: ModelEntry) -> Path:
+    """Where ``entry``'s file is: bundled with a frozen app, else the user model dir."""
+    bundled = bundle_dir()
+    if bundled and (bundled / entry.file).exists():
+        return bundled / entry.file
+    return paths.model_dir() / entry.file
+
+
+def default_model_path() -> Path:
+    reg = load_registry()
+    entry = reg.get(reg.default)
+    assert entry is not None, "registry default names no model"
+    return model_path(entry)
+
+
+def resolve_model(name_or_path: str) -> tuple[Path, ModelEntry | None]:
+    """A registry name or a file path -> (path, registry entry if the file is known)."""
+    reg = load_registry()
+    entry = reg.get(name_or_path)
+    if entry is not None:
+        return model_path(entry), entry
+    path = Path(name_or_path).expanduser()
+    return path, reg.by_file(path.name)

@@ -1,0 +1,89 @@
+"""One thread owns the model.
+
+``ModelWorker`` runs every job that touches the backend on a single dedicated thread, so the
+``Llama`` object is never used from two threads and the GUI thread never waits on it: it
+submits a job and gets a ``Future`` (the UI turns completion into a queued Qt signal).
+
+    worker = ModelWorker()
+    fut = worker.load("smollm2-135m-instruct", n_ctx=10_000, threads=0, on_progress=print)
+    backend = fut.result()              # or fut.add_done_callback(...)
+    worker.submit(agent.handle_input, conv, "hello", cancel)
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
+from pathlib import Path
+from typing import Any, TypeVar
+
+from assistant.llm.base import LLMBackend
+
+T = TypeVar("T")
+
+BackendFactory = Callable[[str, int, int], LLMBackend]
+
+
+def default_factory(model: str, n_ctx: int, threads: int) -> LLMBackend:
+    from assistant.llm.llama_backend import LlamaBackend
+
+    return LlamaBackend.load(model, n_ctx=n_ctx, threads=threads)
+
+
+class ModelWorker:
+    """A single-thread executor that owns the loaded backend."""
+
+    def __init__(self, factory: BackendFactory = default_factory) -> None:
+        self._factory = factory
+        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="model-worker")
+        self._backend: LLMBackend | None = None
+        self._lock = threading.Lock()
+
+    @property
+    def backend(self) -> LLMBackend | None:
+        """The loaded backend (use it only through :meth:`submit`)."""
+        return self._backend
+
+    def submit(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> Future[T]:
+        return self._pool.submit(fn, *args, **kwargs)
+
+    def load(
+        self,
+        model: str | Path,
+        *,
+        n_ctx: int,
+        threads: int = 0,
+        on_progress: Callable[[float], None] | None = None,
+    ) -> Future[LLMBackend]:
+        """Close the current backend (if any) and load ``model`` on the worker thread."""
+
+        def job() -> LLMBackend:
+            if on_progress:
+                on_progress(0.0)
+            old, self._backend = self._backend, None
+            if old is not None:
+                old.close()
+            backend = self._factory(str(model), n_ctx, threads)
+            self._backend = backend
+            if on_progress:
+                on_progress(1.0)
+            return backend
+
+        return self._pool.submit(job)
+
+    def set_backend(self, backend: LLMBackend) -> None:
+        """Adopt an already-built backend (tests, the terminal chat)."""
+        self._backend = backend
+
+    def shutdown(self, wait: bool = True) -> None:
+        def close() -> None:
+            if self._backend is not None:
+                self._backend.close()
+                self._backend = None
+
+        try:
+            self._pool.submit(close)
+        except RuntimeError:
+            pass
+        self._pool.shutdown(wait=wait, cancel_futures=False)

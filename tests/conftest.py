@@ -1,0 +1,67 @@
+"""Shared fixtures.
+
+Every test runs with ``ASSISTANT_HOME`` pointing at a fresh temporary folder, so no test
+touches a real user's settings, chats or workspace. The embedded model is found where
+``make test`` provisioned it (the real user model dir) before that redirection.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from assistant.llm.registry import default_model_path
+
+EMBEDDED_MODEL: Path = default_model_path()
+os.environ.setdefault("ASSISTANT_MODEL_DIR", str(EMBEDDED_MODEL.parent))
+
+
+@pytest.fixture(autouse=True)
+def _isolated_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    home = tmp_path / "home"
+    home.mkdir()
+    monkeypatch.setenv("ASSISTANT_HOME", str(home))
+    monkeypatch.setenv("ASSISTANT_MODEL_DIR", str(EMBEDDED_MODEL.parent))
+    monkeypatch.delenv("ASSISTANT_DISABLE_PRUNE", raising=False)
+    monkeypatch.delenv("ASSISTANT_DISABLE_AUTOCOMPACT", raising=False)
+    yield home
+
+
+@pytest.fixture(autouse=True)
+def _no_leaked_threads() -> Iterator[None]:
+    """Fail a test that leaves a thread of its own running (QThreads included)."""
+    before = set(threading.enumerate())
+    yield
+    deadline = 5.0
+    leaked: list[threading.Thread] = []
+    for t in set(threading.enumerate()) - before:
+        if t.daemon and t.name.startswith(("asyncio", "pydevd")):
+            continue
+        t.join(timeout=deadline)
+        if t.is_alive():
+            leaked.append(t)
+    assert not leaked, f"test left threads running: {[t.name for t in leaked]}"
+
+
+@pytest.fixture(scope="session")
+def embedded_model_path() -> Path:
+    if not EMBEDDED_MODEL.exists():
+        pytest.fail(
+            f"embedded model missing at {EMBEDDED_MODEL}; run `make test` (it provisions it)"
+        )
+    return EMBEDDED_MODEL
+
+
+@pytest.fixture(scope="session")
+def real_backend(embedded_model_path: Path) -> Iterator[object]:
+    """One loaded embedded model shared by the integration tests (loading takes ~0.5 s,
+    but each test resetting the KV cache keeps them independent)."""
+    from assistant.llm.llama_backend import LlamaBackend
+
+    backend = LlamaBackend.load(str(embedded_model_path), n_ctx=8192)
+    yield backend
+    backend.close()

@@ -1,0 +1,130 @@
+"""Integration tests with the real embedded model (SmolLM2-135M-Instruct)."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from assistant.llm.base import CancelToken, ContextOverflowError, GenerationResult, ModelLoadError
+from assistant.llm.llama_backend import LlamaBackend
+
+pytestmark = pytest.mark.integration
+
+SYSTEM = "You are a helpful assistant. Answer briefly and accurately."
+
+
+def _run(backend: Any, messages: list[dict[str, str]], **kw: Any) -> tuple[str, GenerationResult]:
+    text = ""
+    result: GenerationResult | None = None
+    for ev in backend.generate(messages, **kw):
+        if ev.result is not None:
+            result = ev.result
+        text += ev.delta
+    assert result is not None
+    return text, result
+
+
+def test_tokenizer_counts_exactly_what_the_model_sees(real_backend: Any) -> None:
+    msgs = [{"role": "system", "content": SYSTEM}, {"role": "user", "content": "Hello there"}]
+    prompt = real_backend.render_prompt(msgs)
+    assert prompt.startswith("<|im_start|>system\n" + SYSTEM)
+    assert prompt.endswith("<|im_start|>assistant\n")
+    tokens = real_backend.tokenize(prompt)
+    # Special tokens are single tokens, not spelled out.
+    assert tokens.count(tokens[0]) == 3  # three <|im_start|>
+    assert real_backend.count_prompt(msgs) == len(tokens)
+    # Template overhead is counted: the prompt is more than the sum of its texts.
+    assert len(tokens) > real_backend.count(SYSTEM) + real_backend.count("Hello there")
+    assert real_backend.info.trained_context == 8192
+    assert real_backend.info.chat_template_source == "gguf"
+
+
+def test_streams_a_reply_and_reports_cache_reuse(real_backend: Any) -> None:
+    msgs = [
+        {"role": "system", "content": SYSTEM},
+        {"role": "user", "content": "What is the capital of France?"},
+    ]
+    text, first = _run(real_backend, msgs, max_tokens=24, temperature=0.0)
+    assert "Paris" in text
+    assert first.text == text
+    assert first.completion_tokens > 0
+    assert first.prompt_tokens == real_backend.count_prompt(msgs)
+    # The same prompt again: everything but the last token comes from the KV cache.
+    _, second = _run(real_backend, msgs, max_tokens=4, temperature=0.0)
+    assert second.prompt_reused == second.prompt_tokens - 1
+    assert second.prompt_evaluated == 1
+
+
+def test_stop_takes_effect_within_one_token(real_backend: Any) -> None:
+    msgs = [
+        {"role": "system", "content": SYSTEM},
+        {"role": "user", "content": "Write a very long story about a dragon and a knight."},
+    ]
+    cancel = CancelToken()
+    deltas = 0
+    result: GenerationResult | None = None
+    for ev in real_backend.generate(msgs, max_tokens=300, cancel=cancel):
+        if ev.result is not None:
+            result = ev.result
+        elif ev.delta:
+            deltas += 1
+            if deltas == 3:
+                cancel.cancel()
+    assert result is not None
+    assert result.finish_reason == "cancelled"
+    assert result.completion_tokens <= 4
+
+
+def test_cancel_interrupts_prompt_evaluation(real_backend: Any) -> None:
+    long = "The quick brown fox jumps over the lazy dog. " * 300
+    msgs = [{"role": "user", "content": long + " Summarize."}]
+    cancel = CancelToken()
+    seen: list[int] = []
+
+    def progress(done: int, total: int) -> None:
+        seen.append(done)
+        cancel.cancel()
+
+    _, result = _run(real_backend, msgs, max_tokens=8, cancel=cancel, on_prefill=progress)
+    assert result.finish_reason == "cancelled"
+    assert result.completion_tokens == 0
+    assert len(seen) == 1 and seen[0] < result.prompt_tokens
+
+
+def test_over_long_prompt_raises_context_overflow(real_backend: Any) -> None:
+    msgs = [{"role": "user", "content": "word " * 9000}]
+    with pytest.raises(ContextOverflowError) as info:
+        real_backend.generate(msgs, max_tokens=8)
+    assert info.value.window == 8192
+    assert info.value.prompt_tokens > 8192
+
+
+def test_truncated_model_file_gives_typed_error(embedded_model_path: Path, tmp_path: Path) -> None:
+    broken = tmp_path / "truncated.gguf"
+    with embedded_model_path.open("rb") as src, broken.open("wb") as dst:
+        dst.write(src.read(5_000_000))
+    with pytest.raises(ModelLoadError) as info:
+        LlamaBackend.load(str(broken), n_ctx=2048)
+    assert "damaged" in str(info.value)
+    # The registered copy, cut short in place of the real one, names the expected size.
+    fake_dir = tmp_path / "models"
+    fake_dir.mkdir()
+    shutil.copy(broken, fake_dir / embedded_model_path.name)
+    import os
+
+    os.environ["ASSISTANT_MODEL_DIR"] = str(fake_dir)
+    with pytest.raises(ModelLoadError) as info2:
+        LlamaBackend.load("smollm2-135m-instruct", n_ctx=2048)
+    assert "truncated" in str(info2.value) and "98,362,432" in str(info2.value)
+
+
+def test_missing_and_non_gguf_files_give_typed_errors(tmp_path: Path) -> None:
+    with pytest.raises(ModelLoadError, match="does not exist"):
+        LlamaBackend.load(str(tmp_path / "nope.gguf"))
+    text = tmp_path / "notes.gguf"
+    text.write_text("hello, I am not a model")
+    with pytest.raises(ModelLoadError, match="not a GGUF"):
+        LlamaBackend.load(str(text))
