@@ -33,6 +33,14 @@ def main(argv: list[str] | None = None) -> int:
             from assistant.cli.smoke import main as smoke_main
 
             return smoke_main(rest)
+        if _no_display():
+            print(
+                "error: no display found (DISPLAY / WAYLAND_DISPLAY are unset). Run the app "
+                "in a desktop session, use `python -m assistant chat` in a terminal, or set "
+                "QT_QPA_PLATFORM=offscreen.",
+                file=sys.stderr,
+            )
+            return 1
         from assistant.app import run_gui
 
         return run_gui(rest)
@@ -41,6 +49,14 @@ def main(argv: list[str] | None = None) -> int:
         file=sys.stderr,
     )
     return 2
+
+
+def _no_display() -> bool:
+    import os
+
+    if not sys.platform.startswith("linux") or os.environ.get("QT_QPA_PLATFORM"):
+        return False
+    return not (os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY"))
 
 
 if __name__ == "__main__":

@@ -118,14 +118,22 @@ class EffectivePolicy:
 
 def default_local() -> ModePolicy:
     return ModePolicy(
-        window=10_000, protect=2_000, minimum=500, reserve=1_024, keep_recent=3_000,
+        window=10_000,
+        protect=2_000,
+        minimum=500,
+        reserve=1_024,
+        keep_recent=3_000,
         summary_budget=768,
     )
 
 
 def default_standard() -> ModePolicy:
     return ModePolicy(
-        window=131_072, protect=40_000, minimum=20_000, reserve=16_384, keep_recent=20_000,
+        window=131_072,
+        protect=40_000,
+        minimum=20_000,
+        reserve=16_384,
+        keep_recent=20_000,
         summary_budget=13_107,
     )
 

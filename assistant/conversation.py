@@ -102,9 +102,7 @@ class Message(BaseModel):
             raise ValueError(f"unknown role {role!r}")
         content = data.get("content") or ""
         if isinstance(content, list):  # content parts: keep the text ones
-            content = "".join(
-                str(p.get("text", "")) for p in content if isinstance(p, dict)
-            )
+            content = "".join(str(p.get("text", "")) for p in content if isinstance(p, dict))
         if not isinstance(content, str):
             raise ValueError("content must be a string")
         calls: list[ToolCall] = []

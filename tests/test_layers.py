@@ -19,7 +19,7 @@ ALLOWED = {
     "tools": {"llm"},
     "agent": {"llm", "compaction", "tools"},
     "bench": {"llm", "compaction", "tools", "agent", "sessions"},
-    "cli": {"llm", "compaction", "tools", "agent", "sessions"},
+    "cli": {"llm", "compaction", "tools", "agent", "sessions", "ui"},
 }
 LAYERS = {"llm", "sessions", "compaction", "tools", "agent", "ui", "bench", "cli", "app"}
 

@@ -44,7 +44,9 @@ GGUF_MAGIC = b"GGUF"
 def check_model_file(path: Path, entry: ModelEntry | None = None) -> None:
     """Raise :class:`ModelLoadError` with a clear reason for a file that cannot work."""
     if not path.exists():
-        hint = " Run `make run` (or `python -m assistant provision`) to provide it." if entry else ""
+        hint = (
+            " Run `make run` (or `python -m assistant provision`) to provide it." if entry else ""
+        )
         raise ModelLoadError(str(path), "the file does not exist." + hint)
     if not path.is_file():
         raise ModelLoadError(str(path), "it is not a regular file.")
@@ -146,8 +148,13 @@ class LlamaBackend:
             llama.close()
             with _quiet_stderr():
                 llama = Llama(
-                    model_path=str(path), n_ctx=train_ctx, n_threads=n_threads,
-                    n_threads_batch=n_threads, n_batch=n_batch, seed=seed, verbose=False,
+                    model_path=str(path),
+                    n_ctx=train_ctx,
+                    n_threads=n_threads,
+                    n_threads_batch=n_threads,
+                    n_batch=n_batch,
+                    seed=seed,
+                    verbose=False,
                 )
         return cls(llama, path, entry, int(llama.n_ctx()))
 
@@ -216,8 +223,13 @@ class LlamaBackend:
     ) -> Iterator[StreamEvent]:
         tokens = self.tokenize(self.render_prompt(messages, tools))
         return self.generate_tokens(
-            tokens, max_tokens=max_tokens, temperature=temperature, top_p=top_p, stop=stop,
-            cancel=cancel, on_prefill=on_prefill,
+            tokens,
+            max_tokens=max_tokens,
+            temperature=temperature,
+            top_p=top_p,
+            stop=stop,
+            cancel=cancel,
+            on_prefill=on_prefill,
         )
 
     def generate_tokens(
@@ -289,8 +301,12 @@ class LlamaBackend:
         if not finished:
             yield StreamEvent(
                 result=GenerationResult(
-                    text="", prompt_tokens=len(tokens), prompt_evaluated=llm.n_tokens - reuse,
-                    prompt_reused=reuse, completion_tokens=0, finish_reason="cancelled",
+                    text="",
+                    prompt_tokens=len(tokens),
+                    prompt_evaluated=llm.n_tokens - reuse,
+                    prompt_reused=reuse,
+                    completion_tokens=0,
+                    finish_reason="cancelled",
                     prefill_s=prefill_s,
                 )
             )
@@ -308,8 +324,13 @@ class LlamaBackend:
             finish = "length"
         else:
             for token in llm.generate(
-                tokens, temp=temperature, top_p=top_p, top_k=40, min_p=0.05,
-                repeat_penalty=1.1, reset=True,
+                tokens,
+                temp=temperature,
+                top_p=top_p,
+                top_k=40,
+                min_p=0.05,
+                repeat_penalty=1.1,
+                reset=True,
             ):
                 if first is None:
                     first = time.perf_counter() - start

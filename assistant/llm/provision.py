@@ -65,8 +65,17 @@ def _download_wheel(package: str, version: str, dest: Path) -> Path:
     if cached:
         return cached[0]
     cmd = [
-        sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", "--only-binary", ":all:",
-        "-d", str(dest), f"{package}=={version}",
+        sys.executable,
+        "-m",
+        "pip",
+        "download",
+        "--quiet",
+        "--no-deps",
+        "--only-binary",
+        ":all:",
+        "-d",
+        str(dest),
+        f"{package}=={version}",
     ]
     proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
     if proc.returncode != 0:
@@ -140,8 +149,10 @@ def main(argv: list[str] | None = None) -> int:
     for name in names:
         entry = reg.get(name)
         if entry is None:
-            print(f"unknown model {name!r}; known: {', '.join(m.name for m in reg.models)}",
-                  file=sys.stderr)
+            print(
+                f"unknown model {name!r}; known: {', '.join(m.name for m in reg.models)}",
+                file=sys.stderr,
+            )
             return 2
         try:
             provision(entry)

@@ -161,16 +161,17 @@ class ChatTemplate:
         add_generation_prompt: bool = True,
     ) -> str:
         adapted = self.adapt(messages, tools)
-        return self._raw(
-            adapted, tools if self.native_tools else None, add_generation_prompt
-        )
+        return self._raw(adapted, tools if self.native_tools else None, add_generation_prompt)
 
 
 def _merge_same_role(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
     merged: list[dict[str, Any]] = []
     for m in messages:
         if merged and merged[-1]["role"] == m["role"]:
-            merged[-1] = {"role": m["role"], "content": merged[-1]["content"] + "\n\n" + m["content"]}
+            merged[-1] = {
+                "role": m["role"],
+                "content": merged[-1]["content"] + "\n\n" + m["content"],
+            }
         else:
             merged.append(dict(m))
     return merged

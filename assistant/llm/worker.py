@@ -12,6 +12,7 @@ submits a job and gets a ``Future`` (the UI turns completion into a queued Qt si
 
 from __future__ import annotations
 
+import contextlib
 import threading
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -82,8 +83,6 @@ class ModelWorker:
                 self._backend.close()
                 self._backend = None
 
-        try:
+        with contextlib.suppress(RuntimeError):
             self._pool.submit(close)
-        except RuntimeError:
-            pass
         self._pool.shutdown(wait=wait, cancel_futures=False)

@@ -1,0 +1,1 @@
+"""Terminal front ends: the chat REPL and the packaged app's smoke test."""

@@ -1,0 +1,67 @@
+"""The terminal chat, run as a user would: a subprocess fed through stdin."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.integration
+
+
+def _env() -> dict[str, str]:
+    env = dict(os.environ)
+    env.pop("DISPLAY", None)  # works with no display
+    return env
+
+
+def test_pipe_a_question_prints_a_reply_and_exits_zero() -> None:
+    proc = subprocess.run(
+        [sys.executable, "-m", "assistant", "chat", "--max-tokens", "32"],
+        input="What is the capital of France?\n",
+        capture_output=True, text=True, timeout=180, env=_env(),
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "Paris" in proc.stdout
+    assert "window 8,192" in proc.stderr
+
+
+def test_tool_command_and_workspace_option(tmp_path: Path) -> None:
+    (tmp_path / "notes.txt").write_text("alpha\nbeta\n")
+    proc = subprocess.run(
+        [sys.executable, "-m", "assistant", "chat", "--workspace", str(tmp_path)],
+        input="/read notes.txt\n/read ../../etc/passwd\n",
+        capture_output=True, text=True, timeout=180, env=_env(),
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "alpha" in proc.stdout and "beta" in proc.stdout
+    assert "root:" not in proc.stdout
+    assert "outside the workspace" in proc.stdout + proc.stderr
+
+
+def test_ctrl_c_stops_the_reply_without_exiting() -> None:
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "assistant", "chat", "--max-tokens", "400"],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        text=True, env=_env(),
+    )
+    assert proc.stdin is not None and proc.stdout is not None
+    proc.stdin.write("Write a very long story about a dragon who loves books.\n")
+    proc.stdin.flush()
+    first = proc.stdout.read(20)  # the reply is streaming
+    assert first
+    proc.send_signal(signal.SIGINT)
+    time.sleep(0.5)
+    proc.stdin.write("What is the capital of France?\n")
+    proc.stdin.close()
+    proc.stdin = None
+    rest, err = proc.communicate(timeout=180)
+    assert proc.returncode == 0, err
+    out = first + rest
+    assert "[stopped]" in out
+    assert "Paris" in out.split("[stopped]", 1)[1]
