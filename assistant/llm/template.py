@@ -12,7 +12,8 @@ Tool calls reach the model one of two ways:
   appended to the system message (:data:`TOOL_PROTOCOL`), an assistant message's tool calls
   are written back as the fenced block the model is asked to produce, and tool results are
   sent as user messages starting ``[Tool result: NAME]``. Consecutive messages of the same
-  role are merged when the template insists on alternating roles.
+  role are merged when the template insists on alternating roles, and the system message is
+  folded into the first user message when the template refuses a system role.
 
 Either way the model's reply is parsed by :func:`assistant.llm.toolcall.parse_tool_calls`.
 """
@@ -97,9 +98,17 @@ class ChatTemplate:
             self._template = env.from_string(self.source)
         self.native_tools = "tools" in self.source and "tool_calls" in self.source
         self.strict_alternation = self._needs_alternation()
+        self.supports_system = self._supports_system()
 
     def _probe(self) -> None:
-        self._raw([{"role": "system", "content": "s"}, {"role": "user", "content": "u"}], None)
+        self._raw([{"role": "user", "content": "u"}], None)
+
+    def _supports_system(self) -> bool:
+        try:
+            self._raw([{"role": "system", "content": "s"}, {"role": "user", "content": "u"}], None)
+        except Exception:
+            return False
+        return True
 
     def _needs_alternation(self) -> bool:
         try:
@@ -150,6 +159,12 @@ class ChatTemplate:
                 out[0] = {"role": "system", "content": out[0]["content"] + "\n\n" + protocol}
             else:
                 out.insert(0, {"role": "system", "content": protocol})
+        if not self.supports_system and out and out[0]["role"] == "system":
+            system = out.pop(0)["content"]
+            if out and out[0]["role"] == "user":
+                out[0] = {"role": "user", "content": system + "\n\n" + out[0]["content"]}
+            else:
+                out.insert(0, {"role": "user", "content": system})
         if self.strict_alternation:
             out = _merge_same_role(out)
         return out

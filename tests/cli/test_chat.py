@@ -24,7 +24,10 @@ def test_pipe_a_question_prints_a_reply_and_exits_zero() -> None:
     proc = subprocess.run(
         [sys.executable, "-m", "assistant", "chat", "--max-tokens", "32"],
         input="What is the capital of France?\n",
-        capture_output=True, text=True, timeout=180, env=_env(),
+        capture_output=True,
+        text=True,
+        timeout=180,
+        env=_env(),
     )
     assert proc.returncode == 0, proc.stderr
     assert "Paris" in proc.stdout
@@ -36,7 +39,10 @@ def test_tool_command_and_workspace_option(tmp_path: Path) -> None:
     proc = subprocess.run(
         [sys.executable, "-m", "assistant", "chat", "--workspace", str(tmp_path)],
         input="/read notes.txt\n/read ../../etc/passwd\n",
-        capture_output=True, text=True, timeout=180, env=_env(),
+        capture_output=True,
+        text=True,
+        timeout=180,
+        env=_env(),
     )
     assert proc.returncode == 0, proc.stderr
     assert "alpha" in proc.stdout and "beta" in proc.stdout
@@ -47,8 +53,11 @@ def test_tool_command_and_workspace_option(tmp_path: Path) -> None:
 def test_ctrl_c_stops_the_reply_without_exiting() -> None:
     proc = subprocess.Popen(
         [sys.executable, "-m", "assistant", "chat", "--max-tokens", "400"],
-        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-        text=True, env=_env(),
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=_env(),
     )
     assert proc.stdin is not None and proc.stdout is not None
     proc.stdin.write("Write a very long story about a dragon who loves books.\n")

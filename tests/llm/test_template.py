@@ -1,0 +1,125 @@
+"""Chat templates: GGUF source, the ChatML fallback, and the text tool protocol."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from assistant.llm.template import CHATML_TEMPLATE, ChatTemplate
+
+TOOLS: list[dict[str, Any]] = [
+    {
+        "type": "function",
+        "function": {
+            "name": "read_file",
+            "description": "Read a file.",
+            "parameters": {
+                "type": "object",
+                "properties": {"path": {"type": "string"}, "start": {"type": "integer"}},
+                "required": ["path"],
+            },
+        },
+    }
+]
+
+STRICT = (
+    "{% for m in messages %}{% if (m['role'] == 'user') != (loop.index0 % 2 == 0) %}"
+    "{{ raise_exception('roles must alternate') }}{% endif %}"
+    "<{{ m['role'] }}>{{ m['content'] }}</{{ m['role'] }}>{% endfor %}"
+    "{% if add_generation_prompt %}<assistant>{% endif %}"
+)
+
+
+def test_no_template_falls_back_to_chatml() -> None:
+    t = ChatTemplate(None)
+    assert t.origin == "fallback:chatml"
+    out = t.render([{"role": "user", "content": "hi"}])
+    assert out == "<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n"
+
+
+def test_broken_template_falls_back_and_says_so() -> None:
+    t = ChatTemplate("{% for x in %}", origin="gguf")
+    assert t.origin.startswith("fallback:chatml")
+    assert t.source == CHATML_TEMPLATE
+
+
+def test_text_protocol_describes_tools_in_the_system_message() -> None:
+    t = ChatTemplate(None)
+    assert not t.native_tools
+    out = t.render(
+        [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "x"}], TOOLS
+    )
+    assert out.count("<|im_start|>system") == 1
+    assert "Be brief." in out and "```tool_call" in out
+    assert "read_file(path: string, start?: integer): Read a file." in out
+
+
+def test_tool_calls_and_results_are_written_back_in_the_protocol() -> None:
+    t = ChatTemplate(None)
+    msgs: list[dict[str, Any]] = [
+        {"role": "user", "content": "read a.txt"},
+        {
+            "role": "assistant",
+            "content": "",
+            "tool_calls": [
+                {
+                    "id": "c1",
+                    "type": "function",
+                    "function": {"name": "read_file", "arguments": '{"path": "a.txt"}'},
+                }
+            ],
+        },
+        {"role": "tool", "tool_call_id": "c1", "name": "read_file", "content": "hello"},
+    ]
+    adapted = t.adapt(msgs, None)
+    assert adapted[1]["role"] == "assistant"
+    block = adapted[1]["content"]
+    payload = json.loads(block.split("\n")[1])
+    assert payload == {"name": "read_file", "arguments": {"path": "a.txt"}}
+    assert adapted[2] == {"role": "user", "content": "[Tool result: read_file]\nhello"}
+
+
+def test_strict_alternation_templates_get_merged_roles() -> None:
+    t = ChatTemplate(STRICT)
+    assert t.strict_alternation
+    out = t.render(
+        [
+            {"role": "user", "content": "a"},
+            {
+                "role": "assistant",
+                "content": "",
+                "tool_calls": [
+                    {
+                        "id": "c",
+                        "type": "function",
+                        "function": {"name": "read_file", "arguments": "{}"},
+                    }
+                ],
+            },
+            {"role": "tool", "tool_call_id": "c", "name": "read_file", "content": "r"},
+            {"role": "user", "content": "b"},
+        ]
+    )
+    assert out.count("<user>") == 2  # tool result and next user message merged
+    assert "[Tool result: read_file]\nr\n\nb" in out
+
+
+def test_native_tool_templates_receive_tools() -> None:
+    native = (
+        "{% if tools %}TOOLS:{{ tools | tojson }}\n{% endif %}"
+        "{% for m in messages %}{{ m['role'] }}: {{ m['content'] }}"
+        "{% if m.tool_calls %}{% for c in m.tool_calls %}[call {{ c.function.name }}]"
+        "{% endfor %}{% endif %}\n{% endfor %}"
+    )
+    t = ChatTemplate(native)
+    assert t.native_tools
+    out = t.render([{"role": "user", "content": "x"}], TOOLS)
+    assert out.startswith('TOOLS:[{"type": "function"')
+    assert "```tool_call" not in out
+
+
+def test_templates_without_a_system_role_get_it_folded_into_the_first_user_turn() -> None:
+    t = ChatTemplate(STRICT)
+    assert not t.supports_system
+    out = t.render([{"role": "system", "content": "Be brief."}, {"role": "user", "content": "hi"}])
+    assert out == "<user>Be brief.\n\nhi</user><assistant>"
