@@ -239,12 +239,22 @@ def load_settings(path: Path | None = None) -> LoadedSettings:
             where = f"backed up to {backup}"
         except OSError as copy_exc:
             where = f"could not be backed up ({copy_exc})"
-        reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        reason = _reason(exc)
         return LoadedSettings(
             Settings(),
             notice=f"Settings file {path} could not be read ({reason}); it was {where} and "
             "defaults are in use.",
         )
+
+
+def _reason(exc: Exception) -> str:
+    """One line that names the offending field for validation errors."""
+    if isinstance(exc, ValidationError) and exc.errors():
+        err = exc.errors()[0]
+        where = ".".join(str(p) for p in err["loc"]) or "settings"
+        return f"{where}: {err['msg']}"
+    text = str(exc)
+    return text.splitlines()[0] if text else type(exc).__name__
 
 
 def save_settings(settings: Settings, path: Path | None = None) -> None:

@@ -1,0 +1,52 @@
+"""Chat storage: append-only JSONL files, a session tree with branches, crash safety.
+
+Start with :class:`SessionStore` (list, create, open, rename, trash, export, import) and
+:class:`ChatHandle` (one open chat; its ``conversation`` is the active branch and every
+change to it is on disk before it is applied). The file format is described in
+:mod:`assistant.sessions.entries`, branch summaries in :mod:`assistant.sessions.summary`,
+the export format in :mod:`assistant.sessions.export`.
+"""
+
+from assistant.sessions.entries import SCHEMA_VERSION, ChatHeader, Entry
+from assistant.sessions.errors import (
+    ChatClosedError,
+    ChatCorruptError,
+    ChatImportError,
+    ChatLoadError,
+    ChatLockedError,
+    ChatNotFoundError,
+    ChatVersionError,
+    CompactionUndoRefused,
+    SessionError,
+)
+from assistant.sessions.handle import BranchInfo, ChatHandle
+from assistant.sessions.store import ChatSummary, SessionStore
+from assistant.sessions.summary import (
+    BRANCH_SUMMARY_PREFIX,
+    Summarizer,
+    extractive_summary,
+    is_branch_summary,
+)
+
+__all__ = [
+    "BRANCH_SUMMARY_PREFIX",
+    "SCHEMA_VERSION",
+    "BranchInfo",
+    "ChatClosedError",
+    "ChatCorruptError",
+    "ChatHandle",
+    "ChatHeader",
+    "ChatImportError",
+    "ChatLoadError",
+    "ChatLockedError",
+    "ChatNotFoundError",
+    "ChatSummary",
+    "ChatVersionError",
+    "CompactionUndoRefused",
+    "Entry",
+    "SessionError",
+    "SessionStore",
+    "Summarizer",
+    "extractive_summary",
+    "is_branch_summary",
+]

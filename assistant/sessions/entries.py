@@ -1,0 +1,192 @@
+"""The lines of a chat file: one header, then entries.
+
+A chat file is JSON Lines. Line 1 is a :class:`ChatHeader` (schema version, chat id, created
+time, initial title). Every later line is one entry ``{id, parent_id, timestamp, type, ...}``.
+Entries form a tree through ``parent_id`` (``None`` for a root); the file is append-only, so
+an entry's parent is always on an earlier line. Entry types:
+
+``message``          a :class:`Message` as it was appended (entry id == message id)
+``prune``            tool results cleared from the model's view (``message_ids``)
+``compaction``       a :class:`CompactionRecord` (entry id == record id)
+``compaction_undo``  the named compaction no longer applies on this branch
+``branch_summary``   summary of an abandoned branch, carried into the new branch's context
+``checkout``         the user moved to another branch; its ``parent_id`` is the new position
+``setting``          a per-chat setting changed (``name``, ``value``), e.g. the mode
+``title``            the chat was renamed
+
+Every entry is a tree node, and the active position (leaf) is the last line's entry. Prune,
+compaction, undo, summary and checkout entries apply to the branch they are on.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Annotated, Any, Literal
+
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    FiniteFloat,
+    JsonValue,
+    RootModel,
+    ValidationError,
+    model_validator,
+)
+
+from assistant.conversation import CompactionRecord, Message
+
+#: Version of the file format this code writes and the newest it reads.
+SCHEMA_VERSION = 1
+APP_TAG = "offline-assistant"
+
+
+class ChatHeader(BaseModel):
+    """Line 1 of a chat file."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    type: Literal["header"] = "header"
+    schema_version: int
+    chat_id: str = Field(min_length=1)
+    created: FiniteFloat
+    title: str | None = None
+    app: str = APP_TAG
+
+
+class EntryBase(BaseModel):
+    """Fields every entry has."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    id: str = Field(min_length=1)
+    parent_id: str | None
+    timestamp: FiniteFloat
+
+
+class MessageEntry(EntryBase):
+    type: Literal["message"] = "message"
+    message: Message
+
+    @model_validator(mode="after")
+    def _same_id(self) -> MessageEntry:
+        if self.id != self.message.id:
+            raise ValueError("a message entry's id must be the message's id")
+        return self
+
+
+class PruneEntry(EntryBase):
+    type: Literal["prune"] = "prune"
+    message_ids: list[str]
+    tokens_freed: int = 0
+
+
+class CompactionEntry(EntryBase):
+    type: Literal["compaction"] = "compaction"
+    record: CompactionRecord
+
+    @model_validator(mode="after")
+    def _same_id(self) -> CompactionEntry:
+        if self.id != self.record.id:
+            raise ValueError("a compaction entry's id must be the record's id")
+        return self
+
+
+class CompactionUndoEntry(EntryBase):
+    type: Literal["compaction_undo"] = "compaction_undo"
+    record_id: str
+
+
+class BranchSummaryEntry(EntryBase):
+    type: Literal["branch_summary"] = "branch_summary"
+    summary: str
+    #: Messages of the abandoned branch the summary covers (oldest first).
+    covered_ids: list[str] = Field(default_factory=list)
+
+
+class CheckoutEntry(EntryBase):
+    type: Literal["checkout"] = "checkout"
+
+
+class SettingEntry(EntryBase):
+    type: Literal["setting"] = "setting"
+    name: str = Field(min_length=1)
+    value: JsonValue
+
+
+class TitleEntry(EntryBase):
+    type: Literal["title"] = "title"
+    title: str
+
+
+AnyEntry = (
+    MessageEntry
+    | PruneEntry
+    | CompactionEntry
+    | CompactionUndoEntry
+    | BranchSummaryEntry
+    | CheckoutEntry
+    | SettingEntry
+    | TitleEntry
+)
+Entry = Annotated[AnyEntry, Field(discriminator="type")]
+
+ENTRY_TYPES = frozenset(
+    {
+        "message",
+        "prune",
+        "compaction",
+        "compaction_undo",
+        "branch_summary",
+        "checkout",
+        "setting",
+        "title",
+    }
+)
+
+
+class _EntryLine(RootModel[Entry]):
+    """Validates any entry by its ``type``."""
+
+
+def parse_entry(data: Any) -> Entry:
+    """Validate one decoded line; raises ValueError with a short, readable reason."""
+    if not isinstance(data, dict):
+        raise ValueError("an entry must be a JSON object")
+    kind = data.get("type")
+    if kind == "header":
+        raise ValueError("a second header line")
+    if kind not in ENTRY_TYPES:
+        raise ValueError(f"unknown entry type {kind!r}")
+    try:
+        return _EntryLine.model_validate(data).root
+    except ValidationError as exc:
+        raise ValueError(f"invalid {kind} entry: {short_reason(exc)}") from None
+
+
+def parse_header(data: Any) -> ChatHeader:
+    """Validate line 1; raises ValueError (not a header) with a short reason."""
+    if not isinstance(data, dict) or data.get("type") != "header":
+        raise ValueError("the first line is not a chat header (not a chat file?)")
+    try:
+        return ChatHeader.model_validate(data)
+    except ValidationError as exc:
+        raise ValueError(f"invalid header: {short_reason(exc)}") from None
+
+
+def short_reason(exc: ValidationError) -> str:
+    """The first validation error as ``field.path: message``."""
+    errors = exc.errors()
+    if not errors:
+        return str(exc).splitlines()[0]
+    first = errors[0]
+    loc = ".".join(str(part) for part in first.get("loc", ()))
+    return f"{loc}: {first.get('msg', 'invalid')}" if loc else str(first.get("msg", "invalid"))
+
+
+def encode_line(item: ChatHeader | Entry) -> bytes:
+    """One JSON line, newline-terminated. ASCII-escaped so any Python str can be written."""
+    data = item.model_dump(mode="json")
+    return (
+        json.dumps(data, ensure_ascii=True, separators=(",", ":"), allow_nan=False) + "\n"
+    ).encode("ascii")

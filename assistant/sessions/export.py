@@ -1,0 +1,270 @@
+"""Export a chat's active branch as Markdown or OpenAI-format JSON, and import that JSON.
+
+The JSON is ``{"format", "version", "title", "messages", "annotations"}``. ``messages`` are
+plain OpenAI chat messages (``Message.to_openai(as_model_sees=False)``: full contents,
+``tool_calls`` and ``tool`` results), so other tools can read them. What OpenAI's format has
+no place for is in ``annotations``, each ``{"type": ...}`` and addressing messages by index:
+
+``compaction``      a compaction record: its ``summary``, ``first_kept_index`` /
+                    ``last_summarized_index`` (``null`` = none, ``-1`` = a message that is not
+                    in this branch), ``after_message`` (how many messages existed when it
+                    ran) and the rest of the record
+``pruned``          ``message_indices`` of tool results cleared from the model's view
+``branch_summary``  ``message_index`` of a user message that is a branch summary
+``message_meta``    ``message_index``, ``timestamp``, ``is_error``, ``stopped``, ``initiated_by``
+
+Importing restores all of it, so the imported chat shows and sends the same as the original.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Collection, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from pydantic import ValidationError
+
+from assistant.conversation import CompactionRecord, Conversation, Message, new_id
+from assistant.sessions.entries import short_reason
+from assistant.sessions.errors import ChatImportError
+from assistant.sessions.summary import BRANCH_SUMMARY_PREFIX, summary_text
+
+EXPORT_FORMAT = "offline-assistant.chat"
+EXPORT_VERSION = 1
+
+_ID_FIELDS = ("id", "first_kept_id", "last_summarized_id")
+
+
+# -- OpenAI JSON -----------------------------------------------------------------------------
+def to_openai_export(
+    conv: Conversation,
+    title: str,
+    *,
+    branch_summary_ids: Collection[str] = (),
+    compaction_after: Mapping[str, int] | None = None,
+) -> dict[str, Any]:
+    """The export document (a JSON-ready dict) for ``conv``."""
+    index = {m.id: i for i, m in enumerate(conv.messages)}
+    annotations: list[dict[str, Any]] = []
+    for rec in conv.compactions:
+        rest = rec.model_dump(mode="json", exclude=set(_ID_FIELDS))
+        annotations.append(
+            {
+                "type": "compaction",
+                "summary": rec.summary,
+                "first_kept_index": _index_of(index, rec.first_kept_id),
+                "last_summarized_index": _index_of(index, rec.last_summarized_id),
+                "after_message": (compaction_after or {}).get(rec.id, len(conv.messages)),
+                "record": rest,
+            }
+        )
+    pruned = [i for i, m in enumerate(conv.messages) if m.pruned]
+    if pruned:
+        annotations.append({"type": "pruned", "message_indices": pruned})
+    for i, msg in enumerate(conv.messages):
+        if msg.id in branch_summary_ids:
+            annotations.append({"type": "branch_summary", "message_index": i})
+    for i, msg in enumerate(conv.messages):
+        annotations.append(
+            {
+                "type": "message_meta",
+                "message_index": i,
+                "timestamp": msg.timestamp,
+                "is_error": msg.is_error,
+                "stopped": msg.stopped,
+                "initiated_by": msg.initiated_by,
+            }
+        )
+    return {
+        "format": EXPORT_FORMAT,
+        "version": EXPORT_VERSION,
+        "title": title,
+        "messages": [m.to_openai(as_model_sees=False) for m in conv.messages],
+        "annotations": annotations,
+    }
+
+
+def _index_of(index: Mapping[str, int], message_id: str | None) -> int | None:
+    if message_id is None:
+        return None
+    return index.get(message_id, -1)
+
+
+@dataclass
+class ImportedChat:
+    """A parsed export: what to write into a new chat, in order."""
+
+    title: str | None
+    messages: list[Message]
+    #: Indices of ``messages`` that are branch summaries (their text without the prefix).
+    branch_summaries: dict[int, str] = field(default_factory=dict)
+    #: (number of messages before it, record), in order.
+    compactions: list[tuple[int, CompactionRecord]] = field(default_factory=list)
+    pruned_ids: list[str] = field(default_factory=list)
+
+
+def parse_openai_export(data: Any) -> ImportedChat:
+    """Parse our export, or any ``{"messages": [...]}`` / bare list of OpenAI messages."""
+    if isinstance(data, list):
+        data = {"messages": data}
+    if not isinstance(data, dict):
+        raise ChatImportError("The file is not a chat export (expected a JSON object)")
+    if data.get("format") == EXPORT_FORMAT:
+        version = data.get("version")
+        if not isinstance(version, int) or version > EXPORT_VERSION:
+            raise ChatImportError(f"This export's version {version!r} is newer than the app")
+    raw_messages = data.get("messages")
+    if not isinstance(raw_messages, list):
+        raise ChatImportError('The file has no "messages" list')
+    messages: list[Message] = []
+    for i, raw in enumerate(raw_messages):
+        try:
+            messages.append(Message.from_openai(raw))
+        except (ValueError, TypeError, AttributeError) as exc:
+            reason = short_reason(exc) if isinstance(exc, ValidationError) else str(exc)
+            raise ChatImportError(f"Message {i + 1}: {reason}") from None
+    title = data.get("title")
+    out = ImportedChat(
+        title=title if isinstance(title, str) and title.strip() else None, messages=messages
+    )
+    raw_annotations = data.get("annotations") or []
+    if not isinstance(raw_annotations, list):
+        raise ChatImportError('"annotations" must be a list')
+    for n, ann in enumerate(raw_annotations):
+        try:
+            _apply_annotation(out, ann)
+        except (ValueError, TypeError, KeyError, IndexError) as exc:
+            reason = short_reason(exc) if isinstance(exc, ValidationError) else str(exc)
+            raise ChatImportError(f"Annotation {n + 1}: {reason}") from None
+    return out
+
+
+def _message_at(chat: ImportedChat, value: Any) -> Message:
+    if not isinstance(value, int) or isinstance(value, bool) or not 0 <= value < len(chat.messages):
+        raise ValueError(f"no message at index {value!r}")
+    return chat.messages[value]
+
+
+def _id_at(chat: ImportedChat, value: Any) -> str | None:
+    if value is None:
+        return None
+    if value == -1:
+        return "missing-" + new_id()
+    return _message_at(chat, value).id
+
+
+def _apply_annotation(chat: ImportedChat, ann: Any) -> None:
+    if not isinstance(ann, dict):
+        raise ValueError("an annotation must be an object")
+    kind = ann.get("type")
+    if kind == "compaction":
+        rest = dict(ann.get("record") or {})
+        rest.setdefault("summary", ann.get("summary", ""))
+        record = CompactionRecord.model_validate(
+            {
+                **{k: v for k, v in rest.items() if k not in _ID_FIELDS},
+                "first_kept_id": _id_at(chat, ann.get("first_kept_index")),
+                "last_summarized_id": _id_at(chat, ann.get("last_summarized_index")),
+            }
+        )
+        after = ann.get("after_message", len(chat.messages))
+        if not isinstance(after, int) or not 0 <= after <= len(chat.messages):
+            raise ValueError(f"after_message {after!r} is out of range")
+        chat.compactions.append((after, record))
+    elif kind == "pruned":
+        indices = ann.get("message_indices") or []
+        if not isinstance(indices, list):
+            raise ValueError("message_indices must be a list")
+        for value in indices:
+            msg = _message_at(chat, value)
+            msg.pruned = True
+            chat.pruned_ids.append(msg.id)
+    elif kind == "branch_summary":
+        msg = _message_at(chat, ann.get("message_index"))
+        if msg.role != "user" or not msg.content.startswith(BRANCH_SUMMARY_PREFIX + "\n"):
+            raise ValueError("a branch summary must be a user message with the summary prefix")
+        chat.branch_summaries[ann["message_index"]] = summary_text(msg)
+    elif kind == "message_meta":
+        msg = _message_at(chat, ann.get("message_index"))
+        updates = {
+            k: ann[k] for k in ("timestamp", "is_error", "stopped", "initiated_by") if k in ann
+        }
+        chat.messages[ann["message_index"]] = Message.model_validate(
+            {**msg.model_dump(), **updates}
+        )
+    # Unknown annotation types are ignored: they may come from a newer version.
+
+
+# -- Markdown --------------------------------------------------------------------------------
+def to_markdown(conv: Conversation, title: str, *, branch_summary_ids: Collection[str] = ()) -> str:
+    """A readable transcript: messages, tool calls and results, compactions as notes."""
+    notes_before: dict[int, list[str]] = {}
+    for n, rec in enumerate(conv.compactions, start=1):
+        at = _note_position(conv, rec)
+        notes_before.setdefault(at, []).append(_compaction_note(n, rec))
+    exported = time.strftime("%Y-%m-%d %H:%M", time.localtime())
+    parts = [f"# {_one_line(title)}", f"*Exported {exported} · {len(conv.messages)} messages*"]
+    for i, msg in enumerate(conv.messages):
+        parts.extend(notes_before.pop(i, []))
+        parts.append(_message_markdown(msg, msg.id in branch_summary_ids))
+    for rest in notes_before.values():
+        parts.extend(rest)
+    return "\n\n".join(parts) + "\n"
+
+
+def _note_position(conv: Conversation, rec: CompactionRecord) -> int:
+    ids = [m.id for m in conv.messages]
+    if rec.first_kept_id in ids:
+        return ids.index(rec.first_kept_id)
+    if rec.last_summarized_id in ids:
+        return ids.index(rec.last_summarized_id) + 1
+    return len(ids)
+
+
+def _compaction_note(n: int, rec: CompactionRecord) -> str:
+    head = (
+        f"**Note: compaction {n}** ({rec.reason}, {rec.tokens_before:,} → "
+        f"{rec.tokens_after:,} tokens). The messages above were summarized for the model as:"
+    )
+    return _quote(head + "\n\n" + rec.summary)
+
+
+def _message_markdown(msg: Message, branch_summary: bool) -> str:
+    when = time.strftime("%Y-%m-%d %H:%M", time.localtime(msg.timestamp))
+    if branch_summary:
+        return _quote("**Note: summary of an abandoned branch**\n\n" + summary_text(msg))
+    if msg.role == "tool":
+        head = f"### Tool result: {msg.name or 'tool'} (`{msg.tool_call_id}`)"
+        lines = [head]
+        if msg.is_error:
+            lines.append("*The tool reported an error.*")
+        if msg.pruned:
+            lines.append("*Cleared from the model's context to save room.*")
+        lines.append(_fenced(msg.content))
+        return "\n\n".join(lines)
+    head = f"### {msg.role.capitalize()} · {when}"
+    lines = [head]
+    if msg.content:
+        lines.append(msg.content)
+    for call in msg.tool_calls:
+        lines.append(f"**Tool call** `{call.name}` (`{call.id}`)")
+        lines.append(_fenced(call.arguments_json(), "json"))
+    if msg.stopped:
+        lines.append("*Stopped by the user.*")
+    return "\n\n".join(lines)
+
+
+def _fenced(text: str, lang: str = "") -> str:
+    longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
+    fence = "`" * max(3, longest + 1)
+    return f"{fence}{lang}\n{text}\n{fence}"
+
+
+def _quote(text: str) -> str:
+    return "\n".join(f"> {line}" if line else ">" for line in text.splitlines())
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split()) or "Chat"

@@ -1,0 +1,384 @@
+"""An open chat: the file, its lock, the tree and the active branch as a Conversation.
+
+:class:`ChatHandle` is a :class:`ConversationObserver`: every ``append``, ``mark_pruned`` and
+``add_compaction`` on :attr:`ChatHandle.conversation` is written and fsynced as an entry
+*before* the conversation changes; if writing fails the observer raises and the change is
+aborted. Branch operations (edit, regenerate, switch, undo compaction) update the same
+``conversation`` object in place, so whoever holds it keeps a valid reference; the UI should
+re-render after calling them.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+from pydantic import JsonValue
+
+from assistant.conversation import CompactionRecord, Conversation, Message, new_id
+from assistant.sessions.entries import (
+    BranchSummaryEntry,
+    ChatHeader,
+    CheckoutEntry,
+    CompactionEntry,
+    CompactionUndoEntry,
+    Entry,
+    MessageEntry,
+    PruneEntry,
+    SettingEntry,
+    TitleEntry,
+)
+from assistant.sessions.errors import ChatClosedError, CompactionUndoRefused
+from assistant.sessions.export import to_markdown, to_openai_export
+from assistant.sessions.journal import JournalWriter
+from assistant.sessions.lock import ChatLock
+from assistant.sessions.summary import Summarizer, resolve_title
+from assistant.sessions.tree import ChatTree
+
+
+@dataclass(frozen=True)
+class BranchInfo:
+    """Where a message sits among its alternatives: ``index`` is 1-based (``< 1/2 >``)."""
+
+    index: int
+    count: int
+    sibling_ids: tuple[str, ...]
+
+    @property
+    def label(self) -> str:
+        return f"{self.index}/{self.count}"
+
+
+class ChatHandle:
+    """One chat opened for writing. Get it from ``SessionStore.open`` or ``create``."""
+
+    def __init__(
+        self,
+        *,
+        path: Path,
+        header: ChatHeader,
+        tree: ChatTree,
+        writer: JournalWriter,
+        lock: ChatLock,
+        summarizer: Summarizer,
+        summary_budget: int,
+        warnings: list[str] | None = None,
+        on_close: Callable[[ChatHandle], None] | None = None,
+    ) -> None:
+        self.chat_id = path.name.removesuffix(".jsonl")
+        self.path = path
+        self.header = header
+        #: Things worth telling the user about the load (e.g. a torn last line moved aside).
+        self.warnings: list[str] = list(warnings or [])
+        self.summarizer = summarizer
+        self.summary_budget = summary_budget
+        self._tree = tree
+        self._writer: JournalWriter | None = writer
+        self._lock = lock
+        self._on_close = on_close
+        self._mutex = threading.RLock()
+        self._leaf = tree.last_id
+        #: The active branch. Already subscribed to this handle.
+        self.conversation = tree.build(self._leaf)
+        self.conversation.subscribe(self)
+
+    # -- ConversationObserver --------------------------------------------------------------
+    def message_appended(self, message: Message) -> None:
+        with self._mutex:
+            self._write(
+                MessageEntry(
+                    id=message.id,
+                    parent_id=self._leaf,
+                    timestamp=time.time(),
+                    message=message.model_copy(deep=True),
+                )
+            )
+
+    def messages_pruned(self, message_ids: list[str], tokens_freed: int) -> None:
+        with self._mutex:
+            self._write(
+                PruneEntry(
+                    id=new_id(),
+                    parent_id=self._leaf,
+                    timestamp=time.time(),
+                    message_ids=list(message_ids),
+                    tokens_freed=tokens_freed,
+                )
+            )
+
+    def compaction_added(self, record: CompactionRecord) -> None:
+        with self._mutex:
+            self._write(
+                CompactionEntry(
+                    id=record.id,
+                    parent_id=self._leaf,
+                    timestamp=time.time(),
+                    record=record.model_copy(deep=True),
+                )
+            )
+
+    # -- state -----------------------------------------------------------------------------
+    @property
+    def closed(self) -> bool:
+        return self._writer is None
+
+    @property
+    def leaf_id(self) -> str | None:
+        """The active position: the entry the next append will hang under."""
+        return self._leaf
+
+    @property
+    def title(self) -> str:
+        return resolve_title(
+            self._tree.explicit_title(), self.header.title, self.conversation.messages
+        )
+
+    @property
+    def settings(self) -> dict[str, JsonValue]:
+        """Per-chat settings recorded with :meth:`record_setting`, newest value each."""
+        out: dict[str, JsonValue] = {}
+        for entry in self._tree.entries:
+            if isinstance(entry, SettingEntry):
+                out[entry.name] = entry.value
+        return out
+
+    @property
+    def entries(self) -> list[Entry]:
+        """Every entry of the chat in file order (all branches)."""
+        return self._tree.entries
+
+    def is_branch_summary(self, message_id: str) -> bool:
+        return message_id in self._tree and isinstance(
+            self._tree.get(message_id), BranchSummaryEntry
+        )
+
+    # -- simple entries --------------------------------------------------------------------
+    def rename(self, title: str) -> None:
+        title = " ".join(title.split())
+        if not title:
+            raise ValueError("A chat title cannot be empty")
+        with self._mutex:
+            self._write(self._new(TitleEntry, title=title))
+
+    def record_setting(self, name: str, value: JsonValue) -> None:
+        """Record a per-chat setting change (e.g. ``record_setting("mode", "standard")``)."""
+        with self._mutex:
+            self._write(self._new(SettingEntry, name=name, value=value))
+
+    def append_branch_summary(self, summary: str, *, timestamp: float | None = None) -> Message:
+        """Attach a branch summary at the active position (used by import); returns its
+        message, which is now the last message of :attr:`conversation`."""
+        with self._mutex:
+            entry = BranchSummaryEntry(
+                id=new_id(),
+                parent_id=self._leaf,
+                timestamp=time.time() if timestamp is None else timestamp,
+                summary=summary,
+            )
+            self._write(entry)
+            self._reload()
+            return self.conversation.messages[-1]
+
+    # -- export ----------------------------------------------------------------------------
+    def export_markdown(self) -> str:
+        """The active branch as a readable Markdown transcript."""
+        return to_markdown(
+            self.conversation,
+            self.title,
+            branch_summary_ids=self._tree.branch_summary_ids(self._leaf),
+        )
+
+    def export_openai(self) -> dict[str, Any]:
+        """The active branch as an OpenAI-format export document (see ``sessions.export``)."""
+        return to_openai_export(
+            self.conversation,
+            self.title,
+            branch_summary_ids=self._tree.branch_summary_ids(self._leaf),
+            compaction_after=self._tree.compaction_positions(self._leaf),
+        )
+
+    # -- branches --------------------------------------------------------------------------
+    def branch_info(self, message_id: str) -> BranchInfo:
+        """``(index, count)`` of a message among its alternatives, for a ``< 1/2 >`` switcher."""
+        siblings = self._tree.siblings(message_id)
+        return BranchInfo(siblings.index(message_id) + 1, len(siblings), tuple(siblings))
+
+    def edit_user_message(
+        self, message_id: str, new_text: str, *, summarize_abandoned: bool = False
+    ) -> Message:
+        """Branch: a new user message beside ``message_id``; the conversation ends with it.
+
+        The returned message is already appended (and on disk): run the model next, do not
+        append it again. The abandoned continuation is summarized into the new branch only
+        if ``summarize_abandoned`` (off by default: the user rejected that path).
+        """
+        with self._mutex:
+            old = self._tree.message_entry(message_id)
+            if old.message.role != "user":
+                raise ValueError("Only a user message can be edited")
+            previous = self._leaf
+            self._move_to(old.parent_id, summarize=summarize_abandoned)
+            message = Message(role="user", content=new_text)
+            try:
+                self.conversation.append(message)
+            except BaseException:
+                if self._leaf == old.parent_id:  # nothing was written: undo the move
+                    self._leaf = previous
+                    self._reload()
+                raise
+            return message
+
+    def regenerate_from(
+        self, assistant_message_id: str, *, summarize_abandoned: bool = False
+    ) -> Conversation:
+        """Trim the active branch to just before that reply; the next append is its sibling.
+
+        The move is recorded (a checkout entry), so a reopened chat is where this left it.
+        """
+        with self._mutex:
+            old = self._tree.message_entry(assistant_message_id)
+            if old.message.role != "assistant":
+                raise ValueError("Only an assistant reply can be regenerated")
+            return self.switch_to(old.parent_id, summarize=summarize_abandoned)
+
+    def switch_branch(
+        self, message_id: str, direction: int = 1, *, summarize: bool = True
+    ) -> Conversation:
+        """Go to the alternative ``direction`` steps from ``message_id`` (``-1`` is ``<``).
+
+        Lands where that branch was left (its newest entry). The branch being left is
+        summarized into the new one (see :meth:`switch_to`).
+        """
+        with self._mutex:
+            siblings = self._tree.siblings(message_id)
+            index = siblings.index(message_id) + direction
+            if not 0 <= index < len(siblings):
+                raise ValueError(f"There is no branch {index + 1} of {len(siblings)}")
+            return self.switch_to(
+                self._tree.latest_in_subtree(siblings[index]), summarize=summarize
+            )
+
+    def switch_to(self, entry_id: str | None, *, summarize: bool = True) -> Conversation:
+        """Make ``entry_id`` the active position (a checkout entry records it).
+
+        With ``summarize``, the messages of the branch being left since the common ancestor
+        are summarized within :attr:`summary_budget` by :attr:`summarizer` and the summary is
+        attached there as a ``branch_summary`` entry, so the new branch's context carries it.
+        If the summarizer raises, nothing changes and the error propagates (retry, or pass
+        ``summarize=False``). Call it between turns, not while the engine is appending.
+        """
+        with self._mutex:
+            if entry_id is not None:
+                self._tree.get(entry_id)
+            if entry_id == self._leaf:
+                return self.conversation
+            if not self._move_to(entry_id, summarize=summarize):
+                self._write(self._new(CheckoutEntry, parent_id=entry_id))
+            return self.conversation
+
+    def _move_to(self, target: str | None, *, summarize: bool) -> bool:
+        """Point the leaf at ``target``; returns True if a summary entry was written there."""
+        wrote = False
+        if summarize:
+            ancestor = self._tree.common_ancestor(self._leaf, target)
+            after = {e.id for e in self._tree.path(self._leaf)} - {
+                e.id for e in self._tree.path(ancestor)
+            }
+            abandoned = [
+                m.model_copy(deep=True)
+                for m in self.conversation.messages
+                if m.id in after and not self.is_branch_summary(m.id)
+            ]
+            covered = [m.id for m in abandoned]
+            if abandoned and not self._already_summarized(target, covered):
+                text = self.summarizer(abandoned, self.summary_budget)
+                self._write(
+                    self._new(
+                        BranchSummaryEntry, parent_id=target, summary=text, covered_ids=covered
+                    )
+                )
+                wrote = True
+        if not wrote:
+            self._leaf = target
+        self._reload()
+        return wrote
+
+    def _already_summarized(self, target: str | None, covered: list[str]) -> bool:
+        if target is None:
+            return False
+        entry = self._tree.get(target)
+        return isinstance(entry, BranchSummaryEntry) and entry.covered_ids == covered
+
+    # -- compaction ------------------------------------------------------------------------
+    def compacted_originals(self, record_id: str, *, cumulative: bool = False) -> list[Message]:
+        """The original messages a compaction replaced (copies, for a collapsed view)."""
+        return self._tree.compacted_originals(record_id, cumulative=cumulative)
+
+    def undo_last_compaction(self, fits: Callable[[Conversation], bool]) -> CompactionRecord:
+        """Restore the view before the latest compaction, if ``fits(restored)`` says it fits.
+
+        Appends a ``compaction_undo`` entry; the record and the originals stay in the file.
+        Raises :class:`CompactionUndoRefused` when there is none or it would not fit.
+        """
+        with self._mutex:
+            record = self.conversation.last_compaction
+            if record is None:
+                raise CompactionUndoRefused("There is no compaction to undo in this chat.")
+            restored = Conversation(
+                messages=[m.model_copy(deep=True) for m in self.conversation.messages],
+                compactions=[r.model_copy(deep=True) for r in self.conversation.compactions[:-1]],
+            )
+            if not fits(restored):
+                raise CompactionUndoRefused(
+                    "Undoing the last compaction would not fit the context window."
+                )
+            self._write(self._new(CompactionUndoEntry, record_id=record.id))
+            self.conversation.compactions.pop()
+            return record
+
+    # -- lifecycle -------------------------------------------------------------------------
+    def close(self) -> None:
+        """Release the file and the lock. Further changes to the conversation will fail."""
+        with self._mutex:
+            writer, self._writer = self._writer, None
+            if writer is None:
+                return
+            writer.close()
+            self._lock.release()
+        if self._on_close is not None:
+            self._on_close(self)
+
+    def __enter__(self) -> ChatHandle:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    # -- internals -------------------------------------------------------------------------
+    def _new(self, kind: type[Entry], **fields: Any) -> Entry:
+        fields.setdefault("parent_id", self._leaf)
+        return kind(id=new_id(), timestamp=time.time(), **fields)
+
+    def _write(self, entry: Entry) -> None:
+        """Validate, write+fsync, then index the entry; it becomes the active position."""
+        if self._writer is None:
+            raise ChatClosedError(f"Chat {self.chat_id} is closed")
+        self._tree.check(entry)
+        self._writer.append(entry)
+        self._tree.add(entry)
+        self._leaf = entry.id
+
+    def _reload(self) -> None:
+        fresh = self._tree.build(self._leaf)
+        self.conversation.messages[:] = fresh.messages
+        self.conversation.compactions[:] = fresh.compactions

@@ -1,0 +1,349 @@
+"""The chat store: one JSONL file per chat in ``paths.sessions_dir()``.
+
+:class:`SessionStore` lists, creates, opens, renames, trashes, restores, exports and imports
+chats. Opening takes the chat's lock and returns a :class:`ChatHandle`; everything else only
+reads, except ``rename`` (takes the lock briefly) and ``delete``/``restore`` (move files).
+A chat that cannot be read shows up in :meth:`SessionStore.list_chats` with ``error`` set;
+it never stops the other chats from loading.
+
+Layout of the sessions folder::
+
+    <id>.jsonl           a chat (see assistant.sessions.entries for the format)
+    <id>.jsonl.corrupt   torn last lines moved aside when the chat was opened
+    trash/<id>.jsonl     deleted chats, until restored or the trash is emptied
+    .locks/<id>.lock     lock files (one writer per chat)
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import re
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from assistant import paths
+from assistant.conversation import Conversation, new_id
+from assistant.sessions.entries import SCHEMA_VERSION, ChatHeader
+from assistant.sessions.errors import (
+    ChatImportError,
+    ChatLoadError,
+    ChatLockedError,
+    ChatNotFoundError,
+    SessionError,
+)
+from assistant.sessions.export import parse_openai_export, to_markdown, to_openai_export
+from assistant.sessions.handle import ChatHandle
+from assistant.sessions.journal import (
+    JournalWriter,
+    create_chat_file,
+    fsync_dir,
+    move_torn_tail_aside,
+    read_chat_file,
+)
+from assistant.sessions.lock import ChatLock
+from assistant.sessions.summary import (
+    DEFAULT_SUMMARY_BUDGET,
+    Summarizer,
+    extractive_summary,
+    resolve_title,
+)
+from assistant.sessions.tree import ChatTree
+
+_CHAT_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
+
+
+@dataclass(frozen=True)
+class ChatSummary:
+    """One row of the chat list. ``error`` is set (and the rest is best effort) when the
+    chat cannot be read; ``warnings`` are things worth showing but not fatal."""
+
+    id: str
+    title: str
+    created: float
+    updated: float
+    message_count: int
+    path: Path
+    error: str | None = None
+    warnings: tuple[str, ...] = ()
+
+    @property
+    def broken(self) -> bool:
+        return self.error is not None
+
+
+class SessionStore:
+    """All chats in ``root`` (default: ``paths.sessions_dir()``)."""
+
+    def __init__(
+        self,
+        root: Path | None = None,
+        *,
+        summarizer: Summarizer = extractive_summary,
+        summary_budget: int = DEFAULT_SUMMARY_BUDGET,
+    ) -> None:
+        self.root = root if root is not None else paths.sessions_dir()
+        self.trash_dir = self.root / "trash"
+        self.lock_dir = self.root / ".locks"
+        #: Summarizes abandoned branches (the engine passes a model-backed one).
+        self.summarizer = summarizer
+        self.summary_budget = summary_budget
+        self._open: dict[str, ChatHandle] = {}
+        self._deleted: list[str] = []
+
+    # -- paths -----------------------------------------------------------------------------
+    def path_of(self, chat_id: str) -> Path:
+        if not _CHAT_ID.fullmatch(chat_id):
+            raise ChatNotFoundError(chat_id)
+        return self.root / f"{chat_id}.jsonl"
+
+    def _existing(self, chat_id: str) -> Path:
+        path = self.path_of(chat_id)
+        if not path.is_file():
+            raise ChatNotFoundError(chat_id)
+        return path
+
+    def _lock(self, chat_id: str) -> ChatLock:
+        return ChatLock(self.lock_dir / f"{chat_id}.lock", chat_id)
+
+    # -- create / open ---------------------------------------------------------------------
+    def create(self, title: str | None = None) -> ChatHandle:
+        """A new, empty chat, opened (and locked) for writing."""
+        self.root.mkdir(parents=True, exist_ok=True)
+        chat_id = new_id()
+        header = ChatHeader(
+            schema_version=SCHEMA_VERSION,
+            chat_id=chat_id,
+            created=time.time(),
+            title=" ".join((title or "").split()) or None,
+        )
+        create_chat_file(self.path_of(chat_id), header)
+        return self.open(chat_id)
+
+    def open(self, chat_id: str) -> ChatHandle:
+        """Open a chat for writing.
+
+        Raises :class:`ChatNotFoundError`, :class:`ChatLockedError` (open elsewhere),
+        :class:`ChatCorruptError` or :class:`ChatVersionError`. A torn last line is moved to
+        ``<id>.jsonl.corrupt`` and reported in ``handle.warnings``.
+        """
+        path = self._existing(chat_id)
+        lock = self._lock(chat_id)
+        lock.acquire()
+        try:
+            chat = read_chat_file(path)
+            warnings = list(chat.warnings)
+            if chat.torn is not None:
+                aside = move_torn_tail_aside(path, chat.torn)
+                warnings.append(
+                    f"The last line of this chat was incomplete (the app stopped while "
+                    f"writing it): {len(chat.torn.data)} bytes from line {chat.torn.line} "
+                    f"were moved to {aside}. Everything before it was kept."
+                )
+            writer = JournalWriter(path)
+            if chat.needs_newline:
+                writer.ensure_newline()
+            tree = ChatTree(chat.entries)
+        except BaseException:
+            lock.release()
+            raise
+        handle = ChatHandle(
+            path=path,
+            header=chat.header,
+            tree=tree,
+            writer=writer,
+            lock=lock,
+            summarizer=self.summarizer,
+            summary_budget=self.summary_budget,
+            warnings=warnings,
+            on_close=self._forget,
+        )
+        self._open[chat_id] = handle
+        return handle
+
+    def _forget(self, handle: ChatHandle) -> None:
+        if self._open.get(handle.chat_id) is handle:
+            del self._open[handle.chat_id]
+
+    # -- list ------------------------------------------------------------------------------
+    def list_chats(self) -> list[ChatSummary]:
+        """Every chat, newest first. Unreadable chats are included with ``error`` set."""
+        return self._list(self.root)
+
+    def list_trash(self) -> list[ChatSummary]:
+        """Deleted chats that can still be restored, newest first."""
+        return self._list(self.trash_dir)
+
+    def _list(self, folder: Path) -> list[ChatSummary]:
+        if not folder.is_dir():
+            return []
+        rows = [self._summarize(p) for p in folder.glob("*.jsonl") if p.is_file()]
+        rows.sort(key=lambda r: (r.updated, r.created), reverse=True)
+        return rows
+
+    def _summarize(self, path: Path) -> ChatSummary:
+        chat_id = path.name.removesuffix(".jsonl")
+        try:
+            chat = read_chat_file(path)
+        except ChatLoadError as exc:
+            try:
+                mtime = path.stat().st_mtime
+            except OSError:
+                mtime = 0.0
+            return ChatSummary(chat_id, chat_id, mtime, mtime, 0, path, error=str(exc))
+        tree = ChatTree(chat.entries)
+        conv = tree.build(tree.last_id)
+        warnings = list(chat.warnings)
+        if chat.torn is not None:
+            warnings.append(
+                f"Line {chat.torn.line} is incomplete; it will be moved aside when the chat "
+                "is opened."
+            )
+        title = resolve_title(tree.explicit_title(), chat.header.title, conv.messages)
+        updated = chat.entries[-1].timestamp if chat.entries else chat.header.created
+        return ChatSummary(
+            chat_id,
+            title,
+            chat.header.created,
+            updated,
+            len(conv.messages),
+            path,
+            warnings=tuple(warnings),
+        )
+
+    # -- rename / delete / restore ---------------------------------------------------------
+    def rename(self, chat_id: str, title: str) -> None:
+        """Rename (an entry is appended). Works whether or not this store has it open."""
+        handle = self._open.get(chat_id)
+        if handle is not None:
+            handle.rename(title)
+            return
+        with self.open(chat_id) as handle:
+            handle.rename(title)
+
+    def delete(self, chat_id: str) -> None:
+        """Move a chat to the trash (undo with :meth:`undo_delete` or :meth:`restore`).
+
+        Refused with :class:`ChatLockedError` while the chat is open anywhere.
+        """
+        path = self._existing(chat_id)
+        if chat_id in self._open:
+            raise ChatLockedError(chat_id, self._lock(chat_id).path)
+        with self._lock(chat_id):
+            self.trash_dir.mkdir(parents=True, exist_ok=True)
+            _move(path, self.trash_dir / path.name)
+            sidecar = path.with_name(path.name + ".corrupt")
+            if sidecar.exists():
+                _move(sidecar, self.trash_dir / sidecar.name)
+        self._deleted.append(chat_id)
+
+    def undo_delete(self) -> str | None:
+        """Restore the chat this store deleted last; returns its id (None if none)."""
+        while self._deleted:
+            chat_id = self._deleted.pop()
+            if (self.trash_dir / f"{chat_id}.jsonl").exists():
+                self.restore(chat_id)
+                return chat_id
+        return None
+
+    def restore(self, chat_id: str) -> None:
+        """Move a chat back from the trash."""
+        self.path_of(chat_id)  # validates the id
+        src = self.trash_dir / f"{chat_id}.jsonl"
+        if not src.is_file():
+            raise ChatNotFoundError(chat_id, "the trash")
+        _move(src, self.root / src.name)
+        sidecar = self.trash_dir / f"{src.name}.corrupt"
+        if sidecar.exists():
+            _move(sidecar, self.root / sidecar.name)
+        if chat_id in self._deleted:
+            self._deleted.remove(chat_id)
+
+    def empty_trash(self) -> int:
+        """Delete the trashed chats for good; returns how many."""
+        count = 0
+        if self.trash_dir.is_dir():
+            for path in self.trash_dir.iterdir():
+                if path.is_file():
+                    count += path.suffix == ".jsonl"
+                    path.unlink()
+        self._deleted.clear()
+        return count
+
+    # -- export / import -------------------------------------------------------------------
+    def _snapshot(self, chat_id: str) -> tuple[str, Conversation, set[str], dict[str, int]]:
+        chat = read_chat_file(self._existing(chat_id))
+        tree = ChatTree(chat.entries)
+        leaf = tree.last_id
+        conv = tree.build(leaf)
+        title = resolve_title(tree.explicit_title(), chat.header.title, conv.messages)
+        return title, conv, tree.branch_summary_ids(leaf), tree.compaction_positions(leaf)
+
+    def export_markdown(self, chat_id: str) -> str:
+        """The chat's active branch as Markdown (reads the file; no lock needed)."""
+        handle = self._open.get(chat_id)
+        if handle is not None:
+            return handle.export_markdown()
+        title, conv, summaries, _ = self._snapshot(chat_id)
+        return to_markdown(conv, title, branch_summary_ids=summaries)
+
+    def export_openai_json(self, chat_id: str) -> str:
+        """The chat's active branch as OpenAI-format JSON text (see ``sessions.export``)."""
+        handle = self._open.get(chat_id)
+        if handle is not None:
+            doc = handle.export_openai()
+        else:
+            title, conv, summaries, after = self._snapshot(chat_id)
+            doc = to_openai_export(
+                conv, title, branch_summary_ids=summaries, compaction_after=after
+            )
+        return json.dumps(doc, ensure_ascii=False, indent=2)
+
+    def import_openai_json(self, data: str | bytes | dict[str, Any] | list[Any]) -> str:
+        """Create a chat from an export (ours, or any OpenAI message list); returns its id."""
+        if isinstance(data, str | bytes):
+            try:
+                data = json.loads(data)
+            except (ValueError, RecursionError):
+                raise ChatImportError("The file is not valid JSON") from None
+        imported = parse_openai_export(data)
+        handle = self.create(title=imported.title)
+        try:
+            conv = handle.conversation
+            pending = sorted(imported.compactions, key=lambda item: item[0])
+            for i, msg in enumerate(imported.messages):
+                while pending and pending[0][0] <= i:
+                    conv.add_compaction(pending.pop(0)[1])
+                if i in imported.branch_summaries:
+                    handle.append_branch_summary(
+                        imported.branch_summaries[i], timestamp=msg.timestamp
+                    )
+                else:
+                    conv.append(msg.model_copy(update={"pruned": False}))
+            for _, record in pending:
+                conv.add_compaction(record)
+            if imported.pruned_ids:
+                conv.mark_pruned(imported.pruned_ids, 0)
+        except BaseException:
+            handle.close()
+            with contextlib.suppress(OSError):
+                handle.path.unlink()
+            raise
+        handle.close()
+        return handle.chat_id
+
+    def close_all(self) -> None:
+        """Close every chat this store opened."""
+        for handle in list(self._open.values()):
+            handle.close()
+
+
+def _move(src: Path, dest: Path) -> None:
+    if dest.exists():
+        raise SessionError(f"Cannot move {src.name}: {dest} already exists")
+    os.replace(src, dest)
+    fsync_dir(src.parent)
+    fsync_dir(dest.parent)

@@ -1,0 +1,75 @@
+"""Looking behind a compaction, and undoing the last one when it fits."""
+
+from __future__ import annotations
+
+import pytest
+
+from assistant.conversation import CompactionRecord, Conversation, Message
+from assistant.sessions import CompactionUndoRefused, SessionStore
+
+from .chatdata import model_prompt_tokens
+
+
+def _record(first_kept: str, count: int, summary: str) -> CompactionRecord:
+    return CompactionRecord(
+        summary=summary,
+        first_kept_id=first_kept,
+        tokens_before=1000,
+        tokens_after=300,
+        reason="threshold",
+        count=count,
+    )
+
+
+def test_originals_stay_and_undo_restores_the_previous_view(store: SessionStore) -> None:
+    chat = store.create()
+    conv = chat.conversation
+    msgs = [
+        conv.append(Message(role="user" if i % 2 == 0 else "assistant", content=f"turn {i}"))
+        for i in range(6)
+    ]
+    first = _record(msgs[2].id, 1, "summary one")
+    conv.add_compaction(first)
+    more = [conv.append(Message(role="user", content=f"later {i}")) for i in range(2)]
+    second = _record(msgs[4].id, 2, "summary two")
+    conv.add_compaction(second)
+    assert [m.id for m in conv.kept_messages()] == [msgs[4].id, msgs[5].id] + [m.id for m in more]
+
+    assert [m.content for m in chat.compacted_originals(first.id)] == ["turn 0", "turn 1"]
+    assert [m.content for m in chat.compacted_originals(second.id)] == ["turn 2", "turn 3"]
+    every = chat.compacted_originals(second.id, cumulative=True)
+    assert [m.content for m in every] == ["turn 0", "turn 1", "turn 2", "turn 3"]
+    with pytest.raises(KeyError):
+        chat.compacted_originals(msgs[0].id)
+
+    compacted_tokens = model_prompt_tokens(conv)
+    seen: list[Conversation] = []
+
+    def too_big(candidate: Conversation) -> bool:
+        seen.append(candidate)
+        return False
+
+    with pytest.raises(CompactionUndoRefused, match="would not fit"):
+        chat.undo_last_compaction(too_big)
+    assert seen[0].last_compaction == first  # the check saw the restored view
+    assert conv.last_compaction == second  # nothing changed
+
+    assert chat.undo_last_compaction(lambda c: True) == second
+    assert conv.last_compaction == first
+    assert model_prompt_tokens(conv) != compacted_tokens
+    restored_tokens = model_prompt_tokens(conv)
+    dump = conv.model_dump()
+    chat.close()
+
+    with store.open(chat.chat_id) as again:
+        assert again.conversation.model_dump() == dump
+        assert model_prompt_tokens(again.conversation) == restored_tokens
+        # the undone record and its originals are still in the file
+        assert [m.content for m in again.compacted_originals(second.id)] == ["turn 2", "turn 3"]
+        assert again.undo_last_compaction(lambda c: True) == first
+        assert again.conversation.compactions == []
+        with pytest.raises(CompactionUndoRefused, match="no compaction"):
+            again.undo_last_compaction(lambda c: True)
+    with store.open(chat.chat_id) as third:
+        kinds = [e.type for e in third.entries]
+    assert kinds.count("compaction") == 2 and kinds.count("compaction_undo") == 2
