@@ -1,0 +1,83 @@
+"""The composition root: builds the settings, store, worker, bridge, controller and window.
+
+``run_gui(argv)`` is what ``python -m assistant`` calls. ``build_main_window`` builds the
+same window for tests, with an injected backend factory (a scripted fake instead of the
+real model) and store.
+"""
+
+from __future__ import annotations
+
+import sys
+
+from PySide6.QtWidgets import QApplication
+
+from assistant.config import Settings, load_settings
+from assistant.llm.registry import Registry, load_registry
+from assistant.llm.worker import BackendFactory, ModelWorker, default_factory
+from assistant.sessions.store import SessionStore
+from assistant.ui import theme
+from assistant.ui.approval import GuiApprover
+from assistant.ui.bridge import AgentBridge
+from assistant.ui.controller import ChatController
+from assistant.ui.main_window import MainWindow
+
+APP_NAME = "Offline Assistant"
+
+
+def _registry() -> Registry | None:
+    try:
+        return load_registry()
+    except (OSError, ValueError, KeyError):
+        return None
+
+
+def build_main_window(
+    settings: Settings,
+    backend_factory: BackendFactory = default_factory,
+    store: SessionStore | None = None,
+    *,
+    notice: str | None = None,
+    load: bool = True,
+) -> MainWindow:
+    """Build the window and start loading the model in the background.
+
+    ``backend_factory(model, n_ctx, threads)`` runs on the worker thread.
+    """
+    app = QApplication.instance()
+    if isinstance(app, QApplication):
+        theme.apply_theme(app, settings.theme)
+    worker = ModelWorker(backend_factory)
+    bridge = AgentBridge()
+    window_ref: list[MainWindow] = []
+    approver = GuiApprover(lambda: window_ref[0] if window_ref else None)
+    controller = ChatController(settings, store or SessionStore(), worker, bridge, approver)
+    window = MainWindow(controller, bridge, _registry())
+    window_ref.append(window)
+    bridge.setParent(window)
+    approver.setParent(window)
+    controller.setParent(window)
+    if notice:
+        window.show_notice("warning", notice)
+    if load:
+        controller.load_model()
+    return window
+
+
+def run_gui(argv: list[str]) -> int:
+    """Open the desktop window; returns the exit code."""
+    app = QApplication.instance()
+    if not isinstance(app, QApplication):
+        app = QApplication([sys.argv[0], *argv])
+    app.setApplicationName(APP_NAME)
+    app.setApplicationDisplayName(APP_NAME)
+    loaded = load_settings()
+    window = build_main_window(loaded.settings, notice=loaded.notice)
+    hints = app.styleHints()
+
+    def follow_system(*_args: object) -> None:
+        if window.controller.settings.theme == "system":
+            theme.apply_theme(app, "system")
+
+    hints.colorSchemeChanged.connect(follow_system)
+    window.show()
+    return app.exec()

@@ -1,0 +1,111 @@
+"""The message input: Enter sends, Shift+Enter adds a line (or the other way round).
+
+With ``enter_sends`` off, Ctrl+Enter sends and Enter adds a line. Up in an empty input asks
+to edit the last message; Esc is reported so the window can stop a reply, cancel a
+compaction or leave edit mode. The box grows with its text up to eight lines.
+"""
+
+from __future__ import annotations
+
+from PySide6.QtCore import QEvent, QSize, Qt, Signal
+from PySide6.QtGui import QKeyEvent
+from PySide6.QtWidgets import QFrame, QPlainTextEdit, QSizePolicy, QWidget
+
+from assistant.ui.slash_completer import SlashCompleter
+
+MAX_LINES = 8
+
+
+class ChatInput(QPlainTextEdit):
+    submitted = Signal(str)
+    edit_last_requested = Signal()
+    escape_pressed = Signal()
+
+    def __init__(self, parent: QWidget | None = None, enter_sends: bool = True) -> None:
+        super().__init__(parent)
+        self.setObjectName("ChatInput")
+        self.enter_sends = enter_sends
+        self.setTabChangesFocus(True)
+        self.setFrameShape(QFrame.Shape.StyledPanel)
+        self.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Fixed)
+        self.completer = SlashCompleter(self)
+        self.document().documentLayout().documentSizeChanged.connect(self._fit)
+        self._update_placeholder()
+        self._fit()
+
+    def set_enter_sends(self, enter_sends: bool) -> None:
+        self.enter_sends = enter_sends
+        self._update_placeholder()
+
+    def _update_placeholder(self) -> None:
+        keys = (
+            "Enter to send, Shift+Enter for a new line"
+            if self.enter_sends
+            else ("Ctrl+Enter to send, Enter for a new line")
+        )
+        self.setPlaceholderText(f"Message the assistant… ({keys}; / for commands)")
+
+    def sizeHint(self) -> QSize:
+        return QSize(400, self._height_for_lines())
+
+    def _height_for_lines(self) -> int:
+        lines = max(1, min(MAX_LINES, int(self.document().size().height())))
+        margins = self.contentsMargins()
+        doc_margin = int(self.document().documentMargin() * 2)
+        return (
+            lines * self.fontMetrics().lineSpacing()
+            + doc_margin
+            + margins.top()
+            + margins.bottom()
+            + 16
+        )
+
+    def _fit(self) -> None:
+        overflow = int(self.document().size().height()) > MAX_LINES
+        self.setVerticalScrollBarPolicy(
+            Qt.ScrollBarPolicy.ScrollBarAsNeeded
+            if overflow
+            else Qt.ScrollBarPolicy.ScrollBarAlwaysOff
+        )
+        self.setFixedHeight(self._height_for_lines())
+
+    def event(self, event: QEvent) -> bool:
+        # Tab would move the focus before keyPressEvent sees it; with the popup open it
+        # inserts the chosen command instead.
+        if (
+            event.type() == QEvent.Type.KeyPress
+            and isinstance(event, QKeyEvent)
+            and event.key() == Qt.Key.Key_Tab
+            and self.completer.handle_key(event)
+        ):
+            return True
+        return super().event(event)
+
+    def keyPressEvent(self, event: QKeyEvent) -> None:
+        if self.completer.handle_key(event):
+            return
+        key = event.key()
+        mods = event.modifiers()
+        if key in (Qt.Key.Key_Return, Qt.Key.Key_Enter):
+            shift = bool(mods & Qt.KeyboardModifier.ShiftModifier)
+            ctrl = bool(mods & Qt.KeyboardModifier.ControlModifier)
+            send = (not shift and not ctrl) if self.enter_sends else ctrl
+            if send:
+                self._submit()
+                return
+            self.insertPlainText("\n")
+            return
+        if key == Qt.Key.Key_Up and not self.toPlainText():
+            self.edit_last_requested.emit()
+            return
+        if key == Qt.Key.Key_Escape:
+            self.escape_pressed.emit()
+            return
+        super().keyPressEvent(event)
+
+    def _submit(self) -> None:
+        text = self.toPlainText().strip()
+        if not text:
+            return
+        self.clear()
+        self.submitted.emit(text)

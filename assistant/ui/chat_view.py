@@ -1,0 +1,298 @@
+"""The chat transcript: a scroll area of message widgets, tool cards and notices.
+
+It renders a :class:`Conversation` (``set_conversation``) and then follows the agent's
+events live: streamed text grows one assistant bubble (fed in ~30 ms batches by the
+bridge), tool results fill their cards, pruning and compaction add notices. Messages a
+compaction summarized are folded into that compaction's notice. Long chats render only the
+newest entries at first ("Show earlier messages" renders more), so opening one stays fast.
+The view sticks to the bottom while the user has not scrolled up.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from functools import partial
+
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtWidgets import QFrame, QPushButton, QScrollArea, QVBoxLayout, QWidget
+
+from assistant.conversation import CompactionRecord, Conversation, Message, ToolCall
+from assistant.ui.message_widgets import (
+    CompactionNotice,
+    MessageWidget,
+    NoticeWidget,
+    PruneNotice,
+    ToolCard,
+)
+
+#: Entries rendered when a chat opens, and per "Show earlier messages" click.
+PAGE = 80
+BRANCH_SUMMARY_PREFIX = "[Summary of an abandoned branch]\n"
+
+OriginalsProvider = Callable[[CompactionRecord], list[Message]]
+BranchInfoProvider = Callable[[str], tuple[int, int]]
+
+
+def cut_index(conv: Conversation, record: CompactionRecord) -> int | None:
+    """Index of the first message a compaction kept (None if not on this branch)."""
+    try:
+        if record.first_kept_id is not None:
+            return conv.index_of(record.first_kept_id)
+        if record.last_summarized_id is not None:
+            return conv.index_of(record.last_summarized_id) + 1
+    except KeyError:
+        return None
+    return len(conv.messages)
+
+
+class ChatView(QScrollArea):
+    edit_requested = Signal(str)
+    regenerate_requested = Signal(str)
+    branch_step_requested = Signal(str, int)
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setObjectName("ChatView")
+        self.setWidgetResizable(True)
+        self.setFrameShape(QFrame.Shape.NoFrame)
+        self.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        self._inner = QWidget()
+        self._inner.setObjectName("ChatViewport")
+        self._layout = QVBoxLayout(self._inner)
+        self._layout.setContentsMargins(24, 16, 24, 16)
+        self._layout.setSpacing(12)
+        self.more_button = QPushButton("Show earlier messages")
+        self.more_button.clicked.connect(self.show_earlier)
+        self.more_button.setVisible(False)
+        self._layout.addWidget(self.more_button, 0, Qt.AlignmentFlag.AlignHCenter)
+        self._layout.addStretch(1)
+        self.setWidget(self._inner)
+        self._stick = True
+        bar = self.verticalScrollBar()
+        bar.rangeChanged.connect(self._range_changed)
+        bar.valueChanged.connect(self._value_changed)
+
+        self.originals: OriginalsProvider = lambda _record: []
+        self.branch_info: BranchInfoProvider | None = None
+        self._pending: list[Callable[[], QWidget | None]] = []
+        self.message_widgets: dict[str, MessageWidget] = {}
+        self.cards: dict[str, ToolCard] = {}
+        self.streaming: MessageWidget | None = None
+        self._streamed = ""
+        self._rendered: set[str] = set()
+        self._actions_enabled = True
+
+    # -- layout helpers ----------------------------------------------------------------
+    def entries(self) -> list[QWidget]:
+        """The rendered entries, top to bottom (without the "earlier" button)."""
+        out: list[QWidget] = []
+        for i in range(self._layout.count()):
+            item = self._layout.itemAt(i)
+            widget = item.widget() if item is not None else None
+            if widget is not None and widget is not self.more_button:
+                out.append(widget)
+        return out
+
+    def _append(self, widget: QWidget) -> QWidget:
+        self._layout.insertWidget(self._layout.count() - 1, widget)
+        return widget
+
+    def _prepend(self, widgets: list[QWidget]) -> None:
+        for offset, widget in enumerate(widgets):
+            self._layout.insertWidget(1 + offset, widget)
+
+    def clear(self) -> None:
+        for widget in self.entries():
+            self._layout.removeWidget(widget)
+            widget.deleteLater()
+        self.message_widgets.clear()
+        self.cards.clear()
+        self._rendered.clear()
+        self.streaming = None
+        self._pending = []
+        self.more_button.setVisible(False)
+        self._stick = True
+
+    # -- full render -------------------------------------------------------------------
+    def set_conversation(self, conv: Conversation, page: int = PAGE) -> None:
+        """Render a whole conversation (a chat was opened, a branch switched, compacted)."""
+        self.setUpdatesEnabled(False)
+        try:
+            self.clear()
+            builders = self._builders(conv)
+            self._pending = builders[:-page] if len(builders) > page else []
+            for build in builders[-page:]:
+                widget = build()
+                if widget is not None:
+                    self._append(widget)
+            self.more_button.setVisible(bool(self._pending))
+        finally:
+            self.setUpdatesEnabled(True)
+        self.scroll_to_bottom()
+
+    def show_earlier(self) -> None:
+        chunk, self._pending = self._pending[-PAGE:], self._pending[:-PAGE]
+        widgets = [w for build in chunk if (w := build()) is not None]
+        self._stick = False
+        self._prepend(widgets)
+        self.more_button.setVisible(bool(self._pending))
+
+    def _builders(self, conv: Conversation) -> list[Callable[[], QWidget | None]]:
+        """One deferred constructor per entry, so off-screen history costs nothing."""
+        builders: list[Callable[[], QWidget | None]] = []
+        start = 0
+        for record in conv.compactions:
+            cut = cut_index(conv, record)
+            if cut is None or cut < start:
+                continue
+            builders.append(partial(self._make_compaction, record))
+            start = cut
+        for msg in conv.messages[start:]:
+            builders.append(partial(self._make_message, msg))
+        return builders
+
+    # -- entries -----------------------------------------------------------------------
+    def _make_compaction(self, record: CompactionRecord) -> QWidget:
+        return CompactionNotice(record, lambda: self.originals(record))
+
+    def _make_message(self, msg: Message) -> QWidget | None:
+        self._rendered.add(msg.id)
+        if msg.role == "system":
+            return None
+        if msg.role == "tool":
+            card = self.cards.get(msg.tool_call_id or "")
+            if card is not None:
+                card.set_result(msg)
+                return None
+            card = ToolCard(ToolCall(id=msg.tool_call_id or msg.id, name=msg.name or "tool"))
+            card.set_result(msg)
+            self.cards[card.call.id] = card
+            return card
+        if msg.role == "user" and msg.content.startswith(BRANCH_SUMMARY_PREFIX):
+            summary = msg.content[len(BRANCH_SUMMARY_PREFIX) :]
+            return NoticeWidget("info", "Summary of the branch you left:\n" + summary)
+        widget = MessageWidget(msg)
+        widget.edit_requested.connect(self.edit_requested)
+        widget.regenerate_requested.connect(self.regenerate_requested)
+        widget.branch_step_requested.connect(self.branch_step_requested)
+        widget.set_actions_enabled(self._actions_enabled)
+        self.message_widgets[msg.id] = widget
+        self.cards.update(widget.cards)
+        if self.branch_info is not None:
+            try:
+                index, count = self.branch_info(msg.id)
+            except (KeyError, ValueError):
+                index, count = 1, 1
+            widget.set_branch_info(index - 1, count)
+        return widget
+
+    # -- live events -------------------------------------------------------------------
+    def add_message(self, msg: Message) -> None:
+        """A message was appended to the conversation."""
+        if msg.id in self._rendered:
+            # Already shown by a re-render (a compaction mid-turn); drop the live copy.
+            self._drop_streaming()
+            return
+        if msg.role == "assistant" and self.streaming is not None:
+            self._rendered.add(msg.id)
+            widget = self.streaming
+            self.streaming = None
+            widget.set_message(msg)
+            widget.edit_requested.connect(self.edit_requested)
+            widget.regenerate_requested.connect(self.regenerate_requested)
+            widget.branch_step_requested.connect(self.branch_step_requested)
+            widget.set_actions_enabled(self._actions_enabled)
+            self.message_widgets[msg.id] = widget
+            self.cards.update(widget.cards)
+            if self.branch_info is not None:
+                try:
+                    index, count = self.branch_info(msg.id)
+                    widget.set_branch_info(index - 1, count)
+                except (KeyError, ValueError):
+                    pass
+            return
+        entry = self._make_message(msg)
+        if entry is not None:
+            self._append(entry)
+
+    def append_delta(self, text: str) -> None:
+        """More streamed text of the reply being written."""
+        if self.streaming is None:
+            self.streaming = MessageWidget(Message(role="assistant", content=""))
+            self.streaming.set_actions_enabled(False)
+            self._append(self.streaming)
+            self._streamed = ""
+        self._streamed += text
+        self.streaming.set_streaming_text(self._streamed)
+
+    def end_streaming(self, stopped: bool = False) -> None:
+        """The turn ended; a bubble that got no final message is kept as it was."""
+        widget, self.streaming = self.streaming, None
+        if widget is None:
+            return
+        if not widget.message.content and not self._streamed.strip():
+            self._layout.removeWidget(widget)
+            widget.deleteLater()
+            return
+        widget.state_label.setText("stopped" if stopped else "")
+
+    def _drop_streaming(self) -> None:
+        widget, self.streaming = self.streaming, None
+        if widget is not None:
+            self._layout.removeWidget(widget)
+            widget.deleteLater()
+
+    @property
+    def streaming_text(self) -> str:
+        return self._streamed if self.streaming is not None else ""
+
+    def tool_call_started(self, call: ToolCall) -> None:
+        if call.id not in self.cards:
+            card = ToolCard(call)
+            self.cards[call.id] = card
+            self._append(card)
+
+    def add_notice(self, level: str, text: str) -> NoticeWidget:
+        widget = NoticeWidget(level, text)
+        self._append(widget)
+        return widget
+
+    def add_prune_notice(self, message_ids: list[str], tokens: int) -> PruneNotice:
+        for mid in message_ids:
+            for card in self.cards.values():
+                if card.result is not None and card.result.id == mid:
+                    card.mark_pruned()
+        notice = PruneNotice(len(message_ids), tokens)
+        self._append(notice)
+        return notice
+
+    def add_compaction_notice(self, record: CompactionRecord) -> CompactionNotice:
+        notice = CompactionNotice(record, lambda: self.originals(record))
+        self._append(notice)
+        return notice
+
+    def set_actions_enabled(self, enabled: bool) -> None:
+        """Edit/regenerate/branch buttons are off while a reply is running."""
+        self._actions_enabled = enabled
+        for widget in self.message_widgets.values():
+            widget.set_actions_enabled(enabled)
+
+    def last_user_message(self) -> Message | None:
+        for widget in reversed(list(self.message_widgets.values())):
+            if widget.message.role == "user":
+                return widget.message
+        return None
+
+    # -- scrolling ---------------------------------------------------------------------
+    def scroll_to_bottom(self) -> None:
+        self._stick = True
+        bar = self.verticalScrollBar()
+        bar.setValue(bar.maximum())
+
+    def _range_changed(self, _minimum: int, maximum: int) -> None:
+        if self._stick:
+            self.verticalScrollBar().setValue(maximum)
+
+    def _value_changed(self, value: int) -> None:
+        bar = self.verticalScrollBar()
+        self._stick = value >= bar.maximum() - 40

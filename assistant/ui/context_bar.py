@@ -1,0 +1,197 @@
+"""The context bar: how full the model's window is, from the model's own tokenizer.
+
+It draws one bar split into the prompt's segments (system prompt, summary, conversation,
+tool outputs), the reserve kept for the reply, and free room, with "used / window" beside
+it. The level turns yellow above 70 % and red above 90 %. The tooltip gives the exact
+numbers, the active mode's thresholds and how often this chat was pruned and compacted.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from PySide6.QtCore import QRectF, QSize, Qt
+from PySide6.QtGui import QColor, QPainter, QPainterPath, QPaintEvent
+from PySide6.QtWidgets import QHBoxLayout, QLabel, QSizePolicy, QWidget
+
+from assistant.agent.events import ContextUsage
+from assistant.ui.theme import Colors, current_colors
+
+Level = Literal["ok", "warning", "critical"]
+
+SEGMENTS = (
+    ("system", "System prompt"),
+    ("summary", "Summary"),
+    ("conversation", "Conversation"),
+    ("tools", "Tool outputs"),
+)
+
+WARN_AT = 0.70
+CRITICAL_AT = 0.90
+
+
+def level_for(fraction: float) -> Level:
+    if fraction > CRITICAL_AT:
+        return "critical"
+    if fraction > WARN_AT:
+        return "warning"
+    return "ok"
+
+
+class _Bar(QWidget):
+    """The painted bar itself."""
+
+    def __init__(self, owner: ContextBar) -> None:
+        super().__init__(owner)
+        self._owner = owner
+        self.setMinimumWidth(120)
+        self.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Fixed)
+
+    def sizeHint(self) -> QSize:
+        return QSize(240, 10)
+
+    def paintEvent(self, event: QPaintEvent) -> None:
+        c = current_colors()
+        usage = self._owner.usage
+        painter = QPainter(self)
+        painter.setRenderHint(QPainter.RenderHint.Antialiasing)
+        rect = QRectF(self.rect()).adjusted(0.5, 0.5, -0.5, -0.5)
+        clip = QPainterPath()
+        clip.addRoundedRect(rect, 4, 4)
+        painter.setClipPath(clip)
+        painter.fillRect(rect, QColor(c.seg_free))
+        if usage is not None and usage.window > 0:
+            x = rect.left()
+            scale = rect.width() / usage.window
+            for key, _title in SEGMENTS:
+                width = usage.segments.get(key, 0) * scale
+                if width > 0:
+                    painter.fillRect(
+                        QRectF(x, rect.top(), width, rect.height()), QColor(_segment_color(c, key))
+                    )
+                    x += width
+            if not usage.segments:
+                width = usage.prompt_tokens * scale
+                painter.fillRect(
+                    QRectF(x, rect.top(), width, rect.height()), QColor(c.seg_conversation)
+                )
+                x += width
+            reserve_w = usage.reserve * scale
+            reserve_x = max(x, rect.right() - reserve_w)
+            brush = QColor(c.seg_reserve)
+            painter.fillRect(
+                QRectF(reserve_x, rect.top(), rect.right() - reserve_x, rect.height()), brush
+            )
+            painter.fillRect(
+                QRectF(reserve_x, rect.top(), rect.right() - reserve_x, rect.height()),
+                Qt.BrushStyle.BDiagPattern,
+            )
+        painter.end()
+
+
+def _segment_color(c: Colors, key: str) -> str:
+    return {
+        "system": c.seg_system,
+        "summary": c.seg_summary,
+        "conversation": c.seg_conversation,
+        "tools": c.seg_tools,
+    }.get(key, c.seg_conversation)
+
+
+class ContextBar(QWidget):
+    """Shows a :class:`ContextUsage`; call :meth:`set_usage` and :meth:`set_counts`."""
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setObjectName("ContextBar")
+        self.usage: ContextUsage | None = None
+        self.policy_text = ""
+        self.prunes = 0
+        self.pruned_tokens = 0
+        self.compactions = 0
+        layout = QHBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.setSpacing(8)
+        self.caption = QLabel("Context")
+        self.caption.setObjectName("MutedLabel")
+        self.bar = _Bar(self)
+        self.label = QLabel("– / –")
+        self.label.setObjectName("ContextLabel")
+        self.label.setMinimumWidth(150)
+        self.label.setAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
+        layout.addWidget(self.caption)
+        layout.addWidget(self.bar, 1)
+        layout.addWidget(self.label)
+        self._refresh()
+
+    # -- state -------------------------------------------------------------------------
+    @property
+    def fraction(self) -> float:
+        if self.usage is None or self.usage.window <= 0:
+            return 0.0
+        return self.usage.prompt_tokens / self.usage.window
+
+    @property
+    def level(self) -> Level:
+        return level_for(self.fraction)
+
+    def level_color(self) -> str:
+        c = current_colors()
+        return {"ok": c.muted, "warning": c.warning, "critical": c.error}[self.level]
+
+    def set_usage(self, usage: ContextUsage | None) -> None:
+        self.usage = usage
+        self._refresh()
+
+    def set_policy_text(self, text: str) -> None:
+        self.policy_text = text
+        self._refresh()
+
+    def set_counts(self, prunes: int, pruned_tokens: int, compactions: int) -> None:
+        self.prunes = prunes
+        self.pruned_tokens = pruned_tokens
+        self.compactions = compactions
+        self._refresh()
+
+    def add_prune(self, tokens: int) -> None:
+        self.set_counts(self.prunes + 1, self.pruned_tokens + tokens, self.compactions)
+
+    def add_compaction(self) -> None:
+        self.set_counts(self.prunes, self.pruned_tokens, self.compactions + 1)
+
+    # -- rendering ---------------------------------------------------------------------
+    def _refresh(self) -> None:
+        usage = self.usage
+        if usage is None:
+            self.label.setText("– / – tokens")
+        else:
+            pct = round(self.fraction * 100)
+            self.label.setText(f"{usage.prompt_tokens:,} / {usage.window:,} ({pct}%)")
+        weight = "600" if self.level != "ok" else "normal"
+        self.label.setStyleSheet(f"color: {self.level_color()}; font-weight: {weight};")
+        self.setToolTip(self.tooltip_text())
+        self.bar.update()
+
+    def tooltip_text(self) -> str:
+        lines: list[str] = []
+        usage = self.usage
+        if usage is None:
+            lines.append("No prompt counted yet (send a message).")
+        else:
+            free = max(0, usage.window - usage.prompt_tokens - usage.reserve)
+            lines.append(
+                f"Prompt: {usage.prompt_tokens:,} of {usage.window:,} tokens ({self.fraction:.1%})"
+            )
+            for key, title in SEGMENTS:
+                lines.append(f"  {title}: {usage.segments.get(key, 0):,}")
+            lines.append(f"Reserved for the reply: {usage.reserve:,}")
+            lines.append(f"Free: {free:,}")
+        lines.append(
+            f"In this chat: {self.prunes:,} prune{'s' if self.prunes != 1 else ''} "
+            f"({self.pruned_tokens:,} tokens cleared), {self.compactions:,} "
+            f"compaction{'s' if self.compactions != 1 else ''}"
+        )
+        if self.policy_text:
+            lines.append(f"Mode {self.policy_text}")
+        lines.append("Yellow above 70 %, red above 90 % of the window.")
+        return "\n".join(lines)

@@ -1,0 +1,569 @@
+"""The main window: chat list, transcript, composer, context bar and status bar.
+
+It builds the widgets, wires them to the :class:`ChatController` and the
+:class:`AgentBridge`, and handles the app commands (/help, /clear, /model, /mode, /resume,
+/export) and shortcuts (Ctrl+N, Ctrl+K, Ctrl+,, Esc, Up to edit the last message).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+from PySide6.QtCore import Qt, QTimer
+from PySide6.QtGui import QAction, QCloseEvent, QKeySequence, QShortcut
+from PySide6.QtWidgets import (
+    QApplication,
+    QFileDialog,
+    QFrame,
+    QHBoxLayout,
+    QLabel,
+    QMainWindow,
+    QMessageBox,
+    QProgressBar,
+    QPushButton,
+    QSplitter,
+    QVBoxLayout,
+    QWidget,
+)
+
+from assistant.agent.commands import HELP_TEXT, AppCommand
+from assistant.agent.events import ContextUsage, Notice, ToolCallStarted, TurnFinished
+from assistant.compaction.events import (
+    CompactionCancelled,
+    CompactionFailed,
+    CompactionFinished,
+    ContextEvent,
+    PruneEvent,
+)
+from assistant.config import Settings
+from assistant.conversation import Message
+from assistant.llm.registry import Registry, model_path
+from assistant.sessions.errors import SessionError
+from assistant.ui import theme
+from assistant.ui.bridge import AgentBridge
+from assistant.ui.chat_input import ChatInput
+from assistant.ui.chat_view import ChatView
+from assistant.ui.context_bar import ContextBar
+from assistant.ui.controller import ChatController
+from assistant.ui.message_widgets import compaction_title, prune_text
+from assistant.ui.settings_dialog import SettingsDialog
+from assistant.ui.sidebar import ChatEntry, Sidebar
+from assistant.ui.spinner import Spinner
+from assistant.ui.window_state import restore_window_state, save_window_state
+
+SHORTCUTS_HELP = (
+    "Shortcuts: Ctrl+N new chat · Ctrl+K search chats · Ctrl+, settings · Esc stop / cancel "
+    "· Up (empty input) edit your last message · Enter send · Shift+Enter new line"
+)
+
+
+class MainWindow(QMainWindow):
+    def __init__(
+        self, controller: ChatController, bridge: AgentBridge, registry: Registry | None = None
+    ) -> None:
+        super().__init__()
+        self.controller = controller
+        self.bridge = bridge
+        self.registry = registry
+        self.editing_id: str | None = None
+        #: What context management did during the current turn (kept in the status bar).
+        self.turn_note: str | None = None
+        self.settings_dialog: SettingsDialog | None = None
+        self.setWindowTitle("Offline Assistant")
+        self.resize(1180, 800)
+        self._build()
+        self._wire()
+        self._shortcuts()
+        restore_window_state(self, self.splitter)
+        self._refresh_chats()
+        self._render_conversation()
+        self._update_mode_label()
+        self._update_composer()
+
+    # -- construction ------------------------------------------------------------------
+    def _build(self) -> None:
+        self.sidebar = Sidebar()
+        right = QWidget()
+        right_layout = QVBoxLayout(right)
+        right_layout.setContentsMargins(0, 0, 0, 0)
+        right_layout.setSpacing(0)
+
+        self.model_banner = QFrame()
+        self.model_banner.setObjectName("ModelBanner")
+        banner = QHBoxLayout(self.model_banner)
+        banner.setContentsMargins(16, 8, 12, 8)
+        self.model_banner_label = QLabel("")
+        self.model_banner_label.setWordWrap(True)
+        self.model_banner_label.setTextInteractionFlags(
+            Qt.TextInteractionFlag.TextSelectableByMouse
+        )
+        self.choose_model_button = QPushButton("Choose another model…")
+        self.choose_model_button.clicked.connect(self.open_settings)
+        self.retry_button = QPushButton("Retry")
+        self.retry_button.clicked.connect(self.controller.load_model)
+        banner.addWidget(self.model_banner_label, 1)
+        banner.addWidget(self.retry_button)
+        banner.addWidget(self.choose_model_button)
+        self.model_banner.setVisible(False)
+        right_layout.addWidget(self.model_banner)
+
+        self.chat_view = ChatView()
+        self.chat_view.originals = self.controller.originals
+        right_layout.addWidget(self.chat_view, 1)
+
+        self.status_strip = QFrame()
+        self.status_strip.setObjectName("StatusStrip")
+        strip = QHBoxLayout(self.status_strip)
+        strip.setContentsMargins(16, 6, 16, 6)
+        self.spinner = Spinner()
+        self.strip_label = QLabel("Compacting… (Esc to cancel)")
+        strip.addWidget(self.spinner)
+        strip.addWidget(self.strip_label, 1)
+        self.status_strip.setVisible(False)
+        right_layout.addWidget(self.status_strip)
+
+        composer = QFrame()
+        composer.setObjectName("ComposerFrame")
+        comp = QVBoxLayout(composer)
+        comp.setContentsMargins(16, 10, 16, 10)
+        comp.setSpacing(8)
+        self.edit_banner = QLabel(
+            "Editing your message: Enter sends it as a new branch · Esc cancels"
+        )
+        self.edit_banner.setObjectName("MutedLabel")
+        self.edit_banner.setVisible(False)
+        comp.addWidget(self.edit_banner)
+        row = QHBoxLayout()
+        row.setSpacing(8)
+        self.input = ChatInput(enter_sends=self.controller.settings.enter_sends)
+        self.send_button = QPushButton("Send")
+        self.send_button.setObjectName("PrimaryButton")
+        self.send_button.setMinimumWidth(84)
+        self.send_button.clicked.connect(self._send_clicked)
+        row.addWidget(self.input, 1)
+        row.addWidget(self.send_button, 0, Qt.AlignmentFlag.AlignBottom)
+        comp.addLayout(row)
+        info = QHBoxLayout()
+        info.setSpacing(12)
+        self.context_bar = ContextBar()
+        self.queue_label = QLabel("")
+        self.queue_label.setObjectName("MutedLabel")
+        info.addWidget(self.context_bar, 1)
+        info.addWidget(self.queue_label)
+        comp.addLayout(info)
+        right_layout.addWidget(composer)
+
+        self.splitter = QSplitter(Qt.Orientation.Horizontal)
+        self.splitter.addWidget(self.sidebar)
+        self.splitter.addWidget(right)
+        self.splitter.setStretchFactor(0, 0)
+        self.splitter.setStretchFactor(1, 1)
+        self.splitter.setSizes([260, 920])
+        self.splitter.setChildrenCollapsible(False)
+        self.splitter.setHandleWidth(1)
+        self.setCentralWidget(self.splitter)
+
+        status = self.statusBar()
+        status.setSizeGripEnabled(False)
+        self.status_label = QLabel("")
+        status.addWidget(self.status_label, 1)
+        self.load_progress = QProgressBar()
+        self.load_progress.setFixedWidth(140)
+        self.load_progress.setRange(0, 0)
+        self.load_progress.setTextVisible(False)
+        self.load_progress.setVisible(False)
+        status.addPermanentWidget(self.load_progress)
+        self.model_label = QLabel("")
+        status.addPermanentWidget(self.model_label)
+        self.mode_label = QLabel("")
+        status.addPermanentWidget(self.mode_label)
+
+    def _wire(self) -> None:
+        c = self.controller
+        b = self.bridge
+        self.input.submitted.connect(self.submit)
+        self.input.edit_last_requested.connect(self.edit_last_message)
+        self.input.escape_pressed.connect(self.escape)
+        self.sidebar.new_chat_requested.connect(self.new_chat)
+        self.sidebar.chat_selected.connect(self.open_chat)
+        self.sidebar.rename_requested.connect(c.rename_chat)
+        self.sidebar.delete_requested.connect(c.delete_chat)
+        self.sidebar.undo_delete_requested.connect(self._undo_delete)
+        self.chat_view.edit_requested.connect(self.start_edit)
+        self.chat_view.regenerate_requested.connect(c.regenerate)
+        self.chat_view.branch_step_requested.connect(c.switch_branch)
+        b.message_added.connect(self._message_added)
+        b.assistant_delta.connect(self.chat_view.append_delta)
+        b.tool_call_started.connect(self._tool_call_started)
+        b.notice.connect(self._agent_notice)
+        b.context_usage.connect(self._context_usage)
+        b.context_changed.connect(self._context_changed)
+        b.turn_finished.connect(self._turn_finished)
+        c.busy_changed.connect(lambda _b: self._update_composer())
+        c.compaction_changed.connect(self._compaction_changed)
+        c.queue_changed.connect(lambda _n: self._update_composer())
+        c.chats_changed.connect(self._refresh_chats)
+        c.conversation_reset.connect(self._render_conversation)
+        c.model_state_changed.connect(self._model_state)
+        c.load_progress.connect(self._load_progress)
+        c.app_command.connect(self.run_app_command)
+        c.notice.connect(self.show_notice)
+
+    def _shortcuts(self) -> None:
+        def bind(keys: str, slot: object, name: str) -> QAction:
+            action = QAction(name, self)
+            action.setShortcut(QKeySequence(keys))
+            action.setShortcutContext(Qt.ShortcutContext.WindowShortcut)
+            action.triggered.connect(slot)
+            self.addAction(action)
+            return action
+
+        self.new_chat_action = bind("Ctrl+N", self.new_chat, "New chat")
+        self.search_action = bind("Ctrl+K", self.sidebar.focus_search, "Search chats")
+        self.settings_action = bind("Ctrl+,", self.open_settings, "Settings")
+        self.escape_shortcut = QShortcut(QKeySequence(Qt.Key.Key_Escape), self)
+        self.escape_shortcut.setContext(Qt.ShortcutContext.WindowShortcut)
+        self.escape_shortcut.activated.connect(self.escape)
+
+    # -- chats -------------------------------------------------------------------------
+    def _refresh_chats(self) -> None:
+        entries = [
+            ChatEntry(s.id, s.title + (" (unreadable)" if s.broken else ""), s.updated)
+            for s in self.controller.chats()
+        ]
+        self.sidebar.set_chats(entries, current=self.controller.chat_id)
+
+    def _render_conversation(self) -> None:
+        c = self.controller
+        self.chat_view.branch_info = c.branch_info if c.handle is not None else None
+        self.chat_view.set_conversation(c.conversation)
+        self.chat_view.set_actions_enabled(not c.busy)
+        prunes, tokens = c.prune_count()
+        self.context_bar.set_counts(prunes, tokens, len(c.conversation.compactions))
+        if c.handle is None:
+            self.context_bar.set_usage(None)
+        self.sidebar.set_current(c.chat_id)
+        self._cancel_edit()
+
+    def new_chat(self) -> None:
+        if self.controller.new_chat():
+            self.context_bar.set_usage(None)
+            self.input.setFocus()
+            self.set_status("New chat")
+
+    def open_chat(self, chat_id: str) -> None:
+        if self.controller.open_chat(chat_id):
+            self.context_bar.set_usage(None)
+            self.input.setFocus()
+        else:
+            self.sidebar.set_current(self.controller.chat_id)
+
+    def _undo_delete(self, _chat_id: str) -> None:
+        restored = self.controller.undo_delete()
+        if restored:
+            self.set_status("Chat restored")
+
+    # -- sending -----------------------------------------------------------------------
+    def submit(self, text: str) -> None:
+        if self.editing_id is not None:
+            message_id = self.editing_id
+            self._cancel_edit()
+            self.controller.edit_message(message_id, text)
+            return
+        self.controller.submit(text)
+        self._update_composer()
+
+    def _send_clicked(self) -> None:
+        if self.controller.busy:
+            self.controller.stop()
+            self.set_status("Stopping…")
+            return
+        self.input._submit()  # the same as pressing Enter
+
+    def escape(self) -> None:
+        if self.input.completer.popup_visible:
+            self.input.completer.hide()
+            return
+        if self.editing_id is not None:
+            self._cancel_edit()
+            self.input.clear()
+            return
+        if self.controller.stop():
+            self.set_status(
+                "Cancelling the compaction…" if self.controller.compacting else "Stopping…"
+            )
+
+    def edit_last_message(self) -> None:
+        msg = self.chat_view.last_user_message()
+        if msg is not None and not self.controller.busy:
+            self.start_edit(msg.id)
+
+    def start_edit(self, message_id: str) -> None:
+        widget = self.chat_view.message_widgets.get(message_id)
+        if widget is None or self.controller.busy:
+            return
+        self.editing_id = message_id
+        self.input.setPlainText(widget.message.content)
+        cursor = self.input.textCursor()
+        cursor.movePosition(cursor.MoveOperation.End)
+        self.input.setTextCursor(cursor)
+        self.edit_banner.setVisible(True)
+        self.input.setFocus()
+
+    def _cancel_edit(self) -> None:
+        self.editing_id = None
+        self.edit_banner.setVisible(False)
+
+    def _update_composer(self) -> None:
+        c = self.controller
+        busy = c.busy
+        self.send_button.setText("Stop" if busy else "Send")
+        self.send_button.setObjectName("StopButton" if busy else "PrimaryButton")
+        self.send_button.setToolTip("Stop the reply (Esc)" if busy else "Send (Enter)")
+        self.send_button.style().unpolish(self.send_button)
+        self.send_button.style().polish(self.send_button)
+        self.chat_view.set_actions_enabled(not busy)
+        queued = len(c.queue)
+        if queued:
+            why = "" if c.ready else " (sent when the model has loaded)"
+            self.queue_label.setText(f"{queued} message{'s' if queued > 1 else ''} queued{why}")
+        else:
+            self.queue_label.setText("")
+
+    # -- agent events ------------------------------------------------------------------
+    def _message_added(self, message: Message) -> None:
+        self.chat_view.add_message(message)
+
+    def _tool_call_started(self, event: ToolCallStarted) -> None:
+        self.chat_view.tool_call_started(event.call)
+        self.set_status(f"Running {event.call.name}…")
+
+    def _agent_notice(self, notice: Notice) -> None:
+        self.show_notice(notice.level, notice.text)
+
+    def show_notice(self, level: str, text: str) -> None:
+        self.chat_view.add_notice(level, text)
+
+    def _context_usage(self, usage: ContextUsage) -> None:
+        self.context_bar.set_usage(usage)
+        self._update_mode_label()
+
+    def _context_changed(self, event: ContextEvent) -> None:
+        if isinstance(event, PruneEvent):
+            self.chat_view.add_prune_notice(list(event.message_ids), event.tokens_freed)
+            self.context_bar.add_prune(event.tokens_freed)
+            self.turn_note = prune_text(len(event.message_ids), event.tokens_freed)
+            self.set_status(self.turn_note)
+        elif isinstance(event, CompactionFinished):
+            self._render_conversation()
+            self.turn_note = compaction_title(event.record)
+            self.set_status(self.turn_note)
+        elif isinstance(event, CompactionFailed):
+            self.show_notice("error", f"Compaction failed: {event.error}")
+        elif isinstance(event, CompactionCancelled):
+            self.show_notice("info", "Compaction cancelled.")
+
+    def _turn_finished(self, event: TurnFinished) -> None:
+        self.chat_view.end_streaming(stopped=event.stopped)
+        if event.stopped:
+            self.set_status("Stopped")
+        elif event.error:
+            self.set_status("The reply failed (see the message in the chat)")
+        else:
+            self.set_status(self.turn_note or "Ready")
+        self.turn_note = None
+
+    def _compaction_changed(self, active: bool) -> None:
+        self.status_strip.setVisible(active)
+        if active:
+            self.strip_label.setText("Compacting… (Esc to cancel)")
+            self.spinner.start()
+        else:
+            self.spinner.stop()
+
+    # -- the model ---------------------------------------------------------------------
+    def _model_state(self, state: str, text: str) -> None:
+        self.load_progress.setVisible(state == "loading")
+        self.model_banner.setVisible(state == "failed")
+        if state == "loading":
+            self.load_progress.setRange(0, 0)
+            self.model_label.setText("")
+            self.set_status(f"{text} You can type; messages are sent once it is ready.")
+        elif state == "ready":
+            info = self.controller.model_info
+            window = self.controller.context_window_for(self.controller.settings)
+            name = info.name if info is not None else text
+            self.model_label.setText(f"{name} · {window:,} ctx")
+            self.set_status("Model ready")
+        else:
+            message = (
+                f"The model could not be loaded: {text}\nChoose another model in Settings, "
+                "or install it with: python -m assistant provision"
+            )
+            self.model_banner_label.setText(message)
+            self.model_label.setText("no model")
+            self.set_status("No model loaded")
+            self._error_box("Model not loaded", message)
+        self._update_mode_label()
+        self._update_composer()
+
+    def _load_progress(self, value: float) -> None:
+        if 0.0 < value < 1.0:
+            self.load_progress.setRange(0, 100)
+            self.load_progress.setValue(int(value * 100))
+
+    def _error_box(self, title: str, text: str) -> QMessageBox:
+        box = QMessageBox(
+            QMessageBox.Icon.Warning, title, text, QMessageBox.StandardButton.Ok, self
+        )
+        box.setObjectName("ErrorDialog")
+        box.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+        box.open()
+        self.error_box = box
+        return box
+
+    def _update_mode_label(self) -> None:
+        c = self.controller
+        trained = c.model_info.trained_context if c.model_info is not None else None
+        policy = c.settings.effective_policy(trained)
+        self.mode_label.setText(f"{c.settings.mode.capitalize()} mode")
+        self.mode_label.setToolTip(policy.describe())
+        self.context_bar.set_policy_text(policy.describe())
+
+    # -- settings ----------------------------------------------------------------------
+    def open_settings(self) -> SettingsDialog:
+        if self.settings_dialog is not None and self.settings_dialog.isVisible():
+            self.settings_dialog.raise_()
+            return self.settings_dialog
+        c = self.controller
+        dialog = SettingsDialog(
+            c.settings,
+            self.registry,
+            loaded_trained_context=c.model_info.trained_context if c.model_info else None,
+            model_present=lambda entry: model_path(entry).is_file(),
+            parent=self,
+        )
+        dialog.accepted.connect(lambda: self._settings_accepted(dialog))
+        self.settings_dialog = dialog
+        dialog.open()
+        return dialog
+
+    def _settings_accepted(self, dialog: SettingsDialog) -> None:
+        new = dialog.result_settings()
+        if new is None:
+            return
+        self.apply_settings(new)
+
+    def apply_settings(self, new: Settings) -> None:
+        old = self.controller.settings
+        reloading = self.controller.apply_settings(new)
+        self.input.set_enter_sends(new.enter_sends)
+        if new.theme != old.theme:
+            app = QApplication.instance()
+            if isinstance(app, QApplication):
+                theme.apply_theme(app, new.theme)
+        self._update_mode_label()
+        self.set_status("Settings saved" + (", reloading the model…" if reloading else ""))
+
+    # -- app commands ------------------------------------------------------------------
+    def run_app_command(self, command: AppCommand) -> None:
+        handler: Callable[[str], object] = {
+            "help": self._cmd_help,
+            "clear": lambda _arg: self.new_chat(),
+            "model": self._cmd_model,
+            "mode": self._cmd_mode,
+            "resume": self._cmd_resume,
+            "export": self._cmd_export,
+            "compact": lambda arg: self.controller.compact(arg or None),
+        }[command.name]
+        handler(command.argument)
+
+    def _cmd_help(self, _arg: str) -> None:
+        self.show_notice("info", HELP_TEXT + "\n\n" + SHORTCUTS_HELP)
+
+    def _cmd_model(self, arg: str) -> None:
+        c = self.controller
+        if arg:
+            self.apply_settings(c.settings.model_copy(update={"model": arg}))
+            return
+        names = ", ".join(e.name for e in self.registry.models) if self.registry else ""
+        info = c.model_info
+        current = (
+            f"{info.name} (trained on {info.trained_context:,} tokens, window "
+            f"{c.context_window_for(c.settings):,})"
+            if info is not None
+            else f"{c.settings.model} ({c.model_state})"
+        )
+        self.show_notice(
+            "info",
+            f"Model: {current}.\nSwitch with /model NAME or a GGUF path. Registered: {names}.",
+        )
+
+    def _cmd_mode(self, arg: str) -> None:
+        c = self.controller
+        arg = arg.strip().lower()
+        if arg in ("local", "standard"):
+            self.apply_settings(c.settings.model_copy(update={"mode": arg}))
+        elif arg:
+            self.show_notice("error", "Usage: /mode local or /mode standard")
+            return
+        trained = c.model_info.trained_context if c.model_info else None
+        self.show_notice("info", "Mode " + c.settings.effective_policy(trained).describe())
+
+    def _cmd_resume(self, arg: str) -> None:
+        chats = self.controller.chats()
+        if arg:
+            match = [s for s in chats if s.id == arg or arg.lower() in s.title.lower()]
+            if match:
+                self.open_chat(match[0].id)
+                return
+            self.show_notice("error", f"No chat matches “{arg}”.")
+            return
+        lines = [f"- {s.title}  ({s.id})" for s in chats[:10]]
+        self.show_notice(
+            "info",
+            "Recent chats (pick one in the list, or /resume ID):\n"
+            + "\n".join(lines or ["(none yet)"]),
+        )
+        self.sidebar.focus_search()
+
+    def _cmd_export(self, arg: str) -> None:
+        chat_id = self.controller.chat_id
+        if chat_id is None:
+            self.show_notice("error", "Nothing to export yet: this chat is empty.")
+            return
+        target = arg.strip()
+        if not target:
+            target, _f = QFileDialog.getSaveFileName(
+                self,
+                "Export chat",
+                str(Path.home() / "chat.md"),
+                "Markdown (*.md);;OpenAI JSON (*.json)",
+            )
+            if not target:
+                return
+        path = Path(target).expanduser()
+        try:
+            if path.suffix.lower() == ".json":
+                text = self.controller.store.export_openai_json(chat_id)
+            else:
+                text = self.controller.store.export_markdown(chat_id)
+            path.write_text(text, encoding="utf-8")
+        except (OSError, SessionError) as exc:
+            self.show_notice("error", f"Export failed: {exc}")
+            return
+        self.show_notice("info", f"Exported this chat to {path}")
+
+    # -- misc --------------------------------------------------------------------------
+    def set_status(self, text: str) -> None:
+        self.status_label.setText(text)
+
+    def closeEvent(self, event: QCloseEvent) -> None:
+        save_window_state(self, self.splitter)
+        self.controller.shutdown()
+        super().closeEvent(event)
+
+    def showEvent(self, event: object) -> None:
+        super().showEvent(event)  # type: ignore[arg-type]
+        QTimer.singleShot(0, self.input.setFocus)

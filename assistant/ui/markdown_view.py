@@ -1,0 +1,240 @@
+"""Markdown rendering for chat messages: prose as rich text, fenced code as code blocks.
+
+The text is split into prose and fenced code segments (:func:`split_segments`). Prose is a
+QLabel with Qt's Markdown support (QTextDocument's Markdown reader); each code block is a
+monospace, horizontally scrollable box with a Copy button. :meth:`MarkdownView.set_markdown`
+reuses the existing segment widgets and only changes what differs, so re-rendering a reply
+that grows while it streams does not flicker.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from PySide6.QtCore import Qt, QTimer
+from PySide6.QtGui import QGuiApplication
+from PySide6.QtWidgets import (
+    QFrame,
+    QHBoxLayout,
+    QLabel,
+    QPlainTextEdit,
+    QSizePolicy,
+    QToolButton,
+    QVBoxLayout,
+    QWidget,
+)
+
+from assistant.ui.theme import monospace_font
+
+_FENCE = re.compile(r"^(?P<indent> {0,3})(?P<fence>`{3,}|~{3,})(?P<lang>[^\n`]*)$")
+
+
+@dataclass(frozen=True)
+class Segment:
+    """A run of prose (``lang is None``) or one fenced code block."""
+
+    text: str
+    lang: str | None = None
+
+    @property
+    def is_code(self) -> bool:
+        return self.lang is not None
+
+
+def split_segments(markdown: str) -> list[Segment]:
+    """Split Markdown into prose and fenced code blocks.
+
+    An unclosed fence (a reply still streaming) makes the rest of the text code.
+    """
+    segments: list[Segment] = []
+    prose: list[str] = []
+    code: list[str] = []
+    fence: str | None = None
+    lang = ""
+    for line in markdown.split("\n"):
+        if fence is None:
+            match = _FENCE.match(line)
+            if match:
+                if prose:
+                    segments.append(Segment("\n".join(prose)))
+                    prose = []
+                fence = match.group("fence")
+                lang = match.group("lang").strip()
+                code = []
+            else:
+                prose.append(line)
+        elif line.strip().startswith(fence[0] * len(fence)) and not line.strip().strip(fence[0]):
+            segments.append(Segment("\n".join(code), lang))
+            fence = None
+        else:
+            code.append(line)
+    if fence is not None:
+        segments.append(Segment("\n".join(code), lang))
+    elif prose:
+        segments.append(Segment("\n".join(prose)))
+    return [s for s in segments if s.is_code or s.text.strip()]
+
+
+_HEADING = re.compile(r"^(#{1,4})(?=\s)", re.MULTILINE)
+
+
+def demote_headings(markdown: str) -> str:
+    """Chat replies use ``#``/``##`` freely; shown at full size they shout. Two levels
+    smaller reads like a document inside a message."""
+    return _HEADING.sub(lambda m: m.group(1) + "##", markdown)
+
+
+class ProseLabel(QLabel):
+    """Selectable Markdown prose that wraps to the available width."""
+
+    def __init__(self, text: str = "", parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setTextFormat(Qt.TextFormat.MarkdownText)
+        self.setWordWrap(True)
+        self.setOpenExternalLinks(True)
+        self.setTextInteractionFlags(
+            Qt.TextInteractionFlag.TextSelectableByMouse
+            | Qt.TextInteractionFlag.LinksAccessibleByMouse
+        )
+        self.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Preferred)
+        self.set_markdown(text)
+
+    def set_markdown(self, text: str) -> None:
+        self.markdown = text
+        self.setText(demote_headings(text))
+
+
+class CodeBlock(QFrame):
+    """A fenced code block: language, a Copy button and monospace, unwrapped text."""
+
+    def __init__(self, code: str, lang: str = "", parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setObjectName("CodeBlock")
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(8, 4, 4, 6)
+        layout.setSpacing(2)
+        header = QHBoxLayout()
+        self.lang_label = QLabel(lang or "code")
+        self.lang_label.setObjectName("CodeLang")
+        self.copy_button = QToolButton()
+        self.copy_button.setObjectName("MessageAction")
+        self.copy_button.setText("Copy")
+        self.copy_button.setToolTip("Copy this code")
+        self.copy_button.clicked.connect(self.copy)
+        header.addWidget(self.lang_label)
+        header.addStretch(1)
+        header.addWidget(self.copy_button)
+        layout.addLayout(header)
+        self.editor = QPlainTextEdit()
+        self.editor.setReadOnly(True)
+        self.editor.setFrameShape(QFrame.Shape.NoFrame)
+        self.editor.setLineWrapMode(QPlainTextEdit.LineWrapMode.NoWrap)
+        self.editor.setVerticalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        self.editor.setFont(monospace_font())
+        self.editor.setTextInteractionFlags(
+            Qt.TextInteractionFlag.TextSelectableByMouse
+            | Qt.TextInteractionFlag.TextSelectableByKeyboard
+        )
+        self.editor.setStyleSheet("background: transparent; border: none; padding: 0;")
+        layout.addWidget(self.editor)
+        self._code = ""
+        self.set_code(code, lang)
+
+    @property
+    def code(self) -> str:
+        return self._code
+
+    def set_code(self, code: str, lang: str = "") -> None:
+        if lang:
+            self.lang_label.setText(lang)
+        if code == self._code:
+            return
+        if code.startswith(self._code) and self._code:
+            cursor = self.editor.textCursor()
+            cursor.movePosition(cursor.MoveOperation.End)
+            cursor.insertText(code[len(self._code) :])
+        else:
+            self.editor.setPlainText(code)
+        self._code = code
+        self._fit_height()
+
+    def _fit_height(self) -> None:
+        lines = max(1, self._code.count("\n") + 1)
+        metrics = self.editor.fontMetrics()
+        margin = int(self.editor.document().documentMargin() * 2)
+        height = lines * metrics.lineSpacing() + margin + 4
+        longest = max((metrics.horizontalAdvance(x) for x in self._code.split("\n")), default=0)
+        if longest + margin > max(self.editor.viewport().width(), 200):
+            height += self.editor.horizontalScrollBar().sizeHint().height()
+        self.editor.setFixedHeight(height)
+
+    def copy(self) -> None:
+        QGuiApplication.clipboard().setText(self._code)
+        self.copy_button.setText("Copied")
+        QTimer.singleShot(1500, self._reset_copy_label)
+
+    def _reset_copy_label(self) -> None:
+        self.copy_button.setText("Copy")
+
+
+class MarkdownView(QWidget):
+    """Renders a Markdown string; call :meth:`set_markdown` again as it grows."""
+
+    def __init__(self, markdown: str = "", parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self._layout = QVBoxLayout(self)
+        self._layout.setContentsMargins(0, 0, 0, 0)
+        self._layout.setSpacing(6)
+        self._widgets: list[QWidget] = []
+        self._segments: list[Segment] = []
+        self._markdown = ""
+        self.set_markdown(markdown)
+
+    @property
+    def markdown(self) -> str:
+        return self._markdown
+
+    def code_blocks(self) -> list[CodeBlock]:
+        return [w for w in self._widgets if isinstance(w, CodeBlock)]
+
+    def prose_labels(self) -> list[ProseLabel]:
+        return [w for w in self._widgets if isinstance(w, ProseLabel)]
+
+    def set_markdown(self, markdown: str) -> None:
+        if markdown == self._markdown and self._widgets:
+            return
+        self._markdown = markdown
+        segments = split_segments(markdown)
+        for i, seg in enumerate(segments):
+            if i < len(self._widgets) and self._segments[i].is_code == seg.is_code:
+                if seg != self._segments[i]:
+                    self._update(self._widgets[i], seg)
+                continue
+            for stale in self._widgets[i:]:
+                self._layout.removeWidget(stale)
+                stale.deleteLater()
+            del self._widgets[i:]
+            del self._segments[i:]
+            widget = self._make(seg)
+            self._layout.addWidget(widget)
+            self._widgets.append(widget)
+            self._segments.append(seg)
+        for stale in self._widgets[len(segments) :]:
+            self._layout.removeWidget(stale)
+            stale.deleteLater()
+        del self._widgets[len(segments) :]
+        self._segments = list(segments)
+
+    @staticmethod
+    def _make(seg: Segment) -> QWidget:
+        if seg.lang is not None:
+            return CodeBlock(seg.text, seg.lang)
+        return ProseLabel(seg.text)
+
+    @staticmethod
+    def _update(widget: QWidget, seg: Segment) -> None:
+        if isinstance(widget, CodeBlock):
+            widget.set_code(seg.text, seg.lang or "")
+        elif isinstance(widget, ProseLabel):
+            widget.set_markdown(seg.text)

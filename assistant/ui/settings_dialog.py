@@ -1,0 +1,546 @@
+"""The settings dialog: model, sampling, context modes and their policies, chat and look.
+
+Every change is validated by the pydantic :class:`Settings` model as you type; a refused
+value is outlined in red and the reason (pydantic's message) is shown under the form, and
+Save stays disabled until everything is valid. The dialog only edits a copy:
+:meth:`SettingsDialog.result_settings` is what the caller saves and applies.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtWidgets import (
+    QButtonGroup,
+    QCheckBox,
+    QComboBox,
+    QDialog,
+    QDialogButtonBox,
+    QDoubleSpinBox,
+    QFileDialog,
+    QFormLayout,
+    QGridLayout,
+    QGroupBox,
+    QHBoxLayout,
+    QLabel,
+    QLineEdit,
+    QPlainTextEdit,
+    QPushButton,
+    QRadioButton,
+    QSpinBox,
+    QTabWidget,
+    QVBoxLayout,
+    QWidget,
+)
+
+from assistant.config import ModePolicy, Settings
+from assistant.llm.registry import ModelEntry, Registry
+
+POLICY_FIELDS: tuple[tuple[str, str], ...] = (
+    ("window", "Context window"),
+    ("protect", "Protect newest tool output"),
+    ("minimum", "Prune only if it frees at least"),
+    ("reserve", "Reserve for the reply"),
+    ("keep_recent", "Keep recent (unsummarized)"),
+    ("summary_budget", "Summary budget"),
+)
+MODES = (("local", "Local"), ("standard", "Standard"))
+CHOOSE_FILE = "__choose__"
+BIG = 100_000_000
+
+
+def _spin(minimum: int = -1, maximum: int = BIG, suffix: str = "") -> QSpinBox:
+    box = QSpinBox()
+    box.setRange(minimum, maximum)
+    box.setGroupSeparatorShown(True)
+    box.setAlignment(Qt.AlignmentFlag.AlignRight)
+    box.setMinimumWidth(96)
+    box.setMinimumHeight(28)
+    if suffix:
+        box.setSuffix(suffix)
+    return box
+
+
+def _dspin(minimum: float, maximum: float, step: float, decimals: int = 2) -> QDoubleSpinBox:
+    box = QDoubleSpinBox()
+    box.setRange(minimum, maximum)
+    box.setSingleStep(step)
+    box.setDecimals(decimals)
+    box.setAlignment(Qt.AlignmentFlag.AlignRight)
+    box.setMinimumHeight(28)
+    return box
+
+
+def _help(text: str) -> QLabel:
+    label = QLabel(text)
+    label.setObjectName("FieldHelp")
+    label.setWordWrap(True)
+    return label
+
+
+def _format_size(size: int) -> str:
+    if size >= 1 << 30:
+        return f"{size / (1 << 30):.1f} GB"
+    return f"{size / (1 << 20):.0f} MB"
+
+
+class SettingsDialog(QDialog):
+    """Edit a copy of :class:`Settings`; accepted only when valid."""
+
+    validity_changed = Signal(bool)
+
+    def __init__(
+        self,
+        settings: Settings,
+        registry: Registry | None = None,
+        *,
+        loaded_trained_context: int | None = None,
+        model_present: Callable[[ModelEntry], bool] = lambda _e: True,
+        parent: QWidget | None = None,
+    ) -> None:
+        super().__init__(parent)
+        self.setObjectName("SettingsDialog")
+        self.setWindowTitle("Settings")
+        self.setMinimumSize(700, 560)
+        self._original = settings
+        self._registry = registry
+        self._loaded_trained = loaded_trained_context
+        self._model_present = model_present
+        self._result: Settings | None = settings.model_copy(deep=True)
+        self.errors: list[str] = []
+        self._previous_model_index = 0
+
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(16, 14, 16, 12)
+        layout.setSpacing(10)
+        self.tabs = QTabWidget()
+        self.tabs.addTab(self._build_model_tab(), "Model")
+        self.tabs.addTab(self._build_context_tab(), "Context")
+        self.tabs.addTab(self._build_chat_tab(), "Chat && look")
+        layout.addWidget(self.tabs, 1)
+        self.error_label = QLabel("")
+        self.error_label.setObjectName("ErrorText")
+        self.error_label.setWordWrap(True)
+        self.error_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        layout.addWidget(self.error_label)
+        self.buttons = QDialogButtonBox(
+            QDialogButtonBox.StandardButton.Save | QDialogButtonBox.StandardButton.Cancel
+        )
+        self.save_button = self.buttons.button(QDialogButtonBox.StandardButton.Save)
+        self.save_button.setObjectName("PrimaryButton")
+        self.buttons.accepted.connect(self.accept)
+        self.buttons.rejected.connect(self.reject)
+        layout.addWidget(self.buttons)
+
+        self._load(settings)
+        self._connect_validation()
+        self.validate()
+
+    # -- building ----------------------------------------------------------------------
+    def _build_model_tab(self) -> QWidget:
+        page = QWidget()
+        form = QFormLayout(page)
+        form.setContentsMargins(16, 16, 16, 16)
+        form.setVerticalSpacing(10)
+        form.setHorizontalSpacing(16)
+        form.setFieldGrowthPolicy(QFormLayout.FieldGrowthPolicy.FieldsStayAtSizeHint)
+        self.model_combo = QComboBox()
+        self.model_combo.setMinimumWidth(320)
+        if self._registry is not None:
+            for entry in self._registry.models:
+                self.model_combo.addItem(entry.display_name, entry.name)
+        self.model_combo.addItem("Choose a GGUF file…", CHOOSE_FILE)
+        self.model_combo.activated.connect(self._model_activated)
+        self.model_combo.currentIndexChanged.connect(self._update_model_info)
+        form.addRow("Model", self.model_combo)
+        self.model_info = _help("")
+        self.model_info.setMinimumWidth(440)
+        form.addRow("", self.model_info)
+        self.threads = _spin(-1, 1024)
+        form.addRow("CPU threads", self.threads)
+        threads_help = _help(
+            "0 picks automatically. Changing the model, the threads or the window reloads "
+            "the model in the background."
+        )
+        threads_help.setMinimumWidth(440)
+        form.addRow("", threads_help)
+        self.temperature = _dspin(0.0, 5.0, 0.05)
+        form.addRow("Temperature", self.temperature)
+        self.top_p = _dspin(0.0, 1.5, 0.05)
+        form.addRow("Top p", self.top_p)
+        self.max_reply = _spin(0, 1_000_000)
+        form.addRow("Longest reply (tokens)", self.max_reply)
+        return page
+
+    def _build_context_tab(self) -> QWidget:
+        page = QWidget()
+        outer = QVBoxLayout(page)
+        outer.setContentsMargins(16, 12, 16, 12)
+        outer.setSpacing(10)
+        mode_row = QHBoxLayout()
+        mode_row.addWidget(QLabel("Active mode"))
+        self.mode_group = QButtonGroup(self)
+        self.mode_buttons: dict[str, QRadioButton] = {}
+        for key, title in MODES:
+            button = QRadioButton(title)
+            self.mode_group.addButton(button)
+            self.mode_buttons[key] = button
+            mode_row.addWidget(button)
+        mode_row.addStretch(1)
+        outer.addLayout(mode_row)
+        outer.addWidget(
+            _help(
+                "Local suits small models with about 10k tokens of context: tight reserve, "
+                "early pruning. Standard suits large windows. Values are tokens."
+            )
+        )
+
+        box = QGroupBox("Policy values")
+        grid = QGridLayout(box)
+        grid.setHorizontalSpacing(14)
+        grid.setVerticalSpacing(6)
+        grid.addWidget(QLabel(""), 0, 0)
+        for col, (_key, title) in enumerate(MODES, start=1):
+            header = QLabel(title)
+            header.setObjectName("RoleLabel")
+            grid.addWidget(header, 0, col, Qt.AlignmentFlag.AlignRight)
+        eff_header = QLabel("In effect")
+        eff_header.setObjectName("RoleLabel")
+        eff_header.setToolTip("What the active mode uses for the selected model")
+        grid.addWidget(eff_header, 0, 3, Qt.AlignmentFlag.AlignRight)
+        self.policy_spins: dict[tuple[str, str], QSpinBox] = {}
+        self.effective_labels: dict[str, QLabel] = {}
+        for row, (field, title) in enumerate(POLICY_FIELDS, start=1):
+            label = QLabel(title)
+            label.setToolTip(ModePolicy.model_fields[field].description or "")
+            grid.addWidget(label, row, 0)
+            for col, (mode, _title) in enumerate(MODES, start=1):
+                spin = _spin()
+                spin.setObjectName(f"{mode}_{field}")
+                spin.setToolTip(ModePolicy.model_fields[field].description or "")
+                self.policy_spins[(mode, field)] = spin
+                grid.addWidget(spin, row, col)
+            eff = QLabel("")
+            eff.setObjectName("MutedLabel")
+            eff.setAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
+            eff.setMinimumWidth(80)
+            self.effective_labels[field] = eff
+            grid.addWidget(eff, row, 3)
+        grid.setColumnStretch(0, 1)
+        outer.addWidget(box)
+        self.effective_note = _help("")
+        outer.addWidget(self.effective_note)
+
+        switches = QGroupBox("Automatic context management")
+        sw = QVBoxLayout(switches)
+        self.auto_compact = QCheckBox("Summarize older messages when the window is full")
+        self.compact_on_overflow = QCheckBox("On a context overflow, summarize and retry once")
+        self.prune = QCheckBox("Clear old tool outputs before every model call (pruning)")
+        for box_ in (self.auto_compact, self.compact_on_overflow, self.prune):
+            sw.addWidget(box_)
+        outer.addWidget(switches)
+        outer.addStretch(1)
+        return page
+
+    def _build_chat_tab(self) -> QWidget:
+        page = QWidget()
+        form = QFormLayout(page)
+        form.setContentsMargins(16, 16, 16, 16)
+        form.setVerticalSpacing(10)
+        form.setHorizontalSpacing(16)
+        self.system_prompt = QPlainTextEdit()
+        self.system_prompt.setMinimumHeight(110)
+        form.addRow("System prompt", self.system_prompt)
+        ws_row = QHBoxLayout()
+        self.workspace = QLineEdit()
+        self.workspace.setPlaceholderText("Default workspace folder")
+        browse = QPushButton("Browse…")
+        browse.clicked.connect(self._browse_workspace)
+        ws_row.addWidget(self.workspace, 1)
+        ws_row.addWidget(browse)
+        form.addRow("Workspace folder", ws_row)
+        form.addRow("", _help("Tools read and write only inside this folder."))
+        self.approval = QComboBox()
+        self.approval.addItem("Ask before changing files or running commands", "ask")
+        self.approval.addItem("Allow without asking", "auto")
+        form.addRow("Tool approval", self.approval)
+        self.theme = QComboBox()
+        for key, title in (("system", "Follow the system"), ("light", "Light"), ("dark", "Dark")):
+            self.theme.addItem(title, key)
+        form.addRow("Theme", self.theme)
+        self.enter_sends = QCheckBox("Enter sends, Shift+Enter adds a line")
+        form.addRow("Input", self.enter_sends)
+        self.step_limit = _spin(0, 1000)
+        form.addRow("Tool steps per reply", self.step_limit)
+        return page
+
+    # -- values ------------------------------------------------------------------------
+    def _load(self, s: Settings) -> None:
+        index = self.model_combo.findData(s.model)
+        if index < 0:
+            self.model_combo.insertItem(self.model_combo.count() - 1, Path(s.model).name, s.model)
+            index = self.model_combo.findData(s.model)
+        self.model_combo.setCurrentIndex(index)
+        self._previous_model_index = index
+        self.threads.setValue(s.sampling.threads)
+        self.temperature.setValue(s.sampling.temperature)
+        self.top_p.setValue(s.sampling.top_p)
+        self.max_reply.setValue(s.sampling.max_reply_tokens)
+        self.mode_buttons[s.mode].setChecked(True)
+        for mode, _title in MODES:
+            policy = s.local if mode == "local" else s.standard
+            for field, _label in POLICY_FIELDS:
+                self.policy_spins[(mode, field)].setValue(getattr(policy, field))
+        self.auto_compact.setChecked(s.compaction.auto_compact)
+        self.compact_on_overflow.setChecked(s.compaction.compact_on_overflow)
+        self.prune.setChecked(s.compaction.prune)
+        self.system_prompt.setPlainText(s.system_prompt)
+        self.workspace.setText(s.workspace)
+        self.approval.setCurrentIndex(max(0, self.approval.findData(s.tool_approval)))
+        self.theme.setCurrentIndex(max(0, self.theme.findData(s.theme)))
+        self.enter_sends.setChecked(s.enter_sends)
+        self.step_limit.setValue(s.step_limit)
+        self._update_model_info()
+
+    def selected_mode(self) -> str:
+        for key, button in self.mode_buttons.items():
+            if button.isChecked():
+                return key
+        return "local"
+
+    def collect(self) -> dict[str, Any]:
+        """The form as a plain dict, in the shape :class:`Settings` validates."""
+        data = self._original.model_dump()
+        data["model"] = str(self.model_combo.currentData() or self._original.model)
+        data["sampling"].update(
+            threads=self.threads.value(),
+            temperature=round(self.temperature.value(), 4),
+            top_p=round(self.top_p.value(), 4),
+            max_reply_tokens=self.max_reply.value(),
+        )
+        data["mode"] = self.selected_mode()
+        for mode, _title in MODES:
+            for field, _label in POLICY_FIELDS:
+                data[mode][field] = self.policy_spins[(mode, field)].value()
+        data["compaction"].update(
+            auto_compact=self.auto_compact.isChecked(),
+            compact_on_overflow=self.compact_on_overflow.isChecked(),
+            prune=self.prune.isChecked(),
+        )
+        data["system_prompt"] = self.system_prompt.toPlainText()
+        data["workspace"] = self.workspace.text().strip()
+        data["tool_approval"] = self.approval.currentData()
+        data["theme"] = self.theme.currentData()
+        data["enter_sends"] = self.enter_sends.isChecked()
+        data["step_limit"] = self.step_limit.value()
+        return data
+
+    def _widgets_for(self, loc: tuple[int | str, ...]) -> list[QWidget]:
+        if loc and str(loc[0]) in ("local", "standard") and len(loc) == 1:
+            # The "must fit in the window" rule names four fields.
+            fields = ("window", "reserve", "keep_recent", "summary_budget")
+            return [self.policy_spins[(str(loc[0]), f)] for f in fields]
+        widget = self._widget_for(loc)
+        return [widget] if widget is not None else []
+
+    def _widget_for(self, loc: tuple[int | str, ...]) -> QWidget | None:
+        if not loc:
+            return None
+        head = str(loc[0])
+        if head in ("local", "standard"):
+            return self.policy_spins.get((head, str(loc[1]))) if len(loc) > 1 else None
+        if head == "sampling" and len(loc) > 1:
+            return {
+                "threads": self.threads,
+                "temperature": self.temperature,
+                "top_p": self.top_p,
+                "max_reply_tokens": self.max_reply,
+            }.get(str(loc[1]))
+        return {
+            "system_prompt": self.system_prompt,
+            "workspace": self.workspace,
+            "step_limit": self.step_limit,
+        }.get(head)
+
+    def validate(self) -> bool:
+        """Validate the form; show the reasons inline. Returns whether it is valid."""
+        for field_widget in self._all_inputs():
+            if field_widget.property("invalid"):
+                field_widget.setProperty("invalid", False)
+                field_widget.style().unpolish(field_widget)
+                field_widget.style().polish(field_widget)
+        self.errors = []
+        try:
+            self._result = Settings.model_validate(self.collect())
+        except ValidationError as exc:
+            self._result = None
+            for err in exc.errors():
+                loc = tuple(err.get("loc", ()))
+                where = _describe_loc(loc)
+                msg = str(err.get("msg", "invalid")).removeprefix("Value error, ")
+                self.errors.append(f"{where}: {msg}" if where else msg)
+                for widget in self._widgets_for(loc):
+                    widget.setProperty("invalid", True)
+                    widget.setToolTip(msg)
+                    widget.style().unpolish(widget)
+                    widget.style().polish(widget)
+        valid = self._result is not None
+        self.error_label.setText("\n".join(self.errors))
+        self.error_label.setVisible(not valid)
+        self.save_button.setEnabled(valid)
+        self._update_effective()
+        self.validity_changed.emit(valid)
+        return valid
+
+    def result_settings(self) -> Settings | None:
+        """The validated settings (None while the form has an error)."""
+        return self._result
+
+    def accept(self) -> None:
+        if self.validate():
+            super().accept()
+
+    # -- model choice ------------------------------------------------------------------
+    def _entry(self) -> ModelEntry | None:
+        if self._registry is None:
+            return None
+        data = self.model_combo.currentData()
+        entry = self._registry.get(str(data)) if data else None
+        if entry is None and data and data != CHOOSE_FILE:
+            entry = self._registry.by_file(Path(str(data)).name)
+        return entry
+
+    def trained_context(self) -> int | None:
+        """The selected model's trained context (None if unknown before loading)."""
+        if self.model_combo.currentData() == self._original.model and self._loaded_trained:
+            return self._loaded_trained
+        entry = self._entry()
+        return entry.context_length if entry else None
+
+    def _update_model_info(self) -> None:
+        data = self.model_combo.currentData()
+        if data == CHOOSE_FILE:
+            self.model_info.setText("Pick any GGUF model file on this computer.")
+            return
+        entry = self._entry()
+        if entry is not None:
+            parts = [
+                f"Trained context {entry.context_length:,} tokens",
+                _format_size(entry.size),
+                f"License: {entry.license}",
+            ]
+            if not entry.instruction_tuned:
+                parts.append("base model (not instruction tuned)")
+            if not self._model_present(entry):
+                parts.append("file not installed yet (run: python -m assistant provision)")
+            self.model_info.setText(" · ".join(parts))
+        else:
+            path = Path(str(data))
+            size = _format_size(path.stat().st_size) if path.is_file() else "file not found"
+            ctx = self.trained_context()
+            ctx_text = f"trained context {ctx:,}" if ctx else "trained context read on load"
+            self.model_info.setText(f"{path} · {size} · {ctx_text}")
+        if hasattr(self, "effective_labels"):
+            self._update_effective()
+
+    def _model_activated(self, index: int) -> None:
+        if self.model_combo.itemData(index) != CHOOSE_FILE:
+            self._previous_model_index = index
+            return
+        path, _filter = QFileDialog.getOpenFileName(
+            self, "Choose a GGUF model file", str(Path.home()), "GGUF models (*.gguf);;All (*)"
+        )
+        if path:
+            self.set_model_path(path)
+        else:
+            self.model_combo.setCurrentIndex(self._previous_model_index)
+
+    def set_model_path(self, path: str) -> None:
+        """Select a model file by path (adds it to the list)."""
+        index = self.model_combo.findData(path)
+        if index < 0:
+            self.model_combo.insertItem(self.model_combo.count() - 1, Path(path).name, path)
+            index = self.model_combo.findData(path)
+        self.model_combo.setCurrentIndex(index)
+        self._previous_model_index = index
+
+    def _browse_workspace(self) -> None:
+        folder = QFileDialog.getExistingDirectory(self, "Workspace folder", self.workspace.text())
+        if folder:
+            self.workspace.setText(folder)
+
+    # -- effective values --------------------------------------------------------------
+    def _update_effective(self) -> None:
+        mode = self.selected_mode()
+        values = {f: self.policy_spins[(mode, f)].value() for f, _l in POLICY_FIELDS}
+        try:
+            policy = ModePolicy(**values)
+        except ValidationError:
+            for label in self.effective_labels.values():
+                label.setText("–")
+            self.effective_note.setText("Fix the values above to see what is in effect.")
+            return
+        trained = self.trained_context()
+        eff = policy.effective("local" if mode == "local" else "standard", trained)
+        for field, _label in POLICY_FIELDS:
+            self.effective_labels[field].setText(f"{getattr(eff, field):,}")
+        where = f"a model trained on {trained:,} tokens" if trained else "this model"
+        note = f"In effect for {where} ({mode} mode)."
+        if eff.scaled:
+            note += " The window was capped by the model, so the other values were scaled."
+        self.effective_note.setText(note)
+
+    # -- plumbing ----------------------------------------------------------------------
+    def _all_inputs(self) -> list[QWidget]:
+        return [
+            *self.policy_spins.values(),
+            self.threads,
+            self.temperature,
+            self.top_p,
+            self.max_reply,
+            self.system_prompt,
+            self.workspace,
+            self.step_limit,
+        ]
+
+    def _connect_validation(self) -> None:
+        for spin in self.policy_spins.values():
+            spin.valueChanged.connect(self.validate)
+        for box in (self.threads, self.max_reply, self.step_limit):
+            box.valueChanged.connect(self.validate)
+        for dbox in (self.temperature, self.top_p):
+            dbox.valueChanged.connect(self.validate)
+        for check in (self.auto_compact, self.compact_on_overflow, self.prune, self.enter_sends):
+            check.toggled.connect(self.validate)
+        self.mode_group.buttonToggled.connect(lambda *_a: self.validate())
+        self.system_prompt.textChanged.connect(self.validate)
+        self.workspace.textChanged.connect(self.validate)
+        for combo in (self.model_combo, self.approval, self.theme):
+            combo.currentIndexChanged.connect(self.validate)
+
+
+def _describe_loc(loc: tuple[Any, ...]) -> str:
+    names = {
+        "local": "Local mode",
+        "standard": "Standard mode",
+        "sampling": "",
+        "window": "context window",
+        "protect": "protect",
+        "minimum": "minimum",
+        "reserve": "reserve",
+        "keep_recent": "keep recent",
+        "summary_budget": "summary budget",
+        "threads": "CPU threads",
+        "temperature": "Temperature",
+        "top_p": "Top p",
+        "max_reply_tokens": "Longest reply",
+        "step_limit": "Tool steps per reply",
+        "system_prompt": "System prompt",
+        "workspace": "Workspace folder",
+    }
+    parts = [names.get(str(p), str(p)) for p in loc]
+    return " ".join(p for p in parts if p)

@@ -1,0 +1,214 @@
+"""The chat list: new chat, search, rename, delete with undo.
+
+The sidebar shows :class:`ChatEntry` rows (newest first) and emits intents; the window
+does the store work and calls :meth:`Sidebar.set_chats` with the fresh list. Deleting shows
+an "Undo" bar for a few seconds.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+from PySide6.QtCore import QPoint, Qt, QTimer, Signal
+from PySide6.QtWidgets import (
+    QFrame,
+    QHBoxLayout,
+    QInputDialog,
+    QLabel,
+    QLineEdit,
+    QListWidget,
+    QListWidgetItem,
+    QMenu,
+    QPushButton,
+    QVBoxLayout,
+    QWidget,
+)
+
+UNDO_SECONDS = 8
+ID_ROLE = Qt.ItemDataRole.UserRole
+
+
+@dataclass(frozen=True)
+class ChatEntry:
+    """One row of the chat list."""
+
+    chat_id: str
+    title: str
+    updated: float = 0.0
+
+
+def _age(updated: float, now: float | None = None) -> str:
+    if not updated:
+        return ""
+    seconds = max(0.0, (now or time.time()) - updated)
+    if seconds < 60:
+        return "just now"
+    if seconds < 3600:
+        return f"{int(seconds // 60)} min ago"
+    if seconds < 86400:
+        return time.strftime("%H:%M", time.localtime(updated))
+    return time.strftime("%d %b", time.localtime(updated))
+
+
+class Sidebar(QFrame):
+    new_chat_requested = Signal()
+    chat_selected = Signal(str)
+    rename_requested = Signal(str, str)
+    delete_requested = Signal(str)
+    undo_delete_requested = Signal(str)
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setObjectName("Sidebar")
+        self.setMinimumWidth(180)
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(10, 12, 10, 10)
+        layout.setSpacing(8)
+        top = QHBoxLayout()
+        title = QLabel("Chats")
+        title.setObjectName("SidebarTitle")
+        top.addWidget(title)
+        top.addStretch(1)
+        self.new_button = QPushButton("+ New chat")
+        self.new_button.setToolTip("New chat (Ctrl+N)")
+        self.new_button.clicked.connect(self.new_chat_requested)
+        top.addWidget(self.new_button)
+        layout.addLayout(top)
+        self.search = QLineEdit()
+        self.search.setPlaceholderText("Search chats (Ctrl+K)")
+        self.search.setClearButtonEnabled(True)
+        self.search.textChanged.connect(self._apply_filter)
+        self.search.returnPressed.connect(self._open_first_visible)
+        layout.addWidget(self.search)
+        self.list = QListWidget()
+        self.list.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
+        self.list.customContextMenuRequested.connect(self._context_menu)
+        self.list.itemClicked.connect(self._clicked)
+        self.list.itemActivated.connect(self._clicked)
+        self.list.setUniformItemSizes(True)
+        layout.addWidget(self.list, 1)
+
+        self.undo_bar = QFrame()
+        self.undo_bar.setObjectName("UndoBar")
+        undo = QHBoxLayout(self.undo_bar)
+        undo.setContentsMargins(10, 6, 6, 6)
+        self.undo_label = QLabel("Chat deleted")
+        self.undo_button = QPushButton("Undo")
+        self.undo_button.clicked.connect(self._undo)
+        undo.addWidget(self.undo_label, 1)
+        undo.addWidget(self.undo_button)
+        self.undo_bar.setVisible(False)
+        layout.addWidget(self.undo_bar)
+        self._undo_timer = QTimer(self)
+        self._undo_timer.setSingleShot(True)
+        self._undo_timer.timeout.connect(lambda: self.undo_bar.setVisible(False))
+        self._deleted_id: str | None = None
+        self._current: str | None = None
+        self._entries: list[ChatEntry] = []
+
+    # -- data --------------------------------------------------------------------------
+    def set_chats(self, entries: list[ChatEntry], current: str | None = None) -> None:
+        self._entries = list(entries)
+        if current is not None:
+            self._current = current
+        self.list.blockSignals(True)
+        self.list.clear()
+        now = time.time()
+        for entry in entries:
+            item = QListWidgetItem(entry.title)
+            item.setData(ID_ROLE, entry.chat_id)
+            age = _age(entry.updated, now)
+            item.setToolTip(f"{entry.title}\n{age}" if age else entry.title)
+            self.list.addItem(item)
+            if entry.chat_id == self._current:
+                item.setSelected(True)
+                self.list.setCurrentItem(item)
+        self.list.blockSignals(False)
+        self._apply_filter(self.search.text())
+
+    def set_current(self, chat_id: str | None) -> None:
+        self._current = chat_id
+        for i in range(self.list.count()):
+            item = self.list.item(i)
+            if item.data(ID_ROLE) == chat_id:
+                self.list.blockSignals(True)
+                self.list.setCurrentItem(item)
+                self.list.blockSignals(False)
+
+    def titles(self, visible_only: bool = True) -> list[str]:
+        return [
+            self.list.item(i).text()
+            for i in range(self.list.count())
+            if not (visible_only and self.list.item(i).isHidden())
+        ]
+
+    def item_for(self, chat_id: str) -> QListWidgetItem | None:
+        for i in range(self.list.count()):
+            if self.list.item(i).data(ID_ROLE) == chat_id:
+                return self.list.item(i)
+        return None
+
+    # -- search ------------------------------------------------------------------------
+    def focus_search(self) -> None:
+        self.search.setFocus(Qt.FocusReason.ShortcutFocusReason)
+        self.search.selectAll()
+
+    def _apply_filter(self, text: str) -> None:
+        needle = text.strip().lower()
+        for i in range(self.list.count()):
+            item = self.list.item(i)
+            item.setHidden(bool(needle) and needle not in item.text().lower())
+
+    def _open_first_visible(self) -> None:
+        for i in range(self.list.count()):
+            item = self.list.item(i)
+            if not item.isHidden():
+                self._clicked(item)
+                return
+
+    # -- actions -----------------------------------------------------------------------
+    def _clicked(self, item: QListWidgetItem) -> None:
+        chat_id = str(item.data(ID_ROLE))
+        if chat_id != self._current:
+            self.chat_selected.emit(chat_id)
+
+    def _context_menu(self, pos: QPoint) -> None:
+        item = self.list.itemAt(pos)
+        if item is None:
+            return
+        menu = QMenu(self)
+        rename = menu.addAction("Rename…")
+        delete = menu.addAction("Delete")
+        chosen = menu.exec(self.list.mapToGlobal(pos))
+        chat_id = str(item.data(ID_ROLE))
+        if chosen is rename:
+            self.ask_rename(chat_id)
+        elif chosen is delete:
+            self.delete(chat_id)
+
+    def ask_rename(self, chat_id: str) -> None:
+        item = self.item_for(chat_id)
+        if item is None:
+            return
+        title, ok = QInputDialog.getText(self, "Rename chat", "Title", text=item.text())
+        if ok and title.strip():
+            self.rename_requested.emit(chat_id, title.strip())
+
+    def delete(self, chat_id: str) -> None:
+        """Ask the window to delete a chat and offer Undo."""
+        item = self.item_for(chat_id)
+        title = item.text() if item is not None else "Chat"
+        self._deleted_id = chat_id
+        self.delete_requested.emit(chat_id)
+        short = title if len(title) <= 28 else title[:27] + "…"
+        self.undo_label.setText(f"Deleted “{short}”")
+        self.undo_bar.setVisible(True)
+        self._undo_timer.start(UNDO_SECONDS * 1000)
+
+    def _undo(self) -> None:
+        self.undo_bar.setVisible(False)
+        self._undo_timer.stop()
+        if self._deleted_id is not None:
+            chat_id, self._deleted_id = self._deleted_id, None
+            self.undo_delete_requested.emit(chat_id)

@@ -1,0 +1,309 @@
+"""Light and dark themes: a colour palette, a QPalette and one stylesheet per theme.
+
+``theme = "system"`` follows the desktop (``QStyleHints.colorScheme``, Qt >= 6.5) and
+switches live when the desktop does; "light" and "dark" force one.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from PySide6.QtCore import QPointF, Qt
+from PySide6.QtGui import (
+    QColor,
+    QFont,
+    QFontDatabase,
+    QGuiApplication,
+    QPainter,
+    QPalette,
+    QPen,
+    QPixmap,
+)
+from PySide6.QtWidgets import QApplication
+
+from assistant import paths
+from assistant.config import Theme
+
+ThemeName = Literal["light", "dark"]
+
+
+@dataclass(frozen=True)
+class Colors:
+    """Every colour the UI uses, by purpose."""
+
+    name: ThemeName
+    window: str
+    surface: str
+    sidebar: str
+    text: str
+    muted: str
+    border: str
+    accent: str
+    accent_text: str
+    selection: str
+    user_bubble: str
+    assistant_bubble: str
+    code_bg: str
+    card_bg: str
+    warning: str
+    warning_bg: str
+    error: str
+    error_bg: str
+    info_bg: str
+    ok: str
+    seg_system: str
+    seg_summary: str
+    seg_conversation: str
+    seg_tools: str
+    seg_reserve: str
+    seg_free: str
+
+
+LIGHT = Colors(
+    name="light",
+    window="#f5f6f8",
+    surface="#ffffff",
+    sidebar="#eceef2",
+    text="#1f2328",
+    muted="#606a76",
+    border="#d5dae1",
+    accent="#2f6feb",
+    accent_text="#ffffff",
+    selection="#cfe0ff",
+    user_bubble="#e7efff",
+    assistant_bubble="#ffffff",
+    code_bg="#f3f4f6",
+    card_bg="#f8f9fb",
+    warning="#9a6700",
+    warning_bg="#fff6d6",
+    error="#c4232d",
+    error_bg="#ffebe9",
+    info_bg="#eef3fb",
+    ok="#1a7f37",
+    seg_system="#8c959f",
+    seg_summary="#8250df",
+    seg_conversation="#2f6feb",
+    seg_tools="#1a9e75",
+    seg_reserve="#c8ced6",
+    seg_free="#e9ecf0",
+)
+
+DARK = Colors(
+    name="dark",
+    window="#1c1d21",
+    surface="#25272c",
+    sidebar="#202226",
+    text="#e4e6eb",
+    muted="#9aa3ae",
+    border="#383b42",
+    accent="#5b8def",
+    accent_text="#ffffff",
+    selection="#2f4a78",
+    user_bubble="#2b3a55",
+    assistant_bubble="#282a30",
+    code_bg="#17181b",
+    card_bg="#2c2f35",
+    warning="#e3b341",
+    warning_bg="#3a3220",
+    error="#ff7b72",
+    error_bg="#3d2325",
+    info_bg="#24303f",
+    ok="#3fb950",
+    seg_system="#8b949e",
+    seg_summary="#a371f7",
+    seg_conversation="#5b8def",
+    seg_tools="#2ebd8f",
+    seg_reserve="#4a4e57",
+    seg_free="#30333a",
+)
+
+
+def system_prefers_dark() -> bool:
+    """Whether the desktop asks for a dark colour scheme."""
+    hints = QGuiApplication.styleHints()
+    return bool(hints.colorScheme() == Qt.ColorScheme.Dark)
+
+
+def resolve(theme: Theme) -> ThemeName:
+    """The concrete theme for a setting (``system`` follows the desktop)."""
+    if theme == "system":
+        return "dark" if system_prefers_dark() else "light"
+    return theme
+
+
+def colors_for(name: ThemeName) -> Colors:
+    return DARK if name == "dark" else LIGHT
+
+
+def monospace_font(point_size: float | None = None) -> QFont:
+    font = QFontDatabase.systemFont(QFontDatabase.SystemFont.FixedFont)
+    if point_size is not None:
+        font.setPointSizeF(point_size)
+    return font
+
+
+def _palette(c: Colors) -> QPalette:
+    pal = QPalette()
+    role = QPalette.ColorRole
+    pal.setColor(role.Window, QColor(c.window))
+    pal.setColor(role.WindowText, QColor(c.text))
+    pal.setColor(role.Base, QColor(c.surface))
+    pal.setColor(role.AlternateBase, QColor(c.card_bg))
+    pal.setColor(role.Text, QColor(c.text))
+    pal.setColor(role.PlaceholderText, QColor(c.muted))
+    pal.setColor(role.Button, QColor(c.surface))
+    pal.setColor(role.ButtonText, QColor(c.text))
+    pal.setColor(role.Highlight, QColor(c.accent))
+    pal.setColor(role.HighlightedText, QColor(c.accent_text))
+    pal.setColor(role.ToolTipBase, QColor(c.surface))
+    pal.setColor(role.ToolTipText, QColor(c.text))
+    pal.setColor(role.Link, QColor(c.accent))
+    pal.setColor(role.Mid, QColor(c.border))
+    for group in (QPalette.ColorGroup.Disabled,):
+        pal.setColor(group, role.Text, QColor(c.muted))
+        pal.setColor(group, role.ButtonText, QColor(c.muted))
+        pal.setColor(group, role.WindowText, QColor(c.muted))
+    return pal
+
+
+def _arrow_image(c: Colors) -> str:
+    """A small chevron for combo boxes, drawn in the theme's muted colour (QSS needs a
+    file); kept in the cache dir."""
+    path = paths.cache_dir() / f"combo-arrow-{c.name}.png"
+    if not path.exists():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        pixmap = QPixmap(20, 12)
+        pixmap.fill(Qt.GlobalColor.transparent)
+        painter = QPainter(pixmap)
+        painter.setRenderHint(QPainter.RenderHint.Antialiasing)
+        pen = QPen(QColor(c.muted), 2.4)
+        pen.setCapStyle(Qt.PenCapStyle.RoundCap)
+        painter.setPen(pen)
+        painter.drawPolyline([QPointF(3, 3), QPointF(10, 9), QPointF(17, 3)])
+        painter.end()
+        pixmap.save(str(path))
+    return path.as_posix()
+
+
+def stylesheet(c: Colors) -> str:
+    """The application stylesheet; widgets are picked by objectName and properties."""
+    try:
+        arrow = _arrow_image(c)
+    except OSError:
+        arrow = ""
+    return f"""
+QWidget {{ color: {c.text}; }}
+QMainWindow, QDialog {{ background: {c.window}; }}
+QToolTip {{ background: {c.surface}; color: {c.text}; border: 1px solid {c.border};
+            padding: 6px; }}
+#Sidebar {{ background: {c.sidebar}; border-right: 1px solid {c.border}; }}
+#Sidebar QListWidget {{ background: transparent; border: none; outline: none; }}
+#Sidebar QListWidget::item {{ padding: 7px 10px; border-radius: 6px; margin: 1px 4px; }}
+#Sidebar QListWidget::item:hover {{ background: {c.border}; }}
+#Sidebar QListWidget::item:selected {{ background: {c.selection}; color: {c.text}; }}
+#SidebarTitle {{ font-weight: 600; color: {c.muted}; }}
+#UndoBar {{ background: {c.surface}; border: 1px solid {c.border}; border-radius: 6px; }}
+QLineEdit, QPlainTextEdit, QTextEdit, QSpinBox, QDoubleSpinBox, QComboBox {{
+    background: {c.surface}; border: 1px solid {c.border}; border-radius: 6px;
+    padding: 4px 6px; selection-background-color: {c.selection}; selection-color: {c.text};
+}}
+QSpinBox::up-button, QSpinBox::down-button, QDoubleSpinBox::up-button,
+QDoubleSpinBox::down-button {{ width: 0px; border: none; }}
+QComboBox::drop-down {{ border: none; width: 22px; }}
+QComboBox::down-arrow {{ image: url({arrow}); width: 10px; height: 6px; }}
+QComboBox QAbstractItemView {{ background: {c.surface}; border: 1px solid {c.border};
+    selection-background-color: {c.selection}; selection-color: {c.text}; }}
+QLineEdit:focus, QPlainTextEdit:focus, QSpinBox:focus, QDoubleSpinBox:focus,
+QComboBox:focus {{ border: 1px solid {c.accent}; }}
+QLineEdit[invalid="true"], QSpinBox[invalid="true"], QDoubleSpinBox[invalid="true"],
+QPlainTextEdit[invalid="true"] {{ border: 1px solid {c.error}; }}
+QPushButton, QToolButton {{
+    background: {c.surface}; border: 1px solid {c.border}; border-radius: 6px;
+    padding: 5px 12px;
+}}
+QPushButton:hover, QToolButton:hover {{ border-color: {c.accent}; }}
+QPushButton:disabled {{ color: {c.muted}; }}
+QPushButton#PrimaryButton {{ background: {c.accent}; color: {c.accent_text};
+    border: 1px solid {c.accent}; font-weight: 600; }}
+QPushButton#PrimaryButton:disabled {{ background: {c.border}; border-color: {c.border};
+    color: {c.muted}; }}
+QPushButton#StopButton {{ background: {c.error}; color: #ffffff; border: 1px solid {c.error};
+    font-weight: 600; }}
+QToolButton#MessageAction, QToolButton#BranchButton {{ border: none; background: transparent;
+    color: {c.muted}; padding: 2px 6px; }}
+QToolButton#MessageAction:hover, QToolButton#BranchButton:hover {{ color: {c.accent}; }}
+QLabel#BranchLabel, QLabel#RoleLabel, QLabel#MutedLabel {{ color: {c.muted}; }}
+QLabel#RoleLabel {{ font-weight: 600; }}
+#ChatView, #ChatViewport {{ background: {c.window}; border: none; }}
+QFrame#Bubble[role="user"] {{ background: {c.user_bubble}; border-radius: 10px; }}
+QFrame#Bubble[role="assistant"] {{ background: {c.assistant_bubble}; border-radius: 10px;
+    border: 1px solid {c.border}; }}
+QFrame#CodeBlock {{ background: {c.code_bg}; border: 1px solid {c.border};
+    border-radius: 6px; }}
+QFrame#CodeBlock QLabel#CodeLang {{ color: {c.muted}; }}
+QFrame#CodeBlock QTextBrowser {{ background: {c.code_bg}; border: none; }}
+QFrame#ToolCard {{ background: {c.card_bg}; border: 1px solid {c.border};
+    border-radius: 8px; }}
+QPushButton#CardHeader {{ border: none; background: transparent; font-weight: 600;
+    text-align: left; padding: 4px 2px; }}
+QPushButton#CardHeader:hover {{ color: {c.accent}; }}
+QLabel#CardMono, QTextBrowser#CardMono {{ background: {c.code_bg}; border-radius: 4px;
+    padding: 6px; }}
+QLabel#PrunedNote {{ color: {c.warning}; }}
+QFrame#Notice {{ border-radius: 8px; padding: 2px; }}
+QFrame#Notice[level="info"] {{ background: {c.info_bg}; }}
+QFrame#Notice[level="warning"] {{ background: {c.warning_bg}; }}
+QFrame#Notice[level="warning"] QLabel {{ color: {c.warning}; }}
+QFrame#Notice[level="error"] {{ background: {c.error_bg}; border: 1px solid {c.error}; }}
+QFrame#Notice[level="error"] QLabel {{ color: {c.error}; }}
+QFrame#CompactionNotice {{ background: {c.info_bg}; border: 1px dashed {c.seg_summary};
+    border-radius: 8px; }}
+QLabel#PruneNotice {{ color: {c.muted}; font-size: 9pt; }}
+#ComposerFrame {{ background: {c.surface}; border-top: 1px solid {c.border}; }}
+#ChatInput {{ border-radius: 8px; padding: 6px 8px; }}
+#StatusStrip {{ background: {c.info_bg}; border-top: 1px solid {c.border}; }}
+#ModelBanner {{ background: {c.error_bg}; border-bottom: 1px solid {c.error}; }}
+#ModelBanner QLabel {{ color: {c.error}; }}
+QStatusBar {{ background: {c.sidebar}; color: {c.muted}; border-top: 1px solid {c.border}; }}
+QStatusBar QLabel {{ color: {c.muted}; padding: 0 6px; }}
+QProgressBar {{ border: 1px solid {c.border}; border-radius: 4px; background: {c.surface};
+    text-align: center; max-height: 12px; font-size: 8pt; }}
+QProgressBar::chunk {{ background: {c.accent}; border-radius: 3px; }}
+QScrollBar:vertical {{ background: transparent; width: 10px; margin: 0; }}
+QScrollBar::handle:vertical {{ background: {c.border}; border-radius: 5px; min-height: 30px; }}
+QScrollBar::add-line:vertical, QScrollBar::sub-line:vertical {{ height: 0; }}
+QScrollBar::add-page:vertical, QScrollBar::sub-page:vertical {{ background: none; }}
+QScrollBar:horizontal {{ background: transparent; height: 10px; margin: 0; }}
+QScrollBar::handle:horizontal {{ background: {c.border}; border-radius: 5px; min-width: 30px; }}
+QScrollBar::add-line:horizontal, QScrollBar::sub-line:horizontal {{ width: 0; }}
+QTabWidget::pane {{ border: 1px solid {c.border}; border-radius: 6px; background: {c.surface};
+    top: -1px; }}
+QTabBar::tab {{ padding: 6px 14px; border: 1px solid transparent; color: {c.muted}; }}
+QTabBar::tab:selected {{ color: {c.text}; border-bottom: 2px solid {c.accent}; }}
+QGroupBox {{ border: 1px solid {c.border}; border-radius: 6px; margin-top: 12px;
+    padding: 10px 8px 8px 8px; }}
+QGroupBox::title {{ subcontrol-origin: margin; left: 10px; padding: 0 4px; color: {c.muted};
+    font-weight: 600; }}
+QLabel#ErrorText {{ color: {c.error}; }}
+QLabel#FieldHelp {{ color: {c.muted}; font-size: 9pt; }}
+QListView#SlashPopup {{ background: {c.surface}; border: 1px solid {c.border};
+    selection-background-color: {c.selection}; selection-color: {c.text}; padding: 2px; }}
+QSplitter::handle {{ background: {c.border}; }}
+"""
+
+
+def apply_theme(app: QApplication, theme: Theme) -> Colors:
+    """Apply a theme to the whole application and return its colours."""
+    c = colors_for(resolve(theme))
+    app.setProperty("assistantTheme", c.name)
+    app.setPalette(_palette(c))
+    app.setStyleSheet(stylesheet(c))
+    return c
+
+
+def current_colors(app: QApplication | None = None) -> Colors:
+    """The colours in force (read back from the application property)."""
+    inst = app or QApplication.instance()
+    name = inst.property("assistantTheme") if inst is not None else None
+    return DARK if name == "dark" else LIGHT

@@ -1,0 +1,106 @@
+"""Fixtures for the Qt UI tests.
+
+The shared ``tests/conftest.py`` already points ``ASSISTANT_HOME`` at a temporary folder
+and fails a test that leaves a thread running; here every window is built with a scripted
+backend (no real model), closed after the test (which stops its worker thread), and
+screenshots go to ``ASSISTANT_TEST_ARTIFACTS`` (default ``test-artifacts/`` in the repo).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QApplication, QWidget
+from pytestqt.qtbot import QtBot
+
+from assistant.config import Settings
+from assistant.llm.base import LLMBackend
+from assistant.llm.fake import ScriptedBackend
+from assistant.sessions.store import SessionStore
+from assistant.ui.main_window import MainWindow
+
+os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+@dataclass
+class Harness:
+    """A window with a scripted model, and helpers that act like a user."""
+
+    window: MainWindow
+    backend: ScriptedBackend
+    qtbot: QtBot
+
+    @property
+    def controller(self):  # type: ignore[no-untyped-def]
+        return self.window.controller
+
+    def type_and_send(self, text: str) -> None:
+        self.window.input.setFocus()
+        self.qtbot.keyClicks(self.window.input, text)
+        self.qtbot.keyClick(self.window.input, Qt.Key.Key_Return)
+
+    def wait_idle(self, timeout: int = 10_000) -> None:
+        self.qtbot.waitUntil(
+            lambda: not self.controller.busy and not self.controller.queue, timeout=timeout
+        )
+        self.window.bridge.flush()
+
+    def wait_ready(self, timeout: int = 10_000) -> None:
+        self.qtbot.waitUntil(lambda: self.controller.ready, timeout=timeout)
+
+
+@pytest.fixture
+def artifacts_dir() -> Path:
+    path = Path(os.environ.get("ASSISTANT_TEST_ARTIFACTS", str(REPO / "test-artifacts")))
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+@pytest.fixture
+def make_window(qtbot: QtBot, tmp_path: Path) -> Iterator[Callable[..., Harness]]:
+    """Build windows: ``make_window(backend=..., settings=..., factory=..., wait=True)``."""
+    from assistant.app import build_main_window
+
+    built: list[MainWindow] = []
+
+    def make(
+        backend: ScriptedBackend | None = None,
+        settings: Settings | None = None,
+        factory: Callable[[str, int, int], LLMBackend] | None = None,
+        wait: bool = True,
+        show: bool = True,
+    ) -> Harness:
+        scripted = backend or ScriptedBackend()
+        settings = settings or Settings(workspace=str(tmp_path / "workspace"))
+        window = build_main_window(
+            settings,
+            factory or (lambda _model, _n_ctx, _threads: scripted),
+            SessionStore(),
+        )
+        built.append(window)
+        qtbot.addWidget(window)
+        if show:
+            window.show()
+            window.activateWindow()
+            qtbot.waitUntil(
+                lambda: window.isActiveWindow() or QApplication.activeModalWidget() is not None
+            )
+        harness = Harness(window, scripted, qtbot)
+        if wait:
+            harness.wait_ready()
+        return harness
+
+    yield make
+    for window in built:
+        window.close()
+        window.controller.shutdown()
+    for widget in QApplication.topLevelWidgets():
+        if isinstance(widget, QWidget) and widget.isVisible():
+            widget.close()

@@ -1,0 +1,174 @@
+"""The context bar, prune notices and compaction (live and from history)."""
+
+from __future__ import annotations
+
+from PySide6.QtCore import Qt
+
+from assistant.agent.events import ContextChanged, ContextUsage
+from assistant.compaction.events import CompactionStarted
+from assistant.config import Settings
+from assistant.llm.fake import ScriptedBackend
+from assistant.ui.context_bar import ContextBar
+from assistant.ui.message_widgets import CompactionNotice, MessageWidget, PruneNotice, ToolCard
+from assistant.ui.theme import current_colors
+
+from .sample_chat import build_sample_chat, prune_event
+
+
+def _usage(tokens: int) -> ContextUsage:
+    return ContextUsage(
+        prompt_tokens=tokens,
+        window=10_000,
+        reserve=1_024,
+        segments={"system": 300, "summary": 0, "conversation": tokens - 500, "tools": 200},
+    )
+
+
+def test_context_bar_levels_and_colors(qtbot) -> None:
+    bar = ContextBar()
+    qtbot.addWidget(bar)
+    bar.set_usage(_usage(5_000))
+    assert bar.level == "ok" and bar.label.text() == "5,000 / 10,000 (50%)"
+    bar.set_usage(_usage(7_500))
+    assert bar.level == "warning"
+    assert current_colors().warning in bar.label.styleSheet()
+    bar.set_usage(_usage(9_500))
+    assert bar.level == "critical"
+    assert current_colors().error in bar.label.styleSheet()
+    bar.set_usage(_usage(7_000))
+    assert bar.level == "ok"  # "above 70 %"
+
+
+def test_context_bar_tooltip_has_exact_numbers_thresholds_and_counts(qtbot) -> None:
+    bar = ContextBar()
+    qtbot.addWidget(bar)
+    policy = Settings().effective_policy(8192)
+    bar.set_policy_text(policy.describe())
+    bar.set_usage(_usage(7_512))
+    bar.add_prune(1_240)
+    bar.add_compaction()
+    tip = bar.toolTip()
+    assert "Prompt: 7,512 of 10,000 tokens" in tip
+    assert "System prompt: 300" in tip and "Tool outputs: 200" in tip
+    assert "Conversation: 7,012" in tip and "Summary: 0" in tip
+    assert "Reserved for the reply: 1,024" in tip and "Free: 1,464" in tip
+    assert "1 prune (1,240 tokens cleared), 1 compaction" in tip
+    assert "local: window 8,192" in tip and "reserve 838" in tip
+
+
+def test_sending_updates_the_context_bar_from_the_tokenizer(make_window) -> None:
+    h = make_window(backend=ScriptedBackend(["Sure."]))
+    h.type_and_send("Count me")
+    h.wait_idle()
+    usage = h.window.context_bar.usage
+    assert usage is not None
+    assert usage.prompt_tokens == h.backend.calls[-1].prompt_tokens
+    assert usage.window == 8192
+    assert sum(usage.segments.values()) == usage.prompt_tokens
+    assert usage.segments["system"] > 0 and usage.segments["tools"] > 0
+
+
+def _open_sample(h):  # type: ignore[no-untyped-def]
+    chat_id, prune_ids = build_sample_chat(h.controller.store)
+    h.window._refresh_chats()
+    h.window.open_chat(chat_id)
+    return prune_ids
+
+
+def test_compaction_notice_from_history_expands_to_summary_and_originals(make_window) -> None:
+    h = make_window()
+    _open_sample(h)
+    [notice] = [e for e in h.window.chat_view.entries() if isinstance(e, CompactionNotice)]
+    assert notice.header.text().endswith("Compacted from 8,912 to 3,104 tokens")
+    assert not notice.details.isVisibleTo(notice)
+    h.qtbot.mouseClick(notice.header, Qt.MouseButton.LeftButton)
+    assert notice.details.isVisibleTo(notice)
+    assert "Tidy the project notes" in notice.summary_view.prose_labels()[0].markdown
+    h.qtbot.mouseClick(notice.originals_button, Qt.MouseButton.LeftButton)
+    originals = notice.original_widgets()
+    assert [w.message.role for w in originals if isinstance(w, MessageWidget)] == [
+        "user",
+        "assistant",
+        "assistant",
+    ]
+    assert "original messages (4)" in notice.originals_button.text()
+    # the summarized messages are folded away from the main transcript
+    main = [w.message.content for w in h.window.chat_view.message_widgets.values()]
+    assert "What is in my workspace?" not in main
+    assert "Find every TODO in the text files." in main
+    assert h.window.context_bar.compactions == 1
+
+
+def test_prune_notice_and_pruned_card_can_show_the_original(make_window) -> None:
+    h = make_window()
+    prune_ids = _open_sample(h)
+    h.window.bridge.post(ContextChanged(prune_event(prune_ids)))
+    h.qtbot.waitUntil(lambda: any(isinstance(e, PruneNotice) for e in h.window.chat_view.entries()))
+    [notice] = [e for e in h.window.chat_view.entries() if isinstance(e, PruneNotice)]
+    assert "Cleared 1 old tool output, 1,240 tokens" in notice.text()
+    card: ToolCard = next(c for c in h.window.chat_view.cards.values() if c.call.name == "grep")
+    assert card.is_pruned and "output cleared" in card.header.text()
+    card.set_expanded(True)
+    assert card.pruned_row.isVisibleTo(card)
+    assert not card.result_box.isVisibleTo(card)
+    h.qtbot.mouseClick(card.show_original_button, Qt.MouseButton.LeftButton)
+    assert card.result_box.isVisibleTo(card)
+    assert "TODO book the venue" in card.result_box.toPlainText()
+    assert h.window.context_bar.prunes == 1 and h.window.context_bar.pruned_tokens == 1240
+
+
+def test_compacting_strip_shows_and_input_stays_usable(make_window) -> None:
+    h = make_window()
+    h.window.bridge.post(ContextChanged(CompactionStarted(reason="threshold", tokens_before=9000)))
+    h.qtbot.waitUntil(lambda: h.window.status_strip.isVisible())
+    assert h.window.strip_label.text() == "Compacting… (Esc to cancel)"
+    assert h.window.spinner.spinning
+    assert h.window.input.isEnabled()
+    h.qtbot.keyClicks(h.window.input, "still typing")
+    assert h.window.input.toPlainText() == "still typing"
+
+
+def _long_chat(h, turns: int = 5) -> None:  # type: ignore[no-untyped-def]
+    for i in range(turns):
+        h.backend.enqueue(f"Answer {i}.")
+        h.controller.submit(f"Question {i}: " + "lorem ipsum dolor sit amet " * 120)
+        h.wait_idle()
+
+
+def test_manual_compact_replaces_old_messages_with_a_notice(make_window) -> None:
+    backend = ScriptedBackend()
+    h = make_window(backend=backend)
+    _long_chat(h)
+    backend.enqueue("## Goal\nAnswer five questions about lorem ipsum.\n\n## Progress\n- Done")
+    h.type_and_send("/compact")
+    h.wait_idle()
+    notices = [e for e in h.window.chat_view.entries() if isinstance(e, CompactionNotice)]
+    assert len(notices) == 1
+    record = h.controller.conversation.compactions[-1]
+    assert notices[0].title == (
+        f"Compacted from {record.tokens_before:,} to {record.tokens_after:,} tokens"
+    )
+    assert record.tokens_after < record.tokens_before
+    assert h.window.context_bar.compactions == 1
+    assert not h.window.status_strip.isVisible()
+    assert h.window.status_label.text().startswith("Compacted from")
+
+
+def test_escape_cancels_compaction_and_queued_message_is_sent_after(make_window) -> None:
+    backend = ScriptedBackend()
+    h = make_window(backend=backend)
+    _long_chat(h)
+    backend.delay_per_token = 0.05
+    backend.enqueue("## Goal\n" + "summary words " * 200)
+    h.type_and_send("/compact")
+    h.qtbot.waitUntil(lambda: h.window.status_strip.isVisible(), timeout=5000)
+    backend.enqueue("Answer after compaction.")
+    h.type_and_send("queued while compacting")
+    assert h.controller.queue == ["queued while compacting"]
+    h.qtbot.keyClick(h.window.input, Qt.Key.Key_Escape)
+    h.qtbot.waitUntil(lambda: not h.window.status_strip.isVisible(), timeout=5000)
+    backend.delay_per_token = 0.0
+    h.wait_idle()
+    assert h.controller.conversation.compactions == []
+    contents = [m.content for m in h.controller.conversation.messages]
+    assert contents[-2:] == ["queued while compacting", "Answer after compaction."]

@@ -1,0 +1,127 @@
+"""The settings dialog: validation with reasons, effective values, persistence, reload."""
+
+from __future__ import annotations
+
+import json
+
+from PySide6.QtCore import Qt
+
+from assistant import paths
+from assistant.config import Settings
+from assistant.llm.registry import load_registry
+from assistant.ui.settings_dialog import SettingsDialog
+
+
+def _dialog(qtbot, settings: Settings | None = None) -> SettingsDialog:  # type: ignore[no-untyped-def]
+    dialog = SettingsDialog(settings or Settings(), load_registry(), loaded_trained_context=8192)
+    qtbot.addWidget(dialog)
+    dialog.show()
+    return dialog
+
+
+def _type_into(qtbot, spin, text: str) -> None:  # type: ignore[no-untyped-def]
+    spin.setFocus()
+    spin.selectAll()
+    qtbot.keyClicks(spin, text)
+
+
+def test_defaults_are_valid_and_effective_values_are_shown(qtbot) -> None:
+    dialog = _dialog(qtbot)
+    assert dialog.validate()
+    assert dialog.save_button.isEnabled()
+    # local window 10,000 capped by the model's 8,192, the rest scaled
+    assert dialog.effective_labels["window"].text() == "8,192"
+    assert dialog.effective_labels["reserve"].text() == "838"
+    assert "scaled" in dialog.effective_note.text()
+    assert dialog.policy_spins[("standard", "window")].value() == 131_072
+
+
+def test_policy_that_does_not_fit_is_refused_with_the_reason(qtbot) -> None:
+    dialog = _dialog(qtbot)
+    _type_into(qtbot, dialog.policy_spins[("local", "reserve")], "9000")
+    assert not dialog.save_button.isEnabled()
+    assert dialog.result_settings() is None
+    text = dialog.error_label.text()
+    assert "Local mode" in text and "must fit in window (10,000)" in text
+    assert dialog.policy_spins[("local", "window")].property("invalid") is True
+    _type_into(qtbot, dialog.policy_spins[("local", "reserve")], "1024")
+    assert dialog.save_button.isEnabled() and dialog.error_label.text() == ""
+
+
+def test_out_of_range_values_show_pydantic_messages(qtbot) -> None:
+    dialog = _dialog(qtbot)
+    _type_into(qtbot, dialog.policy_spins[("standard", "window")], "0")
+    assert "greater than or equal to 1" in dialog.error_label.text()
+    _type_into(qtbot, dialog.policy_spins[("standard", "window")], "131072")
+    dialog.temperature.setValue(3.0)
+    assert "Temperature" in dialog.error_label.text()
+    assert "less than or equal to 2" in dialog.error_label.text()
+    assert dialog.temperature.property("invalid") is True
+    assert not dialog.save_button.isEnabled()
+
+
+def test_model_choice_shows_context_size_and_license(qtbot) -> None:
+    dialog = _dialog(qtbot)
+    index = dialog.model_combo.findData("gemma-3-270m")
+    dialog.model_combo.setCurrentIndex(index)
+    info = dialog.model_info.text()
+    assert "32,768" in info and "Gemma Terms of Use" in info and "MB" in info
+    assert dialog.model_combo.itemText(dialog.model_combo.count() - 1) == "Choose a GGUF file…"
+
+
+def test_choosing_a_gguf_path(qtbot, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    model = tmp_path / "custom.gguf"
+    model.write_bytes(b"GGUF")
+    dialog = _dialog(qtbot)
+    dialog.set_model_path(str(model))
+    result = dialog.result_settings()
+    assert result is not None and result.model == str(model)
+    assert "custom.gguf" in dialog.model_info.text()
+
+
+def test_save_persists_and_reloads_the_model(make_window) -> None:
+    calls: list[tuple[str, int]] = []
+    from assistant.llm.fake import ScriptedBackend
+
+    backend = ScriptedBackend()
+
+    def factory(model: str, n_ctx: int, _threads: int) -> ScriptedBackend:
+        calls.append((model, n_ctx))
+        return backend
+
+    h = make_window(factory=factory)
+    assert calls == [("smollm2-135m-instruct", 8192)]
+    dialog = h.window.open_settings()
+    dialog.temperature.setValue(0.7)
+    dialog.model_combo.setCurrentIndex(dialog.model_combo.findData("gemma-3-270m"))
+    dialog.mode_buttons["standard"].setChecked(True)
+    h.qtbot.mouseClick(dialog.save_button, Qt.MouseButton.LeftButton)
+    saved = json.loads(paths.settings_file().read_text(encoding="utf-8"))
+    assert saved["sampling"]["temperature"] == 0.7
+    assert saved["model"] == "gemma-3-270m" and saved["mode"] == "standard"
+    h.wait_ready()
+    assert calls[-1] == ("gemma-3-270m", 32_768)
+    assert h.window.mode_label.text() == "Standard mode"
+
+
+def test_cancel_changes_nothing(make_window) -> None:
+    h = make_window()
+    dialog = h.window.open_settings()
+    dialog.temperature.setValue(1.5)
+    dialog.reject()
+    assert h.controller.settings.sampling.temperature == 0.2
+    assert not paths.settings_file().exists()
+
+
+def test_theme_switch_applies(make_window) -> None:
+    from PySide6.QtWidgets import QApplication
+
+    h = make_window()
+    dialog = h.window.open_settings()
+    dialog.theme.setCurrentIndex(dialog.theme.findData("dark"))
+    dialog.accept()
+    assert QApplication.instance().property("assistantTheme") == "dark"  # type: ignore[union-attr]
+    dialog = h.window.open_settings()
+    dialog.theme.setCurrentIndex(dialog.theme.findData("light"))
+    dialog.accept()
+    assert QApplication.instance().property("assistantTheme") == "light"  # type: ignore[union-attr]
