@@ -44,7 +44,7 @@ package: setup
 	$(PY) -m PyInstaller --noconfirm --distpath dist --workpath build/pyinstaller packaging/assistant.spec
 
 package-test: package
-	QT_QPA_PLATFORM=offscreen dist/offline-assistant/offline-assistant --smoke-test "What is the capital of France?"
+	packaging/check-dist.sh dist/offline-assistant
 
 clean:
 	rm -rf $(STAMPS) build dist $(ARTIFACTS)

@@ -8,7 +8,9 @@ real model) and store.
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 
+from PySide6.QtGui import QIcon
 from PySide6.QtWidgets import QApplication
 
 from assistant.config import Settings, load_settings
@@ -63,13 +65,25 @@ def build_main_window(
     return window
 
 
+def _icon_path() -> Path | None:
+    """The app icon: bundled with a frozen app, else from the source tree's packaging/."""
+    base = getattr(sys, "_MEIPASS", None)
+    candidates = [Path(base) / "icons" / "offline-assistant.svg"] if base else []
+    candidates.append(Path(__file__).resolve().parents[1] / "packaging" / "offline-assistant.svg")
+    return next((p for p in candidates if p.exists()), None)
+
+
 def run_gui(argv: list[str]) -> int:
     """Open the desktop window; returns the exit code."""
     app = QApplication.instance()
     if not isinstance(app, QApplication):
         app = QApplication([sys.argv[0], *argv])
     app.setApplicationName(APP_NAME)
-    app.setApplicationDisplayName(APP_NAME)
+    app.setApplicationDisplayName("Offline Assistant")
+    app.setDesktopFileName("offline-assistant")
+    icon = _icon_path()
+    if icon is not None:
+        app.setWindowIcon(QIcon(str(icon)))
     loaded = load_settings()
     window = build_main_window(loaded.settings, notice=loaded.notice)
     hints = app.styleHints()

@@ -39,6 +39,7 @@ def main(argv: list[str]) -> int:
 
     print(f"qt platform: {qt_platform_name()}", file=sys.stderr)
     settings.tool_approval = "ask"
+    settings.sampling.max_reply_tokens = 64
     engine = build_engine(backend, lambda: settings, None, lambda ev: None)
     conv = Conversation()
     engine.agent.chat(conv, args.smoke_test, CancelToken())

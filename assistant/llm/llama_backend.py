@@ -33,6 +33,7 @@ from assistant.llm.base import (
     ModelLoadError,
     StreamEvent,
 )
+from assistant.llm.provision import is_verified
 from assistant.llm.registry import ModelEntry, resolve_model
 from assistant.llm.template import ChatTemplate
 
@@ -61,6 +62,10 @@ def check_model_file(path: Path, entry: ModelEntry | None = None) -> None:
         raise ModelLoadError(
             str(path),
             f"the file is damaged or truncated: {size:,} bytes, expected {entry.size:,}.",
+        )
+    if entry is not None and not is_verified(entry, path):
+        raise ModelLoadError(
+            str(path), "the file is damaged: its sha256 does not match the registry."
         )
 
 

