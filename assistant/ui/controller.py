@@ -17,7 +17,6 @@ from typing import Any
 from PySide6.QtCore import QObject, Signal
 
 from assistant.agent.commands import AppCommand, parse_input
-from assistant.agent.events import TurnFinished
 from assistant.agent.loop import Agent
 from assistant.compaction.events import (
     CompactionCancelled,
@@ -44,17 +43,8 @@ GUI_COMMANDS = ("help", "clear", "model", "mode", "resume", "export")
 
 
 def respond(agent: Agent, conv: Conversation, cancel: CancelToken) -> None:
-    """Run the model on the conversation as it stands (after an edit or regenerate).
-
-    Uses ``Agent.respond`` when the agent has it; otherwise the agent's turn loop directly.
-    """
-    method = getattr(agent, "respond", None)
-    if callable(method):
-        method(conv, cancel)
-        return
-    agent._bind(conv)  # private until the agent has a public "respond"
-    stopped, error = agent._model_turn(conv, cancel)
-    agent.on_event(TurnFinished(stopped=stopped, error=error))
+    """Run the model on the conversation as it stands (after an edit or regenerate)."""
+    agent.respond(conv, cancel)
 
 
 class ChatController(QObject):

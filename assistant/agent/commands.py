@@ -1,0 +1,171 @@
+"""What the user typed: a chat message, a tool command, or an app command.
+
+Shared by the window and the terminal chat so both understand the same input:
+
+=================  =============================================================
+``/read PATH [A-B]``  read a workspace file (optionally lines A to B)
+``/ls [PATH]``        list a folder
+``/find GLOB``        find files by name
+``/grep PATTERN [PATH]``  search file contents (quote a pattern with spaces)
+``!COMMAND``          run a shell command in the workspace
+``/help``, ``/clear``, ``/compact [focus]``, ``/model [name]``, ``/mode [local|standard]``,
+``/resume [id]``, ``/export [path]``: app commands, handled by the app layer
+``//text``            send ``/text`` as an ordinary message
+=================  =============================================================
+
+A line that starts with ``/`` followed by something that is not a command name (a path such
+as ``/etc/hosts is...``) is an ordinary message. An unknown ``/word`` is a
+:class:`CommandError` so a typo is not sent to the model.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+AppCommandName = Literal["help", "clear", "compact", "model", "mode", "resume", "export"]
+APP_COMMANDS: tuple[AppCommandName, ...] = (
+    "help",
+    "clear",
+    "compact",
+    "model",
+    "mode",
+    "resume",
+    "export",
+)
+TOOL_COMMANDS = ("read", "ls", "find", "grep")
+
+HELP_TEXT = """\
+Commands:
+  /read PATH [START-END]   show a workspace file (or drop a file on the window)
+  /ls [PATH]               list a workspace folder
+  /find GLOB               find files, e.g. /find *.md
+  /grep PATTERN [PATH]     search file contents
+  !COMMAND                 run a shell command in the workspace
+  /compact [focus]         summarize older messages now
+  /clear                   start a new chat
+  /model [name]            show or switch the model
+  /mode [local|standard]   show or switch the context policy
+  /resume [id]             reopen an earlier chat
+  /export [path]           save this chat as Markdown/JSON
+  /help                    this list
+Tool results enter the chat; ask the assistant about them in your next message.
+Start a message with // to send a line that begins with /."""
+
+_COMMAND_WORD = re.compile(r"/([A-Za-z][A-Za-z_-]*)(?=\s|$)")
+_RANGE = re.compile(r"^(\d+)(?:[-:](\d+))?$")
+
+
+@dataclass(frozen=True)
+class ChatInput:
+    """An ordinary message for the model."""
+
+    text: str
+
+
+@dataclass(frozen=True)
+class ToolCommand:
+    """A tool the user runs directly; it enters the chat like a model's tool call."""
+
+    tool: str
+    arguments: dict[str, Any] = field(default_factory=dict)
+    #: What the user typed, for the transcript.
+    source: str = ""
+
+
+@dataclass(frozen=True)
+class AppCommand:
+    """A command for the app layer (window or terminal chat)."""
+
+    name: AppCommandName
+    argument: str = ""
+
+
+@dataclass(frozen=True)
+class CommandError:
+    """Input that looks like a command but cannot be run; ``message`` says how to fix it."""
+
+    message: str
+
+
+ParsedInput = ChatInput | ToolCommand | AppCommand | CommandError
+
+
+def parse_input(text: str) -> ParsedInput:
+    """Classify one line (or block) of user input. Never raises."""
+    stripped = text.strip()
+    if stripped.startswith("//"):
+        return ChatInput(text.lstrip()[1:])
+    if stripped.startswith("!"):
+        command = stripped[1:].strip()
+        if not command:
+            return CommandError("Usage: !COMMAND, for example !ls -la")
+        return ToolCommand("run_command", {"command": command}, source=stripped)
+    match = _COMMAND_WORD.match(stripped)
+    if not match:
+        return ChatInput(text)
+    word = match.group(1).lower()
+    rest = stripped[match.end() :].strip()
+    if word in APP_COMMANDS:
+        return AppCommand(_app_name(word), rest)
+    if word in TOOL_COMMANDS:
+        return _tool_command(word, rest, stripped)
+    return CommandError(f"Unknown command /{word}. Type /help for the list.")
+
+
+def _app_name(word: str) -> AppCommandName:
+    for name in APP_COMMANDS:
+        if name == word:
+            return name
+    raise ValueError(word)  # pragma: no cover - guarded by the caller
+
+
+def _split(rest: str) -> list[str] | None:
+    try:
+        return shlex.split(rest, posix=True)
+    except ValueError:
+        return None
+
+
+def _tool_command(word: str, rest: str, source: str) -> ParsedInput:
+    if word == "read":
+        if not rest:
+            return CommandError("Usage: /read PATH [START-END]")
+        args: dict[str, Any] = {}
+        path = rest
+        head, _, last = rest.rpartition(" ")
+        m = _RANGE.match(last)
+        if head.strip() and m:
+            path = head.strip()
+            args["start_line"] = int(m.group(1))
+            if m.group(2):
+                args["end_line"] = int(m.group(2))
+        args = {"path": _unquote(path), **args}
+        return ToolCommand("read_file", args, source=source)
+    if word == "ls":
+        return ToolCommand("list_dir", {"path": _unquote(rest) or "."}, source=source)
+    if word == "find":
+        if not rest:
+            return CommandError("Usage: /find GLOB, for example /find *.md")
+        return ToolCommand("find_files", {"pattern": _unquote(rest)}, source=source)
+    # grep
+    parts = _split(rest)
+    if not parts:
+        return CommandError('Usage: /grep PATTERN [PATH] (quote a pattern with spaces: "a b")')
+    if len(parts) > 2:
+        return CommandError(
+            'Usage: /grep PATTERN [PATH]; quote a pattern that contains spaces: /grep "a b"'
+        )
+    grep_args: dict[str, Any] = {"pattern": parts[0]}
+    if len(parts) == 2:
+        grep_args["path"] = parts[1]
+    return ToolCommand("grep", grep_args, source=source)
+
+
+def _unquote(text: str) -> str:
+    text = text.strip()
+    if len(text) >= 2 and text[0] == text[-1] and text[0] in "\"'":
+        return text[1:-1]
+    return text

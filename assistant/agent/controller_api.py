@@ -1,0 +1,54 @@
+"""What the agent needs from the context controller (so tests can pass a stand-in).
+
+:class:`assistant.compaction.controller.ContextController` satisfies it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any, Literal, Protocol
+
+from assistant.compaction.controller import PreparedRequest
+from assistant.compaction.events import ContextEvent
+from assistant.conversation import CompactionRecord, Conversation
+from assistant.llm.base import CancelToken
+
+CompactReason = Literal["threshold", "overflow", "manual"]
+
+
+class ContextManager(Protocol):
+    on_event: Callable[[ContextEvent], None] | None
+
+    def prepare(
+        self,
+        conv: Conversation,
+        *,
+        system_prompt: str,
+        tools: Sequence[dict[str, Any]] | None = None,
+        cancel: CancelToken | None = None,
+    ) -> PreparedRequest: ...
+
+    def compact(
+        self,
+        conv: Conversation,
+        *,
+        system_prompt: str,
+        reason: CompactReason,
+        focus: str | None = None,
+        tools: Sequence[dict[str, Any]] | None = None,
+        cancel: CancelToken | None = None,
+    ) -> CompactionRecord | None: ...
+
+    def handle_overflow(
+        self,
+        conv: Conversation,
+        *,
+        system_prompt: str,
+        tools: Sequence[dict[str, Any]] | None = None,
+        cancel: CancelToken | None = None,
+    ) -> PreparedRequest:
+        """Compact after ContextOverflowError and return the request to retry with.
+
+        Raises an ``LLMError`` (ContextTooLargeError) when that is not possible, and
+        ``GenerationCancelled`` when the user stopped the summary."""
+        ...

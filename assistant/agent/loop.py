@@ -1,0 +1,449 @@
+"""The turn loop: user input -> context check -> model -> tool calls -> ... -> answer.
+
+:class:`Agent` is synchronous and UI-agnostic. The window's worker thread and the terminal
+chat call it; it reports progress through ``on_event`` (see :mod:`assistant.agent.events`)
+from the calling thread, in order. For one chat message (:meth:`Agent.chat`):
+
+1. the user message is appended (observers save it before it is shown), ``MessageAdded``;
+2. before **every** model call the controller prepares the request (prune, exact count,
+   compaction when needed) and ``ContextUsage`` reports the exact prompt;
+3. the reply streams as ``AssistantDelta``; on ``ContextOverflowError`` the controller
+   compacts (reason "overflow", ``handle_overflow``) and the call is retried once, when the
+   switch allows it; a second failure is a ``Notice`` and the user's message stays;
+4. the reply is appended with its parsed tool calls; each call is checked, approved when it
+   changes something, run, and its result appended; then back to 2, until a reply has no
+   tool call or ``Settings.step_limit`` tool rounds ran (a ``Notice`` says so).
+
+Stop (the cancel token) leaves a consistent history: a half-streamed reply is kept with
+``stopped=True``, and every tool call that has no result yet gets a "cancelled" error
+result. Every public method ends with one ``TurnFinished``.
+
+User-started tools (``/read``, ``/ls``, ``/find``, ``/grep``, ``!cmd``, a dropped file)
+enter the history exactly like the model's calls (an assistant message with the call,
+``initiated_by="user"``, then the result), and do **not** start a model reply: the user
+asks about the result in their next message. This keeps a large /read from costing a model
+call the user did not ask for. They are not asked about (typing them is the approval).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any, Literal
+
+from assistant.agent.commands import (
+    AppCommand,
+    ChatInput,
+    CommandError,
+    ToolCommand,
+    parse_input,
+)
+from assistant.agent.controller_api import ContextManager
+from assistant.agent.events import (
+    AgentEvent,
+    AssistantDelta,
+    ContextChanged,
+    MessageAdded,
+    ModelCallFinished,
+    Notice,
+    ToolCallStarted,
+    TurnFinished,
+)
+from assistant.agent.tool_steps import CANCELLED_RESULT, ToolRunner, result_message
+from assistant.agent.usage import context_usage
+from assistant.compaction.controller import PreparedRequest
+from assistant.compaction.events import ContextEvent
+from assistant.config import Settings
+from assistant.conversation import CompactionRecord, Conversation, Message, ToolCall
+from assistant.llm.base import (
+    CancelToken,
+    ContextOverflowError,
+    GenerationCancelled,
+    GenerationResult,
+    LLMBackend,
+    LLMError,
+)
+from assistant.llm.toolcall import ParsedCall, parse_tool_calls
+from assistant.tools.approval import ApprovalGate, Approver
+from assistant.tools.base import ToolContext, ToolLimits, ToolResult
+from assistant.tools.importing import import_file
+from assistant.tools.registry import ToolRegistry
+from assistant.tools.workspace import SandboxError, Workspace
+
+OVERFLOW_FAILED = "Context too large; compaction failed. Use /compact to retry."
+OVERFLOW_NO_COMPACT = (
+    "Context too large, and compaction on overflow is turned off. Use /compact to retry."
+)
+#: Stop sequence for the text protocol: a model must not write the tool result itself.
+TEXT_PROTOCOL_STOP = ("[Tool result:",)
+
+
+#: Consecutive tool rounds in which every call failed (malformed, unknown, refused) before
+#: the loop gives up. Tiny models, once they have seen a failed call, tend to imitate it
+#: until the step limit; two failures in a row is the signal to stop early.
+MAX_FAILED_ROUNDS = 2
+
+
+class Agent:
+    """Runs chat turns and tool commands against one conversation at a time.
+
+    ``settings`` is called at the start of every turn, so changes apply to the next turn.
+    ``approver`` answers approval requests for model-initiated writes and commands (None:
+    they are denied unless ``Settings.tool_approval == "auto"``). The controller's
+    ``on_event`` is chained so its events also arrive here as ``ContextChanged``.
+    """
+
+    def __init__(
+        self,
+        backend: LLMBackend,
+        controller: ContextManager,
+        registry: ToolRegistry,
+        settings: Callable[[], Settings],
+        approver: Approver | None,
+        on_event: Callable[[AgentEvent], None],
+    ) -> None:
+        self.backend = backend
+        self.controller = controller
+        self.registry = registry
+        self.settings = settings
+        self.on_event = on_event
+        self.gate = ApprovalGate(approver)
+        self.runner = ToolRunner(registry, self.gate)
+        self._approvals_for: Conversation | None = None
+        self._context_events = 0
+        previous = controller.on_event
+        if isinstance(previous, _Forwarder):  # a controller reused by a new Agent
+            previous = previous.previous
+        controller.on_event = _Forwarder(self, previous)
+
+    # -- entry points -------------------------------------------------------------------
+    def handle_input(
+        self, conv: Conversation, text: str, cancel: CancelToken | None = None
+    ) -> AppCommand | None:
+        """Run what the user typed. Chat and tool commands are handled here (ending with
+        ``TurnFinished``); ``/compact`` too. Other app commands (/help, /clear, /model,
+        /mode, /resume, /export) are returned untouched for the app layer, with no event."""
+        parsed = parse_input(text)
+        if isinstance(parsed, ChatInput):
+            self.chat(conv, parsed.text, cancel)
+        elif isinstance(parsed, ToolCommand):
+            self.run_tool_command(conv, parsed.tool, parsed.arguments, cancel)
+        elif isinstance(parsed, CommandError):
+            self._emit(Notice("error", parsed.message))
+            self._emit(TurnFinished())
+        elif parsed.name == "compact":
+            self.compact(conv, parsed.argument or None, cancel)
+        else:
+            return parsed
+        return None
+
+    def chat(self, conv: Conversation, text: str, cancel: CancelToken | None = None) -> None:
+        """One user message and everything the model does about it."""
+        cancel = cancel or CancelToken()
+        self._bind(conv)
+        try:
+            self._append(conv, Message(role="user", content=text))
+            stopped, error = self._model_turn(conv, cancel)
+        except OSError as exc:  # an observer could not save: nothing unsaved is shown
+            self._finish_failed(f"Could not save the chat: {exc}")
+            return
+        self._emit(TurnFinished(stopped=stopped, error=error))
+
+    def respond(self, conv: Conversation, cancel: CancelToken | None = None) -> None:
+        """Answer the conversation as it stands (after an edit or a regenerate made the last
+        message a user message): the model turn of :meth:`chat` without a new message."""
+        cancel = cancel or CancelToken()
+        self._bind(conv)
+        try:
+            stopped, error = self._model_turn(conv, cancel)
+        except OSError as exc:
+            self._finish_failed(f"Could not save the chat: {exc}")
+            return
+        self._emit(TurnFinished(stopped=stopped, error=error))
+
+    def run_tool_command(
+        self,
+        conv: Conversation,
+        tool: str,
+        arguments: dict[str, Any],
+        cancel: CancelToken | None = None,
+    ) -> Message | None:
+        """Run a tool the user asked for; no model call follows. Returns the result message
+        (None when it could not be saved)."""
+        cancel = cancel or CancelToken()
+        self._bind(conv)
+        call = self.registry.normalize(ToolCall(name=tool, arguments=dict(arguments)))
+        try:
+            self._append(conv, Message(role="assistant", tool_calls=[call], initiated_by="user"))
+            messages = self._run_calls(conv, [ParsedCall(call)], cancel, "user")
+        except OSError as exc:
+            self._finish_failed(f"Could not save the chat: {exc}")
+            return None
+        self._emit(TurnFinished(stopped=cancel.cancelled))
+        return messages[0]
+
+    def drop_file(
+        self, conv: Conversation, path: Path, cancel: CancelToken | None = None
+    ) -> Message | None:
+        """A file dropped on the window: /read it (copied into the workspace first when it
+        is elsewhere; see :mod:`assistant.tools.importing`)."""
+        workspace = self.workspace()
+        try:
+            target, copied = import_file(workspace, path, max_bytes=self._limits().max_file_bytes)
+        except (SandboxError, OSError) as exc:
+            self._emit(Notice("error", f"Cannot open the dropped file: {exc}"))
+            self._emit(TurnFinished(error=str(exc)))
+            return None
+        shown = workspace.display(target)
+        if copied:
+            self._emit(Notice("info", f"Copied {path.name} into the workspace as {shown}."))
+        return self.run_tool_command(conv, "read_file", {"path": shown}, cancel)
+
+    def compact(
+        self, conv: Conversation, focus: str | None = None, cancel: CancelToken | None = None
+    ) -> CompactionRecord | None:
+        """/compact: summarize older messages now (the controller reports progress)."""
+        cancel = cancel or CancelToken()
+        before = self._context_events
+        settings = self.settings()
+        try:
+            record = self.controller.compact(
+                conv,
+                system_prompt=settings.system_prompt,
+                reason="manual",
+                focus=focus,
+                tools=self.registry.schemas(),
+                cancel=cancel,
+            )
+        except GenerationCancelled:
+            self._emit(TurnFinished(stopped=True))
+            return None
+        except (LLMError, OSError) as exc:
+            self._finish_failed(f"Compaction failed: {exc}")
+            return None
+        if record is None and self._context_events == before and not cancel.cancelled:
+            self._emit(Notice("info", "Nothing to compact yet."))
+        self._emit(TurnFinished(stopped=cancel.cancelled))
+        return record
+
+    def reset_approvals(self) -> None:
+        """Forget "Allow for this chat" answers (the app calls it for a new chat)."""
+        self.gate.reset()
+
+    def workspace(self) -> Workspace:
+        return Workspace(self.settings().workspace_path())
+
+    # -- the model turn -------------------------------------------------------------------
+    def _model_turn(self, conv: Conversation, cancel: CancelToken) -> tuple[bool, str | None]:
+        """Model calls and tool rounds for the message just appended: (stopped, error)."""
+        settings = self.settings()
+        tools = self.registry.schemas()
+        policy = settings.effective_policy(self.backend.info.trained_context)
+        max_tokens = max(1, min(settings.sampling.max_reply_tokens, policy.reserve))
+        rounds = 0
+        failed_rounds = 0
+        overflow_retried = False
+        retry: PreparedRequest | None = None
+        while True:
+            if cancel.cancelled:
+                return True, None
+            try:
+                prepared = retry or self.controller.prepare(
+                    conv, system_prompt=settings.system_prompt, tools=tools, cancel=cancel
+                )
+            except GenerationCancelled:
+                return True, None
+            retry = None
+            if cancel.cancelled:
+                return True, None
+            for note in prepared.notices:
+                self._emit(Notice("warning", note))
+            self._emit(context_usage(prepared, conv, self.backend, tools, policy.reserve))
+            try:
+                text, result = self._generate(
+                    prepared.messages, tools, max_tokens, settings, cancel
+                )
+            except ContextOverflowError:
+                if overflow_retried or not settings.switches().compact_on_overflow:
+                    message = OVERFLOW_FAILED if overflow_retried else OVERFLOW_NO_COMPACT
+                    self._emit(Notice("error", message))
+                    return False, message
+                overflow_retried = True
+                try:
+                    retry = self.controller.handle_overflow(
+                        conv, system_prompt=settings.system_prompt, tools=tools, cancel=cancel
+                    )
+                except GenerationCancelled:
+                    return True, None
+                except (LLMError, OSError):
+                    if cancel.cancelled:
+                        return True, None
+                    self._emit(Notice("error", OVERFLOW_FAILED))
+                    return False, OVERFLOW_FAILED
+                continue
+            except _StreamFailed as failed:
+                if failed.text:
+                    self._append(conv, Message(role="assistant", content=failed.text, stopped=True))
+                self._emit(Notice("error", f"The model failed: {failed.error}"))
+                return False, str(failed.error)
+            if result is not None:
+                self._emit(ModelCallFinished(result))
+            if cancel.cancelled or (result is not None and result.stopped):
+                if text:
+                    self._append(conv, Message(role="assistant", content=text, stopped=True))
+                return True, None
+            parsed = parse_tool_calls(text)
+            calls = [
+                ParsedCall(self.registry.normalize(p.call), p.error) if p.error is None else p
+                for p in parsed.calls
+            ]
+            if not calls:
+                if not text.strip():
+                    self._emit(Notice("warning", "The model returned an empty reply."))
+                    return False, None
+                self._append(conv, Message(role="assistant", content=text))
+                return False, None
+            self._append(
+                conv,
+                Message(
+                    role="assistant", content=parsed.content, tool_calls=[p.call for p in calls]
+                ),
+            )
+            results = self._run_calls(conv, calls, cancel, "model")
+            if cancel.cancelled:
+                return True, None
+            rounds += 1
+            failed_rounds = failed_rounds + 1 if all(m.is_error for m in results) else 0
+            if failed_rounds >= MAX_FAILED_ROUNDS:
+                self._emit(
+                    Notice(
+                        "warning",
+                        f"Stopped: the model's last {failed_rounds} tool calls all failed. "
+                        "Try /read, /ls, /find or /grep yourself, or rephrase the request.",
+                    )
+                )
+                return False, None
+            if rounds >= settings.step_limit:
+                self._emit(
+                    Notice(
+                        "warning",
+                        f"Stopped after {rounds} tool steps (the step limit). Send a message "
+                        "to let the assistant continue.",
+                    )
+                )
+                return False, None
+
+    def _generate(
+        self,
+        messages: list[dict[str, Any]],
+        tools: Sequence[dict[str, Any]],
+        max_tokens: int,
+        settings: Settings,
+        cancel: CancelToken,
+    ) -> tuple[str, GenerationResult | None]:
+        """Stream one reply. Overflow propagates; other failures become _StreamFailed."""
+        pieces: list[str] = []
+        result: GenerationResult | None = None
+        stop = () if self.backend.info.supports_native_tools else TEXT_PROTOCOL_STOP
+        stream = self.backend.generate(
+            messages,
+            max_tokens=max_tokens,
+            temperature=settings.sampling.temperature,
+            top_p=settings.sampling.top_p,
+            tools=tools,
+            stop=stop,
+            cancel=cancel,
+        )
+        try:
+            for event in stream:
+                if event.delta:
+                    pieces.append(event.delta)
+                    self._emit(AssistantDelta(event.delta))
+                if event.result is not None:
+                    result = event.result
+        except ContextOverflowError:
+            if pieces:
+                raise _StreamFailed("".join(pieces), LLMError("context overflow")) from None
+            raise
+        except GenerationCancelled:
+            cancel.cancel()
+        except LLMError as exc:
+            raise _StreamFailed("".join(pieces), exc) from exc
+        text = result.text if result is not None and result.text else "".join(pieces)
+        return text, result
+
+    # -- tools ------------------------------------------------------------------------------
+    def _run_calls(
+        self,
+        conv: Conversation,
+        calls: list[ParsedCall],
+        cancel: CancelToken,
+        initiated_by: Literal["model", "user"],
+    ) -> list[Message]:
+        """Run each call and append its result; after Stop the rest get "cancelled"."""
+        settings = self.settings()
+        ctx = ToolContext(
+            workspace=Workspace(settings.workspace_path()), limits=self._limits(), cancel=cancel
+        )
+        out: list[Message] = []
+        for parsed in calls:
+            if cancel.cancelled:
+                result = ToolResult.error(CANCELLED_RESULT)
+            else:
+                self._emit(ToolCallStarted(parsed.call, initiated_by))
+                result = self.runner.run(
+                    parsed.call,
+                    ctx,
+                    initiated_by=initiated_by,
+                    approval=settings.tool_approval,
+                    parse_error=parsed.error,
+                )
+            out.append(self._append(conv, result_message(parsed.call, result, initiated_by)))
+        return out
+
+    def _limits(self) -> ToolLimits:
+        policy = self.settings().effective_policy(self.backend.info.trained_context)
+        return ToolLimits.for_window(policy.window)
+
+    # -- plumbing ---------------------------------------------------------------------------
+    def _bind(self, conv: Conversation) -> None:
+        """ "Allow for this chat" holds for one conversation object."""
+        if self._approvals_for is not conv:
+            self.gate.reset()
+            self._approvals_for = conv
+
+    def _append(self, conv: Conversation, message: Message) -> Message:
+        conv.append(message)
+        self._emit(MessageAdded(message))
+        return message
+
+    def _finish_failed(self, text: str) -> None:
+        self._emit(Notice("error", text))
+        self._emit(TurnFinished(error=text))
+
+    def _emit(self, event: AgentEvent) -> None:
+        self.on_event(event)
+
+    def _context_event(self, event: ContextEvent) -> None:
+        self._context_events += 1
+        self._emit(ContextChanged(event))
+
+
+class _Forwarder:
+    """The controller's ``on_event``: the handler it had before, then this agent."""
+
+    def __init__(self, agent: Agent, previous: Callable[[ContextEvent], None] | None) -> None:
+        self.agent = agent
+        self.previous = previous
+
+    def __call__(self, event: ContextEvent) -> None:
+        if self.previous is not None:
+            self.previous(event)
+        self.agent._context_event(event)
+
+
+class _StreamFailed(Exception):
+    def __init__(self, text: str, error: LLMError) -> None:
+        super().__init__(str(error))
+        self.text = text
+        self.error = error

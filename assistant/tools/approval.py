@@ -1,0 +1,94 @@
+"""Asking the user before a tool changes files or runs a program.
+
+The UI implements :class:`Approver`. The agent calls it on its worker thread, and it may
+block until the user answers (the GUI shows a dialog and the worker waits on a queue, so the
+GUI thread never waits). The answers are Allow once, Allow for this chat, and Deny;
+:class:`ApprovalGate` remembers "for this chat" answers and applies
+``Settings.tool_approval == "auto"``.
+
+Only model-initiated calls are asked about. A tool the user started (``!command``, ``/read``)
+is approved by the act of typing it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+from pathlib import Path
+from typing import Protocol
+
+from assistant.config import ApprovalPolicy
+from assistant.conversation import ToolCall
+from assistant.llm.base import CancelToken
+
+
+class ApprovalDecision(StrEnum):
+    ALLOW_ONCE = "allow_once"
+    ALLOW_FOR_CHAT = "allow_for_chat"
+    DENY = "deny"
+
+
+@dataclass(frozen=True)
+class ApprovalRequest:
+    """What the user is asked to approve."""
+
+    call: ToolCall
+    #: One line, e.g. "Run `pytest -q` in /home/me/Documents/Offline Assistant".
+    summary: str
+    #: Longer detail: the content to write, the diff of an edit ("" when there is none).
+    preview: str
+    workspace: Path
+    #: Set when the user presses Stop; an approver that waits should then answer DENY.
+    cancel: CancelToken | None = None
+
+    @property
+    def tool(self) -> str:
+        return self.call.name
+
+
+class Approver(Protocol):
+    """Implemented by the UI (a dialog) and the terminal chat (a prompt)."""
+
+    def request_approval(self, request: ApprovalRequest) -> ApprovalDecision: ...
+
+
+class AutoApprover:
+    """Approves everything (scripts, tests, and the "auto" setting)."""
+
+    def request_approval(self, request: ApprovalRequest) -> ApprovalDecision:
+        return ApprovalDecision.ALLOW_ONCE
+
+
+class DenyingApprover:
+    """Denies everything (no user to ask)."""
+
+    def request_approval(self, request: ApprovalRequest) -> ApprovalDecision:
+        return ApprovalDecision.DENY
+
+
+class ApprovalGate:
+    """Decides whether one call may run; remembers "Allow for this chat" per tool."""
+
+    def __init__(self, approver: Approver | None) -> None:
+        self.approver = approver
+        self._allowed_for_chat: set[str] = set()
+
+    def reset(self) -> None:
+        """Forget "for this chat" answers (a different chat was opened)."""
+        self._allowed_for_chat.clear()
+
+    def allowed_for_chat(self) -> frozenset[str]:
+        return frozenset(self._allowed_for_chat)
+
+    def approve(self, request: ApprovalRequest, policy: ApprovalPolicy) -> bool:
+        if policy == "auto" or request.tool in self._allowed_for_chat:
+            return True
+        if self.approver is None:
+            return False
+        decision = self.approver.request_approval(request)
+        if request.cancel is not None and request.cancel.cancelled:
+            return False
+        if decision == ApprovalDecision.ALLOW_FOR_CHAT:
+            self._allowed_for_chat.add(request.tool)
+            return True
+        return decision == ApprovalDecision.ALLOW_ONCE

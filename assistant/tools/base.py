@@ -1,0 +1,130 @@
+"""What every tool is: typed arguments, a run method, and a text result with an error flag.
+
+A tool never raises for a problem the model can fix (a bad path, a missing file, a regex
+that does not compile): it returns a :class:`ToolResult` with ``is_error=True`` whose text
+says what went wrong and what to do instead. The registry turns any exception that slips
+through into such a result as well, so a tool call can never crash the agent loop.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+from typing import Any, ClassVar, Generic, TypeVar
+
+from pydantic import BaseModel, ConfigDict, model_validator
+
+from assistant.llm.base import CancelToken
+from assistant.tools.workspace import Workspace
+
+
+@dataclass(frozen=True)
+class ToolResult:
+    """The text the model (and the user) sees, and whether it reports a failure."""
+
+    text: str
+    is_error: bool = False
+
+    @classmethod
+    def error(cls, text: str) -> ToolResult:
+        return cls(text=text, is_error=True)
+
+
+@dataclass(frozen=True)
+class ToolLimits:
+    """Size caps that keep one tool output from flooding a small context window."""
+
+    #: Longest text a tool returns; more is cut with a marker saying how to read the rest.
+    max_output_chars: int = 8_000
+    #: Files larger than this are not read at all (grep skips them).
+    max_file_bytes: int = 20_000_000
+    #: Most grep matches / find results / directory entries listed.
+    max_matches: int = 100
+    max_entries: int = 500
+    #: Longest line shown by grep.
+    max_line_chars: int = 300
+    #: Default and largest run_command timeout, in seconds.
+    command_timeout_s: float = 60.0
+    max_command_timeout_s: float = 600.0
+    #: Largest content write_file accepts.
+    max_write_chars: int = 2_000_000
+
+    @classmethod
+    def for_window(cls, window_tokens: int) -> ToolLimits:
+        """Caps for a model with ``window_tokens`` of context.
+
+        One tool output may take about a quarter of the window: ``window * 3 / 4``
+        characters, between 2,000 and 32,000. Prose runs about 4 characters a token, but
+        code and numbers nearer 2-3, so this keeps even a dense output near a quarter to a
+        third of the window.
+        """
+        chars = max(2_000, min(32_000, window_tokens * 3 // 4))
+        return cls(max_output_chars=chars)
+
+
+@dataclass
+class ToolContext:
+    """What a tool may touch while it runs."""
+
+    workspace: Workspace
+    limits: ToolLimits
+    cancel: CancelToken | None = None
+
+    @property
+    def cancelled(self) -> bool:
+        return self.cancel is not None and self.cancel.cancelled
+
+
+class ToolArgs(BaseModel):
+    """Base of every tool's argument model.
+
+    Unknown keys are ignored (small models add stray ones); common misspellings of argument
+    names are mapped to the real name through ``aliases`` so that, for example, a call with
+    ``file_path`` still carries ``path`` in the saved history (file tracking reads it).
+    """
+
+    model_config = ConfigDict(extra="ignore", frozen=True)
+
+    aliases: ClassVar[dict[str, str]] = {}
+
+    @model_validator(mode="before")
+    @classmethod
+    def _apply_aliases(cls, data: Any) -> Any:
+        if isinstance(data, dict):
+            return canonical_arguments(cls, data)
+        return data
+
+
+def canonical_arguments(model: type[ToolArgs], data: dict[str, Any]) -> dict[str, Any]:
+    """``data`` with alias keys renamed to the field names of ``model``."""
+    out = dict(data)
+    for alias, real in model.aliases.items():
+        if alias in out and real not in out:
+            out[real] = out.pop(alias)
+    return out
+
+
+ArgsT = TypeVar("ArgsT", bound=ToolArgs)
+
+
+class Tool(ABC, Generic[ArgsT]):
+    """One tool. Subclasses set the class attributes and implement :meth:`run`."""
+
+    name: ClassVar[str]
+    description: ClassVar[str]
+    args_model: type[ArgsT]
+    #: Changes files or runs programs: the user must approve model-initiated calls.
+    needs_approval: ClassVar[bool] = False
+
+    @abstractmethod
+    def run(self, args: ArgsT, ctx: ToolContext) -> ToolResult:
+        """Do the work. Return an error result (do not raise) for a fixable problem."""
+
+    def describe(self, args: ArgsT, ctx: ToolContext) -> str:
+        """One line for the approval dialog and the transcript."""
+        shown = ", ".join(f"{k}={v!r}" for k, v in args.model_dump().items())
+        return f"{self.name}({shown})"
+
+    def preview(self, args: ArgsT, ctx: ToolContext) -> str:
+        """Longer detail for the approval dialog (a diff, the content to write...)."""
+        return ""

@@ -1,0 +1,100 @@
+"""edit_file: replace one exact piece of text in a workspace file (needs approval).
+
+The old text must occur exactly once, so the edit cannot land in the wrong place. When the
+file uses Windows line endings and the model wrote plain ``\\n``, the match is retried with
+``\\r\\n``.
+"""
+
+from __future__ import annotations
+
+import difflib
+from typing import ClassVar
+
+from pydantic import Field
+
+from assistant.tools.base import Tool, ToolArgs, ToolContext, ToolResult
+from assistant.tools.textio import NotTextError, read_text
+from assistant.tools.write_file import write_atomically
+
+PREVIEW_LINES = 80
+
+
+class EditFileArgs(ToolArgs):
+    aliases: ClassVar[dict[str, str]] = {
+        "file_path": "path",
+        "filename": "path",
+        "file": "path",
+        "old": "old_text",
+        "new": "new_text",
+        "old_string": "old_text",
+        "new_string": "new_text",
+        "search": "old_text",
+        "replace": "new_text",
+    }
+
+    path: str = Field(description="File path relative to the workspace.")
+    old_text: str = Field(description="Exact text to replace; must occur exactly once.")
+    new_text: str = Field(description="Text to put in its place.")
+
+
+class EditFileTool(Tool[EditFileArgs]):
+    name = "edit_file"
+    description = (
+        "Replace text in a workspace file. old_text must match the file exactly, once; "
+        "read the file first."
+    )
+    args_model = EditFileArgs
+    needs_approval = True
+
+    def run(self, args: EditFileArgs, ctx: ToolContext) -> ToolResult:
+        if not args.old_text:
+            return ToolResult.error("old_text is empty; give the exact text to replace.")
+        path = ctx.workspace.resolve(args.path, kind="file")
+        shown = ctx.workspace.display(path)
+        try:
+            text = read_text(path, shown, max_bytes=ctx.limits.max_file_bytes)
+        except NotTextError as exc:
+            return ToolResult.error(str(exc))
+        old, new = _match_newlines(text, args.old_text, args.new_text)
+        count = text.count(old)
+        if count == 0:
+            return ToolResult.error(
+                f"old_text was not found in {shown}. It must match exactly, including spaces "
+                "and line breaks; read the file and copy the text."
+            )
+        if count > 1:
+            return ToolResult.error(
+                f"old_text occurs {count} times in {shown}; include more of the surrounding "
+                "lines so it matches exactly once."
+            )
+        updated = text.replace(old, new, 1)
+        write_atomically(path, updated)
+        line = text[: text.index(old)].count("\n") + 1
+        return ToolResult(
+            f"Edited {shown}: replaced {old.count(chr(10)) + 1} line(s) at line {line:,} "
+            f"with {new.count(chr(10)) + 1} line(s)."
+        )
+
+    def describe(self, args: EditFileArgs, ctx: ToolContext) -> str:
+        return f"Edit {args.path}"
+
+    def preview(self, args: EditFileArgs, ctx: ToolContext) -> str:
+        diff = difflib.unified_diff(
+            args.old_text.splitlines(),
+            args.new_text.splitlines(),
+            "before",
+            "after",
+            lineterm="",
+        )
+        lines = list(diff)
+        if len(lines) > PREVIEW_LINES:
+            lines = [*lines[:PREVIEW_LINES], f"[... {len(lines) - PREVIEW_LINES} more lines]"]
+        return "\n".join(lines)
+
+
+def _match_newlines(text: str, old: str, new: str) -> tuple[str, str]:
+    if old not in text and "\r\n" in text and "\r\n" not in old:
+        crlf_old = old.replace("\n", "\r\n")
+        if crlf_old in text:
+            return crlf_old, new.replace("\r\n", "\n").replace("\n", "\r\n")
+    return old, new

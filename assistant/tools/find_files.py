@@ -1,0 +1,61 @@
+"""find_files: workspace files whose path matches a glob pattern."""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from pydantic import Field
+
+from assistant.tools.base import Tool, ToolArgs, ToolContext, ToolResult
+from assistant.tools.walk import glob_matcher, walk_files
+from assistant.tools.workspace import SandboxError
+
+
+class FindFilesArgs(ToolArgs):
+    aliases: ClassVar[dict[str, str]] = {
+        "glob": "pattern",
+        "name": "pattern",
+        "dir": "path",
+        "directory": "path",
+    }
+
+    pattern: str = Field(description="Glob such as '*.py' or 'docs/**/*.md'.")
+    path: str = Field(".", description="Folder to search in, relative to the workspace.")
+
+
+class FindFilesTool(Tool[FindFilesArgs]):
+    name = "find_files"
+    description = "Find workspace files by name with a glob pattern ('*.txt', 'src/**/*.py')."
+    args_model = FindFilesArgs
+
+    def run(self, args: FindFilesArgs, ctx: ToolContext) -> ToolResult:
+        pattern = args.pattern.strip().replace("\\", "/")
+        if not pattern:
+            return ToolResult.error("The pattern is empty; try '*' or '*.txt'.")
+        if "\x00" in pattern:
+            raise SandboxError("The pattern contains a NUL byte.")
+        if pattern.startswith("/") or ".." in pattern.split("/"):
+            raise SandboxError(
+                "The pattern must be relative to the workspace and cannot contain '..'."
+            )
+        top = ctx.workspace.resolve(args.path, kind="dir")
+        matcher = glob_matcher(pattern.removeprefix("./"))
+        found: list[str] = []
+        more = 0
+        for file in walk_files(top):
+            if ctx.cancelled:
+                return ToolResult.error("cancelled by the user")
+            rel = file.relative_to(top).as_posix()
+            if matcher.match(rel):
+                if len(found) < ctx.limits.max_matches:
+                    found.append(ctx.workspace.display(file))
+                else:
+                    more += 1
+        if not found:
+            return ToolResult(f"No files match {args.pattern!r} in {ctx.workspace.display(top)}.")
+        text = "\n".join(found)
+        if more:
+            text += f"\n[{more:,} more files match; use a narrower pattern or path.]"
+        if len(text) > ctx.limits.max_output_chars:
+            text = text[: ctx.limits.max_output_chars] + "\n[List cut; use a narrower pattern.]"
+        return ToolResult(text)

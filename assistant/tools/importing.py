@@ -1,0 +1,56 @@
+"""Bringing a file the user dropped on the window into the workspace.
+
+A dropped file inside the workspace is used where it is. One from elsewhere is copied to
+``dropped/`` in the workspace (a dropped file is the user's explicit choice), so the model
+can read the rest of it later with ``read_file`` line ranges like any workspace file. A file
+already copied with the same content is reused; a different file with the same name gets a
+numbered name.
+"""
+
+from __future__ import annotations
+
+import filecmp
+import os
+import shutil
+import stat
+from pathlib import Path
+
+from assistant.tools.workspace import SandboxError, Workspace
+
+DROPPED_DIR = "dropped"
+
+
+def import_file(workspace: Workspace, source: Path, *, max_bytes: int) -> tuple[Path, bool]:
+    """The workspace path to read for ``source``, and whether it was copied.
+
+    Raises :class:`SandboxError` (with a message for the user) for folders, devices, files
+    that are too large, or files that cannot be read.
+    """
+    try:
+        st = source.stat()
+    except OSError as exc:
+        raise SandboxError(f"{source} cannot be opened: {exc.strerror or exc}.") from None
+    if stat.S_ISDIR(st.st_mode):
+        raise SandboxError(f"{source} is a folder; drop a file, or use /ls.")
+    if not stat.S_ISREG(st.st_mode):
+        raise SandboxError(f"{source} is not a regular file.")
+    real = Path(os.path.realpath(source))
+    try:
+        inside = workspace.resolve(str(real), kind="file")
+    except SandboxError:
+        pass
+    else:
+        return inside, False
+    if st.st_size > max_bytes:
+        raise SandboxError(f"{source} is {st.st_size:,} bytes; the limit is {max_bytes:,}.")
+    folder = workspace.resolve(DROPPED_DIR, kind="dir", must_exist=False)
+    folder.mkdir(parents=True, exist_ok=True)
+    target = folder / real.name
+    counter = 2
+    while target.exists():
+        if target.is_file() and filecmp.cmp(target, real, shallow=False):
+            return target, False
+        target = folder / f"{real.stem}-{counter}{real.suffix}"
+        counter += 1
+    shutil.copyfile(real, target)
+    return target, True

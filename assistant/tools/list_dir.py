@@ -1,0 +1,75 @@
+"""list_dir: the entries of one workspace folder, folders first, with file sizes."""
+
+from __future__ import annotations
+
+import os
+from typing import ClassVar
+
+from pydantic import Field
+
+from assistant.tools.base import Tool, ToolArgs, ToolContext, ToolResult
+
+
+class ListDirArgs(ToolArgs):
+    aliases: ClassVar[dict[str, str]] = {"dir": "path", "directory": "path", "folder": "path"}
+
+    path: str = Field(".", description="Folder relative to the workspace ('.' is the top).")
+
+
+class ListDirTool(Tool[ListDirArgs]):
+    name = "list_dir"
+    description = "List the files and folders in a workspace folder."
+    args_model = ListDirArgs
+
+    def run(self, args: ListDirArgs, ctx: ToolContext) -> ToolResult:
+        folder = ctx.workspace.resolve(args.path, kind="dir")
+        shown = ctx.workspace.display(folder)
+        with os.scandir(folder) as it:
+            entries = sorted(it, key=lambda e: (not _is_dir(e), e.name.lower()))
+        if not entries:
+            return ToolResult(f"{shown}/ is empty.")
+        cap = ctx.limits.max_entries
+        lines = [f"{shown}/ ({len(entries):,} entries)"]
+        for entry in entries[:cap]:
+            lines.append(_describe(entry))
+        if len(entries) > cap:
+            lines.append(
+                f"[{len(entries) - cap:,} more entries not shown; use find_files with a "
+                "pattern to narrow the list.]"
+            )
+        return ToolResult(_clip("\n".join(lines), ctx.limits.max_output_chars))
+
+
+def _is_dir(entry: os.DirEntry[str]) -> bool:
+    try:
+        return entry.is_dir(follow_symlinks=False)
+    except OSError:
+        return False
+
+
+def _describe(entry: os.DirEntry[str]) -> str:
+    try:
+        if entry.is_symlink():
+            return f"{entry.name} -> {os.readlink(entry.path)}"
+        if entry.is_dir(follow_symlinks=False):
+            return f"{entry.name}/"
+        if entry.is_file(follow_symlinks=False):
+            return f"{entry.name} ({_size(entry.stat(follow_symlinks=False).st_size)})"
+    except OSError:
+        pass
+    return f"{entry.name} (special file)"
+
+
+def _size(n: int) -> str:
+    size = float(n)
+    for unit in ("bytes", "KB", "MB", "GB"):
+        if size < 1024 or unit == "GB":
+            return f"{int(size):,} {unit}" if unit == "bytes" else f"{size:.1f} {unit}"
+        size /= 1024
+    return f"{n} bytes"  # pragma: no cover
+
+
+def _clip(text: str, cap: int) -> str:
+    if len(text) <= cap:
+        return text
+    return text[:cap] + "\n[Listing cut; use find_files with a pattern to narrow it.]"

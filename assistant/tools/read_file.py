@@ -1,0 +1,91 @@
+"""read_file: a text file from the workspace, optionally a line range, capped in size."""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from pydantic import Field
+
+from assistant.tools.base import Tool, ToolArgs, ToolContext, ToolResult
+from assistant.tools.textio import NotTextError, read_text
+
+
+class ReadFileArgs(ToolArgs):
+    aliases: ClassVar[dict[str, str]] = {
+        "file_path": "path",
+        "filename": "path",
+        "file": "path",
+        "start": "start_line",
+        "end": "end_line",
+        "offset": "start_line",
+    }
+
+    path: str = Field(description="File path relative to the workspace.")
+    start_line: int | None = Field(None, ge=1, description="First line to read (1-based).")
+    end_line: int | None = Field(None, ge=1, description="Last line to read (inclusive).")
+
+
+class ReadFileTool(Tool[ReadFileArgs]):
+    name = "read_file"
+    description = (
+        "Read a text file in the workspace. Long files are cut; read more with start_line/end_line."
+    )
+    args_model = ReadFileArgs
+
+    def run(self, args: ReadFileArgs, ctx: ToolContext) -> ToolResult:
+        path = ctx.workspace.resolve(args.path, kind="file")
+        shown = ctx.workspace.display(path)
+        try:
+            text = read_text(path, shown, max_bytes=ctx.limits.max_file_bytes)
+        except NotTextError as exc:
+            return ToolResult.error(str(exc))
+        lines = text.splitlines()
+        total = len(lines)
+        if total == 0:
+            return ToolResult(f"{shown} is empty.")
+        start = args.start_line or 1
+        end = min(args.end_line or total, total)
+        if start > total:
+            return ToolResult.error(
+                f"{shown} has {total:,} lines; start_line {start:,} is past the end."
+            )
+        if end < start:
+            return ToolResult.error("end_line must not be smaller than start_line.")
+        return ToolResult(_render(shown, lines, start, end, ctx.limits.max_output_chars))
+
+
+def _render(shown: str, lines: list[str], start: int, end: int, cap: int) -> str:
+    total = len(lines)
+    out: list[str] = []
+    used = 0
+    last = start - 1
+    for number in range(start, end + 1):
+        line = lines[number - 1]
+        if used + len(line) + 1 > cap:
+            if not out:  # one line longer than the whole cap
+                out.append(line[:cap])
+                out.append(
+                    f"[Line {number:,} is {len(line):,} characters; only the first "
+                    f"{cap:,} are shown.]"
+                )
+                last = number
+            break
+        out.append(line)
+        used += len(line) + 1
+        last = number
+    whole = start == 1 and last == total
+    header = (
+        f"{shown} ({total:,} lines)"
+        if whole
+        else (f"{shown} (lines {start:,}-{last:,} of {total:,})")
+    )
+    body = "\n".join(out)
+    if last < end:
+        body += (
+            f"\n[Truncated: showing lines {start:,}-{last:,} of {total:,}. To read more, call "
+            f"read_file with path={shown!r}, start_line={last + 1}"
+            f"{f', end_line={end}' if end < total else ''}.]"
+        )
+    elif last < total and not whole:
+        body += f"\n[{total - last:,} more lines after line {last:,}.]"
+    return f"{header}\n{body}"

@@ -1,0 +1,51 @@
+"""Reading files as text: binary and non-UTF-8 files are reported, never dumped."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+#: How much of a file is sniffed for NUL bytes to call it binary.
+SNIFF_BYTES = 8192
+
+
+class NotTextError(ValueError):
+    """The file is binary or not UTF-8 (the message says which, for the model)."""
+
+
+def read_text(path: Path, shown_as: str, *, max_bytes: int) -> str:
+    """The whole file as text (UTF-8, a BOM dropped, newlines as they are)."""
+    size = path.stat().st_size
+    if size > max_bytes:
+        raise NotTextError(
+            f"{shown_as} is {size:,} bytes, more than the {max_bytes:,} the tools read; "
+            "use grep to find the lines you need."
+        )
+    data = path.read_bytes()
+    return decode_text(data, shown_as)
+
+
+def decode_text(data: bytes, shown_as: str) -> str:
+    if b"\x00" in data[:SNIFF_BYTES]:
+        raise NotTextError(
+            f"{shown_as} is a binary file ({len(data):,} bytes); its contents are not shown."
+        )
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise NotTextError(
+            f"{shown_as} is not UTF-8 text (byte 0x{data[exc.start]:02x} at offset "
+            f"{exc.start:,}); its contents are not shown."
+        ) from None
+    return text.removeprefix("\ufeff")
+
+
+def looks_binary(path: Path) -> bool:
+    """Cheap check used by grep: a NUL byte in the first few kilobytes."""
+    with path.open("rb") as fh:
+        return b"\x00" in fh.read(SNIFF_BYTES)
+
+
+def clip_line(line: str, limit: int) -> str:
+    if len(line) <= limit:
+        return line
+    return line[:limit] + f" [... {len(line) - limit:,} more characters]"

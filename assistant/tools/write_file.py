@@ -1,0 +1,77 @@
+"""write_file: create or overwrite a text file in the workspace (needs approval)."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from pathlib import Path
+from typing import ClassVar
+
+from pydantic import Field
+
+from assistant.tools.base import Tool, ToolArgs, ToolContext, ToolResult
+
+PREVIEW_CHARS = 2_000
+
+
+class WriteFileArgs(ToolArgs):
+    aliases: ClassVar[dict[str, str]] = {
+        "file_path": "path",
+        "filename": "path",
+        "file": "path",
+        "text": "content",
+        "contents": "content",
+        "data": "content",
+    }
+
+    path: str = Field(description="File path relative to the workspace.")
+    content: str = Field(description="The complete new content of the file.")
+
+
+class WriteFileTool(Tool[WriteFileArgs]):
+    name = "write_file"
+    description = "Create a text file in the workspace, or replace all of its content."
+    args_model = WriteFileArgs
+    needs_approval = True
+
+    def run(self, args: WriteFileArgs, ctx: ToolContext) -> ToolResult:
+        if len(args.content) > ctx.limits.max_write_chars:
+            return ToolResult.error(
+                f"The content is {len(args.content):,} characters; at most "
+                f"{ctx.limits.max_write_chars:,} can be written at once."
+            )
+        path = ctx.workspace.resolve(args.path, kind="file", must_exist=False)
+        shown = ctx.workspace.display(path)
+        existed = path.exists()
+        path.parent.mkdir(parents=True, exist_ok=True)  # inside the root: path was checked
+        write_atomically(path, args.content)
+        lines = args.content.count("\n") + (0 if args.content.endswith("\n") else 1)
+        if not args.content:
+            lines = 0
+        verb = "Overwrote" if existed else "Created"
+        return ToolResult(f"{verb} {shown} ({lines:,} lines, {len(args.content):,} characters).")
+
+    def describe(self, args: WriteFileArgs, ctx: ToolContext) -> str:
+        return f"Write {len(args.content):,} characters to {args.path}"
+
+    def preview(self, args: WriteFileArgs, ctx: ToolContext) -> str:
+        if len(args.content) <= PREVIEW_CHARS:
+            return args.content
+        return args.content[:PREVIEW_CHARS] + f"\n[... {len(args.content) - PREVIEW_CHARS:,} more]"
+
+
+def write_atomically(path: Path, text: str) -> None:
+    """Write to a temporary file beside ``path`` and rename it over (no half-written file)."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        with tmp.open("w", encoding="utf-8", newline="") as fh:
+            fh.write(text)
+            fh.flush()
+            os.fsync(fh.fileno())
+        if path.exists():
+            with contextlib.suppress(OSError):
+                os.chmod(tmp, path.stat().st_mode & 0o7777)
+        os.replace(tmp, path)
+    finally:
+        if tmp.exists():
+            tmp.unlink()

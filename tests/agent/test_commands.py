@@ -1,0 +1,102 @@
+"""The input parser shared by the window and the terminal chat."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from assistant.agent.commands import (
+    HELP_TEXT,
+    AppCommand,
+    ChatInput,
+    CommandError,
+    ToolCommand,
+    parse_input,
+)
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("hello", ChatInput("hello")),
+        ("/read notes.txt", ToolCommand("read_file", {"path": "notes.txt"}, "/read notes.txt")),
+        (
+            "/read my notes.txt 3-9",
+            ToolCommand(
+                "read_file",
+                {"path": "my notes.txt", "start_line": 3, "end_line": 9},
+                "/read my notes.txt 3-9",
+            ),
+        ),
+        (
+            "/read a.txt 12",
+            ToolCommand("read_file", {"path": "a.txt", "start_line": 12}, "/read a.txt 12"),
+        ),
+        (
+            '/read "with space.txt"',
+            ToolCommand("read_file", {"path": "with space.txt"}, '/read "with space.txt"'),
+        ),
+        ("/ls", ToolCommand("list_dir", {"path": "."}, "/ls")),
+        ("/ls docs", ToolCommand("list_dir", {"path": "docs"}, "/ls docs")),
+        ("/find *.md", ToolCommand("find_files", {"pattern": "*.md"}, "/find *.md")),
+        ("/grep TODO", ToolCommand("grep", {"pattern": "TODO"}, "/grep TODO")),
+        (
+            '/grep "a b" src',
+            ToolCommand("grep", {"pattern": "a b", "path": "src"}, '/grep "a b" src'),
+        ),
+        ("!ls -la", ToolCommand("run_command", {"command": "ls -la"}, "!ls -la")),
+        ("/help", AppCommand("help")),
+        ("/clear", AppCommand("clear")),
+        ("/compact", AppCommand("compact")),
+        ("/compact keep the dates", AppCommand("compact", "keep the dates")),
+        ("/model", AppCommand("model")),
+        ("/mode standard", AppCommand("mode", "standard")),
+        ("/resume abc123", AppCommand("resume", "abc123")),
+        ("/export chat.md", AppCommand("export", "chat.md")),
+        ("/HELP", AppCommand("help")),
+        ("/etc/hosts is odd", ChatInput("/etc/hosts is odd")),
+        ("//read this literally", ChatInput("/read this literally")),
+        ("/ nothing", ChatInput("/ nothing")),
+    ],
+)
+def test_parse(text: str, expected: object) -> None:
+    assert parse_input(text) == expected
+
+
+@pytest.mark.parametrize(
+    "text", ["/read", "/find", "/grep", "!", "!   ", '/grep "open', "/grep a b c"]
+)
+def test_usage_errors(text: str) -> None:
+    result = parse_input(text)
+    assert isinstance(result, CommandError)
+    assert "Usage" in result.message
+
+
+def test_unknown_command() -> None:
+    result = parse_input("/bogus x")
+    assert isinstance(result, CommandError) and "/help" in result.message
+
+
+def test_help_lists_every_command() -> None:
+    for word in (
+        "/read",
+        "/ls",
+        "/find",
+        "/grep",
+        "!COMMAND",
+        "/compact",
+        "/clear",
+        "/model",
+        "/mode",
+        "/resume",
+        "/export",
+        "/help",
+    ):
+        assert word in HELP_TEXT
+
+
+@given(st.text())
+def test_never_raises(text: str) -> None:
+    result = parse_input(text)
+    assert isinstance(result, ChatInput | ToolCommand | AppCommand | CommandError)

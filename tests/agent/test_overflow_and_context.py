@@ -1,0 +1,174 @@
+"""Overflow retry, context events and /compact, with a stand-in controller."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any
+
+from assistant.agent.events import ContextChanged, ContextUsage, Notice, TurnFinished
+from assistant.agent.loop import OVERFLOW_FAILED, OVERFLOW_NO_COMPACT
+from assistant.compaction.controller import ContextTooLargeError, PreparedRequest
+from assistant.compaction.events import ContextEvent, PruneEvent
+from assistant.config import Settings
+from assistant.conversation import CompactionRecord, Conversation
+from assistant.llm.base import CancelToken, ContextOverflowError, StreamEvent
+from assistant.llm.fake import ScriptedBackend
+
+from .conftest import Harness
+
+
+class OverflowingBackend(ScriptedBackend):
+    """Raises ContextOverflowError on the first ``overflows`` calls."""
+
+    overflows: int = 0
+
+    def generate(self, messages: Any, **kw: Any) -> Iterator[StreamEvent]:
+        if self.overflows > 0:
+            self.overflows -= 1
+            raise ContextOverflowError(20_000, self.window)
+        return super().generate(messages, **kw)
+
+
+class StubController:
+    """Prepares plain requests; handle_overflow succeeds or fails as told."""
+
+    def __init__(self, backend: ScriptedBackend, *, overflow_ok: bool = True) -> None:
+        self.backend = backend
+        self.overflow_ok = overflow_ok
+        self.on_event: Callable[[ContextEvent], None] | None = None
+        self.prepared = 0
+        self.overflow_calls = 0
+        self.compact_calls: list[tuple[str, str | None]] = []
+        self.emit_on_prepare: ContextEvent | None = None
+
+    def _request(self, conv: Conversation, system_prompt: str, tools: Any) -> PreparedRequest:
+        msgs = [{"role": "system", "content": system_prompt}]
+        msgs += [m.to_openai() for m in conv.kept_messages()]
+        n = self.backend.count_prompt(msgs, tools)
+        return PreparedRequest(messages=msgs, prompt_tokens=n, window=8192)
+
+    def prepare(
+        self,
+        conv: Conversation,
+        *,
+        system_prompt: str,
+        tools: Sequence[dict[str, Any]] | None = None,
+        cancel: CancelToken | None = None,
+    ) -> PreparedRequest:
+        self.prepared += 1
+        if self.emit_on_prepare is not None and self.on_event is not None:
+            self.on_event(self.emit_on_prepare)
+        return self._request(conv, system_prompt, tools)
+
+    def compact(
+        self,
+        conv: Conversation,
+        *,
+        system_prompt: str,
+        reason: Any,
+        focus: str | None = None,
+        tools: Sequence[dict[str, Any]] | None = None,
+        cancel: CancelToken | None = None,
+    ) -> CompactionRecord | None:
+        self.compact_calls.append((reason, focus))
+        return None
+
+    def handle_overflow(
+        self,
+        conv: Conversation,
+        *,
+        system_prompt: str,
+        tools: Sequence[dict[str, Any]] | None = None,
+        cancel: CancelToken | None = None,
+    ) -> PreparedRequest:
+        self.overflow_calls += 1
+        if not self.overflow_ok:
+            raise ContextTooLargeError("the summary did not make the prompt smaller")
+        return self._request(conv, system_prompt, tools)
+
+
+def _make(settings: Settings, overflows: int, *, ok: bool = True) -> tuple[Harness, Any, Any]:
+    backend = OverflowingBackend(["Answer after compaction."])
+    backend.overflows = overflows
+    controller = StubController(backend, overflow_ok=ok)
+    return Harness(settings, backend=backend, controller=controller), backend, controller
+
+
+def test_overflow_compacts_and_retries_once(settings: Settings) -> None:
+    h, _backend, controller = _make(settings, overflows=1)
+    h.say("big question")
+    assert controller.overflow_calls == 1
+    assert controller.prepared == 1  # the retry uses handle_overflow's request
+    assert h.roles() == ["user", "assistant"]
+    assert h.conv.messages[1].content == "Answer after compaction."
+    assert len(h.events.of(ContextUsage)) == 2
+    assert h.events.of(TurnFinished) == [TurnFinished()]
+
+
+def test_second_overflow_is_a_clear_error_and_keeps_the_message(settings: Settings) -> None:
+    h, _backend, controller = _make(settings, overflows=2)
+    h.say("big question")
+    assert controller.overflow_calls == 1
+    assert h.roles() == ["user"]
+    assert h.conv.messages[0].content == "big question"
+    errors = [n.text for n in h.events.of(Notice) if n.level == "error"]
+    assert errors == [OVERFLOW_FAILED]
+    assert h.events.of(TurnFinished) == [TurnFinished(error=OVERFLOW_FAILED)]
+
+
+def test_failed_compaction_is_the_same_error(settings: Settings) -> None:
+    h, _backend, controller = _make(settings, overflows=1, ok=False)
+    h.say("big question")
+    assert controller.overflow_calls == 1
+    assert [n.text for n in h.events.of(Notice)] == [OVERFLOW_FAILED]
+    assert h.roles() == ["user"]
+
+
+def test_overflow_switch_off_does_not_compact(settings: Settings) -> None:
+    settings.compaction.compact_on_overflow = False
+    h, _backend, controller = _make(settings, overflows=1)
+    h.say("big question")
+    assert controller.overflow_calls == 0
+    assert [n.text for n in h.events.of(Notice)] == [OVERFLOW_NO_COMPACT]
+
+
+def test_controller_events_are_forwarded_and_chained(settings: Settings) -> None:
+    backend = ScriptedBackend(["ok"])
+    controller = StubController(backend)
+    seen: list[ContextEvent] = []
+    controller.on_event = seen.append
+    event = PruneEvent(("m1",), 1234)
+    controller.emit_on_prepare = event
+    h = Harness(settings, backend=backend, controller=controller)
+    h.say("hi")
+    assert seen == [event]
+    assert h.events.of(ContextChanged) == [ContextChanged(event)]
+    # A new Agent on the same controller replaces the old one instead of stacking.
+    again = Harness(settings, backend=backend, controller=controller)
+    backend.enqueue("ok")
+    again.say("hi")
+    assert seen == [event, event]
+    assert len(h.events.of(ContextChanged)) == 1
+    assert again.events.of(ContextChanged) == [ContextChanged(event)]
+
+
+def test_compact_command_goes_to_the_controller(settings: Settings) -> None:
+    backend = ScriptedBackend()
+    controller = StubController(backend)
+    h = Harness(settings, backend=backend, controller=controller)
+    assert h.say("/compact keep the numbers") is None
+    assert controller.compact_calls == [("manual", "keep the numbers")]
+    assert any("Nothing to compact" in n.text for n in h.events.of(Notice))
+    assert h.events.of(TurnFinished) == [TurnFinished()]
+    assert not backend.calls
+
+
+def test_real_controller_overflow_with_nothing_to_summarize(settings: Settings) -> None:
+    """The real controller refuses (nothing older to summarize): a clear error, no loop."""
+    backend = OverflowingBackend(["never"])
+    backend.overflows = 5
+    h = Harness(settings, backend=backend)
+    h.say("hello")
+    assert [n.text for n in h.events.of(Notice) if n.level == "error"] == [OVERFLOW_FAILED]
+    assert h.roles() == ["user"]
+    assert backend.overflows == 4  # exactly one model call
