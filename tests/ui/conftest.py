@@ -46,13 +46,13 @@ class Harness:
         self.qtbot.keyClicks(self.window.input, text)
         self.qtbot.keyClick(self.window.input, Qt.Key.Key_Return)
 
-    def wait_idle(self, timeout: int = 10_000) -> None:
+    def wait_idle(self, timeout: int = 30_000) -> None:
         self.qtbot.waitUntil(
             lambda: not self.controller.busy and not self.controller.queue, timeout=timeout
         )
         self.window.bridge.flush()
 
-    def wait_ready(self, timeout: int = 10_000) -> None:
+    def wait_ready(self, timeout: int = 30_000) -> None:
         self.qtbot.waitUntil(lambda: self.controller.ready, timeout=timeout)
 
 

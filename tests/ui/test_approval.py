@@ -75,7 +75,7 @@ def test_model_write_is_allowed_through_the_dialog(make_window, tmp_path: Path) 
     h = make_window(backend=backend, settings=Settings(workspace=str(tmp_path / "ws")))
     approver = h.controller.approver
     h.type_and_send("Create hello.txt")
-    h.qtbot.waitUntil(lambda: bool(approver.open_dialogs), timeout=5000)
+    h.qtbot.waitUntil(lambda: bool(approver.open_dialogs), timeout=20_000)
     dialog = approver.open_dialogs[0]
     assert "hello.txt" in dialog.summary.text() + dialog.preview.toPlainText()
     h.qtbot.mouseClick(dialog.once_button, Qt.MouseButton.LeftButton)
@@ -89,7 +89,7 @@ def test_model_write_is_denied_through_the_dialog(make_window, tmp_path: Path) -
     h = make_window(backend=backend, settings=Settings(workspace=str(tmp_path / "ws")))
     approver = h.controller.approver
     h.type_and_send("Create hello.txt")
-    h.qtbot.waitUntil(lambda: bool(approver.open_dialogs), timeout=5000)
+    h.qtbot.waitUntil(lambda: bool(approver.open_dialogs), timeout=20_000)
     h.qtbot.mouseClick(approver.open_dialogs[0].deny_button, Qt.MouseButton.LeftButton)
     h.wait_idle()
     assert not (tmp_path / "ws" / "hello.txt").exists()
@@ -104,7 +104,7 @@ def test_stop_while_asking_closes_the_dialog(make_window, tmp_path: Path) -> Non
     h = make_window(backend=backend, settings=Settings(workspace=str(tmp_path / "ws")))
     approver = h.controller.approver
     h.type_and_send("Create hello.txt")
-    h.qtbot.waitUntil(lambda: bool(approver.open_dialogs), timeout=5000)
+    h.qtbot.waitUntil(lambda: bool(approver.open_dialogs), timeout=20_000)
     h.window.escape()
     h.wait_idle()
     h.qtbot.waitUntil(lambda: not approver.open_dialogs)

@@ -13,7 +13,7 @@ def test_type_message_and_see_streamed_reply(make_window) -> None:
     h = make_window(backend=backend)
     h.type_and_send("Hi")
     assert h.window.input.toPlainText() == ""
-    h.qtbot.waitUntil(lambda: h.window.chat_view.streaming is not None, timeout=5000)
+    h.qtbot.waitUntil(lambda: h.window.chat_view.streaming is not None, timeout=20_000)
     h.wait_idle()
     widgets = [w for w in h.window.chat_view.entries() if isinstance(w, MessageWidget)]
     assert [w.message.role for w in widgets] == ["user", "assistant"]
@@ -28,7 +28,7 @@ def test_stop_with_escape_mid_reply(make_window) -> None:
     backend = ScriptedBackend([" ".join(["word"] * 400)], delay_per_token=0.02)
     h = make_window(backend=backend)
     h.type_and_send("Write a lot")
-    h.qtbot.waitUntil(lambda: len(h.window.chat_view.streaming_text) > 20, timeout=5000)
+    h.qtbot.waitUntil(lambda: len(h.window.chat_view.streaming_text) > 20, timeout=20_000)
     assert h.window.send_button.text() == "Stop"
     h.qtbot.keyClick(h.window.input, Qt.Key.Key_Escape)
     h.wait_idle()
@@ -69,7 +69,7 @@ def test_enter_sends_can_be_turned_off(make_window) -> None:
 def test_stop_button_stops_the_reply(make_window) -> None:
     h = make_window(backend=ScriptedBackend([" ".join(["x"] * 300)], delay_per_token=0.02))
     h.type_and_send("go")
-    h.qtbot.waitUntil(lambda: bool(h.window.chat_view.streaming_text), timeout=5000)
+    h.qtbot.waitUntil(lambda: bool(h.window.chat_view.streaming_text), timeout=20_000)
     h.qtbot.mouseClick(h.window.send_button, Qt.MouseButton.LeftButton)
     h.wait_idle()
     assert h.controller.conversation.messages[-1].stopped

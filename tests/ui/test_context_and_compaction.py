@@ -161,12 +161,12 @@ def test_escape_cancels_compaction_and_queued_message_is_sent_after(make_window)
     backend.delay_per_token = 0.05
     backend.enqueue("## Goal\n" + "summary words " * 200)
     h.type_and_send("/compact")
-    h.qtbot.waitUntil(lambda: h.window.status_strip.isVisible(), timeout=5000)
+    h.qtbot.waitUntil(lambda: h.window.status_strip.isVisible(), timeout=20_000)
     backend.enqueue("Answer after compaction.")
     h.type_and_send("queued while compacting")
     assert h.controller.queue == ["queued while compacting"]
     h.qtbot.keyClick(h.window.input, Qt.Key.Key_Escape)
-    h.qtbot.waitUntil(lambda: not h.window.status_strip.isVisible(), timeout=5000)
+    h.qtbot.waitUntil(lambda: not h.window.status_strip.isVisible(), timeout=20_000)
     backend.delay_per_token = 0.0
     h.wait_idle()
     assert h.controller.conversation.compactions == []
