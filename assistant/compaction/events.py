@@ -1,4 +1,7 @@
-"""Events the context controller reports (for the UI, the CLI and the logs)."""
+"""Events the context controller reports (for the UI, the CLI and the logs).
+
+Fields added after the first version have defaults, so older constructors keep working.
+"""
 
 from __future__ import annotations
 
@@ -18,22 +21,32 @@ class PruneEvent:
 class CompactionStarted:
     reason: Literal["threshold", "overflow", "manual"]
     tokens_before: int
+    #: Messages that will be summarized.
+    messages: int = 0
 
 
 @dataclass(frozen=True)
 class CompactionFinished:
     record: CompactionRecord
 
+    @property
+    def tokens_reclaimed(self) -> int:
+        return self.record.tokens_before - self.record.tokens_after
+
 
 @dataclass(frozen=True)
 class CompactionFailed:
     reason: Literal["threshold", "overflow", "manual"]
     error: str
+    tokens_before: int = 0
 
 
 @dataclass(frozen=True)
 class CompactionCancelled:
     reason: Literal["threshold", "overflow", "manual"]
+    tokens_before: int = 0
 
 
-ContextEvent = PruneEvent | CompactionStarted | CompactionFinished | CompactionFailed | CompactionCancelled
+ContextEvent = (
+    PruneEvent | CompactionStarted | CompactionFinished | CompactionFailed | CompactionCancelled
+)

@@ -1,0 +1,228 @@
+"""Mechanical state (appended by code to every summary) and the extractive fallback summary.
+
+The model may forget things; code does not. Every summary ends with a verbatim record built
+from the messages themselves:
+
+* **Files** read and modified (cumulative, from tool calls: :mod:`.file_tracking`);
+* **User constraints**: every sentence of a user message that states a rule or preference
+  (must, never, always, do not, only, prefer, ...), verbatim, oldest first;
+* **User messages**: the user's own messages, verbatim, newest first within a budget; older
+  ones are truncated with a marker;
+* **Last user request**, verbatim (truncated with a marker only if it alone is too large).
+
+:func:`extractive_summary` is the deterministic summary used when the model's summaries are
+rejected twice; it fills the required sections from the same data.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+from assistant.compaction.file_tracking import FileOps
+from assistant.compaction.prompts import MECHANICAL_MARKER, SUMMARY_HEADER
+from assistant.compaction.serialize import format_call
+from assistant.compaction.tokens import truncate_to_tokens
+from assistant.conversation import Message
+
+Count = Callable[[str], int]
+
+_CONSTRAINT = re.compile(
+    r"\b(must|mustn'?t|never|always|do not|don'?t|only|avoid|prefer\w*|make sure|remember|"
+    r"require[sd]?|required|should(?:n'?t)?|no more than|at most|at least|keep|constraint)\b",
+    re.IGNORECASE,
+)
+_SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
+MAX_CONSTRAINT_CHARS = 300
+TRUNC = " [...truncated]"
+
+
+def constraint_sentences(text: str) -> list[str]:
+    """Sentences of ``text`` that state a rule or preference, verbatim."""
+    out: list[str] = []
+    for raw in _SENTENCE.split(text):
+        sentence = raw.strip(" -*\t")
+        if len(sentence) < 4 or not _CONSTRAINT.search(sentence):
+            continue
+        if len(sentence) > MAX_CONSTRAINT_CHARS:
+            sentence = sentence[:MAX_CONSTRAINT_CHARS].rstrip() + TRUNC
+        out.append(sentence)
+    return out
+
+
+@dataclass
+class MechanicalState:
+    files: FileOps = field(default_factory=FileOps)
+    constraints: list[str] = field(default_factory=list)
+    #: The user's messages in the summarized part, oldest first.
+    user_messages: list[str] = field(default_factory=list)
+    #: The newest user message, when it is not visible verbatim after the summary.
+    last_request: str | None = None
+    first_request: str | None = None
+
+
+def collect_state(
+    summarized: Sequence[Message], files: FileOps, *, last_request_visible: bool
+) -> MechanicalState:
+    """State from every message covered by the summary (all of them, not only new ones)."""
+    users = [m.content.strip() for m in summarized if m.role == "user" and m.content.strip()]
+    constraints: list[str] = []
+    for text in users:
+        for sentence in constraint_sentences(text):
+            if sentence not in constraints:
+                constraints.append(sentence)
+    last = None if last_request_visible or not users else users[-1]
+    older = users[:-1] if last is not None else users
+    return MechanicalState(
+        files=files,
+        constraints=constraints,
+        user_messages=older,
+        last_request=last,
+        first_request=users[0] if users else None,
+    )
+
+
+def _bullets(items: Sequence[str], budget: int, count: Count, *, newest_first: bool) -> str:
+    """Bullets within ``budget`` tokens; what does not fit is truncated, then omitted."""
+    lines = ["- " + item.replace("\n", " ") for item in items]
+    if not lines:
+        return ""
+    if sum(count(line) + 1 for line in lines) <= budget:
+        return "\n".join(lines)
+    order = list(reversed(lines)) if newest_first else list(lines)
+    room = budget - 12  # room left for the omission marker
+    chosen: list[str] = []
+    used = 0
+    for line in order:
+        size = count(line) + 1
+        if used + size <= room:
+            chosen.append(line)
+            used += size
+            continue
+        if room - used >= 16:
+            cut = truncate_to_tokens(line, room - used - 1, count, TRUNC)
+            if cut:
+                chosen.append(cut)
+        break
+    omitted = len(lines) - len(chosen)
+    if newest_first:
+        chosen.reverse()
+        chosen.insert(0, f"- [{omitted} older omitted]")
+    else:
+        chosen.append(f"- [{omitted} more omitted]")
+    return "\n".join(chosen)
+
+
+def _path_list(label: str, paths: Sequence[str], budget: int, count: Count) -> str:
+    """``label: ...`` within ``budget`` tokens; when cut, the oldest and newest are kept."""
+    line = f"{label}: " + ", ".join(paths)
+    if count(line) <= budget:
+        return line
+    keep = len(paths)
+    while keep > 1:
+        keep -= 1
+        head, tail = paths[: (keep + 1) // 2], paths[len(paths) - keep // 2 :]
+        omitted = f"[... {len(paths) - keep} omitted ...]"
+        line = f"{label}: {', '.join(head)} {omitted} {', '.join(tail)}"
+        if count(line) <= budget:
+            return line
+    return f"{label}: [{len(paths)} files]"
+
+
+def render_mechanical(state: MechanicalState, budget: int, count: Count) -> str:
+    """The verbatim record appended to a summary, at most about ``budget`` tokens.
+
+    Priorities: constraints, files, the last request, then the other user messages.
+    """
+    if budget <= 0:
+        return ""
+    sections: list[str] = []
+    left = budget
+    if state.constraints:
+        body = _bullets(state.constraints, int(budget * 0.35), count, newest_first=False)
+        sections.append("## User constraints (verbatim)\n" + body)
+        left -= count(sections[-1]) + 2
+    files = state.files
+    if files.read or files.modified:
+        cap = max(min(int(budget * 0.5), left - 8), 0)
+        lines = ["## Files"]
+        if files.modified:
+            lines.append(_path_list("Modified", files.modified, cap // 2, count))
+        if files.read:
+            lines.append(_path_list("Read", files.read, cap - count("\n".join(lines)), count))
+        sections.append("\n".join(lines))
+        left -= count(sections[-1]) + 2
+    if state.last_request and left > 16:
+        cap = max(min(int(budget * 0.25), left - 12), 8)
+        text = truncate_to_tokens(state.last_request, cap, count, TRUNC)
+        sections.append("## Last user request (verbatim)\n" + text)
+        left -= count(sections[-1]) + 2
+    if state.user_messages and left > 24:
+        body = _bullets(state.user_messages, left - 12, count, newest_first=True)
+        if body.count("\n- ") or not body.startswith("- ["):  # not only an omission marker
+            sections.append("## Earlier user messages (verbatim, oldest first)\n" + body)
+    return "\n\n".join(sections)
+
+
+def compose_summary(model_part: str, mechanical: str) -> str:
+    """The injected text: header, the summary proper, then the verbatim record."""
+    text = f"{SUMMARY_HEADER}\n\n{model_part.strip()}"
+    if mechanical:
+        text += MECHANICAL_MARKER + mechanical
+    return text
+
+
+def model_part(summary: str) -> str:
+    """The summary proper of a stored summary (header and verbatim record removed)."""
+    body = summary.split(MECHANICAL_MARKER, 1)[0]
+    if body.startswith(SUMMARY_HEADER):
+        body = body[len(SUMMARY_HEADER) :]
+    return body.strip()
+
+
+def extractive_summary(
+    summarized: Sequence[Message],
+    state: MechanicalState,
+    *,
+    previous: str | None,
+    budget: int,
+    count: Count,
+) -> str:
+    """A deterministic summary with every required section (no model involved)."""
+    goal = state.first_request or "(no user request in the summarized part)"
+    done: list[str] = []
+    blocked: list[str] = []
+    results = {m.tool_call_id: m for m in summarized if m.role == "tool"}
+    for msg in summarized:
+        for call in msg.tool_calls:
+            res = results.get(call.id)
+            status = "no result" if res is None else ("error" if res.is_error else "ok")
+            done.append(f"{format_call(call)} -> {status}")
+            if res is not None and res.is_error:
+                blocked.append(f"{call.name}: {res.content.strip()[:200]}")
+    replies = [m.content.strip() for m in summarized if m.role == "assistant" and m.content.strip()]
+    current = state.last_request or (state.user_messages[-1] if state.user_messages else "")
+    share = max(budget // 8, 12)
+    parts = [
+        "## Goal\n" + truncate_to_tokens(goal.replace("\n", " "), share, count, TRUNC),
+        "## Constraints & Preferences\n"
+        + ("- listed verbatim below" if state.constraints else "- none stated"),
+        "## Progress\n### Done\n"
+        + (_bullets(done, share * 2, count, newest_first=True) or "- nothing recorded")
+        + "\n### In Progress\n- "
+        + (truncate_to_tokens(current.replace("\n", " "), share, count, TRUNC) or "none")
+        + "\n### Blocked\n"
+        + (_bullets(blocked, share, count, newest_first=True) or "- none"),
+        "## Key Decisions\n- not recorded (extractive summary)",
+        "## Next Steps\n1. Continue with the latest user request.",
+    ]
+    critical: list[str] = []
+    if replies:
+        critical.append("Last assistant reply: " + replies[-1].replace("\n", " "))
+    if previous:
+        critical.append("Earlier summary: " + model_part(previous).replace("\n", " "))
+    used = sum(count(p) + 2 for p in parts) + 8
+    body = _bullets(critical, max(budget - used, 0), count, newest_first=False)
+    parts.append("## Critical Context\n" + (body or "- none"))
+    return "\n\n".join(parts)

@@ -1,0 +1,71 @@
+"""Files read and modified, taken from tool calls (not from the model's summary).
+
+``read_file`` counts as a read, ``write_file`` and ``edit_file`` as modifications (only when
+their result is not an error). ``list_dir``, ``find_files``, ``grep`` and ``run_command`` do
+not read a specific file and are not listed. Calls the user started (``/read``, drag and drop)
+look the same and count the same. The lists are cumulative: each compaction starts from the
+previous record's lists, and a file that was modified is listed only as modified.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+
+from assistant.conversation import Message, ToolCall
+
+READ_TOOLS = frozenset({"read_file"})
+WRITE_TOOLS = frozenset({"write_file", "edit_file"})
+PATH_KEYS = ("path", "file_path", "file", "filename")
+
+
+def call_path(call: ToolCall) -> str | None:
+    for key in PATH_KEYS:
+        value = call.arguments.get(key)
+        if isinstance(value, str) and value.strip():
+            return value.strip()
+    return None
+
+
+def _add(target: list[str], path: str) -> None:
+    if path not in target:
+        target.append(path)
+
+
+@dataclass
+class FileOps:
+    """Ordered, de-duplicated file lists (first seen first)."""
+
+    read: list[str] = field(default_factory=list)
+    modified: list[str] = field(default_factory=list)
+
+    def merge(self, read: Iterable[str], modified: Iterable[str]) -> None:
+        for path in modified:
+            _add(self.modified, path)
+        for path in read:
+            _add(self.read, path)
+
+    def finalized(self) -> FileOps:
+        """Read-only files exclude modified ones."""
+        mod = list(self.modified)
+        return FileOps(read=[p for p in self.read if p not in mod], modified=mod)
+
+
+def extract_file_ops(messages: Sequence[Message], previous: FileOps | None = None) -> FileOps:
+    """File operations in ``messages`` added to ``previous`` (cumulative)."""
+    ops = FileOps()
+    if previous is not None:
+        ops.merge(previous.read, previous.modified)
+    errors = {m.tool_call_id for m in messages if m.role == "tool" and m.is_error}
+    for msg in messages:
+        if msg.role != "assistant":
+            continue
+        for call in msg.tool_calls:
+            path = call_path(call)
+            if path is None or call.id in errors:
+                continue
+            if call.name in READ_TOOLS:
+                _add(ops.read, path)
+            elif call.name in WRITE_TOOLS:
+                _add(ops.modified, path)
+    return ops.finalized()

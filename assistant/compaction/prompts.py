@@ -1,0 +1,125 @@
+"""Prompts of the summarizer and the layout of the injected summary.
+
+The summary has fixed sections (checked by :mod:`assistant.compaction.validate`); the file
+lists, the user's constraints and requests are *not* asked of the model: code appends them
+(see :mod:`assistant.compaction.extractive`) after :data:`MECHANICAL_MARKER`.
+"""
+
+from __future__ import annotations
+
+REQUIRED_SECTIONS: tuple[str, ...] = (
+    "Goal",
+    "Constraints & Preferences",
+    "Progress",
+    "Key Decisions",
+    "Next Steps",
+    "Critical Context",
+)
+
+SUMMARY_HEADER = (
+    "[Context summary] Earlier parts of this conversation were compacted. This summary "
+    "replaces them; the messages after it are verbatim."
+)
+MECHANICAL_MARKER = "\n\n---\n[Recorded by the assistant, verbatim]\n"
+
+SYSTEM = (
+    "You write concise, factual summaries of conversations between a user and an AI "
+    "assistant. You never continue the conversation and never answer its questions. "
+    "You only output the summary in the requested format."
+)
+
+FORMAT = """\
+## Goal
+<what the user is trying to accomplish>
+
+## Constraints & Preferences
+- <each requirement or preference the user stated>
+
+## Progress
+### Done
+- <completed steps, with file paths>
+### In Progress
+- <current work>
+### Blocked
+- <problems, or "none">
+
+## Key Decisions
+- <decision>: <why>
+
+## Next Steps
+1. <what should happen next>
+
+## Critical Context
+- <names, numbers, paths, errors needed to continue>"""
+
+INITIAL = """\
+The text inside <conversation> is a conversation to summarize. Do not continue it and do not \
+answer it.
+
+Write a summary that lets the assistant continue the work without the original messages. \
+Use exactly this format, keeping every heading:
+
+{format}
+{focus}
+Keep every file path, name and number that matters. Be brief: at most {words} words."""
+
+UPDATE = """\
+The text inside <conversation> contains NEW messages of a conversation. The text inside \
+<previous-summary> summarizes what came before them. Do not continue the conversation.
+
+Write one updated summary that merges the new messages into the previous summary:
+- keep all information of the previous summary that is still true;
+- add new progress, decisions and context;
+- move finished items from In Progress to Done;
+- update Next Steps.
+
+Use exactly this format, keeping every heading:
+
+{format}
+{focus}
+Keep every file path, name and number that matters. Be brief: at most {words} words."""
+
+TURN_PREFIX = """\
+The text inside <conversation> is the FIRST PART of one long request; its later part is kept \
+verbatim elsewhere. Do not continue it.
+
+Summarize only what the later part needs: the user's request, what was done so far and \
+results that matter. Use this format, keeping every heading:
+
+{format}
+{focus}
+Be brief: at most {words} words."""
+
+STRICT = """\
+
+IMPORTANT: your previous answer was rejected ({problems}). Output ONLY the summary. Start \
+with the line "## Goal". Include every heading listed above. Do not copy the conversation; \
+describe it in your own short sentences."""
+
+FOCUS = "\nPay special attention to: {focus}\n"
+
+TURN_SEPARATOR = "\n\n---\n\n**Context of the current request (earlier part):**\n\n"
+
+
+def focus_line(focus: str | None) -> str:
+    return FOCUS.format(focus=focus.strip()) if focus and focus.strip() else ""
+
+
+def build_prompt(
+    transcript: str,
+    *,
+    previous: str | None,
+    kind: str,
+    focus: str | None,
+    words: int,
+    problems: str | None = None,
+) -> str:
+    """The user message of one summarizer call (``kind``: initial, update or prefix)."""
+    template = {"initial": INITIAL, "update": UPDATE, "prefix": TURN_PREFIX}[kind]
+    parts = [f"<conversation>\n{transcript}\n</conversation>"]
+    if kind == "update" and previous:
+        parts.append(f"<previous-summary>\n{previous}\n</previous-summary>")
+    parts.append(template.format(format=FORMAT, focus=focus_line(focus), words=max(words, 20)))
+    if problems:
+        parts.append(STRICT.format(problems=problems))
+    return "\n\n".join(parts)

@@ -1,0 +1,119 @@
+"""Layer 1: clear old tool outputs before every model call (lossless).
+
+Rule (OpenCode's prune, with real token counts):
+
+1. Nothing happens while the chat has fewer than :data:`MIN_USER_TURNS` user messages.
+2. Tool results the model still sees are scanned newest to oldest, adding each one's tokens.
+   A result stays while the running total (including it) is at most ``protect``; the first
+   one that pushes the total over ``protect``, and every older one, is a candidate.
+3. Candidates are pruned only when together they free at least ``minimum`` tokens (freed =
+   the segment with the content minus the segment with the placeholder). Batching like this
+   keeps the KV-cache prefix stable between calls.
+
+One deliberate addition: the newest tool result of the current turn (after the last user
+message) is always kept, even when it alone is larger than ``protect``, so the model sees
+the output it just asked for at least once (OpenCode protects whole recent turns for the
+same reason). If that output cannot fit at all, compaction deals with it.
+
+Only ``role == "tool"`` messages are ever touched; already pruned ones are skipped (they
+count their placeholder towards ``protect``), so running it twice changes nothing. The
+caller applies the plan with ``Conversation.mark_pruned``: the original content stays in
+the message and on disk, the model sees :data:`~assistant.conversation.PRUNED_PLACEHOLDER`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from assistant.compaction.tokens import TokenCounter
+from assistant.conversation import Message
+
+MIN_USER_TURNS = 2
+
+
+@dataclass(frozen=True)
+class PrunePlan:
+    """Which tool results to clear and how many prompt tokens that frees."""
+
+    message_ids: tuple[str, ...] = ()
+    tokens_freed: int = 0
+    #: Candidates found, even when they did not reach ``minimum`` (for logs and tests).
+    candidate_tokens: int = 0
+    reason: str = ""
+    protected_ids: tuple[str, ...] = field(default=())
+
+    @property
+    def applies(self) -> bool:
+        return bool(self.message_ids)
+
+
+def count_user_turns(messages: Sequence[Message]) -> int:
+    return sum(1 for m in messages if m.role == "user")
+
+
+def current_turn_result(visible: Sequence[Message]) -> str | None:
+    """Id of the newest tool result after the last user message, if any."""
+    for msg in reversed(visible):
+        if msg.role == "user":
+            return None
+        if msg.role == "tool":
+            return msg.id
+    return None
+
+
+def plan_prune(
+    visible: Sequence[Message],
+    counter: TokenCounter,
+    *,
+    protect: int,
+    minimum: int,
+    user_turns: int | None = None,
+) -> PrunePlan:
+    """Decide what to prune among ``visible`` (the messages the model would see).
+
+    ``user_turns`` is the number of user messages in the whole chat (defaults to those in
+    ``visible``); summarized ones still count as turns.
+    """
+    turns = count_user_turns(visible) if user_turns is None else user_turns
+    if turns < MIN_USER_TURNS:
+        return PrunePlan(reason=f"only {turns} user turn(s)")
+    total = 0
+    protected: list[str] = []
+    candidates: list[str] = []
+    freed = 0
+    current = current_turn_result(visible)
+    for msg in reversed(visible):
+        if msg.role != "tool":
+            continue
+        if msg.pruned:
+            total += counter.message(msg)
+            continue
+        size = counter.message(msg)
+        total += size
+        if total <= protect or msg.id == current:
+            protected.append(msg.id)
+            continue
+        gain = size - counter.as_pruned(msg)
+        if gain <= 0:
+            continue
+        candidates.append(msg.id)
+        freed += gain
+    if not candidates:
+        return PrunePlan(
+            reason="nothing beyond the protected tokens", protected_ids=tuple(protected)
+        )
+    if freed < minimum:
+        return PrunePlan(
+            candidate_tokens=freed,
+            reason=f"would free {freed} < minimum {minimum}",
+            protected_ids=tuple(protected),
+        )
+    candidates.reverse()  # oldest first, the order they appear in the chat
+    return PrunePlan(
+        message_ids=tuple(candidates),
+        tokens_freed=freed,
+        candidate_tokens=freed,
+        reason="pruned",
+        protected_ids=tuple(protected),
+    )

@@ -1,0 +1,292 @@
+"""Summaries written by the loaded model, with bounded input, validation and a fallback.
+
+:class:`ModelSummarizer` serializes the span to text (:mod:`.serialize`) and asks the same
+model for a structured summary (:mod:`.prompts`); with a previous summary it asks for an
+update that merges the new messages in. Input is bounded: when the transcript does not fit
+the model's window (minus the reply budget and the prompt's own overhead) it is cut into
+chunks that each fit; the first chunk is summarized and each next chunk is merged into the
+running summary with the update prompt. The reply is bounded by ``max_tokens`` (the
+summary budget). Each summary is validated (:mod:`.validate`); a rejected one is retried
+once with a stricter prompt, then the deterministic :func:`.extractive.extractive_summary`
+is used instead. A split turn's prefix is summarized by its own call and appended.
+
+KV cache note. Summarizing "on top of the cached prefix" (appending a "summarize the above"
+request to the chat prompt llama.cpp already holds) would reuse the cached tokens, but it
+shows the model a live chat it tends to continue, cannot drop the pruned/kept parts, and
+needs the whole prompt to fit anyway. This module uses the text approach: the span is
+re-evaluated as one labelled transcript in a fresh prompt, so every summarizer prompt token
+is prefilled (``GenerationResult.prompt_evaluated``, reported in
+:attr:`SummaryOutcome.prompt_evaluated`); ``measure.summary_prefill`` records it.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Literal, Protocol
+
+from assistant.compaction import prompts
+from assistant.compaction.extractive import MechanicalState, extractive_summary
+from assistant.compaction.serialize import serialize_message
+from assistant.compaction.tokens import TokenCounter, truncate_to_tokens
+from assistant.compaction.validate import validate_summary
+from assistant.conversation import Message
+from assistant.llm.base import CancelToken, LLMBackend
+
+log = logging.getLogger("assistant.compaction")
+
+SummaryKind = Literal["model", "extractive", "hook"]
+#: Tokens kept free in every summarizer prompt for template quirks.
+MARGIN = 32
+#: Re-tokenizing a reply can differ from the generated tokens by a few.
+BUDGET_TOLERANCE = 8
+#: Words asked for per token of budget (a token is about three quarters of a word).
+WORDS_PER_TOKEN = 0.6
+
+
+class SummaryCancelled(Exception):
+    """The user cancelled while the summary was being written."""
+
+
+@dataclass(frozen=True)
+class SummaryRequest:
+    history: Sequence[Message]
+    turn_prefix: Sequence[Message]
+    previous: str | None
+    focus: str | None
+    #: Tokens the summary proper may use (the reply's ``max_tokens``).
+    budget: int
+    state: MechanicalState
+    #: The model's context window for the summarizer's own calls.
+    window: int
+
+
+@dataclass
+class SummaryOutcome:
+    text: str
+    kind: SummaryKind
+    calls: int = 0
+    rejected: list[str] = field(default_factory=list)
+    prompt_evaluated: int = 0
+    prompt_reused: int = 0
+
+
+class Summarizer(Protocol):
+    def summarize(self, request: SummaryRequest, cancel: CancelToken | None) -> SummaryOutcome:
+        """Return the summary proper (no header, no verbatim record)."""
+        ...
+
+
+class ExtractiveSummarizer:
+    """No model: the deterministic summary from the mechanical state."""
+
+    def __init__(self, counter: TokenCounter) -> None:
+        self.counter = counter
+
+    def summarize(self, request: SummaryRequest, cancel: CancelToken | None) -> SummaryOutcome:
+        if cancel is not None and cancel.cancelled:
+            raise SummaryCancelled
+        text = extractive_summary(
+            [*request.history, *request.turn_prefix],
+            request.state,
+            previous=request.previous,
+            budget=request.budget,
+            count=self.counter.text,
+        )
+        return SummaryOutcome(text=text, kind="extractive")
+
+
+class _Rejected(Exception):
+    def __init__(self, problems: list[str]) -> None:
+        self.problems = problems
+        super().__init__("; ".join(problems))
+
+
+class ModelSummarizer:
+    """The loaded model writes the summary; see the module docstring."""
+
+    def __init__(
+        self,
+        backend: LLMBackend,
+        counter: TokenCounter | None = None,
+        *,
+        temperature: float = 0.0,
+        tool_chars: int = 500,
+    ) -> None:
+        self.backend = backend
+        self.counter = counter or TokenCounter(backend)
+        self.temperature = temperature
+        self.tool_chars = tool_chars
+
+    # -- public ------------------------------------------------------------------------
+    def summarize(self, request: SummaryRequest, cancel: CancelToken | None) -> SummaryOutcome:
+        out = SummaryOutcome(text="", kind="model")
+        split = bool(request.turn_prefix)
+        has_history = bool(request.history) or bool(request.previous)
+        hist_budget = request.budget
+        if split and has_history:
+            hist_budget = max(int(request.budget * 0.65), 32)
+        prefix_budget = max(request.budget - hist_budget, 32) if has_history else request.budget
+        try:
+            parts: list[str] = []
+            if request.history:
+                kind = "update" if request.previous else "initial"
+                parts.append(
+                    self._span(
+                        request.history, request.previous, kind, hist_budget, request, out,
+                        cancel,
+                    )
+                )
+            elif request.previous:
+                parts.append(truncate_to_tokens(request.previous, hist_budget, self.counter.text))
+            if split:
+                parts.append(
+                    self._span(
+                        request.turn_prefix, None, "prefix", prefix_budget, request, out, cancel
+                    )
+                )
+        except _Rejected as exc:
+            log.warning("model summary rejected twice (%s); using the extractive summary", exc)
+            fallback = ExtractiveSummarizer(self.counter).summarize(request, cancel)
+            fallback.calls, fallback.rejected = out.calls, out.rejected
+            fallback.prompt_evaluated = out.prompt_evaluated
+            fallback.prompt_reused = out.prompt_reused
+            return fallback
+        out.text = prompts.TURN_SEPARATOR.join(p for p in parts if p)
+        return out
+
+    # -- internals ---------------------------------------------------------------------
+    def _span(
+        self,
+        messages: Sequence[Message],
+        previous: str | None,
+        kind: str,
+        budget: int,
+        request: SummaryRequest,
+        out: SummaryOutcome,
+        cancel: CancelToken | None,
+    ) -> str:
+        running = previous
+        for i, chunk in enumerate(self._chunks(messages, kind, budget, request)):
+            this_kind = kind if i == 0 else "update"
+            if this_kind == "initial" and running:
+                this_kind = "update"
+            running = self._validated(chunk, running, this_kind, budget, request, out, cancel)
+        return running or ""
+
+    def _prompt_overhead(self, kind: str, budget: int, request: SummaryRequest) -> int:
+        probe = prompts.build_prompt(
+            "", previous="x", kind=kind, focus=request.focus, words=_words(budget),
+            problems="missing sections: Goal, Constraints & Preferences, Progress, Key "
+            "Decisions, Next Steps, Critical Context; copies the conversation",
+        )
+        base = self.counter.exact(
+            [{"role": "system", "content": prompts.SYSTEM}, {"role": "user", "content": probe}]
+        )
+        return base + budget  # room for a previous summary of up to ``budget`` tokens
+
+    def _chunks(
+        self, messages: Sequence[Message], kind: str, budget: int, request: SummaryRequest
+    ) -> list[str]:
+        limit = request.window - budget - self._prompt_overhead(kind, budget, request) - MARGIN
+        limit = max(limit, 64)
+        chunks: list[str] = []
+        current: list[str] = []
+        used = 0
+        for msg in messages:
+            text = serialize_message(msg, tool_chars=self.tool_chars)
+            size = self.counter.text(text) + 2
+            if size > limit:
+                text = truncate_to_tokens(text, limit - 2, self.counter.text)
+                size = limit
+            if current and used + size > limit:
+                chunks.append("\n\n".join(current))
+                current, used = [], 0
+            current.append(text)
+            used += size
+        if current:
+            chunks.append("\n\n".join(current))
+        return chunks
+
+    def _validated(
+        self,
+        transcript: str,
+        previous: str | None,
+        kind: str,
+        budget: int,
+        request: SummaryRequest,
+        out: SummaryOutcome,
+        cancel: CancelToken | None,
+    ) -> str:
+        problems: list[str] = []
+        for attempt in range(2):
+            content = prompts.build_prompt(
+                transcript,
+                previous=previous,
+                kind=kind,
+                focus=request.focus,
+                words=_words(budget),
+                problems="; ".join(problems) if attempt else None,
+            )
+            text, finish = self._generate(content, budget, out, cancel)
+            source = transcript
+            problems = validate_summary(
+                text,
+                source=source,
+                budget=budget + BUDGET_TOLERANCE,
+                count=self.counter.text,
+                finish_reason=finish,
+            )
+            if not problems:
+                return text.strip()
+            out.rejected.append("; ".join(problems))
+            log.info("summary attempt %d rejected: %s", attempt + 1, "; ".join(problems))
+        raise _Rejected(problems)
+
+    def _generate(
+        self, content: str, budget: int, out: SummaryOutcome, cancel: CancelToken | None
+    ) -> tuple[str, str]:
+        if cancel is not None and cancel.cancelled:
+            raise SummaryCancelled
+        messages = [
+            {"role": "system", "content": prompts.SYSTEM},
+            {"role": "user", "content": content},
+        ]
+        pieces: list[str] = []
+        finish = "stop"
+        out.calls += 1
+        stream = self.backend.generate(
+            messages,
+            max_tokens=budget,
+            temperature=self.temperature,
+            stop=("[User]:",),
+            cancel=cancel,
+        )
+        for event in stream:
+            if event.delta:
+                pieces.append(event.delta)
+                if "\n" in event.delta and _looping("".join(pieces)):
+                    finish = "repetition"  # rejected anyway: do not wait for max_tokens
+                    close = getattr(stream, "close", None)
+                    if close is not None:
+                        close()
+                    break
+            if event.result is not None:
+                finish = event.result.finish_reason
+                out.prompt_evaluated += event.result.prompt_evaluated
+                out.prompt_reused += event.result.prompt_reused
+        if finish == "cancelled" or (cancel is not None and cancel.cancelled):
+            raise SummaryCancelled
+        return "".join(pieces), finish
+
+
+def _looping(text: str) -> bool:
+    """True when a substantial line already appeared three times (a degenerate loop)."""
+    lines = [line.strip() for line in text.splitlines() if len(line.strip()) >= 24]
+    return bool(lines) and Counter(lines).most_common(1)[0][1] >= 3
+
+
+def _words(budget: int) -> int:
+    return int(budget * WORDS_PER_TOKEN)

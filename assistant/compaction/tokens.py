@@ -1,0 +1,213 @@
+"""Token accounting on exactly what the model sees.
+
+Every count goes through the backend's own chat template and tokenizer:
+
+* a message's count is the size of *its rendered segment*: ``count_prompt([anchor, msg])``
+  minus ``count_prompt([anchor])`` (the generation prompt and any BOS cancel out), so template
+  overhead, tool-call arguments written back by the text protocol and the pruned placeholder
+  are all included;
+* the fixed overhead is ``count_prompt([system], tools)``: system prompt, tool schemas (however
+  the template carries them) and the generation prompt;
+* the exact full count (:meth:`TokenCounter.exact`, i.e. ``backend.count_prompt``) remains the
+  authority for the threshold check right before a call.
+
+For ChatML-style templates (SmolLM2, the fallback) ``overhead + sum(segments)`` equals the
+exact count token for token (tests check it). Templates that merge consecutive messages of
+the same role (strict alternation) or inject text depending on position can differ by a few
+tokens per merge; the controller therefore decides with segment sums but re-checks with the
+exact count before every call.
+
+Segment counts are memoized per message, keyed by ``(id, pruned, role, content hash, tool
+calls)``, so a turn costs work proportional to what is new. :class:`CountingBackend` gives
+the same accounting (ChatML + the offline cl100k tokenizer) before any model is loaded; a
+characters-per-token guess is never used.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any
+
+from assistant.conversation import Message
+from assistant.llm.base import (
+    CancelToken,
+    ChatMessages,
+    LLMBackend,
+    LLMError,
+    ModelInfo,
+    StreamEvent,
+)
+from assistant.llm.fallback_tokenizer import Cl100kTokenizer
+from assistant.llm.template import ChatTemplate
+
+_ANCHOR: dict[str, Any] = {"role": "system", "content": "."}
+#: Entries kept before the memo is cleared (a long session has a few thousand messages).
+MEMO_LIMIT = 50_000
+
+MemoKey = tuple[str, bool, str, int, int, tuple[tuple[str, str], ...]]
+
+
+def _memo_key(msg: Message) -> MemoKey:
+    calls = tuple((c.id, c.name) for c in msg.tool_calls)
+    # str hashes are cached by CPython, so this is O(1) after the first call per string.
+    return (msg.id, msg.pruned, msg.role, hash(msg.content), len(msg.content), calls)
+
+
+class TokenCounter:
+    """Memoized per-message token counts through one backend's template and tokenizer."""
+
+    def __init__(self, backend: LLMBackend) -> None:
+        self.backend = backend
+        self._memo: dict[MemoKey, int] = {}
+        self._anchor_tokens: int | None = None
+        self._text_memo: dict[str, int] = {}
+        self.misses = 0
+        self.hits = 0
+
+    # -- single pieces -----------------------------------------------------------------
+    def text(self, text: str) -> int:
+        """Tokens of plain ``text`` (no template), memoized for repeated strings."""
+        got = self._text_memo.get(text)
+        if got is None:
+            got = self.backend.count(text)
+            if len(self._text_memo) > 4_096:
+                self._text_memo.clear()
+            self._text_memo[text] = got
+        return got
+
+    def _anchor(self) -> int:
+        if self._anchor_tokens is None:
+            self._anchor_tokens = self.backend.count_prompt([_ANCHOR])
+        return self._anchor_tokens
+
+    def segment(self, openai_message: dict[str, Any]) -> int:
+        """Tokens one message adds to a prompt (not memoized)."""
+        return self.backend.count_prompt([_ANCHOR, openai_message]) - self._anchor()
+
+    def message(self, msg: Message) -> int:
+        """Tokens ``msg`` adds to the prompt as the model sees it (memoized)."""
+        key = _memo_key(msg)
+        got = self._memo.get(key)
+        if got is not None:
+            self.hits += 1
+            return got
+        self.misses += 1
+        got = self.segment(msg.to_openai())
+        if len(self._memo) >= MEMO_LIMIT:
+            self._memo.clear()
+        self._memo[key] = got
+        return got
+
+    def unpruned(self, msg: Message) -> int:
+        """Tokens of ``msg`` with its full content (what pruning it would free from)."""
+        if not msg.pruned:
+            return self.message(msg)
+        return self.message(msg.model_copy(update={"pruned": False}))
+
+    def as_pruned(self, msg: Message) -> int:
+        """Tokens of ``msg`` if it were pruned (the placeholder instead of the content)."""
+        if msg.pruned:
+            return self.message(msg)
+        return self.message(msg.model_copy(update={"pruned": True}))
+
+    def overhead(self, system_prompt: str, tools: Sequence[dict[str, Any]] | None) -> int:
+        """System prompt + tool schemas + generation prompt."""
+        return self.backend.count_prompt([{"role": "system", "content": system_prompt}], tools)
+
+    # -- whole prompts -----------------------------------------------------------------
+    def estimate(
+        self,
+        system_prompt: str,
+        messages: Sequence[Message],
+        tools: Sequence[dict[str, Any]] | None = None,
+    ) -> int:
+        """Overhead plus memoized segments (exact for ChatML; see the module docstring)."""
+        return self.overhead(system_prompt, tools) + sum(self.message(m) for m in messages)
+
+    def exact(
+        self, messages: ChatMessages, tools: Sequence[dict[str, Any]] | None = None
+    ) -> int:
+        """The authority: the backend's count of the rendered prompt."""
+        return self.backend.count_prompt(messages, tools)
+
+
+def truncate_to_tokens(
+    text: str, limit: int, count: Callable[[str], int], marker: str = " [...truncated]"
+) -> str:
+    """The longest prefix of ``text`` (plus ``marker``) with at most ``limit`` tokens."""
+    if limit <= 0:
+        return ""
+    if count(text) <= limit:
+        return text
+    room = limit - count(marker)
+    if room <= 0:
+        return ""
+    lo, hi = 0, len(text)
+    while lo < hi:  # largest prefix length whose count fits
+        mid = (lo + hi + 1) // 2
+        if count(text[:mid]) <= room:
+            lo = mid
+        else:
+            hi = mid - 1
+    return text[:lo].rstrip() + marker
+
+
+class CountingBackend:
+    """Accounting without a model: the ChatML fallback template and offline cl100k.
+
+    Implements :class:`LLMBackend` so the controller works unchanged before a model is
+    loaded (estimating a saved chat, the replay tool's ``extractive`` mode). ``generate``
+    raises: a summary then has to come from the extractive summarizer.
+    """
+
+    name = "cl100k (fallback)"
+
+    def __init__(self, window: int = 10_000, template_source: str | None = None) -> None:
+        self._tok = Cl100kTokenizer()
+        self._template = ChatTemplate(template_source, origin="counting")
+        self._window = window
+
+    @property
+    def info(self) -> ModelInfo:
+        return ModelInfo(
+            name="none",
+            path="",
+            trained_context=self._window,
+            context_window=self._window,
+            architecture="none",
+            chat_template_source=self._template.origin,
+            supports_native_tools=self._template.native_tools,
+        )
+
+    def tokenize(self, text: str) -> list[int]:
+        return self._tok.tokenize(text)
+
+    def count(self, text: str) -> int:
+        return self._tok.count(text)
+
+    def render_prompt(
+        self, messages: ChatMessages, tools: Sequence[dict[str, Any]] | None = None
+    ) -> str:
+        return self._template.render(messages, tools)
+
+    def count_prompt(
+        self, messages: ChatMessages, tools: Sequence[dict[str, Any]] | None = None
+    ) -> int:
+        return self.count(self.render_prompt(messages, tools))
+
+    def generate(
+        self,
+        messages: ChatMessages,
+        *,
+        max_tokens: int,
+        temperature: float = 0.2,
+        top_p: float = 0.95,
+        tools: Sequence[dict[str, Any]] | None = None,
+        stop: Sequence[str] = (),
+        cancel: CancelToken | None = None,
+        on_prefill: Callable[[int, int], None] | None = None,
+    ) -> Iterator[StreamEvent]:
+        raise LLMError("no model is loaded; only token counting is available")
+
+    def close(self) -> None:
+        return None

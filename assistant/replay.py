@@ -1,0 +1,257 @@
+"""Replay a saved transcript through the context pipeline (``python -m assistant replay``).
+
+FILE holds OpenAI-format messages, one JSON object per line. Assistant messages are replayed
+as given; before each one the pipeline runs exactly as before a model call (prune, exact
+count, compaction when ``prompt + reserve > window``; a prompt that still does not fit is
+treated as a context overflow: compact and retry once). One JSON line per model call::
+
+    {"call": 1, "prompt_tokens": 812, "window": 10000, "pruned_tokens": 0,
+     "compaction": null, "overflow": false}
+
+and a last line with the final context, the summary and the tracked files. Leading system
+messages become the system prompt. A malformed line is an error naming the line (exit 2).
+
+``--summarizer extractive`` needs no model and counts with the offline cl100k tokenizer
+(or with ``--model PATH``'s tokenizer); ``embedded`` loads the registered default model and
+a path loads that GGUF file: summaries are then written by that model.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, TextIO
+
+from assistant.compaction.controller import ContextController, ContextTooLargeError
+from assistant.compaction.file_tracking import FileOps, extract_file_ops
+from assistant.compaction.summarizer import ExtractiveSummarizer, ModelSummarizer, Summarizer
+from assistant.compaction.tokens import CountingBackend, TokenCounter
+from assistant.config import DEFAULT_SYSTEM_PROMPT, EffectivePolicy, Mode, Settings
+from assistant.conversation import Conversation, Message
+from assistant.llm.base import LLMBackend, LLMError
+
+EXIT_USAGE = 2
+
+
+class TranscriptError(ValueError):
+    """A transcript line that is not a valid message."""
+
+
+def load_transcript(path: Path) -> tuple[str | None, list[Message]]:
+    """(system prompt from leading system messages, the other messages)."""
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise TranscriptError(f"{path}: cannot read ({exc})") from exc
+    system: list[str] = []
+    messages: list[Message] = []
+    for number, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        try:
+            data = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise TranscriptError(f"{path}:{number}: invalid JSON ({exc.msg})") from exc
+        try:
+            msg = Message.from_openai(data)
+        except (ValueError, TypeError, AttributeError) as exc:
+            reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+            raise TranscriptError(f"{path}:{number}: not a valid message ({reason})") from exc
+        if msg.role == "system" and not messages:
+            system.append(msg.content)
+        else:
+            messages.append(msg)
+    return ("\n\n".join(system) if system else None), messages
+
+
+def _load_model(path: str, n_ctx: int) -> LLMBackend:
+    module = importlib.import_module("assistant.llm.llama_backend")
+    backend: LLMBackend = module.LlamaBackend.load(path, n_ctx=n_ctx)
+    return backend
+
+
+def _model_path(choice: str) -> str:
+    if choice != "embedded":
+        return choice
+    registry = importlib.import_module("assistant.llm.registry")
+    return str(registry.default_model_path())
+
+
+def resolve_policy(mode: Mode, window: int | None, trained: int | None) -> EffectivePolicy:
+    """The mode's default policy, its window overridden by ``--window`` when given."""
+    settings = Settings(mode=mode)
+    policy = settings.policy()
+    if window is not None and window > policy.window:
+        policy = policy.model_copy(update={"window": window})
+    eff = policy.effective(mode, trained)
+    if window is not None and window < eff.window:
+        eff = policy.effective(mode, window)
+    return eff
+
+
+def _make_backend(args: argparse.Namespace) -> tuple[LLMBackend, bool]:
+    """(backend, whether it can write summaries)."""
+    wanted = args.window or Settings(mode=args.mode).policy().window
+    if args.summarizer == "extractive":
+        if args.model:
+            return _load_model(_model_path(args.model), wanted), False
+        return CountingBackend(window=wanted), False
+    return _load_model(_model_path(args.summarizer), wanted), True
+
+
+def replay(
+    messages: Sequence[Message],
+    *,
+    backend: LLMBackend,
+    policy: EffectivePolicy,
+    system_prompt: str,
+    use_model: bool,
+    out: TextIO,
+    as_json: bool = True,
+) -> dict[str, Any]:
+    """Run the pipeline before every assistant message; write one line per model call."""
+    settings = Settings()
+    switches = settings.switches()
+    counter = TokenCounter(backend)
+    summarizer: Summarizer = (
+        ModelSummarizer(backend, counter) if use_model else ExtractiveSummarizer(counter)
+    )
+    controller = ContextController(
+        backend,
+        lambda: policy,
+        prune_enabled=lambda: switches.prune,
+        auto_compact=lambda: switches.auto_compact,
+        compact_on_overflow=lambda: switches.compact_on_overflow,
+        summarizer=summarizer,
+        counter=counter,
+    )
+    conv = Conversation()
+    call = 0
+    for msg in messages:
+        if msg.role == "assistant":
+            call += 1
+            req = controller.prepare(conv, system_prompt=system_prompt)
+            overflow = req.prompt_tokens >= policy.window
+            record = req.compaction
+            if overflow:
+                try:
+                    req = controller.handle_overflow(conv, system_prompt=system_prompt)
+                    record = req.compaction
+                except (ContextTooLargeError, LLMError):
+                    pass
+            line: dict[str, Any] = {
+                "call": call,
+                "prompt_tokens": req.prompt_tokens,
+                "window": policy.window,
+                "pruned_tokens": req.pruned_tokens,
+                "compaction": None
+                if record is None
+                else {
+                    "reason": record.reason,
+                    "tokens_before": record.tokens_before,
+                    "tokens_after": record.tokens_after,
+                },
+                "overflow": overflow,
+            }
+            _write(out, line, as_json)
+        conv.append(msg.model_copy(deep=True))
+    last = conv.last_compaction
+    files = extract_file_ops(
+        conv.messages, FileOps(list(last.files_read), list(last.files_modified)) if last else None
+    )
+    final = {
+        "final_context": [m.to_openai() for m in controller.build_messages(conv, system_prompt)],
+        "summary": last.summary if last else "",
+        "files_read": files.read,
+        "files_modified": files.modified,
+    }
+    _write(out, final, as_json)
+    return final
+
+
+def _write(out: TextIO, data: dict[str, Any], as_json: bool) -> None:
+    if as_json:
+        out.write(json.dumps(data, ensure_ascii=False) + "\n")
+        return
+    if "call" in data:
+        comp = data["compaction"]
+        note = (
+            f"  compaction ({comp['reason']}): {comp['tokens_before']} -> {comp['tokens_after']}"
+            if comp
+            else ""
+        )
+        pruned = f"  pruned {data['pruned_tokens']}" if data["pruned_tokens"] else ""
+        flag = "  OVERFLOW" if data["overflow"] else ""
+        out.write(
+            f"call {data['call']:>3}: {data['prompt_tokens']:>6} / {data['window']} tokens"
+            f"{pruned}{note}{flag}\n"
+        )
+    else:
+        out.write(f"final context: {len(data['final_context'])} messages\n")
+        out.write(f"files read: {', '.join(data['files_read']) or '-'}\n")
+        out.write(f"files modified: {', '.join(data['files_modified']) or '-'}\n")
+        if data["summary"]:
+            out.write("summary:\n" + data["summary"] + "\n")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="assistant replay",
+        description="Replay an OpenAI-format JSONL transcript through the context pipeline.",
+    )
+    parser.add_argument("file", type=Path, help="one OpenAI-format message per line")
+    parser.add_argument("--mode", choices=["local", "standard"], default="local")
+    parser.add_argument("--window", type=int, default=None, help="context window override")
+    parser.add_argument(
+        "--summarizer",
+        default="extractive",
+        help="'embedded' (the default model), a GGUF path, or 'extractive' (no model)",
+    )
+    parser.add_argument("--model", default=None, help="tokenizer model for --summarizer extractive")
+    parser.add_argument("--system-prompt", default=None, help="used when FILE has none")
+    parser.add_argument("--json", action="store_true", help="JSON lines output")
+    return parser
+
+
+def main(argv: list[str]) -> int:
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:
+        return int(exc.code or 0)
+    if args.window is not None and args.window < 1_024:
+        print("error: --window must be at least 1024", file=sys.stderr)
+        return EXIT_USAGE
+    try:
+        system, messages = load_transcript(args.file)
+    except TranscriptError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    try:
+        backend, use_model = _make_backend(args)
+    except (LLMError, ImportError, OSError, AttributeError) as exc:
+        print(f"error: cannot load the model: {exc}", file=sys.stderr)
+        return 1
+    try:
+        trained = backend.info.trained_context if not isinstance(backend, CountingBackend) else None
+        policy = resolve_policy(args.mode, args.window, trained)
+        replay(
+            messages,
+            backend=backend,
+            policy=policy,
+            system_prompt=system or args.system_prompt or DEFAULT_SYSTEM_PROMPT,
+            use_model=use_model,
+            out=sys.stdout,
+            as_json=args.json,
+        )
+    finally:
+        backend.close()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))

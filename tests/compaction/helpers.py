@@ -1,0 +1,103 @@
+"""Shared builders for the compaction tests."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+from assistant.compaction.controller import ContextController
+from assistant.compaction.events import ContextEvent
+from assistant.config import EffectivePolicy, default_local
+from assistant.conversation import Conversation, Message, ToolCall
+from assistant.llm.fake import ScriptedBackend
+
+SYSTEM = "You are a test assistant."
+
+GOOD_SUMMARY = """## Goal
+Refactor the parser module.
+
+## Constraints & Preferences
+- Keep the public API stable.
+
+## Progress
+### Done
+- [x] Read the parser.
+### In Progress
+- [ ] Splitting functions.
+### Blocked
+- none
+
+## Key Decisions
+- **Split by stage**: easier to test.
+
+## Next Steps
+1. Write the tests.
+
+## Critical Context
+- Entry point is parse()."""
+
+
+def local_policy(**changes: Any) -> EffectivePolicy:
+    return replace(default_local().effective("local", None), **changes)
+
+
+def tool_turn(
+    conv: Conversation, i: int, *, size: int = 1, tool: str = "read_file", path: str | None = None
+) -> tuple[Message, Message, Message, Message]:
+    """user -> assistant(tool call) -> tool result -> assistant answer."""
+    p = path or f"src/file_{i}.py"
+    user = conv.append(Message(role="user", content=f"Question {i} about {p}."))
+    call = ToolCall(name=tool, arguments={"path": p})
+    asst = conv.append(Message(role="assistant", content="", tool_calls=[call]))
+    body = f"line {i} of the file with some words in it\n" * size
+    res = conv.append(Message(role="tool", tool_call_id=call.id, name=tool, content=body))
+    ans = conv.append(Message(role="assistant", content=f"Answer {i}."))
+    return user, asst, res, ans
+
+
+def controller(
+    backend: ScriptedBackend | None = None,
+    policy: EffectivePolicy | None = None,
+    **kwargs: Any,
+) -> tuple[ContextController, ScriptedBackend, list[ContextEvent]]:
+    be = backend or ScriptedBackend()
+    pol = policy or local_policy()
+    events: list[ContextEvent] = []
+    ctl = ContextController(be, lambda: pol, on_event=events.append, **kwargs)
+    return ctl, be, events
+
+
+CONSTRAINTS = [
+    "Always answer in British English.",
+    "Never modify files under vendor/.",
+    "You must keep the public API of parser.py stable.",
+]
+PLANTED_PATHS = ["src/billing/invoice.py", "docs/ARCHITECTURE_NOTES.md", "config/limits.toml"]
+
+
+def file_body(i: int, lines: int = 120) -> str:
+    """A file-sized tool output (about 1,500 tokens at 120 lines)."""
+    return "\n".join(
+        f"def function_{i}_{n}(value):  # line {n} of module {i}\n    return value + {n}"
+        for n in range(lines // 2)
+    )
+
+
+def session_transcript(turns: int = 30, lines: int = 120) -> list[dict[str, Any]]:
+    """OpenAI-format messages: constraints and paths planted early, file reads each turn."""
+    out: list[dict[str, Any]] = [{"role": "system", "content": SYSTEM}]
+    for i in range(turns):
+        text = f"Turn {i}: please read the next file and tell me what it does."
+        if i < len(CONSTRAINTS):
+            text = f"{CONSTRAINTS[i]} {text}"
+        path = PLANTED_PATHS[i] if i < len(PLANTED_PATHS) else f"src/module_{i}.py"
+        out.append({"role": "user", "content": text})
+        out.append({
+            "role": "assistant", "content": "",
+            "tool_calls": [{"id": f"call_{i}", "type": "function", "function": {
+                "name": "read_file", "arguments": f'{{"path": "{path}"}}'}}],
+        })
+        out.append({"role": "tool", "tool_call_id": f"call_{i}", "name": "read_file",
+                    "content": file_body(i, lines)})
+        out.append({"role": "assistant", "content": f"File {path} defines simple helpers."})
+    return out

@@ -1,0 +1,379 @@
+"""The controller: threshold, records, summary injection, hooks, switches, cancel, overflow."""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import replace
+from typing import Any
+
+import pytest
+
+from assistant.compaction.controller import (
+    BeforeCompactResult,
+    CompactionPreparation,
+    ContextTooLargeError,
+)
+from assistant.compaction.events import (
+    CompactionCancelled,
+    CompactionFailed,
+    CompactionFinished,
+    CompactionStarted,
+)
+from assistant.compaction.prompts import MECHANICAL_MARKER, SUMMARY_HEADER
+from assistant.compaction.summarizer import ExtractiveSummarizer, SummaryOutcome, SummaryRequest
+from assistant.conversation import CompactionRecord, Conversation, Message
+from assistant.llm.base import CancelToken, GenerationCancelled
+from assistant.llm.fake import ScriptedBackend
+
+from .helpers import GOOD_SUMMARY, SYSTEM, controller, local_policy, tool_turn
+
+NO_PRUNE: dict[str, Any] = {"prune_enabled": lambda: False}
+
+
+def _long_chat(turns: int = 8, size: int = 60) -> Conversation:
+    conv = Conversation()
+    conv.append(Message(role="user", content="Always answer in French. Never touch setup.cfg."))
+    conv.append(Message(role="assistant", content="D'accord."))
+    for i in range(turns):
+        tool_turn(conv, i, size=size)
+    return conv
+
+
+def _policy_for(conv: Conversation, extra: int = 0, **kw: Any) -> Any:
+    """A policy whose window is exactly prompt + reserve (+ extra)."""
+    ctl, _, _ = controller(**NO_PRUNE)
+    n = ctl.estimate(conv, SYSTEM)
+    base = local_policy(reserve=300, keep_recent=1_000, summary_budget=400)
+    return replace(base, window=n + base.reserve + extra, **kw)
+
+
+def test_threshold_exactly_at_the_window_does_not_compact() -> None:
+    conv = _long_chat()
+    ctl, be, events = controller(policy=_policy_for(conv), **NO_PRUNE)
+    req = ctl.prepare(conv, system_prompt=SYSTEM)
+    assert req.compaction is None and not be.calls and not events
+
+
+def test_threshold_one_over_compacts() -> None:
+    conv = _long_chat()
+    pol = _policy_for(conv, extra=-1)
+    ctl, _be, events = controller(ScriptedBackend([GOOD_SUMMARY]), pol, **NO_PRUNE)
+    req = ctl.prepare(conv, system_prompt=SYSTEM)
+    rec = req.compaction
+    assert rec is not None and rec.reason == "threshold" and rec.summarizer == "model"
+    assert rec.tokens_after < rec.tokens_before and rec.tokens_after == req.prompt_tokens
+    assert req.prompt_tokens + pol.reserve <= pol.window
+    assert [type(e) for e in events] == [CompactionStarted, CompactionFinished]
+    assert conv.compactions == [rec] and rec.count == 1
+
+
+def test_summary_is_injected_as_a_synthetic_user_message_never_stored() -> None:
+    conv = _long_chat()
+    n_messages = len(conv.messages)
+    ctl, _, _ = controller(ScriptedBackend([GOOD_SUMMARY]), _policy_for(conv, -1), **NO_PRUNE)
+    req = ctl.prepare(conv, system_prompt=SYSTEM)
+    assert len(conv.messages) == n_messages
+    assert req.messages[0] == {"role": "system", "content": SYSTEM}
+    assert req.messages[1]["role"] == "user"
+    assert req.messages[1]["content"].startswith(SUMMARY_HEADER)
+    assert "## Goal\nRefactor the parser module." in req.messages[1]["content"]
+    rec = conv.last_compaction
+    assert rec is not None and rec.first_kept_id is not None
+    kept = conv.messages[conv.index_of(rec.first_kept_id) :]
+    assert req.messages[2:] == [m.to_openai() for m in kept]
+    assert req.segments["summary"] > 0
+    assert sum(req.segments.values()) == req.prompt_tokens
+
+
+def test_record_fields() -> None:
+    conv = _long_chat()
+    conv.append(Message(role="user", content="Please finish the refactor."))
+    ctl, _, _ = controller(ScriptedBackend([GOOD_SUMMARY]), _policy_for(conv, -1), **NO_PRUNE)
+    rec = ctl.compact(conv, system_prompt=SYSTEM, reason="manual", focus="the parser")
+    assert rec is not None
+    assert rec.reason == "manual" and rec.focus == "the parser"
+    assert rec.previous_summary is None and rec.duration_s >= 0
+    assert "src/file_0.py" in rec.files_read
+    assert rec.last_summarized_id == conv.messages[conv.index_of(rec.first_kept_id or "") - 1].id
+    assert "Always answer in French." in rec.summary
+    assert MECHANICAL_MARKER in rec.summary
+
+
+def test_focus_reaches_the_prompt() -> None:
+    conv = _long_chat()
+    be = ScriptedBackend([GOOD_SUMMARY])
+    ctl, _, _ = controller(be, _policy_for(conv, -1), **NO_PRUNE)
+    ctl.compact(conv, system_prompt=SYSTEM, reason="manual", focus="database schema")
+    prompt = be.calls[0].messages[-1]["content"]
+    assert "Pay special attention to: database schema" in prompt
+    assert "<conversation>" in prompt and "[User]: Always answer in French." in prompt
+
+
+def test_second_compaction_updates_the_previous_summary_and_files_accumulate() -> None:
+    conv = _long_chat()
+    be = ScriptedBackend([GOOD_SUMMARY, GOOD_SUMMARY])
+    pol = _policy_for(conv, -1)
+    ctl, _, _ = controller(be, pol, **NO_PRUNE)
+    first = ctl.prepare(conv, system_prompt=SYSTEM).compaction
+    assert first is not None
+    for i in range(8, 16):
+        tool_turn(conv, i, size=60, path=f"lib/more_{i}.py")
+    second = ctl.prepare(conv, system_prompt=SYSTEM).compaction
+    assert second is not None and second.count == 2
+    assert second.previous_summary == first.summary
+    update_prompt = be.calls[-1].messages[-1]["content"]
+    assert "<previous-summary>" in update_prompt and "Refactor the parser" in update_prompt
+    assert set(first.files_read) <= set(second.files_read)
+    assert "lib/more_8.py" in second.files_read
+    assert "Always answer in French." in second.summary
+
+
+def test_rejected_summary_is_retried_with_a_stricter_prompt() -> None:
+    conv = _long_chat()
+    be = ScriptedBackend(["blah", GOOD_SUMMARY])
+    ctl, _, _ = controller(be, _policy_for(conv, -1), **NO_PRUNE)
+    rec = ctl.compact(conv, system_prompt=SYSTEM, reason="manual")
+    assert rec is not None and rec.summarizer == "model"
+    assert "IMPORTANT" not in be.calls[0].messages[-1]["content"]
+    assert "IMPORTANT" in be.calls[1].messages[-1]["content"]
+    assert "missing sections" in be.calls[1].messages[-1]["content"]
+
+
+def test_twice_rejected_summary_falls_back_to_extractive() -> None:
+    conv = _long_chat()
+    echo = lambda msgs: msgs[-1]["content"]  # noqa: E731 - repeats its input
+    be = ScriptedBackend(["", echo])
+    ctl, _, _ = controller(be, _policy_for(conv, -1), **NO_PRUNE)
+    rec = ctl.compact(conv, system_prompt=SYSTEM, reason="manual")
+    assert rec is not None and rec.summarizer == "extractive" and len(be.calls) == 2
+    for section in ("## Goal", "## Constraints & Preferences", "## Progress", "## Next Steps"):
+        assert section in rec.summary
+    assert "Always answer in French." in rec.summary
+
+
+def test_summary_stays_within_budget() -> None:
+    conv = _long_chat()
+    pol = _policy_for(conv, -1)
+    ctl, be, _ = controller(ScriptedBackend([GOOD_SUMMARY * 5, GOOD_SUMMARY]), pol, **NO_PRUNE)
+    rec = ctl.compact(conv, system_prompt=SYSTEM, reason="manual")
+    assert rec is not None
+    assert be.count(rec.summary) <= pol.summary_budget
+    assert be.calls[0].max_tokens < pol.summary_budget
+
+
+def test_cancel_before_and_during_summary() -> None:
+    conv = _long_chat()
+    pol = _policy_for(conv, -1)
+    token = CancelToken()
+    token.cancel()
+    ctl, _be, events = controller(ScriptedBackend([GOOD_SUMMARY]), pol, **NO_PRUNE)
+    req = ctl.prepare(conv, system_prompt=SYSTEM, cancel=token)
+    assert req.compaction is None and not conv.compactions
+    assert isinstance(events[-1], CompactionCancelled)
+    assert len(req.messages) == len(conv.messages) + 1  # proceeds uncompacted
+
+    token2 = CancelToken()
+
+    def cancel_mid(msgs: list[dict[str, Any]]) -> str:
+        token2.cancel()
+        return GOOD_SUMMARY
+
+    ctl2, _, events2 = controller(ScriptedBackend([cancel_mid]), pol, **NO_PRUNE)
+    assert ctl2.compact(conv, system_prompt=SYSTEM, reason="manual", cancel=token2) is None
+    assert isinstance(events2[-1], CompactionCancelled)
+    assert not any(isinstance(e, CompactionFailed) for e in events2)
+
+
+def test_summarizer_failure_is_logged_and_reported(caplog: pytest.LogCaptureFixture) -> None:
+    class Boom:
+        def summarize(self, request: SummaryRequest, cancel: CancelToken | None) -> Any:
+            raise RuntimeError("model crashed")
+
+    conv = _long_chat()
+    ctl, _, events = controller(policy=_policy_for(conv, -1), summarizer=Boom(), **NO_PRUNE)
+    with caplog.at_level(logging.ERROR, logger="assistant.compaction"):
+        req = ctl.prepare(conv, system_prompt=SYSTEM)
+    assert req.compaction is None
+    failed = [e for e in events if isinstance(e, CompactionFailed)]
+    assert failed and "model crashed" in failed[0].error
+    assert any("Summarizer failed" in r.message for r in caplog.records)
+
+
+def test_auto_compact_off_really_off() -> None:
+    conv = _long_chat()
+    be = ScriptedBackend([GOOD_SUMMARY])
+    ctl, _, events = controller(
+        be, _policy_for(conv, -1), auto_compact=lambda: False,
+        compact_on_overflow=lambda: False, **NO_PRUNE,
+    )
+    req = ctl.prepare(conv, system_prompt=SYSTEM)
+    assert req.compaction is None and not be.calls and not events
+    assert any("automatic compaction is off" in n for n in req.notices)
+    assert ctl.compact(conv, system_prompt=SYSTEM, reason="overflow") is None
+    with pytest.raises(ContextTooLargeError) as err:
+        ctl.handle_overflow(conv, system_prompt=SYSTEM)
+    assert str(err.value) == "Context too large; compaction failed. Use /compact to retry."
+    assert not be.calls
+    assert ctl.compact(conv, system_prompt=SYSTEM, reason="manual") is not None  # /compact
+
+
+def test_handle_overflow_compacts_once_then_refuses() -> None:
+    conv = _long_chat()
+    ctl, _, _ = controller(ScriptedBackend([GOOD_SUMMARY]), local_policy(), **NO_PRUNE)
+    before = ctl.prepare(conv, system_prompt=SYSTEM).prompt_tokens
+    retry = ctl.handle_overflow(conv, system_prompt=SYSTEM)
+    assert retry.compaction is not None and retry.compaction.reason == "overflow"
+    assert retry.prompt_tokens < before
+    with pytest.raises(ContextTooLargeError):
+        ctl.handle_overflow(conv, system_prompt=SYSTEM)
+
+
+def test_handle_overflow_cancelled_raises_generation_cancelled() -> None:
+    conv = _long_chat()
+    token = CancelToken()
+    token.cancel()
+    ctl, _, _ = controller(ScriptedBackend([GOOD_SUMMARY]), local_policy(), **NO_PRUNE)
+    with pytest.raises(GenerationCancelled):
+        ctl.handle_overflow(conv, system_prompt=SYSTEM, cancel=token)
+
+
+def test_compaction_that_does_not_shrink_is_reported_and_not_repeated() -> None:
+    calls: list[int] = []
+
+    class Verbose:
+        def summarize(self, request: SummaryRequest, cancel: CancelToken | None) -> Any:
+            calls.append(1)
+            return SummaryOutcome(text="word " * 5_000, kind="model")
+
+    conv = Conversation()
+    conv.append(Message(role="user", content="short"))
+    conv.append(Message(role="assistant", content="ok"))
+    conv.append(Message(role="user", content="again"))
+    pol = local_policy(window=2_000, reserve=1_990, keep_recent=10, summary_budget=60)
+    ctl, _, events = controller(policy=pol, summarizer=Verbose(), **NO_PRUNE)
+    ctl.prepare(conv, system_prompt=SYSTEM)
+    ctl.prepare(conv, system_prompt=SYSTEM)
+    assert len(calls) == 1
+    failed = [e for e in events if isinstance(e, CompactionFailed)]
+    assert len(failed) == 1 and "did not shrink" in failed[0].error
+    assert not conv.compactions
+    with pytest.raises(ContextTooLargeError):
+        ctl.handle_overflow(conv, system_prompt=SYSTEM)
+
+
+def test_manual_compact_with_nothing_to_summarize_reports() -> None:
+    conv = Conversation()
+    conv.append(Message(role="user", content="hi"))
+    ctl, _, events = controller()
+    assert ctl.compact(conv, system_prompt=SYSTEM, reason="manual") is None
+    assert isinstance(events[-1], CompactionFailed)
+
+
+def test_before_compact_hook_can_cancel_or_supply_the_summary() -> None:
+    conv = _long_chat()
+    pol = _policy_for(conv, -1)
+    seen: list[CompactionPreparation] = []
+
+    def cancel_hook(prep: CompactionPreparation) -> BeforeCompactResult:
+        seen.append(prep)
+        return BeforeCompactResult(cancel=True)
+
+    ctl, be, events = controller(policy=pol, before_compact=cancel_hook, **NO_PRUNE)
+    assert ctl.compact(conv, system_prompt=SYSTEM, reason="manual") is None
+    assert isinstance(events[-1], CompactionCancelled) and not be.calls
+    assert seen[0].to_summarize and seen[0].kept and seen[0].tokens_before > 0
+
+    after: list[CompactionRecord] = []
+    ctl2, be2, _ = controller(
+        policy=pol,
+        before_compact=lambda p: BeforeCompactResult(summary="## Goal\nFrom the hook."),
+        after_compact=after.append,
+        **NO_PRUNE,
+    )
+    rec = ctl2.compact(conv, system_prompt=SYSTEM, reason="manual")
+    assert rec is not None and rec.summarizer == "hook" and not be2.calls
+    assert "From the hook." in rec.summary and after == [rec]
+
+
+def test_split_turn_summarizes_the_prefix_separately() -> None:
+    conv = Conversation()
+    conv.append(Message(role="user", content="Set up the project. Never use global state."))
+    conv.append(Message(role="assistant", content="Done."))
+    conv.append(Message(role="user", content="Now read every module and report."))
+    for i in range(10):
+        turn = Conversation()
+        _, asst, res, _ = tool_turn(turn, i, size=40)
+        conv.append(asst)
+        conv.append(res)
+    conv.append(Message(role="assistant", content="All read."))
+    pol = local_policy(window=2_600, reserve=300, keep_recent=900, summary_budget=500)
+    be = ScriptedBackend([GOOD_SUMMARY, GOOD_SUMMARY])
+    ctl, _, _ = controller(be, pol, **NO_PRUNE)
+    rec = ctl.compact(conv, system_prompt=SYSTEM, reason="manual")
+    assert rec is not None and len(be.calls) == 2
+    assert "FIRST PART of one long request" in be.calls[1].messages[-1]["content"]
+    assert "Context of the current request" in rec.summary
+    assert "Now read every module and report." in rec.summary  # last request, verbatim
+    kept = conv.kept_messages()
+    assert kept[0].role == "assistant"
+
+
+def test_span_larger_than_the_window_is_summarized_in_chunks() -> None:
+    conv = Conversation()
+    for i in range(60):
+        conv.append(Message(role="user", content=f"Note {i}: " + "detail " * 150))
+        conv.append(Message(role="assistant", content=f"Noted {i}."))
+    pol = local_policy(window=3_000, reserve=400, keep_recent=600, summary_budget=300)
+    be = ScriptedBackend([GOOD_SUMMARY] * 20, window=3_000)
+    ctl, _, _ = controller(be, pol, **NO_PRUNE)
+    rec = ctl.compact(conv, system_prompt=SYSTEM, reason="manual")
+    assert rec is not None and rec.summarizer == "model"
+    assert len(be.calls) >= 3
+    assert all(c.prompt_tokens + c.max_tokens <= 3_000 for c in be.calls)
+    assert "<previous-summary>" in be.calls[1].messages[-1]["content"]
+
+
+def test_extractive_summarizer_needs_no_model() -> None:
+    conv = _long_chat()
+    ctl, be, _ = controller(policy=_policy_for(conv, -1), **NO_PRUNE)
+    ctl.summarizer = ExtractiveSummarizer(ctl.counter)
+    rec = ctl.compact(conv, system_prompt=SYSTEM, reason="manual")
+    assert rec is not None and rec.summarizer == "extractive" and not be.calls
+
+
+def test_failed_and_cancelled_events_carry_numbers() -> None:
+    conv = _long_chat()
+    token = CancelToken()
+    token.cancel()
+    ctl, _, events = controller(policy=_policy_for(conv, -1), **NO_PRUNE)
+    ctl.compact(conv, system_prompt=SYSTEM, reason="manual", cancel=token)
+    assert isinstance(events[-1], CompactionCancelled) and events[-1].tokens_before > 0
+
+
+def test_one_tool_output_bigger_than_the_window() -> None:
+    conv = Conversation()
+    conv.append(Message(role="user", content="Read huge.log. Never delete it."))
+    _, asst, res, _ = tool_turn(Conversation(), 0, size=1_200)  # ~12k tokens
+    conv.append(asst)
+    conv.append(res)
+    pol = local_policy()
+    ctl, _be, _ = controller(ScriptedBackend([GOOD_SUMMARY]), pol)
+    assert ctl.estimate(conv, SYSTEM) > pol.window
+    req = ctl.prepare(conv, system_prompt=SYSTEM)
+    assert req.compaction is not None and req.compaction.first_kept_id is None
+    assert req.prompt_tokens + pol.reserve <= pol.window
+    assert len(req.messages) == 2  # system + summary: the call and its result went together
+    assert "Never delete it." in req.messages[1]["content"]
+    assert "src/file_0.py" in req.messages[1]["content"]
+
+
+def test_a_looping_summary_is_stopped_early_and_rejected() -> None:
+    conv = _long_chat()
+    loop = GOOD_SUMMARY.split("## Critical")[0] + "- the very same line again and again\n" * 50
+    be = ScriptedBackend([loop, GOOD_SUMMARY])
+    ctl, _, _ = controller(be, _policy_for(conv, -1), **NO_PRUNE)
+    rec = ctl.compact(conv, system_prompt=SYSTEM, reason="manual")
+    assert rec is not None and rec.summarizer == "model"
+    first = be.calls[0]
+    assert first.result is None or first.result.completion_tokens < 120  # stopped early
+    assert "repeating" in be.calls[1].messages[-1]["content"]

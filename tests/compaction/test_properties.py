@@ -1,0 +1,73 @@
+"""Property tests: random transcripts never exceed the window, tool pairs never split."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from assistant.compaction.controller import ContextController
+from assistant.conversation import Conversation, Message, ToolCall
+from assistant.llm.fake import ScriptedBackend
+
+from .helpers import GOOD_SUMMARY, SYSTEM, local_policy
+
+WINDOW = 3_000
+POLICY = local_policy(window=WINDOW, protect=500, minimum=100, reserve=400, keep_recent=800,
+                      summary_budget=400)
+
+turn = st.fixed_dictionaries({
+    "user": st.integers(1, 4_000),
+    "tools": st.lists(st.tuples(st.integers(1, 2_500), st.booleans()), max_size=3),
+    "answer": st.integers(1, 200),
+    "stopped": st.booleans(),
+})
+
+
+def _words(n: int, tag: str) -> str:
+    return " ".join(f"{tag}{i % 7}" for i in range(n))
+
+
+def _check_pairs(messages: list[dict[str, Any]]) -> None:
+    calls_seen: set[str] = set()
+    answered: set[str] = {m["tool_call_id"] for m in messages if m["role"] == "tool"}
+    for m in messages:
+        for call in m.get("tool_calls", []):
+            calls_seen.add(call["id"])
+            assert call["id"] in answered, "a kept tool call lost its result"
+        if m["role"] == "tool":
+            assert m["tool_call_id"] in calls_seen, "a kept tool result lost its call"
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(turns=st.lists(turn, min_size=1, max_size=10), prune=st.booleans(),
+       good=st.lists(st.booleans(), min_size=1, max_size=8))
+def test_prompt_never_exceeds_the_window_and_pairs_stay_together(
+    turns: list[dict[str, Any]], prune: bool, good: list[bool]
+) -> None:
+    replies = [GOOD_SUMMARY if g else "garbage" for g in good] * 20
+    backend = ScriptedBackend(list(replies), window=WINDOW)
+    ctl = ContextController(backend, lambda: POLICY, prune_enabled=lambda: prune)
+    conv = Conversation()
+
+    def call_model() -> None:
+        req = ctl.prepare(conv, system_prompt=SYSTEM)
+        assert req.prompt_tokens + POLICY.reserve <= WINDOW
+        assert req.prompt_tokens == backend.count_prompt(req.messages)
+        _check_pairs(req.messages)
+
+    for i, t in enumerate(turns):
+        conv.append(Message(role="user", content=_words(t["user"], "u")))
+        for j, (size, error) in enumerate(t["tools"]):
+            call_model()
+            call = ToolCall(id=f"c{i}_{j}", name="read_file", arguments={"path": f"f{i}_{j}.py"})
+            conv.append(Message(role="assistant", tool_calls=[call]))
+            conv.append(Message(role="tool", tool_call_id=call.id, name="read_file",
+                                content=_words(size, "t"), is_error=error))
+        call_model()
+        conv.append(Message(role="assistant", content=_words(t["answer"], "a"),
+                            stopped=t["stopped"]))
+    for rec in conv.compactions:
+        assert backend.count(rec.summary) <= POLICY.summary_budget
+        assert rec.tokens_after < rec.tokens_before

@@ -1,0 +1,140 @@
+"""Serialization, validation, file tracking and the mechanical / extractive summaries."""
+
+from __future__ import annotations
+
+from assistant.compaction.extractive import (
+    collect_state,
+    compose_summary,
+    constraint_sentences,
+    extractive_summary,
+    model_part,
+    render_mechanical,
+)
+from assistant.compaction.file_tracking import FileOps, extract_file_ops
+from assistant.compaction.prompts import REQUIRED_SECTIONS, build_prompt
+from assistant.compaction.serialize import serialize
+from assistant.compaction.tokens import CountingBackend
+from assistant.compaction.validate import validate_summary
+from assistant.conversation import Message, ToolCall
+
+from .helpers import GOOD_SUMMARY
+
+COUNT = CountingBackend().count
+
+
+def _call(name: str, path: str, call_id: str, **extra: str) -> ToolCall:
+    return ToolCall(id=call_id, name=name, arguments={"path": path, **extra})
+
+
+def test_serialize_labels_and_truncates_tool_results() -> None:
+    msgs = [
+        Message(role="user", content="Fix it"),
+        Message(role="assistant", content="Looking", tool_calls=[_call("read_file", "a.py", "1")]),
+        Message(role="tool", tool_call_id="1", name="read_file", content="x" * 2_000, pruned=True),
+        Message(role="assistant", content="half", stopped=True),
+    ]
+    text = serialize(msgs)
+    assert "[User]: Fix it" in text
+    assert "[Assistant]: Looking" in text
+    assert '[Tool call]: read_file(path="a.py")' in text
+    assert "[Tool result] read_file: xxx" in text and "1840 more characters truncated" in text
+    assert "[Assistant (stopped by the user)]: half" in text
+
+
+def test_prompt_kinds() -> None:
+    initial = build_prompt("T", previous=None, kind="initial", focus=None, words=100)
+    update = build_prompt("T", previous="OLD", kind="update", focus="db", words=100)
+    assert "<previous-summary>" not in initial and "<previous-summary>\nOLD" in update
+    assert "Pay special attention to: db" in update
+    for section in REQUIRED_SECTIONS:
+        assert f"## {section}" in initial
+
+
+def test_validate_accepts_a_good_summary() -> None:
+    assert validate_summary(GOOD_SUMMARY, source="[User]: hi", budget=500, count=COUNT) == []
+
+
+def test_validate_rejections() -> None:
+    def check(text: str, **kw: object) -> list[str]:
+        args: dict[str, object] = {"source": "[User]: please refactor the parser module now",
+                                   "budget": 500, "count": COUNT}
+        args.update(kw)
+        return validate_summary(text, **args)  # type: ignore[arg-type]
+
+    assert check("   ") == ["empty"]
+    assert any("missing sections" in p for p in check("## Goal\nx"))
+    assert any("over the budget" in p for p in check(GOOD_SUMMARY, budget=20))
+    assert any("cut off" in p for p in check(GOOD_SUMMARY, finish_reason="length"))
+    assert "continues the transcript" in check(GOOD_SUMMARY + "\n[User]: more")
+    source = "\n".join(f"this is a long source line number {i} here" for i in range(10))
+    copy = GOOD_SUMMARY.split("## Critical")[0] + "## Critical Context\n" + source
+    assert "copies the conversation" in check(copy, source=source)
+    loop = GOOD_SUMMARY + "\n" + "\n".join(["- the same repeated line again"] * 4)
+    assert "repeats itself" in check(loop)
+
+
+def test_file_tracking_read_modified_errors_and_cumulative() -> None:
+    msgs = [
+        Message(role="assistant", tool_calls=[
+            _call("read_file", "a.py", "1"), _call("read_file", "b.py", "2"),
+            _call("edit_file", "b.py", "3"), _call("write_file", "c.py", "4"),
+            _call("grep", "src", "5", pattern="x"), _call("list_dir", "src", "6"),
+        ]),
+        Message(role="tool", tool_call_id="4", content="denied", is_error=True),
+        Message(role="assistant", initiated_by="user",
+                tool_calls=[_call("read_file", "d.md", "7")]),
+    ]
+    ops = extract_file_ops(msgs)
+    assert ops.read == ["a.py", "d.md"]
+    assert ops.modified == ["b.py"]
+    later = extract_file_ops(
+        [Message(role="assistant", tool_calls=[_call("edit_file", "a.py", "8")])], ops
+    )
+    assert later.modified == ["b.py", "a.py"] and later.read == ["d.md"]
+
+
+def test_constraint_sentences() -> None:
+    text = "Hello there. You must keep tests green! I like tea.\nNever edit vendor/ files."
+    assert constraint_sentences(text) == ["You must keep tests green!", "Never edit vendor/ files."]
+
+
+def test_mechanical_state_keeps_constraints_files_and_requests_within_budget() -> None:
+    msgs = [Message(role="user", content=f"Message {i}: " + "filler " * 40) for i in range(20)]
+    msgs.insert(0, Message(role="user", content="Always use tabs. Make the CLI fast."))
+    msgs.append(Message(role="user", content="Finally, do not delete logs."))
+    files = FileOps(read=[f"src/f{i}.py" for i in range(8)], modified=["setup.py"])
+    state = collect_state(msgs, files, last_request_visible=False)
+    text = render_mechanical(state, 300, COUNT)
+    assert COUNT(text) <= 300
+    assert "Always use tabs." in text and "do not delete logs." in text
+    assert "setup.py" in text and "src/f0.py" in text and "src/f7.py" in text
+    assert "## Last user request (verbatim)\nFinally, do not delete logs." in text
+    assert "older omitted]" in text  # the oldest plain messages did not fit
+    assert "Message 19" in text  # newest first
+
+
+def test_last_request_omitted_when_visible() -> None:
+    msgs = [Message(role="user", content="Do X")]
+    state = collect_state(msgs, FileOps(), last_request_visible=True)
+    assert state.last_request is None
+
+
+def test_extractive_summary_has_every_section_and_fits() -> None:
+    msgs = [
+        Message(role="user", content="Build a parser. Never use regex."),
+        Message(role="assistant", tool_calls=[_call("read_file", "p.py", "1")]),
+        Message(role="tool", tool_call_id="1", content="boom", is_error=True),
+        Message(role="assistant", content="The file is missing."),
+    ]
+    state = collect_state(msgs, extract_file_ops(msgs), last_request_visible=False)
+    text = extractive_summary(msgs, state, previous="## Goal\nOld goal", budget=200, count=COUNT)
+    for section in REQUIRED_SECTIONS:
+        assert f"## {section}" in text
+    assert "Build a parser." in text and "boom" in text and "Old goal" in text
+    assert COUNT(text) <= 200
+    assert validate_summary(text, source=serialize(msgs), budget=200, count=COUNT) == []
+
+
+def test_model_part_round_trip() -> None:
+    full = compose_summary(GOOD_SUMMARY, "## Files\nRead: a.py")
+    assert model_part(full) == GOOD_SUMMARY.strip()
