@@ -66,8 +66,10 @@ class ModePolicy(BaseModel):
         Rule: the effective window is ``window`` capped by the model's trained length (for
         both modes; in standard mode ``window`` is the user's cap). When the window had to
         shrink, every other value is scaled by ``effective_window / window``, then floored
-        (reserve >= 256, summary budget >= 128, keep recent >= 256). Scaling keeps the
-        mode's proportions; the result is shown to the user with ``scaled=True``.
+        (reserve >= 256, summary budget >= 128, keep recent >= 256). Should the floors not
+        fit (a window under ~640 tokens), reserve and keep recent get a quarter of the
+        window each and the summary an eighth. Scaling keeps the mode's proportions; the
+        result is shown to the user with ``scaled=True``.
         """
         eff_window = self.window if not trained_context else min(self.window, trained_context)
         if eff_window == self.window:
@@ -82,14 +84,23 @@ class ModePolicy(BaseModel):
                 scaled=False,
             )
         factor = eff_window / self.window
+        reserve = max(MIN_RESERVE, int(self.reserve * factor))
+        keep_recent = max(MIN_KEEP_RECENT, int(self.keep_recent * factor))
+        summary_budget = max(MIN_SUMMARY_BUDGET, int(self.summary_budget * factor))
+        # A very small window cannot hold the floors: give each a share of the window
+        # instead (reserve 1/4, keep recent 1/4, summary 1/8), so the three always fit.
+        if reserve + keep_recent + summary_budget > eff_window:
+            reserve = eff_window // 4
+            keep_recent = eff_window // 4
+            summary_budget = max(1, eff_window // 8)
         return EffectivePolicy(
             mode=mode,
             window=eff_window,
             protect=int(self.protect * factor),
             minimum=int(self.minimum * factor),
-            reserve=max(MIN_RESERVE, int(self.reserve * factor)),
-            keep_recent=max(MIN_KEEP_RECENT, int(self.keep_recent * factor)),
-            summary_budget=max(MIN_SUMMARY_BUDGET, int(self.summary_budget * factor)),
+            reserve=reserve,
+            keep_recent=keep_recent,
+            summary_budget=summary_budget,
             scaled=True,
         )
 

@@ -100,3 +100,12 @@ def test_newer_schema_and_invalid_values_are_reported(tmp_path: Path) -> None:
     path.write_text(json.dumps({"local": {"window": -5}}))
     loaded = load_settings(path)
     assert loaded.notice and loaded.settings.local.window == 10_000
+
+
+@pytest.mark.parametrize("trained", [64, 300, 639, 640, 700, 2_048, 8_192, 9_999])
+@pytest.mark.parametrize("mode", ["local", "standard"])
+def test_effective_values_always_fit_the_window(trained: int, mode: str) -> None:
+    eff = Settings(mode=mode).effective_policy(trained)  # type: ignore[arg-type]
+    assert eff.window == trained
+    assert eff.reserve + eff.keep_recent + eff.summary_budget <= eff.window
+    assert eff.summary_budget >= 1 and eff.reserve > 0
