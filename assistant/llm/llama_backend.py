@@ -116,7 +116,7 @@ class LlamaBackend:
         *,
         n_ctx: int = 10_000,
         threads: int = 0,
-        n_batch: int = 256,
+        n_batch: int = 512,
         seed: int = 0,
     ) -> LlamaBackend:
         """Load a registry name or a GGUF path. ``n_ctx`` is capped by the trained length.
@@ -132,17 +132,21 @@ class LlamaBackend:
         n_threads = threads or max(1, (os.cpu_count() or 2))
         trained = entry.context_length if entry else None
         ctx = min(n_ctx, trained) if trained else n_ctx
-        try:
+
+        def open_llama(n_ctx: int) -> Any:
             with _quiet_stderr():
-                llama = Llama(
+                return Llama(
                     model_path=str(path),
-                    n_ctx=ctx,
+                    n_ctx=n_ctx,
                     n_threads=n_threads,
                     n_threads_batch=n_threads,
                     n_batch=n_batch,
                     seed=seed,
                     verbose=False,
                 )
+
+        try:
+            llama = open_llama(ctx)
         except (ValueError, RuntimeError, OSError) as exc:
             raise ModelLoadError(
                 str(path), f"llama.cpp could not load it ({exc}); the file may be damaged."
@@ -151,16 +155,7 @@ class LlamaBackend:
         if entry is None and train_ctx and n_ctx > train_ctx:
             # An unregistered file: now that the trained length is known, cap the window.
             llama.close()
-            with _quiet_stderr():
-                llama = Llama(
-                    model_path=str(path),
-                    n_ctx=train_ctx,
-                    n_threads=n_threads,
-                    n_threads_batch=n_threads,
-                    n_batch=n_batch,
-                    seed=seed,
-                    verbose=False,
-                )
+            llama = open_llama(train_ctx)
         return cls(llama, path, entry, int(llama.n_ctx()))
 
     # -- tokenizer ------------------------------------------------------------------------
