@@ -35,6 +35,9 @@ _CONSTRAINT = re.compile(
 )
 _SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
 MAX_CONSTRAINT_CHARS = 300
+#: Share of the verbatim record the user's constraints may take. They come first: losing a
+#: rule the user set is the failure users notice most, and rules are short.
+CONSTRAINT_SHARE = 0.7
 TRUNC = " [...truncated]"
 
 
@@ -140,7 +143,9 @@ def render_mechanical(state: MechanicalState, budget: int, count: Count) -> str:
     sections: list[str] = []
     left = budget
     if state.constraints:
-        body = _bullets(state.constraints, int(budget * 0.35), count, newest_first=False)
+        body = _bullets(
+            state.constraints, int(budget * CONSTRAINT_SHARE), count, newest_first=False
+        )
         sections.append("## User constraints (verbatim)\n" + body)
         left -= count(sections[-1]) + 2
     files = state.files
