@@ -1,0 +1,369 @@
+"""``python -m assistant bench``: run workloads x strategies and report.
+
+    python -m assistant bench [--workload NAME ...] [--strategy NAME ...]
+                              [--model embedded|PATH|scripted] [--quick] [--json]
+                              [--report PATH] [--seed N] [--save-workloads DIR]
+
+``--model embedded`` (default) runs W1-W3 on the registry's default model and W4 on
+``gemma-3-270m`` (skipped with a note when that model is not provisioned); a PATH runs every
+workload on that GGUF file; ``scripted`` runs the pipeline on the test double (canned
+replies, cl100k counts, no model: a fast dry run of the benchmark itself). Model runs happen
+one at a time in this process. Progress goes to stderr, the result to stdout (a text table,
+or JSON with ``--json``); ``--report`` writes the markdown and plots (``make bench``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as _dt
+import json
+import logging
+import os
+import platform
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager, suppress
+from dataclasses import asdict
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+from assistant.config import Settings
+from assistant.llm.base import LLMBackend, LLMError
+
+from .micro import generation_speed, policy_time, summary_time
+from .report import (
+    BenchResult,
+    WorkloadInfo,
+    from_json,
+    render_markdown,
+    to_json,
+    write_report,
+)
+from .runner import RunOptions, run_workload
+from .strategies import STRATEGY_NAMES, StrategyName, canonical_strategy
+from .workloads import (
+    LOCAL_WINDOW,
+    STANDARD_WINDOW,
+    WORKLOAD_NAMES,
+    ToolStep,
+    Workload,
+    canonical_name,
+    generate,
+    load_workload,
+)
+
+EXIT_USAGE = 2
+W4_MODEL = "gemma-3-270m"
+SCRIPTED_REPLY = "Here is a short answer about what you asked, keeping to your rules."
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="python -m assistant bench",
+        description="Benchmark context strategies on deterministic workloads.",
+    )
+    p.add_argument("--workload", action="append", metavar="NAME",
+                   help="W1, W2, W3, W4 (or a saved NAME.jsonl); repeatable; default all")
+    p.add_argument("--strategy", action="append", metavar="NAME",
+                   help=f"{', '.join(STRATEGY_NAMES)} (or a-e); repeatable; default all")
+    p.add_argument("--model", default="embedded",
+                   help="embedded (default), a GGUF path, or scripted (no model)")
+    p.add_argument("--quick", action="store_true", help="small workloads (a few minutes)")
+    p.add_argument("--json", action="store_true", help="print the results as JSON")
+    p.add_argument("--report", type=Path, metavar="PATH",
+                   help="write a markdown report there (plots in PATH's dir/bench/)")
+    p.add_argument("--seed", type=int, default=0, help="workload seed (default 0)")
+    p.add_argument("--threads", type=int, default=0, help="llama threads (0: automatic)")
+    p.add_argument("--max-reply-tokens", type=int, default=48)
+    p.add_argument("--no-questions", action="store_true",
+                   help="skip asking the planted facts at the end")
+    p.add_argument("--no-micro", action="store_true",
+                   help="skip the speed, policy-time and summary-time measurements")
+    p.add_argument("--save-workloads", type=Path, metavar="DIR",
+                   help="also save the workloads as JSONL (+ .facts.json) in DIR")
+    p.add_argument("--generate-only", action="store_true",
+                   help="only generate (and with --save-workloads save) the workloads")
+    p.add_argument("--rerender", type=Path, action="append", metavar="RESULTS_JSON",
+                   help="write --report from saved results-*.json files (repeatable) "
+                   "without running anything")
+    p.add_argument("--verbose", action="store_true", help="show the app's log on stderr")
+    return p
+
+
+def _progress(text: str) -> None:
+    print(f"[bench] {text}", file=sys.stderr, flush=True)
+
+
+def _machine(threads: int) -> dict[str, Any]:
+    mem = 0.0
+    with suppress(ValueError, OSError, AttributeError):
+        mem = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 1024**3
+    try:
+        llama_version = metadata.version("llama-cpp-python")
+    except metadata.PackageNotFoundError:
+        llama_version = "not installed"
+    load = ""
+    with suppress(OSError, AttributeError):
+        load = " ".join(f"{x:.2f}" for x in os.getloadavg())
+    return {
+        "load_at_start": load,
+        "cpus": os.cpu_count(),
+        "memory_gb": round(mem, 1),
+        "platform": platform.platform(terse=True),
+        "python": platform.python_version(),
+        "llama_cpp_python": llama_version,
+        "threads": threads or "auto",
+    }
+
+
+def _workloads(names: list[str], seed: int, quick: bool) -> list[Workload]:
+    out: list[Workload] = []
+    for name in names:
+        path = Path(name)
+        if name.endswith(".jsonl") and path.exists():
+            out.append(load_workload(path))
+        else:
+            out.append(generate(name, seed, quick=quick))
+    return out
+
+
+class _Models:
+    """Loads each model once, lazily; closes them at the end."""
+
+    def __init__(self, choice: str, threads: int) -> None:
+        self.choice = choice
+        self.threads = threads
+        self._loaded: dict[tuple[str, int], LLMBackend] = {}
+
+    def model_for(self, wl: Workload) -> str:
+        if self.choice == "embedded":
+            if wl.mode == "standard":
+                return W4_MODEL
+            from assistant.llm.registry import load_registry
+
+            return load_registry().default
+        return self.choice
+
+    def available(self, wl: Workload) -> str | None:
+        """None if the workload's model can be used, else why not."""
+        if self.choice == "scripted":
+            return None
+        from assistant.llm.registry import resolve_model
+
+        path, _entry = resolve_model(self.model_for(wl))
+        if not path.exists():
+            return f"model {self.model_for(wl)} not found at {path}"
+        return None
+
+    def get(self, wl: Workload) -> LLMBackend:
+        """The workload's model with the context size its run needs (loaded once)."""
+        if self.choice == "scripted":
+            n_ctx = wl.window_cap or (STANDARD_WINDOW if wl.mode == "standard" else LOCAL_WINDOW)
+        else:
+            n_ctx = Settings(mode=wl.mode).policy().window
+            if wl.window_cap is not None:
+                n_ctx = min(n_ctx, wl.window_cap)
+        return self.load(self.model_for(wl), n_ctx)
+
+    def load(self, name: str, n_ctx: int) -> LLMBackend:
+        key = (name, n_ctx)
+        got = self._loaded.get(key)
+        if got is not None:
+            return got
+        if self.choice == "scripted":
+            from assistant.llm.fake import ScriptedBackend
+
+            backend: LLMBackend = ScriptedBackend(
+                window=n_ctx, trained_context=n_ctx, default_reply=SCRIPTED_REPLY
+            )
+        else:
+            from assistant.llm.llama_backend import LlamaBackend
+
+            backend = LlamaBackend.load(name, n_ctx=n_ctx, threads=self.threads)
+        self._loaded[key] = backend
+        return backend
+
+    def close(self) -> None:
+        for backend in self._loaded.values():
+            backend.close()
+        self._loaded.clear()
+
+
+def reset_cache(backend: LLMBackend) -> None:
+    """Start a run with an empty KV cache (so no run reuses the previous run's prefix)."""
+    llm = getattr(backend, "_llm", None)
+    if llm is not None:
+        llm.reset()
+    cache = getattr(backend, "_cache", None)
+    if isinstance(cache, list):
+        cache.clear()
+
+
+@contextmanager
+def _logging(verbose: bool, log_path: Path) -> Iterator[None]:
+    logger = logging.getLogger("assistant")
+    handler: logging.Handler = (
+        logging.StreamHandler(sys.stderr) if verbose
+        else logging.FileHandler(log_path, encoding="utf-8")
+    )
+    handler.setFormatter(logging.Formatter("%(asctime)s %(name)s %(levelname)s %(message)s"))
+    old_level, old_propagate = logger.level, logger.propagate
+    logger.addHandler(handler)
+    logger.setLevel(logging.INFO)
+    logger.propagate = False
+    try:
+        yield
+    finally:
+        logger.removeHandler(handler)
+        handler.close()
+        logger.setLevel(old_level)
+        logger.propagate = old_propagate
+
+
+def main(argv: list[str]) -> int:
+    parser = _parser()
+    args = parser.parse_args(argv)
+    try:
+        names = [
+            n if n.endswith(".jsonl") else canonical_name(n)
+            for n in (args.workload or list(WORKLOAD_NAMES))
+        ]
+        strategies: list[StrategyName] = [
+            canonical_strategy(s) for s in (args.strategy or list(STRATEGY_NAMES))
+        ]
+    except ValueError as exc:
+        print(f"bench: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    if args.rerender is not None:
+        if args.report is None:
+            print("bench: --rerender needs --report", file=sys.stderr)
+            return EXIT_USAGE
+        saved = [from_json(json.loads(p.read_text(encoding="utf-8"))) for p in args.rerender]
+        saved.sort(key=lambda r: r.quick)  # the full run first
+        write_report(saved, args.report)
+        _progress(f"wrote {args.report}")
+        return 0
+    if args.max_reply_tokens < 16:
+        print("bench: --max-reply-tokens must be at least 16", file=sys.stderr)
+        return EXIT_USAGE
+    workloads = _workloads(names, args.seed, args.quick)
+    if args.save_workloads is not None:
+        for wl in workloads:
+            _progress(f"saved {wl.save(args.save_workloads)}")
+    if args.generate_only:
+        return 0
+    work_dir = Path(tempfile.gettempdir()) / "offline-assistant-bench"
+    work_dir.mkdir(parents=True, exist_ok=True)
+    with _logging(args.verbose, work_dir / "bench.log"):
+        result = _run(args, workloads, strategies)
+    if result is None:
+        return 1
+    if args.report is not None:
+        written = write_report(result, args.report)
+        _progress(f"wrote {written[0]}, {written[1]} and {len(written) - 2} plots")
+    if args.json:
+        print(json.dumps(to_json(result), indent=1))
+    else:
+        text = render_markdown(result)
+        print("\n".join(ln for ln in text.splitlines() if not ln.startswith("![")))
+    return 0
+
+
+def _run(
+    args: argparse.Namespace, workloads: list[Workload], strategies: list[StrategyName]
+) -> BenchResult | None:
+    started = time.perf_counter()
+    command = "python -m assistant bench" + (" " + " ".join(sys.argv[2:]) if
+                                             sys.argv[1:2] == ["bench"] else "")
+    result = BenchResult(
+        command=command.strip(),
+        started=_dt.datetime.now().strftime("%Y-%m-%d %H:%M"),
+        quick=args.quick,
+        seed=args.seed,
+        machine=_machine(args.threads),
+        options={
+            "max_reply_tokens": args.max_reply_tokens, "step_limit": 1,
+            "temperature": 0.0, "threads": args.threads, "model": args.model,
+            "strategies": list(strategies),
+        },
+    )
+    opts = RunOptions(
+        max_reply_tokens=args.max_reply_tokens, ask_questions=not args.no_questions,
+        progress=_progress,
+    )
+    models = _Models(args.model, args.threads)
+    try:
+        for wl in workloads:
+            why = models.available(wl)
+            if why is not None:
+                result.notes.append(f"{wl.name} skipped: {why}.")
+                _progress(f"{wl.name} skipped: {why}")
+                continue
+            try:
+                backend = models.get(wl)
+            except LLMError as exc:
+                result.notes.append(f"{wl.name} skipped: {exc}")
+                _progress(f"{wl.name} skipped: {exc}")
+                continue
+            model = models.model_for(wl) if args.model != "scripted" else "scripted"
+            first = True
+            for strategy in strategies:
+                reset_cache(backend)
+                _progress(f"{wl.name} with {strategy} on {model} ...")
+                run = run_workload(backend, wl, strategy, options=opts, model_label=model)
+                if first:
+                    result.workloads.append(_info(wl, model, run.window))
+                    first = False
+                result.runs.append(run)
+        if not args.no_micro:
+            _micro(result, models, workloads, quick=args.quick)
+    finally:
+        models.close()
+    result.wall_s = time.perf_counter() - started
+    with suppress(OSError, AttributeError):
+        result.machine["load_at_end"] = " ".join(f"{x:.2f}" for x in os.getloadavg())
+    return result
+
+
+def _info(wl: Workload, model: str, window: int) -> WorkloadInfo:
+    return WorkloadInfo(
+        name=wl.name, title=wl.title, mode=wl.mode, model=model, window=window,
+        chat_turns=wl.chat_turns,
+        tool_steps=sum(1 for s in wl.steps if isinstance(s, ToolStep)),
+        facts=len(wl.facts),
+    )
+
+
+def _micro(result: BenchResult, models: _Models, workloads: list[Workload], *, quick: bool) -> None:
+    """Speed, policy-time and summary-time measurements on the local model."""
+    local = next((w for w in workloads if w.mode == "local"), None) or generate("W2", 0)
+    if models.available(local) is not None:
+        return
+    # The app's real local window, also in a quick run (the targets are stated for it).
+    backend = models.load(models.model_for(local), Settings(mode="local").policy().window)
+    steps: list[tuple[str, Callable[[], None]]] = []
+
+    def speed() -> None:
+        reset_cache(backend)
+        got = generation_speed(backend, reps=2 if quick else 5)
+        if got is not None:
+            result.speed = {**asdict(got), "ratio": got.ratio}
+
+    def policy() -> None:
+        result.policy_time = policy_time(backend, calls=40 if quick else 200)
+
+    def summary() -> None:
+        reset_cache(backend)
+        result.summary_time = summary_time(backend)
+
+    steps = [("generation speed", speed), ("policy time", policy), ("summary time", summary)]
+    for label, fn in steps:
+        _progress(f"measuring {label} ...")
+        try:
+            fn()
+        except Exception as exc:  # a measurement failing must not lose the workloads
+            logging.getLogger("assistant.bench").exception("measurement failed")
+            result.notes.append(f"{label} measurement failed: {type(exc).__name__}: {exc}")

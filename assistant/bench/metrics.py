@@ -1,0 +1,255 @@
+"""What one benchmark run records, and the numbers reported from it.
+
+The runner fills a :class:`RunRecord` (every model call, every turn, every prune and
+compaction, every planted fact). :func:`summarize` reduces it to a :class:`Summary`; all
+definitions are here, in one place:
+
+* **new tokens** of a chat call: the tokens of the messages added to the conversation since
+  the previous chat call, each counted as rendered with its full content (so the number does
+  not depend on the strategy); the first call counts its whole prompt. **Prefill ratio** =
+  prompt tokens evaluated by chat calls / new tokens (1.0 = a perfect append-only KV cache;
+  more means cached prefix was invalidated). Summarizer calls are reported separately and in
+  ``prefill_ratio_all``.
+* **overflowed calls**: model calls the backend refused with ``ContextOverflowError``.
+* **turn time**: wall time of one chat message (policy, compaction, all model calls);
+  **TTFT** (turn) is from sending the message to the first streamed text.
+* **policy time**: time in ``prepare`` minus time in the summarizer (thread CPU time and wall
+  time), per chat call.
+* **retention in context**: share of facts whose probe string is in the last prompt of the
+  workload (0 when that call overflowed: the model saw nothing). **Answered**: share of the
+  end-of-run questions whose reply contains an accepted answer.
+
+Percentiles interpolate linearly between order statistics (numpy's default).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+Phase = Literal["workload", "probe"]
+CallKind = Literal["chat", "summary"]
+
+
+@dataclass
+class CallRecord:
+    index: int
+    turn: int
+    phase: Phase
+    kind: CallKind
+    prompt_tokens: int
+    evaluated: int = 0
+    reused: int = 0
+    completion_tokens: int = 0
+    prefill_s: float = 0.0
+    generate_s: float = 0.0
+    first_token_s: float | None = None
+    overflowed: bool = False
+    new_tokens: int = 0
+    policy_cpu_s: float | None = None
+    policy_wall_s: float | None = None
+
+
+@dataclass
+class TurnRecord:
+    turn: int
+    phase: Phase
+    wall_s: float
+    ttft_s: float | None
+    model_calls: int
+    overflowed: bool = False
+    error: str | None = None
+
+
+@dataclass
+class CompactionStat:
+    #: "model", "extractive", "hook" (summaries) or "drop" (drop-half).
+    kind: str
+    reason: str
+    duration_s: float
+    tokens_before: int
+    tokens_after: int
+    turn: int
+
+
+@dataclass
+class PruneStat:
+    turn: int
+    messages: int
+    tokens_freed: int
+
+
+@dataclass
+class FactResult:
+    kind: str
+    text: str
+    in_context: bool
+    answered: bool | None = None
+    reply: str | None = None
+
+
+@dataclass
+class RunRecord:
+    workload: str
+    strategy: str
+    model: str
+    mode: str
+    window: int
+    policy: dict[str, Any] = field(default_factory=dict)
+    calls: list[CallRecord] = field(default_factory=list)
+    turns: list[TurnRecord] = field(default_factory=list)
+    compactions: list[CompactionStat] = field(default_factory=list)
+    prunes: list[PruneStat] = field(default_factory=list)
+    compaction_failures: int = 0
+    facts: list[FactResult] = field(default_factory=list)
+    notices: list[str] = field(default_factory=list)
+    final_overflowed: bool = False
+    #: Live tool results that differed from the recorded ones (a different window's cap).
+    tool_mismatches: int = 0
+    peak_rss_mb: float = 0.0
+    wall_s: float = 0.0
+
+
+def percentile(values: Sequence[float], q: float) -> float | None:
+    """The ``q``-th percentile (0-100), linear interpolation; None for no values."""
+    if not values:
+        return None
+    xs = sorted(values)
+    pos = (len(xs) - 1) * q / 100.0
+    lo = math.floor(pos)
+    hi = math.ceil(pos)
+    return xs[lo] + (xs[hi] - xs[lo]) * (pos - lo)
+
+
+def median(values: Sequence[float]) -> float | None:
+    return percentile(values, 50.0)
+
+
+def _share(flags: Sequence[bool]) -> float | None:
+    return sum(flags) / len(flags) if flags else None
+
+
+@dataclass
+class Summary:
+    workload: str
+    strategy: str
+    chat_calls: int
+    overflowed_calls: int
+    #: 1-based number of the first overflowing chat call of the workload, and its turn.
+    first_overflow_call: int | None
+    first_overflow_turn: int | None
+    prefill_evaluated: int
+    new_tokens: int
+    prefill_ratio: float | None
+    summary_prefill: int
+    prefill_ratio_all: float | None
+    reused_share: float | None
+    max_context: int
+    turn_median_s: float | None
+    turn_p95_s: float | None
+    ttft_median_s: float | None
+    ttft_p95_s: float | None
+    compactions: int
+    compaction_failures: int
+    compaction_median_s: float | None
+    compaction_max_s: float | None
+    compaction_tokens_before: float | None
+    compaction_tokens_after: float | None
+    prunes: int
+    pruned_tokens: int
+    policy_cpu_median_ms: float | None
+    policy_cpu_p95_ms: float | None
+    policy_cpu_max_ms: float | None
+    policy_wall_median_ms: float | None
+    gen_tps_median: float | None
+    retention_context: float | None
+    retention_context_constraints_paths: float | None
+    retention_answered: float | None
+    peak_rss_mb: float
+    wall_s: float
+
+
+def _ms(value: float | None) -> float | None:
+    return None if value is None else value * 1000.0
+
+
+def summarize(run: RunRecord) -> Summary:
+    """The reported numbers of one run (see the module docstring for definitions)."""
+    chat = [c for c in run.calls if c.kind == "chat" and c.phase == "workload"]
+    summ = [c for c in run.calls if c.kind == "summary" and c.phase == "workload"]
+    done = [c for c in chat if not c.overflowed]
+    over = [i for i, c in enumerate(chat, start=1) if c.overflowed]
+    evaluated = sum(c.evaluated for c in chat)
+    new = sum(c.new_tokens for c in chat)
+    s_eval = sum(c.evaluated for c in summ)
+    prompt_total = sum(c.prompt_tokens for c in done)
+    turns = [t for t in run.turns if t.phase == "workload"]
+    walls = [t.wall_s for t in turns]
+    ttfts = [t.ttft_s for t in turns if t.ttft_s is not None]
+    comp = [c for c in run.compactions if c.kind != "drop"] or run.compactions
+    policy_cpu = [c.policy_cpu_s for c in chat if c.policy_cpu_s is not None]
+    policy_wall = [c.policy_wall_s for c in chat if c.policy_wall_s is not None]
+    tps = [
+        c.completion_tokens / c.generate_s
+        for c in done
+        if c.completion_tokens > 1 and c.generate_s > 0
+    ]
+    cp = [f.in_context for f in run.facts if f.kind != "number"]
+    answered = [bool(f.answered) for f in run.facts if f.answered is not None]
+    return Summary(
+        workload=run.workload,
+        strategy=run.strategy,
+        chat_calls=len(chat),
+        overflowed_calls=len(over),
+        first_overflow_call=over[0] if over else None,
+        first_overflow_turn=chat[over[0] - 1].turn if over else None,
+        prefill_evaluated=evaluated,
+        new_tokens=new,
+        prefill_ratio=evaluated / new if new else None,
+        summary_prefill=s_eval,
+        prefill_ratio_all=(evaluated + s_eval) / new if new else None,
+        reused_share=sum(c.reused for c in done) / prompt_total if prompt_total else None,
+        max_context=max((c.prompt_tokens for c in chat), default=0),
+        turn_median_s=median(walls),
+        turn_p95_s=percentile(walls, 95),
+        ttft_median_s=median(ttfts),
+        ttft_p95_s=percentile(ttfts, 95),
+        compactions=len(run.compactions),
+        compaction_failures=run.compaction_failures,
+        compaction_median_s=median([c.duration_s for c in comp]),
+        compaction_max_s=max((c.duration_s for c in comp), default=None),
+        compaction_tokens_before=(
+            sum(c.tokens_before for c in run.compactions) / len(run.compactions)
+            if run.compactions else None
+        ),
+        compaction_tokens_after=(
+            sum(c.tokens_after for c in run.compactions) / len(run.compactions)
+            if run.compactions else None
+        ),
+        prunes=len(run.prunes),
+        pruned_tokens=sum(p.tokens_freed for p in run.prunes),
+        policy_cpu_median_ms=_ms(median(policy_cpu)),
+        policy_cpu_p95_ms=_ms(percentile(policy_cpu, 95)),
+        policy_cpu_max_ms=_ms(max(policy_cpu, default=None)),
+        policy_wall_median_ms=_ms(median(policy_wall)),
+        gen_tps_median=median(tps),
+        retention_context=_share([f.in_context for f in run.facts]),
+        retention_context_constraints_paths=_share(cp),
+        retention_answered=_share(answered),
+        peak_rss_mb=run.peak_rss_mb,
+        wall_s=run.wall_s,
+    )
+
+
+def facts_in_text(text: str, probes: Sequence[str]) -> list[bool]:
+    """For each probe: is it in ``text`` (case-insensitive)?"""
+    low = text.lower()
+    return [p.lower() in low for p in probes]
+
+
+def answer_matches(reply: str, answers: Sequence[str]) -> bool:
+    """Does ``reply`` contain any accepted answer (case-insensitive)?"""
+    low = reply.lower()
+    return any(a.lower() in low for a in answers)

@@ -1,0 +1,403 @@
+"""Drive one workload with one strategy through the real agent loop, recording everything.
+
+For each step of the workload: a chat step is ``Agent.chat`` (the model writes the reply;
+``step_limit`` bounds any tool round the model starts itself); a live tool step is
+``Agent.run_tool_command`` (a user-initiated call, exactly like ``/read``) in a fresh
+workspace holding the workload's files; a non-live step (the oversized W3 output) appends
+the recorded call and result verbatim. After the workload, each planted fact is checked in
+the last prompt and then asked as a question (phase ``probe``; not part of the per-turn
+numbers).
+
+:class:`RecordingBackend` sits between the agent/controller and the real backend and
+records every model call (chat or summarizer) as a :class:`~.metrics.CallRecord`.
+"""
+
+from __future__ import annotations
+
+import logging
+import resource
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import asdict, dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from assistant.agent.events import (
+    AgentEvent,
+    AssistantDelta,
+    ContextChanged,
+    Notice,
+    TurnFinished,
+)
+from assistant.agent.loop import Agent
+from assistant.compaction.events import CompactionFailed, CompactionFinished, PruneEvent
+from assistant.compaction.summarizer import Summarizer
+from assistant.compaction.tokens import TokenCounter
+from assistant.config import Sampling, Settings
+from assistant.conversation import Conversation, Message, ToolCall
+from assistant.llm.base import (
+    CancelToken,
+    ChatMessages,
+    ContextOverflowError,
+    GenerationResult,
+    LLMBackend,
+    ModelInfo,
+    StreamEvent,
+)
+from assistant.tools.registry import ToolRegistry
+
+from .metrics import (
+    CallKind,
+    CallRecord,
+    CompactionStat,
+    FactResult,
+    Phase,
+    PruneStat,
+    RunRecord,
+    TurnRecord,
+    answer_matches,
+    facts_in_text,
+)
+from .strategies import DropHalf, Strategy, StrategyName, build_strategy
+from .workloads import ChatStep, ToolStep, Workload
+
+log = logging.getLogger("assistant.bench")
+
+SummarizerFactory = Callable[[LLMBackend, TokenCounter], Summarizer]
+
+
+@dataclass
+class RunOptions:
+    #: Longest chat reply (kept small so time is bounded and comparable).
+    max_reply_tokens: int = 48
+    #: Longest reply to an end-of-run question.
+    probe_reply_tokens: int = 32
+    temperature: float = 0.0
+    #: Tool rounds the model may start itself per turn (the workload's calls are the user's).
+    step_limit: int = 1
+    ask_questions: bool = True
+    progress: Callable[[str], None] | None = None
+
+
+def peak_rss_mb() -> float:
+    """Peak resident set size of this process so far, in MiB."""
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return peak / (1024 * 1024) if sys.platform == "darwin" else peak / 1024
+
+
+class Recorder:
+    """Collects calls, turns and context events of one run."""
+
+    def __init__(self, counter: TokenCounter, strategy: Strategy, conv: Conversation) -> None:
+        self.counter = counter
+        self.strategy = strategy
+        self.conv = conv
+        self.calls: list[CallRecord] = []
+        self.turns: list[TurnRecord] = []
+        self.compactions: list[CompactionStat] = []
+        self.prunes: list[PruneStat] = []
+        self.failures = 0
+        self.notices: list[str] = []
+        self.phase: Phase = "workload"
+        self.turn = 0
+        self._seen = 0
+        self._drops_seen = 0
+        self._turn_start = 0.0
+        self._first_delta: float | None = None
+        self._turn_calls = 0
+        self._turn_overflow = False
+        self._turn_error: str | None = None
+        self.turn_text: list[str] = []
+
+    # -- turns ------------------------------------------------------------------------
+    def begin_turn(self) -> None:
+        self.turn += 1
+        self._turn_start = time.perf_counter()
+        self._first_delta = None
+        self._turn_calls = 0
+        self._turn_overflow = False
+        self._turn_error = None
+        self.turn_text = []
+
+    def end_turn(self) -> TurnRecord:
+        wall = time.perf_counter() - self._turn_start
+        ttft = None if self._first_delta is None else self._first_delta - self._turn_start
+        rec = TurnRecord(
+            self.turn, self.phase, wall, ttft, self._turn_calls, self._turn_overflow,
+            self._turn_error,
+        )
+        self.turns.append(rec)
+        self.sync_drops()
+        return rec
+
+    # -- model calls ------------------------------------------------------------------
+    def _kind(self) -> CallKind:
+        return "summary" if self.strategy.clock.in_summary else "chat"
+
+    def _chat_extras(self, rec: CallRecord, prompt_tokens: int) -> None:
+        timing = self.strategy.manager.pending
+        self.strategy.manager.pending = None
+        if timing is not None:
+            rec.policy_cpu_s = timing.cpu_s
+            rec.policy_wall_s = timing.wall_s
+        if rec.phase == "workload":
+            new = self.conv.messages[self._seen :]
+            if self._seen == 0:
+                rec.new_tokens = prompt_tokens
+            else:
+                rec.new_tokens = sum(self.counter.unpruned(m) for m in new)
+            self._seen = len(self.conv.messages)
+        self._turn_calls += 1
+
+    def call_finished(self, kind: CallKind, result: GenerationResult) -> None:
+        rec = CallRecord(
+            index=len(self.calls) + 1, turn=self.turn, phase=self.phase, kind=kind,
+            prompt_tokens=result.prompt_tokens, evaluated=result.prompt_evaluated,
+            reused=result.prompt_reused, completion_tokens=result.completion_tokens,
+            prefill_s=result.prefill_s, generate_s=result.generate_s,
+            first_token_s=result.first_token_s,
+        )
+        if kind == "chat":
+            self._chat_extras(rec, result.prompt_tokens)
+        self.calls.append(rec)
+
+    def call_overflowed(self, kind: CallKind, prompt_tokens: int) -> None:
+        rec = CallRecord(
+            index=len(self.calls) + 1, turn=self.turn, phase=self.phase, kind=kind,
+            prompt_tokens=prompt_tokens, overflowed=True,
+        )
+        if kind == "chat":
+            self._chat_extras(rec, prompt_tokens)
+            self._turn_overflow = True
+        self.calls.append(rec)
+
+    # -- events -----------------------------------------------------------------------
+    def on_event(self, event: AgentEvent) -> None:
+        if isinstance(event, AssistantDelta):
+            if self._first_delta is None:
+                self._first_delta = time.perf_counter()
+            self.turn_text.append(event.text)
+        elif isinstance(event, ContextChanged):
+            inner = event.event
+            if isinstance(inner, PruneEvent):
+                self.prunes.append(
+                    PruneStat(self.turn, len(inner.message_ids), inner.tokens_freed)
+                )
+            elif isinstance(inner, CompactionFinished):
+                r = inner.record
+                self.compactions.append(
+                    CompactionStat(r.summarizer, r.reason, r.duration_s, r.tokens_before,
+                                   r.tokens_after, self.turn)
+                )
+            elif isinstance(inner, CompactionFailed):
+                self.failures += 1
+                self._note(f"compaction failed ({inner.reason}): {inner.error}")
+        elif isinstance(event, Notice) and event.level != "info":
+            self._note(f"{event.level}: {event.text}")
+        elif isinstance(event, TurnFinished) and event.error:
+            self._turn_error = event.error
+
+    def _note(self, text: str) -> None:
+        line = f"turn {self.turn} ({self.phase}): {text}"
+        if len(self.notices) < 200:
+            self.notices.append(line)
+
+    def sync_drops(self) -> None:
+        """Turn drop-half events (kept by the strategy itself) into compaction stats."""
+        inner = self.strategy.inner
+        if isinstance(inner, DropHalf):
+            for d in inner.drops[self._drops_seen :]:
+                self.compactions.append(
+                    CompactionStat("drop", "threshold", d.duration_s, d.tokens_before,
+                                   d.tokens_after, self.turn)
+                )
+            self._drops_seen = len(inner.drops)
+
+
+class RecordingBackend:
+    """An :class:`LLMBackend` that forwards to ``inner`` and records each call.
+
+    With ``window_cap`` it presents the model as trained on at most that many tokens, so
+    the mode's policy is scaled to that window (``--quick``); the inner backend must then
+    have been loaded with that context size so overflows happen there too.
+    """
+
+    def __init__(self, inner: LLMBackend, window_cap: int | None = None) -> None:
+        self.inner = inner
+        self.name = inner.name
+        self.window_cap = window_cap
+        self.recorder: Recorder | None = None
+
+    @property
+    def info(self) -> ModelInfo:
+        info = self.inner.info
+        if self.window_cap is None:
+            return info
+        return replace(
+            info,
+            trained_context=min(info.trained_context or self.window_cap, self.window_cap),
+            context_window=min(info.context_window, self.window_cap),
+        )
+
+    def tokenize(self, text: str) -> list[int]:
+        return self.inner.tokenize(text)
+
+    def count(self, text: str) -> int:
+        return self.inner.count(text)
+
+    def render_prompt(
+        self, messages: ChatMessages, tools: Sequence[dict[str, Any]] | None = None
+    ) -> str:
+        return self.inner.render_prompt(messages, tools)
+
+    def count_prompt(
+        self, messages: ChatMessages, tools: Sequence[dict[str, Any]] | None = None
+    ) -> int:
+        return self.inner.count_prompt(messages, tools)
+
+    def generate(
+        self,
+        messages: ChatMessages,
+        *,
+        max_tokens: int,
+        temperature: float = 0.2,
+        top_p: float = 0.95,
+        tools: Sequence[dict[str, Any]] | None = None,
+        stop: Sequence[str] = (),
+        cancel: CancelToken | None = None,
+        on_prefill: Callable[[int, int], None] | None = None,
+    ) -> Iterator[StreamEvent]:
+        rec = self.recorder
+        kind: CallKind = rec._kind() if rec is not None else "chat"
+        try:
+            for event in self.inner.generate(
+                messages, max_tokens=max_tokens, temperature=temperature, top_p=top_p,
+                tools=tools, stop=stop, cancel=cancel, on_prefill=on_prefill,
+            ):
+                if event.result is not None and rec is not None:
+                    rec.call_finished(kind, event.result)
+                yield event
+        except ContextOverflowError as exc:
+            if rec is not None:
+                rec.call_overflowed(kind, exc.prompt_tokens)
+            raise
+
+    def close(self) -> None:
+        self.inner.close()
+
+
+def _prompt_text(messages: Sequence[dict[str, Any]]) -> str:
+    parts: list[str] = []
+    for m in messages:
+        parts.append(str(m.get("content") or ""))
+        for call in m.get("tool_calls") or []:
+            parts.append(str(call.get("function", {}).get("arguments", "")))
+    return "\n".join(parts)
+
+
+def run_workload(
+    backend: LLMBackend,
+    workload: Workload,
+    strategy_name: StrategyName,
+    *,
+    options: RunOptions | None = None,
+    model_label: str = "",
+    summarizer: SummarizerFactory | None = None,
+) -> RunRecord:
+    """Run ``workload`` with one strategy on ``backend``; returns everything recorded."""
+    opts = options or RunOptions()
+    started = time.perf_counter()
+    rec_backend = RecordingBackend(backend, workload.window_cap)
+    with tempfile.TemporaryDirectory(prefix=f"bench-{workload.name}-") as tmp:
+        workspace = Path(tmp)
+        workload.write_workspace(workspace)
+        base = Settings(
+            mode=workload.mode,
+            sampling=Sampling(
+                temperature=opts.temperature, max_reply_tokens=opts.max_reply_tokens, seed=0
+            ),
+            step_limit=opts.step_limit,
+            workspace=str(workspace),
+        )
+        strategy = build_strategy(strategy_name, rec_backend, base, summarizer=summarizer)
+        settings = strategy.settings
+        conv = Conversation()
+        recorder = Recorder(TokenCounter(backend), strategy, conv)
+        rec_backend.recorder = recorder
+        agent = Agent(
+            rec_backend, strategy.manager, ToolRegistry.default(), lambda: settings, None,
+            recorder.on_event,
+        )
+        run = RunRecord(
+            workload=workload.name, strategy=strategy_name,
+            model=model_label or backend.info.name, mode=workload.mode,
+            window=strategy.policy.window, policy=asdict(strategy.policy),
+        )
+        total = workload.chat_turns
+        for step in workload.steps:
+            try:
+                if isinstance(step, ChatStep):
+                    recorder.begin_turn()
+                    agent.chat(conv, step.text)
+                    t = recorder.end_turn()
+                    if opts.progress is not None:
+                        opts.progress(
+                            f"{workload.name} {strategy_name}: turn {t.turn}/{total} "
+                            f"{t.wall_s:.1f}s{' OVERFLOW' if t.overflowed else ''}"
+                        )
+                else:
+                    run.tool_mismatches += _tool_step(agent, conv, step)
+            except Exception as exc:  # record and go on: one failure must not end the bench
+                log.exception("bench step failed")
+                recorder._note(f"step failed: {type(exc).__name__}: {exc}")
+        recorder.sync_drops()
+        chat_calls = [c for c in recorder.calls if c.kind == "chat"]
+        run.final_overflowed = bool(chat_calls) and chat_calls[-1].overflowed
+        last = strategy.manager.last
+        final_text = "" if last is None or run.final_overflowed else _prompt_text(last.messages)
+        seen = facts_in_text(final_text, [f.probe for f in workload.facts])
+        run.facts = [
+            FactResult(f.kind, f.text, present) for f, present in zip(workload.facts, seen,
+                                                                    strict=True)
+        ]
+        if opts.ask_questions and workload.facts:
+            recorder.phase = "probe"
+            settings.sampling.max_reply_tokens = max(16, opts.probe_reply_tokens)
+            for fact, result in zip(workload.facts, run.facts, strict=True):
+                recorder.begin_turn()
+                try:
+                    agent.chat(conv, fact.question)
+                except Exception as exc:
+                    log.exception("bench question failed")
+                    recorder._note(f"question failed: {type(exc).__name__}: {exc}")
+                recorder.end_turn()
+                reply = "".join(recorder.turn_text)
+                result.reply = reply[:300]
+                result.answered = answer_matches(reply, fact.answers)
+        run.calls = recorder.calls
+        run.turns = recorder.turns
+        run.compactions = recorder.compactions
+        run.prunes = recorder.prunes
+        run.compaction_failures = recorder.failures
+        run.notices = recorder.notices
+    run.peak_rss_mb = peak_rss_mb()
+    run.wall_s = time.perf_counter() - started
+    return run
+
+
+def _tool_step(agent: Agent, conv: Conversation, step: ToolStep) -> int:
+    """Run or append one user-initiated tool call; returns 1 if a live result differed."""
+    if step.live:
+        msg = agent.run_tool_command(conv, step.tool, dict(step.arguments))
+        return int(msg is not None and msg.content != step.result)
+    call = ToolCall(id=step.call_id, name=step.tool, arguments=dict(step.arguments))
+    conv.append(Message(role="assistant", tool_calls=[call], initiated_by="user"))
+    conv.append(
+        Message(
+            role="tool", content=step.result, tool_call_id=call.id, name=step.tool,
+            is_error=step.is_error, initiated_by="user",
+        )
+    )
+    return 0

@@ -1,0 +1,469 @@
+"""The five context strategies compared by the benchmark.
+
+All of them implement the agent's :class:`~assistant.agent.controller_api.ContextManager`
+protocol (``prepare`` before every model call, ``compact`` for ``/compact`` and overflow), so
+the same :class:`~assistant.agent.loop.Agent` loop drives each one.
+
+=================  ===========================================================================
+``policy``         (a) this project: :class:`ContextController` with the mode's
+                   :class:`EffectivePolicy` (prune before every call, summarize when
+                   ``prompt + reserve > window``, compact and retry once on overflow).
+``summarize-only`` (b) pi-mono: the same controller with pruning off and pi-mono's
+                   thresholds (reserve 16,384, keep recent 20,000, summary 13,107 for a
+                   131,072 window) scaled to the model's window the way
+                   :meth:`ModePolicy.effective` scales.
+``prune-only``     (c) OpenCode/tunacode layer 1 alone: protect/minimum pruning, never a
+                   summary; a call that still does not fit overflows.
+``drop-half``      (d) GPT4All / llama.cpp context shift: when ``prompt + reserve > window``
+                   drop the oldest half of the conversation (by tokens; the system prompt
+                   stays), repeatedly if needed.
+``none``           (e) no management: the whole conversation every time; overflow is an error.
+=================  ===========================================================================
+
+:func:`build_strategy` wires one up. :class:`TimedManager` wraps any of them to measure the
+policy's own time per call, and :class:`TimedSummarizer` measures the summarizer so that
+its model time can be subtracted.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from assistant.agent.controller_api import CompactReason, ContextManager
+from assistant.compaction import context
+from assistant.compaction.controller import (
+    ContextController,
+    ContextTooLargeError,
+    PreparedRequest,
+)
+from assistant.compaction.events import ContextEvent
+from assistant.compaction.summarizer import (
+    ModelSummarizer,
+    Summarizer,
+    SummaryOutcome,
+    SummaryRequest,
+)
+from assistant.compaction.tokens import TokenCounter
+from assistant.config import EffectivePolicy, Mode, ModePolicy, Settings
+from assistant.conversation import CompactionRecord, Conversation, Message
+from assistant.llm.base import CancelToken, LLMBackend
+
+StrategyName = Literal["policy", "summarize-only", "prune-only", "drop-half", "none"]
+STRATEGY_NAMES: tuple[StrategyName, ...] = (
+    "policy", "summarize-only", "prune-only", "drop-half", "none",
+)
+LABELS: dict[StrategyName, str] = {
+    "policy": "(a) policy",
+    "summarize-only": "(b) summarize only",
+    "prune-only": "(c) prune only",
+    "drop-half": "(d) drop half",
+    "none": "(e) none",
+}
+_ALIASES: dict[str, StrategyName] = {
+    "a": "policy", "b": "summarize-only", "c": "prune-only", "d": "drop-half", "e": "none",
+    "summarize": "summarize-only", "pi-mono": "summarize-only", "prune": "prune-only",
+    "drop": "drop-half", "shift": "drop-half", "no-management": "none",
+}
+
+#: pi-mono's thresholds and the window they are stated for (a 131,072-token model).
+PI_WINDOW = 131_072
+PI_RESERVE = 16_384
+PI_KEEP_RECENT = 20_000
+PI_SUMMARY_BUDGET = 13_107  # 0.8 x reserve, pi-mono's summary max tokens
+
+
+def canonical_strategy(name: str) -> StrategyName:
+    key = name.strip().lower()
+    for known in STRATEGY_NAMES:
+        if key == known:
+            return known
+    if key in _ALIASES:
+        return _ALIASES[key]
+    raise ValueError(f"unknown strategy {name!r}; use one of {', '.join(STRATEGY_NAMES)}")
+
+
+def pimono_policy(mode: Mode, window: int) -> EffectivePolicy:
+    """pi-mono's thresholds scaled to ``window`` (by :meth:`ModePolicy.effective`)."""
+    base = ModePolicy(
+        window=PI_WINDOW, protect=0, minimum=0, reserve=PI_RESERVE,
+        keep_recent=PI_KEEP_RECENT, summary_budget=PI_SUMMARY_BUDGET,
+    )
+    return base.effective(mode, window)
+
+
+# -- timing wrappers -------------------------------------------------------------------------
+
+
+@dataclass
+class Clock:
+    """Time spent inside the summarizer (its model calls included), accumulated."""
+
+    summary_cpu: float = 0.0
+    summary_wall: float = 0.0
+    in_summary: bool = False
+
+
+class TimedSummarizer:
+    """Wraps a summarizer: marks its model calls and adds its time to ``clock``."""
+
+    def __init__(self, inner: Summarizer, clock: Clock) -> None:
+        self.inner = inner
+        self.clock = clock
+
+    def summarize(self, request: SummaryRequest, cancel: CancelToken | None) -> SummaryOutcome:
+        cpu, wall = time.thread_time(), time.perf_counter()
+        self.clock.in_summary = True
+        try:
+            return self.inner.summarize(request, cancel)
+        finally:
+            self.clock.in_summary = False
+            self.clock.summary_cpu += time.thread_time() - cpu
+            self.clock.summary_wall += time.perf_counter() - wall
+
+
+@dataclass
+class PolicyTiming:
+    """One ``prepare``: its time without the summarizer's, and what it returned."""
+
+    cpu_s: float
+    wall_s: float
+    summary_wall_s: float
+    prompt_tokens: int
+
+
+class TimedManager:
+    """A :class:`ContextManager` that times ``prepare`` of the one it wraps.
+
+    Policy time = time in ``prepare`` minus time in the summarizer (CPU time of this thread,
+    ``time.thread_time``, so llama.cpp's worker threads are never counted; and wall time).
+    """
+
+    def __init__(self, inner: ContextManager, clock: Clock) -> None:
+        self.inner = inner
+        self.clock = clock
+        self.timings: list[PolicyTiming] = []
+        self.last: PreparedRequest | None = None
+        #: Set after each prepare, taken (and cleared) by the recorder at the model call.
+        self.pending: PolicyTiming | None = None
+
+    @property
+    def on_event(self) -> Callable[[ContextEvent], None] | None:
+        return self.inner.on_event
+
+    @on_event.setter
+    def on_event(self, value: Callable[[ContextEvent], None] | None) -> None:
+        self.inner.on_event = value
+
+    def prepare(
+        self,
+        conv: Conversation,
+        *,
+        system_prompt: str,
+        tools: Sequence[dict[str, Any]] | None = None,
+        cancel: CancelToken | None = None,
+    ) -> PreparedRequest:
+        return self._timed(
+            lambda: self.inner.prepare(
+                conv, system_prompt=system_prompt, tools=tools, cancel=cancel
+            )
+        )
+
+    def handle_overflow(
+        self,
+        conv: Conversation,
+        *,
+        system_prompt: str,
+        tools: Sequence[dict[str, Any]] | None = None,
+        cancel: CancelToken | None = None,
+    ) -> PreparedRequest:
+        """The retry request after an overflow (timed like ``prepare``)."""
+        return self._timed(
+            lambda: self.inner.handle_overflow(
+                conv, system_prompt=system_prompt, tools=tools, cancel=cancel
+            )
+        )
+
+    def _timed(self, fn: Callable[[], PreparedRequest]) -> PreparedRequest:
+        cpu0, wall0 = time.thread_time(), time.perf_counter()
+        s_cpu0, s_wall0 = self.clock.summary_cpu, self.clock.summary_wall
+        req = fn()
+        s_cpu = self.clock.summary_cpu - s_cpu0
+        s_wall = self.clock.summary_wall - s_wall0
+        timing = PolicyTiming(
+            cpu_s=max(time.thread_time() - cpu0 - s_cpu, 0.0),
+            wall_s=max(time.perf_counter() - wall0 - s_wall, 0.0),
+            summary_wall_s=s_wall,
+            prompt_tokens=req.prompt_tokens,
+        )
+        self.timings.append(timing)
+        self.pending = timing
+        self.last = req
+        return req
+
+    def compact(
+        self,
+        conv: Conversation,
+        *,
+        system_prompt: str,
+        reason: CompactReason,
+        focus: str | None = None,
+        tools: Sequence[dict[str, Any]] | None = None,
+        cancel: CancelToken | None = None,
+    ) -> CompactionRecord | None:
+        return self.inner.compact(
+            conv, system_prompt=system_prompt, reason=reason, focus=focus, tools=tools,
+            cancel=cancel,
+        )
+
+
+# -- (d) and (e) -----------------------------------------------------------------------------
+
+
+@dataclass
+class Drop:
+    """One drop-half event."""
+
+    tokens_before: int
+    tokens_after: int
+    messages_dropped: int
+    duration_s: float
+
+
+@dataclass
+class _Baseline:
+    """Shared parts of the strategies that build the prompt themselves."""
+
+    backend: LLMBackend
+    policy: Callable[[], EffectivePolicy]
+    on_event: Callable[[ContextEvent], None] | None = None
+    counter: TokenCounter = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.counter = TokenCounter(self.backend)
+
+    def _request(
+        self,
+        system_prompt: str,
+        messages: Sequence[Message],
+        tools: Sequence[dict[str, Any]] | None,
+    ) -> PreparedRequest:
+        pol = self.policy()
+        built = [context.system_message(system_prompt), *messages]
+        msgs = context.to_openai(built)
+        n = self.counter.exact(msgs, tools)
+        return PreparedRequest(
+            messages=msgs, prompt_tokens=n, window=pol.window,
+            reserve=min(pol.reserve, max(pol.window - n, 0)),
+        )
+
+
+class NoManagement(_Baseline):
+    """(e) The whole conversation, every call. ``compact`` never does anything."""
+
+    def prepare(
+        self,
+        conv: Conversation,
+        *,
+        system_prompt: str,
+        tools: Sequence[dict[str, Any]] | None = None,
+        cancel: CancelToken | None = None,
+    ) -> PreparedRequest:
+        return self._request(system_prompt, conv.messages, tools)
+
+    def compact(
+        self,
+        conv: Conversation,
+        *,
+        system_prompt: str,
+        reason: CompactReason,
+        focus: str | None = None,
+        tools: Sequence[dict[str, Any]] | None = None,
+        cancel: CancelToken | None = None,
+    ) -> CompactionRecord | None:
+        return None
+
+    def handle_overflow(
+        self,
+        conv: Conversation,
+        *,
+        system_prompt: str,
+        tools: Sequence[dict[str, Any]] | None = None,
+        cancel: CancelToken | None = None,
+    ) -> PreparedRequest:
+        raise ContextTooLargeError("no context management")
+
+
+class DropHalf(_Baseline):
+    """(d) Drop the oldest half of the conversation when the window is full.
+
+    "Full" is ``prompt + reserve > window`` (GPT4All's test before a reply; llama.cpp's
+    context shift fires one token later). The cut is the first message boundary at which at
+    least half of the conversation's tokens are dropped; tool results are never left without
+    their call. The cut is remembered by message id (so a copy of the conversation keeps it),
+    and nothing is summarized. Unlike llama.cpp's in-place KV shift, the kept half is
+    re-evaluated here (the app has no KV shift); the content lost is the same.
+    """
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        self.first_kept_id: str | None = None
+        self.drops: list[Drop] = []
+
+    def _kept(self, conv: Conversation) -> list[Message]:
+        if self.first_kept_id is None:
+            return list(conv.messages)
+        for i, m in enumerate(conv.messages):
+            if m.id == self.first_kept_id:
+                return conv.messages[i:]
+        return list(conv.messages)
+
+    def _drop_half(self, kept: list[Message]) -> int:
+        """Index into ``kept`` of the first message to keep after dropping half."""
+        sizes = [self.counter.message(m) for m in kept]
+        half = sum(sizes) / 2
+        acc = 0
+        cut = len(kept) - 1
+        for i, size in enumerate(sizes):
+            acc += size
+            if acc >= half:
+                cut = i + 1
+                break
+        cut = min(cut, len(kept) - 1)  # always keep the newest message
+        while 0 < cut < len(kept) - 1 and kept[cut].role == "tool":
+            cut += 1  # a tool result must not lose its call
+        return max(cut, 1) if len(kept) > 1 else 0
+
+    def _shrink(self, conv: Conversation, system_prompt: str,
+                tools: Sequence[dict[str, Any]] | None, once: bool) -> PreparedRequest:
+        pol = self.policy()
+        kept = self._kept(conv)
+        req = self._request(system_prompt, kept, tools)
+        while (once or req.prompt_tokens + pol.reserve > pol.window) and len(kept) > 1:
+            started = time.perf_counter()
+            cut = self._drop_half(kept)
+            if cut <= 0:
+                break
+            before = req.prompt_tokens
+            kept = kept[cut:]
+            self.first_kept_id = kept[0].id
+            req = self._request(system_prompt, kept, tools)
+            self.drops.append(
+                Drop(before, req.prompt_tokens, cut, time.perf_counter() - started)
+            )
+            if once:
+                break
+        return req
+
+    def prepare(
+        self,
+        conv: Conversation,
+        *,
+        system_prompt: str,
+        tools: Sequence[dict[str, Any]] | None = None,
+        cancel: CancelToken | None = None,
+    ) -> PreparedRequest:
+        return self._shrink(conv, system_prompt, tools, once=False)
+
+    def compact(
+        self,
+        conv: Conversation,
+        *,
+        system_prompt: str,
+        reason: CompactReason,
+        focus: str | None = None,
+        tools: Sequence[dict[str, Any]] | None = None,
+        cancel: CancelToken | None = None,
+    ) -> CompactionRecord | None:
+        """Drop half once more. The record is returned (so the agent retries) but never
+        stored in the conversation: this strategy writes no summary."""
+        before = len(self.drops)
+        self._shrink(conv, system_prompt, tools, once=True)
+        if len(self.drops) == before:
+            return None
+        drop = self.drops[-1]
+        return CompactionRecord(
+            summary="", first_kept_id=self.first_kept_id, tokens_before=drop.tokens_before,
+            tokens_after=drop.tokens_after, reason=reason, count=len(self.drops),
+            summarizer="extractive",
+        )
+
+    def handle_overflow(
+        self,
+        conv: Conversation,
+        *,
+        system_prompt: str,
+        tools: Sequence[dict[str, Any]] | None = None,
+        cancel: CancelToken | None = None,
+    ) -> PreparedRequest:
+        """Drop half once more and return the smaller request (what a context shift does
+        when the model runs out of room)."""
+        before = len(self.drops)
+        req = self._shrink(conv, system_prompt, tools, once=True)
+        if len(self.drops) == before:
+            raise ContextTooLargeError("nothing left to drop")
+        return req
+
+
+# -- wiring ----------------------------------------------------------------------------------
+
+
+@dataclass
+class Strategy:
+    """One strategy ready to run: the manager the agent gets and the settings it uses."""
+
+    name: StrategyName
+    manager: TimedManager
+    policy: EffectivePolicy
+    settings: Settings
+    clock: Clock
+    #: The unwrapped manager (for strategy-specific records such as drops).
+    inner: ContextManager
+
+
+def strategy_settings(name: StrategyName, base: Settings) -> Settings:
+    """``base`` with the compaction switches the strategy implies (the agent reads them)."""
+    s = base.model_copy(deep=True)
+    summarizes = name in ("policy", "summarize-only")
+    s.compaction.prune = name in ("policy", "prune-only")
+    s.compaction.auto_compact = summarizes
+    s.compaction.compact_on_overflow = summarizes or name == "drop-half"
+    return s
+
+
+def build_strategy(
+    name: StrategyName,
+    backend: LLMBackend,
+    base_settings: Settings,
+    *,
+    summarizer: Callable[[LLMBackend, TokenCounter], Summarizer] | None = None,
+) -> Strategy:
+    """Wire strategy ``name`` for ``backend`` (the backend the agent will call).
+
+    ``summarizer`` builds the summarizer (default: the model summarizer on ``backend``).
+    """
+    settings = strategy_settings(name, base_settings)
+    own = settings.effective_policy(backend.info.trained_context)
+    policy = pimono_policy(settings.mode, own.window) if name == "summarize-only" else own
+    clock = Clock()
+    inner: ContextManager
+    if name in ("policy", "summarize-only", "prune-only"):
+        counter = TokenCounter(backend)
+        made = (summarizer or (lambda b, c: ModelSummarizer(b, c)))(backend, counter)
+        summarizes = name != "prune-only"
+        inner = ContextController(
+            backend,
+            lambda: policy,
+            prune_enabled=lambda: name != "summarize-only",
+            auto_compact=lambda: summarizes,
+            compact_on_overflow=lambda: summarizes,
+            summarizer=TimedSummarizer(made, clock),
+            counter=counter,
+        )
+    elif name == "drop-half":
+        inner = DropHalf(backend, lambda: policy)
+    else:
+        inner = NoManagement(backend, lambda: policy)
+    return Strategy(name, TimedManager(inner, clock), policy, settings, clock, inner)

@@ -1,0 +1,128 @@
+"""Metrics: percentiles, the summary of hand-made records, and a small scripted run whose
+numbers can be checked by hand."""
+
+from __future__ import annotations
+
+import pytest
+
+from assistant.bench.metrics import (
+    CallRecord,
+    CompactionStat,
+    FactResult,
+    PruneStat,
+    RunRecord,
+    TurnRecord,
+    answer_matches,
+    facts_in_text,
+    median,
+    percentile,
+    summarize,
+)
+from assistant.bench.runner import RunOptions, run_workload
+from assistant.bench.workloads import ChatStep, Fact, Workload
+from assistant.compaction.context import system_message
+from assistant.compaction.tokens import TokenCounter
+from assistant.config import DEFAULT_SYSTEM_PROMPT
+from assistant.conversation import Message
+from assistant.tools.registry import ToolRegistry
+
+from .helpers import scripted
+
+
+def test_percentile_interpolates_linearly() -> None:
+    assert percentile([], 50) is None
+    assert median([3.0]) == 3.0
+    assert median([1.0, 2.0, 3.0, 4.0]) == 2.5
+    assert percentile([1.0, 2.0, 3.0, 4.0, 5.0], 95) == pytest.approx(4.8)
+    assert percentile([10.0, 0.0], 0) == 0.0 and percentile([10.0, 0.0], 100) == 10.0
+
+
+def test_summary_of_hand_made_records() -> None:
+    run = RunRecord(workload="W", strategy="none", model="m", mode="local", window=100)
+    run.calls = [
+        CallRecord(1, 1, "workload", "chat", 50, evaluated=50, reused=0, new_tokens=50,
+                   completion_tokens=10, generate_s=0.5, policy_cpu_s=0.001),
+        CallRecord(2, 1, "workload", "summary", 80, evaluated=80),
+        CallRecord(3, 2, "workload", "chat", 90, evaluated=30, reused=60, new_tokens=40,
+                   completion_tokens=20, generate_s=0.5, policy_cpu_s=0.003),
+        CallRecord(4, 3, "workload", "chat", 120, overflowed=True, new_tokens=30,
+                   policy_cpu_s=0.002),
+        CallRecord(5, 4, "probe", "chat", 10, evaluated=10, new_tokens=0),
+    ]
+    run.turns = [TurnRecord(1, "workload", 1.0, 0.5, 2), TurnRecord(2, "workload", 3.0, 1.5, 1),
+                 TurnRecord(3, "workload", 2.0, None, 1, overflowed=True),
+                 TurnRecord(4, "probe", 9.0, 1.0, 1)]
+    run.compactions = [CompactionStat("model", "threshold", 4.0, 95, 35, 1)]
+    run.prunes = [PruneStat(2, 2, 300), PruneStat(3, 1, 200)]
+    run.facts = [FactResult("constraint", "c", True, answered=True),
+                 FactResult("path_read", "p", False, answered=False),
+                 FactResult("number", "n", False, answered=None)]
+    s = summarize(run)
+    assert s.chat_calls == 3  # the probe call is not part of the workload
+    assert s.overflowed_calls == 1 and s.first_overflow_call == 3 and s.first_overflow_turn == 3
+    assert s.prefill_evaluated == 80 and s.new_tokens == 120
+    assert s.prefill_ratio == pytest.approx(80 / 120)
+    assert s.summary_prefill == 80 and s.prefill_ratio_all == pytest.approx(160 / 120)
+    assert s.reused_share == pytest.approx(60 / 140)  # over the calls that ran
+    assert s.max_context == 120
+    assert s.turn_median_s == 2.0 and s.ttft_median_s == 1.0
+    assert s.compactions == 1 and s.compaction_median_s == 4.0
+    assert s.compaction_tokens_before == 95 and s.compaction_tokens_after == 35
+    assert s.prunes == 2 and s.pruned_tokens == 500
+    assert s.policy_cpu_median_ms == pytest.approx(2.0)
+    assert s.policy_cpu_max_ms == pytest.approx(3.0)
+    assert s.gen_tps_median == pytest.approx(30.0)  # 20/s and 40/s
+    assert s.retention_context == pytest.approx(1 / 3)
+    assert s.retention_context_constraints_paths == pytest.approx(1 / 2)
+    assert s.retention_answered == pytest.approx(1 / 2)
+
+
+def test_fact_and_answer_matching_ignore_case() -> None:
+    assert facts_in_text("Never Use Tabs here", ["never use tabs", "8080"]) == [True, False]
+    assert answer_matches("Use SPACES.", ("space",))
+    assert not answer_matches("tabs", ("space",))
+
+
+def test_scripted_run_numbers_by_hand() -> None:
+    """Two turns, no management: every number follows from the rendered messages."""
+    backend = scripted(reply="OK.")
+    wl = Workload("H", "hand", "local", 0, True, 8_192,
+                  [ChatStep("hello"), ChatStep("again")],
+                  [Fact("number", "n", "again", "q?", ("x",), 1)])
+    run = run_workload(backend, wl, "none", options=RunOptions(ask_questions=False))
+    chat = [c for c in run.calls if c.kind == "chat"]
+    assert len(chat) == 2 and not any(c.overflowed for c in chat)
+
+    tools = ToolRegistry.default().schemas()
+    sys_msg = system_message(DEFAULT_SYSTEM_PROMPT).to_openai()
+    user1 = {"role": "user", "content": "hello"}
+    reply = {"role": "assistant", "content": "OK."}
+    user2 = {"role": "user", "content": "again"}
+    p1 = backend.count_prompt([sys_msg, user1], tools)
+    p2 = backend.count_prompt([sys_msg, user1, reply, user2], tools)
+    assert chat[0].prompt_tokens == p1 and chat[1].prompt_tokens == p2
+    # First call: nothing cached, everything is new and evaluated.
+    assert chat[0].evaluated == p1 and chat[0].reused == 0 and chat[0].new_tokens == p1
+    # Second call: new = the reply and the user message as rendered; the cache holds the
+    # first prompt plus the reply's tokens, so the reuse is their common prefix.
+    counter = TokenCounter(backend)
+    new2 = counter.message(Message(role="assistant", content="OK.")) + counter.message(
+        Message(role="user", content="again")
+    )
+    assert chat[1].new_tokens == new2
+    first = backend.tokenize(backend.render_prompt([sys_msg, user1], tools))
+    cache = first + backend.tokenize("OK.")
+    second = backend.tokenize(backend.render_prompt([sys_msg, user1, reply, user2], tools))
+    common = 0
+    for a, b in zip(cache, second, strict=False):
+        if a != b:
+            break
+        common += 1
+    assert chat[1].reused == common and chat[1].evaluated == p2 - common
+    s = summarize(run)
+    assert s.prefill_evaluated == p1 + p2 - common
+    assert s.new_tokens == p1 + new2
+    assert s.prefill_ratio == pytest.approx((p1 + p2 - common) / (p1 + new2))
+    assert s.compactions == 0 and s.prunes == 0 and s.overflowed_calls == 0
+    assert [t.model_calls for t in run.turns] == [1, 1]
+    assert run.facts[0].in_context  # "again" is in the last prompt
