@@ -98,6 +98,13 @@ class ExtractiveSummarizer:
         return SummaryOutcome(text=text, kind="extractive")
 
 
+#: After this many compactions in a row in which the model's summary was rejected twice,
+#: the model is not asked again (for this model): each attempt costs a full prefill and
+#: generation (about a minute for SmolLM2-135M on 2 cores) only to be thrown away. Any
+#: accepted summary resets the count; a new model gets a new summarizer.
+GIVE_UP_AFTER = 2
+
+
 class _Rejected(Exception):
     def __init__(self, problems: list[str]) -> None:
         self.problems = problems
@@ -114,14 +121,25 @@ class ModelSummarizer:
         *,
         temperature: float = 0.0,
         tool_chars: int = 500,
+        give_up_after: int = GIVE_UP_AFTER,
     ) -> None:
         self.backend = backend
         self.counter = counter or TokenCounter(backend)
         self.temperature = temperature
         self.tool_chars = tool_chars
+        self.give_up_after = give_up_after
+        #: Compactions in a row whose model summaries were rejected twice.
+        self.consecutive_fallbacks = 0
 
     # -- public ------------------------------------------------------------------------
     def summarize(self, request: SummaryRequest, cancel: CancelToken | None) -> SummaryOutcome:
+        if self.give_up_after and self.consecutive_fallbacks >= self.give_up_after:
+            log.info(
+                "model summaries were rejected in %d compactions in a row; using the "
+                "extractive summary without asking the model",
+                self.consecutive_fallbacks,
+            )
+            return ExtractiveSummarizer(self.counter).summarize(request, cancel)
         out = SummaryOutcome(text="", kind="model")
         split = bool(request.turn_prefix)
         has_history = bool(request.history) or bool(request.previous)
@@ -148,12 +166,14 @@ class ModelSummarizer:
                     )
                 )
         except _Rejected as exc:
+            self.consecutive_fallbacks += 1
             log.warning("model summary rejected twice (%s); using the extractive summary", exc)
             fallback = ExtractiveSummarizer(self.counter).summarize(request, cancel)
             fallback.calls, fallback.rejected = out.calls, out.rejected
             fallback.prompt_evaluated = out.prompt_evaluated
             fallback.prompt_reused = out.prompt_reused
             return fallback
+        self.consecutive_fallbacks = 0
         out.text = prompts.TURN_SEPARATOR.join(p for p in parts if p)
         return out
 

@@ -377,3 +377,28 @@ def test_a_looping_summary_is_stopped_early_and_rejected() -> None:
     first = be.calls[0]
     assert first.result is None or first.result.completion_tokens < 120  # stopped early
     assert "repeating" in be.calls[1].messages[-1]["content"]
+
+
+def test_model_is_not_asked_again_after_repeated_rejections() -> None:
+    from assistant.compaction.extractive import MechanicalState
+    from assistant.compaction.summarizer import GIVE_UP_AFTER, ModelSummarizer, SummaryRequest
+
+    conv = _long_chat()
+    be = ScriptedBackend(default_reply="")  # every model summary is empty: rejected
+    summarizer = ModelSummarizer(be)
+    request = SummaryRequest(
+        history=conv.messages, turn_prefix=[], previous=None, focus=None, budget=300,
+        state=MechanicalState(), window=be.window,
+    )
+    for round_ in range(GIVE_UP_AFTER):
+        assert summarizer.summarize(request, None).kind == "extractive"
+        assert len(be.calls) == 2 * (round_ + 1)  # asked, retried, then fell back
+    calls = len(be.calls)
+    outcome = summarizer.summarize(request, None)
+    assert outcome.kind == "extractive" and len(be.calls) == calls  # not asked again
+    assert "## Goal" in outcome.text
+    # A model that starts writing good summaries is trusted again after a success.
+    summarizer.consecutive_fallbacks = GIVE_UP_AFTER - 1
+    be.enqueue(GOOD_SUMMARY)
+    assert summarizer.summarize(request, None).kind == "model"
+    assert summarizer.consecutive_fallbacks == 0
