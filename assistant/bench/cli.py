@@ -89,6 +89,11 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--rerender", type=Path, action="append", metavar="RESULTS_JSON",
                    help="write --report from saved results-*.json files (repeatable) "
                    "without running anything")
+    p.add_argument("--checkpoint", type=Path, metavar="JSON",
+                   help="save results there after every run (default with --report: "
+                   "REPORT_DIR/bench/results-KIND.json)")
+    p.add_argument("--resume", type=Path, metavar="JSON",
+                   help="continue a saved run: skip the workload/strategy pairs it has")
     p.add_argument("--verbose", action="store_true", help="show the app's log on stderr")
     return p
 
@@ -290,6 +295,18 @@ def _run(
             "strategies": list(strategies),
         },
     )
+    done: set[tuple[str, str]] = set()
+    if args.resume is not None:
+        previous = from_json(json.loads(args.resume.read_text(encoding="utf-8")))
+        if previous.quick != args.quick or previous.seed != args.seed:
+            print("bench: --resume needs the same --quick and --seed as the saved run",
+                  file=sys.stderr)
+            return None
+        result.runs = previous.runs
+        result.workloads = previous.workloads
+        result.wall_s = previous.wall_s
+        done = {(r.workload, r.strategy) for r in result.runs}
+        _progress(f"resuming: {len(done)} run(s) already done")
     opts = RunOptions(
         max_reply_tokens=args.max_reply_tokens, ask_questions=not args.no_questions,
         progress=_progress,
@@ -297,6 +314,8 @@ def _run(
     models = _Models(args.model, args.threads)
     try:
         for wl in workloads:
+            if all((wl.name, s) in done for s in strategies):
+                continue
             why = models.available(wl)
             if why is not None:
                 result.notes.append(f"{wl.name} skipped: {why}.")
@@ -309,23 +328,43 @@ def _run(
                 _progress(f"{wl.name} skipped: {exc}")
                 continue
             model = models.model_for(wl) if args.model != "scripted" else "scripted"
-            first = True
             for strategy in strategies:
+                if (wl.name, strategy) in done:
+                    continue
                 reset_cache(backend)
                 _progress(f"{wl.name} with {strategy} on {model} ...")
                 run = run_workload(backend, wl, strategy, options=opts, model_label=model)
-                if first:
+                if not any(w.name == wl.name for w in result.workloads):
                     result.workloads.append(_info(wl, model, run.window))
-                    first = False
                 result.runs.append(run)
+                _checkpoint(result, args, started)
         if not args.no_micro:
             _micro(result, models, workloads, quick=args.quick)
     finally:
         models.close()
-    result.wall_s = time.perf_counter() - started
+    _stamp_end(result, started)
+    return result
+
+
+def _stamp_end(result: BenchResult, started: float) -> None:
+    result.wall_s += time.perf_counter() - started
     with suppress(OSError, AttributeError):
         result.machine["load_at_end"] = " ".join(f"{x:.2f}" for x in os.getloadavg())
-    return result
+
+
+def _checkpoint(result: BenchResult, args: argparse.Namespace, started: float) -> None:
+    """Save what is done so far (``--resume`` continues from it after an interruption)."""
+    path: Path | None = args.checkpoint
+    if path is None and args.report is not None:
+        path = args.report.parent / "bench" / f"results-{'quick' if args.quick else 'full'}.json"
+    if path is None:
+        return
+    snapshot = BenchResult(**{**result.__dict__, "machine": dict(result.machine)})
+    _stamp_end(snapshot, started)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(to_json(snapshot, records=True)) + "\n", encoding="utf-8")
+    os.replace(tmp, path)
 
 
 def _info(wl: Workload, model: str, window: int) -> WorkloadInfo:

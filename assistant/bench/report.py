@@ -254,8 +254,11 @@ def _plot(
         ax.set_ylabel("seconds")
         ax.set_xlabel("turn")
         ax.set_title(f"{workload}: wall time per turn")
+    from matplotlib.ticker import MaxNLocator
+
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     ax.grid(alpha=0.3)
-    ax.legend(fontsize=7, loc="upper left")
+    ax.legend(fontsize=7, loc="best", framealpha=0.8)
     fig.tight_layout()
     fig.savefig(path)
     plt.close(fig)

@@ -138,3 +138,21 @@ def test_a_full_and_a_quick_run_in_one_report(tmp_path: Path, bench_result: Benc
     # Writing a single run again leaves only its own files.
     write_report(bench_result, tmp_path / "C.md")
     assert not list((tmp_path / "bench").glob("full_*.png"))
+
+
+def test_checkpoint_and_resume(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    common = ["--model", "scripted", "--quick", "--workload", "W3", "--no-micro",
+              "--no-questions", "--report", str(tmp_path / "R.md")]
+    assert main([*common, "--strategy", "a"]) == 0
+    saved = tmp_path / "bench" / "results-quick.json"
+    assert [r["strategy"] for r in json.loads(saved.read_text())["runs"]] == ["policy"]
+    capsys.readouterr()
+    assert main([*common, "--strategy", "a", "--strategy", "e", "--resume", str(saved)]) == 0
+    assert "resuming: 1 run(s) already done" in capsys.readouterr().err
+    runs = json.loads(saved.read_text())["runs"]
+    assert [r["strategy"] for r in runs] == ["policy", "none"]
+    capsys.readouterr()
+    assert main([*common[:-2], "--strategy", "e", "--resume", str(saved), "--json"]) == 0
+    assert "W3 with" not in capsys.readouterr().err  # nothing left to run
+    full = [*common[:2], *common[3:]]  # without --quick: a different run
+    assert main([*full, "--resume", str(saved)]) == 1
