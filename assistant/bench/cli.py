@@ -305,6 +305,10 @@ def _run(
         result.runs = previous.runs
         result.workloads = previous.workloads
         result.wall_s = previous.wall_s
+        result.speed, result.policy_time = previous.speed, previous.policy_time
+        result.summary_time, result.notes = previous.summary_time, previous.notes
+        had = set(previous.options.get("strategies", [])) | set(strategies)
+        result.options["strategies"] = [n for n in STRATEGY_NAMES if n in had]
         done = {(r.workload, r.strategy) for r in result.runs}
         _progress(f"resuming: {len(done)} run(s) already done")
     opts = RunOptions(

@@ -349,7 +349,8 @@ def _workload_section(
         f"{info.facts} planted facts; model `{info.model}`, {info.mode} mode, window "
         f"{info.window:,} tokens."
     )
-    return "\n\n".join([head, load, ctx, facts, plots, _notices(result, info.name)])
+    parts = [head, load, ctx, facts, plots, _notices(result, info.name)]
+    return "\n\n".join(p for p in parts if p)
 
 
 def _facts_table(result: BenchResult, workload: str) -> str:
@@ -441,7 +442,8 @@ def _run_header(result: BenchResult) -> list[str]:
         f"{m.get('memory_gb', '?')} GB RAM, {m.get('platform', '')}, llama-cpp-python "
         f"{m.get('llama_cpp_python', '?')}; llama threads: {opts.get('threads') or 'auto'}; "
         f"load average (1/5/15 min) at start {m.get('load_at_start', '?')}, at end "
-        f"{m.get('load_at_end', '?')} (other work on the machine slows every number here).",
+        f"{m.get('load_at_end', '?')} (other work on the machine slows every number here). "
+        f"Strategies: {', '.join(strategy_label(n) for n in opts.get('strategies', []))}.",
         QUICK_NOTE if result.quick else "",
     ]
     extra: list[str] = []

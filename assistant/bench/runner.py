@@ -133,7 +133,7 @@ class Recorder:
         return rec
 
     # -- model calls ------------------------------------------------------------------
-    def _kind(self) -> CallKind:
+    def call_kind(self) -> CallKind:
         return "summary" if self.strategy.clock.in_summary else "chat"
 
     def _chat_extras(self, rec: CallRecord, prompt_tokens: int) -> None:
@@ -193,13 +193,13 @@ class Recorder:
                 )
             elif isinstance(inner, CompactionFailed):
                 self.failures += 1
-                self._note(f"compaction failed ({inner.reason}): {inner.error}")
+                self.note(f"compaction failed ({inner.reason}): {inner.error}")
         elif isinstance(event, Notice) and event.level != "info":
-            self._note(f"{event.level}: {event.text}")
+            self.note(f"{event.level}: {event.text}")
         elif isinstance(event, TurnFinished) and event.error:
             self._turn_error = event.error
 
-    def _note(self, text: str) -> None:
+    def note(self, text: str) -> None:
         line = f"turn {self.turn} ({self.phase}): {text}"
         if len(self.notices) < 200:
             self.notices.append(line)
@@ -270,7 +270,7 @@ class RecordingBackend:
         on_prefill: Callable[[int, int], None] | None = None,
     ) -> Iterator[StreamEvent]:
         rec = self.recorder
-        kind: CallKind = rec._kind() if rec is not None else "chat"
+        kind: CallKind = rec.call_kind() if rec is not None else "chat"
         try:
             for event in self.inner.generate(
                 messages, max_tokens=max_tokens, temperature=temperature, top_p=top_p,
@@ -351,7 +351,7 @@ def run_workload(
                     run.tool_mismatches += _tool_step(agent, conv, step)
             except Exception as exc:  # record and go on: one failure must not end the bench
                 log.exception("bench step failed")
-                recorder._note(f"step failed: {type(exc).__name__}: {exc}")
+                recorder.note(f"step failed: {type(exc).__name__}: {exc}")
         recorder.sync_drops()
         chat_calls = [c for c in recorder.calls if c.kind == "chat"]
         run.final_overflowed = bool(chat_calls) and chat_calls[-1].overflowed
@@ -371,7 +371,7 @@ def run_workload(
                     agent.chat(conv, fact.question)
                 except Exception as exc:
                     log.exception("bench question failed")
-                    recorder._note(f"question failed: {type(exc).__name__}: {exc}")
+                    recorder.note(f"question failed: {type(exc).__name__}: {exc}")
                 recorder.end_turn()
                 reply = "".join(recorder.turn_text)
                 result.reply = reply[:300]

@@ -1,0 +1,38 @@
+"""The focused measurements on the scripted backend (the real-model side runs in the
+integration test)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from assistant.bench.cli import main
+from assistant.bench.micro import generation_speed, policy_time, summary_time
+
+from .helpers import scripted
+
+
+def test_policy_and_summary_time_on_any_backend() -> None:
+    backend = scripted(window=10_000)
+    pt = policy_time(backend, calls=5)
+    assert pt["window"] == 10_000
+    assert 0 < pt["prompt_tokens"] <= 10_000 - 1_024  # just below the compaction threshold
+    assert pt["policy_ms"] > 0 and pt["prepare_ms"] > 0
+    st = summary_time(scripted(window=8_192))
+    assert st["seconds"] >= 0 and st["tokens_after"] < st["tokens_before"]
+
+
+def test_generation_speed_needs_a_llama_model() -> None:
+    assert generation_speed(scripted()) is None
+
+
+def test_cli_runs_the_measurements(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["--model", "scripted", "--quick", "--workload", "W3", "--strategy", "a",
+                 "--no-questions", "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["policy_time"]["window"] == 10_000
+    assert data["summary_time"]["tokens_before"] > 0
+    assert data["speed"] is None
+    goals = [t["goal"] for t in data["targets"]]
+    assert any("policy time" in g for g in goals) and any("summarizing" in g for g in goals)
