@@ -8,7 +8,8 @@
   tokens), through :func:`assistant.compaction.measure.measure_policy` with the model's own
   tokenizer.
 * :func:`summary_time` - one compaction of a full local window written by the model
-  (:func:`assistant.compaction.measure.summary_prefill`).
+  (:func:`assistant.compaction.measure.summary_prefill`), with the chat cached as in the
+  app and, optionally, with nothing cached.
 
 The raw side needs the llama object behind the backend (``backend._llm``); for other
 backends :func:`generation_speed` returns None.
@@ -110,6 +111,17 @@ def policy_time(backend: LLMBackend | None, *, calls: int = 100) -> dict[str, An
     return measure_policy(backend, policy=pol, fill=fill, calls=calls)
 
 
-def summary_time(backend: LLMBackend) -> dict[str, Any]:
-    """One model-written compaction of a full local window (seconds, summarizer used)."""
-    return summary_prefill(backend)
+def summary_time(backend: LLMBackend, *, cold: bool = True) -> dict[str, Any]:
+    """One model-written compaction of a full local window (seconds, summarizer used).
+
+    The main numbers are for the app's usual case: the chat's last call left the prompt in
+    llama.cpp's cache (the in-context summary reuses it). With ``cold`` the same compaction
+    is also timed with nothing cached (a chat just reopened), under ``"cold"``.
+    """
+    warm = summary_prefill(backend, warm=True)
+    if cold:
+        reset = getattr(backend, "_llm", None)
+        if reset is not None:
+            reset.reset()
+        warm["cold"] = summary_prefill(backend, warm=False)
+    return warm

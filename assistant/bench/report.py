@@ -16,6 +16,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from assistant.config import default_local
+
 from .metrics import (
     CallRecord,
     CompactionStat,
@@ -27,6 +29,7 @@ from .metrics import (
     summarize,
 )
 from .strategies import LABELS, STRATEGY_NAMES
+from .workloads import QUICK_LOCAL_WINDOW, QUICK_STANDARD_WINDOW
 
 STYLES: dict[str, tuple[str, float]] = {
     "policy": ("-", 2.0),
@@ -385,13 +388,16 @@ def _notices(result: BenchResult, workload: str) -> str:
     return ("Notices during the runs:\n\n" + "\n".join(lines)) if lines else ""
 
 
+_QUICK_POLICY = default_local().effective("local", QUICK_LOCAL_WINDOW)
 QUICK_NOTE = (
-    "**This is a quick run**: the local workloads run in a 2,048-token window and W4 in "
-    "8,192 tokens (the model is presented as trained on that length, so the mode's policy is "
-    "scaled exactly as `ModePolicy.effective` does for such a model, e.g. a 157-token summary "
-    "budget locally), with workloads of about a quarter of the full size. Pruning, "
-    "compaction and overflow all happen, but the numbers are not those of the app's real "
-    "window; the speed, policy-time and summary-time measurements use the real local window."
+    f"**This is a quick run**: the local workloads run in a {QUICK_LOCAL_WINDOW:,}-token "
+    f"window and W4 in {QUICK_STANDARD_WINDOW:,} tokens (the model is presented as trained on "
+    "that length, so the mode's policy is scaled exactly as `ModePolicy.effective` does for "
+    f"such a model, e.g. a {_QUICK_POLICY.summary_budget}-token summary budget and a "
+    f"{_QUICK_POLICY.protect}-token prune protection locally), with small workloads (3-16 "
+    "turns) and replies capped at 32 tokens. Pruning, compaction and overflow all happen, but "
+    "the numbers are not those of the app's real window; the speed and policy-time "
+    "measurements use the real local window."
 )
 
 METHOD = """\
@@ -466,10 +472,21 @@ def _run_header(result: BenchResult) -> list[str]:
     if result.summary_time:
         st = result.summary_time
         extra.append(
-            f"- Summary of a full local window: {st.get('seconds')} s, "
-            f"{st.get('prompt_evaluated')} summarizer prompt tokens evaluated in "
-            f"{st.get('calls')} call(s), summarizer `{st.get('summarizer')}`."
+            f"- Summary of a full local window ({st.get('tokens_before')} tokens), the chat "
+            f"cached as after a turn in the app: {st.get('seconds')} s, "
+            f"{st.get('prompt_evaluated')} summarizer prompt tokens evaluated and "
+            f"{st.get('prompt_reused')} reused in {st.get('calls')} call(s) "
+            f"({st.get('approach') or 'transcript'}), summarizer `{st.get('summarizer')}`"
+            + (f"; rejected: {'; '.join(st['rejected'])}" if st.get("rejected") else "") + "."
         )
+        cold = st.get("cold")
+        if isinstance(cold, dict):
+            extra.append(
+                f"- The same with nothing cached (a chat just reopened): {cold.get('seconds')} "
+                f"s, {cold.get('prompt_evaluated')} prompt tokens evaluated in "
+                f"{cold.get('calls')} call(s) ({cold.get('approach') or 'transcript'}), "
+                f"summarizer `{cold.get('summarizer')}`."
+            )
     if extra:
         parts += ["Focused measurements:", "\n".join(extra)]
     if result.notes:

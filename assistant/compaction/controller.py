@@ -120,6 +120,10 @@ BeforeCompactHook = Callable[[CompactionPreparation], BeforeCompactResult | None
 AfterCompactHook = Callable[[CompactionRecord], None]
 
 
+def _pruned_ids(conv: Conversation) -> frozenset[str]:
+    return frozenset(m.id for m in conv.kept_messages() if m.pruned)
+
+
 class ContextController:
     def __init__(
         self,
@@ -149,6 +153,9 @@ class ContextController:
         #: Conversation states where compaction did not help (never retried automatically).
         self._no_retry: set[tuple[int, int, int]] = set()
         self._overflow_done: set[tuple[int, int, int]] = set()
+        #: (id of the conversation, ids of pruned results) of the last prompt sent: what
+        #: llama.cpp holds in its KV cache, which an in-context summary reuses.
+        self._sent_view: tuple[int, frozenset[str]] | None = None
 
     # -- building --------------------------------------------------------------------
     def build_messages(self, conv: Conversation, system_prompt: str) -> list[Message]:
@@ -237,6 +244,7 @@ class ContextController:
         req.pruned_tokens = pruned
         req.compaction = record
         req.notices = notices
+        self._sent_view = (id(conv), _pruned_ids(conv))
         return req
 
     def prune(self, conv: Conversation) -> int:
@@ -312,6 +320,21 @@ class ContextController:
         return req
 
     # -- internals -----------------------------------------------------------------------
+    def _chat_prefix(
+        self, conv: Conversation, system_prompt: str, span: Sequence[Message]
+    ) -> list[dict[str, Any]]:
+        """The chat prompt up to the cut as last sent (prune state included), so an
+        in-context summary starts with tokens llama.cpp still holds."""
+        view = self._sent_view[1] if self._sent_view and self._sent_view[0] == id(conv) else None
+        msgs = [context.system_message(system_prompt)]
+        if conv.last_compaction is not None:
+            msgs.append(context.summary_message(conv.last_compaction.summary))
+        for m in span:
+            if view is not None and m.role == "tool" and m.pruned != (m.id in view):
+                m = m.model_copy(update={"pruned": m.id in view})
+            msgs.append(m)
+        return context.to_openai(msgs)
+
     def _switch_on(self, reason: Reason) -> bool:
         if reason == "overflow":
             return self.compact_on_overflow()
@@ -410,6 +433,7 @@ class ContextController:
                 history=history, turn_prefix=prefix, previous=previous, focus=focus,
                 budget=model_budget, state=state,
                 window=min(pol.window, self.backend.info.context_window),
+                chat=self._chat_prefix(conv, system_prompt, kept[: plan.cut]), tools=tools,
             )
             try:
                 outcome = self.summarizer.summarize(request, cancel)

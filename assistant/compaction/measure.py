@@ -9,8 +9,10 @@ turns, warms the memo, then times (median over ``calls`` repetitions):
   plus tokenization, which scales with the prompt, not with what is new);
 * ``prepare_ms``: the whole ``ContextController.prepare`` (both of the above).
 
-:func:`summary_prefill` records the KV-cache cost of one model-written summary (text
-approach: every summarizer prompt token is evaluated, none reused).
+:func:`summary_prefill` times one model-written compaction of a full local window and records
+its KV-cache cost. ``warm=True`` (as in the app, where the chat's last call left the prompt
+in llama.cpp's cache) sends the chat once, untimed, before compacting, so the in-context
+summary can reuse it; ``warm=False`` measures a chat just reopened (nothing cached).
 """
 
 from __future__ import annotations
@@ -112,9 +114,9 @@ def measure_policy(
 
 
 def summary_prefill(
-    backend: LLMBackend, *, policy: EffectivePolicy | None = None
+    backend: LLMBackend, *, policy: EffectivePolicy | None = None, warm: bool = True
 ) -> dict[str, Any]:
-    """Compact a synthetic full chat once with the model; report summary prefill tokens."""
+    """Compact a synthetic full chat once with the model; report time and prefill tokens."""
     pol = policy or default_local().effective("local", backend.info.trained_context)
     counter = TokenCounter(backend)
     conv = synthetic_conversation(counter, int(pol.window * 0.95))
@@ -128,8 +130,13 @@ def summary_prefill(
             return outcome
 
     controller = ContextController(
-        backend, lambda: pol, prune_enabled=lambda: False, summarizer=_Spy(), counter=counter
+        backend, lambda: pol, prune_enabled=lambda: False, auto_compact=lambda: False,
+        summarizer=_Spy(), counter=counter,
     )
+    if warm:  # the chat's last call, as the app made it (not timed)
+        sent = controller.prepare(conv, system_prompt=SYSTEM)
+        for _event in backend.generate(sent.messages, max_tokens=1, temperature=0.0):
+            pass
     start = time.perf_counter()
     record = controller.compact(conv, system_prompt=SYSTEM, reason="manual")
     took = time.perf_counter() - start
@@ -141,5 +148,8 @@ def summary_prefill(
         "calls": outcome.calls if outcome else 0,
         "prompt_evaluated": outcome.prompt_evaluated if outcome else 0,
         "prompt_reused": outcome.prompt_reused if outcome else 0,
+        "approach": outcome.approach if outcome else "",
+        "warm": warm,
+        "rejected": list(outcome.rejected) if outcome else [],
         "seconds": round(took, 2),
     }

@@ -96,6 +96,29 @@ IMPORTANT: your previous answer was rejected ({problems}). Output ONLY the summa
 with the line "## Goal". Include every heading listed above. Do not copy the conversation; \
 describe it in your own short sentences."""
 
+#: In-context requests: appended as a user message after the chat itself (the span to
+#: summarize), so llama.cpp reuses the chat tokens it already holds and evaluates only this.
+IN_CONTEXT = """\
+STOP. Do not answer or continue the conversation above. Your task now is different: write \
+a summary of the conversation above so the assistant can continue the work without those \
+messages.{update}{split}
+
+Use exactly this format, keeping every heading:
+
+{format}
+{focus}
+Keep every file path, name and number that matters. Be brief: at most {words} words. \
+Start with the line "## Goal"."""
+
+IN_CONTEXT_UPDATE = (
+    " The first user message above, starting with \"[Context summary]\", summarizes what came "
+    "before: merge the later messages into it, keep all of it that is still true and move "
+    "finished items from In Progress to Done."
+)
+IN_CONTEXT_SPLIT = (
+    " The last request above is still being worked on: describe it under In Progress."
+)
+
 FOCUS = "\nPay special attention to: {focus}\n"
 
 TURN_SEPARATOR = "\n\n---\n\n**Context of the current request (earlier part):**\n\n"
@@ -103,6 +126,20 @@ TURN_SEPARATOR = "\n\n---\n\n**Context of the current request (earlier part):**\
 
 def focus_line(focus: str | None) -> str:
     return FOCUS.format(focus=focus.strip()) if focus and focus.strip() else ""
+
+
+def build_in_context(
+    *, update: bool, split: bool, focus: str | None, words: int, problems: str | None = None
+) -> str:
+    """The request appended to the chat prompt for an in-context summary."""
+    text = IN_CONTEXT.format(
+        update=IN_CONTEXT_UPDATE if update else "",
+        split=IN_CONTEXT_SPLIT if split else "",
+        format=FORMAT,
+        focus=focus_line(focus),
+        words=max(words, 20),
+    )
+    return text + (STRICT.format(problems=problems) if problems else "")
 
 
 def build_prompt(

@@ -10,13 +10,22 @@ summary budget). Each summary is validated (:mod:`.validate`); a rejected one is
 once with a stricter prompt, then the deterministic :func:`.extractive.extractive_summary`
 is used instead. A split turn's prefix is summarized by its own call and appended.
 
-KV cache note. Summarizing "on top of the cached prefix" (appending a "summarize the above"
-request to the chat prompt llama.cpp already holds) would reuse the cached tokens, but it
-shows the model a live chat it tends to continue, cannot drop the pruned/kept parts, and
-needs the whole prompt to fit anyway. This module uses the text approach: the span is
-re-evaluated as one labelled transcript in a fresh prompt, so every summarizer prompt token
-is prefilled (``GenerationResult.prompt_evaluated``, reported in
-:attr:`SummaryOutcome.prompt_evaluated`); ``measure.summary_prefill`` records it.
+Two ways to show the model the span (chosen per compaction by what llama.cpp must evaluate):
+
+* **in context**: the chat prompt itself (system prompt, previous summary, the messages to
+  summarize, exactly as the chat sent them: :attr:`SummaryRequest.chat`) followed by one
+  request message (:func:`.prompts.build_in_context`). llama.cpp still holds those tokens
+  from the chat's last call, so only the request is evaluated: on a full local window that
+  is a few hundred tokens instead of several thousand. Used when it fits the window with
+  the reply budget and evaluates fewer tokens than the transcript would.
+* **transcript**: the span re-evaluated as one labelled transcript in a fresh prompt
+  (:mod:`.serialize`), chunked when it does not fit. Used when nothing is cached (a chat
+  just reopened), when the span no longer fits beside the reply, and for backends that
+  cannot tell what is cached.
+
+Either way the reply is validated against the same rules, and the retry appends the
+stricter instruction at the end so the retry's prompt reuses the first attempt's prefix.
+Every evaluated prompt token is reported (:attr:`SummaryOutcome.prompt_evaluated`).
 """
 
 from __future__ import annotations
@@ -25,11 +34,11 @@ import logging
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Literal, Protocol
+from typing import Any, Literal, Protocol
 
 from assistant.compaction import prompts
 from assistant.compaction.extractive import MechanicalState, extractive_summary
-from assistant.compaction.serialize import serialize_message
+from assistant.compaction.serialize import serialize, serialize_message
 from assistant.compaction.tokens import TokenCounter, truncate_to_tokens
 from assistant.compaction.validate import validate_summary
 from assistant.conversation import Message
@@ -61,6 +70,11 @@ class SummaryRequest:
     state: MechanicalState
     #: The model's context window for the summarizer's own calls.
     window: int
+    #: The chat prompt up to the cut (system, previous summary, ``history`` and
+    #: ``turn_prefix`` as the chat last sent them) for an in-context summary; None: no.
+    chat: Sequence[dict[str, Any]] | None = None
+    #: The tool schemas the chat prompt was rendered with.
+    tools: Sequence[dict[str, Any]] | None = None
 
 
 @dataclass
@@ -71,6 +85,8 @@ class SummaryOutcome:
     rejected: list[str] = field(default_factory=list)
     prompt_evaluated: int = 0
     prompt_reused: int = 0
+    #: How the model saw the span: "in-context", "transcript" (or "" when not asked).
+    approach: str = ""
 
 
 class Summarizer(Protocol):
@@ -148,6 +164,12 @@ class ModelSummarizer:
             hist_budget = max(int(request.budget * 0.65), 32)
         prefix_budget = max(request.budget - hist_budget, 32) if has_history else request.budget
         try:
+            in_context = self._in_context(request, out, cancel)
+            if in_context is not None:
+                self.consecutive_fallbacks = 0
+                out.text = in_context
+                return out
+            out.approach = "transcript"
             parts: list[str] = []
             if request.history:
                 kind = "update" if request.previous else "initial"
@@ -172,12 +194,76 @@ class ModelSummarizer:
             fallback.calls, fallback.rejected = out.calls, out.rejected
             fallback.prompt_evaluated = out.prompt_evaluated
             fallback.prompt_reused = out.prompt_reused
+            fallback.approach = out.approach
             return fallback
         self.consecutive_fallbacks = 0
         out.text = prompts.TURN_SEPARATOR.join(p for p in parts if p)
         return out
 
     # -- internals ---------------------------------------------------------------------
+    def _in_context(
+        self, request: SummaryRequest, out: SummaryOutcome, cancel: CancelToken | None
+    ) -> str | None:
+        """The summary written on top of the cached chat prompt; None: not possible/cheaper.
+
+        Raises :class:`_Rejected` when both attempts were rejected.
+        """
+        be = self.backend
+        cached = getattr(be, "cached_prefix", None)
+        if request.chat is None or cached is None or not (request.history or request.turn_prefix):
+            return None
+        update = request.previous is not None
+        split = bool(request.turn_prefix)
+        words = _words(request.budget)
+
+        def messages(problems: str | None) -> list[dict[str, Any]]:
+            ask = prompts.build_in_context(
+                update=update, split=split, focus=request.focus, words=words, problems=problems
+            )
+            return [*(request.chat or ()), {"role": "user", "content": ask}]
+
+        strict = messages("missing sections: Goal, Constraints & Preferences, Progress, Key "
+                          "Decisions, Next Steps, Critical Context; copies the conversation")
+        tokens = be.tokenize(be.render_prompt(strict, request.tools))
+        if len(tokens) + request.budget + MARGIN > request.window:
+            log.info("in-context summary does not fit (%d prompt tokens); using the transcript",
+                     len(tokens))
+            return None
+        first = be.tokenize(be.render_prompt(messages(None), request.tools))
+        in_context_cost = len(first) - cached(first)
+        chunks = self._chunks(request.history or request.turn_prefix, "initial",
+                              request.budget, request)
+        text_prompt = prompts.build_prompt(
+            chunks[0] if chunks else "", previous=request.previous,
+            kind="update" if update else "initial", focus=request.focus, words=words,
+        )
+        text_tokens = be.tokenize(be.render_prompt([
+            {"role": "system", "content": prompts.SYSTEM},
+            {"role": "user", "content": text_prompt},
+        ]))
+        transcript_cost = len(text_tokens) - cached(text_tokens)
+        if in_context_cost >= transcript_cost:
+            log.info("in-context summary would evaluate %d tokens, the transcript %d; using the "
+                     "transcript", in_context_cost, transcript_cost)
+            return None
+        out.approach = "in-context"
+        # The model saw whole tool outputs here: check copying against all of them.
+        source = serialize([*request.history, *request.turn_prefix], tool_chars=1 << 30)
+        problems: list[str] = []
+        for attempt in range(2):
+            msgs = messages("; ".join(problems) if attempt else None)
+            text, finish = self._generate(msgs, request.budget, out, cancel, request.tools)
+            problems = validate_summary(
+                text, source=source, budget=request.budget + BUDGET_TOLERANCE,
+                count=self.counter.text, finish_reason=finish,
+            )
+            if not problems:
+                return text.strip()
+            out.rejected.append("; ".join(problems))
+            log.info("in-context summary attempt %d rejected: %s", attempt + 1,
+                     "; ".join(problems))
+        raise _Rejected(problems)
+
     def _span(
         self,
         messages: Sequence[Message],
@@ -250,7 +336,11 @@ class ModelSummarizer:
                 words=_words(budget),
                 problems="; ".join(problems) if attempt else None,
             )
-            text, finish = self._generate(content, budget, out, cancel)
+            messages = [
+                {"role": "system", "content": prompts.SYSTEM},
+                {"role": "user", "content": content},
+            ]
+            text, finish = self._generate(messages, budget, out, cancel)
             source = transcript
             problems = validate_summary(
                 text,
@@ -266,14 +356,15 @@ class ModelSummarizer:
         raise _Rejected(problems)
 
     def _generate(
-        self, content: str, budget: int, out: SummaryOutcome, cancel: CancelToken | None
+        self,
+        messages: list[dict[str, Any]],
+        budget: int,
+        out: SummaryOutcome,
+        cancel: CancelToken | None,
+        tools: Sequence[dict[str, Any]] | None = None,
     ) -> tuple[str, str]:
         if cancel is not None and cancel.cancelled:
             raise SummaryCancelled
-        messages = [
-            {"role": "system", "content": prompts.SYSTEM},
-            {"role": "user", "content": content},
-        ]
         pieces: list[str] = []
         finish = "stop"
         out.calls += 1
@@ -281,6 +372,7 @@ class ModelSummarizer:
             messages,
             max_tokens=budget,
             temperature=self.temperature,
+            tools=tools,
             stop=("[User]:",),
             cancel=cancel,
         )

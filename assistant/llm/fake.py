@@ -87,6 +87,10 @@ class ScriptedBackend:
     ) -> int:
         return self.count(self.render_prompt(messages, tools))
 
+    def cached_prefix(self, tokens: Sequence[int]) -> int:
+        """How many leading ``tokens`` the simulated KV cache holds (as LlamaBackend)."""
+        return _common_prefix(self._cache, tokens)
+
     def enqueue(self, *replies: Reply) -> None:
         self.replies.extend(replies)
 

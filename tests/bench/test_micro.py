@@ -28,11 +28,23 @@ def test_generation_speed_needs_a_llama_model() -> None:
 
 
 def test_cli_runs_the_measurements(capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["--model", "scripted", "--quick", "--workload", "W3", "--strategy", "a",
+    assert main(["--model", "scripted", "--workload", "W3", "--strategy", "a",
                  "--no-questions", "--json"]) == 0
     data = json.loads(capsys.readouterr().out)
     assert data["policy_time"]["window"] == 10_000
-    assert data["summary_time"]["tokens_before"] > 0
+    st = data["summary_time"]
+    assert st["tokens_before"] > 0 and st["warm"] is True
+    assert st["cold"]["warm"] is False and st["cold"]["tokens_before"] == st["tokens_before"]
     assert data["speed"] is None
     goals = [t["goal"] for t in data["targets"]]
     assert any("policy time" in g for g in goals) and any("summarizing" in g for g in goals)
+
+
+def test_quick_run_leaves_the_summary_time_to_the_full_run(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert main(["--model", "scripted", "--quick", "--workload", "W3", "--strategy", "a",
+                 "--no-questions", "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["summary_time"] is None and data["policy_time"]["window"] == 10_000
+    assert any("measured in the full run" in n for n in data["notes"])

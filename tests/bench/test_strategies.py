@@ -218,7 +218,7 @@ def test_quick_workloads_run_in_the_emulated_window() -> None:
     from assistant.bench.workloads import generate
 
     wl = generate("W3", 0, quick=True)
-    run = run_workload(scripted(window=2_048), wl, "policy", options=NO_QUESTIONS)
-    assert run.window == 2_048
-    assert run.policy["reserve"] == 256  # 1,024 scaled by 2,048 / 10,000, floored at 256
+    run = run_workload(scripted(window=8_192), wl, "policy", options=NO_QUESTIONS)
+    assert run.window == 1_536
+    assert run.policy["reserve"] == 256  # 1,024 scaled by 1,536 / 10,000, floored at 256
     assert summarize(run).overflowed_calls == 0
