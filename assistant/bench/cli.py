@@ -43,7 +43,7 @@ from .report import (
     write_report,
 )
 from .runner import RunOptions, run_workload
-from .strategies import STRATEGY_NAMES, StrategyName, canonical_strategy
+from .strategies import LABELS, STRATEGY_NAMES, StrategyName, canonical_strategy
 from .workloads import (
     LOCAL_WINDOW,
     STANDARD_WINDOW,
@@ -270,8 +270,10 @@ def main(argv: list[str]) -> int:
     if result is None:
         return 1
     if args.report is not None:
-        written = write_report(result, args.report)
-        _progress(f"wrote {written[0]}, {written[1]} and {len(written) - 2} plots")
+        shown = [result, *_other_kind(args.report, result)]
+        shown.sort(key=lambda r: r.quick)  # the full run first
+        written = write_report(shown, args.report)
+        _progress(f"wrote {written[0]}, {len(written) - 1} results and plot files")
     if args.json:
         print(json.dumps(to_json(result), indent=1))
     else:
@@ -314,6 +316,15 @@ def _run(
         result.options["strategies"] = [n for n in STRATEGY_NAMES if n in had]
         done = {(r.workload, r.strategy) for r in result.runs}
         _progress(f"resuming: {len(done)} run(s) already done")
+    left_out = [LABELS[n] for n in STRATEGY_NAMES if n not in result.options["strategies"]]
+    if not args.quick and left_out and not any("left out of this full run" in n
+                                                for n in result.notes):
+        result.notes.append(
+            f"{', '.join(left_out)} left out of this full run (`make bench` runs the full "
+            "workloads with (a) and (e) so that it finishes in under an hour on 2 cores); the "
+            "quick run below compares all five side by side. `python -m assistant bench` runs "
+            "every strategy on the full workloads."
+        )
     opts = RunOptions(
         max_reply_tokens=args.max_reply_tokens, ask_questions=not args.no_questions,
         progress=_progress,
@@ -351,6 +362,20 @@ def _run(
         models.close()
     _stamp_end(result, started)
     return result
+
+
+def _other_kind(report: Path, result: BenchResult) -> list[BenchResult]:
+    """The saved results of the other kind (quick/full) beside the report, kept in it: so
+    ``make bench`` can write the quick comparison and the full run into one report."""
+    other = report.parent / "bench" / f"results-{'full' if result.quick else 'quick'}.json"
+    if not other.exists():
+        return []
+    try:
+        saved = from_json(json.loads(other.read_text(encoding="utf-8")))
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        _progress(f"not keeping {other}: unreadable ({exc})")
+        return []
+    return [saved] if saved.quick != result.quick else []
 
 
 def _stamp_end(result: BenchResult, started: float) -> None:

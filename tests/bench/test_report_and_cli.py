@@ -156,3 +156,21 @@ def test_checkpoint_and_resume(tmp_path: Path, capsys: pytest.CaptureFixture[str
     assert "W3 with" not in capsys.readouterr().err  # nothing left to run
     full = [*common[:2], *common[3:]]  # without --quick: a different run
     assert main([*full, "--resume", str(saved)]) == 1
+
+
+def test_a_quick_and_a_full_command_write_one_report(tmp_path: Path) -> None:
+    """``make bench``: the quick comparison, then the full run; the report shows both."""
+    report = tmp_path / "docs" / "BENCHMARKS.md"
+    common = ["--model", "scripted", "--workload", "W3", "--no-micro", "--no-questions",
+              "--report", str(report)]
+    assert main([*common, "--quick"]) == 0
+    assert main([*common, "--strategy", "a"]) == 0
+    md = report.read_text(encoding="utf-8")
+    assert md.index("## Full run") < md.index("## Quick run")
+    names = {p.name for p in (report.parent / "bench").iterdir()}
+    assert {"results-full.json", "results-quick.json", "full_w3_context.png",
+            "quick_w3_context.png"} <= names
+    # A damaged saved run of the other kind is left out with a message, not a crash.
+    (report.parent / "bench" / "results-full.json").write_text("{broken", encoding="utf-8")
+    assert main([*common, "--quick"]) == 0
+    assert "## Full run" not in report.read_text(encoding="utf-8")
