@@ -507,10 +507,15 @@ def render_markdown(
             rows.append(([run_kind(r)] if several else []) + [t.goal, t.measured, met])
     parts = [
         "# Benchmarks: context management on a small local model",
-        "Regenerate with `make bench` (the full run) or "
-        "`python -m assistant bench --quick --report docs/BENCHMARKS.md` (the quick run); "
-        "`--rerender results-full.json --rerender results-quick.json --report PATH` puts saved "
-        "runs into one report. Numbers depend on the machine and on what else runs on it.",
+        "Regenerate with `make bench`: the quick run (`python -m assistant bench --quick "
+        "--report docs/BENCHMARKS.md`, all five strategies side by side in small windows, a "
+        "few minutes) and then the full workloads in the app's real windows with (a) and (e) "
+        "(`--strategy policy --strategy none`, under an hour on 2 cores); a run keeps the "
+        "other kind's saved results in the report. `python -m assistant bench` alone runs "
+        "all five strategies on the full workloads (hours on 2 cores). "
+        "`--rerender results-full.json --rerender results-quick.json --report PATH` rebuilds "
+        "the report from saved runs. Numbers depend on the machine and on what else runs on "
+        "it.",
         "## Targets",
         _table((["run"] if several else []) + ["target", "measured", "met"], rows),
     ]

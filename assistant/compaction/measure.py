@@ -6,7 +6,8 @@ turns, warms the memo, then times (median over ``calls`` repetitions):
 * ``policy_ms``: the decision from memoized counts: prune plan, segment estimate and cut
   point (the target is at most 2 ms at a full 10k window);
 * ``exact_count_ms``: the authoritative ``count_prompt`` of the whole prompt (template render
-  plus tokenization, which scales with the prompt, not with what is new);
+  plus tokenization; ``LlamaBackend`` tokenizes only the messages it has not seen, verified
+  against a full tokenization, so this scales with what is new);
 * ``prepare_ms``: the whole ``ContextController.prepare`` (both of the above).
 
 :func:`summary_prefill` times one model-written compaction of a full local window and records

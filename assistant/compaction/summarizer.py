@@ -224,12 +224,12 @@ class ModelSummarizer:
 
         strict = messages("missing sections: Goal, Constraints & Preferences, Progress, Key "
                           "Decisions, Next Steps, Critical Context; copies the conversation")
-        tokens = be.tokenize(be.render_prompt(strict, request.tools))
+        tokens = _prompt_tokens(be, strict, request.tools)
         if len(tokens) + request.budget + MARGIN > request.window:
             log.info("in-context summary does not fit (%d prompt tokens); using the transcript",
                      len(tokens))
             return None
-        first = be.tokenize(be.render_prompt(messages(None), request.tools))
+        first = _prompt_tokens(be, messages(None), request.tools)
         in_context_cost = len(first) - cached(first)
         chunks = self._chunks(request.history or request.turn_prefix, "initial",
                               request.budget, request)
@@ -237,10 +237,10 @@ class ModelSummarizer:
             chunks[0] if chunks else "", previous=request.previous,
             kind="update" if update else "initial", focus=request.focus, words=words,
         )
-        text_tokens = be.tokenize(be.render_prompt([
+        text_tokens = _prompt_tokens(be, [
             {"role": "system", "content": prompts.SYSTEM},
             {"role": "user", "content": text_prompt},
-        ]))
+        ], None)
         transcript_cost = len(text_tokens) - cached(text_tokens)
         if in_context_cost >= transcript_cost:
             log.info("in-context summary would evaluate %d tokens, the transcript %d; using the "
@@ -392,6 +392,15 @@ class ModelSummarizer:
         if finish == "cancelled" or (cancel is not None and cancel.cancelled):
             raise SummaryCancelled
         return "".join(pieces), finish
+
+
+def _prompt_tokens(
+    be: LLMBackend, messages: list[dict[str, Any]], tools: Sequence[dict[str, Any]] | None
+) -> list[int]:
+    """The prompt's tokens, through the backend's incremental prompt tokenizer if it has one."""
+    text = be.render_prompt(messages, tools)
+    fast = getattr(be, "tokenize_prompt", None)
+    return list(fast(text)) if fast is not None else be.tokenize(text)
 
 
 def _looping(text: str) -> bool:

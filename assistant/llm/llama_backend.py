@@ -19,7 +19,10 @@ import codecs
 import contextlib
 import logging
 import os
+import threading
 import time
+from array import array
+from collections import OrderedDict
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -69,6 +72,183 @@ def check_model_file(path: Path, entry: ModelEntry | None = None) -> None:
         )
 
 
+# -- incremental prompt tokenization ----------------------------------------------------------
+#
+# llama.cpp tokenizes ``text`` (parse_special=True) by first partitioning it at every
+# occurrence of a special token (control / user-defined / unknown; longest first), then
+# tokenizing each raw-text fragment on its own (BPE: regex pre-split + merges per fragment;
+# SPM: merges per fragment, a space prefix only if ``add_space_prefix``). So a prompt cut
+# right before each occurrence of the template's message-start marker can be tokenized piece
+# by piece, with only the first piece getting BOS, and the concatenation is token for token the
+# full tokenization when the cut is at a fragment boundary:
+#
+# * **special marker** (ChatML ``<|im_start|>`` in SmolLM2, ``<start_of_turn>`` in gemma): every
+#   occurrence is its own fragment provided no other special token processed before it (same
+#   length or longer) can overlap it, and it has no LSTRIP attribute (which would strip the
+#   whitespace before it from the previous fragment). Checked once from the vocabulary.
+# * **text marker** in an SPM vocabulary without a space prefix (gemma with our ChatML fallback,
+#   where ``<|im_start|>`` is plain text): SPM merges only into vocabulary tokens, so a cut
+#   between characters ``a`` and ``b`` cannot change anything if no token (normal or special)
+#   contains ``ab``. The cut is made only where the character before the marker passes that
+#   check (in the template's own text it is the newline after ``<|im_end|>``).
+#
+# On top of the structural checks, the cached path is compared with a full tokenization on
+# probe conversations and on the first real prompts; any difference turns the cache off for
+# the model (logged) and every prompt is then tokenized whole.
+
+_TURN_ROLE_NAMES = ("assistant", "model", "bot")
+
+_PROBE_TOOL_CALL = {
+    "id": "call_1",
+    "type": "function",
+    "function": {"name": "read_file", "arguments": '{"path": "src/a <|im_start|>.py"}'},
+}
+#: Conversations the cached path must tokenize exactly like a full tokenization.
+PROBE_CONVERSATIONS: tuple[tuple[dict[str, Any], ...], ...] = (
+    (
+        {"role": "system", "content": "You are terse.\n"},
+        {"role": "user", "content": "  Hello there  "},
+        {"role": "assistant", "content": "\nHi!\n\n"},
+        {"role": "user", "content": ""},
+        {"role": "assistant", "content": " "},
+        {"role": "user", "content": "Ünïcödé → 漢字 🙂\t\r\nend\n\n\n"},
+    ),
+    (
+        {"role": "user", "content": "typed <|im_start|>user\nhi<|im_end|>\n<|im_start|>x"},
+        {"role": "assistant", "content": "<start_of_turn>model\n<end_of_turn>\n<bos>"},
+        {"role": "assistant", "content": "", "tool_calls": [_PROBE_TOOL_CALL]},
+        {"role": "tool", "tool_call_id": "call_1", "name": "read_file",
+         "content": "def f():\n    return '<|im_start|>'  \n"},
+        {"role": "user", "content": "\n<|im_start|>\n\n<|im_start|>  <|im_start|><|im_start|>"},
+        {"role": "user", "content": "x" * 300 + " " * 40 + "\n" * 5},
+    ),
+)
+_PROBE_TOOLS: tuple[dict[str, Any], ...] = (
+    {
+        "type": "function",
+        "function": {
+            "name": "read_file",
+            "description": "Read a file <|im_start|> as text.",
+            "parameters": {
+                "type": "object",
+                "properties": {"path": {"type": "string"}},
+                "required": ["path"],
+            },
+        },
+    },
+)
+
+
+def _self_overlaps(marker: bytes) -> bool:
+    """Whether two occurrences of ``marker`` can overlap (a proper prefix is a suffix)."""
+    return any(marker[:k] == marker[-k:] for k in range(1, len(marker)))
+
+
+def _overlaps(other: bytes, marker: bytes) -> bool:
+    """Whether an occurrence of ``other`` can share a byte with one of ``marker``."""
+    if marker in other:
+        return True
+    for k in range(1, min(len(other), len(marker))):
+        if other.endswith(marker[:k]) or other.startswith(marker[-k:]):
+            return True
+    return False
+
+
+def _chars_before(texts: Iterator[bytes], first: bytes) -> set[bytes]:
+    """Every UTF-8 character that directly precedes ``first`` inside some token text."""
+    found: set[bytes] = set()
+    for text in texts:
+        j = text.find(first, 1)
+        while j != -1:
+            k = j - 1
+            while k > 0 and (text[k] & 0xC0) == 0x80:
+                k -= 1
+            found.add(text[k:j])
+            j = text.find(first, j + 1)
+    return found
+
+
+class IncrementalTokenizer:
+    """Exact prompt tokenization from memoized pieces that start at a message marker.
+
+    ``tokenize_piece(piece, add_special)`` is the model's tokenizer (``add_special`` only for
+    the first piece, and only if the full text would get BOS); ``split_ok(c)`` says whether a
+    cut right after character ``c`` (before the marker) is safe (None: always).
+    """
+
+    def __init__(
+        self,
+        marker: str,
+        tokenize_piece: Callable[[str, bool], list[int]],
+        split_ok: Callable[[str], bool] | None = None,
+        *,
+        max_tokens: int = 400_000,
+    ) -> None:
+        if not marker:
+            raise ValueError("empty marker")
+        self.marker = marker
+        self._tokenize_piece = tokenize_piece
+        self._split_ok = split_ok
+        self._max_tokens = max_tokens
+        self._memo: OrderedDict[tuple[str, bool], array[int]] = OrderedDict()
+        self._held = 0
+        self._lock = threading.Lock()
+        self.hits = 0
+        self.misses = 0
+
+    def split(self, text: str) -> list[str]:
+        """``text`` cut right before each (safe) occurrence of the marker."""
+        marker, ok = self.marker, self._split_ok
+        pieces: list[str] = []
+        start = 0
+        pos = text.find(marker, 1)
+        while pos != -1:
+            if ok is None or ok(text[pos - 1]):
+                pieces.append(text[start:pos])
+                start = pos
+            pos = text.find(marker, pos + len(marker))
+        pieces.append(text[start:])
+        return pieces
+
+    def _piece(self, piece: str, add_special: bool) -> array[int]:
+        key = (piece, add_special)
+        with self._lock:
+            got = self._memo.get(key)
+            if got is not None:
+                self._memo.move_to_end(key)
+                self.hits += 1
+                return got
+        got = array("i", self._tokenize_piece(piece, add_special))
+        with self._lock:
+            self.misses += 1
+            if key not in self._memo:
+                self._memo[key] = got
+                self._held += len(got)
+                while self._held > self._max_tokens and len(self._memo) > 1:
+                    _, old = self._memo.popitem(last=False)
+                    self._held -= len(old)
+        return got
+
+    def pieces(self, text: str, add_special: bool) -> list[array[int]]:
+        return [
+            self._piece(p, add_special and i == 0) for i, p in enumerate(self.split(text))
+        ]
+
+    def tokens(self, text: str, add_special: bool) -> list[int]:
+        out: list[int] = []
+        for arr in self.pieces(text, add_special):
+            out.extend(arr)
+        return out
+
+    def count(self, text: str, add_special: bool) -> int:
+        return sum(len(arr) for arr in self.pieces(text, add_special))
+
+    def clear(self) -> None:
+        with self._lock:
+            self._memo.clear()
+            self._held = 0
+
+
 class LlamaBackend:
     """A loaded GGUF model. Create with :meth:`load`."""
 
@@ -107,6 +287,13 @@ class LlamaBackend:
             extra={"general.name": meta.get("general.name", "")},
         )
         self.name = f"{self._info.name} tokenizer"
+        # Incremental prompt tokenization (see IncrementalTokenizer), set up on first use.
+        self._prompt_lock = threading.Lock()
+        self._incremental: IncrementalTokenizer | None = None
+        self._incremental_state = "unchecked"  # then "on" or "off"
+        self._incremental_reason = ""
+        #: The first real prompts are also tokenized whole and compared.
+        self._verify_prompts = 3
 
     # -- construction ---------------------------------------------------------------------
     @classmethod
@@ -118,8 +305,13 @@ class LlamaBackend:
         threads: int = 0,
         n_batch: int = 512,
         seed: int = 0,
+        flash_attn: bool = False,
     ) -> LlamaBackend:
         """Load a registry name or a GGUF path. ``n_ctx`` is capped by the trained length.
+
+        ``flash_attn`` turns on llama.cpp flash attention. Off by default: on this CPU it
+        sped up prefill (1k tokens ~116 -> 138 tok/s) but slowed generation at a 4k context
+        (~20 -> ~12 tok/s), and generation dominates a turn once the KV cache is reused.
 
         Raises :class:`ModelLoadError` for a missing, truncated, non-GGUF or unloadable file.
         """
@@ -142,6 +334,7 @@ class LlamaBackend:
                     n_threads_batch=n_threads,
                     n_batch=n_batch,
                     seed=seed,
+                    flash_attn=flash_attn,
                     verbose=False,
                 )
 
@@ -174,6 +367,155 @@ class LlamaBackend:
         tokens: list[int] = self._llm.tokenize(text.encode("utf-8"), add_bos=False, special=True)
         return len(tokens)
 
+    # -- incremental prompt tokenization --------------------------------------------------
+    def _adds_bos(self, text: str) -> bool:
+        return self._add_bos and not (self._bos_text and text.startswith(self._bos_text))
+
+    def _piece_tokens(self, piece: str, add_special: bool) -> list[int]:
+        """``llama_tokenize`` of one piece (parse_special=True), buffer sized to the text."""
+        data = piece.encode("utf-8")
+        if self._vocab is None:
+            tokens: list[int] = self._llm.tokenize(data, add_bos=add_special, special=True)
+            return tokens
+        lc = self._llama_cpp
+        size = len(data) + 8
+        for _ in range(2):
+            buf = (lc.llama_token * size)()
+            n = int(lc.llama_tokenize(self._vocab, data, len(data), buf, size, add_special, True))
+            if n >= 0:
+                return list(buf[:n])
+            size = -n
+        raise RuntimeError(f"llama_tokenize failed on a prompt piece of {len(data)} bytes")
+
+    def tokenize_prompt(self, text: str) -> list[int]:
+        """Exactly ``tokenize(text)`` for a rendered prompt, from memoized pieces."""
+        inc = self._prompt_tokenizer()
+        if inc is None:
+            return self.tokenize(text)
+        tokens = inc.tokens(text, self._adds_bos(text))
+        if self._verify_prompts > 0:
+            return self._check_prompt(text, tokens)
+        return tokens
+
+    def _check_prompt(self, text: str, tokens: list[int]) -> list[int]:
+        self._verify_prompts -= 1
+        full = self.tokenize(text)
+        if full != tokens:
+            self._disable_incremental("it differed from a full tokenization on a prompt")
+        return full
+
+    def _disable_incremental(self, reason: str) -> None:
+        log.warning(
+            "%s: incremental prompt tokenization is off (%s); prompts are tokenized whole",
+            self._info.name, reason,
+        )
+        self._incremental = None
+        self._incremental_state = "off"
+        self._incremental_reason = reason
+
+    @property
+    def incremental_status(self) -> tuple[str, str]:
+        """("on" | "off" | "unchecked", marker or the reason it is off)."""
+        return self._incremental_state, self._incremental_reason
+
+    def reset_prompt_cache(self) -> None:
+        """Drop memoized pieces and redo the setup checks on next use."""
+        with self._prompt_lock:
+            self._incremental = None
+            self._incremental_state = "unchecked"
+            self._incremental_reason = ""
+            self._verify_prompts = 3
+
+    def _prompt_tokenizer(self) -> IncrementalTokenizer | None:
+        if self._incremental_state == "unchecked":
+            with self._prompt_lock:
+                if self._incremental_state == "unchecked":
+                    try:
+                        inc, reason = self._build_incremental()
+                    except Exception as exc:  # never let the optimisation break counting
+                        inc, reason = None, f"setup failed: {exc!r}"
+                    self._incremental = inc
+                    self._incremental_reason = reason
+                    self._incremental_state = "on" if inc is not None else "off"
+                    log.info(
+                        "%s: incremental prompt tokenization %s (%s)",
+                        self._info.name, self._incremental_state, reason,
+                    )
+        return self._incremental
+
+    def _build_incremental(self) -> tuple[IncrementalTokenizer | None, str]:
+        """Find the message-start marker, check the cut is exact, verify on probes."""
+        lc, vocab = self._llama_cpp, self._vocab
+        if vocab is None:
+            return None, "no vocabulary handle"
+        if lc.llama_vocab_get_add_eos(vocab) or lc.llama_vocab_get_add_sep(vocab):
+            return None, "the tokenizer appends EOS/SEP"
+        short = [{"role": "system", "content": "s"}, {"role": "user", "content": "u"}]
+        with_gen = self._template.render(short, None, add_generation_prompt=True)
+        without = self._template.render(short, None, add_generation_prompt=False)
+        if not with_gen.startswith(without) or len(with_gen) == len(without):
+            return None, "no separate generation prompt in the template"
+        suffix = with_gen[len(without) :]
+        n_vocab = int(lc.llama_vocab_n_tokens(vocab))
+        special_attr = (
+            lc.LLAMA_TOKEN_ATTR_CONTROL | lc.LLAMA_TOKEN_ATTR_USER_DEFINED
+            | lc.LLAMA_TOKEN_ATTR_UNKNOWN
+        )
+        attrs = [int(lc.llama_vocab_get_attr(vocab, i)) for i in range(n_vocab)]
+        specials = {
+            i: bytes(lc.llama_vocab_get_text(vocab, i))
+            for i in range(n_vocab)
+            if attrs[i] & special_attr
+        }
+        marker = ""
+        split_ok: Callable[[str], bool] | None = None
+        # The marker is the special token the generation prompt starts with, if any.
+        head = suffix.lstrip()
+        first = self._llm.tokenize(head.encode("utf-8"), add_bos=False, special=True)[:1]
+        mtext = specials.get(first[0], b"") if first else b""
+        if mtext and head.startswith(mtext.decode("utf-8", errors="replace")):
+            tok = first[0]
+            marker = mtext.decode("utf-8")
+            if attrs[tok] & lc.LLAMA_TOKEN_ATTR_LSTRIP:
+                return None, f"marker {marker!r} strips whitespace before it"
+            if _self_overlaps(mtext):
+                return None, f"marker {marker!r} can overlap itself"
+            for other_id, other in specials.items():
+                if other_id != tok and len(other) >= len(mtext) and _overlaps(other, mtext):
+                    return None, f"special token {other!r} can overlap marker {marker!r}"
+        else:
+            # A plain-text marker: only for SPM vocabularies without a space prefix.
+            add_space_prefix = self._meta.get("tokenizer.ggml.add_space_prefix", "true")
+            if int(lc.llama_vocab_type(vocab)) != lc.LLAMA_VOCAB_TYPE_SPM:
+                return None, "no special message marker and not an SPM vocabulary"
+            if add_space_prefix.lower() != "false":
+                return None, "no special message marker and an SPM space prefix"
+            ends = [suffix.find(r) for r in _TURN_ROLE_NAMES if suffix.find(r) > 0]
+            marker = suffix[: min(ends)].lstrip() if ends else ""
+            if len(marker) < 2:
+                return None, "no message marker found in the generation prompt"
+            bad = _chars_before(
+                (bytes(lc.llama_vocab_get_text(vocab, i)) for i in range(n_vocab)),
+                marker[0].encode("utf-8"),
+            )
+
+            def split_ok(c: str) -> bool:
+                return c.encode("utf-8") not in bad and c.replace(" ", "\u2581").encode(
+                    "utf-8"
+                ) not in bad
+
+        inc = IncrementalTokenizer(marker, self._piece_tokens, split_ok)
+        for probe in PROBE_CONVERSATIONS:
+            for tools in (None, _PROBE_TOOLS):
+                try:
+                    text = self._template.render(list(probe), tools)
+                except Exception:  # a template may reject a probe (roles, tools)
+                    continue
+                if inc.tokens(text, self._adds_bos(text)) != self.tokenize(text):
+                    return None, f"probe mismatch with marker {marker!r}"
+        kind = "special token" if split_ok is None else "text"
+        return inc, f"marker {marker!r} ({kind})"
+
     # -- prompts --------------------------------------------------------------------------
     @property
     def info(self) -> ModelInfo:
@@ -191,7 +533,11 @@ class LlamaBackend:
     def count_prompt(
         self, messages: ChatMessages, tools: Sequence[dict[str, Any]] | None = None
     ) -> int:
-        return len(self.tokenize(self.render_prompt(messages, tools)))
+        text = self.render_prompt(messages, tools)
+        inc = self._prompt_tokenizer()
+        if inc is None or self._verify_prompts > 0:
+            return len(self.tokenize_prompt(text))
+        return inc.count(text, self._adds_bos(text))
 
     # -- generation -----------------------------------------------------------------------
     def _is_eog(self, token: int) -> bool:
@@ -221,7 +567,7 @@ class LlamaBackend:
         cancel: CancelToken | None = None,
         on_prefill: Callable[[int, int], None] | None = None,
     ) -> Iterator[StreamEvent]:
-        tokens = self.tokenize(self.render_prompt(messages, tools))
+        tokens = self.tokenize_prompt(self.render_prompt(messages, tools))
         return self.generate_tokens(
             tokens,
             max_tokens=max_tokens,

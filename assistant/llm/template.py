@@ -20,6 +20,7 @@ Either way the model's reply is parsed by :func:`assistant.llm.toolcall.parse_to
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Sequence
 from typing import Any
@@ -61,6 +62,13 @@ def describe_tools(tools: Sequence[dict[str, Any]]) -> str:
 
 def format_call_block(name: str, arguments: str) -> str:
     """How an assistant tool call is written in the text protocol."""
+    if isinstance(name, str) and isinstance(arguments, str):
+        return _format_call_block(name, arguments)  # memoized: every render rewrites them all
+    return _format_call_block.__wrapped__(name, arguments)
+
+
+@functools.lru_cache(maxsize=4096)
+def _format_call_block(name: str, arguments: str) -> str:
     try:
         args: Any = json.loads(arguments)
     except json.JSONDecodeError:
