@@ -78,7 +78,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=0, help="workload seed (default 0)")
     p.add_argument("--threads", type=int, default=0, help="llama threads (0: automatic)")
     p.add_argument("--max-reply-tokens", type=int, default=None,
-                   help="cap on each chat reply (default 48, or 32 with --quick)")
+                   help="cap on each chat reply (default 48, or 24 with --quick)")
     p.add_argument("--no-questions", action="store_true",
                    help="skip asking the planted facts at the end")
     p.add_argument("--no-micro", action="store_true",
@@ -253,7 +253,7 @@ def main(argv: list[str]) -> int:
         _progress(f"wrote {args.report}")
         return 0
     if args.max_reply_tokens is None:
-        args.max_reply_tokens = 32 if args.quick else 48
+        args.max_reply_tokens = 24 if args.quick else 48
     if args.max_reply_tokens < 16:
         print("bench: --max-reply-tokens must be at least 16", file=sys.stderr)
         return EXIT_USAGE
@@ -327,6 +327,7 @@ def _run(
         )
     opts = RunOptions(
         max_reply_tokens=args.max_reply_tokens, ask_questions=not args.no_questions,
+        one_question_per_kind=args.quick, probe_reply_tokens=16 if args.quick else 32,
         progress=_progress,
     )
     models = _Models(args.model, args.threads)

@@ -367,7 +367,8 @@ def _facts_table(result: BenchResult, workload: str) -> str:
         cells = [f"{fact.kind}: {fact.text[:60]}"]
         for r in present:
             f = r.facts[i]
-            ans = "" if f.answered is None else (" / answered" if f.answered else " / not answered")
+            ans = (" / not asked" if f.answered is None
+                   else " / answered" if f.answered else " / not answered")
             cells.append(("in context" if f.in_context else "gone") + ans)
         rows.append(cells)
     return _table(header, rows)
@@ -394,8 +395,9 @@ QUICK_NOTE = (
     f"window and W4 in {QUICK_STANDARD_WINDOW:,} tokens (the model is presented as trained on "
     "that length, so the mode's policy is scaled exactly as `ModePolicy.effective` does for "
     f"such a model, e.g. a {_QUICK_POLICY.summary_budget}-token summary budget and a "
-    f"{_QUICK_POLICY.protect}-token prune protection locally), with small workloads (3-16 "
-    "turns) and replies capped at 32 tokens. Pruning, compaction and overflow all happen, but "
+    f"{_QUICK_POLICY.protect}-token prune protection locally), with small workloads (2-8 "
+    "turns), replies capped at 24 tokens and, at the end, one question per kind of planted "
+    "fact. Pruning, compaction and overflow all happen, but "
     "the numbers are not those of the app's real window; the speed and policy-time "
     "measurements use the real local window."
 )

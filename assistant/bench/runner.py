@@ -78,6 +78,8 @@ class RunOptions:
     #: Tool rounds the model may start itself per turn (the workload's calls are the user's).
     step_limit: int = 1
     ask_questions: bool = True
+    #: Ask only the first planted fact of each kind (the quick run: bounded time).
+    one_question_per_kind: bool = False
     progress: Callable[[str], None] | None = None
 
 
@@ -365,7 +367,12 @@ def run_workload(
         if opts.ask_questions and workload.facts:
             recorder.phase = "probe"
             settings.sampling.max_reply_tokens = max(16, opts.probe_reply_tokens)
+            kinds_asked: set[str] = set()
             for fact, result in zip(workload.facts, run.facts, strict=True):
+                if opts.one_question_per_kind:
+                    if fact.kind in kinds_asked:
+                        continue  # not asked: answered stays None
+                    kinds_asked.add(fact.kind)
                 recorder.begin_turn()
                 try:
                     agent.chat(conv, fact.question)

@@ -17,8 +17,8 @@ counts somewhat more.
 * **W4 standard** (standard mode, 32k window): the W1 pattern with files 3x larger
   (600-6,000 tokens), 10 turns.
 
-``quick=True`` keeps each pattern small (3-16 turns, small files) and sets
-:attr:`Workload.window_cap` (1,536 local, 3,072 standard): the run then gives the model that
+``quick=True`` keeps each pattern small (2-8 turns, small files) and sets
+:attr:`Workload.window_cap` (1,280 local, 2,048 standard): the run then gives the model that
 window, so pruning, compaction and overflow all still happen, in a few minutes on 2 cores
 instead of hours. See :data:`SIZES`.
 
@@ -55,8 +55,8 @@ STANDARD_WINDOW = 32_768
 #: ``--quick`` runs the same patterns, smaller, in these windows (the mode's policy is then
 #: scaled exactly as for a model trained on that many tokens). Sized so that the whole quick
 #: run (20 runs) takes a few minutes on 2 cores, where prefill is ~100-150 tokens/s.
-QUICK_LOCAL_WINDOW = 1_536
-QUICK_STANDARD_WINDOW = 3_072
+QUICK_LOCAL_WINDOW = 1_280
+QUICK_STANDARD_WINDOW = 2_048
 
 
 @dataclass(frozen=True)
@@ -73,13 +73,13 @@ class Size:
 #: ``low``/``high`` the first file's size; the log is 1.5 windows.
 SIZES: dict[tuple[str, bool], Size] = {
     ("W1", False): Size(40, 200, 2_000, LOCAL_WINDOW),
-    ("W1", True): Size(5, 60, 300, QUICK_LOCAL_WINDOW),
+    ("W1", True): Size(3, 50, 250, QUICK_LOCAL_WINDOW),
     ("W2", False): Size(60, 60, 200, LOCAL_WINDOW),
-    ("W2", True): Size(16, 30, 80, QUICK_LOCAL_WINDOW),
+    ("W2", True): Size(8, 50, 100, QUICK_LOCAL_WINDOW),
     ("W3", False): Size(5, 600, 1_200, LOCAL_WINDOW),
-    ("W3", True): Size(3, 100, 200, QUICK_LOCAL_WINDOW),
+    ("W3", True): Size(2, 80, 160, QUICK_LOCAL_WINDOW),
     ("W4", False): Size(10, 600, 6_000, STANDARD_WINDOW),
-    ("W4", True): Size(4, 150, 900, QUICK_STANDARD_WINDOW),
+    ("W4", True): Size(3, 100, 500, QUICK_STANDARD_WINDOW),
 }
 
 

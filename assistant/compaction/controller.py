@@ -61,6 +61,12 @@ MECHANICAL_SHARE = 0.6
 #: Tokens kept free beside the summary for its message template.
 SUMMARY_SLACK = 16
 MIN_MODEL_BUDGET = 32
+#: At summary budgets up to this many tokens, a summary that fell back to the extractive one
+#: gives the verbatim record (constraints, files, requests) all but ``EXTRACTIVE_FLOOR``
+#: tokens: the extractive part only restates the same messages, less faithfully, and small
+#: windows cannot afford both.
+SMALL_SUMMARY_BUDGET = 256
+EXTRACTIVE_FLOOR = 16
 
 
 class ContextTooLargeError(LLMError):
@@ -445,6 +451,11 @@ class ContextController:
                 self._fail(conv, reason, f"summarizer error: {exc}", tokens_before)
                 return None
             text, kind = outcome.text, outcome.kind
+        if kind == "extractive" and pol.summary_budget <= SMALL_SUMMARY_BUDGET:
+            roomy = render_mechanical(state, pol.summary_budget - fixed - EXTRACTIVE_FLOOR, count)
+            if count(roomy) > count(mechanical):
+                mechanical = roomy
+                model_budget = max(pol.summary_budget - fixed - count(mechanical), 0)
         text = truncate_to_tokens(text, model_budget, count)
         summary = compose_summary(text, mechanical)
         while count(summary) > pol.summary_budget and text:

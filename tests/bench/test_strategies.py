@@ -219,6 +219,22 @@ def test_quick_workloads_run_in_the_emulated_window() -> None:
 
     wl = generate("W3", 0, quick=True)
     run = run_workload(scripted(window=8_192), wl, "policy", options=NO_QUESTIONS)
-    assert run.window == 1_536
-    assert run.policy["reserve"] == 256  # 1,024 scaled by 1,536 / 10,000, floored at 256
+    assert run.window == 1_280
+    assert run.policy["reserve"] == 256  # 1,024 scaled by 1,280 / 10,000, floored at 256
     assert summarize(run).overflowed_calls == 0
+
+
+def test_quick_runs_ask_one_question_per_kind_of_fact() -> None:
+    from dataclasses import replace as _replace
+
+    from assistant.bench.workloads import generate
+
+    wl = generate("W1", 0, quick=True)
+    kinds = {f.kind for f in wl.facts}
+    assert len(wl.facts) > len(kinds)  # several constraints: some are not asked
+    opts = _replace(NO_QUESTIONS, ask_questions=True, one_question_per_kind=True)
+    run = run_workload(scripted(window=8_192), wl, "policy", options=opts)
+    asked = [f for f in run.facts if f.answered is not None]
+    assert sorted(f.kind for f in asked) == sorted(kinds)
+    probes = [c for c in run.calls if c.phase == "probe"]
+    assert len(probes) == len(kinds)

@@ -79,7 +79,7 @@ def test_w2_is_plain_chat_and_w4_is_standard() -> None:
     assert all(isinstance(s, ChatStep) for s in w2.steps)
     w4 = generate("W4", 0)
     assert w4.mode == "standard" and w4.nominal_window == 32_768 and w4.window_cap is None
-    assert generate("W4", 0, quick=True).window_cap == 3_072
+    assert generate("W4", 0, quick=True).window_cap == 2_048
 
 
 def test_quick_workloads_are_smaller_and_emulate_a_smaller_window() -> None:

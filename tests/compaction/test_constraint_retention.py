@@ -38,3 +38,39 @@ def test_constraints_stated_first_survive_many_compactions() -> None:
     assert conv.messages[0].content == RULES  # the original is never rewritten
     for probe in PROBES:
         assert probe in seen, f"constraint {probe!r} lost after {compactions} compactions"
+
+
+def test_constraints_and_paths_survive_in_a_tiny_window() -> None:
+    """At a 1,280-token window the summary budget is 128 tokens, 40 of them for the header:
+    when the summary falls back to the extractive one, the verbatim record gets the room."""
+    from assistant.conversation import ToolCall
+
+    backend = ScriptedBackend(window=1_280, trained_context=1_280)
+    policy = Settings().effective_policy(1_280)
+    assert policy.summary_budget <= 128
+    ctl = ContextController(
+        backend, lambda: policy, summarizer=ExtractiveSummarizer(TokenCounter(backend))
+    )
+    conv = Conversation()
+    paths = ("src/core/nested_route.py", "notes/decisions.md")
+    compactions = 0
+    for turn in range(24):
+        if turn == 0:
+            conv.append(Message(role="user", content=RULES + " Now, what is in the router?"))
+        else:
+            conv.append(Message(role="user", content=f"Turn {turn}: and what about part {turn}?"))
+        if turn in (0, 1):
+            tool = "read_file" if turn == 0 else "write_file"
+            args = {"path": paths[turn]} | ({"content": "- dates"} if turn == 1 else {})
+            call = ToolCall(name=tool, arguments=args)
+            conv.append(Message(role="assistant", tool_calls=[call]))
+            conv.append(Message(role="tool", tool_call_id=call.id, name=tool,
+                                content="def route(x):\n    return x\n" * 20))
+        prepared = ctl.prepare(conv, system_prompt="sys")
+        compactions += prepared.compaction is not None
+        conv.append(Message(role="assistant", content="A reply about that part. " * 6))
+    final = ctl.prepare(conv, system_prompt="sys")
+    seen = " ".join(m["content"] for m in final.messages).lower()
+    assert compactions >= 2
+    for probe in (*PROBES, *paths):
+        assert probe in seen, f"{probe!r} lost after {compactions} compactions"
