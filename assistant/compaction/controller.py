@@ -40,7 +40,11 @@ from assistant.compaction.extractive import (
     render_mechanical,
 )
 from assistant.compaction.file_tracking import FileOps, extract_file_ops
-from assistant.compaction.prompts import MECHANICAL_MARKER, SUMMARY_HEADER
+from assistant.compaction.prompts import (
+    MECHANICAL_MARKER,
+    SUMMARY_HEADER,
+    SUMMARY_HEADER_SHORT,
+)
 from assistant.compaction.prune import count_user_turns, plan_prune
 from assistant.compaction.summarizer import (
     ModelSummarizer,
@@ -61,12 +65,12 @@ MECHANICAL_SHARE = 0.6
 #: Tokens kept free beside the summary for its message template.
 SUMMARY_SLACK = 16
 MIN_MODEL_BUDGET = 32
-#: At summary budgets up to this many tokens, a summary that fell back to the extractive one
-#: gives the verbatim record (constraints, files, requests) all but ``EXTRACTIVE_FLOOR``
-#: tokens: the extractive part only restates the same messages, less faithfully, and small
-#: windows cannot afford both.
+#: At summary budgets up to this many tokens the summary uses the short header, and one that
+#: fell back to the extractive summary gives the verbatim record (constraints, files,
+#: requests) all of its room: the extractive part only restates the same
+#: messages, less faithfully, and small windows cannot afford both.
 SMALL_SUMMARY_BUDGET = 256
-EXTRACTIVE_FLOOR = 16
+EXTRACTIVE_FLOOR = 0
 
 
 class ContextTooLargeError(LLMError):
@@ -412,7 +416,8 @@ class ContextController:
             "Compacting (%s): %d tokens, %d message(s) to summarize%s",
             reason, tokens_before, plan.cut, " (split turn)" if plan.split_turn else "",
         )
-        fixed = count(SUMMARY_HEADER + MECHANICAL_MARKER) + 4
+        short = pol.summary_budget <= SMALL_SUMMARY_BUDGET
+        fixed = count((SUMMARY_HEADER_SHORT if short else SUMMARY_HEADER) + MECHANICAL_MARKER) + 4
         mech_budget = min(int(pol.summary_budget * MECHANICAL_SHARE),
                           pol.summary_budget - fixed - MIN_MODEL_BUDGET)
         mechanical = render_mechanical(state, mech_budget, count)
@@ -451,17 +456,17 @@ class ContextController:
                 self._fail(conv, reason, f"summarizer error: {exc}", tokens_before)
                 return None
             text, kind = outcome.text, outcome.kind
-        if kind == "extractive" and pol.summary_budget <= SMALL_SUMMARY_BUDGET:
+        if kind == "extractive" and short:
             roomy = render_mechanical(state, pol.summary_budget - fixed - EXTRACTIVE_FLOOR, count)
             if count(roomy) > count(mechanical):
                 mechanical = roomy
                 model_budget = max(pol.summary_budget - fixed - count(mechanical), 0)
         text = truncate_to_tokens(text, model_budget, count)
-        summary = compose_summary(text, mechanical)
+        summary = compose_summary(text, mechanical, short=short)
         while count(summary) > pol.summary_budget and text:
             over = count(summary) - pol.summary_budget
             text = truncate_to_tokens(text, max(count(text) - over - 4, 0), count)
-            summary = compose_summary(text, mechanical)
+            summary = compose_summary(text, mechanical, short=short)
 
         built = context.build_context(conv, system_prompt, summary=summary, kept=tail)
         tokens_after = self.counter.exact(context.to_openai(built), tools)

@@ -21,7 +21,11 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from assistant.compaction.file_tracking import FileOps
-from assistant.compaction.prompts import MECHANICAL_MARKER, SUMMARY_HEADER
+from assistant.compaction.prompts import (
+    MECHANICAL_MARKER,
+    SUMMARY_HEADER,
+    SUMMARY_HEADER_SHORT,
+)
 from assistant.compaction.serialize import format_call
 from assistant.compaction.tokens import truncate_to_tokens
 from assistant.conversation import Message
@@ -130,6 +134,10 @@ def _path_list(label: str, paths: Sequence[str], budget: int, count: Count) -> s
         line = f"{label}: {', '.join(head)} {omitted} {', '.join(tail)}"
         if count(line) <= budget:
             return line
+    # The oldest path alone: the newest are usually still in the kept messages.
+    line = f"{label}: {paths[0]} [+{len(paths) - 1} more]"
+    if len(paths) > 1 and count(line) <= budget:
+        return line
     return f"{label}: [{len(paths)} files]"
 
 
@@ -170,9 +178,9 @@ def render_mechanical(state: MechanicalState, budget: int, count: Count) -> str:
     return "\n\n".join(sections)
 
 
-def compose_summary(model_part: str, mechanical: str) -> str:
+def compose_summary(model_part: str, mechanical: str, *, short: bool = False) -> str:
     """The injected text: header, the summary proper, then the verbatim record."""
-    text = f"{SUMMARY_HEADER}\n\n{model_part.strip()}"
+    text = f"{SUMMARY_HEADER_SHORT if short else SUMMARY_HEADER}\n\n{model_part.strip()}"
     if mechanical:
         text += MECHANICAL_MARKER + mechanical
     return text
@@ -181,8 +189,10 @@ def compose_summary(model_part: str, mechanical: str) -> str:
 def model_part(summary: str) -> str:
     """The summary proper of a stored summary (header and verbatim record removed)."""
     body = summary.split(MECHANICAL_MARKER, 1)[0]
-    if body.startswith(SUMMARY_HEADER):
-        body = body[len(SUMMARY_HEADER) :]
+    for header in (SUMMARY_HEADER, SUMMARY_HEADER_SHORT):
+        if body.startswith(header):
+            body = body[len(header) :]
+            break
     return body.strip()
 
 

@@ -21,6 +21,8 @@ SUMMARY_HEADER = (
     "replaces them; the messages after it are verbatim."
 )
 MECHANICAL_MARKER = "\n\n---\n[Recorded by the assistant, verbatim]\n"
+#: The header at small summary budgets (a 1k-2k window cannot spend 30 tokens on it).
+SUMMARY_HEADER_SHORT = "[Context summary] Earlier messages, compacted:"
 
 SYSTEM = (
     "You write concise, factual summaries of conversations between a user and an AI "

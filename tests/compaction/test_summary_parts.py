@@ -138,3 +138,24 @@ def test_extractive_summary_has_every_section_and_fits() -> None:
 def test_model_part_round_trip() -> None:
     full = compose_summary(GOOD_SUMMARY, "## Files\nRead: a.py")
     assert model_part(full) == GOOD_SUMMARY.strip()
+
+
+def test_a_tight_file_list_keeps_the_oldest_path() -> None:
+    from assistant.compaction.extractive import _path_list
+
+    count = CountingBackend().count
+    paths = [f"src/pkg/module_{i}.py" for i in range(6)]
+    full = _path_list("Read", paths, 1_000, count)
+    assert full == "Read: " + ", ".join(paths)
+    tight = _path_list("Read", paths, count("Read: src/pkg/module_0.py [+5 more]"), count)
+    assert tight == "Read: src/pkg/module_0.py [+5 more]"
+    assert _path_list("Read", paths, 3, count) == "Read: [6 files]"
+
+
+def test_short_header_round_trips() -> None:
+    from assistant.compaction.extractive import compose_summary, model_part
+    from assistant.compaction.prompts import SUMMARY_HEADER_SHORT
+
+    text = compose_summary("## Goal\nx", "## Files\nRead: a.py", short=True)
+    assert text.startswith(SUMMARY_HEADER_SHORT)
+    assert model_part(text) == "## Goal\nx"
