@@ -254,6 +254,16 @@ class RecordingBackend:
     ) -> str:
         return self.inner.render_prompt(messages, tools)
 
+    def cached_prefix(self, tokens: Sequence[int]) -> int:
+        """The inner backend's KV-cache prefix (0 if it cannot tell): the in-context
+        summary must see the same cache here as in the app."""
+        inner = getattr(self.inner, "cached_prefix", None)
+        return int(inner(tokens)) if inner is not None else 0
+
+    def tokenize_prompt(self, text: str) -> list[int]:
+        inner = getattr(self.inner, "tokenize_prompt", None)
+        return list(inner(text)) if inner is not None else self.inner.tokenize(text)
+
     def count_prompt(
         self, messages: ChatMessages, tools: Sequence[dict[str, Any]] | None = None
     ) -> int:

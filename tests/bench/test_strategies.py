@@ -238,3 +238,14 @@ def test_quick_runs_ask_one_question_per_kind_of_fact() -> None:
     assert sorted(f.kind for f in asked) == sorted(kinds)
     probes = [c for c in run.calls if c.phase == "probe"]
     assert len(probes) == len(kinds)
+
+
+def test_summaries_in_the_bench_reuse_the_cached_chat_like_the_app() -> None:
+    """The recording wrapper exposes the KV cache: the policy's summaries are written in
+    context, evaluating only the request, as in the app."""
+    run = run_workload(scripted(window=2_048), chat_workload(14), "policy", options=NO_QUESTIONS)
+    summaries = [c for c in run.calls if c.kind == "summary"]
+    assert summaries and run.compactions
+    first = summaries[0]
+    assert first.reused > 0.5 * first.prompt_tokens
+    assert first.evaluated < 0.5 * first.prompt_tokens

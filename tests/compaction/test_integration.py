@@ -147,3 +147,42 @@ def test_replay_with_the_embedded_summarizer_loads_the_model(
     lines = [json.loads(x) for x in capsys.readouterr().out.splitlines()]
     assert lines[0]["window"] == backend.info.trained_context  # local: 10k capped to 8,192
     assert lines[-1]["files_read"] == PLANTED_PATHS[:2]
+
+
+def test_summary_on_the_cached_chat_evaluates_only_the_request(backend: Any) -> None:
+    """With the real llama.cpp KV cache: after a chat call, a compaction writes its summary
+    on top of the cached prompt and evaluates only the request (a few hundred tokens)."""
+    from assistant.compaction.summarizer import ModelSummarizer, SummaryOutcome
+
+    outcomes: list[SummaryOutcome] = []
+    summarizer = ModelSummarizer(backend)
+
+    class Spy:
+        def summarize(self, request: Any, cancel: Any) -> SummaryOutcome:
+            outcomes.append(summarizer.summarize(request, cancel))
+            return outcomes[-1]
+
+    from dataclasses import replace
+
+    pol = replace(default_local().effective("local", backend.info.trained_context),
+                  keep_recent=300)
+    ctl = ContextController(backend, lambda: pol, prune_enabled=lambda: False,
+                            auto_compact=lambda: False, summarizer=Spy())
+    conv = Conversation()
+    conv.append(Message(role="user", content=CONSTRAINTS[0] + " Please read the files."))
+    for i, path in enumerate(PLANTED_PATHS):
+        call = ToolCall(name="read_file", arguments={"path": path})
+        conv.append(Message(role="assistant", tool_calls=[call]))
+        conv.append(Message(role="tool", tool_call_id=call.id, name="read_file",
+                            content=file_body(i, lines=40)))
+        conv.append(Message(role="assistant", content=f"I read {path}."))
+        conv.append(Message(role="user", content=f"Thanks. What about part {i}?"))
+    sent = ctl.prepare(conv, system_prompt=SYSTEM)
+    assert sent.prompt_tokens > 1_000
+    _generate(backend, sent.messages, 4)  # the chat's call: its prompt is now cached
+    record = ctl.compact(conv, system_prompt=SYSTEM, reason="manual")
+    assert record is not None and outcomes
+    out = outcomes[0]
+    assert out.approach == "in-context" and out.calls >= 1
+    assert out.prompt_evaluated < 400 * out.calls  # the request only, not the chat
+    assert out.prompt_reused > 1_000
