@@ -54,7 +54,7 @@ def test_quick_run_with_the_embedded_model(
     assert data["policy_time"]["prompt_tokens"] > 8_000
 
     text = report.read_text(encoding="utf-8")
-    assert "## Quick run" in text and "(e) none" in text
+    assert "This is a quick run" in text and "(e) none" in text
     plots = sorted((tmp_path / "bench").glob("quick_*.png"))
     assert len(plots) == 3 * len(expected)
     assert all(p.stat().st_size > 10_000 for p in plots)
