@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import logging
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
@@ -249,20 +249,9 @@ class ModelSummarizer:
         out.approach = "in-context"
         # The model saw whole tool outputs here: check copying against all of them.
         source = serialize([*request.history, *request.turn_prefix], tool_chars=1 << 30)
-        problems: list[str] = []
-        for attempt in range(2):
-            msgs = messages("; ".join(problems) if attempt else None)
-            text, finish = self._generate(msgs, request.budget, out, cancel, request.tools)
-            problems = validate_summary(
-                text, source=source, budget=request.budget + BUDGET_TOLERANCE,
-                count=self.counter.text, finish_reason=finish,
-            )
-            if not problems:
-                return text.strip()
-            out.rejected.append("; ".join(problems))
-            log.info("in-context summary attempt %d rejected: %s", attempt + 1,
-                     "; ".join(problems))
-        raise _Rejected(problems)
+        return self._attempts(
+            messages, source, request.budget, out, cancel, request.tools, "in-context summary"
+        )
 
     def _span(
         self,
@@ -326,33 +315,41 @@ class ModelSummarizer:
         out: SummaryOutcome,
         cancel: CancelToken | None,
     ) -> str:
-        problems: list[str] = []
-        for attempt in range(2):
+        def messages(problems: str | None) -> list[dict[str, Any]]:
             content = prompts.build_prompt(
-                transcript,
-                previous=previous,
-                kind=kind,
-                focus=request.focus,
-                words=_words(budget),
-                problems="; ".join(problems) if attempt else None,
+                transcript, previous=previous, kind=kind, focus=request.focus,
+                words=_words(budget), problems=problems,
             )
-            messages = [
+            return [
                 {"role": "system", "content": prompts.SYSTEM},
                 {"role": "user", "content": content},
             ]
-            text, finish = self._generate(messages, budget, out, cancel)
-            source = transcript
+
+        return self._attempts(messages, transcript, budget, out, cancel, None, "summary")
+
+    def _attempts(
+        self,
+        messages: Callable[[str | None], list[dict[str, Any]]],
+        source: str,
+        budget: int,
+        out: SummaryOutcome,
+        cancel: CancelToken | None,
+        tools: Sequence[dict[str, Any]] | None,
+        label: str,
+    ) -> str:
+        """Ask, validate, retry once with the problems named; raises :class:`_Rejected`."""
+        problems: list[str] = []
+        for attempt in range(2):
+            msgs = messages("; ".join(problems) if attempt else None)
+            text, finish = self._generate(msgs, budget, out, cancel, tools)
             problems = validate_summary(
-                text,
-                source=source,
-                budget=budget + BUDGET_TOLERANCE,
-                count=self.counter.text,
-                finish_reason=finish,
+                text, source=source, budget=budget + BUDGET_TOLERANCE,
+                count=self.counter.text, finish_reason=finish,
             )
             if not problems:
                 return text.strip()
             out.rejected.append("; ".join(problems))
-            log.info("summary attempt %d rejected: %s", attempt + 1, "; ".join(problems))
+            log.info("%s attempt %d rejected: %s", label, attempt + 1, "; ".join(problems))
         raise _Rejected(problems)
 
     def _generate(
