@@ -6,14 +6,14 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any, Literal, Protocol
+from typing import Any, Protocol
 
 from assistant.compaction.controller import PreparedRequest
 from assistant.compaction.events import ContextEvent
-from assistant.conversation import CompactionRecord, Conversation
+from assistant.conversation import CompactionReason, CompactionRecord, Conversation
 from assistant.llm.base import CancelToken
 
-CompactReason = Literal["threshold", "overflow", "manual"]
+CompactReason = CompactionReason
 
 
 class ContextManager(Protocol):
