@@ -110,7 +110,9 @@ def test_runs_as_a_module(tmp_path: Path) -> None:
     assert json.loads(proc.stdout.splitlines()[-1])["files_read"] == [PLANTED_PATHS[0]]
 
 
-def _read_then_ask(body: str, tool: str = "read_file", path: str = "notes.txt") -> list[dict[str, Any]]:
+def _read_then_ask(
+    body: str, tool: str = "read_file", path: str = "notes.txt"
+) -> list[dict[str, Any]]:
     return [
         {"role": "system", "content": "You are terse."},
         {"role": "user", "content": "Hi, I will show you my notes."},
@@ -149,7 +151,7 @@ def test_final_context_is_what_the_next_call_sends(
     code, lines = _run(capsys, [str(_write(tmp_path, messages)), "--window", "8192", "--json"])
     assert code == 0
     final = lines[-1]
-    tool = [m for m in final["final_context"] if m["role"] == "tool"][0]
+    tool = next(m for m in final["final_context"] if m["role"] == "tool")
     assert tool["content"].startswith("[Old tool result content cleared: read_file notes.txt")
     assert "read it again if you need it]" in tool["content"]
     assert final["final_context"][-1]["content"] == "Thanks! Now something else."

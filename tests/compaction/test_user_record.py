@@ -111,7 +111,8 @@ def test_last_request_is_kept_whole_unless_it_alone_exceeds_the_budget() -> None
     last = "Please summarize the design doc and list its open questions. " * 3
     text = render_user_record(["older one"], 200, COUNT, last_request=last)
     assert last.strip() in text
-    huge = "Fix the bug in the parser. " + "\n".join(f"  at frame{i} (x.js:{i})" for i in range(300))
+    frames = "\n".join(f"  at frame{i} (x.js:{i})" for i in range(300))
+    huge = "Fix the bug in the parser. " + frames
     text = render_user_record([], 80, COUNT, last_request=huge)
     assert COUNT(text) <= 80 and "Fix the bug in the parser." in text
     assert "lines omitted]" in text
