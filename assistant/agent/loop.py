@@ -59,6 +59,7 @@ from assistant.llm.base import (
     CancelToken,
     ContextOverflowError,
     GenerationCancelled,
+    GenerationOptions,
     GenerationResult,
     LLMBackend,
     LLMError,
@@ -345,15 +346,13 @@ class Agent:
         pieces: list[str] = []
         result: GenerationResult | None = None
         stop = () if self.backend.info.supports_native_tools else TEXT_PROTOCOL_STOP
-        stream = self.backend.generate(
-            messages,
+        options = GenerationOptions(
             max_tokens=max_tokens,
             temperature=settings.sampling.temperature,
             top_p=settings.sampling.top_p,
-            tools=tools,
             stop=stop,
-            cancel=cancel,
         )
+        stream = self.backend.generate(messages, options, tools=tools, cancel=cancel)
         try:
             for event in stream:
                 if event.delta:

@@ -47,6 +47,7 @@ from assistant.compaction.prompts import (
 )
 from assistant.compaction.prune import count_user_turns, plan_prune
 from assistant.compaction.summarizer import (
+    ExtractiveSummarizer,
     ModelSummarizer,
     Summarizer,
     SummaryCancelled,
@@ -55,7 +56,13 @@ from assistant.compaction.summarizer import (
 from assistant.compaction.tokens import TokenCounter, truncate_to_tokens
 from assistant.config import EffectivePolicy
 from assistant.conversation import CompactionRecord, Conversation, Message
-from assistant.llm.base import CancelToken, GenerationCancelled, LLMBackend, LLMError
+from assistant.llm.base import (
+    CancelToken,
+    GenerationCancelled,
+    LLMBackend,
+    LLMError,
+    PromptCounter,
+)
 
 log = logging.getLogger("assistant.compaction")
 
@@ -137,7 +144,7 @@ def _pruned_ids(conv: Conversation) -> frozenset[str]:
 class ContextController:
     def __init__(
         self,
-        backend: LLMBackend,
+        backend: PromptCounter,
         policy: Callable[[], EffectivePolicy],
         *,
         prune_enabled: Callable[[], bool] = lambda: True,
@@ -156,7 +163,13 @@ class ContextController:
         self.compact_on_overflow = compact_on_overflow
         self.on_event = on_event
         self.counter = counter or TokenCounter(backend)
-        self.summarizer: Summarizer = summarizer or ModelSummarizer(backend, self.counter)
+        if summarizer is None:  # the model writes summaries when there is one to ask
+            summarizer = (
+                ModelSummarizer(backend, self.counter)
+                if isinstance(backend, LLMBackend)
+                else ExtractiveSummarizer(self.counter)
+            )
+        self.summarizer: Summarizer = summarizer
         self.before_compact = before_compact
         self.after_compact = after_compact
         self._overhead_memo: dict[tuple[str, str], int] = {}

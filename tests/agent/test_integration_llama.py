@@ -35,10 +35,10 @@ class RecordingBackend:
     def __getattr__(self, name: str) -> Any:
         return getattr(self._inner, name)
 
-    def generate(self, messages: Any, **kw: Any) -> Iterator[StreamEvent]:
+    def generate(self, messages: Any, options: Any, **kw: Any) -> Iterator[StreamEvent]:
         text = self._inner.render_prompt(messages, kw.get("tools"))
         self.prompts.append((text, len(self._inner.tokenize(text))))
-        return self._inner.generate(messages, **kw)  # type: ignore[no-any-return]
+        return self._inner.generate(messages, options, **kw)  # type: ignore[no-any-return]
 
 
 def test_old_read_output_is_pruned_and_prompts_fit(real_backend: Any, tmp_path: Path) -> None:

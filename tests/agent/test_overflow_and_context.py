@@ -22,11 +22,11 @@ class OverflowingBackend(ScriptedBackend):
 
     overflows: int = 0
 
-    def generate(self, messages: Any, **kw: Any) -> Iterator[StreamEvent]:
+    def generate(self, messages: Any, options: Any, **kw: Any) -> Iterator[StreamEvent]:
         if self.overflows > 0:
             self.overflows -= 1
             raise ContextOverflowError(20_000, self.window)
-        return super().generate(messages, **kw)
+        return super().generate(messages, options, **kw)
 
 
 class StubController:
