@@ -30,7 +30,7 @@ def main(argv: list[str] | None = None) -> int:
         return bench_main(rest)
     if command == "gui":
         if "--smoke-test" in rest:
-            from assistant.cli.smoke import main as smoke_main
+            from assistant.smoke import main as smoke_main
 
             return smoke_main(rest)
         if _no_display():
