@@ -366,6 +366,7 @@ def run_workload(
             rec_backend, strategy.manager, ToolRegistry.default(), lambda: settings, None,
             recorder.on_event,
         )
+        strategy.manager.on_event = agent.on_context_event
         run = RunRecord(
             workload=workload.name, strategy=strategy_name,
             model=model_label or backend.info.name, mode=workload.mode,
