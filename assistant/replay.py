@@ -38,7 +38,7 @@ from assistant.compaction.summarizer import ExtractiveSummarizer, ModelSummarize
 from assistant.compaction.tokens import CountingBackend, TokenCounter
 from assistant.config import DEFAULT_SYSTEM_PROMPT, EffectivePolicy, Mode, Settings
 from assistant.conversation import Conversation, Message
-from assistant.llm.base import LLMBackend, LLMError
+from assistant.llm.base import LLMBackend, LLMError, PromptCounter
 
 EXIT_USAGE = 2
 
@@ -99,7 +99,7 @@ def resolve_policy(mode: Mode, window: int | None, trained: int | None) -> Effec
     return eff
 
 
-def _make_backend(args: argparse.Namespace) -> tuple[LLMBackend, bool]:
+def _make_backend(args: argparse.Namespace) -> tuple[PromptCounter, bool]:
     """(backend, whether it can write summaries)."""
     wanted = args.window or Settings(mode=args.mode).policy().window
     if args.summarizer == "extractive":
@@ -112,7 +112,7 @@ def _make_backend(args: argparse.Namespace) -> tuple[LLMBackend, bool]:
 def replay(
     messages: Sequence[Message],
     *,
-    backend: LLMBackend,
+    backend: PromptCounter,
     policy: EffectivePolicy,
     system_prompt: str,
     use_model: bool,
@@ -125,7 +125,9 @@ def replay(
     switches = settings.switches()
     counter = TokenCounter(backend)
     summarizer: Summarizer = (
-        ModelSummarizer(backend, counter) if use_model else ExtractiveSummarizer(counter)
+        ModelSummarizer(backend, counter)
+        if use_model and isinstance(backend, LLMBackend)
+        else ExtractiveSummarizer(counter)
     )
     controller = ContextController(
         backend,
@@ -285,7 +287,8 @@ def main(argv: list[str]) -> int:
             prompts=args.prompts,
         )
     finally:
-        backend.close()
+        if isinstance(backend, LLMBackend):
+            backend.close()
     return 0
 
 

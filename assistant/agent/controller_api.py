@@ -1,6 +1,8 @@
 """What the agent needs from the context controller (so tests can pass a stand-in).
 
-:class:`assistant.compaction.controller.ContextController` satisfies it.
+:class:`assistant.compaction.controller.ContextController` satisfies it. ``on_event`` is set
+by whoever builds the controller and the agent (``engine.build_engine``) to the agent's
+``on_context_event``; the agent never changes it.
 """
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ from typing import Any, Protocol
 
 from assistant.compaction.controller import PreparedRequest
 from assistant.compaction.events import ContextEvent
+from assistant.config import EffectivePolicy
 from assistant.conversation import CompactionReason, CompactionRecord, Conversation
 from assistant.llm.base import CancelToken
 
@@ -18,6 +21,11 @@ CompactReason = CompactionReason
 
 class ContextManager(Protocol):
     on_event: Callable[[ContextEvent], None] | None
+
+    @property
+    def policy(self) -> Callable[[], EffectivePolicy]:
+        """The policy in force (the agent sizes tool outputs by its window)."""
+        ...
 
     def prepare(
         self,

@@ -46,7 +46,7 @@ from assistant.compaction.events import (
     TrimEvent,
 )
 from assistant.compaction.prune import count_user_turns, plan_prune
-from assistant.compaction.summarizer import ModelSummarizer, Summarizer
+from assistant.compaction.summarizer import ExtractiveSummarizer, ModelSummarizer, Summarizer
 from assistant.compaction.tokens import TokenCounter
 from assistant.compaction.visibility import (
     calls_by_id,
@@ -57,7 +57,13 @@ from assistant.compaction.visibility import (
 )
 from assistant.config import EffectivePolicy
 from assistant.conversation import CompactionReason, CompactionRecord, Conversation, Message
-from assistant.llm.base import CancelToken, GenerationCancelled, LLMBackend, LLMError
+from assistant.llm.base import (
+    CancelToken,
+    GenerationCancelled,
+    LLMBackend,
+    LLMError,
+    PromptCounter,
+)
 
 __all__ = [
     "BeforeCompactHook",
@@ -115,7 +121,7 @@ class PreparedRequest:
 class ContextController:
     def __init__(
         self,
-        backend: LLMBackend,
+        backend: PromptCounter,
         policy: Callable[[], EffectivePolicy],
         *,
         prune_enabled: Callable[[], bool] = lambda: True,
@@ -134,7 +140,13 @@ class ContextController:
         self.compact_on_overflow = compact_on_overflow
         self.on_event = on_event
         self.counter = counter or TokenCounter(backend)
-        self.summarizer: Summarizer = summarizer or ModelSummarizer(backend, self.counter)
+        if summarizer is None:  # the model writes summaries when there is one to ask
+            summarizer = (
+                ModelSummarizer(backend, self.counter)
+                if isinstance(backend, LLMBackend)
+                else ExtractiveSummarizer(self.counter)
+            )
+        self.summarizer: Summarizer = summarizer
         self.before_compact = before_compact
         self.after_compact = after_compact
         self._overhead_memo: dict[tuple[str, str], int] = {}

@@ -35,10 +35,10 @@ class RecordingBackend:
     def __getattr__(self, name: str) -> Any:
         return getattr(self._inner, name)
 
-    def generate(self, messages: Any, **kw: Any) -> Iterator[StreamEvent]:
+    def generate(self, messages: Any, options: Any, **kw: Any) -> Iterator[StreamEvent]:
         text = self._inner.render_prompt(messages, kw.get("tools"))
         self.prompts.append((text, len(self._inner.tokenize(text))))
-        return self._inner.generate(messages, **kw)  # type: ignore[no-any-return]
+        return self._inner.generate(messages, options, **kw)  # type: ignore[no-any-return]
 
 
 def test_old_read_output_is_pruned_and_prompts_fit(real_backend: Any, tmp_path: Path) -> None:
@@ -64,9 +64,10 @@ def test_old_read_output_is_pruned_and_prompts_fit(real_backend: Any, tmp_path: 
         None,
         events.append,
     )
+    controller.on_event = agent.on_context_event
     conv = Conversation()
 
-    agent.handle_input(conv, "/read inventory.txt")
+    agent.run_tool_command(conv, "read_file", {"path": "inventory.txt"})
     read_result = conv.messages[1]
     assert read_result.role == "tool" and "widget-0001" in read_result.content
     assert "Truncated" in read_result.content  # capped, with the marker
@@ -77,7 +78,7 @@ def test_old_read_output_is_pruned_and_prompts_fit(real_backend: Any, tmp_path: 
         "Thanks. Name one widget.",
         "And what is the cheapest item?",
     ):
-        agent.handle_input(conv, question)
+        agent.chat(conv, question)
 
     assert len(backend.prompts) >= 3
     # Three consecutive lines of the file: present verbatim only while the tool output is
