@@ -47,6 +47,7 @@ from assistant.llm.base import (
     KVState,
     LLMBackend,
     ModelInfo,
+    PromptCounter,
     StreamEvent,
 )
 from assistant.tools.registry import ToolRegistry
@@ -62,13 +63,14 @@ from .metrics import (
     TurnRecord,
     answer_matches,
     facts_in_text,
+    visibility_of,
 )
 from .strategies import DropHalf, Strategy, StrategyName, build_strategy
 from .workloads import ChatStep, ToolStep, Workload
 
 log = logging.getLogger("assistant.bench")
 
-SummarizerFactory = Callable[[LLMBackend, TokenCounter], Summarizer]
+SummarizerFactory = Callable[[PromptCounter, TokenCounter], Summarizer]
 
 
 @dataclass
@@ -115,6 +117,8 @@ class Recorder:
         self._turn_overflow = False
         self._turn_error: str | None = None
         self.turn_text: list[str] = []
+        #: The first chat prompt of the current turn (its messages' text).
+        self.first_prompt: str | None = None
 
     # -- turns ------------------------------------------------------------------------
     def begin_turn(self) -> None:
@@ -125,6 +129,7 @@ class Recorder:
         self._turn_overflow = False
         self._turn_error = None
         self.turn_text = []
+        self.first_prompt = None
 
     def end_turn(self) -> TurnRecord:
         wall = time.perf_counter() - self._turn_start
@@ -273,6 +278,8 @@ class RecordingBackend:
     ) -> Iterator[StreamEvent]:
         rec = self.recorder
         kind: CallKind = rec.call_kind() if rec is not None else "chat"
+        if rec is not None and kind == "chat" and rec.first_prompt is None:
+            rec.first_prompt = _prompt_text(messages)
         try:
             for event in self.inner.generate(
                 messages, options, tools=tools, cancel=cancel, on_prefill=on_prefill
@@ -373,12 +380,19 @@ def run_workload(
             window=strategy.policy.window, policy=asdict(strategy.policy),
         )
         total = workload.chat_turns
+        outputs: list[str] = []  # tool outputs since the last chat step
         for step in workload.steps:
             try:
                 if isinstance(step, ChatStep):
                     recorder.begin_turn()
                     agent.chat(conv, step.text)
                     t = recorder.end_turn()
+                    if outputs and recorder.first_prompt is not None:
+                        t.follows = len(outputs)
+                        t.visibility = visibility_of(outputs, recorder.first_prompt)
+                    outputs = []
+                    if step.answers:
+                        t.answered = answer_matches("".join(recorder.turn_text), step.answers)
                     if opts.progress is not None:
                         opts.progress(
                             f"{workload.name} {strategy_name}: turn {t.turn}/{total} "
@@ -386,6 +400,8 @@ def run_workload(
                         )
                 else:
                     run.tool_mismatches += _tool_step(agent, conv, step)
+                    if conv.messages and conv.messages[-1].role == "tool":
+                        outputs.append(conv.messages[-1].content)
             except Exception as exc:  # record and go on: one failure must not end the bench
                 log.exception("bench step failed")
                 recorder.note(f"step failed: {type(exc).__name__}: {exc}")
