@@ -90,5 +90,6 @@ def test_real_session_replay_per_strategy_and_the_report(tmp_path: Path) -> None
     again = from_json(to_json(result, records=True))
     assert again.real_sessions == result.real_sessions
     text = render_markdown(again)
-    assert "### Real sessions" in text and "| tiny | local | extractive | (a) policy | 3/3 |" in text
+    assert "### Real sessions" in text
+    assert "| tiny | local | extractive | (a) policy | 3/3 |" in text
     assert "real session, local mode: every must-fact" in text
