@@ -34,6 +34,8 @@ from assistant.compaction.events import (
     CompactionFinished,
     CompactionStarted,
     PruneEvent,
+    TrimEvent,
+    trim_text,
 )
 from assistant.config import load_settings
 from assistant.conversation import Conversation, Message
@@ -160,6 +162,8 @@ class TerminalPrinter:
                 f"[context] Cleared {len(ev.message_ids)} old tool outputs, "
                 f"{ev.tokens_freed:,} tokens\n"
             )
+        elif isinstance(ev, TrimEvent):
+            self.err.write(f"[context] {trim_text(ev)}\n")
         elif isinstance(ev, CompactionStarted):
             self.err.write(f"[context] Compacting ({ev.reason})... (Ctrl-C to cancel)\n")
         elif isinstance(ev, CompactionFinished):

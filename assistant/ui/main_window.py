@@ -36,6 +36,8 @@ from assistant.compaction.events import (
     CompactionFinished,
     ContextEvent,
     PruneEvent,
+    TrimEvent,
+    trim_text,
 )
 from assistant.config import Settings
 from assistant.conversation import Message
@@ -355,6 +357,8 @@ class MainWindow(QMainWindow):
         if isinstance(event, PruneEvent):
             self.chat_view.add_prune_notice(list(event.message_ids), event.tokens_freed)
             self.context_bar.add_prune(event.tokens_freed)
+        elif isinstance(event, TrimEvent):
+            self.show_notice("info", trim_text(event))
         elif isinstance(event, CompactionFinished):
             self._render_conversation()
         elif isinstance(event, CompactionFailed):

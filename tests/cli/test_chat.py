@@ -114,3 +114,22 @@ def test_a_terminal_chat_is_saved_and_resumed_with_its_earlier_messages() -> Non
     )
     (line,) = listed.stdout.splitlines()
     assert line.startswith(chat_id) and "4 messages" in line
+
+
+def test_read_then_ask_keeps_the_file_for_the_question(tmp_path: Path) -> None:
+    """Issue 12 as first seen in the terminal: ``/read`` a file larger than ``protect`` after
+    an earlier turn, then ask about it; nothing is cleared before the model answers."""
+    lines = [f"Line {i}: the parcel for desk {i} weighs {i * 3} kilograms." for i in range(1, 106)]
+    (tmp_path / "notes.txt").write_text("\n".join(lines) + "\n")
+    proc = subprocess.run(
+        [sys.executable, "-m", "assistant", "chat", "--workspace", str(tmp_path),
+         "--max-tokens", "24"],
+        input="Hi! I will show you my notes.\n/read notes.txt\nWhat is on line 7 of notes.txt?\n",
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env=_env(),
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "Line 105:" in proc.stdout  # the whole file was read
+    assert "Cleared" not in proc.stderr, proc.stderr  # nothing cleared before the answer
