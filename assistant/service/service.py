@@ -70,11 +70,18 @@ def call_now(fn: Callable[[], None]) -> None:
 
 
 @dataclass(frozen=True)
+class DroppedFile:
+    """A file dropped on the window, to be copied into the workspace and read."""
+
+    path: Path
+
+
+@dataclass(frozen=True)
 class Queued:
     """Input waiting to be sent: what was typed and what it was parsed into (once)."""
 
     text: str
-    parsed: ParsedInput
+    parsed: ParsedInput | DroppedFile
 
 
 class ChatService:
@@ -399,14 +406,9 @@ class ChatService:
                                    AppCommand("compact", focus or "")))
 
     def drop_file(self, path: Path) -> None:
-        """A file dropped on the window: read it into the chat (see ``Agent.drop_file``)."""
-        engine = self.engine
-        if engine is None or self._busy:
-            self.notice("warning", "Drop the file again when the model is ready.")
-            return
-        conv = self._chat_for_input()
-        if conv is not None:
-            self._run(lambda c: engine.agent.drop_file(conv, path, c), what="Reading the file")
+        """A file dropped on the window: read it into the chat (see ``Agent.drop_file``);
+        queued like typed input while a job runs or the model loads."""
+        self._queue_or_send(Queued(f"(file) {path.name}", DroppedFile(path)))
 
     def _queue_or_send(self, item: Queued) -> None:
         if self._busy or not self.ready or self._queue:
@@ -451,6 +453,9 @@ class ChatService:
         elif isinstance(parsed, ToolCommand):
             tool, args = parsed.tool, parsed.arguments
             self._run(lambda c: agent.run_tool_command(conv, tool, args, c), what="Running")
+        elif isinstance(parsed, DroppedFile):
+            path = parsed.path
+            self._run(lambda c: agent.drop_file(conv, path, c), what="Reading the file")
 
     def _drain_queue(self) -> None:
         if self._busy or not self.ready or not self._queue or self._closed:

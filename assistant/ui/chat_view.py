@@ -49,6 +49,8 @@ class ChatView(QScrollArea):
     edit_requested = Signal(str)
     regenerate_requested = Signal(str)
     branch_step_requested = Signal(str, int)
+    #: Entries were added or removed (the window shows the welcome page while empty).
+    entries_changed = Signal()
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -93,13 +95,24 @@ class ChatView(QScrollArea):
                 out.append(widget)
         return out
 
+    @property
+    def is_empty(self) -> bool:
+        return not self.entries() and not self._pending
+
     def _append(self, widget: QWidget) -> QWidget:
         self._layout.insertWidget(self._layout.count() - 1, widget)
+        self.entries_changed.emit()
         return widget
 
     def _prepend(self, widgets: list[QWidget]) -> None:
         for offset, widget in enumerate(widgets):
             self._layout.insertWidget(1 + offset, widget)
+        self.entries_changed.emit()
+
+    def _remove(self, widget: QWidget) -> None:
+        self._layout.removeWidget(widget)
+        widget.deleteLater()
+        self.entries_changed.emit()
 
     def clear(self) -> None:
         for widget in self.entries():
@@ -112,6 +125,7 @@ class ChatView(QScrollArea):
         self._pending = []
         self.more_button.setVisible(False)
         self._stick = True
+        self.entries_changed.emit()
 
     # -- full render -------------------------------------------------------------------
     def set_conversation(self, conv: Conversation, page: int = PAGE) -> None:
@@ -231,16 +245,14 @@ class ChatView(QScrollArea):
         if widget is None:
             return
         if not widget.message.content and not self._streamed.strip():
-            self._layout.removeWidget(widget)
-            widget.deleteLater()
+            self._remove(widget)
             return
         widget.state_label.setText("stopped" if stopped else "")
 
     def _drop_streaming(self) -> None:
         widget, self.streaming = self.streaming, None
         if widget is not None:
-            self._layout.removeWidget(widget)
-            widget.deleteLater()
+            self._remove(widget)
 
     @property
     def streaming_text(self) -> str:

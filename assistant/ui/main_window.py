@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from PySide6.QtCore import Qt, QTimer
-from PySide6.QtGui import QAction, QCloseEvent, QKeySequence, QShortcut
+from PySide6.QtCore import Qt, QTimer, QUrl
+from PySide6.QtGui import QAction, QCloseEvent, QDesktopServices, QKeySequence, QShortcut
 from PySide6.QtWidgets import (
     QApplication,
     QFileDialog,
@@ -25,6 +25,7 @@ from PySide6.QtWidgets import (
     QProgressBar,
     QPushButton,
     QSplitter,
+    QStackedWidget,
     QVBoxLayout,
     QWidget,
 )
@@ -52,9 +53,12 @@ from assistant.ui.bridge import ServiceBridge
 from assistant.ui.chat_input import ChatInput
 from assistant.ui.chat_view import ChatView
 from assistant.ui.context_bar import ContextBar
+from assistant.ui.file_drop import FileDropHandler
+from assistant.ui.focus_keeper import FocusKeeper
 from assistant.ui.settings_dialog import SettingsDialog
 from assistant.ui.sidebar import ChatEntry, Sidebar
 from assistant.ui.spinner import Spinner
+from assistant.ui.welcome_view import WelcomeView
 from assistant.ui.window_state import restore_window_state, save_window_state
 
 SHORTCUTS_HELP = (
@@ -123,7 +127,12 @@ class MainWindow(QMainWindow):
 
         self.chat_view = ChatView()
         self.chat_view.originals = self.service.originals
-        right_layout.addWidget(self.chat_view, 1)
+        self.welcome = WelcomeView()
+        self.welcome.set_workspace(self.service.settings.workspace_path())
+        self.transcript = QStackedWidget()
+        self.transcript.addWidget(self.welcome)
+        self.transcript.addWidget(self.chat_view)
+        right_layout.addWidget(self.transcript, 1)
 
         self.status_strip = QFrame()
         self.status_strip.setObjectName("StatusStrip")
@@ -206,6 +215,18 @@ class MainWindow(QMainWindow):
         self.chat_view.edit_requested.connect(self.start_edit)
         self.chat_view.regenerate_requested.connect(c.regenerate)
         self.chat_view.branch_step_requested.connect(c.switch_branch)
+        self.chat_view.entries_changed.connect(self._update_welcome)
+        self.welcome.example_chosen.connect(self.submit)
+        self.welcome.open_workspace_requested.connect(self.open_workspace)
+        self.welcome.change_workspace_requested.connect(self.change_workspace)
+        self.setAcceptDrops(True)
+        self.drop_handler = FileDropHandler(self, self.transcript)
+        self.drop_handler.files_dropped.connect(self.drop_files)
+        self.focus_keeper = FocusKeeper(self, self.input)
+        app = QApplication.instance()
+        if app is not None:
+            app.installEventFilter(self.drop_handler)
+            app.installEventFilter(self.focus_keeper)
         b.message_added.connect(self._message_added)
         b.assistant_delta.connect(self.chat_view.append_delta)
         b.tool_call_started.connect(self._tool_call_started)
@@ -271,6 +292,52 @@ class MainWindow(QMainWindow):
 
     def _undo_delete(self, _chat_id: str) -> None:
         self.service.undo_delete()
+
+    def _update_welcome(self) -> None:
+        """The welcome page stands in for the transcript while the chat shows nothing."""
+        page = self.welcome if self.chat_view.is_empty else self.chat_view
+        if self.transcript.currentWidget() is not page:
+            self.transcript.setCurrentWidget(page)
+
+    # -- files and the workspace -------------------------------------------------------
+    def drop_files(self, files: list[Path]) -> None:
+        """Files dropped on the window: each is copied into the workspace (when it is
+        elsewhere) and read into the chat, in order."""
+        for path in files:
+            self.service.drop_file(path)
+        self.input.setFocus()
+
+    #: Opens a folder in the file manager (tests replace it).
+    open_url = staticmethod(QDesktopServices.openUrl)
+
+    def open_workspace(self) -> None:
+        folder = self.service.settings.workspace_path()
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            self.show_notice("error", f"Cannot create the workspace folder {folder}: {exc}")
+            return
+        if not self.open_url(QUrl.fromLocalFile(str(folder))):
+            self.show_notice("warning", f"No file manager could open {folder}.")
+
+    def change_workspace(self) -> QFileDialog:
+        """Ask for another workspace folder (the dialog is not modal to the app loop)."""
+        dialog = QFileDialog(self, "Choose the workspace folder")
+        dialog.setObjectName("WorkspaceDialog")
+        dialog.setFileMode(QFileDialog.FileMode.Directory)
+        dialog.setOption(QFileDialog.Option.ShowDirsOnly, True)
+        current = self.service.settings.workspace_path()
+        dialog.setDirectory(str(current if current.is_dir() else Path.home()))
+        dialog.fileSelected.connect(self._workspace_chosen)
+        dialog.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+        dialog.open()
+        self.workspace_dialog = dialog
+        return dialog
+
+    def _workspace_chosen(self, folder: str) -> None:
+        if folder:
+            settings = self.service.settings.model_copy(update={"workspace": folder})
+            self.apply_settings(settings)
 
     # -- sending -----------------------------------------------------------------------
     def submit(self, text: str) -> None:
@@ -464,6 +531,7 @@ class MainWindow(QMainWindow):
             theme.apply_theme(app, new.theme)
         self._theme = new.theme
         self._update_mode_label()
+        self.welcome.set_workspace(new.workspace_path())
 
     # -- requests from the service -------------------------------------------------------
     def _choose_export_path(self, suggested: Path) -> None:
@@ -480,6 +548,10 @@ class MainWindow(QMainWindow):
     # -- misc --------------------------------------------------------------------------
     def shutdown(self) -> None:
         """Deny pending approvals, drop late events, stop the service (and its worker)."""
+        app = QApplication.instance()
+        if app is not None:
+            app.removeEventFilter(self.drop_handler)
+            app.removeEventFilter(self.focus_keeper)
         self.approver.close()
         self.bridge.close()
         self.service.shutdown()

@@ -290,6 +290,16 @@ QLabel#FieldHelp {{ color: {c.muted}; font-size: 9pt; }}
 QListView#SlashPopup {{ background: {c.surface}; border: 1px solid {c.border};
     selection-background-color: {c.selection}; selection-color: {c.text}; padding: 2px; }}
 QSplitter::handle {{ background: {c.border}; }}
+QToolButton#MessageAction:disabled, QToolButton#BranchButton:disabled {{ color: {c.border}; }}
+#WelcomeView, #WelcomeInner {{ background: {c.window}; border: none; }}
+QLabel#WelcomeTitle {{ font-size: 20pt; font-weight: 600; }}
+QLabel#WelcomeSection {{ font-weight: 600; font-size: 11pt; }}
+QLabel#WorkspacePath {{ background: {c.surface}; border: 1px solid {c.border};
+    border-radius: 6px; padding: 5px 8px; }}
+QPushButton#ExamplePrompt {{ text-align: left; padding: 8px 12px; background: {c.surface}; }}
+QLabel#DropOverlay {{ background: {c.info_bg}; color: {c.accent}; font-size: 13pt;
+    font-weight: 600; border: 2px dashed {c.accent}; border-radius: 12px; }}
+QFileDialog QToolButton {{ padding: 2px; }}
 """
 
 
