@@ -33,7 +33,13 @@ from assistant.agent.commands import (
     ToolCommand,
     parse_input,
 )
-from assistant.agent.events import AgentEvent, Notice
+from assistant.agent.events import (
+    AgentEvent,
+    ContextUsage,
+    ModelCallFinished,
+    Notice,
+    PromptProgress,
+)
 from assistant.config import Settings, save_settings
 from assistant.conversation import CompactionRecord, Conversation, Message
 from assistant.engine import Engine, build_engine
@@ -51,6 +57,7 @@ from assistant.service.events import (
     SettingsChanged,
     StatusChanged,
 )
+from assistant.service.progress import PrefillTracker, reply_stats
 from assistant.service.status import Phase, Status, StatusMachine
 from assistant.sessions.entries import PruneEntry
 from assistant.sessions.errors import SessionError
@@ -111,6 +118,7 @@ class ChatService:
         self.model_state = "loading"
         self.model_error = ""
         self.status_machine = StatusMachine()
+        self._prefill = PrefillTracker()
         self.commands = AppCommands(self, extra_help)
         self._queue: list[Queued] = []
         self._busy = False
@@ -190,9 +198,16 @@ class ChatService:
             self.emit(StatusChanged(changed))
 
     def _agent_event(self, event: AgentEvent) -> None:
-        """From the worker thread: pass the agent's event on, then the status it causes."""
+        """From the worker thread: pass the agent's event on, then the status it causes
+        (and the progress and speed figures it gives)."""
         changed = self.status_machine.on_agent_event(event)
         self.emit(event)
+        if isinstance(event, ContextUsage):
+            self._prefill.prompt_ready(event)
+        elif isinstance(event, PromptProgress):
+            self.emit(self._prefill.progress(event))
+        elif isinstance(event, ModelCallFinished):
+            self.emit(reply_stats(event.result))
         self._status(changed)
 
     # -- the model ---------------------------------------------------------------------

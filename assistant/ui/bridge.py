@@ -36,7 +36,9 @@ from assistant.service.events import (
     ConversationReset,
     ExportPathNeeded,
     ModelChanged,
+    PrefillProgress,
     QueueChanged,
+    ReplyStats,
     ServiceEvent,
     SettingsChanged,
     StatusChanged,
@@ -64,6 +66,8 @@ class ServiceBridge(QObject):
     settings_changed = Signal(object)  # SettingsChanged
     export_path_needed = Signal(object)  # Path (suggested)
     chat_picker_requested = Signal(object)  # tuple[ChatSummary, ...]
+    prefill_progress = Signal(object)  # PrefillProgress
+    reply_stats = Signal(object)  # ReplyStats
 
     _event = Signal(object)
     _kick = Signal()
@@ -100,6 +104,8 @@ class ServiceBridge(QObject):
             (SettingsChanged, self.settings_changed, lambda e: (e,)),
             (ExportPathNeeded, self.export_path_needed, lambda e: (e.suggested,)),
             (ChatPickerRequested, self.chat_picker_requested, lambda e: (e.chats,)),
+            (PrefillProgress, self.prefill_progress, lambda e: (e,)),
+            (ReplyStats, self.reply_stats, lambda e: (e,)),
         )
 
     # -- any thread --------------------------------------------------------------------
@@ -169,4 +175,4 @@ class ServiceBridge(QObject):
         for kind, signal, args in self._routes:
             if isinstance(event, kind):
                 return signal, args(event)
-        return None, ()  # PromptProgress: the status already shows it
+        return None, ()  # PromptProgress: shown as the service's PrefillProgress

@@ -83,6 +83,8 @@ class ChatView(QScrollArea):
         self._streamed = ""
         self._rendered: set[str] = set()
         self._actions_enabled = True
+        #: Speed figures of the model call that just finished, for the reply it wrote.
+        self._pending_footer = ""
 
     # -- layout helpers ----------------------------------------------------------------
     def entries(self) -> list[QWidget]:
@@ -212,6 +214,7 @@ class ChatView(QScrollArea):
             widget = self.streaming
             self.streaming = None
             widget.set_message(msg)
+            self._take_footer(widget)
             widget.edit_requested.connect(self.edit_requested)
             widget.regenerate_requested.connect(self.regenerate_requested)
             widget.branch_step_requested.connect(self.branch_step_requested)
@@ -226,8 +229,23 @@ class ChatView(QScrollArea):
                     pass
             return
         entry = self._make_message(msg)
+        if isinstance(entry, MessageWidget) and msg.role == "assistant":
+            self._take_footer(entry)
         if entry is not None:
             self._append(entry)
+
+    def set_reply_footer(self, text: str) -> None:
+        """A model call finished: its figures go under the reply it wrote (the bubble being
+        streamed, or the next assistant message)."""
+        if self.streaming is not None:
+            self.streaming.set_footer(text)
+        else:
+            self._pending_footer = text
+
+    def _take_footer(self, widget: MessageWidget) -> None:
+        if self._pending_footer:
+            widget.set_footer(self._pending_footer)
+            self._pending_footer = ""
 
     def append_delta(self, text: str) -> None:
         """More streamed text of the reply being written."""
@@ -241,6 +259,7 @@ class ChatView(QScrollArea):
 
     def end_streaming(self, stopped: bool = False) -> None:
         """The turn ended; a bubble that got no final message is kept as it was."""
+        self._pending_footer = ""
         widget, self.streaming = self.streaming, None
         if widget is None:
             return

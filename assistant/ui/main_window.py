@@ -43,7 +43,8 @@ from assistant.compaction.events import (
 from assistant.config import Settings
 from assistant.conversation import Message
 from assistant.llm.registry import Registry, model_path
-from assistant.service.events import ModelChanged, SettingsChanged
+from assistant.service.events import ModelChanged, PrefillProgress, ReplyStats, SettingsChanged
+from assistant.service.progress import stats_text
 from assistant.service.service import ChatService
 from assistant.service.status import Phase, Status
 from assistant.sessions.store import ChatSummary
@@ -55,6 +56,7 @@ from assistant.ui.chat_view import ChatView
 from assistant.ui.context_bar import ContextBar
 from assistant.ui.file_drop import FileDropHandler
 from assistant.ui.focus_keeper import FocusKeeper
+from assistant.ui.prompt_progress import PromptProgress
 from assistant.ui.settings_dialog import SettingsDialog
 from assistant.ui.sidebar import ChatEntry, Sidebar
 from assistant.ui.spinner import Spinner
@@ -144,6 +146,8 @@ class MainWindow(QMainWindow):
         strip.addWidget(self.strip_label, 1)
         self.status_strip.setVisible(False)
         right_layout.addWidget(self.status_strip)
+        self.prompt_progress = PromptProgress()
+        right_layout.addWidget(self.prompt_progress)
 
         composer = QFrame()
         composer.setObjectName("ComposerFrame")
@@ -240,6 +244,8 @@ class MainWindow(QMainWindow):
         b.conversation_reset.connect(lambda _chat_id: self._render_conversation())
         b.model_changed.connect(self._model_changed)
         b.settings_changed.connect(self._settings_changed)
+        b.prefill_progress.connect(self._prefill_progress)
+        b.reply_stats.connect(self._reply_stats)
         b.export_path_needed.connect(self._choose_export_path)
         b.chat_picker_requested.connect(self._pick_chat)
 
@@ -436,6 +442,13 @@ class MainWindow(QMainWindow):
     def _turn_finished(self, event: TurnFinished) -> None:
         self.chat_view.end_streaming(stopped=event.stopped)
 
+    def _prefill_progress(self, event: PrefillProgress) -> None:
+        if self.status.phase is Phase.EVALUATING_PROMPT:
+            self.prompt_progress.update_progress(event)
+
+    def _reply_stats(self, stats: ReplyStats) -> None:
+        self.chat_view.set_reply_footer(stats_text(stats))
+
     # -- status and the model ----------------------------------------------------------
     def _status_changed(self, status: Status) -> None:
         """Render the service's status: the status bar, the compaction strip, the load
@@ -450,6 +463,8 @@ class MainWindow(QMainWindow):
                 self.spinner.start()
             else:
                 self.spinner.stop()
+        if status.phase is not Phase.EVALUATING_PROMPT:
+            self.prompt_progress.finish()
         loading = status.phase is Phase.LOADING_MODEL
         self.load_progress.setVisible(loading)
         if loading and status.progress is not None:

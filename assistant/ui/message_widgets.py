@@ -154,6 +154,10 @@ class MessageWidget(QFrame):
         self.cards: dict[str, ToolCard] = {}
         for call in message.tool_calls:
             self.add_tool_call(call)
+        self.footer = QLabel("")
+        self.footer.setObjectName("MessageFooter")
+        self.footer.setVisible(False)
+        layout.addWidget(self.footer)
         self._update_state()
 
     # -- content ---------------------------------------------------------------------------
@@ -171,6 +175,12 @@ class MessageWidget(QFrame):
             if call.id not in self.cards:
                 self.add_tool_call(call)
         self._update_state()
+
+    def set_footer(self, text: str) -> None:
+        """A muted line under the message (how fast the reply came)."""
+        self.footer.setText(text)
+        self.footer.setToolTip(text)
+        self.footer.setVisible(bool(text))
 
     def add_tool_call(self, call: ToolCall) -> ToolCard:
         card = ToolCard(call)

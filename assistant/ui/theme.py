@@ -300,6 +300,8 @@ QPushButton#ExamplePrompt {{ text-align: left; padding: 8px 12px; background: {c
 QLabel#DropOverlay {{ background: {c.info_bg}; color: {c.accent}; font-size: 13pt;
     font-weight: 600; border: 2px dashed {c.accent}; border-radius: 12px; }}
 QFileDialog QToolButton {{ padding: 2px; }}
+#PromptProgress {{ background: {c.info_bg}; border-top: 1px solid {c.border}; }}
+QLabel#MessageFooter {{ color: {c.muted}; font-size: 8pt; }}
 """
 
 
