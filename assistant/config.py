@@ -23,6 +23,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from assistant import paths
+from assistant.atomicfile import write_atomically
 
 SETTINGS_SCHEMA_VERSION = 1
 
@@ -272,9 +273,5 @@ def save_settings(settings: Settings, path: Path | None = None) -> None:
     """Write atomically: a temporary file, flushed, then renamed over the old one."""
     path = path or paths.settings_file()
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    with tmp.open("w", encoding="utf-8") as fh:
-        fh.write(settings.model_dump_json(indent=2))
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(tmp, path)
+    text = json.dumps(settings.model_dump(mode="json"), ensure_ascii=False, indent=2)
+    write_atomically(path, text)

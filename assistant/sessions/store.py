@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from assistant import paths
+from assistant.atomicfile import write_atomically
 from assistant.conversation import Conversation, new_id
 from assistant.sessions.entries import SCHEMA_VERSION, ChatHeader
 from assistant.sessions.errors import (
@@ -301,6 +302,19 @@ class SessionStore:
                 conv, title, branch_summary_ids=summaries, compaction_after=after
             )
         return json.dumps(doc, ensure_ascii=False, indent=2)
+
+    def export_to_file(self, chat_id: str, path: Path) -> Path:
+        """Write the chat to ``path``: OpenAI JSON for ``.json``, Markdown otherwise.
+
+        The file is written beside the target and renamed into place, so a failed export
+        leaves an existing file as it was; text the model wrote that cannot be encoded
+        (lone surrogates) is escaped. Returns the file written; raises ``OSError``.
+        """
+        if path.suffix.lower() == ".json":
+            text = self.export_openai_json(chat_id)
+        else:
+            text = self.export_markdown(chat_id)
+        return write_atomically(path, text)
 
     def import_openai_json(self, data: str | bytes | dict[str, Any] | list[Any]) -> str:
         """Create a chat from an export (ours, or any OpenAI message list); returns its id."""

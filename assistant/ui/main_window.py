@@ -545,11 +545,7 @@ class MainWindow(QMainWindow):
                 return
         path = Path(target).expanduser()
         try:
-            if path.suffix.lower() == ".json":
-                text = self.controller.store.export_openai_json(chat_id)
-            else:
-                text = self.controller.store.export_markdown(chat_id)
-            path.write_text(text, encoding="utf-8")
+            self.controller.store.export_to_file(chat_id, path)
         except (OSError, SessionError) as exc:
             self.show_notice("error", f"Export failed: {exc}")
             return
