@@ -38,6 +38,7 @@ from PySide6.QtWidgets import (
 )
 
 from assistant.config import ModePolicy, Settings
+from assistant.llm import gguf
 from assistant.llm.registry import ModelEntry, Registry
 
 POLICY_FIELDS: tuple[tuple[str, str], ...] = (
@@ -415,11 +416,17 @@ class SettingsDialog(QDialog):
         return entry
 
     def trained_context(self) -> int | None:
-        """The selected model's trained context (None if unknown before loading)."""
+        """The selected model's trained context: the registry's, or read from the file's header
+        (None when neither tells)."""
         if self.model_combo.currentData() == self._original.model and self._loaded_trained:
             return self._loaded_trained
         entry = self._entry()
-        return entry.context_length if entry else None
+        if entry is not None:
+            return entry.context_length
+        data = self.model_combo.currentData()
+        if data and data != CHOOSE_FILE:
+            return gguf.trained_context(Path(str(data)))  # read from the file's header
+        return None
 
     def _update_model_info(self) -> None:
         data = self.model_combo.currentData()

@@ -125,3 +125,17 @@ def test_theme_switch_applies(make_window) -> None:
     dialog.theme.setCurrentIndex(dialog.theme.findData("light"))
     dialog.accept()
     assert QApplication.instance().property("assistantTheme") == "light"  # type: ignore[union-attr]
+
+
+def test_an_unregistered_gguf_shows_the_trained_context_from_its_header(
+    qtbot,
+    tmp_path,
+    embedded_model_path,  # type: ignore[no-untyped-def]
+) -> None:
+    alias = tmp_path / "downloaded.gguf"
+    alias.symlink_to(embedded_model_path)
+    dialog = _dialog(qtbot, Settings(mode="standard"))
+    dialog.set_model_path(str(alias))
+    assert dialog.trained_context() == 8192
+    assert "trained context 8,192" in dialog.model_info.text()
+    assert dialog.effective_labels["window"].text() == "8,192"  # not 131,072
