@@ -30,6 +30,7 @@ from assistant.atomicfile import write_atomically
 from assistant.conversation import Conversation, new_id
 from assistant.sessions.entries import SCHEMA_VERSION, ChatHeader
 from assistant.sessions.errors import (
+    ChatCorruptError,
     ChatImportError,
     ChatLoadError,
     ChatLockedError,
@@ -39,6 +40,7 @@ from assistant.sessions.errors import (
 from assistant.sessions.export import parse_openai_export, to_markdown, to_openai_export
 from assistant.sessions.handle import ChatHandle
 from assistant.sessions.journal import (
+    ChatFile,
     JournalWriter,
     create_chat_file,
     fsync_dir,
@@ -46,6 +48,7 @@ from assistant.sessions.journal import (
     read_chat_file,
 )
 from assistant.sessions.lock import ChatLock
+from assistant.sessions.repair import repaired_copy
 from assistant.sessions.summary import (
     DEFAULT_SUMMARY_BUDGET,
     Summarizer,
@@ -55,6 +58,12 @@ from assistant.sessions.summary import (
 from assistant.sessions.tree import ChatTree
 
 _CHAT_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
+
+READ_ONLY_NOTE = (
+    "This chat has damaged lines, so it is open read-only: everything that could be read is "
+    "shown, and nothing new is saved to it. Repair it to continue in a repaired copy (the "
+    "original file stays as it is)."
+)
 
 
 @dataclass(frozen=True)
@@ -70,6 +79,8 @@ class ChatSummary:
     path: Path
     error: str | None = None
     warnings: tuple[str, ...] = ()
+    #: Some lines cannot be read: the chat opens read-only and can be repaired.
+    damaged: bool = False
 
     @property
     def broken(self) -> bool:
@@ -132,10 +143,15 @@ class SessionStore:
         ``<id>.jsonl.corrupt`` and reported in ``handle.warnings``.
         """
         path = self._existing(chat_id)
+        chat = read_chat_file(path)
+        if chat.needs_repair:
+            return self._open_read_only(chat_id, chat)
         lock = self._lock(chat_id)
         lock.acquire()
         try:
-            chat = read_chat_file(path)
+            chat = read_chat_file(path)  # again, now that nobody else can write it
+            if chat.needs_repair:
+                raise ChatCorruptError(path, "it was damaged while it was being opened")
             warnings = list(chat.warnings)
             if chat.torn is not None:
                 aside = move_torn_tail_aside(path, chat.torn)
@@ -164,6 +180,42 @@ class SessionStore:
         )
         self._open[chat_id] = handle
         return handle
+
+    def _open_read_only(self, chat_id: str, chat: ChatFile) -> ChatHandle:
+        """A chat with damaged lines: every readable entry, nothing written (no lock)."""
+        handle = ChatHandle(
+            path=chat.path,
+            header=chat.header,
+            tree=ChatTree(chat.entries),
+            writer=None,
+            lock=None,
+            summarizer=self.summarizer,
+            summary_budget=self.summary_budget,
+            warnings=[*chat.warnings, chat.damage_summary(), READ_ONLY_NOTE],
+            on_close=self._forget,
+            read_only=READ_ONLY_NOTE,
+        )
+        self._open[chat_id] = handle
+        return handle
+
+    def repair(self, chat_id: str) -> str:
+        """Write a repaired copy of a chat with damaged lines beside it; returns its id.
+
+        The copy holds every readable entry (those that followed a damaged line attached
+        where the reader put them) and is titled "<title> (repaired)"; the original file
+        is not changed. Raises :class:`SessionError` when there is nothing to repair.
+        """
+        path = self._existing(chat_id)
+        chat = read_chat_file(path)
+        if not chat.needs_repair:
+            raise SessionError(f"Chat {chat_id} has no damaged lines; there is nothing to repair.")
+        copy_id = new_id()
+        data = repaired_copy(chat, copy_id)
+        target = self.path_of(copy_id)
+        if target.exists():  # pragma: no cover - a fresh random id
+            raise SessionError(f"Cannot write the repaired copy: {target} already exists")
+        write_atomically(target, data)
+        return copy_id
 
     def _forget(self, handle: ChatHandle) -> None:
         if self._open.get(handle.chat_id) is handle:
@@ -198,6 +250,8 @@ class SessionStore:
         tree = ChatTree(chat.entries)
         conv = tree.build(tree.last_id)
         warnings = list(chat.warnings)
+        if chat.needs_repair:
+            warnings.append(chat.damage_summary())
         if chat.torn is not None:
             warnings.append(
                 f"Line {chat.torn.line} is incomplete; it will be moved aside when the chat "
@@ -213,6 +267,7 @@ class SessionStore:
             len(conv.messages),
             path,
             warnings=tuple(warnings),
+            damaged=chat.needs_repair,
         )
 
     # -- rename / delete / restore ---------------------------------------------------------

@@ -37,17 +37,13 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from assistant.config import ModePolicy, Settings
+from assistant.config import SETTING_LABELS, ModePolicy, Settings, setting_name
 from assistant.llm import gguf
 from assistant.llm.registry import ModelEntry, Registry
 
-POLICY_FIELDS: tuple[tuple[str, str], ...] = (
-    ("window", "Context window"),
-    ("protect", "Protect newest tool output"),
-    ("minimum", "Prune only if it frees at least"),
-    ("reserve", "Reserve for the reply"),
-    ("keep_recent", "Keep recent (unsummarized)"),
-    ("summary_budget", "Summary budget"),
+POLICY_FIELDS: tuple[tuple[str, str], ...] = tuple(
+    (field, SETTING_LABELS[field])
+    for field in ("window", "protect", "minimum", "reserve", "keep_recent", "summary_budget")
 )
 MODES = (("local", "Local"), ("standard", "Standard"))
 CHOOSE_FILE = "__choose__"
@@ -531,23 +527,5 @@ class SettingsDialog(QDialog):
 
 
 def _describe_loc(loc: tuple[Any, ...]) -> str:
-    names = {
-        "local": "Local mode",
-        "standard": "Standard mode",
-        "sampling": "",
-        "window": "context window",
-        "protect": "protect",
-        "minimum": "minimum",
-        "reserve": "reserve",
-        "keep_recent": "keep recent",
-        "summary_budget": "summary budget",
-        "threads": "CPU threads",
-        "temperature": "Temperature",
-        "top_p": "Top p",
-        "max_reply_tokens": "Longest reply",
-        "step_limit": "Tool steps per reply",
-        "system_prompt": "System prompt",
-        "workspace": "Workspace folder",
-    }
-    parts = [names.get(str(p), str(p)) for p in loc]
-    return " ".join(p for p in parts if p)
+    """The field as this dialog names it (shared with settings-file errors)."""
+    return setting_name(loc)
