@@ -25,9 +25,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from assistant import paths
+from assistant import jsonlimits, paths
 from assistant.atomicfile import write_atomically
 from assistant.conversation import Conversation, new_id
+from assistant.jsonlimits import MAX_DOCUMENT_DEPTH
 from assistant.sessions.entries import SCHEMA_VERSION, ChatHeader
 from assistant.sessions.errors import (
     ChatCorruptError,
@@ -233,9 +234,18 @@ class SessionStore:
     def _list(self, folder: Path) -> list[ChatSummary]:
         if not folder.is_dir():
             return []
-        rows = [self._summarize(p) for p in folder.glob("*.jsonl") if p.is_file()]
+        rows = [self._summarize_safely(p) for p in folder.glob("*.jsonl") if p.is_file()]
         rows.sort(key=lambda r: (r.updated, r.created), reverse=True)
         return rows
+
+    def _summarize_safely(self, path: Path) -> ChatSummary:
+        """One row; whatever is wrong with one file never breaks the whole list."""
+        try:
+            return self._summarize(path)
+        except Exception as exc:  # a bug or an odd file must not hide the other chats
+            chat_id = path.name.removesuffix(".jsonl")
+            reason = f"Cannot read chat {path.name}: {type(exc).__name__}: {exc}"[:500]
+            return ChatSummary(chat_id, chat_id, 0.0, 0.0, 0, path, error=reason)
 
     def _summarize(self, path: Path) -> ChatSummary:
         chat_id = path.name.removesuffix(".jsonl")
@@ -375,9 +385,13 @@ class SessionStore:
         """Create a chat from an export (ours, or any OpenAI message list); returns its id."""
         if isinstance(data, str | bytes):
             try:
-                data = json.loads(data)
+                data = jsonlimits.loads(data, "The file")
+            except jsonlimits.TooDeepError as exc:
+                raise ChatImportError(str(exc)) from None
             except (ValueError, RecursionError):
                 raise ChatImportError("The file is not valid JSON") from None
+        elif jsonlimits.value_depth(data, MAX_DOCUMENT_DEPTH) > MAX_DOCUMENT_DEPTH:
+            raise ChatImportError(f"The chat is nested more than {MAX_DOCUMENT_DEPTH} levels deep")
         imported = parse_openai_export(data)
         handle = self.create(title=imported.title)
         try:

@@ -350,3 +350,21 @@ def test_header_without_newline_still_accepts_entries(store: SessionStore) -> No
         chat.conversation.append(Message(role="user", content="hello"))
     with store.open(chat_id) as chat:
         assert [m.content for m in chat.conversation.messages] == ["hello"]
+
+
+def test_a_complete_but_deeply_nested_last_line_is_damage_not_a_torn_tail(
+    store: SessionStore,
+) -> None:
+    chat_id, data, ids = _sample_file(store)
+    path = store.path_of(chat_id)
+    deep = b'{"id":"d","parent_id":null,"timestamp":1,"type":"setting","name":"x","value":'
+    path.write_bytes(data + deep + b"[" * 990 + b"]" * 990 + b"}\n")
+    chat = read_chat_file(path)
+    assert chat.torn is None
+    assert [(d.line, d.reason) for d in chat.damaged] == [
+        (len(ids) + 2, "the line is nested more than 64 levels deep")
+    ]
+    assert [e.id for e in chat.entries] == ids
+    rows = store.list_chats()
+    assert rows[0].damaged and "nested more than 64 levels" in rows[0].warnings[0]
+    assert not path.with_name(path.name + ".corrupt").exists()
