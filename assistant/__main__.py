@@ -1,4 +1,4 @@
-"""Command line entry: ``python -m assistant [gui|chat|replay|bench|provision] ...``.
+"""Command line entry: ``python -m assistant [gui|chat|replay|bench|provision|repair] ...``.
 
 With no sub-command the desktop window opens.
 """
@@ -24,6 +24,10 @@ def main(argv: list[str] | None = None) -> int:
         from assistant.replay import main as replay_main
 
         return replay_main(rest)
+    if command == "repair":
+        from assistant.cli.repair import main as repair_main
+
+        return repair_main(rest)
     if command == "bench":
         from assistant.bench.cli import main as bench_main
 
@@ -45,7 +49,7 @@ def main(argv: list[str] | None = None) -> int:
 
         return run_gui(rest)
     print(
-        f"unknown command {command!r}; use gui, chat, replay, bench or provision",
+        f"unknown command {command!r}; use gui, chat, replay, bench, provision or repair",
         file=sys.stderr,
     )
     return 2

@@ -60,11 +60,14 @@ from assistant.sessions.tree import ChatTree
 
 _CHAT_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
 
-READ_ONLY_NOTE = (
-    "This chat has damaged lines, so it is open read-only: everything that could be read is "
-    "shown, and nothing new is saved to it. Repair it to continue in a repaired copy (the "
-    "original file stays as it is)."
-)
+def read_only_note(chat_id: str) -> str:
+    """Why a damaged chat is read-only and how to go on (window and terminal)."""
+    return (
+        "This chat has damaged lines, so it is open read-only: everything that could be read "
+        "is shown, and nothing new is saved to it. Repair it to continue in a repaired copy "
+        f"(Repair in the window, or `python -m assistant repair {chat_id}` in a terminal); "
+        "the original file stays as it is."
+    )
 
 
 @dataclass(frozen=True)
@@ -192,9 +195,9 @@ class SessionStore:
             lock=None,
             summarizer=self.summarizer,
             summary_budget=self.summary_budget,
-            warnings=[*chat.warnings, chat.damage_summary(), READ_ONLY_NOTE],
+            warnings=[*chat.warnings, chat.damage_summary(), read_only_note(chat_id)],
             on_close=self._forget,
-            read_only=READ_ONLY_NOTE,
+            read_only=read_only_note(chat_id),
         )
         self._open[chat_id] = handle
         return handle

@@ -233,6 +233,25 @@ class ChatController(QObject):
         self.chats_changed.emit()
         return True
 
+    def repair_chat(self) -> str | None:
+        """Write a repaired copy of the open read-only chat beside it and open the copy."""
+        if self.handle is None or self.handle.read_only is None:
+            return None
+        original = self.handle.chat_id
+        try:
+            copy_id = self.store.repair(original)
+        except (OSError, SessionError) as exc:
+            self.notice.emit("error", f"Cannot repair the chat: {exc}")
+            return None
+        self._close_handle()
+        if self.open_chat(copy_id):
+            self.notice.emit(
+                "info",
+                f"Opened the repaired copy ({len(self.conversation.messages)} messages). The "
+                f"original {original}.jsonl is kept as it was.",
+            )
+        return copy_id
+
     def ensure_chat(self) -> ChatHandle:
         if self.handle is None:
             self.handle = self.store.create()

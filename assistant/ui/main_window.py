@@ -40,12 +40,15 @@ from assistant.config import Settings
 from assistant.conversation import Message
 from assistant.llm.registry import Registry, model_path
 from assistant.sessions.errors import SessionError
+from assistant.sessions.store import ChatSummary
 from assistant.ui import theme
 from assistant.ui.bridge import AgentBridge
 from assistant.ui.chat_input import ChatInput
 from assistant.ui.chat_view import ChatView
 from assistant.ui.context_bar import ContextBar
 from assistant.ui.controller import ChatController
+from assistant.ui.damage_banner import REFUSED as DAMAGED_REFUSED
+from assistant.ui.damage_banner import DamageBanner
 from assistant.ui.message_widgets import compaction_title, prune_text
 from assistant.ui.settings_dialog import SettingsDialog
 from assistant.ui.sidebar import ChatEntry, Sidebar
@@ -107,6 +110,8 @@ class MainWindow(QMainWindow):
         banner.addWidget(self.choose_model_button)
         self.model_banner.setVisible(False)
         right_layout.addWidget(self.model_banner)
+        self.damage_banner = DamageBanner()
+        right_layout.addWidget(self.damage_banner)
 
         self.chat_view = ChatView()
         self.chat_view.originals = self.controller.originals
@@ -205,6 +210,8 @@ class MainWindow(QMainWindow):
         c.queue_changed.connect(lambda _n: self._update_composer())
         c.chats_changed.connect(self._refresh_chats)
         c.conversation_reset.connect(self._render_conversation)
+        c.conversation_reset.connect(lambda: self.damage_banner.show_for(c.handle))
+        self.damage_banner.repair_requested.connect(c.repair_chat)
         c.model_state_changed.connect(self._model_state)
         c.load_progress.connect(self._load_progress)
         c.app_command.connect(self.run_app_command)
@@ -229,7 +236,7 @@ class MainWindow(QMainWindow):
     # -- chats -------------------------------------------------------------------------
     def _refresh_chats(self) -> None:
         entries = [
-            ChatEntry(s.id, s.title + (" (unreadable)" if s.broken else ""), s.updated)
+            ChatEntry(s.id, s.title + _list_mark(s), s.updated)
             for s in self.controller.chats()
         ]
         self.sidebar.set_chats(entries, current=self.controller.chat_id)
@@ -266,6 +273,10 @@ class MainWindow(QMainWindow):
 
     # -- sending -----------------------------------------------------------------------
     def submit(self, text: str) -> None:
+        if self.damage_banner.refuses(text):  # a read-only chat: keep what was typed
+            self.input.setPlainText(text)
+            self.show_notice("warning", DAMAGED_REFUSED)
+            return
         if self.editing_id is not None:
             message_id = self.editing_id
             self._cancel_edit()
@@ -563,3 +574,9 @@ class MainWindow(QMainWindow):
     def showEvent(self, event: object) -> None:
         super().showEvent(event)  # type: ignore[arg-type]
         QTimer.singleShot(0, self.input.setFocus)
+
+
+def _list_mark(summary: ChatSummary) -> str:
+    if summary.broken:
+        return " (unreadable)"
+    return " (damaged)" if summary.damaged else ""
