@@ -37,6 +37,7 @@ from assistant.config import Settings, load_settings
 from assistant.conversation import Conversation
 from assistant.engine import build_engine
 from assistant.llm.base import CancelToken, ModelLoadError
+from assistant.settings_check import check_against_model
 from assistant.tools.approval import (
     ApprovalDecision,
     ApprovalRequest,
@@ -179,6 +180,10 @@ def main(argv: list[str] | None = None) -> int:
         f"[model] {backend.info.name}, window {backend.info.context_window:,} tokens; "
         f"{settings.effective_policy(backend.info.trained_context).describe()}\n"
     )
+    for problem in check_against_model(
+        settings, backend.info.trained_context, backend.count
+    ).errors:
+        err.write(f"[warning] {problem}\n")
     conv = Conversation()
     cancel = CancelToken()
 

@@ -35,6 +35,7 @@ from assistant.sessions.entries import PruneEntry
 from assistant.sessions.errors import SessionError
 from assistant.sessions.handle import ChatHandle
 from assistant.sessions.store import ChatSummary, SessionStore
+from assistant.settings_check import check_against_model
 from assistant.ui.approval import GuiApprover
 from assistant.ui.bridge import AgentBridge
 
@@ -177,6 +178,9 @@ class ChatController(QObject):
         self.model_info = backend.info
         self.model_state = "ready"
         self.model_state_changed.emit("ready", backend.info.name)
+        check = check_against_model(self.settings, backend.info.trained_context, backend.count)
+        for problem in check.errors:  # settings from the file, now that the model is known
+            self.notice.emit("error", f"{problem} Open Settings (Ctrl+,) to change it.")
         self._drain_queue()
 
     def apply_settings(self, new: Settings) -> bool:

@@ -453,6 +453,7 @@ class MainWindow(QMainWindow):
             self.registry,
             loaded_trained_context=c.model_info.trained_context if c.model_info else None,
             model_present=lambda entry: model_path(entry).is_file(),
+            count_tokens=c.engine.backend.count if c.engine is not None else None,
             parent=self,
         )
         dialog.accepted.connect(lambda: self._settings_accepted(dialog))
