@@ -13,7 +13,7 @@ from collections.abc import Mapping
 GENERIC = "Context too large; compaction failed. Use /compact to retry."
 
 
-def overflow_message(segments: Mapping[str, int], window: int, reserve: int) -> str:
+def overflow_message(segments: Mapping[str, int], window: int) -> str:
     """The error for a request whose prompt (by segment) did not fit ``window``."""
     if not segments:
         return GENERIC
@@ -23,13 +23,13 @@ def overflow_message(segments: Mapping[str, int], window: int, reserve: int) -> 
     total = system + tools + rest
     fixed = system + tools
     head = (
-        f"The prompt ({total:,} tokens) does not fit the context window ({window:,}, with "
-        f"{reserve:,} kept for the reply), even after compaction. "
+        f"The prompt ({total:,} tokens) and the room for the reply do not fit the context "
+        f"window ({window:,} tokens), even after compaction. "
         f"What cannot be compacted: the system prompt ({system:,} tokens), the tool "
         f"descriptions ({tools:,}) and the newest message. What can: older messages and tool "
         f"outputs ({rest:,} tokens with the summary)."
     )
-    if fixed + reserve >= window:
+    if fixed * 2 >= window:  # what can never shrink takes half the window or more
         return (
             head + " The system prompt alone leaves no room: shorten it in Settings (Ctrl+,), "
             "or choose a model with a larger window."

@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from assistant.config import Settings
-from assistant.llm.base import LLMBackend, LLMError
+from assistant.llm.base import KVCacheAware, LLMBackend, LLMError
 
 from .micro import generation_speed, policy_time, summary_time
 from .report import (
@@ -200,12 +200,8 @@ class _Models:
 
 def reset_cache(backend: LLMBackend) -> None:
     """Start a run with an empty KV cache (so no run reuses the previous run's prefix)."""
-    llm = getattr(backend, "_llm", None)
-    if llm is not None:
-        llm.reset()
-    cache = getattr(backend, "_cache", None)
-    if isinstance(cache, list):
-        cache.clear()
+    if isinstance(backend, KVCacheAware):
+        backend.reset_kv_cache()
 
 
 @contextmanager

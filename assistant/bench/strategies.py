@@ -150,6 +150,10 @@ class TimedManager:
         self.pending: PolicyTiming | None = None
 
     @property
+    def policy(self) -> Callable[[], EffectivePolicy]:
+        return self.inner.policy
+
+    @property
     def on_event(self) -> Callable[[ContextEvent], None] | None:
         return self.inner.on_event
 

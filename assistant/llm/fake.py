@@ -2,8 +2,9 @@
 
 It renders prompts with the same :class:`ChatTemplate` as the real backend (ChatML by
 default), counts them with cl100k, simulates the KV cache (longest common token prefix with
-the previous call), and raises :class:`ContextOverflowError` exactly where the real backend
-would. Replies come from a queue: strings, or callables that receive the prompt messages.
+the previous call; it is ``KVCacheAware``), and raises :class:`ContextOverflowError` exactly
+where the real backend would. Replies come from a queue: strings, or callables that receive
+the prompt messages.
 
     backend = ScriptedBackend(["Hello!", lambda msgs: "You said " + msgs[-1]["content"]])
 """
@@ -19,7 +20,10 @@ from assistant.llm.base import (
     CancelToken,
     ChatMessages,
     ContextOverflowError,
+    GenerationOptions,
     GenerationResult,
+    KVState,
+    LLMError,
     ModelInfo,
     StreamEvent,
 )
@@ -37,6 +41,7 @@ class RecordedCall:
     max_tokens: int
     result: GenerationResult | None = None
     prompt_text: str = ""
+    options: GenerationOptions | None = None
 
 
 @dataclass
@@ -87,9 +92,24 @@ class ScriptedBackend:
     ) -> int:
         return self.count(self.render_prompt(messages, tools))
 
+    # -- KVCacheAware ---------------------------------------------------------------------
+    def tokenize_prompt(self, text: str) -> list[int]:
+        return self.tokenize(text)
+
     def cached_prefix(self, tokens: Sequence[int]) -> int:
         """How many leading ``tokens`` the simulated KV cache holds (as LlamaBackend)."""
         return _common_prefix(self._cache, tokens)
+
+    def save_state(self) -> KVState:
+        return KVState(model=self.info.path, tokens=tuple(self._cache))
+
+    def load_state(self, state: KVState) -> None:
+        if state.model != self.info.path:
+            raise LLMError(f"a KV state of {state.model} cannot be loaded into {self.info.path}")
+        self._cache = list(state.tokens)
+
+    def reset_kv_cache(self) -> None:
+        self._cache = []
 
     def enqueue(self, *replies: Reply) -> None:
         self.replies.extend(replies)
@@ -97,20 +117,20 @@ class ScriptedBackend:
     def generate(
         self,
         messages: ChatMessages,
+        options: GenerationOptions,
         *,
-        max_tokens: int,
-        temperature: float = 0.2,
-        top_p: float = 0.95,
         tools: Sequence[dict[str, Any]] | None = None,
-        stop: Sequence[str] = (),
         cancel: CancelToken | None = None,
         on_prefill: Callable[[int, int], None] | None = None,
     ) -> Iterator[StreamEvent]:
+        """Stream the next scripted reply (a grammar is not applied: reported ignored)."""
+        max_tokens = options.max_tokens
         msgs = [dict(m) for m in messages]
         text = self.render_prompt(msgs, tools)
         tokens = self.tokenize(text)
         record = RecordedCall(
-            msgs, list(tools) if tools else None, len(tokens), max_tokens, prompt_text=text
+            msgs, list(tools) if tools else None, len(tokens), max_tokens, prompt_text=text,
+            options=options,
         )
         self.calls.append(record)
         if len(tokens) >= self.window:
@@ -153,6 +173,7 @@ class ScriptedBackend:
             finish_reason=finish,
             generate_s=time.perf_counter() - start,
             first_token_s=first,
+            ignored=("grammar",) if options.grammar is not None else (),
         )
         record.result = result
         yield StreamEvent(result=result)

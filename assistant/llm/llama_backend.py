@@ -11,12 +11,16 @@ Generation is driven at the token level rather than through ``create_completion`
   in the cache is kept, the rest is evaluated in ``n_batch`` chunks, and a cancel between
   chunks interrupts prompt evaluation;
 * a cancel takes effect within one generated token.
+
+It is :class:`~assistant.llm.base.KVCacheAware`: it tells how much of a prompt is cached,
+tokenizes prompts incrementally, saves and restores the KV state, and resets it.
 """
 
 from __future__ import annotations
 
 import codecs
 import contextlib
+import ctypes
 import logging
 import os
 import threading
@@ -31,7 +35,10 @@ from assistant.llm.base import (
     CancelToken,
     ChatMessages,
     ContextOverflowError,
+    GenerationOptions,
     GenerationResult,
+    KVState,
+    LLMError,
     ModelInfo,
     ModelLoadError,
     StreamEvent,
@@ -44,6 +51,8 @@ from assistant.llm.template import ChatTemplate
 log = logging.getLogger(__name__)
 
 GGUF_MAGIC = b"GGUF"
+#: Sampler settings besides the temperature (``top_p`` is overridden per call).
+_SAMPLER: dict[str, Any] = {"top_p": 0.95, "top_k": 40, "min_p": 0.05, "repeat_penalty": 1.1}
 
 
 def check_model_file(path: Path, entry: ModelEntry | None = None) -> None:
@@ -568,37 +577,55 @@ class LlamaBackend:
             n += 1
         return n
 
+    def save_state(self) -> KVState:
+        """The KV cache as bytes (only its used cells) with the tokens it holds."""
+        lc, llm = self._llama_cpp, self._llm
+        ctx = llm._ctx.ctx
+        size = int(lc.llama_state_get_size(ctx))
+        buf = (ctypes.c_uint8 * size)()
+        written = int(lc.llama_state_get_data(ctx, buf, size))
+        if written > size:
+            raise LLMError("llama.cpp could not copy the KV state")
+        tokens = tuple(int(t) for t in llm.input_ids[: llm.n_tokens])
+        return KVState(model=self._info.path, tokens=tokens, data=bytes(buf)[:written])
+
+    def load_state(self, state: KVState) -> None:
+        """Restore a :meth:`save_state` snapshot of this model; the next call reuses it."""
+        if state.model != self._info.path:
+            raise LLMError(f"a KV state of {state.model} cannot be loaded into {self._info.path}")
+        llm = self._llm
+        if len(state.tokens) > int(llm.n_ctx()):
+            raise LLMError("the KV state holds more tokens than this context window")
+        buf = (ctypes.c_uint8 * len(state.data)).from_buffer_copy(state.data)
+        if int(self._llama_cpp.llama_state_set_data(llm._ctx.ctx, buf, len(state.data))) != len(
+            state.data
+        ):
+            llm.reset()
+            raise LLMError("llama.cpp refused the KV state (another context size?)")
+        n = len(state.tokens)
+        llm.input_ids[:n] = state.tokens
+        llm.n_tokens = n
+
+    def reset_kv_cache(self) -> None:
+        self._llm.reset()
+
     def generate(
         self,
         messages: ChatMessages,
+        options: GenerationOptions,
         *,
-        max_tokens: int,
-        temperature: float = 0.2,
-        top_p: float = 0.95,
         tools: Sequence[dict[str, Any]] | None = None,
-        stop: Sequence[str] = (),
         cancel: CancelToken | None = None,
         on_prefill: Callable[[int, int], None] | None = None,
     ) -> Iterator[StreamEvent]:
         tokens = self.tokenize_prompt(self.render_prompt(messages, tools))
-        return self.generate_tokens(
-            tokens,
-            max_tokens=max_tokens,
-            temperature=temperature,
-            top_p=top_p,
-            stop=stop,
-            cancel=cancel,
-            on_prefill=on_prefill,
-        )
+        return self.generate_tokens(tokens, options, cancel=cancel, on_prefill=on_prefill)
 
     def generate_tokens(
         self,
         tokens: list[int],
+        options: GenerationOptions,
         *,
-        max_tokens: int,
-        temperature: float = 0.2,
-        top_p: float = 0.95,
-        stop: Sequence[str] = (),
         cancel: CancelToken | None = None,
         on_prefill: Callable[[int, int], None] | None = None,
     ) -> Iterator[StreamEvent]:
@@ -608,7 +635,17 @@ class LlamaBackend:
             raise ContextOverflowError(len(tokens), n_ctx)
         if not tokens:
             raise ValueError("empty prompt")
-        return self._stream(tokens, max_tokens, temperature, top_p, stop, cancel, on_prefill)
+        return self._stream(tokens, options, cancel, on_prefill)
+
+    def raw_generation_seconds(self, tokens: list[int], count: int, temperature: float) -> float:
+        """Seconds for ``count`` tokens from llama-cpp-python's own ``Llama.generate`` with
+        the sampler :meth:`generate` uses (the benchmark compares the two paths)."""
+        start = time.perf_counter()
+        stream = self._llm.generate(tokens, temp=temperature, reset=True, **_SAMPLER)
+        for n, _token in enumerate(stream, start=1):
+            if n >= count:
+                break
+        return time.perf_counter() - start
 
     def _prefill(
         self,
@@ -644,14 +681,13 @@ class LlamaBackend:
     def _stream(
         self,
         tokens: list[int],
-        max_tokens: int,
-        temperature: float,
-        top_p: float,
-        stop: Sequence[str],
+        options: GenerationOptions,
         cancel: CancelToken | None,
         on_prefill: Callable[[int, int], None] | None,
     ) -> Iterator[StreamEvent]:
         llm = self._llm
+        # Grammar-constrained sampling is not wired to llama.cpp yet: say so in the result.
+        ignored = ("grammar",) if options.grammar is not None else ()
         n_ctx = int(llm.n_ctx())
         start = time.perf_counter()
         reuse, finished = self._prefill(tokens, cancel, on_prefill)
@@ -667,11 +703,12 @@ class LlamaBackend:
                     completion_tokens=0,
                     finish_reason="cancelled",
                     prefill_s=prefill_s,
+                    ignored=ignored,
                 )
             )
             return
-        budget = max(0, min(max_tokens, n_ctx - len(tokens)))
-        stops = tuple(stop) + self._stop_texts
+        budget = max(0, min(options.max_tokens, n_ctx - len(tokens)))
+        stops = options.stop + self._stop_texts
         decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
         text = ""
         emitted = 0
@@ -682,14 +719,9 @@ class LlamaBackend:
         if budget == 0:
             finish = "length"
         else:
+            sampler = {**_SAMPLER, "top_p": options.top_p}
             for token in llm.generate(
-                tokens,
-                temp=temperature,
-                top_p=top_p,
-                top_k=40,
-                min_p=0.05,
-                repeat_penalty=1.1,
-                reset=True,
+                tokens, temp=options.temperature, reset=True, **sampler
             ):
                 if first is None:
                     first = time.perf_counter() - start
@@ -728,6 +760,7 @@ class LlamaBackend:
                 prefill_s=prefill_s,
                 generate_s=time.perf_counter() - gen_start,
                 first_token_s=first,
+                ignored=ignored,
             )
         )
 

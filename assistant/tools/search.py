@@ -88,6 +88,8 @@ class LineSearcher:
                 pos = chunk_end + 1
                 continue
             start = match.start()
+            if start == n and data.endswith(b"\n"):
+                return  # the empty end after a final newline is not a line
             newline = data.rfind(b"\n", pos, start)
             line_start = pos if newline == -1 else newline + 1
             line_end = data.find(b"\n", start)

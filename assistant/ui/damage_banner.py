@@ -3,12 +3,12 @@
 A chat with damaged lines opens read-only (see :mod:`assistant.sessions.reader`): every
 readable entry is shown, nothing new is saved. This banner says so, names the damaged lines
 and offers "Repair", which writes a repaired copy beside the original and opens it
-(``SessionStore.repair``; the original file is kept). While it shows, a message typed into
-the chat is refused and left in the box (app commands such as /export still work).
+(``ChatService.repair_chat``; the original file is kept). While it shows, the service
+refuses a message typed into the chat and the window leaves it in the box (app commands
+such as /export still work).
 
 The window hooks it up in a few lines: place it, call :meth:`DamageBanner.show_for` whenever
-the open chat changes, connect :attr:`DamageBanner.repair_requested`, and ask
-:meth:`DamageBanner.refuses` before sending.
+the open chat changes, and connect :attr:`DamageBanner.repair_requested`.
 """
 
 from __future__ import annotations
@@ -16,14 +16,7 @@ from __future__ import annotations
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QPushButton, QWidget
 
-from assistant.agent.commands import AppCommand, CommandError, parse_input
 from assistant.sessions.handle import ChatHandle
-
-REFUSED = (
-    "This chat is read-only because some of its lines are damaged, so nothing new can be "
-    "saved to it. Press Repair above to continue in a repaired copy; your message is still "
-    "in the box."
-)
 
 
 class DamageBanner(QFrame):
@@ -62,10 +55,6 @@ class DamageBanner(QFrame):
                 + " Everything that could be read is shown."
             )
         self.setVisible(self.read_only)
-
-    def refuses(self, text: str) -> bool:
-        """True when ``text`` would write to the read-only chat (app commands pass)."""
-        return self.read_only and not isinstance(parse_input(text), AppCommand | CommandError)
 
 
 def _escape(text: str) -> str:

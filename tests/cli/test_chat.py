@@ -76,3 +76,41 @@ def test_ctrl_c_stops_the_reply_without_exiting() -> None:
     # The chat went on: the second question got its own (non-empty) reply.
     assert out.split("[stopped]", 1)[1].strip()
     assert err.count("[model]") == 1  # one process, no restart
+
+
+def test_a_terminal_chat_is_saved_and_resumed_with_its_earlier_messages() -> None:
+    first = subprocess.run(
+        [sys.executable, "-m", "assistant", "chat", "--max-tokens", "16"],
+        input="My favourite colour is teal. Say OK.\n",
+        capture_output=True, text=True, timeout=180, env=_env(),
+    )
+    assert first.returncode == 0, first.stderr
+    reply = first.stdout.strip()
+    assert reply
+    listed = subprocess.run(
+        [sys.executable, "-m", "assistant", "chats"],
+        capture_output=True, text=True, timeout=60, env=_env(),
+    )
+    assert listed.returncode == 0, listed.stderr
+    (line,) = listed.stdout.splitlines()
+    assert "2 messages" in line and "My favourite colour is teal" in line
+    chat_id = line.split()[0]
+
+    second = subprocess.run(
+        [sys.executable, "-m", "assistant", "chat", "--resume", "last", "--max-tokens", "16"],
+        input="What is my favourite colour?\n",
+        capture_output=True, text=True, timeout=180, env=_env(),
+    )
+    assert second.returncode == 0, second.stderr
+    # The earlier messages are shown first (what the user typed after "> "), then the
+    # reply to the new question.
+    history = f"> My favourite colour is teal. Say OK.\n{reply}\n"
+    assert second.stdout.startswith(history)
+    assert second.stdout[len(history):].strip()
+    assert f"({chat_id})" in second.stderr and "2 messages" in second.stderr
+    listed = subprocess.run(
+        [sys.executable, "-m", "assistant", "chats"],
+        capture_output=True, text=True, timeout=60, env=_env(),
+    )
+    (line,) = listed.stdout.splitlines()
+    assert line.startswith(chat_id) and "4 messages" in line

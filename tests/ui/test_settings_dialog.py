@@ -188,7 +188,7 @@ def test_settings_from_the_file_are_checked_when_the_model_loads(
     )
     h = make_window(settings=big)
     texts = [e.label.text() for e in h.window.chat_view.entries() if isinstance(e, NoticeWidget)]
-    assert any(t.startswith("System prompt: it is ") and "Open Settings" in t for t in texts)
+    assert any(t.startswith("System prompt: it is ") and "Settings (Ctrl+,)" in t for t in texts)
     # A message sent anyway fails with a reason that says what cannot be compacted.
     h.type_and_send("hello")
     h.wait_idle()
