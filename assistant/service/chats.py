@@ -40,7 +40,8 @@ def chat_lines(chats: Sequence[ChatSummary], limit: int | None = None) -> list[s
             lines.append(f"{chat.id}  (unreadable: {chat.error})")
             continue
         count = f"{chat.message_count} message{'s' if chat.message_count != 1 else ''}"
-        lines.append(f"{chat.id}  {_when(chat.updated)}  {count:>12}  {chat.title}")
+        mark = "  (damaged: opens read-only; `assistant repair` fixes it)" if chat.damaged else ""
+        lines.append(f"{chat.id}  {_when(chat.updated)}  {count:>12}  {chat.title}{mark}")
     return lines
 
 
