@@ -15,6 +15,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from assistant.atomicfile import fsync_dir
 from assistant.sessions.entries import ChatHeader, Entry, encode_line
 from assistant.sessions.reader import (
     ChatFile,
@@ -65,20 +66,6 @@ def create_chat_file(path: Path, header: ChatHeader) -> None:
         os.fsync(fh.fileno())
     os.replace(tmp, path)
     fsync_dir(path.parent)
-
-
-def fsync_dir(directory: Path) -> None:
-    """Make a rename or a new file in ``directory`` durable (a no-op where unsupported)."""
-    try:
-        fd = os.open(directory, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
 
 
 class JournalWriter:

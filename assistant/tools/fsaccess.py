@@ -339,16 +339,13 @@ class Resolver:
     ) -> tuple[str, str | None]:
         """Why a folder component did not open: a link to follow, a retry, or a problem."""
         shown = _join([*names, comp])
-        try:
-            st = lstat_at(handle, comp)
-        except FileNotFoundError:
+        st = _lstat_or_none(handle, comp, shown)
+        if st is None:
             if create:
                 with contextlib.suppress(FileExistsError):
                     mkdir_at(handle, comp)
                 return "retry", None
-            raise PathProblem("missing", shown) from None
-        except OSError as err:
-            raise PathProblem("access", shown, err.strerror or str(err)) from None
+            raise PathProblem("missing", shown)
         if stat.S_ISLNK(st.st_mode):
             return "link", self._readlink(handle, comp, shown)
         if stat.S_ISDIR(st.st_mode):
@@ -370,14 +367,11 @@ class Resolver:
     ) -> Resolved | tuple[str, str | None]:
         """The last component: open it as ``mode`` wants, or say to follow/retry."""
         shown = _join([*names, comp])
-        try:
-            st = lstat_at(handle, comp)
-        except FileNotFoundError:
+        st = _lstat_or_none(handle, comp, shown)
+        if st is None:
             if mode == "parent":
                 return Resolved(handle, tuple(names), comp)
-            raise PathProblem("missing", shown) from None
-        except OSError as err:
-            raise PathProblem("access", shown, err.strerror or str(err)) from None
+            raise PathProblem("missing", shown)
         if stat.S_ISLNK(st.st_mode):
             return "link", self._readlink(handle, comp, shown)
         if stat.S_ISDIR(st.st_mode):
@@ -406,6 +400,16 @@ class Resolver:
             os.close(fd)
             return "retry", None
         return Resolved(handle, tuple(names), comp, fd=fd, st=opened)
+
+
+def _lstat_or_none(handle: Handle, name: str, shown: str) -> os.stat_result | None:
+    """The entry's own status, None when it does not exist; PathProblem when unreadable."""
+    try:
+        return lstat_at(handle, name)
+    except FileNotFoundError:
+        return None
+    except OSError as err:
+        raise PathProblem("access", shown, err.strerror or str(err)) from None
 
 
 def split_parts(path: str) -> list[str]:

@@ -115,25 +115,19 @@ class Workspace:
         A name that is a symlink inside the workspace writes its target; one that is swapped
         for a symlink meanwhile is replaced, never written through."""
         with self.open(path, "parent", create=True) as place:
-            assert place.name is not None
-            mode = stat.S_IMODE(place.st.st_mode) if place.st is not None else None
-            try:
-                write_replacing(place.handle, place.name, data, mode)
-            except IsADirectoryError:
-                raise SandboxError(
-                    f"{place.shown!r} is a directory, not a file; use list_dir."
-                ) from None
+            self.replace_bytes(place, data)
             return place.shown, place.st is not None
 
-    def replace_bytes(self, opened: Resolved, data: bytes) -> None:
-        """Write ``data`` over the file ``opened`` was opened from (same folder and name)."""
-        assert opened.name is not None
-        mode = stat.S_IMODE(opened.st.st_mode) if opened.st is not None else None
+    def replace_bytes(self, place: Resolved, data: bytes) -> None:
+        """Write ``data`` as the file ``place`` names (its folder and name, as opened),
+        keeping an existing file's permissions."""
+        assert place.name is not None
+        mode = stat.S_IMODE(place.st.st_mode) if place.st is not None else None
         try:
-            write_replacing(opened.handle, opened.name, data, mode)
-        except IsADirectoryError:
+            write_replacing(place.handle, place.name, data, mode)
+        except IsADirectoryError:  # a folder took the name meanwhile
             raise SandboxError(
-                f"{opened.shown!r} became a directory while it was being edited."
+                f"{place.shown!r} is a directory, not a file; use list_dir."
             ) from None
 
     def resolve(self, path: str, *, kind: Kind = "any", must_exist: bool = True) -> Path:
