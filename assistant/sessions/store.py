@@ -31,7 +31,6 @@ from assistant.conversation import Conversation, new_id
 from assistant.jsonlimits import MAX_DOCUMENT_DEPTH
 from assistant.sessions.entries import SCHEMA_VERSION, ChatHeader
 from assistant.sessions.errors import (
-    ChatCorruptError,
     ChatImportError,
     ChatLoadError,
     ChatLockedError,
@@ -140,22 +139,21 @@ class SessionStore:
         return self.open(chat_id)
 
     def open(self, chat_id: str) -> ChatHandle:
-        """Open a chat for writing.
+        """Open a chat for writing (read-only when it has damaged lines).
 
         Raises :class:`ChatNotFoundError`, :class:`ChatLockedError` (open elsewhere),
         :class:`ChatCorruptError` or :class:`ChatVersionError`. A torn last line is moved to
-        ``<id>.jsonl.corrupt`` and reported in ``handle.warnings``.
+        ``<id>.jsonl.corrupt`` and reported in ``handle.warnings``. A chat with damaged lines
+        opens read-only (``handle.read_only`` says why; see :meth:`repair`).
         """
         path = self._existing(chat_id)
-        chat = read_chat_file(path)
-        if chat.needs_repair:
-            return self._open_read_only(chat_id, chat)
         lock = self._lock(chat_id)
         lock.acquire()
         try:
-            chat = read_chat_file(path)  # again, now that nobody else can write it
+            chat = read_chat_file(path)
             if chat.needs_repair:
-                raise ChatCorruptError(path, "it was damaged while it was being opened")
+                lock.release()  # nothing will be written: others may read it too
+                return self._open_read_only(chat_id, chat)
             warnings = list(chat.warnings)
             if chat.torn is not None:
                 aside = move_torn_tail_aside(path, chat.torn)
