@@ -1,4 +1,4 @@
-"""Command line entry: ``python -m assistant [gui|chat|chats|replay|bench|provision] ...``.
+"""Command line entry: ``python -m assistant [gui|chat|chats|replay|bench|provision|repair] ...``.
 
 With no sub-command the desktop window opens; ``--help`` prints :data:`USAGE`.
 """
@@ -16,6 +16,7 @@ commands:
   (none), gui          open the desktop window
   chat                 chat in the terminal (one message per line on stdin)
   chats                list saved chats
+  repair [ID]          write a repaired copy of a chat with damaged lines
   provision [NAME]     provide a registered model from its wheel (--all: every one)
   replay FILE.jsonl    show what each model call of a transcript would see
   bench                run the context-management benchmark (--quick: a short run)
@@ -48,6 +49,10 @@ def main(argv: list[str] | None = None) -> int:
         from assistant.replay import main as replay_main
 
         return replay_main(rest)
+    if command == "repair":
+        from assistant.cli.repair import main as repair_main
+
+        return repair_main(rest)
     if command == "bench":
         from assistant.bench.cli import main as bench_main
 

@@ -43,6 +43,7 @@ from assistant.llm.base import (
     ModelLoadError,
     StreamEvent,
 )
+from assistant.llm.gguf import GGUFHeaderError, read_header
 from assistant.llm.provision import is_verified
 from assistant.llm.registry import ModelEntry, resolve_model
 from assistant.llm.template import ChatTemplate
@@ -79,6 +80,16 @@ def check_model_file(path: Path, entry: ModelEntry | None = None) -> None:
         raise ModelLoadError(
             str(path), "the file is damaged: its sha256 does not match the registry."
         )
+
+
+def _header_context(path: Path) -> int | None:
+    """The trained context from the GGUF header; a damaged header is a load error."""
+    try:
+        return read_header(path).context_length
+    except GGUFHeaderError as exc:
+        raise ModelLoadError(str(path), f"{exc}.") from None
+    except OSError as exc:
+        raise ModelLoadError(str(path), f"it cannot be read ({exc.strerror or exc}).") from None
 
 
 # -- incremental prompt tokenization ----------------------------------------------------------
@@ -331,7 +342,9 @@ class LlamaBackend:
         except ImportError as exc:  # pragma: no cover - broken install
             raise ModelLoadError(str(path), f"llama-cpp-python is not installed ({exc})") from exc
         n_threads = threads or max(1, (os.cpu_count() or 2))
-        trained = entry.context_length if entry else None
+        # The trained length comes from the registry or the file's header, before any
+        # context exists: a window beyond it is never allocated.
+        trained = entry.context_length if entry else _header_context(path)
         ctx = min(n_ctx, trained) if trained else n_ctx
 
         def open_llama(n_ctx: int) -> Any:
@@ -354,8 +367,8 @@ class LlamaBackend:
                 str(path), f"llama.cpp could not load it ({exc}); the file may be damaged."
             ) from exc
         train_ctx = int(llama._model.n_ctx_train())
-        if entry is None and train_ctx and n_ctx > train_ctx:
-            # An unregistered file: now that the trained length is known, cap the window.
+        if train_ctx and ctx > train_ctx:
+            # Only when the header named no trained length (llama.cpp found one anyway).
             llama.close()
             llama = open_llama(train_ctx)
         return cls(llama, path, entry, int(llama.n_ctx()))
