@@ -60,6 +60,16 @@ class SettingsChanged:
 
 
 @dataclass(frozen=True)
+class ModelSwitchSuggested:
+    """The chat just opened was last used with ``chat_model`` and ``loaded_model`` is
+    loaded: a face may ask whether to switch (``ChatService.use_model``)."""
+
+    chat_id: str
+    chat_model: str
+    loaded_model: str
+
+
+@dataclass(frozen=True)
 class PrefillProgress:
     """The model is reading the prompt: ``done`` of ``total`` tokens (cached ones count as
     done), with the speed so far and the time left once they can be estimated."""
@@ -108,6 +118,7 @@ ServiceEvent = (
     | ConversationReset
     | ModelChanged
     | SettingsChanged
+    | ModelSwitchSuggested
     | PrefillProgress
     | ReplyStats
     | ExportPathNeeded

@@ -40,18 +40,21 @@ from assistant.agent.events import (
     Notice,
     PromptProgress,
 )
+from assistant.agent.usage import context_usage
 from assistant.config import Settings, save_settings
 from assistant.conversation import CompactionRecord, Conversation, Message
 from assistant.engine import Engine, build_engine
 from assistant.llm.base import CancelToken, LLMBackend, ModelInfo
 from assistant.llm.registry import resolve_model
 from assistant.llm.worker import ModelWorker
-from assistant.service import chats
+from assistant.service import chat_options, chats
+from assistant.service.chat_options import BranchView, ChatOptions
 from assistant.service.commands import AppCommands
 from assistant.service.events import (
     ChatsChanged,
     ConversationReset,
     ModelChanged,
+    ModelSwitchSuggested,
     QueueChanged,
     ServiceEvent,
     SettingsChanged,
@@ -126,11 +129,41 @@ class ChatService:
         self._cancel: CancelToken | None = None
         self._load_seq = 0
         self._closed = False
+        #: A branch shown with the ``< >`` switcher and not continued yet.
+        self._browsing: BranchView | None = None
+        #: The open chat's own system prompt (None: the default), read by the worker.
+        self._chat_prompt: str | None = None
+        #: Options chosen for a new chat before its file exists.
+        self._pending_options: ChatOptions | None = None
+        self._measure_seq = 0
 
     # -- state -------------------------------------------------------------------------
     @property
     def conversation(self) -> Conversation:
         return self.handle.conversation if self.handle is not None else Conversation()
+
+    @property
+    def shown_conversation(self) -> Conversation:
+        """What the window shows: the open branch, or one the user is looking at."""
+        return self._browsing.conversation if self._browsing is not None else self.conversation
+
+    @property
+    def browsing(self) -> bool:
+        """Whether another branch is shown than the one the chat is on."""
+        return self._browsing is not None
+
+    def effective_settings(self) -> Settings:
+        """The settings with the open chat's own system prompt (what the agent uses)."""
+        prompt = self._chat_prompt
+        if prompt is None or prompt == self.settings.system_prompt:
+            return self.settings
+        return self.settings.model_copy(update={"system_prompt": prompt})
+
+    def chat_options(self) -> ChatOptions:
+        """The model and system prompt of the open chat (or of the next new one)."""
+        if self.handle is None and self._pending_options is not None:
+            return self._pending_options
+        return ChatOptions(self.settings.model, self.effective_settings().system_prompt)
 
     @property
     def chat_id(self) -> str | None:
@@ -262,7 +295,7 @@ class ChatService:
             return
         backend = future.result()
         self.engine = build_engine(
-            backend, lambda: self.settings, self.approver, self._agent_event
+            backend, self.effective_settings, self.approver, self._agent_event
         )
         self.model_info = backend.info
         self.model_state = "ready"
@@ -271,6 +304,7 @@ class ChatService:
         check = check_against_model(self.settings, backend.info.trained_context, backend.count)
         for problem in check.errors:  # settings from the file, now that the model is known
             self.notice("error", f"{problem} Change it in Settings (Ctrl+,).")
+        self.measure_context()
         self._drain_queue()
 
     def apply_settings(self, new: Settings) -> bool:
@@ -294,10 +328,82 @@ class ChatService:
             self.load_model()
         else:
             self._status(self.status_machine.note("Settings saved"))
+            self.measure_context()
         return reload
+
+    def use_model(self, model: str) -> bool:
+        """Load ``model`` (a registered name or a GGUF path) for this chat and the next ones.
+        Returns whether a reload started."""
+        if model == self.settings.model and self.model_state != "failed":
+            return False
+        return self.apply_settings(self.settings.model_copy(update={"model": model}))
+
+    def set_chat_options(self, options: ChatOptions, *, as_default: bool = False) -> bool:
+        """Give the open chat (or the next new one) its own model and system prompt; with
+        ``as_default`` the system prompt also becomes the default for new chats."""
+        if self._refuse_while_busy("changing the chat's model or system prompt"):
+            return False
+        handle = self.handle
+        if handle is None:
+            self._pending_options = options
+        else:
+            if handle.read_only is not None:
+                self.notice("error", "This chat is read-only (it has damaged lines).")
+                return False
+            try:
+                if options.system_prompt != self.effective_settings().system_prompt:
+                    handle.record_setting(chat_options.SYSTEM_PROMPT, options.system_prompt)
+            except (OSError, SessionError) as exc:
+                self.notice("error", f"Cannot save the chat's options: {exc}")
+                return False
+        self._chat_prompt = options.system_prompt
+        if as_default and options.system_prompt != self.settings.system_prompt:
+            self.apply_settings(
+                self.settings.model_copy(update={"system_prompt": options.system_prompt})
+            )
+        if not self.use_model(options.model):
+            self.measure_context()
+        self._status(self.status_machine.note("Chat options saved"))
+        return True
+
+    def _remember_model(self, handle: ChatHandle) -> None:
+        """The chat records the model that answers in it (when it changed)."""
+        if handle.read_only is not None:
+            return
+        if chat_options.recorded(handle.settings, chat_options.MODEL) != self.settings.model:
+            with contextlib.suppress(OSError, SessionError):
+                handle.record_setting(chat_options.MODEL, self.settings.model)
+
+    # -- the context bar ---------------------------------------------------------------
+    def measure_context(self) -> None:
+        """Count (on the worker) what the shown chat's next prompt would start from and
+        report it as a ``ContextUsage``, so the context bar is right without a model call:
+        a chat opened or created, a branch shown, a /read, a reply finished."""
+        engine = self.engine
+        if engine is None or self._closed:
+            return
+        conv = self.shown_conversation
+        prompt = self.effective_settings().system_prompt
+        tools = engine.agent.registry.schemas()
+        self._measure_seq += 1
+        seq = self._measure_seq
+
+        def job() -> AgentEvent:
+            return context_usage(engine.controller.measure(conv, system_prompt=prompt, tools=tools))
+
+        future = self.worker.submit(job)
+        future.add_done_callback(lambda f: self.dispatch(lambda: self._measured(seq, f)))
+
+    def _measured(self, seq: int, future: Future[AgentEvent]) -> None:
+        if seq != self._measure_seq or self._closed or future.exception() is not None:
+            return
+        self.emit(future.result())
 
     # -- chats -------------------------------------------------------------------------
     def _close_handle(self) -> None:
+        self._browsing = None
+        self._chat_prompt = None
+        self._pending_options = None
         if self.handle is not None:
             with contextlib.suppress(OSError, SessionError):
                 self.handle.close()
@@ -317,6 +423,7 @@ class ChatService:
         self.emit(ConversationReset(None))
         self.emit(ChatsChanged())
         self._status(self.status_machine.note("New chat"))
+        self.measure_context()
         return True
 
     def open_chat(self, chat_id: str) -> bool:
@@ -332,10 +439,16 @@ class ChatService:
             self.emit(ConversationReset(None))
             self.notice("error", str(exc))
             return False
+        recorded = self.handle.settings
+        self._chat_prompt = chat_options.recorded(recorded, chat_options.SYSTEM_PROMPT)
         self.emit(ConversationReset(chat_id))
         for warning in self.handle.warnings:
             self.notice("warning", warning)
         self.emit(ChatsChanged())
+        chat_model = chat_options.recorded(recorded, chat_options.MODEL)
+        if chat_model is not None and chat_model != self.settings.model:
+            self.emit(ModelSwitchSuggested(chat_id, chat_model, self.settings.model))
+        self.measure_context()
         return True
 
     def resume(self, ref: str) -> bool:
@@ -367,8 +480,14 @@ class ChatService:
         return copy_id
 
     def ensure_chat(self) -> ChatHandle:
+        """The open chat; a new one gets its file now, with its system prompt recorded."""
         if self.handle is None:
-            self.handle = self.store.create()
+            options = self._pending_options or self.chat_options()
+            handle = self.store.create()
+            self.handle = handle
+            self._pending_options = None
+            self._chat_prompt = options.system_prompt
+            handle.record_setting(chat_options.SYSTEM_PROMPT, options.system_prompt)
             self.emit(ChatsChanged())
         return self.handle
 
@@ -483,7 +602,8 @@ class ChatService:
                 return
             conv = self.handle.conversation
             focus = parsed.argument or None
-            self._run(lambda c: agent.compact(conv, focus, c), what="Compacting")
+            job = self._on_shown_branch(lambda c: agent.compact(conv, focus, c))
+            self._run(job, what="Compacting")
             return
         conv_or_none = self._chat_for_input()
         if conv_or_none is None:
@@ -492,13 +612,32 @@ class ChatService:
         conv = conv_or_none
         if isinstance(parsed, ChatInput):
             text = parsed.text
-            self._run(lambda c: agent.chat(conv, text, c), model_call=True)
+            if self.handle is not None:
+                self._remember_model(self.handle)
+            self._run(self._on_shown_branch(lambda c: agent.chat(conv, text, c)), model_call=True)
         elif isinstance(parsed, ToolCommand):
             tool, args = parsed.tool, parsed.arguments
-            self._run(lambda c: agent.run_tool_command(conv, tool, args, c), what="Running")
+            job = self._on_shown_branch(lambda c: agent.run_tool_command(conv, tool, args, c))
+            self._run(job, what="Running")
         elif isinstance(parsed, DroppedFile):
             path = parsed.path
-            self._run(lambda c: agent.drop_file(conv, path, c), what="Reading the file")
+            job = self._on_shown_branch(lambda c: agent.drop_file(conv, path, c))
+            self._run(job, what="Reading the file")
+
+    def _on_shown_branch(self, job: Job) -> Job:
+        """``job``, run on the branch the user is looking at: continuing there moves the
+        chat to it first (with a summary of the branch it leaves)."""
+        view, handle = self._browsing, self.handle
+        if view is None or handle is None:
+            return job
+        self._browsing = None
+
+        def run(cancel: CancelToken) -> Any:
+            handle.switch_to(view.leaf)
+            self.emit(ConversationReset(handle.chat_id))
+            return job(cancel)
+
+        return run
 
     def _drain_queue(self) -> None:
         if self._busy or not self.ready or not self._queue or self._closed:
@@ -534,6 +673,7 @@ class ChatService:
             self._run(lambda c: engine.agent.respond(handle.conversation, c), model_call=True)
             return True
 
+        self._browsing = None  # the edit makes its own branch
         self._run(lambda _c: handle.edit_user_message(message_id, text), then, "Branching")
 
     def regenerate(self, message_id: str) -> None:
@@ -547,18 +687,32 @@ class ChatService:
             self._run(lambda c: engine.agent.respond(handle.conversation, c), model_call=True)
             return True
 
+        self._browsing = None  # the new reply makes its own branch
         self._run(lambda _c: handle.regenerate_from(message_id), then, "Branching")
 
     def switch_branch(self, message_id: str, step: int) -> None:
-        if self.handle is None or self._busy:
-            return
+        """Show another version of a message (``< >``). Nothing is written: the chat moves
+        to that branch only when the user continues on it (sends, runs a tool, drops a
+        file, compacts), and going back shows the branch it is on."""
         handle = self.handle
-
-        def then(_result: Any) -> bool:
-            self.emit(ConversationReset(handle.chat_id))
-            return False
-
-        self._run(lambda _c: handle.switch_branch(message_id, step), then, "Switching branch")
+        if handle is None or self._busy:
+            return
+        try:
+            target = handle.branch_target(message_id, step)
+            shown = handle.conversation_at(target)
+        except (KeyError, ValueError, SessionError) as exc:
+            self.notice("error", f"Cannot show that branch: {exc}")
+            return
+        current = [m.id for m in handle.conversation.messages]
+        same = target == handle.leaf_id or [m.id for m in shown.messages] == current
+        self._browsing = None if same else BranchView(target, shown)
+        self.emit(ConversationReset(handle.chat_id))
+        self._status(
+            self.status_machine.note(
+                "Viewing another branch: send a message to continue on it" if not same else ""
+            )
+        )
+        self.measure_context()
 
     def _branch_target(self) -> tuple[ChatHandle | None, Engine | None]:
         if self._busy:
@@ -597,6 +751,8 @@ class ChatService:
         self._busy = False
         self._status(self.status_machine.job_finished())
         self.emit(ChatsChanged())
+        if not self._queue:
+            self.measure_context()  # the reply or the tool output is in the chat now
         self._drain_queue()
 
     # -- shutdown ----------------------------------------------------------------------
