@@ -343,6 +343,15 @@ class ChatService:
         ``as_default`` the system prompt also becomes the default for new chats."""
         if self._refuse_while_busy("changing the chat's model or system prompt"):
             return False
+        engine = self.engine
+        if engine is not None and options.model == self.settings.model:
+            trial = self.settings.model_copy(update={"system_prompt": options.system_prompt})
+            info = engine.backend.info
+            problems = check_against_model(trial, info.trained_context, engine.backend.count)
+            if problems.errors:
+                for problem in problems.errors:
+                    self.notice("error", problem)
+                return False
         handle = self.handle
         if handle is None:
             self._pending_options = options

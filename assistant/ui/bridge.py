@@ -38,6 +38,7 @@ from assistant.service.events import (
     ConversationReset,
     ExportPathNeeded,
     ModelChanged,
+    ModelSwitchSuggested,
     PrefillProgress,
     QueueChanged,
     ReplyStats,
@@ -77,6 +78,7 @@ class ServiceBridge(QObject):
     chat_picker_requested = Signal(object)  # tuple[ChatSummary, ...]
     prefill_progress = Signal(object)  # PrefillProgress
     reply_stats = Signal(object)  # ReplyStats
+    model_switch_suggested = Signal(object)  # ModelSwitchSuggested
 
     _event = Signal(object)
     _kick = Signal()
@@ -117,6 +119,7 @@ class ServiceBridge(QObject):
             (ChatPickerRequested, self.chat_picker_requested, lambda e: (e.chats,)),
             (PrefillProgress, self.prefill_progress, lambda e: (e,)),
             (ReplyStats, self.reply_stats, lambda e: (e,)),
+            (ModelSwitchSuggested, self.model_switch_suggested, lambda e: (e,)),
         )
 
     # -- any thread --------------------------------------------------------------------

@@ -43,7 +43,13 @@ from assistant.compaction.events import (
 from assistant.config import Settings
 from assistant.conversation import Message
 from assistant.llm.registry import Registry, model_path
-from assistant.service.events import ModelChanged, PrefillProgress, ReplyStats, SettingsChanged
+from assistant.service.events import (
+    ModelChanged,
+    ModelSwitchSuggested,
+    PrefillProgress,
+    ReplyStats,
+    SettingsChanged,
+)
 from assistant.service.progress import stats_text
 from assistant.service.service import ChatService
 from assistant.service.status import Phase, Status
@@ -52,11 +58,13 @@ from assistant.ui import theme
 from assistant.ui.approval import GuiApprover
 from assistant.ui.bridge import ServiceBridge
 from assistant.ui.chat_input import ChatInput
+from assistant.ui.chat_options_dialog import ChatOptionsDialog
 from assistant.ui.chat_view import ChatView
 from assistant.ui.context_bar import ContextBar
 from assistant.ui.damage_banner import DamageBanner
 from assistant.ui.file_drop import FileDropHandler
 from assistant.ui.focus_keeper import FocusKeeper
+from assistant.ui.models_page import ModelsPage
 from assistant.ui.prompt_progress import PromptProgress
 from assistant.ui.settings_dialog import SettingsDialog
 from assistant.ui.sidebar import ChatEntry, Sidebar
@@ -65,7 +73,8 @@ from assistant.ui.welcome_view import WelcomeView
 from assistant.ui.window_state import restore_window_state, save_window_state
 
 SHORTCUTS_HELP = (
-    "Shortcuts: Ctrl+N new chat · Ctrl+K search chats · Ctrl+, settings · Esc stop / cancel "
+    "Shortcuts: Ctrl+N new chat · Ctrl+K search chats · Ctrl+, settings · Ctrl+M models · "
+    "Esc stop / cancel "
     "· Up (empty input) edit your last message · Enter send · Shift+Enter new line"
 )
 
@@ -90,6 +99,8 @@ class MainWindow(QMainWindow):
         #: The last status the service reported (what the status bar shows).
         self.status = service.status
         self.settings_dialog: SettingsDialog | None = None
+        self.models_page: ModelsPage | None = None
+        self.chat_options_dialog: ChatOptionsDialog | None = None
         self.setWindowTitle("Offline Assistant")
         self.resize(1180, 800)
         self._build()
@@ -203,7 +214,12 @@ class MainWindow(QMainWindow):
         self.load_progress.setTextVisible(False)
         self.load_progress.setVisible(False)
         status.addPermanentWidget(self.load_progress)
-        self.model_label = QLabel("")
+        self.model_label = QPushButton("")
+        self.model_label.setObjectName("StatusButton")
+        self.model_label.setFlat(True)
+        self.model_label.setToolTip("This chat's model and system prompt")
+        self.model_label.setAccessibleName("Model and system prompt of this chat")
+        self.model_label.clicked.connect(self.open_chat_options)
         status.addPermanentWidget(self.model_label)
         self.mode_label = QLabel("")
         status.addPermanentWidget(self.mode_label)
@@ -251,6 +267,8 @@ class MainWindow(QMainWindow):
         b.settings_changed.connect(self._settings_changed)
         b.prefill_progress.connect(self._prefill_progress)
         b.reply_stats.connect(self._reply_stats)
+        b.model_switch_suggested.connect(self._model_switch_suggested)
+        self.sidebar.options_requested.connect(self._chat_options_for)
         b.export_path_needed.connect(self._choose_export_path)
         b.chat_picker_requested.connect(self._pick_chat)
 
@@ -266,6 +284,7 @@ class MainWindow(QMainWindow):
         self.new_chat_action = bind("Ctrl+N", self.new_chat, "New chat")
         self.search_action = bind("Ctrl+K", self.sidebar.focus_search, "Search chats")
         self.settings_action = bind("Ctrl+,", self.open_settings, "Settings")
+        self.models_action = bind("Ctrl+M", self.open_models, "Models")
         self.escape_shortcut = QShortcut(QKeySequence(Qt.Key.Key_Escape), self)
         self.escape_shortcut.setContext(Qt.ShortcutContext.WindowShortcut)
         self.escape_shortcut.activated.connect(self.escape)
@@ -497,6 +516,8 @@ class MainWindow(QMainWindow):
             self.model_label.setText("")
         self._update_mode_label()
         self._update_composer()
+        if self.models_page is not None and self.models_page.isVisible():
+            self.models_page.refresh()
 
     def _error_box(self, title: str, text: str) -> QMessageBox:
         box = QMessageBox(
@@ -554,6 +575,64 @@ class MainWindow(QMainWindow):
         self._update_mode_label()
         self.welcome.set_workspace(new.workspace_path())
 
+    # -- models and the chat's options ---------------------------------------------------
+    def open_models(self) -> ModelsPage:
+        """The Models window (one at a time, not modal)."""
+        if self.models_page is not None and self.models_page.isVisible():
+            self.models_page.raise_()
+            return self.models_page
+        page = ModelsPage(self.registry, lambda: self.service.settings.model, parent=self)
+        page.use_requested.connect(self.service.use_model)
+        self.models_page = page
+        page.show()
+        return page
+
+    def open_chat_options(self) -> ChatOptionsDialog:
+        """This chat's model and system prompt."""
+        c = self.service
+        title = c.handle.title if c.handle is not None else ""
+        dialog = ChatOptionsDialog(c.chat_options(), self.registry, chat_title=title, parent=self)
+        dialog.manage_models_requested.connect(self.open_models)
+        dialog.accepted.connect(
+            lambda: c.set_chat_options(
+                dialog.result_options(), as_default=dialog.as_default.isChecked()
+            )
+        )
+        dialog.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+        self.chat_options_dialog = dialog
+        dialog.open()
+        return dialog
+
+    def _chat_options_for(self, chat_id: str) -> None:
+        if chat_id == self.service.chat_id or self.service.open_chat(chat_id):
+            self.open_chat_options()
+
+    def _model_switch_suggested(self, event: ModelSwitchSuggested) -> QMessageBox:
+        """The chat opened was last used with another model: ask before switching."""
+        chat_name = self._model_name(event.chat_model)
+        loaded_name = self._model_name(event.loaded_model)
+        box = QMessageBox(
+            QMessageBox.Icon.Question,
+            "Switch models?",
+            f"This chat was last used with {chat_name}; {loaded_name} is loaded now. "
+            f"Switch to {chat_name} for it?",
+            parent=self,
+        )
+        box.setObjectName("ModelSwitchBox")
+        switch = box.addButton(f"Switch to {chat_name}", QMessageBox.ButtonRole.AcceptRole)
+        box.addButton(f"Keep {loaded_name}", QMessageBox.ButtonRole.RejectRole)
+        box.buttonClicked.connect(
+            lambda b: self.service.use_model(event.chat_model) if b is switch else None
+        )
+        box.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+        box.open()
+        self.model_switch_box = box
+        return box
+
+    def _model_name(self, key: str) -> str:
+        entry = self.registry.get(key) if self.registry is not None else None
+        return entry.display_name if entry is not None else Path(key).name
+
     # -- requests from the service -------------------------------------------------------
     def _choose_export_path(self, suggested: Path) -> None:
         """``/export`` without a path: ask where, then let the service write it."""
@@ -573,6 +652,8 @@ class MainWindow(QMainWindow):
         if app is not None:
             app.removeEventFilter(self.drop_handler)
             app.removeEventFilter(self.focus_keeper)
+        if self.models_page is not None:
+            self.models_page.shutdown()
         self.approver.close()
         self.bridge.close()
         self.service.shutdown()

@@ -57,6 +57,7 @@ class Sidebar(QFrame):
     rename_requested = Signal(str, str)
     delete_requested = Signal(str)
     undo_delete_requested = Signal(str)
+    options_requested = Signal(str)
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -179,11 +180,14 @@ class Sidebar(QFrame):
             return
         menu = QMenu(self)
         rename = menu.addAction("Rename…")
+        options = menu.addAction("Model and system prompt…")
         delete = menu.addAction("Delete")
         chosen = menu.exec(self.list.mapToGlobal(pos))
         chat_id = str(item.data(ID_ROLE))
         if chosen is rename:
             self.ask_rename(chat_id)
+        elif chosen is options:
+            self.options_requested.emit(chat_id)
         elif chosen is delete:
             self.delete(chat_id)
 
