@@ -19,7 +19,7 @@ message; every change is on disk before it is shown).
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass
 from pathlib import Path
@@ -136,6 +136,7 @@ class ChatService:
         #: Options chosen for a new chat before its file exists.
         self._pending_options: ChatOptions | None = None
         self._measure_seq = 0
+        self._search = chats.ChatSearch()
 
     # -- state -------------------------------------------------------------------------
     @property
@@ -196,6 +197,14 @@ class ChatService:
         except (OSError, SessionError) as exc:
             self.notice("error", f"Cannot list chats: {exc}")
             return []
+
+    def search_chats(self, text: str, chat_ids: Sequence[str]) -> dict[str, str]:
+        """Of ``chat_ids``, the chats with a message containing ``text``: id -> a snippet."""
+        paths: dict[str, Path] = {}
+        for chat_id in chat_ids:
+            with contextlib.suppress(SessionError):
+                paths[chat_id] = self.store.path_of(chat_id)
+        return self._search.search(paths, text)
 
     def prune_count(self) -> tuple[int, int]:
         """(prunes, tokens cleared) recorded in the open chat."""

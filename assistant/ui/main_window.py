@@ -269,6 +269,7 @@ class MainWindow(QMainWindow):
         b.reply_stats.connect(self._reply_stats)
         b.model_switch_suggested.connect(self._model_switch_suggested)
         self.sidebar.options_requested.connect(self._chat_options_for)
+        self.sidebar.searcher = c.search_chats
         b.export_path_needed.connect(self._choose_export_path)
         b.chat_picker_requested.connect(self._pick_chat)
 
