@@ -63,5 +63,13 @@ def default_workspace() -> Path:
     return Path(platformdirs.user_documents_dir()) / "Offline Assistant"
 
 
+def documents_dir() -> Path:
+    """The user's documents folder (where exports are offered to go)."""
+    home = _home()
+    if home:
+        return home / "Documents"
+    return Path(platformdirs.user_documents_dir())
+
+
 def settings_file() -> Path:
     return config_dir() / "settings.json"

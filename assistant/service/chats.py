@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import datetime as _dt
+import re
 from collections.abc import Sequence
 from pathlib import Path
 
+from assistant import paths
 from assistant.sessions.entries import MessageEntry
 from assistant.sessions.errors import SessionError
 from assistant.sessions.reader import read_chat_file
@@ -46,6 +48,20 @@ def chat_lines(chats: Sequence[ChatSummary], limit: int | None = None) -> list[s
         mark = "  (damaged: opens read-only; `assistant repair` fixes it)" if chat.damaged else ""
         lines.append(f"{chat.id}  {_when(chat.updated)}  {count:>12}  {chat.title}{mark}")
     return lines
+
+
+_UNSAFE = re.compile(r'[\x00-\x1f\x7f/\\:*?"<>|]+')
+
+
+def export_file_name(title: str, suffix: str = ".md") -> str:
+    """A file name made from a chat's title (characters file systems refuse removed)."""
+    name = " ".join(_UNSAFE.sub(" ", title).split()).strip(" .")[:80].rstrip(" .")
+    return (name or "chat") + suffix
+
+
+def suggested_export_path(title: str) -> Path:
+    """Where ``/export`` offers to save: the chat's title, in the user's documents."""
+    return paths.documents_dir() / export_file_name(title)
 
 
 def export_chat(store: SessionStore, chat_id: str, target: Path) -> Path:

@@ -70,7 +70,12 @@ from assistant.ui.settings_dialog import SettingsDialog
 from assistant.ui.sidebar import ChatEntry, Sidebar
 from assistant.ui.spinner import Spinner
 from assistant.ui.welcome_view import WelcomeView
-from assistant.ui.window_state import restore_window_state, save_window_state
+from assistant.ui.window_state import (
+    fit_to_screen,
+    last_chat,
+    restore_window_state,
+    save_window_state,
+)
 
 SHORTCUTS_HELP = (
     "Shortcuts: Ctrl+N new chat · Ctrl+K search chats · Ctrl+, settings · Ctrl+M models · "
@@ -107,7 +112,9 @@ class MainWindow(QMainWindow):
         self._wire()
         self._shortcuts()
         restore_window_state(self, self.splitter)
+        fit_to_screen(self)
         self._refresh_chats()
+        self._reopen_last_chat()
         self._render_conversation()
         self._update_mode_label()
         self._status_changed(self.status)
@@ -310,6 +317,12 @@ class MainWindow(QMainWindow):
         self._shown_chat = c.chat_id
         self.sidebar.set_current(c.chat_id)
         self._cancel_edit()
+
+    def _reopen_last_chat(self) -> None:
+        """A restart continues where the user left off: the chat open at the last close."""
+        chat_id = last_chat()
+        if chat_id is not None and self.sidebar.item_for(chat_id) is not None:
+            self.service.open_chat(chat_id)
 
     def new_chat(self) -> None:
         if self.service.new_chat():
@@ -635,13 +648,24 @@ class MainWindow(QMainWindow):
         return entry.display_name if entry is not None else Path(key).name
 
     # -- requests from the service -------------------------------------------------------
-    def _choose_export_path(self, suggested: Path) -> None:
-        """``/export`` without a path: ask where, then let the service write it."""
-        target, _f = QFileDialog.getSaveFileName(
-            self, "Export chat", str(suggested), "Markdown (*.md);;OpenAI JSON (*.json)"
-        )
-        if target:
-            self.service.export_chat(Path(target))
+    def _choose_export_path(self, suggested: Path) -> QFileDialog:
+        """``/export`` without a path: ask where (the chat's title in the documents folder
+        is offered), then let the service write it."""
+        dialog = QFileDialog(self, "Export chat")
+        dialog.setObjectName("ExportDialog")
+        dialog.setAcceptMode(QFileDialog.AcceptMode.AcceptSave)
+        dialog.setNameFilters(["Markdown (*.md)", "OpenAI JSON (*.json)"])
+        dialog.setDefaultSuffix("md")
+        folder = suggested.parent
+        if not folder.is_dir():
+            folder = Path.home()
+        dialog.setDirectory(str(folder))
+        dialog.selectFile(suggested.name)
+        dialog.fileSelected.connect(lambda target: self.service.export_chat(Path(target)))
+        dialog.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+        dialog.open()
+        self.export_dialog = dialog
+        return dialog
 
     def _pick_chat(self, _chats: tuple[ChatSummary, ...]) -> None:
         self.sidebar.focus_search()
@@ -660,12 +684,13 @@ class MainWindow(QMainWindow):
         self.service.shutdown()
 
     def closeEvent(self, event: QCloseEvent) -> None:
-        save_window_state(self, self.splitter)
+        save_window_state(self, self.splitter, self.service.chat_id)
         self.shutdown()
         super().closeEvent(event)
 
     def showEvent(self, event: object) -> None:
         super().showEvent(event)  # type: ignore[arg-type]
+        fit_to_screen(self)  # now the frame (title bar, borders) is known
         QTimer.singleShot(0, self.input.setFocus)
 
 

@@ -11,6 +11,7 @@
 from __future__ import annotations
 
 import json
+import re
 import time
 from collections.abc import Callable
 from typing import ClassVar
@@ -145,7 +146,7 @@ class MessageWidget(QFrame):
             self.setProperty("role", "tool-only")
             layout.setContentsMargins(0, 0, 0, 0)
 
-        self.body = MarkdownView(message.content)
+        self.body = MarkdownView(message.content, plain_prose=message.role == "user")
         layout.addWidget(self.body)
         self.body.setVisible(bool(message.content.strip()))
         self.cards_layout = QVBoxLayout()
@@ -357,6 +358,15 @@ class ToolCard(QFrame):
         self.result_title.setText("Result (error)" if self.result.is_error else "Result")
 
 
+_COLUMN_LINE = re.compile(r"^ {2,}\S.*?\S {2,}\S")
+
+
+def is_columns(text: str) -> bool:
+    """Text laid out in columns with spaces (a command list), which a proportional font
+    would misalign."""
+    return sum(1 for line in text.splitlines() if _COLUMN_LINE.match(line)) >= 3
+
+
 class NoticeWidget(QFrame):
     """A one-paragraph notice; ``level`` is info, warning or error."""
 
@@ -373,8 +383,11 @@ class NoticeWidget(QFrame):
         icon.setAlignment(Qt.AlignmentFlag.AlignTop)
         layout.addWidget(icon)
         self.label = QLabel(text)
+        self.label.setTextFormat(Qt.TextFormat.PlainText)
         self.label.setWordWrap(True)
         self.label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        if is_columns(text):  # /help and friends: keep the columns lined up
+            self.label.setFont(monospace_font())
         layout.addWidget(self.label, 1)
 
     @property
