@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import time
 import uuid
+from enum import StrEnum
 from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
@@ -146,6 +147,14 @@ def _parse_arguments(value: Any) -> tuple[dict[str, Any], str | None]:
     return {}, json.dumps(value)
 
 
+class CompactionReason(StrEnum):
+    """Why a compaction ran (one spelling everywhere; compares equal to its string)."""
+
+    THRESHOLD = "threshold"  # prompt + reserve > window before a model call
+    OVERFLOW = "overflow"  # the backend refused the prompt (ContextOverflowError)
+    MANUAL = "manual"  # /compact
+
+
 class CompactionRecord(BaseModel):
     """Session metadata for one compaction; never stored among the messages."""
 
@@ -160,7 +169,7 @@ class CompactionRecord(BaseModel):
     last_summarized_id: str | None = None
     tokens_before: int
     tokens_after: int
-    reason: Literal["threshold", "overflow", "manual"]
+    reason: CompactionReason
     count: int = Field(description="1 for the chat's first compaction, then 2, 3, ...")
     previous_summary: str | None = None
     files_read: list[str] = Field(default_factory=list)
@@ -171,6 +180,9 @@ class CompactionRecord(BaseModel):
     #: "hook" when a before_compact hook supplied it.
     summarizer: Literal["model", "extractive", "hook"] = "model"
     focus: str | None = None
+    #: Why model-written summaries were rejected before this one was chosen (empty when the
+    #: first model summary was accepted, or no model was asked).
+    rejected: list[str] = Field(default_factory=list)
 
 
 class ConversationObserver(Protocol):

@@ -8,8 +8,14 @@ treated as a context overflow: compact and retry once). One JSON line per model 
     {"call": 1, "prompt_tokens": 812, "window": 10000, "pruned_tokens": 0,
      "compaction": null, "overflow": false}
 
-and a last line with the final context, the summary and the tracked files. Leading system
+and a last line with ``final_context``: exactly the messages the *next* model call would
+send (the whole pipeline applied to the finished transcript: prune, count, compaction, cut
+outputs), with the summary, the tracked files and ``summaries``: how many summaries each
+summarizer wrote (``{"model": N, "extractive": N, "hook": N}``) and why model summaries were
+rejected. ``--prompts`` adds each call's full ``messages`` to its line. Leading system
 messages become the system prompt. A malformed line is an error naming the line (exit 2).
+Tool names of other agents (``read``, ``write``, ``edit``, ``Read`` ...) feed file tracking
+like ours (:mod:`assistant.compaction.file_tracking`).
 
 ``--summarizer extractive`` needs no model and counts with the offline cl100k tokenizer
 (or with ``--model PATH``'s tokenizer); ``embedded`` loads the registered default model and
@@ -112,6 +118,7 @@ def replay(
     use_model: bool,
     out: TextIO,
     as_json: bool = True,
+    prompts: bool = False,
 ) -> dict[str, Any]:
     """Run the pipeline before every assistant message; write one line per model call."""
     settings = Settings()
@@ -150,26 +157,40 @@ def replay(
                 "prompt_tokens": req.prompt_tokens,
                 "window": policy.window,
                 "pruned_tokens": req.pruned_tokens,
+                "trimmed_tokens": sum(b - a for b, a in req.trimmed.values()),
                 "compaction": None
                 if record is None
                 else {
-                    "reason": record.reason,
+                    "reason": str(record.reason),
                     "tokens_before": record.tokens_before,
                     "tokens_after": record.tokens_after,
+                    "summarizer": record.summarizer,
                 },
                 "overflow": overflow,
             }
+            if prompts:
+                line["messages"] = req.messages
             _write(out, line, as_json)
         conv.append(msg.model_copy(deep=True))
+    # What the next model call would send: the pipeline applied to the finished transcript.
+    upcoming = controller.prepare(conv, system_prompt=system_prompt)
     last = conv.last_compaction
     files = extract_file_ops(
         conv.messages, FileOps(list(last.files_read), list(last.files_modified)) if last else None
     )
+    counts = {"model": 0, "extractive": 0, "hook": 0}
+    rejected: list[str] = []
+    for rec in conv.compactions:
+        counts[rec.summarizer] += 1
+        rejected.extend(rec.rejected)
     final = {
-        "final_context": [m.to_openai() for m in controller.build_messages(conv, system_prompt)],
+        "final_context": upcoming.messages,
+        "prompt_tokens": upcoming.prompt_tokens,
         "summary": last.summary if last else "",
         "files_read": files.read,
         "files_modified": files.modified,
+        "summaries": counts,
+        "rejected": rejected,
     }
     _write(out, final, as_json)
     return final
@@ -187,13 +208,24 @@ def _write(out: TextIO, data: dict[str, Any], as_json: bool) -> None:
             else ""
         )
         pruned = f"  pruned {data['pruned_tokens']}" if data["pruned_tokens"] else ""
+        cut = f"  cut {data['trimmed_tokens']}" if data["trimmed_tokens"] else ""
         flag = "  OVERFLOW" if data["overflow"] else ""
         out.write(
             f"call {data['call']:>3}: {data['prompt_tokens']:>6} / {data['window']} tokens"
-            f"{pruned}{note}{flag}\n"
+            f"{pruned}{cut}{note}{flag}\n"
         )
+        for msg in data.get("messages", []):
+            out.write(f"    [{msg['role']}] {msg.get('content') or ''}\n")
     else:
-        out.write(f"final context: {len(data['final_context'])} messages\n")
+        out.write(
+            f"final context (the next call): {len(data['final_context'])} messages, "
+            f"{data['prompt_tokens']} tokens\n"
+        )
+        sums = data["summaries"]
+        out.write(
+            f"summaries: model {sums['model']}, extractive {sums['extractive']}, "
+            f"hook {sums['hook']}\n"
+        )
         out.write(f"files read: {', '.join(data['files_read']) or '-'}\n")
         out.write(f"files modified: {', '.join(data['files_modified']) or '-'}\n")
         if data["summary"]:
@@ -216,6 +248,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--model", default=None, help="tokenizer model for --summarizer extractive")
     parser.add_argument("--system-prompt", default=None, help="used when FILE has none")
     parser.add_argument("--json", action="store_true", help="JSON lines output")
+    parser.add_argument(
+        "--prompts", action="store_true", help="print the full messages of every model call"
+    )
     return parser
 
 
@@ -249,6 +284,7 @@ def main(argv: list[str]) -> int:
             use_model=use_model,
             out=sys.stdout,
             as_json=args.json,
+            prompts=args.prompts,
         )
     finally:
         if isinstance(backend, LLMBackend):

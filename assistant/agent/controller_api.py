@@ -8,15 +8,15 @@ by whoever builds the controller and the agent (``engine.build_engine``) to the 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any, Literal, Protocol
+from typing import Any, Protocol
 
 from assistant.compaction.controller import PreparedRequest
 from assistant.compaction.events import ContextEvent
 from assistant.config import EffectivePolicy
-from assistant.conversation import CompactionRecord, Conversation
+from assistant.conversation import CompactionReason, CompactionRecord, Conversation
 from assistant.llm.base import CancelToken
 
-CompactReason = Literal["threshold", "overflow", "manual"]
+CompactReason = CompactionReason
 
 
 class ContextManager(Protocol):

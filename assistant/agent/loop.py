@@ -54,7 +54,13 @@ from assistant.agent.usage import context_usage
 from assistant.compaction.controller import PreparedRequest
 from assistant.compaction.events import ContextEvent
 from assistant.config import Settings
-from assistant.conversation import CompactionRecord, Conversation, Message, ToolCall
+from assistant.conversation import (
+    CompactionReason,
+    CompactionRecord,
+    Conversation,
+    Message,
+    ToolCall,
+)
 from assistant.llm.base import (
     CancelToken,
     ContextOverflowError,
@@ -188,7 +194,7 @@ class Agent:
             record = self.controller.compact(
                 conv,
                 system_prompt=settings.system_prompt,
-                reason="manual",
+                reason=CompactionReason.MANUAL,
                 focus=focus,
                 tools=self.registry.schemas(),
                 cancel=cancel,

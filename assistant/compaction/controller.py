@@ -1,30 +1,41 @@
 """The single entry point of context management.
 
-``prepare`` runs before every model call: prune old tool outputs (layer 1), count the exact
-prompt with the model's tokenizer, and compact first when ``prompt + reserve > window``
-(layer 2). ``compact`` is the forced path (``/compact [focus]``, overflow); the agent calls
-``handle_overflow`` when the backend raises :class:`ContextOverflowError` and retries once
-with what it returns.
+``prepare`` runs before every model call:
 
-A compaction: cut point (:mod:`.cut_point`) -> ``before_compact`` hook -> summary
-(:mod:`.summarizer`, validated, extractive fallback) -> verbatim record appended by code
-(:mod:`.extractive`) -> the new prompt is counted exactly -> stored only if it is smaller
-than before (otherwise reported as :class:`CompactionFailed` and not retried for the same
-conversation state) -> ``after_compact`` hook. Cancelling (``CancelToken``) aborts the
-summary and the call proceeds uncompacted; errors are logged and reported, never swallowed.
+1. prune old tool outputs the model has already answered (layer 1, :mod:`.prune`);
+2. count the exact prompt with the model's tokenizer;
+3. when ``prompt + reserve > window``, compact (layer 2, :mod:`.compactor`): older turns are
+   summarized by the same model, the user's words kept verbatim beside the summary;
+4. when the prompt still does not fit, cut the outputs the model has not answered yet to
+   fit, keeping head and tail (:mod:`.visibility`); none is ever cleared whole before the
+   model has answered it.
+
+``compact`` is the forced path (``/compact [focus]``); the agent calls ``handle_overflow``
+when the backend raises :class:`ContextOverflowError` and retries once with what it returns.
+Cancelling (``CancelToken``) aborts the summary and the call proceeds uncompacted; errors are
+logged and reported, never swallowed. What the model sees is built by :mod:`.context` from
+the conversation and a :class:`~.context.View` computed here (cleared notes, cut outputs).
 """
 
 from __future__ import annotations
 
 import json
 import logging
-import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any
 
 from assistant.compaction import context
-from assistant.compaction.cut_point import find_cut
+from assistant.compaction.compactor import (
+    BeforeCompactHook,
+    BeforeCompactResult,
+    CompactionJob,
+    CompactionOutcome,
+    CompactionPreparation,
+    Compactor,
+    Status,
+)
+from assistant.compaction.context import View
 from assistant.compaction.events import (
     CompactionCancelled,
     CompactionFailed,
@@ -32,30 +43,20 @@ from assistant.compaction.events import (
     CompactionStarted,
     ContextEvent,
     PruneEvent,
-)
-from assistant.compaction.extractive import (
-    collect_state,
-    compose_summary,
-    model_part,
-    render_mechanical,
-)
-from assistant.compaction.file_tracking import FileOps, extract_file_ops
-from assistant.compaction.prompts import (
-    MECHANICAL_MARKER,
-    SUMMARY_HEADER,
-    SUMMARY_HEADER_SHORT,
+    TrimEvent,
 )
 from assistant.compaction.prune import count_user_turns, plan_prune
-from assistant.compaction.summarizer import (
-    ExtractiveSummarizer,
-    ModelSummarizer,
-    Summarizer,
-    SummaryCancelled,
-    SummaryRequest,
+from assistant.compaction.summarizer import ExtractiveSummarizer, ModelSummarizer, Summarizer
+from assistant.compaction.tokens import TokenCounter
+from assistant.compaction.visibility import (
+    calls_by_id,
+    cleared_note,
+    plan_trims,
+    trim_output,
+    unanswered_ids,
 )
-from assistant.compaction.tokens import TokenCounter, truncate_to_tokens
 from assistant.config import EffectivePolicy
-from assistant.conversation import CompactionRecord, Conversation, Message
+from assistant.conversation import CompactionReason, CompactionRecord, Conversation, Message
 from assistant.llm.base import (
     CancelToken,
     GenerationCancelled,
@@ -64,26 +65,30 @@ from assistant.llm.base import (
     PromptCounter,
 )
 
+__all__ = [
+    "BeforeCompactHook",
+    "BeforeCompactResult",
+    "CompactionPreparation",
+    "ContextController",
+    "ContextTooLargeError",
+    "PreparedRequest",
+]
+
 log = logging.getLogger("assistant.compaction")
 
-Reason = Literal["threshold", "overflow", "manual"]
-#: Share of the summary budget for the verbatim record (files, constraints, requests).
-MECHANICAL_SHARE = 0.6
-#: Tokens kept free beside the summary for its message template.
-SUMMARY_SLACK = 16
-MIN_MODEL_BUDGET = 32
-#: At summary budgets up to this many tokens the summary uses the short header, and one that
-#: fell back to the extractive summary gives the verbatim record (constraints, files,
-#: requests) all of its room: the extractive part only restates the same
-#: messages, less faithfully, and small windows cannot afford both.
-SMALL_SUMMARY_BUDGET = 256
-EXTRACTIVE_FLOOR = 0
+AfterCompactHook = Callable[[CompactionRecord], None]
+#: Rounds of cutting before giving up on fitting unanswered outputs.
+TRIM_ROUNDS = 4
 
 
 class ContextTooLargeError(LLMError):
     """The prompt does not fit and compaction could not fix it (``detail`` says why)."""
 
-    MESSAGE = "Context too large; compaction failed. Use /compact to retry."
+    MESSAGE = (
+        "Context too large; compaction failed. Older turns can be summarized and old tool "
+        "outputs cleared, but the system prompt, the tool descriptions and your newest "
+        "message cannot. Use /compact to retry, or shorten them."
+    )
 
     def __init__(self, detail: str = "") -> None:
         self.detail = detail
@@ -102,43 +107,15 @@ class PreparedRequest:
     notices: list[str] = field(default_factory=list)
     #: Room the policy leaves for the reply (``window - prompt_tokens``, at most reserve).
     reserve: int = 0
-    #: "system", "tools", "summary", "conversation" -> tokens (sums to prompt_tokens).
+    #: "system", "tools", "summary", "conversation", "tool_outputs" -> tokens (sums to
+    #: prompt_tokens).
     segments: dict[str, int] = field(default_factory=dict)
+    #: Unanswered outputs cut to fit: message id -> (tokens before, tokens after).
+    trimmed: dict[str, tuple[int, int]] = field(default_factory=dict)
 
     @property
     def reply_room(self) -> int:
         return max(self.window - self.prompt_tokens, 0)
-
-
-@dataclass(frozen=True)
-class CompactionPreparation:
-    """What ``before_compact`` hooks see."""
-
-    reason: Reason
-    focus: str | None
-    to_summarize: tuple[Message, ...]
-    turn_prefix: tuple[Message, ...]
-    kept: tuple[Message, ...]
-    tokens_before: int
-    previous_summary: str | None
-    files_read: tuple[str, ...]
-    files_modified: tuple[str, ...]
-
-
-@dataclass(frozen=True)
-class BeforeCompactResult:
-    """A hook's answer: cancel the compaction, or supply the summary proper itself."""
-
-    cancel: bool = False
-    summary: str | None = None
-
-
-BeforeCompactHook = Callable[[CompactionPreparation], BeforeCompactResult | None]
-AfterCompactHook = Callable[[CompactionRecord], None]
-
-
-def _pruned_ids(conv: Conversation) -> frozenset[str]:
-    return frozenset(m.id for m in conv.kept_messages() if m.pruned)
 
 
 class ContextController:
@@ -173,17 +150,48 @@ class ContextController:
         self.before_compact = before_compact
         self.after_compact = after_compact
         self._overhead_memo: dict[tuple[str, str], int] = {}
+        self._notes: dict[tuple[str, int], str] = {}
         #: Conversation states where compaction did not help (never retried automatically).
         self._no_retry: set[tuple[int, int, int]] = set()
         self._overflow_done: set[tuple[int, int, int]] = set()
-        #: (id of the conversation, ids of pruned results) of the last prompt sent: what
-        #: llama.cpp holds in its KV cache, which an in-context summary reuses.
-        self._sent_view: tuple[int, frozenset[str]] | None = None
+        #: (id of the conversation, ids of pruned results, cut outputs) of the last prompt
+        #: sent: what llama.cpp holds in its KV cache, which an in-context summary reuses.
+        self._sent_view: tuple[int, frozenset[str], dict[str, str]] | None = None
+        self._last_trims: tuple[int, frozenset[str]] = (0, frozenset())
+        self._last_cuts: dict[str, str] = {}
 
-    # -- building --------------------------------------------------------------------
+    # -- the view ------------------------------------------------------------------------
+    def view(self, conv: Conversation) -> View:
+        """Cleared notes for the pruned results among the kept messages."""
+        pruned = [m for m in conv.kept_messages() if m.role == "tool" and m.pruned]
+        if not pruned:
+            return View()
+        calls = calls_by_id(conv.messages)
+        return View(notes={m.id: self._note(m, calls) for m in pruned})
+
+    def _note(self, msg: Message, calls: dict[str, Any]) -> str:
+        tokens = self.counter.unpruned(msg)
+        key = (msg.id, tokens)
+        got = self._notes.get(key)
+        if got is None:
+            if len(self._notes) > 20_000:
+                self._notes.clear()
+            got = cleared_note(msg, calls.get(msg.tool_call_id or ""), tokens)
+            self._notes[key] = got
+        return got
+
+    def _cleared_size(self, conv: Conversation) -> Callable[[Message], int]:
+        calls = calls_by_id(conv.messages)
+
+        def size(msg: Message) -> int:
+            note = self._note(msg, calls)
+            return self.counter.message(msg.model_copy(update={"content": note, "pruned": False}))
+
+        return size
+
     def build_messages(self, conv: Conversation, system_prompt: str) -> list[Message]:
-        """System prompt + summary (synthetic user message) + kept messages."""
-        return context.build_context(conv, system_prompt)
+        """System prompt + summary (synthetic user message) + kept messages, as shown."""
+        return context.build_context(conv, system_prompt, view=self.view(conv))
 
     def overhead(self, system_prompt: str, tools: Sequence[dict[str, Any]] | None) -> int:
         """Tokens of the system prompt, tool schemas and generation prompt (memoized)."""
@@ -209,18 +217,28 @@ class ContextController:
         system_prompt: str,
         tools: Sequence[dict[str, Any]] | None,
         policy: EffectivePolicy,
+        *,
+        trim: bool = True,
     ) -> PreparedRequest:
-        built = self.build_messages(conv, system_prompt)
+        view = self.view(conv)
+        built = context.build_context(conv, system_prompt, view=view)
         msgs = context.to_openai(built)
         n = self.counter.exact(msgs, tools)
+        trimmed: dict[str, tuple[int, int]] = {}
+        if trim and n + policy.reserve > policy.window:
+            view, built, msgs, n, trimmed = self._trim(conv, system_prompt, tools, policy, view, n)
+        self._last_cuts = dict(view.trims)
         base = self.overhead(system_prompt, None)
         with_tools = self.overhead(system_prompt, tools) if tools else base
         summary = self.counter.message(built[1]) if conv.last_compaction is not None else 0
+        outputs = sum(self.counter.message(m) for m in built if m.role == "tool")
+        rest = max(n - with_tools - summary, 0)
         segments = {
             "system": base,
             "tools": with_tools - base,
             "summary": summary,
-            "conversation": max(n - with_tools - summary, 0),
+            "conversation": max(rest - outputs, 0),
+            "tool_outputs": min(outputs, rest),
         }
         return PreparedRequest(
             messages=msgs,
@@ -228,7 +246,80 @@ class ContextController:
             window=policy.window,
             reserve=min(policy.reserve, max(policy.window - n, 0)),
             segments=segments,
+            trimmed=trimmed,
         )
+
+    def _trim(
+        self,
+        conv: Conversation,
+        system_prompt: str,
+        tools: Sequence[dict[str, Any]] | None,
+        policy: EffectivePolicy,
+        view: View,
+        n: int,
+    ) -> tuple[View, list[Message], list[dict[str, Any]], int, dict[str, tuple[int, int]]]:
+        """Cut unanswered outputs (head and tail kept) until the prompt fits the reserve."""
+        kept = conv.kept_messages()
+        waiting = unanswered_ids(kept)
+        calls = calls_by_id(conv.messages)
+        outputs = [
+            (m, self.counter.message(m), self.counter.text(m.content))
+            for m in kept
+            if m.id in waiting and not m.pruned
+        ]
+        built = context.build_context(conv, system_prompt, view=view)
+        msgs = context.to_openai(built)
+        excess = n + policy.reserve - policy.window
+        trimmed: dict[str, tuple[int, int]] = {}
+        best = (view, built, msgs, n, trimmed)
+        for _ in range(TRIM_ROUNDS):
+            plan = plan_trims(outputs, excess)
+            if not plan.applies:
+                break
+            by_id = {m.id: m for m, _, _ in outputs}
+            cuts = {
+                mid: trim_output(
+                    by_id[mid].content, cap, self.counter.text,
+                    calls.get(by_id[mid].tool_call_id or ""),
+                )
+                for mid, cap in plan.caps.items()
+            }
+            cut_view = View(notes=view.notes, trims=cuts)
+            built = context.build_context(conv, system_prompt, view=cut_view)
+            msgs = context.to_openai(built)
+            got = self.counter.exact(msgs, tools)
+            shown = {m.id: m for m in built}
+            trimmed = {
+                mid: (seg, self.counter.message(shown[mid]))
+                for (m, seg, _) in outputs
+                if (mid := m.id) in cuts
+            }
+            best = (cut_view, built, msgs, got, trimmed)
+            if got + policy.reserve <= policy.window:
+                break
+            excess += got + policy.reserve - policy.window
+        ids = frozenset(best[4])
+        if ids and self._last_trims != (id(conv), ids):
+            before = sum(b for b, _ in best[4].values())
+            after = sum(a for _, a in best[4].values())
+            log.info("Cut %d unanswered tool output(s) to fit: %d -> %d tokens",
+                     len(ids), before, after)
+            self._emit(TrimEvent(tuple(sorted(ids)), before, after))
+        self._last_trims = (id(conv), ids)
+        return best
+
+    def _measure(
+        self,
+        conv: Conversation,
+        system_prompt: str,
+        summary: str,
+        kept: Sequence[Message],
+        tools: Sequence[dict[str, Any]] | None,
+    ) -> int:
+        built = context.build_context(
+            conv, system_prompt, summary=summary, kept=kept, view=self.view(conv)
+        )
+        return self.counter.exact(context.to_openai(built), tools)
 
     # -- the per-call path ---------------------------------------------------------------
     def prepare(
@@ -239,10 +330,11 @@ class ContextController:
         tools: Sequence[dict[str, Any]] | None = None,
         cancel: CancelToken | None = None,
     ) -> PreparedRequest:
-        """Prune, count exactly, compact when ``prompt + reserve > window``."""
+        """Prune, count exactly, compact when ``prompt + reserve > window``, then cut
+        unanswered outputs that still do not fit."""
         pol = self.policy()
         pruned = self.prune(conv) if self.prune_enabled() else 0
-        req = self._request(conv, system_prompt, tools, pol)
+        req = self._request(conv, system_prompt, tools, pol, trim=False)
         notices: list[str] = []
         record: CompactionRecord | None = None
         if req.prompt_tokens + pol.reserve > pol.window:
@@ -252,23 +344,27 @@ class ContextController:
                     "tokens) and automatic compaction is off; use /compact."
                 )
             elif self._state(conv) in self._no_retry:
-                notices.append("Compaction did not shrink this chat earlier; not retried.")
+                log.info("Compaction did not shrink this chat earlier; not retried")
             else:
-                record = self._compact(
-                    conv, system_prompt, "threshold", None, tools, cancel, req.prompt_tokens
+                job = CompactionJob(
+                    CompactionReason.THRESHOLD, system_prompt, tools, None, cancel
                 )
-                if record is not None:
-                    req = self._request(conv, system_prompt, tools, pol)
-                if req.prompt_tokens + pol.reserve > pol.window:
-                    notices.append(
-                        f"The prompt ({req.prompt_tokens:,} tokens) leaves less than the "
-                        f"reserve of {pol.reserve:,} for the reply."
-                    )
+                record = self._run(conv, job, req.prompt_tokens).record
+        req = self._request(conv, system_prompt, tools, pol)
+        if req.prompt_tokens + pol.reserve > pol.window:
+            notices.append(
+                f"The prompt ({req.prompt_tokens:,} tokens) leaves less than the "
+                f"reserve of {pol.reserve:,} for the reply."
+            )
         req.pruned_tokens = pruned
         req.compaction = record
         req.notices = notices
-        self._sent_view = (id(conv), _pruned_ids(conv))
+        self._remember_sent(conv, req)
         return req
+
+    def _remember_sent(self, conv: Conversation, req: PreparedRequest) -> None:
+        pruned = frozenset(m.id for m in conv.kept_messages() if m.pruned)
+        self._sent_view = (id(conv), pruned, dict(self._last_cuts))
 
     def prune(self, conv: Conversation) -> int:
         """Apply the prune rule (see :mod:`.prune`); returns the tokens freed."""
@@ -279,6 +375,7 @@ class ContextController:
             protect=pol.protect,
             minimum=pol.minimum,
             user_turns=count_user_turns(conv.messages),
+            cleared_size=self._cleared_size(conv),
         )
         if not plan.applies:
             return 0
@@ -297,16 +394,18 @@ class ContextController:
         conv: Conversation,
         *,
         system_prompt: str,
-        reason: Literal["threshold", "overflow", "manual"],
+        reason: CompactionReason,
         focus: str | None = None,
         tools: Sequence[dict[str, Any]] | None = None,
         cancel: CancelToken | None = None,
     ) -> CompactionRecord | None:
         """Summarize older turns now. None when cancelled, failed or nothing to do."""
-        if reason != "manual" and not self._switch_on(reason):
+        if reason != CompactionReason.MANUAL and not self._switch_on(reason):
             log.info("Compaction (%s) skipped: switched off", reason)
             return None
-        return self._compact(conv, system_prompt, reason, focus, tools, cancel, None)
+        before = self._request(conv, system_prompt, tools, self.policy(), trim=False)
+        job = CompactionJob(CompactionReason(reason), system_prompt, tools, focus, cancel)
+        return self._run(conv, job, before.prompt_tokens).record
 
     def handle_overflow(
         self,
@@ -329,39 +428,96 @@ class ContextController:
         if state in self._overflow_done:
             raise ContextTooLargeError("already compacted once for this request")
         self._overflow_done.add(state)
-        cancelled: list[bool] = []
-        record = self._compact(
-            conv, system_prompt, "overflow", None, tools, cancel, None, cancelled
-        )
-        if cancelled:
+        before = self._request(conv, system_prompt, tools, pol, trim=False)
+        job = CompactionJob(CompactionReason.OVERFLOW, system_prompt, tools, None, cancel)
+        outcome = self._run(conv, job, before.prompt_tokens)
+        if outcome.status == Status.CANCELLED:
             raise GenerationCancelled("Compaction cancelled")
-        if record is None:
-            raise ContextTooLargeError("the summary did not make the prompt smaller")
+        if outcome.record is None:
+            raise ContextTooLargeError(outcome.error or "the summary did not make it smaller")
         self._overflow_done.add(self._state(conv))
         req = self._request(conv, system_prompt, tools, pol)
-        req.compaction = record
+        req.compaction = outcome.record
+        self._remember_sent(conv, req)
         return req
 
     # -- internals -----------------------------------------------------------------------
+    def _run(self, conv: Conversation, job: CompactionJob, tokens_before: int) -> CompactionOutcome:
+        """One compaction through the :class:`Compactor`, with events and the record."""
+        pol = self.policy()
+        compactor = Compactor(
+            self.counter,
+            lambda: self.summarizer,
+            measure=self._measure,
+            chat_prefix=self._chat_prefix,
+            window=lambda: min(pol.window, self.backend.info.context_window),
+            before_compact=self.before_compact,
+        )
+        kept = [context.shown(m, self.view(conv)) for m in conv.kept_messages()]
+        counts = [self.counter.message(m) for m in kept]
+
+        def started(messages: int) -> None:
+            self._emit(CompactionStarted(job.reason, tokens_before, messages=messages))
+
+        outcome = compactor.run(
+            conv, job, pol, overhead=self.overhead(job.system_prompt, job.tools),
+            counts=counts, tokens_before=tokens_before, on_start=started,
+        )
+        if outcome.status == Status.CANCELLED:
+            log.info("Compaction (%s) cancelled; the request proceeds uncompacted", job.reason)
+            self._emit(CompactionCancelled(job.reason, tokens_before=tokens_before))
+        elif outcome.status == Status.NOTHING:
+            log.info("Compaction (%s): %s", job.reason, outcome.error)
+            if job.reason != CompactionReason.THRESHOLD:
+                self._emit(CompactionFailed(job.reason, outcome.error, tokens_before))
+        elif outcome.status == Status.FAILED:
+            log.warning("Compaction (%s) failed: %s", job.reason, outcome.error)
+            self._no_retry.add(self._state(conv))
+            self._emit(CompactionFailed(job.reason, outcome.error, tokens_before))
+        elif outcome.record is not None:
+            record = outcome.record
+            conv.add_compaction(record)
+            log.info(
+                "Compacted (%s): %d -> %d tokens (%d reclaimed), summarizer=%s, %.2fs",
+                job.reason, record.tokens_before, record.tokens_after,
+                record.tokens_before - record.tokens_after, record.summarizer,
+                record.duration_s,
+            )
+            self._emit(CompactionFinished(record))
+            if self.after_compact is not None:
+                self.after_compact(record)
+        return outcome
+
     def _chat_prefix(
         self, conv: Conversation, system_prompt: str, span: Sequence[Message]
     ) -> list[dict[str, Any]]:
-        """The chat prompt up to the cut as last sent (prune state included), so an
-        in-context summary starts with tokens llama.cpp still holds."""
-        view = self._sent_view[1] if self._sent_view and self._sent_view[0] == id(conv) else None
+        """The chat prompt up to the cut as last sent (prune state and cut outputs
+        included), so an in-context summary starts with tokens llama.cpp still holds."""
+        sent = self._sent_view if self._sent_view and self._sent_view[0] == id(conv) else None
+        view = self.view(conv)
         msgs = [context.system_message(system_prompt)]
         if conv.last_compaction is not None:
             msgs.append(context.summary_message(conv.last_compaction.summary))
+        calls = calls_by_id(conv.messages)
         for m in span:
-            if view is not None and m.role == "tool" and m.pruned != (m.id in view):
-                m = m.model_copy(update={"pruned": m.id in view})
-            msgs.append(m)
+            if sent is not None and m.role == "tool":
+                was_pruned = m.id in sent[1]
+                if was_pruned:
+                    note = self._note(m, calls)
+                    m = m.model_copy(update={"content": note, "pruned": False})
+                elif m.id in sent[2]:
+                    m = m.model_copy(update={"content": sent[2][m.id], "pruned": False})
+                elif m.pruned:
+                    m = m.model_copy(update={"pruned": False})
+                msgs.append(m)
+                continue
+            msgs.append(context.shown(m, view))
         return context.to_openai(msgs)
 
-    def _switch_on(self, reason: Reason) -> bool:
-        if reason == "overflow":
+    def _switch_on(self, reason: CompactionReason) -> bool:
+        if reason == CompactionReason.OVERFLOW:
             return self.compact_on_overflow()
-        if reason == "threshold":
+        if reason == CompactionReason.THRESHOLD:
             return self.auto_compact()
         return True
 
@@ -372,146 +528,3 @@ class ContextController:
     def _emit(self, event: ContextEvent) -> None:
         if self.on_event is not None:
             self.on_event(event)
-
-    def _fail(self, conv: Conversation, reason: Reason, error: str, before: int) -> None:
-        log.warning("Compaction (%s) failed: %s", reason, error)
-        self._no_retry.add(self._state(conv))
-        self._emit(CompactionFailed(reason, error, tokens_before=before))
-
-    def _cancelled(self, reason: Reason, before: int, cancelled: list[bool] | None) -> None:
-        log.info("Compaction (%s) cancelled; the request proceeds uncompacted", reason)
-        if cancelled is not None:
-            cancelled.append(True)
-        self._emit(CompactionCancelled(reason, tokens_before=before))
-
-    def _compact(
-        self,
-        conv: Conversation,
-        system_prompt: str,
-        reason: Reason,
-        focus: str | None,
-        tools: Sequence[dict[str, Any]] | None,
-        cancel: CancelToken | None,
-        tokens_before: int | None,
-        cancelled: list[bool] | None = None,
-    ) -> CompactionRecord | None:
-        started = time.perf_counter()
-        pol = self.policy()
-        count = self.counter.text
-        kept = conv.kept_messages()
-        base_idx = len(conv.messages) - len(kept)
-        if tokens_before is None:
-            tokens_before = self._request(conv, system_prompt, tools, pol).prompt_tokens
-        if cancel is not None and cancel.cancelled:
-            self._cancelled(reason, tokens_before, cancelled)
-            return None
-        overhead = self.overhead(system_prompt, tools)
-        room = pol.window - pol.reserve - overhead - pol.summary_budget - SUMMARY_SLACK
-        keep = max(0, min(pol.keep_recent, room))
-        counts = [self.counter.message(m) for m in kept]
-        plan = find_cut(kept, counts, keep=keep, limit=max(room, 0))
-        if not plan.summarizes_anything:
-            self._fail(conv, reason, "nothing to summarize: the recent messages fit", tokens_before)
-            return None
-        history = kept[: plan.history_end]
-        prefix = kept[plan.history_end : plan.cut]
-        tail = kept[plan.cut :]
-        prev = conv.last_compaction
-        prev_files = FileOps(list(prev.files_read), list(prev.files_modified)) if prev else None
-        files = extract_file_ops(kept[: plan.cut], prev_files)
-        state = collect_state(
-            conv.messages[: base_idx + plan.cut],
-            files,
-            last_request_visible=any(m.role == "user" for m in tail),
-        )
-        self._emit(CompactionStarted(reason, tokens_before, messages=plan.cut))
-        log.info(
-            "Compacting (%s): %d tokens, %d message(s) to summarize%s",
-            reason, tokens_before, plan.cut, " (split turn)" if plan.split_turn else "",
-        )
-        short = pol.summary_budget <= SMALL_SUMMARY_BUDGET
-        fixed = count((SUMMARY_HEADER_SHORT if short else SUMMARY_HEADER) + MECHANICAL_MARKER) + 4
-        mech_budget = min(int(pol.summary_budget * MECHANICAL_SHARE),
-                          pol.summary_budget - fixed - MIN_MODEL_BUDGET)
-        mechanical = render_mechanical(state, mech_budget, count)
-        model_budget = max(pol.summary_budget - fixed - count(mechanical), MIN_MODEL_BUDGET)
-        previous = model_part(prev.summary) if prev else None
-
-        kind: Literal["model", "extractive", "hook"] = "model"
-        text: str | None = None
-        if self.before_compact is not None:
-            prep = CompactionPreparation(
-                reason=reason, focus=focus, to_summarize=tuple(history),
-                turn_prefix=tuple(prefix), kept=tuple(tail), tokens_before=tokens_before,
-                previous_summary=prev.summary if prev else None,
-                files_read=tuple(files.read), files_modified=tuple(files.modified),
-            )
-            answer = self.before_compact(prep)
-            if answer is not None and answer.cancel:
-                self._cancelled(reason, tokens_before, cancelled)
-                return None
-            if answer is not None and answer.summary is not None:
-                text, kind = answer.summary, "hook"
-        if text is None:
-            request = SummaryRequest(
-                history=history, turn_prefix=prefix, previous=previous, focus=focus,
-                budget=model_budget, state=state,
-                window=min(pol.window, self.backend.info.context_window),
-                chat=self._chat_prefix(conv, system_prompt, kept[: plan.cut]), tools=tools,
-            )
-            try:
-                outcome = self.summarizer.summarize(request, cancel)
-            except SummaryCancelled:
-                self._cancelled(reason, tokens_before, cancelled)
-                return None
-            except Exception as exc:
-                log.exception("Summarizer failed during compaction (%s)", reason)
-                self._fail(conv, reason, f"summarizer error: {exc}", tokens_before)
-                return None
-            text, kind = outcome.text, outcome.kind
-        if kind == "extractive" and short:
-            roomy = render_mechanical(state, pol.summary_budget - fixed - EXTRACTIVE_FLOOR, count)
-            if count(roomy) > count(mechanical):
-                mechanical = roomy
-                model_budget = max(pol.summary_budget - fixed - count(mechanical), 0)
-        text = truncate_to_tokens(text, model_budget, count)
-        summary = compose_summary(text, mechanical, short=short)
-        while count(summary) > pol.summary_budget and text:
-            over = count(summary) - pol.summary_budget
-            text = truncate_to_tokens(text, max(count(text) - over - 4, 0), count)
-            summary = compose_summary(text, mechanical, short=short)
-
-        built = context.build_context(conv, system_prompt, summary=summary, kept=tail)
-        tokens_after = self.counter.exact(context.to_openai(built), tools)
-        if tokens_after >= tokens_before:
-            self._fail(
-                conv, reason,
-                f"the prompt did not shrink ({tokens_before} -> {tokens_after} tokens)",
-                tokens_before,
-            )
-            return None
-        record = CompactionRecord(
-            summary=summary,
-            first_kept_id=tail[0].id if tail else None,
-            last_summarized_id=kept[plan.cut - 1].id,
-            tokens_before=tokens_before,
-            tokens_after=tokens_after,
-            reason=reason,
-            count=len(conv.compactions) + 1,
-            previous_summary=prev.summary if prev else None,
-            files_read=list(files.read),
-            files_modified=list(files.modified),
-            duration_s=round(time.perf_counter() - started, 4),
-            summarizer=kind,
-            focus=focus,
-        )
-        conv.add_compaction(record)
-        log.info(
-            "Compacted (%s): %d -> %d tokens (%d reclaimed), summarizer=%s, %.2fs",
-            reason, tokens_before, tokens_after, tokens_before - tokens_after, kind,
-            record.duration_s,
-        )
-        self._emit(CompactionFinished(record))
-        if self.after_compact is not None:
-            self.after_compact(record)
-        return record

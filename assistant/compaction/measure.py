@@ -28,7 +28,7 @@ from assistant.compaction.prune import count_user_turns, plan_prune
 from assistant.compaction.summarizer import ExtractiveSummarizer, ModelSummarizer
 from assistant.compaction.tokens import CountingBackend, TokenCounter
 from assistant.config import EffectivePolicy, default_local
-from assistant.conversation import Conversation, Message, ToolCall
+from assistant.conversation import CompactionReason, Conversation, Message, ToolCall
 from assistant.llm.base import GenerationOptions, LLMBackend, PromptCounter
 
 SYSTEM = "You are a helpful assistant running offline."
@@ -139,7 +139,7 @@ def summary_prefill(
         for _event in backend.generate(sent.messages, GenerationOptions(1, temperature=0.0)):
             pass
     start = time.perf_counter()
-    record = controller.compact(conv, system_prompt=SYSTEM, reason="manual")
+    record = controller.compact(conv, system_prompt=SYSTEM, reason=CompactionReason.MANUAL)
     took = time.perf_counter() - start
     outcome = outcomes[0] if outcomes else None
     return {
