@@ -30,6 +30,7 @@ from PySide6.QtWidgets import (
 )
 
 from assistant.conversation import CompactionRecord, Message, ToolCall
+from assistant.service.status import compaction_note, prune_note
 from assistant.ui.markdown_view import MarkdownView
 from assistant.ui.theme import monospace_font
 
@@ -372,26 +373,17 @@ class NoticeWidget(QFrame):
         return self.label.text()
 
 
-def prune_text(count: int, tokens: int) -> str:
-    noun = "tool output" if count == 1 else "tool outputs"
-    return f"Cleared {count:,} old {noun}, {tokens:,} tokens"
-
-
 class PruneNotice(QLabel):
     """A small centred line: "Cleared 3 old tool outputs, 1,240 tokens"."""
 
     def __init__(self, count: int, tokens: int, parent: QWidget | None = None) -> None:
-        super().__init__(f"— {prune_text(count, tokens)} —", parent)
+        super().__init__(f"— {prune_note(count, tokens)} —", parent)
         self.setObjectName("PruneNotice")
         self.setAlignment(Qt.AlignmentFlag.AlignCenter)
         self.setToolTip(
             "Old tool outputs were replaced by a placeholder in what the model sees. The "
             "originals stay in the chat (expand the tool card)."
         )
-
-
-def compaction_title(record: CompactionRecord) -> str:
-    return f"Compacted from {record.tokens_before:,} to {record.tokens_after:,} tokens"
 
 
 class CompactionNotice(QFrame):
@@ -461,7 +453,7 @@ class CompactionNotice(QFrame):
 
     @property
     def title(self) -> str:
-        return compaction_title(self.record)
+        return compaction_note(self.record)
 
     def set_expanded(self, expanded: bool) -> None:
         self.header.setChecked(expanded)
