@@ -38,6 +38,7 @@ from assistant.agent.commands import (
     parse_input,
 )
 from assistant.agent.events import AgentEvent, Notice
+from assistant.compaction.branch import BranchSummarizer
 from assistant.config import Settings, save_settings
 from assistant.conversation import CompactionRecord, Conversation, Message
 from assistant.engine import Engine, build_engine
@@ -194,7 +195,13 @@ class ChatService:
 
     # -- the model and the settings ----------------------------------------------------
     def _build_engine(self, backend: LLMBackend) -> Engine:
-        return build_engine(backend, lambda: self.settings, self.approver, self._agent_event)
+        engine = build_engine(backend, lambda: self.settings, self.approver, self._agent_event)
+        # Branch summaries are measured with the loaded model's tokenizer from now on.
+        branches = BranchSummarizer(engine.controller.counter, window=backend.info.context_window)
+        self.store.summarizer = branches
+        if self.handle is not None:
+            self.handle.summarizer = branches
+        return engine
 
     def context_window_for(self, settings: Settings) -> int:
         """The n_ctx a model loaded with ``settings`` gets."""

@@ -7,6 +7,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from assistant.agent.events import ContextChanged, MessageAdded, TurnFinished
+from assistant.compaction.branch import BranchSummarizer
 from assistant.compaction.events import CompactionFinished
 from assistant.config import Settings
 from assistant.llm.base import LLMBackend, ModelLoadError
@@ -213,6 +214,14 @@ def test_branches_edit_and_regenerate(make_rig: Make) -> None:
     service.switch_branch(service.conversation.messages[0].id, -1)
     assert _contents(service)[:2] == ["original question", "first reply"]
     assert rig.of(ConversationReset)
+    # Leaving the edited branch summarized it, measured with the loaded model's tokenizer.
+    summary = service.conversation.messages[-1]
+    assert service.handle is not None and service.handle.is_branch_summary(summary.id)
+    assert "edited question" in summary.content
+    engine = service.engine
+    assert engine is not None
+    assert isinstance(service.store.summarizer, BranchSummarizer)
+    assert service.store.summarizer.counter is engine.controller.counter
 
 
 def test_delete_and_undo_and_rename(make_rig: Make) -> None:
