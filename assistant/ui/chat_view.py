@@ -17,13 +17,9 @@ from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import QFrame, QPushButton, QScrollArea, QVBoxLayout, QWidget
 
 from assistant.conversation import CompactionRecord, Conversation, Message, ToolCall
-from assistant.ui.message_widgets import (
-    CompactionNotice,
-    MessageWidget,
-    NoticeWidget,
-    PruneNotice,
-    ToolCard,
-)
+from assistant.ui.message_widgets import MessageWidget
+from assistant.ui.notices import CompactionNotice, NoticeWidget, PruneNotice
+from assistant.ui.tool_card import ToolCard
 
 #: Entries rendered when a chat opens, and per "Show earlier messages" click.
 PAGE = 80

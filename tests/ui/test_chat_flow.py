@@ -182,7 +182,7 @@ def test_regenerate_makes_a_second_version(make_window) -> None:
 
 def test_model_error_during_reply_is_a_distinct_notice(make_window) -> None:
     from assistant.llm.base import LLMError
-    from assistant.ui.message_widgets import NoticeWidget
+    from assistant.ui.notices import NoticeWidget
 
     def boom(_messages: list[dict[str, object]]) -> str:
         raise LLMError("llama_decode returned -1")

@@ -12,7 +12,7 @@ from PySide6.QtWidgets import QApplication
 
 from assistant.agent.events import ContextChanged, ContextUsage, Notice
 from assistant.config import Settings
-from assistant.ui.message_widgets import CompactionNotice
+from assistant.ui.notices import CompactionNotice
 
 from .sample_chat import build_sample_chat, prune_event
 
