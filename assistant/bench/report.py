@@ -6,6 +6,10 @@ workload (context tokens per call, prefill tokens per call, time per turn, named
 ``KIND_wN_METRIC.png`` with KIND ``full`` or ``quick``) and ``results-KIND.json`` (every
 record; :func:`from_json` reads it back so saved runs can be re-rendered, also several into
 one report). :func:`to_json` gives the summaries for ``--json``.
+
+Why it is long (about 570 lines): it is the one place that turns results into the report's
+tables, targets and plots, and its JSON round trip; each part is a short function over the
+same :class:`BenchResult`.
 """
 
 from __future__ import annotations
