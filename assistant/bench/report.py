@@ -432,7 +432,7 @@ METHOD = """\
   it). Summarizer calls evaluate their own prompt (a fresh transcript) and are shown apart.
 * **Policy time** is thread CPU time inside `prepare` minus the summarizer's time, per chat
   call (in-run column), and, for the target, the controller's own measurement
-  (`assistant.compaction.measure`) on a synthetic full 10,000-token window.
+  (`assistant.bench.measure`) on a synthetic full 10,000-token window.
 * **Retention**: a fact is *in context* when its probe string (the constraint's words, the
   path, the number) is in the last prompt of the workload (0 when that call overflowed). At
   the end each fact is asked as a question; *answered* means the reply contains the
