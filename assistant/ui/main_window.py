@@ -289,7 +289,7 @@ class MainWindow(QMainWindow):
         if self.service.busy:
             self.service.stop()
             return
-        self.input._submit()  # the same as pressing Enter
+        self.input.submit()  # the same as pressing Enter
 
     def escape(self) -> None:
         if self.input.completer.popup_visible:
