@@ -56,7 +56,7 @@ from assistant.service.events import (
 )
 from assistant.service.jobs import JobRunner
 from assistant.service.model_slot import ModelSlot
-from assistant.service.status import Phase, Status, StatusMachine
+from assistant.service.status import Status, StatusMachine
 from assistant.sessions.errors import SessionError
 from assistant.sessions.handle import ChatHandle
 from assistant.sessions.store import ChatSummary, SessionStore
@@ -149,10 +149,6 @@ class ChatService:
     @property
     def busy(self) -> bool:
         return self.jobs.busy
-
-    @property
-    def compacting(self) -> bool:
-        return self.status.phase is Phase.COMPACTING
 
     @property
     def queue(self) -> list[str]:
@@ -352,13 +348,6 @@ class ChatService:
         item = self._queue.pop(0)
         self.emit(QueueChanged(tuple(self.queue)))
         self._send(item)
-
-    def clear_queue(self) -> list[str]:
-        """Take back what was waiting (the face puts it back in the input)."""
-        texts = self.queue
-        self._queue = []
-        self.emit(QueueChanged(()))
-        return texts
 
     def stop(self) -> bool:
         """Stop the reply or cancel the compaction that is running (Esc, Ctrl-C)."""

@@ -252,3 +252,19 @@ def test_worker_completions_run_on_the_owner_thread(make_rig: Make) -> None:
     rig.service.submit("hi")
     rig.idle()
     assert rig.loop is not None and seen and set(seen) == {rig.loop.owner}
+
+
+def test_a_dropped_file_is_copied_into_the_workspace_and_read(
+    make_rig: Make, tmp_path: Path
+) -> None:
+    rig = make_rig()
+    outside = tmp_path / "elsewhere" / "letter.txt"
+    outside.parent.mkdir()
+    outside.write_text("Dear team, the venue is booked.\n")
+    rig.service.drop_file(outside)
+    messages = rig.service.conversation.messages
+    assert [m.role for m in messages] == ["assistant", "tool"]
+    assert "the venue is booked" in messages[1].content
+    assert (rig.service.settings.workspace_path() / "dropped" / "letter.txt").is_file()
+    assert any("Copied letter.txt" in text for text in rig.notices("info"))
+    assert not rig.backend.calls  # the user asks about it next
