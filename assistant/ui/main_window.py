@@ -6,6 +6,10 @@ the :class:`ServiceBridge` turns into signals: the status bar shows the service'
 status, the app commands run in the service (the window only answers its requests for a
 file dialog or the chat picker). Shortcuts: Ctrl+N, Ctrl+K, Ctrl+,, Esc, Up to edit the
 last message.
+
+Why it is long (about 490 lines): it lays out the window and renders every kind of service
+event (chat list, transcript, composer, context bar, status bar, model banner); the widgets
+themselves live in their own modules and hold no application logic.
 """
 
 from __future__ import annotations
@@ -398,7 +402,7 @@ class MainWindow(QMainWindow):
         if self.service.busy:
             self.service.stop()
             return
-        self.input._submit()  # the same as pressing Enter
+        self.input.submit()  # the same as pressing Enter
 
     def escape(self) -> None:
         if self.input.completer.popup_visible:

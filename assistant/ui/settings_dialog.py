@@ -4,6 +4,10 @@ Every change is validated by the pydantic :class:`Settings` model as you type; a
 value is outlined in red and the reason (pydantic's message) is shown under the form, and
 Save stays disabled until everything is valid. The dialog only edits a copy:
 :meth:`SettingsDialog.result_settings` is what the caller saves and applies.
+
+Why it is long (about 550 lines): one dialog whose pages share one validation pass over the
+whole settings copy (a value on one page can make another invalid); its pages are built by
+separate methods of the one class.
 """
 
 from __future__ import annotations

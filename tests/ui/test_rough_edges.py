@@ -15,7 +15,8 @@ from assistant.config import Settings
 from assistant.llm.fake import ScriptedBackend
 from assistant.sessions.store import SessionStore
 from assistant.ui.markdown_view import MarkdownView
-from assistant.ui.message_widgets import MessageWidget, NoticeWidget
+from assistant.ui.message_widgets import MessageWidget
+from assistant.ui.notices import NoticeWidget
 from assistant.ui.theme import monospace_font
 
 LOG = "\n".join(

@@ -183,7 +183,7 @@ def test_settings_from_the_file_are_checked_when_the_model_loads(
     tmp_path,
     artifacts_dir,  # type: ignore[no-untyped-def]
 ) -> None:
-    from assistant.ui.message_widgets import NoticeWidget
+    from assistant.ui.notices import NoticeWidget
 
     big = Settings(
         system_prompt="Cite every file you used. " * 8_000, workspace=str(tmp_path / "ws")

@@ -12,7 +12,8 @@ from PySide6.QtWidgets import QApplication, QFileDialog, QLabel, QWidget
 
 from assistant.config import Settings
 from assistant.llm.fake import ScriptedBackend
-from assistant.ui.message_widgets import MessageWidget, ToolCard
+from assistant.ui.message_widgets import MessageWidget
+from assistant.ui.tool_card import ToolCard
 from assistant.ui.welcome_view import EXAMPLE_PROMPTS
 
 
