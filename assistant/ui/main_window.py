@@ -220,6 +220,7 @@ class MainWindow(QMainWindow):
         self.status_label = QLabel("")
         status.addWidget(self.status_label, 1)
         self.load_progress = QProgressBar()
+        self.load_progress.setAccessibleName("Loading the model")
         self.load_progress.setFixedWidth(140)
         self.load_progress.setRange(0, 0)
         self.load_progress.setTextVisible(False)

@@ -129,6 +129,7 @@ class CodeBlock(QFrame):
         header.addWidget(self.copy_button)
         layout.addLayout(header)
         self.editor = QPlainTextEdit()
+        self.editor.setAccessibleName(f"Code ({lang})" if lang else "Code")
         self.editor.setReadOnly(True)
         self.editor.setFrameShape(QFrame.Shape.NoFrame)
         self.editor.setLineWrapMode(QPlainTextEdit.LineWrapMode.NoWrap)

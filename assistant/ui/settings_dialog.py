@@ -268,6 +268,7 @@ class SettingsDialog(QDialog):
         form.addRow("System prompt", self.system_prompt)
         ws_row = QHBoxLayout()
         self.workspace = QLineEdit()
+        self.workspace.setAccessibleName("Workspace folder")
         self.workspace.setPlaceholderText("Default workspace folder")
         browse = QPushButton("Browse…")
         browse.clicked.connect(self._browse_workspace)

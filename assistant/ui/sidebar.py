@@ -25,6 +25,7 @@ from PySide6.QtWidgets import (
     QListWidgetItem,
     QMenu,
     QPushButton,
+    QToolButton,
     QVBoxLayout,
     QWidget,
 )
@@ -92,6 +93,8 @@ class Sidebar(QFrame):
         self.search.setPlaceholderText("Search chats (Ctrl+K)")
         self.search.setClearButtonEnabled(True)
         self.search.setAccessibleName("Search chats")
+        for clear in self.search.findChildren(QToolButton):  # the field's clear button
+            clear.setAccessibleName("Clear the search")
         self.search.textChanged.connect(self._search_later)
         self.search.returnPressed.connect(self._open_first_visible)
         layout.addWidget(self.search)
