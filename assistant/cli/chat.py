@@ -43,6 +43,7 @@ from assistant.llm.worker import InlineExecutor, ModelWorker, default_factory
 from assistant.service.events import (
     ConversationReset,
     ExportPathNeeded,
+    ModelSwitchSuggested,
     ReplyStats,
     ServiceEvent,
     StatusChanged,
@@ -122,6 +123,11 @@ class TerminalPrinter:
             self.err.write("[chat] new chat\n")
         elif isinstance(event, ReplyStats):
             self.err.write(stats_line(event) + "\n")
+        elif isinstance(event, ModelSwitchSuggested):
+            self.err.write(
+                f"[info] This chat was last used with {event.chat_model}; answering with "
+                f"{event.loaded_model} (start with --model {event.chat_model} to use it).\n"
+            )
         elif isinstance(event, ExportPathNeeded):
             self.err.write("[info] Usage: /export PATH (.md for Markdown, .json for JSON)\n")
         self.err.flush()
