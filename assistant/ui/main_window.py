@@ -111,6 +111,10 @@ class MainWindow(QMainWindow):
         self.models_page: ModelsPage | None = None
         self.chat_options_dialog: ChatOptionsDialog | None = None
         self.setWindowTitle("Offline Assistant")
+        self._refit = QTimer(self)
+        self._refit.setSingleShot(True)
+        self._refit.setInterval(300)
+        self._refit.timeout.connect(lambda: fit_to_screen(self))
         self.resize(1180, 800)
         self._build()
         self._wire()
@@ -695,7 +699,9 @@ class MainWindow(QMainWindow):
 
     def showEvent(self, event: object) -> None:
         super().showEvent(event)  # type: ignore[arg-type]
-        fit_to_screen(self)  # now the frame (title bar, borders) is known
+        fit_to_screen(self)
+        # Again once the window manager has framed it (title bar and borders known).
+        self._refit.start()
         QTimer.singleShot(0, self.input.setFocus)
 
 

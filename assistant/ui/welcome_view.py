@@ -124,8 +124,8 @@ class WelcomeView(QScrollArea):
         layout.addWidget(_section("Give it a file"))
         files = QLabel(
             "Drop a file onto this window: it is copied into the workspace (its "
-            "<i>dropped</i> folder) and read into the chat. Or type <b><nobr>/read</nobr></b> "
-            "and a file name from the workspace (<b><nobr>/ls</nobr></b> lists the folder). "
+            "<i>dropped</i> folder) and read into the chat. Or type <b>/&#8288;read</b> "
+            "and a file name from the workspace (<b>/&#8288;ls</b> lists the folder). "
             "Then ask about it."
         )
         files.setTextFormat(Qt.TextFormat.RichText)

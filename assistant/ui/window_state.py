@@ -65,6 +65,11 @@ def last_chat() -> str | None:
     return value if isinstance(value, str) and value else None
 
 
+#: Room assumed for the title bar and borders before the window manager has said how
+#: much they take (a window is fitted again once it has).
+ASSUMED_FRAME = (8, 40)
+
+
 def fit_to_screen(window: QWidget, margin: int = 0) -> None:
     """Shrink and move ``window`` so all of it is inside its screen's available area (at
     any scale factor the available area is in the same logical pixels as the window)."""
@@ -75,12 +80,15 @@ def fit_to_screen(window: QWidget, margin: int = 0) -> None:
     frame = window.frameGeometry()
     extra_w = frame.width() - window.width()
     extra_h = frame.height() - window.height()
+    if extra_w == 0 and extra_h == 0:  # decorations not known yet
+        extra_w, extra_h = ASSUMED_FRAME
     width = min(window.width(), max(1, area.width() - extra_w))
     height = min(window.height(), max(1, area.height() - extra_h))
     if (width, height) != (window.width(), window.height()):
         window.resize(width, height)
     frame = window.frameGeometry()
-    x = min(max(frame.x(), area.left()), area.right() - frame.width() + 1)
-    y = min(max(frame.y(), area.top()), area.bottom() - frame.height() + 1)
+    full_w, full_h = max(frame.width(), width + extra_w), max(frame.height(), height + extra_h)
+    x = min(max(frame.x(), area.left()), area.right() - full_w + 1)
+    y = min(max(frame.y(), area.top()), area.bottom() - full_h + 1)
     if (x, y) != (frame.x(), frame.y()):
         window.move(x, y)

@@ -54,7 +54,7 @@ def test_a_new_chat_shows_the_welcome_page(make_window, tmp_path: Path, artifact
         label.text() for label in w.welcome.findChildren(QLabel)
     )
     assert "runs a small language model on this computer" in text
-    assert "Drop a file onto this window" in text and "/read</nobr>" in text
+    assert "Drop a file onto this window" in text and "/&#8288;read" in text
     assert [b.text() for b in w.welcome.example_buttons] == list(EXAMPLE_PROMPTS)
     assert w.grab().save(str(artifacts_dir / "welcome-view.png"))
 
