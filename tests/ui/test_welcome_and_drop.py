@@ -66,10 +66,12 @@ def test_an_example_prompt_is_sent_with_one_click(make_window) -> None:
     h.wait_idle()
     assert w.transcript.currentWidget() is w.chat_view
     assert h.controller.conversation.messages[0].content == EXAMPLE_PROMPTS[0]
-    roles = [e.message.role for e in w.chat_view.entries() if isinstance(e, MessageWidget)]
-    assert roles == ["user", "assistant"]
-    # Ctrl+N: a new, empty chat shows the welcome page again.
-    h.qtbot.keyClick(w.input, Qt.Key.Key_N, Qt.KeyboardModifier.ControlModifier)
+    h.qtbot.waitUntil(
+        lambda: [e.message.role for e in w.chat_view.entries() if isinstance(e, MessageWidget)]
+        == ["user", "assistant"]
+    )
+    # A new, empty chat shows the welcome page again.
+    h.qtbot.mouseClick(w.sidebar.new_button, Qt.MouseButton.LeftButton)
     assert w.transcript.currentWidget() is w.welcome
 
 
