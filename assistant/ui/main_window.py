@@ -111,7 +111,8 @@ class MainWindow(WindowDialogs):
         self._refit = QTimer(self)
         self._refit.setSingleShot(True)
         self._refit.setInterval(300)
-        self._refit.timeout.connect(lambda: fit_to_screen(self))
+        self._refit.timeout.connect(self._fit_framed)
+        self._shown_frame = (0, 0)
         self.resize(1180, 800)
         self._build()
         self._wire()
@@ -571,10 +572,21 @@ class MainWindow(WindowDialogs):
         self.shutdown()
         super().closeEvent(event)
 
+    def _frame_extra(self) -> tuple[int, int]:
+        frame, inner = self.frameGeometry(), self.geometry()
+        return frame.width() - inner.width(), frame.height() - inner.height()
+
+    def _fit_framed(self) -> None:
+        """Fit again if the window manager has put a frame (title bar, borders) around the
+        window since it was shown; if the frame was known then, nothing changes."""
+        if self._frame_extra() != self._shown_frame:
+            fit_to_screen(self)
+
     def showEvent(self, event: object) -> None:
         super().showEvent(event)  # type: ignore[arg-type]
         fit_to_screen(self)
         # Again once the window manager has framed it (title bar and borders known).
+        self._shown_frame = self._frame_extra()
         self._refit.start()
         QTimer.singleShot(0, self.input.setFocus)
 
