@@ -7,8 +7,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from PySide6.QtCore import Qt
-from PySide6.QtGui import QGuiApplication
-from PySide6.QtWidgets import QFileDialog
+from PySide6.QtGui import QColor, QGuiApplication
+from PySide6.QtWidgets import QFileDialog, QToolButton
 
 from assistant import paths
 from assistant.config import Settings
@@ -91,6 +91,20 @@ def test_export_offers_the_title_in_documents_and_names_the_users_tools(
     assert Path(selected).name == "Trip plan packing.md"
     h.qtbot.wait(150)
     assert dialog.grab().save(str(artifacts_dir / "export-dialog.png"))
+    # The toolbar's icons show (the app's button padding used to squeeze them out).
+    buttons = [
+        b for b in dialog.findChildren(QToolButton) if b.isVisible() and not b.icon().isNull()
+    ]
+    assert len(buttons) >= 4
+    for button in buttons:
+        image = button.grab().toImage()
+        cx, cy = image.width() // 2, image.height() // 2
+        centre = [
+            QColor(image.pixel(x, y)).lightness()
+            for x in range(max(0, cx - 6), min(image.width(), cx + 7))
+            for y in range(max(0, cy - 6), min(image.height(), cy + 7))
+        ]
+        assert min(centre) < 150, f"no icon drawn on {button.toolTip() or button.objectName()}"
     dialog.accept()
     written = paths.documents_dir() / "Trip plan packing.md"
     h.qtbot.waitUntil(written.exists)
