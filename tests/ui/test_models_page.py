@@ -167,3 +167,15 @@ def test_a_chat_opened_with_another_model_loaded_asks_first(make_window) -> None
     switch = next(b for b in box.buttons() if b.text().startswith("Switch"))
     _press(h, switch)
     h.qtbot.waitUntil(lambda: loads[-1] == "smollm2-135m-instruct" and h.controller.ready)
+
+
+def test_an_added_file_is_offered_in_the_settings_too(make_window, tmp_path: Path) -> None:
+    from assistant.llm import catalog
+
+    mine = _copy_of(SMOLLM, tmp_path / "mine.gguf")
+    added = catalog.add_model(mine, lambda _p: None)  # header checks only
+    h = make_window()
+    dialog = h.window.open_settings()
+    index = dialog.model_combo.findData(added.key)
+    assert index >= 0 and dialog.model_combo.itemText(index) == added.display_name
+    dialog.reject()
