@@ -13,8 +13,8 @@ from assistant.service.status import Phase
 from assistant.ui.message_widgets import MessageWidget
 from assistant.ui.prompt_progress import progress_text
 
-LONG_PROMPT = "Please summarize these log lines. " + " ".join(
-    f"line {i}: request served in {i % 97} ms" for i in range(300)
+LONG_PROMPT = "Please summarize these log lines.\n" + "\n".join(
+    f"10:{i // 60:02d}:{i % 60:02d} GET /api/items/{i} served in {i % 97} ms" for i in range(260)
 )
 
 
