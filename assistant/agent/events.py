@@ -69,7 +69,23 @@ class ContextChanged:
 
 @dataclass(frozen=True)
 class ModelCallFinished:
+    """One model call ended. ``ttft_s``: from the start of the call's preparation (pruning,
+    counting, any compaction) to its first token, i.e. what the user waited for."""
+
     result: GenerationResult
+    ttft_s: float | None = None
+
+    def stats_line(self) -> str:
+        """``prompt_tokens=N evaluated=E reused=R ttft_s=T tokens_per_s=S`` (the terminal's
+        ``[stats]`` line; the window shows the same figures)."""
+        r = self.result
+        ttft = self.ttft_s if self.ttft_s is not None else r.first_token_s
+        tps = r.tokens_per_s
+        return (
+            f"prompt_tokens={r.prompt_tokens} evaluated={r.prompt_evaluated} "
+            f"reused={r.prompt_reused} ttft_s={'-' if ttft is None else f'{ttft:.2f}'} "
+            f"tokens_per_s={'-' if tps is None else f'{tps:.1f}'}"
+        )
 
 
 @dataclass(frozen=True)

@@ -319,6 +319,9 @@ class KVRecordingBackend(RecordingBackend):
     def reset_kv_cache(self) -> None:
         self.kv.reset_kv_cache()
 
+    def state_fingerprint(self) -> str:
+        return self.kv.state_fingerprint()
+
 
 class KVBackend(LLMBackend, KVCacheAware, Protocol):
     """A loaded model that is also KV-cache aware."""

@@ -24,6 +24,7 @@ from assistant.agent.events import (
     AssistantDelta,
     ContextChanged,
     MessageAdded,
+    ModelCallFinished,
     Notice,
     ToolCallStarted,
     TurnFinished,
@@ -43,6 +44,8 @@ from assistant.llm.worker import InlineExecutor, ModelWorker, default_factory
 from assistant.service.events import (
     ConversationReset,
     ExportPathNeeded,
+    ModelStateRestored,
+    PrefillTuned,
     ServiceEvent,
     StatusChanged,
 )
@@ -94,6 +97,8 @@ class TerminalPrinter:
         self.out = out
         self.err = err
         self.streamed = False
+        #: The last model call's ``[stats]`` line, printed once its reply is complete.
+        self._stats = ""
 
     def __call__(self, event: ServiceEvent) -> None:
         if isinstance(event, AssistantDelta):
@@ -107,12 +112,25 @@ class TerminalPrinter:
             self.err.write(f"[{event.level}] {event.text}\n")
         elif isinstance(event, ContextChanged):
             self._context(event)
+        elif isinstance(event, ModelCallFinished):
+            self._stats = f"[stats] {event.stats_line()}\n"
         elif isinstance(event, TurnFinished):
             if self.streamed:
                 self.out.write("\n")
                 self.streamed = False
+            self._flush_stats()
             if event.error:
                 self.err.write(f"[error] {event.error}\n")
+        elif isinstance(event, ModelStateRestored):
+            if event.tokens:
+                self.err.write(
+                    f"[resume] loaded this chat's saved model state: {event.tokens:,} tokens "
+                    f"in {event.seconds:.2f} s\n"
+                )
+            elif event.miss:
+                self.err.write(f"[resume] no saved model state used: {event.miss}\n")
+        elif isinstance(event, PrefillTuned):
+            self.err.write(f"[prefill] {event.text}\n")
         elif isinstance(event, StatusChanged):
             if event.status.phase in _SHOWN_PHASES:
                 self.err.write(f"[status] {event.status.text}\n")
@@ -123,10 +141,18 @@ class TerminalPrinter:
         self.err.flush()
         self.out.flush()
 
+    def _flush_stats(self) -> None:
+        if self._stats:
+            self.out.flush()
+            self.err.write(self._stats)
+            self._stats = ""
+
     def _message_added(self, msg: Message) -> None:
         if msg.role == "assistant" and self.streamed:
             self.out.write(" [stopped]\n" if msg.stopped else "\n")
             self.streamed = False
+        if msg.role == "assistant":
+            self._flush_stats()
         elif msg.role == "tool":
             status = "error" if msg.is_error else "result"
             self.err.write(f"[{msg.name} {status}: {len(msg.content):,} chars]\n")

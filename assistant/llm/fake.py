@@ -12,6 +12,7 @@ the prompt messages.
 from __future__ import annotations
 
 import time
+from array import array
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -61,6 +62,8 @@ class ScriptedBackend:
         self._template = ChatTemplate(self.template_source, origin="scripted")
         self._cache: list[int] = []
         self.closed = False
+        #: States loaded with :meth:`load_state` (tests of the resume path count them).
+        self.loaded_states = 0
 
     # -- Tokenizer ---------------------------------------------------------------------
     def tokenize(self, text: str) -> list[int]:
@@ -101,12 +104,25 @@ class ScriptedBackend:
         return _common_prefix(self._cache, tokens)
 
     def save_state(self) -> KVState:
-        return KVState(model=self.info.path, tokens=tuple(self._cache))
+        """The simulated cache; its "engine bytes" are the tokens themselves."""
+        tokens = tuple(self._cache)
+        return KVState(
+            model=self.info.path, tokens=tokens, data=array("i", tokens).tobytes(),
+            fingerprint=self.state_fingerprint(),
+        )
 
     def load_state(self, state: KVState) -> None:
-        if state.model != self.info.path:
+        if state.model != self.info.path or (
+            state.fingerprint and state.fingerprint != self.state_fingerprint()
+        ):
             raise LLMError(f"a KV state of {state.model} cannot be loaded into {self.info.path}")
+        if state.data and state.data != array("i", state.tokens).tobytes():
+            raise LLMError("the KV state's bytes do not match its tokens")
         self._cache = list(state.tokens)
+        self.loaded_states += 1
+
+    def state_fingerprint(self) -> str:
+        return f"scripted|{self.info.path}|{self.info.context_window}"
 
     def reset_kv_cache(self) -> None:
         self._cache = []

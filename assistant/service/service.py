@@ -37,7 +37,7 @@ from assistant.agent.events import AgentEvent, Notice
 from assistant.config import Settings, save_settings
 from assistant.conversation import CompactionRecord, Conversation, Message
 from assistant.engine import Engine, build_engine
-from assistant.llm.base import CancelToken, LLMBackend, ModelInfo
+from assistant.llm.base import CancelToken, LLMBackend, ModelInfo, Tunable
 from assistant.llm.registry import resolve_model
 from assistant.llm.worker import ModelWorker
 from assistant.service import chats
@@ -46,11 +46,14 @@ from assistant.service.events import (
     ChatsChanged,
     ConversationReset,
     ModelChanged,
+    ModelStateRestored,
+    PrefillTuned,
     QueueChanged,
     ServiceEvent,
     SettingsChanged,
     StatusChanged,
 )
+from assistant.service.resume import ChatResume, Restored, engine_tuning
 from assistant.service.status import Phase, Status, StatusMachine
 from assistant.sessions.entries import PruneEntry
 from assistant.sessions.errors import SessionError
@@ -110,6 +113,10 @@ class ChatService:
         self._cancel: CancelToken | None = None
         self._load_seq = 0
         self._closed = False
+        #: Saved model states of chats (instant resume) and the prompt settings in force.
+        self.saved_states = ChatResume(settings)
+        self.prefill_text = ""
+        self._restore_seq = 0
 
     # -- state -------------------------------------------------------------------------
     @property
@@ -243,8 +250,11 @@ class ChatService:
         )
         self.model_info = backend.info
         self.model_state = "ready"
+        self._tune(backend)
         self.emit(ModelChanged(info=backend.info))
         self._status(self.status_machine.loaded(backend.info.name))
+        if self.handle is not None:
+            self._restore_state()
         self._drain_queue()
 
     def apply_settings(self, new: Settings) -> bool:
@@ -258,6 +268,7 @@ class ChatService:
             or self.model_state == "failed"
         )
         self.settings = new
+        self.saved_states.configure(new)
         if self.persist_settings is not None:
             try:
                 self.persist_settings(new)
@@ -267,11 +278,70 @@ class ChatService:
         if reload:
             self.load_model()
         else:
+            if self.engine is not None and engine_tuning(new) != engine_tuning(old):
+                self._tune(self.engine.backend)
+                if self.handle is not None:
+                    self._restore_state()  # new batch sizes start with an empty cache
             self._status(self.status_machine.note("Settings saved"))
         return reload
 
+    # -- prompt evaluation and saved states --------------------------------------------
+    def _tune(self, backend: LLMBackend) -> None:
+        """Apply the prompt-evaluation settings on the worker (before any queued job)."""
+        if not isinstance(backend, Tunable):
+            return
+        tunable: Tunable = backend
+        tuning = engine_tuning(self.settings)
+        future = self.worker.submit(lambda _c: tunable.tune(tuning), CancelToken())
+        future.add_done_callback(lambda f: self.dispatch(lambda: self._tuned(f)))
+
+    def _tuned(self, future: Future[str]) -> None:
+        if self._closed:
+            return
+        exc = future.exception()
+        if exc is not None:
+            self.notice("error", f"Could not apply the prompt evaluation settings: {exc}")
+            return
+        self.prefill_text = future.result()
+        self.emit(PrefillTuned(self.prefill_text))
+
+    def _save_state(self) -> None:
+        """After a reply: copy the chat's KV state out on the worker (written to the cache
+        folder by the writer thread)."""
+        if self.handle is None or self.engine is None:
+            return
+        job = self.saved_states.save_job(self.engine.backend, self.handle.chat_id)
+        if job is not None:
+            self.worker.submit(job, CancelToken())
+
+    def _restore_state(self) -> None:
+        """Load the open chat's saved KV state on the worker (skipped if the user opens
+        another chat first)."""
+        if self.handle is None or self.engine is None:
+            return
+        self._restore_seq += 1
+        seq = self._restore_seq
+        job = self.saved_states.restore_job(
+            self.engine.backend, self.handle.chat_id, lambda: seq == self._restore_seq
+        )
+        if job is None:
+            return
+        future = self.worker.submit(job, CancelToken())
+        future.add_done_callback(lambda f: self.dispatch(lambda: self._restored(f)))
+
+    def _restored(self, future: Future[Restored]) -> None:
+        if self._closed:
+            return
+        exc = future.exception()
+        if exc is not None:  # a bug, not a damaged file (those load as nothing)
+            self.notice("warning", f"The chat's saved model state was not used: {exc}")
+            return
+        got = future.result()
+        self.emit(ModelStateRestored(got.chat_id, got.tokens, got.seconds, got.miss))
+
     # -- chats -------------------------------------------------------------------------
     def _close_handle(self) -> None:
+        self._restore_seq += 1  # a restore still waiting is for this chat: drop it
         if self.handle is not None:
             with contextlib.suppress(OSError, SessionError):
                 self.handle.close()
@@ -310,6 +380,8 @@ class ChatService:
         for warning in self.handle.warnings:
             self.notice("warning", warning)
         self.emit(ChatsChanged())
+        if self.engine is not None:
+            self._restore_state()
         return True
 
     def resume(self, ref: str) -> bool:
@@ -531,15 +603,19 @@ class ChatService:
         self._busy = True
         self._status(self.status_machine.job_started(what, model_call=model_call))
         future = self.worker.submit(job, cancel)
-        future.add_done_callback(lambda f: self.dispatch(lambda: self._job_done(f, then)))
+        future.add_done_callback(
+            lambda f: self.dispatch(lambda: self._job_done(f, then, model_call))
+        )
 
-    def _job_done(self, future: Future[Any], then: Then | None) -> None:
+    def _job_done(self, future: Future[Any], then: Then | None, model_call: bool = False) -> None:
         if self._closed:
             return
         exc = future.exception()
         if exc is not None:
             self.notice("error", f"Something went wrong: {exc}")
-        elif then is not None:
+        elif model_call:
+            self._save_state()
+        if exc is None and then is not None:
             try:
                 if then(future.result()):
                     return
@@ -559,6 +635,7 @@ class ChatService:
         self.stop()
         self._closed = True
         self.worker.shutdown(wait=True)
+        self.saved_states.close()
         self._close_handle()
         with contextlib.suppress(OSError, SessionError):
             self.store.close_all()
