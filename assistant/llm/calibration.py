@@ -184,8 +184,9 @@ def calibrate(
     """Time candidate prefill settings on ``llm``'s model and return the fastest.
 
     A 64-token warm-up (which also pages the weights in) estimates the speed; the trials
-    then use as many tokens (64 to ``max_tokens``) as fit the budget. ``threads`` > 0 fixes
-    the thread count (only the batch sizes are measured).
+    then use as many tokens (64 to ``max_tokens``) as fit the budget. Every thread count is
+    tried (past the budget if need be); the batch sizes only while the budget lasts.
+    ``threads`` > 0 fixes the thread count (only the batch sizes are measured).
     """
     started = time.perf_counter()
     cands = [threads] if threads > 0 else thread_candidates()
@@ -198,18 +199,18 @@ def calibrate(
     tokens = probe_tokens(llm, n)
     results: dict[PrefillConfig, float] = {}
 
-    def trial(cfg: PrefillConfig) -> None:
+    def trial(cfg: PrefillConfig, always: bool = False) -> None:
         if cfg in results:
             return
-        if results and time.perf_counter() - started > budget_s:
+        if not always and time.perf_counter() - started > budget_s:
             return
         try:
             results[cfg] = measure_prefill(llm, cfg, tokens)
         except RuntimeError as exc:
             log.warning("prefill trial %s failed: %s", cfg.describe(), exc)
 
-    for t in cands:
-        trial(PrefillConfig(t, DEFAULT_BATCH, DEFAULT_UBATCH))
+    for t in cands:  # the choice that matters most: measured even past the budget
+        trial(PrefillConfig(t, DEFAULT_BATCH, DEFAULT_UBATCH), always=True)
     best_threads = max(results, key=lambda c: results[c]).threads if results else cands[0]
     for ub in (256, 128):
         if ub < n:
