@@ -55,6 +55,7 @@ from assistant.llm.calibration import (
     default_config,
 )
 from assistant.llm.calibration import calibrate as run_calibration
+from assistant.llm.gguf import GGUFHeaderError, read_header
 from assistant.llm.kv_state import file_sha256
 from assistant.llm.llama_kv import (
     LlamaMemory,
@@ -106,6 +107,16 @@ def check_model_file(path: Path, entry: ModelEntry | None = None) -> None:
         raise ModelLoadError(
             str(path), "the file is damaged: its sha256 does not match the registry."
         )
+
+
+def _header_context(path: Path) -> int | None:
+    """The trained context from the GGUF header; a damaged header is a load error."""
+    try:
+        return read_header(path).context_length
+    except GGUFHeaderError as exc:
+        raise ModelLoadError(str(path), f"{exc}.") from None
+    except OSError as exc:
+        raise ModelLoadError(str(path), f"it cannot be read ({exc.strerror or exc}).") from None
 
 
 # -- incremental prompt tokenization ----------------------------------------------------------
@@ -371,7 +382,9 @@ class LlamaBackend:
             from llama_cpp import Llama
         except ImportError as exc:  # pragma: no cover - broken install
             raise ModelLoadError(str(path), f"llama-cpp-python is not installed ({exc})") from exc
-        trained = entry.context_length if entry else None
+        # The trained length comes from the registry or the file's header, before any
+        # context exists: a window beyond it is never allocated.
+        trained = entry.context_length if entry else _header_context(path)
         ctx = min(n_ctx, trained) if trained else n_ctx
 
         def open_llama(n_ctx: int) -> Any:
@@ -395,8 +408,8 @@ class LlamaBackend:
                 str(path), f"llama.cpp could not load it ({exc}); the file may be damaged."
             ) from exc
         train_ctx = int(llama._model.n_ctx_train())
-        if entry is None and train_ctx and n_ctx > train_ctx:
-            # An unregistered file: now that the trained length is known, cap the window.
+        if train_ctx and ctx > train_ctx:
+            # Only when the header named no trained length (llama.cpp found one anyway).
             ctx = train_ctx
         auto, calibration = _auto_prefill(llama, path, threads, flash_attn, calibrate)
         config = PrefillConfig(

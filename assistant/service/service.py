@@ -59,6 +59,7 @@ from assistant.sessions.entries import PruneEntry
 from assistant.sessions.errors import SessionError
 from assistant.sessions.handle import ChatHandle
 from assistant.sessions.store import ChatSummary, SessionStore
+from assistant.settings_check import check_against_model
 from assistant.tools.approval import Approver
 
 Dispatch = Callable[[Callable[[], None]], None]
@@ -253,6 +254,9 @@ class ChatService:
         self._tune(backend)
         self.emit(ModelChanged(info=backend.info))
         self._status(self.status_machine.loaded(backend.info.name))
+        check = check_against_model(self.settings, backend.info.trained_context, backend.count)
+        for problem in check.errors:  # settings from the file, now that the model is known
+            self.notice("error", f"{problem} Change it in Settings (Ctrl+,).")
         if self.handle is not None:
             self._restore_state()
         self._drain_queue()
@@ -392,6 +396,26 @@ class ChatService:
             return False
         return self.open_chat(found.id)
 
+    def repair_chat(self) -> str | None:
+        """Write a repaired copy of the open read-only chat (damaged lines) beside it and
+        open the copy; the original file is kept as it was."""
+        if self.handle is None or self.handle.read_only is None:
+            return None
+        original = self.handle.chat_id
+        try:
+            copy_id = self.store.repair(original)
+        except (OSError, SessionError) as exc:
+            self.notice("error", f"Cannot repair the chat: {exc}")
+            return None
+        self._close_handle()
+        if self.open_chat(copy_id):
+            self.notice(
+                "info",
+                f"Opened the repaired copy ({len(self.conversation.messages)} messages). The "
+                f"original {original}.jsonl is kept as it was.",
+            )
+        return copy_id
+
     def ensure_chat(self) -> ChatHandle:
         if self.handle is None:
             self.handle = self.store.create()
@@ -453,6 +477,10 @@ class ChatService:
         parsed = parse_input(text)
         if isinstance(parsed, CommandError):
             self.notice("error", parsed.message)
+            return False
+        read_only = self.handle.read_only if self.handle is not None else None
+        if read_only is not None and not isinstance(parsed, AppCommand):
+            self.notice("warning", f"Not sent: {read_only}")  # damaged lines; see repair_chat
             return False
         item = Queued(text, parsed)
         if isinstance(parsed, AppCommand) and parsed.name != "compact" and not self._busy:

@@ -7,7 +7,7 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from assistant.compaction.compactor import compaction_budget
+from assistant.compaction.budget import compaction_budget
 from assistant.compaction.controller import ContextController
 from assistant.conversation import Conversation, Message, ToolCall
 from assistant.llm.fake import ScriptedBackend
