@@ -27,6 +27,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+from assistant import paths
 from assistant.llm.llama_kv import PrefillConfig
 
 log = logging.getLogger(__name__)
@@ -252,8 +253,8 @@ def calibration_key(model_path: Path, flash_attn: bool) -> str:
 class CalibrationStore:
     """Calibrations in one JSON file (``calibration.json`` in the cache directory)."""
 
-    def __init__(self, path: Path) -> None:
-        self.path = path
+    def __init__(self, path: Path | None = None) -> None:
+        self.path = path or paths.cache_dir() / "calibration.json"
 
     def _read(self) -> dict[str, Any]:
         try:

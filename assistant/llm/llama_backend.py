@@ -32,7 +32,6 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from assistant import paths
 from assistant.llm.base import (
     CancelToken,
     ChatMessages,
@@ -951,7 +950,7 @@ def _auto_prefill(
     ``ASSISTANT_CALIBRATE=0`` turns measuring off (the test suite does)."""
     if not calibrate or os.environ.get("ASSISTANT_CALIBRATE", "").strip() in {"0", "off", "no"}:
         return default_config(threads), None
-    store = CalibrationStore(paths.cache_dir() / "calibration.json")
+    store = CalibrationStore()
     key = calibration_key(path, flash_attn) + (f"|threads={threads}" if threads else "")
     got = store.get(key)
     if got is None:

@@ -30,6 +30,7 @@ from assistant.llm.base import (
     LLMBackend,
     LLMError,
 )
+from assistant.llm.calibration import CalibrationStore
 from assistant.llm.kv_state import StateCache, StateWriter, Usage
 
 log = logging.getLogger(__name__)
@@ -46,6 +47,11 @@ def engine_tuning(settings: Settings) -> EngineTuning:
         chunk_reuse=perf.chunk_reuse,
         min_chunk=perf.chunk_reuse_min,
     )
+
+
+def forget_calibration() -> None:
+    """Forget the measured prompt settings: the next model load measures them again."""
+    CalibrationStore().clear()
 
 
 @dataclass(frozen=True)
@@ -77,7 +83,7 @@ class ChatResume:
         return self.cache.usage()
 
     def clear(self) -> Usage:
-        self.writer.flush()
+        """Delete every saved state (a write still under way may land after)."""
         return self.cache.clear()
 
     def save_job(
