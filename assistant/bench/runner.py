@@ -50,6 +50,7 @@ from assistant.llm.base import (
     PromptCounter,
     StreamEvent,
 )
+from assistant.llm.llama_backend import LlamaBackend
 from assistant.tools.registry import ToolRegistry
 
 from .metrics import (
@@ -119,6 +120,9 @@ class Recorder:
         self.turn_text: list[str] = []
         #: The first chat prompt of the current turn (its messages' text).
         self.first_prompt: str | None = None
+        #: Tokens of summaries written since the last chat call (text shown for the first
+        #: time, not evaluated again).
+        self._fresh = 0
 
     # -- turns ------------------------------------------------------------------------
     def begin_turn(self) -> None:
@@ -158,7 +162,9 @@ class Recorder:
                 rec.new_tokens = prompt_tokens
             else:
                 rec.new_tokens = sum(self.counter.unpruned(m) for m in new)
+                rec.fresh_tokens = self._fresh
             self._seen = len(self.conv.messages)
+        self._fresh = 0
         self._turn_calls += 1
 
     def call_finished(self, kind: CallKind, result: GenerationResult) -> None:
@@ -167,7 +173,7 @@ class Recorder:
             prompt_tokens=result.prompt_tokens, evaluated=result.prompt_evaluated,
             reused=result.prompt_reused, completion_tokens=result.completion_tokens,
             prefill_s=result.prefill_s, generate_s=result.generate_s,
-            first_token_s=result.first_token_s,
+            first_token_s=result.first_token_s, shifted=result.prompt_shifted,
         )
         if kind == "chat":
             self._chat_extras(rec, result.prompt_tokens)
@@ -197,6 +203,7 @@ class Recorder:
                 )
             elif isinstance(inner, CompactionFinished):
                 r = inner.record
+                self._fresh += self.counter.text(r.summary)
                 self.compactions.append(
                     CompactionStat(r.summarizer, r.reason, r.duration_s, r.tokens_before,
                                    r.tokens_after, self.turn)
@@ -239,6 +246,9 @@ class RecordingBackend:
         self.name = inner.name
         self.window_cap = window_cap
         self.recorder: Recorder | None = None
+        #: When a list: each chat call's (cached tokens, prompt tokens) is appended (for
+        #: ``reuse_quality``; the real model only).
+        self.pairs: list[tuple[list[int], list[int]]] | None = None
 
     @property
     def info(self) -> ModelInfo:
@@ -280,6 +290,9 @@ class RecordingBackend:
         kind: CallKind = rec.call_kind() if rec is not None else "chat"
         if rec is not None and kind == "chat" and rec.first_prompt is None:
             rec.first_prompt = _prompt_text(messages)
+        if self.pairs is not None and kind == "chat" and isinstance(self.inner, LlamaBackend):
+            prompt = self.inner.tokenize_prompt(self.inner.render_prompt(messages, tools))
+            self.pairs.append((self.inner.cached_tokens(), prompt))
         try:
             for event in self.inner.generate(
                 messages, options, tools=tools, cancel=cancel, on_prefill=on_prefill
@@ -351,11 +364,14 @@ def run_workload(
     options: RunOptions | None = None,
     model_label: str = "",
     summarizer: SummarizerFactory | None = None,
+    pairs: list[tuple[list[int], list[int]]] | None = None,
 ) -> RunRecord:
-    """Run ``workload`` with one strategy on ``backend``; returns everything recorded."""
+    """Run ``workload`` with one strategy on ``backend``; returns everything recorded.
+    With ``pairs``, each chat call's (cached tokens, prompt tokens) is appended to it."""
     opts = options or RunOptions()
     started = time.perf_counter()
     rec_backend = recording_backend(backend, workload.window_cap)
+    rec_backend.pairs = pairs
     with tempfile.TemporaryDirectory(prefix=f"bench-{workload.name}-") as tmp:
         workspace = Path(tmp)
         workload.write_workspace(workspace)

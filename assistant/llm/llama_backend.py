@@ -689,6 +689,15 @@ class LlamaBackend:
         """Why chunk reuse cannot be used with this model (None if it can)."""
         return self._reuse_blocker
 
+    def tune_chunk_reuse(self, min_chunk: int) -> None:
+        """Chunk reuse on (runs of ``min_chunk``+ tokens) or off (0), if the model allows."""
+        self._reuse_chunk = max(0, min_chunk) if self._reuse_blocker is None else 0
+
+    def cached_tokens(self) -> list[int]:
+        """The tokens the KV cache holds, in order."""
+        llm = self._llm
+        return [int(t) for t in llm.input_ids[: llm.n_tokens]]
+
     def tune(self, tuning: EngineTuning) -> str:
         """Apply threads / batch sizes (0: the measured or default value) and chunk reuse.
         New batch sizes need a new context, which empties the KV cache."""
@@ -705,9 +714,7 @@ class LlamaBackend:
             self._reuse_blocker = reuse_blocker(self._llm)
         elif want.threads != have.threads:
             set_threads(self._llm, want.threads)
-        self._reuse_chunk = (
-            max(1, tuning.min_chunk) if tuning.chunk_reuse and self._reuse_blocker is None else 0
-        )
+        self.tune_chunk_reuse(max(1, tuning.min_chunk) if tuning.chunk_reuse else 0)
         return self.describe_tuning()
 
     def describe_tuning(self) -> str:
