@@ -174,7 +174,8 @@ class KVState:
     #: ``ModelInfo.path`` of the backend that saved it.
     model: str
     tokens: tuple[int, ...]
-    data: bytes = b""
+    #: The engine's bytes (a bytearray when the engine wrote them in place: no copy).
+    data: bytes | bytearray = b""
     #: :meth:`KVCacheAware.state_fingerprint` of the backend that saved it.
     fingerprint: str = ""
 

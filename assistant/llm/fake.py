@@ -116,7 +116,7 @@ class ScriptedBackend:
             state.fingerprint and state.fingerprint != self.state_fingerprint()
         ):
             raise LLMError(f"a KV state of {state.model} cannot be loaded into {self.info.path}")
-        if state.data and state.data != array("i", state.tokens).tobytes():
+        if state.data and bytes(state.data) != array("i", state.tokens).tobytes():
             raise LLMError("the KV state's bytes do not match its tokens")
         self._cache = list(state.tokens)
         self.loaded_states += 1

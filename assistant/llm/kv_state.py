@@ -63,7 +63,7 @@ class Usage:
         return f"{self.bytes / 1e6:,.1f} MB in {self.files} saved chat state(s)"
 
 
-def _digest(tokens_bytes: bytes, data: bytes) -> str:
+def _digest(tokens_bytes: bytes, data: bytes | bytearray) -> str:
     h = hashlib.sha256()
     h.update(tokens_bytes)
     h.update(data)
@@ -207,8 +207,8 @@ class StateCache:
         if file_size != len(MAGIC) + 4 + hlen + 4 * n_tokens + data_len:
             return "truncated or damaged saved state (size)"
         tokens_bytes = fh.read(4 * n_tokens)
-        data = fh.read(data_len)
-        if len(tokens_bytes) != 4 * n_tokens or len(data) != data_len:
+        data = bytearray(data_len)  # read in place: the engine loads it without a copy
+        if len(tokens_bytes) != 4 * n_tokens or fh.readinto(data) != data_len:
             return "truncated saved state"
         if _digest(tokens_bytes, data) != header.get("sha256"):
             return "damaged saved state (checksum)"
@@ -220,6 +220,24 @@ class StateCache:
         )
 
     # -- housekeeping ----------------------------------------------------------------
+    def forget(self, chat_id: str) -> int:
+        """Delete every saved state of ``chat_id`` (any model); returns how many."""
+        removed = 0
+        with self._lock:
+            for _, _, path in self._files():
+                try:
+                    with path.open("rb") as fh:
+                        if fh.read(len(MAGIC)) != MAGIC:
+                            continue
+                        (hlen,) = _LEN.unpack(fh.read(4))
+                        header = json.loads(fh.read(min(hlen, 64 * 1024)))
+                except (OSError, ValueError, struct.error):
+                    continue
+                if isinstance(header, dict) and header.get("chat") == chat_id:
+                    path.unlink(missing_ok=True)
+                    removed += 1
+        return removed
+
     def usage(self) -> Usage:
         files = self._files()
         return Usage(len(files), sum(size for _, size, _ in files))

@@ -181,27 +181,34 @@ class LlamaMemory:
         self.seq_rm(HELPER_SEQ, -1, -1)
 
 
-def read_state(llm: Any) -> bytes:
-    """The chat sequence's cells as llama.cpp serializes them (no logits, no empty cells)."""
+def read_state(llm: Any) -> bytearray:
+    """The chat sequence's cells as llama.cpp serializes them (no logits, no empty cells),
+    written by llama.cpp straight into the returned buffer (no second copy)."""
     import llama_cpp
 
     ctx = llm._ctx.ctx
     size = int(llama_cpp.llama_state_seq_get_size(ctx, MAIN_SEQ))
-    buf = (ctypes.c_uint8 * size)()
+    data = bytearray(size)
+    buf = (ctypes.c_uint8 * size).from_buffer(data)
     written = int(llama_cpp.llama_state_seq_get_data(ctx, buf, size, MAIN_SEQ))
+    del buf  # release the export before resizing
     if written <= 0 or written > size:
         raise RuntimeError("llama.cpp could not copy the KV state")
-    return bytes(memoryview(buf)[:written])
+    del data[written:]
+    return data
 
 
-def write_state(llm: Any, data: bytes) -> bool:
+def write_state(llm: Any, data: bytes | bytearray) -> bool:
     """Replace the cache by a :func:`read_state` copy; False (cache emptied) if refused."""
     import llama_cpp
 
     ctx = llm._ctx.ctx
     mem = llama_cpp.llama_get_memory(ctx)
     llama_cpp.llama_memory_clear(mem, True)
-    buf = (ctypes.c_uint8 * len(data)).from_buffer_copy(data)
+    if isinstance(data, bytearray):
+        buf = (ctypes.c_uint8 * len(data)).from_buffer(data)
+    else:
+        buf = (ctypes.c_uint8 * len(data)).from_buffer_copy(data)
     if int(llama_cpp.llama_state_seq_set_data(ctx, buf, len(data), MAIN_SEQ)) == 0:
         llama_cpp.llama_memory_clear(mem, True)
         return False

@@ -82,6 +82,13 @@ class ChatResume:
     def usage(self) -> Usage:
         return self.cache.usage()
 
+    def forget(self, chat_id: str) -> None:
+        """Delete the chat's saved states (the chat was deleted)."""
+        try:
+            self.cache.forget(chat_id)
+        except OSError as exc:
+            log.warning("could not delete the saved states of chat %s: %s", chat_id, exc)
+
     def clear(self) -> Usage:
         """Delete every saved state (a write still under way may land after)."""
         return self.cache.clear()

@@ -443,6 +443,8 @@ class ChatService:
             self.store.delete(chat_id)
         except (OSError, SessionError) as exc:
             self.notice("error", f"Cannot delete the chat: {exc}")
+        else:
+            self.saved_states.forget(chat_id)  # its model state holds its text too
         self.emit(ChatsChanged())
 
     def undo_delete(self) -> str | None:

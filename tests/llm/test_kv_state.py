@@ -101,6 +101,15 @@ def test_least_recently_used_states_are_evicted(tmp_path: Path) -> None:
     assert freed.files == 1 and cache.usage().files == 0
 
 
+def test_forget_deletes_every_state_of_a_chat(tmp_path: Path) -> None:
+    cache = StateCache(tmp_path, limit_bytes=10**7)
+    cache.save("chat-1", _state(50))
+    cache.save("chat-1", _state(50, fingerprint="fp-b"))
+    cache.save("chat-2", _state(50))
+    assert cache.forget("chat-1") == 2
+    assert cache.load("chat-1", "fp-a") is None and cache.load("chat-2", "fp-a") is not None
+
+
 def test_empty_states_are_not_saved(tmp_path: Path) -> None:
     cache = StateCache(tmp_path, limit_bytes=10**7)
     assert cache.save("chat", KVState(model="m", tokens=(), data=b"")) is None

@@ -4,6 +4,7 @@ loads nothing and the chat is evaluated from scratch."""
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from pathlib import Path
 
@@ -101,13 +102,24 @@ def test_opening_another_chat_first_skips_the_stale_restore(make_rig: Make) -> N
     chat_b, held_b = _first_chat(make_rig)
     fresh = ScriptedBackend([])
     rig = make_rig(backend=fresh, threaded=True)
+    gate = threading.Event()  # the worker is busy while the user switches chats
+    rig.service.worker.submit(lambda: gate.wait(10))
     assert rig.service.open_chat(chat_a)
     assert rig.service.open_chat(chat_b)
+    gate.set()
     assert rig.loop is not None
     rig.loop.run_until(lambda: len(rig.of(ModelStateRestored)) == 2)
     got = {r.chat_id: r for r in rig.of(ModelStateRestored)}
     assert got[chat_a].tokens == 0 and got[chat_a].miss == "another chat was opened"
     assert got[chat_b].tokens == held_b
+
+
+def test_deleting_a_chat_deletes_its_saved_state(make_rig: Make) -> None:
+    chat_id, _held = _first_chat(make_rig)
+    assert len(list(_state_dir().iterdir())) == 1
+    rig = make_rig(backend=ScriptedBackend([]))
+    rig.service.delete_chat(chat_id)
+    assert not list(_state_dir().iterdir())
 
 
 def test_settings_turn_into_the_backend_tuning() -> None:
