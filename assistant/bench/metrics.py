@@ -16,10 +16,11 @@ definitions are here, in one place:
 * **policy time**: time in ``prepare`` minus time in the summarizer (thread CPU time and wall
   time), per chat call.
 * **re-evaluated share**: of the prompt tokens chat calls evaluated, those evaluated again:
-  per call, evaluated minus the text it shows for the first time (its new messages, and a
-  summary written since the previous chat call); ``reeval_share_all`` also counts every
-  summarizer token as evaluated again (an upper bound).
-* **TTFT bound**: a turn's new tokens (those of its first chat call) divided by the raw
+  per call, evaluated minus the text it shows for the first time (``fresh_tokens``: its new
+  messages as the prompt shows them, and a summary written since the previous chat call);
+  ``reeval_share_all`` also counts every summarizer token as evaluated again (an upper
+  bound).
+* **TTFT bound**: a turn's fresh tokens (those of its first chat call) divided by the raw
   llama.cpp prefill rate of the model (``RunRecord.raw_prefill_tps``): no turn can show its
   first token sooner. Reported as the median of TTFT / bound.
 * **retention in context**: share of facts whose probe string is in the last prompt of the
@@ -59,8 +60,8 @@ class CallRecord:
     policy_wall_s: float | None = None
     #: Of ``reused``, the tokens kept by moving cached chunks (chunk reuse).
     shifted: int = 0
-    #: New text the call shows besides ``new_tokens``: a summary written since the last
-    #: chat call (its tokens are evaluated for the first time, not again).
+    #: Text the call shows for the first time: its new messages as the prompt shows them
+    #: (cut or cleared), and a summary written since the last chat call.
     fresh_tokens: int = 0
 
 
@@ -249,7 +250,7 @@ def summarize(run: RunRecord) -> Summary:
     seen = [t.visibility for t in turns if t.visibility is not None]
     asked = [bool(t.answered) for t in turns if t.answered is not None]
     fills = [c.tokens_after / run.window for c in run.compactions if run.window]
-    reeval = sum(max(0, c.evaluated - c.new_tokens - c.fresh_tokens) for c in done)
+    reeval = sum(max(0, c.evaluated - c.fresh_tokens) for c in done)
     done_eval = sum(c.evaluated for c in done)
     ratios, bounds = ttft_bounds(run)
     return Summary(
@@ -319,7 +320,7 @@ def ttft_bounds(run: RunRecord) -> tuple[list[float], list[float]]:
     first: dict[int, int] = {}
     for c in run.calls:
         if c.kind == "chat" and c.phase == "workload" and not c.overflowed:
-            first.setdefault(c.turn, c.new_tokens + c.fresh_tokens)
+            first.setdefault(c.turn, c.fresh_tokens)
     ratios: list[float] = []
     bounds: list[float] = []
     for t in run.turns:

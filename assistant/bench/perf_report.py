@@ -133,8 +133,10 @@ def section(perf: dict[str, Any], sums: Sequence[Summary], table: Table) -> str:
             f"{resume.get('resume_evaluated')} tokens evaluated) against "
             f"{_f(resume.get('cold_ttft_s'))} s evaluating everything; saving it took "
             f"{_f(resume.get('copy_s'), 3)} s on the model's thread and "
-            f"{_f(resume.get('write_s'), 3)} s on the writer's. Same reply either way: "
-            f"{'yes' if resume.get('same_reply') else 'no'}."
+            f"{_f(resume.get('write_s'), 3)} s on the writer's. Same greedy reply as the chat "
+            f"never closed: {'yes' if resume.get('same_reply_as_live') else '**no**'}; as "
+            f"the full evaluation: {'yes' if resume.get('same_reply') else 'no'} (it rounds "
+            "differently)."
         )
     quality = perf.get("reuse_quality")
     if isinstance(quality, dict):

@@ -123,6 +123,8 @@ class Recorder:
         #: Tokens of summaries written since the last chat call (text shown for the first
         #: time, not evaluated again).
         self._fresh = 0
+        #: The messages of the last chat call's prompt.
+        self.prompt_messages: list[dict[str, Any]] = []
 
     # -- turns ------------------------------------------------------------------------
     def begin_turn(self) -> None:
@@ -159,10 +161,15 @@ class Recorder:
         if rec.phase == "workload":
             new = self.conv.messages[self._seen :]
             if self._seen == 0:
-                rec.new_tokens = prompt_tokens
+                rec.new_tokens = rec.fresh_tokens = prompt_tokens
             else:
                 rec.new_tokens = sum(self.counter.unpruned(m) for m in new)
-                rec.fresh_tokens = self._fresh
+                # As shown: the new messages are the prompt's last ones (cut or cleared
+                # as the prompt shows them), plus any summary written since the last call.
+                shown = self.prompt_messages[-len(new):] if new else []
+                if len(shown) >= len(self.prompt_messages):
+                    shown = shown[1:]  # never the system prompt
+                rec.fresh_tokens = self._fresh + sum(self.counter.segment(m) for m in shown)
             self._seen = len(self.conv.messages)
         self._fresh = 0
         self._turn_calls += 1
@@ -290,6 +297,8 @@ class RecordingBackend:
         kind: CallKind = rec.call_kind() if rec is not None else "chat"
         if rec is not None and kind == "chat" and rec.first_prompt is None:
             rec.first_prompt = _prompt_text(messages)
+        if rec is not None and kind == "chat":
+            rec.prompt_messages = list(messages)
         if self.pairs is not None and kind == "chat" and isinstance(self.inner, LlamaBackend):
             prompt = self.inner.tokenize_prompt(self.inner.render_prompt(messages, tools))
             self.pairs.append((self.inner.cached_tokens(), prompt))

@@ -23,16 +23,18 @@ from assistant.bench.reuse_quality import (
 def _run(raw: float | None = 100.0) -> RunRecord:
     run = RunRecord(workload="W1", strategy="policy", model="m", mode="local", window=8192,
                     raw_prefill_tps=raw)
-    # Turn 1: the whole first prompt is new. Turn 2: 300 new tokens but 1,000 evaluated
-    # (a prune changed the middle): 700 evaluated again. Turn 3: a summary of 200 tokens
-    # was written before it: 500 evaluated = 100 new + 200 summary + 200 again.
+    # Turn 1: the whole first prompt is new. Turn 2: 300 tokens shown for the first time
+    # (600 before they were cut to fit) but 1,000 evaluated (a prune changed the middle):
+    # 700 evaluated again. Turn 3: 100 new and a 200-token summary written before it: 500
+    # evaluated = 300 fresh + 200 again.
     run.calls = [
-        CallRecord(1, 1, "workload", "chat", 1_000, evaluated=1_000, new_tokens=1_000),
+        CallRecord(1, 1, "workload", "chat", 1_000, evaluated=1_000, new_tokens=1_000,
+                   fresh_tokens=1_000),
         CallRecord(2, 2, "workload", "chat", 1_400, evaluated=1_000, reused=400,
-                   new_tokens=300),
+                   new_tokens=600, fresh_tokens=300),
         CallRecord(3, 2, "workload", "summary", 900, evaluated=900),
         CallRecord(4, 3, "workload", "chat", 900, evaluated=500, reused=400, new_tokens=100,
-                   fresh_tokens=200, shifted=250),
+                   fresh_tokens=300, shifted=250),
         CallRecord(5, 4, "probe", "chat", 950, evaluated=50, reused=900, new_tokens=40),
     ]
     run.turns = [
@@ -144,3 +146,19 @@ def test_candidates_are_calls_changed_in_the_middle() -> None:
 
 def test_perf_section_is_empty_without_measurements() -> None:
     assert perf_report.section({}, [], lambda h, r: "") == ""
+
+
+def test_a_run_records_the_text_each_call_shows_for_the_first_time() -> None:
+    from assistant.bench.runner import RunOptions, run_workload
+
+    from .helpers import scripted, tool_workload
+
+    run = run_workload(scripted(window=4_096), tool_workload(6, lines=120), "policy",
+                       options=RunOptions(ask_questions=False))
+    chat = [c for c in run.calls if c.kind == "chat"]
+    assert chat[0].fresh_tokens == chat[0].prompt_tokens == chat[0].evaluated
+    # Later calls show a new file and a question: fresh, but no more than the prompt.
+    assert all(0 < c.fresh_tokens <= c.prompt_tokens for c in chat[1:])
+    s = summarize(run)
+    assert s.reeval_share is not None and 0.0 <= s.reeval_share < 1.0
+    assert s.reevaluated == sum(max(0, c.evaluated - c.fresh_tokens) for c in chat)
