@@ -75,18 +75,6 @@ class ModelCallFinished:
     result: GenerationResult
     ttft_s: float | None = None
 
-    def stats_line(self) -> str:
-        """``prompt_tokens=N evaluated=E reused=R ttft_s=T tokens_per_s=S`` (the terminal's
-        ``[stats]`` line; the window shows the same figures)."""
-        r = self.result
-        ttft = self.ttft_s if self.ttft_s is not None else r.first_token_s
-        tps = r.tokens_per_s
-        return (
-            f"prompt_tokens={r.prompt_tokens} evaluated={r.prompt_evaluated} "
-            f"reused={r.prompt_reused} ttft_s={'-' if ttft is None else f'{ttft:.2f}'} "
-            f"tokens_per_s={'-' if tps is None else f'{tps:.1f}'}"
-        )
-
 
 @dataclass(frozen=True)
 class TurnFinished:

@@ -24,7 +24,6 @@ from assistant.agent.events import (
     AssistantDelta,
     ContextChanged,
     MessageAdded,
-    ModelCallFinished,
     Notice,
     ToolCallStarted,
     TurnFinished,
@@ -45,10 +44,13 @@ from assistant.service.events import (
     ConversationReset,
     ExportPathNeeded,
     ModelStateRestored,
+    ModelSwitchSuggested,
     PrefillTuned,
+    ReplyStats,
     ServiceEvent,
     StatusChanged,
 )
+from assistant.service.progress import stats_line
 from assistant.service.service import ChatService
 from assistant.service.status import Phase
 from assistant.sessions.store import SessionStore
@@ -97,8 +99,6 @@ class TerminalPrinter:
         self.out = out
         self.err = err
         self.streamed = False
-        #: The last model call's ``[stats]`` line, printed once its reply is complete.
-        self._stats = ""
 
     def __call__(self, event: ServiceEvent) -> None:
         if isinstance(event, AssistantDelta):
@@ -112,15 +112,19 @@ class TerminalPrinter:
             self.err.write(f"[{event.level}] {event.text}\n")
         elif isinstance(event, ContextChanged):
             self._context(event)
-        elif isinstance(event, ModelCallFinished):
-            self._stats = f"[stats] {event.stats_line()}\n"
         elif isinstance(event, TurnFinished):
             if self.streamed:
                 self.out.write("\n")
                 self.streamed = False
-            self._flush_stats()
             if event.error:
                 self.err.write(f"[error] {event.error}\n")
+        elif isinstance(event, StatusChanged):
+            if event.status.phase in _SHOWN_PHASES:
+                self.err.write(f"[status] {event.status.text}\n")
+        elif isinstance(event, ConversationReset) and event.chat_id is None:
+            self.err.write("[chat] new chat\n")
+        elif isinstance(event, ReplyStats):
+            self.err.write(stats_line(event) + "\n")
         elif isinstance(event, ModelStateRestored):
             if event.tokens:
                 self.err.write(
@@ -131,28 +135,20 @@ class TerminalPrinter:
                 self.err.write(f"[resume] no saved model state used: {event.miss}\n")
         elif isinstance(event, PrefillTuned):
             self.err.write(f"[prefill] {event.text}\n")
-        elif isinstance(event, StatusChanged):
-            if event.status.phase in _SHOWN_PHASES:
-                self.err.write(f"[status] {event.status.text}\n")
-        elif isinstance(event, ConversationReset) and event.chat_id is None:
-            self.err.write("[chat] new chat\n")
+        elif isinstance(event, ModelSwitchSuggested):
+            self.err.write(
+                f"[info] This chat was last used with {event.chat_model}; answering with "
+                f"{event.loaded_model} (start with --model {event.chat_model} to use it).\n"
+            )
         elif isinstance(event, ExportPathNeeded):
             self.err.write("[info] Usage: /export PATH (.md for Markdown, .json for JSON)\n")
         self.err.flush()
         self.out.flush()
 
-    def _flush_stats(self) -> None:
-        if self._stats:
-            self.out.flush()
-            self.err.write(self._stats)
-            self._stats = ""
-
     def _message_added(self, msg: Message) -> None:
         if msg.role == "assistant" and self.streamed:
             self.out.write(" [stopped]\n" if msg.stopped else "\n")
             self.streamed = False
-        if msg.role == "assistant":
-            self._flush_stats()
         elif msg.role == "tool":
             status = "error" if msg.is_error else "result"
             self.err.write(f"[{msg.name} {status}: {len(msg.content):,} chars]\n")

@@ -30,6 +30,7 @@ from assistant.compaction.budget import (
     GROWTH_SHARE,
     MIN_FILL,
     MIN_MODEL_BUDGET,
+    SUMMARY_SLACK,
     Budget,
     compaction_budget,
     tail_bounds,
@@ -190,10 +191,14 @@ class Compactor:
             max(c - TRIM_FLOOR, 0) if m.id in waiting else 0
             for m, c in zip(kept, counts, strict=True)
         ]
+        # With nothing summarized, the current summary stays: the pending part must fit
+        # beside it, or it may be split.
+        current = count(prev.summary) + SUMMARY_SLACK if prev is not None else 0
+        fits_now = policy.window - policy.reserve - overhead - current
         plan: Plan | None = None
         raised = False
         for _ in range(4):
-            allowed = self._allowed(kept, counts, pending, limit)
+            allowed = self._allowed(kept, counts, pending, min(limit, fits_now))
             cut = find_cut(
                 kept, counts, keep=min(keep, limit), limit=limit, floor=min(floor, limit),
                 allowed=allowed,
