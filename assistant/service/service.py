@@ -370,6 +370,10 @@ class ChatService:
             return
         got = future.result()
         self.emit(ModelStateRestored(got.chat_id, got.tokens, got.seconds, got.miss))
+        if got.tokens and not self.busy:
+            self._status(self.status_machine.note(
+                f"Chat resumed from its saved state ({got.tokens:,} tokens ready)"
+            ))
 
     def use_model(self, model: str) -> bool:
         """Load ``model`` (a registered name or a GGUF path) for this chat and the next ones.

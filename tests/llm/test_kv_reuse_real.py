@@ -208,8 +208,16 @@ def test_chunk_reuse_is_refused_for_sliding_window_models() -> None:
         # Prefix reuse still works.
         msgs = [{"role": "user", "content": "Hello there, how are you today?"}]
         _chat(gemma, msgs, 2)
-        again = _chat(gemma, [*msgs, {"role": "assistant", "content": "Fine."},
-                              {"role": "user", "content": "Good."}], 2)
+        follow = [*msgs, {"role": "assistant", "content": "Fine."},
+                  {"role": "user", "content": "Good. Now name three colours."}]
+        again = _chat(gemma, follow, 2)
         assert again.prompt_reused > 0 and again.prompt_shifted == 0
+        # Its state (a sliding-window cache beside the full one) saves and loads too.
+        saved = gemma.save_state()
+        live = _chat(gemma, follow, 12)
+        gemma.reset_kv_cache()
+        gemma.load_state(saved)
+        restored = _chat(gemma, follow, 12)
+        assert restored.prompt_reused == len(saved.tokens) and restored.text == live.text
     finally:
         gemma.close()

@@ -135,3 +135,10 @@ def test_settings_turn_into_the_backend_tuning() -> None:
 
 def _state_dir() -> Path:
     return default_dir()
+
+
+def test_the_status_says_the_chat_resumed_from_its_state(make_rig: Make) -> None:
+    chat_id, held = _first_chat(make_rig)
+    rig = make_rig(backend=ScriptedBackend([]))
+    assert rig.service.open_chat(chat_id)
+    assert rig.statuses()[-1].text == f"Chat resumed from its saved state ({held:,} tokens ready)"
