@@ -22,13 +22,14 @@ from pathlib import Path
 from typing import Any
 
 from assistant.config import DEFAULT_SYSTEM_PROMPT
-from assistant.llm.base import GenerationOptions, GenerationResult
+from assistant.llm.base import GenerationResult
 from assistant.llm.calibration import logical_cpus, measure_prefill
 from assistant.llm.kv_state import StateCache
 from assistant.llm.llama_backend import LlamaBackend
 from assistant.llm.llama_kv import PrefillConfig
 
 from .metrics import median
+from .micro import greedy_call
 
 _TOPICS = (
     "the lighthouse keeper's logbook", "tidal charts of the northern bay",
@@ -58,18 +59,9 @@ def history_messages(backend: LlamaBackend, tokens: int) -> list[dict[str, Any]]
     return msgs
 
 
-def _call(backend: LlamaBackend, tokens: list[int], max_tokens: int) -> GenerationResult:
-    result: GenerationResult | None = None
-    for event in backend.generate_tokens(tokens, GenerationOptions(max_tokens, temperature=0.0)):
-        if event.result is not None:
-            result = event.result
-    assert result is not None
-    return result
-
-
 def _chat(backend: LlamaBackend, msgs: list[dict[str, Any]], max_tokens: int
           ) -> GenerationResult:
-    return _call(backend, backend.tokenize_prompt(backend.render_prompt(msgs)), max_tokens)
+    return greedy_call(backend, backend.tokenize_prompt(backend.render_prompt(msgs)), max_tokens)
 
 
 def _timed_chat(backend: LlamaBackend, msgs: list[dict[str, Any]], max_tokens: int
@@ -78,7 +70,7 @@ def _timed_chat(backend: LlamaBackend, msgs: list[dict[str, Any]], max_tokens: i
     t0 = time.perf_counter()
     tokens = backend.tokenize_prompt(backend.render_prompt(msgs))
     ready = time.perf_counter() - t0
-    result = _call(backend, tokens, max_tokens)
+    result = greedy_call(backend, tokens, max_tokens)
     return result, ready + (result.first_token_s or result.prefill_s)
 
 
@@ -102,7 +94,7 @@ def prefill_speed(backend: LlamaBackend, *, prompt_tokens: int = 2_000, reps: in
     raw_default: list[float] = []
     for _ in range(reps):
         backend.reset_kv_cache()
-        res = _call(backend, tokens, 1)
+        res = greedy_call(backend, tokens, 1)
         if res.prefill_s > 0:
             app.append((len(tokens) - 1) / res.prefill_s)  # the last token comes with the reply
         raw.append(measure_prefill(backend._llm, config, tokens[:-1]))

@@ -28,6 +28,7 @@ from assistant.llm.base import (
     ModelInfo,
     StreamEvent,
 )
+from assistant.llm.cache_reuse import common_prefix
 from assistant.llm.fallback_tokenizer import Cl100kTokenizer
 from assistant.llm.template import ChatTemplate
 
@@ -105,7 +106,7 @@ class ScriptedBackend:
 
     def cached_prefix(self, tokens: Sequence[int]) -> int:
         """How many leading ``tokens`` the simulated KV cache holds (as LlamaBackend)."""
-        return _common_prefix(self._cache, tokens)
+        return common_prefix(self._cache, tokens)
 
     def save_state(self) -> KVState:
         """The simulated cache; its "engine bytes" are the tokens themselves."""
@@ -155,7 +156,7 @@ class ScriptedBackend:
         self.calls.append(record)
         if len(tokens) >= self.window:
             raise ContextOverflowError(len(tokens), self.window)
-        reused = _common_prefix(self._cache, tokens)
+        reused = common_prefix(self._cache, tokens)
         if reused == len(tokens):
             reused -= 1  # llama.cpp re-evaluates the last token to get fresh logits
         prefill_start = time.perf_counter()
@@ -250,12 +251,3 @@ def _pieces(text: str) -> list[str]:
     if current:
         pieces.append(current)
     return pieces
-
-
-def _common_prefix(a: Sequence[int], b: Sequence[int]) -> int:
-    n = 0
-    for x, y in zip(a, b, strict=False):
-        if x != y:
-            break
-        n += 1
-    return n

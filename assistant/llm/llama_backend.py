@@ -49,7 +49,13 @@ from assistant.llm.base import (
     ModelLoadError,
     StreamEvent,
 )
-from assistant.llm.cache_reuse import ReuseFailed, ReusePlan, apply_plan, plan_reuse
+from assistant.llm.cache_reuse import (
+    ReuseFailed,
+    ReusePlan,
+    apply_plan,
+    common_prefix,
+    plan_reuse,
+)
 from assistant.llm.calibration import (
     DEFAULT_BATCH,
     Calibration,
@@ -460,12 +466,7 @@ class LlamaBackend:
     def cached_prefix(self, tokens: Sequence[int]) -> int:
         """How many leading ``tokens`` are already in the KV cache."""
         llm = self._llm
-        n = 0
-        for a, b in zip(llm.input_ids[: llm.n_tokens], tokens, strict=False):
-            if a != b:
-                break
-            n += 1
-        return n
+        return common_prefix(llm.input_ids[: llm.n_tokens], tokens)
 
     def save_state(self) -> KVState:
         """The chat's KV cells (only the used ones) with the tokens they hold."""

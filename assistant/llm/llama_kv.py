@@ -151,7 +151,11 @@ class LlamaMemory:
     def seq_cp(self, src: int, dst: int, p0: int, p1: int) -> None:
         self._lc.llama_memory_seq_cp(self._mem, src, dst, p0, p1)
 
-    def decode(self, tokens: Sequence[int], pos: int, seq: int) -> None:
+    def decode(
+        self, tokens: Sequence[int], pos: int, seq: int, *, all_logits: bool = False
+    ) -> None:
+        """Evaluate ``tokens`` at ``pos, pos + 1, ...`` in ``seq`` (logits for the last
+        one, or with ``all_logits`` for each)."""
         n = len(tokens)
         if n == 0:
             return
@@ -164,7 +168,7 @@ class LlamaMemory:
             batch.pos[i] = pos + i
             batch.n_seq_id[i] = 1
             batch.seq_id[i][0] = seq
-            batch.logits[i] = False
+            batch.logits[i] = all_logits
         batch.logits[n - 1] = True
         rc = int(self._lc.llama_decode(self._ctx, batch))
         if rc != 0:

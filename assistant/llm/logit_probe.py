@@ -18,6 +18,7 @@ import numpy.typing as npt
 
 from assistant.llm.cache_reuse import MAIN_SEQ, ReusePlan
 from assistant.llm.llama_backend import LlamaBackend
+from assistant.llm.llama_kv import LlamaMemory
 
 Logits = npt.NDArray[np.float64]
 
@@ -39,22 +40,13 @@ class LogitProbe:
 
     def _decode(self, tokens: Sequence[int], all_logits: bool) -> None:
         """Evaluate ``tokens`` after what the cache holds (one batch)."""
-        llm, lc = self._llm, self._lc
+        llm = self._llm
         n, pos = len(tokens), int(llm.n_tokens)
-        batch = lc.llama_batch_init(n, 0, 1)
+        memory = LlamaMemory(llm, n)
         try:
-            batch.n_tokens = n
-            for i, token in enumerate(tokens):
-                batch.token[i] = token
-                batch.pos[i] = pos + i
-                batch.n_seq_id[i] = 1
-                batch.seq_id[i][0] = MAIN_SEQ
-                batch.logits[i] = all_logits or i == n - 1
-            rc = int(lc.llama_decode(llm._ctx.ctx, batch))
+            memory.decode(tokens, pos, MAIN_SEQ, all_logits=all_logits)
         finally:
-            lc.llama_batch_free(batch)
-        if rc != 0:
-            raise RuntimeError(f"llama_decode returned {rc}")
+            memory.close()
         llm.input_ids[pos : pos + n] = tokens
         llm.n_tokens = pos + n
 
