@@ -201,6 +201,42 @@ class CompactionSwitches(BaseModel):
     prune: bool = Field(True, description="Clear old tool outputs before every model call.")
 
 
+class Performance(BaseModel):
+    """How the embedded model spends (and saves) prompt evaluation."""
+
+    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+
+    resume_state: bool = Field(
+        True,
+        description="After each reply, save the chat's model state (the KV cache) in the "
+        "cache folder, so reopening the chat evaluates only what is new.",
+    )
+    state_cache_mb: int = Field(
+        2048, ge=0, le=1_048_576,
+        description="Most disk space for saved chat states, in MB (least recently used go "
+        "first; 0 saves none).",
+    )
+    chunk_reuse: bool = Field(
+        False,
+        description="After a prune or a compaction, keep the cached text that follows the "
+        "changed part by moving it instead of evaluating it again (faster, approximate: see "
+        "docs/PERFORMANCE.md).",
+    )
+    chunk_reuse_min: int = Field(
+        64, ge=8, le=100_000, description="Shortest run of cached tokens worth moving."
+    )
+    n_batch: int = Field(
+        0, ge=0, le=65_536,
+        description="Prompt tokens per llama.cpp call; 0 takes the value measured on first "
+        "load.",
+    )
+    n_ubatch: int = Field(
+        0, ge=0, le=65_536,
+        description="Prompt tokens per compute step (at most n_batch); 0 takes the measured "
+        "value.",
+    )
+
+
 class Sampling(BaseModel):
     model_config = ConfigDict(extra="forbid", validate_assignment=True)
 
@@ -209,7 +245,9 @@ class Sampling(BaseModel):
     max_reply_tokens: int = Field(
         512, ge=16, le=32_768, description="Longest reply; never more than the reserve."
     )
-    threads: int = Field(0, ge=0, le=256, description="CPU threads; 0 picks automatically.")
+    threads: int = Field(
+        0, ge=0, le=256, description="CPU threads; 0 takes the number measured on first load."
+    )
     seed: int = Field(0, ge=0)
 
 
@@ -233,6 +271,7 @@ class Settings(BaseModel):
     standard: ModePolicy = Field(default_factory=default_standard)
     compaction: CompactionSwitches = Field(default_factory=CompactionSwitches)
     sampling: Sampling = Field(default_factory=Sampling)
+    performance: Performance = Field(default_factory=Performance)
     model: str = Field(
         "smollm2-135m-instruct",
         description="A registered model name, or a path to any GGUF file.",

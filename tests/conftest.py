@@ -26,6 +26,9 @@ def _isolated_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[
     home.mkdir()
     monkeypatch.setenv("ASSISTANT_HOME", str(home))
     monkeypatch.setenv("ASSISTANT_MODEL_DIR", str(EMBEDDED_MODEL.parent))
+    # Prefill calibration measures for seconds on a model's first load in a fresh cache
+    # folder, i.e. in every test; its own tests turn it back on.
+    monkeypatch.setenv("ASSISTANT_CALIBRATE", "0")
     monkeypatch.delenv("ASSISTANT_DISABLE_PRUNE", raising=False)
     monkeypatch.delenv("ASSISTANT_DISABLE_AUTOCOMPACT", raising=False)
     yield home

@@ -69,7 +69,11 @@ class ContextChanged:
 
 @dataclass(frozen=True)
 class ModelCallFinished:
+    """One model call ended. ``ttft_s``: from the start of the call's preparation (pruning,
+    counting, any compaction) to its first token, i.e. what the user waited for."""
+
     result: GenerationResult
+    ttft_s: float | None = None
 
 
 @dataclass(frozen=True)

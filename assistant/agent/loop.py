@@ -33,6 +33,7 @@ call the user did not ask for. They are not asked about (typing them is the appr
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, Literal
@@ -227,9 +228,12 @@ class Agent:
         failed_rounds = 0
         overflow_retried = False
         retry: PreparedRequest | None = None
+        call_start = time.perf_counter()
         while True:
             if cancel.cancelled:
                 return True, None
+            if retry is None:  # a retry after overflow counts from the failed call
+                call_start = time.perf_counter()
             try:
                 prepared = retry or self.controller.prepare(
                     conv, system_prompt=settings.system_prompt, tools=tools, cancel=cancel
@@ -243,6 +247,7 @@ class Agent:
                 self._emit(Notice("warning", note))
             self._emit(context_usage(prepared))
             max_tokens = max(1, min(settings.sampling.max_reply_tokens, prepared.reserve))
+            gen_start = time.perf_counter()
             try:
                 text, result = self._generate(
                     prepared.messages, tools, max_tokens, settings, cancel
@@ -276,7 +281,10 @@ class Agent:
                 self._emit(Notice("error", f"The model failed: {failed.error}"))
                 return False, str(failed.error)
             if result is not None:
-                self._emit(ModelCallFinished(result))
+                ttft = None
+                if result.first_token_s is not None:
+                    ttft = gen_start - call_start + result.first_token_s
+                self._emit(ModelCallFinished(result, ttft))
             if cancel.cancelled or (result is not None and result.stopped):
                 if text:
                     self._append(conv, Message(role="assistant", content=text, stopped=True))

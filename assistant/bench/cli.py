@@ -106,6 +106,16 @@ def _parser() -> argparse.ArgumentParser:
                         "real-sessions and ../shared/real-sessions when present)")
     p.add_argument("--no-real-sessions", action="store_true",
                    help="skip the real-session replays")
+    p.add_argument("--chunk-reuse", action="store_true",
+                   help="run with chunk reuse on (cached text after a pruned or summarized "
+                   "span is moved, not evaluated again)")
+    p.add_argument("--no-reuse-quality", action="store_true",
+                   help="skip measuring chunk reuse against full evaluation on the policy's "
+                   "calls")
+    p.add_argument("--reuse-positions", type=int, default=200, metavar="N",
+                   help="positions the chunk-reuse quality covers at least (default 200)")
+    p.add_argument("--resume-history", type=int, default=None, metavar="TOKENS",
+                   help="history of the reopened chat measured (default 6000, 1500 quick)")
     return p
 
 
@@ -149,10 +159,12 @@ def _workloads(names: list[str], seed: int, quick: bool) -> list[Workload]:
 class _Models:
     """Loads each model once, lazily; closes them at the end."""
 
-    def __init__(self, choice: str, threads: int) -> None:
+    def __init__(self, choice: str, threads: int, chunk_reuse: bool = False) -> None:
         self.choice = choice
         self.threads = threads
+        self.chunk_reuse = chunk_reuse
         self._loaded: dict[tuple[str, int], LLMBackend] = {}
+        self._rates: dict[int, float] = {}
 
     def model_for(self, wl: Workload) -> str:
         if self.choice == "embedded":
@@ -198,9 +210,25 @@ class _Models:
         else:
             from assistant.llm.llama_backend import LlamaBackend
 
-            backend = LlamaBackend.load(name, n_ctx=n_ctx, threads=self.threads)
+            # As the app loads it: prefill settings measured on the first load, then kept.
+            backend = LlamaBackend.load(name, n_ctx=n_ctx, threads=self.threads, calibrate=True)
+            if self.chunk_reuse:
+                backend.tune_chunk_reuse(64)
         self._loaded[key] = backend
         return backend
+
+    def raw_rate(self, backend: LLMBackend) -> float | None:
+        """Raw llama.cpp prefill tokens/s of a loaded model (measured once)."""
+        from assistant.llm.llama_backend import LlamaBackend
+
+        if not isinstance(backend, LlamaBackend):
+            return None
+        key = id(backend)
+        if key not in self._rates:
+            from .prefill import raw_prefill_rate
+
+            self._rates[key] = raw_prefill_rate(backend)
+        return self._rates[key]
 
     def close(self) -> None:
         for backend in self._loaded.values():
@@ -303,7 +331,7 @@ def _run(
         options={
             "max_reply_tokens": args.max_reply_tokens, "step_limit": 1,
             "temperature": 0.0, "threads": args.threads, "model": args.model,
-            "strategies": list(strategies),
+            "strategies": list(strategies), "chunk_reuse": args.chunk_reuse,
         },
     )
     done: set[tuple[str, str]] = set()
@@ -319,6 +347,7 @@ def _run(
         result.speed, result.policy_time = previous.speed, previous.policy_time
         result.summary_time, result.notes = previous.summary_time, previous.notes
         result.real_sessions = previous.real_sessions
+        result.perf = previous.perf
         had = set(previous.options.get("strategies", [])) | set(strategies)
         result.options["strategies"] = [n for n in STRATEGY_NAMES if n in had]
         done = {(r.workload, r.strategy) for r in result.runs}
@@ -337,7 +366,8 @@ def _run(
         one_question_per_kind=args.quick, probe_reply_tokens=16 if args.quick else 32,
         progress=_progress,
     )
-    models = _Models(args.model, args.threads)
+    models = _Models(args.model, args.threads, args.chunk_reuse)
+    quality = _QualityPairs(args)
     try:
         for wl in workloads:
             if all((wl.name, s) in done for s in strategies):
@@ -359,15 +389,20 @@ def _run(
                     continue
                 reset_cache(backend)
                 _progress(f"{wl.name} with {strategy} on {model} ...")
-                run = run_workload(backend, wl, strategy, options=opts, model_label=model)
+                run = run_workload(backend, wl, strategy, options=opts, model_label=model,
+                                   pairs=quality.collect(wl, strategy, backend))
+                run.raw_prefill_tps = models.raw_rate(backend)
+                run.chunk_reuse = args.chunk_reuse
                 if not any(w.name == wl.name for w in result.workloads):
                     result.workloads.append(_info(wl, model, run.window))
                 result.runs.append(run)
                 _checkpoint(result, args, started)
         if not args.no_real_sessions:
             _real_sessions(result, args, models, strategies)
+        quality.measure(result)
         if not args.no_micro:
-            _micro(result, models, workloads, quick=args.quick)
+            _micro(result, models, workloads, quick=args.quick,
+                   history=args.resume_history or (1_500 if args.quick else 6_000))
     finally:
         models.close()
     _stamp_end(result, started)
@@ -454,8 +489,12 @@ def _info(wl: Workload, model: str, window: int) -> WorkloadInfo:
     )
 
 
-def _micro(result: BenchResult, models: _Models, workloads: list[Workload], *, quick: bool) -> None:
-    """Speed, policy-time and summary-time measurements on the local model."""
+def _micro(
+    result: BenchResult, models: _Models, workloads: list[Workload], *, quick: bool,
+    history: int = 6_000,
+) -> None:
+    """Speed, policy-time, summary-time, prefill and resume measurements on the local
+    model."""
     local = next((w for w in workloads if w.mode == "local"), None) or generate("W2", 0)
     if models.available(local) is not None:
         return
@@ -476,7 +515,38 @@ def _micro(result: BenchResult, models: _Models, workloads: list[Workload], *, q
         reset_cache(backend)
         result.summary_time = summary_time(backend)
 
-    steps = [("generation speed", speed), ("policy time", policy)]
+    def prefill() -> None:
+        from assistant.llm.llama_backend import LlamaBackend
+
+        from .prefill import prefill_speed
+
+        if isinstance(backend, LlamaBackend):
+            reset_cache(backend)
+            result.perf["prefill"] = prefill_speed(
+                backend, prompt_tokens=512 if quick else 2_000, reps=2 if quick else 3
+            )
+
+    def resume() -> None:
+        from assistant.llm.llama_backend import LlamaBackend
+
+        from .prefill import resume_ttft
+
+        if not isinstance(backend, LlamaBackend):
+            return
+        name = models.model_for(local)
+        n_ctx = backend.info.context_window
+
+        def reload() -> LlamaBackend:
+            return LlamaBackend.load(name, n_ctx=n_ctx, threads=models.threads, calibrate=True)
+
+        result.perf["resume"] = resume_ttft(
+            backend, reload, history=history, raw_tps=models.raw_rate(backend),
+            progress=_progress,
+        )
+        reset_cache(backend)
+
+    steps = [("generation speed", speed), ("policy time", policy),
+             ("prefill speed", prefill), ("resume time to first token", resume)]
     if quick:  # filling a real local window first costs over a minute on 2 cores
         result.notes.append("The summary of a full local window is measured in the full run.")
     else:
@@ -488,3 +558,51 @@ def _micro(result: BenchResult, models: _Models, workloads: list[Workload], *, q
         except Exception as exc:  # a measurement failing must not lose the workloads
             logging.getLogger("assistant.bench").exception("measurement failed")
             result.notes.append(f"{label} measurement failed: {type(exc).__name__}: {exc}")
+
+
+class _QualityPairs:
+    """Records the policy's chat calls on the local model, then measures chunk reuse
+    against full evaluation on them (:mod:`assistant.bench.reuse_quality`)."""
+
+    def __init__(self, args: argparse.Namespace) -> None:
+        self.enabled = not args.no_reuse_quality and args.model != "scripted"
+        self.positions = int(args.reuse_positions)
+        self.pairs: list[tuple[list[int], list[int]]] = []
+        self.backend: LLMBackend | None = None
+        self.source: list[str] = []
+
+    def collect(
+        self, wl: Workload, strategy: str, backend: LLMBackend
+    ) -> list[tuple[list[int], list[int]]] | None:
+        from assistant.llm.llama_backend import LlamaBackend
+
+        if not self.enabled or strategy != "policy" or wl.mode != "local":
+            return None
+        if not isinstance(backend, LlamaBackend) or backend.chunk_reuse_blocker is not None:
+            return None
+        if self.backend is not None and self.backend is not backend:
+            return None  # one model and window: the pairs are measured on it
+        self.backend = backend
+        self.source.append(wl.name)
+        return self.pairs
+
+    def measure(self, result: BenchResult) -> None:
+        from assistant.llm.llama_backend import LlamaBackend
+
+        from .reuse_quality import measure
+
+        backend = self.backend
+        if not self.enabled or not isinstance(backend, LlamaBackend):
+            return
+        _progress(f"measuring chunk reuse against full evaluation on {len(self.pairs)} "
+                  f"calls of {', '.join(self.source)} ...")
+        try:
+            got = measure(backend, self.pairs, min_positions=self.positions, progress=_progress)
+        except Exception as exc:  # a measurement failing must not lose the workloads
+            logging.getLogger("assistant.bench").exception("reuse quality failed")
+            result.notes.append(f"chunk reuse quality failed: {type(exc).__name__}: {exc}")
+            return
+        summary = got.summary()
+        summary["workloads"] = self.source
+        summary["model"] = backend.info.name
+        result.perf["reuse_quality"] = summary

@@ -15,6 +15,14 @@ definitions are here, in one place:
   **TTFT** (turn) is from sending the message to the first streamed text.
 * **policy time**: time in ``prepare`` minus time in the summarizer (thread CPU time and wall
   time), per chat call.
+* **re-evaluated share**: of the prompt tokens chat calls evaluated, those evaluated again:
+  per call, evaluated minus the text it shows for the first time (``fresh_tokens``: its new
+  messages as the prompt shows them, and a summary written since the previous chat call);
+  ``reeval_share_all`` also counts every summarizer token as evaluated again (an upper
+  bound).
+* **TTFT bound**: a turn's fresh tokens (those of its first chat call) divided by the raw
+  llama.cpp prefill rate of the model (``RunRecord.raw_prefill_tps``): no turn can show its
+  first token sooner. Reported as the median of TTFT / bound.
 * **retention in context**: share of facts whose probe string is in the last prompt of the
   workload (0 when that call overflowed: the model saw nothing). **Answered**: share of the
   end-of-run questions whose reply contains an accepted answer.
@@ -50,6 +58,11 @@ class CallRecord:
     new_tokens: int = 0
     policy_cpu_s: float | None = None
     policy_wall_s: float | None = None
+    #: Of ``reused``, the tokens kept by moving cached chunks (chunk reuse).
+    shifted: int = 0
+    #: Text the call shows for the first time: its new messages as the prompt shows them
+    #: (cut or cleared), and a summary written since the last chat call.
+    fresh_tokens: int = 0
 
 
 Visibility = Literal["full", "cut", "cleared"]
@@ -120,6 +133,10 @@ class RunRecord:
     tool_mismatches: int = 0
     peak_rss_mb: float = 0.0
     wall_s: float = 0.0
+    #: Raw llama.cpp prompt evaluation of the run's model (tokens/s), for the TTFT bound.
+    raw_prefill_tps: float | None = None
+    #: Whether chunk reuse was on for the run.
+    chunk_reuse: bool = False
 
 
 def percentile(values: Sequence[float], q: float) -> float | None:
@@ -188,6 +205,19 @@ class Summary:
     answered_when_asked: float | None = None
     #: Smallest prompt after a compaction, as a share of the window.
     min_fill_after_compaction: float | None = None
+    #: Chat-call prompt tokens evaluated again (evaluated minus the text they show for the
+    #: first time), their share of all evaluated, and the same counting every summarizer
+    #: token as evaluated again.
+    reevaluated: int = 0
+    reeval_share: float | None = None
+    reeval_share_all: float | None = None
+    #: Prompt tokens kept by chunk reuse (moved rather than evaluated again).
+    shifted: int = 0
+    #: Time to first token against its lower bound (the turn's new tokens at the raw
+    #: prefill rate): median ratio and the median bound itself.
+    ttft_bound_ratio_median: float | None = None
+    ttft_bound_median_s: float | None = None
+    chunk_reuse: bool = False
 
 
 def _ms(value: float | None) -> float | None:
@@ -220,6 +250,9 @@ def summarize(run: RunRecord) -> Summary:
     seen = [t.visibility for t in turns if t.visibility is not None]
     asked = [bool(t.answered) for t in turns if t.answered is not None]
     fills = [c.tokens_after / run.window for c in run.compactions if run.window]
+    reeval = sum(max(0, c.evaluated - c.fresh_tokens) for c in done)
+    done_eval = sum(c.evaluated for c in done)
+    ratios, bounds = ttft_bounds(run)
     return Summary(
         workload=run.workload,
         strategy=run.strategy,
@@ -267,7 +300,37 @@ def summarize(run: RunRecord) -> Summary:
         questions_after_outputs=len(seen),
         answered_when_asked=_share(asked),
         min_fill_after_compaction=min(fills, default=None),
+        reevaluated=reeval,
+        reeval_share=reeval / done_eval if done_eval else None,
+        reeval_share_all=(
+            (reeval + s_eval) / (done_eval + s_eval) if done_eval + s_eval else None
+        ),
+        shifted=sum(c.shifted for c in done),
+        ttft_bound_ratio_median=median(ratios),
+        ttft_bound_median_s=median(bounds),
+        chunk_reuse=run.chunk_reuse,
     )
+
+
+def ttft_bounds(run: RunRecord) -> tuple[list[float], list[float]]:
+    """Per workload turn with a first token: TTFT / bound, and the bound, where the bound is
+    the new tokens of the turn's first chat call at the raw prefill rate."""
+    if not run.raw_prefill_tps:
+        return [], []
+    first: dict[int, int] = {}
+    for c in run.calls:
+        if c.kind == "chat" and c.phase == "workload" and not c.overflowed:
+            first.setdefault(c.turn, c.fresh_tokens)
+    ratios: list[float] = []
+    bounds: list[float] = []
+    for t in run.turns:
+        new = first.get(t.turn, 0)
+        if t.phase != "workload" or t.ttft_s is None or new <= 0:
+            continue
+        bound = new / run.raw_prefill_tps
+        bounds.append(bound)
+        ratios.append(t.ttft_s / bound)
+    return ratios, bounds
 
 
 CUT_MARKER = "omitted here to fit the context window"

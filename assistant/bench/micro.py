@@ -46,7 +46,8 @@ class SpeedResult:
         return self.app_tps / self.raw_tps if self.raw_tps else 0.0
 
 
-def _app_call(backend: LlamaBackend, tokens: list[int], max_tokens: int) -> GenerationResult:
+def greedy_call(backend: LlamaBackend, tokens: list[int], max_tokens: int) -> GenerationResult:
+    """One greedy call of the app's path on exact prompt tokens; its result."""
     result: GenerationResult | None = None
     for event in backend.generate_tokens(tokens, GenerationOptions(max_tokens, temperature=0.0)):
         if event.result is not None:
@@ -70,12 +71,12 @@ def generation_speed(
         {"role": "user", "content": filler + "\n\n" + _STORY},
     ]
     tokens = backend.tokenize(backend.render_prompt(msgs))
-    _app_call(backend, tokens, 2)  # warm: the prompt is now cached for both paths
+    greedy_call(backend, tokens, 2)  # warm: the prompt is now cached for both paths
     app: list[float] = []
     raw: list[float] = []
     produced = 0
     for _ in range(reps):
-        res = _app_call(backend, tokens, max_tokens)
+        res = greedy_call(backend, tokens, max_tokens)
         produced = res.completion_tokens
         if res.completion_tokens == 0 or res.generate_s <= 0:
             continue

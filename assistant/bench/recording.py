@@ -25,6 +25,7 @@ from assistant.llm.base import (
     ModelInfo,
     StreamEvent,
 )
+from assistant.llm.llama_backend import LlamaBackend
 
 from .metrics import CallKind
 
@@ -56,6 +57,9 @@ class RecordingBackend:
         self.name = inner.name
         self.window_cap = window_cap
         self.recorder: CallSink | None = None
+        #: When a list: each chat call's (cached tokens, prompt tokens) is appended (for
+        #: ``reuse_quality``; the real model only).
+        self.pairs: list[tuple[list[int], list[int]]] | None = None
 
     @property
     def info(self) -> ModelInfo:
@@ -97,6 +101,9 @@ class RecordingBackend:
         kind: CallKind = rec.call_kind() if rec is not None else "chat"
         if rec is not None:
             rec.call_started(kind, messages)
+        if self.pairs is not None and kind == "chat" and isinstance(self.inner, LlamaBackend):
+            prompt = self.inner.tokenize_prompt(self.inner.render_prompt(messages, tools))
+            self.pairs.append((self.inner.cached_tokens(), prompt))
         try:
             for event in self.inner.generate(
                 messages, options, tools=tools, cancel=cancel, on_prefill=on_prefill
@@ -135,6 +142,9 @@ class KVRecordingBackend(RecordingBackend):
 
     def reset_kv_cache(self) -> None:
         self.kv.reset_kv_cache()
+
+    def state_fingerprint(self) -> str:
+        return self.kv.state_fingerprint()
 
 
 class KVBackend(LLMBackend, KVCacheAware, Protocol):

@@ -22,6 +22,7 @@ from typing import Any
 
 from assistant.config import default_local
 
+from . import perf_report
 from .metrics import (
     CallRecord,
     CompactionStat,
@@ -83,6 +84,9 @@ class BenchResult:
     wall_s: float = 0.0
     notes: list[str] = field(default_factory=list)
     real_sessions: list[RealSessionResult] = field(default_factory=list)
+    #: Prompt evaluation (issue 14): ``prefill``, ``resume``, ``reuse_quality``
+    #: (see :mod:`assistant.bench.perf_report`).
+    perf: dict[str, Any] = field(default_factory=dict)
 
     def summaries(self) -> list[Summary]:
         return [summarize(r) for r in self.runs]
@@ -112,6 +116,7 @@ def to_json(result: BenchResult, *, records: bool = False) -> dict[str, Any]:
         "wall_s": round(result.wall_s, 1),
         "notes": result.notes,
         "real_sessions": [asdict(r) for r in result.real_sessions],
+        "perf": result.perf,
     }
     if records:
         data["runs"] = [asdict(r) for r in result.runs]
@@ -138,6 +143,7 @@ def from_json(data: dict[str, Any]) -> BenchResult:
         summary_time=data.get("summary_time"), wall_s=float(data.get("wall_s", 0.0)),
         notes=list(data.get("notes", [])),
         real_sessions=[RealSessionResult(**r) for r in data.get("real_sessions", [])],
+        perf=dict(data.get("perf") or {}),
     )
 
 
@@ -247,6 +253,8 @@ def targets(result: BenchResult) -> list[Target]:
                if isinstance(st.get("cold"), dict) else ""),
             secs is not None and float(secs) <= 15.0,
         ))
+    out += [Target(goal, measured, met)
+            for goal, measured, met in perf_report.targets(result.perf, result.summaries())]
     return out
 
 
@@ -614,6 +622,7 @@ def render_markdown(
         parts += _run_header(r)
         for info in r.workloads:
             parts.append(_workload_section(r, info, plot_dir, f"{kind}_"))
+        parts.append(perf_report.section(r.perf, r.summaries(), _table))
         parts.append(_real_section(r))
     opts = runs[0].options if runs else {}
     parts.append(

@@ -113,6 +113,11 @@ class Recorder:
         self.turn_text: list[str] = []
         #: The first chat prompt of the current turn (its messages' text).
         self.first_prompt: str | None = None
+        #: Tokens of summaries written since the last chat call (text shown for the first
+        #: time, not evaluated again).
+        self._fresh = 0
+        #: The messages of the last chat call's prompt.
+        self.prompt_messages: list[dict[str, Any]] = []
 
     # -- turns ------------------------------------------------------------------------
     def begin_turn(self) -> None:
@@ -149,10 +154,17 @@ class Recorder:
         if rec.phase == "workload":
             new = self.conv.messages[self._seen :]
             if self._seen == 0:
-                rec.new_tokens = prompt_tokens
+                rec.new_tokens = rec.fresh_tokens = prompt_tokens
             else:
                 rec.new_tokens = sum(self.counter.unpruned(m) for m in new)
+                # As shown: the new messages are the prompt's last ones (cut or cleared
+                # as the prompt shows them), plus any summary written since the last call.
+                shown = self.prompt_messages[-len(new):] if new else []
+                if len(shown) >= len(self.prompt_messages):
+                    shown = shown[1:]  # never the system prompt
+                rec.fresh_tokens = self._fresh + sum(self.counter.segment(m) for m in shown)
             self._seen = len(self.conv.messages)
+        self._fresh = 0
         self._turn_calls += 1
 
     def call_finished(self, kind: CallKind, result: GenerationResult) -> None:
@@ -161,7 +173,7 @@ class Recorder:
             prompt_tokens=result.prompt_tokens, evaluated=result.prompt_evaluated,
             reused=result.prompt_reused, completion_tokens=result.completion_tokens,
             prefill_s=result.prefill_s, generate_s=result.generate_s,
-            first_token_s=result.first_token_s,
+            first_token_s=result.first_token_s, shifted=result.prompt_shifted,
         )
         if kind == "chat":
             self._chat_extras(rec, result.prompt_tokens)
@@ -170,6 +182,8 @@ class Recorder:
     def call_started(self, kind: CallKind, messages: Sequence[dict[str, Any]]) -> None:
         if kind == "chat" and self.first_prompt is None:
             self.first_prompt = _prompt_text(messages)
+        if kind == "chat":
+            self.prompt_messages = list(messages)
 
     def call_overflowed(self, kind: CallKind, prompt_tokens: int) -> None:
         rec = CallRecord(
@@ -195,6 +209,7 @@ class Recorder:
                 )
             elif isinstance(inner, CompactionFinished):
                 r = inner.record
+                self._fresh += self.counter.text(r.summary)
                 self.compactions.append(
                     CompactionStat(r.summarizer, r.reason, r.duration_s, r.tokens_before,
                                    r.tokens_after, self.turn)
@@ -241,11 +256,14 @@ def run_workload(
     options: RunOptions | None = None,
     model_label: str = "",
     summarizer: SummarizerFactory | None = None,
+    pairs: list[tuple[list[int], list[int]]] | None = None,
 ) -> RunRecord:
-    """Run ``workload`` with one strategy on ``backend``; returns everything recorded."""
+    """Run ``workload`` with one strategy on ``backend``; returns everything recorded.
+    With ``pairs``, each chat call's (cached tokens, prompt tokens) is appended to it."""
     opts = options or RunOptions()
     started = time.perf_counter()
     rec_backend = recording_backend(backend, workload.window_cap)
+    rec_backend.pairs = pairs
     with tempfile.TemporaryDirectory(prefix=f"bench-{workload.name}-") as tmp:
         workspace = Path(tmp)
         workload.write_workspace(workspace)

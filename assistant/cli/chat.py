@@ -43,7 +43,9 @@ from assistant.llm.worker import InlineExecutor, ModelWorker, default_factory
 from assistant.service.events import (
     ConversationReset,
     ExportPathNeeded,
+    ModelStateRestored,
     ModelSwitchSuggested,
+    PrefillTuned,
     ReplyStats,
     ServiceEvent,
     StatusChanged,
@@ -123,6 +125,16 @@ class TerminalPrinter:
             self.err.write("[chat] new chat\n")
         elif isinstance(event, ReplyStats):
             self.err.write(stats_line(event) + "\n")
+        elif isinstance(event, ModelStateRestored):
+            if event.tokens:
+                self.err.write(
+                    f"[resume] loaded this chat's saved model state: {event.tokens:,} tokens "
+                    f"in {event.seconds:.2f} s\n"
+                )
+            elif event.miss:
+                self.err.write(f"[resume] no saved model state used: {event.miss}\n")
+        elif isinstance(event, PrefillTuned):
+            self.err.write(f"[prefill] {event.text}\n")
         elif isinstance(event, ModelSwitchSuggested):
             self.err.write(
                 f"[info] This chat was last used with {event.chat_model}; answering with "

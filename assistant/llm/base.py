@@ -13,6 +13,8 @@ Everything above ``llm/`` talks to a model only through these:
 * :class:`KVCacheAware` is optional: a backend that knows which prompt tokens its KV cache
   holds (cached prefix, incremental prompt tokenization, state save/restore, reset). Callers
   check it with ``isinstance(backend, KVCacheAware)``, never by probing for methods.
+* :class:`Tunable` is optional too: a backend whose prompt evaluation takes an
+  :class:`EngineTuning` (threads, batch sizes, chunk reuse).
 
 Prompts are lists of OpenAI-format message dicts (``Message.to_openai()``).
 """
@@ -109,10 +111,27 @@ class GenerationResult:
     first_token_s: float | None = None
     #: Options the backend could not honour (e.g. ``("grammar",)``); empty when all were.
     ignored: tuple[str, ...] = ()
+    #: Of ``prompt_reused``, the tokens kept by moving cached chunks after a changed span
+    #: (see :mod:`assistant.llm.cache_reuse`) rather than as the common prefix.
+    prompt_shifted: int = 0
 
     @property
     def stopped(self) -> bool:
         return self.finish_reason == "cancelled"
+
+    @property
+    def prefill_tokens_per_s(self) -> float | None:
+        """Prompt tokens evaluated per second (None when nothing was evaluated)."""
+        if self.prompt_evaluated <= 0 or self.prefill_s <= 0:
+            return None
+        return self.prompt_evaluated / self.prefill_s
+
+    @property
+    def tokens_per_s(self) -> float | None:
+        """Reply tokens per second of generation (None for an empty reply)."""
+        if self.completion_tokens <= 0 or self.generate_s <= 0:
+            return None
+        return self.completion_tokens / self.generate_s
 
 
 @dataclass
@@ -155,7 +174,10 @@ class KVState:
     #: ``ModelInfo.path`` of the backend that saved it.
     model: str
     tokens: tuple[int, ...]
-    data: bytes = b""
+    #: The engine's bytes (a bytearray when the engine wrote them in place: no copy).
+    data: bytes | bytearray = b""
+    #: :meth:`KVCacheAware.state_fingerprint` of the backend that saved it.
+    fingerprint: str = ""
 
 
 @runtime_checkable
@@ -239,4 +261,34 @@ class KVCacheAware(Protocol):
 
     def reset_kv_cache(self) -> None:
         """Forget everything cached: the next call evaluates its whole prompt."""
+        ...
+
+    def state_fingerprint(self) -> str:
+        """What a saved state depends on besides its tokens (the model file, the context
+        size, the cache types, the engine build): states with another fingerprint cannot
+        be loaded."""
+        ...
+
+
+@dataclass(frozen=True)
+class EngineTuning:
+    """How a backend evaluates prompts (one value, from the settings). 0 means "measured
+    on this machine" (or the engine's default)."""
+
+    threads: int = 0
+    n_batch: int = 0
+    n_ubatch: int = 0
+    #: Keep cached chunks after a changed span by moving them (see
+    #: :mod:`assistant.llm.cache_reuse`); only runs of at least ``min_chunk`` tokens.
+    chunk_reuse: bool = False
+    min_chunk: int = 64
+
+
+@runtime_checkable
+class Tunable(Protocol):
+    """A backend whose prompt evaluation can be tuned (optional; check with ``isinstance``)."""
+
+    def tune(self, tuning: EngineTuning) -> str:
+        """Apply ``tuning`` (the cache may be emptied); returns a line saying what is in
+        force, e.g. "2 threads, n_batch 512, n_ubatch 512 (measured); chunk reuse off"."""
         ...

@@ -12,6 +12,7 @@ the prompt messages.
 from __future__ import annotations
 
 import time
+from array import array
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -27,6 +28,7 @@ from assistant.llm.base import (
     ModelInfo,
     StreamEvent,
 )
+from assistant.llm.cache_reuse import common_prefix
 from assistant.llm.fallback_tokenizer import Cl100kTokenizer
 from assistant.llm.template import ChatTemplate
 
@@ -65,6 +67,8 @@ class ScriptedBackend:
         self._template = ChatTemplate(self.template_source, origin="scripted")
         self._cache: list[int] = []
         self.closed = False
+        #: States loaded with :meth:`load_state` (tests of the resume path count them).
+        self.loaded_states = 0
 
     # -- Tokenizer ---------------------------------------------------------------------
     def tokenize(self, text: str) -> list[int]:
@@ -102,15 +106,28 @@ class ScriptedBackend:
 
     def cached_prefix(self, tokens: Sequence[int]) -> int:
         """How many leading ``tokens`` the simulated KV cache holds (as LlamaBackend)."""
-        return _common_prefix(self._cache, tokens)
+        return common_prefix(self._cache, tokens)
 
     def save_state(self) -> KVState:
-        return KVState(model=self.info.path, tokens=tuple(self._cache))
+        """The simulated cache; its "engine bytes" are the tokens themselves."""
+        tokens = tuple(self._cache)
+        return KVState(
+            model=self.info.path, tokens=tokens, data=array("i", tokens).tobytes(),
+            fingerprint=self.state_fingerprint(),
+        )
 
     def load_state(self, state: KVState) -> None:
-        if state.model != self.info.path:
+        if state.model != self.info.path or (
+            state.fingerprint and state.fingerprint != self.state_fingerprint()
+        ):
             raise LLMError(f"a KV state of {state.model} cannot be loaded into {self.info.path}")
+        if state.data and bytes(state.data) != array("i", state.tokens).tobytes():
+            raise LLMError("the KV state's bytes do not match its tokens")
         self._cache = list(state.tokens)
+        self.loaded_states += 1
+
+    def state_fingerprint(self) -> str:
+        return f"scripted|{self.info.path}|{self.info.context_window}"
 
     def reset_kv_cache(self) -> None:
         self._cache = []
@@ -139,7 +156,7 @@ class ScriptedBackend:
         self.calls.append(record)
         if len(tokens) >= self.window:
             raise ContextOverflowError(len(tokens), self.window)
-        reused = _common_prefix(self._cache, tokens)
+        reused = common_prefix(self._cache, tokens)
         if reused == len(tokens):
             reused -= 1  # llama.cpp re-evaluates the last token to get fresh logits
         prefill_start = time.perf_counter()
@@ -234,12 +251,3 @@ def _pieces(text: str) -> list[str]:
     if current:
         pieces.append(current)
     return pieces
-
-
-def _common_prefix(a: Sequence[int], b: Sequence[int]) -> int:
-    n = 0
-    for x, y in zip(a, b, strict=False):
-        if x != y:
-            break
-        n += 1
-    return n

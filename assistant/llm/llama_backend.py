@@ -26,7 +26,8 @@ from __future__ import annotations
 
 import codecs
 import contextlib
-import ctypes
+import hashlib
+import json
 import logging
 import os
 import threading
@@ -39,6 +40,7 @@ from assistant.llm.base import (
     CancelToken,
     ChatMessages,
     ContextOverflowError,
+    EngineTuning,
     GenerationOptions,
     GenerationResult,
     KVState,
@@ -47,6 +49,21 @@ from assistant.llm.base import (
     ModelLoadError,
     StreamEvent,
 )
+from assistant.llm.cache_reuse import (
+    ReuseFailed,
+    ReusePlan,
+    apply_plan,
+    common_prefix,
+    plan_reuse,
+)
+from assistant.llm.calibration import (
+    DEFAULT_BATCH,
+    Calibration,
+    CalibrationStore,
+    calibration_key,
+    default_config,
+)
+from assistant.llm.calibration import calibrate as run_calibration
 from assistant.llm.gguf import GGUFHeaderError, read_header
 from assistant.llm.incremental_tokenizer import (
     PROBE_CONVERSATIONS,
@@ -57,11 +74,26 @@ from assistant.llm.incremental_tokenizer import (
     overlaps,
     self_overlaps,
 )
+from assistant.llm.kv_state import file_sha256
+from assistant.llm.llama_kv import (
+    LlamaMemory,
+    PrefillConfig,
+    current_config,
+    evaluation_settings,
+    open_context,
+    read_state,
+    reuse_blocker,
+    set_threads,
+    write_state,
+)
 from assistant.llm.provision import is_verified
 from assistant.llm.registry import ModelEntry, resolve_model
 from assistant.llm.template import ChatTemplate
 
 log = logging.getLogger(__name__)
+
+#: The context the ``Llama`` object is created with, before the real one (see ``load``).
+_FIRST_CTX = 256
 
 GGUF_MAGIC = b"GGUF"
 #: Sampler settings besides the temperature (``top_p`` is overridden per call).
@@ -150,6 +182,13 @@ class LlamaBackend:
         self._incremental_reason = ""
         #: The first real prompts are also tokenized whole and compared.
         self._verify_prompts = 3
+        # Prompt evaluation: the settings found at load (measured or default), what the
+        # last :meth:`tune` asked for, and chunk reuse (off until tuned on).
+        self._auto_prefill = current_config(llama)
+        self.calibration: Calibration | None = None
+        self._reuse_chunk = 0
+        self._reuse_blocker = reuse_blocker(llama)
+        self._fingerprint: str | None = None
 
     # -- construction ---------------------------------------------------------------------
     @classmethod
@@ -159,11 +198,18 @@ class LlamaBackend:
         *,
         n_ctx: int = 10_000,
         threads: int = 0,
-        n_batch: int = 512,
+        n_batch: int = 0,
+        n_ubatch: int = 0,
+        calibrate: bool = False,
         seed: int = 0,
         flash_attn: bool = False,
     ) -> LlamaBackend:
         """Load a registry name or a GGUF path. ``n_ctx`` is capped by the trained length.
+
+        ``threads``, ``n_batch`` and ``n_ubatch`` set how prompts are evaluated; 0 takes the
+        calibrated value when ``calibrate`` (measured on the first load of the model on this
+        machine, then kept: :mod:`assistant.llm.calibration`), else llama.cpp's usual
+        (physical cores, 512, 512).
 
         ``flash_attn`` turns on llama.cpp flash attention. Off by default: on this CPU it
         sped up prefill (1k tokens ~116 -> 138 tok/s) but slowed generation at a 4k context
@@ -177,7 +223,6 @@ class LlamaBackend:
             from llama_cpp import Llama
         except ImportError as exc:  # pragma: no cover - broken install
             raise ModelLoadError(str(path), f"llama-cpp-python is not installed ({exc})") from exc
-        n_threads = threads or max(1, (os.cpu_count() or 2))
         # The trained length comes from the registry or the file's header, before any
         # context exists: a window beyond it is never allocated.
         trained = entry.context_length if entry else _header_context(path)
@@ -188,16 +233,17 @@ class LlamaBackend:
                 return Llama(
                     model_path=str(path),
                     n_ctx=n_ctx,
-                    n_threads=n_threads,
-                    n_threads_batch=n_threads,
-                    n_batch=n_batch,
+                    n_threads=threads or 1,
+                    n_threads_batch=threads or 1,
+                    n_batch=DEFAULT_BATCH,
                     seed=seed,
                     flash_attn=flash_attn,
                     verbose=False,
                 )
 
         try:
-            llama = open_llama(ctx)
+            # A tiny context first: the real one is made once the prefill settings are known.
+            llama = open_llama(min(ctx, _FIRST_CTX))
         except (ValueError, RuntimeError, OSError) as exc:
             raise ModelLoadError(
                 str(path), f"llama.cpp could not load it ({exc}); the file may be damaged."
@@ -205,9 +251,23 @@ class LlamaBackend:
         train_ctx = int(llama._model.n_ctx_train())
         if train_ctx and ctx > train_ctx:
             # Only when the header named no trained length (llama.cpp found one anyway).
+            ctx = train_ctx
+        auto, calibration = _auto_prefill(llama, path, threads, flash_attn, calibrate)
+        config = PrefillConfig(
+            threads or auto.threads, n_batch or auto.n_batch, n_ubatch or auto.n_ubatch
+        )
+        try:
+            with _quiet_stderr():
+                open_context(llama, config, ctx)
+        except (ValueError, RuntimeError, OSError) as exc:
             llama.close()
-            llama = open_llama(train_ctx)
-        return cls(llama, path, entry, int(llama.n_ctx()))
+            raise ModelLoadError(
+                str(path), f"llama.cpp could not make a {ctx:,}-token context ({exc})."
+            ) from exc
+        backend = cls(llama, path, entry, int(llama.n_ctx()))
+        backend._auto_prefill = auto
+        backend.calibration = calibration
+        return backend
 
     # -- tokenizer ------------------------------------------------------------------------
     def _piece(self, token: int) -> str:
@@ -406,44 +466,105 @@ class LlamaBackend:
     def cached_prefix(self, tokens: Sequence[int]) -> int:
         """How many leading ``tokens`` are already in the KV cache."""
         llm = self._llm
-        n = 0
-        for a, b in zip(llm.input_ids[: llm.n_tokens], tokens, strict=False):
-            if a != b:
-                break
-            n += 1
-        return n
+        return common_prefix(llm.input_ids[: llm.n_tokens], tokens)
 
     def save_state(self) -> KVState:
-        """The KV cache as bytes (only its used cells) with the tokens it holds."""
-        lc, llm = self._llama_cpp, self._llm
-        ctx = llm._ctx.ctx
-        size = int(lc.llama_state_get_size(ctx))
-        buf = (ctypes.c_uint8 * size)()
-        written = int(lc.llama_state_get_data(ctx, buf, size))
-        if written > size:
-            raise LLMError("llama.cpp could not copy the KV state")
+        """The chat's KV cells (only the used ones) with the tokens they hold."""
+        llm = self._llm
+        try:
+            data = read_state(llm)
+        except RuntimeError as exc:
+            raise LLMError(str(exc)) from exc
         tokens = tuple(int(t) for t in llm.input_ids[: llm.n_tokens])
-        return KVState(model=self._info.path, tokens=tokens, data=bytes(buf)[:written])
+        return KVState(
+            model=self._info.path, tokens=tokens, data=data,
+            fingerprint=self.state_fingerprint(),
+        )
 
     def load_state(self, state: KVState) -> None:
-        """Restore a :meth:`save_state` snapshot of this model; the next call reuses it."""
-        if state.model != self._info.path:
+        """Restore a :meth:`save_state` snapshot of this model; the next call reuses it.
+        On refusal (another model or window, damaged bytes) the cache is left empty."""
+        if state.model != self._info.path or (
+            state.fingerprint and state.fingerprint != self.state_fingerprint()
+        ):
             raise LLMError(f"a KV state of {state.model} cannot be loaded into {self._info.path}")
         llm = self._llm
         if len(state.tokens) > int(llm.n_ctx()):
             raise LLMError("the KV state holds more tokens than this context window")
-        buf = (ctypes.c_uint8 * len(state.data)).from_buffer_copy(state.data)
-        if int(self._llama_cpp.llama_state_set_data(llm._ctx.ctx, buf, len(state.data))) != len(
-            state.data
-        ):
-            llm.reset()
+        llm.reset()
+        if not write_state(llm, state.data):
             raise LLMError("llama.cpp refused the KV state (another context size?)")
         n = len(state.tokens)
         llm.input_ids[:n] = state.tokens
         llm.n_tokens = n
 
+    def state_fingerprint(self) -> str:
+        """sha256 of the model file and the context settings a state depends on."""
+        if self._fingerprint is None:
+            known = self._entry.sha256 if self._entry is not None else None
+            parts = {"model_sha256": file_sha256(self._path, known),
+                     **evaluation_settings(self._llm)}
+            text = json.dumps(parts, sort_keys=True)
+            self._fingerprint = hashlib.sha256(text.encode()).hexdigest()
+        return self._fingerprint
+
     def reset_kv_cache(self) -> None:
         self._llm.reset()
+
+    # -- prompt evaluation settings -------------------------------------------------------
+    @property
+    def prefill_config(self) -> PrefillConfig:
+        return current_config(self._llm)
+
+    @property
+    def chunk_reuse(self) -> int:
+        """The smallest chunk moved after a changed span; 0 when chunk reuse is off."""
+        return self._reuse_chunk
+
+    @property
+    def chunk_reuse_blocker(self) -> str | None:
+        """Why chunk reuse cannot be used with this model (None if it can)."""
+        return self._reuse_blocker
+
+    def tune_chunk_reuse(self, min_chunk: int) -> None:
+        """Chunk reuse on (runs of ``min_chunk``+ tokens) or off (0), if the model allows."""
+        self._reuse_chunk = max(0, min_chunk) if self._reuse_blocker is None else 0
+
+    def cached_tokens(self) -> list[int]:
+        """The tokens the KV cache holds, in order."""
+        llm = self._llm
+        return [int(t) for t in llm.input_ids[: llm.n_tokens]]
+
+    def tune(self, tuning: EngineTuning) -> str:
+        """Apply threads / batch sizes (0: the measured or default value) and chunk reuse.
+        New batch sizes need a new context, which empties the KV cache."""
+        auto = self._auto_prefill
+        want = PrefillConfig(
+            tuning.threads or auto.threads,
+            tuning.n_batch or auto.n_batch,
+            tuning.n_ubatch or auto.n_ubatch,
+        )
+        have = current_config(self._llm)
+        if (want.n_batch, want.n_ubatch) != (have.n_batch, have.n_ubatch):
+            with _quiet_stderr():
+                open_context(self._llm, want)
+            self._reuse_blocker = reuse_blocker(self._llm)
+        elif want.threads != have.threads:
+            set_threads(self._llm, want.threads)
+        self.tune_chunk_reuse(max(1, tuning.min_chunk) if tuning.chunk_reuse else 0)
+        return self.describe_tuning()
+
+    def describe_tuning(self) -> str:
+        cfg = current_config(self._llm)
+        how = "measured" if self.calibration is not None and cfg == self._auto_prefill else (
+            "default" if cfg == self._auto_prefill else "set")
+        if self._reuse_chunk:
+            reuse = f"chunk reuse on (chunks of {self._reuse_chunk}+ tokens)"
+        elif self._reuse_blocker:
+            reuse = f"chunk reuse unavailable ({self._reuse_blocker})"
+        else:
+            reuse = "chunk reuse off"
+        return f"{cfg.describe()} ({how}); {reuse}"
 
     def generate(
         self,
@@ -488,33 +609,91 @@ class LlamaBackend:
         tokens: list[int],
         cancel: CancelToken | None,
         on_prefill: Callable[[int, int], None] | None,
-    ) -> tuple[int, bool]:
-        """Evaluate all but the last prompt token, reusing the cached prefix.
+    ) -> tuple[ReusePlan, bool]:
+        """Evaluate all but the last prompt token, reusing what the cache holds: the common
+        prefix, and (when tuned on) cached chunks after a changed span.
 
-        Returns (tokens reused, finished). ``generate`` then finds every token but the last
-        cached and evaluates only that one, which yields fresh logits.
+        Returns (what was reused, finished). ``generate`` then finds every token but the
+        last cached and evaluates only that one, which yields fresh logits.
         """
         llm = self._llm
         target = len(tokens) - 1
+        n_cached = int(llm.n_tokens)
         reuse = min(self.cached_prefix(tokens), target)
-        if reuse > 0 and llm._ctx.kv_cache_seq_rm(-1, reuse, -1):
+        plan = ReusePlan(reuse)
+        if self._reuse_chunk > 0 and n_cached - reuse >= self._reuse_chunk:
+            plan = plan_reuse(
+                llm.input_ids[:n_cached], tokens, min_chunk=self._reuse_chunk, end=target
+            )
+        done = plan.reused
+        if plan.chunks:
+            progress: Callable[[int], None] | None = None
+            if on_prefill is not None:
+                on_prefill(done, len(tokens))  # the start: what the cache already holds
+
+                def progress(n: int) -> None:
+                    nonlocal done
+                    done += n
+                    on_prefill(done, len(tokens))
+
+            moved = self._move_chunks(plan, tokens, n_cached, cancel, progress)
+            if moved is None:
+                return ReusePlan(reuse), False
+            plan = moved
+        elif reuse > 0 and llm._ctx.kv_cache_seq_rm(-1, reuse, -1):
             llm.n_tokens = reuse
         else:
             llm.reset()
-            reuse = 0
+            plan = ReusePlan(0)
         step = max(1, int(llm.n_batch))
-        done = reuse
-        if on_prefill is not None and done < target:
-            on_prefill(done, len(tokens))  # the start: what the cache already holds
-        while done < target:
+        at = plan.end
+        if on_prefill is not None and at < target and not plan.chunks:
+            on_prefill(at, len(tokens))  # the start: what the cache already holds
+        while at < target:
             if cancel is not None and cancel.cancelled:
-                return reuse, False
-            chunk = tokens[done : min(target, done + step)]
+                return plan, False
+            chunk = tokens[at : min(target, at + step)]
             llm.eval(chunk)
-            done += len(chunk)
+            at += len(chunk)
             if on_prefill is not None:
-                on_prefill(done, len(tokens))
-        return reuse, True
+                on_prefill(at, len(tokens))
+        return plan, True
+
+    def _move_chunks(
+        self,
+        plan: ReusePlan,
+        tokens: list[int],
+        n_cached: int,
+        cancel: CancelToken | None,
+        progress: Callable[[int], None] | None,
+    ) -> ReusePlan | None:
+        """Apply a chunk-reuse plan; on success the cache holds ``tokens[:plan.end]``. A
+        refusal falls back to the plain prefix (returned as the plan); a cancel returns
+        None with the cache cut back to the prefix."""
+        llm = self._llm
+        memory = LlamaMemory(llm, int(llm.n_batch))
+        try:
+            finished = apply_plan(
+                memory, plan, tokens, n_cached, batch=int(llm.n_batch),
+                cancelled=lambda: cancel is not None and cancel.cancelled, on_tokens=progress,
+            )
+            ok = finished and memory.positions() == (0, plan.end - 1)
+            if finished and not ok:
+                log.warning("chunk reuse left the cache inconsistent; evaluating instead")
+        except ReuseFailed as exc:
+            log.warning("chunk reuse refused (%s); evaluating instead", exc)
+            finished, ok = True, False
+        finally:
+            memory.close()
+        if ok:
+            llm.input_ids[: plan.end] = tokens[: plan.end]
+            llm.n_tokens = plan.end
+            return plan
+        if llm._ctx.kv_cache_seq_rm(-1, plan.prefix, -1):
+            llm.n_tokens = plan.prefix
+        else:  # pragma: no cover - a plain cache always removes a suffix
+            llm.reset()
+        return ReusePlan(int(llm.n_tokens)) if finished else None
 
     def _stream(
         self,
@@ -528,20 +707,22 @@ class LlamaBackend:
         ignored = ("grammar",) if options.grammar is not None else ()
         n_ctx = int(llm.n_ctx())
         start = time.perf_counter()
-        reuse, finished = self._prefill(tokens, cancel, on_prefill)
+        plan, finished = self._prefill(tokens, cancel, on_prefill)
         prefill_s = time.perf_counter() - start
+        reuse = plan.reused
         evaluated = len(tokens) - reuse
         if not finished:
             yield StreamEvent(
                 result=GenerationResult(
                     text="",
                     prompt_tokens=len(tokens),
-                    prompt_evaluated=llm.n_tokens - reuse,
+                    prompt_evaluated=max(0, llm.n_tokens - reuse),
                     prompt_reused=reuse,
                     completion_tokens=0,
                     finish_reason="cancelled",
                     prefill_s=prefill_s,
                     ignored=ignored,
+                    prompt_shifted=plan.shifted,
                 )
             )
             return
@@ -599,12 +780,38 @@ class LlamaBackend:
                 generate_s=time.perf_counter() - gen_start,
                 first_token_s=first,
                 ignored=ignored,
+                prompt_shifted=plan.shifted,
             )
         )
 
     def close(self) -> None:
         with contextlib.suppress(Exception):
             self._llm.close()
+
+
+def _auto_prefill(
+    llama: Any, path: Path, threads: int, flash_attn: bool, calibrate: bool
+) -> tuple[PrefillConfig, Calibration | None]:
+    """The prefill settings to use where none is given: a calibration of this model on this
+    machine (kept in the cache directory; measured now if there is none) or the defaults.
+    ``ASSISTANT_CALIBRATE=0`` turns measuring off (the test suite does)."""
+    if not calibrate or os.environ.get("ASSISTANT_CALIBRATE", "").strip() in {"0", "off", "no"}:
+        return default_config(threads), None
+    store = CalibrationStore()
+    key = calibration_key(path, flash_attn) + (f"|threads={threads}" if threads else "")
+    got = store.get(key)
+    if got is None:
+        got = run_calibration(llama, threads=threads)
+        log.info(
+            "%s: prefill calibrated in %.1f s: %s, %.0f tok/s (default %.0f tok/s); trials %s",
+            path.name, got.seconds, got.config.describe(), got.tokens_per_s,
+            got.default_tokens_per_s, got.trials,
+        )
+        try:
+            store.put(key, got)
+        except OSError as exc:
+            log.warning("could not keep the prefill calibration: %s", exc)
+    return got.config, got
 
 
 def _find_stop(text: str, stops: Sequence[str]) -> int | None:

@@ -32,7 +32,7 @@ BackendFactory = Callable[[str, int, int], LLMBackend]
 def default_factory(model: str, n_ctx: int, threads: int) -> LLMBackend:
     from assistant.llm.llama_backend import LlamaBackend
 
-    return LlamaBackend.load(model, n_ctx=n_ctx, threads=threads)
+    return LlamaBackend.load(model, n_ctx=n_ctx, threads=threads, calibrate=True)
 
 
 class InlineExecutor(Executor):

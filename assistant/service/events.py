@@ -110,6 +110,25 @@ class ChatPickerRequested:
     chats: tuple[ChatSummary, ...]
 
 
+@dataclass(frozen=True)
+class ModelStateRestored:
+    """A reopened chat's saved model state was loaded (``tokens`` > 0: its prompt
+    evaluation is skipped as far as they match) or not (``miss`` says why)."""
+
+    chat_id: str
+    tokens: int
+    seconds: float
+    miss: str = ""
+
+
+@dataclass(frozen=True)
+class PrefillTuned:
+    """The prompt-evaluation settings in force, in words (e.g. "2 threads, n_batch 512,
+    n_ubatch 512 (measured); chunk reuse off")."""
+
+    text: str
+
+
 ServiceEvent = (
     AgentEvent
     | StatusChanged
@@ -123,4 +142,6 @@ ServiceEvent = (
     | ReplyStats
     | ExportPathNeeded
     | ChatPickerRequested
+    | ModelStateRestored
+    | PrefillTuned
 )

@@ -51,8 +51,10 @@ class PrefillTracker:
         )
 
 
-def reply_stats(result: GenerationResult) -> ReplyStats:
-    """The figures of one finished model call."""
+def reply_stats(result: GenerationResult, ttft_s: float | None = None) -> ReplyStats:
+    """The figures of one finished model call. ``ttft_s``: the agent's time to first token
+    (from the call's preparation: pruning, counting, any compaction); by default the
+    backend's (from the start of prompt evaluation)."""
     speed = result.completion_tokens / result.generate_s if result.generate_s > 0 else None
     prefill = result.prompt_evaluated / result.prefill_s if result.prefill_s > 0 else None
     return ReplyStats(
@@ -60,7 +62,7 @@ def reply_stats(result: GenerationResult) -> ReplyStats:
         evaluated=result.prompt_evaluated,
         reused=result.prompt_reused,
         completion_tokens=result.completion_tokens,
-        ttft_s=result.first_token_s,
+        ttft_s=ttft_s if ttft_s is not None else result.first_token_s,
         tokens_per_s=speed if result.completion_tokens else None,
         prefill_tokens_per_s=prefill if result.prompt_evaluated else None,
     )

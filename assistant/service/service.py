@@ -50,7 +50,7 @@ from assistant.compaction.branch import BranchSummarizer
 from assistant.config import Settings, save_settings
 from assistant.conversation import CompactionRecord, Conversation, Message
 from assistant.engine import Engine, build_engine
-from assistant.llm.base import CancelToken, LLMBackend, ModelInfo
+from assistant.llm.base import CancelToken, LLMBackend, ModelInfo, Tunable
 from assistant.llm.worker import ModelWorker
 from assistant.service import chat_options, chats
 from assistant.service.chat_options import ChatOptions
@@ -59,7 +59,9 @@ from assistant.service.commands import AppCommands
 from assistant.service.events import (
     ChatsChanged,
     ConversationReset,
+    ModelStateRestored,
     ModelSwitchSuggested,
+    PrefillTuned,
     QueueChanged,
     ServiceEvent,
     SettingsChanged,
@@ -68,6 +70,7 @@ from assistant.service.events import (
 from assistant.service.jobs import Job, JobRunner
 from assistant.service.model_slot import ModelSlot
 from assistant.service.progress import PrefillTracker, reply_stats
+from assistant.service.resume import ChatResume, Restored, engine_tuning
 from assistant.service.status import Status, StatusMachine
 from assistant.sessions.errors import SessionError
 from assistant.sessions.handle import ChatHandle
@@ -133,6 +136,10 @@ class ChatService:
         self._closed = False
         self._prefill = PrefillTracker()
         self._measure_seq = 0
+        #: Saved model states of chats (instant resume) and the prompt settings in force.
+        self.saved_states = ChatResume(settings)
+        self.prefill_text = ""
+        self._restore_seq = 0
         self._search = chats.ChatSearch()
 
     # -- state -------------------------------------------------------------------------
@@ -247,7 +254,7 @@ class ChatService:
         elif isinstance(event, PromptProgress):
             self.emit(self._prefill.progress(event))
         elif isinstance(event, ModelCallFinished):
-            self.emit(reply_stats(event.result))
+            self.emit(reply_stats(event.result, event.ttft_s))
         self._status(changed)
 
     # -- the model and the settings ----------------------------------------------------
@@ -265,10 +272,13 @@ class ChatService:
         send what waited for it."""
         engine = self.model.engine
         if engine is not None:
+            self._tune(engine.backend)
             info = engine.backend.info
             check = check_against_model(self.settings, info.trained_context, engine.backend.count)
             for problem in check.errors:
                 self.notice("error", f"{problem} Change it in Settings (Ctrl+,).")
+            if self.handle is not None:
+                self._restore_state()
         self.measure_context()
         self._drain_queue()
 
@@ -283,8 +293,10 @@ class ChatService:
     def apply_settings(self, new: Settings) -> bool:
         """Use (and save) new settings; reload the model when its file, threads or window
         changed, or the last load failed. Returns whether a reload started."""
-        reload = self.model.needs_reload(self.settings, new)
+        old = self.settings
+        reload = self.model.needs_reload(old, new)
         self.settings = new
+        self.saved_states.configure(new)
         if self.persist_settings is not None:
             try:
                 self.persist_settings(new)
@@ -294,9 +306,74 @@ class ChatService:
         if reload:
             self.load_model()
         else:
+            engine = self.engine
+            if engine is not None and engine_tuning(new) != engine_tuning(old):
+                self._tune(engine.backend)
+                if self.handle is not None:
+                    self._restore_state()  # new batch sizes start with an empty cache
             self._status(self.status_machine.note("Settings saved"))
             self.measure_context()
         return reload
+
+    # -- prompt evaluation and saved states --------------------------------------------
+    def _tune(self, backend: LLMBackend) -> None:
+        """Apply the prompt-evaluation settings on the worker (before any queued job)."""
+        if not isinstance(backend, Tunable):
+            return
+        tunable: Tunable = backend
+        tuning = engine_tuning(self.settings)
+        future = self.worker.submit(lambda _c: tunable.tune(tuning), CancelToken())
+        future.add_done_callback(lambda f: self.dispatch(lambda: self._tuned(f)))
+
+    def _tuned(self, future: Future[str]) -> None:
+        if self._closed:
+            return
+        exc = future.exception()
+        if exc is not None:
+            self.notice("error", f"Could not apply the prompt evaluation settings: {exc}")
+            return
+        self.prefill_text = future.result()
+        self.emit(PrefillTuned(self.prefill_text))
+
+    def _after_reply(self, _result: Any) -> bool:
+        """A model job ended: copy the chat's KV state out on the worker (the writer thread
+        puts it in the cache folder), so reopening the chat is instant."""
+        handle, engine = self.handle, self.engine
+        if handle is not None and engine is not None:
+            job = self.saved_states.save_job(engine.backend, handle.chat_id)
+            if job is not None:
+                self.worker.submit(job, CancelToken())
+        return False
+
+    def _restore_state(self) -> None:
+        """Load the open chat's saved KV state on the worker (skipped if the user opens
+        another chat first)."""
+        handle, engine = self.handle, self.engine
+        if handle is None or engine is None:
+            return
+        self._restore_seq += 1
+        seq = self._restore_seq
+        job = self.saved_states.restore_job(
+            engine.backend, handle.chat_id, lambda: seq == self._restore_seq
+        )
+        if job is None:
+            return
+        future = self.worker.submit(job, CancelToken())
+        future.add_done_callback(lambda f: self.dispatch(lambda: self._restored(f)))
+
+    def _restored(self, future: Future[Restored]) -> None:
+        if self._closed:
+            return
+        exc = future.exception()
+        if exc is not None:  # a bug, not a damaged file (those load as nothing)
+            self.notice("warning", f"The chat's saved model state was not used: {exc}")
+            return
+        got = future.result()
+        self.emit(ModelStateRestored(got.chat_id, got.tokens, got.seconds, got.miss))
+        if got.tokens and not self.busy:
+            self._status(self.status_machine.note(
+                f"Chat resumed from its saved state ({got.tokens:,} tokens ready)"
+            ))
 
     def use_model(self, model: str) -> bool:
         """Load ``model`` (a registered name or a GGUF path) for this chat and the next ones.
@@ -387,6 +464,7 @@ class ChatService:
         """Start a new chat (its file is created with the first message)."""
         if self._refuse_while_busy("starting a new chat"):
             return False
+        self._restore_seq += 1  # a restore still waiting is for the old chat: drop it
         self.chat.new()  # a new conversation: "allow for this chat" answers reset
         self._status(self.status_machine.note("New chat"))
         self.measure_context()
@@ -398,11 +476,14 @@ class ChatService:
             return True
         if self._refuse_while_busy("switching chats"):
             return False
+        self._restore_seq += 1  # a restore still waiting is for the old chat: drop it
         if not self.chat.open(chat_id):
             return False
         chat_model = self.chat.recorded(chat_options.MODEL)
         if chat_model is not None and chat_model != self.settings.model:
             self.emit(ModelSwitchSuggested(chat_id, chat_model, self.settings.model))
+        if self.engine is not None:
+            self._restore_state()
         self.measure_context()
         return True
 
@@ -440,6 +521,7 @@ class ChatService:
         if chat_id == self.chat_id and self._refuse_while_busy("deleting this chat"):
             return
         self.chat.delete(chat_id)
+        self.saved_states.forget(chat_id)  # its model state holds its text too
 
     def undo_delete(self) -> str | None:
         chat_id = self.chat.undo_delete()
@@ -516,7 +598,7 @@ class ChatService:
             text = parsed.text
             self._remember_model()
             job = self._on_shown_branch(lambda c: agent.chat(conv, text, c))
-            self.jobs.run(job, model_call=True)
+            self.jobs.run(job, self._after_reply, model_call=True)
         elif isinstance(parsed, ToolCommand):
             tool, args = parsed.tool, parsed.arguments
             job = self._on_shown_branch(lambda c: agent.run_tool_command(conv, tool, args, c))
@@ -591,7 +673,10 @@ class ChatService:
 
         def answer(_result: Any) -> bool:
             self.emit(ConversationReset(handle.chat_id))
-            self.jobs.run(lambda c: engine.agent.respond(handle.conversation, c), model_call=True)
+            self.jobs.run(
+                lambda c: engine.agent.respond(handle.conversation, c), self._after_reply,
+                model_call=True,
+            )
             return True
 
         self.chat.view = None  # the edit or the new reply makes its own branch
@@ -607,6 +692,7 @@ class ChatService:
         self.model.closed = True
         self.jobs.closed = True
         self.worker.shutdown(wait=True)
+        self.saved_states.close()
         self.chat.close()
         with contextlib.suppress(OSError, SessionError):
             self.store.close_all()

@@ -43,6 +43,7 @@ from assistant.compaction.events import (
     trim_text,
 )
 from assistant.conversation import Message
+from assistant.llm.kv_state import Usage
 from assistant.llm.registry import Registry, model_path
 from assistant.service.events import (
     ModelChanged,
@@ -51,6 +52,7 @@ from assistant.service.events import (
     SettingsChanged,
 )
 from assistant.service.progress import stats_text
+from assistant.service.resume import forget_calibration
 from assistant.service.service import ChatService
 from assistant.service.status import Phase, Status
 from assistant.sessions.store import ChatSummary
@@ -527,6 +529,10 @@ class MainWindow(WindowDialogs):
             loaded_trained_context=c.model_info.trained_context if c.model_info else None,
             model_present=lambda entry: model_path(entry).is_file(),
             count_tokens=c.engine.backend.count if c.engine is not None else None,
+            state_usage=lambda: _usage(c.saved_states.usage()),
+            clear_states=lambda: _usage(c.saved_states.clear()),
+            forget_calibration=forget_calibration,
+            prefill_text=c.prefill_text,
             parent=self,
         )
         dialog.accepted.connect(lambda: self._settings_accepted(dialog))
@@ -595,3 +601,7 @@ def _list_mark(summary: ChatSummary) -> str:
     if summary.broken:
         return " (unreadable)"
     return " (damaged)" if summary.damaged else ""
+
+
+def _usage(usage: Usage) -> tuple[int, int]:
+    return usage.files, usage.bytes

@@ -1,4 +1,5 @@
-"""The settings dialog: model, sampling, context modes and their policies, chat and look.
+"""The settings dialog: model, sampling, context modes and their policies, chat and look,
+speed (:mod:`assistant.ui.performance_page`).
 
 Every change is validated by the pydantic :class:`Settings` model as you type; a refused
 value is outlined in red and the reason (pydantic's message) is shown under the form, and
@@ -46,6 +47,7 @@ from assistant.llm import gguf
 from assistant.llm.catalog import list_models
 from assistant.llm.registry import ModelEntry, Registry
 from assistant.settings_check import check_against_model
+from assistant.ui.performance_page import PerformancePage, Usage
 
 POLICY_FIELDS: tuple[tuple[str, str], ...] = tuple(
     (field, SETTING_LABELS[field])
@@ -104,6 +106,10 @@ class SettingsDialog(QDialog):
         loaded_trained_context: int | None = None,
         model_present: Callable[[ModelEntry], bool] = lambda _e: True,
         count_tokens: Callable[[str], int] | None = None,
+        state_usage: Callable[[], Usage] | None = None,
+        clear_states: Callable[[], Usage] | None = None,
+        forget_calibration: Callable[[], None] | None = None,
+        prefill_text: str = "",
         parent: QWidget | None = None,
     ) -> None:
         super().__init__(parent)
@@ -130,6 +136,11 @@ class SettingsDialog(QDialog):
         self.tabs.addTab(self._build_model_tab(), "Model")
         self.tabs.addTab(self._build_context_tab(), "Context")
         self.tabs.addTab(self._build_chat_tab(), "Chat && look")
+        self.performance_page = PerformancePage(
+            state_usage=state_usage, clear_states=clear_states,
+            forget_calibration=forget_calibration, prefill_text=prefill_text,
+        )
+        self.tabs.addTab(self.performance_page, "Speed")
         layout.addWidget(self.tabs, 1)
         self.error_label = QLabel("")
         self.error_label.setObjectName("ErrorText")
@@ -319,6 +330,7 @@ class SettingsDialog(QDialog):
         self.theme.setCurrentIndex(max(0, self.theme.findData(s.theme)))
         self.enter_sends.setChecked(s.enter_sends)
         self.step_limit.setValue(s.step_limit)
+        self.performance_page.load(s.performance)
         self._update_model_info()
 
     def selected_mode(self) -> str:
@@ -352,6 +364,7 @@ class SettingsDialog(QDialog):
         data["theme"] = self.theme.currentData()
         data["enter_sends"] = self.enter_sends.isChecked()
         data["step_limit"] = self.step_limit.value()
+        data["performance"].update(self.performance_page.values())
         return data
 
     def _widgets_for(self, loc: tuple[int | str, ...]) -> list[QWidget]:
@@ -368,6 +381,8 @@ class SettingsDialog(QDialog):
         head = str(loc[0])
         if head in ("local", "standard"):
             return self.policy_spins.get((head, str(loc[1]))) if len(loc) > 1 else None
+        if head == "performance" and len(loc) > 1:
+            return self.performance_page.widget_for(str(loc[1]))
         if head == "sampling" and len(loc) > 1:
             return {
                 "threads": self.threads,
@@ -555,6 +570,7 @@ class SettingsDialog(QDialog):
             self.system_prompt,
             self.workspace,
             self.step_limit,
+            *self.performance_page.inputs(),
         ]
 
     def _connect_validation(self) -> None:
@@ -571,6 +587,7 @@ class SettingsDialog(QDialog):
         self.workspace.textChanged.connect(self.validate)
         for combo in (self.model_combo, self.approval, self.theme):
             combo.currentIndexChanged.connect(self.validate)
+        self.performance_page.connect_changed(self.validate)
 
 
 def _describe_loc(loc: tuple[Any, ...]) -> str:

@@ -133,3 +133,41 @@ def test_read_then_ask_keeps_the_file_for_the_question(tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stderr
     assert "Line 105:" in proc.stdout  # the whole file was read
     assert "Cleared" not in proc.stderr, proc.stderr  # nothing cleared before the answer
+
+
+def _stats(stderr: str) -> list[dict[str, str]]:
+    """The ``[stats] key=value ...`` lines, one dict per reply."""
+    out = []
+    for line in stderr.splitlines():
+        if line.startswith("[stats] "):
+            out.append(dict(part.split("=", 1) for part in line[len("[stats] "):].split()))
+    return out
+
+
+def test_a_resumed_chat_loads_its_saved_state_and_evaluates_only_the_new_question() -> None:
+    first = subprocess.run(
+        [sys.executable, "-m", "assistant", "chat", "--max-tokens", "24"],
+        input="Name three rivers in Europe.\n",
+        capture_output=True, text=True, timeout=180, env=_env(),
+    )
+    assert first.returncode == 0, first.stderr
+    (stats,) = _stats(first.stderr)
+    assert list(stats) == ["prompt_tokens", "evaluated", "reused", "ttft_s", "tokens_per_s"]
+    assert stats["reused"] == "0" and stats["evaluated"] == stats["prompt_tokens"]
+    assert float(stats["ttft_s"]) > 0 and float(stats["tokens_per_s"]) > 0
+
+    second = subprocess.run(
+        [sys.executable, "-m", "assistant", "chat", "--resume", "last", "--max-tokens", "16"],
+        input="Which is the longest?\n",
+        capture_output=True, text=True, timeout=180, env=_env(),
+    )
+    assert second.returncode == 0, second.stderr
+    held = int(
+        second.stderr.split("[resume] loaded this chat's saved model state: ", 1)[1]
+        .split(" tokens", 1)[0].replace(",", "")
+    )
+    (resumed,) = _stats(second.stderr)
+    prompt, evaluated = int(resumed["prompt_tokens"]), int(resumed["evaluated"])
+    assert int(resumed["reused"]) == held > int(stats["prompt_tokens"])
+    # Only the new question (and the template's turn markers) was evaluated.
+    assert evaluated == prompt - held < 30

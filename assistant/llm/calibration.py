@@ -1,0 +1,284 @@
+"""Prefill settings measured on the user's machine, not guessed.
+
+How fast llama.cpp evaluates a prompt on a CPU depends on the number of threads (physical
+cores usually win; hyper-threads and busy cores often lose), on ``n_ubatch`` (the tokens per
+compute step) and a little on ``n_batch`` (tokens per call). On the first load of a model,
+:func:`calibrate` times a short prompt with a few candidates, one setting at a time (threads,
+then ``n_ubatch``, then ``n_batch``), within a time budget, and keeps the fastest;
+:class:`CalibrationStore` keeps the result in the cache directory, keyed by the model file,
+the CPU and the llama.cpp build, so later loads reuse it. Settings can override each value.
+
+Each trial evaluates the same tokens in a fresh temporary context on the loaded model (the
+weights are shared), so a trial never disturbs the chat's cache. :func:`measure_prefill` is
+also the benchmark's "raw llama.cpp" rate: ``llama_decode`` on the whole prompt, with no
+Python work between calls.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import os
+import random
+import time
+from dataclasses import asdict, dataclass, field
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+from assistant import paths
+from assistant.llm.llama_kv import PrefillConfig
+
+log = logging.getLogger(__name__)
+
+#: The llama.cpp defaults the app used before calibration (and uses when it is off).
+DEFAULT_BATCH = 512
+DEFAULT_UBATCH = 512
+#: Seconds a first-load calibration may take (a slow model measures fewer tokens).
+BUDGET_S = 12.0
+#: A candidate must beat the default by this much to replace it (timings are noisy).
+MIN_GAIN = 0.03
+
+
+def logical_cpus() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):  # pragma: no cover - not Linux
+        return os.cpu_count() or 1
+
+
+def physical_cores() -> int:
+    """Cores (not hyper-threads) this process may run on; the logical count if unknown."""
+    allowed: list[int] = list(range(os.cpu_count() or 1))
+    with contextlib.suppress(AttributeError, OSError):
+        allowed = sorted(os.sched_getaffinity(0))
+    cores: set[tuple[str, str]] = set()
+    for cpu in allowed:
+        topo = Path(f"/sys/devices/system/cpu/cpu{cpu}/topology")
+        try:
+            cores.add(
+                (
+                    (topo / "physical_package_id").read_text().strip(),
+                    (topo / "core_id").read_text().strip(),
+                )
+            )
+        except OSError:
+            return logical_cpus()
+    return len(cores) or logical_cpus()
+
+
+def thread_candidates() -> list[int]:
+    """Thread counts worth timing, the likeliest first: physical cores, all logical CPUs,
+    one core left free, half the cores."""
+    physical, logical = physical_cores(), logical_cpus()
+    out: list[int] = []
+    for n in (physical, logical, physical - 1 if physical >= 3 else 0, physical // 2):
+        if n >= 1 and n not in out:
+            out.append(n)
+    return out
+
+
+def default_config(threads: int = 0) -> PrefillConfig:
+    return PrefillConfig(threads or physical_cores(), DEFAULT_BATCH, DEFAULT_UBATCH)
+
+
+def cpu_signature() -> str:
+    name = ""
+    try:
+        for line in Path("/proc/cpuinfo").read_text(errors="replace").splitlines():
+            if line.lower().startswith("model name"):
+                name = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    import platform
+
+    return f"{name or platform.processor() or platform.machine()}|{logical_cpus()}|" \
+        f"{physical_cores()}"
+
+
+def probe_tokens(llm: Any, count: int, seed: int = 0) -> list[int]:
+    """``count`` ordinary tokens of the model's vocabulary (the speed does not depend on
+    which; a fixed seed keeps trials comparable)."""
+    n_vocab = int(llm.n_vocab())
+    rng = random.Random(seed)
+    low = min(100, n_vocab // 4)
+    return [rng.randrange(low, n_vocab - 1) for _ in range(count)]
+
+
+def measure_prefill(llm: Any, config: PrefillConfig, tokens: list[int]) -> float:
+    """Tokens per second of ``llama_decode`` on ``tokens`` from an empty cache, in a
+    temporary context with ``config`` (the chat's context is not touched)."""
+    import ctypes
+
+    import llama_cpp
+
+    base = llm.context_params
+    params = llama_cpp.llama_context_default_params()
+    for name in ("type_k", "type_v", "flash_attn_type", "rope_scaling_type", "rope_freq_base",
+                 "rope_freq_scale", "swa_full"):
+        setattr(params, name, getattr(base, name))
+    params.n_ctx = len(tokens) + 64
+    params.n_batch = config.n_batch
+    params.n_ubatch = min(config.n_ubatch, config.n_batch)
+    params.n_threads = params.n_threads_batch = config.threads
+    params.no_perf = True
+    ctx = llama_cpp.llama_init_from_model(llm._model.model, params)
+    if ctx is None:
+        raise RuntimeError(f"llama.cpp could not make a context for {config.describe()}")
+    try:
+        arr = (llama_cpp.llama_token * len(tokens))(*tokens)
+        start = time.perf_counter()
+        done = 0
+        while done < len(tokens):
+            n = min(config.n_batch, len(tokens) - done)
+            batch = llama_cpp.llama_batch_get_one(
+                ctypes.cast(ctypes.addressof(arr) + done * ctypes.sizeof(llama_cpp.llama_token),
+                            llama_cpp.llama_token_p),
+                n,
+            )
+            rc = int(llama_cpp.llama_decode(ctx, batch))
+            if rc != 0:
+                raise RuntimeError(f"llama_decode returned {rc}")
+            done += n
+        elapsed = time.perf_counter() - start
+    finally:
+        llama_cpp.llama_free(ctx)
+    return len(tokens) / elapsed if elapsed > 0 else 0.0
+
+
+@dataclass
+class Calibration:
+    """What a calibration measured and chose."""
+
+    config: PrefillConfig
+    tokens_per_s: float
+    default_tokens_per_s: float
+    prompt_tokens: int
+    seconds: float
+    #: Every trial: (threads, n_batch, n_ubatch, tokens per second).
+    trials: list[tuple[int, int, int, float]] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        out = asdict(self)
+        out["config"] = asdict(self.config)
+        return out
+
+    @classmethod
+    def from_json(cls, raw: dict[str, Any]) -> Calibration:
+        return cls(
+            config=PrefillConfig(**raw["config"]),
+            tokens_per_s=float(raw["tokens_per_s"]),
+            default_tokens_per_s=float(raw.get("default_tokens_per_s", 0.0)),
+            prompt_tokens=int(raw["prompt_tokens"]),
+            seconds=float(raw["seconds"]),
+            trials=[
+                (int(t[0]), int(t[1]), int(t[2]), float(t[3])) for t in raw.get("trials", [])
+            ],
+        )
+
+
+def calibrate(
+    llm: Any, *, budget_s: float = BUDGET_S, max_tokens: int = 512, threads: int = 0
+) -> Calibration:
+    """Time candidate prefill settings on ``llm``'s model and return the fastest.
+
+    A 64-token warm-up (which also pages the weights in) estimates the speed; the trials
+    then use as many tokens (64 to ``max_tokens``) as fit the budget. Every thread count is
+    tried (past the budget if need be); the batch sizes only while the budget lasts.
+    ``threads`` > 0 fixes the thread count (only the batch sizes are measured).
+    """
+    started = time.perf_counter()
+    cands = [threads] if threads > 0 else thread_candidates()
+    default = PrefillConfig(cands[0], DEFAULT_BATCH, DEFAULT_UBATCH)
+    warm = measure_prefill(llm, default, probe_tokens(llm, 64, seed=1))
+    planned = len(cands) + 3
+    left = max(0.5, budget_s - (time.perf_counter() - started))
+    n = int(warm * left / planned) // 64 * 64
+    n = max(64, min(max_tokens, n))
+    tokens = probe_tokens(llm, n)
+    results: dict[PrefillConfig, float] = {}
+
+    def trial(cfg: PrefillConfig, always: bool = False) -> None:
+        if cfg in results:
+            return
+        if not always and time.perf_counter() - started > budget_s:
+            return
+        try:
+            results[cfg] = measure_prefill(llm, cfg, tokens)
+        except RuntimeError as exc:
+            log.warning("prefill trial %s failed: %s", cfg.describe(), exc)
+
+    for t in cands:  # the choice that matters most: measured even past the budget
+        trial(PrefillConfig(t, DEFAULT_BATCH, DEFAULT_UBATCH), always=True)
+    best_threads = max(results, key=lambda c: results[c]).threads if results else cands[0]
+    for ub in (256, 128):
+        if ub < n:
+            trial(PrefillConfig(best_threads, DEFAULT_BATCH, ub))
+    if results:
+        best = max(results, key=lambda c: results[c])
+        if best.n_batch != best.n_ubatch and n > best.n_ubatch:
+            trial(PrefillConfig(best.threads, best.n_ubatch, best.n_ubatch))
+    default_tps = results.get(default, 0.0)
+    chosen = default
+    if results:
+        best = max(results, key=lambda c: results[c])
+        if results[best] > default_tps * (1 + MIN_GAIN):
+            chosen = best
+    return Calibration(
+        config=chosen,
+        tokens_per_s=results.get(chosen, warm),
+        default_tokens_per_s=default_tps,
+        prompt_tokens=n,
+        seconds=time.perf_counter() - started,
+        trials=[(c.threads, c.n_batch, c.n_ubatch, round(v, 2)) for c, v in results.items()],
+    )
+
+
+def calibration_key(model_path: Path, flash_attn: bool) -> str:
+    """Which calibration fits: the model file (name, size, time), the CPU, llama.cpp."""
+    try:
+        st = model_path.stat()
+        file_id = f"{model_path.resolve()}|{st.st_size}|{st.st_mtime_ns}"
+    except OSError:
+        file_id = str(model_path)
+    try:
+        version = metadata.version("llama-cpp-python")
+    except metadata.PackageNotFoundError:  # pragma: no cover
+        version = "unknown"
+    return f"{file_id}|{cpu_signature()}|{version}|flash={int(flash_attn)}"
+
+
+class CalibrationStore:
+    """Calibrations in one JSON file (``calibration.json`` in the cache directory)."""
+
+    def __init__(self, path: Path | None = None) -> None:
+        self.path = path or paths.cache_dir() / "calibration.json"
+
+    def _read(self) -> dict[str, Any]:
+        try:
+            raw = json.loads(self.path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return {}
+        return raw if isinstance(raw, dict) else {}
+
+    def get(self, key: str) -> Calibration | None:
+        raw = self._read().get(key)
+        if not isinstance(raw, dict):
+            return None
+        try:
+            return Calibration.from_json(raw)
+        except (KeyError, TypeError, ValueError):
+            return None
+
+    def put(self, key: str, calibration: Calibration) -> None:
+        data = self._read()
+        data[key] = calibration.to_json()
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = self.path.with_name(self.path.name + f".{os.getpid()}.tmp")
+        tmp.write_text(json.dumps(data, indent=1), encoding="utf-8")
+        os.replace(tmp, self.path)
+
+    def clear(self) -> None:
+        self.path.unlink(missing_ok=True)

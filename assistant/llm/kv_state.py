@@ -1,0 +1,350 @@
+"""Saved KV states of chats, so a reopened chat evaluates only what is new.
+
+After a reply, the model's KV cache for the chat (its used cells, from
+:meth:`~assistant.llm.base.KVCacheAware.save_state`) is written to the cache directory (never
+into the chat file); when the chat is opened again, it is loaded back and the next prompt
+reuses it as far as its tokens match. Saving a few thousand tokens takes a fraction of a
+second, against a minute of prompt evaluation on a laptop CPU for a long chat.
+
+* One file per chat and *fingerprint*: the fingerprint is what the state depends on besides
+  its tokens (the model file's sha256, the context size, the cache types, the llama.cpp
+  build: see ``LlamaBackend.state_fingerprint``), so another model or window finds nothing.
+* A file is ``MAGIC``, a length-prefixed JSON header (chat, fingerprint, token count, data
+  length, sha256 of tokens and data), the tokens (int32) and the engine's bytes. Anything
+  that does not check out (truncated, damaged, another fingerprint) loads as nothing, with
+  the reason kept in :attr:`StateCache.last_miss`: the chat is then evaluated from scratch.
+  Which tokens of the state serve the next prompt is decided by the backend's prefix match,
+  so a changed template or history costs time, never a wrong answer.
+* Writes are atomic (a temporary file, flushed, renamed). :class:`StateWriter` does them on
+  a thread of its own, so the model's worker only pays for copying the cache out.
+* The folder is capped (``limit_bytes``); the least recently used files go first (loading a
+  file marks it used).
+
+:func:`file_sha256` hashes a model file once and remembers it by path, size and time.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import logging
+import os
+import struct
+import threading
+import time
+import uuid
+from array import array
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from assistant import paths
+from assistant.llm.base import KVState
+
+log = logging.getLogger(__name__)
+
+MAGIC = b"OAKVSTATE1\n"
+SUFFIX = ".kvstate"
+FORMAT_VERSION = 1
+_LEN = struct.Struct("<I")
+
+
+def default_dir() -> Path:
+    return paths.cache_dir() / "kv-states"
+
+
+@dataclass(frozen=True)
+class Usage:
+    files: int
+    bytes: int
+
+    def describe(self) -> str:
+        return f"{self.bytes / 1e6:,.1f} MB in {self.files} saved chat state(s)"
+
+
+def _digest(tokens_bytes: bytes, data: bytes | bytearray) -> str:
+    h = hashlib.sha256()
+    h.update(tokens_bytes)
+    h.update(data)
+    return h.hexdigest()
+
+
+class StateCache:
+    """The saved states: one folder, one file per (chat, fingerprint), LRU-capped."""
+
+    def __init__(self, root: Path | None = None, limit_bytes: int = 2 * 1024**3) -> None:
+        self.root = root or default_dir()
+        self.limit_bytes = limit_bytes
+        #: Why the last :meth:`load` found nothing ("" after a hit).
+        self.last_miss = ""
+        self._lock = threading.Lock()
+
+    def file_for(self, chat_id: str, fingerprint: str) -> Path:
+        name = hashlib.sha256(f"{fingerprint}\0{chat_id}".encode()).hexdigest()[:40]
+        return self.root / (name + SUFFIX)
+
+    # -- writing ---------------------------------------------------------------------
+    def save(self, chat_id: str, state: KVState) -> Path | None:
+        """Write ``state`` for ``chat_id`` (atomically), then evict down to the limit.
+        None when it is empty or larger than the whole limit (nothing is written)."""
+        tokens_bytes = array("i", state.tokens).tobytes()
+        size = len(MAGIC) + 4 + 512 + len(tokens_bytes) + len(state.data)
+        if not state.tokens or not state.data or size > self.limit_bytes:
+            return None
+        header = json.dumps(
+            {
+                "version": FORMAT_VERSION,
+                "chat": chat_id,
+                "fingerprint": state.fingerprint,
+                "model": state.model,
+                "n_tokens": len(state.tokens),
+                "data_len": len(state.data),
+                "sha256": _digest(tokens_bytes, state.data),
+                "saved": time.time(),
+            }
+        ).encode()
+        target = self.file_for(chat_id, state.fingerprint)
+        with self._lock:
+            self.root.mkdir(parents=True, exist_ok=True)
+            tmp = self.root / f".tmp-{uuid.uuid4().hex}"
+            try:
+                with tmp.open("wb") as fh:
+                    fh.write(MAGIC)
+                    fh.write(_LEN.pack(len(header)))
+                    fh.write(header)
+                    fh.write(tokens_bytes)
+                    fh.write(state.data)
+                    fh.flush()
+                    os.fsync(fh.fileno())
+                os.replace(tmp, target)
+            finally:
+                tmp.unlink(missing_ok=True)
+            self._evict(keep=target)
+        return target
+
+    def _files(self) -> list[tuple[float, int, Path]]:
+        out: list[tuple[float, int, Path]] = []
+        try:
+            entries = list(os.scandir(self.root))
+        except FileNotFoundError:
+            return out
+        for entry in entries:
+            if entry.name.endswith(SUFFIX):
+                try:
+                    st = entry.stat()
+                except FileNotFoundError:
+                    continue
+                out.append((st.st_mtime, st.st_size, Path(entry.path)))
+        return out
+
+    def _evict(self, keep: Path | None = None) -> None:
+        files = sorted(self._files())  # oldest use first
+        total = sum(size for _, size, _ in files)
+        for _, size, path in files:
+            if total <= self.limit_bytes:
+                break
+            if path == keep:
+                continue
+            path.unlink(missing_ok=True)
+            total -= size
+            log.info("kv state cache: evicted %s (%d bytes)", path.name, size)
+
+    def set_limit(self, limit_bytes: int) -> None:
+        self.limit_bytes = limit_bytes
+        with self._lock:
+            self._evict()
+
+    # -- reading ---------------------------------------------------------------------
+    def _miss(self, why: str) -> None:
+        self.last_miss = why
+        log.info("kv state cache: %s", why)
+
+    def load(self, chat_id: str, fingerprint: str) -> KVState | None:
+        """The state saved for ``chat_id`` with this ``fingerprint``, verified; None (and
+        :attr:`last_miss`) when there is none or it does not check out."""
+        path = self.file_for(chat_id, fingerprint)
+        try:
+            with path.open("rb") as fh:
+                got = self._read(fh, chat_id, fingerprint, path.stat().st_size)
+        except FileNotFoundError:
+            self._miss("no saved state for this chat and model")
+            return None
+        except (OSError, ValueError) as exc:
+            self._miss(f"unreadable saved state ({exc}); evaluating from scratch")
+            path.unlink(missing_ok=True)
+            return None
+        if isinstance(got, str):
+            self._miss(got + "; evaluating from scratch")
+            path.unlink(missing_ok=True)
+            return None
+        self.last_miss = ""
+        with contextlib.suppress(OSError):
+            os.utime(path)  # most recently used
+        return got
+
+    @staticmethod
+    def _read(fh: Any, chat_id: str, fingerprint: str, file_size: int) -> KVState | str:
+        if fh.read(len(MAGIC)) != MAGIC:
+            return "not a saved state (bad magic)"
+        raw_len = fh.read(4)
+        if len(raw_len) != 4:
+            return "truncated saved state"
+        (hlen,) = _LEN.unpack(raw_len)
+        if hlen > 64 * 1024:
+            return "damaged saved state (header length)"
+        try:
+            header = json.loads(fh.read(hlen))
+        except ValueError:
+            return "damaged saved state (header)"
+        if not isinstance(header, dict) or header.get("version") != FORMAT_VERSION:
+            return "saved state of another format"
+        if header.get("fingerprint") != fingerprint or header.get("chat") != chat_id:
+            return "saved state of another model or settings"
+        n_tokens, data_len = int(header.get("n_tokens", -1)), int(header.get("data_len", -1))
+        if n_tokens <= 0 or data_len <= 0:
+            return "damaged saved state (sizes)"
+        if file_size != len(MAGIC) + 4 + hlen + 4 * n_tokens + data_len:
+            return "truncated or damaged saved state (size)"
+        tokens_bytes = fh.read(4 * n_tokens)
+        data = bytearray(data_len)  # read in place: the engine loads it without a copy
+        if len(tokens_bytes) != 4 * n_tokens or fh.readinto(data) != data_len:
+            return "truncated saved state"
+        if _digest(tokens_bytes, data) != header.get("sha256"):
+            return "damaged saved state (checksum)"
+        tokens = array("i")
+        tokens.frombytes(tokens_bytes)
+        return KVState(
+            model=str(header.get("model", "")), tokens=tuple(tokens), data=data,
+            fingerprint=fingerprint,
+        )
+
+    # -- housekeeping ----------------------------------------------------------------
+    def forget(self, chat_id: str) -> int:
+        """Delete every saved state of ``chat_id`` (any model); returns how many."""
+        removed = 0
+        with self._lock:
+            for _, _, path in self._files():
+                try:
+                    with path.open("rb") as fh:
+                        if fh.read(len(MAGIC)) != MAGIC:
+                            continue
+                        (hlen,) = _LEN.unpack(fh.read(4))
+                        header = json.loads(fh.read(min(hlen, 64 * 1024)))
+                except (OSError, ValueError, struct.error):
+                    continue
+                if isinstance(header, dict) and header.get("chat") == chat_id:
+                    path.unlink(missing_ok=True)
+                    removed += 1
+        return removed
+
+    def usage(self) -> Usage:
+        files = self._files()
+        return Usage(len(files), sum(size for _, size, _ in files))
+
+    def clear(self) -> Usage:
+        """Delete every saved state; returns what was freed."""
+        with self._lock:
+            files = self._files()
+            for _, _, path in files:
+                path.unlink(missing_ok=True)
+        return Usage(len(files), sum(size for _, size, _ in files))
+
+
+class StateWriter:
+    """Writes states on a thread of its own; a newer state for a chat replaces one still
+    waiting. :meth:`close` writes what is pending and stops the thread."""
+
+    def __init__(self, cache: StateCache) -> None:
+        self.cache = cache
+        self._pending: dict[str, KVState] = {}
+        self._cond = threading.Condition()
+        self._thread: threading.Thread | None = None
+        self._closed = False
+        self._busy = False
+        #: Paths written, in order (tests and the benchmark read it).
+        self.written: list[Path] = []
+
+    def submit(self, chat_id: str, state: KVState) -> None:
+        with self._cond:
+            if self._closed:
+                return
+            self._pending[chat_id] = state
+            if self._thread is None:
+                self._thread = threading.Thread(
+                    target=self._run, name="kv-state-writer", daemon=True
+                )
+                self._thread.start()
+            self._cond.notify_all()
+
+    def _run(self) -> None:
+        while True:
+            with self._cond:
+                while not self._pending and not self._closed:
+                    self._cond.wait()
+                if not self._pending:
+                    return
+                chat_id, state = next(iter(self._pending.items()))
+                del self._pending[chat_id]
+                self._busy = True
+            try:
+                path = self.cache.save(chat_id, state)
+                if path is not None:
+                    self.written.append(path)
+            except OSError as exc:
+                log.warning("could not save the chat's model state: %s", exc)
+            finally:
+                with self._cond:
+                    self._busy = False
+                    self._cond.notify_all()
+
+    def flush(self, timeout: float | None = None) -> bool:
+        """Wait until everything submitted is written; False on timeout."""
+        with self._cond:
+            return self._cond.wait_for(lambda: not self._pending and not self._busy, timeout)
+
+    def close(self) -> None:
+        with self._cond:
+            self._closed = True
+            self._cond.notify_all()
+            thread = self._thread
+        if thread is not None:
+            thread.join()
+        self._thread = None
+
+
+_digests_lock = threading.Lock()
+
+
+def file_sha256(path: Path, known: str | None = None) -> str:
+    """sha256 of a (model) file, hashed once and remembered in the cache directory by
+    path, size and modification time. ``known`` (a registry's verified value) is used as is."""
+    if known:
+        return known.lower()
+    st = path.stat()
+    key = f"{path.resolve()}|{st.st_size}|{st.st_mtime_ns}"
+    store = paths.cache_dir() / "file-sha256.json"
+    with _digests_lock:
+        try:
+            saved = json.loads(store.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            saved = {}
+        if not isinstance(saved, dict):
+            saved = {}
+        got = saved.get(key)
+        if isinstance(got, str) and len(got) == 64:
+            return got
+        h = hashlib.sha256()
+        with path.open("rb") as fh:
+            for block in iter(lambda: fh.read(4 * 1024 * 1024), b""):
+                h.update(block)
+        digest = h.hexdigest()
+        saved[key] = digest
+        try:
+            store.parent.mkdir(parents=True, exist_ok=True)
+            tmp = store.with_name(store.name + f".{os.getpid()}.tmp")
+            tmp.write_text(json.dumps(saved), encoding="utf-8")
+            os.replace(tmp, store)
+        except OSError as exc:
+            log.warning("could not remember the model's sha256: %s", exc)
+        return digest

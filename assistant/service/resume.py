@@ -1,0 +1,148 @@
+"""Instant resume and prompt-evaluation settings, for the session service.
+
+* After each reply the chat's KV state is saved (:meth:`ChatResume.save_job`, run on the
+  model worker: copying the cache out takes a fraction of a second; the file is written by
+  :class:`~assistant.llm.kv_state.StateWriter` on its own thread). Never into the chat file:
+  into the cache folder, keyed by chat and by what the state depends on (the backend's
+  ``state_fingerprint``), LRU-capped by ``Settings.performance.state_cache_mb``.
+* When a chat is opened with the model loaded (or the model finishes loading with a chat
+  open), :meth:`ChatResume.restore_job` loads that state on the worker. The next prompt then
+  reuses it as far as its tokens match (the backend's prefix check), so a changed history or
+  template costs evaluation time, never a wrong answer; a missing, damaged or foreign file
+  loads nothing.
+* :func:`engine_tuning` turns the settings into the backend's
+  :class:`~assistant.llm.base.EngineTuning` (threads, batch sizes, chunk reuse).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from assistant.config import Settings
+from assistant.llm.base import (
+    CancelToken,
+    EngineTuning,
+    KVCacheAware,
+    LLMBackend,
+    LLMError,
+)
+from assistant.llm.calibration import CalibrationStore
+from assistant.llm.kv_state import StateCache, StateWriter, Usage
+
+log = logging.getLogger(__name__)
+
+MB = 1024 * 1024
+
+
+def engine_tuning(settings: Settings) -> EngineTuning:
+    perf = settings.performance
+    return EngineTuning(
+        threads=settings.sampling.threads,
+        n_batch=perf.n_batch,
+        n_ubatch=perf.n_ubatch,
+        chunk_reuse=perf.chunk_reuse,
+        min_chunk=perf.chunk_reuse_min,
+    )
+
+
+def forget_calibration() -> None:
+    """Forget the measured prompt settings: the next model load measures them again."""
+    CalibrationStore().clear()
+
+
+@dataclass(frozen=True)
+class Restored:
+    """What a restore did: ``tokens`` loaded (0: nothing) in ``seconds``; ``miss`` says why
+    nothing was loaded."""
+
+    chat_id: str
+    tokens: int
+    seconds: float
+    miss: str = ""
+
+
+class ChatResume:
+    """The saved-state cache of one service."""
+
+    def __init__(self, settings: Settings, root: Path | None = None) -> None:
+        perf = settings.performance
+        self.cache = StateCache(root, perf.state_cache_mb * MB)
+        self.writer = StateWriter(self.cache)
+        self.enabled = perf.resume_state and perf.state_cache_mb > 0
+
+    def configure(self, settings: Settings) -> None:
+        perf = settings.performance
+        self.enabled = perf.resume_state and perf.state_cache_mb > 0
+        self.cache.set_limit(perf.state_cache_mb * MB)
+
+    def usage(self) -> Usage:
+        return self.cache.usage()
+
+    def forget(self, chat_id: str) -> None:
+        """Delete the chat's saved states (the chat was deleted)."""
+        try:
+            self.cache.forget(chat_id)
+        except OSError as exc:
+            log.warning("could not delete the saved states of chat %s: %s", chat_id, exc)
+
+    def clear(self) -> Usage:
+        """Delete every saved state (a write still under way may land after)."""
+        return self.cache.clear()
+
+    def save_job(
+        self, backend: LLMBackend, chat_id: str
+    ) -> Callable[[CancelToken], None] | None:
+        """A worker job copying the chat's KV state out for the writer (None: nothing to
+        do, e.g. the backend keeps no cache or resume is off)."""
+        if not self.enabled or not isinstance(backend, KVCacheAware):
+            return None
+        kv: KVCacheAware = backend
+
+        def job(_cancel: CancelToken) -> None:
+            started = time.perf_counter()
+            try:
+                state = kv.save_state()
+            except LLMError as exc:
+                log.warning("could not copy the chat's model state: %s", exc)
+                return
+            if state.tokens:
+                self.writer.submit(chat_id, state)
+                log.info("chat %s: %d tokens of model state copied in %.2f s", chat_id,
+                         len(state.tokens), time.perf_counter() - started)
+
+        return job
+
+    def restore_job(
+        self, backend: LLMBackend, chat_id: str, still_wanted: Callable[[], bool]
+    ) -> Callable[[CancelToken], Restored] | None:
+        """A worker job loading the chat's saved state (skipped when ``still_wanted()`` is
+        False by then: the user opened another chat meanwhile)."""
+        if not self.enabled or not isinstance(backend, KVCacheAware):
+            return None
+        kv: KVCacheAware = backend
+
+        def job(_cancel: CancelToken) -> Restored:
+            started = time.perf_counter()
+            if not still_wanted():
+                return Restored(chat_id, 0, 0.0, "another chat was opened")
+            self.writer.flush()  # a state of this chat may still be on its way to disk
+            state = self.cache.load(chat_id, kv.state_fingerprint())
+            if state is None:
+                return Restored(chat_id, 0, time.perf_counter() - started, self.cache.last_miss)
+            if kv.cached_prefix(state.tokens) >= len(state.tokens):
+                return Restored(chat_id, 0, time.perf_counter() - started, "already loaded")
+            try:
+                kv.load_state(state)
+            except LLMError as exc:
+                kv.reset_kv_cache()
+                return Restored(chat_id, 0, time.perf_counter() - started, str(exc))
+            return Restored(chat_id, len(state.tokens), time.perf_counter() - started)
+
+        return job
+
+    def close(self) -> None:
+        self.writer.close()

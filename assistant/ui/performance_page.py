@@ -1,0 +1,226 @@
+"""The settings dialog's Speed tab: saved chat states, chunk reuse, prompt batch sizes.
+
+It edits :class:`~assistant.config.Performance` (and shows the prompt settings in force).
+The space the saved states take is shown with a button that deletes them all; another
+forgets the measured prompt settings so the next model load measures them again. Both act
+at once (they do not wait for Save), through callables the window passes in.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import (
+    QCheckBox,
+    QFormLayout,
+    QGroupBox,
+    QHBoxLayout,
+    QLabel,
+    QPushButton,
+    QScrollArea,
+    QSpinBox,
+    QVBoxLayout,
+    QWidget,
+)
+
+from assistant.config import Performance
+
+#: (files, bytes) of the saved states, and deleting them (returns what was freed).
+Usage = tuple[int, int]
+
+
+def _spin(maximum: int, suffix: str = "", special: str = "") -> QSpinBox:
+    box = QSpinBox()
+    box.setRange(0, maximum)
+    box.setGroupSeparatorShown(True)
+    box.setAlignment(Qt.AlignmentFlag.AlignRight)
+    box.setMinimumWidth(110)
+    box.setMinimumHeight(28)
+    if suffix:
+        box.setSuffix(suffix)
+    if special:
+        box.setSpecialValueText(special)
+    return box
+
+
+def _help(text: str) -> QLabel:
+    label = QLabel(text)
+    label.setObjectName("FieldHelp")
+    label.setWordWrap(True)
+    return label
+
+
+def _size(size: int) -> str:
+    if size < 1 << 20:
+        return f"{max(1, size // 1024):,} KB"
+    return f"{size / (1 << 20):,.1f} MB"
+
+
+def describe_usage(usage: Usage) -> str:
+    files, size = usage
+    if not files:
+        return "No saved chat states."
+    plural = "s" if files != 1 else ""
+    return f"{_size(size)} used by {files} saved chat state{plural}."
+
+
+def _form(box: QGroupBox) -> QFormLayout:
+    form = QFormLayout(box)
+    form.setVerticalSpacing(8)
+    form.setHorizontalSpacing(16)
+    form.setFieldGrowthPolicy(QFormLayout.FieldGrowthPolicy.FieldsStayAtSizeHint)
+    return form
+
+
+class PerformancePage(QScrollArea):
+    def __init__(
+        self,
+        *,
+        state_usage: Callable[[], Usage] | None = None,
+        clear_states: Callable[[], Usage] | None = None,
+        forget_calibration: Callable[[], None] | None = None,
+        prefill_text: str = "",
+        parent: QWidget | None = None,
+    ) -> None:
+        super().__init__(parent)
+        self._usage = state_usage
+        self._clear = clear_states
+        self._forget = forget_calibration
+        self.setWidgetResizable(True)
+        self.setFrameShape(QScrollArea.Shape.NoFrame)
+        inner = QWidget()
+        self.setWidget(inner)
+        outer = QVBoxLayout(inner)
+        outer.setContentsMargins(16, 12, 16, 12)
+        outer.setSpacing(10)
+
+        resume = QGroupBox("Instant resume")
+        form = _form(resume)
+        self.resume_state = QCheckBox("Save each chat's model state after a reply")
+        self.resume_state.setToolTip(Performance.model_fields["resume_state"].description or "")
+        form.addRow(self.resume_state)
+        self.state_cache_mb = _spin(1_048_576, " MB", "none")
+        self.state_cache_mb.setObjectName("state_cache_mb")
+        form.addRow("Space for saved states", self.state_cache_mb)
+        row = QHBoxLayout()
+        self.usage_label = QLabel("")
+        self.usage_label.setObjectName("MutedLabel")
+        row.addWidget(self.usage_label, 1)
+        self.clear_button = QPushButton("Delete saved states")
+        self.clear_button.setEnabled(clear_states is not None)
+        self.clear_button.clicked.connect(self._clear_states)
+        row.addWidget(self.clear_button)
+        form.addRow(row)
+        form.addRow(_help(
+            "A reopened chat then evaluates only what is new. States live in the cache "
+            "folder, not in the chat file; the least recently used go first."
+        ))
+        outer.addWidget(resume)
+
+        reuse = QGroupBox("After pruning and compaction")
+        rform = _form(reuse)
+        self.chunk_reuse = QCheckBox("Keep the cached text after a changed part (approximate)")
+        self.chunk_reuse.setToolTip(Performance.model_fields["chunk_reuse"].description or "")
+        rform.addRow(self.chunk_reuse)
+        self.chunk_reuse_min = _spin(100_000, " tokens")
+        self.chunk_reuse_min.setMinimum(8)
+        rform.addRow("Shortest run kept", self.chunk_reuse_min)
+        rform.addRow(_help(
+            "Moves the text after a cleared output or a summary instead of evaluating it "
+            "again: faster, but approximate (docs/PERFORMANCE.md has the measured cost). "
+            "Not used with sliding-window or recurrent models."
+        ))
+        outer.addWidget(reuse)
+
+        speed = QGroupBox("Prompt evaluation")
+        sform = _form(speed)
+        self.n_batch = _spin(65_536, "", "measured")
+        self.n_batch.setObjectName("n_batch")
+        sform.addRow("Tokens per call (n_batch)", self.n_batch)
+        self.n_ubatch = _spin(65_536, "", "measured")
+        self.n_ubatch.setObjectName("n_ubatch")
+        sform.addRow("Tokens per step (n_ubatch)", self.n_ubatch)
+        self.prefill_label = _help(
+            f"In force: {prefill_text}" if prefill_text
+            else "Measured when a model is loaded for the first time."
+        )
+        sform.addRow(self.prefill_label)
+        measure_row = QHBoxLayout()
+        measure_row.addWidget(_help(
+            "Threads (Model tab) and these sizes are measured on a model's first load; a "
+            "value here overrides the measurement."
+        ), 1)
+        self.measure_button = QPushButton("Measure again")
+        self.measure_button.setEnabled(forget_calibration is not None)
+        self.measure_button.clicked.connect(self._forget_calibration)
+        measure_row.addWidget(self.measure_button)
+        sform.addRow(measure_row)
+        outer.addWidget(speed)
+        outer.addStretch(1)
+        self.refresh_usage()
+
+    # -- values ------------------------------------------------------------------------
+    def load(self, perf: Performance) -> None:
+        self.resume_state.setChecked(perf.resume_state)
+        self.state_cache_mb.setValue(perf.state_cache_mb)
+        self.chunk_reuse.setChecked(perf.chunk_reuse)
+        self.chunk_reuse_min.setValue(perf.chunk_reuse_min)
+        self.n_batch.setValue(perf.n_batch)
+        self.n_ubatch.setValue(perf.n_ubatch)
+
+    def values(self) -> dict[str, Any]:
+        return {
+            "resume_state": self.resume_state.isChecked(),
+            "state_cache_mb": self.state_cache_mb.value(),
+            "chunk_reuse": self.chunk_reuse.isChecked(),
+            "chunk_reuse_min": self.chunk_reuse_min.value(),
+            "n_batch": self.n_batch.value(),
+            "n_ubatch": self.n_ubatch.value(),
+        }
+
+    def widget_for(self, field: str) -> QWidget | None:
+        return {
+            "resume_state": self.resume_state,
+            "state_cache_mb": self.state_cache_mb,
+            "chunk_reuse": self.chunk_reuse,
+            "chunk_reuse_min": self.chunk_reuse_min,
+            "n_batch": self.n_batch,
+            "n_ubatch": self.n_ubatch,
+        }.get(field)
+
+    def inputs(self) -> list[QWidget]:
+        return [self.state_cache_mb, self.chunk_reuse_min, self.n_batch, self.n_ubatch]
+
+    def connect_changed(self, slot: Callable[[], Any]) -> None:
+        for box in (self.state_cache_mb, self.chunk_reuse_min, self.n_batch, self.n_ubatch):
+            box.valueChanged.connect(lambda *_a: slot())
+        for check in (self.resume_state, self.chunk_reuse):
+            check.toggled.connect(lambda *_a: slot())
+
+    # -- actions -----------------------------------------------------------------------
+    def refresh_usage(self) -> None:
+        if self._usage is None:
+            self.usage_label.setText("")
+            return
+        usage = self._usage()
+        self.usage_label.setText(describe_usage(usage))
+        self.clear_button.setEnabled(self._clear is not None and usage[0] > 0)
+
+    def _clear_states(self) -> None:
+        if self._clear is None:
+            return
+        files, size = self._clear()
+        self.refresh_usage()
+        plural = "s" if files != 1 else ""
+        self.usage_label.setText(f"Deleted {files} saved chat state{plural} ({_size(size)}).")
+
+    def _forget_calibration(self) -> None:
+        if self._forget is None:
+            return
+        self._forget()
+        self.measure_button.setEnabled(False)
+        self.prefill_label.setText(
+            "The prompt settings will be measured again on the next model load."
+        )

@@ -1,0 +1,95 @@
+"""Prefill settings measured on the first load, kept, and overridable."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from assistant import paths
+from assistant.llm import llama_backend
+from assistant.llm.base import EngineTuning
+from assistant.llm.calibration import (
+    Calibration,
+    CalibrationStore,
+    logical_cpus,
+    physical_cores,
+    thread_candidates,
+)
+from assistant.llm.llama_backend import LlamaBackend
+from assistant.llm.llama_kv import PrefillConfig
+
+
+def test_thread_candidates_start_with_the_physical_cores() -> None:
+    cands = thread_candidates()
+    assert cands[0] == physical_cores() <= logical_cpus()
+    assert len(cands) == len(set(cands)) and all(c >= 1 for c in cands)
+
+
+def test_the_store_keeps_calibrations_by_key(tmp_path: Path) -> None:
+    store = CalibrationStore(tmp_path / "cal.json")
+    assert store.get("k") is None
+    cal = Calibration(PrefillConfig(2, 512, 256), 150.0, 140.0, 256, 3.5,
+                      [(2, 512, 512, 140.0), (2, 512, 256, 150.0)])
+    store.put("k", cal)
+    store.put("other", cal)
+    assert store.get("k") == cal
+    (tmp_path / "cal.json").write_text("{not json")
+    assert store.get("k") is None  # a damaged file is measured again, not an error
+    store.clear()
+    assert not (tmp_path / "cal.json").exists()
+
+
+def test_prefill_config_keeps_ubatch_within_batch() -> None:
+    assert PrefillConfig(2, 128, 512).n_ubatch == 128
+    with pytest.raises(ValueError):
+        PrefillConfig(0, 512, 512)
+
+
+@pytest.mark.integration
+def test_first_load_measures_later_loads_reuse_it(
+    embedded_model_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("ASSISTANT_CALIBRATE", "1")
+    first = LlamaBackend.load(str(embedded_model_path), n_ctx=2048, calibrate=True)
+    try:
+        cal = first.calibration
+        assert cal is not None and len(cal.trials) >= 2
+        assert 64 <= cal.prompt_tokens <= 512 and cal.tokens_per_s > 0
+        assert first.prefill_config == cal.config
+        assert (paths.cache_dir() / "calibration.json").exists()
+    finally:
+        first.close()
+
+    def measured_again(*_args: Any, **_kwargs: Any) -> Calibration:
+        raise AssertionError("the kept calibration should have been used")
+
+    monkeypatch.setattr(llama_backend, "run_calibration", measured_again)
+    second = LlamaBackend.load(str(embedded_model_path), n_ctx=2048, calibrate=True)
+    try:
+        assert second.calibration == cal
+        assert second.prefill_config == cal.config
+        assert "(measured)" in second.describe_tuning()
+        # Settings override single values: a new context with them.
+        text = second.tune(EngineTuning(n_batch=256, n_ubatch=64, threads=1))
+        assert second.prefill_config == PrefillConfig(1, 256, 64)
+        assert "1 threads, n_batch 256, n_ubatch 64 (set)" in text
+        msgs = [{"role": "user", "content": "Say hello."}]
+        from assistant.llm.base import GenerationOptions
+
+        result = None
+        for event in second.generate(msgs, GenerationOptions(4, temperature=0.0)):
+            result = event.result or result
+        assert result is not None and result.completion_tokens > 0
+        second.tune(EngineTuning())
+        assert second.prefill_config == cal.config
+    finally:
+        second.close()
+    # Fixed overrides at load skip nothing else: only the rest comes from the calibration.
+    third = LlamaBackend.load(str(embedded_model_path), n_ctx=2048, calibrate=True, n_batch=128)
+    try:
+        assert third.prefill_config.n_batch == 128
+        assert third.prefill_config.threads == cal.config.threads
+    finally:
+        third.close()

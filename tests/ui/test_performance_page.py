@@ -1,0 +1,75 @@
+"""The settings dialog's Speed tab: saved states shown with their size and deleted with a
+click, chunk reuse and batch sizes saved, the calibration forgotten on request."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from PySide6.QtCore import Qt
+
+from assistant import paths
+from assistant.llm.calibration import Calibration, CalibrationStore
+from assistant.llm.kv_state import default_dir
+from assistant.llm.llama_kv import PrefillConfig
+
+
+def _speed_tab(dialog):  # type: ignore[no-untyped-def]
+    dialog.tabs.setCurrentWidget(dialog.performance_page)
+    return dialog.performance_page
+
+
+def test_saved_states_are_listed_and_deleted(make_window, artifacts_dir: Path) -> None:  # type: ignore[no-untyped-def]
+    h = make_window()
+    h.backend.enqueue("Paris is the capital of France.")
+    h.type_and_send("What is the capital of France?")
+    h.wait_idle()
+    h.controller.saved_states.writer.flush(timeout=10)
+    files = list(default_dir().glob("*.kvstate"))
+    assert len(files) == 1
+    dialog = h.window.open_settings()
+    page = _speed_tab(dialog)
+    dialog.resize(720, 640)
+    assert "used by 1 saved chat state." in page.usage_label.text()
+    assert page.clear_button.isEnabled()
+    assert dialog.grab().save(str(artifacts_dir / "settings-speed.png"))
+    h.qtbot.mouseClick(page.clear_button, Qt.MouseButton.LeftButton)
+    assert page.usage_label.text().startswith("Deleted 1 saved chat state (")
+    assert not list(default_dir().glob("*.kvstate"))
+    assert not page.clear_button.isEnabled()
+    dialog.reject()
+
+
+def test_speed_settings_are_validated_and_saved(make_window) -> None:  # type: ignore[no-untyped-def]
+    h = make_window()
+    dialog = h.window.open_settings()
+    page = _speed_tab(dialog)
+    assert page.n_batch.text() == "measured" and page.state_cache_mb.value() == 2048
+    assert not page.chunk_reuse.isChecked()
+    page.chunk_reuse.setChecked(True)
+    page.state_cache_mb.setValue(512)
+    page.n_batch.setValue(256)
+    page.n_ubatch.setValue(128)
+    page.resume_state.setChecked(False)
+    assert dialog.save_button.isEnabled()
+    h.qtbot.mouseClick(dialog.save_button, Qt.MouseButton.LeftButton)
+    saved = json.loads(paths.settings_file().read_text(encoding="utf-8"))["performance"]
+    assert saved == {
+        "resume_state": False, "state_cache_mb": 512, "chunk_reuse": True,
+        "chunk_reuse_min": 64, "n_batch": 256, "n_ubatch": 128,
+    }
+    assert h.controller.settings.performance.chunk_reuse
+    assert h.controller.saved_states.cache.limit_bytes == 512 * 1024 * 1024
+    assert not h.controller.saved_states.enabled
+
+
+def test_measure_again_forgets_the_calibration(make_window) -> None:  # type: ignore[no-untyped-def]
+    store = CalibrationStore()
+    store.put("k", Calibration(PrefillConfig(1, 512, 512), 10.0, 9.0, 64, 1.0))
+    h = make_window()
+    dialog = h.window.open_settings()
+    page = _speed_tab(dialog)
+    h.qtbot.mouseClick(page.measure_button, Qt.MouseButton.LeftButton)
+    assert store.get("k") is None
+    assert "measured again on the next model load" in page.prefill_label.text()
+    dialog.reject()
