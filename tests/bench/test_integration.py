@@ -59,7 +59,7 @@ def test_quick_run_with_the_embedded_model(
         if policy["questions_after_outputs"]:
             assert policy["visibility_fit"] == 1.0, name
     # W5 (read one file, ask) sees it whole. W1's quick turns read three files and write one
-    # in a 1,792-token window beside a summary: some are cut there (whole in the full run).
+    # in a 1,792-token window beside a summary: some are cut there (the full run reports it).
     assert summaries["W5", "policy"]["visibility_full"] == 1.0
     real = {(r["session"], r["strategy"], r["mode"]): r for r in data["real_sessions"]}
     for mode in ("local", "standard"):
