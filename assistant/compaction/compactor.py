@@ -198,9 +198,10 @@ class Compactor:
         plan: Plan | None = None
         raised = False
         for _ in range(4):
-            # With nothing before the pending part, nothing needs a summary: the pending
-            # part only has to fit beside what is there now.
-            room = fits_now if pending == 0 else min(limit, fits_now)
+            # With nothing before the pending part and no summary yet, nothing needs one: the
+            # pending part only has to fit beside what is there now. Otherwise a new summary
+            # (which takes in the current one) will stand beside it.
+            room = fits_now if pending == 0 and prev is None else min(limit, fits_now)
             allowed = self._allowed(kept, counts, pending, room)
             cut = find_cut(
                 kept, counts, keep=min(keep, limit), limit=limit, floor=min(floor, limit),

@@ -56,6 +56,13 @@ def _t(user: int, tools: list[tuple[int, bool]], answer: int, stopped: bool) -> 
            _t(1456, [(1, False), (301, False), (452, False)], 75, True), _t(559, [], 1, False)],
     prune=False, good=[False],
 )
+# A stopped reply leaves two turns pending (its outputs, then a long new question): the
+# earlier turn must give way when the latest one alone barely fits beside a summary.
+@example(
+    turns=[_t(188, [], 1, False), _t(707, [(1191, False)], 1, False), _t(188, [], 1, False),
+           _t(202, [(95, False), (309, False)], 1, True), _t(945, [], 1, False)],
+    prune=False, good=[False],
+)
 def test_prompt_never_exceeds_the_window_and_pairs_stay_together(
     turns: list[dict[str, Any]], prune: bool, good: list[bool]
 ) -> None:
