@@ -235,6 +235,9 @@ class Agent:
                 )
             except GenerationCancelled:
                 return True, None
+            except LLMError as exc:  # e.g. a server engine that cannot count: it went away
+                self._emit(Notice("error", str(exc)))
+                return False, str(exc)
             retry = None
             if cancel.cancelled:
                 return True, None

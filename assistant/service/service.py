@@ -36,7 +36,7 @@ from assistant.agent.commands import (
 from assistant.agent.events import AgentEvent, Notice
 from assistant.config import Settings, save_settings
 from assistant.conversation import CompactionRecord, Conversation, Message
-from assistant.engine import Engine, build_engine
+from assistant.engine import Engine, build_engine, engine_label, server_builder, uses_server
 from assistant.llm.base import CancelToken, LLMBackend, ModelInfo
 from assistant.llm.registry import resolve_model
 from assistant.llm.worker import ModelWorker
@@ -190,9 +190,18 @@ class ChatService:
 
     # -- the model ---------------------------------------------------------------------
     def context_window_for(self, settings: Settings) -> int:
-        """The n_ctx a model loaded with ``settings`` gets."""
+        """The n_ctx a model loaded with ``settings`` gets (for a server: the window the
+        policy uses with the server's window, or the one set)."""
         trained: int | None = None
-        if self.model_info is not None and settings.model == self.settings.model:
+        same_engine = settings.engine == self.settings.engine
+        if uses_server(settings):
+            if self.model_info is not None and same_engine and self.model_info.trained_context:
+                trained = self.model_info.trained_context
+            else:
+                trained = settings.engine.server.window or None
+        elif self.model_info is not None and settings.model == self.settings.model and (
+            same_engine
+        ):
             trained = self.model_info.trained_context
         else:
             with contextlib.suppress(OSError, ValueError, KeyError):
@@ -208,19 +217,23 @@ class ChatService:
         self.model_info = None
         self.model_state = "loading"
         self.model_error = ""
-        name = self.settings.model
+        name = engine_label(self.settings)
         self.emit(ModelChanged())
         self._status(self.status_machine.loading(name))
 
         def progress(value: float) -> None:
             self.dispatch(lambda: self._load_progress(seq, name, value))
 
-        future = self.worker.load(
-            name,
-            n_ctx=self.context_window_for(self.settings),
-            threads=self.settings.sampling.threads,
-            on_progress=progress,
-        )
+        build = server_builder(self.settings)
+        if build is not None:  # an OpenAI-compatible server: connect on the worker
+            future = self.worker.load_with(build, on_progress=progress)
+        else:
+            future = self.worker.load(
+                self.settings.model,
+                n_ctx=self.context_window_for(self.settings),
+                threads=self.settings.sampling.threads,
+                on_progress=progress,
+            )
         future.add_done_callback(lambda f: self.dispatch(lambda: self._loaded(seq, f)))
 
     def _load_progress(self, seq: int, name: str, value: float) -> None:
@@ -247,15 +260,21 @@ class ChatService:
         self._status(self.status_machine.loaded(backend.info.name))
         self._drain_queue()
 
-    def apply_settings(self, new: Settings) -> bool:
-        """Use (and save) new settings; reload the model when its file, threads or window
-        changed, or the last load failed. Returns whether a reload started."""
+    def apply_settings(self, new: Settings, *, reconnect: bool = False) -> bool:
+        """Use (and save) new settings; reload the model when the engine, its file, threads
+        or window changed, the last load failed, or ``reconnect`` (a new API key) asks for
+        it. Returns whether a reload started."""
         old = self.settings
-        reload = (
+        embedded_changed = not uses_server(new) and (
             new.model != old.model
             or new.sampling.threads != old.sampling.threads
             or self.context_window_for(new) != self.context_window_for(old)
+        )
+        reload = (
+            new.engine != old.engine
+            or embedded_changed
             or self.model_state == "failed"
+            or (reconnect and uses_server(new))
         )
         self.settings = new
         if self.persist_settings is not None:
