@@ -243,7 +243,7 @@ class Agent:
                 return True, None
             for note in prepared.notices:
                 self._emit(Notice("warning", note))
-            self._emit(context_usage(prepared))
+            self._emit(context_usage(prepared, estimated=not self.backend.info.exact_counts))
             max_tokens = max(1, min(settings.sampling.max_reply_tokens, prepared.reserve))
             try:
                 text, result = self._generate(

@@ -398,6 +398,14 @@ class MainWindow(QMainWindow):
         if event.info is not None:
             window = self.service.context_window_for(self.service.settings)
             self.model_label.setText(f"{event.info.name} · {window:,} ctx")
+        elif failed and self.service.settings.engine.kind == "server":
+            message = (
+                f"The server engine is not available: {event.error}\nStart the server, or "
+                "change the address or the engine in Settings, Engine. What you type waits."
+            )
+            self.model_banner_label.setText(message)
+            self.model_label.setText("no server")
+            self._error_box("Server not available", message)
         elif failed:
             message = (
                 f"The model could not be loaded: {event.error}\nChoose another model in "
@@ -451,10 +459,11 @@ class MainWindow(QMainWindow):
         new = dialog.result_settings()
         if new is None:
             return
-        self.apply_settings(new)
+        self.apply_settings(new, reconnect=dialog.engine_page.key_changed)
 
-    def apply_settings(self, new: Settings) -> None:
-        self.service.apply_settings(new)
+    def apply_settings(self, new: Settings, *, reconnect: bool = False) -> None:
+        """Use new settings; ``reconnect``: a new API key was stored for the server."""
+        self.service.apply_settings(new, reconnect=reconnect)
 
     def _settings_changed(self, event: SettingsChanged) -> None:
         new = event.settings

@@ -1,4 +1,4 @@
-"""The settings dialog: model, sampling, context modes and their policies, chat and look.
+"""The settings dialog: model, engine, sampling, context modes and policies, chat and look.
 
 Every change is validated by the pydantic :class:`Settings` model as you type; a refused
 value is outlined in red and the reason (pydantic's message) is shown under the form, and
@@ -39,6 +39,8 @@ from PySide6.QtWidgets import (
 
 from assistant.config import ModePolicy, Settings
 from assistant.llm.registry import ModelEntry, Registry
+from assistant.secrets import SecretStore, SecretStoreError
+from assistant.ui.engine_settings import EnginePage
 
 POLICY_FIELDS: tuple[tuple[str, str], ...] = (
     ("window", "Context window"),
@@ -100,6 +102,7 @@ class SettingsDialog(QDialog):
         *,
         loaded_trained_context: int | None = None,
         model_present: Callable[[ModelEntry], bool] = lambda _e: True,
+        secrets: SecretStore | None = None,
         parent: QWidget | None = None,
     ) -> None:
         super().__init__(parent)
@@ -119,6 +122,8 @@ class SettingsDialog(QDialog):
         layout.setSpacing(10)
         self.tabs = QTabWidget()
         self.tabs.addTab(self._build_model_tab(), "Model")
+        self.engine_page = EnginePage(secrets)
+        self.tabs.addTab(self.engine_page, "Engine")
         self.tabs.addTab(self._build_context_tab(), "Context")
         self.tabs.addTab(self._build_chat_tab(), "Chat && look")
         layout.addWidget(self.tabs, 1)
@@ -304,6 +309,7 @@ class SettingsDialog(QDialog):
         self.theme.setCurrentIndex(max(0, self.theme.findData(s.theme)))
         self.enter_sends.setChecked(s.enter_sends)
         self.step_limit.setValue(s.step_limit)
+        self.engine_page.load(s)
         self._update_model_info()
 
     def selected_mode(self) -> str:
@@ -337,6 +343,7 @@ class SettingsDialog(QDialog):
         data["theme"] = self.theme.currentData()
         data["enter_sends"] = self.enter_sends.isChecked()
         data["step_limit"] = self.step_limit.value()
+        data["engine"] = self.engine_page.collect()
         return data
 
     def _widgets_for(self, loc: tuple[int | str, ...]) -> list[QWidget]:
@@ -351,6 +358,8 @@ class SettingsDialog(QDialog):
         if not loc:
             return None
         head = str(loc[0])
+        if head == "engine":
+            return self.engine_page.widget_for(loc[1:])
         if head in ("local", "standard"):
             return self.policy_spins.get((head, str(loc[1]))) if len(loc) > 1 else None
         if head == "sampling" and len(loc) > 1:
@@ -401,8 +410,20 @@ class SettingsDialog(QDialog):
         return self._result
 
     def accept(self) -> None:
-        if self.validate():
-            super().accept()
+        if not self.validate() or self._result is None:
+            return
+        try:  # the API key goes to the keyring (or the private file), not the settings
+            self.engine_page.store_key(self._result.engine)
+        except SecretStoreError as exc:
+            self.error_label.setText(f"Could not store the API key: {exc}")
+            self.error_label.setVisible(True)
+            self.tabs.setCurrentWidget(self.engine_page)
+            return
+        super().accept()
+
+    def done(self, result: int) -> None:
+        self.engine_page.wait_for_test(5.0)  # no connection test left running
+        super().done(result)
 
     # -- model choice ------------------------------------------------------------------
     def _entry(self) -> ModelEntry | None:
@@ -505,6 +526,11 @@ class SettingsDialog(QDialog):
             self.system_prompt,
             self.workspace,
             self.step_limit,
+            self.engine_page.url,
+            self.engine_page.model,
+            self.engine_page.tokenizer,
+            self.engine_page.window_tokens,
+            self.engine_page.timeout,
         ]
 
     def _connect_validation(self) -> None:
@@ -521,6 +547,7 @@ class SettingsDialog(QDialog):
         self.workspace.textChanged.connect(self.validate)
         for combo in (self.model_combo, self.approval, self.theme):
             combo.currentIndexChanged.connect(self.validate)
+        self.engine_page.changed.connect(self.validate)
 
 
 def _describe_loc(loc: tuple[Any, ...]) -> str:
@@ -541,6 +568,11 @@ def _describe_loc(loc: tuple[Any, ...]) -> str:
         "step_limit": "Tool steps per reply",
         "system_prompt": "System prompt",
         "workspace": "Workspace folder",
+        "engine": "Engine",
+        "server": "server",
+        "base_url": "address",
+        "tokenizer_gguf": "tokenizer GGUF",
+        "timeout_s": "timeout",
     }
     parts = [names.get(str(p), str(p)) for p in loc]
     return " ".join(p for p in parts if p)

@@ -1,0 +1,197 @@
+"""The Engine page of the settings dialog and the window on a server engine, driven like a
+user (clicks and typing), offscreen; the connection test runs against a real
+llama-cpp-python server on loopback. Screenshots go to the test artifacts."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from PySide6.QtCore import Qt
+
+from assistant import paths
+from assistant.agent.events import ContextUsage
+from assistant.config import Settings
+from assistant.llm.local_server import LocalServer, free_port
+from assistant.llm.registry import load_registry
+from assistant.secrets import SecretStore
+from assistant.ui.context_bar import ESTIMATE_NOTE
+from assistant.ui.settings_dialog import SettingsDialog
+
+
+def _dialog(qtbot, settings: Settings | None = None) -> SettingsDialog:  # type: ignore[no-untyped-def]
+    dialog = SettingsDialog(settings or Settings(), load_registry(), loaded_trained_context=8192)
+    qtbot.addWidget(dialog)
+    dialog.resize(760, 720)
+    dialog.show()
+    dialog.tabs.setCurrentWidget(dialog.engine_page)
+    return dialog
+
+
+def _type(qtbot, edit, text: str) -> None:  # type: ignore[no-untyped-def]
+    edit.setFocus()
+    edit.selectAll()
+    qtbot.keyClick(edit, Qt.Key.Key_Delete)
+    qtbot.keyClicks(edit, text)
+
+
+def _choose_server(qtbot, dialog: SettingsDialog) -> None:  # type: ignore[no-untyped-def]
+    page = dialog.engine_page
+    qtbot.mouseClick(page.server_button, Qt.MouseButton.LeftButton)
+    assert page.server_button.isChecked()
+    assert page.server_box.isEnabled()
+
+
+def test_embedded_is_the_default_and_the_server_fields_wait(qtbot) -> None:  # type: ignore[no-untyped-def]
+    dialog = _dialog(qtbot)
+    page = dialog.engine_page
+    assert page.embedded_button.isChecked()
+    assert not page.server_box.isEnabled()
+    assert dialog.validate()
+
+
+def test_a_server_needs_a_valid_address(qtbot) -> None:  # type: ignore[no-untyped-def]
+    dialog = _dialog(qtbot)
+    page = dialog.engine_page
+    _choose_server(qtbot, dialog)
+    assert not dialog.save_button.isEnabled()
+    assert "needs the server's address" in dialog.error_label.text()
+    _type(qtbot, page.url, "localhost:8080")
+    assert not dialog.save_button.isEnabled()
+    assert "must start with http:// or https://" in dialog.error_label.text()
+    assert page.url.property("invalid") is True
+    _type(qtbot, page.url, "http://127.0.0.1:8080/v1")
+    assert dialog.save_button.isEnabled(), dialog.error_label.text()
+    result = dialog.result_settings()
+    assert result is not None
+    assert result.engine.kind == "server"
+    assert result.engine.server.base_url == "http://127.0.0.1:8080"
+
+
+def test_the_api_key_is_stored_on_save_and_never_in_the_settings_file(qtbot) -> None:  # type: ignore[no-untyped-def]
+    dialog = _dialog(qtbot)
+    page = dialog.engine_page
+    _choose_server(qtbot, dialog)
+    _type(qtbot, page.url, "http://10.1.2.3:8000")
+    _type(qtbot, page.api_key, "sk-typed-in-the-dialog")
+    assert page.api_key.echoMode() == page.api_key.EchoMode.Password
+    assert "never in the settings file" in page.key_help.text()
+    qtbot.mouseClick(dialog.save_button, Qt.MouseButton.LeftButton)
+    assert dialog.result() == dialog.DialogCode.Accepted
+    assert page.key_changed
+    assert SecretStore().get("http://10.1.2.3:8000") == "sk-typed-in-the-dialog"
+    from assistant.config import save_settings
+
+    settings = dialog.result_settings()
+    assert settings is not None
+    save_settings(settings)
+    text = paths.settings_file().read_text(encoding="utf-8")
+    assert "sk-typed-in-the-dialog" not in text
+    assert json.loads(text)["engine"]["server"]["base_url"] == "http://10.1.2.3:8000"
+    # Opened again: the key is known to be stored, and can be forgotten.
+    again = _dialog(qtbot, settings)
+    assert "a key is stored" in again.engine_page.api_key.placeholderText()
+    qtbot.mouseClick(again.engine_page.forget_key, Qt.MouseButton.LeftButton)
+    assert SecretStore().get("http://10.1.2.3:8000") is None
+
+
+@pytest.mark.integration
+def test_test_connection_shows_model_window_and_exact_counts(
+    qtbot, llama_server: LocalServer, artifacts_dir: Path  # type: ignore[no-untyped-def]
+) -> None:
+    dialog = _dialog(qtbot)
+    page = dialog.engine_page
+    _choose_server(qtbot, dialog)
+    _type(qtbot, page.url, llama_server.url)
+    with qtbot.waitSignal(page.tested, timeout=300_000) as got:
+        qtbot.mouseClick(page.test_button, Qt.MouseButton.LeftButton)
+    page.wait_for_test()
+    text = page.result.text()
+    assert got.args[0] is page.report
+    assert f"llama-cpp-python server at {llama_server.url}" in text
+    assert f"Model: {llama_server.model}" in text
+    assert "Window: 10,000 tokens (the server does not say" in text
+    assert "Token counts: exact" in text
+    assert "Tool calls: the app's text protocol" in text
+    # The models the server lists fill the list (short names, full ids behind them).
+    assert page.model.count() == 1
+    assert page.model.currentText() == llama_server.model.name
+    assert page.model_id() == str(llama_server.model)
+    assert dialog.validate()
+    qtbot.wait(100)
+    shot = artifacts_dir / "settings-engine-server.png"
+    assert dialog.grab().save(str(shot))
+    result = dialog.result_settings()
+    assert result is not None and result.engine.server.model == str(llama_server.model)
+
+
+def test_test_connection_with_nothing_there_names_the_address(qtbot, artifacts_dir: Path) -> None:  # type: ignore[no-untyped-def]
+    dialog = _dialog(qtbot)
+    page = dialog.engine_page
+    _choose_server(qtbot, dialog)
+    url = f"http://127.0.0.1:{free_port()}"
+    _type(qtbot, page.url, url)
+    with qtbot.waitSignal(page.tested, timeout=60_000):
+        qtbot.mouseClick(page.test_button, Qt.MouseButton.LeftButton)
+    page.wait_for_test()
+    assert f"Cannot reach the server at {url}" in page.result.text()
+    assert page.result.property("failed") is True
+    assert page.test_button.isEnabled()
+    qtbot.wait(100)
+    assert dialog.grab().save(str(artifacts_dir / "settings-engine-unreachable.png"))
+
+
+@pytest.mark.integration
+def test_the_window_chats_through_a_server(
+    make_window, llama_server: LocalServer, artifacts_dir: Path, tmp_path: Path  # type: ignore[no-untyped-def]
+) -> None:
+    settings = Settings(workspace=str(tmp_path / "workspace"))
+    settings.engine.server.base_url = llama_server.url
+    settings.engine.kind = "server"
+    settings.sampling.max_reply_tokens = 16
+    settings.sampling.temperature = 0.0
+    h = make_window(settings=settings, wait=False)
+    h.wait_ready(timeout=300_000)
+    assert llama_server.model.name in h.window.model_label.text()
+    h.type_and_send("What is the capital of France?")
+    h.wait_idle(timeout=300_000)
+    messages = h.controller.conversation.messages
+    assert [m.role for m in messages] == ["user", "assistant"]
+    assert messages[1].content.strip()
+    label = h.window.context_bar.label.text()
+    assert not label.startswith("≈")  # exact counts from the server
+    h.window.resize(1100, 760)
+    h.qtbot.wait(150)
+    assert h.window.grab().save(str(artifacts_dir / "main-window-server-engine.png"))
+
+
+def test_estimated_counts_are_marked_in_the_context_bar(make_window, artifacts_dir: Path) -> None:  # type: ignore[no-untyped-def]
+    h = make_window()
+    bar = h.window.context_bar
+    h.window.bridge.post(ContextUsage(prompt_tokens=3100, window=8192, reserve=838,
+                                      segments={"system": 400, "conversation": 2700},
+                                      estimated=True))
+    h.window.bridge.flush()
+    h.qtbot.waitUntil(lambda: bar.usage is not None)
+    assert bar.label.text().startswith("≈ 3,100 / 8,192")
+    assert ESTIMATE_NOTE in bar.toolTip()
+    assert bar.grab().save(str(artifacts_dir / "context-bar-estimate.png"))
+
+
+def test_a_window_whose_server_is_not_there_keeps_what_is_typed(
+    make_window, tmp_path: Path  # type: ignore[no-untyped-def]
+) -> None:
+    url = f"http://127.0.0.1:{free_port()}"
+    settings = Settings(workspace=str(tmp_path / "workspace"))
+    settings.engine.server.base_url = url
+    settings.engine.kind = "server"
+    h = make_window(settings=settings, wait=False)
+    h.qtbot.waitUntil(lambda: h.controller.model_state == "failed", timeout=60_000)
+    h.window.bridge.flush()
+    assert h.window.model_banner.isVisible()
+    banner = h.window.model_banner_label.text()
+    assert "The server engine is not available" in banner and url in banner
+    h.window.error_box.close()
+    h.type_and_send("Hello, is anyone there?")
+    assert h.controller.queue == ["Hello, is anyone there?"]
