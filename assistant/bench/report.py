@@ -18,6 +18,7 @@ from typing import Any
 
 from assistant.config import default_local
 
+from .engines import render_section as render_engine_section
 from .metrics import (
     CallRecord,
     CompactionStat,
@@ -79,6 +80,8 @@ class BenchResult:
     wall_s: float = 0.0
     notes: list[str] = field(default_factory=list)
     real_sessions: list[RealSessionResult] = field(default_factory=list)
+    #: ``--engine server``: embedded vs. local server (``EngineComparison.to_json()``).
+    engines: list[dict[str, Any]] = field(default_factory=list)
 
     def summaries(self) -> list[Summary]:
         return [summarize(r) for r in self.runs]
@@ -108,6 +111,7 @@ def to_json(result: BenchResult, *, records: bool = False) -> dict[str, Any]:
         "wall_s": round(result.wall_s, 1),
         "notes": result.notes,
         "real_sessions": [asdict(r) for r in result.real_sessions],
+        "engines": result.engines,
     }
     if records:
         data["runs"] = [asdict(r) for r in result.runs]
@@ -134,6 +138,7 @@ def from_json(data: dict[str, Any]) -> BenchResult:
         summary_time=data.get("summary_time"), wall_s=float(data.get("wall_s", 0.0)),
         notes=list(data.get("notes", [])),
         real_sessions=[RealSessionResult(**r) for r in data.get("real_sessions", [])],
+        engines=list(data.get("engines", [])),
     )
 
 
@@ -611,6 +616,7 @@ def render_markdown(
         for info in r.workloads:
             parts.append(_workload_section(r, info, plot_dir, f"{kind}_"))
         parts.append(_real_section(r))
+        parts.append(render_engine_section(r.engines))
     opts = runs[0].options if runs else {}
     parts.append(
         METHOD.format(max_reply=opts.get("max_reply_tokens", "?"),
