@@ -1,4 +1,4 @@
-"""Command line entry: ``python -m assistant [gui|chat|chats|replay|bench|provision] ...``.
+"""Command line entry: ``python -m assistant [gui|chat|chats|replay|bench|provision|repair] ...``.
 
 With no sub-command the desktop window opens.
 """
@@ -28,6 +28,10 @@ def main(argv: list[str] | None = None) -> int:
         from assistant.replay import main as replay_main
 
         return replay_main(rest)
+    if command == "repair":
+        from assistant.cli.repair import main as repair_main
+
+        return repair_main(rest)
     if command == "bench":
         from assistant.bench.cli import main as bench_main
 
@@ -49,7 +53,8 @@ def main(argv: list[str] | None = None) -> int:
 
         return run_gui(rest)
     print(
-        f"unknown command {command!r}; use gui, chat, chats, replay, bench or provision",
+        f"unknown command {command!r}; use gui, chat, chats, replay, bench, provision or "
+        "repair",
         file=sys.stderr,
     )
     return 2

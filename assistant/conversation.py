@@ -18,6 +18,9 @@ from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 
+from assistant import jsonlimits
+from assistant.jsonlimits import MAX_ARGUMENT_DEPTH
+
 Role = Literal["system", "user", "assistant", "tool"]
 
 PRUNED_PLACEHOLDER = "[Old tool result content cleared]"
@@ -134,12 +137,18 @@ class Message(BaseModel):
 
 
 def _parse_arguments(value: Any) -> tuple[dict[str, Any], str | None]:
+    """(arguments, None), or ({}, the text as written) when they are not a JSON object or
+    nest deeper than a tool call may (kept as text, never a crash later)."""
     if isinstance(value, dict):
+        if jsonlimits.value_depth(value, MAX_ARGUMENT_DEPTH) > MAX_ARGUMENT_DEPTH:
+            return {}, json.dumps(value)
         return value, None
     if isinstance(value, str):
         try:
-            parsed = json.loads(value) if value.strip() else {}
-        except json.JSONDecodeError:
+            parsed = (
+                jsonlimits.loads(value, "arguments", MAX_ARGUMENT_DEPTH) if value.strip() else {}
+            )
+        except ValueError:
             return {}, value
         if isinstance(parsed, dict):
             return parsed, None

@@ -36,42 +36,12 @@ from assistant.compaction.controller import ContextController, ContextTooLargeEr
 from assistant.compaction.file_tracking import FileOps, extract_file_ops
 from assistant.compaction.summarizer import ExtractiveSummarizer, ModelSummarizer, Summarizer
 from assistant.compaction.tokens import CountingBackend, TokenCounter
+from assistant.compaction.transcript import TranscriptError, load_transcript
 from assistant.config import DEFAULT_SYSTEM_PROMPT, EffectivePolicy, Mode, Settings
 from assistant.conversation import Conversation, Message
 from assistant.llm.base import LLMBackend, LLMError, PromptCounter
 
 EXIT_USAGE = 2
-
-
-class TranscriptError(ValueError):
-    """A transcript line that is not a valid message."""
-
-
-def load_transcript(path: Path) -> tuple[str | None, list[Message]]:
-    """(system prompt from leading system messages, the other messages)."""
-    try:
-        lines = path.read_text(encoding="utf-8").splitlines()
-    except (OSError, UnicodeDecodeError) as exc:
-        raise TranscriptError(f"{path}: cannot read ({exc})") from exc
-    system: list[str] = []
-    messages: list[Message] = []
-    for number, line in enumerate(lines, start=1):
-        if not line.strip():
-            continue
-        try:
-            data = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise TranscriptError(f"{path}:{number}: invalid JSON ({exc.msg})") from exc
-        try:
-            msg = Message.from_openai(data)
-        except (ValueError, TypeError, AttributeError) as exc:
-            reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-            raise TranscriptError(f"{path}:{number}: not a valid message ({reason})") from exc
-        if msg.role == "system" and not messages:
-            system.append(msg.content)
-        else:
-            messages.append(msg)
-    return ("\n\n".join(system) if system else None), messages
 
 
 def _load_model(path: str, n_ctx: int) -> LLMBackend:

@@ -49,6 +49,7 @@ from assistant.agent.events import (
     ToolCallStarted,
     TurnFinished,
 )
+from assistant.agent.overflow import overflow_message
 from assistant.agent.tool_steps import CANCELLED_RESULT, ToolRunner, result_message
 from assistant.agent.usage import context_usage
 from assistant.compaction.controller import PreparedRequest
@@ -251,7 +252,11 @@ class Agent:
                 )
             except ContextOverflowError:
                 if overflow_retried or not settings.switches().compact_on_overflow:
-                    message = OVERFLOW_FAILED if overflow_retried else OVERFLOW_NO_COMPACT
+                    message = (
+                        overflow_message(prepared.segments, prepared.window)
+                        if overflow_retried
+                        else OVERFLOW_NO_COMPACT
+                    )
                     self._emit(Notice("error", message))
                     return False, message
                 overflow_retried = True
@@ -264,8 +269,9 @@ class Agent:
                 except (LLMError, OSError):
                     if cancel.cancelled:
                         return True, None
-                    self._emit(Notice("error", OVERFLOW_FAILED))
-                    return False, OVERFLOW_FAILED
+                    message = overflow_message(prepared.segments, prepared.window)
+                    self._emit(Notice("error", message))
+                    return False, message
                 continue
             except _StreamFailed as failed:
                 if failed.text:

@@ -14,6 +14,9 @@ or JSON with ``--json``); ``--report`` writes the markdown and plots (``make ben
 ``--engine server`` also runs each workload/strategy pair through llama-cpp-python's
 OpenAI-compatible server on loopback with the same model and compares the two engines per
 call (:mod:`.engines`).
+
+Why it is long (about 460 lines): the command's options, model loading, checkpoints and
+resume, and the micro measurements are all steps of the one ``bench`` run, in order.
 """
 
 from __future__ import annotations

@@ -27,10 +27,10 @@ from assistant.compaction.controller import ContextController
 from assistant.compaction.events import CompactionFinished, ContextEvent
 from assistant.compaction.summarizer import ExtractiveSummarizer, ModelSummarizer, Summarizer
 from assistant.compaction.tokens import CountingBackend, TokenCounter
+from assistant.compaction.transcript import load_transcript
 from assistant.config import DEFAULT_SYSTEM_PROMPT, Mode, Settings
 from assistant.conversation import CompactionRecord, Conversation
 from assistant.llm.base import LLMBackend, PromptCounter
-from assistant.replay import load_transcript
 
 from .metrics import facts_in_text
 from .strategies import StrategyName, build_strategy

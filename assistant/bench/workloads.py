@@ -33,6 +33,10 @@ context?) and a question with accepted answers (can the model still say it?).
 The JSONL (:meth:`Workload.to_jsonl`) has one OpenAI-format message per line, like
 ``Message.to_openai(as_model_sees=False)``; the facts and workspace files go to a JSON
 sidecar (:meth:`Workload.sidecar`). :func:`load_workload` reads both back.
+
+Why it is long (about 680 lines): the four workloads are generated here side by side from
+one small seeded generator (:class:`_Gen`) and one builder, with their texts and planted
+facts; splitting them apart would scatter what must stay comparable between workloads.
 """
 
 from __future__ import annotations

@@ -1,13 +1,7 @@
 """Layer 2: one compaction, in four steps that each return a value.
 
-1. **budget** (:func:`compaction_budget`, :func:`tail_bounds`): how much room the summary
-   and the kept tail get. The summary is not a fixed size: the model-written part gets
-   :data:`MODEL_SHARE` of the policy's summary budget, and the verbatim record of what the
-   user said grows with the room the window has (:data:`RECORD_ROOM_SHARE` of it), using
-   only what it needs. The kept tail aims at a prompt of :data:`FILL_TARGET` of the window
-   after compaction (never less than :data:`MIN_FILL` while older history was there to
-   keep) and leaves :data:`GROWTH_SHARE` of the window free for the chat to grow before the
-   next compaction.
+1. **budget** (:mod:`.budget`): how much room the summary and the kept tail get; the record
+   of what the user said grows with the room the window has.
 2. **plan** (:meth:`Compactor.plan`): the cut (:mod:`.cut_point`), never summarizing an
    output the model has not answered when a cut before it can make room (only a turn in
    progress that cannot fit even with its outputs cut down may be split; outputs the user
@@ -32,6 +26,15 @@ from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from typing import Any
 
+from assistant.compaction.budget import (
+    GROWTH_SHARE,
+    MIN_FILL,
+    MIN_MODEL_BUDGET,
+    SUMMARY_SLACK,
+    Budget,
+    compaction_budget,
+    tail_bounds,
+)
 from assistant.compaction.cut_point import CutPlan, find_cut, valid_cuts
 from assistant.compaction.extractive import (
     MechanicalState,
@@ -41,11 +44,6 @@ from assistant.compaction.extractive import (
     render_mechanical,
 )
 from assistant.compaction.file_tracking import FileOps, extract_file_ops
-from assistant.compaction.prompts import (
-    MECHANICAL_MARKER,
-    SUMMARY_HEADER,
-    SUMMARY_HEADER_SHORT,
-)
 from assistant.compaction.summarizer import (
     Summarizer,
     SummaryCancelled,
@@ -65,23 +63,6 @@ from assistant.conversation import CompactionReason, CompactionRecord, Conversat
 from assistant.llm.base import CancelToken
 
 log = logging.getLogger("assistant.compaction")
-
-#: Share of the policy's summary budget for the model-written part of the summary.
-MODEL_SHARE = 0.5
-MIN_MODEL_BUDGET = 32
-#: Share of the room (window - reserve - fixed overhead) the verbatim record may grow to.
-RECORD_ROOM_SHARE = 0.3
-#: Prompt size aimed at after a compaction, and the least it may be while older history was
-#: there to keep (shares of the window).
-FILL_TARGET = 0.58
-MIN_FILL = 0.5
-#: Room left free after a compaction for the chat to grow (share of the window).
-GROWTH_SHARE = 0.12
-#: Tokens kept free beside the summary for its message template.
-SUMMARY_SLACK = 16
-#: At summary budgets up to this many tokens the summary uses the short header.
-SMALL_SUMMARY_BUDGET = 256
-
 
 class Status(StrEnum):
     DONE = "done"
@@ -137,15 +118,6 @@ BeforeCompactHook = Callable[[CompactionPreparation], BeforeCompactResult | None
 
 
 @dataclass(frozen=True)
-class Budget:
-    room: int
-    model: int
-    record: int
-    header: int
-    short: bool
-
-
-@dataclass(frozen=True)
 class Plan:
     cut: CutPlan
     history: Sequence[Message]
@@ -157,32 +129,6 @@ class Plan:
     #: Index in ``conv.messages`` of the first message the plan's ``kept`` list starts at.
     base: int
     kept: Sequence[Message] = field(default_factory=tuple)
-
-
-def compaction_budget(
-    policy: EffectivePolicy, overhead: int, count: Callable[[str], int]
-) -> Budget:
-    short = policy.summary_budget <= SMALL_SUMMARY_BUDGET
-    header = count((SUMMARY_HEADER_SHORT if short else SUMMARY_HEADER) + MECHANICAL_MARKER) + 4
-    room = max(policy.window - policy.reserve - overhead - SUMMARY_SLACK, 0)
-    model = max(MIN_MODEL_BUDGET, int(policy.summary_budget * MODEL_SHARE))
-    model = min(model, max(room // 4, MIN_MODEL_BUDGET))
-    record = max(policy.summary_budget - model - header, int(room * RECORD_ROOM_SHARE))
-    return Budget(room=room, model=model, record=record, header=header, short=short)
-
-
-def tail_bounds(
-    policy: EffectivePolicy, budget: Budget, overhead: int, summary: int, *, manual: bool
-) -> tuple[int, int, int]:
-    """(keep, floor, limit) for the kept tail, given a summary of ``summary`` tokens."""
-    fits = max(budget.room - summary, 0)
-    limit = max(fits - int(policy.window * GROWTH_SHARE), min(policy.keep_recent, fits))
-    if manual:
-        return min(policy.keep_recent, limit), 0, limit
-    target = int(policy.window * FILL_TARGET) - overhead - summary
-    keep = min(max(target, policy.keep_recent), limit)
-    floor = min(keep, max(int(policy.window * MIN_FILL) - overhead - summary, 0))
-    return keep, floor, limit
 
 
 class Compactor:
@@ -245,10 +191,14 @@ class Compactor:
             max(c - TRIM_FLOOR, 0) if m.id in waiting else 0
             for m, c in zip(kept, counts, strict=True)
         ]
+        # With nothing summarized, the current summary stays: the pending part must fit
+        # beside it, or it may be split.
+        current = count(prev.summary) + SUMMARY_SLACK if prev is not None else 0
+        fits_now = policy.window - policy.reserve - overhead - current
         plan: Plan | None = None
         raised = False
         for _ in range(4):
-            allowed = self._allowed(kept, counts, pending, limit)
+            allowed = self._allowed(kept, counts, pending, min(limit, fits_now))
             cut = find_cut(
                 kept, counts, keep=min(keep, limit), limit=limit, floor=min(floor, limit),
                 allowed=allowed,

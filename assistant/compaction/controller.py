@@ -48,13 +48,7 @@ from assistant.compaction.events import (
 from assistant.compaction.prune import count_user_turns, plan_prune
 from assistant.compaction.summarizer import ExtractiveSummarizer, ModelSummarizer, Summarizer
 from assistant.compaction.tokens import TokenCounter
-from assistant.compaction.visibility import (
-    calls_by_id,
-    cleared_note,
-    plan_trims,
-    trim_output,
-    unanswered_ids,
-)
+from assistant.compaction.view import ViewBuilder
 from assistant.config import EffectivePolicy
 from assistant.conversation import CompactionReason, CompactionRecord, Conversation, Message
 from assistant.llm.base import (
@@ -77,8 +71,6 @@ __all__ = [
 log = logging.getLogger("assistant.compaction")
 
 AfterCompactHook = Callable[[CompactionRecord], None]
-#: Rounds of cutting before giving up on fitting unanswered outputs.
-TRIM_ROUNDS = 4
 
 
 class ContextTooLargeError(LLMError):
@@ -150,7 +142,7 @@ class ContextController:
         self.before_compact = before_compact
         self.after_compact = after_compact
         self._overhead_memo: dict[tuple[str, str], int] = {}
-        self._notes: dict[tuple[str, int], str] = {}
+        self.views = ViewBuilder(self.counter)
         #: Conversation states where compaction did not help (never retried automatically).
         self._no_retry: set[tuple[int, int, int]] = set()
         self._overflow_done: set[tuple[int, int, int]] = set()
@@ -163,31 +155,7 @@ class ContextController:
     # -- the view ------------------------------------------------------------------------
     def view(self, conv: Conversation) -> View:
         """Cleared notes for the pruned results among the kept messages."""
-        pruned = [m for m in conv.kept_messages() if m.role == "tool" and m.pruned]
-        if not pruned:
-            return View()
-        calls = calls_by_id(conv.messages)
-        return View(notes={m.id: self._note(m, calls) for m in pruned})
-
-    def _note(self, msg: Message, calls: dict[str, Any]) -> str:
-        tokens = self.counter.unpruned(msg)
-        key = (msg.id, tokens)
-        got = self._notes.get(key)
-        if got is None:
-            if len(self._notes) > 20_000:
-                self._notes.clear()
-            got = cleared_note(msg, calls.get(msg.tool_call_id or ""), tokens)
-            self._notes[key] = got
-        return got
-
-    def _cleared_size(self, conv: Conversation) -> Callable[[Message], int]:
-        calls = calls_by_id(conv.messages)
-
-        def size(msg: Message) -> int:
-            note = self._note(msg, calls)
-            return self.counter.message(msg.model_copy(update={"content": note, "pruned": False}))
-
-        return size
+        return self.views.view(conv)
 
     def build_messages(self, conv: Conversation, system_prompt: str) -> list[Message]:
         """System prompt + summary (synthetic user message) + kept messages, as shown."""
@@ -220,14 +188,14 @@ class ContextController:
         *,
         trim: bool = True,
     ) -> PreparedRequest:
-        view = self.view(conv)
-        built = context.build_context(conv, system_prompt, view=view)
-        msgs = context.to_openai(built)
-        n = self.counter.exact(msgs, tools)
-        trimmed: dict[str, tuple[int, int]] = {}
-        if trim and n + policy.reserve > policy.window:
-            view, built, msgs, n, trimmed = self._trim(conv, system_prompt, tools, policy, view, n)
-        self._last_cuts = dict(view.trims)
+        fitted = self.views.build(conv, system_prompt, tools, self.view(conv))
+        if trim and fitted.tokens + policy.reserve > policy.window:
+            fitted = self.views.fit(
+                conv, system_prompt, tools, fitted, policy.window - policy.reserve
+            )
+            self._report_trims(conv, fitted.trimmed)
+        self._last_cuts = dict(fitted.view.trims)
+        built, n = fitted.built, fitted.tokens
         base = self.overhead(system_prompt, None)
         with_tools = self.overhead(system_prompt, tools) if tools else base
         summary = self.counter.message(built[1]) if conv.last_compaction is not None else 0
@@ -241,72 +209,24 @@ class ContextController:
             "tool_outputs": min(outputs, rest),
         }
         return PreparedRequest(
-            messages=msgs,
+            messages=fitted.messages,
             prompt_tokens=n,
             window=policy.window,
             reserve=min(policy.reserve, max(policy.window - n, 0)),
             segments=segments,
-            trimmed=trimmed,
+            trimmed=fitted.trimmed,
         )
 
-    def _trim(
-        self,
-        conv: Conversation,
-        system_prompt: str,
-        tools: Sequence[dict[str, Any]] | None,
-        policy: EffectivePolicy,
-        view: View,
-        n: int,
-    ) -> tuple[View, list[Message], list[dict[str, Any]], int, dict[str, tuple[int, int]]]:
-        """Cut unanswered outputs (head and tail kept) until the prompt fits the reserve."""
-        kept = conv.kept_messages()
-        waiting = unanswered_ids(kept)
-        calls = calls_by_id(conv.messages)
-        outputs = [
-            (m, self.counter.message(m), self.counter.text(m.content))
-            for m in kept
-            if m.id in waiting and not m.pruned
-        ]
-        built = context.build_context(conv, system_prompt, view=view)
-        msgs = context.to_openai(built)
-        excess = n + policy.reserve - policy.window
-        trimmed: dict[str, tuple[int, int]] = {}
-        best = (view, built, msgs, n, trimmed)
-        for _ in range(TRIM_ROUNDS):
-            plan = plan_trims(outputs, excess)
-            if not plan.applies:
-                break
-            by_id = {m.id: m for m, _, _ in outputs}
-            cuts = {
-                mid: trim_output(
-                    by_id[mid].content, cap, self.counter.text,
-                    calls.get(by_id[mid].tool_call_id or ""),
-                )
-                for mid, cap in plan.caps.items()
-            }
-            cut_view = View(notes=view.notes, trims=cuts)
-            built = context.build_context(conv, system_prompt, view=cut_view)
-            msgs = context.to_openai(built)
-            got = self.counter.exact(msgs, tools)
-            shown = {m.id: m for m in built}
-            trimmed = {
-                mid: (seg, self.counter.message(shown[mid]))
-                for (m, seg, _) in outputs
-                if (mid := m.id) in cuts
-            }
-            best = (cut_view, built, msgs, got, trimmed)
-            if got + policy.reserve <= policy.window:
-                break
-            excess += got + policy.reserve - policy.window
-        ids = frozenset(best[4])
+    def _report_trims(self, conv: Conversation, trimmed: dict[str, tuple[int, int]]) -> None:
+        """A :class:`TrimEvent` when the set of cut outputs changed since the last call."""
+        ids = frozenset(trimmed)
         if ids and self._last_trims != (id(conv), ids):
-            before = sum(b for b, _ in best[4].values())
-            after = sum(a for _, a in best[4].values())
+            before = sum(b for b, _ in trimmed.values())
+            after = sum(a for _, a in trimmed.values())
             log.info("Cut %d unanswered tool output(s) to fit: %d -> %d tokens",
                      len(ids), before, after)
             self._emit(TrimEvent(tuple(sorted(ids)), before, after))
         self._last_trims = (id(conv), ids)
-        return best
 
     def _measure(
         self,
@@ -375,7 +295,7 @@ class ContextController:
             protect=pol.protect,
             minimum=pol.minimum,
             user_turns=count_user_turns(conv.messages),
-            cleared_size=self._cleared_size(conv),
+            cleared_size=self.views.cleared_size(conv),
         )
         if not plan.applies:
             return 0
@@ -491,28 +411,12 @@ class ContextController:
     def _chat_prefix(
         self, conv: Conversation, system_prompt: str, span: Sequence[Message]
     ) -> list[dict[str, Any]]:
-        """The chat prompt up to the cut as last sent (prune state and cut outputs
-        included), so an in-context summary starts with tokens llama.cpp still holds."""
+        """The chat prompt up to the cut as last sent, so an in-context summary starts
+        with tokens llama.cpp still holds (see :meth:`ViewBuilder.as_sent`)."""
         sent = self._sent_view if self._sent_view and self._sent_view[0] == id(conv) else None
-        view = self.view(conv)
-        msgs = [context.system_message(system_prompt)]
-        if conv.last_compaction is not None:
-            msgs.append(context.summary_message(conv.last_compaction.summary))
-        calls = calls_by_id(conv.messages)
-        for m in span:
-            if sent is not None and m.role == "tool":
-                was_pruned = m.id in sent[1]
-                if was_pruned:
-                    note = self._note(m, calls)
-                    m = m.model_copy(update={"content": note, "pruned": False})
-                elif m.id in sent[2]:
-                    m = m.model_copy(update={"content": sent[2][m.id], "pruned": False})
-                elif m.pruned:
-                    m = m.model_copy(update={"pruned": False})
-                msgs.append(m)
-                continue
-            msgs.append(context.shown(m, view))
-        return context.to_openai(msgs)
+        return self.views.as_sent(
+            conv, system_prompt, span, None if sent is None else (sent[1], sent[2])
+        )
 
     def _switch_on(self, reason: CompactionReason) -> bool:
         if reason == CompactionReason.OVERFLOW:

@@ -283,6 +283,7 @@ class ServerBackend:
             body["stop"] = list(options.stop)[:4]
         if tools:
             body["tools"] = tools
+            body["tool_choice"] = "auto"  # the OpenAI default; llama-cpp-python needs it said
         kind = self.profile.kind
         if kind in LLAMA_FAMILY:
             body.update(LLAMA_SAMPLER)

@@ -40,17 +40,16 @@ def chat_lines(chats: Sequence[ChatSummary], limit: int | None = None) -> list[s
             lines.append(f"{chat.id}  (unreadable: {chat.error})")
             continue
         count = f"{chat.message_count} message{'s' if chat.message_count != 1 else ''}"
-        lines.append(f"{chat.id}  {_when(chat.updated)}  {count:>12}  {chat.title}")
+        mark = "  (damaged: opens read-only; `assistant repair` fixes it)" if chat.damaged else ""
+        lines.append(f"{chat.id}  {_when(chat.updated)}  {count:>12}  {chat.title}{mark}")
     return lines
 
 
 def export_chat(store: SessionStore, chat_id: str, target: Path) -> Path:
     """Write a chat to ``target``: ``.json`` as OpenAI-format JSON, anything else as
-    Markdown. Returns the path written (``~`` expanded)."""
+    Markdown, through a temporary file renamed into place (a failed export leaves an
+    existing file as it was; see ``SessionStore.export_to_file``). Returns the path
+    written (``~`` expanded)."""
     path = target.expanduser()
-    if path.suffix.lower() == ".json":
-        text = store.export_openai_json(chat_id)
-    else:
-        text = store.export_markdown(chat_id)
-    path.write_text(text, encoding="utf-8")
+    store.export_to_file(chat_id, path)
     return path

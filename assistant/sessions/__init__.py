@@ -15,6 +15,7 @@ from assistant.sessions.errors import (
     ChatLoadError,
     ChatLockedError,
     ChatNotFoundError,
+    ChatReadOnlyError,
     ChatVersionError,
     CompactionUndoRefused,
     SessionError,
@@ -24,7 +25,6 @@ from assistant.sessions.store import ChatSummary, SessionStore
 from assistant.sessions.summary import (
     BRANCH_SUMMARY_PREFIX,
     Summarizer,
-    extractive_summary,
     is_branch_summary,
 )
 
@@ -40,6 +40,7 @@ __all__ = [
     "ChatLoadError",
     "ChatLockedError",
     "ChatNotFoundError",
+    "ChatReadOnlyError",
     "ChatSummary",
     "ChatVersionError",
     "CompactionUndoRefused",
@@ -47,6 +48,5 @@ __all__ = [
     "SessionError",
     "SessionStore",
     "Summarizer",
-    "extractive_summary",
     "is_branch_summary",
 ]

@@ -91,7 +91,7 @@ class ChatInput(QPlainTextEdit):
             ctrl = bool(mods & Qt.KeyboardModifier.ControlModifier)
             send = (not shift and not ctrl) if self.enter_sends else ctrl
             if send:
-                self._submit()
+                self.submit()
                 return
             self.insertPlainText("\n")
             return
@@ -103,7 +103,7 @@ class ChatInput(QPlainTextEdit):
             return
         super().keyPressEvent(event)
 
-    def _submit(self) -> None:
+    def submit(self) -> None:
         text = self.toPlainText().strip()
         if not text:
             return

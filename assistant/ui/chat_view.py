@@ -17,17 +17,13 @@ from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import QFrame, QPushButton, QScrollArea, QVBoxLayout, QWidget
 
 from assistant.conversation import CompactionRecord, Conversation, Message, ToolCall
-from assistant.ui.message_widgets import (
-    CompactionNotice,
-    MessageWidget,
-    NoticeWidget,
-    PruneNotice,
-    ToolCard,
-)
+from assistant.sessions.summary import is_branch_summary, summary_text
+from assistant.ui.message_widgets import MessageWidget
+from assistant.ui.notices import CompactionNotice, NoticeWidget, PruneNotice
+from assistant.ui.tool_card import ToolCard
 
 #: Entries rendered when a chat opens, and per "Show earlier messages" click.
 PAGE = 80
-BRANCH_SUMMARY_PREFIX = "[Summary of an abandoned branch]\n"
 
 OriginalsProvider = Callable[[CompactionRecord], list[Message]]
 BranchInfoProvider = Callable[[str], tuple[int, int]]
@@ -168,9 +164,8 @@ class ChatView(QScrollArea):
             card.set_result(msg)
             self.cards[card.call.id] = card
             return card
-        if msg.role == "user" and msg.content.startswith(BRANCH_SUMMARY_PREFIX):
-            summary = msg.content[len(BRANCH_SUMMARY_PREFIX) :]
-            return NoticeWidget("info", "Summary of the branch you left:\n" + summary)
+        if is_branch_summary(msg):
+            return NoticeWidget("info", "Summary of the branch you left:\n" + summary_text(msg))
         widget = MessageWidget(msg)
         widget.edit_requested.connect(self.edit_requested)
         widget.regenerate_requested.connect(self.regenerate_requested)

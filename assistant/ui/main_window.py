@@ -6,6 +6,10 @@ the :class:`ServiceBridge` turns into signals: the status bar shows the service'
 status, the app commands run in the service (the window only answers its requests for a
 file dialog or the chat picker). Shortcuts: Ctrl+N, Ctrl+K, Ctrl+,, Esc, Up to edit the
 last message.
+
+Why it is long (about 490 lines): it lays out the window and renders every kind of service
+event (chat list, transcript, composer, context bar, status bar, model banner); the widgets
+themselves live in their own modules and hold no application logic.
 """
 
 from __future__ import annotations
@@ -52,6 +56,7 @@ from assistant.ui.bridge import ServiceBridge
 from assistant.ui.chat_input import ChatInput
 from assistant.ui.chat_view import ChatView
 from assistant.ui.context_bar import ContextBar
+from assistant.ui.damage_banner import DamageBanner
 from assistant.ui.settings_dialog import SettingsDialog
 from assistant.ui.sidebar import ChatEntry, Sidebar
 from assistant.ui.spinner import Spinner
@@ -120,6 +125,8 @@ class MainWindow(QMainWindow):
         banner.addWidget(self.choose_model_button)
         self.model_banner.setVisible(False)
         right_layout.addWidget(self.model_banner)
+        self.damage_banner = DamageBanner()
+        right_layout.addWidget(self.damage_banner)
 
         self.chat_view = ChatView()
         self.chat_view.originals = self.service.originals
@@ -217,6 +224,8 @@ class MainWindow(QMainWindow):
         b.queue_changed.connect(lambda _texts: self._update_composer())
         b.chats_changed.connect(self._refresh_chats)
         b.conversation_reset.connect(lambda _chat_id: self._render_conversation())
+        b.conversation_reset.connect(lambda _id: self.damage_banner.show_for(self.service.handle))
+        self.damage_banner.repair_requested.connect(self.service.repair_chat)
         b.model_changed.connect(self._model_changed)
         b.settings_changed.connect(self._settings_changed)
         b.export_path_needed.connect(self._choose_export_path)
@@ -241,7 +250,7 @@ class MainWindow(QMainWindow):
     # -- chats -------------------------------------------------------------------------
     def _refresh_chats(self) -> None:
         entries = [
-            ChatEntry(s.id, s.title + (" (unreadable)" if s.broken else ""), s.updated)
+            ChatEntry(s.id, s.title + _list_mark(s), s.updated)
             for s in self.service.chats()
         ]
         self.sidebar.set_chats(entries, current=self.service.chat_id)
@@ -287,7 +296,7 @@ class MainWindow(QMainWindow):
         if self.service.busy:
             self.service.stop()
             return
-        self.input._submit()  # the same as pressing Enter
+        self.input.submit()  # the same as pressing Enter
 
     def escape(self) -> None:
         if self.input.completer.popup_visible:
@@ -448,6 +457,7 @@ class MainWindow(QMainWindow):
             self.registry,
             loaded_trained_context=c.model_info.trained_context if c.model_info else None,
             model_present=lambda entry: model_path(entry).is_file(),
+            count_tokens=c.engine.backend.count if c.engine is not None else None,
             parent=self,
         )
         dialog.accepted.connect(lambda: self._settings_accepted(dialog))
@@ -501,3 +511,9 @@ class MainWindow(QMainWindow):
     def showEvent(self, event: object) -> None:
         super().showEvent(event)  # type: ignore[arg-type]
         QTimer.singleShot(0, self.input.setFocus)
+
+
+def _list_mark(summary: ChatSummary) -> str:
+    if summary.broken:
+        return " (unreadable)"
+    return " (damaged)" if summary.damaged else ""

@@ -55,7 +55,10 @@ class Colors:
     seg_system: str
     seg_summary: str
     seg_conversation: str
+    #: Tool outputs (results in the conversation).
     seg_tools: str
+    #: Tool schemas (the tool descriptions the prompt carries).
+    seg_schemas: str
     seg_reserve: str
     seg_free: str
 
@@ -85,6 +88,7 @@ LIGHT = Colors(
     seg_summary="#8250df",
     seg_conversation="#2f6feb",
     seg_tools="#1a9e75",
+    seg_schemas="#bf8700",
     seg_reserve="#c8ced6",
     seg_free="#e9ecf0",
 )
@@ -114,6 +118,7 @@ DARK = Colors(
     seg_summary="#a371f7",
     seg_conversation="#5b8def",
     seg_tools="#2ebd8f",
+    seg_schemas="#d29922",
     seg_reserve="#4a4e57",
     seg_free="#30333a",
 )

@@ -192,6 +192,25 @@ def test_real_controller_overflow_with_nothing_to_summarize(settings: Settings) 
     backend.overflows = 5
     h = Harness(settings, backend=backend)
     h.say("hello")
-    assert [n.text for n in h.events.of(Notice) if n.level == "error"] == [OVERFLOW_FAILED]
+    errors = [n.text for n in h.events.of(Notice) if n.level == "error"]
+    assert len(errors) == 1
+    assert "What cannot be compacted: the system prompt (" in errors[0]
+    assert "The newest message is too long for this window" in errors[0]
     assert h.roles() == ["user"]
     assert backend.overflows == 4  # exactly one model call
+
+
+def test_a_system_prompt_too_large_to_fit_says_so(settings: Settings) -> None:
+    """A 200 KB system prompt: compaction cannot shrink it, and the error says that and
+    where to fix it (it said only "compaction failed" before)."""
+    settings.system_prompt = "Be careful. " * 17_000
+    h = Harness(settings, ["never sent"])
+    h.say("hello")
+    errors = [n.text for n in h.events.of(Notice) if n.level == "error"]
+    assert len(errors) == 1
+    text = errors[0]
+    assert text.startswith("The prompt (")
+    assert "What cannot be compacted: the system prompt (" in text
+    assert "The system prompt alone leaves no room: shorten it in Settings" in text
+    assert h.roles() == ["user"]  # the message is kept
+    assert h.events.of(TurnFinished)[-1].error == text
