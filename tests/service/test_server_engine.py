@@ -124,6 +124,7 @@ def test_stop_keeps_the_partial_reply_and_closes_the_request(
     )
     _wait(rig, lambda: _log_count(llama_server, "Disconnected from client") > before)
     # The chat goes on.
+    rig.service.settings.sampling.max_reply_tokens = 16
     _send(rig, "Thanks.")
     assert [m.role for m in rig.service.conversation.messages][-1] == "assistant"
 
