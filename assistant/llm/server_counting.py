@@ -22,6 +22,7 @@ per-message accounting the context controller does costs one request per new mes
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import threading
@@ -41,29 +42,49 @@ log = logging.getLogger(__name__)
 
 Tools = Sequence[dict[str, Any]] | None
 
-#: Rendered prompts (and server renders) remembered per counter.
-MEMO_ENTRIES = 512
+#: Counts, renders and token lists remembered per counter: at most this many entries, and
+#: this much held (characters of rendered text, or tokens); keys are digests of the text.
+MEMO_ENTRIES = 2048
+MEMO_WEIGHT = 4_000_000
+
+
+def _digest(text: str) -> bytes:
+    return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=20).digest()
 
 
 class _LRU:
-    def __init__(self, size: int = MEMO_ENTRIES) -> None:
-        self._data: OrderedDict[str, Any] = OrderedDict()
-        self._size = size
+    """A bounded memo keyed by the digest of a text (the text itself is not kept)."""
+
+    def __init__(self, entries: int = MEMO_ENTRIES, weight: int = MEMO_WEIGHT) -> None:
+        self._data: OrderedDict[bytes, tuple[Any, int]] = OrderedDict()
+        self._entries = entries
+        self._weight = weight
+        self._held = 0
         self._lock = threading.Lock()
 
-    def get(self, key: str) -> Any | None:
+    def get(self, text: str) -> Any | None:
+        key = _digest(text)
         with self._lock:
             got = self._data.get(key)
-            if got is not None:
-                self._data.move_to_end(key)
-            return got
-
-    def put(self, key: str, value: Any) -> None:
-        with self._lock:
-            self._data[key] = value
+            if got is None:
+                return None
             self._data.move_to_end(key)
-            while len(self._data) > self._size:
-                self._data.popitem(last=False)
+            return got[0]
+
+    def put(self, text: str, value: Any) -> None:
+        weight = len(value) if isinstance(value, list | str) else 1
+        if weight > self._weight:
+            return
+        key = _digest(text)
+        with self._lock:
+            old = self._data.pop(key, None)
+            if old is not None:
+                self._held -= old[1]
+            self._data[key] = (value, weight)
+            self._held += weight
+            while len(self._data) > self._entries or self._held > self._weight:
+                _, (_, dropped) = self._data.popitem(last=False)
+                self._held -= dropped
 
 
 def _key(messages: ChatMessages, tools: Tools) -> str:
