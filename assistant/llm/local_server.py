@@ -4,11 +4,12 @@ The benchmark (``python -m assistant bench --engine server``) runs the same mode
 to measure what the HTTP path costs, and the server engine's tests run against it. The
 server is a child process (``python -m llama_cpp.server``) listening on 127.0.0.1 at a free
 port; its output goes to a log file; :meth:`LocalServer.stop` ends it (terminate, then kill)
-and always runs when the ``with`` block is left.
+and always runs when the ``with`` block is left, or at the latest when this process exits.
 """
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import os
 import socket
@@ -89,6 +90,7 @@ class LocalServer:
             self.command(), stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
             env=env,
         )
+        atexit.register(self.stop)  # also when the owner forgets, or exits on an error
         deadline = time.monotonic() + self.start_timeout_s
         headers = {"Authorization": f"Bearer {self.api_key}"} if self.api_key else {}
         with httpx.Client(trust_env=False, timeout=5.0, headers=headers) as client:
@@ -114,6 +116,7 @@ class LocalServer:
 
     def stop(self) -> None:
         """End the server: terminate, and kill it if it has not exited after 10 s."""
+        atexit.unregister(self.stop)
         proc = self._proc
         if proc is not None and proc.poll() is None:
             with contextlib.suppress(ProcessLookupError):

@@ -249,3 +249,22 @@ def test_a_server_that_goes_away_mid_reply(embedded_model_path: Path, tmp_path: 
     finally:
         server.stop()
     assert not server.running
+
+
+def test_a_forgotten_local_server_ends_with_its_owner(embedded_model_path: Path) -> None:
+    import os
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\n"
+        "from assistant.llm.local_server import LocalServer\n"
+        "s = LocalServer(sys.argv[1], n_ctx=128, threads=1)\n"
+        "s.start()\n"
+        "print(s.pid, flush=True)\n"  # and exit without stopping it
+    )
+    done = subprocess.run([sys.executable, "-c", code, str(embedded_model_path)],
+                          capture_output=True, text=True, timeout=300, check=True)
+    pid = int(done.stdout.strip())
+    with pytest.raises(ProcessLookupError):
+        os.kill(pid, 0)
