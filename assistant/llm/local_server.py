@@ -1,4 +1,5 @@
-"""Start and stop llama-cpp-python's OpenAI-compatible server on this machine (loopback).
+"""Start and stop llama-cpp-python's OpenAI-compatible server on this machine (loopback),
+or llama.cpp's ``llama-server`` binary when one is given.
 
 The benchmark (``python -m assistant bench --engine server``) runs the same model through it
 to measure what the HTTP path costs, and the server engine's tests run against it. The
@@ -47,7 +48,10 @@ class LocalServer:
         api_key: str | None = None,
         extra_args: tuple[str, ...] = (),
         start_timeout_s: float = 180.0,
+        llama_server_bin: str | None = None,
     ) -> None:
+        """``llama_server_bin``: run llama.cpp's own ``llama-server`` binary instead of
+        llama-cpp-python's server (one slot, ``--jinja`` chat templates)."""
         self.model = Path(model)
         self.n_ctx = n_ctx
         self.threads = threads or max(1, os.cpu_count() or 1)
@@ -56,6 +60,7 @@ class LocalServer:
         self.api_key = api_key
         self.extra_args = extra_args
         self.start_timeout_s = start_timeout_s
+        self.llama_server_bin = llama_server_bin
         self._proc: subprocess.Popen[bytes] | None = None
         self._log: object | None = None
 
@@ -68,6 +73,15 @@ class LocalServer:
         return self._proc.pid if self._proc is not None else None
 
     def command(self) -> list[str]:
+        if self.llama_server_bin:
+            cmd = [
+                self.llama_server_bin, "-m", str(self.model), "--host", HOST,
+                "--port", str(self.port), "-c", str(self.n_ctx), "-np", "1",
+                "-t", str(self.threads), "--jinja",
+            ]
+            if self.api_key:
+                cmd += ["--api-key", self.api_key]
+            return cmd + list(self.extra_args)
         cmd = [
             sys.executable, "-m", "llama_cpp.server",
             "--model", str(self.model),

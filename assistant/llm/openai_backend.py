@@ -58,8 +58,6 @@ ToolCallMode = Literal["auto", "native", "text"]
 #: engines sample alike (see ``llama_backend._SAMPLER``).
 LLAMA_SAMPLER: dict[str, Any] = {"top_k": 40, "min_p": 0.05, "repeat_penalty": 1.1}
 LLAMA_FAMILY = ("llama.cpp", "llama-cpp-python")
-#: Probes and the connection test wait at most this long for one answer.
-PROBE_TIMEOUT_S = 60.0
 
 
 @dataclass(frozen=True)
@@ -182,7 +180,7 @@ class ServerBackend:
         body = self._body(messages, tools, GenerationOptions(max_tokens=1, temperature=0.0))
         body["stream"] = False
         body.pop("stream_options", None)
-        answer = self._http.post("/v1/chat/completions", body, timeout_s=PROBE_TIMEOUT_S)
+        answer = self._http.post("/v1/chat/completions", body)
         usage = answer.get("usage") if isinstance(answer, dict) else None
         size = usage.get("prompt_tokens") if isinstance(usage, dict) else None
         return int(size) if isinstance(size, int) else None
@@ -475,7 +473,7 @@ class ServerBackend:
         quiet = {**body, "stream": False, "max_tokens": 1}
         quiet.pop("stream_options", None)
         try:
-            self._http.post("/v1/chat/completions", quiet, timeout_s=PROBE_TIMEOUT_S)
+            self._http.post("/v1/chat/completions", quiet)
         except ContextOverflowError as exc:
             raise self._learned(exc, prompt_tokens) from None
         raise ServerStreamError(
