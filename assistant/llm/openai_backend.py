@@ -22,7 +22,6 @@ Summaries are written by the same backend, so the same server model writes them.
 
 from __future__ import annotations
 
-import json
 import logging
 import threading
 import time
@@ -49,7 +48,8 @@ from assistant.llm.server_http import (
     overflow_from,
 )
 from assistant.llm.server_probe import ServerProfile, model_label, probe
-from assistant.llm.template import ChatTemplate, format_call_block
+from assistant.llm.server_reply import StreamedReply
+from assistant.llm.template import ChatTemplate
 
 log = logging.getLogger(__name__)
 
@@ -73,6 +73,9 @@ class ServerConfig:
     window: int = 0
     fallback_window: int = 10_000
     tool_calls: ToolCallMode = "auto"
+    #: ``tool_choice`` with native tool calls: "auto" (the app), or "required" (the model
+    #: must call a tool; tests use it to check the calls that come back).
+    tool_choice: str = "auto"
     timeout_s: float = 300.0
     #: Check the counts against the server's prompt sizes (three one-token requests).
     verify: bool = True
@@ -281,7 +284,8 @@ class ServerBackend:
             body["stop"] = list(options.stop)[:4]
         if tools:
             body["tools"] = tools
-            body["tool_choice"] = "auto"  # the OpenAI default; llama-cpp-python needs it said
+            # "auto" is the OpenAI default; llama-cpp-python needs it said.
+            body["tool_choice"] = self._config.tool_choice
         kind = self.profile.kind
         if kind in LLAMA_FAMILY:
             body.update(LLAMA_SAMPLER)
@@ -331,47 +335,24 @@ class ServerBackend:
         cancel: CancelToken | None,
         on_prefill: Callable[[int, int], None] | None,
     ) -> Iterator[StreamEvent]:
-        parts: list[str] = []
-        calls: dict[int, dict[str, str]] = {}
-        finish: str | None = None
-        usage: dict[str, Any] = {}
-        timings: dict[str, Any] = {}
+        reply = StreamedReply()
         first: float | None = None
-        deltas = 0
         try:
             for event in stream:
                 if isinstance(event.get("error"), dict | str):
                     raise self._stream_error(event, prompt_tokens)
-                if isinstance(event.get("usage"), dict):
-                    usage = event["usage"]
-                if isinstance(event.get("timings"), dict):
-                    timings = event["timings"]
-                progress = event.get("prompt_progress")
-                if on_prefill is not None and isinstance(progress, dict):
-                    total, processed = progress.get("total"), progress.get("processed")
-                    if isinstance(total, int) and isinstance(processed, int):
-                        on_prefill(processed, total)
-                for choice in event.get("choices") or ():
-                    delta = choice.get("delta") or {}
-                    content = delta.get("content")
-                    if isinstance(content, str) and content:
-                        if first is None:
-                            first = time.perf_counter() - start
-                        deltas += 1
-                        parts.append(content)
-                        yield StreamEvent(delta=content)
-                    for call in delta.get("tool_calls") or ():
-                        if first is None:
-                            first = time.perf_counter() - start
-                        _merge_call(calls, call)
-                    if choice.get("finish_reason"):
-                        finish = str(choice["finish_reason"])
+                shown, started = reply.feed(event)
+                if on_prefill is not None and reply.progress is not None:
+                    on_prefill(*reply.progress)
+                if started and first is None:
+                    first = time.perf_counter() - start
+                if shown:
+                    yield StreamEvent(delta=shown)
         finally:
             stream.close()
         end = time.perf_counter()
-        if stream.cancelled or (cancel is not None and cancel.cancelled):
-            finish = "cancelled"
-        elif not stream.done and finish is None:
+        cancelled = stream.cancelled or (cancel is not None and cancel.cancelled)
+        if not cancelled and not stream.done and reply.finish is None:
             if stream.events_seen == 0:
                 self._diagnose_empty(body, prompt_tokens)
             raise ServerStreamError(
@@ -379,31 +360,23 @@ class ServerBackend:
                 f"The server at {self._http.base_url} stopped sending the reply before it "
                 "was finished.",
             )
-        text = "".join(parts)
-        for call in (calls[i] for i in sorted(calls)):
-            if call.get("name"):
-                block = format_call_block(call["name"], call.get("arguments") or "{}")
-                text = f"{text}\n{block}" if text else block
-        reused = self._reused(rendered, usage, timings, prompt_tokens)
-        self._last_sent = rendered + "".join(parts)
-        completion = usage.get("completion_tokens")
-        if not isinstance(completion, int):
-            predicted = timings.get("predicted_n")
-            completion = predicted if isinstance(predicted, int) else deltas
-        server_prompt = usage.get("prompt_tokens")
-        total_prompt = int(server_prompt) if isinstance(server_prompt, int) else prompt_tokens
+        total_prompt = reply.prompt_tokens(prompt_tokens)
+        reused = reply.cached_tokens()
+        if reused is None:
+            reused = self._reused_estimate(rendered, total_prompt)
+        self._last_sent = rendered + reply.content
         first_s = first if first is not None else end - start
         yield StreamEvent(
             result=GenerationResult(
-                text=text,
+                text=reply.text(),
                 prompt_tokens=total_prompt,
                 prompt_evaluated=max(0, total_prompt - reused),
                 prompt_reused=reused,
-                completion_tokens=int(completion),
-                finish_reason=_finish(finish),
+                completion_tokens=reply.completion_tokens(),
+                finish_reason=reply.finish_reason(cancelled),
                 prefill_s=first_s,
                 generate_s=max(0.0, end - start - first_s),
-                first_token_s=first if first is not None else None,
+                first_token_s=first,
                 ignored=ignored,
             )
         )
@@ -416,18 +389,10 @@ class ServerBackend:
         except (ServerError, ValueError):  # only the reuse estimate needs it
             return ""
 
-    def _reused(
-        self, rendered: str, usage: dict[str, Any], timings: dict[str, Any], prompt_tokens: int
-    ) -> int:
-        """Prompt tokens the server took from its cache: as it reports them (llama.cpp
-        ``timings.cache_n``, OpenAI ``usage.prompt_tokens_details.cached_tokens``), else
-        estimated as the prefix this prompt shares with the last prompt and reply (what a
-        single-slot server such as llama-cpp-python's keeps)."""
-        if isinstance(timings.get("cache_n"), int):
-            return int(timings["cache_n"])
-        details = usage.get("prompt_tokens_details")
-        if isinstance(details, dict) and isinstance(details.get("cached_tokens"), int):
-            return int(details["cached_tokens"])
+    def _reused_estimate(self, rendered: str, prompt_tokens: int) -> int:
+        """Prompt tokens a single-slot server (llama-cpp-python's) kept from the last call:
+        the prefix this prompt shares with the last prompt and its reply (used when the
+        server does not report it)."""
         last = self._last_sent
         if not rendered or not last:
             return 0
@@ -485,24 +450,3 @@ class ServerBackend:
         self._counting.close()
         self._http.close()
 
-
-def _merge_call(calls: dict[int, dict[str, str]], piece: Any) -> None:
-    """Streamed tool calls arrive in pieces keyed by ``index``: name once, arguments in parts."""
-    if not isinstance(piece, dict):
-        return
-    index = piece.get("index", len(calls))
-    slot = calls.setdefault(int(index) if isinstance(index, int) else len(calls), {})
-    fn = piece.get("function") or {}
-    if isinstance(fn.get("name"), str) and fn["name"] and not slot.get("name"):
-        slot["name"] = fn["name"]
-    if isinstance(fn.get("arguments"), str):
-        slot["arguments"] = slot.get("arguments", "") + fn["arguments"]
-    elif isinstance(fn.get("arguments"), dict):  # some servers send the object whole
-        slot["arguments"] = json.dumps(fn["arguments"], ensure_ascii=False)
-
-
-def _finish(reason: str | None) -> str:
-    """The server's finish reason as the app's: "stop", "length" or "cancelled"."""
-    if reason in ("length", "cancelled"):
-        return reason
-    return "stop"
