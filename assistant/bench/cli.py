@@ -11,9 +11,9 @@ workload on that GGUF file; ``scripted`` runs the pipeline on the test double (c
 replies, cl100k counts, no model: a fast dry run of the benchmark itself). Model runs happen
 one at a time in this process. Progress goes to stderr, the result to stdout (a text table,
 or JSON with ``--json``); ``--report`` writes the markdown and plots (``make bench``).
-``--engine server`` also runs each workload/strategy pair through llama-cpp-python's
-OpenAI-compatible server on loopback with the same model and compares the two engines per
-call (:mod:`.engines`).
+``--engine server`` also runs one pair (W1 with the policy, when they are in the run; else
+the first workload and strategy) through llama-cpp-python's OpenAI-compatible server on
+loopback with the same model and compares the two engines per call (:mod:`.engines`).
 
 Why it is long (about 460 lines): the command's options, model loading, checkpoints and
 resume, and the micro measurements are all steps of the one ``bench`` run, in order.
@@ -107,8 +107,9 @@ def _parser() -> argparse.ArgumentParser:
                    help="continue a saved run: skip the workload/strategy pairs it has")
     p.add_argument("--verbose", action="store_true", help="show the app's log on stderr")
     p.add_argument("--engine", choices=["embedded", "server"], default="embedded",
-                   help="server: also run each pair through a local OpenAI-compatible server "
-                   "(llama-cpp-python) with the same model and compare TTFT and tokens/s")
+                   help="server: also run W1 with the policy (else the first pair) through a "
+                   "local OpenAI-compatible server (llama-cpp-python) with the same model and "
+                   "compare time to first token and tokens/s")
     p.add_argument("--real-session", type=Path, action="append", metavar="PATH",
                    help="a real session (JSONL with a .facts.json beside it) or a folder of "
                         "them to replay through each strategy (default: tests/data/"
@@ -354,6 +355,12 @@ def _run(
         progress=_progress,
     )
     models = _Models(args.model, args.threads)
+    # The engines are compared on one pair: W1 with the policy when they run, else the first.
+    names = [w.name for w in workloads]
+    engine_pair = (
+        "W1" if "W1" in names else (names[0] if names else ""),
+        "policy" if "policy" in strategies else (strategies[0] if strategies else ""),
+    )
     try:
         for wl in workloads:
             if all((wl.name, s) in done for s in strategies):
@@ -380,7 +387,7 @@ def _run(
                     result.workloads.append(_info(wl, model, run.window))
                 result.runs.append(run)
                 _checkpoint(result, args, started)
-                if args.engine == "server":
+                if args.engine == "server" and (wl.name, strategy) == engine_pair:
                     _on_server(result, args, models, wl, strategy, opts, run)
                     _checkpoint(result, args, started)
         if not args.no_real_sessions:

@@ -1,7 +1,8 @@
 """Embedded engine vs. server engine: what the HTTP path costs per model call.
 
-``python -m assistant bench --engine server`` runs each workload/strategy pair twice: in this
-process through llama.cpp (the embedded engine, as every run does) and through
+``python -m assistant bench --engine server`` runs one workload/strategy pair (W1 with the
+policy when they are in the run) twice: in this process through llama.cpp (the embedded
+engine, as every run does) and through
 llama-cpp-python's OpenAI-compatible server on 127.0.0.1 (:class:`~assistant.llm.
 local_server.LocalServer`), started with the same model file, window and threads and driven
 by the app's server engine (:class:`~assistant.llm.openai_backend.ServerBackend`, the same
