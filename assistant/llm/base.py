@@ -202,7 +202,8 @@ class ChatGenerator(Protocol):
 
         Raises :class:`ContextOverflowError` before evaluating anything when the prompt
         does not fit. ``cancel`` stops within one token, and between prompt batches.
-        ``on_prefill(done, total)`` reports prompt evaluation progress.
+        ``on_prefill(done, total)`` reports prompt evaluation progress: once before the
+        first batch (``done`` is what the KV cache already holds) and after each batch.
         """
         ...
 

@@ -504,6 +504,8 @@ class LlamaBackend:
             reuse = 0
         step = max(1, int(llm.n_batch))
         done = reuse
+        if on_prefill is not None and done < target:
+            on_prefill(done, len(tokens))  # the start: what the cache already holds
         while done < target:
             if cancel is not None and cancel.cancelled:
                 return reuse, False

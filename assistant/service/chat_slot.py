@@ -4,6 +4,10 @@ A new chat has no file until its first message (:meth:`ChatSlot.ensure`). Openin
 takes its lock (another window or terminal cannot write it at the same time); every change
 is written and fsynced by the :class:`~assistant.sessions.handle.ChatHandle` before it is
 shown. Failures become error notices, never exceptions for the face.
+
+It also keeps what is shown of the chat and what the chat remembers about itself (see
+:mod:`.chat_options`): a branch the user is only looking at (:meth:`ChatSlot.browse`), and
+the chat's own system prompt, recorded when its file is created.
 """
 
 from __future__ import annotations
@@ -14,7 +18,8 @@ from pathlib import Path
 
 from assistant.agent.events import Notice
 from assistant.conversation import CompactionRecord, Conversation, Message
-from assistant.service import chats
+from assistant.service import chat_options, chats
+from assistant.service.chat_options import BranchView, ChatOptions
 from assistant.service.events import ChatsChanged, ConversationReset, ServiceEvent
 from assistant.sessions.entries import PruneEntry
 from assistant.sessions.errors import SessionError
@@ -27,6 +32,12 @@ class ChatSlot:
         self.store = store
         self.emit = emit
         self.handle: ChatHandle | None = None
+        #: A branch shown with the ``< >`` switcher and not continued yet.
+        self.view: BranchView | None = None
+        #: The chat's own system prompt (None: the default), read by the worker.
+        self.prompt: str | None = None
+        #: Options chosen for a new chat before its file exists.
+        self.pending: ChatOptions | None = None
 
     def _error(self, text: str) -> None:
         self.emit(Notice("error", text))
@@ -35,6 +46,17 @@ class ChatSlot:
     @property
     def conversation(self) -> Conversation:
         return self.handle.conversation if self.handle is not None else Conversation()
+
+    @property
+    def shown_conversation(self) -> Conversation:
+        """The open branch, or the one the user is looking at."""
+        return self.view.conversation if self.view is not None else self.conversation
+
+    def recorded(self, name: str) -> str | None:
+        """A text setting the open chat recorded (its model, its system prompt)."""
+        if self.handle is None:
+            return None
+        return chat_options.recorded(self.handle.settings, name)
 
     @property
     def chat_id(self) -> str | None:
@@ -70,6 +92,9 @@ class ChatSlot:
 
     # -- changing ----------------------------------------------------------------------
     def close(self) -> None:
+        self.view = None
+        self.prompt = None
+        self.pending = None
         if self.handle is not None:
             with contextlib.suppress(OSError, SessionError):
                 self.handle.close()
@@ -88,6 +113,7 @@ class ChatSlot:
             self.emit(ConversationReset(None))
             self._error(str(exc))
             return False
+        self.prompt = self.recorded(chat_options.SYSTEM_PROMPT)
         self.emit(ConversationReset(chat_id))
         for warning in self.handle.warnings:
             self.emit(Notice("warning", warning))
@@ -100,16 +126,39 @@ class ChatSlot:
             self._error(f"No chat matches “{ref}”.")
         return found
 
-    def ensure(self) -> Conversation | None:
-        """The open chat's conversation, creating the chat's file first if needed."""
+    def ensure(self, system_prompt: str) -> Conversation | None:
+        """The open chat's conversation, creating the chat's file first if needed (it
+        records ``system_prompt``, or the one chosen for it, as its own)."""
         if self.handle is None:
+            prompt = self.pending.system_prompt if self.pending is not None else system_prompt
             try:
-                self.handle = self.store.create()
+                handle = self.store.create()
             except (OSError, SessionError) as exc:
                 self._error(f"Cannot create a chat: {exc}")
                 return None
+            self.handle, self.pending, self.prompt = handle, None, prompt
+            with contextlib.suppress(OSError, SessionError):
+                handle.record_setting(chat_options.SYSTEM_PROMPT, prompt)
             self.emit(ChatsChanged())
         return self.handle.conversation
+
+    def browse(self, message_id: str, step: int) -> bool | None:
+        """Show the alternative ``step`` away from ``message_id`` without moving the chat
+        there; True: another branch is shown, False: the chat's own, None: not possible."""
+        handle = self.handle
+        if handle is None:
+            return None
+        try:
+            target = handle.branch_target(message_id, step)
+            shown = handle.conversation_at(target)
+        except (KeyError, ValueError, SessionError) as exc:
+            self._error(f"Cannot show that branch: {exc}")
+            return None
+        own = [m.id for m in handle.conversation.messages]
+        same = target == handle.leaf_id or [m.id for m in shown.messages] == own
+        self.view = None if same else BranchView(target, shown)
+        self.emit(ConversationReset(handle.chat_id))
+        return not same
 
     def rename(self, chat_id: str, title: str) -> None:
         try:

@@ -24,7 +24,8 @@ ties them together: the queue, sending, the rules for when what may happen, bran
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from concurrent.futures import Future
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -37,25 +38,36 @@ from assistant.agent.commands import (
     ToolCommand,
     parse_input,
 )
-from assistant.agent.events import AgentEvent, Notice
+from assistant.agent.events import (
+    AgentEvent,
+    ContextUsage,
+    ModelCallFinished,
+    Notice,
+    PromptProgress,
+)
+from assistant.agent.usage import context_usage
 from assistant.compaction.branch import BranchSummarizer
 from assistant.config import Settings, save_settings
 from assistant.conversation import CompactionRecord, Conversation, Message
 from assistant.engine import Engine, build_engine
-from assistant.llm.base import LLMBackend, ModelInfo
+from assistant.llm.base import CancelToken, LLMBackend, ModelInfo
 from assistant.llm.worker import ModelWorker
+from assistant.service import chat_options, chats
+from assistant.service.chat_options import ChatOptions
 from assistant.service.chat_slot import ChatSlot
 from assistant.service.commands import AppCommands
 from assistant.service.events import (
     ChatsChanged,
     ConversationReset,
+    ModelSwitchSuggested,
     QueueChanged,
     ServiceEvent,
     SettingsChanged,
     StatusChanged,
 )
-from assistant.service.jobs import JobRunner
+from assistant.service.jobs import Job, JobRunner
 from assistant.service.model_slot import ModelSlot
+from assistant.service.progress import PrefillTracker, reply_stats
 from assistant.service.status import Status, StatusMachine
 from assistant.sessions.errors import SessionError
 from assistant.sessions.handle import ChatHandle
@@ -72,11 +84,18 @@ def call_now(fn: Callable[[], None]) -> None:
 
 
 @dataclass(frozen=True)
+class DroppedFile:
+    """A file dropped on the window, to be copied into the workspace and read."""
+
+    path: Path
+
+
+@dataclass(frozen=True)
 class Queued:
     """Input waiting to be sent: what was typed and what it was parsed into (once)."""
 
     text: str
-    parsed: ParsedInput
+    parsed: ParsedInput | DroppedFile
 
 
 class ChatService:
@@ -112,6 +131,9 @@ class ChatService:
         self.commands = AppCommands(self, extra_help)
         self._queue: list[Queued] = []
         self._closed = False
+        self._prefill = PrefillTracker()
+        self._measure_seq = 0
+        self._search = chats.ChatSearch()
 
     # -- state -------------------------------------------------------------------------
     @property
@@ -121,6 +143,29 @@ class ChatService:
     @property
     def conversation(self) -> Conversation:
         return self.chat.conversation
+
+    @property
+    def shown_conversation(self) -> Conversation:
+        """What the window shows: the open branch, or one the user is looking at."""
+        return self.chat.shown_conversation
+
+    @property
+    def browsing(self) -> bool:
+        """Whether another branch is shown than the one the chat is on."""
+        return self.chat.view is not None
+
+    def effective_settings(self) -> Settings:
+        """The settings with the open chat's own system prompt (what the agent uses)."""
+        prompt = self.chat.prompt
+        if prompt is None or prompt == self.settings.system_prompt:
+            return self.settings
+        return self.settings.model_copy(update={"system_prompt": prompt})
+
+    def chat_options(self) -> ChatOptions:
+        """The model and system prompt of the open chat (or of the next new one)."""
+        if self.handle is None and self.chat.pending is not None:
+            return self.chat.pending
+        return ChatOptions(self.settings.model, self.effective_settings().system_prompt)
 
     @property
     def chat_id(self) -> str | None:
@@ -163,6 +208,14 @@ class ChatService:
     def chats(self) -> list[ChatSummary]:
         return self.chat.summaries()
 
+    def search_chats(self, text: str, chat_ids: Sequence[str]) -> dict[str, str]:
+        """Of ``chat_ids``, the chats with a message containing ``text``: id -> a snippet."""
+        paths: dict[str, Path] = {}
+        for chat_id in chat_ids:
+            with contextlib.suppress(SessionError):
+                paths[chat_id] = self.store.path_of(chat_id)
+        return self._search.search(paths, text)
+
     def prune_count(self) -> tuple[int, int]:
         return self.chat.prune_count()
 
@@ -185,14 +238,21 @@ class ChatService:
             self.emit(StatusChanged(changed))
 
     def _agent_event(self, event: AgentEvent) -> None:
-        """From the worker thread: pass the agent's event on, then the status it causes."""
+        """From the worker thread: pass the agent's event on, then the status it causes
+        (and the progress and speed figures it gives)."""
         changed = self.status_machine.on_agent_event(event)
         self.emit(event)
+        if isinstance(event, ContextUsage):
+            self._prefill.prompt_ready(event)
+        elif isinstance(event, PromptProgress):
+            self.emit(self._prefill.progress(event))
+        elif isinstance(event, ModelCallFinished):
+            self.emit(reply_stats(event.result))
         self._status(changed)
 
     # -- the model and the settings ----------------------------------------------------
     def _build_engine(self, backend: LLMBackend) -> Engine:
-        engine = build_engine(backend, lambda: self.settings, self.approver, self._agent_event)
+        engine = build_engine(backend, self.effective_settings, self.approver, self._agent_event)
         # Branch summaries are measured with the loaded model's tokenizer from now on.
         branches = BranchSummarizer(engine.controller.counter, window=backend.info.context_window)
         self.store.summarizer = branches
@@ -209,6 +269,7 @@ class ChatService:
             check = check_against_model(self.settings, info.trained_context, engine.backend.count)
             for problem in check.errors:
                 self.notice("error", f"{problem} Change it in Settings (Ctrl+,).")
+        self.measure_context()
         self._drain_queue()
 
     def context_window_for(self, settings: Settings) -> int:
@@ -235,7 +296,86 @@ class ChatService:
             self.load_model()
         else:
             self._status(self.status_machine.note("Settings saved"))
+            self.measure_context()
         return reload
+
+    def use_model(self, model: str) -> bool:
+        """Load ``model`` (a registered name or a GGUF path) for this chat and the next ones.
+        Returns whether a reload started."""
+        if model == self.settings.model and self.model_state != "failed":
+            return False
+        return self.apply_settings(self.settings.model_copy(update={"model": model}))
+
+    def set_chat_options(self, options: ChatOptions, *, as_default: bool = False) -> bool:
+        """Give the open chat (or the next new one) its own model and system prompt; with
+        ``as_default`` the system prompt also becomes the default for new chats."""
+        if self._refuse_while_busy("changing the chat's model or system prompt"):
+            return False
+        engine = self.engine
+        if engine is not None and options.model == self.settings.model:
+            trial = self.settings.model_copy(update={"system_prompt": options.system_prompt})
+            info = engine.backend.info
+            problems = check_against_model(trial, info.trained_context, engine.backend.count)
+            for problem in problems.errors:
+                self.notice("error", problem)
+            if problems.errors:
+                return False
+        handle = self.handle
+        if handle is None:
+            self.chat.pending = options
+        else:
+            if handle.read_only is not None:
+                self.notice("error", "This chat is read-only (it has damaged lines).")
+                return False
+            try:
+                if options.system_prompt != self.effective_settings().system_prompt:
+                    handle.record_setting(chat_options.SYSTEM_PROMPT, options.system_prompt)
+            except (OSError, SessionError) as exc:
+                self.notice("error", f"Cannot save the chat's options: {exc}")
+                return False
+        self.chat.prompt = options.system_prompt
+        if as_default and options.system_prompt != self.settings.system_prompt:
+            self.apply_settings(
+                self.settings.model_copy(update={"system_prompt": options.system_prompt})
+            )
+        if not self.use_model(options.model):
+            self.measure_context()
+        self._status(self.status_machine.note("Chat options saved"))
+        return True
+
+    def _remember_model(self) -> None:
+        """The chat records the model that answers in it (when it changed)."""
+        handle = self.handle
+        if handle is None or handle.read_only is not None:
+            return
+        if self.chat.recorded(chat_options.MODEL) != self.settings.model:
+            with contextlib.suppress(OSError, SessionError):
+                handle.record_setting(chat_options.MODEL, self.settings.model)
+
+    # -- the context bar ---------------------------------------------------------------
+    def measure_context(self) -> None:
+        """Count (on the worker) what the shown chat's next prompt would start from and
+        report it as a ``ContextUsage``, so the context bar is right without a model call:
+        a chat opened or created, a branch shown, a /read, a reply finished."""
+        engine = self.engine
+        if engine is None or self._closed:
+            return
+        conv = self.shown_conversation
+        prompt = self.effective_settings().system_prompt
+        tools = engine.agent.registry.schemas()
+        self._measure_seq += 1
+        seq = self._measure_seq
+
+        def job() -> AgentEvent:
+            return context_usage(engine.controller.measure(conv, system_prompt=prompt, tools=tools))
+
+        future = self.worker.submit(job)
+        future.add_done_callback(lambda f: self.dispatch(lambda: self._measured(seq, f)))
+
+    def _measured(self, seq: int, future: Future[AgentEvent]) -> None:
+        if seq != self._measure_seq or self._closed or future.exception() is not None:
+            return
+        self.emit(future.result())
 
     # -- chats -------------------------------------------------------------------------
     def _refuse_while_busy(self, doing: str) -> bool:
@@ -250,6 +390,7 @@ class ChatService:
             return False
         self.chat.new()  # a new conversation: "allow for this chat" answers reset
         self._status(self.status_machine.note("New chat"))
+        self.measure_context()
         return True
 
     def open_chat(self, chat_id: str) -> bool:
@@ -258,7 +399,13 @@ class ChatService:
             return True
         if self._refuse_while_busy("switching chats"):
             return False
-        return self.chat.open(chat_id)
+        if not self.chat.open(chat_id):
+            return False
+        chat_model = self.chat.recorded(chat_options.MODEL)
+        if chat_model is not None and chat_model != self.settings.model:
+            self.emit(ModelSwitchSuggested(chat_id, chat_model, self.settings.model))
+        self.measure_context()
+        return True
 
     def resume(self, ref: str) -> bool:
         """Open the chat ``ref`` names: an id, ``last``, or part of a title."""
@@ -331,14 +478,9 @@ class ChatService:
                                    AppCommand("compact", focus or "")))
 
     def drop_file(self, path: Path) -> None:
-        """A file dropped on the window: read it into the chat (see ``Agent.drop_file``)."""
-        engine = self.engine
-        if engine is None or self.busy:
-            self.notice("warning", "Drop the file again when the model is ready.")
-            return
-        conv = self.chat.ensure()
-        if conv is not None:
-            self.jobs.run(lambda c: engine.agent.drop_file(conv, path, c), what="Reading the file")
+        """A file dropped on the window: read it into the chat (see ``Agent.drop_file``);
+        queued like typed input while a job runs or the model loads."""
+        self._queue_or_send(Queued(f"(file) {path.name}", DroppedFile(path)))
 
     def _queue_or_send(self, item: Queued) -> None:
         if self.busy or not self.ready or self._queue:
@@ -363,22 +505,47 @@ class ChatService:
                 return
             conv = self.handle.conversation
             focus = parsed.argument or None
-            self.jobs.run(lambda c: agent.compact(conv, focus, c), what="Compacting")
+            job = self._on_shown_branch(lambda c: agent.compact(conv, focus, c))
+            self.jobs.run(job, what="Compacting")
             return
-        conv_or_none = self.chat.ensure()
+        conv_or_none = self.chat.ensure(self.settings.system_prompt)
         if conv_or_none is None:
             self._drain_queue()
             return
         conv = conv_or_none
         if isinstance(parsed, ChatInput):
             text = parsed.text
-            self.jobs.run(lambda c: agent.chat(conv, text, c), model_call=True)
+            self._remember_model()
+            job = self._on_shown_branch(lambda c: agent.chat(conv, text, c))
+            self.jobs.run(job, model_call=True)
         elif isinstance(parsed, ToolCommand):
             tool, args = parsed.tool, parsed.arguments
-            self.jobs.run(lambda c: agent.run_tool_command(conv, tool, args, c), what="Running")
+            job = self._on_shown_branch(lambda c: agent.run_tool_command(conv, tool, args, c))
+            self.jobs.run(job, what="Running")
+        elif isinstance(parsed, DroppedFile):
+            path = parsed.path
+            job = self._on_shown_branch(lambda c: agent.drop_file(conv, path, c))
+            self.jobs.run(job, what="Reading the file")
+
+    def _on_shown_branch(self, job: Job) -> Job:
+        """``job``, run on the branch the user is looking at: continuing there moves the
+        chat to it first (with a summary of the branch it leaves)."""
+        view, handle = self.chat.view, self.handle
+        if view is None or handle is None:
+            return job
+        self.chat.view = None
+
+        def run(cancel: CancelToken) -> Any:
+            handle.switch_to(view.leaf)
+            self.emit(ConversationReset(handle.chat_id))
+            return job(cancel)
+
+        return run
 
     def _job_ended(self) -> None:
         self.emit(ChatsChanged())
+        if not self._queue:
+            self.measure_context()  # the reply or the tool output is in the chat now
         self._drain_queue()
 
     def _drain_queue(self) -> None:
@@ -402,16 +569,17 @@ class ChatService:
         self._branch_and_answer(lambda h: h.regenerate_from(message_id))
 
     def switch_branch(self, message_id: str, step: int) -> None:
-        """Show the alternative ``step`` away (``-1``: the previous one)."""
-        if self.handle is None or self.busy:
+        """Show another version of a message (``< >``). Nothing is written: the chat moves
+        to that branch only when the user continues on it (sends, runs a tool, drops a
+        file, compacts), and going back shows the branch it is on."""
+        if self.busy:
             return
-        handle = self.handle
-
-        def then(_result: Any) -> bool:
-            self.emit(ConversationReset(handle.chat_id))
-            return False
-
-        self.jobs.run(lambda _c: handle.switch_branch(message_id, step), then, "Switching branch")
+        other = self.chat.browse(message_id, step)
+        if other is None:
+            return
+        note = "Viewing another branch: send a message to continue on it" if other else ""
+        self._status(self.status_machine.note(note))
+        self.measure_context()
 
     def _branch_and_answer(self, branch: Callable[[ChatHandle], object]) -> None:
         if self.busy:
@@ -427,6 +595,7 @@ class ChatService:
             self.jobs.run(lambda c: engine.agent.respond(handle.conversation, c), model_call=True)
             return True
 
+        self.chat.view = None  # the edit or the new reply makes its own branch
         self.jobs.run(lambda _c: branch(handle), answer, "Branching")
 
     # -- shutdown ----------------------------------------------------------------------

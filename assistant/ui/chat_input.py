@@ -24,6 +24,7 @@ class ChatInput(QPlainTextEdit):
     def __init__(self, parent: QWidget | None = None, enter_sends: bool = True) -> None:
         super().__init__(parent)
         self.setObjectName("ChatInput")
+        self.setAccessibleName("Message")
         self.enter_sends = enter_sends
         self.setTabChangesFocus(True)
         self.setFrameShape(QFrame.Shape.StyledPanel)

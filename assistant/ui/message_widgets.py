@@ -40,10 +40,12 @@ class BranchSwitcher(QWidget):
         self.prev_button.setObjectName("BranchButton")
         self.prev_button.setText("<")
         self.prev_button.setToolTip("Previous version")
+        self.prev_button.setAccessibleName("Show the previous version")
         self.next_button = QToolButton()
         self.next_button.setObjectName("BranchButton")
         self.next_button.setText(">")
         self.next_button.setToolTip("Next version")
+        self.next_button.setAccessibleName("Show the next version")
         self.label = QLabel("1/1")
         self.label.setObjectName("BranchLabel")
         layout.addWidget(self.prev_button)
@@ -119,7 +121,7 @@ class MessageWidget(QFrame):
             self.setProperty("role", "tool-only")
             layout.setContentsMargins(0, 0, 0, 0)
 
-        self.body = MarkdownView(message.content)
+        self.body = MarkdownView(message.content, plain_prose=message.role == "user")
         layout.addWidget(self.body)
         self.body.setVisible(bool(message.content.strip()))
         self.cards_layout = QVBoxLayout()
@@ -128,6 +130,10 @@ class MessageWidget(QFrame):
         self.cards: dict[str, ToolCard] = {}
         for call in message.tool_calls:
             self.add_tool_call(call)
+        self.footer = QLabel("")
+        self.footer.setObjectName("MessageFooter")
+        self.footer.setVisible(False)
+        layout.addWidget(self.footer)
         self._update_state()
 
     # -- content ---------------------------------------------------------------------------
@@ -145,6 +151,12 @@ class MessageWidget(QFrame):
             if call.id not in self.cards:
                 self.add_tool_call(call)
         self._update_state()
+
+    def set_footer(self, text: str) -> None:
+        """A muted line under the message (how fast the reply came)."""
+        self.footer.setText(text)
+        self.footer.setToolTip(text)
+        self.footer.setVisible(bool(text))
 
     def add_tool_call(self, call: ToolCall) -> ToolCard:
         card = ToolCard(call)

@@ -4,6 +4,7 @@ distinctly), and what context management did: :class:`PruneNotice` (a centred li
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Callable
 from typing import ClassVar
@@ -24,7 +25,16 @@ from assistant.service.status import compaction_note, prune_note
 from assistant.ui.buttons import action_button
 from assistant.ui.markdown_view import MarkdownView
 from assistant.ui.message_widgets import MessageWidget
+from assistant.ui.theme import monospace_font
 from assistant.ui.tool_card import ToolCard
+
+_COLUMN_LINE = re.compile(r"^ {2,}\S.*?\S {2,}\S")
+
+
+def is_columns(text: str) -> bool:
+    """Text laid out in columns with spaces (a command list), which a proportional font
+    would misalign."""
+    return sum(1 for line in text.splitlines() if _COLUMN_LINE.match(line)) >= 3
 
 
 class NoticeWidget(QFrame):
@@ -43,8 +53,11 @@ class NoticeWidget(QFrame):
         icon.setAlignment(Qt.AlignmentFlag.AlignTop)
         layout.addWidget(icon)
         self.label = QLabel(text)
+        self.label.setTextFormat(Qt.TextFormat.PlainText)
         self.label.setWordWrap(True)
         self.label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        if is_columns(text):  # /help and friends: keep the columns lined up
+            self.label.setFont(monospace_font())
         layout.addWidget(self.label, 1)
 
     @property

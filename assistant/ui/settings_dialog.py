@@ -43,6 +43,7 @@ from PySide6.QtWidgets import (
 
 from assistant.config import SETTING_LABELS, ModePolicy, Settings, setting_name
 from assistant.llm import gguf
+from assistant.llm.catalog import list_models
 from assistant.llm.registry import ModelEntry, Registry
 from assistant.secrets import SecretStore, SecretStoreError
 from assistant.settings_check import check_against_model
@@ -169,6 +170,8 @@ class SettingsDialog(QDialog):
         if self._registry is not None:
             for entry in self._registry.models:
                 self.model_combo.addItem(entry.display_name, entry.name)
+        for added in list_models(None):  # GGUF files added in the Models window
+            self.model_combo.addItem(added.display_name, added.key)
         self.model_combo.addItem("Choose a GGUF file…", CHOOSE_FILE)
         self.model_combo.activated.connect(self._model_activated)
         self.model_combo.currentIndexChanged.connect(self._update_model_info)
@@ -273,6 +276,7 @@ class SettingsDialog(QDialog):
         form.addRow("System prompt", self.system_prompt)
         ws_row = QHBoxLayout()
         self.workspace = QLineEdit()
+        self.workspace.setAccessibleName("Workspace folder")
         self.workspace.setPlaceholderText("Default workspace folder")
         browse = QPushButton("Browse…")
         browse.clicked.connect(self._browse_workspace)

@@ -212,12 +212,17 @@ def test_branches_edit_and_regenerate(make_rig: Make) -> None:
     service.regenerate(service.conversation.messages[1].id)
     assert _contents(service) == ["edited question", "regenerated reply"]
     service.switch_branch(service.conversation.messages[0].id, -1)
-    assert _contents(service)[:2] == ["original question", "first reply"]
+    shown = [m.content for m in service.shown_conversation.messages]
+    assert shown[:2] == ["original question", "first reply"]
+    assert _contents(service) == ["edited question", "regenerated reply"]  # only looking
     assert rig.of(ConversationReset)
-    # Leaving the edited branch summarized it, measured with the loaded model's tokenizer.
-    summary = service.conversation.messages[-1]
-    assert service.handle is not None and service.handle.is_branch_summary(summary.id)
+    # Continuing there leaves the edited branch, summarized with the loaded model's tokenizer.
+    service.submit("continue on the first branch")
+    handle = service.handle
+    assert handle is not None
+    summary = next(m for m in service.conversation.messages if handle.is_branch_summary(m.id))
     assert "edited question" in summary.content
+    assert _contents(service)[:2] == ["original question", "first reply"]
     engine = service.engine
     assert engine is not None
     assert isinstance(service.store.summarizer, BranchSummarizer)

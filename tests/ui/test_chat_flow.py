@@ -151,7 +151,7 @@ def test_up_in_empty_input_edits_last_message_as_a_branch(make_window) -> None:
     assert user_widget.branch_switcher.label.text() == "2/2"
     h.qtbot.mouseClick(user_widget.branch_switcher.prev_button, Qt.MouseButton.LeftButton)
     h.wait_idle()
-    msgs = h.controller.conversation.messages
+    msgs = h.controller.shown_conversation.messages
     assert msgs[0].content == "Capital of France?"
     first = h.window.chat_view.message_widgets[msgs[0].id]
     assert first.branch_switcher.label.text() == "1/2"

@@ -65,9 +65,16 @@ def test_sending_updates_the_context_bar_from_the_tokenizer(make_window) -> None
     h = make_window(backend=ScriptedBackend(["Sure."]))
     h.type_and_send("Count me")
     h.wait_idle()
-    usage = h.window.context_bar.usage
-    assert usage is not None
-    assert usage.prompt_tokens == h.backend.calls[-1].prompt_tokens
+    # After the reply the bar counts the chat as it stands: the prompt sent plus the reply.
+    c = h.controller
+    sent = h.backend.calls[-1]
+    now = h.backend.count_prompt(
+        [sent.messages[0], *(m.to_openai() for m in c.conversation.messages)], sent.tools
+    )
+    bar = h.window.context_bar
+    h.qtbot.waitUntil(lambda: bar.usage is not None and bar.usage.prompt_tokens == now)
+    usage = bar.usage
+    assert usage is not None and now > sent.prompt_tokens
     assert usage.window == 8192
     assert sum(usage.segments.values()) == usage.prompt_tokens
     assert usage.segments["system"] > 0 and usage.segments["tools"] > 0
