@@ -96,6 +96,9 @@ class ConnectionReport:
     counting: str
     native_tools: bool
     notes: tuple[str, ...] = ()
+    #: The window the server named (or the setting gave); 0 when neither did, and
+    #: ``window`` is then the mode's.
+    known_window: int = 0
 
     def lines(self) -> list[str]:
         counts = "exact" if self.exact_counts else "estimates"
@@ -236,6 +239,7 @@ class ServerBackend:
             counting=counting,
             native_tools=self._native,
             notes=self.profile.notes,
+            known_window=self._window,
         )
 
     # -- counting -------------------------------------------------------------------------

@@ -215,6 +215,24 @@ class EnginePage(QWidget):
             return str(self.model.itemData(index))
         return text
 
+    def uses_server(self) -> bool:
+        return self.server_button.isChecked()
+
+    def known_window(self) -> int | None:
+        """The server's window as far as the page knows it: the window typed, else the one
+        the last connection test found for this address and model (None: not known)."""
+        if not self.uses_server():
+            return None
+        if self.window_tokens.value():
+            return self.window_tokens.value()
+        report = self.report
+        if report is None or not report.known_window or report.url != self._current_url():
+            return None
+        model = self.model_id()
+        if model and model != report.model:
+            return None
+        return report.known_window
+
     def widget_for(self, loc: tuple[int | str, ...]) -> QWidget | None:
         """The input behind a validation error at ``engine.<loc>``."""
         name = str(loc[-1]) if loc else ""

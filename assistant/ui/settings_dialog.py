@@ -41,7 +41,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from assistant.config import SETTING_LABELS, ModePolicy, Settings, setting_name
+from assistant.config import SETTING_LABELS, EngineSettings, ModePolicy, Settings, setting_name
 from assistant.llm import gguf
 from assistant.llm.catalog import list_models
 from assistant.llm.registry import ModelEntry, Registry
@@ -424,7 +424,9 @@ class SettingsDialog(QDialog):
 
     def _check_against_model(self, settings: Settings) -> None:
         """Refuse what cannot work with the selected model; note what will be capped."""
-        loaded = self.model_combo.currentData() == self._original.model
+        loaded = (
+            self.model_combo.currentData() == self._original.model and self._same_engine_loaded()
+        )
         counter = self._count if loaded and self._count_tokens is not None else None
         check = check_against_model(settings, self.trained_context(), counter)
         self.notes = list(check.notes)
@@ -481,8 +483,17 @@ class SettingsDialog(QDialog):
 
     def trained_context(self) -> int | None:
         """The selected model's trained context: the registry's, or read from the file's header
-        (None when neither tells)."""
-        if self.model_combo.currentData() == self._original.model and self._loaded_trained:
+        (None when neither tells). With the server engine: the server's window (the one
+        typed, found by the connection test, or that of the server the app is connected
+        to), not the embedded model's."""
+        page = self.engine_page
+        if page.uses_server():
+            known = page.known_window()
+            if known:
+                return known
+            return self._loaded_trained if self._same_engine_loaded() else None
+        loaded = self.model_combo.currentData() == self._original.model
+        if loaded and self._loaded_trained and self._same_engine_loaded():
             return self._loaded_trained
         entry = self._entry()
         if entry is not None:
@@ -491,6 +502,19 @@ class SettingsDialog(QDialog):
         if data and data != CHOOSE_FILE:
             return gguf.trained_context(Path(str(data)))  # read from the file's header
         return None
+
+    def _same_engine_loaded(self) -> bool:
+        """The page's engine is the one the app has loaded (its model's numbers apply)."""
+        original = self._original.engine
+        if self.engine_page.uses_server() != (original.kind == "server"):
+            return False
+        if original.kind != "server":
+            return True
+        try:
+            edited = EngineSettings.model_validate(self.engine_page.collect())
+        except ValidationError:
+            return False
+        return edited.server == original.server
 
     def _update_model_info(self) -> None:
         data = self.model_combo.currentData()
@@ -559,10 +583,14 @@ class SettingsDialog(QDialog):
         eff = policy.effective("local" if mode == "local" else "standard", trained)
         for field, _label in POLICY_FIELDS:
             self.effective_labels[field].setText(f"{getattr(eff, field):,}")
-        where = f"a model trained on {trained:,} tokens" if trained else "this model"
+        if self.engine_page.uses_server():
+            where = f"the server's window of {trained:,} tokens" if trained else "the server"
+        else:
+            where = f"a model trained on {trained:,} tokens" if trained else "this model"
         note = f"In effect for {where} ({mode} mode)."
         if eff.scaled:
-            note += " The window was capped by the model, so the other values were scaled."
+            by = "server" if self.engine_page.uses_server() else "model"
+            note += f" The window was capped by the {by}, so the other values were scaled."
         self.effective_note.setText(note)
 
     # -- plumbing ----------------------------------------------------------------------

@@ -8,12 +8,13 @@ import json
 from pathlib import Path
 
 import pytest
-from PySide6.QtCore import Qt
+from PySide6.QtCore import QPoint, Qt
 
 from assistant import paths
 from assistant.agent.events import ContextUsage
 from assistant.config import Settings
 from assistant.llm.local_server import LocalServer, free_port
+from assistant.llm.openai_backend import ConnectionReport
 from assistant.llm.registry import load_registry
 from assistant.secrets import SecretStore
 from assistant.ui.context_bar import ESTIMATE_NOTE
@@ -41,6 +42,13 @@ def _choose_server(qtbot, dialog: SettingsDialog) -> None:  # type: ignore[no-un
     qtbot.mouseClick(page.server_button, Qt.MouseButton.LeftButton)
     assert page.server_button.isChecked()
     assert page.server_box.isEnabled()
+
+
+def _choose_embedded(qtbot, dialog: SettingsDialog) -> None:  # type: ignore[no-untyped-def]
+    button = dialog.engine_page.embedded_button  # on its circle: the label is short
+    qtbot.mouseClick(button, Qt.MouseButton.LeftButton, pos=QPoint(8, button.height() // 2))
+    assert button.isChecked()
+    assert not dialog.engine_page.server_box.isEnabled()
 
 
 def test_embedded_is_the_default_and_the_server_fields_wait(qtbot) -> None:  # type: ignore[no-untyped-def]
@@ -94,6 +102,76 @@ def test_the_api_key_is_stored_on_save_and_never_in_the_settings_file(qtbot) -> 
     assert "a key is stored" in again.engine_page.api_key.placeholderText()
     qtbot.mouseClick(again.engine_page.forget_key, Qt.MouseButton.LeftButton)
     assert SecretStore().get("http://10.1.2.3:8000") is None
+
+
+def test_with_a_server_the_windows_are_checked_against_the_servers_not_the_embedded_model(
+    qtbot, artifacts_dir: Path  # type: ignore[no-untyped-def]
+) -> None:
+    dialog = _dialog(qtbot)  # the embedded model was trained on 8,192 tokens
+    page = dialog.engine_page
+    assert "more than this model was trained on (8,192)" in dialog.notes_label.text()
+    _choose_server(qtbot, dialog)
+    _type(qtbot, page.url, "http://127.0.0.1:8080")
+    # The server's window is not known yet: nothing is capped by the embedded model's.
+    assert dialog.validate()
+    assert dialog.trained_context() is None
+    assert not dialog.notes_label.isVisible()
+    assert "8,192" not in dialog.effective_note.text()
+    assert "In effect for the server" in dialog.effective_note.text()
+    # The window typed is the server's: the modes are capped to it, and the notes say so.
+    _type(qtbot, page.window_tokens.lineEdit(), "32768")
+    assert page.window_tokens.value() == 32_768
+    assert dialog.trained_context() == 32_768
+    notes = dialog.notes_label.text()
+    assert "Standard mode › Context window is 131,072 tokens, more than the server's window " \
+        "(32,768)" in notes
+    assert "Local mode" not in notes  # 10,000 fits in 32,768
+    assert "trained on" not in notes
+    qtbot.wait(50)
+    assert dialog.grab().save(str(artifacts_dir / "settings-engine-window.png"))
+    # Back to the embedded engine: its own trained length applies again.
+    _choose_embedded(qtbot, dialog)
+    assert dialog.trained_context() == 8192
+    assert "more than this model was trained on (8,192)" in dialog.notes_label.text()
+
+
+def test_the_window_a_connection_test_found_caps_the_modes(qtbot) -> None:  # type: ignore[no-untyped-def]
+    dialog = _dialog(qtbot)
+    page = dialog.engine_page
+    _choose_server(qtbot, dialog)
+    _type(qtbot, page.url, "http://127.0.0.1:8080")
+    report = ConnectionReport(
+        url="http://127.0.0.1:8080", server="llama.cpp server", model="big.gguf",
+        models=("big.gguf",), window=4096, window_source="the server's /props",
+        exact_counts=True, counting="the server's /tokenize", native_tools=False,
+        known_window=4096,
+    )
+    with qtbot.waitSignal(page.tested):
+        page._relay.done.emit(report)  # what the test thread sends when it is done
+    assert page.model_id() == "big.gguf"
+    assert dialog.trained_context() == 4096
+    assert "more than the server's window (4,096)" in dialog.notes_label.text()
+    # Another address: what was found there says nothing about this one.
+    _type(qtbot, page.url, "http://127.0.0.1:9090")
+    assert dialog.trained_context() is None
+    assert not dialog.notes_label.isVisible()
+
+
+def test_a_connected_servers_window_applies_until_its_settings_change(qtbot) -> None:  # type: ignore[no-untyped-def]
+    settings = Settings()
+    settings.engine.server.base_url = "http://127.0.0.1:8080"
+    settings.engine.kind = "server"
+    dialog = SettingsDialog(settings, load_registry(), loaded_trained_context=4096)
+    qtbot.addWidget(dialog)
+    dialog.show()
+    page = dialog.engine_page
+    assert dialog.trained_context() == 4096  # the server the app is connected to
+    assert "more than the server's window (4,096)" in dialog.notes_label.text()
+    _type(qtbot, page.url, "http://127.0.0.1:9090")
+    assert dialog.trained_context() is None
+    # The embedded model is not capped by the server's window.
+    _choose_embedded(qtbot, dialog)
+    assert dialog.trained_context() == 8192
 
 
 @pytest.mark.integration
