@@ -19,6 +19,7 @@ from assistant.llm.registry import load_registry
 from assistant.secrets import SecretStore
 from assistant.ui.context_bar import ESTIMATE_NOTE
 from assistant.ui.settings_dialog import SettingsDialog
+from assistant.ui.welcome_view import OFFLINE_INTRO
 
 
 def _dialog(qtbot, settings: Settings | None = None) -> SettingsDialog:  # type: ignore[no-untyped-def]
@@ -271,5 +272,69 @@ def test_a_window_whose_server_is_not_there_keeps_what_is_typed(
     banner = h.window.model_banner_label.text()
     assert "The server engine is not available" in banner and url in banner
     h.window.error_box.close()
+    # The welcome page does not claim that nothing leaves the machine: it names the server.
+    intro = h.window.welcome.intro.text()
+    assert url in intro and "sent to that server" in intro
+    assert "nothing you type" not in intro
     h.type_and_send("Hello, is anyone there?")
     assert h.controller.queue == ["Hello, is anyone there?"]
+    assert h.window.queue_label.text() == "1 message queued (sent when the model has connected)"
+    # Back to the embedded engine: the page says it is offline again.
+    embedded = h.controller.settings.model_copy(deep=True)
+    embedded.engine.kind = "embedded"
+    h.window.apply_settings(embedded)
+    h.window.bridge.flush()
+    assert h.window.welcome.intro.text() == OFFLINE_INTRO
+
+
+@pytest.mark.integration
+def test_a_server_started_after_the_window_answers_what_waited_on_retry(
+    make_window, embedded_model_path: Path, artifacts_dir: Path, tmp_path: Path  # type: ignore[no-untyped-def]
+) -> None:
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    settings = Settings(workspace=str(tmp_path / "workspace"))
+    settings.engine.server.base_url = url
+    settings.engine.kind = "server"
+    settings.sampling.max_reply_tokens = 16
+    settings.sampling.temperature = 0.0
+    h = make_window(settings=settings, wait=False)
+    h.qtbot.waitUntil(lambda: h.controller.model_state == "failed", timeout=60_000)
+    h.window.bridge.flush()
+    window = h.window
+    assert window.model_banner.isVisible()
+    assert f"Cannot reach the server at {url}" in window.model_banner_label.text()
+    assert "press Retry" in window.model_banner_label.text()
+    assert window.model_label.text() == "no server"
+    assert window.choose_model_button.text() == "Server settings…"
+    assert url in window.welcome.intro.text()
+    window.error_box.close()
+    h.type_and_send("What is the capital of France?")
+    assert h.controller.queue == ["What is the capital of France?"]
+    window.resize(1100, 760)
+    h.qtbot.wait(150)
+    assert window.grab().save(str(artifacts_dir / "main-window-server-unreachable.png"))
+    # The banner's settings button opens the Engine page, where the address can be fixed.
+    h.qtbot.mouseClick(window.choose_model_button, Qt.MouseButton.LeftButton)
+    dialog = window.settings_dialog
+    assert dialog is not None and dialog.tabs.currentWidget() is dialog.engine_page
+    assert dialog.engine_page.url.text() == url
+    dialog.reject()
+    # The server comes up at that address; Retry connects and the waiting message is sent.
+    server = LocalServer(embedded_model_path, n_ctx=1024, threads=1, port=port,
+                         log_path=tmp_path / "server.log")
+    server.start()
+    try:
+        h.qtbot.mouseClick(window.retry_button, Qt.MouseButton.LeftButton)
+        h.wait_ready(timeout=300_000)
+        h.wait_idle(timeout=300_000)
+        messages = h.controller.conversation.messages
+        assert [m.role for m in messages] == ["user", "assistant"]
+        assert messages[0].content == "What is the capital of France?"
+        assert messages[1].content.strip()
+        assert not window.model_banner.isVisible()
+        label = window.model_label.text()
+        assert label.startswith(embedded_model_path.name)
+        assert f"· 127.0.0.1:{port} ·" in label and label.endswith(" ctx")
+    finally:
+        server.stop()
