@@ -46,11 +46,12 @@ test: setup models lint
 	QT_QPA_PLATFORM=offscreen ASSISTANT_TEST_ARTIFACTS=$(ARTIFACTS) $(PY) -m pytest
 	@echo "Screenshots and test artifacts: $(ARTIFACTS)"
 
-# The quick side-by-side run of all five strategies, then the full workloads with the policy
-# and no management (under an hour on 2 cores); both go into docs/BENCHMARKS.md.
+# The quick side-by-side run of all five strategies (with W1 also on a local OpenAI-compatible
+# server, to compare the engines), then the full workloads with the policy and no management
+# (under an hour on 2 cores); both go into docs/BENCHMARKS.md.
 # `python -m assistant bench` alone runs all five strategies on the full workloads (hours).
 bench: setup models
-	$(PY) -m assistant bench --quick --report docs/BENCHMARKS.md
+	$(PY) -m assistant bench --quick --engine server --report docs/BENCHMARKS.md
 	$(PY) -m assistant bench --strategy policy --strategy none --report docs/BENCHMARKS.md
 
 package: setup

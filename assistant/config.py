@@ -1,4 +1,4 @@
-"""Typed settings: context policies per mode, model, sampling, tools and UI.
+"""Typed settings: context policies per mode, model, engine, sampling, tools and UI.
 
 Settings are a pydantic model saved as JSON in the platformdirs config directory. A corrupt
 file is backed up beside itself and defaults are used; :func:`load_settings` says so in its
@@ -20,8 +20,16 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
+from urllib.parse import urlsplit
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from assistant import jsonlimits, paths
 from assistant.atomicfile import write_atomically
@@ -68,6 +76,13 @@ SETTING_LABELS: dict[str, str] = {
     "enter_sends": "Input",
     "step_limit": "Tool steps per reply",
     "schema_version": "Settings format version",
+    "engine": "Engine",
+    "kind": "Engine",
+    "server": "Server",
+    "base_url": "Address",
+    "tokenizer_gguf": "Tokenizer GGUF",
+    "tool_calls": "Tool calls",
+    "timeout_s": "Timeout",
 }
 
 
@@ -251,6 +266,95 @@ class Sampling(BaseModel):
     seed: int = Field(0, ge=0)
 
 
+EngineKind = Literal["embedded", "server"]
+ToolCallMode = Literal["auto", "native", "text"]
+
+
+class ServerEngine(BaseModel):
+    """An OpenAI-compatible server (llama-server, Ollama, LM Studio, vLLM, ...).
+
+    The API key is not kept here: :mod:`assistant.secrets` holds it (the system keyring, or
+    a file only the user can read), under the server's address.
+    """
+
+    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+
+    base_url: str = Field(
+        "", description="The server's address, e.g. http://127.0.0.1:8080 (with or without /v1)."
+    )
+    model: str = Field(
+        "", description="A model name from the server's /v1/models; empty takes the first."
+    )
+    tokenizer_gguf: str = Field(
+        "",
+        description="A GGUF file whose tokenizer and chat template count prompts when the "
+        "server cannot (Ollama, LM Studio); empty: the server's own, else an estimate.",
+    )
+    window: int = Field(
+        0, ge=0, le=10_000_000,
+        description="Context window in tokens; 0 takes it from the server.",
+    )
+    tool_calls: ToolCallMode = Field(
+        "auto",
+        description="auto: the server's native tool calls when it says it has them, else "
+        "the app's text protocol.",
+    )
+    timeout_s: float = Field(
+        300.0, ge=1.0, le=3600.0,
+        description="Longest wait in seconds for the server to answer or send the next piece.",
+    )
+
+    @field_validator("base_url")
+    @classmethod
+    def _check_url(cls, value: str) -> str:
+        return normalize_base_url(value)
+
+
+def normalize_base_url(value: str) -> str:
+    """``http(s)://host[:port][/prefix]`` without a trailing ``/`` or ``/v1``; "" stays "".
+
+    Raises ValueError for anything else (the settings dialog shows the reason).
+    """
+    text = value.strip()
+    if not text:
+        return ""
+    if "://" not in text:
+        raise ValueError("the address must start with http:// or https://")
+    parts = urlsplit(text)
+    if parts.scheme not in ("http", "https"):
+        raise ValueError("the address must start with http:// or https://")
+    if not parts.hostname:
+        raise ValueError("the address has no host name")
+    try:
+        _ = parts.port
+    except ValueError as exc:
+        raise ValueError("the port is not a number from 0 to 65535") from exc
+    if parts.query or parts.fragment:
+        raise ValueError("the address must not have a ?query or #fragment")
+    path = parts.path.rstrip("/")
+    if path.endswith("/v1"):
+        path = path[: -len("/v1")]
+    return f"{parts.scheme}://{parts.netloc}{path}"
+
+
+class EngineSettings(BaseModel):
+    """Which engine runs the model: the embedded llama.cpp (default) or a server."""
+
+    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+
+    kind: EngineKind = Field(
+        "embedded", description="embedded: the GGUF model in this app; server: an "
+        "OpenAI-compatible server at an address you set.",
+    )
+    server: ServerEngine = Field(default_factory=ServerEngine)
+
+    @model_validator(mode="after")
+    def _server_needs_address(self) -> EngineSettings:
+        if self.kind == "server" and not self.server.base_url:
+            raise ValueError("a server engine needs the server's address")
+        return self
+
+
 ApprovalPolicy = Literal["ask", "auto"]
 Theme = Literal["system", "light", "dark"]
 
@@ -276,6 +380,7 @@ class Settings(BaseModel):
         "smollm2-135m-instruct",
         description="A registered model name, or a path to any GGUF file.",
     )
+    engine: EngineSettings = Field(default_factory=EngineSettings)
     system_prompt: str = DEFAULT_SYSTEM_PROMPT
     workspace: str = Field("", description="Workspace folder; empty means the default.")
     tool_approval: ApprovalPolicy = "ask"

@@ -2,11 +2,16 @@
 
 Used by the session service (:mod:`assistant.service`, behind the window and the terminal
 chat) and the smoke test, so all of them run exactly the same pipeline. It is also where
-the controller's events are connected to the agent (``controller.on_event``).
+the controller's events are connected to the agent (``controller.on_event``), and where the
+engine setting is turned into a backend: :func:`server_builder` connects to an
+OpenAI-compatible server (:class:`~assistant.llm.openai_backend.ServerBackend`) with the
+API key from :class:`~assistant.secrets.SecretStore`; the embedded engine is the model
+worker's factory.
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -14,7 +19,10 @@ from assistant.agent.events import AgentEvent
 from assistant.agent.loop import Agent
 from assistant.compaction.controller import ContextController
 from assistant.config import EffectivePolicy, Settings
-from assistant.llm.base import LLMBackend
+from assistant.llm.base import LLMBackend, LLMError
+from assistant.llm.openai_backend import ServerBackend, ServerConfig
+from assistant.llm.server_probe import model_label
+from assistant.secrets import SecretStore, SecretStoreError
 from assistant.tools.approval import Approver
 from assistant.tools.registry import ToolRegistry
 
@@ -45,3 +53,63 @@ def build_engine(
     agent = Agent(backend, controller, ToolRegistry.default(), settings, approver, on_event)
     controller.on_event = agent.on_context_event
     return Engine(backend, controller, agent)
+
+
+#: Overrides the stored API key (the terminal chat, scripts).
+API_KEY_ENV = "ASSISTANT_API_KEY"
+
+
+def uses_server(settings: Settings) -> bool:
+    return settings.engine.kind == "server"
+
+
+def engine_label(settings: Settings) -> str:
+    """What is being loaded, for the status bar: a model name, or a model at an address."""
+    if not uses_server(settings):
+        return settings.model
+    server = settings.engine.server
+    model = model_label(server.model) if server.model else "the server's model"
+    return f"{model} at {server.base_url}"
+
+
+def server_config(settings: Settings, api_key: str | None = None) -> ServerConfig:
+    """The server engine's settings as the backend takes them."""
+    server = settings.engine.server
+    return ServerConfig(
+        base_url=server.base_url,
+        model=server.model,
+        api_key=api_key,
+        tokenizer_gguf=server.tokenizer_gguf,
+        window=server.window,
+        fallback_window=settings.policy().window,
+        tool_calls=server.tool_calls,
+        timeout_s=server.timeout_s,
+        seed=settings.sampling.seed,
+    )
+
+
+def api_key_for(base_url: str, secrets: SecretStore | None = None) -> str | None:
+    """The key for ``base_url``: ``$ASSISTANT_API_KEY``, else the stored one (or None)."""
+    from_env = os.environ.get(API_KEY_ENV, "").strip()
+    if from_env:
+        return from_env
+    try:
+        return (secrets or SecretStore()).get(base_url)
+    except SecretStoreError as exc:
+        raise LLMError(f"Cannot read the API key for {base_url}: {exc}") from exc
+
+
+def server_builder(
+    settings: Settings, secrets: SecretStore | None = None
+) -> Callable[[], LLMBackend] | None:
+    """A function that connects to the configured server (run it on the model worker), or
+    None for the embedded engine."""
+    if not uses_server(settings):
+        return None
+    frozen = settings.model_copy(deep=True)
+
+    def build() -> LLMBackend:
+        key = api_key_for(frozen.engine.server.base_url, secrets)
+        return ServerBackend.connect(server_config(frozen, key))
+
+    return build

@@ -48,18 +48,23 @@ def check_against_model(
     trained_context: int | None,
     count_tokens: Callable[[str], int] | None,
 ) -> ModelCheck:
-    """Check ``settings`` for a model trained on ``trained_context`` tokens (None when
-    unknown) whose tokenizer is ``count_tokens`` (None before the model has loaded: the
-    system prompt is then checked when it has)."""
+    """Check ``settings`` for a model trained on ``trained_context`` tokens (with the
+    server engine: the server's window; None when unknown) whose tokenizer is
+    ``count_tokens`` (None before the model has loaded: the system prompt is then checked
+    when it has)."""
     notes: list[str] = []
     errors: list[str] = []
     if trained_context:
+        limit_is = (
+            "the server's window" if settings.engine.kind == "server"
+            else "this model was trained on"
+        )
         for name in ("local", "standard"):
             window = getattr(settings, name).window
             if window > trained_context:
                 notes.append(
-                    f"{setting_name((name, 'window'))} is {window:,} tokens, more than this "
-                    f"model was trained on ({trained_context:,}): {trained_context:,} is used "
+                    f"{setting_name((name, 'window'))} is {window:,} tokens, more than "
+                    f"{limit_is} ({trained_context:,}): {trained_context:,} is used "
                     "and the other values of the mode are scaled to it."
                 )
     if count_tokens is not None and settings.system_prompt:

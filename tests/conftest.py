@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from assistant.llm.local_server import LocalServer
 from assistant.llm.registry import default_model_path
 
 EMBEDDED_MODEL: Path = default_model_path()
@@ -68,3 +69,23 @@ def real_backend(embedded_model_path: Path) -> Iterator[object]:
     backend = LlamaBackend.load(str(embedded_model_path), n_ctx=8192)
     yield backend
     backend.close()
+
+
+#: The context size of the shared llama-cpp-python server (small: every test stays cheap).
+SERVER_CTX = 1024
+
+
+@pytest.fixture(scope="session")
+def llama_server(
+    embedded_model_path: Path, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[LocalServer]:
+    """llama-cpp-python's OpenAI-compatible server with the embedded model on 127.0.0.1
+    (a real process, started once; its log is ``llama_server.log_path``). Two threads, a
+    1,024-token window: the tests using it stay within seconds of work each."""
+    log = tmp_path_factory.mktemp("llama-server") / "server.log"
+    server = LocalServer(embedded_model_path, n_ctx=SERVER_CTX, threads=2, log_path=log)
+    server.start()
+    try:
+        yield server
+    finally:
+        server.stop()

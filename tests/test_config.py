@@ -109,3 +109,64 @@ def test_effective_values_always_fit_the_window(trained: int, mode: str) -> None
     assert eff.window == trained
     assert eff.reserve + eff.keep_recent + eff.summary_budget <= eff.window
     assert eff.summary_budget >= 1 and eff.reserve > 0
+
+
+# -- the engine setting (issue 16) ------------------------------------------------------------
+
+
+def test_the_engine_is_embedded_by_default_with_no_address() -> None:
+    s = Settings()
+    assert s.engine.kind == "embedded"
+    assert s.engine.server.base_url == ""
+
+
+@pytest.mark.parametrize(
+    ("typed", "stored"),
+    [
+        ("http://127.0.0.1:8080", "http://127.0.0.1:8080"),
+        ("  http://127.0.0.1:8080/  ", "http://127.0.0.1:8080"),
+        ("http://gpu-box:11434/v1", "http://gpu-box:11434"),
+        ("https://llm.home.arpa/api/v1/", "https://llm.home.arpa/api"),
+        ("", ""),
+    ],
+)
+def test_server_addresses_are_normalized(typed: str, stored: str) -> None:
+    s = Settings()
+    s.engine.server.base_url = typed
+    assert s.engine.server.base_url == stored
+
+
+@pytest.mark.parametrize(
+    ("typed", "reason"),
+    [
+        ("127.0.0.1:8080", "http://"),
+        ("ftp://host", "http://"),
+        ("http://", "host"),
+        ("http://host:99999", "port"),
+        ("http://host:8080/v1?key=1", "query"),
+    ],
+)
+def test_bad_server_addresses_are_refused_with_a_reason(typed: str, reason: str) -> None:
+    with pytest.raises(ValidationError) as info:
+        Settings.model_validate({"engine": {"server": {"base_url": typed}}})
+    assert reason in str(info.value)
+    assert "base_url" in str(info.value)
+
+
+def test_a_server_engine_needs_an_address() -> None:
+    with pytest.raises(ValidationError, match="needs the server's address"):
+        Settings.model_validate({"engine": {"kind": "server"}})
+
+
+def test_engine_settings_round_trip(tmp_path: Path) -> None:
+    s = Settings()
+    s.engine = s.engine.model_validate(
+        {"kind": "server", "server": {"base_url": "http://h:1/v1", "model": "m", "window": 4096,
+                                      "tool_calls": "text", "timeout_s": 30}}
+    )
+    path = tmp_path / "settings.json"
+    save_settings(s, path)
+    loaded = load_settings(path)
+    assert loaded.notice is None
+    assert loaded.settings.engine == s.engine
+    assert loaded.settings.engine.server.base_url == "http://h:1"

@@ -49,6 +49,8 @@ class ContextUsage:
     #: Prompt tokens per segment (see ``PreparedRequest.segments``); they sum to
     #: ``prompt_tokens``.
     segments: dict[str, int] = field(default_factory=dict)
+    #: The counts are estimates (a server engine whose tokenizer is not known).
+    estimated: bool = False
 
 
 @dataclass(frozen=True)

@@ -240,12 +240,15 @@ class Agent:
                 )
             except GenerationCancelled:
                 return True, None
+            except LLMError as exc:  # e.g. a server engine that cannot count: it went away
+                self._emit(Notice("error", str(exc)))
+                return False, str(exc)
             retry = None
             if cancel.cancelled:
                 return True, None
             for note in prepared.notices:
                 self._emit(Notice("warning", note))
-            self._emit(context_usage(prepared))
+            self._emit(context_usage(prepared, estimated=not self.backend.info.exact_counts))
             max_tokens = max(1, min(settings.sampling.max_reply_tokens, prepared.reserve))
             gen_start = time.perf_counter()
             try:

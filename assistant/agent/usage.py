@@ -6,12 +6,14 @@ from assistant.agent.events import ContextUsage
 from assistant.compaction.controller import PreparedRequest
 
 
-def context_usage(prepared: PreparedRequest) -> ContextUsage:
+def context_usage(prepared: PreparedRequest, *, estimated: bool = False) -> ContextUsage:
     """Everything comes from the prepared request: the exact prompt count, the window and
     the reply's room the controller computed, and its segments (a controller that does not
-    split the prompt reports it all as conversation)."""
+    split the prompt reports it all as conversation). ``estimated``: the engine's counts
+    are estimates (``ModelInfo.exact_counts`` is False)."""
     total = prepared.prompt_tokens
     segments = dict(prepared.segments) or {"conversation": total}
     return ContextUsage(
-        prompt_tokens=total, window=prepared.window, reserve=prepared.reserve, segments=segments
+        prompt_tokens=total, window=prepared.window, reserve=prepared.reserve,
+        segments=segments, estimated=estimated,
     )

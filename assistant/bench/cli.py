@@ -3,6 +3,7 @@
     python -m assistant bench [--workload NAME ...] [--strategy NAME ...]
                               [--model embedded|PATH|scripted] [--quick] [--json]
                               [--report PATH] [--seed N] [--save-workloads DIR]
+                              [--engine embedded|server]
 
 ``--model embedded`` (default) runs W1-W3 on the registry's default model and W4 on
 ``gemma-3-270m`` (skipped with a note when that model is not provisioned); a PATH runs every
@@ -10,8 +11,11 @@ workload on that GGUF file; ``scripted`` runs the pipeline on the test double (c
 replies, cl100k counts, no model: a fast dry run of the benchmark itself). Model runs happen
 one at a time in this process. Progress goes to stderr, the result to stdout (a text table,
 or JSON with ``--json``); ``--report`` writes the markdown and plots (``make bench``).
+``--engine server`` also runs one pair (W1 with the policy, when they are in the run; else
+the first workload and strategy) through llama-cpp-python's OpenAI-compatible server on
+loopback with the same model and compares the two engines per call (:mod:`.engines`).
 
-Why it is long (about 440 lines): the command's options, model loading, checkpoints and
+Why it is long (about 460 lines): the command's options, model loading, checkpoints and
 resume, and the micro measurements are all steps of the one ``bench`` run, in order.
 """
 
@@ -36,6 +40,8 @@ from typing import Any
 from assistant.config import Settings
 from assistant.llm.base import KVCacheAware, LLMBackend, LLMError
 
+from .engines import compare, run_on_server
+from .metrics import RunRecord
 from .micro import generation_speed, policy_time, summary_time
 from .real_sessions import default_folders, find_sessions, run_real_session
 from .report import (
@@ -100,6 +106,10 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--resume", type=Path, metavar="JSON",
                    help="continue a saved run: skip the workload/strategy pairs it has")
     p.add_argument("--verbose", action="store_true", help="show the app's log on stderr")
+    p.add_argument("--engine", choices=["embedded", "server"], default="embedded",
+                   help="server: also run W1 with the policy (else the first pair) through a "
+                   "local OpenAI-compatible server (llama-cpp-python) with the same model and "
+                   "compare time to first token and tokens/s")
     p.add_argument("--real-session", type=Path, action="append", metavar="PATH",
                    help="a real session (JSONL with a .facts.json beside it) or a folder of "
                         "them to replay through each strategy (default: tests/data/"
@@ -186,15 +196,18 @@ class _Models:
             return f"model {self.model_for(wl)} not found at {path}"
         return None
 
+    def n_ctx(self, wl: Workload) -> int:
+        """The context size the workload's run needs."""
+        if self.choice == "scripted":
+            return wl.window_cap or (STANDARD_WINDOW if wl.mode == "standard" else LOCAL_WINDOW)
+        n_ctx = Settings(mode=wl.mode).policy().window
+        if wl.window_cap is not None:
+            n_ctx = min(n_ctx, wl.window_cap)
+        return n_ctx
+
     def get(self, wl: Workload) -> LLMBackend:
         """The workload's model with the context size its run needs (loaded once)."""
-        if self.choice == "scripted":
-            n_ctx = wl.window_cap or (STANDARD_WINDOW if wl.mode == "standard" else LOCAL_WINDOW)
-        else:
-            n_ctx = Settings(mode=wl.mode).policy().window
-            if wl.window_cap is not None:
-                n_ctx = min(n_ctx, wl.window_cap)
-        return self.load(self.model_for(wl), n_ctx)
+        return self.load(self.model_for(wl), self.n_ctx(wl))
 
     def load(self, name: str, n_ctx: int) -> LLMBackend:
         key = (name, n_ctx)
@@ -291,6 +304,10 @@ def main(argv: list[str]) -> int:
     if args.max_reply_tokens < 16:
         print("bench: --max-reply-tokens must be at least 16", file=sys.stderr)
         return EXIT_USAGE
+    if args.engine == "server" and args.model == "scripted":
+        print("bench: --engine server needs a model file (not --model scripted)",
+              file=sys.stderr)
+        return EXIT_USAGE
     workloads = _workloads(names, args.seed, args.quick)
     if args.save_workloads is not None:
         for wl in workloads:
@@ -332,6 +349,7 @@ def _run(
             "max_reply_tokens": args.max_reply_tokens, "step_limit": 1,
             "temperature": 0.0, "threads": args.threads, "model": args.model,
             "strategies": list(strategies), "chunk_reuse": args.chunk_reuse,
+            "engine": args.engine,
         },
     )
     done: set[tuple[str, str]] = set()
@@ -368,6 +386,12 @@ def _run(
     )
     models = _Models(args.model, args.threads, args.chunk_reuse)
     quality = _QualityPairs(args)
+    # The engines are compared on one pair: W1 with the policy when they run, else the first.
+    names = [w.name for w in workloads]
+    engine_pair = (
+        "W1" if "W1" in names else (names[0] if names else ""),
+        "policy" if "policy" in strategies else (strategies[0] if strategies else ""),
+    )
     try:
         for wl in workloads:
             if all((wl.name, s) in done for s in strategies):
@@ -397,6 +421,9 @@ def _run(
                     result.workloads.append(_info(wl, model, run.window))
                 result.runs.append(run)
                 _checkpoint(result, args, started)
+                if args.engine == "server" and (wl.name, strategy) == engine_pair:
+                    _on_server(result, args, models, wl, strategy, opts, run)
+                    _checkpoint(result, args, started)
         if not args.no_real_sessions:
             _real_sessions(result, args, models, strategies)
         quality.measure(result)
@@ -407,6 +434,38 @@ def _run(
         models.close()
     _stamp_end(result, started)
     return result
+
+
+def _on_server(
+    result: BenchResult, args: argparse.Namespace, models: _Models, wl: Workload,
+    strategy: StrategyName, opts: RunOptions, embedded: RunRecord,
+) -> None:
+    """The same pair through a local server, compared with the embedded run."""
+    from assistant.llm.registry import resolve_model
+
+    path, _entry = resolve_model(models.model_for(wl))
+    n_ctx = models.n_ctx(wl)
+    threads = args.threads or max(1, os.cpu_count() or 1)
+    log_path = Path(tempfile.gettempdir()) / "offline-assistant-bench" / "llama-server.log"
+    _progress(f"{wl.name} with {strategy} on the server engine ...")
+    try:
+        done = run_on_server(
+            path, wl, strategy, opts, n_ctx=n_ctx, threads=threads, log_path=log_path,
+            embedded=models.get(wl), reps=3 if args.quick else 8, progress=_progress,
+        )
+    except LLMError as exc:
+        result.notes.append(f"{wl.name} {strategy} on the server engine failed: {exc}")
+        _progress(f"server engine failed: {exc}")
+        return
+    cmp = compare(embedded, done.run, model=path.name, threads=threads,
+                  counting=done.counting, interleaved=done.interleaved)
+    result.engines.append(cmp.to_json())
+    inter = cmp.interleaved
+    _progress(
+        f"{wl.name} {strategy}: TTFT ratio {cmp.ttft_ratio or 0:.2f}, decode speed ratio "
+        f"{cmp.tps_ratio or 0:.2f}; same prompts: TTFT ratio {inter.get('ttft_ratio') or 0:.2f},"
+        f" decode speed ratio {inter.get('tps_ratio') or 0:.2f} (server / embedded)"
+    )
 
 
 def _real_sessions(

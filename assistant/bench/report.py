@@ -23,6 +23,7 @@ from typing import Any
 from assistant.config import default_local
 
 from . import perf_report
+from .engines import render_section as render_engine_section
 from .metrics import (
     CallRecord,
     CompactionStat,
@@ -87,6 +88,8 @@ class BenchResult:
     #: Prompt evaluation (issue 14): ``prefill``, ``resume``, ``reuse_quality``
     #: (see :mod:`assistant.bench.perf_report`).
     perf: dict[str, Any] = field(default_factory=dict)
+    #: ``--engine server``: embedded vs. local server (``EngineComparison.to_json()``).
+    engines: list[dict[str, Any]] = field(default_factory=list)
 
     def summaries(self) -> list[Summary]:
         return [summarize(r) for r in self.runs]
@@ -117,6 +120,7 @@ def to_json(result: BenchResult, *, records: bool = False) -> dict[str, Any]:
         "notes": result.notes,
         "real_sessions": [asdict(r) for r in result.real_sessions],
         "perf": result.perf,
+        "engines": result.engines,
     }
     if records:
         data["runs"] = [asdict(r) for r in result.runs]
@@ -144,6 +148,7 @@ def from_json(data: dict[str, Any]) -> BenchResult:
         notes=list(data.get("notes", [])),
         real_sessions=[RealSessionResult(**r) for r in data.get("real_sessions", [])],
         perf=dict(data.get("perf") or {}),
+        engines=list(data.get("engines", [])),
     )
 
 
@@ -624,6 +629,7 @@ def render_markdown(
             parts.append(_workload_section(r, info, plot_dir, f"{kind}_"))
         parts.append(perf_report.section(r.perf, r.summaries(), _table))
         parts.append(_real_section(r))
+        parts.append(render_engine_section(r.engines))
     opts = runs[0].options if runs else {}
     parts.append(
         METHOD.format(max_reply=opts.get("max_reply_tokens", "?"),

@@ -1,5 +1,10 @@
 """Terminal chat: ``python -m assistant chat [--resume [ID|last]] [--model PATH]
-[--mode local|standard] [--workspace DIR] [--yes] [--max-tokens N]``.
+[--server URL [--server-model NAME] [--server-window N]] [--mode local|standard]
+[--workspace DIR] [--yes] [--max-tokens N]``.
+
+``--server URL`` runs the chat on an OpenAI-compatible server (llama-server, Ollama,
+LM Studio, vLLM, llama-cpp-python) instead of the embedded model; its API key is the one
+stored for that address in Settings, or ``$ASSISTANT_API_KEY``.
 
 The terminal face of the session service (:class:`assistant.service.service.ChatService`),
 the same core as the window: the same commands, the same chat store (with its lock and crash
@@ -20,6 +25,8 @@ import sys
 from types import FrameType
 from typing import TextIO
 
+from pydantic import ValidationError
+
 from assistant.agent.events import (
     AssistantDelta,
     ContextChanged,
@@ -37,8 +44,9 @@ from assistant.compaction.events import (
     TrimEvent,
     trim_text,
 )
-from assistant.config import load_settings
+from assistant.config import Settings, load_settings
 from assistant.conversation import Conversation, Message
+from assistant.llm.openai_backend import ServerBackend
 from assistant.llm.worker import InlineExecutor, ModelWorker, default_factory
 from assistant.service.events import (
     ConversationReset,
@@ -202,6 +210,17 @@ class TerminalPrinter:
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="assistant chat", description=__doc__.split("\n")[0])
     parser.add_argument("--model", help="registered model name or path to a GGUF file")
+    parser.add_argument(
+        "--server", metavar="URL",
+        help="use an OpenAI-compatible server at URL (e.g. http://127.0.0.1:8080)",
+    )
+    parser.add_argument(
+        "--server-model", metavar="NAME", help="the server's model (default: the first listed)"
+    )
+    parser.add_argument(
+        "--server-window", type=int, metavar="N",
+        help="the server's context window when it does not report it",
+    )
     parser.add_argument("--mode", choices=["local", "standard"])
     parser.add_argument("--workspace", help="folder the tools may read and change")
     parser.add_argument("--yes", action="store_true", help="approve tool writes and commands")
@@ -222,6 +241,11 @@ def main(argv: list[str] | None = None) -> int:
     settings = loaded.settings
     if args.model:
         settings.model = args.model
+    if args.server or args.server_model or args.server_window:
+        problem = _use_server(settings, args)
+        if problem:
+            err.write(f"error: {problem}\n")
+            return 2
     if args.mode:
         settings.mode = args.mode
     if args.workspace:
@@ -250,6 +274,23 @@ def main(argv: list[str] | None = None) -> int:
         service.shutdown()
 
 
+def _use_server(settings: Settings, args: argparse.Namespace) -> str | None:
+    """Point ``settings`` at the server the options name; the problem, if any."""
+    server = settings.engine.server
+    try:
+        if args.server:
+            server.base_url = args.server
+        if args.server_model:
+            server.model = args.server_model
+        if args.server_window:
+            server.window = args.server_window
+        settings.engine.kind = "server"
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        return f"--server: {str(first.get('msg', exc)).removeprefix('Value error, ')}"
+    return None
+
+
 def _run(service: ChatService, printer: TerminalPrinter, resume: str | None) -> int:
     err = printer.err
     if resume is not None:
@@ -267,6 +308,10 @@ def _run(service: ChatService, printer: TerminalPrinter, resume: str | None) -> 
     err.write(
         f"[model] {info.name}, window {info.context_window:,} tokens; {policy.describe()}\n"
     )
+    backend = service.worker.backend
+    if isinstance(backend, ServerBackend):
+        for line in backend.report().lines():
+            err.write(f"[server] {line}\n")
     err.flush()
 
     def on_sigint(signum: int, frame: FrameType | None) -> None:

@@ -153,6 +153,9 @@ class ModelInfo:
     supports_native_tools: bool
     size_bytes: int = 0
     extra: dict[str, str] = field(default_factory=dict)
+    #: Whether ``count_prompt`` is exactly what the model sees. False for a server whose
+    #: tokenizer is not known (the counts are cl100k estimates; the context bar says so).
+    exact_counts: bool = True
 
 
 @runtime_checkable

@@ -86,6 +86,18 @@ class ModelWorker:
         on_progress: Callable[[float], None] | None = None,
     ) -> Future[LLMBackend]:
         """Close the current backend (if any) and load ``model`` on the worker thread."""
+        return self.load_with(
+            lambda: self._factory(str(model), n_ctx, threads), on_progress=on_progress
+        )
+
+    def load_with(
+        self,
+        build: Callable[[], LLMBackend],
+        *,
+        on_progress: Callable[[float], None] | None = None,
+    ) -> Future[LLMBackend]:
+        """Close the current backend (if any) and ``build()`` another on the worker thread
+        (the server engine connects this way)."""
 
         def job() -> LLMBackend:
             if on_progress:
@@ -93,7 +105,7 @@ class ModelWorker:
             old, self._backend = self._backend, None
             if old is not None:
                 old.close()
-            backend = self._factory(str(model), n_ctx, threads)
+            backend = build()
             self._backend = backend
             if on_progress:
                 on_progress(1.0)

@@ -2,7 +2,9 @@
 
 Loads run on the :class:`~assistant.llm.worker.ModelWorker` (which closes the previous
 model first); the outcome comes back on the owner thread through ``dispatch``. A load that
-was overtaken by a newer one is ignored when it finishes.
+was overtaken by a newer one is ignored when it finishes. With the server engine
+(``settings.engine.kind == "server"``) "loading" is connecting to the server
+(:func:`assistant.engine.server_builder`).
 """
 
 from __future__ import annotations
@@ -11,8 +13,8 @@ import contextlib
 from collections.abc import Callable
 from concurrent.futures import Future
 
-from assistant.config import Settings
-from assistant.engine import Engine
+from assistant.config import EngineSettings, Settings
+from assistant.engine import Engine, engine_label, server_builder, uses_server
 from assistant.llm.base import LLMBackend, ModelInfo
 from assistant.llm.registry import resolve_model
 from assistant.llm.worker import ModelWorker
@@ -43,12 +45,20 @@ class ModelSlot:
         self.error = ""
         self.closed = False
         self._seq = 0
+        #: The engine settings the current model was loaded (or connected) with.
+        self._engine: EngineSettings | None = None
 
     def window_for(self, settings: Settings, loaded_model: str) -> int:
         """The n_ctx a model loaded with ``settings`` gets (``loaded_model``: the name the
         current model was loaded as, whose trained length is then known exactly)."""
         trained: int | None = None
-        if self.info is not None and settings.model == loaded_model:
+        same_engine = self._engine is not None and settings.engine == self._engine
+        if uses_server(settings):  # the server's window, else the one set
+            if self.info is not None and same_engine and self.info.trained_context:
+                trained = self.info.trained_context
+            else:
+                trained = settings.engine.server.window or None
+        elif self.info is not None and same_engine and settings.model == loaded_model:
             trained = self.info.trained_context
         else:
             with contextlib.suppress(OSError, ValueError, KeyError):
@@ -56,13 +66,17 @@ class ModelSlot:
                 trained = entry.context_length if entry is not None else None
         return settings.effective_policy(trained).window
 
-    def needs_reload(self, old: Settings, new: Settings) -> bool:
-        """A new model file, thread count or window, or a failed last load."""
+    def needs_reload(self, old: Settings, new: Settings, *, reconnect: bool = False) -> bool:
+        """Another engine, a new model file, thread count or window, or a failed last load;
+        for a server: any change of its settings, or ``reconnect`` (a new API key)."""
+        if self.state == "failed" or new.engine.kind != old.engine.kind:
+            return True
+        if uses_server(new):
+            return reconnect or new.engine != old.engine
         return (
             new.model != old.model
             or new.sampling.threads != old.sampling.threads
             or self.window_for(new, old.model) != self.window_for(old, old.model)
-            or self.state == "failed"
         )
 
     def load(self, settings: Settings) -> None:
@@ -73,19 +87,24 @@ class ModelSlot:
         self.info = None
         self.state = "loading"
         self.error = ""
-        name = settings.model
+        name = engine_label(settings)
         self.emit(ModelChanged())
         self._status(self.status.loading(name))
 
         def progress(value: float) -> None:
             self.dispatch(lambda: self._progress(seq, name, value))
 
-        future = self.worker.load(
-            name,
-            n_ctx=self.window_for(settings, name),
-            threads=settings.sampling.threads,
-            on_progress=progress,
-        )
+        build = server_builder(settings)
+        if build is not None:  # an OpenAI-compatible server: connect on the worker
+            future = self.worker.load_with(build, on_progress=progress)
+        else:
+            future = self.worker.load(
+                settings.model,
+                n_ctx=self.window_for(settings, settings.model),
+                threads=settings.sampling.threads,
+                on_progress=progress,
+            )
+        self._engine = settings.engine.model_copy(deep=True)
         future.add_done_callback(lambda f: self.dispatch(lambda: self._loaded(seq, f)))
 
     def _status(self, changed: Status | None) -> None:

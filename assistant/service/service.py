@@ -290,11 +290,12 @@ class ChatService:
         """Load (or reload) the model of the current settings on the worker."""
         self.model.load(self.settings)
 
-    def apply_settings(self, new: Settings) -> bool:
-        """Use (and save) new settings; reload the model when its file, threads or window
-        changed, or the last load failed. Returns whether a reload started."""
+    def apply_settings(self, new: Settings, *, reconnect: bool = False) -> bool:
+        """Use (and save) new settings; reload the model when the engine, its file, threads
+        or window changed, the last load failed, or ``reconnect`` (a new API key for the
+        server) asks for it. Returns whether a reload started."""
         old = self.settings
-        reload = self.model.needs_reload(old, new)
+        reload = self.model.needs_reload(old, new, reconnect=reconnect)
         self.settings = new
         self.saved_states.configure(new)
         if self.persist_settings is not None:

@@ -30,6 +30,12 @@ SEGMENTS = (
     ("tools", "Tool schemas"),
 )
 
+#: Shown when the engine cannot count exactly (a server without a tokenizer endpoint).
+ESTIMATE_NOTE = (
+    "Counts are estimates (cl100k): the server does not say how it counts. Name the GGUF "
+    "file it runs in Settings, Engine, for exact counts."
+)
+
 WARN_AT = 0.70
 CRITICAL_AT = 0.90
 
@@ -171,7 +177,8 @@ class ContextBar(QWidget):
             self.label.setText("– / – tokens")
         else:
             pct = round(self.fraction * 100)
-            self.label.setText(f"{usage.prompt_tokens:,} / {usage.window:,} ({pct}%)")
+            about = "≈ " if usage.estimated else ""
+            self.label.setText(f"{about}{usage.prompt_tokens:,} / {usage.window:,} ({pct}%)")
         weight = "600" if self.level != "ok" else "normal"
         self.label.setStyleSheet(f"color: {self.level_color()}; font-weight: {weight};")
         self.setToolTip(self.tooltip_text())
@@ -191,6 +198,8 @@ class ContextBar(QWidget):
                 lines.append(f"  {title}: {usage.segments.get(key, 0):,}")
             lines.append(f"Reserved for the reply: {usage.reserve:,}")
             lines.append(f"Free: {free:,}")
+            if usage.estimated:
+                lines.append(ESTIMATE_NOTE)
         lines.append(
             f"In this chat: {self.prunes:,} prune{'s' if self.prunes != 1 else ''} "
             f"({self.pruned_tokens:,} tokens cleared), {self.compactions:,} "

@@ -42,6 +42,7 @@ from assistant.compaction.events import (
     TrimEvent,
     trim_text,
 )
+from assistant.config import Settings
 from assistant.conversation import Message
 from assistant.llm.kv_state import Usage
 from assistant.llm.registry import Registry, model_path
@@ -145,7 +146,7 @@ class MainWindow(WindowDialogs):
             Qt.TextInteractionFlag.TextSelectableByMouse
         )
         self.choose_model_button = QPushButton("Choose another model…")
-        self.choose_model_button.clicked.connect(self.open_settings)
+        self.choose_model_button.clicked.connect(self._open_settings_for_the_engine)
         self.retry_button = QPushButton("Retry")
         self.retry_button.clicked.connect(self.service.load_model)
         banner.addWidget(self.model_banner_label, 1)
@@ -160,6 +161,7 @@ class MainWindow(WindowDialogs):
         self.chat_view.originals = self.service.originals
         self.welcome = WelcomeView()
         self.welcome.set_workspace(self.service.settings.workspace_path())
+        self.welcome.set_server(self._server_url(self.service.settings))
         self.transcript = QStackedWidget()
         self.transcript.addWidget(self.welcome)
         self.transcript.addWidget(self.chat_view)
@@ -411,7 +413,8 @@ class MainWindow(WindowDialogs):
         self.chat_view.set_actions_enabled(not busy)
         queued = len(c.queue)
         if queued:
-            why = "" if c.ready else " (sent when the model has loaded)"
+            waits_for = "connected" if c.settings.engine.kind == "server" else "loaded"
+            why = "" if c.ready else f" (sent when the model has {waits_for})"
             self.queue_label.setText(f"{queued} message{'s' if queued > 1 else ''} queued{why}")
         else:
             self.queue_label.setText("")
@@ -481,9 +484,23 @@ class MainWindow(WindowDialogs):
     def _model_changed(self, event: ModelChanged) -> None:
         failed = bool(event.error)
         self.model_banner.setVisible(failed)
+        on_server = self.service.settings.engine.kind == "server"
+        self.choose_model_button.setText("Server settings…" if on_server
+                                         else "Choose another model…")
         if event.info is not None:
             window = self.service.context_window_for(self.service.settings)
-            self.model_label.setText(f"{event.info.name} · {window:,} ctx")
+            where = event.info.extra.get("url", "") if on_server else ""
+            at = f" · {where.split('://', 1)[-1]}" if where else ""
+            self.model_label.setText(f"{event.info.name}{at} · {window:,} ctx")
+        elif failed and on_server:
+            message = (
+                f"The server engine is not available: {event.error}\nStart the server and "
+                "press Retry, or change the address or the engine in Server settings. "
+                "What you type waits."
+            )
+            self.model_banner_label.setText(message)
+            self.model_label.setText("no server")
+            self._error_box("Server not available", message)
         elif failed:
             message = (
                 f"The model could not be loaded: {event.error}\nChoose another model in "
@@ -540,11 +557,17 @@ class MainWindow(WindowDialogs):
         dialog.open()
         return dialog
 
+    def _open_settings_for_the_engine(self) -> None:
+        """The banner's button: the settings at the page that can fix the failed load."""
+        dialog = self.open_settings()
+        if self.service.settings.engine.kind == "server":
+            dialog.tabs.setCurrentWidget(dialog.engine_page)
+
     def _settings_accepted(self, dialog: SettingsDialog) -> None:
         new = dialog.result_settings()
         if new is None:
             return
-        self.apply_settings(new)
+        self.apply_settings(new, reconnect=dialog.engine_page.key_changed)
 
     def _settings_changed(self, event: SettingsChanged) -> None:
         new = event.settings
@@ -555,6 +578,12 @@ class MainWindow(WindowDialogs):
         self._theme = new.theme
         self._update_mode_label()
         self.welcome.set_workspace(new.workspace_path())
+        self.welcome.set_server(self._server_url(new))
+
+    @staticmethod
+    def _server_url(settings: Settings) -> str | None:
+        """The server's address with the server engine, else None."""
+        return settings.engine.server.base_url if settings.engine.kind == "server" else None
 
     # -- requests from the service -------------------------------------------------------
     def _pick_chat(self, _chats: tuple[ChatSummary, ...]) -> None:

@@ -1,5 +1,5 @@
-"""The settings dialog: model, sampling, context modes and their policies, chat and look,
-speed (:mod:`assistant.ui.performance_page`).
+"""The settings dialog: model, engine, sampling, context modes and their policies, chat and
+look, speed (:mod:`assistant.ui.performance_page`).
 
 Every change is validated by the pydantic :class:`Settings` model as you type; a refused
 value is outlined in red and the reason (pydantic's message) is shown under the form, and
@@ -42,11 +42,13 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from assistant.config import SETTING_LABELS, ModePolicy, Settings, setting_name
+from assistant.config import SETTING_LABELS, EngineSettings, ModePolicy, Settings, setting_name
 from assistant.llm import gguf
 from assistant.llm.catalog import list_models
 from assistant.llm.registry import ModelEntry, Registry
+from assistant.secrets import SecretStore, SecretStoreError
 from assistant.settings_check import check_against_model
+from assistant.ui.engine_settings import EnginePage
 from assistant.ui.performance_page import PerformancePage, Usage
 
 POLICY_FIELDS: tuple[tuple[str, str], ...] = tuple(
@@ -105,6 +107,7 @@ class SettingsDialog(QDialog):
         *,
         loaded_trained_context: int | None = None,
         model_present: Callable[[ModelEntry], bool] = lambda _e: True,
+        secrets: SecretStore | None = None,
         count_tokens: Callable[[str], int] | None = None,
         state_usage: Callable[[], Usage] | None = None,
         clear_states: Callable[[], Usage] | None = None,
@@ -134,6 +137,8 @@ class SettingsDialog(QDialog):
         layout.setSpacing(10)
         self.tabs = QTabWidget()
         self.tabs.addTab(self._build_model_tab(), "Model")
+        self.engine_page = EnginePage(secrets)
+        self.tabs.addTab(self.engine_page, "Engine")
         self.tabs.addTab(self._build_context_tab(), "Context")
         self.tabs.addTab(self._build_chat_tab(), "Chat && look")
         self.performance_page = PerformancePage(
@@ -331,6 +336,7 @@ class SettingsDialog(QDialog):
         self.enter_sends.setChecked(s.enter_sends)
         self.step_limit.setValue(s.step_limit)
         self.performance_page.load(s.performance)
+        self.engine_page.load(s)
         self._update_model_info()
 
     def selected_mode(self) -> str:
@@ -365,6 +371,7 @@ class SettingsDialog(QDialog):
         data["enter_sends"] = self.enter_sends.isChecked()
         data["step_limit"] = self.step_limit.value()
         data["performance"].update(self.performance_page.values())
+        data["engine"] = self.engine_page.collect()
         return data
 
     def _widgets_for(self, loc: tuple[int | str, ...]) -> list[QWidget]:
@@ -379,6 +386,8 @@ class SettingsDialog(QDialog):
         if not loc:
             return None
         head = str(loc[0])
+        if head == "engine":
+            return self.engine_page.widget_for(loc[1:])
         if head in ("local", "standard"):
             return self.policy_spins.get((head, str(loc[1]))) if len(loc) > 1 else None
         if head == "performance" and len(loc) > 1:
@@ -430,7 +439,9 @@ class SettingsDialog(QDialog):
 
     def _check_against_model(self, settings: Settings) -> None:
         """Refuse what cannot work with the selected model; note what will be capped."""
-        loaded = self.model_combo.currentData() == self._original.model
+        loaded = (
+            self.model_combo.currentData() == self._original.model and self._same_engine_loaded()
+        )
         counter = self._count if loaded and self._count_tokens is not None else None
         check = check_against_model(settings, self.trained_context(), counter)
         self.notes = list(check.notes)
@@ -460,8 +471,20 @@ class SettingsDialog(QDialog):
         return self._result
 
     def accept(self) -> None:
-        if self.validate():
-            super().accept()
+        if not self.validate() or self._result is None:
+            return
+        try:  # the API key goes to the keyring (or the private file), not the settings
+            self.engine_page.store_key(self._result.engine)
+        except SecretStoreError as exc:
+            self.error_label.setText(f"Could not store the API key: {exc}")
+            self.error_label.setVisible(True)
+            self.tabs.setCurrentWidget(self.engine_page)
+            return
+        super().accept()
+
+    def done(self, result: int) -> None:
+        self.engine_page.wait_for_test(5.0)  # no connection test left running
+        super().done(result)
 
     # -- model choice ------------------------------------------------------------------
     def _entry(self) -> ModelEntry | None:
@@ -475,8 +498,17 @@ class SettingsDialog(QDialog):
 
     def trained_context(self) -> int | None:
         """The selected model's trained context: the registry's, or read from the file's header
-        (None when neither tells)."""
-        if self.model_combo.currentData() == self._original.model and self._loaded_trained:
+        (None when neither tells). With the server engine: the server's window (the one
+        typed, found by the connection test, or that of the server the app is connected
+        to), not the embedded model's."""
+        page = self.engine_page
+        if page.uses_server():
+            known = page.known_window()
+            if known:
+                return known
+            return self._loaded_trained if self._same_engine_loaded() else None
+        loaded = self.model_combo.currentData() == self._original.model
+        if loaded and self._loaded_trained and self._same_engine_loaded():
             return self._loaded_trained
         entry = self._entry()
         if entry is not None:
@@ -485,6 +517,19 @@ class SettingsDialog(QDialog):
         if data and data != CHOOSE_FILE:
             return gguf.trained_context(Path(str(data)))  # read from the file's header
         return None
+
+    def _same_engine_loaded(self) -> bool:
+        """The page's engine is the one the app has loaded (its model's numbers apply)."""
+        original = self._original.engine
+        if self.engine_page.uses_server() != (original.kind == "server"):
+            return False
+        if original.kind != "server":
+            return True
+        try:
+            edited = EngineSettings.model_validate(self.engine_page.collect())
+        except ValidationError:
+            return False
+        return edited.server == original.server
 
     def _update_model_info(self) -> None:
         data = self.model_combo.currentData()
@@ -553,10 +598,14 @@ class SettingsDialog(QDialog):
         eff = policy.effective("local" if mode == "local" else "standard", trained)
         for field, _label in POLICY_FIELDS:
             self.effective_labels[field].setText(f"{getattr(eff, field):,}")
-        where = f"a model trained on {trained:,} tokens" if trained else "this model"
+        if self.engine_page.uses_server():
+            where = f"the server's window of {trained:,} tokens" if trained else "the server"
+        else:
+            where = f"a model trained on {trained:,} tokens" if trained else "this model"
         note = f"In effect for {where} ({mode} mode)."
         if eff.scaled:
-            note += " The window was capped by the model, so the other values were scaled."
+            by = "server" if self.engine_page.uses_server() else "model"
+            note += f" The window was capped by the {by}, so the other values were scaled."
         self.effective_note.setText(note)
 
     # -- plumbing ----------------------------------------------------------------------
@@ -571,6 +620,11 @@ class SettingsDialog(QDialog):
             self.workspace,
             self.step_limit,
             *self.performance_page.inputs(),
+            self.engine_page.url,
+            self.engine_page.model,
+            self.engine_page.tokenizer,
+            self.engine_page.window_tokens,
+            self.engine_page.timeout,
         ]
 
     def _connect_validation(self) -> None:
@@ -588,6 +642,7 @@ class SettingsDialog(QDialog):
         for combo in (self.model_combo, self.approval, self.theme):
             combo.currentIndexChanged.connect(self.validate)
         self.performance_page.connect_changed(self.validate)
+        self.engine_page.changed.connect(self.validate)
 
 
 def _describe_loc(loc: tuple[Any, ...]) -> str:

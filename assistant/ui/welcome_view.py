@@ -1,7 +1,8 @@
 """The first thing a new chat shows: what the app does, where its files are, how to start.
 
 Shown in place of the transcript while the open chat is empty. It says what the app is (a
-chat with a small model running on this computer, offline), shows the workspace folder the
+chat with a small model running on this computer, offline; or, with the server engine, the
+address what is typed is sent to), shows the workspace folder the
 tools work in (with Open and Change buttons), how to give the assistant a file (drop it on
 the window, which copies it into the workspace, or ``/read``), what the context bar under
 the input means, and three example prompts that are sent with one click.
@@ -31,6 +32,20 @@ EXAMPLE_PROMPTS = (
     "Write a short, polite email declining a meeting on Friday.",
     "Give me three ideas for a healthy lunch I can make in 10 minutes.",
 )
+
+
+OFFLINE_INTRO = (
+    "A chat assistant that runs a small language model on this computer. It works without "
+    "a network, and nothing you type or share leaves the machine."
+)
+
+
+def server_intro(url: str) -> str:
+    """The introduction with the server engine: what leaves the machine, and to where."""
+    return (
+        f"A chat assistant whose model runs on the server at {url} (Settings, Engine). "
+        "What you type or share in a chat is sent to that server, and nowhere else."
+    )
 
 
 def _text(text: str, name: str = "") -> QLabel:
@@ -79,12 +94,8 @@ class WelcomeView(QScrollArea):
         title = QLabel("Offline Assistant")
         title.setObjectName("WelcomeTitle")
         layout.addWidget(title)
-        layout.addWidget(
-            _text(
-                "A chat assistant that runs a small language model on this computer. It "
-                "works without a network, and nothing you type or share leaves the machine."
-            )
-        )
+        self.intro = _text(OFFLINE_INTRO, "WelcomeIntro")
+        layout.addWidget(self.intro)
         layout.addWidget(
             _text(
                 "Small models remember little at a time (their context window). The bar "
@@ -160,6 +171,10 @@ class WelcomeView(QScrollArea):
     @property
     def workspace(self) -> Path:
         return self._workspace
+
+    def set_server(self, url: str | None) -> None:
+        """Say where the model runs: this computer (None), or the server at ``url``."""
+        self.intro.setText(server_intro(url) if url else OFFLINE_INTRO)
 
     def set_workspace(self, path: Path) -> None:
         self._workspace = path

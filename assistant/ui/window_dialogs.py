@@ -37,8 +37,9 @@ class WindowDialogs(QMainWindow):
     def show_notice(self, level: str, text: str) -> None:
         self.chat_view.add_notice(level, text)
 
-    def apply_settings(self, new: Settings) -> None:
-        self.service.apply_settings(new)
+    def apply_settings(self, new: Settings, *, reconnect: bool = False) -> None:
+        """Use new settings; ``reconnect``: a new API key was stored for the server."""
+        self.service.apply_settings(new, reconnect=reconnect)
 
     # -- files and the workspace -------------------------------------------------------
     def drop_files(self, files: list[Path]) -> None:

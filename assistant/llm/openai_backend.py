@@ -1,0 +1,456 @@
+"""The server engine: a model behind an OpenAI-compatible server, as an ``LLMBackend``.
+
+:meth:`ServerBackend.connect` probes the server (:mod:`.server_probe`), picks how to count
+prompts (:mod:`.server_counting`) and checks those counts against the server's own prompt
+sizes; the backend then works like the embedded one for everything above ``llm/``:
+
+* ``count_prompt`` / ``render_prompt`` count and render what the server will see (exactly,
+  or marked as estimates in :attr:`ModelInfo.exact_counts`);
+* ``generate`` streams ``POST /v1/chat/completions``. Stop closes the request
+  (:mod:`.server_http`); ``cache_prompt`` keeps llama.cpp's KV cache warm (the app never
+  reorders history, so each prompt extends the last one); a "context exceeded" answer is a
+  :class:`ContextOverflowError`, and the window it names is adopted so the compaction that
+  follows aims at the server's real window; connection failures, timeouts and 5xx are
+  :class:`~.server_http.ServerError` whose message names the address;
+* tool calls go through the server's native ``tools`` when it has them (or the setting says
+  so); the calls it returns are written back into the reply as the text protocol's blocks,
+  which the agent parses like any other reply. Otherwise the app's text protocol is used:
+  messages are adapted with the model's template (or ChatML) before they are sent.
+
+Summaries are written by the same backend, so the same server model writes them.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from assistant.llm.base import (
+    CancelToken,
+    ChatMessages,
+    ContextOverflowError,
+    GenerationOptions,
+    GenerationResult,
+    ModelInfo,
+    StreamEvent,
+)
+from assistant.llm.server_counting import Counting, choose_counting, verify_counting
+from assistant.llm.server_http import (
+    ServerError,
+    ServerHTTP,
+    ServerStreamError,
+    SSEStream,
+    error_message,
+    overflow_from,
+)
+from assistant.llm.server_probe import ServerProfile, model_label, probe
+from assistant.llm.server_reply import StreamedReply
+from assistant.llm.template import ChatTemplate
+
+log = logging.getLogger(__name__)
+
+ToolCallMode = Literal["auto", "native", "text"]
+#: llama.cpp-family servers take the embedded engine's sampler settings too, so both
+#: engines sample alike (see ``llama_backend._SAMPLER``).
+LLAMA_SAMPLER: dict[str, Any] = {"top_k": 40, "min_p": 0.05, "repeat_penalty": 1.1}
+LLAMA_FAMILY = ("llama.cpp", "llama-cpp-python")
+
+
+@dataclass(frozen=True)
+class ServerConfig:
+    """What the composition root gives :meth:`ServerBackend.connect` (from the settings)."""
+
+    base_url: str
+    model: str = ""
+    api_key: str | None = field(default=None, repr=False)
+    #: A GGUF whose tokenizer and template count prompts when the server cannot.
+    tokenizer_gguf: str = ""
+    #: The context window; 0 takes the server's, else ``fallback_window``.
+    window: int = 0
+    fallback_window: int = 10_000
+    tool_calls: ToolCallMode = "auto"
+    #: ``tool_choice`` with native tool calls: "auto" (the app), or "required" (the model
+    #: must call a tool; tests use it to check the calls that come back).
+    tool_choice: str = "auto"
+    timeout_s: float = 300.0
+    #: Check the counts against the server's prompt sizes (three one-token requests).
+    verify: bool = True
+    seed: int | None = None
+
+
+@dataclass(frozen=True)
+class ConnectionReport:
+    """What the connection test shows, and what the app will use."""
+
+    url: str
+    server: str
+    model: str
+    models: tuple[str, ...]
+    window: int
+    window_source: str
+    exact_counts: bool
+    counting: str
+    native_tools: bool
+    notes: tuple[str, ...] = ()
+    #: The window the server named (or the setting gave); 0 when neither did, and
+    #: ``window`` is then the mode's.
+    known_window: int = 0
+
+    def lines(self) -> list[str]:
+        counts = "exact" if self.exact_counts else "estimates"
+        out = [
+            f"{self.server} at {self.url}",
+            f"Model: {self.model}" + (f" (of {len(self.models)})" if len(self.models) > 1 else ""),
+            f"Window: {self.window:,} tokens ({self.window_source})",
+            f"Token counts: {counts}: {self.counting}",
+            "Tool calls: " + ("the server's native tool calls" if self.native_tools
+                              else "the app's text protocol"),
+        ]
+        return out + list(self.notes)
+
+
+class ServerBackend:
+    """One model on one server. Create with :meth:`connect`; use from one thread at a time
+    (the model worker), like the embedded backend."""
+
+    def __init__(
+        self,
+        http: ServerHTTP,
+        config: ServerConfig,
+        profile: ServerProfile,
+        counting: Counting,
+        template: ChatTemplate,
+        verification: str,
+    ) -> None:
+        self._http = http
+        self._config = config
+        self.profile = profile
+        self._counting = counting
+        self._template = template
+        self._verification = verification
+        if config.tool_calls == "auto":
+            self._native = profile.native_tools
+        else:
+            self._native = config.tool_calls == "native"
+        if config.window:
+            self._window, self._window_source = config.window, "setting"
+        elif profile.window:
+            self._window, self._window_source = profile.window, profile.window_source
+        else:
+            self._window, self._window_source = 0, ""
+        self._lock = threading.Lock()
+        #: The last prompt sent and the reply to it (the KV-cache reuse estimate).
+        self._last_sent = ""
+        self.name = f"{model_label(profile.model)} ({counting.description})"
+
+    # -- construction ---------------------------------------------------------------------
+    @classmethod
+    def connect(
+        cls, config: ServerConfig, on_progress: Callable[[float], None] | None = None
+    ) -> ServerBackend:
+        """Probe the server, choose the counting, check it. Raises ``LLMError`` subclasses
+        (:class:`~.server_http.ServerError` naming the address, or ``ModelLoadError`` for a
+        named GGUF that cannot be read)."""
+        http = ServerHTTP(config.base_url, config.api_key, timeout_s=config.timeout_s)
+        try:
+            profile = probe(http, config.model)
+            if on_progress:
+                on_progress(0.3)
+            counting, template = choose_counting(http, profile, config.tokenizer_gguf)
+            backend = cls(http, config, profile, counting, template, "")
+            if on_progress:
+                on_progress(0.5)
+            backend._verify()
+        except BaseException:
+            http.close()
+            raise
+        return backend
+
+    def _verify(self) -> None:
+        counting = self._counting
+        if not self._config.verify or not counting.exact:
+            self._verification = "" if counting.exact else "not checked: an estimate"
+            return
+        result = verify_counting(counting, self._server_prompt_size, self._wire)
+        counting.exact = result.exact
+        counting.offset = result.offset
+        self._verification = result.detail
+
+    def _server_prompt_size(
+        self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None
+    ) -> int | None:
+        body = self._body(messages, tools, GenerationOptions(max_tokens=1, temperature=0.0))
+        body["stream"] = False
+        body.pop("stream_options", None)
+        answer = self._http.post("/v1/chat/completions", body)
+        usage = answer.get("usage") if isinstance(answer, dict) else None
+        size = usage.get("prompt_tokens") if isinstance(usage, dict) else None
+        return int(size) if isinstance(size, int) else None
+
+    # -- what it is -----------------------------------------------------------------------
+    @property
+    def window(self) -> int:
+        """The window in force: the setting, the server's, or the one an overflow named."""
+        return self._window or self._config.fallback_window
+
+    @property
+    def info(self) -> ModelInfo:
+        known = self._window
+        return ModelInfo(
+            name=model_label(self.profile.model),
+            path=f"{self.profile.base_url}#{self.profile.model}",
+            trained_context=known,
+            context_window=known or self._config.fallback_window,
+            architecture=self.profile.kind,
+            chat_template_source=(
+                "server" if self._counting.description.startswith("the server's /apply")
+                else self._template.origin
+            ),
+            supports_native_tools=self._native,
+            extra={
+                "engine": "server",
+                "url": self.profile.base_url,
+                "server": self.profile.kind_name,
+                "model_id": self.profile.model,
+                "counting": self._counting.description,
+                "window_source": self._window_source or "not reported (the mode's window)",
+            },
+            exact_counts=self._counting.exact,
+        )
+
+    def report(self) -> ConnectionReport:
+        counting = self._counting.description
+        if self._verification:
+            counting += f"; {self._verification}"
+        return ConnectionReport(
+            url=self.profile.base_url,
+            server=self.profile.kind_name + (f" {self.profile.version}"
+                                             if self.profile.version else ""),
+            model=self.profile.model,
+            models=self.profile.models,
+            window=self.window,
+            window_source=self._window_source or "the server does not say; the mode's window "
+            "is used until the server names its own",
+            exact_counts=self._counting.exact,
+            counting=counting,
+            native_tools=self._native,
+            notes=self.profile.notes,
+            known_window=self._window,
+        )
+
+    # -- counting -------------------------------------------------------------------------
+    def _wire(
+        self, messages: ChatMessages, tools: Sequence[dict[str, Any]] | None
+    ) -> tuple[list[dict[str, Any]], list[dict[str, Any]] | None]:
+        """The messages and tools as sent: unchanged with native tool calls, else adapted to
+        the text protocol by the model's template (tools then live in the system message)."""
+        if self._native:
+            return [dict(m) for m in messages], list(tools) if tools else None
+        return self._template.adapt(messages, tools), None
+
+    def tokenize(self, text: str) -> list[int]:
+        return self._counting.tokenize_prompt(text)
+
+    def count(self, text: str) -> int:
+        return self._counting.count_text(text)
+
+    def render_prompt(
+        self, messages: ChatMessages, tools: Sequence[dict[str, Any]] | None = None
+    ) -> str:
+        return self._counting.render(*self._wire(messages, tools))
+
+    def count_prompt(
+        self, messages: ChatMessages, tools: Sequence[dict[str, Any]] | None = None
+    ) -> int:
+        return self._counting.count(*self._wire(messages, tools))
+
+    # -- generation -----------------------------------------------------------------------
+    def _body(
+        self,
+        messages: list[dict[str, Any]],
+        tools: list[dict[str, Any]] | None,
+        options: GenerationOptions,
+    ) -> dict[str, Any]:
+        body: dict[str, Any] = {
+            "model": self.profile.model,
+            "messages": messages,
+            "stream": True,
+            "stream_options": {"include_usage": True},
+            "max_tokens": max(1, options.max_tokens),
+            "temperature": options.temperature,
+            "top_p": options.top_p,
+        }
+        if options.stop:
+            body["stop"] = list(options.stop)[:4]
+        if tools:
+            body["tools"] = tools
+            # "auto" is the OpenAI default; llama-cpp-python needs it said.
+            body["tool_choice"] = self._config.tool_choice
+        kind = self.profile.kind
+        if kind in LLAMA_FAMILY:
+            body.update(LLAMA_SAMPLER)
+            if self._config.seed is not None:
+                body["seed"] = self._config.seed
+        if kind == "llama.cpp":
+            body["cache_prompt"] = True  # reuse the KV cache of the previous request
+            body["return_progress"] = True
+        if options.grammar is not None and kind in LLAMA_FAMILY:
+            body["grammar"] = options.grammar
+        return body
+
+    def generate(
+        self,
+        messages: ChatMessages,
+        options: GenerationOptions,
+        *,
+        tools: Sequence[dict[str, Any]] | None = None,
+        cancel: CancelToken | None = None,
+        on_prefill: Callable[[int, int], None] | None = None,
+    ) -> Iterator[StreamEvent]:
+        """Open the request now (errors, an overflow too, are raised here) and stream it."""
+        sent, sent_tools = self._wire(messages, tools)
+        prompt_tokens = self._counting.count(sent, sent_tools)
+        if self._counting.exact and self._window and prompt_tokens >= self._window:
+            raise ContextOverflowError(prompt_tokens, self._window)
+        body = self._body(sent, sent_tools, options)
+        ignored = ("grammar",) if options.grammar is not None and "grammar" not in body else ()
+        start = time.perf_counter()
+        try:
+            stream = self._http.stream("/v1/chat/completions", body, cancel)
+        except ContextOverflowError as exc:
+            raise self._learned(exc, prompt_tokens) from None
+        rendered = self._rendered_or_empty(sent, sent_tools)
+        return self._events(
+            stream, body, start, prompt_tokens, rendered, ignored, cancel, on_prefill
+        )
+
+    def _events(
+        self,
+        stream: SSEStream,
+        body: dict[str, Any],
+        start: float,
+        prompt_tokens: int,
+        rendered: str,
+        ignored: tuple[str, ...],
+        cancel: CancelToken | None,
+        on_prefill: Callable[[int, int], None] | None,
+    ) -> Iterator[StreamEvent]:
+        reply = StreamedReply()
+        first: float | None = None
+        try:
+            for event in stream:
+                if isinstance(event.get("error"), dict | str):
+                    raise self._stream_error(event, prompt_tokens)
+                shown, started = reply.feed(event)
+                if on_prefill is not None and reply.progress is not None:
+                    on_prefill(*reply.progress)
+                if started and first is None:
+                    first = time.perf_counter() - start
+                if shown:
+                    yield StreamEvent(delta=shown)
+        finally:
+            stream.close()
+        end = time.perf_counter()
+        cancelled = stream.cancelled or (cancel is not None and cancel.cancelled)
+        if not cancelled and not stream.done and reply.finish is None:
+            if stream.events_seen == 0:
+                self._diagnose_empty(body, prompt_tokens)
+            raise ServerStreamError(
+                self._http.base_url,
+                f"The server at {self._http.base_url} stopped sending the reply before it "
+                "was finished.",
+            )
+        total_prompt = reply.prompt_tokens(prompt_tokens)
+        reused = reply.cached_tokens()
+        if reused is None:
+            reused = self._reused_estimate(rendered, total_prompt)
+        self._last_sent = rendered + reply.content
+        first_s = first if first is not None else end - start
+        yield StreamEvent(
+            result=GenerationResult(
+                text=reply.text(),
+                prompt_tokens=total_prompt,
+                prompt_evaluated=max(0, total_prompt - reused),
+                prompt_reused=reused,
+                completion_tokens=reply.completion_tokens(),
+                finish_reason=reply.finish_reason(cancelled),
+                prefill_s=first_s,
+                generate_s=max(0.0, end - start - first_s),
+                first_token_s=first,
+                ignored=ignored,
+            )
+        )
+
+    def _rendered_or_empty(
+        self, sent: list[dict[str, Any]], tools: list[dict[str, Any]] | None
+    ) -> str:
+        try:
+            return self._counting.render(sent, tools)
+        except (ServerError, ValueError):  # only the reuse estimate needs it
+            return ""
+
+    def _reused_estimate(self, rendered: str, prompt_tokens: int) -> int:
+        """Prompt tokens a single-slot server (llama-cpp-python's) kept from the last call:
+        the prefix this prompt shares with the last prompt and its reply (used when the
+        server does not report it)."""
+        last = self._last_sent
+        if not rendered or not last:
+            return 0
+        n = 0
+        for a, b in zip(rendered, last, strict=False):
+            if a != b:
+                break
+            n += 1
+        if n == 0:
+            return 0
+        # The server evaluates at least the prompt's last token.
+        if n >= len(rendered):
+            return max(0, prompt_tokens - 1)
+        try:
+            return min(prompt_tokens - 1, len(self._counting.tokenize_prompt(rendered[:n])))
+        except ServerError:
+            return 0
+
+    def _learned(self, exc: ContextOverflowError, prompt_tokens: int) -> ContextOverflowError:
+        """Adopt the window a "context exceeded" answer names (when smaller than ours)."""
+        if exc.window > 0 and (not self._window or exc.window < self._window):
+            log.info("%s: the server's window is %d tokens (it said so on an overflow)",
+                     self.profile.base_url, exc.window)
+            self._window, self._window_source = exc.window, "from the server's overflow answer"
+        if exc.prompt_tokens <= 0:
+            exc.prompt_tokens = prompt_tokens
+        return exc
+
+    def _stream_error(self, event: dict[str, Any], prompt_tokens: int) -> Exception:
+        err = event.get("error")
+        message = error_message(event, str(err))
+        code = err.get("code") if isinstance(err, dict) else None
+        status = code if isinstance(code, int) else 400
+        overflow = overflow_from(status, event, message)
+        if overflow is not None:
+            return self._learned(overflow, prompt_tokens)
+        url = self._http.base_url
+        return ServerStreamError(url, f"The server at {url} failed while replying: {message}")
+
+    def _diagnose_empty(self, body: dict[str, Any], prompt_tokens: int) -> None:
+        """A stream that ended before any event (llama-cpp-python does this for a prompt
+        that does not fit): ask again without streaming, one token, to get the error."""
+        quiet = {**body, "stream": False, "max_tokens": 1}
+        quiet.pop("stream_options", None)
+        try:
+            self._http.post("/v1/chat/completions", quiet)
+        except ContextOverflowError as exc:
+            raise self._learned(exc, prompt_tokens) from None
+        raise ServerStreamError(
+            self._http.base_url,
+            f"The server at {self._http.base_url} ended the reply without sending anything.",
+        )
+
+    def close(self) -> None:
+        self._counting.close()
+        self._http.close()
+

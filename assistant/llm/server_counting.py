@@ -1,0 +1,414 @@
+"""Counting the prompt a server will see, as exactly as that server allows.
+
+Three ways, best first (:func:`choose_counting`):
+
+1. **The server renders and counts** (:class:`ServerRendered`): llama.cpp's server renders a
+   conversation with its own template (``POST /apply-template``) and tokenizes the text
+   (``POST /tokenize``); vLLM counts a conversation in one ``POST /tokenize``.
+2. **A template here, a real tokenizer** (:class:`LocalRendered`): the chat template of a GGUF
+   the user names (or the one llama.cpp's ``/props`` shows, or ChatML), tokenized by the
+   server (llama-cpp-python's ``POST /extras/tokenize``) or by that GGUF's vocabulary.
+3. **An estimate**: ChatML and the offline cl100k tokenizer; the counts are marked as
+   estimates (:attr:`Counting.exact` is False) and the context bar says so.
+
+Whatever the way, :func:`verify_counting` then checks it against the server's own
+``usage.prompt_tokens`` on three short conversations (one with a tool call): counts that
+match are exact; counts off by the same number on every probe (a BOS the tokenize endpoint
+adds and the chat path does not) are corrected by that constant; anything else is an estimate.
+
+Counts are memoized per rendered prompt (and the server's renders per conversation), so the
+per-message accounting the context controller does costs one request per new message.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from assistant.llm.base import ChatMessages, LLMError
+from assistant.llm.fallback_tokenizer import Cl100kTokenizer
+from assistant.llm.gguf_vocab import GGUFVocab
+from assistant.llm.server_http import ServerHTTP
+from assistant.llm.server_probe import ServerProfile
+from assistant.llm.template import ChatTemplate
+
+log = logging.getLogger(__name__)
+
+Tools = Sequence[dict[str, Any]] | None
+
+#: Counts, renders and token lists remembered per counter: at most this many entries, and
+#: this much held (characters of rendered text, or tokens); keys are digests of the text.
+MEMO_ENTRIES = 2048
+MEMO_WEIGHT = 4_000_000
+
+
+def _digest(text: str) -> bytes:
+    return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=20).digest()
+
+
+class _LRU:
+    """A bounded memo keyed by the digest of a text (the text itself is not kept)."""
+
+    def __init__(self, entries: int = MEMO_ENTRIES, weight: int = MEMO_WEIGHT) -> None:
+        self._data: OrderedDict[bytes, tuple[Any, int]] = OrderedDict()
+        self._entries = entries
+        self._weight = weight
+        self._held = 0
+        self._lock = threading.Lock()
+
+    def get(self, text: str) -> Any | None:
+        key = _digest(text)
+        with self._lock:
+            got = self._data.get(key)
+            if got is None:
+                return None
+            self._data.move_to_end(key)
+            return got[0]
+
+    def put(self, text: str, value: Any) -> None:
+        weight = len(value) if isinstance(value, list | str) else 1
+        if weight > self._weight:
+            return
+        key = _digest(text)
+        with self._lock:
+            old = self._data.pop(key, None)
+            if old is not None:
+                self._held -= old[1]
+            self._data[key] = (value, weight)
+            self._held += weight
+            while len(self._data) > self._entries or self._held > self._weight:
+                _, (_, dropped) = self._data.popitem(last=False)
+                self._held -= dropped
+
+
+def _key(messages: ChatMessages, tools: Tools) -> str:
+    return json.dumps([list(messages), list(tools or [])], sort_keys=True, ensure_ascii=False)
+
+
+class Counting:
+    """Renders and counts a conversation as the server sees it (see the module docstring).
+
+    ``count`` is what the context controller uses; ``offset`` is the constant correction
+    found by :func:`verify_counting` (0 when the counts matched as they were).
+    """
+
+    #: What counts, for people: "the server's /tokenize", "cl100k estimate", ...
+    description: str = ""
+    exact: bool = False
+    offset: int = 0
+
+    def render(self, messages: ChatMessages, tools: Tools) -> str:
+        raise NotImplementedError
+
+    def tokenize_prompt(self, text: str) -> list[int]:
+        raise NotImplementedError
+
+    def count_text(self, text: str) -> int:
+        raise NotImplementedError
+
+    def _count_rendered(self, messages: ChatMessages, tools: Tools) -> int:
+        return len(self.tokenize_prompt(self.render(messages, tools)))
+
+    def count(self, messages: ChatMessages, tools: Tools) -> int:
+        return max(0, self._count_rendered(messages, tools) + self.offset)
+
+    def close(self) -> None:
+        """Release what the counter holds (a GGUF vocabulary)."""
+
+
+class ServerRendered(Counting):
+    """llama.cpp (``/apply-template`` + ``/tokenize``) or vLLM (``/tokenize`` with messages)."""
+
+    def __init__(self, http: ServerHTTP, profile: ServerProfile) -> None:
+        self._http = http
+        self._vllm = profile.tokenizer == "vllm"
+        self._model = profile.model
+        self.description = (
+            "the server's /tokenize with its chat template" if self._vllm
+            else "the server's /apply-template and /tokenize"
+        )
+        self.exact = True
+        self._renders = _LRU()
+        self._counts = _LRU()
+
+    def _body(self, messages: ChatMessages, tools: Tools) -> dict[str, Any]:
+        body: dict[str, Any] = {"messages": list(messages)}
+        if tools:
+            body["tools"] = list(tools)
+        if self._vllm:
+            body.update(model=self._model, add_generation_prompt=True)
+        return body
+
+    def render(self, messages: ChatMessages, tools: Tools) -> str:
+        key = _key(messages, tools)
+        got = self._renders.get(key)
+        if got is None:
+            if self._vllm:
+                tokens = self._vllm_chat_tokens(messages, tools)
+                done = self._http.post("/detokenize", {"model": self._model, "tokens": tokens})
+                got = str(done.get("prompt", "")) if isinstance(done, dict) else ""
+            else:
+                done = self._http.post("/apply-template", self._body(messages, tools))
+                if not isinstance(done, dict) or not isinstance(done.get("prompt"), str):
+                    raise LLMError("the server's /apply-template gave no prompt")
+                got = str(done["prompt"])
+            self._renders.put(key, got)
+        return str(got)
+
+    def _vllm_chat_tokens(self, messages: ChatMessages, tools: Tools) -> list[int]:
+        done = self._http.post("/tokenize", self._body(messages, tools))
+        return _ids(done)
+
+    def _count_rendered(self, messages: ChatMessages, tools: Tools) -> int:
+        key = _key(messages, tools)
+        got = self._counts.get(key)
+        if got is None:
+            if self._vllm:
+                got = len(self._vllm_chat_tokens(messages, tools))
+            else:
+                got = len(self.tokenize_prompt(self.render(messages, tools)))
+            self._counts.put(key, got)
+        return int(got)
+
+    def tokenize_prompt(self, text: str) -> list[int]:
+        if self._vllm:
+            body: dict[str, Any] = {"model": self._model, "prompt": text,
+                                    "add_special_tokens": True}
+        else:
+            body = {"content": text, "add_special": True, "parse_special": True}
+        return _ids(self._http.post("/tokenize", body))
+
+    def count_text(self, text: str) -> int:
+        if not text:
+            return 0
+        if self._vllm:
+            body: dict[str, Any] = {"model": self._model, "prompt": text,
+                                    "add_special_tokens": False}
+        else:
+            body = {"content": text, "add_special": False, "parse_special": True}
+        return len(_ids(self._http.post("/tokenize", body)))
+
+
+class LocalRendered(Counting):
+    """A chat template here; tokens from ``tokenize_prompt`` (the server's or a GGUF's)."""
+
+    def __init__(
+        self,
+        template: ChatTemplate,
+        tokenize_prompt: Callable[[str], list[int]],
+        count_text: Callable[[str], int],
+        *,
+        description: str,
+        exact: bool,
+        owned: GGUFVocab | None = None,
+    ) -> None:
+        self.template = template
+        self._tokenize = tokenize_prompt
+        self._count_text = count_text
+        self.description = description
+        self.exact = exact
+        self._owned = owned
+        self._counts = _LRU()
+
+    def render(self, messages: ChatMessages, tools: Tools) -> str:
+        return self.template.render(messages, tools)
+
+    def tokenize_prompt(self, text: str) -> list[int]:
+        return self._tokenize(text)
+
+    def _count_rendered(self, messages: ChatMessages, tools: Tools) -> int:
+        text = self.render(messages, tools)
+        got = self._counts.get(text)
+        if got is None:
+            got = len(self._tokenize(text))
+            self._counts.put(text, got)
+        return int(got)
+
+    def count_text(self, text: str) -> int:
+        return self._count_text(text) if text else 0
+
+    def close(self) -> None:
+        if self._owned is not None:
+            self._owned.close()
+
+
+class ServerTextTokenizer:
+    """llama-cpp-python's ``POST /extras/tokenize`` (it always adds the BOS the vocabulary
+    asks for; its chat path does not, so a prompt's count drops that BOS)."""
+
+    def __init__(self, http: ServerHTTP, model: str) -> None:
+        self._http = http
+        self._model = model
+        self._memo = _LRU(2048)
+        self._prefix = self._raw("")  # what the endpoint adds to every text (a BOS or nothing)
+
+    def _raw(self, text: str) -> list[int]:
+        got = self._memo.get(text)
+        if got is None:
+            got = _ids(self._http.post("/extras/tokenize", {"input": text, "model": self._model}))
+            self._memo.put(text, got)
+        return list(got)
+
+    def _strip(self, tokens: list[int]) -> list[int]:
+        n = len(self._prefix)
+        return tokens[n:] if n and tokens[:n] == self._prefix else tokens
+
+    def tokenize_prompt(self, text: str) -> list[int]:
+        return self._strip(self._raw(text))
+
+    def count(self, text: str) -> int:
+        return len(self._strip(self._raw(text)))
+
+
+def _ids(answer: Any) -> list[int]:
+    tokens = answer.get("tokens") if isinstance(answer, dict) else None
+    if not isinstance(tokens, list):
+        raise LLMError("the server's tokenizer gave no tokens")
+    return [int(t["id"]) if isinstance(t, dict) else int(t) for t in tokens]
+
+
+def choose_counting(
+    http: ServerHTTP, profile: ServerProfile, tokenizer_gguf: str = ""
+) -> tuple[Counting, ChatTemplate]:
+    """The best counting this server allows, and the template that adapts messages for the
+    text protocol (the model's own where it is known, else ChatML).
+
+    Raises :class:`~assistant.llm.base.ModelLoadError` for a named GGUF that cannot be read.
+    """
+    gguf = GGUFVocab(tokenizer_gguf) if tokenizer_gguf else None
+    props_template = (
+        ChatTemplate(profile.chat_template, origin="server /props")
+        if profile.chat_template else None
+    )
+    template = gguf.template if gguf else props_template or ChatTemplate(None)
+    if profile.server_renders and _can_render(http, profile):
+        if gguf is not None:
+            gguf.close()
+        return ServerRendered(http, profile), props_template or ChatTemplate(None)
+    if profile.tokenizer == "llama.cpp":  # an older llama-server: no /apply-template
+        counter = _LlamaServerText(http)
+        return LocalRendered(
+            template, counter.tokenize_prompt, counter.count,
+            description=f"the server's /tokenize, {_template_name(template)}",
+            exact=True, owned=gguf,
+        ), template
+    if profile.tokenizer == "llama-cpp-python":
+        text = ServerTextTokenizer(http, profile.model)
+        return LocalRendered(
+            template, text.tokenize_prompt, text.count,
+            description=f"the server's /extras/tokenize, {_template_name(template)}",
+            exact=True, owned=gguf,
+        ), template
+    if gguf is not None:
+        return LocalRendered(
+            template, gguf.tokenize_prompt, gguf.count,
+            description=f"the tokenizer and template of {gguf.path.name}",
+            exact=True, owned=gguf,
+        ), template
+    cl100k = Cl100kTokenizer()
+    return LocalRendered(
+        template, cl100k.tokenize, cl100k.count,
+        description="estimates (cl100k; the server has no tokenizer endpoint: name its GGUF "
+        "file in Settings, Engine for exact counts)",
+        exact=False,
+    ), template
+
+
+def _template_name(template: ChatTemplate) -> str:
+    return f"template from {template.origin}"
+
+
+def _can_render(http: ServerHTTP, profile: ServerProfile) -> bool:
+    if profile.tokenizer == "vllm":
+        return True
+    got = http.try_post("/apply-template", {"messages": [{"role": "user", "content": "hi"}]})
+    return isinstance(got, dict) and isinstance(got.get("prompt"), str)
+
+
+class _LlamaServerText:
+    def __init__(self, http: ServerHTTP) -> None:
+        self._http = http
+
+    def tokenize_prompt(self, text: str) -> list[int]:
+        body = {"content": text, "add_special": True, "parse_special": True}
+        return _ids(self._http.post("/tokenize", body))
+
+    def count(self, text: str) -> int:
+        body = {"content": text, "add_special": False, "parse_special": True}
+        return len(_ids(self._http.post("/tokenize", body)))
+
+
+# -- checking the counts against the server ------------------------------------------------------
+
+_TOOL: dict[str, Any] = {
+    "type": "function",
+    "function": {
+        "name": "read_file",
+        "description": "Read a text file in the workspace.",
+        "parameters": {"type": "object", "properties": {"path": {"type": "string"}},
+                       "required": ["path"]},
+    },
+}
+PROBES: tuple[tuple[tuple[dict[str, Any], ...], bool], ...] = (
+    (({"role": "system", "content": "You are terse."},
+      {"role": "user", "content": "Say hi."}), False),
+    (({"role": "system", "content": "Answer in one word."},
+      {"role": "user", "content": "Capital of France?"},
+      {"role": "assistant", "content": "Paris."},
+      {"role": "user", "content": "And of Italy?"}), False),
+    (({"role": "system", "content": "Use tools when asked."},
+      {"role": "user", "content": "Read notes.txt"},
+      {"role": "assistant", "content": "", "tool_calls": [
+          {"id": "call_1", "type": "function",
+           "function": {"name": "read_file", "arguments": '{"path": "notes.txt"}'}}]},
+      {"role": "tool", "tool_call_id": "call_1", "name": "read_file", "content": "hello"},
+      {"role": "user", "content": "What does it say?"}), True),
+)
+
+
+@dataclass(frozen=True)
+class Verification:
+    exact: bool
+    offset: int
+    detail: str
+
+
+def verify_counting(
+    counting: Counting,
+    server_count: Callable[[list[dict[str, Any]], list[dict[str, Any]] | None], int | None],
+    wire: Callable[[ChatMessages, Tools], tuple[list[dict[str, Any]], list[dict[str, Any]] | None]],
+) -> Verification:
+    """Compare ``counting`` with the server's ``usage.prompt_tokens`` on :data:`PROBES`.
+
+    ``wire(messages, tools)`` is what the backend sends; ``server_count(messages, tools)``
+    makes a one-token request and returns the server's prompt count (None: not reported).
+    """
+    diffs: list[int] = []
+    for messages, with_tools in PROBES:
+        sent, sent_tools = wire(list(messages), [_TOOL] if with_tools else None)
+        theirs = server_count(sent, sent_tools)
+        if theirs is None:
+            return Verification(
+                counting.exact, 0, "the server does not report prompt sizes, so the counts "
+                "could not be checked",
+            )
+        ours = counting._count_rendered(sent, sent_tools)
+        diffs.append(theirs - ours)
+    if len(set(diffs)) == 1:
+        if diffs[0] == 0:
+            return Verification(True, 0, "checked against the server's prompt sizes")
+        return Verification(
+            True, diffs[0], f"checked against the server's prompt sizes (corrected by "
+            f"{diffs[0]:+d} token{'s' if abs(diffs[0]) != 1 else ''} per prompt)",
+        )
+    log.warning("server counts differ from ours by %s on the probes", diffs)
+    return Verification(
+        False, 0, f"they differ from the server's prompt sizes by {min(diffs)} to {max(diffs)} "
+        "tokens, so they are estimates",
+    )

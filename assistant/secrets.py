@@ -1,0 +1,153 @@
+"""API keys for servers, kept out of the settings file.
+
+A key is stored under the server's address (:attr:`assistant.config.ServerEngine.base_url`):
+
+* in the **system keyring** where the platform has one (macOS Keychain, Windows Credential
+  Locker, the Secret Service of a Linux desktop), through the ``keyring`` package, under the
+  service name ``offline-assistant``;
+* otherwise in ``secrets.json`` in the config folder, a file created readable and writable
+  only by the user (mode 0600; a looser mode found later is tightened and logged).
+
+``ASSISTANT_HOME`` (a relocated app, such as the tests) always uses the file under it, so
+it never reads or writes the user's real keyring. :attr:`SecretStore.where` says which one
+is in use, for the settings dialog.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import os
+import stat
+from pathlib import Path
+from typing import Any
+
+from assistant import paths
+
+log = logging.getLogger(__name__)
+
+SERVICE = "offline-assistant"
+FILE_NAME = "secrets.json"
+
+
+class SecretStoreError(Exception):
+    """A key could not be stored or read (the message says where and why)."""
+
+
+def _system_keyring() -> Any | None:
+    """The platform's keyring backend, or None when there is no real one."""
+    if os.environ.get("ASSISTANT_HOME"):
+        return None
+    try:
+        import keyring
+        from keyring.backends import fail
+    except ImportError:  # pragma: no cover - keyring is a dependency
+        return None
+    try:
+        backend = keyring.get_keyring()
+    except Exception:  # a broken keyring configuration: use the file
+        log.warning("the system keyring could not be set up", exc_info=True)
+        return None
+    if isinstance(backend, fail.Keyring) or getattr(backend, "priority", 0) <= 0:
+        return None
+    return backend
+
+
+class SecretStore:
+    """Get, set and delete the API key of a server address."""
+
+    def __init__(self, keyring_backend: Any | None = None, file: Path | None = None) -> None:
+        """``keyring_backend``: a ``keyring`` backend to use (default: the system's, if any);
+        ``file``: the fallback file (default: ``secrets.json`` in the config folder)."""
+        self._keyring = keyring_backend if keyring_backend is not None else _system_keyring()
+        self._file = file or paths.config_dir() / FILE_NAME
+
+    @property
+    def where(self) -> str:
+        if self._keyring is not None:
+            name = getattr(self._keyring, "name", type(self._keyring).__name__)
+            return f"the system keyring ({name})"
+        return f"{self._file} (readable only by you)"
+
+    # -- public --------------------------------------------------------------------------
+    def get(self, address: str) -> str | None:
+        if not address:
+            return None
+        if self._keyring is not None:
+            try:
+                value = self._keyring.get_password(SERVICE, address)
+            except Exception as exc:
+                raise SecretStoreError(f"Cannot read the key from {self.where}: {exc}") from exc
+            if value:
+                return str(value)
+        return self._read_file().get(address) or None
+
+    def set(self, address: str, secret: str) -> None:
+        """Store ``secret`` for ``address`` (an empty secret deletes the key)."""
+        if not address:
+            raise SecretStoreError("A key needs the server's address.")
+        if not secret:
+            self.delete(address)
+            return
+        if self._keyring is not None:
+            try:
+                self._keyring.set_password(SERVICE, address, secret)
+            except Exception as exc:
+                raise SecretStoreError(f"Cannot store the key in {self.where}: {exc}") from exc
+            self._remove_from_file(address)  # an older copy in the file is not needed
+            return
+        data = self._read_file()
+        data[address] = secret
+        self._write_file(data)
+
+    def delete(self, address: str) -> None:
+        if self._keyring is not None:
+            with contextlib.suppress(Exception):  # nothing stored is fine
+                self._keyring.delete_password(SERVICE, address)
+        self._remove_from_file(address)
+
+    # -- the file ------------------------------------------------------------------------
+    def _read_file(self) -> dict[str, str]:
+        path = self._file
+        try:
+            mode = path.stat().st_mode
+        except FileNotFoundError:
+            return {}
+        except OSError as exc:
+            raise SecretStoreError(f"Cannot read {path}: {exc}") from exc
+        if os.name == "posix" and mode & (stat.S_IRWXG | stat.S_IRWXO):
+            log.warning("%s was readable by others; making it private (0600)", path)
+            try:
+                path.chmod(0o600)
+            except OSError as exc:
+                raise SecretStoreError(f"{path} is readable by others: {exc}") from exc
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, ValueError) as exc:
+            raise SecretStoreError(f"Cannot read {path}: {exc}") from exc
+        if not isinstance(data, dict):
+            raise SecretStoreError(f"{path} does not hold a JSON object")
+        return {str(k): str(v) for k, v in data.items() if isinstance(v, str)}
+
+    def _write_file(self, data: dict[str, str]) -> None:
+        path = self._file
+        tmp = path.with_name(path.name + ".tmp")
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            with contextlib.suppress(FileNotFoundError):
+                tmp.unlink()
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+            with os.fdopen(fd, "w", encoding="utf-8") as fh:
+                json.dump(data, fh, indent=1)
+                fh.flush()
+                os.fsync(fh.fileno())
+            os.replace(tmp, path)
+        except OSError as exc:
+            raise SecretStoreError(f"Cannot write {path}: {exc}") from exc
+
+    def _remove_from_file(self, address: str) -> None:
+        data = self._read_file()
+        if address in data:
+            del data[address]
+            self._write_file(data)

@@ -1,0 +1,376 @@
+"""The Engine page of the settings dialog: the embedded model, or an OpenAI-compatible server.
+
+For a server it edits the address, the API key (kept in :class:`~assistant.secrets.
+SecretStore`, never in the settings file: it is stored when the dialog is saved), the model
+(picked from what the server lists), a GGUF whose tokenizer counts prompts when the server
+cannot, the window, tool calls and the timeout. **Test connection** connects exactly as the
+app would, on a background thread, and shows the server's model, its window and whether the
+token counts are exact; the models it found fill the model list.
+
+The page only edits values; :class:`~assistant.ui.settings_dialog.SettingsDialog` validates
+them with the rest of the settings (:meth:`EnginePage.collect`).
+"""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+from typing import Any
+
+from PySide6.QtCore import QObject, Qt, Signal
+from PySide6.QtWidgets import (
+    QButtonGroup,
+    QComboBox,
+    QFileDialog,
+    QFormLayout,
+    QGroupBox,
+    QHBoxLayout,
+    QLabel,
+    QLineEdit,
+    QPushButton,
+    QRadioButton,
+    QSpinBox,
+    QVBoxLayout,
+    QWidget,
+)
+
+from assistant.config import EngineSettings, Settings, normalize_base_url
+from assistant.engine import server_config
+from assistant.llm.base import LLMError
+from assistant.llm.openai_backend import ConnectionReport, ServerBackend
+from assistant.llm.server_probe import model_label
+from assistant.secrets import SecretStore, SecretStoreError
+from assistant.ui.theme import current_colors
+
+TOOL_MODES = (
+    ("auto", "The server's native tool calls when it has them"),
+    ("native", "Always the server's native tool calls"),
+    ("text", "Always the app's text protocol"),
+)
+
+
+def _help(text: str) -> QLabel:
+    label = QLabel(text)
+    label.setObjectName("FieldHelp")
+    label.setWordWrap(True)
+    return label
+
+
+class _Relay(QObject):
+    """Carries the connection test's outcome from its thread to the GUI thread."""
+
+    done = Signal(object)
+
+
+class EnginePage(QWidget):
+    """Edit :class:`EngineSettings`; emits :attr:`changed` on every edit."""
+
+    changed = Signal()
+    #: The connection test finished: a :class:`ConnectionReport` or an error message.
+    tested = Signal(object)
+
+    def __init__(
+        self, secrets: SecretStore | None = None, parent: QWidget | None = None
+    ) -> None:
+        super().__init__(parent)
+        self.setObjectName("EnginePage")
+        self._secrets = secrets or SecretStore()
+        self._stored_url = ""
+        self._settings = Settings()
+        self._thread: threading.Thread | None = None
+        self._relay = _Relay(self)
+        self._relay.done.connect(self._show_result)
+        self.report: ConnectionReport | None = None
+
+        outer = QVBoxLayout(self)
+        outer.setContentsMargins(16, 12, 16, 12)
+        outer.setSpacing(10)
+        self.kind_group = QButtonGroup(self)
+        self.embedded_button = QRadioButton("Embedded model: runs in this app, no network")
+        self.server_button = QRadioButton(
+            "OpenAI-compatible server: llama-server, Ollama, LM Studio, vLLM, ..."
+        )
+        for button in (self.embedded_button, self.server_button):
+            self.kind_group.addButton(button)
+            outer.addWidget(button)
+        outer.addWidget(_help(
+            "A server lets a stronger machine in your network, or another runtime on this one, "
+            "run bigger models and windows, with the same context management. Nothing is sent "
+            "anywhere but the address you set."
+        ))
+
+        self.server_box = QGroupBox("Server")
+        form = QFormLayout(self.server_box)
+        form.setVerticalSpacing(8)
+        form.setHorizontalSpacing(14)
+        self.url = QLineEdit()
+        self.url.setObjectName("ServerAddress")
+        self.url.setPlaceholderText("http://127.0.0.1:8080")
+        form.addRow("Address", self.url)
+        self.api_key = QLineEdit()
+        self.api_key.setObjectName("ServerApiKey")
+        self.api_key.setEchoMode(QLineEdit.EchoMode.Password)
+        self.forget_key = QPushButton("Forget stored key")
+        self.forget_key.clicked.connect(self._forget_key)
+        key_row = QHBoxLayout()
+        key_row.addWidget(self.api_key, 1)
+        key_row.addWidget(self.forget_key)
+        form.addRow("API key", key_row)
+        self.key_help = _help("")
+        form.addRow("", self.key_help)
+        self.model = QComboBox()
+        self.model.setObjectName("ServerModel")
+        self.model.setEditable(True)
+        self.model.setMinimumWidth(320)
+        model_edit = self.model.lineEdit()
+        if model_edit is not None:
+            model_edit.setPlaceholderText("the first model the server lists")
+        form.addRow("Model", self.model)
+        self.tokenizer = QLineEdit()
+        self.tokenizer.setPlaceholderText("optional: the GGUF file the server runs")
+        browse = QPushButton("Browse…")
+        browse.clicked.connect(self._browse_tokenizer)
+        tok_row = QHBoxLayout()
+        tok_row.addWidget(self.tokenizer, 1)
+        tok_row.addWidget(browse)
+        form.addRow("Tokenizer GGUF", tok_row)
+        form.addRow("", _help(
+            "For exact token counts on servers that cannot count (Ollama, LM Studio). "
+            "llama.cpp, llama-cpp-python and vLLM count themselves."
+        ))
+        self.window_tokens = QSpinBox()
+        self.window_tokens.setRange(0, 10_000_000)
+        self.window_tokens.setGroupSeparatorShown(True)
+        self.window_tokens.setSpecialValueText("from the server")
+        self.window_tokens.setSuffix(" tokens")
+        form.addRow("Context window", self.window_tokens)
+        self.tool_calls = QComboBox()
+        for key, title in TOOL_MODES:
+            self.tool_calls.addItem(title, key)
+        form.addRow("Tool calls", self.tool_calls)
+        self.timeout = QSpinBox()
+        self.timeout.setRange(1, 3600)
+        self.timeout.setSuffix(" s")
+        form.addRow("Timeout", self.timeout)
+        self.test_button = QPushButton("Test connection")
+        self.test_button.setObjectName("TestConnection")
+        self.test_button.clicked.connect(self.test_connection)
+        form.addRow("", self.test_button)
+        self.result = QLabel("")
+        self.result.setObjectName("ConnectionResult")
+        self.result.setWordWrap(True)
+        self.result.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.result.setMinimumWidth(440)
+        form.addRow("", self.result)
+        outer.addWidget(self.server_box)
+        outer.addStretch(1)
+
+        self.kind_group.buttonToggled.connect(lambda *_a: self._kind_changed())
+        for edit in (self.url, self.api_key, self.tokenizer):
+            edit.textChanged.connect(self.changed)
+        self.model.currentTextChanged.connect(self.changed)
+        self.window_tokens.valueChanged.connect(self.changed)
+        self.timeout.valueChanged.connect(self.changed)
+        self.tool_calls.currentIndexChanged.connect(self.changed)
+
+    # -- values --------------------------------------------------------------------------
+    def load(self, settings: Settings) -> None:
+        engine = settings.engine
+        self._settings = settings
+        server = engine.server
+        self._stored_url = server.base_url
+        (self.server_button if engine.kind == "server" else self.embedded_button).setChecked(True)
+        self.url.setText(server.base_url)
+        self.model.clear()
+        if server.model:
+            self.model.addItem(model_label(server.model), server.model)
+        self.model.setEditText(server.model)
+        self.tokenizer.setText(server.tokenizer_gguf)
+        self.window_tokens.setValue(server.window)
+        self.tool_calls.setCurrentIndex(max(0, self.tool_calls.findData(server.tool_calls)))
+        self.timeout.setValue(round(server.timeout_s))
+        self.api_key.clear()
+        self._update_key_help()
+        self._kind_changed()
+
+    def collect(self) -> dict[str, Any]:
+        """The page in the shape :class:`EngineSettings` validates."""
+        return {
+            "kind": "server" if self.server_button.isChecked() else "embedded",
+            "server": {
+                "base_url": self.url.text(),
+                "model": self.model_id(),
+                "tokenizer_gguf": self.tokenizer.text().strip(),
+                "window": self.window_tokens.value(),
+                "tool_calls": self.tool_calls.currentData(),
+                "timeout_s": float(self.timeout.value()),
+            },
+        }
+
+    def model_id(self) -> str:
+        """The model's full id (the list shows short names)."""
+        text = self.model.currentText().strip()
+        index = self.model.findText(text)
+        if index >= 0 and self.model.itemData(index):
+            return str(self.model.itemData(index))
+        return text
+
+    def uses_server(self) -> bool:
+        return self.server_button.isChecked()
+
+    def known_window(self) -> int | None:
+        """The server's window as far as the page knows it: the window typed, else the one
+        the last connection test found for this address and model (None: not known)."""
+        if not self.uses_server():
+            return None
+        if self.window_tokens.value():
+            return self.window_tokens.value()
+        report = self.report
+        if report is None or not report.known_window or report.url != self._current_url():
+            return None
+        model = self.model_id()
+        if model and model != report.model:
+            return None
+        return report.known_window
+
+    def widget_for(self, loc: tuple[int | str, ...]) -> QWidget | None:
+        """The input behind a validation error at ``engine.<loc>``."""
+        name = str(loc[-1]) if loc else ""
+        return {
+            "base_url": self.url, "model": self.model, "tokenizer_gguf": self.tokenizer,
+            "window": self.window_tokens, "timeout_s": self.timeout,
+        }.get(name, self.url if self.server_button.isChecked() else None)
+
+    # -- the API key ---------------------------------------------------------------------
+    @property
+    def key_changed(self) -> bool:
+        """A key was typed (it replaces the stored one when the dialog is saved)."""
+        return bool(self.api_key.text())
+
+    def store_key(self, engine: EngineSettings) -> None:
+        """Store the typed key under the saved address (raises :class:`SecretStoreError`)."""
+        if self.api_key.text() and engine.server.base_url:
+            self._secrets.set(engine.server.base_url, self.api_key.text())
+
+    def _stored_key(self, url: str) -> str | None:
+        try:
+            return self._secrets.get(url) if url else None
+        except SecretStoreError:
+            return None
+
+    def _update_key_help(self) -> None:
+        url = self._current_url()
+        stored = self._stored_key(url) is not None
+        self.forget_key.setEnabled(stored)
+        self.api_key.setPlaceholderText(
+            "a key is stored: type to replace it" if stored else "optional"
+        )
+        self.key_help.setText(
+            f"Kept in {self._secrets.where}, never in the settings file."
+        )
+
+    def _forget_key(self) -> None:
+        url = self._current_url()
+        try:
+            self._secrets.delete(url)
+        except SecretStoreError as exc:
+            self.result.setText(str(exc))
+        self.api_key.clear()
+        self._update_key_help()
+
+    def _current_url(self) -> str:
+        try:
+            return normalize_base_url(self.url.text())
+        except ValueError:
+            return ""
+
+    # -- testing the connection ----------------------------------------------------------
+    def test_connection(self) -> None:
+        """Connect as the app would (background thread); :attr:`tested` says the outcome."""
+        if self._thread is not None and self._thread.is_alive():
+            return
+        try:
+            engine = EngineSettings.model_validate({**self.collect(), "kind": "server"})
+        except ValueError as exc:
+            self._show_result(_first_error(exc))
+            return
+        settings = self._settings.model_copy(update={"engine": engine})
+        url = engine.server.base_url
+        key = self.api_key.text() or self._stored_key(url)
+        config = server_config(settings, key)
+        self.test_button.setEnabled(False)
+        self.result.setText(f"Connecting to {url} ...")
+        relay = self._relay
+
+        def run() -> None:
+            outcome: object
+            try:
+                backend = ServerBackend.connect(config)
+            except LLMError as exc:
+                outcome = str(exc)
+            except Exception as exc:  # anything else must still reach the page
+                outcome = f"The connection test failed: {type(exc).__name__}: {exc}"
+            else:
+                try:
+                    outcome = backend.report()
+                finally:
+                    backend.close()
+            relay.done.emit(outcome)
+
+        self._thread = threading.Thread(target=run, name="engine-test", daemon=True)
+        self._thread.start()
+
+    def wait_for_test(self, timeout: float = 60.0) -> None:
+        """Join the test thread (tests; closing the dialog)."""
+        if self._thread is not None:
+            self._thread.join(timeout)
+
+    def _show_result(self, outcome: object) -> None:
+        self.test_button.setEnabled(True)
+        if isinstance(outcome, ConnectionReport):
+            self.report = outcome
+            self.result.setProperty("failed", False)
+            self.result.setStyleSheet("")
+            self.result.setText("\n".join(outcome.lines()))
+            self._offer_models(outcome)
+        else:
+            self.report = None
+            self.result.setProperty("failed", True)
+            self.result.setStyleSheet(f"color: {current_colors().error};")
+            self.result.setText(str(outcome))
+        self._update_key_help()
+        self.tested.emit(outcome)
+
+    def _offer_models(self, report: ConnectionReport) -> None:
+        current = self.model_id() or report.model
+        self.model.blockSignals(True)
+        self.model.clear()
+        for model_id in report.models:
+            self.model.addItem(model_label(model_id), model_id)
+        index = self.model.findData(current)
+        self.model.setCurrentIndex(index if index >= 0 else self.model.findData(report.model))
+        self.model.blockSignals(False)
+        self.changed.emit()
+
+    # -- misc ----------------------------------------------------------------------------
+    def _kind_changed(self) -> None:
+        self.server_box.setEnabled(self.server_button.isChecked())
+        self.changed.emit()
+
+    def _browse_tokenizer(self) -> None:
+        path, _filter = QFileDialog.getOpenFileName(
+            self, "The GGUF file the server runs", str(Path.home()),
+            "GGUF models (*.gguf);;All (*)",
+        )
+        if path:
+            self.tokenizer.setText(path)
+
+
+def _first_error(exc: ValueError) -> str:
+    errors = getattr(exc, "errors", None)
+    if callable(errors):
+        found = errors()
+        if found:
+            msg = str(found[0].get("msg", exc)).removeprefix("Value error, ")
+            return f"Server address: {msg}" if "address" not in msg else msg
+    return str(exc)

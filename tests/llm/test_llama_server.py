@@ -1,0 +1,176 @@
+"""The server engine against llama.cpp's own ``llama-server`` (the server most people run).
+
+Runs when a ``llama-server`` binary is given in ``ASSISTANT_LLAMA_SERVER`` or found on PATH
+(it is not a Python package, so CI does not have it; build it from llama.cpp with
+``cmake --build build --target llama-server``). The same real-process approach as
+test_openai_backend.py: the embedded SmolLM2 on 127.0.0.1, one slot, a 1,024-token window.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from assistant.llm.base import CancelToken, ContextOverflowError, GenerationOptions
+from assistant.llm.local_server import LocalServer
+from assistant.llm.openai_backend import ServerBackend, ServerConfig
+
+BINARY = os.environ.get("ASSISTANT_LLAMA_SERVER") or shutil.which("llama-server")
+
+pytestmark = [
+    pytest.mark.integration,
+    pytest.mark.slow,
+    pytest.mark.skipif(not BINARY, reason="no llama-server binary (set ASSISTANT_LLAMA_SERVER)"),
+]
+
+CHAT = [
+    {"role": "system", "content": "You are terse."},
+    {"role": "user", "content": "Name one colour of the rainbow."},
+]
+READ_FILE = {
+    "type": "function",
+    "function": {
+        "name": "read_file", "description": "Read a text file in the workspace.",
+        "parameters": {"type": "object", "properties": {"path": {"type": "string"}},
+                       "required": ["path"]},
+    },
+}
+
+
+@pytest.fixture(scope="module")
+def llama_cpp_server(embedded_model_path: Path, tmp_path_factory: pytest.TempPathFactory
+                     ) -> Iterator[LocalServer]:
+    assert BINARY is not None
+    log = tmp_path_factory.mktemp("llama-server") / "server.log"
+    with LocalServer(embedded_model_path, n_ctx=1024, threads=2, log_path=log,
+                     llama_server_bin=BINARY) as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def backend(llama_cpp_server: LocalServer) -> Iterator[ServerBackend]:
+    be = ServerBackend.connect(ServerConfig(llama_cpp_server.url, timeout_s=120))
+    yield be
+    be.close()
+
+
+def _server_prompt_size(server: LocalServer, body: dict[str, Any]) -> int:
+    got = httpx.post(f"{server.url}/v1/chat/completions",
+                     json={**body, "max_tokens": 1, "temperature": 0}, trust_env=False,
+                     timeout=120)
+    got.raise_for_status()
+    return int(got.json()["usage"]["prompt_tokens"])
+
+
+def test_connect_reads_window_and_counts_with_the_servers_template(
+    backend: ServerBackend, llama_cpp_server: LocalServer
+) -> None:
+    report = backend.report()
+    assert report.server.startswith("llama.cpp server")
+    assert report.window == 1024 and report.window_source == "/props n_ctx"
+    assert report.exact_counts
+    assert "/apply-template" in report.counting
+    assert "checked against the server's prompt sizes" in report.counting
+    assert backend.info.trained_context == 1024
+    assert backend.info.chat_template_source == "server"
+
+
+def test_counts_are_the_servers_own(backend: ServerBackend, llama_cpp_server: LocalServer) -> None:
+    for tools in (None, [READ_FILE]):
+        sent = backend._wire(CHAT, tools)[0]
+        assert backend.count_prompt(CHAT, tools) == _server_prompt_size(
+            llama_cpp_server, {"messages": sent}
+        )
+    text = backend.render_prompt(CHAT)
+    assert text.startswith("<|im_start|>system\nYou are terse.")
+
+
+def test_the_prompt_cache_is_kept_warm(backend: ServerBackend) -> None:
+    options = GenerationOptions(max_tokens=4, temperature=0.0)
+    first = list(backend.generate(CHAT, options))[-1].result
+    assert first is not None
+    longer = [*CHAT, {"role": "assistant", "content": first.text},
+              {"role": "user", "content": "Another one."}]
+    second = list(backend.generate(longer, options))[-1].result
+    assert second is not None
+    # cache_prompt: the server reports most of the prompt as taken from its cache.
+    assert second.prompt_reused >= backend.count_prompt(CHAT) - 2
+    assert second.prompt_evaluated < second.prompt_tokens
+
+
+def test_stop_and_overflow(backend: ServerBackend) -> None:
+    cancel = CancelToken()
+    deltas: list[str] = []
+    result = None
+    story = [{"role": "user", "content": "Tell me a long story about a dragon."}]
+    for event in backend.generate(story, GenerationOptions(max_tokens=300), cancel=cancel):
+        if event.delta:
+            deltas.append(event.delta)
+            if len(deltas) == 3:
+                cancel.cancel()
+        result = event.result or result
+    assert result is not None and result.finish_reason == "cancelled"
+    assert len(deltas) < 50
+    too_long = [{"role": "system", "content": "s"}, {"role": "user", "content": "word " * 1200}]
+    with pytest.raises(ContextOverflowError) as info:
+        backend.generate(too_long, GenerationOptions(max_tokens=4))
+    assert info.value.window == 1024
+
+
+def test_overflow_answer_when_the_window_set_is_too_large(llama_cpp_server: LocalServer) -> None:
+    be = ServerBackend.connect(ServerConfig(llama_cpp_server.url, window=4096, verify=False))
+    try:
+        too_long = [{"role": "system", "content": "s"},
+                    {"role": "user", "content": "word " * 1200}]
+        with pytest.raises(ContextOverflowError) as info:
+            list(be.generate(too_long, GenerationOptions(max_tokens=4)))
+        assert (info.value.prompt_tokens, info.value.window) == (be.count_prompt(too_long), 1024)
+        assert "exceeds the available context size" in str(info.value)
+        assert be.info.trained_context == 1024
+    finally:
+        be.close()
+
+
+def test_native_tool_calls_when_the_template_has_them(
+    embedded_model_path: Path, tmp_path: Path
+) -> None:
+    # SmolLM2's own template has no tools: above, "auto" chose the text protocol. With a
+    # ChatML template that renders tools and tool calls (tests/data/chatml_tools.jinja), the
+    # server says its template supports tool calls and "auto" sends them natively: the
+    # history with a call and its result goes as is, and the count is still the server's.
+    template = Path(__file__).resolve().parents[1] / "data" / "chatml_tools.jinja"
+    assert BINARY is not None
+    with LocalServer(embedded_model_path, n_ctx=1024, threads=2, llama_server_bin=BINARY,
+                     log_path=tmp_path / "server.log",
+                     extra_args=("--chat-template-file", str(template))) as server:
+        be = ServerBackend.connect(ServerConfig(server.url, timeout_s=120))
+        try:
+            assert be.info.supports_native_tools
+            assert be.report().exact_counts
+            call = {"id": "call_1", "type": "function", "function": {
+                "name": "read_file", "arguments": '{"path": "notes.txt"}'}}
+            history = [
+                {"role": "system", "content": "Call tools when they help."},
+                {"role": "user", "content": "Read notes.txt"},
+                {"role": "assistant", "content": "", "tool_calls": [call]},
+                {"role": "tool", "tool_call_id": "call_1", "name": "read_file",
+                 "content": "buy milk"},
+                {"role": "user", "content": "What does it say?"},
+            ]
+            sent, sent_tools = be._wire(history, [READ_FILE])
+            assert sent == history and sent_tools == [READ_FILE]
+            assert "<tool_call>" in be.render_prompt(history, [READ_FILE])
+            assert be.count_prompt(history, [READ_FILE]) == _server_prompt_size(
+                server, {"messages": sent, "tools": sent_tools}
+            )
+            result = list(be.generate(history, GenerationOptions(max_tokens=8, temperature=0.0),
+                                      tools=[READ_FILE]))[-1].result
+            assert result is not None and result.finish_reason in ("stop", "length")
+        finally:
+            be.close()

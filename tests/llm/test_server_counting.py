@@ -1,0 +1,65 @@
+"""The decisions of the server engine's counting: when counts are exact (checked against
+the server's own prompt sizes), and how much the memo keeps. The counting against a real
+server is in test_openai_backend.py."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from assistant.llm.fallback_tokenizer import Cl100kTokenizer
+from assistant.llm.server_counting import _LRU, PROBES, LocalRendered, verify_counting
+from assistant.llm.template import ChatTemplate
+
+
+def _counting() -> LocalRendered:
+    tok = Cl100kTokenizer()
+    return LocalRendered(ChatTemplate(None), tok.tokenize, tok.count,
+                         description="cl100k", exact=True)
+
+
+def _wire(messages: Sequence[dict[str, Any]], tools: Any) -> tuple[list[dict[str, Any]], Any]:
+    return ChatTemplate(None).adapt(messages, tools), None
+
+
+def test_counts_equal_to_the_servers_are_exact() -> None:
+    counting = _counting()
+    got = verify_counting(counting, lambda m, t: counting._count_rendered(m, t), _wire)
+    assert (got.exact, got.offset) == (True, 0)
+
+
+def test_a_constant_difference_is_corrected() -> None:
+    counting = _counting()
+    got = verify_counting(counting, lambda m, t: counting._count_rendered(m, t) + 1, _wire)
+    assert (got.exact, got.offset) == (True, 1)
+    assert "+1 token per prompt" in got.detail
+    counting.offset = got.offset
+    probe = _wire(list(PROBES[0][0]), None)[0]
+    assert counting.count(probe, None) == counting._count_rendered(probe, None) + 1
+
+
+def test_differences_that_vary_make_estimates() -> None:
+    counting = _counting()
+    sizes = iter([10, 50, 90])
+    got = verify_counting(counting, lambda m, t: next(sizes), _wire)
+    assert not got.exact
+    assert "estimates" in got.detail
+
+
+def test_a_server_that_does_not_report_sizes_leaves_the_claim() -> None:
+    counting = _counting()
+    got = verify_counting(counting, lambda m, t: None, _wire)
+    assert got.exact and "could not be checked" in got.detail
+
+
+def test_the_memo_is_bounded_by_entries_and_weight() -> None:
+    memo = _LRU(entries=3, weight=10)
+    for i in range(5):
+        memo.put(f"text {i}", [i] * 2)
+    assert memo.get("text 0") is None and memo.get("text 1") is None
+    assert memo.get("text 4") == [4, 4]
+    memo.put("big", list(range(9)))  # 9 + 2 + 2 > 10: the oldest go
+    assert memo.get("big") == list(range(9))
+    assert memo.get("text 2") is None and memo.get("text 3") is None
+    memo.put("too big", list(range(11)))  # never kept
+    assert memo.get("too big") is None
