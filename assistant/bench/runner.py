@@ -280,13 +280,14 @@ class RecordingBackend:
         stop: Sequence[str] = (),
         cancel: CancelToken | None = None,
         on_prefill: Callable[[int, int], None] | None = None,
+        grammar: str | None = None,
     ) -> Iterator[StreamEvent]:
         rec = self.recorder
         kind: CallKind = rec.call_kind() if rec is not None else "chat"
         try:
             for event in self.inner.generate(
                 messages, max_tokens=max_tokens, temperature=temperature, top_p=top_p,
-                tools=tools, stop=stop, cancel=cancel, on_prefill=on_prefill,
+                tools=tools, stop=stop, cancel=cancel, on_prefill=on_prefill, grammar=grammar,
             ):
                 if event.result is not None and rec is not None:
                     rec.call_finished(kind, event.result)

@@ -206,6 +206,7 @@ class CountingBackend:
         stop: Sequence[str] = (),
         cancel: CancelToken | None = None,
         on_prefill: Callable[[int, int], None] | None = None,
+        grammar: str | None = None,
     ) -> Iterator[StreamEvent]:
         raise LLMError("no model is loaded; only token counting is available")
 

@@ -43,6 +43,10 @@ class ModelLoadError(LLMError):
         super().__init__(f"Cannot load model {path}: {reason}")
 
 
+class GrammarError(LLMError):
+    """A grammar given to ``generate`` does not parse, or the model cannot follow it."""
+
+
 class GenerationCancelled(LLMError):
     """Raised by helpers that need an answer when the user stopped the call."""
 
@@ -149,12 +153,15 @@ class LLMBackend(Tokenizer, Protocol):
         stop: Sequence[str] = (),
         cancel: CancelToken | None = None,
         on_prefill: Callable[[int, int], None] | None = None,
+        grammar: str | None = None,
     ) -> Iterator[StreamEvent]:
         """Stream a reply; the last event carries the :class:`GenerationResult`.
 
         Raises :class:`ContextOverflowError` before evaluating anything when the prompt
         does not fit. ``cancel`` stops within one token, and between prompt batches.
-        ``on_prefill(done, total)`` reports prompt evaluation progress.
+        ``on_prefill(done, total)`` reports prompt evaluation progress. ``grammar`` (GBNF,
+        root rule ``root``) constrains the reply to its language; one that does not parse
+        raises :class:`GrammarError` before anything is evaluated.
         """
         ...
 

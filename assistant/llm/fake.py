@@ -6,6 +6,11 @@ the previous call), and raises :class:`ContextOverflowError` exactly where the r
 would. Replies come from a queue: strings, or callables that receive the prompt messages.
 
     backend = ScriptedBackend(["Hello!", lambda msgs: "You said " + msgs[-1]["content"]])
+
+A call with a ``grammar`` records it; the reply must be in the grammar's language (checked
+with :func:`assistant.llm.gbnf.to_regex`; a reply a constrained model could not produce
+raises ``ValueError``: the test's script is wrong). ``grammar_failure`` simulates a model
+that cannot follow grammars: every call with one raises :class:`GrammarError` with it.
 """
 
 from __future__ import annotations
@@ -20,10 +25,12 @@ from assistant.llm.base import (
     ChatMessages,
     ContextOverflowError,
     GenerationResult,
+    GrammarError,
     ModelInfo,
     StreamEvent,
 )
 from assistant.llm.fallback_tokenizer import Cl100kTokenizer
+from assistant.llm.gbnf import GBNFSyntaxError, to_regex
 from assistant.llm.template import ChatTemplate
 
 Reply = str | Callable[[list[dict[str, Any]]], str]
@@ -37,6 +44,8 @@ class RecordedCall:
     max_tokens: int
     result: GenerationResult | None = None
     prompt_text: str = ""
+    grammar: str | None = None
+    temperature: float = 0.2
 
 
 @dataclass
@@ -50,6 +59,8 @@ class ScriptedBackend:
     default_reply: str = "OK."
     calls: list[RecordedCall] = field(default_factory=list)
     name: str = "scripted (cl100k)"
+    #: When set, every call with a grammar raises GrammarError(grammar_failure).
+    grammar_failure: str | None = None
 
     def __post_init__(self) -> None:
         self._tok = Cl100kTokenizer()
@@ -105,16 +116,20 @@ class ScriptedBackend:
         stop: Sequence[str] = (),
         cancel: CancelToken | None = None,
         on_prefill: Callable[[int, int], None] | None = None,
+        grammar: str | None = None,
     ) -> Iterator[StreamEvent]:
         msgs = [dict(m) for m in messages]
         text = self.render_prompt(msgs, tools)
         tokens = self.tokenize(text)
         record = RecordedCall(
-            msgs, list(tools) if tools else None, len(tokens), max_tokens, prompt_text=text
+            msgs, list(tools) if tools else None, len(tokens), max_tokens, prompt_text=text,
+            grammar=grammar, temperature=temperature,
         )
         self.calls.append(record)
         if len(tokens) >= self.window:
             raise ContextOverflowError(len(tokens), self.window)
+        if grammar is not None and self.grammar_failure is not None:
+            raise GrammarError(self.grammar_failure)
         reused = _common_prefix(self._cache, tokens)
         if reused == len(tokens):
             reused -= 1  # llama.cpp re-evaluates the last token to get fresh logits
@@ -123,6 +138,8 @@ class ScriptedBackend:
         self._cache = list(tokens)
         reply = self.replies.pop(0) if self.replies else self.default_reply
         reply_text = reply(msgs) if callable(reply) else reply
+        if grammar is not None:
+            _check_grammar(grammar, reply_text)
         room = min(max_tokens, self.window - len(tokens))
         pieces = _pieces(reply_text)
         out: list[str] = []
@@ -159,6 +176,17 @@ class ScriptedBackend:
 
     def close(self) -> None:
         self.closed = True
+
+
+def _check_grammar(grammar: str, reply: str) -> None:
+    try:
+        pattern = to_regex(grammar)
+    except GBNFSyntaxError as exc:
+        if "recursive" in str(exc):
+            return  # not checkable with a regex; the call is still recorded
+        raise GrammarError(f"the grammar does not parse: {exc}") from exc
+    if pattern.fullmatch(reply) is None:
+        raise ValueError(f"scripted reply is outside the grammar's language: {reply[:80]!r}")
 
 
 def _pieces(text: str) -> list[str]:

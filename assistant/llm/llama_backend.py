@@ -23,7 +23,7 @@ import threading
 import time
 from array import array
 from collections import OrderedDict
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Generator, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -32,10 +32,12 @@ from assistant.llm.base import (
     ChatMessages,
     ContextOverflowError,
     GenerationResult,
+    GrammarError,
     ModelInfo,
     ModelLoadError,
     StreamEvent,
 )
+from assistant.llm.constrained import GrammarSampler, grammar_accepts
 from assistant.llm.provision import is_verified
 from assistant.llm.registry import ModelEntry, resolve_model
 from assistant.llm.template import ChatTemplate
@@ -294,6 +296,11 @@ class LlamaBackend:
         self._incremental_reason = ""
         #: The first real prompts are also tokenized whole and compared.
         self._verify_prompts = 3
+        #: GBNF text -> whether llama.cpp parses it (see :meth:`check_grammar`).
+        self._grammars: dict[str, bool] = {}
+        #: Under a grammar, avoid tokens that repeat an n-gram of the reply this long
+        #: (when the grammar allows another token; 0: off). See :mod:`.constrained`.
+        self.grammar_no_repeat_ngram = 0
 
     # -- construction ---------------------------------------------------------------------
     @classmethod
@@ -566,6 +573,7 @@ class LlamaBackend:
         stop: Sequence[str] = (),
         cancel: CancelToken | None = None,
         on_prefill: Callable[[int, int], None] | None = None,
+        grammar: str | None = None,
     ) -> Iterator[StreamEvent]:
         tokens = self.tokenize_prompt(self.render_prompt(messages, tools))
         return self.generate_tokens(
@@ -576,6 +584,7 @@ class LlamaBackend:
             stop=stop,
             cancel=cancel,
             on_prefill=on_prefill,
+            grammar=grammar,
         )
 
     def generate_tokens(
@@ -588,6 +597,7 @@ class LlamaBackend:
         stop: Sequence[str] = (),
         cancel: CancelToken | None = None,
         on_prefill: Callable[[int, int], None] | None = None,
+        grammar: str | None = None,
     ) -> Iterator[StreamEvent]:
         """Generate from exact prompt tokens (validation happens before the first event)."""
         n_ctx = int(self._llm.n_ctx())
@@ -595,7 +605,61 @@ class LlamaBackend:
             raise ContextOverflowError(len(tokens), n_ctx)
         if not tokens:
             raise ValueError("empty prompt")
-        return self._stream(tokens, max_tokens, temperature, top_p, stop, cancel, on_prefill)
+        if grammar is not None:
+            self.check_grammar(grammar)
+        return self._stream(
+            tokens, max_tokens, temperature, top_p, stop, cancel, on_prefill, grammar
+        )
+
+    def check_grammar(self, grammar: str) -> None:
+        """Raise :class:`GrammarError` unless llama.cpp parses GBNF ``grammar`` (root rule
+        ``root``) for this model's vocabulary (memoized per text).
+
+        llama.cpp parses a grammar when its sampler is built and returns no sampler on an
+        error, which would crash sampling; so it is built once here, before any prefill.
+        """
+        known = self._grammars.get(grammar)
+        if known is None:
+            lc = self._llama_cpp
+            with _quiet_stderr():
+                sampler = lc.llama_sampler_init_grammar(
+                    self._llm._model.vocab, grammar.encode("utf-8"), b"root"
+                )
+            known = bool(sampler)
+            if sampler:
+                lc.llama_sampler_free(sampler)
+            if len(self._grammars) > 32:
+                self._grammars.clear()
+            self._grammars[grammar] = known
+        if not known:
+            raise GrammarError(f"{self._info.name}: llama.cpp cannot parse the grammar")
+
+    def grammar_accepts(self, grammar: str, text: str) -> bool:
+        """Whether ``grammar`` allows this model to write exactly ``text`` (and stop)."""
+        self.check_grammar(grammar)
+        tokens = self._llm.tokenize(text.encode("utf-8"), add_bos=False, special=False)
+        return grammar_accepts(self._llm, grammar, tokens)
+
+    def _constrained(
+        self, tokens: list[int], grammar: str, temperature: float, top_p: float
+    ) -> Generator[int, Any, None]:
+        """Tokens sampled under ``grammar`` after :meth:`_prefill` (see :mod:`.constrained`)."""
+        llm = self._llm
+        sampler = GrammarSampler(
+            llm, grammar, temperature=temperature, top_p=top_p, repeat_penalty=1.1,
+            seed=int(getattr(llm, "_seed", 0) or 0),
+            no_repeat_ngram=self.grammar_no_repeat_ngram,
+        )
+        try:
+            llm.eval(tokens[llm.n_tokens :])
+            while True:
+                token = sampler.sample()
+                sampler.accept(token)
+                yield token
+                llm.eval([token])
+        finally:
+            log.debug("grammar sampling: %s", sampler.stats)
+            sampler.close()
 
     def _prefill(
         self,
@@ -637,6 +701,7 @@ class LlamaBackend:
         stop: Sequence[str],
         cancel: CancelToken | None,
         on_prefill: Callable[[int, int], None] | None,
+        grammar: str | None = None,
     ) -> Iterator[StreamEvent]:
         llm = self._llm
         n_ctx = int(llm.n_ctx())
@@ -669,38 +734,44 @@ class LlamaBackend:
         if budget == 0:
             finish = "length"
         else:
-            for token in llm.generate(
-                tokens,
-                temp=temperature,
-                top_p=top_p,
-                top_k=40,
-                min_p=0.05,
-                repeat_penalty=1.1,
-                reset=True,
-            ):
-                if first is None:
-                    first = time.perf_counter() - start
-                if self._is_eog(token):
-                    finish = "stop"
-                    break
-                count += 1
-                text += decoder.decode(llm.detokenize([token], special=False))
-                hit = _find_stop(text, stops)
-                if hit is not None:
-                    text = text[:hit]
-                    finish = "stop"
-                    break
-                # Hold back a tail that could be the start of a stop string.
-                safe = len(text) - _partial_stop_len(text, stops)
-                if safe > emitted:
-                    yield StreamEvent(delta=text[emitted:safe])
-                    emitted = safe
-                if cancel is not None and cancel.cancelled:
-                    finish = "cancelled"
-                    break
-                if count >= budget:
-                    finish = "length"
-                    break
+            sampled: Generator[int, Any, None] = (
+                self._constrained(tokens, grammar, temperature, top_p)
+                if grammar is not None
+                else llm.generate(
+                    tokens,
+                    temp=temperature,
+                    top_p=top_p,
+                    top_k=40,
+                    min_p=0.05,
+                    repeat_penalty=1.1,
+                    reset=True,
+                )
+            )
+            with contextlib.closing(sampled):  # frees a grammar's samplers on a break
+                for token in sampled:
+                    if first is None:
+                        first = time.perf_counter() - start
+                    if self._is_eog(token):
+                        finish = "stop"
+                        break
+                    count += 1
+                    text += decoder.decode(llm.detokenize([token], special=False))
+                    hit = _find_stop(text, stops)
+                    if hit is not None:
+                        text = text[:hit]
+                        finish = "stop"
+                        break
+                    # Hold back a tail that could be the start of a stop string.
+                    safe = len(text) - _partial_stop_len(text, stops)
+                    if safe > emitted:
+                        yield StreamEvent(delta=text[emitted:safe])
+                        emitted = safe
+                    if cancel is not None and cancel.cancelled:
+                        finish = "cancelled"
+                        break
+                    if count >= budget:
+                        finish = "length"
+                        break
         text += decoder.decode(b"", final=True) if finish != "stop" else ""
         if len(text) > emitted:
             yield StreamEvent(delta=text[emitted:])

@@ -43,3 +43,20 @@ def test_overflow_and_cancel() -> None:
     cancel.cancel()
     events = list(b2.generate([{"role": "user", "content": "go"}], max_tokens=10, cancel=cancel))
     assert events[-1].result is not None and events[-1].result.finish_reason == "cancelled"
+
+
+def test_records_a_grammar_and_holds_replies_to_it() -> None:
+    from assistant.llm.base import GrammarError
+
+    grammar = 'root ::= "- " [a-z ]{1,20}'
+    b = ScriptedBackend(["- fine words", "[User]: no"])
+    msgs = [{"role": "user", "content": "go"}]
+    assert _reply(b, msgs, grammar=grammar) == "- fine words"
+    assert b.calls[0].grammar == grammar
+    with pytest.raises(ValueError, match="outside the grammar"):
+        _reply(b, msgs, grammar=grammar)
+    # A model that cannot follow grammars: the error comes before any reply.
+    failing = ScriptedBackend(["- fine"], grammar_failure="no byte tokens")
+    with pytest.raises(GrammarError, match="no byte tokens"):
+        _reply(failing, msgs, grammar=grammar)
+    assert _reply(failing, msgs) == "- fine"  # without a grammar it answers
