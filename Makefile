@@ -34,6 +34,7 @@ run: setup
 lint: $(STAMPS)/install
 	$(PY) -m ruff check assistant tests
 	$(PY) -m mypy
+	$(VENV)/bin/lint-imports
 
 test: setup models lint
 	@mkdir -p $(ARTIFACTS)

@@ -1,4 +1,4 @@
-"""Command line entry: ``python -m assistant [gui|chat|replay|bench|provision] ...``.
+"""Command line entry: ``python -m assistant [gui|chat|chats|replay|bench|provision|repair] ...``.
 
 With no sub-command the desktop window opens.
 """
@@ -16,6 +16,10 @@ def main(argv: list[str] | None = None) -> int:
         from assistant.cli.chat import main as chat_main
 
         return chat_main(rest)
+    if command == "chats":
+        from assistant.cli.chats import main as chats_main
+
+        return chats_main(rest)
     if command == "provision":
         from assistant.llm.provision import main as provision_main
 
@@ -24,13 +28,17 @@ def main(argv: list[str] | None = None) -> int:
         from assistant.replay import main as replay_main
 
         return replay_main(rest)
+    if command == "repair":
+        from assistant.cli.repair import main as repair_main
+
+        return repair_main(rest)
     if command == "bench":
         from assistant.bench.cli import main as bench_main
 
         return bench_main(rest)
     if command == "gui":
         if "--smoke-test" in rest:
-            from assistant.cli.smoke import main as smoke_main
+            from assistant.smoke import main as smoke_main
 
             return smoke_main(rest)
         if _no_display():
@@ -45,7 +53,8 @@ def main(argv: list[str] | None = None) -> int:
 
         return run_gui(rest)
     print(
-        f"unknown command {command!r}; use gui, chat, replay, bench or provision",
+        f"unknown command {command!r}; use gui, chat, chats, replay, bench, provision or "
+        "repair",
         file=sys.stderr,
     )
     return 2

@@ -1,8 +1,11 @@
-"""The composition root: builds the settings, store, worker, bridge, controller and window.
+"""The composition root of the window: builds the settings, store, worker, bridge, session
+service and window, and connects them.
 
 ``run_gui(argv)`` is what ``python -m assistant`` calls. ``build_main_window`` builds the
 same window for tests, with an injected backend factory (a scripted fake instead of the
-real model) and store.
+real model) and store. The session service (:mod:`assistant.service`) is the same one the
+terminal chat uses; here its events go through the :class:`ServiceBridge` (Qt signals on
+the GUI thread) and its completions run on the GUI thread (``bridge.call_in_gui``).
 """
 
 from __future__ import annotations
@@ -16,12 +19,12 @@ from PySide6.QtWidgets import QApplication
 from assistant.config import Settings, load_settings
 from assistant.llm.registry import Registry, load_registry
 from assistant.llm.worker import BackendFactory, ModelWorker, default_factory
+from assistant.service.service import ChatService
 from assistant.sessions.store import SessionStore
 from assistant.ui import theme
 from assistant.ui.approval import GuiApprover
-from assistant.ui.bridge import AgentBridge
-from assistant.ui.controller import ChatController
-from assistant.ui.main_window import MainWindow
+from assistant.ui.bridge import ServiceBridge
+from assistant.ui.main_window import SHORTCUTS_HELP, MainWindow
 
 APP_NAME = "Offline Assistant"
 
@@ -49,19 +52,26 @@ def build_main_window(
     if isinstance(app, QApplication):
         theme.apply_theme(app, settings.theme)
     worker = ModelWorker(backend_factory)
-    bridge = AgentBridge()
+    bridge = ServiceBridge()
     window_ref: list[MainWindow] = []
     approver = GuiApprover(lambda: window_ref[0] if window_ref else None)
-    controller = ChatController(settings, store or SessionStore(), worker, bridge, approver)
-    window = MainWindow(controller, bridge, _registry())
+    service = ChatService(
+        settings,
+        store or SessionStore(),
+        worker,
+        approver,
+        bridge.post,
+        dispatch=bridge.call_in_gui,
+        extra_help=SHORTCUTS_HELP,
+    )
+    window = MainWindow(service, bridge, approver, _registry())
     window_ref.append(window)
     bridge.setParent(window)
     approver.setParent(window)
-    controller.setParent(window)
     if notice:
         window.show_notice("warning", notice)
     if load:
-        controller.load_model()
+        service.load_model()
     return window
 
 
@@ -89,7 +99,7 @@ def run_gui(argv: list[str]) -> int:
     hints = app.styleHints()
 
     def follow_system(*_args: object) -> None:
-        if window.controller.settings.theme == "system":
+        if window.service.settings.theme == "system":
             theme.apply_theme(app, "system")
 
     hints.colorSchemeChanged.connect(follow_system)

@@ -16,13 +16,16 @@ import json
 import os
 import shutil
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from assistant import paths
+from assistant import jsonlimits, paths
+from assistant.atomicfile import write_atomically
+from assistant.fieldnames import field_path, first_error
 
 SETTINGS_SCHEMA_VERSION = 1
 
@@ -32,6 +35,45 @@ Mode = Literal["local", "standard"]
 MIN_RESERVE = 256
 MIN_SUMMARY_BUDGET = 128
 MIN_KEEP_RECENT = 256
+#: Largest window a policy may name (2^20 tokens, beyond any model's trained length today):
+#: absurd values are refused rather than scaling protect and minimum down to nothing.
+MAX_WINDOW = 1_048_576
+
+#: What the settings dialog calls each field; errors about settings use the same names.
+SETTING_LABELS: dict[str, str] = {
+    "mode": "Active mode",
+    "local": "Local mode",
+    "standard": "Standard mode",
+    "window": "Context window",
+    "protect": "Protect newest tool output",
+    "minimum": "Prune only if it frees at least",
+    "reserve": "Reserve for the reply",
+    "keep_recent": "Keep recent (unsummarized)",
+    "summary_budget": "Summary budget",
+    "compaction": "",
+    "auto_compact": "Summarize older messages when the window is full",
+    "compact_on_overflow": "On a context overflow, summarize and retry once",
+    "prune": "Clear old tool outputs before every model call",
+    "sampling": "",
+    "threads": "CPU threads",
+    "temperature": "Temperature",
+    "top_p": "Top p",
+    "max_reply_tokens": "Longest reply (tokens)",
+    "seed": "Seed",
+    "model": "Model",
+    "system_prompt": "System prompt",
+    "workspace": "Workspace folder",
+    "tool_approval": "Tool approval",
+    "theme": "Theme",
+    "enter_sends": "Input",
+    "step_limit": "Tool steps per reply",
+    "schema_version": "Settings format version",
+}
+
+
+def setting_name(loc: Sequence[str | int]) -> str:
+    """A settings field as the dialog names it, e.g. "Local mode › Context window"."""
+    return field_path(loc, SETTING_LABELS)
 
 
 class ModePolicy(BaseModel):
@@ -43,6 +85,7 @@ class ModePolicy(BaseModel):
         description="Context window. Local: used as is, or the model's trained length if "
         "smaller. Standard: a cap on the model's trained length.",
         ge=1,
+        le=MAX_WINDOW,
     )
     protect: int = Field(description="Newest tool-output tokens never pruned.", ge=0)
     minimum: int = Field(description="Prune only when it frees at least this many.", ge=0)
@@ -236,45 +279,40 @@ def load_settings(path: Path | None = None) -> LoadedSettings:
     if not path.exists():
         return LoadedSettings(Settings())
     try:
-        raw = json.loads(path.read_text(encoding="utf-8"))
+        raw = jsonlimits.loads(path.read_text(encoding="utf-8"), "the file")
         if not isinstance(raw, dict):
             raise ValueError("the file does not hold a JSON object")
         version = raw.get("schema_version", SETTINGS_SCHEMA_VERSION)
         if isinstance(version, int) and version > SETTINGS_SCHEMA_VERSION:
             raise ValueError(f"schema version {version} is newer than this app understands")
         return LoadedSettings(Settings.model_validate(raw))
-    except (OSError, UnicodeDecodeError, ValueError, ValidationError) as exc:
+    except (OSError, UnicodeDecodeError, ValueError, RecursionError) as exc:
         backup = path.with_name(f"{path.name}.corrupt-{time.strftime('%Y%m%d-%H%M%S')}")
         try:
             shutil.copy2(path, backup)
-            where = f"backed up to {backup}"
+            kept = f"it was backed up to {backup}"
         except OSError as copy_exc:
-            where = f"could not be backed up ({copy_exc})"
-        reason = _reason(exc)
+            kept = f"it could not be backed up ({copy_exc.strerror or copy_exc})"
         return LoadedSettings(
             Settings(),
-            notice=f"Settings file {path} could not be read ({reason}); it was {where} and "
+            notice=f"Settings file {path} could not be read ({_reason(exc)}); {kept}, and "
             "defaults are in use.",
         )
 
 
-def _reason(exc: Exception) -> str:
-    """One line that names the offending field for validation errors."""
-    if isinstance(exc, ValidationError) and exc.errors():
-        err = exc.errors()[0]
-        where = ".".join(str(p) for p in err["loc"]) or "settings"
-        return f"{where}: {err['msg']}"
+def _reason(exc: BaseException) -> str:
+    """One line that names the offending field as the settings dialog does."""
+    if isinstance(exc, ValidationError):
+        return first_error(exc, SETTING_LABELS)
+    if isinstance(exc, RecursionError):
+        return "it is nested too deeply"
     text = str(exc)
-    return text.splitlines()[0] if text else type(exc).__name__
+    return text.splitlines()[0][:300] if text else type(exc).__name__
 
 
 def save_settings(settings: Settings, path: Path | None = None) -> None:
     """Write atomically: a temporary file, flushed, then renamed over the old one."""
     path = path or paths.settings_file()
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    with tmp.open("w", encoding="utf-8") as fh:
-        fh.write(settings.model_dump_json(indent=2))
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(tmp, path)
+    text = json.dumps(settings.model_dump(mode="json"), ensure_ascii=False, indent=2)
+    write_atomically(path, text)

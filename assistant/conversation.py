@@ -13,9 +13,13 @@ from __future__ import annotations
 import json
 import time
 import uuid
+from enum import StrEnum
 from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
+
+from assistant import jsonlimits
+from assistant.jsonlimits import MAX_ARGUMENT_DEPTH
 
 Role = Literal["system", "user", "assistant", "tool"]
 
@@ -133,17 +137,31 @@ class Message(BaseModel):
 
 
 def _parse_arguments(value: Any) -> tuple[dict[str, Any], str | None]:
+    """(arguments, None), or ({}, the text as written) when they are not a JSON object or
+    nest deeper than a tool call may (kept as text, never a crash later)."""
     if isinstance(value, dict):
+        if jsonlimits.value_depth(value, MAX_ARGUMENT_DEPTH) > MAX_ARGUMENT_DEPTH:
+            return {}, json.dumps(value)
         return value, None
     if isinstance(value, str):
         try:
-            parsed = json.loads(value) if value.strip() else {}
-        except json.JSONDecodeError:
+            parsed = (
+                jsonlimits.loads(value, "arguments", MAX_ARGUMENT_DEPTH) if value.strip() else {}
+            )
+        except ValueError:
             return {}, value
         if isinstance(parsed, dict):
             return parsed, None
         return {}, value
     return {}, json.dumps(value)
+
+
+class CompactionReason(StrEnum):
+    """Why a compaction ran (one spelling everywhere; compares equal to its string)."""
+
+    THRESHOLD = "threshold"  # prompt + reserve > window before a model call
+    OVERFLOW = "overflow"  # the backend refused the prompt (ContextOverflowError)
+    MANUAL = "manual"  # /compact
 
 
 class CompactionRecord(BaseModel):
@@ -160,7 +178,7 @@ class CompactionRecord(BaseModel):
     last_summarized_id: str | None = None
     tokens_before: int
     tokens_after: int
-    reason: Literal["threshold", "overflow", "manual"]
+    reason: CompactionReason
     count: int = Field(description="1 for the chat's first compaction, then 2, 3, ...")
     previous_summary: str | None = None
     files_read: list[str] = Field(default_factory=list)
@@ -171,6 +189,9 @@ class CompactionRecord(BaseModel):
     #: "hook" when a before_compact hook supplied it.
     summarizer: Literal["model", "extractive", "hook"] = "model"
     focus: str | None = None
+    #: Why model-written summaries were rejected before this one was chosen (empty when the
+    #: first model summary was accepted, or no model was asked).
+    rejected: list[str] = Field(default_factory=list)
 
 
 class ConversationObserver(Protocol):

@@ -1,7 +1,8 @@
 """Builds the non-Qt core for one loaded model: context controller + tools + agent.
 
-Shared by the window (``assistant/app.py``), the terminal chat and the smoke test, so all
-three run exactly the same pipeline.
+Used by the session service (:mod:`assistant.service`, behind the window and the terminal
+chat) and the smoke test, so all of them run exactly the same pipeline. It is also where
+the controller's events are connected to the agent (``controller.on_event``).
 """
 
 from __future__ import annotations
@@ -42,4 +43,5 @@ def build_engine(
         compact_on_overflow=lambda: settings().switches().compact_on_overflow,
     )
     agent = Agent(backend, controller, ToolRegistry.default(), settings, approver, on_event)
+    controller.on_event = agent.on_context_event
     return Engine(backend, controller, agent)

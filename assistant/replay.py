@@ -8,8 +8,14 @@ treated as a context overflow: compact and retry once). One JSON line per model 
     {"call": 1, "prompt_tokens": 812, "window": 10000, "pruned_tokens": 0,
      "compaction": null, "overflow": false}
 
-and a last line with the final context, the summary and the tracked files. Leading system
+and a last line with ``final_context``: exactly the messages the *next* model call would
+send (the whole pipeline applied to the finished transcript: prune, count, compaction, cut
+outputs), with the summary, the tracked files and ``summaries``: how many summaries each
+summarizer wrote (``{"model": N, "extractive": N, "hook": N}``) and why model summaries were
+rejected. ``--prompts`` adds each call's full ``messages`` to its line. Leading system
 messages become the system prompt. A malformed line is an error naming the line (exit 2).
+Tool names of other agents (``read``, ``write``, ``edit``, ``Read`` ...) feed file tracking
+like ours (:mod:`assistant.compaction.file_tracking`).
 
 ``--summarizer extractive`` needs no model and counts with the offline cl100k tokenizer
 (or with ``--model PATH``'s tokenizer); ``embedded`` loads the registered default model and
@@ -30,42 +36,12 @@ from assistant.compaction.controller import ContextController, ContextTooLargeEr
 from assistant.compaction.file_tracking import FileOps, extract_file_ops
 from assistant.compaction.summarizer import ExtractiveSummarizer, ModelSummarizer, Summarizer
 from assistant.compaction.tokens import CountingBackend, TokenCounter
+from assistant.compaction.transcript import TranscriptError, load_transcript
 from assistant.config import DEFAULT_SYSTEM_PROMPT, EffectivePolicy, Mode, Settings
 from assistant.conversation import Conversation, Message
-from assistant.llm.base import LLMBackend, LLMError
+from assistant.llm.base import LLMBackend, LLMError, PromptCounter
 
 EXIT_USAGE = 2
-
-
-class TranscriptError(ValueError):
-    """A transcript line that is not a valid message."""
-
-
-def load_transcript(path: Path) -> tuple[str | None, list[Message]]:
-    """(system prompt from leading system messages, the other messages)."""
-    try:
-        lines = path.read_text(encoding="utf-8").splitlines()
-    except (OSError, UnicodeDecodeError) as exc:
-        raise TranscriptError(f"{path}: cannot read ({exc})") from exc
-    system: list[str] = []
-    messages: list[Message] = []
-    for number, line in enumerate(lines, start=1):
-        if not line.strip():
-            continue
-        try:
-            data = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise TranscriptError(f"{path}:{number}: invalid JSON ({exc.msg})") from exc
-        try:
-            msg = Message.from_openai(data)
-        except (ValueError, TypeError, AttributeError) as exc:
-            reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-            raise TranscriptError(f"{path}:{number}: not a valid message ({reason})") from exc
-        if msg.role == "system" and not messages:
-            system.append(msg.content)
-        else:
-            messages.append(msg)
-    return ("\n\n".join(system) if system else None), messages
 
 
 def _load_model(path: str, n_ctx: int) -> LLMBackend:
@@ -93,7 +69,7 @@ def resolve_policy(mode: Mode, window: int | None, trained: int | None) -> Effec
     return eff
 
 
-def _make_backend(args: argparse.Namespace) -> tuple[LLMBackend, bool]:
+def _make_backend(args: argparse.Namespace) -> tuple[PromptCounter, bool]:
     """(backend, whether it can write summaries)."""
     wanted = args.window or Settings(mode=args.mode).policy().window
     if args.summarizer == "extractive":
@@ -106,19 +82,22 @@ def _make_backend(args: argparse.Namespace) -> tuple[LLMBackend, bool]:
 def replay(
     messages: Sequence[Message],
     *,
-    backend: LLMBackend,
+    backend: PromptCounter,
     policy: EffectivePolicy,
     system_prompt: str,
     use_model: bool,
     out: TextIO,
     as_json: bool = True,
+    prompts: bool = False,
 ) -> dict[str, Any]:
     """Run the pipeline before every assistant message; write one line per model call."""
     settings = Settings()
     switches = settings.switches()
     counter = TokenCounter(backend)
     summarizer: Summarizer = (
-        ModelSummarizer(backend, counter) if use_model else ExtractiveSummarizer(counter)
+        ModelSummarizer(backend, counter)
+        if use_model and isinstance(backend, LLMBackend)
+        else ExtractiveSummarizer(counter)
     )
     controller = ContextController(
         backend,
@@ -148,26 +127,40 @@ def replay(
                 "prompt_tokens": req.prompt_tokens,
                 "window": policy.window,
                 "pruned_tokens": req.pruned_tokens,
+                "trimmed_tokens": sum(b - a for b, a in req.trimmed.values()),
                 "compaction": None
                 if record is None
                 else {
-                    "reason": record.reason,
+                    "reason": str(record.reason),
                     "tokens_before": record.tokens_before,
                     "tokens_after": record.tokens_after,
+                    "summarizer": record.summarizer,
                 },
                 "overflow": overflow,
             }
+            if prompts:
+                line["messages"] = req.messages
             _write(out, line, as_json)
         conv.append(msg.model_copy(deep=True))
+    # What the next model call would send: the pipeline applied to the finished transcript.
+    upcoming = controller.prepare(conv, system_prompt=system_prompt)
     last = conv.last_compaction
     files = extract_file_ops(
         conv.messages, FileOps(list(last.files_read), list(last.files_modified)) if last else None
     )
+    counts = {"model": 0, "extractive": 0, "hook": 0}
+    rejected: list[str] = []
+    for rec in conv.compactions:
+        counts[rec.summarizer] += 1
+        rejected.extend(rec.rejected)
     final = {
-        "final_context": [m.to_openai() for m in controller.build_messages(conv, system_prompt)],
+        "final_context": upcoming.messages,
+        "prompt_tokens": upcoming.prompt_tokens,
         "summary": last.summary if last else "",
         "files_read": files.read,
         "files_modified": files.modified,
+        "summaries": counts,
+        "rejected": rejected,
     }
     _write(out, final, as_json)
     return final
@@ -185,13 +178,24 @@ def _write(out: TextIO, data: dict[str, Any], as_json: bool) -> None:
             else ""
         )
         pruned = f"  pruned {data['pruned_tokens']}" if data["pruned_tokens"] else ""
+        cut = f"  cut {data['trimmed_tokens']}" if data["trimmed_tokens"] else ""
         flag = "  OVERFLOW" if data["overflow"] else ""
         out.write(
             f"call {data['call']:>3}: {data['prompt_tokens']:>6} / {data['window']} tokens"
-            f"{pruned}{note}{flag}\n"
+            f"{pruned}{cut}{note}{flag}\n"
         )
+        for msg in data.get("messages", []):
+            out.write(f"    [{msg['role']}] {msg.get('content') or ''}\n")
     else:
-        out.write(f"final context: {len(data['final_context'])} messages\n")
+        out.write(
+            f"final context (the next call): {len(data['final_context'])} messages, "
+            f"{data['prompt_tokens']} tokens\n"
+        )
+        sums = data["summaries"]
+        out.write(
+            f"summaries: model {sums['model']}, extractive {sums['extractive']}, "
+            f"hook {sums['hook']}\n"
+        )
         out.write(f"files read: {', '.join(data['files_read']) or '-'}\n")
         out.write(f"files modified: {', '.join(data['files_modified']) or '-'}\n")
         if data["summary"]:
@@ -214,6 +218,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--model", default=None, help="tokenizer model for --summarizer extractive")
     parser.add_argument("--system-prompt", default=None, help="used when FILE has none")
     parser.add_argument("--json", action="store_true", help="JSON lines output")
+    parser.add_argument(
+        "--prompts", action="store_true", help="print the full messages of every model call"
+    )
     return parser
 
 
@@ -247,9 +254,11 @@ def main(argv: list[str]) -> int:
             use_model=use_model,
             out=sys.stdout,
             as_json=args.json,
+            prompts=args.prompts,
         )
     finally:
-        backend.close()
+        if isinstance(backend, LLMBackend):
+            backend.close()
     return 0
 
 

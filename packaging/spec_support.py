@@ -26,7 +26,7 @@ from typing import Any
 
 #: Folder inside the bundle (``sys._MEIPASS``) that holds registry.json and the model.
 BUNDLE_MODELS_DIR = "models"
-#: Registry file name, both in the repository (``models/``) and in the bundle.
+#: Registry file name, both in the package (``assistant/llm/``) and in the bundle.
 REGISTRY_NAME = "registry.json"
 #: Set to a .gguf path to bundle that file instead of the provisioned one.
 MODEL_OVERRIDE_ENV = "ASSISTANT_BUNDLE_MODEL"

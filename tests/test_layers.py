@@ -1,59 +1,84 @@
-"""The layering rule: Qt only in ui/ (and the composition root), llama_cpp only in llm/,
-and lower layers never import higher ones."""
+"""The layering is declared as import-linter contracts in pyproject.toml (run by `make
+lint`). These tests run the same contracts, check that they name every top-level module
+of the package, and show that a broken rule fails the check."""
 
 from __future__ import annotations
 
-import ast
+import shutil
+import subprocess
+import sys
+import tomllib
 from pathlib import Path
+from typing import Any
 
-import pytest
-
-PKG = Path(__file__).resolve().parents[1] / "assistant"
-
-#: Which top-level subpackages each layer may import (besides itself and the shared
-#: modules config, conversation, paths).
-ALLOWED = {
-    "llm": set(),
-    "sessions": {"llm", "compaction"},
-    "compaction": {"llm"},
-    "tools": {"llm"},
-    "agent": {"llm", "compaction", "tools"},
-    "bench": {"llm", "compaction", "tools", "agent", "sessions"},
-    "cli": {"llm", "compaction", "tools", "agent", "sessions", "ui"},
-}
-LAYERS = {"llm", "sessions", "compaction", "tools", "agent", "ui", "bench", "cli", "app"}
+ROOT = Path(__file__).resolve().parents[1]
+PKG = ROOT / "assistant"
+LINT_IMPORTS = Path(sys.executable).parent / "lint-imports"
 
 
-def _imports(path: Path) -> list[str]:
-    tree = ast.parse(path.read_text(encoding="utf-8"))
-    names: list[str] = []
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            names.extend(a.name for a in node.names)
-        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            names.append(node.module)
-    return names
+def _contracts() -> dict[str, dict[str, Any]]:
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+    return {c["id"]: c for c in config["tool"]["importlinter"]["contracts"]}
 
 
-def _modules() -> list[Path]:
-    return sorted(PKG.rglob("*.py"))
+def _lint(root: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [str(LINT_IMPORTS), "--no-cache", "--config", str(root / "pyproject.toml")],
+        cwd=root, capture_output=True, text=True, timeout=300,
+    )
 
 
-@pytest.mark.parametrize("path", _modules(), ids=lambda p: str(p.relative_to(PKG)))
-def test_layering(path: Path) -> None:
-    rel = path.relative_to(PKG)
-    layer = rel.parts[0].removesuffix(".py") if len(rel.parts) > 1 else rel.stem
-    for name in _imports(path):
-        top = name.split(".")[0]
-        if top == "PySide6":
-            assert layer in {"ui", "app"}, f"{rel} imports PySide6 outside ui/"
-        if top == "llama_cpp":
-            assert layer == "llm", f"{rel} imports llama_cpp outside llm/"
-        if top == "assistant" and "." in name:
-            target = name.split(".")[1]
-            if target not in LAYERS or target == layer:
-                continue
-            if layer in ALLOWED:
-                assert target in ALLOWED[layer], f"{rel} ({layer}) must not import {name}"
-            if layer in {"config", "conversation", "paths"}:
-                pytest.fail(f"{rel} is a shared base module and must not import {name}")
+def _top_level_modules() -> set[str]:
+    names = {p.stem for p in PKG.glob("*.py") if p.stem != "__init__"}
+    names |= {p.parent.name for p in PKG.glob("*/__init__.py")}
+    return {f"assistant.{n}" for n in names}
+
+
+def test_the_contracts_hold() -> None:
+    proc = _lint(ROOT)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "0 broken" in proc.stdout
+
+
+def test_every_top_level_module_has_a_layer() -> None:
+    layered = {
+        name.strip()
+        for layer in _contracts()["layers"]["layers"]
+        for name in layer.split("|")
+    }
+    assert layered == _top_level_modules()
+    # Subfolders without __init__.py would be invisible to the check.
+    for folder in PKG.iterdir():
+        if folder.is_dir() and folder.name != "__pycache__":
+            assert (folder / "__init__.py").is_file(), f"{folder.name}/ is not a package"
+
+
+def test_qt_and_llama_cpp_rules_cover_every_other_module() -> None:
+    contracts = _contracts()
+    everything = _top_level_modules()
+    qt_free = set(contracts["qt-only-in-ui"]["source_modules"])
+    assert qt_free == everything - {
+        "assistant.ui", "assistant.app", "assistant.smoke", "assistant.__main__"
+    }
+    assert set(contracts["llama-cpp-only-in-llm"]["source_modules"]) == everything - {
+        "assistant.llm"
+    }
+
+
+def test_a_broken_rule_fails_the_check(tmp_path: Path) -> None:
+    copy = tmp_path / "project"
+    shutil.copytree(PKG, copy / "assistant", ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copy(ROOT / "pyproject.toml", copy / "pyproject.toml")
+    prune = copy / "assistant" / "compaction" / "prune.py"
+    prune.write_text(prune.read_text() + "\nimport PySide6.QtCore  # noqa\n")
+    registry = copy / "assistant" / "llm" / "registry.py"
+    registry.write_text(registry.read_text() + "\nimport assistant.agent.loop  # noqa\n")
+    cli = copy / "assistant" / "cli" / "chat.py"
+    cli.write_text(cli.read_text() + "\nimport llama_cpp  # noqa\n")
+    proc = _lint(copy)
+    assert proc.returncode == 1
+    out = " ".join(proc.stdout.split())
+    assert "3 broken" in out
+    assert "assistant.compaction.prune -> PySide6" in out
+    assert "assistant.llm.registry -> assistant.agent.loop" in out
+    assert "assistant.cli.chat -> llama_cpp" in out

@@ -1,23 +1,31 @@
 """What the agent needs from the context controller (so tests can pass a stand-in).
 
-:class:`assistant.compaction.controller.ContextController` satisfies it.
+:class:`assistant.compaction.controller.ContextController` satisfies it. ``on_event`` is set
+by whoever builds the controller and the agent (``engine.build_engine``) to the agent's
+``on_context_event``; the agent never changes it.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any, Literal, Protocol
+from typing import Any, Protocol
 
 from assistant.compaction.controller import PreparedRequest
 from assistant.compaction.events import ContextEvent
-from assistant.conversation import CompactionRecord, Conversation
+from assistant.config import EffectivePolicy
+from assistant.conversation import CompactionReason, CompactionRecord, Conversation
 from assistant.llm.base import CancelToken
 
-CompactReason = Literal["threshold", "overflow", "manual"]
+CompactReason = CompactionReason
 
 
 class ContextManager(Protocol):
     on_event: Callable[[ContextEvent], None] | None
+
+    @property
+    def policy(self) -> Callable[[], EffectivePolicy]:
+        """The policy in force (the agent sizes tool outputs by its window)."""
+        ...
 
     def prepare(
         self,

@@ -46,8 +46,18 @@ class ContextUsage:
     prompt_tokens: int
     window: int
     reserve: int
-    #: "system", "summary", "conversation", "tools" -> tokens (sums to prompt_tokens).
+    #: Prompt tokens per segment (see ``PreparedRequest.segments``); they sum to
+    #: ``prompt_tokens``.
     segments: dict[str, int] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class PromptProgress:
+    """The model is evaluating the prompt: ``done`` of ``total`` tokens (cached ones count
+    as done). Reported between batches; no event means nothing needed evaluating."""
+
+    done: int
+    total: int
 
 
 @dataclass(frozen=True)
@@ -74,6 +84,7 @@ AgentEvent = (
     | ToolCallStarted
     | Notice
     | ContextUsage
+    | PromptProgress
     | ContextChanged
     | ModelCallFinished
     | TurnFinished

@@ -1,12 +1,18 @@
 """The turn loop: user input -> context check -> model -> tool calls -> ... -> answer.
 
-:class:`Agent` is synchronous and UI-agnostic. The window's worker thread and the terminal
-chat call it; it reports progress through ``on_event`` (see :mod:`assistant.agent.events`)
-from the calling thread, in order. For one chat message (:meth:`Agent.chat`):
+:class:`Agent` is synchronous and UI-agnostic. The session service
+(:mod:`assistant.service`) calls it on its worker thread with input it has already parsed;
+the agent reports progress through ``on_event`` (see :mod:`assistant.agent.events`) from
+the calling thread, in order. The context controller's own events reach it through
+:meth:`Agent.on_context_event`, which the composition root (:func:`assistant.engine.
+build_engine`) sets as the controller's ``on_event``. For one chat message
+(:meth:`Agent.chat`):
 
 1. the user message is appended (observers save it before it is shown), ``MessageAdded``;
 2. before **every** model call the controller prepares the request (prune, exact count,
-   compaction when needed) and ``ContextUsage`` reports the exact prompt;
+   compaction when needed) and ``ContextUsage`` reports the exact prompt; the window and
+   the reply's room come from that prepared request only; ``PromptProgress`` reports the
+   prompt evaluation;
 3. the reply streams as ``AssistantDelta``; on ``ContextOverflowError`` the controller
    compacts (reason "overflow", ``handle_overflow``) and the call is retried once, when the
    switch allows it; a second failure is a ``Notice`` and the user's message stays;
@@ -31,13 +37,6 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
-from assistant.agent.commands import (
-    AppCommand,
-    ChatInput,
-    CommandError,
-    ToolCommand,
-    parse_input,
-)
 from assistant.agent.controller_api import ContextManager
 from assistant.agent.events import (
     AgentEvent,
@@ -46,19 +45,28 @@ from assistant.agent.events import (
     MessageAdded,
     ModelCallFinished,
     Notice,
+    PromptProgress,
     ToolCallStarted,
     TurnFinished,
 )
+from assistant.agent.overflow import overflow_message
 from assistant.agent.tool_steps import CANCELLED_RESULT, ToolRunner, result_message
 from assistant.agent.usage import context_usage
 from assistant.compaction.controller import PreparedRequest
 from assistant.compaction.events import ContextEvent
 from assistant.config import Settings
-from assistant.conversation import CompactionRecord, Conversation, Message, ToolCall
+from assistant.conversation import (
+    CompactionReason,
+    CompactionRecord,
+    Conversation,
+    Message,
+    ToolCall,
+)
 from assistant.llm.base import (
     CancelToken,
     ContextOverflowError,
     GenerationCancelled,
+    GenerationOptions,
     GenerationResult,
     LLMBackend,
     LLMError,
@@ -89,8 +97,9 @@ class Agent:
 
     ``settings`` is called at the start of every turn, so changes apply to the next turn.
     ``approver`` answers approval requests for model-initiated writes and commands (None:
-    they are denied unless ``Settings.tool_approval == "auto"``). The controller's
-    ``on_event`` is chained so its events also arrive here as ``ContextChanged``.
+    they are denied unless ``Settings.tool_approval == "auto"``). The agent never touches
+    the controller's ``on_event``: whoever builds both connects it to
+    :meth:`on_context_event`, and the controller's events then arrive as ``ContextChanged``.
     """
 
     def __init__(
@@ -111,32 +120,8 @@ class Agent:
         self.runner = ToolRunner(registry, self.gate)
         self._approvals_for: Conversation | None = None
         self._context_events = 0
-        previous = controller.on_event
-        if isinstance(previous, _Forwarder):  # a controller reused by a new Agent
-            previous = previous.previous
-        controller.on_event = _Forwarder(self, previous)
 
     # -- entry points -------------------------------------------------------------------
-    def handle_input(
-        self, conv: Conversation, text: str, cancel: CancelToken | None = None
-    ) -> AppCommand | None:
-        """Run what the user typed. Chat and tool commands are handled here (ending with
-        ``TurnFinished``); ``/compact`` too. Other app commands (/help, /clear, /model,
-        /mode, /resume, /export) are returned untouched for the app layer, with no event."""
-        parsed = parse_input(text)
-        if isinstance(parsed, ChatInput):
-            self.chat(conv, parsed.text, cancel)
-        elif isinstance(parsed, ToolCommand):
-            self.run_tool_command(conv, parsed.tool, parsed.arguments, cancel)
-        elif isinstance(parsed, CommandError):
-            self._emit(Notice("error", parsed.message))
-            self._emit(TurnFinished())
-        elif parsed.name == "compact":
-            self.compact(conv, parsed.argument or None, cancel)
-        else:
-            return parsed
-        return None
-
     def chat(self, conv: Conversation, text: str, cancel: CancelToken | None = None) -> None:
         """One user message and everything the model does about it."""
         cancel = cancel or CancelToken()
@@ -210,7 +195,7 @@ class Agent:
             record = self.controller.compact(
                 conv,
                 system_prompt=settings.system_prompt,
-                reason="manual",
+                reason=CompactionReason.MANUAL,
                 focus=focus,
                 tools=self.registry.schemas(),
                 cancel=cancel,
@@ -238,8 +223,6 @@ class Agent:
         """Model calls and tool rounds for the message just appended: (stopped, error)."""
         settings = self.settings()
         tools = self.registry.schemas()
-        policy = settings.effective_policy(self.backend.info.trained_context)
-        max_tokens = max(1, min(settings.sampling.max_reply_tokens, policy.reserve))
         rounds = 0
         failed_rounds = 0
         overflow_retried = False
@@ -258,14 +241,19 @@ class Agent:
                 return True, None
             for note in prepared.notices:
                 self._emit(Notice("warning", note))
-            self._emit(context_usage(prepared, conv, self.backend, tools, policy.reserve))
+            self._emit(context_usage(prepared))
+            max_tokens = max(1, min(settings.sampling.max_reply_tokens, prepared.reserve))
             try:
                 text, result = self._generate(
                     prepared.messages, tools, max_tokens, settings, cancel
                 )
             except ContextOverflowError:
                 if overflow_retried or not settings.switches().compact_on_overflow:
-                    message = OVERFLOW_FAILED if overflow_retried else OVERFLOW_NO_COMPACT
+                    message = (
+                        overflow_message(prepared.segments, prepared.window)
+                        if overflow_retried
+                        else OVERFLOW_NO_COMPACT
+                    )
                     self._emit(Notice("error", message))
                     return False, message
                 overflow_retried = True
@@ -278,8 +266,9 @@ class Agent:
                 except (LLMError, OSError):
                     if cancel.cancelled:
                         return True, None
-                    self._emit(Notice("error", OVERFLOW_FAILED))
-                    return False, OVERFLOW_FAILED
+                    message = overflow_message(prepared.segments, prepared.window)
+                    self._emit(Notice("error", message))
+                    return False, message
                 continue
             except _StreamFailed as failed:
                 if failed.text:
@@ -345,14 +334,15 @@ class Agent:
         pieces: list[str] = []
         result: GenerationResult | None = None
         stop = () if self.backend.info.supports_native_tools else TEXT_PROTOCOL_STOP
-        stream = self.backend.generate(
-            messages,
+        options = GenerationOptions(
             max_tokens=max_tokens,
             temperature=settings.sampling.temperature,
             top_p=settings.sampling.top_p,
-            tools=tools,
             stop=stop,
-            cancel=cancel,
+        )
+        stream = self.backend.generate(
+            messages, options, tools=tools, cancel=cancel,
+            on_prefill=lambda done, total: self._emit(PromptProgress(done, total)),
         )
         try:
             for event in stream:
@@ -402,8 +392,7 @@ class Agent:
         return out
 
     def _limits(self) -> ToolLimits:
-        policy = self.settings().effective_policy(self.backend.info.trained_context)
-        return ToolLimits.for_window(policy.window)
+        return ToolLimits.for_window(self.controller.policy().window)
 
     # -- plumbing ---------------------------------------------------------------------------
     def _bind(self, conv: Conversation) -> None:
@@ -424,22 +413,10 @@ class Agent:
     def _emit(self, event: AgentEvent) -> None:
         self.on_event(event)
 
-    def _context_event(self, event: ContextEvent) -> None:
+    def on_context_event(self, event: ContextEvent) -> None:
+        """The controller's events (pruning, compaction), reported as ``ContextChanged``."""
         self._context_events += 1
         self._emit(ContextChanged(event))
-
-
-class _Forwarder:
-    """The controller's ``on_event``: the handler it had before, then this agent."""
-
-    def __init__(self, agent: Agent, previous: Callable[[ContextEvent], None] | None) -> None:
-        self.agent = agent
-        self.previous = previous
-
-    def __call__(self, event: ContextEvent) -> None:
-        if self.previous is not None:
-            self.previous(event)
-        self.agent._context_event(event)
 
 
 class _StreamFailed(Exception):

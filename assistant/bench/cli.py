@@ -31,9 +31,10 @@ from pathlib import Path
 from typing import Any
 
 from assistant.config import Settings
-from assistant.llm.base import LLMBackend, LLMError
+from assistant.llm.base import KVCacheAware, LLMBackend, LLMError
 
 from .micro import generation_speed, policy_time, summary_time
+from .real_sessions import default_folders, find_sessions, run_real_session
 from .report import (
     BenchResult,
     WorkloadInfo,
@@ -96,6 +97,12 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--resume", type=Path, metavar="JSON",
                    help="continue a saved run: skip the workload/strategy pairs it has")
     p.add_argument("--verbose", action="store_true", help="show the app's log on stderr")
+    p.add_argument("--real-session", type=Path, action="append", metavar="PATH",
+                   help="a real session (JSONL with a .facts.json beside it) or a folder of "
+                        "them to replay through each strategy (default: tests/data/"
+                        "real-sessions and ../shared/real-sessions when present)")
+    p.add_argument("--no-real-sessions", action="store_true",
+                   help="skip the real-session replays")
     return p
 
 
@@ -200,12 +207,8 @@ class _Models:
 
 def reset_cache(backend: LLMBackend) -> None:
     """Start a run with an empty KV cache (so no run reuses the previous run's prefix)."""
-    llm = getattr(backend, "_llm", None)
-    if llm is not None:
-        llm.reset()
-    cache = getattr(backend, "_cache", None)
-    if isinstance(cache, list):
-        cache.clear()
+    if isinstance(backend, KVCacheAware):
+        backend.reset_kv_cache()
 
 
 @contextmanager
@@ -312,6 +315,7 @@ def _run(
         result.wall_s = previous.wall_s
         result.speed, result.policy_time = previous.speed, previous.policy_time
         result.summary_time, result.notes = previous.summary_time, previous.notes
+        result.real_sessions = previous.real_sessions
         had = set(previous.options.get("strategies", [])) | set(strategies)
         result.options["strategies"] = [n for n in STRATEGY_NAMES if n in had]
         done = {(r.workload, r.strategy) for r in result.runs}
@@ -357,12 +361,50 @@ def _run(
                     result.workloads.append(_info(wl, model, run.window))
                 result.runs.append(run)
                 _checkpoint(result, args, started)
+        if not args.no_real_sessions:
+            _real_sessions(result, args, models, strategies)
         if not args.no_micro:
             _micro(result, models, workloads, quick=args.quick)
     finally:
         models.close()
     _stamp_end(result, started)
     return result
+
+
+def _real_sessions(
+    result: BenchResult, args: argparse.Namespace, models: _Models,
+    strategies: list[StrategyName],
+) -> None:
+    """Each real session through each strategy in both modes with the extractive summarizer
+    (seconds), and, in a full run, through the policy with the model writing the summaries
+    (many minutes on 2 cores)."""
+    given: list[Path] = args.real_session or default_folders()
+    files = [p for p in given if p.is_file()] + find_sessions([p for p in given if p.is_dir()])
+    if not files:
+        result.notes.append("No real session found; the instructions-kept table is empty.")
+        return
+    done = {(r.session, r.strategy, r.mode, r.summarizer) for r in result.real_sessions}
+    for path in files:
+        for mode in ("local", "standard"):
+            for strategy in strategies:
+                if (path.stem, strategy, mode, "extractive") in done:
+                    continue
+                _progress(f"real session {path.stem}: {strategy}, {mode}, extractive ...")
+                result.real_sessions.append(run_real_session(path, strategy, mode))
+            if args.quick or args.model == "scripted" or "policy" not in strategies:
+                continue
+            if (path.stem, "policy", mode, "model") in done:
+                continue
+            local = generate("W2", args.seed, quick=True)
+            if models.available(local) is not None:
+                continue
+            name = models.model_for(local)
+            model = models.load(name, Settings(mode=mode).policy().window)
+            reset_cache(model)
+            _progress(f"real session {path.stem}: policy, {mode}, {name} summaries ...")
+            result.real_sessions.append(
+                run_real_session(path, "policy", mode, summarizer="model", model=model)
+            )
 
 
 def _other_kind(report: Path, result: BenchResult) -> list[BenchResult]:

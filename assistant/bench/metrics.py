@@ -52,6 +52,9 @@ class CallRecord:
     policy_wall_s: float | None = None
 
 
+Visibility = Literal["full", "cut", "cleared"]
+
+
 @dataclass
 class TurnRecord:
     turn: int
@@ -61,6 +64,13 @@ class TurnRecord:
     model_calls: int
     overflowed: bool = False
     error: str | None = None
+    #: Tool outputs the user's message follows (reads since the model's last reply).
+    follows: int = 0
+    #: How the least visible of them was shown in the turn's first model call: whole,
+    #: cut to fit (head and tail), or cleared. None when the turn follows no output.
+    visibility: Visibility | None = None
+    #: A question with a known answer ("read, then ask"): did the reply contain it?
+    answered: bool | None = None
 
 
 @dataclass
@@ -169,6 +179,15 @@ class Summary:
     retention_answered: float | None
     peak_rss_mb: float
     wall_s: float
+    #: Share of questions that follow tool outputs asked with all of them whole in the
+    #: prompt ("full"), and whole or cut to fit because they could not fit whole ("fit").
+    visibility_full: float | None = None
+    visibility_fit: float | None = None
+    questions_after_outputs: int = 0
+    #: Share of "read, then ask" questions whose reply contained the answer.
+    answered_when_asked: float | None = None
+    #: Smallest prompt after a compaction, as a share of the window.
+    min_fill_after_compaction: float | None = None
 
 
 def _ms(value: float | None) -> float | None:
@@ -198,6 +217,9 @@ def summarize(run: RunRecord) -> Summary:
     ]
     cp = [f.in_context for f in run.facts if f.kind != "number"]
     answered = [bool(f.answered) for f in run.facts if f.answered is not None]
+    seen = [t.visibility for t in turns if t.visibility is not None]
+    asked = [bool(t.answered) for t in turns if t.answered is not None]
+    fills = [c.tokens_after / run.window for c in run.compactions if run.window]
     return Summary(
         workload=run.workload,
         strategy=run.strategy,
@@ -240,7 +262,30 @@ def summarize(run: RunRecord) -> Summary:
         retention_answered=_share(answered),
         peak_rss_mb=run.peak_rss_mb,
         wall_s=run.wall_s,
+        visibility_full=_share([v == "full" for v in seen]),
+        visibility_fit=_share([v != "cleared" for v in seen]),
+        questions_after_outputs=len(seen),
+        answered_when_asked=_share(asked),
+        min_fill_after_compaction=min(fills, default=None),
     )
+
+
+CUT_MARKER = "omitted here to fit the context window"
+
+
+def visibility_of(outputs: Sequence[str], prompt: str) -> Visibility:
+    """How the least visible of ``outputs`` appears in ``prompt``: whole, cut to fit (its
+    first line and a cut marker are there), or cleared."""
+    worst: Visibility = "full"
+    for text in outputs:
+        if text in prompt:
+            continue
+        head = text.split("\n", 1)[0]
+        if head and head in prompt and CUT_MARKER in prompt:
+            worst = "cut"
+            continue
+        return "cleared"
+    return worst
 
 
 def facts_in_text(text: str, probes: Sequence[str]) -> list[bool]:

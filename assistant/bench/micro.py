@@ -11,19 +11,19 @@
   (:func:`assistant.compaction.measure.summary_prefill`), with the chat cached as in the
   app and, optionally, with nothing cached.
 
-The raw side needs the llama object behind the backend (``backend._llm``); for other
-backends :func:`generation_speed` returns None.
+The raw side is :meth:`LlamaBackend.raw_generation_seconds`; for other backends
+:func:`generation_speed` returns None.
 """
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass
 from typing import Any
 
 from assistant.compaction.measure import measure_policy, summary_prefill
 from assistant.config import DEFAULT_SYSTEM_PROMPT, default_local
-from assistant.llm.base import GenerationResult, LLMBackend
+from assistant.llm.base import GenerationOptions, GenerationResult, KVCacheAware, LLMBackend
+from assistant.llm.llama_backend import LlamaBackend
 
 from .metrics import median
 
@@ -46,33 +46,20 @@ class SpeedResult:
         return self.app_tps / self.raw_tps if self.raw_tps else 0.0
 
 
-def _app_call(backend: Any, tokens: list[int], max_tokens: int) -> GenerationResult:
+def _app_call(backend: LlamaBackend, tokens: list[int], max_tokens: int) -> GenerationResult:
     result: GenerationResult | None = None
-    for event in backend.generate_tokens(tokens, max_tokens=max_tokens, temperature=0.0):
+    for event in backend.generate_tokens(tokens, GenerationOptions(max_tokens, temperature=0.0)):
         if event.result is not None:
             result = event.result
     assert result is not None
     return result
 
 
-def _raw_call(llm: Any, tokens: list[int], count: int) -> float:
-    """Seconds for ``count`` tokens from raw ``Llama.generate`` (prompt prefix cached)."""
-    start = time.perf_counter()
-    stream = llm.generate(
-        tokens, temp=0.0, top_p=0.95, top_k=40, min_p=0.05, repeat_penalty=1.1, reset=True
-    )
-    for n, _token in enumerate(stream, start=1):
-        if n >= count:
-            break
-    return time.perf_counter() - start
-
-
 def generation_speed(
     backend: LLMBackend, *, context_tokens: int = 1_024, max_tokens: int = 64, reps: int = 3
 ) -> SpeedResult | None:
     """In-app vs raw generation speed on a prompt of about ``context_tokens`` tokens."""
-    llm = getattr(backend, "_llm", None)
-    if llm is None or not hasattr(backend, "generate_tokens"):
+    if not isinstance(backend, LlamaBackend):
         return None
     filler = " ".join(
         f"Note {i}: the keeper logged wind force {i % 9} and {i % 4} passing ships."
@@ -95,7 +82,9 @@ def generation_speed(
         app.append(res.completion_tokens / res.generate_s)
         # Same work: the app also sampled the end-of-turn token when it stopped on one.
         count = res.completion_tokens + (1 if res.finish_reason == "stop" else 0)
-        raw.append(res.completion_tokens / _raw_call(llm, tokens, count))
+        raw.append(
+            res.completion_tokens / backend.raw_generation_seconds(tokens, count, temperature=0.0)
+        )
     if not app or not raw:
         return None
     return SpeedResult(
@@ -120,8 +109,7 @@ def summary_time(backend: LLMBackend, *, cold: bool = True) -> dict[str, Any]:
     """
     warm = summary_prefill(backend, warm=True)
     if cold:
-        reset = getattr(backend, "_llm", None)
-        if reset is not None:
-            reset.reset()
+        if isinstance(backend, KVCacheAware):
+            backend.reset_kv_cache()
         warm["cold"] = summary_prefill(backend, warm=False)
     return warm

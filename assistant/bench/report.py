@@ -28,6 +28,7 @@ from .metrics import (
     TurnRecord,
     summarize,
 )
+from .real_sessions import RealSessionResult
 from .strategies import LABELS, STRATEGY_NAMES
 from .workloads import QUICK_LOCAL_WINDOW, QUICK_STANDARD_WINDOW
 
@@ -77,6 +78,7 @@ class BenchResult:
     summary_time: dict[str, Any] | None = None
     wall_s: float = 0.0
     notes: list[str] = field(default_factory=list)
+    real_sessions: list[RealSessionResult] = field(default_factory=list)
 
     def summaries(self) -> list[Summary]:
         return [summarize(r) for r in self.runs]
@@ -105,6 +107,7 @@ def to_json(result: BenchResult, *, records: bool = False) -> dict[str, Any]:
         "summary_time": result.summary_time,
         "wall_s": round(result.wall_s, 1),
         "notes": result.notes,
+        "real_sessions": [asdict(r) for r in result.real_sessions],
     }
     if records:
         data["runs"] = [asdict(r) for r in result.runs]
@@ -130,6 +133,7 @@ def from_json(data: dict[str, Any]) -> BenchResult:
         speed=data.get("speed"), policy_time=data.get("policy_time"),
         summary_time=data.get("summary_time"), wall_s=float(data.get("wall_s", 0.0)),
         notes=list(data.get("notes", [])),
+        real_sessions=[RealSessionResult(**r) for r in data.get("real_sessions", [])],
     )
 
 
@@ -172,6 +176,31 @@ def targets(result: BenchResult) -> list[Target]:
             "(a) keeps 100% of planted user constraints and file paths in context",
             ", ".join(f"{w}: {_pct(v)}" for w, v in kept.items()),
             all(v is None or v >= 1.0 for v in kept.values()),
+        ))
+        seen = [s for s in sums if s.questions_after_outputs]
+        if seen:
+            out.append(Target(
+                "(a) question-time visibility 100%: every question asked with the outputs "
+                "it follows in the prompt (whole, or cut to fit when one alone cannot fit)",
+                ", ".join(f"{s.workload}: {_pct(s.visibility_fit)} ({_pct(s.visibility_full)} "
+                          f"whole, {s.questions_after_outputs} questions)" for s in seen),
+                all(s.visibility_fit == 1.0 for s in seen),
+            ))
+        fills = [s for s in sums if s.min_fill_after_compaction is not None]
+        if fills:
+            out.append(Target(
+                "(a) no compaction leaves more than half the window empty",
+                ", ".join(f"{s.workload}: lowest {_pct(s.min_fill_after_compaction)}"
+                          for s in fills),
+                all((s.min_fill_after_compaction or 0) >= 0.5 for s in fills),
+            ))
+    real = [r for r in result.real_sessions if r.strategy == "policy" and r.mode == "local"]
+    if real:
+        out.append(Target(
+            "(a) real session, local mode: every must-fact seen by the model at the end, with "
+            "either summarizer",
+            ", ".join(f"{r.session} {r.summarizer}: {r.seen}/{r.total}" for r in real),
+            all(r.seen == r.total for r in real),
         ))
     if result.policy_time:
         pt = result.policy_time
@@ -333,11 +362,12 @@ def _workload_section(
         ],
     )
     ctx = _table(
-        ["strategy", "compactions / drops", "prunes (tokens freed)",
+        ["strategy", "compactions / drops", "lowest fill after", "prunes (tokens freed)",
          "policy CPU ms median / p95 / max", "facts in final context (all / constraints+paths)",
          "answered at the end", "peak RSS MiB", "run wall s"],
         [
-            [label[s.strategy], _compaction_cell(s), f"{s.prunes} ({s.pruned_tokens:,})",
+            [label[s.strategy], _compaction_cell(s), _pct(s.min_fill_after_compaction),
+             f"{s.prunes} ({s.pruned_tokens:,})",
              f"{_fmt(s.policy_cpu_median_ms)} / {_fmt(s.policy_cpu_p95_ms)} / "
              f"{_fmt(s.policy_cpu_max_ms)}",
              f"{_pct(s.retention_context)} / {_pct(s.retention_context_constraints_paths)}",
@@ -345,6 +375,16 @@ def _workload_section(
             for s in sums
         ],
     )
+    asked = [s for s in sums if s.questions_after_outputs]
+    seen = _table(
+        ["strategy", "questions after tool outputs", "outputs whole", "whole or cut to fit",
+         "answered when asked"],
+        [
+            [label[s.strategy], str(s.questions_after_outputs), _pct(s.visibility_full),
+             _pct(s.visibility_fit), _pct(s.answered_when_asked)]
+            for s in asked
+        ],
+    ) if asked else ""
     facts = _facts_table(result, info.name)
     stem = info.name.lower()
     plots = "\n".join(
@@ -356,8 +396,45 @@ def _workload_section(
         f"{info.facts} planted facts; model `{info.model}`, {info.mode} mode, window "
         f"{info.window:,} tokens."
     )
-    parts = [head, load, ctx, facts, plots, _notices(result, info.name)]
+    if seen:
+        seen = ("Question-time visibility: the first model call of each question that "
+                "follows tool outputs, and whether it holds them.\n\n" + seen)
+    parts = [head, load, ctx, seen, facts, plots, _notices(result, info.name)]
     return "\n\n".join(p for p in parts if p)
+
+
+def _real_section(result: BenchResult) -> str:
+    """Instructions kept on real sessions, per strategy, mode and summarizer."""
+    rows: list[list[str]] = []
+    lost: list[str] = []
+    order: dict[str, int] = {n: i for i, n in enumerate(STRATEGY_NAMES)}
+    for r in sorted(result.real_sessions,
+                    key=lambda x: (x.session, x.mode, x.summarizer, order.get(x.strategy, 9))):
+        summaries = (f"{r.compactions} ({r.model_summaries} by the model)"
+                     if r.compactions else "0")
+        rows.append([
+            r.session, r.mode, r.summarizer, strategy_label(r.strategy), f"{r.seen}/{r.total}",
+            summaries, _pct(r.min_fill),
+            f"{r.final_tokens:,} / {r.window:,}" + (" overflow" if r.final_overflowed else ""),
+            f"{r.wall_s:,.0f}",
+        ])
+        if r.lost and r.strategy == "policy":
+            lost.append(f"- {r.session}, {r.mode}, {r.summarizer}: lost "
+                        + "; ".join(f"\"{f}\"" for f in r.lost))
+    if not rows:
+        return ""
+    text = (
+        "### Real sessions: what the user said, seen by the model at the end\n\n"
+        "Another agent's real session replayed through each strategy (`assistant.bench."
+        "real_sessions`): the must-facts of its `.facts.json` (the user's instructions, the "
+        "paths read and written) matched against the prompt the model would get next (an "
+        "overflowing prompt counts as nothing seen). Extractive: cl100k counts in the "
+        "mode's configured window; model: the embedded model's tokenizer, window and "
+        "summaries.\n\n"
+        + _table(["session", "mode", "summarizer", "strategy", "must-facts seen",
+                  "compactions", "lowest fill after", "final prompt / window", "wall s"], rows)
+    )
+    return text + ("\n\n" + "\n".join(lost) if lost else "")
 
 
 def _facts_table(result: BenchResult, workload: str) -> str:
@@ -533,6 +610,7 @@ def render_markdown(
         parts += _run_header(r)
         for info in r.workloads:
             parts.append(_workload_section(r, info, plot_dir, f"{kind}_"))
+        parts.append(_real_section(r))
     opts = runs[0].options if runs else {}
     parts.append(
         METHOD.format(max_reply=opts.get("max_reply_tokens", "?"),

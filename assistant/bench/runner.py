@@ -22,7 +22,7 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from assistant.agent.events import (
     AgentEvent,
@@ -41,9 +41,13 @@ from assistant.llm.base import (
     CancelToken,
     ChatMessages,
     ContextOverflowError,
+    GenerationOptions,
     GenerationResult,
+    KVCacheAware,
+    KVState,
     LLMBackend,
     ModelInfo,
+    PromptCounter,
     StreamEvent,
 )
 from assistant.tools.registry import ToolRegistry
@@ -59,13 +63,14 @@ from .metrics import (
     TurnRecord,
     answer_matches,
     facts_in_text,
+    visibility_of,
 )
 from .strategies import DropHalf, Strategy, StrategyName, build_strategy
 from .workloads import ChatStep, ToolStep, Workload
 
 log = logging.getLogger("assistant.bench")
 
-SummarizerFactory = Callable[[LLMBackend, TokenCounter], Summarizer]
+SummarizerFactory = Callable[[PromptCounter, TokenCounter], Summarizer]
 
 
 @dataclass
@@ -112,6 +117,8 @@ class Recorder:
         self._turn_overflow = False
         self._turn_error: str | None = None
         self.turn_text: list[str] = []
+        #: The first chat prompt of the current turn (its messages' text).
+        self.first_prompt: str | None = None
 
     # -- turns ------------------------------------------------------------------------
     def begin_turn(self) -> None:
@@ -122,6 +129,7 @@ class Recorder:
         self._turn_overflow = False
         self._turn_error = None
         self.turn_text = []
+        self.first_prompt = None
 
     def end_turn(self) -> TurnRecord:
         wall = time.perf_counter() - self._turn_start
@@ -254,16 +262,6 @@ class RecordingBackend:
     ) -> str:
         return self.inner.render_prompt(messages, tools)
 
-    def cached_prefix(self, tokens: Sequence[int]) -> int:
-        """The inner backend's KV-cache prefix (0 if it cannot tell): the in-context
-        summary must see the same cache here as in the app."""
-        inner = getattr(self.inner, "cached_prefix", None)
-        return int(inner(tokens)) if inner is not None else 0
-
-    def tokenize_prompt(self, text: str) -> list[int]:
-        inner = getattr(self.inner, "tokenize_prompt", None)
-        return list(inner(text)) if inner is not None else self.inner.tokenize(text)
-
     def count_prompt(
         self, messages: ChatMessages, tools: Sequence[dict[str, Any]] | None = None
     ) -> int:
@@ -272,22 +270,19 @@ class RecordingBackend:
     def generate(
         self,
         messages: ChatMessages,
+        options: GenerationOptions,
         *,
-        max_tokens: int,
-        temperature: float = 0.2,
-        top_p: float = 0.95,
         tools: Sequence[dict[str, Any]] | None = None,
-        stop: Sequence[str] = (),
         cancel: CancelToken | None = None,
         on_prefill: Callable[[int, int], None] | None = None,
-        grammar: str | None = None,
     ) -> Iterator[StreamEvent]:
         rec = self.recorder
         kind: CallKind = rec.call_kind() if rec is not None else "chat"
+        if rec is not None and kind == "chat" and rec.first_prompt is None:
+            rec.first_prompt = _prompt_text(messages)
         try:
             for event in self.inner.generate(
-                messages, max_tokens=max_tokens, temperature=temperature, top_p=top_p,
-                tools=tools, stop=stop, cancel=cancel, on_prefill=on_prefill, grammar=grammar,
+                messages, options, tools=tools, cancel=cancel, on_prefill=on_prefill
             ):
                 if event.result is not None and rec is not None:
                     rec.call_finished(kind, event.result)
@@ -299,6 +294,41 @@ class RecordingBackend:
 
     def close(self) -> None:
         self.inner.close()
+
+
+class KVRecordingBackend(RecordingBackend):
+    """A :class:`RecordingBackend` around a :class:`KVCacheAware` backend, and KV-cache
+    aware itself, so an in-context summary sees the same cache here as in the app."""
+
+    def __init__(self, inner: KVBackend, window_cap: int | None = None) -> None:
+        super().__init__(inner, window_cap)
+        self.kv: KVCacheAware = inner
+
+    def tokenize_prompt(self, text: str) -> list[int]:
+        return self.kv.tokenize_prompt(text)
+
+    def cached_prefix(self, tokens: Sequence[int]) -> int:
+        return self.kv.cached_prefix(tokens)
+
+    def save_state(self) -> KVState:
+        return self.kv.save_state()
+
+    def load_state(self, state: KVState) -> None:
+        self.kv.load_state(state)
+
+    def reset_kv_cache(self) -> None:
+        self.kv.reset_kv_cache()
+
+
+class KVBackend(LLMBackend, KVCacheAware, Protocol):
+    """A loaded model that is also KV-cache aware."""
+
+
+def recording_backend(inner: LLMBackend, window_cap: int | None = None) -> RecordingBackend:
+    """A recorder around ``inner`` that is KV-cache aware exactly when ``inner`` is."""
+    if isinstance(inner, KVCacheAware):
+        return KVRecordingBackend(inner, window_cap)
+    return RecordingBackend(inner, window_cap)
 
 
 def _prompt_text(messages: Sequence[dict[str, Any]]) -> str:
@@ -322,7 +352,7 @@ def run_workload(
     """Run ``workload`` with one strategy on ``backend``; returns everything recorded."""
     opts = options or RunOptions()
     started = time.perf_counter()
-    rec_backend = RecordingBackend(backend, workload.window_cap)
+    rec_backend = recording_backend(backend, workload.window_cap)
     with tempfile.TemporaryDirectory(prefix=f"bench-{workload.name}-") as tmp:
         workspace = Path(tmp)
         workload.write_workspace(workspace)
@@ -343,18 +373,26 @@ def run_workload(
             rec_backend, strategy.manager, ToolRegistry.default(), lambda: settings, None,
             recorder.on_event,
         )
+        strategy.manager.on_event = agent.on_context_event
         run = RunRecord(
             workload=workload.name, strategy=strategy_name,
             model=model_label or backend.info.name, mode=workload.mode,
             window=strategy.policy.window, policy=asdict(strategy.policy),
         )
         total = workload.chat_turns
+        outputs: list[str] = []  # tool outputs since the last chat step
         for step in workload.steps:
             try:
                 if isinstance(step, ChatStep):
                     recorder.begin_turn()
                     agent.chat(conv, step.text)
                     t = recorder.end_turn()
+                    if outputs and recorder.first_prompt is not None:
+                        t.follows = len(outputs)
+                        t.visibility = visibility_of(outputs, recorder.first_prompt)
+                    outputs = []
+                    if step.answers:
+                        t.answered = answer_matches("".join(recorder.turn_text), step.answers)
                     if opts.progress is not None:
                         opts.progress(
                             f"{workload.name} {strategy_name}: turn {t.turn}/{total} "
@@ -362,6 +400,8 @@ def run_workload(
                         )
                 else:
                     run.tool_mismatches += _tool_step(agent, conv, step)
+                    if conv.messages and conv.messages[-1].role == "tool":
+                        outputs.append(conv.messages[-1].content)
             except Exception as exc:  # record and go on: one failure must not end the bench
                 log.exception("bench step failed")
                 recorder.note(f"step failed: {type(exc).__name__}: {exc}")

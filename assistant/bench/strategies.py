@@ -41,6 +41,7 @@ from assistant.compaction.controller import (
 )
 from assistant.compaction.events import ContextEvent
 from assistant.compaction.summarizer import (
+    ExtractiveSummarizer,
     ModelSummarizer,
     Summarizer,
     SummaryOutcome,
@@ -49,7 +50,7 @@ from assistant.compaction.summarizer import (
 from assistant.compaction.tokens import TokenCounter
 from assistant.config import EffectivePolicy, Mode, ModePolicy, Settings
 from assistant.conversation import CompactionRecord, Conversation, Message
-from assistant.llm.base import CancelToken, LLMBackend
+from assistant.llm.base import CancelToken, LLMBackend, PromptCounter
 
 StrategyName = Literal["policy", "summarize-only", "prune-only", "drop-half", "none"]
 STRATEGY_NAMES: tuple[StrategyName, ...] = (
@@ -150,6 +151,10 @@ class TimedManager:
         self.pending: PolicyTiming | None = None
 
     @property
+    def policy(self) -> Callable[[], EffectivePolicy]:
+        return self.inner.policy
+
+    @property
     def on_event(self) -> Callable[[ContextEvent], None] | None:
         return self.inner.on_event
 
@@ -236,7 +241,7 @@ class Drop:
 class _Baseline:
     """Shared parts of the strategies that build the prompt themselves."""
 
-    backend: LLMBackend
+    backend: PromptCounter
     policy: Callable[[], EffectivePolicy]
     on_event: Callable[[ContextEvent], None] | None = None
     counter: TokenCounter = field(init=False)
@@ -433,16 +438,24 @@ def strategy_settings(name: StrategyName, base: Settings) -> Settings:
     return s
 
 
+def _default_summarizer(backend: PromptCounter, counter: TokenCounter) -> Summarizer:
+    if isinstance(backend, LLMBackend):
+        return ModelSummarizer(backend, counter)
+    return ExtractiveSummarizer(counter)
+
+
 def build_strategy(
     name: StrategyName,
-    backend: LLMBackend,
+    backend: PromptCounter,
     base_settings: Settings,
     *,
-    summarizer: Callable[[LLMBackend, TokenCounter], Summarizer] | None = None,
+    summarizer: Callable[[PromptCounter, TokenCounter], Summarizer] | None = None,
 ) -> Strategy:
-    """Wire strategy ``name`` for ``backend`` (the backend the agent will call).
+    """Wire strategy ``name`` for ``backend`` (the backend the agent will call, or only a
+    prompt counter when nothing is generated, as for replays).
 
-    ``summarizer`` builds the summarizer (default: the model summarizer on ``backend``).
+    ``summarizer`` builds the summarizer (default: the model summarizer on ``backend`` when
+    it can generate, else the extractive one).
     """
     settings = strategy_settings(name, base_settings)
     own = settings.effective_policy(backend.info.trained_context)
@@ -451,7 +464,7 @@ def build_strategy(
     inner: ContextManager
     if name in ("policy", "summarize-only", "prune-only"):
         counter = TokenCounter(backend)
-        made = (summarizer or (lambda b, c: ModelSummarizer(b, c)))(backend, counter)
+        made = (summarizer or _default_summarizer)(backend, counter)
         summarizes = name != "prune-only"
         inner = ContextController(
             backend,

@@ -16,6 +16,10 @@ counts somewhat more.
 * **W3 oversized output** (local): a tool output larger than the whole window, then 5 turns.
 * **W4 standard** (standard mode, 32k window): the W1 pattern with files 3x larger
   (600-6,000 tokens), 10 turns.
+* **W5 read, then ask** (local): after a first chat turn, every turn ``/read``s one data
+  file as large as one read may be (larger than ``protect``: the case that used to be
+  cleared before the model saw it) and asks for one value in it; the reply is checked
+  for the value (answered when asked).
 
 ``quick=True`` keeps each pattern small (2-8 turns, small files) and sets
 :attr:`Workload.window_cap` (1,280 local, 2,048 standard): the run then gives the model that
@@ -48,7 +52,7 @@ from assistant.tools.workspace import Workspace
 from assistant.tools.write_file import WriteFileArgs, WriteFileTool
 
 FactKind = Literal["constraint", "number", "path_read", "path_modified"]
-WORKLOAD_NAMES = ("W1", "W2", "W3", "W4")
+WORKLOAD_NAMES = ("W1", "W2", "W3", "W4", "W5")
 #: Windows the workloads are sized for (the embedded models' effective windows).
 LOCAL_WINDOW = 8_192
 STANDARD_WINDOW = 32_768
@@ -80,6 +84,9 @@ SIZES: dict[tuple[str, bool], Size] = {
     ("W3", True): Size(2, 80, 160, QUICK_LOCAL_WINDOW),
     ("W4", False): Size(10, 600, 6_000, STANDARD_WINDOW),
     ("W4", True): Size(3, 100, 500, QUICK_STANDARD_WINDOW),
+    # W5's files fill one read (the window's output cap); low/high are unused.
+    ("W5", False): Size(12, 0, 0, LOCAL_WINDOW),
+    ("W5", True): Size(3, 0, 0, QUICK_LOCAL_WINDOW),
 }
 
 
@@ -101,9 +108,13 @@ class Fact:
 
 @dataclass(frozen=True)
 class ChatStep:
-    """The user sends ``text``; the model replies (through the agent loop)."""
+    """The user sends ``text``; the model replies (through the agent loop).
+
+    ``answers``: for a question whose answer is known (W5), the accepted answers.
+    """
 
     text: str
+    answers: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -201,6 +212,11 @@ class Workload:
                 for f in self.facts
             ],
             "live_calls": [s.call_id for s in self.steps if isinstance(s, ToolStep) and s.live],
+            "answers": {
+                str(i): list(s.answers)
+                for i, s in enumerate(self.steps)
+                if isinstance(s, ChatStep) and s.answers
+            },
             "files": self.files,
         }
 
@@ -239,11 +255,12 @@ def load_workload(path: Path) -> Workload:
     results = {
         m.get("tool_call_id"): m for m in messages if m.get("role") == "tool"
     }
+    answers = {int(k): tuple(v) for k, v in side.get("answers", {}).items()}
     steps: list[Step] = []
     for m in messages:
         role = m.get("role")
         if role == "user":
-            steps.append(ChatStep(str(m.get("content") or "")))
+            steps.append(ChatStep(str(m.get("content") or ""), answers.get(len(steps), ())))
         elif role == "assistant" and m.get("tool_calls"):
             for call in m["tool_calls"]:
                 fn = call.get("function", {})
@@ -634,6 +651,54 @@ def _w3(seed: int, quick: bool, root: Path) -> Workload:
     return wl
 
 
+def _data_file(gen: _Gen, chars: int) -> tuple[str, list[tuple[int, str]]]:
+    """Lines ``Item N: code QX-1234 ...`` up to ``chars`` characters; returns the text and
+    the (item, code) pairs."""
+    lines: list[str] = []
+    items: list[tuple[int, str]] = []
+    used = 0
+    n = 0
+    while True:
+        n += 1
+        code = f"QX-{gen.rng.randint(1000, 9999)}"
+        line = (f"Item {n}: code {code}, stored in {gen.pick(_PLACES)}, "
+                f"batch {gen.rng.randint(1, 99)}.")
+        if used + len(line) + 1 > chars:
+            break
+        lines.append(line)
+        items.append((n, code))
+        used += len(line) + 1
+    return "\n".join(lines) + "\n", items
+
+
+def _w5(seed: int, quick: bool, root: Path) -> Workload:
+    size = SIZES["W5", quick]
+    wl = Workload("W5", "W5 read, then ask (local)", "local", seed, quick, size.window)
+    gen = _Gen(f"W5:{seed}")
+    b = _Builder(wl, root)
+    text, facts = _constraints(gen, 1)
+    wl.facts += facts
+    b.say(f"{text} I will show you some data files and ask you about them.")
+    # As large as one read may be (the output cap less its header and a margin), and in
+    # the quick run's tiny window no more than fits beside the tool schemas and the reply.
+    chars = min(ToolLimits.for_window(size.window).max_output_chars - 120, size.window * 3 // 4)
+    for turn in range(1, size.turns + 1):
+        path = f"data/part_{turn:02d}.txt"
+        body, items = _data_file(gen, chars)
+        b.add_file(path, body)
+        b.read(path)
+        item, code = gen.rng.choice(items[1:-1] or items)
+        if turn == 1:
+            wl.facts.append(
+                Fact("path_read", path, path,
+                     "Which file did I ask you to read first in this chat? Give its path.",
+                     (path,), 2)
+            )
+        wl.steps.append(ChatStep(f"In {path}, what is the code of item {item}?", (code,)))
+        b.turn += 1
+    return wl
+
+
 def _w4(seed: int, quick: bool, root: Path) -> Workload:
     size = SIZES["W4", quick]
     title = f"W4 tool-heavy (standard, {size.window // 1024}k)"
@@ -644,16 +709,17 @@ def _w4(seed: int, quick: bool, root: Path) -> Workload:
 
 
 _BUILDERS: dict[str, Callable[[int, bool, Path], Workload]] = {
-    "W1": _w1, "W2": _w2, "W3": _w3, "W4": _w4,
+    "W1": _w1, "W2": _w2, "W3": _w3, "W4": _w4, "W5": _w5,
 }
 _ALIASES = {
     "w1": "W1", "tool-heavy": "W1", "w2": "W2", "chat": "W2", "plain-chat": "W2",
-    "w3": "W3", "oversized": "W3", "w4": "W4", "standard": "W4",
+    "w3": "W3", "oversized": "W3", "w4": "W4", "standard": "W4", "w5": "W5",
+    "read-then-ask": "W5", "read": "W5",
 }
 
 
 def canonical_name(name: str) -> str:
-    """``W1``..``W4`` from a name or alias; raises ValueError for anything else."""
+    """``W1``..``W5`` from a name or alias; raises ValueError for anything else."""
     got = _ALIASES.get(name.strip().lower()) or (name if name in _BUILDERS else None)
     if got is None:
         raise ValueError(f"unknown workload {name!r}; use one of {', '.join(WORKLOAD_NAMES)}")

@@ -1,11 +1,15 @@
-"""Terminal chat: ``python -m assistant chat [--model PATH] [--mode local|standard]
-[--workspace DIR] [--yes]``.
+"""Terminal chat: ``python -m assistant chat [--resume [ID|last]] [--model PATH]
+[--mode local|standard] [--workspace DIR] [--yes] [--max-tokens N]``.
 
-Reads one message per line from stdin and streams the reply to stdout. Ctrl-C stops the
-reply being written (the partial reply is kept, marked stopped) without exiting; end of
-input exits 0. Tool commands (/read, /ls, /find, /grep, !cmd) and /compact, /mode, /help
-work as in the window. Notices (pruning, compaction, errors) go to stderr so stdout holds
-only the conversation. The chat is saved like a window chat (see ``python -m assistant``).
+The terminal face of the session service (:class:`assistant.service.service.ChatService`),
+the same core as the window: the same commands, the same chat store (with its lock and crash
+safety), the same status. It reads one message per line from stdin and streams the reply to
+stdout. Ctrl-C stops the reply being written (the partial reply is kept, marked stopped)
+without exiting; end of input exits 0. Chats are saved like window chats:
+``--resume last`` (or an id, or part of a title) continues one, printing its earlier
+messages first, and ``python -m assistant chats`` lists them. Notices (pruning, compaction,
+errors) go to stderr so stdout holds only the conversation. Settings given as options apply
+to this run only.
 """
 
 from __future__ import annotations
@@ -16,9 +20,7 @@ import sys
 from types import FrameType
 from typing import TextIO
 
-from assistant.agent.commands import HELP_TEXT, AppCommand
 from assistant.agent.events import (
-    AgentEvent,
     AssistantDelta,
     ContextChanged,
     MessageAdded,
@@ -32,17 +34,32 @@ from assistant.compaction.events import (
     CompactionFinished,
     CompactionStarted,
     PruneEvent,
+    TrimEvent,
+    trim_text,
 )
-from assistant.config import Settings, load_settings
-from assistant.conversation import Conversation
-from assistant.engine import build_engine
-from assistant.llm.base import CancelToken, ModelLoadError
+from assistant.config import load_settings
+from assistant.conversation import Conversation, Message
+from assistant.llm.worker import InlineExecutor, ModelWorker, default_factory
+from assistant.service.events import (
+    ConversationReset,
+    ExportPathNeeded,
+    ServiceEvent,
+    StatusChanged,
+)
+from assistant.service.service import ChatService
+from assistant.service.status import Phase
+from assistant.sessions.store import SessionStore
+from assistant.sessions.summary import is_branch_summary
 from assistant.tools.approval import (
     ApprovalDecision,
     ApprovalRequest,
+    Approver,
     AutoApprover,
     DenyingApprover,
 )
+
+#: Status phases worth a line on stderr (the others show as the reply and tool lines).
+_SHOWN_PHASES = (Phase.LOADING_MODEL, Phase.FAILED, Phase.STOPPING)
 
 
 class TerminalApprover:
@@ -71,28 +88,19 @@ class TerminalApprover:
 
 
 class TerminalPrinter:
-    """Turns agent events into terminal output."""
+    """Renders the service's events: the conversation on ``out``, the rest on ``err``."""
 
     def __init__(self, out: TextIO, err: TextIO) -> None:
         self.out = out
         self.err = err
         self.streamed = False
 
-    def __call__(self, event: AgentEvent) -> None:
+    def __call__(self, event: ServiceEvent) -> None:
         if isinstance(event, AssistantDelta):
             self.out.write(event.text)
-            self.out.flush()
             self.streamed = True
         elif isinstance(event, MessageAdded):
-            msg = event.message
-            if msg.role == "assistant" and self.streamed:
-                self.out.write(" [stopped]\n" if msg.stopped else "\n")
-                self.streamed = False
-            elif msg.role == "tool":
-                status = "error" if msg.is_error else "result"
-                self.err.write(f"[{msg.name} {status}: {len(msg.content):,} chars]\n")
-                if msg.initiated_by == "user":
-                    self.out.write(msg.content.rstrip() + "\n")
+            self._message_added(event.message)
         elif isinstance(event, ToolCallStarted):
             self.err.write(f"[tool] {event.call.name}({event.call.arguments_json()})\n")
         elif isinstance(event, Notice):
@@ -105,6 +113,45 @@ class TerminalPrinter:
                 self.streamed = False
             if event.error:
                 self.err.write(f"[error] {event.error}\n")
+        elif isinstance(event, StatusChanged):
+            if event.status.phase in _SHOWN_PHASES:
+                self.err.write(f"[status] {event.status.text}\n")
+        elif isinstance(event, ConversationReset) and event.chat_id is None:
+            self.err.write("[chat] new chat\n")
+        elif isinstance(event, ExportPathNeeded):
+            self.err.write("[info] Usage: /export PATH (.md for Markdown, .json for JSON)\n")
+        self.err.flush()
+        self.out.flush()
+
+    def _message_added(self, msg: Message) -> None:
+        if msg.role == "assistant" and self.streamed:
+            self.out.write(" [stopped]\n" if msg.stopped else "\n")
+            self.streamed = False
+        elif msg.role == "tool":
+            status = "error" if msg.is_error else "result"
+            self.err.write(f"[{msg.name} {status}: {len(msg.content):,} chars]\n")
+            if msg.initiated_by == "user":
+                self.out.write(msg.content.rstrip() + "\n")
+
+    def history(self, conv: Conversation, title: str, chat_id: str) -> None:
+        """A resumed chat's earlier messages: ``> `` before what the user typed."""
+        count = len(conv.messages)
+        self.err.write(f"[chat] resumed “{title}” ({chat_id}), {count} messages\n")
+        for msg in conv.messages:
+            if msg.role == "user" and is_branch_summary(msg):
+                self.out.write("[summary of another branch]\n")
+            elif msg.role == "user":
+                self.out.write("".join(f"> {line}\n" for line in msg.content.splitlines()))
+            elif msg.role == "assistant":
+                for call in msg.tool_calls:
+                    self.out.write(f"[tool] {call.name}({call.arguments_json()})\n")
+                if msg.content.strip():
+                    self.out.write(msg.content.rstrip() + (" [stopped]" if msg.stopped else ""))
+                    self.out.write("\n")
+            elif msg.role == "tool":
+                status = "error" if msg.is_error else "result"
+                self.out.write(f"[{msg.name} {status}: {len(msg.content):,} chars]\n")
+        self.err.write("[chat] end of earlier messages\n")
         self.err.flush()
         self.out.flush()
 
@@ -115,6 +162,8 @@ class TerminalPrinter:
                 f"[context] Cleared {len(ev.message_ids)} old tool outputs, "
                 f"{ev.tokens_freed:,} tokens\n"
             )
+        elif isinstance(ev, TrimEvent):
+            self.err.write(f"[context] {trim_text(ev)}\n")
         elif isinstance(ev, CompactionStarted):
             self.err.write(f"[context] Compacting ({ev.reason})... (Ctrl-C to cancel)\n")
         elif isinstance(ev, CompactionFinished):
@@ -128,16 +177,23 @@ class TerminalPrinter:
             self.err.write("[context] Compaction cancelled\n")
 
 
-def main(argv: list[str] | None = None) -> int:
+def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="assistant chat", description=__doc__.split("\n")[0])
     parser.add_argument("--model", help="registered model name or path to a GGUF file")
     parser.add_argument("--mode", choices=["local", "standard"])
     parser.add_argument("--workspace", help="folder the tools may read and change")
     parser.add_argument("--yes", action="store_true", help="approve tool writes and commands")
     parser.add_argument("--max-tokens", type=int, help="longest reply, in tokens")
-    args = parser.parse_args(argv)
-    out, err = sys.stdout, sys.stderr
+    parser.add_argument(
+        "--resume", nargs="?", const="last", metavar="ID|last",
+        help="continue a saved chat: its id, part of its title, or last (the default)",
+    )
+    return parser
 
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    out, err = sys.stdout, sys.stderr
     loaded = load_settings()
     if loaded.notice:
         err.write(f"[warning] {loaded.notice}\n")
@@ -152,38 +208,47 @@ def main(argv: list[str] | None = None) -> int:
         settings.sampling.max_reply_tokens = args.max_tokens
     if args.yes:
         settings.tool_approval = "auto"
-
-    from assistant.llm.llama_backend import LlamaBackend
-    from assistant.llm.registry import resolve_model
-
-    _, entry = resolve_model(settings.model)
-    window = settings.effective_policy(entry.context_length if entry else None).window
-    try:
-        backend = LlamaBackend.load(settings.model, n_ctx=window, threads=settings.sampling.threads)
-    except ModelLoadError as exc:
-        err.write(f"error: {exc}\n")
-        return 1
-    current = settings
-
-    def get_settings() -> Settings:
-        return current
-
-    printer = TerminalPrinter(out, err)
-    approver = (
+    approver: Approver = (
         AutoApprover()
         if args.yes
         else (TerminalApprover(err) if sys.stdin.isatty() else DenyingApprover())
     )
-    engine = build_engine(backend, get_settings, approver, printer)
-    err.write(
-        f"[model] {backend.info.name}, window {backend.info.context_window:,} tokens; "
-        f"{settings.effective_policy(backend.info.trained_context).describe()}\n"
+    printer = TerminalPrinter(out, err)
+    service = ChatService(
+        settings,
+        SessionStore(),
+        ModelWorker(default_factory, InlineExecutor()),
+        approver,
+        printer,
+        persist_settings=None,  # options and /mode apply to this run only
     )
-    conv = Conversation()
-    cancel = CancelToken()
+    try:
+        return _run(service, printer, args.resume)
+    finally:
+        service.shutdown()
+
+
+def _run(service: ChatService, printer: TerminalPrinter, resume: str | None) -> int:
+    err = printer.err
+    if resume is not None:
+        if not service.resume(resume):
+            return 1  # the service said why (no such chat, or it is open elsewhere)
+        handle = service.handle
+        assert handle is not None
+        printer.history(handle.conversation, handle.title, handle.chat_id)
+    service.load_model()  # the worker runs inline: loaded (or failed) on return
+    info = service.model_info
+    if info is None:
+        err.write(f"error: {service.model_error}\n")
+        return 1
+    policy = service.settings.effective_policy(info.trained_context)
+    err.write(
+        f"[model] {info.name}, window {info.context_window:,} tokens; {policy.describe()}\n"
+    )
+    err.flush()
 
     def on_sigint(signum: int, frame: FrameType | None) -> None:
-        cancel.cancel()
+        service.stop()
 
     previous = signal.signal(signal.SIGINT, on_sigint)
     try:
@@ -195,36 +260,8 @@ def main(argv: list[str] | None = None) -> int:
             if not line:
                 break
             text = line.rstrip("\n")
-            if not text.strip():
-                continue
-            cancel.reset()
-            command = engine.agent.handle_input(conv, text, cancel)
-            if isinstance(command, AppCommand):
-                current = _app_command(command, current, conv, err)
-                if command.name == "clear":
-                    conv = Conversation()
-                    engine.agent.reset_approvals()
+            if text.strip():
+                service.submit(text)
     finally:
         signal.signal(signal.SIGINT, previous)
-        backend.close()
     return 0
-
-
-def _app_command(
-    command: AppCommand, settings: Settings, conv: Conversation, err: TextIO
-) -> Settings:
-    """The app commands a terminal can honour; returns the (possibly changed) settings."""
-    if command.name == "help":
-        err.write(HELP_TEXT + "\n")
-    elif command.name == "mode":
-        arg = (command.argument or "").strip()
-        if arg in ("local", "standard"):
-            settings = settings.model_copy(update={"mode": arg})
-            err.write(f"[mode] now {arg}\n")
-        else:
-            err.write(f"[mode] {settings.mode} (use /mode local or /mode standard)\n")
-    elif command.name == "clear":
-        err.write("[chat] cleared\n")
-    else:
-        err.write(f"[info] /{command.name} is available in the window\n")
-    return settings

@@ -1,20 +1,42 @@
 """What the model sees, rebuilt from the conversation exactly.
 
-``[system prompt] + [latest summary as a synthetic user message] + [kept messages]``, with
-pruned tool results shown as the placeholder (``Message.to_openai`` does that). The
-summary message is built here on every call and never stored among the messages, so a
-resumed chat yields the same tokens (and the same KV-cache prefix) as before.
+``[system prompt] + [latest summary as a synthetic user message] + [kept messages]``, where a
+kept tool result is shown
+
+* whole, as a rule;
+* as its cleared note when pruning cleared it (:func:`.visibility.cleared_note`: the
+  placeholder, what it was, how to get it back);
+* cut to its head and tail around a marker when the model has not answered it yet and it
+  cannot fit whole (:func:`.visibility.trim_output`).
+
+Notes and cuts are a :class:`View` the controller computes from the conversation itself, so
+a resumed chat yields the same tokens (and the same KV-cache prefix) as before. The summary
+message is built here on every call and never stored among the messages.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from assistant.conversation import Conversation, Message
 
 SYSTEM_ID = "system"
 SUMMARY_ID = "summary"
+
+
+@dataclass(frozen=True)
+class View:
+    """How tool results are shown: notes for cleared ones, cut text for unanswered ones."""
+
+    #: message id -> what a pruned result shows instead of the bare placeholder.
+    notes: Mapping[str, str] = field(default_factory=dict)
+    #: message id -> the cut content of an unanswered result that could not fit whole.
+    trims: Mapping[str, str] = field(default_factory=dict)
+
+
+EMPTY_VIEW = View()
 
 
 def system_message(system_prompt: str) -> Message:
@@ -25,11 +47,30 @@ def summary_message(summary: str) -> Message:
     return Message(id=SUMMARY_ID, role="user", content=summary, timestamp=0.0)
 
 
+def shown(msg: Message, view: View) -> Message:
+    """``msg`` as the model sees it under ``view`` (the message itself when unchanged)."""
+    if msg.role != "tool":
+        return msg
+    if msg.pruned:
+        note = view.notes.get(msg.id)
+        if note is None:
+            return msg
+        return msg.model_copy(update={"content": note, "pruned": False})
+    cut = view.trims.get(msg.id)
+    if cut is None:
+        return msg
+    return msg.model_copy(update={"content": cut})
+
+
 def build_context(
-    conv: Conversation, system_prompt: str, *, summary: str | None = None,
+    conv: Conversation,
+    system_prompt: str,
+    *,
+    summary: str | None = None,
     kept: Sequence[Message] | None = None,
+    view: View = EMPTY_VIEW,
 ) -> list[Message]:
-    """System prompt + summary (synthetic user message) + kept messages.
+    """System prompt + summary (synthetic user message) + kept messages under ``view``.
 
     ``summary`` and ``kept`` override the conversation's latest compaction (used to measure
     a compaction before it is stored).
@@ -39,7 +80,7 @@ def build_context(
     text = summary if summary is not None else (rec.summary if rec is not None else None)
     if text is not None:
         out.append(summary_message(text))
-    out.extend(conv.kept_messages() if kept is None else kept)
+    out.extend(shown(m, view) for m in (conv.kept_messages() if kept is None else kept))
     return out
 
 

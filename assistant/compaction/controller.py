@@ -1,30 +1,41 @@
 """The single entry point of context management.
 
-``prepare`` runs before every model call: prune old tool outputs (layer 1), count the exact
-prompt with the model's tokenizer, and compact first when ``prompt + reserve > window``
-(layer 2). ``compact`` is the forced path (``/compact [focus]``, overflow); the agent calls
-``handle_overflow`` when the backend raises :class:`ContextOverflowError` and retries once
-with what it returns.
+``prepare`` runs before every model call:
 
-A compaction: cut point (:mod:`.cut_point`) -> ``before_compact`` hook -> summary
-(:mod:`.summarizer`, validated, extractive fallback) -> verbatim record appended by code
-(:mod:`.extractive`) -> the new prompt is counted exactly -> stored only if it is smaller
-than before (otherwise reported as :class:`CompactionFailed` and not retried for the same
-conversation state) -> ``after_compact`` hook. Cancelling (``CancelToken``) aborts the
-summary and the call proceeds uncompacted; errors are logged and reported, never swallowed.
+1. prune old tool outputs the model has already answered (layer 1, :mod:`.prune`);
+2. count the exact prompt with the model's tokenizer;
+3. when ``prompt + reserve > window``, compact (layer 2, :mod:`.compactor`): older turns are
+   summarized by the same model, the user's words kept verbatim beside the summary;
+4. when the prompt still does not fit, cut the outputs the model has not answered yet to
+   fit, keeping head and tail (:mod:`.visibility`); none is ever cleared whole before the
+   model has answered it.
+
+``compact`` is the forced path (``/compact [focus]``); the agent calls ``handle_overflow``
+when the backend raises :class:`ContextOverflowError` and retries once with what it returns.
+Cancelling (``CancelToken``) aborts the summary and the call proceeds uncompacted; errors are
+logged and reported, never swallowed. What the model sees is built by :mod:`.context` from
+the conversation and a :class:`~.context.View` computed here (cleared notes, cut outputs).
 """
 
 from __future__ import annotations
 
 import json
 import logging
-import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any
 
 from assistant.compaction import context
-from assistant.compaction.cut_point import find_cut
+from assistant.compaction.compactor import (
+    BeforeCompactHook,
+    BeforeCompactResult,
+    CompactionJob,
+    CompactionOutcome,
+    CompactionPreparation,
+    Compactor,
+    Status,
+)
+from assistant.compaction.context import View
 from assistant.compaction.events import (
     CompactionCancelled,
     CompactionFailed,
@@ -32,51 +43,44 @@ from assistant.compaction.events import (
     CompactionStarted,
     ContextEvent,
     PruneEvent,
-)
-from assistant.compaction.extractive import (
-    collect_state,
-    compose_summary,
-    model_part,
-    render_mechanical,
-)
-from assistant.compaction.file_tracking import FileOps, extract_file_ops
-from assistant.compaction.prompts import (
-    MECHANICAL_MARKER,
-    SUMMARY_HEADER,
-    SUMMARY_HEADER_SHORT,
+    TrimEvent,
 )
 from assistant.compaction.prune import count_user_turns, plan_prune
-from assistant.compaction.summarizer import (
-    ModelSummarizer,
-    Summarizer,
-    SummaryCancelled,
-    SummaryRequest,
-)
-from assistant.compaction.tokens import TokenCounter, truncate_to_tokens
+from assistant.compaction.summarizer import ExtractiveSummarizer, ModelSummarizer, Summarizer
+from assistant.compaction.tokens import TokenCounter
+from assistant.compaction.view import ViewBuilder
 from assistant.config import EffectivePolicy
-from assistant.conversation import CompactionRecord, Conversation, Message
-from assistant.llm.base import CancelToken, GenerationCancelled, LLMBackend, LLMError
+from assistant.conversation import CompactionReason, CompactionRecord, Conversation, Message
+from assistant.llm.base import (
+    CancelToken,
+    GenerationCancelled,
+    LLMBackend,
+    LLMError,
+    PromptCounter,
+)
+
+__all__ = [
+    "BeforeCompactHook",
+    "BeforeCompactResult",
+    "CompactionPreparation",
+    "ContextController",
+    "ContextTooLargeError",
+    "PreparedRequest",
+]
 
 log = logging.getLogger("assistant.compaction")
 
-Reason = Literal["threshold", "overflow", "manual"]
-#: Share of the summary budget for the verbatim record (files, constraints, requests).
-MECHANICAL_SHARE = 0.6
-#: Tokens kept free beside the summary for its message template.
-SUMMARY_SLACK = 16
-MIN_MODEL_BUDGET = 32
-#: At summary budgets up to this many tokens the summary uses the short header, and one that
-#: fell back to the extractive summary gives the verbatim record (constraints, files,
-#: requests) all of its room: the extractive part only restates the same
-#: messages, less faithfully, and small windows cannot afford both.
-SMALL_SUMMARY_BUDGET = 256
-EXTRACTIVE_FLOOR = 0
+AfterCompactHook = Callable[[CompactionRecord], None]
 
 
 class ContextTooLargeError(LLMError):
     """The prompt does not fit and compaction could not fix it (``detail`` says why)."""
 
-    MESSAGE = "Context too large; compaction failed. Use /compact to retry."
+    MESSAGE = (
+        "Context too large; compaction failed. Older turns can be summarized and old tool "
+        "outputs cleared, but the system prompt, the tool descriptions and your newest "
+        "message cannot. Use /compact to retry, or shorten them."
+    )
 
     def __init__(self, detail: str = "") -> None:
         self.detail = detail
@@ -95,49 +99,21 @@ class PreparedRequest:
     notices: list[str] = field(default_factory=list)
     #: Room the policy leaves for the reply (``window - prompt_tokens``, at most reserve).
     reserve: int = 0
-    #: "system", "tools", "summary", "conversation" -> tokens (sums to prompt_tokens).
+    #: "system", "tools", "summary", "conversation", "tool_outputs" -> tokens (sums to
+    #: prompt_tokens).
     segments: dict[str, int] = field(default_factory=dict)
+    #: Unanswered outputs cut to fit: message id -> (tokens before, tokens after).
+    trimmed: dict[str, tuple[int, int]] = field(default_factory=dict)
 
     @property
     def reply_room(self) -> int:
         return max(self.window - self.prompt_tokens, 0)
 
 
-@dataclass(frozen=True)
-class CompactionPreparation:
-    """What ``before_compact`` hooks see."""
-
-    reason: Reason
-    focus: str | None
-    to_summarize: tuple[Message, ...]
-    turn_prefix: tuple[Message, ...]
-    kept: tuple[Message, ...]
-    tokens_before: int
-    previous_summary: str | None
-    files_read: tuple[str, ...]
-    files_modified: tuple[str, ...]
-
-
-@dataclass(frozen=True)
-class BeforeCompactResult:
-    """A hook's answer: cancel the compaction, or supply the summary proper itself."""
-
-    cancel: bool = False
-    summary: str | None = None
-
-
-BeforeCompactHook = Callable[[CompactionPreparation], BeforeCompactResult | None]
-AfterCompactHook = Callable[[CompactionRecord], None]
-
-
-def _pruned_ids(conv: Conversation) -> frozenset[str]:
-    return frozenset(m.id for m in conv.kept_messages() if m.pruned)
-
-
 class ContextController:
     def __init__(
         self,
-        backend: LLMBackend,
+        backend: PromptCounter,
         policy: Callable[[], EffectivePolicy],
         *,
         prune_enabled: Callable[[], bool] = lambda: True,
@@ -156,21 +132,34 @@ class ContextController:
         self.compact_on_overflow = compact_on_overflow
         self.on_event = on_event
         self.counter = counter or TokenCounter(backend)
-        self.summarizer: Summarizer = summarizer or ModelSummarizer(backend, self.counter)
+        if summarizer is None:  # the model writes summaries when there is one to ask
+            summarizer = (
+                ModelSummarizer(backend, self.counter)
+                if isinstance(backend, LLMBackend)
+                else ExtractiveSummarizer(self.counter)
+            )
+        self.summarizer: Summarizer = summarizer
         self.before_compact = before_compact
         self.after_compact = after_compact
         self._overhead_memo: dict[tuple[str, str], int] = {}
+        self.views = ViewBuilder(self.counter)
         #: Conversation states where compaction did not help (never retried automatically).
         self._no_retry: set[tuple[int, int, int]] = set()
         self._overflow_done: set[tuple[int, int, int]] = set()
-        #: (id of the conversation, ids of pruned results) of the last prompt sent: what
-        #: llama.cpp holds in its KV cache, which an in-context summary reuses.
-        self._sent_view: tuple[int, frozenset[str]] | None = None
+        #: (id of the conversation, ids of pruned results, cut outputs) of the last prompt
+        #: sent: what llama.cpp holds in its KV cache, which an in-context summary reuses.
+        self._sent_view: tuple[int, frozenset[str], dict[str, str]] | None = None
+        self._last_trims: tuple[int, frozenset[str]] = (0, frozenset())
+        self._last_cuts: dict[str, str] = {}
 
-    # -- building --------------------------------------------------------------------
+    # -- the view ------------------------------------------------------------------------
+    def view(self, conv: Conversation) -> View:
+        """Cleared notes for the pruned results among the kept messages."""
+        return self.views.view(conv)
+
     def build_messages(self, conv: Conversation, system_prompt: str) -> list[Message]:
-        """System prompt + summary (synthetic user message) + kept messages."""
-        return context.build_context(conv, system_prompt)
+        """System prompt + summary (synthetic user message) + kept messages, as shown."""
+        return context.build_context(conv, system_prompt, view=self.view(conv))
 
     def overhead(self, system_prompt: str, tools: Sequence[dict[str, Any]] | None) -> int:
         """Tokens of the system prompt, tool schemas and generation prompt (memoized)."""
@@ -196,26 +185,61 @@ class ContextController:
         system_prompt: str,
         tools: Sequence[dict[str, Any]] | None,
         policy: EffectivePolicy,
+        *,
+        trim: bool = True,
     ) -> PreparedRequest:
-        built = self.build_messages(conv, system_prompt)
-        msgs = context.to_openai(built)
-        n = self.counter.exact(msgs, tools)
+        fitted = self.views.build(conv, system_prompt, tools, self.view(conv))
+        if trim and fitted.tokens + policy.reserve > policy.window:
+            fitted = self.views.fit(
+                conv, system_prompt, tools, fitted, policy.window - policy.reserve
+            )
+            self._report_trims(conv, fitted.trimmed)
+        self._last_cuts = dict(fitted.view.trims)
+        built, n = fitted.built, fitted.tokens
         base = self.overhead(system_prompt, None)
         with_tools = self.overhead(system_prompt, tools) if tools else base
         summary = self.counter.message(built[1]) if conv.last_compaction is not None else 0
+        outputs = sum(self.counter.message(m) for m in built if m.role == "tool")
+        rest = max(n - with_tools - summary, 0)
         segments = {
             "system": base,
             "tools": with_tools - base,
             "summary": summary,
-            "conversation": max(n - with_tools - summary, 0),
+            "conversation": max(rest - outputs, 0),
+            "tool_outputs": min(outputs, rest),
         }
         return PreparedRequest(
-            messages=msgs,
+            messages=fitted.messages,
             prompt_tokens=n,
             window=policy.window,
             reserve=min(policy.reserve, max(policy.window - n, 0)),
             segments=segments,
+            trimmed=fitted.trimmed,
         )
+
+    def _report_trims(self, conv: Conversation, trimmed: dict[str, tuple[int, int]]) -> None:
+        """A :class:`TrimEvent` when the set of cut outputs changed since the last call."""
+        ids = frozenset(trimmed)
+        if ids and self._last_trims != (id(conv), ids):
+            before = sum(b for b, _ in trimmed.values())
+            after = sum(a for _, a in trimmed.values())
+            log.info("Cut %d unanswered tool output(s) to fit: %d -> %d tokens",
+                     len(ids), before, after)
+            self._emit(TrimEvent(tuple(sorted(ids)), before, after))
+        self._last_trims = (id(conv), ids)
+
+    def _measure(
+        self,
+        conv: Conversation,
+        system_prompt: str,
+        summary: str,
+        kept: Sequence[Message],
+        tools: Sequence[dict[str, Any]] | None,
+    ) -> int:
+        built = context.build_context(
+            conv, system_prompt, summary=summary, kept=kept, view=self.view(conv)
+        )
+        return self.counter.exact(context.to_openai(built), tools)
 
     # -- the per-call path ---------------------------------------------------------------
     def prepare(
@@ -226,10 +250,11 @@ class ContextController:
         tools: Sequence[dict[str, Any]] | None = None,
         cancel: CancelToken | None = None,
     ) -> PreparedRequest:
-        """Prune, count exactly, compact when ``prompt + reserve > window``."""
+        """Prune, count exactly, compact when ``prompt + reserve > window``, then cut
+        unanswered outputs that still do not fit."""
         pol = self.policy()
         pruned = self.prune(conv) if self.prune_enabled() else 0
-        req = self._request(conv, system_prompt, tools, pol)
+        req = self._request(conv, system_prompt, tools, pol, trim=False)
         notices: list[str] = []
         record: CompactionRecord | None = None
         if req.prompt_tokens + pol.reserve > pol.window:
@@ -239,23 +264,27 @@ class ContextController:
                     "tokens) and automatic compaction is off; use /compact."
                 )
             elif self._state(conv) in self._no_retry:
-                notices.append("Compaction did not shrink this chat earlier; not retried.")
+                log.info("Compaction did not shrink this chat earlier; not retried")
             else:
-                record = self._compact(
-                    conv, system_prompt, "threshold", None, tools, cancel, req.prompt_tokens
+                job = CompactionJob(
+                    CompactionReason.THRESHOLD, system_prompt, tools, None, cancel
                 )
-                if record is not None:
-                    req = self._request(conv, system_prompt, tools, pol)
-                if req.prompt_tokens + pol.reserve > pol.window:
-                    notices.append(
-                        f"The prompt ({req.prompt_tokens:,} tokens) leaves less than the "
-                        f"reserve of {pol.reserve:,} for the reply."
-                    )
+                record = self._run(conv, job, req.prompt_tokens).record
+        req = self._request(conv, system_prompt, tools, pol)
+        if req.prompt_tokens + pol.reserve > pol.window:
+            notices.append(
+                f"The prompt ({req.prompt_tokens:,} tokens) leaves less than the "
+                f"reserve of {pol.reserve:,} for the reply."
+            )
         req.pruned_tokens = pruned
         req.compaction = record
         req.notices = notices
-        self._sent_view = (id(conv), _pruned_ids(conv))
+        self._remember_sent(conv, req)
         return req
+
+    def _remember_sent(self, conv: Conversation, req: PreparedRequest) -> None:
+        pruned = frozenset(m.id for m in conv.kept_messages() if m.pruned)
+        self._sent_view = (id(conv), pruned, dict(self._last_cuts))
 
     def prune(self, conv: Conversation) -> int:
         """Apply the prune rule (see :mod:`.prune`); returns the tokens freed."""
@@ -266,6 +295,7 @@ class ContextController:
             protect=pol.protect,
             minimum=pol.minimum,
             user_turns=count_user_turns(conv.messages),
+            cleared_size=self.views.cleared_size(conv),
         )
         if not plan.applies:
             return 0
@@ -284,16 +314,18 @@ class ContextController:
         conv: Conversation,
         *,
         system_prompt: str,
-        reason: Literal["threshold", "overflow", "manual"],
+        reason: CompactionReason,
         focus: str | None = None,
         tools: Sequence[dict[str, Any]] | None = None,
         cancel: CancelToken | None = None,
     ) -> CompactionRecord | None:
         """Summarize older turns now. None when cancelled, failed or nothing to do."""
-        if reason != "manual" and not self._switch_on(reason):
+        if reason != CompactionReason.MANUAL and not self._switch_on(reason):
             log.info("Compaction (%s) skipped: switched off", reason)
             return None
-        return self._compact(conv, system_prompt, reason, focus, tools, cancel, None)
+        before = self._request(conv, system_prompt, tools, self.policy(), trim=False)
+        job = CompactionJob(CompactionReason(reason), system_prompt, tools, focus, cancel)
+        return self._run(conv, job, before.prompt_tokens).record
 
     def handle_overflow(
         self,
@@ -316,39 +348,80 @@ class ContextController:
         if state in self._overflow_done:
             raise ContextTooLargeError("already compacted once for this request")
         self._overflow_done.add(state)
-        cancelled: list[bool] = []
-        record = self._compact(
-            conv, system_prompt, "overflow", None, tools, cancel, None, cancelled
-        )
-        if cancelled:
+        before = self._request(conv, system_prompt, tools, pol, trim=False)
+        job = CompactionJob(CompactionReason.OVERFLOW, system_prompt, tools, None, cancel)
+        outcome = self._run(conv, job, before.prompt_tokens)
+        if outcome.status == Status.CANCELLED:
             raise GenerationCancelled("Compaction cancelled")
-        if record is None:
-            raise ContextTooLargeError("the summary did not make the prompt smaller")
+        if outcome.record is None:
+            raise ContextTooLargeError(outcome.error or "the summary did not make it smaller")
         self._overflow_done.add(self._state(conv))
         req = self._request(conv, system_prompt, tools, pol)
-        req.compaction = record
+        req.compaction = outcome.record
+        self._remember_sent(conv, req)
         return req
 
     # -- internals -----------------------------------------------------------------------
+    def _run(self, conv: Conversation, job: CompactionJob, tokens_before: int) -> CompactionOutcome:
+        """One compaction through the :class:`Compactor`, with events and the record."""
+        pol = self.policy()
+        compactor = Compactor(
+            self.counter,
+            lambda: self.summarizer,
+            measure=self._measure,
+            chat_prefix=self._chat_prefix,
+            window=lambda: min(pol.window, self.backend.info.context_window),
+            before_compact=self.before_compact,
+        )
+        kept = [context.shown(m, self.view(conv)) for m in conv.kept_messages()]
+        counts = [self.counter.message(m) for m in kept]
+
+        def started(messages: int) -> None:
+            self._emit(CompactionStarted(job.reason, tokens_before, messages=messages))
+
+        outcome = compactor.run(
+            conv, job, pol, overhead=self.overhead(job.system_prompt, job.tools),
+            counts=counts, tokens_before=tokens_before, on_start=started,
+        )
+        if outcome.status == Status.CANCELLED:
+            log.info("Compaction (%s) cancelled; the request proceeds uncompacted", job.reason)
+            self._emit(CompactionCancelled(job.reason, tokens_before=tokens_before))
+        elif outcome.status == Status.NOTHING:
+            log.info("Compaction (%s): %s", job.reason, outcome.error)
+            if job.reason != CompactionReason.THRESHOLD:
+                self._emit(CompactionFailed(job.reason, outcome.error, tokens_before))
+        elif outcome.status == Status.FAILED:
+            log.warning("Compaction (%s) failed: %s", job.reason, outcome.error)
+            self._no_retry.add(self._state(conv))
+            self._emit(CompactionFailed(job.reason, outcome.error, tokens_before))
+        elif outcome.record is not None:
+            record = outcome.record
+            conv.add_compaction(record)
+            log.info(
+                "Compacted (%s): %d -> %d tokens (%d reclaimed), summarizer=%s, %.2fs",
+                job.reason, record.tokens_before, record.tokens_after,
+                record.tokens_before - record.tokens_after, record.summarizer,
+                record.duration_s,
+            )
+            self._emit(CompactionFinished(record))
+            if self.after_compact is not None:
+                self.after_compact(record)
+        return outcome
+
     def _chat_prefix(
         self, conv: Conversation, system_prompt: str, span: Sequence[Message]
     ) -> list[dict[str, Any]]:
-        """The chat prompt up to the cut as last sent (prune state included), so an
-        in-context summary starts with tokens llama.cpp still holds."""
-        view = self._sent_view[1] if self._sent_view and self._sent_view[0] == id(conv) else None
-        msgs = [context.system_message(system_prompt)]
-        if conv.last_compaction is not None:
-            msgs.append(context.summary_message(conv.last_compaction.summary))
-        for m in span:
-            if view is not None and m.role == "tool" and m.pruned != (m.id in view):
-                m = m.model_copy(update={"pruned": m.id in view})
-            msgs.append(m)
-        return context.to_openai(msgs)
+        """The chat prompt up to the cut as last sent, so an in-context summary starts
+        with tokens llama.cpp still holds (see :meth:`ViewBuilder.as_sent`)."""
+        sent = self._sent_view if self._sent_view and self._sent_view[0] == id(conv) else None
+        return self.views.as_sent(
+            conv, system_prompt, span, None if sent is None else (sent[1], sent[2])
+        )
 
-    def _switch_on(self, reason: Reason) -> bool:
-        if reason == "overflow":
+    def _switch_on(self, reason: CompactionReason) -> bool:
+        if reason == CompactionReason.OVERFLOW:
             return self.compact_on_overflow()
-        if reason == "threshold":
+        if reason == CompactionReason.THRESHOLD:
             return self.auto_compact()
         return True
 
@@ -359,146 +432,3 @@ class ContextController:
     def _emit(self, event: ContextEvent) -> None:
         if self.on_event is not None:
             self.on_event(event)
-
-    def _fail(self, conv: Conversation, reason: Reason, error: str, before: int) -> None:
-        log.warning("Compaction (%s) failed: %s", reason, error)
-        self._no_retry.add(self._state(conv))
-        self._emit(CompactionFailed(reason, error, tokens_before=before))
-
-    def _cancelled(self, reason: Reason, before: int, cancelled: list[bool] | None) -> None:
-        log.info("Compaction (%s) cancelled; the request proceeds uncompacted", reason)
-        if cancelled is not None:
-            cancelled.append(True)
-        self._emit(CompactionCancelled(reason, tokens_before=before))
-
-    def _compact(
-        self,
-        conv: Conversation,
-        system_prompt: str,
-        reason: Reason,
-        focus: str | None,
-        tools: Sequence[dict[str, Any]] | None,
-        cancel: CancelToken | None,
-        tokens_before: int | None,
-        cancelled: list[bool] | None = None,
-    ) -> CompactionRecord | None:
-        started = time.perf_counter()
-        pol = self.policy()
-        count = self.counter.text
-        kept = conv.kept_messages()
-        base_idx = len(conv.messages) - len(kept)
-        if tokens_before is None:
-            tokens_before = self._request(conv, system_prompt, tools, pol).prompt_tokens
-        if cancel is not None and cancel.cancelled:
-            self._cancelled(reason, tokens_before, cancelled)
-            return None
-        overhead = self.overhead(system_prompt, tools)
-        room = pol.window - pol.reserve - overhead - pol.summary_budget - SUMMARY_SLACK
-        keep = max(0, min(pol.keep_recent, room))
-        counts = [self.counter.message(m) for m in kept]
-        plan = find_cut(kept, counts, keep=keep, limit=max(room, 0))
-        if not plan.summarizes_anything:
-            self._fail(conv, reason, "nothing to summarize: the recent messages fit", tokens_before)
-            return None
-        history = kept[: plan.history_end]
-        prefix = kept[plan.history_end : plan.cut]
-        tail = kept[plan.cut :]
-        prev = conv.last_compaction
-        prev_files = FileOps(list(prev.files_read), list(prev.files_modified)) if prev else None
-        files = extract_file_ops(kept[: plan.cut], prev_files)
-        state = collect_state(
-            conv.messages[: base_idx + plan.cut],
-            files,
-            last_request_visible=any(m.role == "user" for m in tail),
-        )
-        self._emit(CompactionStarted(reason, tokens_before, messages=plan.cut))
-        log.info(
-            "Compacting (%s): %d tokens, %d message(s) to summarize%s",
-            reason, tokens_before, plan.cut, " (split turn)" if plan.split_turn else "",
-        )
-        short = pol.summary_budget <= SMALL_SUMMARY_BUDGET
-        fixed = count((SUMMARY_HEADER_SHORT if short else SUMMARY_HEADER) + MECHANICAL_MARKER) + 4
-        mech_budget = min(int(pol.summary_budget * MECHANICAL_SHARE),
-                          pol.summary_budget - fixed - MIN_MODEL_BUDGET)
-        mechanical = render_mechanical(state, mech_budget, count)
-        model_budget = max(pol.summary_budget - fixed - count(mechanical), MIN_MODEL_BUDGET)
-        previous = model_part(prev.summary) if prev else None
-
-        kind: Literal["model", "extractive", "hook"] = "model"
-        text: str | None = None
-        if self.before_compact is not None:
-            prep = CompactionPreparation(
-                reason=reason, focus=focus, to_summarize=tuple(history),
-                turn_prefix=tuple(prefix), kept=tuple(tail), tokens_before=tokens_before,
-                previous_summary=prev.summary if prev else None,
-                files_read=tuple(files.read), files_modified=tuple(files.modified),
-            )
-            answer = self.before_compact(prep)
-            if answer is not None and answer.cancel:
-                self._cancelled(reason, tokens_before, cancelled)
-                return None
-            if answer is not None and answer.summary is not None:
-                text, kind = answer.summary, "hook"
-        if text is None:
-            request = SummaryRequest(
-                history=history, turn_prefix=prefix, previous=previous, focus=focus,
-                budget=model_budget, state=state,
-                window=min(pol.window, self.backend.info.context_window),
-                chat=self._chat_prefix(conv, system_prompt, kept[: plan.cut]), tools=tools,
-            )
-            try:
-                outcome = self.summarizer.summarize(request, cancel)
-            except SummaryCancelled:
-                self._cancelled(reason, tokens_before, cancelled)
-                return None
-            except Exception as exc:
-                log.exception("Summarizer failed during compaction (%s)", reason)
-                self._fail(conv, reason, f"summarizer error: {exc}", tokens_before)
-                return None
-            text, kind = outcome.text, outcome.kind
-        if kind == "extractive" and short:
-            roomy = render_mechanical(state, pol.summary_budget - fixed - EXTRACTIVE_FLOOR, count)
-            if count(roomy) > count(mechanical):
-                mechanical = roomy
-                model_budget = max(pol.summary_budget - fixed - count(mechanical), 0)
-        text = truncate_to_tokens(text, model_budget, count)
-        summary = compose_summary(text, mechanical, short=short)
-        while count(summary) > pol.summary_budget and text:
-            over = count(summary) - pol.summary_budget
-            text = truncate_to_tokens(text, max(count(text) - over - 4, 0), count)
-            summary = compose_summary(text, mechanical, short=short)
-
-        built = context.build_context(conv, system_prompt, summary=summary, kept=tail)
-        tokens_after = self.counter.exact(context.to_openai(built), tools)
-        if tokens_after >= tokens_before:
-            self._fail(
-                conv, reason,
-                f"the prompt did not shrink ({tokens_before} -> {tokens_after} tokens)",
-                tokens_before,
-            )
-            return None
-        record = CompactionRecord(
-            summary=summary,
-            first_kept_id=tail[0].id if tail else None,
-            last_summarized_id=kept[plan.cut - 1].id,
-            tokens_before=tokens_before,
-            tokens_after=tokens_after,
-            reason=reason,
-            count=len(conv.compactions) + 1,
-            previous_summary=prev.summary if prev else None,
-            files_read=list(files.read),
-            files_modified=list(files.modified),
-            duration_s=round(time.perf_counter() - started, 4),
-            summarizer=kind,
-            focus=focus,
-        )
-        conv.add_compaction(record)
-        log.info(
-            "Compacted (%s): %d -> %d tokens (%d reclaimed), summarizer=%s, %.2fs",
-            reason, tokens_before, tokens_after, tokens_before - tokens_after, kind,
-            record.duration_s,
-        )
-        self._emit(CompactionFinished(record))
-        if self.after_compact is not None:
-            self.after_compact(record)
-        return record

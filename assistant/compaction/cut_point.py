@@ -1,23 +1,22 @@
 """Where to cut: which tail of the chat stays verbatim, which head is summarized.
 
-Rule (pi-mono's, with real token counts and a hard limit):
+Rule (pi-mono's, with real token counts, a hard limit and a floor):
 
-1. Walk back from the newest visible message adding its exact segment tokens; the tail may
-   hold at most ``keep`` tokens (``keep_recent``, lowered by the controller when the window
-   has less room). ``start`` is the oldest index whose tail still fits.
-2. Snap forward to a *valid* cut at or after ``start``. A cut at ``i`` (the kept tail starts
-   with message ``i``) is valid when message ``i`` is a user (or system) message, or an
-   assistant message that was not stopped, and no tool call before ``i`` has its result at
-   or after ``i`` (a call and its results are never separated). Cutting at the very end
-   (``i == len``: summarize everything) is always valid. Turn boundaries (user messages)
-   are preferred: an assistant message is used only when ``start`` lies inside the last
-   turn, i.e. that single turn is larger than ``keep``.
-3. If snapping forward reached the end, look back instead for the nearest valid cut whose
-   tail still fits ``limit`` (the room the window really has); keeping recent messages
-   verbatim beats summarizing them. Otherwise everything is summarized.
-4. A cut at an assistant message in the middle of a turn *splits* that turn: the turn's
-   prefix (its user message up to the cut) is summarized separately and merged into the
-   summary, so the user's request is never lost between the two halves.
+1. A cut at ``i`` (the kept tail starts with message ``i``) is *valid* when message ``i`` is
+   a user (or system) message, or an assistant message that was not stopped, and no tool
+   call before ``i`` has its result at or after ``i`` (a call and its results are never
+   separated). The caller may forbid more cuts with ``allowed`` (the controller forbids
+   cuts that would summarize outputs the model has not answered: :mod:`.visibility`).
+2. A cut is a *turn boundary* when message ``i`` starts a user action: a user message, or a
+   tool call the user started (``/read``). Other valid cuts (an assistant message inside a
+   turn) *split* that turn: its prefix (the turn's user message up to the cut) is
+   summarized separately and merged into the summary, so the request is never lost.
+3. The tail should hold about ``keep`` tokens, at least ``floor`` and at most ``limit``.
+   Among the allowed cuts whose tail is in ``[floor, limit]``, turn boundaries are preferred
+   to splits; among those, the largest tail not over ``keep``, else the smallest over it.
+   With none in range, the largest tail that fits ``limit``; with none of those, the
+   smallest tail there is (the caller cuts unanswered outputs to fit). Summarizing the
+   whole chat (``i == len``) is the last resort.
 """
 
 from __future__ import annotations
@@ -81,32 +80,70 @@ def valid_cuts(messages: Sequence[Message]) -> list[bool]:
     return valid
 
 
+def is_turn_start(msg: Message) -> bool:
+    """A user message, or a tool call the user started (``/read``, a dropped file)."""
+    return msg.role in ("user", "system") or (
+        msg.role == "assistant" and msg.initiated_by == "user" and bool(msg.tool_calls)
+    )
+
+
 def find_cut(
-    messages: Sequence[Message], counts: Sequence[int], *, keep: int, limit: int | None = None
+    messages: Sequence[Message],
+    counts: Sequence[int],
+    *,
+    keep: int,
+    limit: int | None = None,
+    floor: int = 0,
+    allowed: Sequence[bool] | None = None,
 ) -> CutPlan:
     """Plan a cut of ``messages`` (with their segment ``counts``); see the module docstring."""
     n = len(messages)
     if len(counts) != n:
         raise ValueError("one count per message is needed")
+    if allowed is not None and len(allowed) != n + 1:
+        raise ValueError("allowed needs one flag per cut position (len + 1)")
     hard = keep if limit is None else max(limit, keep)
     suffix = [0] * (n + 1)
     for i in range(n - 1, -1, -1):
         suffix[i] = suffix[i + 1] + counts[i]
-    start = n
-    while start > 0 and suffix[start - 1] <= keep:
-        start -= 1
-    if start == 0:  # everything fits: nothing has to be summarized
+    if suffix[0] <= keep:  # everything fits: nothing has to be summarized
         return CutPlan(cut=0, turn_start=None, kept_tokens=suffix[0], total=suffix[0])
     valid = valid_cuts(messages)
-    turn_cut = next(
-        (i for i in range(start, n) if valid[i] and messages[i].role != "assistant"), None
-    )
-    cut = turn_cut if turn_cut is not None else next(i for i in range(start, n + 1) if valid[i])
-    if cut == n:
-        back = next((i for i in range(start - 1, 0, -1) if valid[i]), None)
-        if back is not None and suffix[back] <= hard:
-            cut = back
+    ok = [valid[i] and (allowed is None or allowed[i]) for i in range(n + 1)]
+    inner = [i for i in range(1, n) if ok[i]]
+    cut = _choose(inner, messages, suffix, keep=keep, floor=floor, hard=hard)
+    if cut is None:
+        if ok[n]:
+            cut = n
+        elif inner:
+            cut = inner[-1]
+        else:
+            return CutPlan(cut=0, turn_start=None, kept_tokens=suffix[0], total=suffix[0])
     turn_start: int | None = None
-    if 0 < cut < n and messages[cut].role == "assistant":
+    if 0 < cut < n and not is_turn_start(messages[cut]):
         turn_start = next((j for j in range(cut - 1, -1, -1) if messages[j].role == "user"), None)
     return CutPlan(cut=cut, turn_start=turn_start, kept_tokens=suffix[cut], total=suffix[0])
+
+
+def _choose(
+    cuts: Sequence[int],
+    messages: Sequence[Message],
+    suffix: Sequence[int],
+    *,
+    keep: int,
+    floor: int,
+    hard: int,
+) -> int | None:
+    def best(cands: Sequence[int]) -> int | None:
+        under = [i for i in cands if suffix[i] <= keep]
+        if under:
+            return min(under)  # the largest tail not over keep
+        return max(cands) if cands else None  # the smallest tail over keep
+
+    in_range = [i for i in cuts if floor <= suffix[i] <= hard]
+    boundaries = [i for i in in_range if is_turn_start(messages[i])]
+    choice = best(boundaries) if boundaries else best(in_range)
+    if choice is not None:
+        return choice
+    fits = [i for i in cuts if suffix[i] <= hard]
+    return min(fits) if fits else None

@@ -6,9 +6,8 @@ Fields added after the first version have defaults, so older constructors keep w
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
 
-from assistant.conversation import CompactionRecord
+from assistant.conversation import CompactionReason, CompactionRecord
 
 
 @dataclass(frozen=True)
@@ -19,7 +18,7 @@ class PruneEvent:
 
 @dataclass(frozen=True)
 class CompactionStarted:
-    reason: Literal["threshold", "overflow", "manual"]
+    reason: CompactionReason
     tokens_before: int
     #: Messages that will be summarized.
     messages: int = 0
@@ -36,17 +35,42 @@ class CompactionFinished:
 
 @dataclass(frozen=True)
 class CompactionFailed:
-    reason: Literal["threshold", "overflow", "manual"]
+    reason: CompactionReason
     error: str
     tokens_before: int = 0
 
 
 @dataclass(frozen=True)
 class CompactionCancelled:
-    reason: Literal["threshold", "overflow", "manual"]
+    reason: CompactionReason
     tokens_before: int = 0
 
 
+@dataclass(frozen=True)
+class TrimEvent:
+    """Unanswered tool outputs were cut (head and tail kept) because they could not fit
+    beside the reply whole. Reported when the set of cut outputs changes."""
+
+    message_ids: tuple[str, ...]
+    tokens_before: int
+    tokens_after: int
+
+
+def trim_text(event: TrimEvent) -> str:
+    """One line for the window and the terminal."""
+    n = len(event.message_ids)
+    return (
+        f"Cut {n} tool output{'s' if n != 1 else ''} the model has not answered yet to fit "
+        f"the window: {event.tokens_before:,} -> {event.tokens_after:,} tokens (the head and "
+        "tail are kept; the marker names the lines left out)"
+    )
+
+
 ContextEvent = (
-    PruneEvent | CompactionStarted | CompactionFinished | CompactionFailed | CompactionCancelled
+    PruneEvent
+    | TrimEvent
+    | CompactionStarted
+    | CompactionFinished
+    | CompactionFailed
+    | CompactionCancelled
 )

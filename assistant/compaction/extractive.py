@@ -1,22 +1,23 @@
 """Mechanical state (appended by code to every summary) and the extractive fallback summary.
 
 The model may forget things; code does not. Every summary ends with a verbatim record built
-from the messages themselves:
+from the messages themselves (:func:`render_mechanical`):
 
-* **Files** read and modified (cumulative, from tool calls: :mod:`.file_tracking`);
-* **User constraints**: every sentence of a user message that states a rule or preference
-  (must, never, always, do not, only, prefer, ...), verbatim, oldest first;
-* **User messages**: the user's own messages, verbatim, newest first within a budget; older
-  ones are truncated with a marker;
-* **Last user request**, verbatim (truncated with a marker only if it alone is too large).
+* **What the user said**: every summarized user message, verbatim, oldest first, shortened
+  only past the record's budget and then by the rules of :mod:`.user_record` (pasted
+  material, questions and chatter go first, the newest instructions last);
+* **Last user request**, verbatim, when it is not visible after the summary (whole unless
+  it alone exceeds the budget);
+* **Files** read and modified (cumulative, from tool calls: :mod:`.file_tracking`).
 
 :func:`extractive_summary` is the deterministic summary used when the model's summaries are
-rejected twice; it fills the required sections from the same data.
+rejected; it fills the required sections from the same data. Its Goal is the task statement
+(:func:`.user_record.task_statement`): the first substantive user message, never a slash
+command.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
@@ -28,44 +29,35 @@ from assistant.compaction.prompts import (
 )
 from assistant.compaction.serialize import format_call
 from assistant.compaction.tokens import truncate_to_tokens
+from assistant.compaction.user_record import (
+    instructions,
+    render_user_record,
+    task_statement,
+)
 from assistant.conversation import Message
 
 Count = Callable[[str], int]
 
-_CONSTRAINT = re.compile(
-    r"\b(must|mustn'?t|never|always|do not|don'?t|only|avoid|prefer\w*|make sure|remember|"
-    r"require[sd]?|required|should(?:n'?t)?|no more than|at most|at least|keep|constraint)\b",
-    re.IGNORECASE,
-)
-_SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
-MAX_CONSTRAINT_CHARS = 300
-#: Share of the verbatim record the user's constraints may take. They come first: losing a
-#: rule the user set is the failure users notice most, and rules are short.
-CONSTRAINT_SHARE = 0.7
 TRUNC = " [...truncated]"
+#: Largest share of the record the file lists may take (paths are short; most fit).
+FILES_SHARE = 0.35
 
 
 def constraint_sentences(text: str) -> list[str]:
-    """Sentences of ``text`` that state a rule or preference, verbatim."""
-    out: list[str] = []
-    for raw in _SENTENCE.split(text):
-        sentence = raw.strip(" -*\t")
-        if len(sentence) < 4 or not _CONSTRAINT.search(sentence):
-            continue
-        if len(sentence) > MAX_CONSTRAINT_CHARS:
-            sentence = sentence[:MAX_CONSTRAINT_CHARS].rstrip() + TRUNC
-        out.append(sentence)
-    return out
+    """The user's instruction sentences in ``text``, verbatim (pasted material excluded)."""
+    return instructions(text)
 
 
 @dataclass
 class MechanicalState:
     files: FileOps = field(default_factory=FileOps)
+    #: The user's instruction sentences in the summarized part, oldest first.
     constraints: list[str] = field(default_factory=list)
-    #: The user's messages in the summarized part, oldest first.
+    #: The user's messages in the summarized part, oldest first (without ``last_request``).
     user_messages: list[str] = field(default_factory=list)
     #: The newest user message, when it is not visible verbatim after the summary.
     last_request: str | None = None
+    #: The task statement: the first substantive user message.
     first_request: str | None = None
 
 
@@ -86,7 +78,7 @@ def collect_state(
         constraints=constraints,
         user_messages=older,
         last_request=last,
-        first_request=users[0] if users else None,
+        first_request=task_statement(users),
     )
 
 
@@ -115,8 +107,9 @@ def _bullets(items: Sequence[str], budget: int, count: Count, *, newest_first: b
     omitted = len(lines) - len(chosen)
     if newest_first:
         chosen.reverse()
-        chosen.insert(0, f"- [{omitted} older omitted]")
-    else:
+        if omitted:
+            chosen.insert(0, f"- [{omitted} older omitted]")
+    elif omitted:
         chosen.append(f"- [{omitted} more omitted]")
     return "\n".join(chosen)
 
@@ -141,41 +134,34 @@ def _path_list(label: str, paths: Sequence[str], budget: int, count: Count) -> s
     return f"{label}: [{len(paths)} files]"
 
 
+def files_section(files: FileOps, budget: int, count: Count) -> str:
+    """``## Files`` with the modified and read paths within ``budget`` tokens ("" if none)."""
+    if not (files.read or files.modified) or budget <= 8:
+        return ""
+    lines = ["## Files"]
+    if files.modified:
+        share = budget // 2 if files.read else budget
+        lines.append(_path_list("Modified", files.modified, share - count(lines[0]), count))
+    if files.read:
+        lines.append(_path_list("Read", files.read, budget - count("\n".join(lines)), count))
+    return "\n".join(lines)
+
+
 def render_mechanical(state: MechanicalState, budget: int, count: Count) -> str:
     """The verbatim record appended to a summary, at most about ``budget`` tokens.
 
-    Priorities: constraints, files, the last request, then the other user messages.
+    The file lists take what they need up to :data:`FILES_SHARE` of the budget; the user's
+    words (last request first, then the earlier messages) get the rest, shortened by the
+    rules of :mod:`.user_record` only when they do not fit.
     """
     if budget <= 0:
         return ""
-    sections: list[str] = []
-    left = budget
-    if state.constraints:
-        body = _bullets(
-            state.constraints, int(budget * CONSTRAINT_SHARE), count, newest_first=False
-        )
-        sections.append("## User constraints (verbatim)\n" + body)
-        left -= count(sections[-1]) + 2
-    files = state.files
-    if files.read or files.modified:
-        cap = max(min(int(budget * 0.5), left - 8), 0)
-        lines = ["## Files"]
-        if files.modified:
-            lines.append(_path_list("Modified", files.modified, cap // 2, count))
-        if files.read:
-            lines.append(_path_list("Read", files.read, cap - count("\n".join(lines)), count))
-        sections.append("\n".join(lines))
-        left -= count(sections[-1]) + 2
-    if state.last_request and left > 16:
-        cap = max(min(int(budget * 0.25), left - 12), 8)
-        text = truncate_to_tokens(state.last_request, cap, count, TRUNC)
-        sections.append("## Last user request (verbatim)\n" + text)
-        left -= count(sections[-1]) + 2
-    if state.user_messages and left > 24:
-        body = _bullets(state.user_messages, left - 12, count, newest_first=True)
-        if body.count("\n- ") or not body.startswith("- ["):  # not only an omission marker
-            sections.append("## Earlier user messages (verbatim, oldest first)\n" + body)
-    return "\n\n".join(sections)
+    files = files_section(state.files, int(budget * FILES_SHARE), count)
+    left = budget - (count(files) + 2 if files else 0)
+    users = render_user_record(
+        state.user_messages, left, count, last_request=state.last_request
+    )
+    return "\n\n".join(part for part in (users, files) if part)
 
 
 def compose_summary(model_part: str, mechanical: str, *, short: bool = False) -> str:
@@ -222,7 +208,8 @@ def extractive_summary(
     parts = [
         "## Goal\n" + truncate_to_tokens(goal.replace("\n", " "), share, count, TRUNC),
         "## Constraints & Preferences\n"
-        + ("- listed verbatim below" if state.constraints else "- none stated"),
+        + ("- in the user's own words, recorded verbatim below" if state.constraints
+           else "- none stated"),
         "## Progress\n### Done\n"
         + (_bullets(done, share * 2, count, newest_first=True) or "- nothing recorded")
         + "\n### In Progress\n- "

@@ -3,7 +3,11 @@
 ``read_file`` counts as a read, ``write_file`` and ``edit_file`` as modifications (only when
 their result is not an error). ``list_dir``, ``find_files``, ``grep`` and ``run_command`` do
 not read a specific file and are not listed. Calls the user started (``/read``, drag and drop)
-look the same and count the same. The lists are cumulative: each compaction starts from the
+look the same and count the same. Transcripts of other agents replayed through the pipeline
+use their own names (``read``, ``Read``, ``view``, ``write``, ``Edit``, ``MultiEdit``,
+``str_replace_editor`` ...) and argument keys (``file_path``, ``filePath``, ``target_file``
+...): the common ones are recognised too (:data:`READ_TOOLS`, :data:`WRITE_TOOLS`,
+:data:`PATH_KEYS`). The lists are cumulative: each compaction starts from the
 previous record's lists, and a file that was modified is listed only as modified.
 """
 
@@ -14,9 +18,20 @@ from dataclasses import dataclass, field
 
 from assistant.conversation import Message, ToolCall
 
-READ_TOOLS = frozenset({"read_file"})
-WRITE_TOOLS = frozenset({"write_file", "edit_file"})
-PATH_KEYS = ("path", "file_path", "file", "filename")
+READ_TOOLS = frozenset(
+    {"read_file", "read", "Read", "view", "View", "cat", "open_file", "read_files", "ReadFile"}
+)
+WRITE_TOOLS = frozenset(
+    {
+        "write_file", "edit_file", "write", "Write", "edit", "Edit", "MultiEdit", "multi_edit",
+        "create_file", "str_replace", "str_replace_editor", "apply_patch", "replace_in_file",
+        "insert", "patch", "WriteFile", "EditFile", "NotebookEdit",
+    }
+)
+PATH_KEYS = (
+    "path", "file_path", "filePath", "file", "filename", "target_file", "notebook_path",
+    "absolute_path",
+)
 
 
 def call_path(call: ToolCall) -> str | None:

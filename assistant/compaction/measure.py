@@ -28,8 +28,8 @@ from assistant.compaction.prune import count_user_turns, plan_prune
 from assistant.compaction.summarizer import ExtractiveSummarizer, ModelSummarizer
 from assistant.compaction.tokens import CountingBackend, TokenCounter
 from assistant.config import EffectivePolicy, default_local
-from assistant.conversation import Conversation, Message, ToolCall
-from assistant.llm.base import LLMBackend
+from assistant.conversation import CompactionReason, Conversation, Message, ToolCall
+from assistant.llm.base import GenerationOptions, LLMBackend, PromptCounter
 
 SYSTEM = "You are a helpful assistant running offline."
 _CODE = "def handler(request):\n    value = request.get('key', 0)\n    return value * 2\n"
@@ -67,7 +67,7 @@ def _median_ms(fn: Any, calls: int) -> float:
 
 
 def measure_policy(
-    backend: LLMBackend | None = None,
+    backend: PromptCounter | None = None,
     *,
     policy: EffectivePolicy | None = None,
     fill: float = 0.85,
@@ -75,7 +75,7 @@ def measure_policy(
 ) -> dict[str, Any]:
     """Median milliseconds per call; see the module docstring."""
     pol = policy or default_local().effective("local", None)
-    be: LLMBackend = backend or CountingBackend(window=pol.window)
+    be: PromptCounter = backend or CountingBackend(window=pol.window)
     counter = TokenCounter(be)
     conv = synthetic_conversation(counter, int(pol.window * fill))
     controller = ContextController(
@@ -136,10 +136,10 @@ def summary_prefill(
     )
     if warm:  # the chat's last call, as the app made it (not timed)
         sent = controller.prepare(conv, system_prompt=SYSTEM)
-        for _event in backend.generate(sent.messages, max_tokens=1, temperature=0.0):
+        for _event in backend.generate(sent.messages, GenerationOptions(1, temperature=0.0)):
             pass
     start = time.perf_counter()
-    record = controller.compact(conv, system_prompt=SYSTEM, reason="manual")
+    record = controller.compact(conv, system_prompt=SYSTEM, reason=CompactionReason.MANUAL)
     took = time.perf_counter() - start
     outcome = outcomes[0] if outcomes else None
     return {

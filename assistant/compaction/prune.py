@@ -1,32 +1,32 @@
 """Layer 1: clear old tool outputs before every model call (lossless).
 
-Rule (OpenCode's prune, with real token counts):
+Rule (OpenCode's prune, with real token counts, and one guarantee on top):
 
+0. **Unanswered outputs are never pruned** (see :mod:`.visibility`): every tool output after
+   the model's last final reply, that is the reads the user started before asking about
+   them and every output of the turn in progress, stays until the model has answered. They
+   still count towards ``protect`` below.
 1. Nothing happens while the chat has fewer than :data:`MIN_USER_TURNS` user messages.
 2. Tool results the model still sees are scanned newest to oldest, adding each one's tokens.
    A result stays while the running total (including it) is at most ``protect``; the first
-   one that pushes the total over ``protect``, and every older one, is a candidate.
+   answered one that pushes the total over ``protect``, and every older one, is a candidate.
 3. Candidates are pruned only when together they free at least ``minimum`` tokens (freed =
-   the segment with the content minus the segment with the placeholder). Batching like this
+   the segment with the content minus the segment with its cleared note). Batching like this
    keeps the KV-cache prefix stable between calls.
 
-One deliberate addition: the newest tool result of the current turn (after the last user
-message) is always kept, even when it alone is larger than ``protect``, so the model sees
-the output it just asked for at least once (OpenCode protects whole recent turns for the
-same reason). If that output cannot fit at all, compaction deals with it.
-
 Only ``role == "tool"`` messages are ever touched; already pruned ones are skipped (they
-count their placeholder towards ``protect``), so running it twice changes nothing. The
-caller applies the plan with ``Conversation.mark_pruned``: the original content stays in
-the message and on disk, the model sees :data:`~assistant.conversation.PRUNED_PLACEHOLDER`.
+count their note towards ``protect``), so running it twice changes nothing. The caller
+applies the plan with ``Conversation.mark_pruned``: the original content stays in the
+message and on disk; the model sees :func:`~.visibility.cleared_note`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from assistant.compaction.tokens import TokenCounter
+from assistant.compaction.visibility import unanswered_ids
 from assistant.conversation import Message
 
 MIN_USER_TURNS = 2
@@ -42,6 +42,8 @@ class PrunePlan:
     candidate_tokens: int = 0
     reason: str = ""
     protected_ids: tuple[str, ...] = field(default=())
+    #: Outputs kept because the model has not answered them yet.
+    unanswered_ids: tuple[str, ...] = field(default=())
 
     @property
     def applies(self) -> bool:
@@ -52,16 +54,6 @@ def count_user_turns(messages: Sequence[Message]) -> int:
     return sum(1 for m in messages if m.role == "user")
 
 
-def current_turn_result(visible: Sequence[Message]) -> str | None:
-    """Id of the newest tool result after the last user message, if any."""
-    for msg in reversed(visible):
-        if msg.role == "user":
-            return None
-        if msg.role == "tool":
-            return msg.id
-    return None
-
-
 def plan_prune(
     visible: Sequence[Message],
     counter: TokenCounter,
@@ -69,20 +61,23 @@ def plan_prune(
     protect: int,
     minimum: int,
     user_turns: int | None = None,
+    cleared_size: Callable[[Message], int] | None = None,
 ) -> PrunePlan:
     """Decide what to prune among ``visible`` (the messages the model would see).
 
     ``user_turns`` is the number of user messages in the whole chat (defaults to those in
-    ``visible``); summarized ones still count as turns.
+    ``visible``); summarized ones still count as turns. ``cleared_size(msg)`` is the segment
+    size of ``msg`` once cleared (default: with the bare placeholder).
     """
     turns = count_user_turns(visible) if user_turns is None else user_turns
     if turns < MIN_USER_TURNS:
         return PrunePlan(reason=f"only {turns} user turn(s)")
+    cleared = cleared_size or counter.as_pruned
+    waiting = unanswered_ids(visible)
     total = 0
     protected: list[str] = []
     candidates: list[str] = []
     freed = 0
-    current = current_turn_result(visible)
     for msg in reversed(visible):
         if msg.role != "tool":
             continue
@@ -91,23 +86,27 @@ def plan_prune(
             continue
         size = counter.message(msg)
         total += size
-        if total <= protect or msg.id == current:
+        if total <= protect or msg.id in waiting:
             protected.append(msg.id)
             continue
-        gain = size - counter.as_pruned(msg)
+        gain = size - cleared(msg)
         if gain <= 0:
             continue
         candidates.append(msg.id)
         freed += gain
+    unanswered = tuple(i for i in protected if i in waiting)
     if not candidates:
         return PrunePlan(
-            reason="nothing beyond the protected tokens", protected_ids=tuple(protected)
+            reason="nothing beyond the protected tokens",
+            protected_ids=tuple(protected),
+            unanswered_ids=unanswered,
         )
     if freed < minimum:
         return PrunePlan(
             candidate_tokens=freed,
             reason=f"would free {freed} < minimum {minimum}",
             protected_ids=tuple(protected),
+            unanswered_ids=unanswered,
         )
     candidates.reverse()  # oldest first, the order they appear in the chat
     return PrunePlan(
@@ -116,4 +115,5 @@ def plan_prune(
         candidate_tokens=freed,
         reason="pruned",
         protected_ids=tuple(protected),
+        unanswered_ids=unanswered,
     )

@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import logging
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Generator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
@@ -42,7 +42,7 @@ from assistant.compaction.serialize import serialize, serialize_message
 from assistant.compaction.tokens import TokenCounter, truncate_to_tokens
 from assistant.compaction.validate import validate_summary
 from assistant.conversation import Message
-from assistant.llm.base import CancelToken, LLMBackend
+from assistant.llm.base import CancelToken, GenerationOptions, KVCacheAware, LLMBackend
 
 log = logging.getLogger("assistant.compaction")
 
@@ -209,9 +209,13 @@ class ModelSummarizer:
         Raises :class:`_Rejected` when both attempts were rejected.
         """
         be = self.backend
-        cached = getattr(be, "cached_prefix", None)
-        if request.chat is None or cached is None or not (request.history or request.turn_prefix):
+        if (
+            request.chat is None
+            or not isinstance(be, KVCacheAware)
+            or not (request.history or request.turn_prefix)
+        ):
             return None
+        cached = be.cached_prefix
         update = request.previous is not None
         split = bool(request.turn_prefix)
         words = _words(request.budget)
@@ -365,22 +369,17 @@ class ModelSummarizer:
         pieces: list[str] = []
         finish = "stop"
         out.calls += 1
-        stream = self.backend.generate(
-            messages,
-            max_tokens=budget,
-            temperature=self.temperature,
-            tools=tools,
-            stop=("[User]:",),
-            cancel=cancel,
+        options = GenerationOptions(
+            max_tokens=budget, temperature=self.temperature, stop=("[User]:",)
         )
+        stream = self.backend.generate(messages, options, tools=tools, cancel=cancel)
         for event in stream:
             if event.delta:
                 pieces.append(event.delta)
                 if "\n" in event.delta and _looping("".join(pieces)):
                     finish = "repetition"  # rejected anyway: do not wait for max_tokens
-                    close = getattr(stream, "close", None)
-                    if close is not None:
-                        close()
+                    if isinstance(stream, Generator):
+                        stream.close()
                     break
             if event.result is not None:
                 finish = event.result.finish_reason
@@ -396,8 +395,7 @@ def _prompt_tokens(
 ) -> list[int]:
     """The prompt's tokens, through the backend's incremental prompt tokenizer if it has one."""
     text = be.render_prompt(messages, tools)
-    fast = getattr(be, "tokenize_prompt", None)
-    return list(fast(text)) if fast is not None else be.tokenize(text)
+    return be.tokenize_prompt(text) if isinstance(be, KVCacheAware) else be.tokenize(text)
 
 
 def _looping(text: str) -> bool:

@@ -25,18 +25,11 @@ characters-per-token guess is never used.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from assistant.conversation import Message
-from assistant.llm.base import (
-    CancelToken,
-    ChatMessages,
-    LLMBackend,
-    LLMError,
-    ModelInfo,
-    StreamEvent,
-)
+from assistant.llm.base import ChatMessages, ModelInfo, PromptCounter
 from assistant.llm.fallback_tokenizer import Cl100kTokenizer
 from assistant.llm.template import ChatTemplate
 
@@ -56,7 +49,7 @@ def _memo_key(msg: Message) -> MemoKey:
 class TokenCounter:
     """Memoized per-message token counts through one backend's template and tokenizer."""
 
-    def __init__(self, backend: LLMBackend) -> None:
+    def __init__(self, backend: PromptCounter) -> None:
         self.backend = backend
         self._memo: dict[MemoKey, int] = {}
         self._anchor_tokens: int | None = None
@@ -155,9 +148,9 @@ def truncate_to_tokens(
 class CountingBackend:
     """Accounting without a model: the ChatML fallback template and offline cl100k.
 
-    Implements :class:`LLMBackend` so the controller works unchanged before a model is
-    loaded (estimating a saved chat, the replay tool's ``extractive`` mode). ``generate``
-    raises: a summary then has to come from the extractive summarizer.
+    A :class:`PromptCounter`, so the controller works before a model is loaded
+    (estimating a saved chat, the replay tool's ``extractive`` mode). It cannot generate:
+    summaries then come from the extractive summarizer.
     """
 
     name = "cl100k (fallback)"
@@ -194,21 +187,3 @@ class CountingBackend:
         self, messages: ChatMessages, tools: Sequence[dict[str, Any]] | None = None
     ) -> int:
         return self.count(self.render_prompt(messages, tools))
-
-    def generate(
-        self,
-        messages: ChatMessages,
-        *,
-        max_tokens: int,
-        temperature: float = 0.2,
-        top_p: float = 0.95,
-        tools: Sequence[dict[str, Any]] | None = None,
-        stop: Sequence[str] = (),
-        cancel: CancelToken | None = None,
-        on_prefill: Callable[[int, int], None] | None = None,
-        grammar: str | None = None,
-    ) -> Iterator[StreamEvent]:
-        raise LLMError("no model is loaded; only token counting is available")
-
-    def close(self) -> None:
-        return None

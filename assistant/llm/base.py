@@ -1,13 +1,20 @@
-"""The model backend contract.
+"""The model backend contract: three small protocols and the values they exchange.
 
-Everything above ``llm/`` talks to a model only through :class:`LLMBackend`. The real one
-is :class:`assistant.llm.llama_backend.LlamaBackend`; tests use
-:class:`assistant.llm.fake.ScriptedBackend`.
+Everything above ``llm/`` talks to a model only through these:
 
-Prompts are lists of OpenAI-format message dicts (``Message.to_openai()``). The backend
-renders them with the model's chat template, tokenizes the result with the model's own
-tokenizer, and generates from exactly those tokens, so ``count_prompt`` is what the model
-sees.
+* :class:`PromptCounter` renders a chat prompt with the model's template and counts it with
+  the model's own tokenizer (``count_prompt`` is exactly what the model sees). Enough for
+  token accounting before a model is loaded (``compaction.tokens.CountingBackend``).
+* :class:`ChatGenerator` streams a reply; its sampling options are one
+  :class:`GenerationOptions` value.
+* :class:`LLMBackend` is both, plus ``close``: a loaded model.
+  (:class:`assistant.llm.llama_backend.LlamaBackend`; tests use
+  :class:`assistant.llm.fake.ScriptedBackend`.)
+* :class:`KVCacheAware` is optional: a backend that knows which prompt tokens its KV cache
+  holds (cached prefix, incremental prompt tokenization, state save/restore, reset). Callers
+  check it with ``isinstance(backend, KVCacheAware)``, never by probing for methods.
+
+Prompts are lists of OpenAI-format message dicts (``Message.to_openai()``).
 """
 
 from __future__ import annotations
@@ -44,7 +51,7 @@ class ModelLoadError(LLMError):
 
 
 class GrammarError(LLMError):
-    """A grammar given to ``generate`` does not parse, or the model cannot follow it."""
+    """A grammar given to a backend does not parse, or the model cannot follow it."""
 
 
 class GenerationCancelled(LLMError):
@@ -68,6 +75,27 @@ class CancelToken:
         self._event.clear()
 
 
+@dataclass(frozen=True)
+class GenerationOptions:
+    """How to sample one reply (one value, passed whole to every backend)."""
+
+    #: Longest reply in tokens (the backend also stops at the end of the window).
+    max_tokens: int
+    temperature: float = 0.2
+    top_p: float = 0.95
+    #: Extra stop strings (the template's end-of-turn markers always stop).
+    stop: tuple[str, ...] = ()
+    #: A GBNF grammar the reply must follow. A backend that cannot honour it generates
+    #: without it and names ``"grammar"`` in :attr:`GenerationResult.ignored`.
+    grammar: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.max_tokens < 0:
+            raise ValueError(f"max_tokens must be >= 0, not {self.max_tokens}")
+        if not isinstance(self.stop, tuple):  # a list would make the value unhashable
+            object.__setattr__(self, "stop", tuple(self.stop))
+
+
 @dataclass
 class GenerationResult:
     """What one model call did."""
@@ -83,6 +111,8 @@ class GenerationResult:
     prefill_s: float = 0.0
     generate_s: float = 0.0
     first_token_s: float | None = None
+    #: Options the backend could not honour (e.g. ``("grammar",)``); empty when all were.
+    ignored: tuple[str, ...] = ()
 
     @property
     def stopped(self) -> bool:
@@ -119,9 +149,22 @@ class Tokenizer(Protocol):
     def count(self, text: str) -> int: ...
 
 
+@dataclass(frozen=True)
+class KVState:
+    """A snapshot of a backend's KV cache: the tokens it holds and the engine's own bytes.
+
+    Only the backend (model file and context size) that saved it can load it again.
+    """
+
+    #: ``ModelInfo.path`` of the backend that saved it.
+    model: str
+    tokens: tuple[int, ...]
+    data: bytes = b""
+
+
 @runtime_checkable
-class LLMBackend(Tokenizer, Protocol):
-    """A loaded model. Implementations are used from one thread at a time."""
+class PromptCounter(Tokenizer, Protocol):
+    """Renders prompts with the model's chat template and counts them exactly."""
 
     @property
     def info(self) -> ModelInfo: ...
@@ -142,27 +185,64 @@ class LLMBackend(Tokenizer, Protocol):
         """Exact token count of ``render_prompt(messages, tools)``."""
         ...
 
+
+@runtime_checkable
+class ChatGenerator(Protocol):
+    """Streams replies. Used from one thread at a time."""
+
     def generate(
         self,
         messages: ChatMessages,
+        options: GenerationOptions,
         *,
-        max_tokens: int,
-        temperature: float = 0.2,
-        top_p: float = 0.95,
         tools: Sequence[dict[str, Any]] | None = None,
-        stop: Sequence[str] = (),
         cancel: CancelToken | None = None,
         on_prefill: Callable[[int, int], None] | None = None,
-        grammar: str | None = None,
     ) -> Iterator[StreamEvent]:
         """Stream a reply; the last event carries the :class:`GenerationResult`.
 
         Raises :class:`ContextOverflowError` before evaluating anything when the prompt
         does not fit. ``cancel`` stops within one token, and between prompt batches.
-        ``on_prefill(done, total)`` reports prompt evaluation progress. ``grammar`` (GBNF,
-        root rule ``root``) constrains the reply to its language; one that does not parse
-        raises :class:`GrammarError` before anything is evaluated.
+        ``on_prefill(done, total)`` reports prompt evaluation progress. A grammar
+        (:attr:`GenerationOptions.grammar`, GBNF with root rule ``root``) that does not
+        parse raises :class:`GrammarError` before anything is evaluated; one the model
+        cannot follow midway raises it too.
         """
         ...
 
+
+@runtime_checkable
+class LLMBackend(PromptCounter, ChatGenerator, Protocol):
+    """A loaded model: counts, generates, and holds resources until :meth:`close`."""
+
     def close(self) -> None: ...
+
+
+@runtime_checkable
+class KVCacheAware(Protocol):
+    """A backend that knows what its KV cache holds (optional; check with ``isinstance``).
+
+    Callers use it to choose prompts that reuse the cache (an in-context summary), to
+    start measurements cold, and to keep a chat's cache across a reload.
+    """
+
+    def tokenize_prompt(self, text: str) -> list[int]:
+        """Exactly ``tokenize(text)`` for a rendered prompt, cheaper for a prompt that
+        shares pieces with earlier ones."""
+        ...
+
+    def cached_prefix(self, tokens: Sequence[int]) -> int:
+        """How many leading ``tokens`` the KV cache holds (a call would not evaluate)."""
+        ...
+
+    def save_state(self) -> KVState:
+        """A snapshot of the KV cache (tokens and engine state)."""
+        ...
+
+    def load_state(self, state: KVState) -> None:
+        """Restore a snapshot taken by this backend; raises :class:`LLMError` if it cannot."""
+        ...
+
+    def reset_kv_cache(self) -> None:
+        """Forget everything cached: the next call evaluates its whole prompt."""
+        ...

@@ -2,15 +2,19 @@
 
 It renders prompts with the same :class:`ChatTemplate` as the real backend (ChatML by
 default), counts them with cl100k, simulates the KV cache (longest common token prefix with
-the previous call), and raises :class:`ContextOverflowError` exactly where the real backend
-would. Replies come from a queue: strings, or callables that receive the prompt messages.
+the previous call; it is ``KVCacheAware``), and raises :class:`ContextOverflowError` exactly
+where the real backend would. Replies come from a queue: strings, or callables that receive
+the prompt messages.
 
     backend = ScriptedBackend(["Hello!", lambda msgs: "You said " + msgs[-1]["content"]])
 
-A call with a ``grammar`` records it; the reply must be in the grammar's language (checked
-with :func:`assistant.llm.gbnf.to_regex`; a reply a constrained model could not produce
-raises ``ValueError``: the test's script is wrong). ``grammar_failure`` simulates a model
-that cannot follow grammars: every call with one raises :class:`GrammarError` with it.
+A call with a grammar (``GenerationOptions.grammar``) simulates a constrained model: the
+reply must be in the grammar's language (checked with :func:`assistant.llm.gbnf.to_regex`;
+a reply such a model could not write raises ``ValueError``: the test's script is wrong).
+``ignore_grammar`` simulates a backend that cannot apply grammars (the reply is given as
+is and ``"grammar"`` is reported in ``GenerationResult.ignored``); ``grammar_failure`` one
+whose vocabulary cannot follow them (every call with a grammar raises
+:class:`GrammarError` with that text).
 """
 
 from __future__ import annotations
@@ -24,8 +28,11 @@ from assistant.llm.base import (
     CancelToken,
     ChatMessages,
     ContextOverflowError,
+    GenerationOptions,
     GenerationResult,
     GrammarError,
+    KVState,
+    LLMError,
     ModelInfo,
     StreamEvent,
 )
@@ -44,8 +51,11 @@ class RecordedCall:
     max_tokens: int
     result: GenerationResult | None = None
     prompt_text: str = ""
-    grammar: str | None = None
-    temperature: float = 0.2
+    options: GenerationOptions | None = None
+
+    @property
+    def grammar(self) -> str | None:
+        return self.options.grammar if self.options is not None else None
 
 
 @dataclass
@@ -59,6 +69,8 @@ class ScriptedBackend:
     default_reply: str = "OK."
     calls: list[RecordedCall] = field(default_factory=list)
     name: str = "scripted (cl100k)"
+    #: Simulate a backend that cannot apply grammars (replies as scripted, reported ignored).
+    ignore_grammar: bool = False
     #: When set, every call with a grammar raises GrammarError(grammar_failure).
     grammar_failure: str | None = None
 
@@ -98,9 +110,24 @@ class ScriptedBackend:
     ) -> int:
         return self.count(self.render_prompt(messages, tools))
 
+    # -- KVCacheAware ---------------------------------------------------------------------
+    def tokenize_prompt(self, text: str) -> list[int]:
+        return self.tokenize(text)
+
     def cached_prefix(self, tokens: Sequence[int]) -> int:
         """How many leading ``tokens`` the simulated KV cache holds (as LlamaBackend)."""
         return _common_prefix(self._cache, tokens)
+
+    def save_state(self) -> KVState:
+        return KVState(model=self.info.path, tokens=tuple(self._cache))
+
+    def load_state(self, state: KVState) -> None:
+        if state.model != self.info.path:
+            raise LLMError(f"a KV state of {state.model} cannot be loaded into {self.info.path}")
+        self._cache = list(state.tokens)
+
+    def reset_kv_cache(self) -> None:
+        self._cache = []
 
     def enqueue(self, *replies: Reply) -> None:
         self.replies.extend(replies)
@@ -108,26 +135,25 @@ class ScriptedBackend:
     def generate(
         self,
         messages: ChatMessages,
+        options: GenerationOptions,
         *,
-        max_tokens: int,
-        temperature: float = 0.2,
-        top_p: float = 0.95,
         tools: Sequence[dict[str, Any]] | None = None,
-        stop: Sequence[str] = (),
         cancel: CancelToken | None = None,
         on_prefill: Callable[[int, int], None] | None = None,
-        grammar: str | None = None,
     ) -> Iterator[StreamEvent]:
+        """Stream the next scripted reply (held to a grammar: see the module docstring)."""
+        max_tokens = options.max_tokens
         msgs = [dict(m) for m in messages]
         text = self.render_prompt(msgs, tools)
         tokens = self.tokenize(text)
         record = RecordedCall(
             msgs, list(tools) if tools else None, len(tokens), max_tokens, prompt_text=text,
-            grammar=grammar, temperature=temperature,
+            options=options,
         )
         self.calls.append(record)
         if len(tokens) >= self.window:
             raise ContextOverflowError(len(tokens), self.window)
+        grammar = None if self.ignore_grammar else options.grammar
         if grammar is not None and self.grammar_failure is not None:
             raise GrammarError(self.grammar_failure)
         reused = _common_prefix(self._cache, tokens)
@@ -170,6 +196,7 @@ class ScriptedBackend:
             finish_reason=finish,
             generate_s=time.perf_counter() - start,
             first_token_s=first,
+            ignored=("grammar",) if options.grammar is not None and grammar is None else (),
         )
         record.result = result
         yield StreamEvent(result=result)
@@ -183,7 +210,7 @@ def _check_grammar(grammar: str, reply: str) -> None:
         pattern = to_regex(grammar)
     except GBNFSyntaxError as exc:
         if "recursive" in str(exc):
-            return  # not checkable with a regex; the call is still recorded
+            return  # not checkable with a regular expression; the call is still recorded
         raise GrammarError(f"the grammar does not parse: {exc}") from exc
     if pattern.fullmatch(reply) is None:
         raise ValueError(f"scripted reply is outside the grammar's language: {reply[:80]!r}")

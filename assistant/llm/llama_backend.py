@@ -11,12 +11,16 @@ Generation is driven at the token level rather than through ``create_completion`
   in the cache is kept, the rest is evaluated in ``n_batch`` chunks, and a cancel between
   chunks interrupts prompt evaluation;
 * a cancel takes effect within one generated token.
+
+It is :class:`~assistant.llm.base.KVCacheAware`: it tells how much of a prompt is cached,
+tokenizes prompts incrementally, saves and restores the KV state, and resets it.
 """
 
 from __future__ import annotations
 
 import codecs
 import contextlib
+import ctypes
 import logging
 import os
 import threading
@@ -31,13 +35,17 @@ from assistant.llm.base import (
     CancelToken,
     ChatMessages,
     ContextOverflowError,
+    GenerationOptions,
     GenerationResult,
     GrammarError,
+    KVState,
+    LLMError,
     ModelInfo,
     ModelLoadError,
     StreamEvent,
 )
 from assistant.llm.constrained import GrammarSampler, grammar_accepts
+from assistant.llm.gguf import GGUFHeaderError, read_header
 from assistant.llm.provision import is_verified
 from assistant.llm.registry import ModelEntry, resolve_model
 from assistant.llm.template import ChatTemplate
@@ -45,6 +53,8 @@ from assistant.llm.template import ChatTemplate
 log = logging.getLogger(__name__)
 
 GGUF_MAGIC = b"GGUF"
+#: Sampler settings besides the temperature (``top_p`` is overridden per call).
+_SAMPLER: dict[str, Any] = {"top_p": 0.95, "top_k": 40, "min_p": 0.05, "repeat_penalty": 1.1}
 
 
 def check_model_file(path: Path, entry: ModelEntry | None = None) -> None:
@@ -72,6 +82,16 @@ def check_model_file(path: Path, entry: ModelEntry | None = None) -> None:
         raise ModelLoadError(
             str(path), "the file is damaged: its sha256 does not match the registry."
         )
+
+
+def _header_context(path: Path) -> int | None:
+    """The trained context from the GGUF header; a damaged header is a load error."""
+    try:
+        return read_header(path).context_length
+    except GGUFHeaderError as exc:
+        raise ModelLoadError(str(path), f"{exc}.") from None
+    except OSError as exc:
+        raise ModelLoadError(str(path), f"it cannot be read ({exc.strerror or exc}).") from None
 
 
 # -- incremental prompt tokenization ----------------------------------------------------------
@@ -329,7 +349,9 @@ class LlamaBackend:
         except ImportError as exc:  # pragma: no cover - broken install
             raise ModelLoadError(str(path), f"llama-cpp-python is not installed ({exc})") from exc
         n_threads = threads or max(1, (os.cpu_count() or 2))
-        trained = entry.context_length if entry else None
+        # The trained length comes from the registry or the file's header, before any
+        # context exists: a window beyond it is never allocated.
+        trained = entry.context_length if entry else _header_context(path)
         ctx = min(n_ctx, trained) if trained else n_ctx
 
         def open_llama(n_ctx: int) -> Any:
@@ -352,8 +374,8 @@ class LlamaBackend:
                 str(path), f"llama.cpp could not load it ({exc}); the file may be damaged."
             ) from exc
         train_ctx = int(llama._model.n_ctx_train())
-        if entry is None and train_ctx and n_ctx > train_ctx:
-            # An unregistered file: now that the trained length is known, cap the window.
+        if train_ctx and ctx > train_ctx:
+            # Only when the header named no trained length (llama.cpp found one anyway).
             llama.close()
             llama = open_llama(train_ctx)
         return cls(llama, path, entry, int(llama.n_ctx()))
@@ -562,42 +584,57 @@ class LlamaBackend:
             n += 1
         return n
 
+    def save_state(self) -> KVState:
+        """The KV cache as bytes (only its used cells) with the tokens it holds."""
+        lc, llm = self._llama_cpp, self._llm
+        ctx = llm._ctx.ctx
+        size = int(lc.llama_state_get_size(ctx))
+        buf = (ctypes.c_uint8 * size)()
+        written = int(lc.llama_state_get_data(ctx, buf, size))
+        if written > size:
+            raise LLMError("llama.cpp could not copy the KV state")
+        tokens = tuple(int(t) for t in llm.input_ids[: llm.n_tokens])
+        return KVState(model=self._info.path, tokens=tokens, data=bytes(buf)[:written])
+
+    def load_state(self, state: KVState) -> None:
+        """Restore a :meth:`save_state` snapshot of this model; the next call reuses it."""
+        if state.model != self._info.path:
+            raise LLMError(f"a KV state of {state.model} cannot be loaded into {self._info.path}")
+        llm = self._llm
+        if len(state.tokens) > int(llm.n_ctx()):
+            raise LLMError("the KV state holds more tokens than this context window")
+        buf = (ctypes.c_uint8 * len(state.data)).from_buffer_copy(state.data)
+        if int(self._llama_cpp.llama_state_set_data(llm._ctx.ctx, buf, len(state.data))) != len(
+            state.data
+        ):
+            llm.reset()
+            raise LLMError("llama.cpp refused the KV state (another context size?)")
+        n = len(state.tokens)
+        llm.input_ids[:n] = state.tokens
+        llm.n_tokens = n
+
+    def reset_kv_cache(self) -> None:
+        self._llm.reset()
+
     def generate(
         self,
         messages: ChatMessages,
+        options: GenerationOptions,
         *,
-        max_tokens: int,
-        temperature: float = 0.2,
-        top_p: float = 0.95,
         tools: Sequence[dict[str, Any]] | None = None,
-        stop: Sequence[str] = (),
         cancel: CancelToken | None = None,
         on_prefill: Callable[[int, int], None] | None = None,
-        grammar: str | None = None,
     ) -> Iterator[StreamEvent]:
         tokens = self.tokenize_prompt(self.render_prompt(messages, tools))
-        return self.generate_tokens(
-            tokens,
-            max_tokens=max_tokens,
-            temperature=temperature,
-            top_p=top_p,
-            stop=stop,
-            cancel=cancel,
-            on_prefill=on_prefill,
-            grammar=grammar,
-        )
+        return self.generate_tokens(tokens, options, cancel=cancel, on_prefill=on_prefill)
 
     def generate_tokens(
         self,
         tokens: list[int],
+        options: GenerationOptions,
         *,
-        max_tokens: int,
-        temperature: float = 0.2,
-        top_p: float = 0.95,
-        stop: Sequence[str] = (),
         cancel: CancelToken | None = None,
         on_prefill: Callable[[int, int], None] | None = None,
-        grammar: str | None = None,
     ) -> Iterator[StreamEvent]:
         """Generate from exact prompt tokens (validation happens before the first event)."""
         n_ctx = int(self._llm.n_ctx())
@@ -605,11 +642,9 @@ class LlamaBackend:
             raise ContextOverflowError(len(tokens), n_ctx)
         if not tokens:
             raise ValueError("empty prompt")
-        if grammar is not None:
-            self.check_grammar(grammar)
-        return self._stream(
-            tokens, max_tokens, temperature, top_p, stop, cancel, on_prefill, grammar
-        )
+        if options.grammar is not None:
+            self.check_grammar(options.grammar)
+        return self._stream(tokens, options, cancel, on_prefill)
 
     def check_grammar(self, grammar: str) -> None:
         """Raise :class:`GrammarError` unless llama.cpp parses GBNF ``grammar`` (root rule
@@ -646,7 +681,9 @@ class LlamaBackend:
         """Tokens sampled under ``grammar`` after :meth:`_prefill` (see :mod:`.constrained`)."""
         llm = self._llm
         sampler = GrammarSampler(
-            llm, grammar, temperature=temperature, top_p=top_p, repeat_penalty=1.1,
+            llm, grammar, temperature=temperature, top_p=top_p,
+            top_k=int(_SAMPLER["top_k"]), min_p=float(_SAMPLER["min_p"]),
+            repeat_penalty=float(_SAMPLER["repeat_penalty"]),
             seed=int(getattr(llm, "_seed", 0) or 0),
             no_repeat_ngram=self.grammar_no_repeat_ngram,
         )
@@ -660,6 +697,16 @@ class LlamaBackend:
         finally:
             log.debug("grammar sampling: %s", sampler.stats)
             sampler.close()
+
+    def raw_generation_seconds(self, tokens: list[int], count: int, temperature: float) -> float:
+        """Seconds for ``count`` tokens from llama-cpp-python's own ``Llama.generate`` with
+        the sampler :meth:`generate` uses (the benchmark compares the two paths)."""
+        start = time.perf_counter()
+        stream = self._llm.generate(tokens, temp=temperature, reset=True, **_SAMPLER)
+        for n, _token in enumerate(stream, start=1):
+            if n >= count:
+                break
+        return time.perf_counter() - start
 
     def _prefill(
         self,
@@ -695,15 +742,12 @@ class LlamaBackend:
     def _stream(
         self,
         tokens: list[int],
-        max_tokens: int,
-        temperature: float,
-        top_p: float,
-        stop: Sequence[str],
+        options: GenerationOptions,
         cancel: CancelToken | None,
         on_prefill: Callable[[int, int], None] | None,
-        grammar: str | None = None,
     ) -> Iterator[StreamEvent]:
         llm = self._llm
+        ignored: tuple[str, ...] = ()
         n_ctx = int(llm.n_ctx())
         start = time.perf_counter()
         reuse, finished = self._prefill(tokens, cancel, on_prefill)
@@ -719,11 +763,12 @@ class LlamaBackend:
                     completion_tokens=0,
                     finish_reason="cancelled",
                     prefill_s=prefill_s,
+                    ignored=ignored,
                 )
             )
             return
-        budget = max(0, min(max_tokens, n_ctx - len(tokens)))
-        stops = tuple(stop) + self._stop_texts
+        budget = max(0, min(options.max_tokens, n_ctx - len(tokens)))
+        stops = options.stop + self._stop_texts
         decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
         text = ""
         emitted = 0
@@ -735,16 +780,11 @@ class LlamaBackend:
             finish = "length"
         else:
             sampled: Generator[int, Any, None] = (
-                self._constrained(tokens, grammar, temperature, top_p)
-                if grammar is not None
+                self._constrained(tokens, options.grammar, options.temperature, options.top_p)
+                if options.grammar is not None
                 else llm.generate(
-                    tokens,
-                    temp=temperature,
-                    top_p=top_p,
-                    top_k=40,
-                    min_p=0.05,
-                    repeat_penalty=1.1,
-                    reset=True,
+                    tokens, temp=options.temperature, reset=True,
+                    **{**_SAMPLER, "top_p": options.top_p},
                 )
             )
             with contextlib.closing(sampled):  # frees a grammar's samplers on a break
@@ -786,6 +826,7 @@ class LlamaBackend:
                 prefill_s=prefill_s,
                 generate_s=time.perf_counter() - gen_start,
                 first_token_s=first,
+                ignored=ignored,
             )
         )
 

@@ -1,4 +1,4 @@
-"""The model registry (``models/registry.json``) and model file lookup.
+"""The model registry (``registry.json``, package data beside this module) and model files.
 
 Each entry names a file, its sha256 and size, license, trained context length and where the
 chat template comes from. Files live in the user's model directory (``paths.model_dir()``);
@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import sys
 from dataclasses import dataclass, field
+from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -55,15 +56,24 @@ def bundle_dir() -> Path | None:
     return Path(base) / "models" if base else None
 
 
-def registry_path() -> Path:
+def registry_path() -> Path | None:
+    """The frozen app's bundled registry; None: the package's own (:func:`registry_text`)."""
     bundled = bundle_dir()
     if bundled and (bundled / "registry.json").exists():
         return bundled / "registry.json"
-    return Path(__file__).resolve().parents[2] / "models" / "registry.json"
+    return None
+
+
+def registry_text() -> str:
+    """The registry shipped with the code: package data, so a wheel install has it too."""
+    path = registry_path()
+    if path is not None:
+        return path.read_text(encoding="utf-8")
+    return resources.files("assistant.llm").joinpath("registry.json").read_text(encoding="utf-8")
 
 
 def load_registry(path: Path | None = None) -> Registry:
-    raw = json.loads((path or registry_path()).read_text(encoding="utf-8"))
+    raw = json.loads(path.read_text(encoding="utf-8") if path else registry_text())
     entries = tuple(
         ModelEntry(
             name=m["name"],

@@ -16,6 +16,11 @@ are not an object) becomes a :class:`ParsedCall` with ``error`` set; the agent a
 with an error tool result that shows the expected format. Nothing here raises: any text
 gives a :class:`ParsedReply`. An unclosed block at the end of the reply (the model ran out
 of tokens) is read to the end of the text.
+
+The work is linear in the reply and capped: only the first :data:`MAX_SCAN` characters are
+searched, at most :data:`MAX_CALLS` calls are taken, the search for bare objects stops
+after examining about :data:`SCAN_WORK` characters per character of text, and arguments
+nested deeper than ``MAX_ARGUMENT_DEPTH`` levels are an error call (never a crash later).
 """
 
 from __future__ import annotations
@@ -26,6 +31,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from assistant.conversation import ToolCall
+from assistant.jsonlimits import MAX_ARGUMENT_DEPTH, text_depth, value_depth
 
 #: Fence languages whose content must be a tool call.
 CALL_FENCES = frozenset(
@@ -40,7 +46,20 @@ _FENCE = re.compile(r"```[ \t]*([A-Za-z0-9_\-]*)[ \t]*\n?(.*?)(?:```|\Z)", re.DO
 _TAG = re.compile(r"<tool_call>(.*?)(?:</tool_call>|\Z)", re.DOTALL)
 _FUNCTION_TAG = re.compile(r"<function=([A-Za-z0-9_.\-]+)>(.*?)(?:</function>|\Z)", re.DOTALL)
 _NAME_IN_TEXT = re.compile(r'"name"\s*:\s*"([A-Za-z0-9_.\-]{1,64})"')
-_MAX_SCAN = 200_000
+#: A bare object worth decoding starts with a key: ``{"``.
+_OBJECT_START = re.compile(r'\{\s*"')
+#: A bracket, or a whole JSON string (a quote that never closes runs to the end).
+_TOKEN = re.compile(r'[\[\]{}]|"(?:[^"\\]|\\.)*(?:"|\Z)', re.DOTALL)
+
+#: Characters of a reply searched for calls (replies are capped by the reply limit anyway).
+MAX_SCAN = 200_000
+#: Calls taken from one reply; later blocks stay prose.
+MAX_CALLS = 64
+#: Characters the bare-object search may examine, per character of text.
+SCAN_WORK = 4
+#: Nesting a call object may add around its arguments (the call, a ``function`` wrapper, a
+#: list of calls).
+_CALL_WRAPPING = 3
 
 
 @dataclass(frozen=True)
@@ -71,48 +90,89 @@ def parse_tool_calls(text: str) -> ParsedReply:
     """Split ``text`` into prose and tool calls. Never raises."""
     if not isinstance(text, str) or not text:
         return ParsedReply(content="")
-    spans: list[tuple[int, int, list[ParsedCall]]] = []
-    scan = text[:_MAX_SCAN]
+    spans = _Spans()
+    scan = text[:MAX_SCAN]
 
     for m in _FENCE.finditer(scan):
+        if spans.full:
+            break
         lang = m.group(1).lower()
         body = m.group(2)
         if lang in CALL_FENCES:
-            spans.append((m.start(), m.end(), _calls_from_body(body, required=True)))
+            spans.add(m.start(), m.end(), _calls_from_body(body, required=True))
         elif lang in MAYBE_FENCES:
             maybe = _calls_from_body(body, required=False)
             if maybe:
-                spans.append((m.start(), m.end(), maybe))
+                spans.add(m.start(), m.end(), maybe)
     for m in _TAG.finditer(scan):
-        if not _inside(m.start(), spans):
-            spans.append((m.start(), m.end(), _calls_from_body(m.group(1), required=True)))
+        if spans.full:
+            break
+        if not spans.inside(m.start()):
+            spans.add(m.start(), m.end(), _calls_from_body(m.group(1), required=True))
     for m in _FUNCTION_TAG.finditer(scan):
-        if not _inside(m.start(), spans):
-            spans.append((m.start(), m.end(), [_function_tag_call(m.group(1), m.group(2))]))
-    spans.extend(_bare_objects(scan, spans))
+        if spans.full:
+            break
+        if not spans.inside(m.start()):
+            spans.add(m.start(), m.end(), [_function_tag_call(m.group(1), m.group(2))])
+    _bare_objects(scan, spans)
 
-    spans.sort(key=lambda s: s[0])
     calls: list[ParsedCall] = []
     prose: list[str] = []
     pos = 0
-    for start, end, found in spans:
+    for start, end, found in sorted(spans.items, key=lambda s: s[0]):
         if start < pos:  # overlaps an earlier span (fence inside a tag, ...)
             continue
         prose.append(text[pos:start])
         calls.extend(found)
         pos = end
     prose.append(text[pos:])
+    calls = calls[:MAX_CALLS]
     content = re.sub(r"\n{3,}", "\n\n", "".join(prose)).strip() if calls else text
     return ParsedReply(content=content, calls=calls)
 
 
-def _inside(pos: int, spans: list[tuple[int, int, list[ParsedCall]]]) -> bool:
-    return any(start <= pos < end for start, end, _ in spans)
+class _Spans:
+    """The parts of the text taken by calls (at most MAX_CALLS of them, so every lookup is
+    bounded)."""
+
+    def __init__(self) -> None:
+        self.items: list[tuple[int, int, list[ParsedCall]]] = []
+        self.calls = 0
+
+    @property
+    def full(self) -> bool:
+        return self.calls >= MAX_CALLS
+
+    def add(self, start: int, end: int, calls: list[ParsedCall]) -> None:
+        self.items.append((start, end, calls))
+        self.calls += len(calls)
+
+    def inside(self, pos: int) -> bool:
+        return any(start <= pos < end for start, end, _ in self.items)
+
+    def overlaps(self, start: int, end: int) -> bool:
+        return any(start < s_end and s_start < end for s_start, s_end, _ in self.items)
+
+    def end_of_span_at(self, pos: int) -> int | None:
+        for start, end, _ in self.items:
+            if start <= pos < end:
+                return end
+        return None
+
+
+def _too_deep(limit: int) -> str:
+    return f"its arguments are nested more than {limit} levels deep"
 
 
 def _calls_from_body(body: str, *, required: bool) -> list[ParsedCall]:
     """Calls in a block's text. ``required``: the block was meant as a call."""
     stripped = body.strip()
+    if text_depth(stripped, stop_above=MAX_ARGUMENT_DEPTH + _CALL_WRAPPING) > (
+        MAX_ARGUMENT_DEPTH + _CALL_WRAPPING
+    ):
+        if required or _looks_like_call(stripped):
+            return [_invalid(stripped, _too_deep(MAX_ARGUMENT_DEPTH))]
+        return []
     try:
         value: Any = json.loads(stripped)
     except (json.JSONDecodeError, RecursionError):
@@ -123,7 +183,7 @@ def _calls_from_body(body: str, *, required: bool) -> list[ParsedCall]:
             return []
     items = value if isinstance(value, list) else [value]
     calls: list[ParsedCall] = []
-    for item in items:
+    for item in items[:MAX_CALLS]:
         if _is_call_shaped(item):
             calls.append(_from_object(item, raw=stripped))
         elif required:
@@ -133,15 +193,14 @@ def _calls_from_body(body: str, *, required: bool) -> list[ParsedCall]:
 
 def _first_json_value(text: str) -> Any:
     """The first JSON object or array in ``text`` (text after it is ignored), or None."""
-    decoder = json.JSONDecoder()
-    for i, ch in enumerate(text):
-        if ch in "{[":
-            try:
-                value, _ = decoder.raw_decode(text, i)
-            except (json.JSONDecodeError, RecursionError):
-                return None
-            return value
-    return None
+    match = re.search(r"[{\[]", text)
+    if match is None:
+        return None
+    try:
+        value, _ = json.JSONDecoder().raw_decode(text, match.start())
+    except (json.JSONDecodeError, RecursionError):
+        return None
+    return value
 
 
 def _looks_like_call(text: str) -> bool:
@@ -175,6 +234,10 @@ def _from_object(obj: dict[str, Any], *, raw: str) -> ParsedCall:
         text = args.strip()
         if not text:
             args = {}
+        elif text_depth(text, stop_above=MAX_ARGUMENT_DEPTH) > MAX_ARGUMENT_DEPTH:
+            return ParsedCall(
+                ToolCall(name=name, raw_arguments=args), _too_deep(MAX_ARGUMENT_DEPTH)
+            )
         else:
             try:
                 args = json.loads(text)
@@ -188,6 +251,8 @@ def _from_object(obj: dict[str, Any], *, raw: str) -> ParsedCall:
             ToolCall(name=name, raw_arguments=_dump(args)),
             '"arguments" must be a JSON object',
         )
+    if value_depth(args, stop_above=MAX_ARGUMENT_DEPTH) > MAX_ARGUMENT_DEPTH:
+        return ParsedCall(ToolCall(name=name, raw_arguments=raw), _too_deep(MAX_ARGUMENT_DEPTH))
     return ParsedCall(ToolCall(name=name, arguments=args))
 
 
@@ -195,6 +260,8 @@ def _function_tag_call(name: str, body: str) -> ParsedCall:
     text = body.strip()
     if not text:
         return ParsedCall(ToolCall(name=name))
+    if text_depth(text, stop_above=MAX_ARGUMENT_DEPTH) > MAX_ARGUMENT_DEPTH:
+        return ParsedCall(ToolCall(name=name, raw_arguments=text), _too_deep(MAX_ARGUMENT_DEPTH))
     try:
         args = json.loads(text)
     except (json.JSONDecodeError, RecursionError):
@@ -206,32 +273,103 @@ def _function_tag_call(name: str, body: str) -> ParsedCall:
     return ParsedCall(ToolCall(name=name, arguments=args))
 
 
-def _bare_objects(
-    text: str, taken: list[tuple[int, int, list[ParsedCall]]]
-) -> list[tuple[int, int, list[ParsedCall]]]:
-    """Call-shaped JSON objects written straight into the prose."""
-    found: list[tuple[int, int, list[ParsedCall]]] = []
-    decoder = json.JSONDecoder()
-    i = text.find("{")
-    while i != -1:
-        if _inside(i, taken):
-            i = text.find("{", i + 1)
+def _bare_objects(text: str, spans: _Spans) -> None:
+    """Call-shaped JSON objects written straight into the prose.
+
+    Only ``{"`` can start one. Its extent comes from bracket matching (strings skipped;
+    see :class:`_Extents`) and only that slice is decoded, so a failure costs the slice,
+    never the text before it. The bracket matching is charged to a work budget of
+    ``SCAN_WORK`` characters per character of text; when it runs out, the search stops.
+    """
+    extents = _Extents(text, SCAN_WORK * len(text) + 10_000)
+    pos = 0
+    while not spans.full:
+        m = _OBJECT_START.search(text, pos)
+        if m is None:
+            return
+        i = m.start()
+        taken_until = spans.end_of_span_at(i)
+        if taken_until is not None:
+            pos = taken_until
             continue
-        try:
-            value, end = decoder.raw_decode(text, i)
-        except (json.JSONDecodeError, RecursionError):
-            i = text.find("{", i + 1)
+        found = extents.of(i)
+        if found is None:
+            if extents.exhausted:
+                return
+            pos = i + 1
             continue
-        if _is_call_shaped(value) and not _overlaps(i, end, taken):
-            found.append((i, end, [_from_object(value, raw=text[i:end])]))
-            i = text.find("{", end)
+        end, depth = found
+        call = _bare_call(text[i:end], depth)
+        if call is not None and not spans.overlaps(i, end):
+            spans.add(i, end, [call])
+            pos = end
         else:
-            i = text.find("{", i + 1)
-    return found
+            pos = i + 1
 
 
-def _overlaps(start: int, end: int, spans: list[tuple[int, int, list[ParsedCall]]]) -> bool:
-    return any(start < s_end and s_start < end for s_start, s_end, _ in spans)
+def _bare_call(raw: str, depth: int) -> ParsedCall | None:
+    """The call in one balanced ``{...}`` slice, or None when it is not call-shaped."""
+    if '"name"' not in raw:
+        return None
+    if depth > MAX_ARGUMENT_DEPTH + _CALL_WRAPPING:
+        return _invalid(raw, _too_deep(MAX_ARGUMENT_DEPTH)) if _looks_like_call(raw) else None
+    try:
+        value = json.loads(raw)
+    except (json.JSONDecodeError, RecursionError):
+        return None
+    return _from_object(value, raw=raw) if _is_call_shaped(value) else None
+
+
+class _Extents:
+    """Where each bracket that opens a value closes, found by bracket matching that skips
+    strings.
+
+    A scan from one bracket records the extent of every bracket it opens on the way, so a
+    later bracket that scan saw outside a string costs nothing. Two scans that start in
+    different string states (one inside a string where the other is outside) cover both
+    readings of the text, so text like ``{"{"{"...`` needs two scans, not one per brace.
+    """
+
+    def __init__(self, text: str, budget: int) -> None:
+        self.text = text
+        self.budget = budget
+        #: open position -> (end, height) or None when it never closes.
+        self.known: dict[int, tuple[int, int] | None] = {}
+
+    @property
+    def exhausted(self) -> bool:
+        return self.budget <= 0
+
+    def of(self, start: int) -> tuple[int, int] | None:
+        """(end, nesting height) of the value opening at ``start``, or None."""
+        if start not in self.known:
+            if self.exhausted:
+                return None
+            self._scan(start)
+        return self.known.get(start)
+
+    def _scan(self, start: int) -> None:
+        text = self.text
+        limit = min(len(text), start + self.budget)
+        stack: list[list[int]] = []  # [open position, height]
+        pos = start
+        for m in _TOKEN.finditer(text, start, limit):
+            ch = text[m.start()]
+            pos = m.end()
+            if ch in "{[":
+                stack.append([m.start(), 1])
+            elif ch in "}]" and stack:
+                opened, height = stack.pop()
+                self.known[opened] = (pos, height)
+                if not stack:
+                    break
+                stack[-1][1] = max(stack[-1][1], height + 1)
+        else:
+            pos = limit
+        self.budget -= pos - start
+        if pos >= len(text):  # ran to the end of the text: what is open never closes
+            for opened, _height in stack:
+                self.known[opened] = None
 
 
 def _invalid(raw: str, reason: str) -> ParsedCall:

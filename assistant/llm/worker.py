@@ -7,7 +7,10 @@ submits a job and gets a ``Future`` (the UI turns completion into a queued Qt si
     worker = ModelWorker()
     fut = worker.load("smollm2-135m-instruct", n_ctx=10_000, threads=0, on_progress=print)
     backend = fut.result()              # or fut.add_done_callback(...)
-    worker.submit(agent.handle_input, conv, "hello", cancel)
+    worker.submit(agent.chat, conv, "hello", cancel)
+
+``ModelWorker(factory, InlineExecutor())`` runs every job on the calling thread instead (the
+terminal chat, which has nothing else to do while the model works, and unit tests).
 """
 
 from __future__ import annotations
@@ -15,7 +18,7 @@ from __future__ import annotations
 import contextlib
 import threading
 from collections.abc import Callable
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Executor, Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -32,12 +35,37 @@ def default_factory(model: str, n_ctx: int, threads: int) -> LLMBackend:
     return LlamaBackend.load(model, n_ctx=n_ctx, threads=threads)
 
 
+class InlineExecutor(Executor):
+    """Runs each job at once on the calling thread; returns its finished Future."""
+
+    def __init__(self) -> None:
+        self._shutdown = False
+
+    def submit(self, fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> Future[T]:
+        if self._shutdown:
+            raise RuntimeError("cannot schedule new jobs after shutdown")
+        future: Future[T] = Future()
+        future.set_running_or_notify_cancel()
+        try:
+            future.set_result(fn(*args, **kwargs))
+        except BaseException as exc:  # delivered through the future, like a thread pool
+            future.set_exception(exc)
+        return future
+
+    def shutdown(self, wait: bool = True, *, cancel_futures: bool = False) -> None:
+        self._shutdown = True
+
+
 class ModelWorker:
     """A single-thread executor that owns the loaded backend."""
 
-    def __init__(self, factory: BackendFactory = default_factory) -> None:
+    def __init__(
+        self, factory: BackendFactory = default_factory, executor: Executor | None = None
+    ) -> None:
         self._factory = factory
-        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="model-worker")
+        self._pool = executor or ThreadPoolExecutor(
+            max_workers=1, thread_name_prefix="model-worker"
+        )
         self._backend: LLMBackend | None = None
         self._lock = threading.Lock()
 

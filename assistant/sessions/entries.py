@@ -35,6 +35,7 @@ from pydantic import (
 )
 
 from assistant.conversation import CompactionRecord, Message
+from assistant.fieldnames import first_error
 
 #: Version of the file format this code writes and the newest it reads.
 SCHEMA_VERSION = 1
@@ -161,7 +162,8 @@ def parse_entry(data: Any) -> Entry:
     try:
         return _EntryLine.model_validate(data).root
     except ValidationError as exc:
-        raise ValueError(f"invalid {kind} entry: {short_reason(exc)}") from None
+        # The first part of each error's location is the entry type that chose the model.
+        raise ValueError(f"invalid {kind} entry: {first_error(exc, skip=1)}") from None
 
 
 def parse_header(data: Any) -> ChatHeader:
@@ -175,13 +177,8 @@ def parse_header(data: Any) -> ChatHeader:
 
 
 def short_reason(exc: ValidationError) -> str:
-    """The first validation error as ``field.path: message``."""
-    errors = exc.errors()
-    if not errors:
-        return str(exc).splitlines()[0]
-    first = errors[0]
-    loc = ".".join(str(part) for part in first.get("loc", ()))
-    return f"{loc}: {first.get('msg', 'invalid')}" if loc else str(first.get("msg", "invalid"))
+    """The first validation error as ``field › path: message`` (see ``fieldnames``)."""
+    return first_error(exc)
 
 
 def encode_line(item: ChatHeader | Entry) -> bytes:

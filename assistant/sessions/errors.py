@@ -54,6 +54,11 @@ class ChatClosedError(SessionError):
     """The chat handle was closed; nothing more can be written through it."""
 
 
+class ChatReadOnlyError(SessionError, PermissionError):
+    """The chat has damaged lines and is open read-only (repair it to continue). An
+    ``OSError`` too, so code that reports a failed save reports this the same way."""
+
+
 class ChatImportError(SessionError, ValueError):
     """An import file is not a chat this app can read."""
 

@@ -33,7 +33,7 @@ from assistant.sessions.entries import (
     SettingEntry,
     TitleEntry,
 )
-from assistant.sessions.errors import ChatClosedError, CompactionUndoRefused
+from assistant.sessions.errors import ChatClosedError, ChatReadOnlyError, CompactionUndoRefused
 from assistant.sessions.export import to_markdown, to_openai_export
 from assistant.sessions.journal import JournalWriter
 from assistant.sessions.lock import ChatLock
@@ -63,12 +63,13 @@ class ChatHandle:
         path: Path,
         header: ChatHeader,
         tree: ChatTree,
-        writer: JournalWriter,
-        lock: ChatLock,
+        writer: JournalWriter | None,
+        lock: ChatLock | None,
         summarizer: Summarizer,
         summary_budget: int,
         warnings: list[str] | None = None,
         on_close: Callable[[ChatHandle], None] | None = None,
+        read_only: str | None = None,
     ) -> None:
         self.chat_id = path.name.removesuffix(".jsonl")
         self.path = path
@@ -80,6 +81,9 @@ class ChatHandle:
         self._tree = tree
         self._writer: JournalWriter | None = writer
         self._lock = lock
+        self._closed = False
+        #: Why nothing can be written (damaged lines; see ``SessionStore.repair``), or None.
+        self.read_only = read_only
         self._on_close = on_close
         self._mutex = threading.RLock()
         self._leaf = tree.last_id
@@ -125,7 +129,7 @@ class ChatHandle:
     # -- state -----------------------------------------------------------------------------
     @property
     def closed(self) -> bool:
-        return self._writer is None
+        return self._closed
 
     @property
     def leaf_id(self) -> str | None:
@@ -218,6 +222,7 @@ class ChatHandle:
         if ``summarize_abandoned`` (off by default: the user rejected that path).
         """
         with self._mutex:
+            self._check_writable()
             old = self._tree.message_entry(message_id)
             if old.message.role != "user":
                 raise ValueError("Only a user message can be edited")
@@ -241,6 +246,7 @@ class ChatHandle:
         The move is recorded (a checkout entry), so a reopened chat is where this left it.
         """
         with self._mutex:
+            self._check_writable()
             old = self._tree.message_entry(assistant_message_id)
             if old.message.role != "assistant":
                 raise ValueError("Only an assistant reply can be regenerated")
@@ -276,6 +282,10 @@ class ChatHandle:
             if entry_id is not None:
                 self._tree.get(entry_id)
             if entry_id == self._leaf:
+                return self.conversation
+            if self.read_only is not None:  # looking at another branch writes nothing
+                self._leaf = entry_id
+                self._reload()
                 return self.conversation
             if not self._move_to(entry_id, summarize=summarize):
                 self._write(self._new(CheckoutEntry, parent_id=entry_id))
@@ -345,11 +355,14 @@ class ChatHandle:
     def close(self) -> None:
         """Release the file and the lock. Further changes to the conversation will fail."""
         with self._mutex:
-            writer, self._writer = self._writer, None
-            if writer is None:
+            if self._closed:
                 return
-            writer.close()
-            self._lock.release()
+            self._closed = True
+            writer, self._writer = self._writer, None
+            if writer is not None:
+                writer.close()
+            if self._lock is not None:
+                self._lock.release()
         if self._on_close is not None:
             self._on_close(self)
 
@@ -369,10 +382,16 @@ class ChatHandle:
         fields.setdefault("parent_id", self._leaf)
         return kind(id=new_id(), timestamp=time.time(), **fields)
 
+    def _check_writable(self) -> None:
+        if self._closed:
+            raise ChatClosedError(f"Chat {self.chat_id} is closed")
+        if self.read_only is not None or self._writer is None:
+            raise ChatReadOnlyError(self.read_only or f"Chat {self.chat_id} is read-only")
+
     def _write(self, entry: Entry) -> None:
         """Validate, write+fsync, then index the entry; it becomes the active position."""
-        if self._writer is None:
-            raise ChatClosedError(f"Chat {self.chat_id} is closed")
+        self._check_writable()
+        assert self._writer is not None
         self._tree.check(entry)
         self._writer.append(entry)
         self._tree.add(entry)

@@ -25,8 +25,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from assistant import paths
+from assistant import jsonlimits, paths
+from assistant.atomicfile import write_atomically
 from assistant.conversation import Conversation, new_id
+from assistant.jsonlimits import MAX_DOCUMENT_DEPTH
 from assistant.sessions.entries import SCHEMA_VERSION, ChatHeader
 from assistant.sessions.errors import (
     ChatImportError,
@@ -38,6 +40,7 @@ from assistant.sessions.errors import (
 from assistant.sessions.export import parse_openai_export, to_markdown, to_openai_export
 from assistant.sessions.handle import ChatHandle
 from assistant.sessions.journal import (
+    ChatFile,
     JournalWriter,
     create_chat_file,
     fsync_dir,
@@ -45,6 +48,7 @@ from assistant.sessions.journal import (
     read_chat_file,
 )
 from assistant.sessions.lock import ChatLock
+from assistant.sessions.repair import repaired_copy
 from assistant.sessions.summary import (
     DEFAULT_SUMMARY_BUDGET,
     Summarizer,
@@ -54,6 +58,15 @@ from assistant.sessions.summary import (
 from assistant.sessions.tree import ChatTree
 
 _CHAT_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
+
+def read_only_note(chat_id: str) -> str:
+    """Why a damaged chat is read-only and how to go on (window and terminal)."""
+    return (
+        "This chat has damaged lines, so it is open read-only: everything that could be read "
+        "is shown, and nothing new is saved to it. Repair it to continue in a repaired copy "
+        f"(Repair in the window, or `python -m assistant repair {chat_id}` in a terminal); "
+        "the original file stays as it is."
+    )
 
 
 @dataclass(frozen=True)
@@ -69,6 +82,8 @@ class ChatSummary:
     path: Path
     error: str | None = None
     warnings: tuple[str, ...] = ()
+    #: Some lines cannot be read: the chat opens read-only and can be repaired.
+    damaged: bool = False
 
     @property
     def broken(self) -> bool:
@@ -124,17 +139,21 @@ class SessionStore:
         return self.open(chat_id)
 
     def open(self, chat_id: str) -> ChatHandle:
-        """Open a chat for writing.
+        """Open a chat for writing (read-only when it has damaged lines).
 
         Raises :class:`ChatNotFoundError`, :class:`ChatLockedError` (open elsewhere),
         :class:`ChatCorruptError` or :class:`ChatVersionError`. A torn last line is moved to
-        ``<id>.jsonl.corrupt`` and reported in ``handle.warnings``.
+        ``<id>.jsonl.corrupt`` and reported in ``handle.warnings``. A chat with damaged lines
+        opens read-only (``handle.read_only`` says why; see :meth:`repair`).
         """
         path = self._existing(chat_id)
         lock = self._lock(chat_id)
         lock.acquire()
         try:
             chat = read_chat_file(path)
+            if chat.needs_repair:
+                lock.release()  # nothing will be written: others may read it too
+                return self._open_read_only(chat_id, chat)
             warnings = list(chat.warnings)
             if chat.torn is not None:
                 aside = move_torn_tail_aside(path, chat.torn)
@@ -164,6 +183,42 @@ class SessionStore:
         self._open[chat_id] = handle
         return handle
 
+    def _open_read_only(self, chat_id: str, chat: ChatFile) -> ChatHandle:
+        """A chat with damaged lines: every readable entry, nothing written (no lock)."""
+        handle = ChatHandle(
+            path=chat.path,
+            header=chat.header,
+            tree=ChatTree(chat.entries),
+            writer=None,
+            lock=None,
+            summarizer=self.summarizer,
+            summary_budget=self.summary_budget,
+            warnings=[*chat.warnings, chat.damage_summary(), read_only_note(chat_id)],
+            on_close=self._forget,
+            read_only=read_only_note(chat_id),
+        )
+        self._open[chat_id] = handle
+        return handle
+
+    def repair(self, chat_id: str) -> str:
+        """Write a repaired copy of a chat with damaged lines beside it; returns its id.
+
+        The copy holds every readable entry (those that followed a damaged line attached
+        where the reader put them) and is titled "<title> (repaired)"; the original file
+        is not changed. Raises :class:`SessionError` when there is nothing to repair.
+        """
+        path = self._existing(chat_id)
+        chat = read_chat_file(path)
+        if not chat.needs_repair:
+            raise SessionError(f"Chat {chat_id} has no damaged lines; there is nothing to repair.")
+        copy_id = new_id()
+        data = repaired_copy(chat, copy_id)
+        target = self.path_of(copy_id)
+        if target.exists():  # pragma: no cover - a fresh random id
+            raise SessionError(f"Cannot write the repaired copy: {target} already exists")
+        write_atomically(target, data)
+        return copy_id
+
     def _forget(self, handle: ChatHandle) -> None:
         if self._open.get(handle.chat_id) is handle:
             del self._open[handle.chat_id]
@@ -180,9 +235,18 @@ class SessionStore:
     def _list(self, folder: Path) -> list[ChatSummary]:
         if not folder.is_dir():
             return []
-        rows = [self._summarize(p) for p in folder.glob("*.jsonl") if p.is_file()]
+        rows = [self._summarize_safely(p) for p in folder.glob("*.jsonl") if p.is_file()]
         rows.sort(key=lambda r: (r.updated, r.created), reverse=True)
         return rows
+
+    def _summarize_safely(self, path: Path) -> ChatSummary:
+        """One row; whatever is wrong with one file never breaks the whole list."""
+        try:
+            return self._summarize(path)
+        except Exception as exc:  # a bug or an odd file must not hide the other chats
+            chat_id = path.name.removesuffix(".jsonl")
+            reason = f"Cannot read chat {path.name}: {type(exc).__name__}: {exc}"[:500]
+            return ChatSummary(chat_id, chat_id, 0.0, 0.0, 0, path, error=reason)
 
     def _summarize(self, path: Path) -> ChatSummary:
         chat_id = path.name.removesuffix(".jsonl")
@@ -197,6 +261,8 @@ class SessionStore:
         tree = ChatTree(chat.entries)
         conv = tree.build(tree.last_id)
         warnings = list(chat.warnings)
+        if chat.needs_repair:
+            warnings.append(chat.damage_summary())
         if chat.torn is not None:
             warnings.append(
                 f"Line {chat.torn.line} is incomplete; it will be moved aside when the chat "
@@ -212,6 +278,7 @@ class SessionStore:
             len(conv.messages),
             path,
             warnings=tuple(warnings),
+            damaged=chat.needs_repair,
         )
 
     # -- rename / delete / restore ---------------------------------------------------------
@@ -302,13 +369,30 @@ class SessionStore:
             )
         return json.dumps(doc, ensure_ascii=False, indent=2)
 
+    def export_to_file(self, chat_id: str, path: Path) -> Path:
+        """Write the chat to ``path``: OpenAI JSON for ``.json``, Markdown otherwise.
+
+        The file is written beside the target and renamed into place, so a failed export
+        leaves an existing file as it was; text the model wrote that cannot be encoded
+        (lone surrogates) is escaped. Returns the file written; raises ``OSError``.
+        """
+        if path.suffix.lower() == ".json":
+            text = self.export_openai_json(chat_id)
+        else:
+            text = self.export_markdown(chat_id)
+        return write_atomically(path, text)
+
     def import_openai_json(self, data: str | bytes | dict[str, Any] | list[Any]) -> str:
         """Create a chat from an export (ours, or any OpenAI message list); returns its id."""
         if isinstance(data, str | bytes):
             try:
-                data = json.loads(data)
+                data = jsonlimits.loads(data, "The file")
+            except jsonlimits.TooDeepError as exc:
+                raise ChatImportError(str(exc)) from None
             except (ValueError, RecursionError):
                 raise ChatImportError("The file is not valid JSON") from None
+        elif jsonlimits.value_depth(data, MAX_DOCUMENT_DEPTH) > MAX_DOCUMENT_DEPTH:
+            raise ChatImportError(f"The chat is nested more than {MAX_DOCUMENT_DEPTH} levels deep")
         imported = parse_openai_export(data)
         handle = self.create(title=imported.title)
         try:

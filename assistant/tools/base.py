@@ -9,12 +9,14 @@ through into such a result as well, so a tool call can never crash the agent loo
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, ClassVar, Generic, TypeVar
 
 from pydantic import BaseModel, ConfigDict, model_validator
 
 from assistant.llm.base import CancelToken
+from assistant.tools.walk import WalkBudget
 from assistant.tools.workspace import Workspace
 
 
@@ -48,6 +50,20 @@ class ToolLimits:
     max_command_timeout_s: float = 600.0
     #: Largest content write_file accepts.
     max_write_chars: int = 2_000_000
+    #: A find_files or grep search ends (with a note) after visiting this many entries,
+    #: descending this many folders, or running this many seconds.
+    max_search_entries: int = 200_000
+    max_search_depth: int = 64
+    max_search_s: float = 30.0
+
+    def walk_budget(self, cancelled: Callable[[], bool]) -> WalkBudget:
+        """A fresh budget for one search; ``cancelled`` is the user's Stop."""
+        return WalkBudget(
+            max_entries=self.max_search_entries,
+            max_depth=self.max_search_depth,
+            seconds=self.max_search_s,
+            cancelled=cancelled,
+        )
 
     @classmethod
     def for_window(cls, window_tokens: int) -> ToolLimits:

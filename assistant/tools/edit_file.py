@@ -12,9 +12,11 @@ from typing import ClassVar
 
 from pydantic import Field
 
+from assistant.atomicfile import encode_text
 from assistant.tools.base import Tool, ToolArgs, ToolContext, ToolResult
-from assistant.tools.textio import NotTextError, read_text
-from assistant.tools.write_file import write_atomically
+from assistant.tools.fsaccess import read_fd
+from assistant.tools.textio import NotTextError, decode_text
+from assistant.tools.workspace import FileTooLarge
 
 PREVIEW_LINES = 80
 
@@ -49,26 +51,30 @@ class EditFileTool(Tool[EditFileArgs]):
     def run(self, args: EditFileArgs, ctx: ToolContext) -> ToolResult:
         if not args.old_text:
             return ToolResult.error("old_text is empty; give the exact text to replace.")
-        path = ctx.workspace.resolve(args.path, kind="file")
-        shown = ctx.workspace.display(path)
-        try:
-            text = read_text(path, shown, max_bytes=ctx.limits.max_file_bytes)
-        except NotTextError as exc:
-            return ToolResult.error(str(exc))
-        old, new = _match_newlines(text, args.old_text, args.new_text)
-        count = text.count(old)
-        if count == 0:
-            return ToolResult.error(
-                f"old_text was not found in {shown}. It must match exactly, including spaces "
-                "and line breaks; read the file and copy the text."
-            )
-        if count > 1:
-            return ToolResult.error(
-                f"old_text occurs {count} times in {shown}; include more of the surrounding "
-                "lines so it matches exactly once."
-            )
-        updated = text.replace(old, new, 1)
-        write_atomically(path, updated)
+        with ctx.workspace.open(args.path, "file") as opened:
+            assert opened.fd is not None and opened.st is not None
+            shown = opened.shown
+            if opened.st.st_size > ctx.limits.max_file_bytes:
+                raise FileTooLarge(shown, opened.st.st_size, ctx.limits.max_file_bytes)
+            try:
+                text = decode_text(read_fd(opened.fd, ctx.limits.max_file_bytes), shown)
+            except NotTextError as exc:
+                return ToolResult.error(str(exc))
+            old, new = _match_newlines(text, args.old_text, args.new_text)
+            count = text.count(old)
+            if count == 0:
+                return ToolResult.error(
+                    f"old_text was not found in {shown}. It must match exactly, including "
+                    "spaces and line breaks; read the file and copy the text."
+                )
+            if count > 1:
+                return ToolResult.error(
+                    f"old_text occurs {count} times in {shown}; include more of the "
+                    "surrounding lines so it matches exactly once."
+                )
+            updated = text.replace(old, new, 1)
+            # Written into the folder the file was read from, under the same name.
+            ctx.workspace.replace_bytes(opened, encode_text(updated))
         line = text[: text.index(old)].count("\n") + 1
         return ToolResult(
             f"Edited {shown}: replaced {old.count(chr(10)) + 1} line(s) at line {line:,} "

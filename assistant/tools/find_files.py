@@ -7,7 +7,7 @@ from typing import ClassVar
 from pydantic import Field
 
 from assistant.tools.base import Tool, ToolArgs, ToolContext, ToolResult
-from assistant.tools.walk import glob_matcher, walk_files
+from assistant.tools.walk import SearchStopped, glob_matcher, walk_files, walk_note
 from assistant.tools.workspace import SandboxError
 
 
@@ -38,24 +38,28 @@ class FindFilesTool(Tool[FindFilesArgs]):
             raise SandboxError(
                 "The pattern must be relative to the workspace and cannot contain '..'."
             )
-        top = ctx.workspace.resolve(args.path, kind="dir")
         matcher = glob_matcher(pattern.removeprefix("./"))
+        budget = ctx.limits.walk_budget(lambda: ctx.cancelled)
         found: list[str] = []
         more = 0
-        for file in walk_files(top):
-            if ctx.cancelled:
+        with ctx.workspace.open(args.path, "dir") as top:
+            prefix = "" if top.shown == "." else top.shown + "/"
+            try:
+                for file in walk_files(top.handle, budget):
+                    if matcher.match(file.rel):
+                        if len(found) < ctx.limits.max_matches:
+                            found.append(prefix + file.rel)
+                        else:
+                            more += 1
+            except SearchStopped:
                 return ToolResult.error("cancelled by the user")
-            rel = file.relative_to(top).as_posix()
-            if matcher.match(rel):
-                if len(found) < ctx.limits.max_matches:
-                    found.append(ctx.workspace.display(file))
-                else:
-                    more += 1
+            where = top.shown
+        note = walk_note(budget)
         if not found:
-            return ToolResult(f"No files match {args.pattern!r} in {ctx.workspace.display(top)}.")
+            return ToolResult(f"No files match {args.pattern!r} in {where}.{note}")
         text = "\n".join(found)
         if more:
             text += f"\n[{more:,} more files match; use a narrower pattern or path.]"
         if len(text) > ctx.limits.max_output_chars:
             text = text[: ctx.limits.max_output_chars] + "\n[List cut; use a narrower pattern.]"
-        return ToolResult(text)
+        return ToolResult(text + note)

@@ -1,15 +1,30 @@
-"""grep: lines matching a regular expression in workspace files, with a match cap."""
+"""grep: lines matching a regular expression in workspace files, with a match cap.
+
+Patterns are RE2 (see :mod:`assistant.tools.search`): linear time, no freeze. The search is
+bounded by the limits' walk budget (entries, depth, seconds) and honours Stop between
+steps of at most a megabyte.
+"""
 
 from __future__ import annotations
 
-import re
+import os
+import time
 from typing import ClassVar
 
 from pydantic import Field
 
-from assistant.tools.base import Tool, ToolArgs, ToolContext, ToolResult
+from assistant.tools.base import Tool, ToolArgs, ToolContext, ToolLimits, ToolResult
+from assistant.tools.fsaccess import read_fd
+from assistant.tools.search import LineSearcher, PatternError, stop_check
 from assistant.tools.textio import clip_line, looks_binary
-from assistant.tools.walk import glob_matcher, walk_files
+from assistant.tools.walk import (
+    GlobMatcher,
+    SearchStopped,
+    WalkBudget,
+    glob_matcher,
+    walk_files,
+    walk_note,
+)
 
 
 class GrepArgs(ToolArgs):
@@ -21,10 +36,25 @@ class GrepArgs(ToolArgs):
         "include": "glob",
     }
 
-    pattern: str = Field(description="Python regular expression to search for.")
+    pattern: str = Field(description="Regular expression (RE2 syntax) to search for.")
     path: str = Field(".", description="File or folder to search, relative to the workspace.")
     glob: str | None = Field(None, description="Only search files matching this glob, e.g. '*.py'.")
     ignore_case: bool = Field(False, description="Match without regard to case.")
+
+
+class _Hits:
+    def __init__(self, limits: ToolLimits) -> None:
+        self.limits = limits
+        self.lines: list[str] = []
+        self.extra = 0
+        self.skipped = 0
+
+    def add(self, shown: str, number: int, line: bytes) -> None:
+        if len(self.lines) < self.limits.max_matches:
+            text = line.decode("utf-8", errors="replace")
+            self.lines.append(f"{shown}:{number}: {clip_line(text, self.limits.max_line_chars)}")
+        else:
+            self.extra += 1
 
 
 class GrepTool(Tool[GrepArgs]):
@@ -34,54 +64,94 @@ class GrepTool(Tool[GrepArgs]):
 
     def run(self, args: GrepArgs, ctx: ToolContext) -> ToolResult:
         try:
-            regex = re.compile(args.pattern, re.IGNORECASE if args.ignore_case else 0)
-        except re.error as exc:
-            return ToolResult.error(
-                f"The pattern is not a valid regular expression ({exc}). Escape special "
-                "characters such as ( [ . * with a backslash."
-            )
-        target = ctx.workspace.resolve(args.path)
-        files = [target] if target.is_file() else list(walk_files(target))
+            searcher = LineSearcher(args.pattern, ignore_case=args.ignore_case)
+        except PatternError as exc:
+            return ToolResult.error(str(exc))
         matcher = glob_matcher(args.glob) if args.glob else None
         limits = ctx.limits
-        hits: list[str] = []
-        extra = 0
-        skipped = 0
-        for file in files:
-            if ctx.cancelled:
-                return ToolResult.error("cancelled by the user")
-            shown = ctx.workspace.display(file)
-            if (
-                matcher is not None
-                and file != target
-                and not matcher.match(file.relative_to(target).as_posix())
-            ):
+        budget = limits.walk_budget(lambda: ctx.cancelled)
+        hits = _Hits(limits)
+        try:
+            with ctx.workspace.open(args.path, "any") as target:
+                if target.fd is not None:  # one file
+                    self._search_fd(searcher, target.fd, target.shown, hits, budget)
+                else:
+                    prefix = "" if target.shown == "." else target.shown + "/"
+                    self._search_tree(searcher, target.handle, prefix, matcher, hits, budget)
+        except SearchStopped:
+            return ToolResult.error("cancelled by the user")
+        return ToolResult(_report(args.pattern, hits, budget))
+
+    def _search_tree(
+        self,
+        searcher: LineSearcher,
+        top: int | str,
+        prefix: str,
+        matcher: GlobMatcher | None,
+        hits: _Hits,
+        budget: WalkBudget,
+    ) -> None:
+        for file in walk_files(top, budget):
+            if matcher is not None and not matcher.match(file.rel):
                 continue
             try:
-                if file.stat().st_size > limits.max_file_bytes or looks_binary(file):
-                    skipped += 1
-                    continue
-                text = file.read_text(encoding="utf-8")
-            except (OSError, UnicodeDecodeError):
-                skipped += 1
+                fd = file.open()
+            except OSError:
+                hits.skipped += 1
                 continue
-            for number, line in enumerate(text.splitlines(), start=1):
-                if regex.search(line):
-                    if len(hits) < limits.max_matches:
-                        hits.append(f"{shown}:{number}: {clip_line(line, limits.max_line_chars)}")
-                    else:
-                        extra += 1
-        note = f" ({skipped:,} binary, non-UTF-8 or oversized files skipped)" if skipped else ""
-        if not hits:
-            return ToolResult(f"No matches for {args.pattern!r}{note}.")
-        out = "\n".join(hits)
-        if len(out) > limits.max_output_chars:
-            out = out[: limits.max_output_chars] + "\n[Output cut.]"
-        if extra:
-            out += (
-                f"\n[{extra:,} more matches not shown; narrow the pattern or the path, or read "
-                "a file with read_file start_line/end_line.]"
-            )
-        if note:
-            out += f"\n[Note:{note}.]"
-        return ToolResult(out)
+            try:
+                self._search_fd(searcher, fd, prefix + file.rel, hits, budget)
+            finally:
+                os.close(fd)
+            if budget.stopped_by:
+                return
+
+    def _search_fd(
+        self, searcher: LineSearcher, fd: int, shown: str, hits: _Hits, budget: WalkBudget
+    ) -> None:
+        limits = hits.limits
+        try:
+            size = os.fstat(fd).st_size
+            if size > limits.max_file_bytes:
+                hits.skipped += 1
+                return
+            data = read_fd(fd, limits.max_file_bytes)
+        except OSError:
+            hits.skipped += 1
+            return
+        if looks_binary(data):
+            hits.skipped += 1
+            return
+        try:
+            data.decode("utf-8")
+        except UnicodeDecodeError:
+            hits.skipped += 1
+            return
+
+        def over_time() -> bool:
+            if time.monotonic() - budget.started > budget.seconds:
+                budget.stopped_by = f"it ran for {budget.seconds:g} seconds"
+            return bool(budget.stopped_by)
+
+        for number, line in searcher.lines(data, stop_check(budget.cancelled, over_time)):
+            hits.add(shown, number, line)
+
+
+def _report(pattern: str, hits: _Hits, budget: WalkBudget) -> str:
+    limits = hits.limits
+    skipped = hits.skipped
+    note = f" ({skipped:,} binary, non-UTF-8 or oversized files skipped)" if skipped else ""
+    cut = walk_note(budget)
+    if not hits.lines:
+        return f"No matches for {pattern!r}{note}.{cut}"
+    out = "\n".join(hits.lines)
+    if len(out) > limits.max_output_chars:
+        out = out[: limits.max_output_chars] + "\n[Output cut.]"
+    if hits.extra:
+        out += (
+            f"\n[{hits.extra:,} more matches not shown; narrow the pattern or the path, or "
+            "read a file with read_file start_line/end_line.]"
+        )
+    if note:
+        out += f"\n[Note:{note}.]"
+    return out + cut

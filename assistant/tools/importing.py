@@ -9,9 +9,7 @@ numbered name.
 
 from __future__ import annotations
 
-import filecmp
 import os
-import shutil
 import stat
 from pathlib import Path
 
@@ -43,14 +41,29 @@ def import_file(workspace: Workspace, source: Path, *, max_bytes: int) -> tuple[
         return inside, False
     if st.st_size > max_bytes:
         raise SandboxError(f"{source} is {st.st_size:,} bytes; the limit is {max_bytes:,}.")
-    folder = workspace.resolve(DROPPED_DIR, kind="dir", must_exist=False)
-    folder.mkdir(parents=True, exist_ok=True)
-    target = folder / real.name
+    try:
+        data = real.read_bytes()
+    except OSError as exc:
+        raise SandboxError(f"{source} cannot be read: {exc.strerror or exc}.") from None
+    name = real.name
     counter = 2
-    while target.exists():
-        if target.is_file() and filecmp.cmp(target, real, shallow=False):
-            return target, False
-        target = folder / f"{real.stem}-{counter}{real.suffix}"
+    while True:
+        rel = f"{DROPPED_DIR}/{name}"
+        with workspace.open(rel, "parent", create=True) as place:
+            exists = place.st is not None
+        if not exists:
+            shown, _existed = workspace.write_bytes(rel, data)
+            return workspace.root.joinpath(*shown.split("/")), True
+        same, shown = _same_content(workspace, rel, data)
+        if same:
+            return workspace.root.joinpath(*shown.split("/")), False
+        name = f"{real.stem}-{counter}{real.suffix}"
         counter += 1
-    shutil.copyfile(real, target)
-    return target, True
+
+
+def _same_content(workspace: Workspace, rel: str, data: bytes) -> tuple[bool, str]:
+    try:
+        existing, shown = workspace.read_bytes(rel, len(data))
+    except SandboxError:
+        return False, rel
+    return existing == data, shown

@@ -8,6 +8,7 @@ from typing import ClassVar
 from pydantic import Field
 
 from assistant.tools.base import Tool, ToolArgs, ToolContext, ToolResult
+from assistant.tools.fsaccess import Handle, readlink_at, scandir
 
 
 class ListDirArgs(ToolArgs):
@@ -22,16 +23,15 @@ class ListDirTool(Tool[ListDirArgs]):
     args_model = ListDirArgs
 
     def run(self, args: ListDirArgs, ctx: ToolContext) -> ToolResult:
-        folder = ctx.workspace.resolve(args.path, kind="dir")
-        shown = ctx.workspace.display(folder)
-        with os.scandir(folder) as it:
-            entries = sorted(it, key=lambda e: (not _is_dir(e), e.name.lower()))
-        if not entries:
-            return ToolResult(f"{shown}/ is empty.")
-        cap = ctx.limits.max_entries
-        lines = [f"{shown}/ ({len(entries):,} entries)"]
-        for entry in entries[:cap]:
-            lines.append(_describe(entry))
+        with ctx.workspace.open(args.path, "dir") as folder:
+            shown = folder.shown
+            entries = sorted(scandir(folder.handle), key=lambda e: (not _is_dir(e), e.name.lower()))
+            if not entries:
+                return ToolResult(f"{shown}/ is empty.")
+            cap = ctx.limits.max_entries
+            lines = [f"{shown}/ ({len(entries):,} entries)"]
+            for entry in entries[:cap]:
+                lines.append(_describe(folder.handle, entry))
         if len(entries) > cap:
             lines.append(
                 f"[{len(entries) - cap:,} more entries not shown; use find_files with a "
@@ -47,10 +47,10 @@ def _is_dir(entry: os.DirEntry[str]) -> bool:
         return False
 
 
-def _describe(entry: os.DirEntry[str]) -> str:
+def _describe(folder: Handle, entry: os.DirEntry[str]) -> str:
     try:
         if entry.is_symlink():
-            return f"{entry.name} -> {os.readlink(entry.path)}"
+            return f"{entry.name} -> {readlink_at(folder, entry.name)}"
         if entry.is_dir(follow_symlinks=False):
             return f"{entry.name}/"
         if entry.is_file(follow_symlinks=False):

@@ -33,10 +33,8 @@ class ReadFileTool(Tool[ReadFileArgs]):
     args_model = ReadFileArgs
 
     def run(self, args: ReadFileArgs, ctx: ToolContext) -> ToolResult:
-        path = ctx.workspace.resolve(args.path, kind="file")
-        shown = ctx.workspace.display(path)
         try:
-            text = read_text(path, shown, max_bytes=ctx.limits.max_file_bytes)
+            text, shown = read_text(ctx.workspace, args.path, max_bytes=ctx.limits.max_file_bytes)
         except NotTextError as exc:
             return ToolResult.error(str(exc))
         lines = text.splitlines()

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from pathlib import Path
+from assistant.tools.workspace import Workspace
 
 #: How much of a file is sniffed for NUL bytes to call it binary.
 SNIFF_BYTES = 8192
@@ -12,16 +12,11 @@ class NotTextError(ValueError):
     """The file is binary or not UTF-8 (the message says which, for the model)."""
 
 
-def read_text(path: Path, shown_as: str, *, max_bytes: int) -> str:
-    """The whole file as text (UTF-8, a BOM dropped, newlines as they are)."""
-    size = path.stat().st_size
-    if size > max_bytes:
-        raise NotTextError(
-            f"{shown_as} is {size:,} bytes, more than the {max_bytes:,} the tools read; "
-            "use grep to find the lines you need."
-        )
-    data = path.read_bytes()
-    return decode_text(data, shown_as)
+def read_text(workspace: Workspace, path: str, *, max_bytes: int) -> tuple[str, str]:
+    """A workspace file as text (UTF-8, a BOM dropped, newlines as they are) and how it is
+    shown. Raises :class:`NotTextError` or ``SandboxError`` (too large, outside...)."""
+    data, shown = workspace.read_bytes(path, max_bytes)
+    return decode_text(data, shown), shown
 
 
 def decode_text(data: bytes, shown_as: str) -> str:
@@ -39,10 +34,9 @@ def decode_text(data: bytes, shown_as: str) -> str:
     return text.removeprefix("\ufeff")
 
 
-def looks_binary(path: Path) -> bool:
+def looks_binary(data: bytes) -> bool:
     """Cheap check used by grep: a NUL byte in the first few kilobytes."""
-    with path.open("rb") as fh:
-        return b"\x00" in fh.read(SNIFF_BYTES)
+    return b"\x00" in data[:SNIFF_BYTES]
 
 
 def clip_line(line: str, limit: int) -> str:

@@ -1,24 +1,38 @@
 """The workspace folder: the only place tools may read and write.
 
-Every path a tool receives goes through :meth:`Workspace.resolve`. It is joined to the
-workspace root (absolute paths are taken as given), made canonical with
-:func:`os.path.realpath` (which follows symlinks and folds ``..``), and refused unless the
-result is the root or inside it. NUL bytes, over-long names, and existing paths that are
-neither a regular file nor a directory (devices, FIFOs, sockets) are refused too. A refusal
-is a :class:`SandboxError` whose message is written for the model; the registry turns it
-into an error result.
+Every path a tool receives is checked here (NUL bytes, over-long names, Windows device
+names) and then opened by :mod:`assistant.tools.fsaccess`, which walks it component by
+component from a descriptor of the root without letting the kernel follow a symlink: a
+link is followed only while it stays inside the workspace. Absolute paths are accepted when
+they lie under the root. Reads, writes, listings and searches all go through the
+descriptors this gives (:meth:`Workspace.open`, :meth:`Workspace.write_bytes`), so a path
+swapped for a symlink while a tool runs cannot lead outside; writes go to a temporary file
+renamed into place. Existing paths that are neither a regular file nor a folder (devices,
+FIFOs, sockets) are refused. A refusal is a :class:`SandboxError` whose message is written
+for the model (and the user); the registry turns it into an error result.
 
-The check happens just before use; a symlink swapped in between (a race with another local
-program) is outside this threat model, which is a model making mistakes, not a local
-attacker.
+Hard links are the documented limit: a hard link in the workspace to an outside file *is*
+that file, and who may create one is up to the system's permissions.
 """
 
 from __future__ import annotations
 
 import os
 import stat
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Literal
+
+from assistant.tools.fsaccess import (
+    Mode,
+    PathProblem,
+    Resolved,
+    Resolver,
+    read_fd,
+    split_parts,
+    write_replacing,
+)
 
 #: Longest path accepted, and longest single name in it (common filesystem limits).
 MAX_PATH_CHARS = 1024
@@ -48,6 +62,7 @@ class Workspace:
     def __init__(self, root: Path | str) -> None:
         self._given = Path(root).expanduser()
         self._root: Path | None = None
+        self._resolver: Resolver | None = None
 
     @property
     def root(self) -> Path:
@@ -57,61 +72,73 @@ class Workspace:
             self._root = Path(os.path.realpath(self._given))
         return self._root
 
-    def resolve(self, path: str, *, kind: Kind = "any", must_exist: bool = True) -> Path:
-        """The canonical path for ``path``, or :class:`SandboxError`.
+    def _walker(self) -> Resolver:
+        if self._resolver is None:
+            root = str(self.root)
+            given = os.path.normpath(os.path.abspath(self._given))
+            aliases = (root,) if given == root else (root, given)
+            self._resolver = Resolver(root, aliases)
+        return self._resolver
 
-        ``kind`` says what an existing path must be; ``must_exist=False`` allows a path that
-        does not exist yet (for writing).
-        """
-        if not isinstance(path, str):
-            raise SandboxError("The path must be a string.")
-        raw = path.strip() or "."
-        if "\x00" in raw:
-            raise SandboxError("The path contains a NUL byte; paths cannot contain one.")
-        if len(raw) > MAX_PATH_CHARS:
-            raise SandboxError(f"The path is longer than {MAX_PATH_CHARS} characters.")
-        parts = Path(raw).parts
-        for part in parts:
-            if len(part) > MAX_NAME_CHARS:
-                raise SandboxError(
-                    f"A name in the path is longer than {MAX_NAME_CHARS} characters."
-                )
-        if os.name == "nt" and any(_is_windows_device(p) for p in parts):
-            raise SandboxError(f"{path!r} names a device, not a file.")
-        root = self.root
-        candidate = Path(os.path.realpath(root / raw))
-        if not _is_within(candidate, root):
-            raise SandboxError(
-                f"{path!r} is outside the workspace. Tools can only use files inside the "
-                f"workspace folder ({root}); use a path relative to it, like 'notes.txt'."
-            )
+    # -- opening ---------------------------------------------------------------------------
+    @contextmanager
+    def open(self, path: str, mode: Mode = "any", *, create: bool = False) -> Iterator[Resolved]:
+        """Open ``path`` for a tool: ``file`` gives an open regular file (``fd``), ``dir``
+        an open folder (``handle``), ``any`` either, ``parent`` the folder a file of that
+        name goes in (folders created with ``create``). Raises :class:`SandboxError`."""
+        parts = self._parts(path)
         try:
-            st = candidate.stat()
-        except FileNotFoundError:
-            if must_exist:
-                raise SandboxError(
-                    f"{self.display(candidate)!r} does not exist in the workspace. "
-                    "Use list_dir or find_files to see what is there."
-                ) from None
-            return candidate
+            resolved = self._walker().resolve(parts, mode, create=create)
+        except PathProblem as problem:
+            raise SandboxError(self._message(path, problem)) from None
         except OSError as exc:
             raise SandboxError(f"{path!r} cannot be accessed: {exc.strerror or exc}.") from None
-        if stat.S_ISDIR(st.st_mode):
-            if kind == "file":
-                raise SandboxError(
-                    f"{self.display(candidate)!r} is a directory, not a file; use list_dir."
-                )
-        elif stat.S_ISREG(st.st_mode):
-            if kind == "dir":
-                raise SandboxError(
-                    f"{self.display(candidate)!r} is a file, not a directory; use read_file."
-                )
-        else:
+        if mode == "dir" and not resolved.is_dir:  # pragma: no cover - the walk ensures it
+            resolved.close()
+            raise SandboxError(f"{resolved.shown!r} is a file, not a directory; use read_file.")
+        try:
+            yield resolved
+        finally:
+            resolved.close()
+
+    def read_bytes(self, path: str, max_bytes: int) -> tuple[bytes, str]:
+        """A file's bytes and how it is shown; refused when larger than ``max_bytes``."""
+        with self.open(path, "file") as opened:
+            assert opened.fd is not None and opened.st is not None
+            if opened.st.st_size > max_bytes:
+                raise FileTooLarge(opened.shown, opened.st.st_size, max_bytes)
+            return read_fd(opened.fd, max_bytes), opened.shown
+
+    def write_bytes(self, path: str, data: bytes) -> tuple[str, bool]:
+        """Create or replace a file (folders created as needed) by writing a temporary file
+        beside it and renaming it into place. Returns (how it is shown, whether it existed).
+        A name that is a symlink inside the workspace writes its target; one that is swapped
+        for a symlink meanwhile is replaced, never written through."""
+        with self.open(path, "parent", create=True) as place:
+            self.replace_bytes(place, data)
+            return place.shown, place.st is not None
+
+    def replace_bytes(self, place: Resolved, data: bytes) -> None:
+        """Write ``data`` as the file ``place`` names (its folder and name, as opened),
+        keeping an existing file's permissions."""
+        assert place.name is not None
+        mode = stat.S_IMODE(place.st.st_mode) if place.st is not None else None
+        try:
+            write_replacing(place.handle, place.name, data, mode)
+        except IsADirectoryError:  # a folder took the name meanwhile
             raise SandboxError(
-                f"{self.display(candidate)!r} is not a regular file or directory "
-                "(a device, pipe or socket); tools do not open those."
-            )
-        return candidate
+                f"{place.shown!r} is a directory, not a file; use list_dir."
+            ) from None
+
+    def resolve(self, path: str, *, kind: Kind = "any", must_exist: bool = True) -> Path:
+        """Where ``path`` leads, as a path under the root, or :class:`SandboxError`.
+
+        For showing and comparing paths only: tools open files through :meth:`open`.
+        ``must_exist=False`` allows a file that does not exist yet (its folder must).
+        """
+        mode: Mode = "parent" if not must_exist else kind
+        with self.open(path, mode) as found:
+            return self.root.joinpath(*found.parts, *([found.name] if found.name else []))
 
     def display(self, path: Path) -> str:
         """``path`` relative to the root, with forward slashes ("." for the root)."""
@@ -122,11 +149,78 @@ class Workspace:
         text = rel.as_posix()
         return text if text else "."
 
+    # -- checks and messages ---------------------------------------------------------------
+    def _parts(self, path: str) -> list[str]:
+        if not isinstance(path, str):
+            raise SandboxError("The path must be a string.")
+        raw = path.strip() or "."
+        if "\x00" in raw:
+            raise SandboxError("The path contains a NUL byte; paths cannot contain one.")
+        if len(raw) > MAX_PATH_CHARS:
+            raise SandboxError(f"The path is longer than {MAX_PATH_CHARS} characters.")
+        for part in Path(raw).parts:
+            if len(part) > MAX_NAME_CHARS:
+                raise SandboxError(
+                    f"A name in the path is longer than {MAX_NAME_CHARS} characters."
+                )
+            if os.name == "nt" and _is_windows_device(part):
+                raise SandboxError(f"{path!r} names a device, not a file.")
+        if os.path.isabs(raw):
+            inside = self._walker().relative_parts(raw)
+            if inside is None:
+                raise SandboxError(self._outside(path))
+            return inside
+        return split_parts(raw)
 
-def _is_within(path: Path, root: Path) -> bool:
-    a = os.path.normcase(str(path))
-    b = os.path.normcase(str(root))
-    return a == b or a.startswith(b.rstrip(os.sep) + os.sep)
+    def _outside(self, path: str) -> str:
+        return (
+            f"{path!r} is outside the workspace. Tools can only use files inside the "
+            f"workspace folder ({self.root}); use a path relative to it, like 'notes.txt'."
+        )
+
+    def _message(self, path: str, problem: PathProblem) -> str:
+        shown = problem.shown
+        kind = problem.kind
+        if kind == "outside":
+            return self._outside(path)
+        if kind == "link_outside":
+            return (
+                f"{path!r} is outside the workspace: {shown!r} is a link to "
+                f"{problem.detail}. Tools can only use files inside the workspace folder "
+                f"({self.root})."
+            )
+        if kind == "missing":
+            return (
+                f"{shown!r} does not exist in the workspace. Use list_dir or find_files to see "
+                "what is there."
+            )
+        if kind == "is_dir":
+            return f"{shown!r} is a directory, not a file; use list_dir."
+        if kind == "not_dir":
+            return f"{shown!r} is a file, not a directory; use read_file."
+        if kind == "special":
+            return (
+                f"{shown!r} is not a regular file or directory (a device, pipe or socket); "
+                "tools do not open those."
+            )
+        if kind == "loop":
+            return f"{path!r} goes through too many links in a row (a link loop?)."
+        if kind == "changing":
+            return f"{path!r} kept changing while it was being opened; try again."
+        return f"{path!r} cannot be accessed: {problem.detail or 'permission denied'}."
+
+
+class FileTooLarge(SandboxError):
+    """A file larger than a tool reads (the message suggests grep)."""
+
+    def __init__(self, shown: str, size: int, limit: int) -> None:
+        self.shown = shown
+        self.size = size
+        self.limit = limit
+        super().__init__(
+            f"{shown} is {size:,} bytes, more than the {limit:,} the tools read; "
+            "use grep to find the lines you need."
+        )
 
 
 def _is_windows_device(part: str) -> bool:

@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-import contextlib
-import os
-from pathlib import Path
 from typing import ClassVar
 
 from pydantic import Field
 
+from assistant.atomicfile import encode_text
 from assistant.tools.base import Tool, ToolArgs, ToolContext, ToolResult
 
 PREVIEW_CHARS = 2_000
@@ -40,11 +38,7 @@ class WriteFileTool(Tool[WriteFileArgs]):
                 f"The content is {len(args.content):,} characters; at most "
                 f"{ctx.limits.max_write_chars:,} can be written at once."
             )
-        path = ctx.workspace.resolve(args.path, kind="file", must_exist=False)
-        shown = ctx.workspace.display(path)
-        existed = path.exists()
-        path.parent.mkdir(parents=True, exist_ok=True)  # inside the root: path was checked
-        write_atomically(path, args.content)
+        shown, existed = ctx.workspace.write_bytes(args.path, encode_text(args.content))
         lines = args.content.count("\n") + (0 if args.content.endswith("\n") else 1)
         if not args.content:
             lines = 0
@@ -58,20 +52,3 @@ class WriteFileTool(Tool[WriteFileArgs]):
         if len(args.content) <= PREVIEW_CHARS:
             return args.content
         return args.content[:PREVIEW_CHARS] + f"\n[... {len(args.content) - PREVIEW_CHARS:,} more]"
-
-
-def write_atomically(path: Path, text: str) -> None:
-    """Write to a temporary file beside ``path`` and rename it over (no half-written file)."""
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    try:
-        with tmp.open("w", encoding="utf-8", newline="") as fh:
-            fh.write(text)
-            fh.flush()
-            os.fsync(fh.fileno())
-        if path.exists():
-            with contextlib.suppress(OSError):
-                os.chmod(tmp, path.stat().st_mode & 0o7777)
-        os.replace(tmp, path)
-    finally:
-        if tmp.exists():
-            tmp.unlink()

@@ -1,11 +1,14 @@
-"""The bridge from the agent's worker thread to the GUI thread.
+"""The bridge from the session service to Qt: every service event becomes a typed signal
+on the GUI thread.
 
-The agent calls :meth:`AgentBridge.post` on the worker thread for every event. The bridge
-re-emits each one as a typed Qt signal; the bridge lives in the GUI thread, so Qt queues
-the emission and the slots run on the GUI thread, in the order the events happened.
+The service calls :meth:`ServiceBridge.post` for each event, from the worker thread (the
+agent's events while a job runs) or the GUI thread (its own). The bridge lives in the GUI
+thread, so Qt queues emissions from the worker and the slots run on the GUI thread, in the
+order the events happened. :meth:`ServiceBridge.call_in_gui` is the service's ``dispatch``:
+it runs a function on the GUI thread after every event posted before it.
 
 Streamed text (:class:`AssistantDelta`) is batched: pieces are collected under a lock and
-flushed as one :attr:`AgentBridge.assistant_delta` signal about every 30 ms, and always
+flushed as one :attr:`ServiceBridge.assistant_delta` signal about every 30 ms, and always
 before the next non-text event, so the reply grows smoothly without a repaint per token.
 """
 
@@ -18,7 +21,6 @@ from typing import Any
 from PySide6.QtCore import QObject, QTimer, Signal, Slot
 
 from assistant.agent.events import (
-    AgentEvent,
     AssistantDelta,
     ContextChanged,
     ContextUsage,
@@ -28,12 +30,23 @@ from assistant.agent.events import (
     ToolCallStarted,
     TurnFinished,
 )
+from assistant.service.events import (
+    ChatPickerRequested,
+    ChatsChanged,
+    ConversationReset,
+    ExportPathNeeded,
+    ModelChanged,
+    QueueChanged,
+    ServiceEvent,
+    SettingsChanged,
+    StatusChanged,
+)
 
 FLUSH_MS = 30
 
 
-class AgentBridge(QObject):
-    """Agent events in, Qt signals out (on the GUI thread)."""
+class ServiceBridge(QObject):
+    """Service events in, Qt signals out (on the GUI thread)."""
 
     message_added = Signal(object)  # Message
     assistant_delta = Signal(str)  # batched streamed text
@@ -43,6 +56,14 @@ class AgentBridge(QObject):
     context_changed = Signal(object)  # a compaction.events.ContextEvent
     model_call_finished = Signal(object)  # ModelCallFinished
     turn_finished = Signal(object)  # TurnFinished
+    status_changed = Signal(object)  # service.status.Status
+    queue_changed = Signal(object)  # tuple[str, ...]
+    chats_changed = Signal()
+    conversation_reset = Signal(object)  # chat id or None
+    model_changed = Signal(object)  # ModelChanged
+    settings_changed = Signal(object)  # SettingsChanged
+    export_path_needed = Signal(object)  # Path (suggested)
+    chat_picker_requested = Signal(object)  # tuple[ChatSummary, ...]
 
     _event = Signal(object)
     _kick = Signal()
@@ -62,10 +83,28 @@ class AgentBridge(QObject):
         self._call.connect(self._run_call)
         #: How many batched delta signals were emitted (tests check batching).
         self.flushes = 0
+        #: Event type -> (signal, the signal's arguments from the event).
+        self._routes: tuple[tuple[type[Any], Any, Callable[[Any], tuple[Any, ...]]], ...] = (
+            (MessageAdded, self.message_added, lambda e: (e.message,)),
+            (ToolCallStarted, self.tool_call_started, lambda e: (e,)),
+            (Notice, self.notice, lambda e: (e,)),
+            (ContextUsage, self.context_usage, lambda e: (e,)),
+            (ContextChanged, self.context_changed, lambda e: (e.event,)),
+            (ModelCallFinished, self.model_call_finished, lambda e: (e,)),
+            (TurnFinished, self.turn_finished, lambda e: (e,)),
+            (StatusChanged, self.status_changed, lambda e: (e.status,)),
+            (QueueChanged, self.queue_changed, lambda e: (e.texts,)),
+            (ChatsChanged, self.chats_changed, lambda e: ()),
+            (ConversationReset, self.conversation_reset, lambda e: (e.chat_id,)),
+            (ModelChanged, self.model_changed, lambda e: (e,)),
+            (SettingsChanged, self.settings_changed, lambda e: (e,)),
+            (ExportPathNeeded, self.export_path_needed, lambda e: (e.suggested,)),
+            (ChatPickerRequested, self.chat_picker_requested, lambda e: (e.chats,)),
+        )
 
     # -- any thread --------------------------------------------------------------------
-    def post(self, event: AgentEvent) -> None:
-        """Hand one agent event to the GUI thread (safe from any thread)."""
+    def post(self, event: ServiceEvent) -> None:
+        """Hand one event to the GUI thread (safe from any thread)."""
         if self._closed:
             return
         try:
@@ -117,21 +156,17 @@ class AgentBridge(QObject):
             fn()
 
     @Slot(object)
-    def _dispatch(self, event: AgentEvent) -> None:
+    def _dispatch(self, event: ServiceEvent) -> None:
         self.flush()
         if self._closed:
             return
-        if isinstance(event, MessageAdded):
-            self.message_added.emit(event.message)
-        elif isinstance(event, ToolCallStarted):
-            self.tool_call_started.emit(event)
-        elif isinstance(event, Notice):
-            self.notice.emit(event)
-        elif isinstance(event, ContextUsage):
-            self.context_usage.emit(event)
-        elif isinstance(event, ContextChanged):
-            self.context_changed.emit(event.event)
-        elif isinstance(event, ModelCallFinished):
-            self.model_call_finished.emit(event)
-        elif isinstance(event, TurnFinished):
-            self.turn_finished.emit(event)
+        signal, value = self._route(event)
+        if signal is not None:
+            signal.emit(*value)
+
+    def _route(self, event: ServiceEvent) -> tuple[Any, tuple[Any, ...]]:
+        """The signal an event goes out on, and its arguments (None: not shown)."""
+        for kind, signal, args in self._routes:
+            if isinstance(event, kind):
+                return signal, args(event)
+        return None, ()  # PromptProgress: the status already shows it

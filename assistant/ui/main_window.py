@@ -1,13 +1,15 @@
 """The main window: chat list, transcript, composer, context bar and status bar.
 
-It builds the widgets, wires them to the :class:`ChatController` and the
-:class:`AgentBridge`, and handles the app commands (/help, /clear, /model, /mode, /resume,
-/export) and shortcuts (Ctrl+N, Ctrl+K, Ctrl+,, Esc, Up to edit the last message).
+It builds the widgets, sends what the user does to the session service
+(:class:`~assistant.service.service.ChatService`) and renders the service's events, which
+the :class:`ServiceBridge` turns into signals: the status bar shows the service's one
+status, the app commands run in the service (the window only answers its requests for a
+file dialog or the chat picker). Shortcuts: Ctrl+N, Ctrl+K, Ctrl+,, Esc, Up to edit the
+last message.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from pathlib import Path
 
 from PySide6.QtCore import Qt, QTimer
@@ -27,7 +29,6 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from assistant.agent.commands import HELP_TEXT, AppCommand
 from assistant.agent.events import ContextUsage, Notice, ToolCallStarted, TurnFinished
 from assistant.compaction.events import (
     CompactionCancelled,
@@ -35,18 +36,23 @@ from assistant.compaction.events import (
     CompactionFinished,
     ContextEvent,
     PruneEvent,
+    TrimEvent,
+    trim_text,
 )
 from assistant.config import Settings
 from assistant.conversation import Message
 from assistant.llm.registry import Registry, model_path
-from assistant.sessions.errors import SessionError
+from assistant.service.events import ModelChanged, SettingsChanged
+from assistant.service.service import ChatService
+from assistant.service.status import Phase, Status
+from assistant.sessions.store import ChatSummary
 from assistant.ui import theme
-from assistant.ui.bridge import AgentBridge
+from assistant.ui.approval import GuiApprover
+from assistant.ui.bridge import ServiceBridge
 from assistant.ui.chat_input import ChatInput
 from assistant.ui.chat_view import ChatView
 from assistant.ui.context_bar import ContextBar
-from assistant.ui.controller import ChatController
-from assistant.ui.message_widgets import compaction_title, prune_text
+from assistant.ui.damage_banner import DamageBanner
 from assistant.ui.settings_dialog import SettingsDialog
 from assistant.ui.sidebar import ChatEntry, Sidebar
 from assistant.ui.spinner import Spinner
@@ -60,15 +66,23 @@ SHORTCUTS_HELP = (
 
 class MainWindow(QMainWindow):
     def __init__(
-        self, controller: ChatController, bridge: AgentBridge, registry: Registry | None = None
+        self,
+        service: ChatService,
+        bridge: ServiceBridge,
+        approver: GuiApprover,
+        registry: Registry | None = None,
     ) -> None:
         super().__init__()
-        self.controller = controller
+        self.service = service
         self.bridge = bridge
+        self.approver = approver
+        self._theme = service.settings.theme
         self.registry = registry
         self.editing_id: str | None = None
-        #: What context management did during the current turn (kept in the status bar).
-        self.turn_note: str | None = None
+        #: The chat on screen (the context bar is cleared when another one is shown).
+        self._shown_chat: str | None = None
+        #: The last status the service reported (what the status bar shows).
+        self.status = service.status
         self.settings_dialog: SettingsDialog | None = None
         self.setWindowTitle("Offline Assistant")
         self.resize(1180, 800)
@@ -79,7 +93,7 @@ class MainWindow(QMainWindow):
         self._refresh_chats()
         self._render_conversation()
         self._update_mode_label()
-        self._update_composer()
+        self._status_changed(self.status)
 
     # -- construction ------------------------------------------------------------------
     def _build(self) -> None:
@@ -101,15 +115,17 @@ class MainWindow(QMainWindow):
         self.choose_model_button = QPushButton("Choose another model…")
         self.choose_model_button.clicked.connect(self.open_settings)
         self.retry_button = QPushButton("Retry")
-        self.retry_button.clicked.connect(self.controller.load_model)
+        self.retry_button.clicked.connect(self.service.load_model)
         banner.addWidget(self.model_banner_label, 1)
         banner.addWidget(self.retry_button)
         banner.addWidget(self.choose_model_button)
         self.model_banner.setVisible(False)
         right_layout.addWidget(self.model_banner)
+        self.damage_banner = DamageBanner()
+        right_layout.addWidget(self.damage_banner)
 
         self.chat_view = ChatView()
-        self.chat_view.originals = self.controller.originals
+        self.chat_view.originals = self.service.originals
         right_layout.addWidget(self.chat_view, 1)
 
         self.status_strip = QFrame()
@@ -136,7 +152,7 @@ class MainWindow(QMainWindow):
         comp.addWidget(self.edit_banner)
         row = QHBoxLayout()
         row.setSpacing(8)
-        self.input = ChatInput(enter_sends=self.controller.settings.enter_sends)
+        self.input = ChatInput(enter_sends=self.service.settings.enter_sends)
         self.send_button = QPushButton("Send")
         self.send_button.setObjectName("PrimaryButton")
         self.send_button.setMinimumWidth(84)
@@ -180,7 +196,7 @@ class MainWindow(QMainWindow):
         status.addPermanentWidget(self.mode_label)
 
     def _wire(self) -> None:
-        c = self.controller
+        c = self.service
         b = self.bridge
         self.input.submitted.connect(self.submit)
         self.input.edit_last_requested.connect(self.edit_last_message)
@@ -200,15 +216,16 @@ class MainWindow(QMainWindow):
         b.context_usage.connect(self._context_usage)
         b.context_changed.connect(self._context_changed)
         b.turn_finished.connect(self._turn_finished)
-        c.busy_changed.connect(lambda _b: self._update_composer())
-        c.compaction_changed.connect(self._compaction_changed)
-        c.queue_changed.connect(lambda _n: self._update_composer())
-        c.chats_changed.connect(self._refresh_chats)
-        c.conversation_reset.connect(self._render_conversation)
-        c.model_state_changed.connect(self._model_state)
-        c.load_progress.connect(self._load_progress)
-        c.app_command.connect(self.run_app_command)
-        c.notice.connect(self.show_notice)
+        b.status_changed.connect(self._status_changed)
+        b.queue_changed.connect(lambda _texts: self._update_composer())
+        b.chats_changed.connect(self._refresh_chats)
+        b.conversation_reset.connect(lambda _chat_id: self._render_conversation())
+        b.conversation_reset.connect(lambda _id: self.damage_banner.show_for(self.service.handle))
+        self.damage_banner.repair_requested.connect(self.service.repair_chat)
+        b.model_changed.connect(self._model_changed)
+        b.settings_changed.connect(self._settings_changed)
+        b.export_path_needed.connect(self._choose_export_path)
+        b.chat_picker_requested.connect(self._pick_chat)
 
     def _shortcuts(self) -> None:
         def bind(keys: str, slot: object, name: str) -> QAction:
@@ -229,55 +246,51 @@ class MainWindow(QMainWindow):
     # -- chats -------------------------------------------------------------------------
     def _refresh_chats(self) -> None:
         entries = [
-            ChatEntry(s.id, s.title + (" (unreadable)" if s.broken else ""), s.updated)
-            for s in self.controller.chats()
+            ChatEntry(s.id, s.title + _list_mark(s), s.updated)
+            for s in self.service.chats()
         ]
-        self.sidebar.set_chats(entries, current=self.controller.chat_id)
+        self.sidebar.set_chats(entries, current=self.service.chat_id)
 
     def _render_conversation(self) -> None:
-        c = self.controller
+        c = self.service
         self.chat_view.branch_info = c.branch_info if c.handle is not None else None
         self.chat_view.set_conversation(c.conversation)
         self.chat_view.set_actions_enabled(not c.busy)
         prunes, tokens = c.prune_count()
         self.context_bar.set_counts(prunes, tokens, len(c.conversation.compactions))
-        if c.handle is None:
+        if c.handle is None or c.chat_id != self._shown_chat:
             self.context_bar.set_usage(None)
+        self._shown_chat = c.chat_id
         self.sidebar.set_current(c.chat_id)
         self._cancel_edit()
 
     def new_chat(self) -> None:
-        if self.controller.new_chat():
-            self.context_bar.set_usage(None)
+        if self.service.new_chat():
             self.input.setFocus()
-            self.set_status("New chat")
 
     def open_chat(self, chat_id: str) -> None:
-        if self.controller.open_chat(chat_id):
-            self.context_bar.set_usage(None)
+        if self.service.open_chat(chat_id):
             self.input.setFocus()
         else:
-            self.sidebar.set_current(self.controller.chat_id)
+            self.sidebar.set_current(self.service.chat_id)
 
     def _undo_delete(self, _chat_id: str) -> None:
-        restored = self.controller.undo_delete()
-        if restored:
-            self.set_status("Chat restored")
+        self.service.undo_delete()
 
     # -- sending -----------------------------------------------------------------------
     def submit(self, text: str) -> None:
         if self.editing_id is not None:
             message_id = self.editing_id
             self._cancel_edit()
-            self.controller.edit_message(message_id, text)
+            self.service.edit_message(message_id, text)
             return
-        self.controller.submit(text)
+        if not self.service.submit(text) and not self.input.toPlainText():
+            self.input.setPlainText(text)  # refused (a notice says why): nothing is lost
         self._update_composer()
 
     def _send_clicked(self) -> None:
-        if self.controller.busy:
-            self.controller.stop()
-            self.set_status("Stopping…")
+        if self.service.busy:
+            self.service.stop()
             return
         self.input._submit()  # the same as pressing Enter
 
@@ -289,19 +302,16 @@ class MainWindow(QMainWindow):
             self._cancel_edit()
             self.input.clear()
             return
-        if self.controller.stop():
-            self.set_status(
-                "Cancelling the compaction…" if self.controller.compacting else "Stopping…"
-            )
+        self.service.stop()
 
     def edit_last_message(self) -> None:
         msg = self.chat_view.last_user_message()
-        if msg is not None and not self.controller.busy:
+        if msg is not None and not self.service.busy:
             self.start_edit(msg.id)
 
     def start_edit(self, message_id: str) -> None:
         widget = self.chat_view.message_widgets.get(message_id)
-        if widget is None or self.controller.busy:
+        if widget is None or self.service.busy:
             return
         self.editing_id = message_id
         self.input.setPlainText(widget.message.content)
@@ -316,7 +326,7 @@ class MainWindow(QMainWindow):
         self.edit_banner.setVisible(False)
 
     def _update_composer(self) -> None:
-        c = self.controller
+        c = self.service
         busy = c.busy
         self.send_button.setText("Stop" if busy else "Send")
         self.send_button.setObjectName("StopButton" if busy else "PrimaryButton")
@@ -337,7 +347,6 @@ class MainWindow(QMainWindow):
 
     def _tool_call_started(self, event: ToolCallStarted) -> None:
         self.chat_view.tool_call_started(event.call)
-        self.set_status(f"Running {event.call.name}…")
 
     def _agent_notice(self, notice: Notice) -> None:
         self.show_notice(notice.level, notice.text)
@@ -353,12 +362,10 @@ class MainWindow(QMainWindow):
         if isinstance(event, PruneEvent):
             self.chat_view.add_prune_notice(list(event.message_ids), event.tokens_freed)
             self.context_bar.add_prune(event.tokens_freed)
-            self.turn_note = prune_text(len(event.message_ids), event.tokens_freed)
-            self.set_status(self.turn_note)
+        elif isinstance(event, TrimEvent):
+            self.show_notice("info", trim_text(event))
         elif isinstance(event, CompactionFinished):
             self._render_conversation()
-            self.turn_note = compaction_title(event.record)
-            self.set_status(self.turn_note)
         elif isinstance(event, CompactionFailed):
             self.show_notice("error", f"Compaction failed: {event.error}")
         elif isinstance(event, CompactionCancelled):
@@ -366,52 +373,48 @@ class MainWindow(QMainWindow):
 
     def _turn_finished(self, event: TurnFinished) -> None:
         self.chat_view.end_streaming(stopped=event.stopped)
-        if event.stopped:
-            self.set_status("Stopped")
-        elif event.error:
-            self.set_status("The reply failed (see the message in the chat)")
-        else:
-            self.set_status(self.turn_note or "Ready")
-        self.turn_note = None
 
-    def _compaction_changed(self, active: bool) -> None:
-        self.status_strip.setVisible(active)
-        if active:
-            self.strip_label.setText("Compacting… (Esc to cancel)")
-            self.spinner.start()
-        else:
-            self.spinner.stop()
-
-    # -- the model ---------------------------------------------------------------------
-    def _model_state(self, state: str, text: str) -> None:
-        self.load_progress.setVisible(state == "loading")
-        self.model_banner.setVisible(state == "failed")
-        if state == "loading":
+    # -- status and the model ----------------------------------------------------------
+    def _status_changed(self, status: Status) -> None:
+        """Render the service's status: the status bar, the compaction strip, the load
+        progress and the Send/Stop button all follow it."""
+        self.status = status
+        self.status_label.setText(status.text)
+        compacting = status.phase is Phase.COMPACTING
+        if compacting != self.status_strip.isVisible():
+            self.status_strip.setVisible(compacting)
+            if compacting:
+                self.strip_label.setText(status.text)
+                self.spinner.start()
+            else:
+                self.spinner.stop()
+        loading = status.phase is Phase.LOADING_MODEL
+        self.load_progress.setVisible(loading)
+        if loading and status.progress is not None:
+            self.load_progress.setRange(0, 100)
+            self.load_progress.setValue(int(status.progress * 100))
+        elif loading:
             self.load_progress.setRange(0, 0)
-            self.model_label.setText("")
-            self.set_status(f"{text} You can type; messages are sent once it is ready.")
-        elif state == "ready":
-            info = self.controller.model_info
-            window = self.controller.context_window_for(self.controller.settings)
-            name = info.name if info is not None else text
-            self.model_label.setText(f"{name} · {window:,} ctx")
-            self.set_status("Model ready")
-        else:
+        self._update_composer()
+
+    def _model_changed(self, event: ModelChanged) -> None:
+        failed = bool(event.error)
+        self.model_banner.setVisible(failed)
+        if event.info is not None:
+            window = self.service.context_window_for(self.service.settings)
+            self.model_label.setText(f"{event.info.name} · {window:,} ctx")
+        elif failed:
             message = (
-                f"The model could not be loaded: {text}\nChoose another model in Settings, "
-                "or install it with: python -m assistant provision"
+                f"The model could not be loaded: {event.error}\nChoose another model in "
+                "Settings, or install it with: python -m assistant provision"
             )
             self.model_banner_label.setText(message)
             self.model_label.setText("no model")
-            self.set_status("No model loaded")
             self._error_box("Model not loaded", message)
+        else:
+            self.model_label.setText("")
         self._update_mode_label()
         self._update_composer()
-
-    def _load_progress(self, value: float) -> None:
-        if 0.0 < value < 1.0:
-            self.load_progress.setRange(0, 100)
-            self.load_progress.setValue(int(value * 100))
 
     def _error_box(self, title: str, text: str) -> QMessageBox:
         box = QMessageBox(
@@ -424,7 +427,7 @@ class MainWindow(QMainWindow):
         return box
 
     def _update_mode_label(self) -> None:
-        c = self.controller
+        c = self.service
         trained = c.model_info.trained_context if c.model_info is not None else None
         policy = c.settings.effective_policy(trained)
         self.mode_label.setText(f"{c.settings.mode.capitalize()} mode")
@@ -436,12 +439,13 @@ class MainWindow(QMainWindow):
         if self.settings_dialog is not None and self.settings_dialog.isVisible():
             self.settings_dialog.raise_()
             return self.settings_dialog
-        c = self.controller
+        c = self.service
         dialog = SettingsDialog(
             c.settings,
             self.registry,
             loaded_trained_context=c.model_info.trained_context if c.model_info else None,
             model_present=lambda entry: model_path(entry).is_file(),
+            count_tokens=c.engine.backend.count if c.engine is not None else None,
             parent=self,
         )
         dialog.accepted.connect(lambda: self._settings_accepted(dialog))
@@ -456,114 +460,47 @@ class MainWindow(QMainWindow):
         self.apply_settings(new)
 
     def apply_settings(self, new: Settings) -> None:
-        old = self.controller.settings
-        reloading = self.controller.apply_settings(new)
+        self.service.apply_settings(new)
+
+    def _settings_changed(self, event: SettingsChanged) -> None:
+        new = event.settings
         self.input.set_enter_sends(new.enter_sends)
-        if new.theme != old.theme:
-            app = QApplication.instance()
-            if isinstance(app, QApplication):
-                theme.apply_theme(app, new.theme)
+        app = QApplication.instance()
+        if isinstance(app, QApplication) and new.theme != self._theme:
+            theme.apply_theme(app, new.theme)
+        self._theme = new.theme
         self._update_mode_label()
-        self.set_status("Settings saved" + (", reloading the model…" if reloading else ""))
 
-    # -- app commands ------------------------------------------------------------------
-    def run_app_command(self, command: AppCommand) -> None:
-        handler: Callable[[str], object] = {
-            "help": self._cmd_help,
-            "clear": lambda _arg: self.new_chat(),
-            "model": self._cmd_model,
-            "mode": self._cmd_mode,
-            "resume": self._cmd_resume,
-            "export": self._cmd_export,
-            "compact": lambda arg: self.controller.compact(arg or None),
-        }[command.name]
-        handler(command.argument)
-
-    def _cmd_help(self, _arg: str) -> None:
-        self.show_notice("info", HELP_TEXT + "\n\n" + SHORTCUTS_HELP)
-
-    def _cmd_model(self, arg: str) -> None:
-        c = self.controller
-        if arg:
-            self.apply_settings(c.settings.model_copy(update={"model": arg}))
-            return
-        names = ", ".join(e.name for e in self.registry.models) if self.registry else ""
-        info = c.model_info
-        current = (
-            f"{info.name} (trained on {info.trained_context:,} tokens, window "
-            f"{c.context_window_for(c.settings):,})"
-            if info is not None
-            else f"{c.settings.model} ({c.model_state})"
+    # -- requests from the service -------------------------------------------------------
+    def _choose_export_path(self, suggested: Path) -> None:
+        """``/export`` without a path: ask where, then let the service write it."""
+        target, _f = QFileDialog.getSaveFileName(
+            self, "Export chat", str(suggested), "Markdown (*.md);;OpenAI JSON (*.json)"
         )
-        self.show_notice(
-            "info",
-            f"Model: {current}.\nSwitch with /model NAME or a GGUF path. Registered: {names}.",
-        )
+        if target:
+            self.service.export_chat(Path(target))
 
-    def _cmd_mode(self, arg: str) -> None:
-        c = self.controller
-        arg = arg.strip().lower()
-        if arg in ("local", "standard"):
-            self.apply_settings(c.settings.model_copy(update={"mode": arg}))
-        elif arg:
-            self.show_notice("error", "Usage: /mode local or /mode standard")
-            return
-        trained = c.model_info.trained_context if c.model_info else None
-        self.show_notice("info", "Mode " + c.settings.effective_policy(trained).describe())
-
-    def _cmd_resume(self, arg: str) -> None:
-        chats = self.controller.chats()
-        if arg:
-            match = [s for s in chats if s.id == arg or arg.lower() in s.title.lower()]
-            if match:
-                self.open_chat(match[0].id)
-                return
-            self.show_notice("error", f"No chat matches “{arg}”.")
-            return
-        lines = [f"- {s.title}  ({s.id})" for s in chats[:10]]
-        self.show_notice(
-            "info",
-            "Recent chats (pick one in the list, or /resume ID):\n"
-            + "\n".join(lines or ["(none yet)"]),
-        )
+    def _pick_chat(self, _chats: tuple[ChatSummary, ...]) -> None:
         self.sidebar.focus_search()
 
-    def _cmd_export(self, arg: str) -> None:
-        chat_id = self.controller.chat_id
-        if chat_id is None:
-            self.show_notice("error", "Nothing to export yet: this chat is empty.")
-            return
-        target = arg.strip()
-        if not target:
-            target, _f = QFileDialog.getSaveFileName(
-                self,
-                "Export chat",
-                str(Path.home() / "chat.md"),
-                "Markdown (*.md);;OpenAI JSON (*.json)",
-            )
-            if not target:
-                return
-        path = Path(target).expanduser()
-        try:
-            if path.suffix.lower() == ".json":
-                text = self.controller.store.export_openai_json(chat_id)
-            else:
-                text = self.controller.store.export_markdown(chat_id)
-            path.write_text(text, encoding="utf-8")
-        except (OSError, SessionError) as exc:
-            self.show_notice("error", f"Export failed: {exc}")
-            return
-        self.show_notice("info", f"Exported this chat to {path}")
-
     # -- misc --------------------------------------------------------------------------
-    def set_status(self, text: str) -> None:
-        self.status_label.setText(text)
+    def shutdown(self) -> None:
+        """Deny pending approvals, drop late events, stop the service (and its worker)."""
+        self.approver.close()
+        self.bridge.close()
+        self.service.shutdown()
 
     def closeEvent(self, event: QCloseEvent) -> None:
         save_window_state(self, self.splitter)
-        self.controller.shutdown()
+        self.shutdown()
         super().closeEvent(event)
 
     def showEvent(self, event: object) -> None:
         super().showEvent(event)  # type: ignore[arg-type]
         QTimer.singleShot(0, self.input.setFocus)
+
+
+def _list_mark(summary: ChatSummary) -> str:
+    if summary.broken:
+        return " (unreadable)"
+    return " (damaged)" if summary.damaged else ""

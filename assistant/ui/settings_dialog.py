@@ -37,16 +37,14 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from assistant.config import ModePolicy, Settings
+from assistant.config import SETTING_LABELS, ModePolicy, Settings, setting_name
+from assistant.llm import gguf
 from assistant.llm.registry import ModelEntry, Registry
+from assistant.settings_check import check_against_model
 
-POLICY_FIELDS: tuple[tuple[str, str], ...] = (
-    ("window", "Context window"),
-    ("protect", "Protect newest tool output"),
-    ("minimum", "Prune only if it frees at least"),
-    ("reserve", "Reserve for the reply"),
-    ("keep_recent", "Keep recent (unsummarized)"),
-    ("summary_budget", "Summary budget"),
+POLICY_FIELDS: tuple[tuple[str, str], ...] = tuple(
+    (field, SETTING_LABELS[field])
+    for field in ("window", "protect", "minimum", "reserve", "keep_recent", "summary_budget")
 )
 MODES = (("local", "Local"), ("standard", "Standard"))
 CHOOSE_FILE = "__choose__"
@@ -100,6 +98,7 @@ class SettingsDialog(QDialog):
         *,
         loaded_trained_context: int | None = None,
         model_present: Callable[[ModelEntry], bool] = lambda _e: True,
+        count_tokens: Callable[[str], int] | None = None,
         parent: QWidget | None = None,
     ) -> None:
         super().__init__(parent)
@@ -110,6 +109,11 @@ class SettingsDialog(QDialog):
         self._registry = registry
         self._loaded_trained = loaded_trained_context
         self._model_present = model_present
+        #: The loaded model's tokenizer: the system prompt is checked against its window.
+        self._count_tokens = count_tokens
+        self._counted: tuple[str, int] | None = None
+        #: What saving will cap (windows beyond the model's trained length).
+        self.notes: list[str] = []
         self._result: Settings | None = settings.model_copy(deep=True)
         self.errors: list[str] = []
         self._previous_model_index = 0
@@ -127,6 +131,9 @@ class SettingsDialog(QDialog):
         self.error_label.setWordWrap(True)
         self.error_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         layout.addWidget(self.error_label)
+        self.notes_label = _help("")
+        self.notes_label.setVisible(False)
+        layout.addWidget(self.notes_label)
         self.buttons = QDialogButtonBox(
             QDialogButtonBox.StandardButton.Save | QDialogButtonBox.StandardButton.Cancel
         )
@@ -388,6 +395,8 @@ class SettingsDialog(QDialog):
                     widget.setToolTip(msg)
                     widget.style().unpolish(widget)
                     widget.style().polish(widget)
+        if self._result is not None:
+            self._check_against_model(self._result)
         valid = self._result is not None
         self.error_label.setText("\n".join(self.errors))
         self.error_label.setVisible(not valid)
@@ -395,6 +404,33 @@ class SettingsDialog(QDialog):
         self._update_effective()
         self.validity_changed.emit(valid)
         return valid
+
+    def _check_against_model(self, settings: Settings) -> None:
+        """Refuse what cannot work with the selected model; note what will be capped."""
+        loaded = self.model_combo.currentData() == self._original.model
+        counter = self._count if loaded and self._count_tokens is not None else None
+        check = check_against_model(settings, self.trained_context(), counter)
+        self.notes = list(check.notes)
+        self.notes_label.setText("\n".join(self.notes))
+        self.notes_label.setVisible(bool(self.notes))
+        if check.errors:
+            self._result = None
+            self.errors.extend(check.errors)
+            self._mark_invalid(self.system_prompt, check.errors[0])
+
+    def _count(self, text: str) -> int:
+        """The loaded model's count of ``text`` (the last one is remembered)."""
+        assert self._count_tokens is not None
+        if self._counted is None or self._counted[0] != text:
+            self._counted = (text, self._count_tokens(text))
+        return self._counted[1]
+
+    @staticmethod
+    def _mark_invalid(widget: QWidget, reason: str) -> None:
+        widget.setProperty("invalid", True)
+        widget.setToolTip(reason)
+        widget.style().unpolish(widget)
+        widget.style().polish(widget)
 
     def result_settings(self) -> Settings | None:
         """The validated settings (None while the form has an error)."""
@@ -415,11 +451,17 @@ class SettingsDialog(QDialog):
         return entry
 
     def trained_context(self) -> int | None:
-        """The selected model's trained context (None if unknown before loading)."""
+        """The selected model's trained context: the registry's, or read from the file's header
+        (None when neither tells)."""
         if self.model_combo.currentData() == self._original.model and self._loaded_trained:
             return self._loaded_trained
         entry = self._entry()
-        return entry.context_length if entry else None
+        if entry is not None:
+            return entry.context_length
+        data = self.model_combo.currentData()
+        if data and data != CHOOSE_FILE:
+            return gguf.trained_context(Path(str(data)))  # read from the file's header
+        return None
 
     def _update_model_info(self) -> None:
         data = self.model_combo.currentData()
@@ -524,23 +566,5 @@ class SettingsDialog(QDialog):
 
 
 def _describe_loc(loc: tuple[Any, ...]) -> str:
-    names = {
-        "local": "Local mode",
-        "standard": "Standard mode",
-        "sampling": "",
-        "window": "context window",
-        "protect": "protect",
-        "minimum": "minimum",
-        "reserve": "reserve",
-        "keep_recent": "keep recent",
-        "summary_budget": "summary budget",
-        "threads": "CPU threads",
-        "temperature": "Temperature",
-        "top_p": "Top p",
-        "max_reply_tokens": "Longest reply",
-        "step_limit": "Tool steps per reply",
-        "system_prompt": "System prompt",
-        "workspace": "Workspace folder",
-    }
-    parts = [names.get(str(p), str(p)) for p in loc]
-    return " ".join(p for p in parts if p)
+    """The field as this dialog names it (shared with settings-file errors)."""
+    return setting_name(loc)

@@ -9,11 +9,13 @@ from typing import Any, TypeVar
 
 import pytest
 
+from assistant.agent.commands import AppCommand, ChatInput, ToolCommand, parse_input
 from assistant.agent.events import AgentEvent
 from assistant.agent.loop import Agent
 from assistant.compaction.controller import ContextController
 from assistant.config import Settings
 from assistant.conversation import Conversation
+from assistant.llm.base import CancelToken
 from assistant.llm.fake import ScriptedBackend
 from assistant.tools.approval import ApprovalDecision, ApprovalRequest, Approver
 from assistant.tools.registry import ToolRegistry
@@ -68,6 +70,7 @@ class Harness:
         approver: Approver | None = None,
         backend: ScriptedBackend | None = None,
         controller: Any = None,
+        wire_events: bool = True,
     ) -> None:
         self.settings = settings
         self.backend = backend or ScriptedBackend(list(replies))
@@ -87,10 +90,23 @@ class Harness:
             approver,
             self.events,
         )
+        if wire_events:  # as engine.build_engine does
+            self.controller.on_event = self.agent.on_context_event
         self.conv = Conversation()
 
-    def say(self, text: str) -> Any:
-        return self.agent.handle_input(self.conv, text)
+    def say(self, text: str, cancel: CancelToken | None = None) -> Any:
+        """Typed input as the session service runs it: parsed once, then the agent's
+        entry point for it. Other app commands and errors are returned."""
+        parsed = parse_input(text)
+        if isinstance(parsed, ChatInput):
+            self.agent.chat(self.conv, parsed.text, cancel)
+        elif isinstance(parsed, ToolCommand):
+            self.agent.run_tool_command(self.conv, parsed.tool, parsed.arguments, cancel)
+        elif isinstance(parsed, AppCommand) and parsed.name == "compact":
+            self.agent.compact(self.conv, parsed.argument or None, cancel)
+        else:
+            return parsed
+        return None
 
     def roles(self) -> list[str]:
         return [m.role for m in self.conv.messages]

@@ -35,10 +35,10 @@ class RecordingBackend:
     def __getattr__(self, name: str) -> Any:
         return getattr(self._inner, name)
 
-    def generate(self, messages: Any, **kw: Any) -> Iterator[StreamEvent]:
+    def generate(self, messages: Any, options: Any, **kw: Any) -> Iterator[StreamEvent]:
         text = self._inner.render_prompt(messages, kw.get("tools"))
         self.prompts.append((text, len(self._inner.tokenize(text))))
-        return self._inner.generate(messages, **kw)  # type: ignore[no-any-return]
+        return self._inner.generate(messages, options, **kw)  # type: ignore[no-any-return]
 
 
 def test_old_read_output_is_pruned_and_prompts_fit(real_backend: Any, tmp_path: Path) -> None:
@@ -64,9 +64,10 @@ def test_old_read_output_is_pruned_and_prompts_fit(real_backend: Any, tmp_path: 
         None,
         events.append,
     )
+    controller.on_event = agent.on_context_event
     conv = Conversation()
 
-    agent.handle_input(conv, "/read inventory.txt")
+    agent.run_tool_command(conv, "read_file", {"path": "inventory.txt"})
     read_result = conv.messages[1]
     assert read_result.role == "tool" and "widget-0001" in read_result.content
     assert "Truncated" in read_result.content  # capped, with the marker
@@ -77,7 +78,7 @@ def test_old_read_output_is_pruned_and_prompts_fit(real_backend: Any, tmp_path: 
         "Thanks. Name one widget.",
         "And what is the cheapest item?",
     ):
-        agent.handle_input(conv, question)
+        agent.chat(conv, question)
 
     assert len(backend.prompts) >= 3
     # Three consecutive lines of the file: present verbatim only while the tool output is
@@ -87,7 +88,9 @@ def test_old_read_output_is_pruned_and_prompts_fit(real_backend: Any, tmp_path: 
     assert chunk in first_text
     last_text, _ = backend.prompts[-1]
     assert chunk not in last_text
-    assert PRUNED_PLACEHOLDER in last_text
+    # The cleared output says what it was and how to get it back.
+    assert f"{PRUNED_PLACEHOLDER[:-1]}: read_file inventory.txt lines 1-" in last_text
+    assert "read it again if you need it]" in last_text
     assert read_result.pruned and "widget-0001" in read_result.content  # lossless
     window = policy.window
     for _, tokens in backend.prompts:
@@ -96,4 +99,42 @@ def test_old_read_output_is_pruned_and_prompts_fit(real_backend: Any, tmp_path: 
         assert (
             usage.prompt_tokens + min(settings.sampling.max_reply_tokens, usage.reserve) <= window
         )
+    assert all(e.error is None for e in events if isinstance(e, TurnFinished))
+
+
+def test_a_file_read_then_asked_about_is_in_the_prompt_of_that_call(
+    real_backend: Any, tmp_path: Path
+) -> None:
+    """Issue 12's case: after an earlier turn, /read a file larger than ``protect``, then
+    ask about it: the call that answers the question holds the whole file."""
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    lines = [f"Note {i}: the shipment code for crate {i} is QX-{i * 37 % 1000:03d}."
+             for i in range(1, 106)]
+    (workspace / "notes.txt").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    settings = Settings(workspace=str(workspace))
+    settings.sampling.max_reply_tokens = 24
+    settings.sampling.temperature = 0.0
+    backend = RecordingBackend(real_backend)
+    policy = settings.effective_policy(real_backend.info.trained_context)
+    controller = ContextController(backend, lambda: policy)
+    events: list[AgentEvent] = []
+    agent = Agent(backend, controller, ToolRegistry.default(), lambda: settings, None,
+                  events.append)
+    conv = Conversation()
+
+    agent.handle_input(conv, "Hello! I will show you my shipping notes.")
+    agent.handle_input(conv, "/read notes.txt")
+    read_result = conv.messages[-1]
+    size = controller.counter.message(read_result)
+    assert size > policy.protect  # the case that used to be cleared before the question
+    assert "Truncated" not in read_result.content  # the whole file fits one read
+    agent.handle_input(conv, "What is the shipment code for crate 7 in notes.txt?")
+
+    assert len(backend.prompts) == 2
+    question_prompt, tokens = backend.prompts[-1]
+    assert read_result.content in question_prompt  # the whole file, as read
+    assert "What is the shipment code for crate 7" in question_prompt
+    assert not read_result.pruned
+    assert tokens < policy.window
     assert all(e.error is None for e in events if isinstance(e, TurnFinished))

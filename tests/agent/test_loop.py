@@ -186,7 +186,7 @@ def test_stop_mid_stream_keeps_the_partial_reply(settings: Settings) -> None:
             token.cancel()
 
     h.events.hooks.append(stop_after_three)
-    h.agent.handle_input(h.conv, "count", token)
+    h.say("count", token)
     assert h.roles() == ["user", "assistant"]
     reply = h.conv.messages[1]
     assert reply.stopped
@@ -198,7 +198,7 @@ def test_stop_mid_stream_does_not_run_a_half_written_call(settings: Settings) ->
     h = Harness(settings, [call_block("run_command", command="echo hi")])
     token = CancelToken()
     h.events.hooks.append(lambda e: token.cancel() if isinstance(e, AssistantDelta) else None)
-    h.agent.handle_input(h.conv, "go", token)
+    h.say("go", token)
     assert h.roles() == ["user", "assistant"]
     assert h.conv.messages[1].stopped and not h.conv.messages[1].tool_calls
     assert not h.events.of(ToolCallStarted)
@@ -225,7 +225,7 @@ def test_stop_mid_tool_cancels_the_rest(settings: Settings, workspace: Path) -> 
             timer.start()
 
     h.events.hooks.append(stop_soon)
-    h.agent.handle_input(h.conv, "run it", token)
+    h.say("run it", token)
     for timer in timers:
         timer.join()
     assert h.roles() == ["user", "assistant", "tool", "tool"]
@@ -267,7 +267,7 @@ def test_allow_for_chat_is_asked_once_per_chat(harness: Make, workspace: Path) -
     assert len(approver.asked) == 1
     # A different conversation object starts with no standing approvals.
     h.backend.enqueue(call_block("write_file", path="c.txt", content="3"), "ok")
-    h.agent.handle_input(Conversation(), "again")
+    h.agent.chat(Conversation(), "again")
     assert len(approver.asked) == 2
     assert not (workspace / "c.txt").exists()
 

@@ -9,8 +9,9 @@ from assistant.agent.events import ContextChanged, ContextUsage, Notice, TurnFin
 from assistant.agent.loop import OVERFLOW_FAILED, OVERFLOW_NO_COMPACT
 from assistant.compaction.controller import ContextTooLargeError, PreparedRequest
 from assistant.compaction.events import ContextEvent, PruneEvent
-from assistant.config import Settings
+from assistant.config import EffectivePolicy, Settings
 from assistant.conversation import CompactionRecord, Conversation
+from assistant.engine import build_engine
 from assistant.llm.base import CancelToken, ContextOverflowError, StreamEvent
 from assistant.llm.fake import ScriptedBackend
 
@@ -22,11 +23,11 @@ class OverflowingBackend(ScriptedBackend):
 
     overflows: int = 0
 
-    def generate(self, messages: Any, **kw: Any) -> Iterator[StreamEvent]:
+    def generate(self, messages: Any, options: Any, **kw: Any) -> Iterator[StreamEvent]:
         if self.overflows > 0:
             self.overflows -= 1
             raise ContextOverflowError(20_000, self.window)
-        return super().generate(messages, **kw)
+        return super().generate(messages, options, **kw)
 
 
 class StubController:
@@ -40,12 +41,19 @@ class StubController:
         self.overflow_calls = 0
         self.compact_calls: list[tuple[str, str | None]] = []
         self.emit_on_prepare: ContextEvent | None = None
+        self.window = 8192
+        self.reserve = 1024
+
+    def policy(self) -> EffectivePolicy:
+        return Settings().effective_policy(self.window)
 
     def _request(self, conv: Conversation, system_prompt: str, tools: Any) -> PreparedRequest:
         msgs = [{"role": "system", "content": system_prompt}]
         msgs += [m.to_openai() for m in conv.kept_messages()]
         n = self.backend.count_prompt(msgs, tools)
-        return PreparedRequest(messages=msgs, prompt_tokens=n, window=8192)
+        return PreparedRequest(
+            messages=msgs, prompt_tokens=n, window=self.window, reserve=self.reserve
+        )
 
     def prepare(
         self,
@@ -132,24 +140,39 @@ def test_overflow_switch_off_does_not_compact(settings: Settings) -> None:
     assert [n.text for n in h.events.of(Notice)] == [OVERFLOW_NO_COMPACT]
 
 
-def test_controller_events_are_forwarded_and_chained(settings: Settings) -> None:
+def test_controller_events_reach_the_agent_through_the_composition_root(
+    settings: Settings,
+) -> None:
+    """The agent never swaps the controller's handler; build_engine connects it."""
     backend = ScriptedBackend(["ok"])
     controller = StubController(backend)
     seen: list[ContextEvent] = []
     controller.on_event = seen.append
     event = PruneEvent(("m1",), 1234)
     controller.emit_on_prepare = event
-    h = Harness(settings, backend=backend, controller=controller)
+    h = Harness(settings, backend=backend, controller=controller, wire_events=False)
+    assert controller.on_event == seen.append  # untouched by the Agent
     h.say("hi")
     assert seen == [event]
-    assert h.events.of(ContextChanged) == [ContextChanged(event)]
-    # A new Agent on the same controller replaces the old one instead of stacking.
-    again = Harness(settings, backend=backend, controller=controller)
+    assert h.events.of(ContextChanged) == []
+    # Connected as the composition root does it:
+    engine = build_engine(backend, lambda: settings, None, h.events)
+    assert engine.controller.on_event == engine.agent.on_context_event
+    controller.on_event = h.agent.on_context_event
     backend.enqueue("ok")
-    again.say("hi")
-    assert seen == [event, event]
-    assert len(h.events.of(ContextChanged)) == 1
-    assert again.events.of(ContextChanged) == [ContextChanged(event)]
+    h.say("hi")
+    assert h.events.of(ContextChanged) == [ContextChanged(event)]
+
+
+def test_window_and_reply_room_come_from_the_prepared_request(settings: Settings) -> None:
+    backend = ScriptedBackend(["ok"])
+    controller = StubController(backend)
+    controller.window, controller.reserve = 6_000, 37
+    h = Harness(settings, backend=backend, controller=controller)
+    h.say("hi")
+    usage = h.events.of(ContextUsage)[0]
+    assert (usage.window, usage.reserve) == (6_000, 37)
+    assert backend.calls[0].max_tokens == 37
 
 
 def test_compact_command_goes_to_the_controller(settings: Settings) -> None:
@@ -169,6 +192,25 @@ def test_real_controller_overflow_with_nothing_to_summarize(settings: Settings) 
     backend.overflows = 5
     h = Harness(settings, backend=backend)
     h.say("hello")
-    assert [n.text for n in h.events.of(Notice) if n.level == "error"] == [OVERFLOW_FAILED]
+    errors = [n.text for n in h.events.of(Notice) if n.level == "error"]
+    assert len(errors) == 1
+    assert "What cannot be compacted: the system prompt (" in errors[0]
+    assert "The newest message is too long for this window" in errors[0]
     assert h.roles() == ["user"]
     assert backend.overflows == 4  # exactly one model call
+
+
+def test_a_system_prompt_too_large_to_fit_says_so(settings: Settings) -> None:
+    """A 200 KB system prompt: compaction cannot shrink it, and the error says that and
+    where to fix it (it said only "compaction failed" before)."""
+    settings.system_prompt = "Be careful. " * 17_000
+    h = Harness(settings, ["never sent"])
+    h.say("hello")
+    errors = [n.text for n in h.events.of(Notice) if n.level == "error"]
+    assert len(errors) == 1
+    text = errors[0]
+    assert text.startswith("The prompt (")
+    assert "What cannot be compacted: the system prompt (" in text
+    assert "The system prompt alone leaves no room: shorten it in Settings" in text
+    assert h.roles() == ["user"]  # the message is kept
+    assert h.events.of(TurnFinished)[-1].error == text

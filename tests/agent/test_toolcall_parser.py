@@ -8,8 +8,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from assistant.jsonlimits import MAX_ARGUMENT_DEPTH
 from assistant.llm.template import ChatTemplate, format_call_block
-from assistant.llm.toolcall import INVALID_NAME, parse_tool_calls
+from assistant.llm.toolcall import INVALID_NAME, MAX_CALLS, parse_tool_calls
 
 
 def _one(text: str) -> tuple[str, dict[str, object], str | None]:
@@ -196,3 +197,85 @@ def test_text_protocol_render_then_parse() -> None:
     ]
     rendered = template.adapt(msgs, None)[0]["content"]
     assert _one(rendered) == ("read_file", {"path": "z.txt"}, None)
+
+
+# -- bounded work and nesting (issue 18, items 3 and 8) ----------------------------------------
+ADVERSARIAL = {
+    "open braces": "{" * 200_000,
+    "brace-quote": '{"' * 100_000,
+    "unclosed keys": '{"a":' * 40_000,
+    "open strings": '{"a' * 66_000,
+    "escapes": '{"\\' * 66_000,
+    "brackets": "[" * 200_000,
+}
+
+
+@pytest.mark.parametrize("text", ADVERSARIAL.values(), ids=list(ADVERSARIAL))
+def test_hostile_text_is_decoded_at_most_twice_over(
+    text: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The parser decodes slices, never the text behind a failed try: the characters handed
+    to the JSON decoder stay within a small multiple of the reply (the quadratic case decoded
+    the whole prefix once per brace)."""
+    decoded = [0]
+    real_loads = json.loads
+
+    def counting_loads(s: str | bytes, *args: object, **kwargs: object) -> object:
+        decoded[0] += len(s)
+        return real_loads(s, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(json, "loads", counting_loads)
+    parsed = parse_tool_calls(text)
+    assert parsed.calls == []
+    assert parsed.content == text
+    assert decoded[0] <= 2 * len(text)
+
+
+def test_a_call_after_hostile_text_is_still_found() -> None:
+    text = '{"a' * 50_000 + ' then {"name": "read_file", "arguments": {"path": "x.txt"}}'
+    assert _one(text) == ("read_file", {"path": "x.txt"}, None)
+
+
+def test_at_most_64_calls_per_reply() -> None:
+    text = '{"name": "list_dir", "arguments": {}} ' * 1000
+    parsed = parse_tool_calls(text)
+    assert len(parsed.calls) == MAX_CALLS == 64
+    fences = ("```tool_call\n{}\n```\n") * 500
+    assert len(parse_tool_calls(fences).calls) == MAX_CALLS
+
+
+def _nested(depth: int) -> str:
+    return '{"a": ' * depth + "1" + "}" * depth
+
+
+@pytest.mark.parametrize("depth", [17, 300, 600, 5000])
+@pytest.mark.parametrize(
+    "shape",
+    [
+        '```tool_call\n{{"name": "write_file", "arguments": {args}}}\n```',
+        '{{"name": "write_file", "arguments": {args}}}',
+        '<tool_call>{{"name": "write_file", "arguments": {args}}}</tool_call>',
+        "<function=write_file>{args}</function>",
+        '```tool_call\n{{"name": "write_file", "arguments": {quoted}}}\n```',
+    ],
+    ids=["fence", "bare", "tag", "function-tag", "string-arguments"],
+)
+def test_deeply_nested_arguments_are_an_error_call(shape: str, depth: int) -> None:
+    args = _nested(depth)
+    text = "Writing.\n" + shape.format(args=args, quoted=json.dumps(args))
+    parsed = parse_tool_calls(text)
+    assert len(parsed.calls) == 1
+    call = parsed.calls[0]
+    assert call.call.name == "write_file"
+    assert call.error == "its arguments are nested more than 16 levels deep"
+    assert call.call.arguments == {}
+    # What the model wrote is kept and can be saved (serialization no longer fails).
+    assert call.call.raw_arguments is not None
+    call.call.model_dump_json()
+
+
+def test_arguments_at_the_limit_are_fine() -> None:
+    args = _nested(MAX_ARGUMENT_DEPTH)
+    name, parsed_args, error = _one('{"name": "write_file", "arguments": ' + args + "}")
+    assert (name, error) == ("write_file", None)
+    assert json.dumps(parsed_args) == args

@@ -5,7 +5,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from assistant.agent.commands import AppCommand
 from assistant.agent.events import MessageAdded, Notice, ToolCallStarted, TurnFinished
 from assistant.config import Settings
 from assistant.tools.approval import DenyingApprover
@@ -105,21 +104,6 @@ def test_dropped_folder_is_refused(harness: Make, tmp_path: Path) -> None:
     assert h.agent.drop_file(h.conv, tmp_path) is None
     assert h.conv.messages == []
     assert h.events.of(TurnFinished)[0].error is not None
-
-
-def test_app_commands_are_returned(harness: Make) -> None:
-    h = harness()
-    assert h.say("/help") == AppCommand("help")
-    assert h.say("/model qwen") == AppCommand("model", "qwen")
-    assert h.events.events == []
-    assert h.conv.messages == []
-
-
-def test_unknown_command_is_a_notice(harness: Make) -> None:
-    h = harness()
-    h.say("/frobnicate now")
-    assert "Unknown command /frobnicate" in h.events.of(Notice)[0].text
-    assert h.conv.messages == [] and not h.backend.calls
 
 
 def test_escaped_slash_is_chat(harness: Make, settings: Settings) -> None:

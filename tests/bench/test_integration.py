@@ -48,6 +48,19 @@ def test_quick_run_with_the_embedded_model(
     assert summaries["W2", "policy"]["compactions"] > 0  # plain chat can only be summarized
     assert summaries["W2", "prune-only"]["prunes"] == 0  # nothing to prune without tools
 
+    # What the model needs to answer: every question after reads sees them (whole, or cut
+    # to fit when one alone cannot fit, as W3's log).
+    for name in expected:
+        policy = summaries[name, "policy"]
+        if policy["questions_after_outputs"]:
+            assert policy["visibility_fit"] == 1.0, name
+    assert summaries["W5", "policy"]["visibility_full"] == 1.0
+    assert summaries["W1", "policy"]["visibility_full"] == 1.0
+    real = {(r["session"], r["strategy"], r["mode"]): r for r in data["real_sessions"]}
+    for mode in ("local", "standard"):
+        kept = real["pi_refactor_session", "policy", mode]
+        assert kept["seen"] == kept["total"] == 16, (mode, kept["lost"])
+
     targets = {t["goal"]: t for t in data["targets"]}
     assert any("never overflows" in g for g in targets)
     assert data["speed"] is not None and data["speed"]["app_tps"] > 0

@@ -12,6 +12,9 @@ from assistant.bench.micro import generation_speed, policy_time, summary_time
 
 from .helpers import scripted
 
+#: The scripted model, without the real-session replays (their own tests cover them).
+SCRIPTED = ["--model", "scripted", "--no-real-sessions"]
+
 
 def test_policy_and_summary_time_on_any_backend() -> None:
     backend = scripted(window=10_000)
@@ -28,7 +31,7 @@ def test_generation_speed_needs_a_llama_model() -> None:
 
 
 def test_cli_runs_the_measurements(capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["--model", "scripted", "--workload", "W3", "--strategy", "a",
+    assert main([*SCRIPTED, "--workload", "W3", "--strategy", "a",
                  "--no-questions", "--json"]) == 0
     data = json.loads(capsys.readouterr().out)
     assert data["policy_time"]["window"] == 10_000
@@ -43,7 +46,7 @@ def test_cli_runs_the_measurements(capsys: pytest.CaptureFixture[str]) -> None:
 def test_quick_run_leaves_the_summary_time_to_the_full_run(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    assert main(["--model", "scripted", "--quick", "--workload", "W3", "--strategy", "a",
+    assert main([*SCRIPTED, "--quick", "--workload", "W3", "--strategy", "a",
                  "--no-questions", "--json"]) == 0
     data = json.loads(capsys.readouterr().out)
     assert data["summary_time"] is None and data["policy_time"]["window"] == 10_000

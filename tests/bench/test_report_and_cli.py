@@ -22,6 +22,9 @@ from assistant.bench.strategies import StrategyName
 
 from .helpers import chat_workload, scripted, tool_workload
 
+#: The scripted model, without the real-session replays (their own tests cover them).
+SCRIPTED = ["--model", "scripted", "--no-real-sessions"]
+
 PNG = b"\x89PNG\r\n\x1a\n"
 STRATEGIES: tuple[StrategyName, ...] = ("policy", "none")
 
@@ -80,7 +83,7 @@ def test_targets_state_the_measured_value(bench_result: BenchResult) -> None:
 
 
 def test_cli_scripted_json(capsys: pytest.CaptureFixture[str]) -> None:
-    code = main(["--model", "scripted", "--quick", "--workload", "W3", "--strategy", "a",
+    code = main([*SCRIPTED, "--quick", "--workload", "W3", "--strategy", "a",
                  "--strategy", "e", "--no-micro", "--json"])
     assert code == 0
     data = json.loads(capsys.readouterr().out)
@@ -91,7 +94,7 @@ def test_cli_scripted_json(capsys: pytest.CaptureFixture[str]) -> None:
 
 
 def test_cli_report_and_saved_workloads(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    code = main(["--model", "scripted", "--quick", "--workload", "W2", "--strategy", "d",
+    code = main([*SCRIPTED, "--quick", "--workload", "W2", "--strategy", "d",
                  "--no-micro", "--no-questions", "--report", str(tmp_path / "B.md"),
                  "--save-workloads", str(tmp_path / "wl")])
     assert code == 0
@@ -100,7 +103,7 @@ def test_cli_report_and_saved_workloads(tmp_path: Path, capsys: pytest.CaptureFi
     assert (tmp_path / "wl" / "W2.jsonl").exists()
     assert "## Targets" in capsys.readouterr().out
     # A saved workload can be run again from its JSONL.
-    code = main(["--model", "scripted", "--workload", str(tmp_path / "wl" / "W2.jsonl"),
+    code = main([*SCRIPTED, "--workload", str(tmp_path / "wl" / "W2.jsonl"),
                  "--strategy", "none", "--no-micro", "--no-questions", "--json"])
     assert code == 0
 
@@ -108,7 +111,7 @@ def test_cli_report_and_saved_workloads(tmp_path: Path, capsys: pytest.CaptureFi
 def test_cli_generate_only_and_usage_errors(tmp_path: Path) -> None:
     assert main(["--generate-only", "--quick", "--save-workloads", str(tmp_path)]) == 0
     assert sorted(p.name for p in tmp_path.glob("*.jsonl")) == [
-        "W1.jsonl", "W2.jsonl", "W3.jsonl", "W4.jsonl"]
+        "W1.jsonl", "W2.jsonl", "W3.jsonl", "W4.jsonl", "W5.jsonl"]
     assert main(["--workload", "W9"]) == 2
     assert main(["--strategy", "magic"]) == 2
     assert main(["--max-reply-tokens", "4"]) == 2
@@ -141,8 +144,8 @@ def test_a_full_and_a_quick_run_in_one_report(tmp_path: Path, bench_result: Benc
 
 
 def test_checkpoint_and_resume(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    common = ["--model", "scripted", "--quick", "--workload", "W3", "--no-micro",
-              "--no-questions", "--report", str(tmp_path / "R.md")]
+    common = [*SCRIPTED, "--quick", "--workload", "W3",
+              "--no-micro", "--no-questions", "--report", str(tmp_path / "R.md")]
     assert main([*common, "--strategy", "a"]) == 0
     saved = tmp_path / "bench" / "results-quick.json"
     assert [r["strategy"] for r in json.loads(saved.read_text())["runs"]] == ["policy"]
@@ -154,14 +157,14 @@ def test_checkpoint_and_resume(tmp_path: Path, capsys: pytest.CaptureFixture[str
     capsys.readouterr()
     assert main([*common[:-2], "--strategy", "e", "--resume", str(saved), "--json"]) == 0
     assert "W3 with" not in capsys.readouterr().err  # nothing left to run
-    full = [*common[:2], *common[3:]]  # without --quick: a different run
+    full = [c for c in common if c != "--quick"]  # without --quick: a different run
     assert main([*full, "--resume", str(saved)]) == 1
 
 
 def test_a_quick_and_a_full_command_write_one_report(tmp_path: Path) -> None:
     """``make bench``: the quick comparison, then the full run; the report shows both."""
     report = tmp_path / "docs" / "BENCHMARKS.md"
-    common = ["--model", "scripted", "--workload", "W3", "--no-micro", "--no-questions",
+    common = [*SCRIPTED, "--workload", "W3", "--no-micro", "--no-questions",
               "--report", str(report)]
     assert main([*common, "--quick"]) == 0
     assert main([*common, "--strategy", "a"]) == 0

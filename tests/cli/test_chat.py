@@ -76,3 +76,60 @@ def test_ctrl_c_stops_the_reply_without_exiting() -> None:
     # The chat went on: the second question got its own (non-empty) reply.
     assert out.split("[stopped]", 1)[1].strip()
     assert err.count("[model]") == 1  # one process, no restart
+
+
+def test_a_terminal_chat_is_saved_and_resumed_with_its_earlier_messages() -> None:
+    first = subprocess.run(
+        [sys.executable, "-m", "assistant", "chat", "--max-tokens", "16"],
+        input="My favourite colour is teal. Say OK.\n",
+        capture_output=True, text=True, timeout=180, env=_env(),
+    )
+    assert first.returncode == 0, first.stderr
+    reply = first.stdout.strip()
+    assert reply
+    listed = subprocess.run(
+        [sys.executable, "-m", "assistant", "chats"],
+        capture_output=True, text=True, timeout=60, env=_env(),
+    )
+    assert listed.returncode == 0, listed.stderr
+    (line,) = listed.stdout.splitlines()
+    assert "2 messages" in line and "My favourite colour is teal" in line
+    chat_id = line.split()[0]
+
+    second = subprocess.run(
+        [sys.executable, "-m", "assistant", "chat", "--resume", "last", "--max-tokens", "16"],
+        input="What is my favourite colour?\n",
+        capture_output=True, text=True, timeout=180, env=_env(),
+    )
+    assert second.returncode == 0, second.stderr
+    # The earlier messages are shown first (what the user typed after "> "), then the
+    # reply to the new question.
+    history = f"> My favourite colour is teal. Say OK.\n{reply}\n"
+    assert second.stdout.startswith(history)
+    assert second.stdout[len(history):].strip()
+    assert f"({chat_id})" in second.stderr and "2 messages" in second.stderr
+    listed = subprocess.run(
+        [sys.executable, "-m", "assistant", "chats"],
+        capture_output=True, text=True, timeout=60, env=_env(),
+    )
+    (line,) = listed.stdout.splitlines()
+    assert line.startswith(chat_id) and "4 messages" in line
+
+
+def test_read_then_ask_keeps_the_file_for_the_question(tmp_path: Path) -> None:
+    """Issue 12 as first seen in the terminal: ``/read`` a file larger than ``protect`` after
+    an earlier turn, then ask about it; nothing is cleared before the model answers."""
+    lines = [f"Line {i}: the parcel for desk {i} weighs {i * 3} kilograms." for i in range(1, 106)]
+    (tmp_path / "notes.txt").write_text("\n".join(lines) + "\n")
+    proc = subprocess.run(
+        [sys.executable, "-m", "assistant", "chat", "--workspace", str(tmp_path),
+         "--max-tokens", "24"],
+        input="Hi! I will show you my notes.\n/read notes.txt\nWhat is on line 7 of notes.txt?\n",
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env=_env(),
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "Line 105:" in proc.stdout  # the whole file was read
+    assert "Cleared" not in proc.stderr, proc.stderr  # nothing cleared before the answer

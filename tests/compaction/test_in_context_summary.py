@@ -14,7 +14,7 @@ from assistant.compaction import context
 from assistant.compaction.controller import ContextController
 from assistant.compaction.summarizer import ModelSummarizer, SummaryOutcome, SummaryRequest
 from assistant.conversation import Conversation, Message
-from assistant.llm.base import CancelToken
+from assistant.llm.base import CancelToken, GenerationOptions
 from assistant.llm.fake import ScriptedBackend
 
 from .helpers import GOOD_SUMMARY, SYSTEM, local_policy, tool_turn
@@ -61,7 +61,7 @@ def _setup(
 def _send(ctl: ContextController, be: ScriptedBackend, conv: Conversation) -> None:
     """A chat call the way the agent makes it: prepare, then generate (fills the cache)."""
     req = ctl.prepare(conv, system_prompt=SYSTEM)
-    for _ in be.generate(req.messages, max_tokens=8):
+    for _ in be.generate(req.messages, GenerationOptions(8)):
         pass
 
 
@@ -150,7 +150,7 @@ def test_span_that_does_not_fit_beside_the_reply_uses_the_transcript() -> None:
     be = ScriptedBackend(["Bien.", GOOD_SUMMARY, GOOD_SUMMARY, GOOD_SUMMARY], window=20_000)
     summarizer = ModelSummarizer(be)
     chat = context.to_openai(context.build_context(conv, SYSTEM))
-    for _ in be.generate(chat, max_tokens=4):
+    for _ in be.generate(chat, GenerationOptions(4)):
         pass
     tokens = be.count_prompt(chat)
     from assistant.compaction.extractive import collect_state

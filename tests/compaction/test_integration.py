@@ -21,7 +21,7 @@ from assistant.compaction.events import CompactionFinished, ContextEvent
 from assistant.compaction.tokens import TokenCounter
 from assistant.config import default_local
 from assistant.conversation import Conversation, Message, ToolCall
-from assistant.llm.base import LLMBackend
+from assistant.llm.base import GenerationOptions, LLMBackend
 
 from .helpers import CONSTRAINTS, PLANTED_PATHS, SYSTEM, file_body, session_transcript
 
@@ -55,7 +55,7 @@ def backend() -> Any:
 
 def _generate(backend: LLMBackend, messages: list[dict[str, Any]], max_tokens: int) -> str:
     text = ""
-    for event in backend.generate(messages, max_tokens=max_tokens, temperature=0.0):
+    for event in backend.generate(messages, GenerationOptions(max_tokens, temperature=0.0)):
         text += event.delta
     return text.strip() or "(no answer)"
 

@@ -36,11 +36,13 @@ def test_one_line_per_model_call_and_a_final_line(
     calls, final = lines[:-1], lines[-1]
     assert len(calls) == sum(1 for m in messages if m["role"] == "assistant") == 6
     assert [c["call"] for c in calls] == list(range(1, 7))
-    assert set(calls[0]) == {"call", "prompt_tokens", "window", "pruned_tokens", "compaction",
-                             "overflow"}
+    assert set(calls[0]) == {"call", "prompt_tokens", "window", "pruned_tokens",
+                             "trimmed_tokens", "compaction", "overflow"}
     assert all(c["window"] == 10_000 and c["overflow"] is False for c in calls)
     assert calls[0]["prompt_tokens"] < calls[-1]["prompt_tokens"]
-    assert set(final) == {"final_context", "summary", "files_read", "files_modified"}
+    assert set(final) == {"final_context", "prompt_tokens", "summary", "files_read",
+                          "files_modified", "summaries", "rejected"}
+    assert final["summaries"] == {"model": 0, "extractive": 0, "hook": 0}
     assert final["files_read"] == PLANTED_PATHS
     assert final["final_context"][0] == {"role": "system", "content": messages[0]["content"]}
 
@@ -106,3 +108,76 @@ def test_runs_as_a_module(tmp_path: Path) -> None:
     )
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout.splitlines()[-1])["files_read"] == [PLANTED_PATHS[0]]
+
+
+def _read_then_ask(
+    body: str, tool: str = "read_file", path: str = "notes.txt"
+) -> list[dict[str, Any]]:
+    return [
+        {"role": "system", "content": "You are terse."},
+        {"role": "user", "content": "Hi, I will show you my notes."},
+        {"role": "assistant", "content": "Sure, go ahead."},
+        {"role": "assistant", "content": "", "tool_calls": [{"id": "r1", "type": "function",
+         "function": {"name": tool, "arguments": json.dumps({"path": path})}}]},
+        {"role": "tool", "tool_call_id": "r1", "name": tool, "content": body},
+        {"role": "user", "content": "What is on line 7 of notes.txt?"},
+        {"role": "assistant", "content": "Line 7 says: seven."},
+    ]
+
+
+def test_a_file_read_then_asked_about_is_in_the_prompt_of_the_question(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The issue's case: a 2.8k-token read (over protect) then a question about it."""
+    body = "notes.txt (400 lines)\n" + "\n".join(
+        f"Line {i}: the quick brown fox number {i} jumps." for i in range(1, 401)
+    )
+    path = _write(tmp_path, _read_then_ask(body))
+    code, lines = _run(capsys, [str(path), "--window", "8192", "--json", "--prompts"])
+    assert code == 0
+    question_call = lines[-2]  # the call that answers "What is on line 7?"
+    assert question_call["pruned_tokens"] == 0
+    tool = [m for m in question_call["messages"] if m["role"] == "tool"]
+    assert tool and tool[0]["content"] == body  # the whole file, not a placeholder
+    assert question_call["prompt_tokens"] > 2_800
+
+
+def test_final_context_is_what_the_next_call_sends(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """After the answer and a new user message, the next call prunes the answered read."""
+    body = "\n".join(f"row {i} " + "word " * 12 for i in range(300))
+    messages = [*_read_then_ask(body), {"role": "user", "content": "Thanks! Now something else."}]
+    code, lines = _run(capsys, [str(_write(tmp_path, messages)), "--window", "8192", "--json"])
+    assert code == 0
+    final = lines[-1]
+    tool = next(m for m in final["final_context"] if m["role"] == "tool")
+    assert tool["content"].startswith("[Old tool result content cleared: read_file notes.txt")
+    assert "read it again if you need it]" in tool["content"]
+    assert final["final_context"][-1]["content"] == "Thanks! Now something else."
+
+
+def test_other_agents_tool_names_feed_file_tracking(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    messages = _read_then_ask("tiny", tool="Read", path="src/a.py")
+    messages.insert(-1, {"role": "assistant", "content": "", "tool_calls": [{"id": "w1",
+                    "type": "function", "function": {"name": "Edit", "arguments": json.dumps(
+                        {"file_path": "src/b.py", "old_string": "x", "new_string": "y"})}}]})
+    messages.insert(-1, {"role": "tool", "tool_call_id": "w1", "content": "edited"})
+    code, lines = _run(capsys, [str(_write(tmp_path, messages)), "--json"])
+    assert code == 0
+    assert lines[-1]["files_read"] == ["src/a.py"]
+    assert lines[-1]["files_modified"] == ["src/b.py"]
+
+
+def test_prompts_flag_prints_every_calls_messages(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, lines = _run(capsys, [str(_write(tmp_path, _read_then_ask("x"))), "--json", "--prompts"])
+    assert code == 0
+    for call in lines[:-1]:
+        assert call["messages"][0] == {"role": "system", "content": "You are terse."}
+    code = main([str(_write(tmp_path, _read_then_ask("x"))), "--prompts"])
+    assert code == 0
+    assert "[user] What is on line 7 of notes.txt?" in capsys.readouterr().out

@@ -109,7 +109,7 @@ def test_mechanical_state_keeps_constraints_files_and_requests_within_budget() -
     assert "Always use tabs." in text and "do not delete logs." in text
     assert "setup.py" in text and "src/f0.py" in text and "src/f7.py" in text
     assert "## Last user request (verbatim)\nFinally, do not delete logs." in text
-    assert "older omitted]" in text  # the oldest plain messages did not fit
+    assert "- [messages 2-" in text and " omitted]" in text  # plain older ones did not fit
     assert "Message 19" in text  # newest first
 
 

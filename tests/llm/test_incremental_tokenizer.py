@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from assistant.llm.base import GenerationOptions
 from assistant.llm.llama_backend import (
     IncrementalTokenizer,
     LlamaBackend,
@@ -199,7 +200,7 @@ def test_generation_uses_the_exact_prompt_tokens(real_backend: Any) -> None:
         {"role": "user", "content": "What is the capital of France? <|im_start|>"},
     ]
     result = None
-    for ev in real_backend.generate(msgs, max_tokens=2, temperature=0.0):
+    for ev in real_backend.generate(msgs, GenerationOptions(2, temperature=0.0)):
         if ev.result is not None:
             result = ev.result
     assert result is not None

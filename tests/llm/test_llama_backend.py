@@ -8,7 +8,14 @@ from typing import Any
 
 import pytest
 
-from assistant.llm.base import CancelToken, ContextOverflowError, GenerationResult, ModelLoadError
+from assistant.llm.base import (
+    CancelToken,
+    ContextOverflowError,
+    GenerationOptions,
+    GenerationResult,
+    KVCacheAware,
+    ModelLoadError,
+)
 from assistant.llm.llama_backend import LlamaBackend
 
 pytestmark = pytest.mark.integration
@@ -16,10 +23,19 @@ pytestmark = pytest.mark.integration
 SYSTEM = "You are a helpful assistant. Answer briefly and accurately."
 
 
-def _run(backend: Any, messages: list[dict[str, str]], **kw: Any) -> tuple[str, GenerationResult]:
+def _run(
+    backend: Any,
+    messages: list[dict[str, str]],
+    cancel: CancelToken | None = None,
+    on_prefill: Any = None,
+    **options: Any,
+) -> tuple[str, GenerationResult]:
     text = ""
     result: GenerationResult | None = None
-    for ev in backend.generate(messages, **kw):
+    stream = backend.generate(
+        messages, GenerationOptions(**options), cancel=cancel, on_prefill=on_prefill
+    )
+    for ev in stream:
         if ev.result is not None:
             result = ev.result
         text += ev.delta
@@ -58,6 +74,32 @@ def test_streams_a_reply_and_reports_cache_reuse(real_backend: Any) -> None:
     assert second.prompt_evaluated == 1
 
 
+def test_kv_state_saved_and_restored_is_reused(real_backend: Any) -> None:
+    """The KVCacheAware protocol on the real model: a saved cache, restored after another
+    prompt replaced it, makes the first prompt cost one token again, with the same reply."""
+    assert isinstance(real_backend, KVCacheAware)
+    msgs = [
+        {"role": "system", "content": SYSTEM},
+        {"role": "user", "content": "Name three colours of the rainbow."},
+    ]
+    tokens = real_backend.tokenize_prompt(real_backend.render_prompt(msgs))
+    real_backend.reset_kv_cache()
+    assert real_backend.cached_prefix(tokens) == 0
+    first_text, first = _run(real_backend, msgs, max_tokens=12, temperature=0.0)
+    assert first.prompt_reused == 0
+    assert real_backend.cached_prefix(tokens) == len(tokens)
+    saved = real_backend.save_state()
+    assert saved.tokens[: len(tokens)] == tuple(tokens) and saved.data
+    other = [{"role": "user", "content": "Count from one to five."}]
+    _run(real_backend, other, max_tokens=8, temperature=0.0)
+    assert real_backend.cached_prefix(tokens) < len(tokens)
+    real_backend.load_state(saved)
+    assert real_backend.cached_prefix(tokens) == len(tokens)
+    again_text, again = _run(real_backend, msgs, max_tokens=12, temperature=0.0)
+    assert again.prompt_evaluated == 1
+    assert again_text == first_text
+
+
 def test_stop_takes_effect_within_one_token(real_backend: Any) -> None:
     msgs = [
         {"role": "system", "content": SYSTEM},
@@ -66,7 +108,7 @@ def test_stop_takes_effect_within_one_token(real_backend: Any) -> None:
     cancel = CancelToken()
     deltas = 0
     result: GenerationResult | None = None
-    for ev in real_backend.generate(msgs, max_tokens=300, cancel=cancel):
+    for ev in real_backend.generate(msgs, GenerationOptions(300), cancel=cancel):
         if ev.result is not None:
             result = ev.result
         elif ev.delta:
@@ -97,7 +139,7 @@ def test_cancel_interrupts_prompt_evaluation(real_backend: Any) -> None:
 def test_over_long_prompt_raises_context_overflow(real_backend: Any) -> None:
     msgs = [{"role": "user", "content": "word " * 9000}]
     with pytest.raises(ContextOverflowError) as info:
-        real_backend.generate(msgs, max_tokens=8)
+        real_backend.generate(msgs, GenerationOptions(8))
     assert info.value.window == 8192
     assert info.value.prompt_tokens > 8192
 

@@ -17,7 +17,9 @@ from assistant.conversation import Message
 from assistant.sessions import (
     ChatCorruptError,
     ChatLoadError,
+    ChatReadOnlyError,
     ChatVersionError,
+    SessionError,
     SessionStore,
 )
 from assistant.sessions.journal import read_chat_file
@@ -95,7 +97,7 @@ def _write_lines(path: Path, lines: list[str]) -> None:
     path.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
 
 
-def test_damaged_files_give_clear_errors_and_other_chats_still_load(
+def test_files_that_are_not_chats_give_clear_errors_and_other_chats_still_load(
     store: SessionStore,
 ) -> None:
     good_id, data, _ = _sample_file(store)
@@ -111,22 +113,12 @@ def test_damaged_files_give_clear_errors_and_other_chats_still_load(
             _write_lines(path, content)
         cases[name] = (kind, text)
 
-    middle = [*lines[:3], '{"id": "x", "parent_id": nul', *lines[3:]]
-    broken("badline", middle, ChatCorruptError, "line 4: the line is not valid JSON")
-    unknown = json.loads(lines[3]) | {"type": "hologram", "id": "u1"}
-    broken("unknown", [*lines, json.dumps(unknown)], ChatCorruptError, "unknown entry type")
     header = json.loads(lines[0]) | {"schema_version": 99}
     broken("newer", [json.dumps(header), *lines[1:]], ChatVersionError, "newer version")
     broken("notjson", b"\x89PNG\r\n\x1a\n\x00\x00binary", ChatCorruptError, "not JSON")
     broken("empty", b"", ChatCorruptError, "empty")
     broken("list", ["[1, 2, 3]"], ChatCorruptError, "not a chat header")
-    orphan = json.loads(lines[2]) | {"parent_id": "nowhere"}
-    broken(
-        "orphan", [*lines[:2], json.dumps(orphan), *lines[3:]], ChatCorruptError, "unknown parent"
-    )
-    broken("dupe", [*lines, lines[-1]], ChatCorruptError, "appears twice")
-    badutf = b"\n".join([*(line.encode() for line in lines[:2]), b"\xff\xfe", lines[2].encode()])
-    broken("badutf8", badutf + b"\n", ChatCorruptError, "not valid UTF-8")
+    broken("deep", ["[" * 5000 + "]" * 5000], ChatCorruptError, "nested more than 64 levels")
 
     rows = {r.id: r for r in store.list_chats()}
     assert rows[good_id].error is None and rows[good_id].message_count == 10
@@ -141,6 +133,80 @@ def test_damaged_files_give_clear_errors_and_other_chats_still_load(
             store.open(name)
     with store.open(good_id) as chat:
         assert len(chat.conversation.messages) == 10
+
+
+def test_damaged_lines_open_read_only_with_every_readable_entry(store: SessionStore) -> None:
+    """One bad line no longer makes the whole chat unopenable: the rest is shown, the damaged
+    lines are named, nothing is written, and a repaired copy can be made."""
+    good_id, data, ids = _sample_file(store)
+    lines = data.decode().splitlines()
+    root = store.root
+    deep = json.loads(lines[4]) | {"type": "setting", "name": "x", "value": None}
+    deep_line = json.dumps(deep).replace('"value": null', '"value": ' + "[" * 500 + "]" * 500)
+    unknown = json.loads(lines[3]) | {"type": "hologram", "id": "u1"}
+    orphan = json.loads(lines[2]) | {"parent_id": "nowhere"}
+    cases: dict[str, tuple[list[str] | bytes, str]] = {
+        # name: (content, words naming the damage); every original entry stays readable
+        "badline": ([*lines[:3], '{"id": "x", "parent_id": nul', *lines[3:]], "line 4"),
+        "unknown": ([*lines, json.dumps(unknown)], "unknown entry type"),
+        "orphan": ([*lines[:2], json.dumps(orphan), *lines[3:]], "damaged line"),
+        "dupe": ([*lines, lines[-1]], "a copy of line"),
+        "bom": ([lines[0], "\ufeff" + lines[1], *lines[2:]], ""),
+        "deep": ([*lines[:5], deep_line, *lines[5:]], "nested more than 64 levels"),
+        "badutf8": (
+            b"\n".join(
+                [
+                    *(ln.encode() for ln in lines[:2]),
+                    b"\xff\xfe",
+                    *(ln.encode() for ln in lines[2:]),
+                ]
+            )
+            + b"\n",
+            "not valid UTF-8",
+        ),
+        "header": ([lines[0][:-3], *lines[1:]], "line 1"),
+    }
+    for name, (content, _words) in cases.items():
+        path = root / f"{name}.jsonl"
+        if isinstance(content, bytes):
+            path.write_bytes(content)
+        else:
+            _write_lines(path, [ln.replace(good_id, name) for ln in content])
+
+    rows = {r.id: r for r in store.list_chats()}
+    for name, (_content, words) in cases.items():
+        path = root / f"{name}.jsonl"
+        before = path.read_bytes()
+        row = rows[name]
+        assert row.error is None, name
+        if name == "bom":  # read without the mark: not damage
+            assert not row.damaged
+            assert "byte-order mark" in row.warnings[0]
+            continue
+        assert row.damaged and words in " ".join(row.warnings), (name, row.warnings)
+        with store.open(name) as chat:
+            assert chat.read_only is not None
+            assert [e.id for e in chat.entries] == ids, name
+            assert len(chat.conversation.messages) == 10
+            assert any(words in w for w in chat.warnings), name
+            with pytest.raises(ChatReadOnlyError, match="read-only"):
+                chat.conversation.append(Message(role="user", content="lost?"))
+            assert len(chat.conversation.messages) == 10
+        assert path.read_bytes() == before  # opening changed nothing
+
+        copy_id = store.repair(name)
+        assert path.read_bytes() == before  # the original is kept
+        with store.open(copy_id) as copy:
+            assert copy.read_only is None and copy.warnings == []
+            assert copy.title.endswith("(repaired)")
+            assert [m.content for m in copy.conversation.messages] == [
+                m.content for m in chat.conversation.messages
+            ]
+            copy.conversation.append(Message(role="user", content="continued"))
+        with store.open(copy_id) as copy:
+            assert copy.conversation.messages[-1].content == "continued"
+    with pytest.raises(SessionError, match="nothing to repair"):
+        store.repair(good_id)
 
 
 #: Imports once, then forks one writer per request ("<iteration> <first index>" on stdin),
@@ -284,3 +350,21 @@ def test_header_without_newline_still_accepts_entries(store: SessionStore) -> No
         chat.conversation.append(Message(role="user", content="hello"))
     with store.open(chat_id) as chat:
         assert [m.content for m in chat.conversation.messages] == ["hello"]
+
+
+def test_a_complete_but_deeply_nested_last_line_is_damage_not_a_torn_tail(
+    store: SessionStore,
+) -> None:
+    chat_id, data, ids = _sample_file(store)
+    path = store.path_of(chat_id)
+    deep = b'{"id":"d","parent_id":null,"timestamp":1,"type":"setting","name":"x","value":'
+    path.write_bytes(data + deep + b"[" * 990 + b"]" * 990 + b"}\n")
+    chat = read_chat_file(path)
+    assert chat.torn is None
+    assert [(d.line, d.reason) for d in chat.damaged] == [
+        (len(ids) + 2, "the line is nested more than 64 levels deep")
+    ]
+    assert [e.id for e in chat.entries] == ids
+    rows = store.list_chats()
+    assert rows[0].damaged and "nested more than 64 levels" in rows[0].warnings[0]
+    assert not path.with_name(path.name + ".corrupt").exists()

@@ -117,3 +117,30 @@ def test_import_plain_openai_messages_and_reject_bad_files(store: SessionStore) 
         with pytest.raises(ChatImportError):
             store.import_openai_json(text)
     assert {r.id for r in store.list_chats()} == before  # no half-imported chats left
+
+
+def test_import_refuses_runaway_nesting_and_keeps_deep_arguments_as_text(
+    store: SessionStore,
+) -> None:
+    deep = '{"messages": [' + "[" * 5000 + "]" * 5000 + "]}"
+    with pytest.raises(ChatImportError, match="nested more than 64 levels deep"):
+        store.import_openai_json(deep)
+    args = '{"a": ' * 300 + "1" + "}" * 300
+    messages = [
+        {"role": "user", "content": "write it"},
+        {
+            "role": "assistant",
+            "content": "",
+            "tool_calls": [
+                {"id": "c1", "function": {"name": "write_file", "arguments": args}},
+            ],
+        },
+        {"role": "tool", "tool_call_id": "c1", "content": "refused"},
+        {"role": "assistant", "content": "Done."},
+    ]
+    chat_id = store.import_openai_json(json.dumps(messages))
+    with store.open(chat_id) as chat:
+        call = chat.conversation.messages[1].tool_calls[0]
+        assert call.arguments == {} and call.raw_arguments == args  # kept as written
+        assert [m.content for m in chat.conversation.messages][-1] == "Done."
+        chat.export_markdown()

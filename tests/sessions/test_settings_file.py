@@ -11,6 +11,7 @@ from assistant import paths
 from assistant.config import (
     SETTINGS_SCHEMA_VERSION,
     Settings,
+    default_local,
     load_settings,
     save_settings,
 )
@@ -40,6 +41,14 @@ def test_save_load_round_trip_apart_from_chats() -> None:
         (b'{"mode": "turbo"}', "mode: Input should be 'local' or 'standard'"),
         (b'{"schema_version": 999}', "newer than this app"),
         (b"\xff\xfe\x00garbage", "codec can't decode"),
+        (b'{"local": ' + b"[" * 2000 + b"]" * 2000 + b"}", "nested more than 64 levels"),
+        (b'{"x": ' + b"{" * 500 + b"}" * 500 + b"}", "nested more than 64 levels"),
+        (
+            json.dumps({"local": {**default_local().model_dump(), "w" * 1900: 1}}).encode(),
+            "Local mode › " + "w" * 39 + "…: Extra inputs are not permitted",
+        ),
+        (b'{"local": {"window": 1000000000000}}', "Local mode › Context window: Input"),
+        (b'{"sampling": {"top_p": 7}}', "Top p: Input should be less than or equal to 1"),
     ],
 )
 def test_corrupt_file_is_backed_up_and_defaults_used(content: bytes, reason: str) -> None:
@@ -62,3 +71,18 @@ def test_explicit_path(tmp_path: Path) -> None:
     target = tmp_path / "elsewhere.json"
     save_settings(Settings(step_limit=3), target)
     assert load_settings(target).settings.step_limit == 3
+
+
+def test_a_failed_backup_reads_as_a_sentence(monkeypatch: pytest.MonkeyPatch) -> None:
+    path = paths.settings_file()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(b"{not json")
+
+    def no_copy(*_a: object, **_k: object) -> None:
+        raise PermissionError(13, "Permission denied")
+
+    monkeypatch.setattr("assistant.config.shutil.copy2", no_copy)
+    notice = load_settings().notice
+    assert notice is not None
+    assert "; it could not be backed up (Permission denied), and defaults are in use." in notice
+    assert "it was could not" not in notice

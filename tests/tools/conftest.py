@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -9,6 +10,7 @@ import pytest
 
 from assistant.conversation import ToolCall
 from assistant.llm.base import CancelToken
+from assistant.tools import fsaccess
 from assistant.tools.base import ToolContext, ToolLimits, ToolResult
 from assistant.tools.registry import ToolRegistry
 from assistant.tools.workspace import Workspace
@@ -50,3 +52,11 @@ class Runner:
 @pytest.fixture
 def run(registry: ToolRegistry, ctx: ToolContext) -> Runner:
     return Runner(registry, ctx)
+
+
+@pytest.fixture(params=["descriptors", "path-fallback"])
+def mode(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+    """Run a test with descriptors (POSIX) and with the path-string walk (no ``openat``)."""
+    if request.param == "path-fallback":
+        monkeypatch.setattr(fsaccess, "HAS_DIR_FD", False)
+    yield str(request.param)

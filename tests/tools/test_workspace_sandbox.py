@@ -54,7 +54,9 @@ ESCAPES = [
 
 @pytest.mark.parametrize(("tool", "key"), READERS)
 @pytest.mark.parametrize("path", ESCAPES, ids=lambda p: repr(p)[:30])
-def test_escapes_are_refused(run: Runner, tool: str, key: str, path: str, outside: Path) -> None:
+def test_escapes_are_refused(
+    mode: str, run: Runner, tool: str, key: str, path: str, outside: Path
+) -> None:
     result = run(tool, **_args(tool, key, path))
     assert result.is_error
     assert "TOP SECRET" not in result.text
@@ -75,7 +77,9 @@ def test_absolute_path_inside_is_allowed(run: Runner, root: Path) -> None:
     assert "hello" in result.text
 
 
-def test_symlink_to_outside_file_is_refused(run: Runner, root: Path, outside: Path) -> None:
+def test_symlink_to_outside_file_is_refused(
+    mode: str, run: Runner, root: Path, outside: Path
+) -> None:
     (root / "link.txt").symlink_to(outside)
     for result in (
         run("read_file", path="link.txt"),
@@ -87,7 +91,9 @@ def test_symlink_to_outside_file_is_refused(run: Runner, root: Path, outside: Pa
     assert outside.read_text(encoding="utf-8") == "TOP SECRET\n"
 
 
-def test_symlinked_folder_to_outside_is_refused(run: Runner, root: Path, outside: Path) -> None:
+def test_symlinked_folder_to_outside_is_refused(
+    mode: str, run: Runner, root: Path, outside: Path
+) -> None:
     (root / "out").symlink_to(outside.parent, target_is_directory=True)
     assert run("read_file", path="out/secret.txt").is_error
     assert run("list_dir", path="out").is_error
@@ -95,7 +101,9 @@ def test_symlinked_folder_to_outside_is_refused(run: Runner, root: Path, outside
     assert not (outside.parent / "new.txt").exists()
 
 
-def test_grep_and_find_do_not_follow_symlinks_out(run: Runner, root: Path, outside: Path) -> None:
+def test_grep_and_find_do_not_follow_symlinks_out(
+    mode: str, run: Runner, root: Path, outside: Path
+) -> None:
     (root / "link.txt").symlink_to(outside)
     (root / "out").symlink_to(outside.parent, target_is_directory=True)
     grep = run("grep", pattern="SECRET")

@@ -21,6 +21,7 @@ from pytestqt.qtbot import QtBot
 from assistant.config import Settings
 from assistant.llm.base import LLMBackend
 from assistant.llm.fake import ScriptedBackend
+from assistant.service.service import ChatService
 from assistant.sessions.store import SessionStore
 from assistant.ui.main_window import MainWindow
 
@@ -38,8 +39,9 @@ class Harness:
     qtbot: QtBot
 
     @property
-    def controller(self):  # type: ignore[no-untyped-def]
-        return self.window.controller
+    def controller(self) -> ChatService:
+        """The session service behind the window."""
+        return self.window.service
 
     def type_and_send(self, text: str) -> None:
         self.window.input.setFocus()
@@ -100,7 +102,7 @@ def make_window(qtbot: QtBot, tmp_path: Path) -> Iterator[Callable[..., Harness]
     yield make
     for window in built:
         window.close()
-        window.controller.shutdown()
+        window.shutdown()
     for widget in QApplication.topLevelWidgets():
         if isinstance(widget, QWidget) and widget.isVisible():
             widget.close()

@@ -73,7 +73,7 @@ def test_shutdown_releases_a_waiting_worker(qtbot) -> None:
 def test_model_write_is_allowed_through_the_dialog(make_window, tmp_path: Path) -> None:
     backend = ScriptedBackend([WRITE_CALL, "I wrote hello.txt."])
     h = make_window(backend=backend, settings=Settings(workspace=str(tmp_path / "ws")))
-    approver = h.controller.approver
+    approver = h.window.approver
     h.type_and_send("Create hello.txt")
     h.qtbot.waitUntil(lambda: bool(approver.open_dialogs), timeout=20_000)
     dialog = approver.open_dialogs[0]
@@ -87,7 +87,7 @@ def test_model_write_is_allowed_through_the_dialog(make_window, tmp_path: Path) 
 def test_model_write_is_denied_through_the_dialog(make_window, tmp_path: Path) -> None:
     backend = ScriptedBackend([WRITE_CALL, "OK, I did not write it."])
     h = make_window(backend=backend, settings=Settings(workspace=str(tmp_path / "ws")))
-    approver = h.controller.approver
+    approver = h.window.approver
     h.type_and_send("Create hello.txt")
     h.qtbot.waitUntil(lambda: bool(approver.open_dialogs), timeout=20_000)
     h.qtbot.mouseClick(approver.open_dialogs[0].deny_button, Qt.MouseButton.LeftButton)
@@ -102,7 +102,7 @@ def test_model_write_is_denied_through_the_dialog(make_window, tmp_path: Path) -
 def test_stop_while_asking_closes_the_dialog(make_window, tmp_path: Path) -> None:
     backend = ScriptedBackend([WRITE_CALL])
     h = make_window(backend=backend, settings=Settings(workspace=str(tmp_path / "ws")))
-    approver = h.controller.approver
+    approver = h.window.approver
     h.type_and_send("Create hello.txt")
     h.qtbot.waitUntil(lambda: bool(approver.open_dialogs), timeout=20_000)
     h.window.escape()

@@ -5,7 +5,6 @@ from __future__ import annotations
 from PySide6.QtCore import Qt
 
 from assistant.agent.events import ContextChanged, ContextUsage
-from assistant.compaction.events import CompactionStarted
 from assistant.config import Settings
 from assistant.llm.fake import ScriptedBackend
 from assistant.ui.context_bar import ContextBar
@@ -118,14 +117,25 @@ def test_prune_notice_and_pruned_card_can_show_the_original(make_window) -> None
 
 
 def test_compacting_strip_shows_and_input_stays_usable(make_window) -> None:
-    h = make_window()
-    h.window.bridge.post(ContextChanged(CompactionStarted(reason="threshold", tokens_before=9000)))
-    h.qtbot.waitUntil(lambda: h.window.status_strip.isVisible())
+    backend = ScriptedBackend()
+    h = make_window(backend=backend)
+    _long_chat(h)
+    backend.delay_per_token = 0.05
+    backend.enqueue("## Goal\n" + "summary words " * 200)
+    h.type_and_send("/compact")
+    h.qtbot.waitUntil(lambda: h.window.status_strip.isVisible(), timeout=20_000)
     assert h.window.strip_label.text() == "Compacting… (Esc to cancel)"
+    assert h.window.status_label.text() == "Compacting… (Esc to cancel)"
     assert h.window.spinner.spinning
+    assert h.window.send_button.text() == "Stop"
     assert h.window.input.isEnabled()
     h.qtbot.keyClicks(h.window.input, "still typing")
     assert h.window.input.toPlainText() == "still typing"
+    h.qtbot.keyClick(h.window.input, Qt.Key.Key_Escape)
+    h.qtbot.waitUntil(lambda: not h.window.status_strip.isVisible(), timeout=20_000)
+    h.wait_idle()
+    assert h.window.input.toPlainText() == "still typing"
+    assert h.window.status_label.text() == "Stopped"
 
 
 def _long_chat(h, turns: int = 5) -> None:  # type: ignore[no-untyped-def]

@@ -13,7 +13,7 @@ from assistant.agent.events import AssistantDelta, Notice, TurnFinished
 from assistant.config import Settings
 from assistant.llm.base import LLMBackend, ModelLoadError
 from assistant.llm.fake import ScriptedBackend
-from assistant.ui.bridge import AgentBridge
+from assistant.ui.bridge import ServiceBridge
 
 
 def test_broken_model_shows_error_and_app_stays_usable(make_window, tmp_path: Path) -> None:
@@ -78,7 +78,7 @@ def test_geometry_and_splitter_are_remembered(make_window) -> None:
 
 
 def test_bridge_batches_deltas_and_keeps_order(qtbot) -> None:
-    bridge = AgentBridge()
+    bridge = ServiceBridge()
     received: list[str] = []
     order: list[str] = []
     bridge.assistant_delta.connect(lambda text: (received.append(text), order.append("delta")))
@@ -102,7 +102,7 @@ def test_bridge_batches_deltas_and_keeps_order(qtbot) -> None:
 
 
 def test_bridge_drops_events_after_close(qtbot) -> None:
-    bridge = AgentBridge()
+    bridge = ServiceBridge()
     got: list[object] = []
     bridge.notice.connect(got.append)
     bridge.close()

@@ -125,3 +125,79 @@ def test_theme_switch_applies(make_window) -> None:
     dialog.theme.setCurrentIndex(dialog.theme.findData("light"))
     dialog.accept()
     assert QApplication.instance().property("assistantTheme") == "light"  # type: ignore[union-attr]
+
+
+def test_an_unregistered_gguf_shows_the_trained_context_from_its_header(
+    qtbot,
+    tmp_path,
+    embedded_model_path,  # type: ignore[no-untyped-def]
+) -> None:
+    alias = tmp_path / "downloaded.gguf"
+    alias.symlink_to(embedded_model_path)
+    dialog = _dialog(qtbot, Settings(mode="standard"))
+    dialog.set_model_path(str(alias))
+    assert dialog.trained_context() == 8192
+    assert "trained context 8,192" in dialog.model_info.text()
+    assert dialog.effective_labels["window"].text() == "8,192"  # not 131,072
+
+
+def test_a_system_prompt_too_large_for_the_loaded_model_is_refused_at_save(qtbot) -> None:  # type: ignore[no-untyped-def]
+    from assistant.llm.fake import ScriptedBackend
+
+    count = ScriptedBackend().count
+    dialog = SettingsDialog(
+        Settings(), load_registry(), loaded_trained_context=8192, count_tokens=count
+    )
+    qtbot.addWidget(dialog)
+    dialog.show()
+    assert dialog.save_button.isEnabled()
+    # Windows beyond the trained length: saved, with a note that they are capped.
+    assert dialog.notes_label.isVisible()
+    assert "Local mode › Context window is 10,000 tokens" in dialog.notes_label.text()
+    dialog.tabs.setCurrentIndex(2)
+    dialog.system_prompt.setPlainText("Cite every file you used. " * 8_000)  # ~200 KB
+    assert not dialog.save_button.isEnabled()
+    assert dialog.result_settings() is None
+    text = dialog.error_label.text()
+    assert text.startswith("System prompt: it is ")
+    assert "(2,048 of 8,192 tokens in local mode)" in text
+    assert dialog.system_prompt.property("invalid") is True
+    dialog.system_prompt.setPlainText("Be brief.")
+    assert dialog.save_button.isEnabled() and dialog.error_label.text() == ""
+
+
+def test_a_window_beyond_any_model_is_refused_with_the_dialogs_names(qtbot) -> None:  # type: ignore[no-untyped-def]
+    dialog = _dialog(qtbot)
+    _type_into(qtbot, dialog.policy_spins[("standard", "window")], "2000000")
+    assert not dialog.save_button.isEnabled()
+    assert (
+        "Standard mode › Context window: Input should be less than or equal to 1048576"
+        in dialog.error_label.text()
+    )
+
+
+def test_settings_from_the_file_are_checked_when_the_model_loads(
+    make_window,
+    tmp_path,
+    artifacts_dir,  # type: ignore[no-untyped-def]
+) -> None:
+    from assistant.ui.message_widgets import NoticeWidget
+
+    big = Settings(
+        system_prompt="Cite every file you used. " * 8_000, workspace=str(tmp_path / "ws")
+    )
+    h = make_window(settings=big)
+    texts = [e.label.text() for e in h.window.chat_view.entries() if isinstance(e, NoticeWidget)]
+    assert any(t.startswith("System prompt: it is ") and "Settings (Ctrl+,)" in t for t in texts)
+    # A message sent anyway fails with a reason that says what cannot be compacted.
+    h.type_and_send("hello")
+    h.wait_idle()
+    texts = [e.label.text() for e in h.window.chat_view.entries() if isinstance(e, NoticeWidget)]
+    assert any("What cannot be compacted: the system prompt" in t for t in texts)
+    assert h.controller.conversation.messages[0].content == "hello"  # kept
+    dialog = h.window.open_settings()
+    dialog.tabs.setCurrentIndex(2)
+    h.qtbot.wait(100)
+    assert not dialog.save_button.isEnabled()
+    assert dialog.grab().save(str(artifacts_dir / "settings-system-prompt-refused.png"))
+    dialog.reject()

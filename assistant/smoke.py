@@ -3,7 +3,8 @@
 Used by ``make package-test`` on the built app: it proves the bundle finds its model, its
 native llama.cpp library, its tokenizer data and its Qt platform plugin, with no network and
 no Python installed. Exit 0 with the reply on stdout; exit 1 with a clear message on stderr
-when the model is missing or damaged.
+when the model is missing or damaged. It starts Qt, so it sits beside the window's
+composition root (``app.py``), not in the Qt-free terminal face (``cli/``).
 """
 
 from __future__ import annotations

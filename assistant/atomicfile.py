@@ -1,0 +1,87 @@
+"""Writing a whole file so that a failure never leaves it empty or half written.
+
+:func:`write_atomically` writes to a temporary file in the target's folder, flushes it to
+disk and renames it over the target; if anything fails on the way (a full disk, a file size
+limit, an interrupted write) the temporary file is removed and the target is exactly what
+it was. Text is encoded as UTF-8 with anything that cannot be encoded (lone surrogates a
+model can produce) written as a ``\\udXXX`` escape, never an exception: inside JSON strings
+that is the standard escape, so the value reads back unchanged.
+
+Used by chat export and the settings file. Workspace writes by tools go through
+:mod:`assistant.tools.fsaccess`, which does the same relative to a folder descriptor.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import secrets
+import stat
+from pathlib import Path
+
+
+def encode_text(text: str) -> bytes:
+    """UTF-8, with unencodable characters escaped as ``\\uXXXX`` instead of failing."""
+    return text.encode("utf-8", errors="backslashreplace")
+
+
+def write_atomically(path: Path, content: str | bytes) -> Path:
+    """Replace ``path`` with ``content`` in one rename; returns the file written.
+
+    A symlink is followed (its target is replaced, the link stays). The permissions of an
+    existing file are kept; a new file gets the usual ``0o666`` minus the umask. Raises
+    ``OSError`` (with the target unchanged) when it cannot be written.
+    """
+    data = encode_text(content) if isinstance(content, str) else content
+    target = Path(os.path.realpath(path))
+    folder = target.parent
+    if target.is_dir():
+        raise IsADirectoryError(f"{path} is a folder; choose a file name")
+    if not folder.is_dir():
+        raise FileNotFoundError(f"the folder {folder} does not exist")
+    try:
+        mode: int | None = stat.S_IMODE(target.stat().st_mode)
+    except FileNotFoundError:
+        mode = None  # a new file: 0o666 minus the umask, applied by open()
+    fd, tmp = _create_temp(folder, target.name)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+            if mode is not None and hasattr(os, "fchmod"):
+                with contextlib.suppress(OSError):
+                    os.fchmod(fh.fileno(), mode)
+        os.replace(tmp, target)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            tmp.unlink()
+        raise
+    fsync_dir(folder)
+    return target
+
+
+def fsync_dir(directory: Path) -> None:
+    """Make a rename in ``directory`` durable (a no-op where unsupported)."""
+    try:
+        fd = os.open(directory, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def _create_temp(folder: Path, name: str) -> tuple[int, Path]:
+    """A new, empty temporary file beside ``name`` (created exclusively)."""
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0)
+    for _ in range(100):
+        tmp = folder / f".{name}.{secrets.token_hex(6)}.tmp"
+        try:
+            return os.open(tmp, flags, 0o666), tmp
+        except FileExistsError:
+            continue
+    raise FileExistsError(f"cannot create a temporary file in {folder}")

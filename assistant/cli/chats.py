@@ -1,0 +1,29 @@
+"""``python -m assistant chats``: the saved chats, newest first (the same store as the
+window). Each line: id, last change, message count, title; continue one with
+``python -m assistant chat --resume ID`` (or ``--resume last``)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from assistant.service.chats import chat_lines
+from assistant.sessions.errors import SessionError
+from assistant.sessions.store import SessionStore
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="assistant chats", description=__doc__.split("\n")[0])
+    parser.add_argument("--limit", type=int, help="show at most this many")
+    args = parser.parse_args(argv)
+    try:
+        chats = SessionStore().list_chats()
+    except (OSError, SessionError) as exc:
+        print(f"error: cannot list chats: {exc}", file=sys.stderr)
+        return 1
+    if not chats:
+        print("No saved chats yet. Start one with: python -m assistant chat", file=sys.stderr)
+        return 0
+    for line in chat_lines(chats, args.limit):
+        print(line)
+    return 0

@@ -1,0 +1,53 @@
+"""``python -m assistant repair [CHAT_ID ...]``: chats with damaged lines, from a terminal.
+
+Without an id it lists the chats that have damaged lines and says what is damaged. With ids
+it writes a repaired copy of each beside the original (every readable entry, titled
+"... (repaired)"; the original file is not changed) and prints the copy's id, which
+``python -m assistant chat`` and the window can open. Exits 1 if any chat could not be
+repaired.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import TextIO
+
+from assistant.sessions import SessionError, SessionStore
+
+
+def main(argv: list[str] | None = None, out: TextIO | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="assistant repair", description=__doc__.split("\n")[0] if __doc__ else None
+    )
+    parser.add_argument("chat_ids", nargs="*", metavar="CHAT_ID", help="chats to repair")
+    args = parser.parse_args(argv)
+    out = out or sys.stdout
+    store = SessionStore()
+    if not args.chat_ids:
+        damaged = [row for row in store.list_chats() if row.damaged]
+        if not damaged:
+            out.write("No chat has damaged lines.\n")
+            return 0
+        for row in damaged:
+            out.write(f"{row.id}  {row.title}\n")
+            for warning in row.warnings:
+                out.write(f"    {warning}\n")
+        out.write("Repair one with: python -m assistant repair CHAT_ID\n")
+        return 0
+    status = 0
+    for chat_id in args.chat_ids:
+        try:
+            copy_id = store.repair(chat_id)
+        except (OSError, SessionError) as exc:
+            out.write(f"{chat_id}: not repaired: {exc}\n")
+            status = 1
+            continue
+        with store.open(copy_id) as copy:
+            count = len(copy.conversation.messages)
+            title = copy.title
+        out.write(
+            f"{chat_id}: repaired copy {copy_id} ({title!r}, {count} messages); "
+            f"the original is kept as it was.\n"
+        )
+    return status

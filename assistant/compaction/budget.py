@@ -1,0 +1,75 @@
+"""How much room a compaction gives the summary and the kept tail.
+
+The summary is not a fixed size: the model-written part gets :data:`MODEL_SHARE` of the
+policy's summary budget, and the verbatim record of what the user said grows with the room
+the window has (:data:`RECORD_ROOM_SHARE` of it), using only what it needs. The kept tail
+aims at a prompt of :data:`FILL_TARGET` of the window after compaction (never less than
+:data:`MIN_FILL` while older history was there to keep) and leaves :data:`GROWTH_SHARE` of
+the window free for the chat to grow before the next compaction. ``/compact`` keeps the
+policy's fixed sizes: the user asked for room now.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from assistant.compaction.prompts import (
+    MECHANICAL_MARKER,
+    SUMMARY_HEADER,
+    SUMMARY_HEADER_SHORT,
+)
+from assistant.config import EffectivePolicy
+
+#: Share of the policy's summary budget for the model-written part of the summary.
+MODEL_SHARE = 0.5
+MIN_MODEL_BUDGET = 32
+#: Share of the room (window - reserve - fixed overhead) the verbatim record may grow to.
+RECORD_ROOM_SHARE = 0.3
+#: Prompt size aimed at after a compaction, and the least it may be while older history was
+#: there to keep (shares of the window).
+FILL_TARGET = 0.58
+MIN_FILL = 0.5
+#: Room left free after a compaction for the chat to grow (share of the window).
+GROWTH_SHARE = 0.12
+#: Tokens kept free beside the summary for its message template.
+SUMMARY_SLACK = 16
+#: At summary budgets up to this many tokens the summary uses the short header.
+SMALL_SUMMARY_BUDGET = 256
+
+
+
+@dataclass(frozen=True)
+class Budget:
+    room: int
+    model: int
+    record: int
+    header: int
+    short: bool
+
+
+
+def compaction_budget(
+    policy: EffectivePolicy, overhead: int, count: Callable[[str], int]
+) -> Budget:
+    short = policy.summary_budget <= SMALL_SUMMARY_BUDGET
+    header = count((SUMMARY_HEADER_SHORT if short else SUMMARY_HEADER) + MECHANICAL_MARKER) + 4
+    room = max(policy.window - policy.reserve - overhead - SUMMARY_SLACK, 0)
+    model = max(MIN_MODEL_BUDGET, int(policy.summary_budget * MODEL_SHARE))
+    model = min(model, max(room // 4, MIN_MODEL_BUDGET))
+    record = max(policy.summary_budget - model - header, int(room * RECORD_ROOM_SHARE))
+    return Budget(room=room, model=model, record=record, header=header, short=short)
+
+
+def tail_bounds(
+    policy: EffectivePolicy, budget: Budget, overhead: int, summary: int, *, manual: bool
+) -> tuple[int, int, int]:
+    """(keep, floor, limit) for the kept tail, given a summary of ``summary`` tokens."""
+    fits = max(budget.room - summary, 0)
+    limit = max(fits - int(policy.window * GROWTH_SHARE), min(policy.keep_recent, fits))
+    if manual:
+        return min(policy.keep_recent, limit), 0, limit
+    target = int(policy.window * FILL_TARGET) - overhead - summary
+    keep = min(max(target, policy.keep_recent), limit)
+    floor = min(keep, max(int(policy.window * MIN_FILL) - overhead - summary, 0))
+    return keep, floor, limit

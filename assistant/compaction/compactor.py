@@ -1,0 +1,412 @@
+"""Layer 2: one compaction, in four steps that each return a value.
+
+1. **budget** (:mod:`.budget`): how much room the summary and the kept tail get; the record
+   of what the user said grows with the room the window has.
+2. **plan** (:meth:`Compactor.plan`): the cut (:mod:`.cut_point`), never summarizing an
+   output the model has not answered when a cut before it can make room (only a turn in
+   progress that cannot fit even with its outputs cut down may be split; outputs the user
+   started are never summarized before they are answered: :mod:`.visibility`), and the
+   verbatim record for the summarized part (:mod:`.extractive`).
+3. **summarize** (:meth:`Compactor.summarize`): a ``before_compact`` hook may cancel or supply
+   the summary (a hook that raises is logged and the default compaction runs); else the
+   summarizer writes it (model, validated, extractive fallback).
+4. **verify** (:meth:`Compactor.verify`): the summary is fitted to its budget, the new prompt
+   is counted exactly, and the record is kept only if the prompt shrank.
+
+:meth:`Compactor.run` chains them and returns one :class:`CompactionOutcome`; the controller
+stores the record and reports events.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
+from enum import StrEnum
+from typing import Any
+
+from assistant.compaction.budget import (
+    GROWTH_SHARE,
+    MIN_FILL,
+    MIN_MODEL_BUDGET,
+    Budget,
+    compaction_budget,
+    tail_bounds,
+)
+from assistant.compaction.cut_point import CutPlan, find_cut, valid_cuts
+from assistant.compaction.extractive import (
+    MechanicalState,
+    collect_state,
+    compose_summary,
+    model_part,
+    render_mechanical,
+)
+from assistant.compaction.file_tracking import FileOps, extract_file_ops
+from assistant.compaction.summarizer import (
+    Summarizer,
+    SummaryCancelled,
+    SummaryKind,
+    SummaryOutcome,
+    SummaryRequest,
+)
+from assistant.compaction.tokens import TokenCounter, truncate_to_tokens
+from assistant.compaction.visibility import (
+    TRIM_FLOOR,
+    pending_start,
+    unanswered_ids,
+    user_locked_end,
+)
+from assistant.config import EffectivePolicy
+from assistant.conversation import CompactionReason, CompactionRecord, Conversation, Message
+from assistant.llm.base import CancelToken
+
+log = logging.getLogger("assistant.compaction")
+
+class Status(StrEnum):
+    DONE = "done"
+    CANCELLED = "cancelled"
+    FAILED = "failed"
+    NOTHING = "nothing"  # nothing may be summarized (the recent messages fit, or all pending)
+
+
+@dataclass(frozen=True)
+class CompactionJob:
+    reason: CompactionReason
+    system_prompt: str
+    tools: Sequence[dict[str, Any]] | None = None
+    focus: str | None = None
+    cancel: CancelToken | None = None
+
+
+@dataclass
+class CompactionOutcome:
+    status: Status
+    tokens_before: int
+    record: CompactionRecord | None = None
+    error: str = ""
+    summary: SummaryOutcome | None = None
+    #: Messages summarized (for the "Compacting..." notice).
+    messages: int = 0
+
+
+@dataclass(frozen=True)
+class CompactionPreparation:
+    """What ``before_compact`` hooks see."""
+
+    reason: CompactionReason
+    focus: str | None
+    to_summarize: tuple[Message, ...]
+    turn_prefix: tuple[Message, ...]
+    kept: tuple[Message, ...]
+    tokens_before: int
+    previous_summary: str | None
+    files_read: tuple[str, ...]
+    files_modified: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class BeforeCompactResult:
+    """A hook's answer: cancel the compaction, or supply the summary proper itself."""
+
+    cancel: bool = False
+    summary: str | None = None
+
+
+BeforeCompactHook = Callable[[CompactionPreparation], BeforeCompactResult | None]
+
+
+@dataclass(frozen=True)
+class Plan:
+    cut: CutPlan
+    history: Sequence[Message]
+    prefix: Sequence[Message]
+    tail: Sequence[Message]
+    files: FileOps
+    state: MechanicalState
+    mechanical: str
+    #: Index in ``conv.messages`` of the first message the plan's ``kept`` list starts at.
+    base: int
+    kept: Sequence[Message] = field(default_factory=tuple)
+
+
+class Compactor:
+    """Runs one compaction over a conversation (see the module docstring)."""
+
+    def __init__(
+        self,
+        counter: TokenCounter,
+        summarizer: Callable[[], Summarizer],
+        *,
+        measure: Callable[[Conversation, str, str, Sequence[Message], Any], int],
+        chat_prefix: Callable[[Conversation, str, Sequence[Message]], list[dict[str, Any]]],
+        window: Callable[[], int],
+        before_compact: BeforeCompactHook | None = None,
+    ) -> None:
+        self.counter = counter
+        self.summarizer = summarizer
+        self.measure = measure
+        self.chat_prefix = chat_prefix
+        self.window = window
+        self.before_compact = before_compact
+
+    # -- 1: plan (with 2: budget) ---------------------------------------------------------
+    def plan(
+        self,
+        conv: Conversation,
+        job: CompactionJob,
+        policy: EffectivePolicy,
+        overhead: int,
+        counts: Sequence[int],
+    ) -> tuple[Plan | None, Budget]:
+        """The cut and the record; re-planned with a smaller tail (at most a few times) when
+        the summary and the tail would not fit beside the reply even after cutting the
+        tail's unanswered outputs to the floor."""
+        count = self.counter.text
+        kept = conv.kept_messages()
+        base = len(conv.messages) - len(kept)
+        budget = compaction_budget(policy, overhead, count)
+        manual = job.reason == CompactionReason.MANUAL
+        if manual:  # /compact asks for room now: the record keeps the policy's size
+            fixed = max(policy.summary_budget - budget.model - budget.header, MIN_MODEL_BUDGET)
+            budget = replace(budget, record=min(budget.record, fixed))
+        prev = conv.last_compaction
+        prev_files = FileOps(list(prev.files_read), list(prev.files_modified)) if prev else None
+        pending = pending_start(kept)
+        # The record is at most the one for summarizing everything up to the pending part
+        # (everything, when that holds no user message): size the tail for that, then
+        # render the record for the real cut.
+        upto = base + pending
+        if not any(m.role == "user" for m in conv.messages[:upto]):
+            upto = len(conv.messages)
+        widest = collect_state(
+            conv.messages[:upto], extract_file_ops(kept, prev_files), last_request_visible=False
+        )
+        record_max = count(render_mechanical(widest, budget.record, count))
+        summary_est = budget.header + budget.model + record_max
+        keep, floor, limit = tail_bounds(policy, budget, overhead, summary_est, manual=manual)
+        waiting = unanswered_ids(kept)
+        trimmable = [
+            max(c - TRIM_FLOOR, 0) if m.id in waiting else 0
+            for m, c in zip(kept, counts, strict=True)
+        ]
+        plan: Plan | None = None
+        raised = False
+        for _ in range(4):
+            allowed = self._allowed(kept, counts, pending, limit)
+            cut = find_cut(
+                kept, counts, keep=min(keep, limit), limit=limit, floor=min(floor, limit),
+                allowed=allowed,
+            )
+            if not cut.summarizes_anything:
+                return plan, budget
+            tail = kept[cut.cut :]
+            files = extract_file_ops(kept[: cut.cut], prev_files)
+            state = collect_state(
+                conv.messages[: base + cut.cut], files,
+                last_request_visible=any(m.role == "user" for m in tail),
+            )
+            mechanical = render_mechanical(state, budget.record, count)
+            plan = Plan(
+                cut=cut, history=kept[: cut.history_end], prefix=kept[cut.history_end : cut.cut],
+                tail=tail, files=files, state=state, mechanical=mechanical, base=base, kept=kept,
+            )
+            summary_max = budget.header + budget.model + count(mechanical)
+            least = overhead + summary_max + cut.kept_tokens - sum(trimmable[cut.cut :])
+            excess = least + policy.reserve - policy.window
+            if excess > 0 and cut.cut < len(kept):
+                limit = max(cut.kept_tokens - excess, 0)  # the tail must shrink
+                floor = 0
+                continue
+            # The real record is often smaller than the one the tail was sized for: keep
+            # more of the tail while the window would otherwise stay more than half empty.
+            deficit = int(policy.window * MIN_FILL) - (overhead + summary_max + cut.kept_tokens)
+            if manual or deficit <= 0 or cut.kept_tokens + deficit > limit or raised:
+                break
+            floor = cut.kept_tokens + deficit
+            keep = max(keep, floor)
+            raised = True
+        return plan, budget
+
+    @staticmethod
+    def _allowed(
+        kept: Sequence[Message], counts: Sequence[int], pending: int, limit: int
+    ) -> list[bool]:
+        """Cut positions that summarize no unanswered output, unless a turn in progress
+        cannot fit even with its outputs cut to the floor (then it may be split after the
+        last output the user started)."""
+        n = len(kept)
+        allowed = [i <= pending for i in range(n + 1)]
+        waiting = unanswered_ids(kept)
+        at_floor = sum(
+            min(c, TRIM_FLOOR) if m.id in waiting else c
+            for m, c in zip(kept[pending:], counts[pending:], strict=True)
+        )
+        if at_floor > limit:
+            for i in range(max(pending + 1, user_locked_end(kept)), n + 1):
+                allowed[i] = True
+        return allowed
+
+    # -- 3: summarize ---------------------------------------------------------------------
+    def summarize(
+        self, conv: Conversation, job: CompactionJob, plan: Plan, budget: Budget,
+        tokens_before: int,
+    ) -> tuple[str, SummaryKind, SummaryOutcome | None] | Status:
+        """(summary proper, summarizer kind, outcome) or CANCELLED."""
+        prev = conv.last_compaction
+        if self.before_compact is not None:
+            prep = CompactionPreparation(
+                reason=job.reason, focus=job.focus, to_summarize=tuple(plan.history),
+                turn_prefix=tuple(plan.prefix), kept=tuple(plan.tail),
+                tokens_before=tokens_before,
+                previous_summary=prev.summary if prev else None,
+                files_read=tuple(plan.files.read), files_modified=tuple(plan.files.modified),
+            )
+            try:
+                answer = self.before_compact(prep)
+            except Exception:
+                log.exception("before_compact hook failed; running the default compaction")
+                answer = None
+            if answer is not None:
+                if answer.cancel:
+                    return Status.CANCELLED
+                if answer.summary is not None:
+                    return answer.summary, "hook", None
+        request = SummaryRequest(
+            history=plan.history, turn_prefix=plan.prefix,
+            previous=model_part(prev.summary) if prev else None, focus=job.focus,
+            budget=budget.model, state=plan.state, window=self.window(),
+            chat=self.chat_prefix(conv, job.system_prompt, plan.kept[: plan.cut.cut]),
+            tools=job.tools,
+        )
+        try:
+            outcome = self.summarizer().summarize(request, job.cancel)
+        except SummaryCancelled:
+            return Status.CANCELLED
+        return outcome.text, outcome.kind, outcome
+
+    # -- 4: verify ------------------------------------------------------------------------
+    def verify(
+        self, conv: Conversation, job: CompactionJob, plan: Plan, budget: Budget, text: str
+    ) -> tuple[str, str, int]:
+        """(the model part and the whole summary fitted to the budget, the prompt's exact
+        tokens with it)."""
+        count = self.counter.text
+        limit = budget.header + budget.model + count(plan.mechanical)
+        text = truncate_to_tokens(text, budget.model, count)
+        summary = compose_summary(text, plan.mechanical, short=budget.short)
+        while count(summary) > limit and text:
+            over = count(summary) - limit
+            text = truncate_to_tokens(text, max(count(text) - over - 4, 0), count)
+            summary = compose_summary(text, plan.mechanical, short=budget.short)
+        after = self.measure(conv, job.system_prompt, summary, plan.tail, job.tools)
+        return text, summary, after
+
+    def widen(
+        self, conv: Conversation, job: CompactionJob, plan: Plan, budget: Budget,
+        policy: EffectivePolicy, counts: Sequence[int], text: str, after: int,
+    ) -> tuple[Plan, str, int] | None:
+        """Keep more of the tail when the written summary left the window more than half
+        empty (the tail was sized for the largest summary it could be). The summary stays
+        as written; it then also covers a few messages that are kept verbatim."""
+        kept = plan.kept
+        low = int(policy.window * MIN_FILL)
+        high = policy.window - policy.reserve - int(policy.window * GROWTH_SHARE)
+        valid = valid_cuts(kept)
+        base_tail = plan.cut.kept_tokens
+        choice: int | None = None
+        tail = base_tail
+        for i in range(plan.cut.cut - 1, 0, -1):
+            tail += counts[i]
+            if after + tail - base_tail > high:
+                break
+            if not valid[i] or (plan.cut.turn_start is not None and i <= plan.cut.turn_start):
+                continue
+            choice = i
+            if after + tail - base_tail >= low:
+                break
+        if choice is None:
+            return None
+        prev = conv.last_compaction
+        prev_files = FileOps(list(prev.files_read), list(prev.files_modified)) if prev else None
+        new_tail = kept[choice:]
+        files = extract_file_ops(kept[: plan.cut.cut], prev_files)
+        state = collect_state(
+            conv.messages[: plan.base + choice], files,
+            last_request_visible=any(m.role == "user" for m in new_tail),
+        )
+        mechanical = render_mechanical(state, budget.record, self.counter.text)
+        wider = replace(plan, tail=new_tail, state=state, mechanical=mechanical)
+        summary = compose_summary(text, mechanical, short=budget.short)
+        measured = self.measure(conv, job.system_prompt, summary, new_tail, job.tools)
+        if measured + policy.reserve > policy.window or measured <= after:
+            return None
+        return wider, summary, measured
+
+    # -- all four -------------------------------------------------------------------------
+    def run(
+        self,
+        conv: Conversation,
+        job: CompactionJob,
+        policy: EffectivePolicy,
+        *,
+        overhead: int,
+        counts: Sequence[int],
+        tokens_before: int,
+        on_start: Callable[[int], None],
+    ) -> CompactionOutcome:
+        started = time.perf_counter()
+        if job.cancel is not None and job.cancel.cancelled:
+            return CompactionOutcome(Status.CANCELLED, tokens_before)
+        plan, budget = self.plan(conv, job, policy, overhead, counts)
+        if plan is None:
+            return CompactionOutcome(
+                Status.NOTHING, tokens_before,
+                error="nothing to summarize: the recent messages fit, or are not answered yet",
+            )
+        on_start(plan.cut.cut)
+        log.info(
+            "Compacting (%s): %d tokens, %d message(s) to summarize%s",
+            job.reason, tokens_before, plan.cut.cut, " (split turn)" if plan.cut.split_turn else "",
+        )
+        try:
+            got = self.summarize(conv, job, plan, budget, tokens_before)
+        except Exception as exc:
+            log.exception("Summarizer failed during compaction (%s)", job.reason)
+            return CompactionOutcome(Status.FAILED, tokens_before, error=f"summarizer error: {exc}")
+        if isinstance(got, Status):
+            return CompactionOutcome(got, tokens_before)
+        text, kind, summary_outcome = got
+        text, summary, after = self.verify(conv, job, plan, budget, text)
+        if job.reason != CompactionReason.MANUAL and after < int(policy.window * MIN_FILL):
+            wider = self.widen(conv, job, plan, budget, policy, counts, text, after)
+            if wider is not None:
+                plan, summary, after = wider
+        if after >= tokens_before:
+            return CompactionOutcome(
+                Status.FAILED, tokens_before,
+                error=f"the prompt did not shrink ({tokens_before} -> {after} tokens)",
+                summary=summary_outcome,
+            )
+        prev = conv.last_compaction
+        kept = plan.kept
+        record = CompactionRecord(
+            summary=summary,
+            first_kept_id=plan.tail[0].id if plan.tail else None,
+            last_summarized_id=kept[plan.cut.cut - 1].id,
+            tokens_before=tokens_before,
+            tokens_after=after,
+            reason=job.reason,
+            count=len(conv.compactions) + 1,
+            previous_summary=prev.summary if prev else None,
+            files_read=list(plan.files.read),
+            files_modified=list(plan.files.modified),
+            duration_s=round(time.perf_counter() - started, 4),
+            summarizer=kind,
+            focus=job.focus,
+            rejected=list(summary_outcome.rejected) if summary_outcome else [],
+        )
+        return CompactionOutcome(
+            Status.DONE, tokens_before, record=record, summary=summary_outcome,
+            messages=plan.cut.cut,
+        )

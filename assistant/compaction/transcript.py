@@ -1,0 +1,44 @@
+"""A saved transcript to replay: OpenAI-format messages, one JSON object per line.
+
+Used by ``python -m assistant replay`` and the benchmark's real-session replays. Leading
+system messages become the system prompt; a malformed line is a :class:`TranscriptError`
+naming the line.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from assistant.conversation import Message
+
+
+class TranscriptError(ValueError):
+    """A transcript line that is not a valid message."""
+
+
+def load_transcript(path: Path) -> tuple[str | None, list[Message]]:
+    """(system prompt from leading system messages, the other messages)."""
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise TranscriptError(f"{path}: cannot read ({exc})") from exc
+    system: list[str] = []
+    messages: list[Message] = []
+    for number, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        try:
+            data = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise TranscriptError(f"{path}:{number}: invalid JSON ({exc.msg})") from exc
+        try:
+            msg = Message.from_openai(data)
+        except (ValueError, TypeError, AttributeError) as exc:
+            reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+            raise TranscriptError(f"{path}:{number}: not a valid message ({reason})") from exc
+        if msg.role == "system" and not messages:
+            system.append(msg.content)
+        else:
+            messages.append(msg)
+    return ("\n\n".join(system) if system else None), messages

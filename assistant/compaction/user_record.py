@@ -1,0 +1,226 @@
+"""What the user said, kept verbatim through every compaction, shortened only when it must.
+
+A summary written by a small model forgets; the user's own words are the part of a chat that
+must never be lost. So code (not the model) writes this record into every summary:
+
+* every summarized user message, verbatim, oldest first, while the record fits its budget
+  (which grows with the room the window has; see the controller);
+* past the budget, older messages are shortened sentence by sentence, in this order:
+  sentences repeated verbatim, pasted material (fenced code, quoted text, logs, stack
+  traces, file contents), slash commands and questions, other statements; then overlong
+  instructions are clipped, then one-off requests are dropped and standing rules last,
+  each oldest first, so the newest instructions are never dropped to keep older ones of
+  their kind; messages with nothing left collapse into one "[N earlier messages omitted]"
+  line;
+* the last user request is kept whole unless it alone exceeds the budget.
+
+How a message is cut into sentences and pasted blocks, and what kind each is, is
+:mod:`.user_text`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+from assistant.compaction.user_text import (
+    INSTRUCTION_KINDS,
+    Kind,
+    Piece,
+    instructions,
+    is_slash_command,
+    is_substantive,
+    split_user_text,
+    task_statement,
+)
+
+__all__ = [
+    "INSTRUCTION_KINDS",
+    "instructions",
+    "is_slash_command",
+    "is_substantive",
+    "render_user_record",
+    "shorten_messages",
+    "split_user_text",
+    "task_statement",
+]
+
+Count = Callable[[str], int]
+
+USER_RECORD_HEADING = "## What the user said (verbatim, oldest first)"
+LAST_REQUEST_HEADING = "## Last user request (verbatim)"
+TRUNC = " [...truncated]"
+#: Sentences longer than this many tokens are clipped before instructions are dropped.
+LONG_SENTENCE = 60
+
+
+# -- the record -----------------------------------------------------------------------------
+@dataclass
+class _Entry:
+    pieces: list[Piece]
+    number: int
+    size: int = 0
+    whole: str = field(default="")
+
+    def text(self) -> str:
+        out: list[str] = []
+        for i, p in enumerate(self.pieces):
+            gap = not p.kept and p.kind != "pasted"
+            if gap and i and not self.pieces[i - 1].kept and self.pieces[i - 1].kind != "pasted":
+                continue  # one "[...]" for a run of dropped sentences
+            out.append(p.shown() + (p.sep if not gap else " "))
+        return "".join(out).strip()
+
+    def empty(self) -> bool:
+        return not any(p.kept for p in self.pieces)
+
+
+def _bullet(entry: _Entry) -> str:
+    body = entry.text().replace("\n", "\n  ")
+    return f"- [{entry.number}] {body}"
+
+
+def _render(entries: Sequence[_Entry]) -> str:
+    """Bullets in order; a run of messages with nothing left is one "omitted" line."""
+    lines: list[str] = []
+    run: list[int] = []
+
+    def flush() -> None:
+        if run:
+            span = f"message {run[0]}" if len(run) == 1 else f"messages {run[0]}-{run[-1]}"
+            lines.append(f"- [{span} omitted]")
+            run.clear()
+
+    for e in entries:
+        if e.empty():
+            run.append(e.number)
+            continue
+        flush()
+        lines.append(_bullet(e))
+    flush()
+    return "\n".join(lines)
+
+
+STAGES: tuple[tuple[Kind, ...], ...] = (("pasted",), ("command", "question"), ("statement",))
+LAST_STAGES: tuple[tuple[Kind, ...], ...] = (("request",), ("rule",))
+
+
+def shorten_messages(
+    texts: Sequence[str], budget: int, count: Count, *, first_number: int = 1
+) -> str:
+    """Bullets of ``texts`` (oldest first) within ``budget`` tokens, shortened by the rules
+    of the module docstring. Returns "" when ``texts`` is empty or nothing fits."""
+    if not texts or budget <= 0:
+        return ""
+    entries = [
+        _Entry(split_user_text(t.strip()), first_number + i) for i, t in enumerate(texts)
+    ]
+    for e in entries:
+        e.size = count(_bullet(e)) + 1
+
+    def total() -> int:
+        markers = sum(
+            1 for i, x in enumerate(entries) if x.empty() and (i == 0 or not entries[i - 1].empty())
+        )
+        return sum(e.size for e in entries if not e.empty()) + 10 * markers
+
+    def refresh(e: _Entry) -> None:
+        e.size = count(_bullet(e)) + 1 if not e.empty() else 0
+
+    if total() > budget:  # sentences said before, verbatim, carry nothing new
+        seen: set[str] = set()
+        for e in entries:
+            for piece in e.pieces:
+                key = " ".join(piece.text.lower().split())
+                if key in seen and len(key) > 12:
+                    piece.kept = False
+                seen.add(key)
+            refresh(e)
+    if total() > budget:
+        for kinds in STAGES:
+            for e in entries:  # oldest first
+                for piece in e.pieces:
+                    if piece.kept and piece.kind in kinds:
+                        piece.kept = False
+                        refresh(e)
+                        if total() <= budget:
+                            break
+                if total() <= budget:
+                    break
+            if total() <= budget:
+                break
+    if total() > budget:  # clip long instructions, oldest first
+        for e in entries:
+            for piece in e.pieces:
+                if piece.kept and piece.clipped is None and count(piece.text) > LONG_SENTENCE:
+                    piece.clipped = _clip(piece.text, LONG_SENTENCE, count)
+                    refresh(e)
+            if total() <= budget:
+                break
+    for kinds in LAST_STAGES:  # finally instructions themselves, oldest first
+        if total() <= budget:
+            break
+        for e in entries:
+            for piece in e.pieces:
+                if piece.kept and piece.kind in kinds:
+                    piece.kept = False
+                    refresh(e)
+                    if total() <= budget:
+                        break
+            if total() <= budget:
+                break
+    text = _render(entries)
+    while text and count(text) > budget:  # joins can add a token here and there
+        live = [e for e in entries if not e.empty()]
+        if not live:
+            return ""
+        for piece in live[0].pieces:
+            piece.kept = False
+        text = _render(entries)
+    return text
+
+
+def _clip(text: str, limit: int, count: Count) -> str:
+    words = text.split(" ")
+    lo, hi = 1, len(words)
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if count(" ".join(words[:mid]) + TRUNC) <= limit:
+            lo = mid
+        else:
+            hi = mid - 1
+    return " ".join(words[:lo]) + TRUNC
+
+
+def render_user_record(
+    messages: Sequence[str], budget: int, count: Count, *, last_request: str | None
+) -> str:
+    """The record's user sections within ``budget`` tokens.
+
+    ``messages``: the summarized user messages, oldest first, without ``last_request`` (the
+    newest user message when it is not visible after the summary, kept whole unless it alone
+    exceeds the budget).
+    """
+    if budget <= 0:
+        return ""
+    parts: list[str] = []
+    left = budget
+    if last_request:
+        head = LAST_REQUEST_HEADING + "\n"
+        room = left - count(head)
+        body = last_request.strip()
+        if count(body) > room:
+            body = shorten_messages([body], room, count)[len("- [1] ") :] or _clip(
+                body, max(room, 8), count
+            )
+        last = head + body
+        left -= count(last) + 2
+    else:
+        last = ""
+    if messages and left > 24:
+        body = shorten_messages(messages, left - count(USER_RECORD_HEADING) - 2, count)
+        if body:
+            parts.append(USER_RECORD_HEADING + "\n" + body)
+    if last:
+        parts.append(last)
+    return "\n\n".join(parts)

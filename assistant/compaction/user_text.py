@@ -1,0 +1,242 @@
+"""What a user message is made of: instructions, questions, statements, pasted material.
+
+:func:`split_user_text` cuts a message into pieces (sentences and pasted blocks) whose texts
+and separators join back into the message exactly. Pasted material is recognised by its
+shape (fences, ``>`` quotes, log and stack-trace lines, code lines and comments, indented
+blocks), never by its words, so a pasted ``# you must never call this twice`` is not taken
+for an instruction. The rest is split into sentences: a sentence states a *rule* when it
+states a rule or preference (must, never, always, only, prefer, I want, I'm interested in,
+call it ...), which holds for the rest of the chat; a *request* when it starts with an
+imperative verb or asks for something (``can we make it so ...?``); a *question* when it ends
+with ``?`` otherwise; a *statement* else. :func:`task_statement` is the first substantive user
+message: not a slash command, not a bare acknowledgement.
+"""
+
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+Count = Callable[[str], int]
+Kind = Literal["rule", "request", "question", "statement", "pasted", "command"]
+INSTRUCTION_KINDS: frozenset[str] = frozenset({"rule", "request"})
+
+
+_FENCE = re.compile(r"^\s*(```|~~~)")
+_SLASH = re.compile(r"^/[A-Za-z][\w-]*(\s|$)")
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=\S)")
+_LOG = re.compile(
+    r"^\s*(\[?\d{4}-\d{2}-\d{2}[ T]\d|\[?\d{1,2}:\d{2}:\d{2}|\[?(TRACE|DEBUG|INFO|NOTICE|WARN|"
+    r"WARNING|ERROR|ERR|FATAL|CRITICAL)\]?[:\s]|Traceback \(most recent call last\)|File \".+\", "
+    r"line \d+|at [\w.$<>]+ ?\(.*\)\s*$|[\w.]+(Error|Exception|Warning)(:|$)|\$ |>>> |PS [A-Z]:\\)"
+)
+_COMMENT = re.compile(r"^\s*(#|//|--\s|/\*|\*\s|\*/|;;|<!--)")
+_CODE_START = re.compile(
+    r"^\s*(def |class |import |from \S+ import |return\b|function\b|const |let |var |public |"
+    r"private |protected |async |await |export |#include|package |fn |impl |struct |if \(|"
+    r"for \(|while \(|@\w+|<\/?\w+[^>]*>$)"
+)
+_CODE_END = re.compile(r"([{};]|\)\s*:|=>|->)\s*$|^\s*[}\])]")
+_SYMBOLS = set("{}()[];=<>|&$`\\")
+_WORD = re.compile(r"[A-Za-z][A-Za-z'’-]*")
+
+_FILLER_WORDS = (
+    "ok okay alright allright so now then and also btw great cool yes no well hey hi hello "
+    "please just first next finally lastly actually right sure thanks thank you oh ah hmm "
+    "but anyway"
+)
+_FILLERS = frozenset(_FILLER_WORDS.split())
+_VERB_WORDS = """add adjust answer append apply ask avoid build bump call change check clean clear
+    clone commit compare compile complete configure continue convert copy count create cut
+    debug decide define delete deploy describe design do document don't draft drop edit
+    enable ensure explain export extract figure fill find finish fix follow format generate
+    give go group handle implement import include inline install introduce investigate keep
+    label leave let list load log look make mark merge migrate move name note open optimize
+    organize outline patch pick plan point port prefer prepare print profile propose provide
+    pull push put read rebase record refactor reformat remember remove rename reorder replace
+    reply report reset respond restore restructure return reuse review revert rewrite run
+    save say search send separate set setup show simplify skip sort specify split start
+    stop store structure summarize swap switch take tell test tidy track translate try turn
+    undo unify update upgrade use validate verify wait walk wrap write"""
+_VERBS = frozenset(_VERB_WORDS.split())
+_DIRECTIVE = re.compile(
+    r"\b(must|mustn'?t|never|always|should(?:n'?t)?|need(?:s)? to|have to|has to|don'?t|"
+    r"do not|only|avoid|prefer\w*|make sure|ensure|remember|please|i want|i'?d like|"
+    r"i would (?:only |rather |really )?(?:want|like|prefer)|we want|we need|i need|let'?s|"
+    r"let us|no more than|at most|at least|required?|instead of|interested in|call it|"
+    r"name it|keep|it needs to|has to be|needs to be)\b",
+    re.IGNORECASE,
+)
+_REQUEST_QUESTION = re.compile(
+    r"(^|[,;:]\s*)\W*(?:\w+,\s*)?((can|could|would|will) (you|we|u) |(how about|what about "
+    r"(?:we|you)|why don'?t (?:you|we)|please)\b)",
+    re.IGNORECASE,
+)
+_ABBREVIATION = re.compile(r"\b(e\.g|i\.e|etc|vs|cf|approx|Mr|Mrs|Ms|Dr|No|fig)\.$", re.IGNORECASE)
+_CLAUSE = re.compile(r"[,;:]\s+")
+_ACK = re.compile(
+    r"^\W*(ok(ay)?|alright|yes|yep|no|nope|thanks?( you)?|ty|cool|great|nice|continue|go on|"
+    r"go ahead|proceed|hi|hello|hey|sure)\W*$",
+    re.IGNORECASE,
+)
+
+
+@dataclass
+class Piece:
+    """A sentence or a pasted block of a user message, with the text between it and the
+    next piece (spaces, line breaks) kept so joining pieces gives the message back."""
+
+    text: str
+    kind: Kind
+    sep: str = ""
+    lines: int = 1
+    kept: bool = True
+    clipped: str | None = None
+
+    def shown(self) -> str:
+        if self.kept:
+            return self.clipped if self.clipped is not None else self.text
+        if self.kind == "pasted":
+            return f"[pasted {self.lines:,} line{'s' if self.lines != 1 else ''} omitted]"
+        return "[...]"
+
+
+# -- classification -------------------------------------------------------------------------
+def is_slash_command(text: str) -> bool:
+    stripped = text.strip()
+    return bool(_SLASH.match(stripped)) and "\n" not in stripped
+
+
+def is_substantive(text: str) -> bool:
+    """Not a slash command, not a bare acknowledgement ("ok", "thanks", "continue")."""
+    stripped = text.strip()
+    if not stripped or is_slash_command(stripped) or _ACK.match(stripped):
+        return False
+    return len(_WORD.findall(stripped)) >= 3 or any(
+        p.kind in INSTRUCTION_KINDS for p in split_user_text(stripped)
+    )
+
+
+def task_statement(user_texts: Sequence[str]) -> str | None:
+    """The first substantive user message (the task), else the first non-empty one."""
+    for text in user_texts:
+        if is_substantive(text):
+            return text.strip()
+    for text in user_texts:
+        if text.strip() and not is_slash_command(text):
+            return text.strip()
+    return None
+
+
+def _is_pasted_line(line: str) -> bool:
+    stripped = line.strip()
+    if not stripped:
+        return False
+    if stripped.startswith(">") or _LOG.match(line) or _COMMENT.match(line):
+        return True
+    words = _WORD.findall(stripped)
+    if stripped[-1] in ".?!" and len(words) >= 4 and not line.startswith(("    ", "\t")):
+        return False
+    if _CODE_START.match(line) or _CODE_END.search(stripped):
+        return True
+    symbols = sum(1 for ch in stripped if ch in _SYMBOLS)
+    if len(stripped) >= 10 and symbols / len(stripped) >= 0.08 and len(words) < 8:
+        return True
+    return line.startswith(("    ", "\t")) and len(words) < 12
+
+
+def _sentence_kind(sentence: str) -> Kind:
+    text = sentence.strip()
+    if is_slash_command(text):
+        return "command"
+    imperative = any(_starts_imperative(clause) for clause in _CLAUSE.split(text))
+    rule = bool(_DIRECTIVE.search(text))
+    if text.endswith("?"):
+        if _REQUEST_QUESTION.search(text):
+            return "rule" if rule else "request"
+        return "question"
+    if rule:
+        return "rule"
+    return "request" if imperative else "statement"
+
+
+def _starts_imperative(clause: str) -> bool:
+    words = [w.lower() for w in _WORD.findall(clause)]
+    while words and words[0] in _FILLERS:
+        words = words[1:]
+    return bool(words) and words[0] in _VERBS
+
+
+def _prose_pieces(block: str) -> list[Piece]:
+    out: list[Piece] = []
+    for line_match in re.finditer(r"[^\n]*\n*", block):
+        line = line_match.group(0)
+        if not line:
+            continue
+        body = line.rstrip("\n")
+        newlines = line[len(body) :]
+        parts = _SENTENCE_END.split(body)
+        pos = 0
+        for i, part in enumerate(parts):
+            start = body.index(part, pos)
+            end = start + len(part)
+            nxt = body.index(parts[i + 1], end) if i + 1 < len(parts) else len(body)
+            sep = body[end:nxt] + (newlines if i + 1 == len(parts) else "")
+            pos = end
+            if out and not out[-1].sep.endswith("\n") and _ABBREVIATION.search(out[-1].text):
+                out[-1].text += out[-1].sep + part  # "e.g. compact" is one sentence
+                out[-1].sep = sep
+                out[-1].kind = _sentence_kind(out[-1].text)
+            elif part.strip():
+                out.append(Piece(part, _sentence_kind(part), sep))
+            elif out:
+                out[-1].sep += part + sep
+    return out
+
+
+def split_user_text(text: str) -> list[Piece]:
+    """``text`` as pieces (sentences and pasted blocks) in order; see the module docstring."""
+    lines = text.split("\n")
+    marks = [False] * len(lines)
+    i = 0
+    while i < len(lines):  # fenced blocks, fence lines included
+        if _FENCE.match(lines[i]):
+            j = i + 1
+            while j < len(lines) and not _FENCE.match(lines[j]):
+                j += 1
+            for k in range(i, min(j + 1, len(lines))):
+                marks[k] = True
+            i = j + 1
+            continue
+        marks[i] = _is_pasted_line(lines[i])
+        i += 1
+    # Blank or short lines between pasted lines belong to the pasted block.
+    for k in range(1, len(lines) - 1):
+        if not marks[k] and marks[k - 1] and (not lines[k].strip()):
+            nxt = next((m for m in range(k + 1, len(lines)) if lines[m].strip()), None)
+            if nxt is not None and marks[nxt]:
+                marks[k] = True
+    pieces: list[Piece] = []
+    k = 0
+    while k < len(lines):
+        j = k
+        while j < len(lines) and marks[j] == marks[k]:
+            j += 1
+        chunk = "\n".join(lines[k:j]) + ("\n" if j < len(lines) else "")
+        if marks[k]:
+            body = chunk.rstrip("\n")
+            pieces.append(
+                Piece(body, "pasted", chunk[len(body) :], lines=body.count("\n") + 1)
+            )
+        else:
+            pieces.extend(_prose_pieces(chunk))
+        k = j
+    return pieces
+
+
+def instructions(text: str) -> list[str]:
+    """The user's instruction sentences in ``text`` (pasted material never counts)."""
+    return [p.text.strip() for p in split_user_text(text) if p.kind in INSTRUCTION_KINDS]

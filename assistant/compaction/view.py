@@ -1,0 +1,160 @@
+"""The view the model gets of tool results: cleared notes, and unanswered outputs cut to fit.
+
+:class:`ViewBuilder` computes a :class:`~.context.View` from the conversation and the token
+counter (see :mod:`.visibility` for the rules): a note for every pruned result among the kept
+messages, and, when the prompt does not fit beside the reply, head-and-tail cuts of the
+outputs the model has not answered yet (:meth:`ViewBuilder.fit`). Both are pure functions of
+the conversation, so a reopened chat shows the model the same tokens.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from assistant.compaction import context
+from assistant.compaction.context import View
+from assistant.compaction.tokens import TokenCounter
+from assistant.compaction.visibility import (
+    calls_by_id,
+    cleared_note,
+    plan_trims,
+    trim_output,
+    unanswered_ids,
+)
+from assistant.conversation import Conversation, Message, ToolCall
+
+#: Rounds of cutting before giving up on fitting unanswered outputs.
+TRIM_ROUNDS = 4
+NOTE_MEMO_LIMIT = 20_000
+
+
+@dataclass
+class Fitted:
+    """A prompt built under a view, and its exact token count."""
+
+    view: View
+    built: list[Message]
+    messages: list[dict[str, Any]]
+    tokens: int
+    #: Outputs cut to fit: message id -> (segment tokens before, after).
+    trimmed: dict[str, tuple[int, int]] = field(default_factory=dict)
+
+
+class ViewBuilder:
+    def __init__(self, counter: TokenCounter) -> None:
+        self.counter = counter
+        self._notes: dict[tuple[str, int], str] = {}
+
+    def view(self, conv: Conversation) -> View:
+        """Cleared notes for the pruned results among the kept messages."""
+        pruned = [m for m in conv.kept_messages() if m.role == "tool" and m.pruned]
+        if not pruned:
+            return View()
+        calls = calls_by_id(conv.messages)
+        return View(notes={m.id: self.note(m, calls) for m in pruned})
+
+    def note(self, msg: Message, calls: dict[str, ToolCall]) -> str:
+        """``msg``'s cleared note (memoized; its size is counted on the original content)."""
+        tokens = self.counter.unpruned(msg)
+        key = (msg.id, tokens)
+        got = self._notes.get(key)
+        if got is None:
+            if len(self._notes) > NOTE_MEMO_LIMIT:
+                self._notes.clear()
+            got = cleared_note(msg, calls.get(msg.tool_call_id or ""), tokens)
+            self._notes[key] = got
+        return got
+
+    def cleared_size(self, conv: Conversation) -> Callable[[Message], int]:
+        """Segment tokens of a result once cleared (what pruning weighs against)."""
+        calls = calls_by_id(conv.messages)
+
+        def size(msg: Message) -> int:
+            note = self.note(msg, calls)
+            return self.counter.message(msg.model_copy(update={"content": note, "pruned": False}))
+
+        return size
+
+    def build(
+        self,
+        conv: Conversation,
+        system_prompt: str,
+        tools: Sequence[dict[str, Any]] | None,
+        view: View,
+    ) -> Fitted:
+        built = context.build_context(conv, system_prompt, view=view)
+        messages = context.to_openai(built)
+        return Fitted(view, built, messages, self.counter.exact(messages, tools))
+
+    def fit(
+        self,
+        conv: Conversation,
+        system_prompt: str,
+        tools: Sequence[dict[str, Any]] | None,
+        start: Fitted,
+        room: int,
+    ) -> Fitted:
+        """Cut unanswered outputs (head and tail kept) until the prompt is at most ``room``
+        tokens, or the cuts reach their floor (the best found is returned either way)."""
+        kept = conv.kept_messages()
+        waiting = unanswered_ids(kept)
+        calls = calls_by_id(conv.messages)
+        outputs = [
+            (m, self.counter.message(m), self.counter.text(m.content))
+            for m in kept
+            if m.id in waiting and not m.pruned
+        ]
+        by_id = {m.id: m for m, _, _ in outputs}
+        best = start
+        excess = start.tokens - room
+        for _ in range(TRIM_ROUNDS):
+            plan = plan_trims(outputs, excess)
+            if not plan.applies:
+                break
+            cuts = {
+                mid: trim_output(
+                    by_id[mid].content, cap, self.counter.text,
+                    calls.get(by_id[mid].tool_call_id or ""),
+                )
+                for mid, cap in plan.caps.items()
+            }
+            got = self.build(conv, system_prompt, tools, View(notes=start.view.notes, trims=cuts))
+            shown = {m.id: m for m in got.built}
+            got.trimmed = {
+                m.id: (seg, self.counter.message(shown[m.id])) for m, seg, _ in outputs
+                if m.id in cuts
+            }
+            best = got
+            if got.tokens <= room:
+                break
+            excess += got.tokens - room
+        return best
+
+    def as_sent(
+        self,
+        conv: Conversation,
+        system_prompt: str,
+        span: Sequence[Message],
+        sent: tuple[frozenset[str], dict[str, str]] | None,
+    ) -> list[dict[str, Any]]:
+        """System prompt, summary and ``span`` as the last prompt showed them: the results
+        pruned then, and the cuts made then (``sent``: their ids and cut texts); None
+        shows them as they are now."""
+        view = self.view(conv)
+        msgs = [context.system_message(system_prompt)]
+        if conv.last_compaction is not None:
+            msgs.append(context.summary_message(conv.last_compaction.summary))
+        calls = calls_by_id(conv.messages)
+        for m in span:
+            if sent is None or m.role != "tool":
+                msgs.append(context.shown(m, view))
+            elif m.id in sent[0]:
+                note = self.note(m, calls)
+                msgs.append(m.model_copy(update={"content": note, "pruned": False}))
+            elif m.id in sent[1]:
+                msgs.append(m.model_copy(update={"content": sent[1][m.id], "pruned": False}))
+            else:
+                msgs.append(m.model_copy(update={"pruned": False}) if m.pruned else m)
+        return context.to_openai(msgs)

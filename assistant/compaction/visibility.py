@@ -1,0 +1,319 @@
+"""What the model must still see, and how a cleared or cut tool output says what is gone.
+
+The rule every other part of context management serves: **a tool output is never cleared
+before the model has answered the user message that follows it.**
+
+* The *pending* part of a chat is everything after the model's last final reply (an
+  assistant message with text and no tool call that was not stopped). Its tool outputs are
+  *unanswered*: user-started reads waiting for the question about them (``/read`` then "what
+  is on line 7?"), every output of the turn in progress, reads the model made inside that
+  turn. Pruning never touches them (:mod:`.prune`); compaction never summarizes the
+  user-started ones and splits a turn only when nothing else makes room (:mod:`.cut_point`).
+* When unanswered outputs alone cannot fit beside the reply, each one larger than a common
+  cap is **cut to fit**, keeping its head and tail around a marker that names the omitted
+  line range and how to read it (:func:`trim_output`, :func:`plan_trims`); none is ever
+  cleared whole. The cap comes from a fixed ladder (:func:`cap_ladder`), so a cut output
+  keeps the same text from one model call to the next (and the KV cache keeps its prefix)
+  until less room forces the next rung.
+* An *answered* output that pruning clears is shown as :func:`cleared_note`: the canonical
+  placeholder text at its start, then the tool, its target (path, pattern, command), the
+  line range and the size, and how to get it back.
+
+Everything here is a pure function of the messages and the token counter, so a reopened chat
+is shown to the model exactly as before.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+
+from assistant.compaction.file_tracking import PATH_KEYS, READ_TOOLS
+from assistant.conversation import PRUNED_PLACEHOLDER, Message, ToolCall
+
+Count = Callable[[str], int]
+
+#: Smallest size (tokens of the message segment) an unanswered output is cut to while other
+#: room can still be found; below it only the marker would be left.
+TRIM_FLOOR = 96
+#: Growth factor between the rungs of the cap ladder.
+LADDER_STEP = 1.25
+#: Share of the kept lines taken from the head of a cut output (the rest from its tail).
+HEAD_SHARE = 2 / 3
+#: Longest target (path, pattern, command) quoted in a note.
+TARGET_CHARS = 80
+
+_TARGET_KEYS = (*PATH_KEYS, "pattern", "glob", "query", "command", "cmd", "url")
+_READ_HEADER = re.compile(
+    r"^.+ \((?:lines (?P<a>[\d,]+)-(?P<b>[\d,]+) of [\d,]+|(?P<total>[\d,]+) lines)\)$"
+)
+_SHOWING = re.compile(r"\[Truncated: showing lines (?P<a>[\d,]+)-(?P<b>[\d,]+) of")
+
+
+# -- what is answered -----------------------------------------------------------------------
+def is_final_reply(msg: Message) -> bool:
+    """An assistant reply that answers the user (text, no tool call, not stopped)."""
+    return (
+        msg.role == "assistant"
+        and not msg.tool_calls
+        and not msg.stopped
+        and bool(msg.content.strip())
+    )
+
+
+def pending_start(messages: Sequence[Message]) -> int:
+    """Index of the first message after the last final reply (0 when there is none)."""
+    for i in range(len(messages) - 1, -1, -1):
+        if is_final_reply(messages[i]):
+            return i + 1
+    return 0
+
+
+def unanswered_ids(messages: Sequence[Message]) -> frozenset[str]:
+    """Ids of the tool outputs the model has not answered yet (see the module docstring)."""
+    start = pending_start(messages)
+    return frozenset(m.id for m in messages[start:] if m.role == "tool")
+
+
+def user_locked_end(messages: Sequence[Message]) -> int:
+    """Index just after the last unanswered output the *user* started (0 if none).
+
+    A compaction cut before it would summarize a file the user gave that the model has not
+    answered yet, so a cut inside the pending part must come after it.
+    """
+    start = pending_start(messages)
+    users: set[str] = set()
+    end = 0
+    for i in range(start, len(messages)):
+        msg = messages[i]
+        if msg.role == "assistant" and msg.initiated_by == "user":
+            users.update(c.id for c in msg.tool_calls)
+        elif msg.role == "tool" and msg.tool_call_id in users:
+            end = i + 1
+    return end
+
+
+def calls_by_id(messages: Sequence[Message]) -> dict[str, ToolCall]:
+    return {call.id: call for m in messages for call in m.tool_calls}
+
+
+# -- describing an output ---------------------------------------------------------------------
+def _target(call: ToolCall | None) -> str:
+    if call is None:
+        return ""
+    for key in _TARGET_KEYS:
+        value = call.arguments.get(key)
+        if isinstance(value, str) and value.strip():
+            text = " ".join(value.split())
+            if len(text) > TARGET_CHARS:
+                text = text[: TARGET_CHARS - 3] + "..."
+            return text if key in PATH_KEYS else repr(text)
+    return ""
+
+
+def _int(value: str | None) -> int | None:
+    return int(value.replace(",", "")) if value else None
+
+
+def _arg_int(call: ToolCall | None, *keys: str) -> int | None:
+    if call is None:
+        return None
+    for key in keys:
+        value = call.arguments.get(key)
+        if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+            return value
+    return None
+
+
+def first_file_line(content: str, call: ToolCall | None) -> int | None:
+    """The file line number of the output's first body line, for read tools (else None).
+
+    Our ``read_file`` starts with a header line (``path (lines a-b of N)`` or ``path (N
+    lines)``); other agents' read tools are taken to return the lines from their offset.
+    """
+    name = call.name if call is not None else ""
+    if name not in READ_TOOLS:
+        return None
+    head = content.split("\n", 1)[0]
+    match = _READ_HEADER.match(head)
+    if match:
+        return _int(match.group("a")) or 1
+    return _arg_int(call, "start_line", "offset", "line", "from") or 1
+
+
+def line_range(content: str, call: ToolCall | None) -> tuple[int, int] | None:
+    """The file lines a read tool's output holds, as (first, last)."""
+    first = first_file_line(content, call)
+    if first is None:
+        return None
+    head = content.split("\n", 1)[0]
+    shown = _SHOWING.search(content)
+    if shown:
+        return _int(shown.group("a")) or first, _int(shown.group("b")) or first
+    match = _READ_HEADER.match(head)
+    if match and match.group("total"):
+        return 1, _int(match.group("total")) or 1
+    if match:
+        return _int(match.group("a")) or 1, _int(match.group("b")) or 1
+    lines = content.count("\n") + 1
+    return first, first + lines - 1
+
+
+def cleared_note(msg: Message, call: ToolCall | None, tokens: int) -> str:
+    """What a pruned output shows: the placeholder, then what it was and how to get it.
+
+    ``[Old tool result content cleared: read_file src/x.py lines 1-390, 2,675 tokens;
+    read it again if you need it]``
+    """
+    name = msg.name or (call.name if call is not None else "tool")
+    parts = [name]
+    target = _target(call)
+    if target:
+        parts.append(target)
+    rng = line_range(msg.content, call)
+    if rng is not None:
+        parts.append(f"lines {rng[0]:,}-{rng[1]:,}")
+    what = " ".join(parts)
+    if rng is None:
+        what += f", {msg.content.count(chr(10)) + 1:,} lines of output"
+    again = "read it again" if rng is not None else "run it again"
+    return f"{PRUNED_PLACEHOLDER[:-1]}: {what}, {tokens:,} tokens; {again} if you need it]"
+
+
+# -- cutting an output to fit --------------------------------------------------------------
+def _marker(
+    omitted_from: int, omitted_to: int, tokens: int, call: ToolCall | None, first: int | None
+) -> str:
+    count = omitted_to - omitted_from + 1
+    if first is not None:
+        a = first + omitted_from - 1
+        b = first + omitted_to - 1
+        target = _target(call)
+        where = f" path={target}" if target else ""
+        return (
+            f"[... {count:,} lines omitted here to fit the context window (file lines "
+            f"{a:,}-{b:,}, {tokens:,} tokens); call read_file{where} start_line={a} "
+            f"end_line={b} to see them ...]"
+        )
+    return (
+        f"[... {count:,} lines omitted here to fit the context window (output lines "
+        f"{omitted_from + 1:,}-{omitted_to + 1:,}, {tokens:,} tokens) ...]"
+    )
+
+
+def _char_marker(omitted: int, tokens: int) -> str:
+    return (
+        f"[... {omitted:,} characters omitted here to fit the context window "
+        f"({tokens:,} tokens) ...]"
+    )
+
+
+def trim_output(text: str, cap: int, count: Count, call: ToolCall | None = None) -> str:
+    """``text`` cut to at most ``cap`` tokens: head and tail lines around a marker.
+
+    The marker names the omitted lines (file lines for read tools, with the read_file call
+    that shows them). Outputs of a few very long lines are cut by characters instead. When
+    even the marker alone does not fit, the text is returned whole: a cut must free tokens.
+    """
+    size = count(text)
+    if size <= cap:
+        return text
+    lines = text.split("\n")
+    first = first_file_line(text, call)
+    if len(lines) >= 4:
+        def build(keep: int) -> str:
+            head = max(1, math.ceil(keep * HEAD_SHARE)) if keep else 0
+            tail = max(keep - head, 1 if keep >= 2 else 0)
+            head = keep - tail
+            omitted = lines[head : len(lines) - tail]
+            marker = _marker(head, len(lines) - tail - 1, count("\n".join(omitted)), call, first)
+            return "\n".join([*lines[:head], marker, *lines[len(lines) - tail :]])
+
+        cut = _largest(build, len(lines) - 1, cap, count)
+        return cut if count(cut) < size else text
+
+    def build_chars(keep: int) -> str:
+        head = math.ceil(keep * HEAD_SHARE)
+        tail = keep - head
+        omitted = text[head : len(text) - tail]
+        return text[:head] + _char_marker(len(omitted), count(omitted)) + text[len(text) - tail :]
+
+    cut = _largest(build_chars, len(text) - 1, cap, count)
+    return cut if count(cut) < size else text
+
+
+def _largest(build: Callable[[int], str], most: int, cap: int, count: Count) -> str:
+    """``build(k)`` for the largest ``k`` in ``[0, most]`` whose count fits ``cap``."""
+    lo, hi = 0, most
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if count(build(mid)) <= cap:
+            lo = mid
+        else:
+            hi = mid - 1
+    return build(lo)
+
+
+def cap_ladder(largest: int, floor: int = TRIM_FLOOR) -> list[int]:
+    """Caps tried from the largest down: ``floor * 1.25**k`` below ``largest``, ending at
+    ``floor`` (a smaller cap would leave little but the marker)."""
+    rungs: list[int] = []
+    value = float(floor)
+    while value < largest:
+        rungs.append(int(value))
+        value *= LADDER_STEP
+    rungs.reverse()
+    return rungs
+
+
+@dataclass(frozen=True)
+class TrimPlan:
+    """Caps (tokens of content) for the unanswered outputs that must be cut."""
+
+    caps: Mapping[str, int]
+    cap: int = 0
+    #: Tokens the cut outputs had before and after cutting (message segments).
+    before: int = 0
+    after: int = 0
+
+    @property
+    def applies(self) -> bool:
+        return bool(self.caps)
+
+
+def plan_trims(
+    outputs: Sequence[tuple[Message, int, int]], excess: int, floor: int = TRIM_FLOOR
+) -> TrimPlan:
+    """Which outputs to cut, and to what, so that ``excess`` tokens are freed.
+
+    ``outputs`` holds ``(message, segment tokens, content tokens)`` for each unanswered
+    output. The cap is the highest rung of :func:`cap_ladder` at which cutting every
+    larger output down to it frees at least ``excess``; smaller outputs stay whole.
+    Returns an empty plan when nothing needs cutting, and the lowest rung when even that
+    is not enough (the caller then reports what still does not fit).
+    """
+    outputs = [o for o in outputs if o[1] > floor]
+    if excess <= 0 or not outputs:
+        return TrimPlan(caps={})
+    largest = max(seg for _, seg, _ in outputs)
+    chosen: dict[str, int] = {}
+    ladder = cap_ladder(largest, floor)
+    for cap in ladder:
+        freed = 0
+        caps: dict[str, int] = {}
+        for msg, seg, content in outputs:
+            if seg > cap:
+                freed += seg - cap
+                caps[msg.id] = max(cap - (seg - content), 1)
+        chosen = caps
+        if freed >= excess:
+            return _plan(outputs, chosen, cap)
+    return _plan(outputs, chosen, ladder[-1]) if ladder else TrimPlan(caps={})
+
+
+def _plan(outputs: Sequence[tuple[Message, int, int]], caps: dict[str, int], cap: int) -> TrimPlan:
+    before = sum(seg for m, seg, _ in outputs if m.id in caps)
+    after = sum(min(seg, cap) for m, seg, _ in outputs if m.id in caps)
+    return TrimPlan(caps=caps, cap=cap, before=before, after=after)

@@ -1,0 +1,127 @@
+"""Bounded nesting for JSON that comes from outside (model replies, chat files, settings,
+imports).
+
+Python's ``json`` and pydantic recurse once per level: a few hundred levels make
+serialization fail and about a thousand raise ``RecursionError``, far from where the input
+was read. Everything read from outside is measured here first, in one linear pass that
+never recurses, and refused with :class:`TooDeepError` (a ``ValueError`` with a message for
+the user) before it reaches them.
+
+Limits: a whole line or document may nest :data:`MAX_DOCUMENT_DEPTH` levels, the arguments
+of a tool call :data:`MAX_ARGUMENT_DEPTH` (tools take flat arguments; the margin is for
+models that wrap values).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+#: Deepest nesting of a chat-file line, a settings file or an import document.
+MAX_DOCUMENT_DEPTH = 64
+#: Deepest nesting of one tool call's arguments object (the object itself is level 1).
+MAX_ARGUMENT_DEPTH = 16
+
+_TEXT_SPECIAL = re.compile(r'[\[\]{}"]')
+_BYTES_SPECIAL = re.compile(rb'[\[\]{}"]')
+_STRING_END = re.compile(r'["\\]')
+_BYTES_STRING_END = re.compile(rb'["\\]')
+
+
+class TooDeepError(ValueError):
+    """JSON nested deeper than a limit (the message names the limit)."""
+
+    def __init__(self, what: str, limit: int) -> None:
+        self.limit = limit
+        super().__init__(f"{what} is nested more than {limit} levels deep")
+
+
+def text_depth(text: str | bytes, stop_above: int | None = None) -> int:
+    """The deepest bracket nesting in JSON ``text`` (strings are skipped), in one pass.
+
+    Works on any text (unbalanced brackets count as they open); stops counting once the
+    depth passes ``stop_above``.
+    """
+    special, string_end = (
+        (_BYTES_SPECIAL, _BYTES_STRING_END)
+        if isinstance(text, bytes)
+        else (_TEXT_SPECIAL, _STRING_END)
+    )
+    quote = b'"' if isinstance(text, bytes) else '"'
+    depth = deepest = 0
+    pos = 0
+    n = len(text)
+    while pos < n:
+        m = special.search(text, pos)  # type: ignore[arg-type]
+        if m is None:
+            break
+        ch = m.group()
+        pos = m.end()
+        if ch == quote:
+            pos = _skip_string(text, pos, string_end)
+        elif ch in ("{", "[", b"{", b"["):
+            depth += 1
+            if depth > deepest:
+                deepest = depth
+                if stop_above is not None and deepest > stop_above:
+                    return deepest
+        elif depth:
+            depth -= 1
+    return deepest
+
+
+def _skip_string(text: str | bytes, pos: int, string_end: re.Pattern[Any]) -> int:
+    """The index after the string that starts at ``pos`` (its end when unterminated)."""
+    backslash = b"\\" if isinstance(text, bytes) else "\\"
+    while True:
+        m = string_end.search(text, pos)
+        if m is None:
+            return len(text)
+        if m.group() == backslash:
+            pos = m.end() + 1
+            continue
+        return m.end()
+
+
+def check_text(text: str | bytes, what: str, limit: int = MAX_DOCUMENT_DEPTH) -> None:
+    """Raise :class:`TooDeepError` when ``text`` nests deeper than ``limit``."""
+    if text_depth(text, stop_above=limit) > limit:
+        raise TooDeepError(what, limit)
+
+
+def loads(text: str | bytes, what: str, limit: int = MAX_DOCUMENT_DEPTH) -> Any:
+    """``json.loads`` after the depth check; raises ``ValueError`` (TooDeepError or
+    JSONDecodeError) for anything it cannot take."""
+    check_text(text, what, limit)
+    try:
+        return json.loads(text)
+    except RecursionError:  # pragma: no cover - the depth check comes first
+        raise TooDeepError(what, limit) from None
+
+
+def value_depth(value: Any, stop_above: int | None = None) -> int:
+    """Nesting depth of a decoded value (a scalar is 0, ``{}`` is 1), without recursion."""
+    deepest = 0
+    stack: list[tuple[Any, int]] = [(value, 0)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, dict):
+            children: Any = item.values()
+        elif isinstance(item, list | tuple):
+            children = item
+        else:
+            continue
+        depth += 1
+        if depth > deepest:
+            deepest = depth
+            if stop_above is not None and deepest > stop_above:
+                return deepest
+        stack.extend((child, depth) for child in children)
+    return deepest
+
+
+def check_value(value: Any, what: str, limit: int) -> None:
+    """Raise :class:`TooDeepError` when ``value`` nests deeper than ``limit``."""
+    if value_depth(value, stop_above=limit) > limit:
+        raise TooDeepError(what, limit)

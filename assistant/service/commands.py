@@ -1,0 +1,105 @@
+"""The app commands (``/help``, ``/clear``, ``/model``, ``/mode``, ``/resume``, ``/export``)
+as the session service runs them, the same for the window and the terminal.
+
+Input is parsed once, by :func:`assistant.agent.commands.parse_input`, when the user sends
+it; the service hands an :class:`AppCommand` here. ``/compact`` is not here: it is a model
+job (:meth:`ChatService.compact`). A command that needs the face's help (a file dialog for
+``/export`` without a path, a chat picker for ``/resume``) is answered with an event.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from assistant.agent.commands import HELP_TEXT, AppCommand
+from assistant.llm.registry import load_registry
+from assistant.service import chats
+from assistant.service.events import ChatPickerRequested, ExportPathNeeded
+
+if TYPE_CHECKING:
+    from assistant.service.service import ChatService
+
+#: How many chats ``/resume`` lists.
+RESUME_LIST = 10
+
+
+class AppCommands:
+    def __init__(self, service: ChatService, extra_help: str = "") -> None:
+        self.service = service
+        self.extra_help = extra_help
+
+    def run(self, command: AppCommand) -> None:
+        handler = {
+            "help": self.help,
+            "clear": self.clear,
+            "model": self.model,
+            "mode": self.mode,
+            "resume": self.resume,
+            "export": self.export,
+        }.get(command.name)
+        if handler is None:  # pragma: no cover - /compact never comes here
+            raise ValueError(f"/{command.name} is not an app command")
+        handler(command.argument.strip())
+
+    def help(self, _arg: str) -> None:
+        text = HELP_TEXT + (f"\n\n{self.extra_help}" if self.extra_help else "")
+        self.service.notice("info", text)
+
+    def clear(self, _arg: str) -> None:
+        self.service.new_chat()
+
+    def model(self, arg: str) -> None:
+        s = self.service
+        if arg:
+            s.apply_settings(s.settings.model_copy(update={"model": arg}))
+            return
+        try:
+            names = ", ".join(e.name for e in load_registry().models)
+        except (OSError, ValueError, KeyError):
+            names = "(the registry cannot be read)"
+        info = s.model_info
+        current = (
+            f"{info.name} (trained on {info.trained_context:,} tokens, window "
+            f"{s.context_window_for(s.settings):,})"
+            if info is not None
+            else f"{s.settings.model} ({s.model_state})"
+        )
+        s.notice(
+            "info",
+            f"Model: {current}.\nSwitch with /model NAME or a GGUF path. Registered: {names}.",
+        )
+
+    def mode(self, arg: str) -> None:
+        s = self.service
+        arg = arg.lower()
+        if arg in ("local", "standard"):
+            s.apply_settings(s.settings.model_copy(update={"mode": arg}))
+        elif arg:
+            s.notice("error", "Usage: /mode local or /mode standard")
+            return
+        trained = s.model_info.trained_context if s.model_info else None
+        s.notice("info", "Mode " + s.settings.effective_policy(trained).describe())
+
+    def resume(self, arg: str) -> None:
+        s = self.service
+        if arg:
+            s.resume(arg)
+            return
+        listed = s.chats()
+        lines = chats.chat_lines(listed, RESUME_LIST)
+        s.notice(
+            "info",
+            "Recent chats (/resume ID, /resume last, or part of a title):\n"
+            + "\n".join(lines or ["(none yet)"]),
+        )
+        s.emit(ChatPickerRequested(tuple(listed)))
+
+    def export(self, arg: str) -> None:
+        s = self.service
+        if s.chat_id is None:
+            s.notice("error", "Nothing to export yet: this chat is empty.")
+        elif arg:
+            s.export_chat(Path(arg))
+        else:
+            s.emit(ExportPathNeeded(Path.home() / "chat.md"))

@@ -1,0 +1,247 @@
+"""What the app is doing right now: one state machine, rendered by every face.
+
+The session service owns one :class:`StatusMachine`. It moves on the service's own actions
+(a model load starts or ends, a job starts or ends, Stop is pressed) and on the agent's
+events while a job runs (prompt evaluation, streamed text, a tool call, a compaction). Each
+change produces a new immutable :class:`Status`; the window's status bar and the terminal
+render :attr:`Status.text`, so both say the same thing.
+
+Phases and what moves them::
+
+    LOADING_MODEL --loaded--> IDLE          --load failed--> FAILED
+    IDLE --job--> WORKING | EVALUATING_PROMPT (a model call is being prepared/evaluated)
+    EVALUATING_PROMPT --text--> GENERATING --tool call--> RUNNING_TOOL --next call-->
+    EVALUATING_PROMPT ... any of them --compaction starts--> COMPACTING --ends--> back
+    any working phase --Stop--> STOPPING;  job ends --> IDLE (with a note of what happened)
+
+A failed model load is sticky (FAILED) until the next load starts, so a status bar never
+says "Ready" without a model.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+from enum import StrEnum
+
+from assistant.agent.events import (
+    AgentEvent,
+    AssistantDelta,
+    ContextChanged,
+    ContextUsage,
+    PromptProgress,
+    ToolCallStarted,
+    TurnFinished,
+)
+from assistant.compaction.events import (
+    CompactionCancelled,
+    CompactionFailed,
+    CompactionFinished,
+    CompactionStarted,
+    PruneEvent,
+)
+from assistant.conversation import CompactionRecord
+
+
+class Phase(StrEnum):
+    LOADING_MODEL = "loading model"
+    #: The model could not be loaded; nothing can be sent until another load succeeds.
+    FAILED = "failed"
+    IDLE = "idle"
+    #: A job that is not a model call (opening a branch, a tool the user ran, ...).
+    WORKING = "working"
+    EVALUATING_PROMPT = "evaluating prompt"
+    GENERATING = "generating"
+    RUNNING_TOOL = "running tool"
+    COMPACTING = "compacting"
+    STOPPING = "stopping"
+
+
+#: Phases in which a job runs (Stop means something, input is queued).
+BUSY = frozenset(
+    {
+        Phase.WORKING,
+        Phase.EVALUATING_PROMPT,
+        Phase.GENERATING,
+        Phase.RUNNING_TOOL,
+        Phase.COMPACTING,
+        Phase.STOPPING,
+    }
+)
+
+
+def prune_note(count: int, tokens: int) -> str:
+    noun = "tool output" if count == 1 else "tool outputs"
+    return f"Cleared {count:,} old {noun}, {tokens:,} tokens"
+
+
+def compaction_note(record: CompactionRecord) -> str:
+    return f"Compacted from {record.tokens_before:,} to {record.tokens_after:,} tokens"
+
+
+@dataclass(frozen=True)
+class Status:
+    phase: Phase
+    #: The model name (loading), the tool name (running tool), the error (failed), what
+    #: the job does (working), or the note left after a job (idle).
+    detail: str = ""
+    #: 0..1 where known (model load, prompt evaluation).
+    progress: float | None = None
+
+    @property
+    def busy(self) -> bool:
+        return self.phase in BUSY
+
+    @property
+    def text(self) -> str:
+        """One line for a status bar."""
+        p, d = self.phase, self.detail
+        pct = f" {round(self.progress * 100)}%" if self.progress is not None else ""
+        if p is Phase.LOADING_MODEL:
+            return f"Loading {d}…{pct} You can type; messages are sent once it is ready."
+        if p is Phase.FAILED:
+            return f"No model loaded: {d}" if d else "No model loaded"
+        if p is Phase.IDLE:
+            return d or "Ready"
+        if p is Phase.WORKING:
+            return f"{d}…" if d else "Working…"
+        if p is Phase.EVALUATING_PROMPT:
+            return f"Reading the prompt…{pct}"
+        if p is Phase.GENERATING:
+            return "Writing the reply… (Esc to stop)"
+        if p is Phase.RUNNING_TOOL:
+            return f"Running {d}…"
+        if p is Phase.COMPACTING:
+            return "Compacting… (Esc to cancel)"
+        return d or "Stopping…"
+
+
+class StatusMachine:
+    """Thread-safe: agent events arrive on the worker thread, actions on the owner's.
+
+    Every method returns the new :class:`Status` when it changed, else None.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._status = Status(Phase.IDLE)
+        #: The model's state when it is not usable (loading, failed); None: loaded.
+        self._model: Status | None = None
+        self._job = False
+        #: What the running job left worth saying once it is done (prune, compaction).
+        self._note = ""
+        self._turn: TurnFinished | None = None
+        #: The phase a compaction interrupted (it resumes there).
+        self._before_compaction = Phase.WORKING
+
+    @property
+    def status(self) -> Status:
+        with self._lock:
+            return self._status
+
+    def _set(self, status: Status) -> Status | None:
+        if status == self._status:
+            return None
+        self._status = status
+        return status
+
+    # -- the model ---------------------------------------------------------------------
+    def loading(self, model: str, progress: float | None = None) -> Status | None:
+        """A load started (or progressed). Shown now, or when the running job ends."""
+        with self._lock:
+            self._model = Status(Phase.LOADING_MODEL, model, progress)
+            return None if self._job else self._set(self._model)
+
+    def loaded(self, model: str) -> Status | None:
+        with self._lock:
+            self._model = None
+            return None if self._job else self._set(Status(Phase.IDLE, f"Model ready: {model}"))
+
+    def load_failed(self, error: str) -> Status | None:
+        with self._lock:
+            self._model = Status(Phase.FAILED, error)
+            return None if self._job else self._set(self._model)
+
+    # -- jobs --------------------------------------------------------------------------
+    def job_started(self, what: str = "", *, model_call: bool = False) -> Status | None:
+        with self._lock:
+            self._job = True
+            self._note = ""
+            self._turn = None
+            if model_call:
+                return self._set(Status(Phase.EVALUATING_PROMPT))
+            return self._set(Status(Phase.WORKING, what))
+
+    def stopping(self) -> Status | None:
+        with self._lock:
+            if not self._job:
+                return None
+            what = (
+                "Cancelling the compaction…"
+                if self._status.phase is Phase.COMPACTING
+                else "Stopping…"
+            )
+            return self._set(Status(Phase.STOPPING, what))
+
+    def job_finished(self) -> Status | None:
+        """Back to idle with a note of what happened (or to the model's state)."""
+        with self._lock:
+            self._job = False
+            turn, self._turn = self._turn, None
+            note, self._note = self._note, ""
+            if self._model is not None:
+                return self._set(self._model)
+            if turn is not None and turn.stopped:
+                note = "Stopped"
+            elif turn is not None and turn.error:
+                note = "The reply failed (see the message in the chat)"
+            return self._set(Status(Phase.IDLE, note))
+
+    def note(self, text: str) -> Status | None:
+        """Say what just happened (a new chat, saved settings) when nothing is running."""
+        with self._lock:
+            if self._job or self._model is not None:
+                return None
+            return self._set(Status(Phase.IDLE, text))
+
+    # -- agent events (worker thread) ----------------------------------------------------
+    def on_agent_event(self, event: AgentEvent) -> Status | None:
+        with self._lock:
+            if isinstance(event, TurnFinished):
+                self._turn = event  # the job itself ends the busy state (it may chain)
+                return None
+            if isinstance(event, ContextChanged):
+                return self._context(event)
+            phase = self._status.phase
+            if not self._job or phase is Phase.STOPPING:
+                return None
+            if isinstance(event, ContextUsage):
+                return self._set(Status(Phase.EVALUATING_PROMPT))
+            if isinstance(event, PromptProgress):
+                if phase is Phase.COMPACTING:
+                    return None
+                progress = event.done / event.total if event.total else None
+                return self._set(Status(Phase.EVALUATING_PROMPT, progress=progress))
+            if isinstance(event, AssistantDelta):
+                return None if phase is Phase.GENERATING else self._set(Status(Phase.GENERATING))
+            if isinstance(event, ToolCallStarted):
+                return self._set(Status(Phase.RUNNING_TOOL, event.call.name))
+            return None
+
+    def _context(self, event: ContextChanged) -> Status | None:
+        ev = event.event
+        if isinstance(ev, PruneEvent):
+            self._note = prune_note(len(ev.message_ids), ev.tokens_freed)
+            return None
+        if isinstance(ev, CompactionFinished):
+            self._note = compaction_note(ev.record)
+        if not self._job or self._status.phase is Phase.STOPPING:
+            return None
+        if isinstance(ev, CompactionStarted):
+            if self._status.phase is not Phase.COMPACTING:
+                self._before_compaction = self._status.phase
+            return self._set(Status(Phase.COMPACTING))
+        ended = isinstance(ev, CompactionFinished | CompactionFailed | CompactionCancelled)
+        if ended and self._status.phase is Phase.COMPACTING:
+            return self._set(Status(self._before_compaction))
+        return None

@@ -1,0 +1,250 @@
+"""Reading a chat file, keeping every entry that can be read.
+
+:func:`read_chat_file` parses every line and never changes the file. What it finds:
+
+* a damaged *last* line without its newline is what a crash mid-write leaves: it is a
+  :class:`TornTail` (the store moves it aside when the chat is opened);
+* any other line that cannot be read (not UTF-8, not JSON, nested more than
+  ``MAX_DOCUMENT_DEPTH`` levels, not a valid entry, an id used twice) is a
+  :class:`DamagedLine`, named with its line number and the reason, and skipped; every other
+  entry is still read;
+* an entry whose parent was on a damaged line is attached to the entry before it (so it
+  stays on the same branch) and the move is noted;
+* a line starting with a byte-order mark is read without it (a warning, not damage);
+* a damaged first line (the header) is rebuilt from the file name when later lines hold
+  entries; a file whose lines hold no entry at all is not a chat file
+  (:class:`ChatCorruptError`), and one written by a newer version is refused
+  (:class:`ChatVersionError`).
+
+A chat with damaged lines (``ChatFile.damaged``) opens read-only; ``SessionStore.repair``
+writes a repaired copy beside it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from assistant.jsonlimits import MAX_DOCUMENT_DEPTH, text_depth
+from assistant.sessions.entries import (
+    SCHEMA_VERSION,
+    ChatHeader,
+    Entry,
+    parse_entry,
+    parse_header,
+)
+from assistant.sessions.errors import ChatCorruptError, ChatLoadError, ChatVersionError
+
+BOM = b"\xef\xbb\xbf"
+SECOND_HEADER = "a second header line"
+
+
+@dataclass(frozen=True)
+class TornTail:
+    """An incomplete last line: its 1-based line number, byte offset and bytes."""
+
+    line: int
+    offset: int
+    data: bytes
+
+
+@dataclass(frozen=True)
+class DamagedLine:
+    """A line that could not be read: 1-based line number, why, and its bytes."""
+
+    line: int
+    reason: str
+    data: bytes
+
+
+@dataclass
+class ChatFile:
+    """A parsed chat file. ``entries`` are the readable entries, in file order."""
+
+    path: Path
+    header: ChatHeader
+    entries: list[Entry]
+    warnings: list[str] = field(default_factory=list)
+    torn: TornTail | None = None
+    #: The last entry is complete but its newline is missing (add one before appending).
+    needs_newline: bool = False
+    damaged: list[DamagedLine] = field(default_factory=list)
+    #: (line number, entry id) of entries re-attached because their parent was damaged.
+    reattached: list[tuple[int, str]] = field(default_factory=list)
+
+    @property
+    def needs_repair(self) -> bool:
+        return bool(self.damaged or self.reattached)
+
+    def damage_summary(self) -> str:
+        """One paragraph naming the damaged lines (empty when there are none)."""
+        if not self.needs_repair:
+            return ""
+        parts = [f"line {d.line} ({d.reason})" for d in self.damaged[:5]]
+        if len(self.damaged) > 5:
+            parts.append(f"{len(self.damaged) - 5} more")
+        text = ""
+        if parts:
+            noun = "line" if len(self.damaged) == 1 else "lines"
+            text = f"{len(self.damaged)} {noun} of {self.path.name} could not be read: "
+            text += "; ".join(parts) + "."
+        if self.reattached:
+            lines = ", ".join(str(n) for n, _ in self.reattached[:5])
+            more = "..." if len(self.reattached) > 5 else ""
+            text += (
+                f" The entries on line(s) {lines}{more} followed a damaged line and are shown "
+                "after the entry before them."
+            )
+        return text.strip()
+
+
+class _TornLine(Exception):
+    pass
+
+
+class _BadLine(ValueError):
+    pass
+
+
+def read_chat_file(path: Path) -> ChatFile:
+    """Parse a chat file without changing it. See the module docstring for the rules."""
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise ChatLoadError(path, f"cannot read the file ({exc.strerror or exc})") from None
+    if not data.strip():
+        raise ChatCorruptError(path, "the file is empty (not a chat file)")
+    lines = data.split(b"\n")
+    ends_with_newline = lines[-1] == b""
+    if ends_with_newline:
+        lines.pop()
+
+    header, header_problem = _read_header(path, lines[0])
+    out = ChatFile(
+        path=path,
+        header=header or _stand_in_header(path),
+        entries=[],
+    )
+    if header is not None and header.chat_id != path.name.removesuffix(".jsonl"):
+        out.warnings.append(
+            f"The header names chat {header.chat_id!r} but the file is {path.name}; "
+            "the file name is used."
+        )
+    first_line_of: dict[str, tuple[int, bytes]] = {}
+    # Line 1 is read as an entry too when it is not a header (lines moved around).
+    offset = 0 if header is None else len(lines[0]) + 1
+    last = len(lines) - 1
+    for index in range(0 if header is None else 1, len(lines)):
+        raw = lines[index]
+        lineno = index + 1
+        is_last = index == last
+        complete = not is_last or ends_with_newline
+        try:
+            entry = _parse_line(raw, complete=complete, tolerate_torn=is_last)
+        except _TornLine:
+            out.torn = TornTail(line=lineno, offset=offset, data=data[offset:])
+            break
+        except _BadLine as exc:
+            offset += len(raw) + 1
+            if header is None and str(exc) == SECOND_HEADER:
+                with contextlib.suppress(ValueError):  # the header, found further down
+                    header = parse_header(json.loads(raw.removeprefix(BOM)))
+                    out.header = header
+                    continue
+            reason = header_problem if index == 0 and header_problem else str(exc)
+            out.damaged.append(DamagedLine(lineno, reason, raw))
+            continue
+        if raw.startswith(BOM):
+            out.warnings.append(
+                f"Line {lineno} starts with a byte-order mark; it was read without it."
+            )
+        offset += len(raw) + 1
+        if entry is None:
+            continue
+        seen = first_line_of.get(entry.id)
+        if seen is not None:
+            same = seen[1].removeprefix(BOM) == raw.removeprefix(BOM)
+            reason = (
+                f"a copy of line {seen[0]}"
+                if same
+                else f"entry id {entry.id!r} is already used on line {seen[0]}"
+            )
+            out.damaged.append(DamagedLine(lineno, reason, raw))
+            continue
+        if entry.parent_id is not None and entry.parent_id not in first_line_of:
+            previous = out.entries[-1].id if out.entries else None
+            entry = entry.model_copy(update={"parent_id": previous})
+            out.reattached.append((lineno, entry.id))
+        first_line_of[entry.id] = (lineno, raw)
+        out.entries.append(entry)
+    if header is None and not out.entries:
+        raise ChatCorruptError(path, header_problem or "no entries", 1)
+    if header is None:
+        out.warnings.append(
+            f"Line 1 of {path.name} is not the chat's header ({header_problem}); the chat "
+            "was read without it."
+        )
+    # the last line (an entry, or the header itself) is complete but lost its newline
+    out.needs_newline = out.torn is None and not ends_with_newline
+    return out
+
+
+def _stand_in_header(path: Path) -> ChatHeader:
+    try:
+        created = path.stat().st_mtime
+    except OSError:
+        created = 0.0
+    return ChatHeader(
+        schema_version=SCHEMA_VERSION, chat_id=path.name.removesuffix(".jsonl"), created=created
+    )
+
+
+def _read_header(path: Path, raw: bytes) -> tuple[ChatHeader | None, str | None]:
+    """(header, None), or (None, why line 1 is not a header)."""
+    raw = raw.removeprefix(BOM)
+    if text_depth(raw, stop_above=MAX_DOCUMENT_DEPTH) > MAX_DOCUMENT_DEPTH:
+        return None, f"the first line is nested more than {MAX_DOCUMENT_DEPTH} levels deep"
+    try:
+        obj = json.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError, RecursionError):
+        return None, "the first line is not JSON (not a chat file?)"
+    if isinstance(obj, dict) and obj.get("type") == "header":
+        version = obj.get("schema_version")
+        if isinstance(version, int) and not isinstance(version, bool) and version > SCHEMA_VERSION:
+            raise ChatVersionError(
+                path,
+                f"it was written by a newer version of the app (format {version}; this "
+                f"version reads up to {SCHEMA_VERSION}). Update the app to open it.",
+                1,
+            )
+    try:
+        return parse_header(obj), None
+    except ValueError as exc:
+        return None, str(exc)
+
+
+def _parse_line(raw: bytes, *, complete: bool, tolerate_torn: bool) -> Entry | None:
+    """One entry, ``None`` for a blank line; ``_TornLine`` when the last line is cut short,
+    ``_BadLine`` (with the reason) when it cannot be read."""
+    if not raw.strip():
+        return None
+    raw = raw.removeprefix(BOM)
+    if text_depth(raw, stop_above=MAX_DOCUMENT_DEPTH) > MAX_DOCUMENT_DEPTH:
+        if tolerate_torn and not complete:
+            raise _TornLine
+        raise _BadLine(f"the line is nested more than {MAX_DOCUMENT_DEPTH} levels deep")
+    try:
+        obj = json.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError, RecursionError) as exc:
+        if tolerate_torn and not complete:
+            raise _TornLine from None
+        reason = "not valid UTF-8" if isinstance(exc, UnicodeDecodeError) else "not valid JSON"
+        raise _BadLine(f"the line is {reason}") from None
+    try:
+        return parse_entry(obj)
+    except (ValueError, RecursionError) as exc:
+        if tolerate_torn and not complete:
+            raise _TornLine from None
+        raise _BadLine(str(exc) if isinstance(exc, ValueError) else "too deeply nested") from None

@@ -1,0 +1,40 @@
+"""The repaired copy of a chat with damaged lines.
+
+:func:`repaired_copy` is the bytes of a new chat file holding every readable entry of a
+damaged one (as :func:`assistant.sessions.reader.read_chat_file` read them: damaged lines
+left out, entries that followed one attached to the entry before them), under a new chat id
+and titled "<title> (repaired)". ``SessionStore.repair`` writes it beside the original, which
+is never changed.
+"""
+
+from __future__ import annotations
+
+import time
+
+from assistant.conversation import new_id
+from assistant.sessions.entries import SCHEMA_VERSION, ChatHeader, TitleEntry, encode_line
+from assistant.sessions.reader import ChatFile
+from assistant.sessions.summary import resolve_title
+from assistant.sessions.tree import ChatTree
+
+REPAIRED_SUFFIX = " (repaired)"
+
+
+def repaired_copy(chat: ChatFile, copy_id: str) -> bytes:
+    """The new file's content: a header for ``copy_id``, the readable entries, a title."""
+    tree = ChatTree(chat.entries)
+    conv = tree.build(tree.last_id)
+    title = resolve_title(tree.explicit_title(), chat.header.title, conv.messages)
+    header = ChatHeader(
+        schema_version=SCHEMA_VERSION,
+        chat_id=copy_id,
+        created=chat.header.created,
+        title=chat.header.title,
+    )
+    renamed = TitleEntry(
+        id=new_id(),
+        parent_id=tree.last_id,
+        timestamp=time.time(),
+        title=title.removesuffix(REPAIRED_SUFFIX) + REPAIRED_SUFFIX,
+    )
+    return b"".join(encode_line(item) for item in (header, *chat.entries, renamed))
