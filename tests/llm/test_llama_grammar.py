@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from assistant.llm.base import GenerationResult, GrammarError
+from assistant.llm.base import GenerationOptions, GenerationResult, GrammarError
 from assistant.llm.gbnf import accepts
 
 pytestmark = pytest.mark.integration
@@ -18,7 +18,7 @@ LIST = 'root ::= item ("\\n" item){0,2}\nitem ::= "- " [A-Za-z] [a-zA-Z ,]{0,40}
 def _run(backend: Any, messages: list[dict[str, str]], **kw: Any) -> tuple[str, GenerationResult]:
     text = ""
     result: GenerationResult | None = None
-    for ev in backend.generate(messages, **kw):
+    for ev in backend.generate(messages, GenerationOptions(**kw)):
         if ev.result is not None:
             result = ev.result
         text += ev.delta
@@ -36,6 +36,7 @@ def test_the_reply_is_in_the_grammars_language(real_backend: Any) -> None:
     text, result = _run(real_backend, msgs, max_tokens=80, temperature=0.0, grammar=LIST)
     assert accepts(LIST, text), text
     assert result.finish_reason == "stop"  # the grammar ended, so the model stopped
+    assert result.ignored == ()
     assert not accepts(LIST, free)  # unconstrained, it writes something else
     answer, _ = _run(
         real_backend, _ask("Is Paris in France? Answer yes or no."), max_tokens=8,
@@ -54,7 +55,9 @@ def test_a_grammar_that_allows_everything_changes_nothing(real_backend: Any) -> 
 
 def test_a_broken_grammar_fails_before_anything_is_evaluated(real_backend: Any) -> None:
     with pytest.raises(GrammarError):
-        real_backend.generate(_ask("hi"), max_tokens=4, grammar="root ::= undefined_rule\n")
+        real_backend.generate(
+            _ask("hi"), GenerationOptions(max_tokens=4, grammar="root ::= undefined_rule\n")
+        )
     text, _ = _run(real_backend, _ask("Say hello."), max_tokens=8, temperature=0.0)
     assert text  # the backend still works
 
