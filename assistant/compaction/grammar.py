@@ -22,9 +22,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-#: Characters per token assumed when sizing bullets (SmolLM2 writes ~4.2 per token in
-#: prose, fewer in paths and numbers: the lower figure keeps replies inside the budget).
-CHARS_PER_TOKEN = 3.5
+#: Characters per token assumed when sizing bullets: SmolLM2 writes ~4.2 per token in
+#: prose but one token per digit, so a summary full of numbers and paths needs the lower
+#: figure to stay inside its budget (a reply cut at the budget is rejected).
+CHARS_PER_TOKEN = 3.0
 #: Characters no bullet may hold (see the module docstring), as a GBNF class body.
 FORBIDDEN = r"\n\r\t#`<>{}\[\]|"
 #: A bullet may not start with these either (a nested list, emphasis, a space).

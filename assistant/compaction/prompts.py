@@ -196,10 +196,8 @@ GUIDED_UPDATE_TRANSCRIPT = (
 GUIDED_SPLIT = " The latest request is still being worked on."
 
 GUIDED_CLOSE = """\
-Put the task under Goal, the user's rules under Constraints & Preferences, what the \
-assistant did under Done, the latest request under In Progress and Next Steps, and the \
-names, numbers and files that matter under Critical Context. Write short bullets in your \
-own words."""
+Use these facts. Write short bullets in your own words, naming the files, names and numbers \
+that matter."""
 
 GUIDED_STRICT = """\
 

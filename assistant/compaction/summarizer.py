@@ -133,7 +133,7 @@ class ExtractiveSummarizer:
             count=self.counter.text,
         )
         return SummaryOutcome(
-            text=text, kind="extractive", note="extractive summary (no model asked)"
+            text=text, kind="extractive", note="by the extractive summarizer (no model asked)"
         )
 
 
@@ -212,8 +212,8 @@ class ModelSummarizer:
             )
             skipped = ExtractiveSummarizer(self.counter).summarize(request, cancel)
             skipped.note = (
-                f"extractive: the model was not asked (its summaries were rejected in "
-                f"{self.consecutive_fallbacks} compactions in a row)"
+                "by the extractive fallback: the model was not asked, its summaries were "
+                f"rejected in {self.consecutive_fallbacks} compactions in a row"
             )
             return skipped
         out = SummaryOutcome(text="", kind="model")
@@ -240,7 +240,9 @@ class ModelSummarizer:
             fallback.prompt_reused = out.prompt_reused
             fallback.approach = out.approach
             fallback.grammar = out.grammar
-            fallback.note = f"extractive: the model's summaries were rejected twice ({exc})"
+            fallback.note = (
+                f"by the extractive fallback: the model's summaries were rejected twice ({exc})"
+            )
             return fallback
         self.consecutive_fallbacks = 0
         how = "under the summary grammar" if out.grammar else (
@@ -513,6 +515,7 @@ class ModelSummarizer:
                     self.grammar_state = "on"
                     log.info("%s: summaries are written under the summary grammar",
                              self.backend.info.name)
+            log.debug("%s attempt %d reply:\n%s", label, attempt + 1, raw)
             text, notes = clean_summary(raw)
             if notes:
                 log.info("%s attempt %d: %s", label, attempt + 1, "; ".join(notes))

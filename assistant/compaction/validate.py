@@ -193,17 +193,33 @@ def _stem(word: str) -> str:
     return word
 
 
-def vocabulary(text: str) -> set[str]:
-    """Words of ``text`` (and their stems), the set :func:`grounded_terms` looks up."""
-    out: set[str] = set()
-    for w in _words(text):
-        out.add(w)
-        out.add(_stem(w))
-        for part in re.split(r"[/._:@-]+", w):
-            if part:
-                out.add(part)
-                out.add(_stem(part))
-    return out
+class Known:
+    """What a conversation names: its words (and their stems and parts), and its text
+    (a path or identifier of a summary counts as named when it occurs in it, also cut)."""
+
+    def __init__(self, text: str) -> None:
+        self.text = " ".join(text.lower().split())
+        self.words: set[str] = set()
+        for w in _words(text):
+            self.words.add(w)
+            self.words.add(_stem(w))
+            for part in re.split(r"[/._:@-]+", w):
+                if part:
+                    self.words.add(part)
+                    self.words.add(_stem(part))
+
+    def __contains__(self, word: object) -> bool:
+        if not isinstance(word, str):
+            return False
+        w = word.lower().rstrip(".:")
+        if w in self.words or _stem(w) in self.words:
+            return True
+        return len(w) >= 6 and any(c in w for c in "/._") and w.strip("/.") in self.text
+
+
+def vocabulary(text: str) -> Known:
+    """What ``text`` names (see :class:`Known`)."""
+    return Known(text)
 
 
 def _term(word: str) -> bool:
@@ -221,7 +237,7 @@ def _specific(raw: str, first: bool) -> bool:
     return not first and raw[:1].isupper() and raw[1:].islower() and len(raw) >= 3
 
 
-def grounded_terms(line: str, known: set[str]) -> tuple[list[str], list[str]]:
+def grounded_terms(line: str, known: Known) -> tuple[list[str], list[str]]:
     """(terms of ``line`` found in the conversation, those not found); ``known`` is
     :func:`vocabulary` of the conversation. Filler ("none", "n/a", placeholders) has none."""
     if _FILLER.match(line.strip()):
@@ -232,11 +248,11 @@ def grounded_terms(line: str, known: set[str]) -> tuple[list[str], list[str]]:
         word = raw.lower().rstrip(".:")
         if not _term(word):
             continue
-        (found if word in known or _stem(word) in known else missing).append(raw)
+        (found if raw in known else missing).append(raw)
     return found, missing
 
 
-def informative(line: str, known: set[str]) -> bool:
+def informative(line: str, known: Known) -> bool:
     """Whether ``line`` says something from the conversation: two of its terms are found
     there (or one path, identifier, name or long number), and most of its terms are."""
     found, missing = grounded_terms(line, known)
@@ -246,7 +262,7 @@ def informative(line: str, known: set[str]) -> bool:
     return len(found) >= 2 or any(_specific(w, [w] == first) for w in found)
 
 
-def invented(line: str, known: set[str]) -> list[str]:
+def invented(line: str, known: Known) -> list[str]:
     """Paths, identifiers and long numbers in ``line`` that the conversation never names."""
     _found, missing = grounded_terms(line, known)
     return [w for w in missing if _specific(w, True)]
@@ -307,15 +323,23 @@ def repeats_input(text: str, source: str) -> str | None:
     return None
 
 
-def _cut_inner_loop(line: str, n: int = 3) -> str:
-    """``line`` cut before the second repeat of a word n-gram that occurs three times."""
+def _cut_inner_loop(line: str, n: int = 4) -> str:
+    """``line`` cut where it starts looping: a run of up to six words repeated three times
+    in a row keeps its first occurrence; a phrase of ``n`` words that comes back a third
+    time is cut before its second occurrence."""
     words = line.split()
+    low = [w.lower() for w in words]
+    for i in range(len(low)):
+        for p in range(1, 7):
+            if i + 3 * p <= len(low) and low[i : i + p] == low[i + p : i + 2 * p] == low[
+                i + 2 * p : i + 3 * p
+            ]:
+                return " ".join(words[: i + p]).rstrip(" ,;:-")
     seen: dict[tuple[str, ...], list[int]] = {}
-    for i in range(len(words) - n + 1):
-        key = tuple(w.lower() for w in words[i : i + n])
-        starts = seen.setdefault(key, [])
+    for i in range(len(low) - n + 1):
+        starts = seen.setdefault(tuple(low[i : i + n]), [])
         if starts and i - starts[-1] < n:
-            continue  # overlapping occurrence ("a a a a")
+            continue
         starts.append(i)
         if len(starts) == 3:
             return " ".join(words[: starts[1]]).rstrip(" ,;:-")
@@ -342,11 +366,13 @@ def clean_summary(text: str) -> tuple[str, list[str]]:
     out: list[str] = []
     dropped = cut = 0
     pending_heading = False
+    heading_at = -1
     for raw in text.splitlines():
         if _HEADING.match(raw):
-            if pending_heading and _level(raw) <= _level(out[-1]):
-                out.append("- none")
+            if pending_heading and _level(raw) <= _level(out[heading_at]):
+                out.insert(heading_at + 1, "- none")
             out.append(raw)
+            heading_at = len(out) - 1
             pending_heading = True
             continue
         mark = _BULLET_MARK.match(raw)
@@ -365,8 +391,8 @@ def clean_summary(text: str) -> tuple[str, list[str]]:
         if line.strip():
             pending_heading = pending_heading and not body.strip()
         out.append(line)
-    if pending_heading and out and _HEADING.match(out[-1]):
-        out.append("- none")
+    if pending_heading and heading_at >= 0:
+        out.insert(heading_at + 1, "- none")
     if dropped:
         notes.append(f"dropped {dropped} repeated line(s)")
     if cut:
@@ -374,7 +400,7 @@ def clean_summary(text: str) -> tuple[str, list[str]]:
     return "\n".join(out).strip(), notes
 
 
-def says_nothing(sections: dict[str, list[str]], known: set[str]) -> str | None:
+def says_nothing(sections: dict[str, list[str]], known: Known) -> str | None:
     """Why the sections carry no information from the conversation, or None."""
     def says(name: str) -> bool:
         return any(informative(line, known) for line in sections.get(name, []))

@@ -10,7 +10,9 @@ the prompt messages.
 
 A call with a grammar (``GenerationOptions.grammar``) simulates a constrained model: the
 reply must be in the grammar's language (checked with :func:`assistant.llm.gbnf.to_regex`;
-a reply such a model could not write raises ``ValueError``: the test's script is wrong).
+a reply such a model could not write raises ``ValueError``: the test's script is wrong;
+with no reply queued it writes the shortest text the grammar allows, or the default reply
+if that is allowed).
 ``ignore_grammar`` simulates a backend that cannot apply grammars (the reply is given as
 is and ``"grammar"`` is reported in ``GenerationResult.ignored``); ``grammar_failure`` one
 whose vocabulary cannot follow them (every call with a grammar raises
@@ -37,7 +39,7 @@ from assistant.llm.base import (
     StreamEvent,
 )
 from assistant.llm.fallback_tokenizer import Cl100kTokenizer
-from assistant.llm.gbnf import GBNFSyntaxError, to_regex
+from assistant.llm.gbnf import GBNFSyntaxError, shortest, to_regex
 from assistant.llm.template import ChatTemplate
 
 Reply = str | Callable[[list[dict[str, Any]]], str]
@@ -162,10 +164,15 @@ class ScriptedBackend:
         if on_prefill:
             on_prefill(len(tokens), len(tokens))
         self._cache = list(tokens)
-        reply = self.replies.pop(0) if self.replies else self.default_reply
-        reply_text = reply(msgs) if callable(reply) else reply
-        if grammar is not None:
-            _check_grammar(grammar, reply_text)
+        if self.replies:
+            reply = self.replies.pop(0)
+            reply_text = reply(msgs) if callable(reply) else reply
+            if grammar is not None:
+                _check_grammar(grammar, reply_text)
+        else:
+            reply_text = self.default_reply
+            if grammar is not None and not _in_language(grammar, reply_text):
+                reply_text = shortest(grammar)  # a constrained model with nothing to say
         room = min(max_tokens, self.window - len(tokens))
         pieces = _pieces(reply_text)
         out: list[str] = []
@@ -203,6 +210,13 @@ class ScriptedBackend:
 
     def close(self) -> None:
         self.closed = True
+
+
+def _in_language(grammar: str, reply: str) -> bool:
+    try:
+        return to_regex(grammar).fullmatch(reply) is not None
+    except GBNFSyntaxError:
+        return True
 
 
 def _check_grammar(grammar: str, reply: str) -> None:

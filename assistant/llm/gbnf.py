@@ -1,9 +1,11 @@
 """A small reader of GBNF grammars (llama.cpp's grammar format) without llama.cpp.
 
 :func:`to_regex` translates a grammar without recursion into a Python regular expression
-that matches exactly the grammar's language. The scripted test backend uses it to check
-that a canned reply is something a model constrained by that grammar could have produced,
-and tests use it to state what a grammar allows. Supported: rules ``name ::= ...`` (one
+that matches exactly the grammar's language; :func:`shortest` writes the least text the
+grammar allows (what a model with nothing to say under it would write). The scripted test
+backend uses them to check that a canned reply is something a model constrained by that
+grammar could have produced (and to write one when it has none), and tests use them to
+state what a grammar allows. Supported: rules ``name ::= ...`` (one
 per line, ``#`` comments), literals with ``\\n \\r \\t \\\\ \\" \\xHH \\uHHHH`` escapes,
 character classes (``[a-z]``, ``[^...]``), ``.``, groups, alternatives and the repetitions
 ``* + ? {m} {m,} {m,n}``. The real parser is llama.cpp's: a grammar it rejects raises
@@ -13,6 +15,9 @@ character classes (``[a-z]``, ``[^...]``), ``.``, groups, alternatives and the r
 from __future__ import annotations
 
 import re
+import re._parser as _sre_parse  # type: ignore[import-not-found]  # the regex parser
+import string
+from typing import Any
 
 _ESCAPES = {"n": "\n", "r": "\r", "t": "\t", "\\": "\\", '"': '"', "[": "[", "]": "]"}
 
@@ -167,3 +172,58 @@ def to_regex(grammar: str) -> re.Pattern[str]:
 def accepts(grammar: str, text: str) -> bool:
     """Whether ``text`` is in the language of ``grammar`` (see :func:`to_regex`)."""
     return to_regex(grammar).fullmatch(text) is not None
+
+
+def shortest(grammar: str) -> str:
+    """The shortest text of the grammar's language, taking the first alternative and a
+    letter (else a digit, else any allowed character) for every character class."""
+    return _shortest(_sre_parse.parse(to_regex(grammar).pattern))
+
+
+def _shortest(parsed: Any) -> str:
+    out: list[str] = []
+    for op, arg in parsed:
+        name = str(op)
+        if name == "LITERAL":
+            out.append(chr(arg))
+        elif name in ("MAX_REPEAT", "MIN_REPEAT"):
+            low, _high, item = arg
+            out.append(_shortest(item) * low)
+        elif name == "SUBPATTERN":
+            out.append(_shortest(arg[-1]))
+        elif name == "BRANCH":
+            out.append(_shortest(arg[1][0]))
+        elif name in ("IN", "ANY", "NOT_LITERAL"):
+            out.append(_first_char(name, arg))
+    return "".join(out)
+
+
+def _first_char(name: str, arg: Any) -> str:
+    if name == "ANY":
+        pattern = r"[\s\S]"
+    elif name == "NOT_LITERAL":
+        pattern = f"[^{re.escape(chr(arg))}]"
+    else:
+        pattern = _sre_class(arg)
+    allowed = re.compile(pattern)
+    for c in string.ascii_lowercase + string.digits + string.printable:
+        if allowed.fullmatch(c):
+            return c
+    raise GBNFSyntaxError("a character class that allows no printable character")
+
+
+def _sre_class(items: Any) -> str:
+    negate = False
+    parts: list[str] = []
+    for op, arg in items:
+        name = str(op)
+        if name == "NEGATE":
+            negate = True
+        elif name == "LITERAL":
+            parts.append(re.escape(chr(arg)))
+        elif name == "RANGE":
+            parts.append(f"{re.escape(chr(arg[0]))}-{re.escape(chr(arg[1]))}")
+        elif name == "CATEGORY":
+            parts.append({"CATEGORY_SPACE": r"\s", "CATEGORY_NOT_SPACE": r"\S",
+                          "CATEGORY_DIGIT": r"\d"}.get(str(arg), r"\S"))
+    return "[" + ("^" if negate else "") + "".join(parts) + "]"

@@ -394,6 +394,20 @@ def compaction_title(record: CompactionRecord) -> str:
     return f"Compacted from {record.tokens_before:,} to {record.tokens_after:,} tokens"
 
 
+def summarizer_line(record: CompactionRecord) -> str:
+    """Which summarizer wrote the summary and why, e.g. "Summary written by the model
+    under the summary grammar." (records saved before notes existed get a short line)."""
+    note = record.summarizer_note
+    if not note:
+        note = {
+            "model": "written by the model",
+            "hook": "written by a before_compact hook",
+        }.get(record.summarizer, f"by the {record.summarizer} fallback")
+        if record.rejected:
+            note += f": the model's summaries were rejected ({record.rejected[-1]})"
+    return f"Summary {note}."
+
+
 class CompactionNotice(QFrame):
     """Collapsed: "Compacted from 8,912 to 3,104 tokens"; expands to the summary and the
     original messages (fetched lazily through ``originals``)."""
@@ -425,8 +439,6 @@ class CompactionNotice(QFrame):
         }[record.reason]
         when = time.strftime("%H:%M", time.localtime(record.timestamp))
         meta = f"Compaction {record.count} at {when}, because {reason}"
-        if record.summarizer != "model":
-            meta += f"; summary by the {record.summarizer} fallback"
         if record.duration_s:
             meta += f"; took {record.duration_s:.1f} s"
         if record.focus:
@@ -435,6 +447,10 @@ class CompactionNotice(QFrame):
         self.meta.setObjectName("MutedLabel")
         self.meta.setWordWrap(True)
         layout.addWidget(self.meta)
+        self.summarizer_label = QLabel(summarizer_line(record))
+        self.summarizer_label.setObjectName("MutedLabel")
+        self.summarizer_label.setWordWrap(True)
+        layout.addWidget(self.summarizer_label)
         self.details = QWidget()
         details = QVBoxLayout(self.details)
         details.setContentsMargins(14, 0, 0, 0)

@@ -446,7 +446,10 @@ def test_model_is_not_asked_again_after_repeated_rejections() -> None:
     outcome = summarizer.summarize(request, None)
     assert outcome.kind == "extractive" and len(be.calls) == calls  # not asked again
     assert "## Goal" in outcome.text
-    assert "not asked" in outcome.note and f"{GIVE_UP_AFTER} compactions in a row" in outcome.note
+    assert outcome.note == (
+        "by the extractive fallback: the model was not asked, its summaries were rejected in "
+        f"{GIVE_UP_AFTER} compactions in a row"
+    )
     # A model that starts writing good summaries is trusted again after a success.
     summarizer.consecutive_fallbacks = GIVE_UP_AFTER - 1
     be.enqueue(GOOD_SUMMARY)

@@ -56,3 +56,12 @@ def test_literals_escapes_alternatives_and_repetitions() -> None:
 def test_errors_name_the_problem(grammar: str, why: str) -> None:
     with pytest.raises(GBNFSyntaxError, match=why):
         to_regex(grammar)
+
+
+def test_shortest_writes_the_least_the_grammar_allows() -> None:
+    from assistant.llm.gbnf import shortest
+
+    assert shortest(LIST) == "- a"  # one item of one character
+    assert accepts(LIST, shortest(LIST))
+    assert shortest('root ::= "yes" | "no"') == "yes"
+    assert shortest("root ::= [^\\x00]*") == ""
