@@ -8,7 +8,7 @@ STAMPS := .stamps
 ARTIFACTS ?= $(CURDIR)/test-artifacts
 export CMAKE_BUILD_PARALLEL_LEVEL ?= 2
 
-.PHONY: run test lint typecheck setup model models bench package package-test clean
+.PHONY: run qt-check test lint typecheck setup model models bench package package-test clean
 
 setup: $(STAMPS)/install model
 
@@ -28,7 +28,12 @@ model: $(STAMPS)/install
 models: $(STAMPS)/install
 	$(PY) -m assistant provision --all
 
-run: setup
+# Qt's X11 plugin needs system libraries that pip cannot install: say which are missing (and
+# the apt-get line that adds them) before the long first install, not after.
+qt-check:
+	@$(PYTHON) assistant/ui/qt_deps.py
+
+run: qt-check setup
 	$(PY) -m assistant
 
 lint: $(STAMPS)/install

@@ -1,17 +1,38 @@
 """Command line entry: ``python -m assistant [gui|chat|chats|replay|bench|provision|repair] ...``.
 
-With no sub-command the desktop window opens.
+With no sub-command the desktop window opens; ``--help`` prints :data:`USAGE`.
 """
 
 from __future__ import annotations
 
 import sys
 
+USAGE = """\
+usage: python -m assistant [COMMAND] [OPTIONS]
+
+An offline chat assistant that runs a small language model on this computer.
+
+commands:
+  (none), gui          open the desktop window
+  chat                 chat in the terminal (one message per line on stdin)
+  chats                list saved chats
+  repair [ID]          write a repaired copy of a chat with damaged lines
+  provision [NAME]     provide a registered model from its wheel (--all: every one)
+  replay FILE.jsonl    show what each model call of a transcript would see
+  bench                run the context-management benchmark (--quick: a short run)
+
+Run `python -m assistant COMMAND --help` for a command's options.
+Desktop window options: --help (this text), --smoke-test (start, answer one question, exit).
+"""
+
 
 def main(argv: list[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     command = args[0] if args and not args[0].startswith("-") else "gui"
     rest = args[1:] if args and not args[0].startswith("-") else args
+    if command == "help" or (command == "gui" and ("-h" in rest or "--help" in rest)):
+        print(USAGE, end="")
+        return 0
     if command == "chat":
         from assistant.cli.chat import main as chat_main
 
@@ -49,15 +70,25 @@ def main(argv: list[str] | None = None) -> int:
                 file=sys.stderr,
             )
             return 1
+        missing = _missing_qt_libraries()
+        if missing:
+            print(missing, file=sys.stderr)
+            return 1
         from assistant.app import run_gui
 
         return run_gui(rest)
-    print(
-        f"unknown command {command!r}; use gui, chat, chats, replay, bench, provision or "
-        "repair",
-        file=sys.stderr,
-    )
+    print(f"unknown command {command!r}\n\n{USAGE}", file=sys.stderr, end="")
     return 2
+
+
+def _missing_qt_libraries() -> str:
+    """What to install when Qt's X11 plugin cannot load here (empty: nothing missing)."""
+    from assistant.ui import qt_deps
+
+    if not qt_deps.will_use_xcb():
+        return ""
+    missing = qt_deps.missing_libraries()
+    return qt_deps.report(missing) if missing else ""
 
 
 def _no_display() -> bool:

@@ -97,9 +97,10 @@ class ModePolicy(BaseModel):
     def _fits(self) -> ModePolicy:
         total = self.reserve + self.keep_recent + self.summary_budget
         if total > self.window:
+            names = [SETTING_LABELS[k] for k in ("reserve", "keep_recent", "summary_budget")]
             raise ValueError(
-                f"reserve + keep_recent + summary_budget ({total:,}) must fit in window "
-                f"({self.window:,})"
+                f"{' + '.join(names)} ({total:,}) must fit in the "
+                f"{SETTING_LABELS['window']} ({self.window:,})"
             )
         return self
 

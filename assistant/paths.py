@@ -2,7 +2,8 @@
 
 Everything lives in the platformdirs locations for the user. ``ASSISTANT_HOME`` points all of
 them at one folder instead (tests use it so they never touch a real user's files), and
-``ASSISTANT_MODEL_DIR`` points only the model directory elsewhere.
+``ASSISTANT_MODEL_DIR`` points only the model directory elsewhere (``ASSISTANT_WHEEL_DIR``
+the provisioned model wheels).
 """
 
 from __future__ import annotations
@@ -42,6 +43,14 @@ def model_dir() -> Path:
     return Path(platformdirs.user_data_dir(APP_NAME)) / "models"
 
 
+def wheel_dir() -> Path:
+    """Where provisioned model wheels are kept (``ASSISTANT_WHEEL_DIR`` moves it)."""
+    value = os.environ.get("ASSISTANT_WHEEL_DIR")
+    if value:
+        return Path(value).expanduser()
+    return cache_dir() / "wheels"
+
+
 def sessions_dir() -> Path:
     return data_dir() / "sessions"
 
@@ -52,6 +61,14 @@ def default_workspace() -> Path:
     if home:
         return home / "workspace"
     return Path(platformdirs.user_documents_dir()) / "Offline Assistant"
+
+
+def documents_dir() -> Path:
+    """The user's documents folder (where exports are offered to go)."""
+    home = _home()
+    if home:
+        return home / "Documents"
+    return Path(platformdirs.user_documents_dir())
 
 
 def settings_file() -> Path:

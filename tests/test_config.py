@@ -41,7 +41,7 @@ def test_negative_values_are_refused_naming_the_field(field: str) -> None:
 
 
 def test_values_that_do_not_fit_the_window_are_refused() -> None:
-    with pytest.raises(ValidationError, match="must fit in window"):
+    with pytest.raises(ValidationError, match="must fit in the Context window"):
         ModePolicy(
             window=4_000, protect=0, minimum=0, reserve=2_000, keep_recent=1_500, summary_budget=501
         )

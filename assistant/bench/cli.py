@@ -10,6 +10,9 @@ workload on that GGUF file; ``scripted`` runs the pipeline on the test double (c
 replies, cl100k counts, no model: a fast dry run of the benchmark itself). Model runs happen
 one at a time in this process. Progress goes to stderr, the result to stdout (a text table,
 or JSON with ``--json``); ``--report`` writes the markdown and plots (``make bench``).
+
+Why it is long (about 440 lines): the command's options, model loading, checkpoints and
+resume, and the micro measurements are all steps of the one ``bench`` run, in order.
 """
 
 from __future__ import annotations

@@ -6,6 +6,10 @@ workload (context tokens per call, prefill tokens per call, time per turn, named
 ``KIND_wN_METRIC.png`` with KIND ``full`` or ``quick``) and ``results-KIND.json`` (every
 record; :func:`from_json` reads it back so saved runs can be re-rendered, also several into
 one report). :func:`to_json` gives the summaries for ``--json``.
+
+Why it is long (about 570 lines): it is the one place that turns results into the report's
+tables, targets and plots, and its JSON round trip; each part is a short function over the
+same :class:`BenchResult`.
 """
 
 from __future__ import annotations
@@ -505,7 +509,7 @@ METHOD = """\
   it). Summarizer calls evaluate their own prompt (a fresh transcript) and are shown apart.
 * **Policy time** is thread CPU time inside `prepare` minus the summarizer's time, per chat
   call (in-run column), and, for the target, the controller's own measurement
-  (`assistant.compaction.measure`) on a synthetic full 10,000-token window.
+  (`assistant.bench.measure`) on a synthetic full 10,000-token window.
 * **Retention**: a fact is *in context* when its probe string (the constraint's words, the
   path, the number) is in the last prompt of the workload (0 when that call overflowed). At
   the end each fact is asked as a question; *answered* means the reply contains the

@@ -8,8 +8,9 @@ the recorded call and result verbatim. After the workload, each planted fact is 
 the last prompt and then asked as a question (phase ``probe``; not part of the per-turn
 numbers).
 
-:class:`RecordingBackend` sits between the agent/controller and the real backend and
-records every model call (chat or summarizer) as a :class:`~.metrics.CallRecord`.
+A :class:`~.recording.RecordingBackend` sits between the agent/controller and the real
+backend and reports every model call (chat or summarizer) to the :class:`Recorder`, which
+keeps it as a :class:`~.metrics.CallRecord`.
 """
 
 from __future__ import annotations
@@ -19,10 +20,10 @@ import resource
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterator, Sequence
-from dataclasses import asdict, dataclass, replace
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 from assistant.agent.events import (
     AgentEvent,
@@ -38,17 +39,9 @@ from assistant.compaction.tokens import TokenCounter
 from assistant.config import Sampling, Settings
 from assistant.conversation import Conversation, Message, ToolCall
 from assistant.llm.base import (
-    CancelToken,
-    ChatMessages,
-    ContextOverflowError,
-    GenerationOptions,
     GenerationResult,
-    KVCacheAware,
-    KVState,
     LLMBackend,
-    ModelInfo,
     PromptCounter,
-    StreamEvent,
 )
 from assistant.tools.registry import ToolRegistry
 
@@ -65,6 +58,7 @@ from .metrics import (
     facts_in_text,
     visibility_of,
 )
+from .recording import recording_backend
 from .strategies import DropHalf, Strategy, StrategyName, build_strategy
 from .workloads import ChatStep, ToolStep, Workload
 
@@ -173,6 +167,10 @@ class Recorder:
             self._chat_extras(rec, result.prompt_tokens)
         self.calls.append(rec)
 
+    def call_started(self, kind: CallKind, messages: Sequence[dict[str, Any]]) -> None:
+        if kind == "chat" and self.first_prompt is None:
+            self.first_prompt = _prompt_text(messages)
+
     def call_overflowed(self, kind: CallKind, prompt_tokens: int) -> None:
         rec = CallRecord(
             index=len(self.calls) + 1, turn=self.turn, phase=self.phase, kind=kind,
@@ -224,111 +222,6 @@ class Recorder:
                                    d.tokens_after, self.turn)
                 )
             self._drops_seen = len(inner.drops)
-
-
-class RecordingBackend:
-    """An :class:`LLMBackend` that forwards to ``inner`` and records each call.
-
-    With ``window_cap`` it presents the model as trained on at most that many tokens, so
-    the mode's policy is scaled to that window (``--quick``); the inner backend must then
-    have been loaded with that context size so overflows happen there too.
-    """
-
-    def __init__(self, inner: LLMBackend, window_cap: int | None = None) -> None:
-        self.inner = inner
-        self.name = inner.name
-        self.window_cap = window_cap
-        self.recorder: Recorder | None = None
-
-    @property
-    def info(self) -> ModelInfo:
-        info = self.inner.info
-        if self.window_cap is None:
-            return info
-        return replace(
-            info,
-            trained_context=min(info.trained_context or self.window_cap, self.window_cap),
-            context_window=min(info.context_window, self.window_cap),
-        )
-
-    def tokenize(self, text: str) -> list[int]:
-        return self.inner.tokenize(text)
-
-    def count(self, text: str) -> int:
-        return self.inner.count(text)
-
-    def render_prompt(
-        self, messages: ChatMessages, tools: Sequence[dict[str, Any]] | None = None
-    ) -> str:
-        return self.inner.render_prompt(messages, tools)
-
-    def count_prompt(
-        self, messages: ChatMessages, tools: Sequence[dict[str, Any]] | None = None
-    ) -> int:
-        return self.inner.count_prompt(messages, tools)
-
-    def generate(
-        self,
-        messages: ChatMessages,
-        options: GenerationOptions,
-        *,
-        tools: Sequence[dict[str, Any]] | None = None,
-        cancel: CancelToken | None = None,
-        on_prefill: Callable[[int, int], None] | None = None,
-    ) -> Iterator[StreamEvent]:
-        rec = self.recorder
-        kind: CallKind = rec.call_kind() if rec is not None else "chat"
-        if rec is not None and kind == "chat" and rec.first_prompt is None:
-            rec.first_prompt = _prompt_text(messages)
-        try:
-            for event in self.inner.generate(
-                messages, options, tools=tools, cancel=cancel, on_prefill=on_prefill
-            ):
-                if event.result is not None and rec is not None:
-                    rec.call_finished(kind, event.result)
-                yield event
-        except ContextOverflowError as exc:
-            if rec is not None:
-                rec.call_overflowed(kind, exc.prompt_tokens)
-            raise
-
-    def close(self) -> None:
-        self.inner.close()
-
-
-class KVRecordingBackend(RecordingBackend):
-    """A :class:`RecordingBackend` around a :class:`KVCacheAware` backend, and KV-cache
-    aware itself, so an in-context summary sees the same cache here as in the app."""
-
-    def __init__(self, inner: KVBackend, window_cap: int | None = None) -> None:
-        super().__init__(inner, window_cap)
-        self.kv: KVCacheAware = inner
-
-    def tokenize_prompt(self, text: str) -> list[int]:
-        return self.kv.tokenize_prompt(text)
-
-    def cached_prefix(self, tokens: Sequence[int]) -> int:
-        return self.kv.cached_prefix(tokens)
-
-    def save_state(self) -> KVState:
-        return self.kv.save_state()
-
-    def load_state(self, state: KVState) -> None:
-        self.kv.load_state(state)
-
-    def reset_kv_cache(self) -> None:
-        self.kv.reset_kv_cache()
-
-
-class KVBackend(LLMBackend, KVCacheAware, Protocol):
-    """A loaded model that is also KV-cache aware."""
-
-
-def recording_backend(inner: LLMBackend, window_cap: int | None = None) -> RecordingBackend:
-    """A recorder around ``inner`` that is KV-cache aware exactly when ``inner`` is."""
-    if isinstance(inner, KVCacheAware):
-        return KVRecordingBackend(inner, window_cap)
-    return RecordingBackend(inner, window_cap)
 
 
 def _prompt_text(messages: Sequence[dict[str, Any]]) -> str:

@@ -43,9 +43,12 @@ from assistant.llm.worker import InlineExecutor, ModelWorker, default_factory
 from assistant.service.events import (
     ConversationReset,
     ExportPathNeeded,
+    ModelSwitchSuggested,
+    ReplyStats,
     ServiceEvent,
     StatusChanged,
 )
+from assistant.service.progress import stats_line
 from assistant.service.service import ChatService
 from assistant.service.status import Phase
 from assistant.sessions.store import SessionStore
@@ -118,6 +121,13 @@ class TerminalPrinter:
                 self.err.write(f"[status] {event.status.text}\n")
         elif isinstance(event, ConversationReset) and event.chat_id is None:
             self.err.write("[chat] new chat\n")
+        elif isinstance(event, ReplyStats):
+            self.err.write(stats_line(event) + "\n")
+        elif isinstance(event, ModelSwitchSuggested):
+            self.err.write(
+                f"[info] This chat was last used with {event.chat_model}; answering with "
+                f"{event.loaded_model} (start with --model {event.chat_model} to use it).\n"
+            )
         elif isinstance(event, ExportPathNeeded):
             self.err.write("[info] Usage: /export PATH (.md for Markdown, .json for JSON)\n")
         self.err.flush()

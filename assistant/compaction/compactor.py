@@ -30,6 +30,7 @@ from assistant.compaction.budget import (
     GROWTH_SHARE,
     MIN_FILL,
     MIN_MODEL_BUDGET,
+    SUMMARY_SLACK,
     Budget,
     compaction_budget,
     tail_bounds,
@@ -53,9 +54,9 @@ from assistant.compaction.summarizer import (
 from assistant.compaction.tokens import TokenCounter, truncate_to_tokens
 from assistant.compaction.visibility import (
     TRIM_FLOOR,
+    current_turn_start,
     pending_start,
     unanswered_ids,
-    user_locked_end,
 )
 from assistant.config import EffectivePolicy
 from assistant.conversation import CompactionReason, CompactionRecord, Conversation, Message
@@ -190,10 +191,17 @@ class Compactor:
             max(c - TRIM_FLOOR, 0) if m.id in waiting else 0
             for m, c in zip(kept, counts, strict=True)
         ]
+        # With nothing summarized, the current summary stays: the pending part must fit
+        # beside it, or it may be split.
+        current = count(prev.summary) + SUMMARY_SLACK if prev is not None else 0
+        fits_now = policy.window - policy.reserve - overhead - current
         plan: Plan | None = None
         raised = False
         for _ in range(4):
-            allowed = self._allowed(kept, counts, pending, limit)
+            # With nothing before the pending part, nothing needs a summary: the pending
+            # part only has to fit beside what is there now.
+            room = fits_now if pending == 0 else min(limit, fits_now)
+            allowed = self._allowed(kept, counts, pending, room)
             cut = find_cut(
                 kept, counts, keep=min(keep, limit), limit=limit, floor=min(floor, limit),
                 allowed=allowed,
@@ -232,18 +240,29 @@ class Compactor:
     def _allowed(
         kept: Sequence[Message], counts: Sequence[int], pending: int, limit: int
     ) -> list[bool]:
-        """Cut positions that summarize no unanswered output, unless a turn in progress
-        cannot fit even with its outputs cut to the floor (then it may be split after the
-        last output the user started)."""
+        """Cut positions that summarize no unanswered output, with two exceptions. When the
+        pending part does not fit whole, the turns before the latest one (asked already, with
+        no final reply) may be summarized, so that the outputs of the question asked now are
+        not cut for theirs; when the latest turn cannot fit even with its outputs cut to the
+        floor, it may be split (the cut then keeps its newest outputs that fit)."""
         n = len(kept)
         allowed = [i <= pending for i in range(n + 1)]
         waiting = unanswered_ids(kept)
-        at_floor = sum(
-            min(c, TRIM_FLOOR) if m.id in waiting else c
-            for m, c in zip(kept[pending:], counts[pending:], strict=True)
-        )
-        if at_floor > limit:
-            for i in range(max(pending + 1, user_locked_end(kept)), n + 1):
+
+        def at_floor(start: int) -> int:
+            return sum(
+                min(c, TRIM_FLOOR) if m.id in waiting else c
+                for m, c in zip(kept[start:], counts[start:], strict=True)
+            )
+
+        if sum(counts[pending:]) <= limit:
+            return allowed
+        latest = current_turn_start(kept)
+        for i in range(pending + 1, latest + 1):
+            allowed[i] = True
+        if at_floor(latest) > limit:
+            # The oldest outputs of the turn go first: the cut keeps the newest that fit.
+            for i in range(latest + 1, n + 1):
                 allowed[i] = True
         return allowed
 

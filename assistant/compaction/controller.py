@@ -241,6 +241,22 @@ class ContextController:
         )
         return self.counter.exact(context.to_openai(built), tools)
 
+    def measure(
+        self,
+        conv: Conversation,
+        *,
+        system_prompt: str,
+        tools: Sequence[dict[str, Any]] | None = None,
+    ) -> PreparedRequest:
+        """The prompt as it stands, counted exactly and split into segments, for the
+        context bar between calls. Changes nothing: no pruning, compaction or cut is made,
+        recorded or reported."""
+        cuts = self._last_cuts
+        try:
+            return self._request(conv, system_prompt, tools, self.policy(), trim=False)
+        finally:
+            self._last_cuts = cuts
+
     # -- the per-call path ---------------------------------------------------------------
     def prepare(
         self,

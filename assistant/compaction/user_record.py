@@ -23,6 +23,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
+from assistant.compaction.tokens import truncate_to_tokens
 from assistant.compaction.user_text import (
     INSTRUCTION_KINDS,
     Kind,
@@ -181,7 +182,11 @@ def shorten_messages(
 
 
 def _clip(text: str, limit: int, count: Count) -> str:
+    """The longest word-boundary prefix of ``text`` with the marker within ``limit``
+    (by characters when not even one word fits; "" when not even that does)."""
     words = text.split(" ")
+    if count(words[0] + TRUNC) > limit:
+        return truncate_to_tokens(text, limit, count, TRUNC)
     lo, hi = 1, len(words)
     while lo < hi:
         mid = (lo + hi + 1) // 2
@@ -205,18 +210,21 @@ def render_user_record(
         return ""
     parts: list[str] = []
     left = budget
+    last = ""
     if last_request:
         head = LAST_REQUEST_HEADING + "\n"
         room = left - count(head)
         body = last_request.strip()
         if count(body) > room:
-            body = shorten_messages([body], room, count)[len("- [1] ") :] or _clip(
-                body, max(room, 8), count
-            )
-        last = head + body
-        left -= count(last) + 2
-    else:
-        last = ""
+            # Shortened like an older message (pasted material first), else clipped.
+            bullet = "- [1] "
+            short = shorten_messages([body], room + count(bullet), count)
+            body = short[len(bullet) :] if short.startswith(bullet) else ""
+            if not body or count(body) > room:
+                body = _clip(body or last_request.strip(), room, count) if room >= 8 else ""
+        if body:
+            last = head + body
+            left -= count(last) + 2
     if messages and left > 24:
         body = shorten_messages(messages, left - count(USER_RECORD_HEADING) - 2, count)
         if body:

@@ -30,6 +30,7 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
+from assistant.compaction.cut_point import is_turn_start
 from assistant.compaction.file_tracking import PATH_KEYS, READ_TOOLS
 from assistant.conversation import PRUNED_PLACEHOLDER, Message, ToolCall
 
@@ -77,22 +78,25 @@ def unanswered_ids(messages: Sequence[Message]) -> frozenset[str]:
     return frozenset(m.id for m in messages[start:] if m.role == "tool")
 
 
-def user_locked_end(messages: Sequence[Message]) -> int:
-    """Index just after the last unanswered output the *user* started (0 if none).
+def current_turn_start(messages: Sequence[Message]) -> int:
+    """Index where the latest turn of the pending part starts.
 
-    A compaction cut before it would summarize a file the user gave that the model has not
-    answered yet, so a cut inside the pending part must come after it.
+    The pending part can hold more than one turn when an earlier question got no final
+    reply (an empty reply, a stopped one). The outputs of those earlier turns were in the
+    prompt that was asked; the latest turn's are what the user is asking about now. Its
+    start is the first user action (a user message, a call the user started) after the
+    last user message before the latest one; ``pending_start`` when there is no earlier
+    user message in the pending part.
     """
     start = pending_start(messages)
-    users: set[str] = set()
-    end = 0
-    for i in range(start, len(messages)):
-        msg = messages[i]
-        if msg.role == "assistant" and msg.initiated_by == "user":
-            users.update(c.id for c in msg.tool_calls)
-        elif msg.role == "tool" and msg.tool_call_id in users:
-            end = i + 1
-    return end
+    users = [i for i in range(start, len(messages)) if messages[i].role == "user"]
+    if len(users) < 2:
+        return start
+    previous, latest = users[-2], users[-1]
+    for j in range(previous + 1, latest + 1):
+        if is_turn_start(messages[j]):
+            return j
+    return latest
 
 
 def calls_by_id(messages: Sequence[Message]) -> dict[str, ToolCall]:

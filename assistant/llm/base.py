@@ -203,9 +203,10 @@ class ChatGenerator(Protocol):
 
         Raises :class:`ContextOverflowError` before evaluating anything when the prompt
         does not fit. ``cancel`` stops within one token, and between prompt batches.
-        ``on_prefill(done, total)`` reports prompt evaluation progress. A grammar
-        (:attr:`GenerationOptions.grammar`, GBNF with root rule ``root``) that does not
-        parse raises :class:`GrammarError` before anything is evaluated; one the model
+        ``on_prefill(done, total)`` reports prompt evaluation progress: once before the
+        first batch (``done`` is what the KV cache already holds) and after each batch. A
+        grammar (:attr:`GenerationOptions.grammar`, GBNF with root rule ``root``) that does
+        not parse raises :class:`GrammarError` before anything is evaluated; one the model
         cannot follow midway raises it too.
         """
         ...

@@ -68,6 +68,10 @@ class ScriptedBackend:
     template_source: str | None = None
     #: Seconds to sleep per streamed piece (lets tests press Stop mid-reply).
     delay_per_token: float = 0.0
+    #: Prompt evaluation in batches of this many tokens, ``delay_per_batch`` seconds each,
+    #: reported through ``on_prefill`` like llama.cpp (0: all at once, no delay).
+    prefill_batch: int = 0
+    delay_per_batch: float = 0.0
     default_reply: str = "OK."
     calls: list[RecordedCall] = field(default_factory=list)
     name: str = "scripted (cl100k)"
@@ -161,8 +165,17 @@ class ScriptedBackend:
         reused = _common_prefix(self._cache, tokens)
         if reused == len(tokens):
             reused -= 1  # llama.cpp re-evaluates the last token to get fresh logits
-        if on_prefill:
-            on_prefill(len(tokens), len(tokens))
+        prefill_start = time.perf_counter()
+        if not self._prefill(len(tokens), reused, cancel, on_prefill):
+            result = GenerationResult(
+                text="", prompt_tokens=len(tokens), prompt_evaluated=0, prompt_reused=reused,
+                completion_tokens=0, finish_reason="cancelled",
+                prefill_s=time.perf_counter() - prefill_start,
+            )
+            record.result = result
+            yield StreamEvent(result=result)
+            return
+        prefill_s = time.perf_counter() - prefill_start
         self._cache = list(tokens)
         if self.replies:
             reply = self.replies.pop(0)
@@ -201,12 +214,39 @@ class ScriptedBackend:
             prompt_reused=reused,
             completion_tokens=len(out),
             finish_reason=finish,
+            prefill_s=prefill_s,
             generate_s=time.perf_counter() - start,
             first_token_s=first,
             ignored=("grammar",) if options.grammar is not None and grammar is None else (),
         )
         record.result = result
         yield StreamEvent(result=result)
+
+    def _prefill(
+        self,
+        total: int,
+        reused: int,
+        cancel: CancelToken | None,
+        on_prefill: Callable[[int, int], None] | None,
+    ) -> bool:
+        """Report (and, with ``delay_per_batch``, take time for) prompt evaluation; False
+        when stopped between batches."""
+        if self.prefill_batch <= 0:
+            if on_prefill:
+                on_prefill(total, total)
+            return True
+        done = reused
+        if on_prefill:
+            on_prefill(done, total)
+        while done < total:
+            if cancel is not None and cancel.cancelled:
+                return False
+            if self.delay_per_batch:
+                time.sleep(self.delay_per_batch)
+            done = min(total, done + self.prefill_batch)
+            if on_prefill:
+                on_prefill(done, total)
+        return True
 
     def close(self) -> None:
         self.closed = True

@@ -13,7 +13,13 @@ Generation is driven at the token level rather than through ``create_completion`
 * a cancel takes effect within one generated token.
 
 It is :class:`~assistant.llm.base.KVCacheAware`: it tells how much of a prompt is cached,
-tokenizes prompts incrementally, saves and restores the KV state, and resets it.
+tokenizes prompts incrementally (:mod:`.incremental_tokenizer`), saves and restores the KV
+state, and resets it.
+
+Why this module is longer than most (about 600 lines): everything that reads the ``Llama``
+object's internals (its context, vocabulary, token buffers) is here, so that no other module
+reaches into them. Loading and file checks, the incremental tokenizer's vocabulary checks,
+token-level generation and the KV state are each a section of the one class that owns it.
 """
 
 from __future__ import annotations
@@ -25,8 +31,6 @@ import logging
 import os
 import threading
 import time
-from array import array
-from collections import OrderedDict
 from collections.abc import Callable, Generator, Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -46,6 +50,15 @@ from assistant.llm.base import (
 )
 from assistant.llm.constrained import GrammarSampler, grammar_accepts
 from assistant.llm.gguf import GGUFHeaderError, read_header
+from assistant.llm.incremental_tokenizer import (
+    PROBE_CONVERSATIONS,
+    PROBE_TOOLS,
+    TURN_ROLE_NAMES,
+    IncrementalTokenizer,
+    chars_before,
+    overlaps,
+    self_overlaps,
+)
 from assistant.llm.provision import is_verified
 from assistant.llm.registry import ModelEntry, resolve_model
 from assistant.llm.template import ChatTemplate
@@ -92,183 +105,6 @@ def _header_context(path: Path) -> int | None:
         raise ModelLoadError(str(path), f"{exc}.") from None
     except OSError as exc:
         raise ModelLoadError(str(path), f"it cannot be read ({exc.strerror or exc}).") from None
-
-
-# -- incremental prompt tokenization ----------------------------------------------------------
-#
-# llama.cpp tokenizes ``text`` (parse_special=True) by first partitioning it at every
-# occurrence of a special token (control / user-defined / unknown; longest first), then
-# tokenizing each raw-text fragment on its own (BPE: regex pre-split + merges per fragment;
-# SPM: merges per fragment, a space prefix only if ``add_space_prefix``). So a prompt cut
-# right before each occurrence of the template's message-start marker can be tokenized piece
-# by piece, with only the first piece getting BOS, and the concatenation is token for token the
-# full tokenization when the cut is at a fragment boundary:
-#
-# * **special marker** (ChatML ``<|im_start|>`` in SmolLM2, ``<start_of_turn>`` in gemma): every
-#   occurrence is its own fragment provided no other special token processed before it (same
-#   length or longer) can overlap it, and it has no LSTRIP attribute (which would strip the
-#   whitespace before it from the previous fragment). Checked once from the vocabulary.
-# * **text marker** in an SPM vocabulary without a space prefix (gemma with our ChatML fallback,
-#   where ``<|im_start|>`` is plain text): SPM merges only into vocabulary tokens, so a cut
-#   between characters ``a`` and ``b`` cannot change anything if no token (normal or special)
-#   contains ``ab``. The cut is made only where the character before the marker passes that
-#   check (in the template's own text it is the newline after ``<|im_end|>``).
-#
-# On top of the structural checks, the cached path is compared with a full tokenization on
-# probe conversations and on the first real prompts; any difference turns the cache off for
-# the model (logged) and every prompt is then tokenized whole.
-
-_TURN_ROLE_NAMES = ("assistant", "model", "bot")
-
-_PROBE_TOOL_CALL = {
-    "id": "call_1",
-    "type": "function",
-    "function": {"name": "read_file", "arguments": '{"path": "src/a <|im_start|>.py"}'},
-}
-#: Conversations the cached path must tokenize exactly like a full tokenization.
-PROBE_CONVERSATIONS: tuple[tuple[dict[str, Any], ...], ...] = (
-    (
-        {"role": "system", "content": "You are terse.\n"},
-        {"role": "user", "content": "  Hello there  "},
-        {"role": "assistant", "content": "\nHi!\n\n"},
-        {"role": "user", "content": ""},
-        {"role": "assistant", "content": " "},
-        {"role": "user", "content": "Ünïcödé → 漢字 🙂\t\r\nend\n\n\n"},
-    ),
-    (
-        {"role": "user", "content": "typed <|im_start|>user\nhi<|im_end|>\n<|im_start|>x"},
-        {"role": "assistant", "content": "<start_of_turn>model\n<end_of_turn>\n<bos>"},
-        {"role": "assistant", "content": "", "tool_calls": [_PROBE_TOOL_CALL]},
-        {"role": "tool", "tool_call_id": "call_1", "name": "read_file",
-         "content": "def f():\n    return '<|im_start|>'  \n"},
-        {"role": "user", "content": "\n<|im_start|>\n\n<|im_start|>  <|im_start|><|im_start|>"},
-        {"role": "user", "content": "x" * 300 + " " * 40 + "\n" * 5},
-    ),
-)
-_PROBE_TOOLS: tuple[dict[str, Any], ...] = (
-    {
-        "type": "function",
-        "function": {
-            "name": "read_file",
-            "description": "Read a file <|im_start|> as text.",
-            "parameters": {
-                "type": "object",
-                "properties": {"path": {"type": "string"}},
-                "required": ["path"],
-            },
-        },
-    },
-)
-
-
-def _self_overlaps(marker: bytes) -> bool:
-    """Whether two occurrences of ``marker`` can overlap (a proper prefix is a suffix)."""
-    return any(marker[:k] == marker[-k:] for k in range(1, len(marker)))
-
-
-def _overlaps(other: bytes, marker: bytes) -> bool:
-    """Whether an occurrence of ``other`` can share a byte with one of ``marker``."""
-    if marker in other:
-        return True
-    for k in range(1, min(len(other), len(marker))):
-        if other.endswith(marker[:k]) or other.startswith(marker[-k:]):
-            return True
-    return False
-
-
-def _chars_before(texts: Iterator[bytes], first: bytes) -> set[bytes]:
-    """Every UTF-8 character that directly precedes ``first`` inside some token text."""
-    found: set[bytes] = set()
-    for text in texts:
-        j = text.find(first, 1)
-        while j != -1:
-            k = j - 1
-            while k > 0 and (text[k] & 0xC0) == 0x80:
-                k -= 1
-            found.add(text[k:j])
-            j = text.find(first, j + 1)
-    return found
-
-
-class IncrementalTokenizer:
-    """Exact prompt tokenization from memoized pieces that start at a message marker.
-
-    ``tokenize_piece(piece, add_special)`` is the model's tokenizer (``add_special`` only for
-    the first piece, and only if the full text would get BOS); ``split_ok(c)`` says whether a
-    cut right after character ``c`` (before the marker) is safe (None: always).
-    """
-
-    def __init__(
-        self,
-        marker: str,
-        tokenize_piece: Callable[[str, bool], list[int]],
-        split_ok: Callable[[str], bool] | None = None,
-        *,
-        max_tokens: int = 400_000,
-    ) -> None:
-        if not marker:
-            raise ValueError("empty marker")
-        self.marker = marker
-        self._tokenize_piece = tokenize_piece
-        self._split_ok = split_ok
-        self._max_tokens = max_tokens
-        self._memo: OrderedDict[tuple[str, bool], array[int]] = OrderedDict()
-        self._held = 0
-        self._lock = threading.Lock()
-        self.hits = 0
-        self.misses = 0
-
-    def split(self, text: str) -> list[str]:
-        """``text`` cut right before each (safe) occurrence of the marker."""
-        marker, ok = self.marker, self._split_ok
-        pieces: list[str] = []
-        start = 0
-        pos = text.find(marker, 1)
-        while pos != -1:
-            if ok is None or ok(text[pos - 1]):
-                pieces.append(text[start:pos])
-                start = pos
-            pos = text.find(marker, pos + len(marker))
-        pieces.append(text[start:])
-        return pieces
-
-    def _piece(self, piece: str, add_special: bool) -> array[int]:
-        key = (piece, add_special)
-        with self._lock:
-            got = self._memo.get(key)
-            if got is not None:
-                self._memo.move_to_end(key)
-                self.hits += 1
-                return got
-        got = array("i", self._tokenize_piece(piece, add_special))
-        with self._lock:
-            self.misses += 1
-            if key not in self._memo:
-                self._memo[key] = got
-                self._held += len(got)
-                while self._held > self._max_tokens and len(self._memo) > 1:
-                    _, old = self._memo.popitem(last=False)
-                    self._held -= len(old)
-        return got
-
-    def pieces(self, text: str, add_special: bool) -> list[array[int]]:
-        return [
-            self._piece(p, add_special and i == 0) for i, p in enumerate(self.split(text))
-        ]
-
-    def tokens(self, text: str, add_special: bool) -> list[int]:
-        out: list[int] = []
-        for arr in self.pieces(text, add_special):
-            out.extend(arr)
-        return out
-
-    def count(self, text: str, add_special: bool) -> int:
-        return sum(len(arr) for arr in self.pieces(text, add_special))
-
-    def clear(self) -> None:
-        with self._lock:
-            self._memo.clear()
-            self._held = 0
 
 
 class LlamaBackend:
@@ -507,10 +343,10 @@ class LlamaBackend:
             marker = mtext.decode("utf-8")
             if attrs[tok] & lc.LLAMA_TOKEN_ATTR_LSTRIP:
                 return None, f"marker {marker!r} strips whitespace before it"
-            if _self_overlaps(mtext):
+            if self_overlaps(mtext):
                 return None, f"marker {marker!r} can overlap itself"
             for other_id, other in specials.items():
-                if other_id != tok and len(other) >= len(mtext) and _overlaps(other, mtext):
+                if other_id != tok and len(other) >= len(mtext) and overlaps(other, mtext):
                     return None, f"special token {other!r} can overlap marker {marker!r}"
         else:
             # A plain-text marker: only for SPM vocabularies without a space prefix.
@@ -519,11 +355,11 @@ class LlamaBackend:
                 return None, "no special message marker and not an SPM vocabulary"
             if add_space_prefix.lower() != "false":
                 return None, "no special message marker and an SPM space prefix"
-            ends = [suffix.find(r) for r in _TURN_ROLE_NAMES if suffix.find(r) > 0]
+            ends = [suffix.find(r) for r in TURN_ROLE_NAMES if suffix.find(r) > 0]
             marker = suffix[: min(ends)].lstrip() if ends else ""
             if len(marker) < 2:
                 return None, "no message marker found in the generation prompt"
-            bad = _chars_before(
+            bad = chars_before(
                 (bytes(lc.llama_vocab_get_text(vocab, i)) for i in range(n_vocab)),
                 marker[0].encode("utf-8"),
             )
@@ -535,7 +371,7 @@ class LlamaBackend:
 
         inc = IncrementalTokenizer(marker, self._piece_tokens, split_ok)
         for probe in PROBE_CONVERSATIONS:
-            for tools in (None, _PROBE_TOOLS):
+            for tools in (None, PROBE_TOOLS):
                 try:
                     text = self._template.render(list(probe), tools)
                 except Exception:  # a template may reject a probe (roles, tools)
@@ -729,6 +565,8 @@ class LlamaBackend:
             reuse = 0
         step = max(1, int(llm.n_batch))
         done = reuse
+        if on_prefill is not None and done < target:
+            on_prefill(done, len(tokens))  # the start: what the cache already holds
         while done < target:
             if cancel is not None and cancel.cancelled:
                 return reuse, False

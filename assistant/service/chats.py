@@ -1,11 +1,16 @@
-"""Finding, listing and exporting saved chats (used by both faces through the service)."""
+"""Finding, listing, searching and exporting saved chats (both faces, through the service)."""
 
 from __future__ import annotations
 
 import datetime as _dt
+import re
 from collections.abc import Sequence
 from pathlib import Path
 
+from assistant import paths
+from assistant.sessions.entries import MessageEntry
+from assistant.sessions.errors import SessionError
+from assistant.sessions.reader import read_chat_file
 from assistant.sessions.store import ChatSummary, SessionStore
 
 #: ``--resume last`` / ``/resume last``: the most recently updated chat.
@@ -45,6 +50,20 @@ def chat_lines(chats: Sequence[ChatSummary], limit: int | None = None) -> list[s
     return lines
 
 
+_UNSAFE = re.compile(r'[\x00-\x1f\x7f/\\:*?"<>|]+')
+
+
+def export_file_name(title: str, suffix: str = ".md") -> str:
+    """A file name made from a chat's title (characters file systems refuse removed)."""
+    name = " ".join(_UNSAFE.sub(" ", title).split()).strip(" .")[:80].rstrip(" .")
+    return (name or "chat") + suffix
+
+
+def suggested_export_path(title: str) -> Path:
+    """Where ``/export`` offers to save: the chat's title, in the user's documents."""
+    return paths.documents_dir() / export_file_name(title)
+
+
 def export_chat(store: SessionStore, chat_id: str, target: Path) -> Path:
     """Write a chat to ``target``: ``.json`` as OpenAI-format JSON, anything else as
     Markdown, through a temporary file renamed into place (a failed export leaves an
@@ -53,3 +72,66 @@ def export_chat(store: SessionStore, chat_id: str, target: Path) -> Path:
     path = target.expanduser()
     store.export_to_file(chat_id, path)
     return path
+
+
+#: Characters of context either side of a search hit in its snippet.
+SNIPPET = 36
+
+
+def snippet(text: str, needle: str) -> str:
+    """The words around the first (case-insensitive) occurrence of ``needle`` in ``text``."""
+    flat = " ".join(text.split())
+    at = flat.lower().find(needle.lower())
+    if at < 0:
+        return ""
+    start, end = max(0, at - SNIPPET), min(len(flat), at + len(needle) + SNIPPET)
+    return ("…" if start else "") + flat[start:end] + ("…" if end < len(flat) else "")
+
+
+class ChatSearch:
+    """Finds chats whose messages (on any branch) contain some text.
+
+    Each chat's message texts are read once and kept until its file changes (size and
+    modification time), so searching as the user types reads only what changed.
+    """
+
+    def __init__(self) -> None:
+        self._texts: dict[Path, tuple[tuple[int, int], list[str]]] = {}
+
+    def _messages(self, path: Path) -> list[str]:
+        try:
+            st = path.stat()
+        except OSError:
+            return []
+        key = (st.st_size, st.st_mtime_ns)
+        cached = self._texts.get(path)
+        if cached is not None and cached[0] == key:
+            return cached[1]
+        try:
+            entries = read_chat_file(path).entries
+        except (OSError, SessionError, ValueError):
+            return []
+        texts = [
+            e.message.content
+            for e in entries
+            if isinstance(e, MessageEntry) and e.message.role in ("user", "assistant", "tool")
+        ]
+        self._texts[path] = (key, texts)
+        return texts
+
+    def search(self, chats: dict[str, Path], needle: str) -> dict[str, str]:
+        """Of ``chats`` (id -> file), those with a message containing ``needle`` (ignoring
+        case and runs of white space): id -> a snippet of the first such message."""
+        needle = " ".join(needle.split())
+        if not needle:
+            return {}
+        low = needle.lower()
+        found: dict[str, str] = {}
+        for chat_id, path in chats.items():
+            for text in self._messages(path):
+                if low in " ".join(text.split()).lower():
+                    found[chat_id] = snippet(text, needle)
+                    break
+        for stale in set(self._texts) - set(chats.values()):
+            del self._texts[stale]
+        return found

@@ -102,4 +102,5 @@ class AppCommands:
         elif arg:
             s.export_chat(Path(arg))
         else:
-            s.emit(ExportPathNeeded(Path.home() / "chat.md"))
+            title = s.handle.title if s.handle is not None else "chat"
+            s.emit(ExportPathNeeded(chats.suggested_export_path(title)))

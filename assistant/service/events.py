@@ -60,6 +60,42 @@ class SettingsChanged:
 
 
 @dataclass(frozen=True)
+class ModelSwitchSuggested:
+    """The chat just opened was last used with ``chat_model`` and ``loaded_model`` is
+    loaded: a face may ask whether to switch (``ChatService.use_model``)."""
+
+    chat_id: str
+    chat_model: str
+    loaded_model: str
+
+
+@dataclass(frozen=True)
+class PrefillProgress:
+    """The model is reading the prompt: ``done`` of ``total`` tokens (cached ones count as
+    done), with the speed so far and the time left once they can be estimated."""
+
+    done: int
+    total: int
+    tokens_per_s: float | None = None
+    eta_s: float | None = None
+
+
+@dataclass(frozen=True)
+class ReplyStats:
+    """What one model call cost: the figures of the terminal's ``[stats]`` line and the
+    window's message footer (see :mod:`assistant.service.progress`)."""
+
+    prompt_tokens: int
+    evaluated: int
+    reused: int
+    completion_tokens: int
+    #: Seconds from the call to the first token (prompt evaluation included).
+    ttft_s: float | None
+    tokens_per_s: float | None
+    prefill_tokens_per_s: float | None = None
+
+
+@dataclass(frozen=True)
 class ExportPathNeeded:
     """``/export`` without a path: the face asks where (a file dialog, or a usage line)."""
 
@@ -82,6 +118,9 @@ ServiceEvent = (
     | ConversationReset
     | ModelChanged
     | SettingsChanged
+    | ModelSwitchSuggested
+    | PrefillProgress
+    | ReplyStats
     | ExportPathNeeded
     | ChatPickerRequested
 )

@@ -14,16 +14,21 @@ Everything the service does is reported through one ``on_event`` callback as a
 the status bar from the one :class:`~.status.StatusMachine`. Chats are saved through the
 :class:`~assistant.sessions.store.SessionStore` (a chat file is created with the first
 message; every change is on disk before it is shown).
+
+Its parts: :mod:`.chat_slot` (the open chat and the store operations on it),
+:mod:`.model_slot` (loading the model and building the engine on it), :mod:`.jobs` (one
+job at a time on the worker), :mod:`.commands` (the app commands). This module holds what
+ties them together: the queue, sending, the rules for when what may happen, branches.
 """
 
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from assistant.agent.commands import (
     AppCommand,
@@ -33,26 +38,37 @@ from assistant.agent.commands import (
     ToolCommand,
     parse_input,
 )
-from assistant.agent.events import AgentEvent, Notice
+from assistant.agent.events import (
+    AgentEvent,
+    ContextUsage,
+    ModelCallFinished,
+    Notice,
+    PromptProgress,
+)
+from assistant.agent.usage import context_usage
+from assistant.compaction.branch import BranchSummarizer
 from assistant.config import Settings, save_settings
 from assistant.conversation import CompactionRecord, Conversation, Message
 from assistant.engine import Engine, build_engine
 from assistant.llm.base import CancelToken, LLMBackend, ModelInfo
-from assistant.llm.registry import resolve_model
 from assistant.llm.worker import ModelWorker
-from assistant.service import chats
+from assistant.service import chat_options, chats
+from assistant.service.chat_options import ChatOptions
+from assistant.service.chat_slot import ChatSlot
 from assistant.service.commands import AppCommands
 from assistant.service.events import (
     ChatsChanged,
     ConversationReset,
-    ModelChanged,
+    ModelSwitchSuggested,
     QueueChanged,
     ServiceEvent,
     SettingsChanged,
     StatusChanged,
 )
-from assistant.service.status import Phase, Status, StatusMachine
-from assistant.sessions.entries import PruneEntry
+from assistant.service.jobs import Job, JobRunner
+from assistant.service.model_slot import ModelSlot
+from assistant.service.progress import PrefillTracker, reply_stats
+from assistant.service.status import Status, StatusMachine
 from assistant.sessions.errors import SessionError
 from assistant.sessions.handle import ChatHandle
 from assistant.sessions.store import ChatSummary, SessionStore
@@ -60,9 +76,6 @@ from assistant.settings_check import check_against_model
 from assistant.tools.approval import Approver
 
 Dispatch = Callable[[Callable[[], None]], None]
-Job = Callable[[CancelToken], Any]
-#: Runs on the owner thread with the job's result; True when it started a follow-up job.
-Then = Callable[[Any], bool]
 
 
 def call_now(fn: Callable[[], None]) -> None:
@@ -71,11 +84,18 @@ def call_now(fn: Callable[[], None]) -> None:
 
 
 @dataclass(frozen=True)
+class DroppedFile:
+    """A file dropped on the window, to be copied into the workspace and read."""
+
+    path: Path
+
+
+@dataclass(frozen=True)
 class Queued:
     """Input waiting to be sent: what was typed and what it was parsed into (once)."""
 
     text: str
-    parsed: ParsedInput
+    parsed: ParsedInput | DroppedFile
 
 
 class ChatService:
@@ -98,40 +118,83 @@ class ChatService:
         self.on_event = on_event
         self.dispatch = dispatch
         self.persist_settings = persist_settings
-        self.handle: ChatHandle | None = None
-        self.engine: Engine | None = None
-        self.model_info: ModelInfo | None = None
-        #: "loading" | "ready" | "failed"
-        self.model_state = "loading"
-        self.model_error = ""
         self.status_machine = StatusMachine()
+        self.chat = ChatSlot(store, self.emit)
+        self.model = ModelSlot(
+            worker, dispatch, self.status_machine, self.emit, self._build_engine,
+            on_ready=self._model_ready,
+        )
+        self.jobs = JobRunner(
+            worker, dispatch, self.status_machine, self._status,
+            on_error=lambda text: self.notice("error", text), on_idle=self._job_ended,
+        )
         self.commands = AppCommands(self, extra_help)
         self._queue: list[Queued] = []
-        self._busy = False
-        self._cancel: CancelToken | None = None
-        self._load_seq = 0
         self._closed = False
+        self._prefill = PrefillTracker()
+        self._measure_seq = 0
+        self._search = chats.ChatSearch()
 
     # -- state -------------------------------------------------------------------------
     @property
+    def handle(self) -> ChatHandle | None:
+        return self.chat.handle
+
+    @property
     def conversation(self) -> Conversation:
-        return self.handle.conversation if self.handle is not None else Conversation()
+        return self.chat.conversation
+
+    @property
+    def shown_conversation(self) -> Conversation:
+        """What the window shows: the open branch, or one the user is looking at."""
+        return self.chat.shown_conversation
+
+    @property
+    def browsing(self) -> bool:
+        """Whether another branch is shown than the one the chat is on."""
+        return self.chat.view is not None
+
+    def effective_settings(self) -> Settings:
+        """The settings with the open chat's own system prompt (what the agent uses)."""
+        prompt = self.chat.prompt
+        if prompt is None or prompt == self.settings.system_prompt:
+            return self.settings
+        return self.settings.model_copy(update={"system_prompt": prompt})
+
+    def chat_options(self) -> ChatOptions:
+        """The model and system prompt of the open chat (or of the next new one)."""
+        if self.handle is None and self.chat.pending is not None:
+            return self.chat.pending
+        return ChatOptions(self.settings.model, self.effective_settings().system_prompt)
 
     @property
     def chat_id(self) -> str | None:
-        return self.handle.chat_id if self.handle is not None else None
+        return self.chat.chat_id
+
+    @property
+    def engine(self) -> Engine | None:
+        return self.model.engine
+
+    @property
+    def model_info(self) -> ModelInfo | None:
+        return self.model.info
+
+    @property
+    def model_state(self) -> str:
+        """"loading", "ready" or "failed"."""
+        return self.model.state
+
+    @property
+    def model_error(self) -> str:
+        return self.model.error
 
     @property
     def ready(self) -> bool:
-        return self.engine is not None
+        return self.model.engine is not None
 
     @property
     def busy(self) -> bool:
-        return self._busy
-
-    @property
-    def compacting(self) -> bool:
-        return self.status.phase is Phase.COMPACTING
+        return self.jobs.busy
 
     @property
     def queue(self) -> list[str]:
@@ -143,124 +206,84 @@ class ChatService:
         return self.status_machine.status
 
     def chats(self) -> list[ChatSummary]:
-        try:
-            return self.store.list_chats()
-        except (OSError, SessionError) as exc:
-            self.notice("error", f"Cannot list chats: {exc}")
-            return []
+        return self.chat.summaries()
+
+    def search_chats(self, text: str, chat_ids: Sequence[str]) -> dict[str, str]:
+        """Of ``chat_ids``, the chats with a message containing ``text``: id -> a snippet."""
+        paths: dict[str, Path] = {}
+        for chat_id in chat_ids:
+            with contextlib.suppress(SessionError):
+                paths[chat_id] = self.store.path_of(chat_id)
+        return self._search.search(paths, text)
 
     def prune_count(self) -> tuple[int, int]:
-        """(prunes, tokens cleared) recorded in the open chat."""
-        if self.handle is None:
-            return 0, 0
-        prunes = [e for e in self.handle.entries if isinstance(e, PruneEntry)]
-        return len(prunes), sum(e.tokens_freed for e in prunes)
+        return self.chat.prune_count()
 
     def originals(self, record: CompactionRecord) -> list[Message]:
-        if self.handle is None:
-            return []
-        try:
-            return self.handle.compacted_originals(record.id)
-        except (KeyError, SessionError):
-            return []
+        return self.chat.originals(record)
 
     def branch_info(self, message_id: str) -> tuple[int, int]:
-        if self.handle is None:
-            return 1, 1
-        info = self.handle.branch_info(message_id)
-        return info.index, info.count
+        return self.chat.branch_info(message_id)
 
     # -- events ------------------------------------------------------------------------
     def emit(self, event: ServiceEvent) -> None:
         if not self._closed:
             self.on_event(event)
 
-    def notice(self, level: str, text: str) -> None:
-        assert level in ("info", "warning", "error")
-        self.emit(Notice(level, text))  # type: ignore[arg-type]
+    def notice(self, level: Literal["info", "warning", "error"], text: str) -> None:
+        self.emit(Notice(level, text))
 
     def _status(self, changed: Status | None) -> None:
         if changed is not None:
             self.emit(StatusChanged(changed))
 
     def _agent_event(self, event: AgentEvent) -> None:
-        """From the worker thread: pass the agent's event on, then the status it causes."""
+        """From the worker thread: pass the agent's event on, then the status it causes
+        (and the progress and speed figures it gives)."""
         changed = self.status_machine.on_agent_event(event)
         self.emit(event)
+        if isinstance(event, ContextUsage):
+            self._prefill.prompt_ready(event)
+        elif isinstance(event, PromptProgress):
+            self.emit(self._prefill.progress(event))
+        elif isinstance(event, ModelCallFinished):
+            self.emit(reply_stats(event.result))
         self._status(changed)
 
-    # -- the model ---------------------------------------------------------------------
+    # -- the model and the settings ----------------------------------------------------
+    def _build_engine(self, backend: LLMBackend) -> Engine:
+        engine = build_engine(backend, self.effective_settings, self.approver, self._agent_event)
+        # Branch summaries are measured with the loaded model's tokenizer from now on.
+        branches = BranchSummarizer(engine.controller.counter, window=backend.info.context_window)
+        self.store.summarizer = branches
+        if self.handle is not None:
+            self.handle.summarizer = branches
+        return engine
+
+    def _model_ready(self) -> None:
+        """Check the settings from the file against the model now that it is known, then
+        send what waited for it."""
+        engine = self.model.engine
+        if engine is not None:
+            info = engine.backend.info
+            check = check_against_model(self.settings, info.trained_context, engine.backend.count)
+            for problem in check.errors:
+                self.notice("error", f"{problem} Change it in Settings (Ctrl+,).")
+        self.measure_context()
+        self._drain_queue()
+
     def context_window_for(self, settings: Settings) -> int:
         """The n_ctx a model loaded with ``settings`` gets."""
-        trained: int | None = None
-        if self.model_info is not None and settings.model == self.settings.model:
-            trained = self.model_info.trained_context
-        else:
-            with contextlib.suppress(OSError, ValueError, KeyError):
-                _path, entry = resolve_model(settings.model)
-                trained = entry.context_length if entry is not None else None
-        return settings.effective_policy(trained).window
+        return self.model.window_for(settings, self.settings.model)
 
     def load_model(self) -> None:
         """Load (or reload) the model of the current settings on the worker."""
-        self._load_seq += 1
-        seq = self._load_seq
-        self.engine = None
-        self.model_info = None
-        self.model_state = "loading"
-        self.model_error = ""
-        name = self.settings.model
-        self.emit(ModelChanged())
-        self._status(self.status_machine.loading(name))
-
-        def progress(value: float) -> None:
-            self.dispatch(lambda: self._load_progress(seq, name, value))
-
-        future = self.worker.load(
-            name,
-            n_ctx=self.context_window_for(self.settings),
-            threads=self.settings.sampling.threads,
-            on_progress=progress,
-        )
-        future.add_done_callback(lambda f: self.dispatch(lambda: self._loaded(seq, f)))
-
-    def _load_progress(self, seq: int, name: str, value: float) -> None:
-        if seq == self._load_seq and self.model_state == "loading" and 0.0 < value < 1.0:
-            self._status(self.status_machine.loading(name, value))
-
-    def _loaded(self, seq: int, future: Future[LLMBackend]) -> None:
-        if seq != self._load_seq or self._closed:
-            return
-        exc = future.exception()
-        if exc is not None:
-            self.model_state = "failed"
-            self.model_error = str(exc) or type(exc).__name__
-            self.emit(ModelChanged(error=self.model_error))
-            self._status(self.status_machine.load_failed(self.model_error))
-            return
-        backend = future.result()
-        self.engine = build_engine(
-            backend, lambda: self.settings, self.approver, self._agent_event
-        )
-        self.model_info = backend.info
-        self.model_state = "ready"
-        self.emit(ModelChanged(info=backend.info))
-        self._status(self.status_machine.loaded(backend.info.name))
-        check = check_against_model(self.settings, backend.info.trained_context, backend.count)
-        for problem in check.errors:  # settings from the file, now that the model is known
-            self.notice("error", f"{problem} Change it in Settings (Ctrl+,).")
-        self._drain_queue()
+        self.model.load(self.settings)
 
     def apply_settings(self, new: Settings) -> bool:
         """Use (and save) new settings; reload the model when its file, threads or window
         changed, or the last load failed. Returns whether a reload started."""
-        old = self.settings
-        reload = (
-            new.model != old.model
-            or new.sampling.threads != old.sampling.threads
-            or self.context_window_for(new) != self.context_window_for(old)
-            or self.model_state == "failed"
-        )
+        reload = self.model.needs_reload(self.settings, new)
         self.settings = new
         if self.persist_settings is not None:
             try:
@@ -272,17 +295,90 @@ class ChatService:
             self.load_model()
         else:
             self._status(self.status_machine.note("Settings saved"))
+            self.measure_context()
         return reload
 
-    # -- chats -------------------------------------------------------------------------
-    def _close_handle(self) -> None:
-        if self.handle is not None:
-            with contextlib.suppress(OSError, SessionError):
-                self.handle.close()
-            self.handle = None
+    def use_model(self, model: str) -> bool:
+        """Load ``model`` (a registered name or a GGUF path) for this chat and the next ones.
+        Returns whether a reload started."""
+        if model == self.settings.model and self.model_state != "failed":
+            return False
+        return self.apply_settings(self.settings.model_copy(update={"model": model}))
 
+    def set_chat_options(self, options: ChatOptions, *, as_default: bool = False) -> bool:
+        """Give the open chat (or the next new one) its own model and system prompt; with
+        ``as_default`` the system prompt also becomes the default for new chats."""
+        if self._refuse_while_busy("changing the chat's model or system prompt"):
+            return False
+        engine = self.engine
+        if engine is not None and options.model == self.settings.model:
+            trial = self.settings.model_copy(update={"system_prompt": options.system_prompt})
+            info = engine.backend.info
+            problems = check_against_model(trial, info.trained_context, engine.backend.count)
+            for problem in problems.errors:
+                self.notice("error", problem)
+            if problems.errors:
+                return False
+        handle = self.handle
+        if handle is None:
+            self.chat.pending = options
+        else:
+            if handle.read_only is not None:
+                self.notice("error", "This chat is read-only (it has damaged lines).")
+                return False
+            try:
+                if options.system_prompt != self.effective_settings().system_prompt:
+                    handle.record_setting(chat_options.SYSTEM_PROMPT, options.system_prompt)
+            except (OSError, SessionError) as exc:
+                self.notice("error", f"Cannot save the chat's options: {exc}")
+                return False
+        self.chat.prompt = options.system_prompt
+        if as_default and options.system_prompt != self.settings.system_prompt:
+            self.apply_settings(
+                self.settings.model_copy(update={"system_prompt": options.system_prompt})
+            )
+        if not self.use_model(options.model):
+            self.measure_context()
+        self._status(self.status_machine.note("Chat options saved"))
+        return True
+
+    def _remember_model(self) -> None:
+        """The chat records the model that answers in it (when it changed)."""
+        handle = self.handle
+        if handle is None or handle.read_only is not None:
+            return
+        if self.chat.recorded(chat_options.MODEL) != self.settings.model:
+            with contextlib.suppress(OSError, SessionError):
+                handle.record_setting(chat_options.MODEL, self.settings.model)
+
+    # -- the context bar ---------------------------------------------------------------
+    def measure_context(self) -> None:
+        """Count (on the worker) what the shown chat's next prompt would start from and
+        report it as a ``ContextUsage``, so the context bar is right without a model call:
+        a chat opened or created, a branch shown, a /read, a reply finished."""
+        engine = self.engine
+        if engine is None or self._closed:
+            return
+        conv = self.shown_conversation
+        prompt = self.effective_settings().system_prompt
+        tools = engine.agent.registry.schemas()
+        self._measure_seq += 1
+        seq = self._measure_seq
+
+        def job() -> AgentEvent:
+            return context_usage(engine.controller.measure(conv, system_prompt=prompt, tools=tools))
+
+        future = self.worker.submit(job)
+        future.add_done_callback(lambda f: self.dispatch(lambda: self._measured(seq, f)))
+
+    def _measured(self, seq: int, future: Future[AgentEvent]) -> None:
+        if seq != self._measure_seq or self._closed or future.exception() is not None:
+            return
+        self.emit(future.result())
+
+    # -- chats -------------------------------------------------------------------------
     def _refuse_while_busy(self, doing: str) -> bool:
-        if self._busy:
+        if self.busy:
             self.notice("warning", f"Stop the reply (Esc) before {doing}.")
             return True
         return False
@@ -291,10 +387,9 @@ class ChatService:
         """Start a new chat (its file is created with the first message)."""
         if self._refuse_while_busy("starting a new chat"):
             return False
-        self._close_handle()  # a new conversation: "allow for this chat" answers reset
-        self.emit(ConversationReset(None))
-        self.emit(ChatsChanged())
+        self.chat.new()  # a new conversation: "allow for this chat" answers reset
         self._status(self.status_machine.note("New chat"))
+        self.measure_context()
         return True
 
     def open_chat(self, chat_id: str) -> bool:
@@ -303,39 +398,32 @@ class ChatService:
             return True
         if self._refuse_while_busy("switching chats"):
             return False
-        self._close_handle()
-        try:
-            self.handle = self.store.open(chat_id)
-        except (OSError, SessionError) as exc:
-            self.emit(ConversationReset(None))
-            self.notice("error", str(exc))
+        if not self.chat.open(chat_id):
             return False
-        self.emit(ConversationReset(chat_id))
-        for warning in self.handle.warnings:
-            self.notice("warning", warning)
-        self.emit(ChatsChanged())
+        chat_model = self.chat.recorded(chat_options.MODEL)
+        if chat_model is not None and chat_model != self.settings.model:
+            self.emit(ModelSwitchSuggested(chat_id, chat_model, self.settings.model))
+        self.measure_context()
         return True
 
     def resume(self, ref: str) -> bool:
         """Open the chat ``ref`` names: an id, ``last``, or part of a title."""
-        found = chats.find_chat(self.chats(), ref)
-        if found is None:
-            self.notice("error", f"No chat matches “{ref}”.")
-            return False
-        return self.open_chat(found.id)
+        found = self.chat.find(ref)
+        return found is not None and self.open_chat(found.id)
 
     def repair_chat(self) -> str | None:
         """Write a repaired copy of the open read-only chat (damaged lines) beside it and
         open the copy; the original file is kept as it was."""
-        if self.handle is None or self.handle.read_only is None:
+        handle = self.chat.handle
+        if handle is None or handle.read_only is None:
             return None
-        original = self.handle.chat_id
+        original = handle.chat_id
         try:
             copy_id = self.store.repair(original)
         except (OSError, SessionError) as exc:
             self.notice("error", f"Cannot repair the chat: {exc}")
             return None
-        self._close_handle()
+        self.chat.close()
         if self.open_chat(copy_id):
             self.notice(
                 "info",
@@ -344,58 +432,24 @@ class ChatService:
             )
         return copy_id
 
-    def ensure_chat(self) -> ChatHandle:
-        if self.handle is None:
-            self.handle = self.store.create()
-            self.emit(ChatsChanged())
-        return self.handle
-
     def rename_chat(self, chat_id: str, title: str) -> None:
-        try:
-            if self.handle is not None and chat_id == self.handle.chat_id:
-                self.handle.rename(title)
-            else:
-                self.store.rename(chat_id, title)
-        except (OSError, SessionError, ValueError) as exc:
-            self.notice("error", f"Cannot rename the chat: {exc}")
-        self.emit(ChatsChanged())
+        self.chat.rename(chat_id, title)
 
     def delete_chat(self, chat_id: str) -> None:
         """Move a chat to the trash (:meth:`undo_delete` brings it back)."""
-        if chat_id == self.chat_id:
-            if self._refuse_while_busy("deleting this chat"):
-                return
-            self._close_handle()
-            self.emit(ConversationReset(None))
-        try:
-            self.store.delete(chat_id)
-        except (OSError, SessionError) as exc:
-            self.notice("error", f"Cannot delete the chat: {exc}")
-        self.emit(ChatsChanged())
+        if chat_id == self.chat_id and self._refuse_while_busy("deleting this chat"):
+            return
+        self.chat.delete(chat_id)
 
     def undo_delete(self) -> str | None:
-        try:
-            chat_id = self.store.undo_delete()
-        except (OSError, SessionError) as exc:
-            self.notice("error", f"Cannot restore the chat: {exc}")
-            return None
-        self.emit(ChatsChanged())
+        chat_id = self.chat.undo_delete()
         if chat_id is not None:
             self._status(self.status_machine.note("Chat restored"))
         return chat_id
 
     def export_chat(self, target: Path) -> Path | None:
         """Write the open chat to ``target`` (``.json``: OpenAI format, else Markdown)."""
-        if self.chat_id is None:
-            self.notice("error", "Nothing to export yet: this chat is empty.")
-            return None
-        try:
-            path = chats.export_chat(self.store, self.chat_id, target)
-        except (OSError, SessionError) as exc:
-            self.notice("error", f"Export failed: {exc}")
-            return None
-        self.notice("info", f"Exported this chat to {path}")
-        return path
+        return self.chat.export(target)
 
     # -- sending -----------------------------------------------------------------------
     def submit(self, text: str) -> bool:
@@ -406,19 +460,15 @@ class ChatService:
         if isinstance(parsed, CommandError):
             self.notice("error", parsed.message)
             return False
-        read_only = self.handle.read_only if self.handle is not None else None
+        handle = self.chat.handle
+        read_only = handle.read_only if handle is not None else None
         if read_only is not None and not isinstance(parsed, AppCommand):
             self.notice("warning", f"Not sent: {read_only}")  # damaged lines; see repair_chat
             return False
-        item = Queued(text, parsed)
-        if isinstance(parsed, AppCommand) and parsed.name != "compact" and not self._busy:
+        if isinstance(parsed, AppCommand) and parsed.name != "compact" and not self.busy:
             self.commands.run(parsed)
-            return True
-        if self._busy or not self.ready or self._queue:
-            self._queue.append(item)
-            self.emit(QueueChanged(tuple(self.queue)))
-            return True
-        self._send(item)
+        else:
+            self._queue_or_send(Queued(text, parsed))
         return True
 
     def compact(self, focus: str | None = None) -> None:
@@ -427,28 +477,16 @@ class ChatService:
                                    AppCommand("compact", focus or "")))
 
     def drop_file(self, path: Path) -> None:
-        """A file dropped on the window: read it into the chat (see ``Agent.drop_file``)."""
-        engine = self.engine
-        if engine is None or self._busy:
-            self.notice("warning", "Drop the file again when the model is ready.")
-            return
-        conv = self._chat_for_input()
-        if conv is not None:
-            self._run(lambda c: engine.agent.drop_file(conv, path, c), what="Reading the file")
+        """A file dropped on the window: read it into the chat (see ``Agent.drop_file``);
+        queued like typed input while a job runs or the model loads."""
+        self._queue_or_send(Queued(f"(file) {path.name}", DroppedFile(path)))
 
     def _queue_or_send(self, item: Queued) -> None:
-        if self._busy or not self.ready or self._queue:
+        if self.busy or not self.ready or self._queue:
             self._queue.append(item)
             self.emit(QueueChanged(tuple(self.queue)))
         else:
             self._send(item)
-
-    def _chat_for_input(self) -> Conversation | None:
-        try:
-            return self.ensure_chat().conversation
-        except (OSError, SessionError) as exc:
-            self.notice("error", f"Cannot create a chat: {exc}")
-            return None
 
     def _send(self, item: Queued) -> None:
         parsed = item.parsed
@@ -466,118 +504,98 @@ class ChatService:
                 return
             conv = self.handle.conversation
             focus = parsed.argument or None
-            self._run(lambda c: agent.compact(conv, focus, c), what="Compacting")
+            job = self._on_shown_branch(lambda c: agent.compact(conv, focus, c))
+            self.jobs.run(job, what="Compacting")
             return
-        conv_or_none = self._chat_for_input()
+        conv_or_none = self.chat.ensure(self.settings.system_prompt)
         if conv_or_none is None:
             self._drain_queue()
             return
         conv = conv_or_none
         if isinstance(parsed, ChatInput):
             text = parsed.text
-            self._run(lambda c: agent.chat(conv, text, c), model_call=True)
+            self._remember_model()
+            job = self._on_shown_branch(lambda c: agent.chat(conv, text, c))
+            self.jobs.run(job, model_call=True)
         elif isinstance(parsed, ToolCommand):
             tool, args = parsed.tool, parsed.arguments
-            self._run(lambda c: agent.run_tool_command(conv, tool, args, c), what="Running")
+            job = self._on_shown_branch(lambda c: agent.run_tool_command(conv, tool, args, c))
+            self.jobs.run(job, what="Running")
+        elif isinstance(parsed, DroppedFile):
+            path = parsed.path
+            job = self._on_shown_branch(lambda c: agent.drop_file(conv, path, c))
+            self.jobs.run(job, what="Reading the file")
+
+    def _on_shown_branch(self, job: Job) -> Job:
+        """``job``, run on the branch the user is looking at: continuing there moves the
+        chat to it first (with a summary of the branch it leaves)."""
+        view, handle = self.chat.view, self.handle
+        if view is None or handle is None:
+            return job
+        self.chat.view = None
+
+        def run(cancel: CancelToken) -> Any:
+            handle.switch_to(view.leaf)
+            self.emit(ConversationReset(handle.chat_id))
+            return job(cancel)
+
+        return run
+
+    def _job_ended(self) -> None:
+        self.emit(ChatsChanged())
+        if not self._queue:
+            self.measure_context()  # the reply or the tool output is in the chat now
+        self._drain_queue()
 
     def _drain_queue(self) -> None:
-        if self._busy or not self.ready or not self._queue or self._closed:
+        if self.busy or not self.ready or not self._queue or self._closed:
             return
         item = self._queue.pop(0)
         self.emit(QueueChanged(tuple(self.queue)))
         self._send(item)
 
-    def clear_queue(self) -> list[str]:
-        """Take back what was waiting (the face puts it back in the input)."""
-        texts = self.queue
-        self._queue = []
-        self.emit(QueueChanged(()))
-        return texts
-
     def stop(self) -> bool:
         """Stop the reply or cancel the compaction that is running (Esc, Ctrl-C)."""
-        if self._cancel is not None and not self._cancel.cancelled:
-            self._status(self.status_machine.stopping())
-            self._cancel.cancel()
-            return True
-        return False
+        return self.jobs.stop()
 
     # -- branches ----------------------------------------------------------------------
     def edit_message(self, message_id: str, text: str) -> None:
         """Replace a user message with ``text`` on a new branch and answer it."""
-        handle, engine = self._branch_target()
-        if handle is None or engine is None:
-            return
-
-        def then(_result: Any) -> bool:
-            self.emit(ConversationReset(handle.chat_id))
-            self._run(lambda c: engine.agent.respond(handle.conversation, c), model_call=True)
-            return True
-
-        self._run(lambda _c: handle.edit_user_message(message_id, text), then, "Branching")
+        self._branch_and_answer(lambda h: h.edit_user_message(message_id, text))
 
     def regenerate(self, message_id: str) -> None:
         """Write an assistant reply again (the old one stays as branch 1)."""
-        handle, engine = self._branch_target()
-        if handle is None or engine is None:
-            return
-
-        def then(_result: Any) -> bool:
-            self.emit(ConversationReset(handle.chat_id))
-            self._run(lambda c: engine.agent.respond(handle.conversation, c), model_call=True)
-            return True
-
-        self._run(lambda _c: handle.regenerate_from(message_id), then, "Branching")
+        self._branch_and_answer(lambda h: h.regenerate_from(message_id))
 
     def switch_branch(self, message_id: str, step: int) -> None:
-        if self.handle is None or self._busy:
+        """Show another version of a message (``< >``). Nothing is written: the chat moves
+        to that branch only when the user continues on it (sends, runs a tool, drops a
+        file, compacts), and going back shows the branch it is on."""
+        if self.busy:
             return
-        handle = self.handle
+        other = self.chat.browse(message_id, step)
+        if other is None:
+            return
+        note = "Viewing another branch: send a message to continue on it" if other else ""
+        self._status(self.status_machine.note(note))
+        self.measure_context()
 
-        def then(_result: Any) -> bool:
-            self.emit(ConversationReset(handle.chat_id))
-            return False
-
-        self._run(lambda _c: handle.switch_branch(message_id, step), then, "Switching branch")
-
-    def _branch_target(self) -> tuple[ChatHandle | None, Engine | None]:
-        if self._busy:
+    def _branch_and_answer(self, branch: Callable[[ChatHandle], object]) -> None:
+        if self.busy:
             self.notice("warning", "Wait for the reply to finish (or press Esc).")
-            return None, None
-        if self.handle is None or self.engine is None:
-            self.notice("warning", "The model is not loaded yet.")
-            return None, None
-        return self.handle, self.engine
-
-    # -- jobs --------------------------------------------------------------------------
-    def _run(
-        self, job: Job, then: Then | None = None, what: str = "", *, model_call: bool = False
-    ) -> None:
-        """Run ``job`` on the worker; ``then(result)`` runs on the owner thread after."""
-        cancel = CancelToken()
-        self._cancel = cancel
-        self._busy = True
-        self._status(self.status_machine.job_started(what, model_call=model_call))
-        future = self.worker.submit(job, cancel)
-        future.add_done_callback(lambda f: self.dispatch(lambda: self._job_done(f, then)))
-
-    def _job_done(self, future: Future[Any], then: Then | None) -> None:
-        if self._closed:
             return
-        exc = future.exception()
-        if exc is not None:
-            self.notice("error", f"Something went wrong: {exc}")
-        elif then is not None:
-            try:
-                if then(future.result()):
-                    return
-            except (OSError, SessionError, ValueError, KeyError) as err:
-                self.notice("error", str(err))
-        self._cancel = None
-        self._busy = False
-        self._status(self.status_machine.job_finished())
-        self.emit(ChatsChanged())
-        self._drain_queue()
+        handle, engine = self.handle, self.engine
+        if handle is None or engine is None:
+            self.notice("warning", "The model is not loaded yet.")
+            return
+
+        def answer(_result: Any) -> bool:
+            self.emit(ConversationReset(handle.chat_id))
+            self.jobs.run(lambda c: engine.agent.respond(handle.conversation, c), model_call=True)
+            return True
+
+        self.chat.view = None  # the edit or the new reply makes its own branch
+        self.jobs.run(lambda _c: branch(handle), answer, "Branching")
 
     # -- shutdown ----------------------------------------------------------------------
     def shutdown(self) -> None:
@@ -586,7 +604,9 @@ class ChatService:
             return
         self.stop()
         self._closed = True
+        self.model.closed = True
+        self.jobs.closed = True
         self.worker.shutdown(wait=True)
-        self._close_handle()
+        self.chat.close()
         with contextlib.suppress(OSError, SessionError):
             self.store.close_all()

@@ -25,7 +25,6 @@ from assistant.sessions.store import ChatSummary, SessionStore
 from assistant.sessions.summary import (
     BRANCH_SUMMARY_PREFIX,
     Summarizer,
-    extractive_summary,
     is_branch_summary,
 )
 
@@ -49,6 +48,5 @@ __all__ = [
     "SessionError",
     "SessionStore",
     "Summarizer",
-    "extractive_summary",
     "is_branch_summary",
 ]

@@ -236,7 +236,8 @@ def _message_markdown(msg: Message, branch_summary: bool) -> str:
     if branch_summary:
         return _quote("**Note: summary of an abandoned branch**\n\n" + summary_text(msg))
     if msg.role == "tool":
-        head = f"### Tool result: {msg.name or 'tool'} (`{msg.tool_call_id}`)"
+        mine = " (you ran it)" if msg.initiated_by == "user" else ""
+        head = f"### Tool result: {msg.name or 'tool'}{mine} (`{msg.tool_call_id}`)"
         lines = [head]
         if msg.is_error:
             lines.append("*The tool reported an error.*")
@@ -244,12 +245,15 @@ def _message_markdown(msg: Message, branch_summary: bool) -> str:
             lines.append("*Cleared from the model's context to save room.*")
         lines.append(_fenced(msg.content))
         return "\n\n".join(lines)
-    head = f"### {msg.role.capitalize()} · {when}"
+    by_user = msg.role == "assistant" and msg.initiated_by == "user"
+    # A tool the user ran (/read, /ls, !cmd, a dropped file) is the user's, not the model's.
+    head = f"### {'User' if by_user else msg.role.capitalize()} · {when}"
     lines = [head]
     if msg.content:
         lines.append(msg.content)
     for call in msg.tool_calls:
-        lines.append(f"**Tool call** `{call.name}` (`{call.id}`)")
+        who = "You ran" if by_user else "**Tool call**"
+        lines.append(f"{who} `{call.name}` (`{call.id}`)")
         lines.append(_fenced(call.arguments_json(), "json"))
     if msg.stopped:
         lines.append("*Stopped by the user.*")

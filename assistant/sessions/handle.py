@@ -252,6 +252,21 @@ class ChatHandle:
                 raise ValueError("Only an assistant reply can be regenerated")
             return self.switch_to(old.parent_id, summarize=summarize_abandoned)
 
+    def branch_target(self, message_id: str, direction: int = 1) -> str:
+        """Where :meth:`switch_branch` would land (the newest entry of the alternative
+        ``direction`` steps from ``message_id``), without going there."""
+        with self._mutex:
+            siblings = self._tree.siblings(message_id)
+            index = siblings.index(message_id) + direction
+            if not 0 <= index < len(siblings):
+                raise ValueError(f"There is no branch {index + 1} of {len(siblings)}")
+            return self._tree.latest_in_subtree(siblings[index])
+
+    def conversation_at(self, leaf: str | None) -> Conversation:
+        """A copy of the conversation another position would show (nothing is written)."""
+        with self._mutex:
+            return self._tree.build(leaf)
+
     def switch_branch(
         self, message_id: str, direction: int = 1, *, summarize: bool = True
     ) -> Conversation:
@@ -261,13 +276,7 @@ class ChatHandle:
         summarized into the new one (see :meth:`switch_to`).
         """
         with self._mutex:
-            siblings = self._tree.siblings(message_id)
-            index = siblings.index(message_id) + direction
-            if not 0 <= index < len(siblings):
-                raise ValueError(f"There is no branch {index + 1} of {len(siblings)}")
-            return self.switch_to(
-                self._tree.latest_in_subtree(siblings[index]), summarize=summarize
-            )
+            return self.switch_to(self.branch_target(message_id, direction), summarize=summarize)
 
     def switch_to(self, entry_id: str | None, *, summarize: bool = True) -> Conversation:
         """Make ``entry_id`` the active position (a checkout entry records it).

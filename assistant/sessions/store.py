@@ -27,6 +27,7 @@ from typing import Any
 
 from assistant import jsonlimits, paths
 from assistant.atomicfile import write_atomically
+from assistant.compaction.branch import BranchSummarizer
 from assistant.conversation import Conversation, new_id
 from assistant.jsonlimits import MAX_DOCUMENT_DEPTH
 from assistant.sessions.entries import SCHEMA_VERSION, ChatHeader
@@ -49,12 +50,7 @@ from assistant.sessions.journal import (
 )
 from assistant.sessions.lock import ChatLock
 from assistant.sessions.repair import repaired_copy
-from assistant.sessions.summary import (
-    DEFAULT_SUMMARY_BUDGET,
-    Summarizer,
-    extractive_summary,
-    resolve_title,
-)
+from assistant.sessions.summary import DEFAULT_SUMMARY_BUDGET, Summarizer, resolve_title
 from assistant.sessions.tree import ChatTree
 
 _CHAT_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
@@ -97,14 +93,15 @@ class SessionStore:
         self,
         root: Path | None = None,
         *,
-        summarizer: Summarizer = extractive_summary,
+        summarizer: Summarizer | None = None,
         summary_budget: int = DEFAULT_SUMMARY_BUDGET,
     ) -> None:
         self.root = root if root is not None else paths.sessions_dir()
         self.trash_dir = self.root / "trash"
         self.lock_dir = self.root / ".locks"
-        #: Summarizes abandoned branches (the engine passes a model-backed one).
-        self.summarizer = summarizer
+        #: Summarizes abandoned branches (default: compaction's branch summarizer without a
+        #: model; the session service gives it the loaded model's tokenizer).
+        self.summarizer: Summarizer = summarizer or BranchSummarizer()
         self.summary_budget = summary_budget
         self._open: dict[str, ChatHandle] = {}
         self._deleted: list[str] = []

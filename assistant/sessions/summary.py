@@ -1,8 +1,10 @@
-"""Branch summaries and chat titles.
+"""Branch summaries (how they are stored and recognised) and chat titles.
 
 When the user leaves a branch, its messages since the common ancestor are summarized by a
-:data:`Summarizer` (the engine passes one backed by the loaded model) and the summary joins
-the new branch's context.
+:data:`Summarizer` and the summary joins the new branch's context. The summary is written by
+compaction's parts (:class:`assistant.compaction.branch.BranchSummarizer`: the same
+summarizer, file tracking and verbatim record as a compaction, measured in tokens); this
+module only says how it is kept.
 
 Representation (the documented choice): a branch summary is stored as its own
 ``branch_summary`` entry and appears in the rebuilt :class:`Conversation` as a **user**
@@ -15,7 +17,6 @@ It is never a sibling in the ``< 1/2 >`` switcher.
 
 from __future__ import annotations
 
-import math
 import re
 from collections.abc import Callable, Iterable
 
@@ -26,11 +27,9 @@ BRANCH_SUMMARY_PREFIX = "[Summary of an abandoned branch]"
 #: ``summarizer(messages, budget_tokens) -> summary text``.
 Summarizer = Callable[[list[Message], int], str]
 
+#: Tokens a branch summary may take.
 DEFAULT_SUMMARY_BUDGET = 512
 TITLE_LENGTH = 60
-
-_PATH_KEYS = ("path", "file", "file_path", "filename", "filepath", "src", "dst", "target")
-_WRITE_WORDS = ("write", "edit", "create", "delete", "remove", "move", "rename", "patch")
 
 
 def branch_summary_message(entry_id: str, summary: str, timestamp: float) -> Message:
@@ -52,68 +51,9 @@ def summary_text(message: Message) -> str:
     return message.content[len(BRANCH_SUMMARY_PREFIX) + 1 :]
 
 
-def estimate_tokens(text: str) -> int:
-    """A conservative estimate (4 characters a token), used only to respect budgets."""
-    return math.ceil(len(text) / 4)
-
-
-def files_touched(messages: Iterable[Message]) -> tuple[list[str], list[str]]:
-    """(files read, files modified) named in tool-call arguments, in first-seen order."""
-    read: list[str] = []
-    modified: list[str] = []
-    for msg in messages:
-        for call in msg.tool_calls:
-            target = modified if any(w in call.name.lower() for w in _WRITE_WORDS) else read
-            for key in _PATH_KEYS:
-                value = call.arguments.get(key)
-                values = value if isinstance(value, list) else [value]
-                for item in values:
-                    if isinstance(item, str) and item and item not in target:
-                        target.append(item)
-    return read, modified
-
-
 def _one_line(text: str, limit: int) -> str:
     flat = re.sub(r"\s+", " ", text).strip()
     return flat if len(flat) <= limit else flat[: limit - 1].rstrip() + "…"
-
-
-def extractive_summary(messages: list[Message], budget: int) -> str:
-    """Deterministic fallback: the user's requests, files touched and the last reply.
-
-    Fits ``budget`` tokens (estimated) by dropping the oldest requests first, then clipping.
-    """
-    requests = [
-        _one_line(m.content, 200)
-        for m in messages
-        if m.role == "user" and m.content.strip() and not is_branch_summary(m)
-    ]
-    read, modified = files_touched(messages)
-    replies = [m for m in messages if m.role == "assistant" and m.content.strip()]
-    tail: list[str] = []
-    if read:
-        tail.append("Files read: " + ", ".join(read))
-    if modified:
-        tail.append("Files modified: " + ", ".join(modified))
-    if replies:
-        tail.append("Last reply there: " + _one_line(replies[-1].content, 300))
-
-    def render(reqs: list[str]) -> str:
-        head = ["The user explored another branch of this chat and left it."]
-        if reqs:
-            head.append("There the user asked:")
-            head.extend(f"- {r}" for r in reqs)
-        return "\n".join(head + tail)
-
-    kept = list(requests)
-    text = render(kept)
-    while kept and estimate_tokens(text) > budget:
-        kept.pop(0)
-        text = render(kept)
-    limit = max(0, budget) * 4
-    if len(text) > limit:
-        text = text[: max(0, limit - 1)] + "…"
-    return text
 
 
 def title_from_messages(messages: Iterable[Message]) -> str | None:

@@ -8,14 +8,16 @@ order the events happened. :meth:`ServiceBridge.call_in_gui` is the service's ``
 it runs a function on the GUI thread after every event posted before it.
 
 Streamed text (:class:`AssistantDelta`) is batched: pieces are collected under a lock and
-flushed as one :attr:`ServiceBridge.assistant_delta` signal about every 30 ms, and always
-before the next non-text event, so the reply grows smoothly without a repaint per token.
+flushed as one :attr:`ServiceBridge.assistant_delta` signal about every 30 ms, so the reply
+grows smoothly without a repaint per token. Text collected when another event is posted is
+queued just before it, so nothing is shown out of order.
 """
 
 from __future__ import annotations
 
 import threading
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from PySide6.QtCore import QObject, QTimer, Signal, Slot
@@ -36,13 +38,23 @@ from assistant.service.events import (
     ConversationReset,
     ExportPathNeeded,
     ModelChanged,
+    ModelSwitchSuggested,
+    PrefillProgress,
     QueueChanged,
+    ReplyStats,
     ServiceEvent,
     SettingsChanged,
     StatusChanged,
 )
 
 FLUSH_MS = 30
+
+
+@dataclass(frozen=True)
+class _Sealed:
+    """Streamed text that came before the next event (dispatched in its place in line)."""
+
+    text: str
 
 
 class ServiceBridge(QObject):
@@ -64,6 +76,9 @@ class ServiceBridge(QObject):
     settings_changed = Signal(object)  # SettingsChanged
     export_path_needed = Signal(object)  # Path (suggested)
     chat_picker_requested = Signal(object)  # tuple[ChatSummary, ...]
+    prefill_progress = Signal(object)  # PrefillProgress
+    reply_stats = Signal(object)  # ReplyStats
+    model_switch_suggested = Signal(object)  # ModelSwitchSuggested
 
     _event = Signal(object)
     _kick = Signal()
@@ -73,6 +88,8 @@ class ServiceBridge(QObject):
         super().__init__(parent)
         self._lock = threading.Lock()
         self._pending: list[str] = []
+        #: Events (and sealed text) queued for the GUI thread and not dispatched yet.
+        self._in_flight = 0
         self._closed = False
         self._timer = QTimer(self)
         self._timer.setSingleShot(True)
@@ -100,6 +117,9 @@ class ServiceBridge(QObject):
             (SettingsChanged, self.settings_changed, lambda e: (e,)),
             (ExportPathNeeded, self.export_path_needed, lambda e: (e.suggested,)),
             (ChatPickerRequested, self.chat_picker_requested, lambda e: (e.chats,)),
+            (PrefillProgress, self.prefill_progress, lambda e: (e,)),
+            (ReplyStats, self.reply_stats, lambda e: (e,)),
+            (ModelSwitchSuggested, self.model_switch_suggested, lambda e: (e,)),
         )
 
     # -- any thread --------------------------------------------------------------------
@@ -115,6 +135,9 @@ class ServiceBridge(QObject):
                 if first:
                     self._kick.emit()
                 return
+            self._seal()
+            with self._lock:
+                self._in_flight += 1
             self._event.emit(event)
         except RuntimeError:  # the bridge was deleted while the worker still ran
             self._closed = True
@@ -124,9 +147,21 @@ class ServiceBridge(QObject):
         if self._closed:
             return
         try:
+            self._seal()
             self._call.emit(fn)
         except RuntimeError:
             self._closed = True
+
+    def _seal(self) -> None:
+        """Queue the text streamed so far ahead of what comes next, so the window shows
+        everything in the order it happened (a delta never overtakes an earlier event)."""
+        with self._lock:
+            text = "".join(self._pending)
+            self._pending.clear()
+            if text:
+                self._in_flight += 1
+        if text:
+            self._event.emit(_Sealed(text))
 
     def close(self) -> None:
         """Drop everything posted from now on (the window is going away)."""
@@ -141,24 +176,35 @@ class ServiceBridge(QObject):
 
     @Slot()
     def flush(self) -> None:
-        """Emit the streamed text collected so far as one signal."""
+        """Emit the streamed text collected so far as one signal (once every event posted
+        before it has been shown)."""
         with self._lock:
-            text = "".join(self._pending)
-            self._pending.clear()
+            if self._in_flight:
+                text = ""
+            else:
+                text = "".join(self._pending)
+                self._pending.clear()
+            waiting = bool(self._in_flight and self._pending)
+        if waiting:
+            self._timer.start()
         if text:
             self.flushes += 1
             self.assistant_delta.emit(text)
 
     @Slot(object)
     def _run_call(self, fn: Callable[[], Any]) -> None:
-        self.flush()
         if not self._closed:
             fn()
 
     @Slot(object)
-    def _dispatch(self, event: ServiceEvent) -> None:
-        self.flush()
+    def _dispatch(self, event: ServiceEvent | _Sealed) -> None:
+        with self._lock:
+            self._in_flight -= 1
         if self._closed:
+            return
+        if isinstance(event, _Sealed):
+            self.flushes += 1
+            self.assistant_delta.emit(event.text)
             return
         signal, value = self._route(event)
         if signal is not None:
@@ -169,4 +215,4 @@ class ServiceBridge(QObject):
         for kind, signal, args in self._routes:
             if isinstance(event, kind):
                 return signal, args(event)
-        return None, ()  # PromptProgress: the status already shows it
+        return None, ()  # PromptProgress: shown as the service's PrefillProgress

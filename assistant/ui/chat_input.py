@@ -24,6 +24,7 @@ class ChatInput(QPlainTextEdit):
     def __init__(self, parent: QWidget | None = None, enter_sends: bool = True) -> None:
         super().__init__(parent)
         self.setObjectName("ChatInput")
+        self.setAccessibleName("Message")
         self.enter_sends = enter_sends
         self.setTabChangesFocus(True)
         self.setFrameShape(QFrame.Shape.StyledPanel)
@@ -91,7 +92,7 @@ class ChatInput(QPlainTextEdit):
             ctrl = bool(mods & Qt.KeyboardModifier.ControlModifier)
             send = (not shift and not ctrl) if self.enter_sends else ctrl
             if send:
-                self._submit()
+                self.submit()
                 return
             self.insertPlainText("\n")
             return
@@ -103,7 +104,7 @@ class ChatInput(QPlainTextEdit):
             return
         super().keyPressEvent(event)
 
-    def _submit(self) -> None:
+    def submit(self) -> None:
         text = self.toPlainText().strip()
         if not text:
             return

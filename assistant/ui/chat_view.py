@@ -17,17 +17,13 @@ from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import QFrame, QPushButton, QScrollArea, QVBoxLayout, QWidget
 
 from assistant.conversation import CompactionRecord, Conversation, Message, ToolCall
-from assistant.ui.message_widgets import (
-    CompactionNotice,
-    MessageWidget,
-    NoticeWidget,
-    PruneNotice,
-    ToolCard,
-)
+from assistant.sessions.summary import is_branch_summary, summary_text
+from assistant.ui.message_widgets import MessageWidget
+from assistant.ui.notices import CompactionNotice, NoticeWidget, PruneNotice
+from assistant.ui.tool_card import ToolCard
 
 #: Entries rendered when a chat opens, and per "Show earlier messages" click.
 PAGE = 80
-BRANCH_SUMMARY_PREFIX = "[Summary of an abandoned branch]\n"
 
 OriginalsProvider = Callable[[CompactionRecord], list[Message]]
 BranchInfoProvider = Callable[[str], tuple[int, int]]
@@ -49,6 +45,8 @@ class ChatView(QScrollArea):
     edit_requested = Signal(str)
     regenerate_requested = Signal(str)
     branch_step_requested = Signal(str, int)
+    #: Entries were added or removed (the window shows the welcome page while empty).
+    entries_changed = Signal()
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -81,6 +79,8 @@ class ChatView(QScrollArea):
         self._streamed = ""
         self._rendered: set[str] = set()
         self._actions_enabled = True
+        #: Speed figures of the model call that just finished, for the reply it wrote.
+        self._pending_footer = ""
 
     # -- layout helpers ----------------------------------------------------------------
     def entries(self) -> list[QWidget]:
@@ -93,13 +93,24 @@ class ChatView(QScrollArea):
                 out.append(widget)
         return out
 
+    @property
+    def is_empty(self) -> bool:
+        return not self.entries() and not self._pending
+
     def _append(self, widget: QWidget) -> QWidget:
         self._layout.insertWidget(self._layout.count() - 1, widget)
+        self.entries_changed.emit()
         return widget
 
     def _prepend(self, widgets: list[QWidget]) -> None:
         for offset, widget in enumerate(widgets):
             self._layout.insertWidget(1 + offset, widget)
+        self.entries_changed.emit()
+
+    def _remove(self, widget: QWidget) -> None:
+        self._layout.removeWidget(widget)
+        widget.deleteLater()
+        self.entries_changed.emit()
 
     def clear(self) -> None:
         for widget in self.entries():
@@ -112,6 +123,7 @@ class ChatView(QScrollArea):
         self._pending = []
         self.more_button.setVisible(False)
         self._stick = True
+        self.entries_changed.emit()
 
     # -- full render -------------------------------------------------------------------
     def set_conversation(self, conv: Conversation, page: int = PAGE) -> None:
@@ -168,9 +180,8 @@ class ChatView(QScrollArea):
             card.set_result(msg)
             self.cards[card.call.id] = card
             return card
-        if msg.role == "user" and msg.content.startswith(BRANCH_SUMMARY_PREFIX):
-            summary = msg.content[len(BRANCH_SUMMARY_PREFIX) :]
-            return NoticeWidget("info", "Summary of the branch you left:\n" + summary)
+        if is_branch_summary(msg):
+            return NoticeWidget("info", "Summary of the branch you left:\n" + summary_text(msg))
         widget = MessageWidget(msg)
         widget.edit_requested.connect(self.edit_requested)
         widget.regenerate_requested.connect(self.regenerate_requested)
@@ -198,6 +209,7 @@ class ChatView(QScrollArea):
             widget = self.streaming
             self.streaming = None
             widget.set_message(msg)
+            self._take_footer(widget)
             widget.edit_requested.connect(self.edit_requested)
             widget.regenerate_requested.connect(self.regenerate_requested)
             widget.branch_step_requested.connect(self.branch_step_requested)
@@ -212,8 +224,23 @@ class ChatView(QScrollArea):
                     pass
             return
         entry = self._make_message(msg)
+        if isinstance(entry, MessageWidget) and msg.role == "assistant":
+            self._take_footer(entry)
         if entry is not None:
             self._append(entry)
+
+    def set_reply_footer(self, text: str) -> None:
+        """A model call finished: its figures go under the reply it wrote (the bubble being
+        streamed, or the next assistant message)."""
+        if self.streaming is not None:
+            self.streaming.set_footer(text)
+        else:
+            self._pending_footer = text
+
+    def _take_footer(self, widget: MessageWidget) -> None:
+        if self._pending_footer:
+            widget.set_footer(self._pending_footer)
+            self._pending_footer = ""
 
     def append_delta(self, text: str) -> None:
         """More streamed text of the reply being written."""
@@ -227,20 +254,19 @@ class ChatView(QScrollArea):
 
     def end_streaming(self, stopped: bool = False) -> None:
         """The turn ended; a bubble that got no final message is kept as it was."""
+        self._pending_footer = ""
         widget, self.streaming = self.streaming, None
         if widget is None:
             return
         if not widget.message.content and not self._streamed.strip():
-            self._layout.removeWidget(widget)
-            widget.deleteLater()
+            self._remove(widget)
             return
         widget.state_label.setText("stopped" if stopped else "")
 
     def _drop_streaming(self) -> None:
         widget, self.streaming = self.streaming, None
         if widget is not None:
-            self._layout.removeWidget(widget)
-            widget.deleteLater()
+            self._remove(widget)
 
     @property
     def streaming_text(self) -> str:

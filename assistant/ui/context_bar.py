@@ -1,9 +1,10 @@
 """The context bar: how full the model's window is, from the model's own tokenizer.
 
-It draws one bar split into the prompt's segments (system prompt, summary, conversation,
-tool outputs), the reserve kept for the reply, and free room, with "used / window" beside
-it. The level turns yellow above 70 % and red above 90 %. The tooltip gives the exact
-numbers, the active mode's thresholds and how often this chat was pruned and compacted.
+It draws one bar split into the prompt's segments as the context controller counted them
+(``PreparedRequest.segments``: system prompt, summary, conversation, tool outputs, tool
+schemas), the reserve kept for the reply, and free room, with "used / window" beside it.
+The level turns yellow above 70 % and red above 90 %. The tooltip gives the exact numbers
+of each, the active mode's thresholds and how often this chat was pruned and compacted.
 """
 
 from __future__ import annotations
@@ -19,11 +20,14 @@ from assistant.ui.theme import Colors, current_colors
 
 Level = Literal["ok", "warning", "critical"]
 
+#: (key in ``ContextUsage.segments``, label), in the order drawn. "tools" is what the tool
+#: schemas cost (the controller's key), "tool_outputs" the tool results in the chat.
 SEGMENTS = (
     ("system", "System prompt"),
     ("summary", "Summary"),
     ("conversation", "Conversation"),
-    ("tools", "Tool outputs"),
+    ("tool_outputs", "Tool outputs"),
+    ("tools", "Tool schemas"),
 )
 
 WARN_AT = 0.70
@@ -94,7 +98,8 @@ def _segment_color(c: Colors, key: str) -> str:
         "system": c.seg_system,
         "summary": c.seg_summary,
         "conversation": c.seg_conversation,
-        "tools": c.seg_tools,
+        "tool_outputs": c.seg_tools,
+        "tools": c.seg_schemas,
     }.get(key, c.seg_conversation)
 
 

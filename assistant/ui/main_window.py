@@ -4,27 +4,30 @@ It builds the widgets, sends what the user does to the session service
 (:class:`~assistant.service.service.ChatService`) and renders the service's events, which
 the :class:`ServiceBridge` turns into signals: the status bar shows the service's one
 status, the app commands run in the service (the window only answers its requests for a
-file dialog or the chat picker). Shortcuts: Ctrl+N, Ctrl+K, Ctrl+,, Esc, Up to edit the
-last message.
+file dialog or the chat picker). An empty chat shows the welcome page; a long prompt shows
+its progress over the input. Shortcuts: Ctrl+N, Ctrl+K, Ctrl+,, Ctrl+M, Esc, Up to edit the
+last message. Its dialogs and file actions are in :mod:`.window_dialogs` (its base class).
+
+Why it is long (about 580 lines): it lays out the window and renders every kind of service
+event (chat list, transcript, welcome page, prompt progress, composer, context bar, status
+bar, model banner); the widgets themselves live in their own modules and hold no
+application logic.
 """
 
 from __future__ import annotations
-
-from pathlib import Path
 
 from PySide6.QtCore import Qt, QTimer
 from PySide6.QtGui import QAction, QCloseEvent, QKeySequence, QShortcut
 from PySide6.QtWidgets import (
     QApplication,
-    QFileDialog,
     QFrame,
     QHBoxLayout,
     QLabel,
-    QMainWindow,
     QMessageBox,
     QProgressBar,
     QPushButton,
     QSplitter,
+    QStackedWidget,
     QVBoxLayout,
     QWidget,
 )
@@ -39,10 +42,15 @@ from assistant.compaction.events import (
     TrimEvent,
     trim_text,
 )
-from assistant.config import Settings
 from assistant.conversation import Message
 from assistant.llm.registry import Registry, model_path
-from assistant.service.events import ModelChanged, SettingsChanged
+from assistant.service.events import (
+    ModelChanged,
+    PrefillProgress,
+    ReplyStats,
+    SettingsChanged,
+)
+from assistant.service.progress import stats_text
 from assistant.service.service import ChatService
 from assistant.service.status import Phase, Status
 from assistant.sessions.store import ChatSummary
@@ -50,21 +58,34 @@ from assistant.ui import theme
 from assistant.ui.approval import GuiApprover
 from assistant.ui.bridge import ServiceBridge
 from assistant.ui.chat_input import ChatInput
+from assistant.ui.chat_options_dialog import ChatOptionsDialog
 from assistant.ui.chat_view import ChatView
 from assistant.ui.context_bar import ContextBar
 from assistant.ui.damage_banner import DamageBanner
+from assistant.ui.file_drop import FileDropHandler
+from assistant.ui.focus_keeper import FocusKeeper
+from assistant.ui.models_page import ModelsPage
+from assistant.ui.prompt_progress import PromptProgress
 from assistant.ui.settings_dialog import SettingsDialog
 from assistant.ui.sidebar import ChatEntry, Sidebar
 from assistant.ui.spinner import Spinner
-from assistant.ui.window_state import restore_window_state, save_window_state
+from assistant.ui.welcome_view import WelcomeView
+from assistant.ui.window_dialogs import WindowDialogs
+from assistant.ui.window_state import (
+    fit_to_screen,
+    last_chat,
+    restore_window_state,
+    save_window_state,
+)
 
 SHORTCUTS_HELP = (
-    "Shortcuts: Ctrl+N new chat · Ctrl+K search chats · Ctrl+, settings · Esc stop / cancel "
+    "Shortcuts: Ctrl+N new chat · Ctrl+K search chats · Ctrl+, settings · Ctrl+M models · "
+    "Esc stop / cancel "
     "· Up (empty input) edit your last message · Enter send · Shift+Enter new line"
 )
 
 
-class MainWindow(QMainWindow):
+class MainWindow(WindowDialogs):
     def __init__(
         self,
         service: ChatService,
@@ -84,13 +105,22 @@ class MainWindow(QMainWindow):
         #: The last status the service reported (what the status bar shows).
         self.status = service.status
         self.settings_dialog: SettingsDialog | None = None
+        self.models_page: ModelsPage | None = None
+        self.chat_options_dialog: ChatOptionsDialog | None = None
         self.setWindowTitle("Offline Assistant")
+        self._refit = QTimer(self)
+        self._refit.setSingleShot(True)
+        self._refit.setInterval(300)
+        self._refit.timeout.connect(self._fit_framed)
+        self._shown_frame = (0, 0)
         self.resize(1180, 800)
         self._build()
         self._wire()
         self._shortcuts()
         restore_window_state(self, self.splitter)
+        fit_to_screen(self)
         self._refresh_chats()
+        self._reopen_last_chat()
         self._render_conversation()
         self._update_mode_label()
         self._status_changed(self.status)
@@ -126,7 +156,12 @@ class MainWindow(QMainWindow):
 
         self.chat_view = ChatView()
         self.chat_view.originals = self.service.originals
-        right_layout.addWidget(self.chat_view, 1)
+        self.welcome = WelcomeView()
+        self.welcome.set_workspace(self.service.settings.workspace_path())
+        self.transcript = QStackedWidget()
+        self.transcript.addWidget(self.welcome)
+        self.transcript.addWidget(self.chat_view)
+        right_layout.addWidget(self.transcript, 1)
 
         self.status_strip = QFrame()
         self.status_strip.setObjectName("StatusStrip")
@@ -138,6 +173,8 @@ class MainWindow(QMainWindow):
         strip.addWidget(self.strip_label, 1)
         self.status_strip.setVisible(False)
         right_layout.addWidget(self.status_strip)
+        self.prompt_progress = PromptProgress()
+        right_layout.addWidget(self.prompt_progress)
 
         composer = QFrame()
         composer.setObjectName("ComposerFrame")
@@ -185,12 +222,18 @@ class MainWindow(QMainWindow):
         self.status_label = QLabel("")
         status.addWidget(self.status_label, 1)
         self.load_progress = QProgressBar()
+        self.load_progress.setAccessibleName("Loading the model")
         self.load_progress.setFixedWidth(140)
         self.load_progress.setRange(0, 0)
         self.load_progress.setTextVisible(False)
         self.load_progress.setVisible(False)
         status.addPermanentWidget(self.load_progress)
-        self.model_label = QLabel("")
+        self.model_label = QPushButton("")
+        self.model_label.setObjectName("StatusButton")
+        self.model_label.setFlat(True)
+        self.model_label.setToolTip("This chat's model and system prompt")
+        self.model_label.setAccessibleName("Model and system prompt of this chat")
+        self.model_label.clicked.connect(self.open_chat_options)
         status.addPermanentWidget(self.model_label)
         self.mode_label = QLabel("")
         status.addPermanentWidget(self.mode_label)
@@ -209,6 +252,18 @@ class MainWindow(QMainWindow):
         self.chat_view.edit_requested.connect(self.start_edit)
         self.chat_view.regenerate_requested.connect(c.regenerate)
         self.chat_view.branch_step_requested.connect(c.switch_branch)
+        self.chat_view.entries_changed.connect(self._update_welcome)
+        self.welcome.example_chosen.connect(self.submit)
+        self.welcome.open_workspace_requested.connect(self.open_workspace)
+        self.welcome.change_workspace_requested.connect(self.change_workspace)
+        self.setAcceptDrops(True)
+        self.drop_handler = FileDropHandler(self, self.transcript)
+        self.drop_handler.files_dropped.connect(self.drop_files)
+        self.focus_keeper = FocusKeeper(self, self.input)
+        app = QApplication.instance()
+        if app is not None:
+            app.installEventFilter(self.drop_handler)
+            app.installEventFilter(self.focus_keeper)
         b.message_added.connect(self._message_added)
         b.assistant_delta.connect(self.chat_view.append_delta)
         b.tool_call_started.connect(self._tool_call_started)
@@ -224,6 +279,11 @@ class MainWindow(QMainWindow):
         self.damage_banner.repair_requested.connect(self.service.repair_chat)
         b.model_changed.connect(self._model_changed)
         b.settings_changed.connect(self._settings_changed)
+        b.prefill_progress.connect(self._prefill_progress)
+        b.reply_stats.connect(self._reply_stats)
+        b.model_switch_suggested.connect(self._model_switch_suggested)
+        self.sidebar.options_requested.connect(self._chat_options_for)
+        self.sidebar.searcher = c.search_chats
         b.export_path_needed.connect(self._choose_export_path)
         b.chat_picker_requested.connect(self._pick_chat)
 
@@ -239,6 +299,7 @@ class MainWindow(QMainWindow):
         self.new_chat_action = bind("Ctrl+N", self.new_chat, "New chat")
         self.search_action = bind("Ctrl+K", self.sidebar.focus_search, "Search chats")
         self.settings_action = bind("Ctrl+,", self.open_settings, "Settings")
+        self.models_action = bind("Ctrl+M", self.open_models, "Models")
         self.escape_shortcut = QShortcut(QKeySequence(Qt.Key.Key_Escape), self)
         self.escape_shortcut.setContext(Qt.ShortcutContext.WindowShortcut)
         self.escape_shortcut.activated.connect(self.escape)
@@ -254,7 +315,7 @@ class MainWindow(QMainWindow):
     def _render_conversation(self) -> None:
         c = self.service
         self.chat_view.branch_info = c.branch_info if c.handle is not None else None
-        self.chat_view.set_conversation(c.conversation)
+        self.chat_view.set_conversation(c.shown_conversation)
         self.chat_view.set_actions_enabled(not c.busy)
         prunes, tokens = c.prune_count()
         self.context_bar.set_counts(prunes, tokens, len(c.conversation.compactions))
@@ -263,6 +324,12 @@ class MainWindow(QMainWindow):
         self._shown_chat = c.chat_id
         self.sidebar.set_current(c.chat_id)
         self._cancel_edit()
+
+    def _reopen_last_chat(self) -> None:
+        """A restart continues where the user left off: the chat open at the last close."""
+        chat_id = last_chat()
+        if chat_id is not None and self.sidebar.item_for(chat_id) is not None:
+            self.service.open_chat(chat_id)
 
     def new_chat(self) -> None:
         if self.service.new_chat():
@@ -276,6 +343,12 @@ class MainWindow(QMainWindow):
 
     def _undo_delete(self, _chat_id: str) -> None:
         self.service.undo_delete()
+
+    def _update_welcome(self) -> None:
+        """The welcome page stands in for the transcript while the chat shows nothing."""
+        page = self.welcome if self.chat_view.is_empty else self.chat_view
+        if self.transcript.currentWidget() is not page:
+            self.transcript.setCurrentWidget(page)
 
     # -- sending -----------------------------------------------------------------------
     def submit(self, text: str) -> None:
@@ -292,7 +365,7 @@ class MainWindow(QMainWindow):
         if self.service.busy:
             self.service.stop()
             return
-        self.input._submit()  # the same as pressing Enter
+        self.input.submit()  # the same as pressing Enter
 
     def escape(self) -> None:
         if self.input.completer.popup_visible:
@@ -351,9 +424,6 @@ class MainWindow(QMainWindow):
     def _agent_notice(self, notice: Notice) -> None:
         self.show_notice(notice.level, notice.text)
 
-    def show_notice(self, level: str, text: str) -> None:
-        self.chat_view.add_notice(level, text)
-
     def _context_usage(self, usage: ContextUsage) -> None:
         self.context_bar.set_usage(usage)
         self._update_mode_label()
@@ -374,6 +444,13 @@ class MainWindow(QMainWindow):
     def _turn_finished(self, event: TurnFinished) -> None:
         self.chat_view.end_streaming(stopped=event.stopped)
 
+    def _prefill_progress(self, event: PrefillProgress) -> None:
+        if self.status.phase is Phase.EVALUATING_PROMPT:
+            self.prompt_progress.update_progress(event)
+
+    def _reply_stats(self, stats: ReplyStats) -> None:
+        self.chat_view.set_reply_footer(stats_text(stats))
+
     # -- status and the model ----------------------------------------------------------
     def _status_changed(self, status: Status) -> None:
         """Render the service's status: the status bar, the compaction strip, the load
@@ -388,6 +465,8 @@ class MainWindow(QMainWindow):
                 self.spinner.start()
             else:
                 self.spinner.stop()
+        if status.phase is not Phase.EVALUATING_PROMPT:
+            self.prompt_progress.finish()
         loading = status.phase is Phase.LOADING_MODEL
         self.load_progress.setVisible(loading)
         if loading and status.progress is not None:
@@ -415,6 +494,8 @@ class MainWindow(QMainWindow):
             self.model_label.setText("")
         self._update_mode_label()
         self._update_composer()
+        if self.models_page is not None and self.models_page.isVisible():
+            self.models_page.refresh()
 
     def _error_box(self, title: str, text: str) -> QMessageBox:
         box = QMessageBox(
@@ -459,9 +540,6 @@ class MainWindow(QMainWindow):
             return
         self.apply_settings(new)
 
-    def apply_settings(self, new: Settings) -> None:
-        self.service.apply_settings(new)
-
     def _settings_changed(self, event: SettingsChanged) -> None:
         new = event.settings
         self.input.set_enter_sends(new.enter_sends)
@@ -470,33 +548,46 @@ class MainWindow(QMainWindow):
             theme.apply_theme(app, new.theme)
         self._theme = new.theme
         self._update_mode_label()
+        self.welcome.set_workspace(new.workspace_path())
 
     # -- requests from the service -------------------------------------------------------
-    def _choose_export_path(self, suggested: Path) -> None:
-        """``/export`` without a path: ask where, then let the service write it."""
-        target, _f = QFileDialog.getSaveFileName(
-            self, "Export chat", str(suggested), "Markdown (*.md);;OpenAI JSON (*.json)"
-        )
-        if target:
-            self.service.export_chat(Path(target))
-
     def _pick_chat(self, _chats: tuple[ChatSummary, ...]) -> None:
         self.sidebar.focus_search()
 
     # -- misc --------------------------------------------------------------------------
     def shutdown(self) -> None:
         """Deny pending approvals, drop late events, stop the service (and its worker)."""
+        app = QApplication.instance()
+        if app is not None:
+            app.removeEventFilter(self.drop_handler)
+            app.removeEventFilter(self.focus_keeper)
+        if self.models_page is not None:
+            self.models_page.shutdown()
         self.approver.close()
         self.bridge.close()
         self.service.shutdown()
 
     def closeEvent(self, event: QCloseEvent) -> None:
-        save_window_state(self, self.splitter)
+        save_window_state(self, self.splitter, self.service.chat_id)
         self.shutdown()
         super().closeEvent(event)
 
+    def _frame_extra(self) -> tuple[int, int]:
+        frame, inner = self.frameGeometry(), self.geometry()
+        return frame.width() - inner.width(), frame.height() - inner.height()
+
+    def _fit_framed(self) -> None:
+        """Fit again if the window manager has put a frame (title bar, borders) around the
+        window since it was shown; if the frame was known then, nothing changes."""
+        if self._frame_extra() != self._shown_frame:
+            fit_to_screen(self)
+
     def showEvent(self, event: object) -> None:
         super().showEvent(event)  # type: ignore[arg-type]
+        fit_to_screen(self)
+        # Again once the window manager has framed it (title bar and borders known).
+        self._shown_frame = self._frame_extra()
+        self._refit.start()
         QTimer.singleShot(0, self.input.setFocus)
 
 

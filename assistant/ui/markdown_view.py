@@ -86,11 +86,13 @@ def demote_headings(markdown: str) -> str:
 
 
 class ProseLabel(QLabel):
-    """Selectable Markdown prose that wraps to the available width."""
+    """Selectable Markdown prose that wraps to the available width; with ``plain`` the
+    text is shown as typed (every line break kept, nothing read as Markdown)."""
 
-    def __init__(self, text: str = "", parent: QWidget | None = None) -> None:
+    def __init__(self, text: str = "", parent: QWidget | None = None, plain: bool = False) -> None:
         super().__init__(parent)
-        self.setTextFormat(Qt.TextFormat.MarkdownText)
+        self.plain = plain
+        self.setTextFormat(Qt.TextFormat.PlainText if plain else Qt.TextFormat.MarkdownText)
         self.setWordWrap(True)
         self.setOpenExternalLinks(True)
         self.setTextInteractionFlags(
@@ -102,7 +104,7 @@ class ProseLabel(QLabel):
 
     def set_markdown(self, text: str) -> None:
         self.markdown = text
-        self.setText(demote_headings(text))
+        self.setText(text if self.plain else demote_headings(text))
 
 
 class CodeBlock(QFrame):
@@ -127,6 +129,7 @@ class CodeBlock(QFrame):
         header.addWidget(self.copy_button)
         layout.addLayout(header)
         self.editor = QPlainTextEdit()
+        self.editor.setAccessibleName(f"Code ({lang})" if lang else "Code")
         self.editor.setReadOnly(True)
         self.editor.setFrameShape(QFrame.Shape.NoFrame)
         self.editor.setLineWrapMode(QPlainTextEdit.LineWrapMode.NoWrap)
@@ -140,6 +143,7 @@ class CodeBlock(QFrame):
         layout.addWidget(self.editor)
         self._code = ""
         self.set_code(code, lang)
+        self._fit_height()  # also for a block that has no line yet (a reply streaming)
 
     @property
     def code(self) -> str:
@@ -179,10 +183,16 @@ class CodeBlock(QFrame):
 
 
 class MarkdownView(QWidget):
-    """Renders a Markdown string; call :meth:`set_markdown` again as it grows."""
+    """Renders a Markdown string; call :meth:`set_markdown` again as it grows.
 
-    def __init__(self, markdown: str = "", parent: QWidget | None = None) -> None:
+    ``plain_prose`` shows the text between code blocks as typed (a user's message: pasted
+    lines stay lines)."""
+
+    def __init__(
+        self, markdown: str = "", parent: QWidget | None = None, *, plain_prose: bool = False
+    ) -> None:
         super().__init__(parent)
+        self.plain_prose = plain_prose
         self._layout = QVBoxLayout(self)
         self._layout.setContentsMargins(0, 0, 0, 0)
         self._layout.setSpacing(6)
@@ -226,11 +236,10 @@ class MarkdownView(QWidget):
         del self._widgets[len(segments) :]
         self._segments = list(segments)
 
-    @staticmethod
-    def _make(seg: Segment) -> QWidget:
+    def _make(self, seg: Segment) -> QWidget:
         if seg.lang is not None:
             return CodeBlock(seg.text, seg.lang)
-        return ProseLabel(seg.text)
+        return ProseLabel(seg.text, plain=self.plain_prose)
 
     @staticmethod
     def _update(widget: QWidget, seg: Segment) -> None:

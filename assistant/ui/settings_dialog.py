@@ -4,6 +4,10 @@ Every change is validated by the pydantic :class:`Settings` model as you type; a
 value is outlined in red and the reason (pydantic's message) is shown under the form, and
 Save stays disabled until everything is valid. The dialog only edits a copy:
 :meth:`SettingsDialog.result_settings` is what the caller saves and applies.
+
+Why it is long (about 550 lines): one dialog whose pages share one validation pass over the
+whole settings copy (a value on one page can make another invalid); its pages are built by
+separate methods of the one class.
 """
 
 from __future__ import annotations
@@ -39,6 +43,7 @@ from PySide6.QtWidgets import (
 
 from assistant.config import SETTING_LABELS, ModePolicy, Settings, setting_name
 from assistant.llm import gguf
+from assistant.llm.catalog import list_models
 from assistant.llm.registry import ModelEntry, Registry
 from assistant.settings_check import check_against_model
 
@@ -160,6 +165,8 @@ class SettingsDialog(QDialog):
         if self._registry is not None:
             for entry in self._registry.models:
                 self.model_combo.addItem(entry.display_name, entry.name)
+        for added in list_models(None):  # GGUF files added in the Models window
+            self.model_combo.addItem(added.display_name, added.key)
         self.model_combo.addItem("Choose a GGUF file…", CHOOSE_FILE)
         self.model_combo.activated.connect(self._model_activated)
         self.model_combo.currentIndexChanged.connect(self._update_model_info)
@@ -264,6 +271,7 @@ class SettingsDialog(QDialog):
         form.addRow("System prompt", self.system_prompt)
         ws_row = QHBoxLayout()
         self.workspace = QLineEdit()
+        self.workspace.setAccessibleName("Workspace folder")
         self.workspace.setPlaceholderText("Default workspace folder")
         browse = QPushButton("Browse…")
         browse.clicked.connect(self._browse_workspace)

@@ -2,12 +2,16 @@
 
 The sidebar shows :class:`ChatEntry` rows (newest first) and emits intents; the window
 does the store work and calls :meth:`Sidebar.set_chats` with the fresh list. Deleting shows
-an "Undo" bar for a few seconds.
+an "Undo" bar for a few seconds. Search matches titles and, through :attr:`Sidebar.searcher`
+(the service's message search), what was said in each chat; a match in a message shows the
+words around it, and a search that finds nothing says so. Long titles are cut with "…" and
+shown whole in the tooltip (the list never scrolls sideways).
 """
 
 from __future__ import annotations
 
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from PySide6.QtCore import QPoint, Qt, QTimer, Signal
@@ -21,12 +25,20 @@ from PySide6.QtWidgets import (
     QListWidgetItem,
     QMenu,
     QPushButton,
+    QToolButton,
     QVBoxLayout,
     QWidget,
 )
 
 UNDO_SECONDS = 8
 ID_ROLE = Qt.ItemDataRole.UserRole
+TITLE_ROLE = Qt.ItemDataRole.UserRole + 1
+#: Wait this long after the last key press before searching the messages.
+SEARCH_DELAY_MS = 150
+
+#: ``searcher(text, chat_ids)``: which of those chats have a message containing ``text``
+#: (chat id -> the words around the first hit).
+Searcher = Callable[[str, Sequence[str]], dict[str, str]]
 
 
 @dataclass(frozen=True)
@@ -57,6 +69,7 @@ class Sidebar(QFrame):
     rename_requested = Signal(str, str)
     delete_requested = Signal(str)
     undo_delete_requested = Signal(str)
+    options_requested = Signal(str)
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -72,21 +85,38 @@ class Sidebar(QFrame):
         top.addStretch(1)
         self.new_button = QPushButton("+ New chat")
         self.new_button.setToolTip("New chat (Ctrl+N)")
+        self.new_button.setAccessibleName("New chat")
         self.new_button.clicked.connect(self.new_chat_requested)
         top.addWidget(self.new_button)
         layout.addLayout(top)
         self.search = QLineEdit()
         self.search.setPlaceholderText("Search chats (Ctrl+K)")
         self.search.setClearButtonEnabled(True)
-        self.search.textChanged.connect(self._apply_filter)
+        self.search.setAccessibleName("Search chats")
+        for clear in self.search.findChildren(QToolButton):  # the field's clear button
+            clear.setAccessibleName("Clear the search")
+        self.search.textChanged.connect(self._search_later)
         self.search.returnPressed.connect(self._open_first_visible)
         layout.addWidget(self.search)
+        self.no_match = QLabel("")
+        self.no_match.setObjectName("MutedLabel")
+        self.no_match.setWordWrap(True)
+        self.no_match.setVisible(False)
+        layout.addWidget(self.no_match)
+        self._search_timer = QTimer(self)
+        self._search_timer.setSingleShot(True)
+        self._search_timer.setInterval(SEARCH_DELAY_MS)
+        self._search_timer.timeout.connect(lambda: self._apply_filter(self.search.text()))
+        self.searcher: Searcher | None = None
         self.list = QListWidget()
+        self.list.setAccessibleName("Chats")
+        self.list.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        self.list.setTextElideMode(Qt.TextElideMode.ElideRight)
+        self.list.setWordWrap(False)
         self.list.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
         self.list.customContextMenuRequested.connect(self._context_menu)
         self.list.itemClicked.connect(self._clicked)
         self.list.itemActivated.connect(self._clicked)
-        self.list.setUniformItemSizes(True)
         layout.addWidget(self.list, 1)
 
         self.undo_bar = QFrame()
@@ -95,6 +125,7 @@ class Sidebar(QFrame):
         undo.setContentsMargins(10, 6, 6, 6)
         self.undo_label = QLabel("Chat deleted")
         self.undo_button = QPushButton("Undo")
+        self.undo_button.setAccessibleName("Undo the delete")
         self.undo_button.clicked.connect(self._undo)
         undo.addWidget(self.undo_label, 1)
         undo.addWidget(self.undo_button)
@@ -118,6 +149,7 @@ class Sidebar(QFrame):
         for entry in entries:
             item = QListWidgetItem(entry.title)
             item.setData(ID_ROLE, entry.chat_id)
+            item.setData(TITLE_ROLE, entry.title)
             age = _age(entry.updated, now)
             item.setToolTip(f"{entry.title}\n{age}" if age else entry.title)
             self.list.addItem(item)
@@ -138,7 +170,7 @@ class Sidebar(QFrame):
 
     def titles(self, visible_only: bool = True) -> list[str]:
         return [
-            self.list.item(i).text()
+            str(self.list.item(i).data(TITLE_ROLE))
             for i in range(self.list.count())
             if not (visible_only and self.list.item(i).isHidden())
         ]
@@ -154,13 +186,36 @@ class Sidebar(QFrame):
         self.search.setFocus(Qt.FocusReason.ShortcutFocusReason)
         self.search.selectAll()
 
+    def _search_later(self, text: str) -> None:
+        if not text.strip():
+            self._search_timer.stop()
+            self._apply_filter(text)
+        else:
+            self._search_timer.start()
+
     def _apply_filter(self, text: str) -> None:
-        needle = text.strip().lower()
+        """Show the chats whose title or messages hold ``text`` (all of them for none)."""
+        needle = " ".join(text.split()).lower()
+        ids = [str(self.list.item(i).data(ID_ROLE)) for i in range(self.list.count())]
+        in_messages: dict[str, str] = {}
+        if needle and self.searcher is not None:
+            in_messages = self.searcher(needle, ids)
+        shown = 0
         for i in range(self.list.count()):
             item = self.list.item(i)
-            item.setHidden(bool(needle) and needle not in item.text().lower())
-
+            title = str(item.data(TITLE_ROLE))
+            hit = in_messages.get(ids[i])
+            by_title = needle in title.lower()
+            visible = not needle or by_title or hit is not None
+            item.setHidden(not visible)
+            shown += visible
+            item.setText(f"{title}\n   {hit}" if needle and not by_title and hit else title)
+        self.no_match.setText(f"No chats match “{text.strip()}”." if needle else "")
+        self.no_match.setVisible(bool(needle) and not shown)
     def _open_first_visible(self) -> None:
+        if self._search_timer.isActive():
+            self._search_timer.stop()
+            self._apply_filter(self.search.text())
         for i in range(self.list.count()):
             item = self.list.item(i)
             if not item.isHidden():
@@ -179,26 +234,44 @@ class Sidebar(QFrame):
             return
         menu = QMenu(self)
         rename = menu.addAction("Rename…")
+        options = menu.addAction("Model and system prompt…")
         delete = menu.addAction("Delete")
         chosen = menu.exec(self.list.mapToGlobal(pos))
         chat_id = str(item.data(ID_ROLE))
         if chosen is rename:
             self.ask_rename(chat_id)
+        elif chosen is options:
+            self.options_requested.emit(chat_id)
         elif chosen is delete:
             self.delete(chat_id)
 
-    def ask_rename(self, chat_id: str) -> None:
+    def ask_rename(self, chat_id: str) -> QInputDialog | None:
+        """A rename dialog wide enough for the whole title (not modal to the app loop)."""
         item = self.item_for(chat_id)
         if item is None:
-            return
-        title, ok = QInputDialog.getText(self, "Rename chat", "Title", text=item.text())
-        if ok and title.strip():
-            self.rename_requested.emit(chat_id, title.strip())
+            return None
+        dialog = QInputDialog(self)
+        dialog.setObjectName("RenameDialog")
+        dialog.setWindowTitle("Rename chat")
+        dialog.setLabelText("New title for this chat:")
+        dialog.setTextValue(str(item.data(TITLE_ROLE)))
+        width = max(440, self.fontMetrics().horizontalAdvance(dialog.textValue()) + 80)
+        dialog.setMinimumWidth(min(width, 900))
+        dialog.setOkButtonText("Rename")
+        dialog.textValueSelected.connect(
+            lambda title: self.rename_requested.emit(chat_id, title.strip())
+            if title.strip() else None
+        )
+        dialog.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+        dialog.resize(dialog.minimumWidth(), dialog.sizeHint().height())
+        dialog.open()
+        self.rename_dialog = dialog
+        return dialog
 
     def delete(self, chat_id: str) -> None:
         """Ask the window to delete a chat and offer Undo."""
         item = self.item_for(chat_id)
-        title = item.text() if item is not None else "Chat"
+        title = str(item.data(TITLE_ROLE)) if item is not None else "Chat"
         self._deleted_id = chat_id
         self.delete_requested.emit(chat_id)
         short = title if len(title) <= 28 else title[:27] + "…"

@@ -55,7 +55,10 @@ class Colors:
     seg_system: str
     seg_summary: str
     seg_conversation: str
+    #: Tool outputs (results in the conversation).
     seg_tools: str
+    #: Tool schemas (the tool descriptions the prompt carries).
+    seg_schemas: str
     seg_reserve: str
     seg_free: str
 
@@ -85,6 +88,7 @@ LIGHT = Colors(
     seg_summary="#8250df",
     seg_conversation="#2f6feb",
     seg_tools="#1a9e75",
+    seg_schemas="#bf8700",
     seg_reserve="#c8ced6",
     seg_free="#e9ecf0",
 )
@@ -114,6 +118,7 @@ DARK = Colors(
     seg_summary="#a371f7",
     seg_conversation="#5b8def",
     seg_tools="#2ebd8f",
+    seg_schemas="#d29922",
     seg_reserve="#4a4e57",
     seg_free="#30333a",
 )
@@ -290,6 +295,33 @@ QLabel#FieldHelp {{ color: {c.muted}; font-size: 9pt; }}
 QListView#SlashPopup {{ background: {c.surface}; border: 1px solid {c.border};
     selection-background-color: {c.selection}; selection-color: {c.text}; padding: 2px; }}
 QSplitter::handle {{ background: {c.border}; }}
+QToolButton#MessageAction:disabled, QToolButton#BranchButton:disabled {{ color: {c.border}; }}
+#WelcomeView, #WelcomeInner {{ background: {c.window}; border: none; }}
+QLabel#WelcomeTitle {{ font-size: 20pt; font-weight: 600; }}
+QLabel#WelcomeSection {{ font-weight: 600; font-size: 11pt; }}
+QLabel#WorkspacePath {{ background: {c.surface}; border: 1px solid {c.border};
+    border-radius: 6px; padding: 5px 8px; }}
+QPushButton#ExamplePrompt {{ text-align: left; padding: 8px 12px; background: {c.surface}; }}
+QLabel#DropOverlay {{ background: {c.info_bg}; color: {c.accent}; font-size: 13pt;
+    font-weight: 600; border: 2px dashed {c.accent}; border-radius: 12px; }}
+QFileDialog QToolButton {{ padding: 2px; }}
+#PromptProgress {{ background: {c.info_bg}; border-top: 1px solid {c.border}; }}
+QLabel#MessageFooter {{ color: {c.muted}; font-size: 8pt; }}
+#ModelList {{ background: transparent; }}
+QFrame#ModelCard {{ background: {c.surface}; border: 1px solid {c.border}; border-radius: 8px; }}
+QFrame#ModelCard[loaded="true"] {{ border: 1px solid {c.accent}; }}
+QLabel#ModelTitle {{ font-weight: 600; font-size: 11pt; }}
+QLabel#ModelState {{ border-radius: 8px; padding: 1px 8px; font-size: 8pt;
+    background: {c.seg_free}; color: {c.muted}; }}
+QLabel#ModelState[state="loaded"] {{ background: {c.accent}; color: {c.accent_text}; }}
+QLabel#ModelState[state="installed"] {{ background: {c.info_bg}; color: {c.ok}; }}
+QLabel#ModelState[state="file-missing"] {{ background: {c.error_bg}; color: {c.error}; }}
+QLabel#ModelPath {{ color: {c.muted}; font-size: 8pt; }}
+QLabel#ModelsMessage {{ color: {c.text}; }}
+QLabel#ModelsMessage[error="true"] {{ color: {c.error}; }}
+QPushButton#StatusButton {{ border: none; background: transparent; color: {c.muted};
+    padding: 0 6px; }}
+QPushButton#StatusButton:hover {{ color: {c.accent}; text-decoration: underline; }}
 """
 
 

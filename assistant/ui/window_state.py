@@ -1,4 +1,6 @@
-"""Remembering the window: geometry and splitter sizes in an INI file in the config dir.
+"""Remembering the window: geometry, splitter sizes and the open chat in an INI file in the
+config dir. A restored geometry is fitted to the screen the window opens on (a window saved
+on a larger screen, or at another scale factor, never opens partly off-screen).
 
 QSettings with an explicit file (``window.ini`` beside ``settings.json``) keeps it under
 ``ASSISTANT_HOME`` in tests and out of the platform registry.
@@ -9,13 +11,15 @@ from __future__ import annotations
 import contextlib
 
 from PySide6.QtCore import QByteArray, QSettings
-from PySide6.QtWidgets import QMainWindow, QSplitter
+from PySide6.QtGui import QGuiApplication
+from PySide6.QtWidgets import QMainWindow, QSplitter, QWidget
 
 from assistant import paths
 
 GEOMETRY_KEY = "window/geometry"
 STATE_KEY = "window/state"
 SPLITTER_KEY = "window/splitter"
+LAST_CHAT_KEY = "window/last_chat"
 
 
 def window_settings() -> QSettings:
@@ -24,8 +28,14 @@ def window_settings() -> QSettings:
     return QSettings(str(path), QSettings.Format.IniFormat)
 
 
-def save_window_state(window: QMainWindow, splitter: QSplitter) -> None:
+def save_window_state(
+    window: QMainWindow, splitter: QSplitter, last_chat: str | None = None
+) -> None:
     store = window_settings()
+    if last_chat:
+        store.setValue(LAST_CHAT_KEY, last_chat)
+    else:
+        store.remove(LAST_CHAT_KEY)
     store.setValue(GEOMETRY_KEY, window.saveGeometry())
     store.setValue(STATE_KEY, window.saveState())
     store.setValue(SPLITTER_KEY, [int(s) for s in splitter.sizes()])
@@ -47,3 +57,38 @@ def restore_window_state(window: QMainWindow, splitter: QSplitter) -> bool:
         with contextlib.suppress(TypeError, ValueError):
             splitter.setSizes([int(s) for s in sizes])
     return restored
+
+
+def last_chat() -> str | None:
+    """The chat that was open when the window last closed."""
+    value = window_settings().value(LAST_CHAT_KEY)
+    return value if isinstance(value, str) and value else None
+
+
+#: Room assumed for the title bar and borders before the window manager has said how
+#: much they take (a window is fitted again once it has).
+ASSUMED_FRAME = (8, 40)
+
+
+def fit_to_screen(window: QWidget, margin: int = 0) -> None:
+    """Shrink and move ``window`` so all of it is inside its screen's available area (at
+    any scale factor the available area is in the same logical pixels as the window)."""
+    screen = window.screen() or QGuiApplication.primaryScreen()
+    if screen is None:
+        return
+    area = screen.availableGeometry().adjusted(margin, margin, -margin, -margin)
+    frame = window.frameGeometry()
+    extra_w = frame.width() - window.width()
+    extra_h = frame.height() - window.height()
+    if extra_w == 0 and extra_h == 0:  # decorations not known yet
+        extra_w, extra_h = ASSUMED_FRAME
+    width = min(window.width(), max(1, area.width() - extra_w))
+    height = min(window.height(), max(1, area.height() - extra_h))
+    if (width, height) != (window.width(), window.height()):
+        window.resize(width, height)
+    frame = window.frameGeometry()
+    full_w, full_h = max(frame.width(), width + extra_w), max(frame.height(), height + extra_h)
+    x = min(max(frame.x(), area.left()), area.right() - full_w + 1)
+    y = min(max(frame.y(), area.top()), area.bottom() - full_h + 1)
+    if (x, y) != (frame.x(), frame.y()):
+        window.move(x, y)

@@ -121,15 +121,16 @@ def test_a_file_read_then_asked_about_is_in_the_prompt_of_that_call(
     events: list[AgentEvent] = []
     agent = Agent(backend, controller, ToolRegistry.default(), lambda: settings, None,
                   events.append)
+    controller.on_event = agent.on_context_event
     conv = Conversation()
 
-    agent.handle_input(conv, "Hello! I will show you my shipping notes.")
-    agent.handle_input(conv, "/read notes.txt")
+    agent.chat(conv, "Hello! I will show you my shipping notes.")
+    agent.run_tool_command(conv, "read_file", {"path": "notes.txt"})
     read_result = conv.messages[-1]
     size = controller.counter.message(read_result)
     assert size > policy.protect  # the case that used to be cleared before the question
     assert "Truncated" not in read_result.content  # the whole file fits one read
-    agent.handle_input(conv, "What is the shipment code for crate 7 in notes.txt?")
+    agent.chat(conv, "What is the shipment code for crate 7 in notes.txt?")
 
     assert len(backend.prompts) == 2
     question_prompt, tokens = backend.prompts[-1]

@@ -34,9 +34,9 @@ def test_inconsistent_values_are_refused_naming_the_fields() -> None:
     with pytest.raises(ValidationError) as err:
         ModePolicy(window=4_000, protect=1, minimum=1, reserve=2_000, keep_recent=2_000,
                    summary_budget=1)
-    text = str(err.value)
-    assert "reserve" in text and "keep_recent" in text and "summary_budget" in text
-    assert "window" in text
+    text = str(err.value)  # the fields named as the settings dialog shows them
+    assert "Reserve for the reply" in text and "Keep recent (unsummarized)" in text
+    assert "Summary budget" in text and "Context window (4,000)" in text
 
 
 def test_exactly_fitting_values_are_accepted() -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from assistant.compaction.budget import compaction_budget
@@ -41,9 +41,21 @@ def _check_pairs(messages: list[dict[str, Any]]) -> None:
             assert m["tool_call_id"] in calls_seen, "a kept tool result lost its call"
 
 
+def _t(user: int, tools: list[tuple[int, bool]], answer: int, stopped: bool) -> dict[str, Any]:
+    return {"user": user, "tools": tools, "answer": answer, "stopped": stopped}
+
+
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(turns=st.lists(turn, min_size=1, max_size=10), prune=st.booleans(),
        good=st.lists(st.booleans(), min_size=1, max_size=8))
+# A turn split by an earlier compaction, a stopped reply and a long new message: the pending
+# part cannot stay whole beside the previous summary, so it has to be split.
+@example(
+    turns=[*[_t(1, [], 1, False)] * 4, _t(340, [], 1, False), _t(1, [(1, False)], 1, False),
+           _t(1, [(1, False)] * 3, 1, False),
+           _t(1456, [(1, False), (301, False), (452, False)], 75, True), _t(559, [], 1, False)],
+    prune=False, good=[False],
+)
 def test_prompt_never_exceeds_the_window_and_pairs_stay_together(
     turns: list[dict[str, Any]], prune: bool, good: list[bool]
 ) -> None:

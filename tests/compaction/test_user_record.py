@@ -116,3 +116,13 @@ def test_last_request_is_kept_whole_unless_it_alone_exceeds_the_budget() -> None
     text = render_user_record([], 80, COUNT, last_request=huge)
     assert COUNT(text) <= 80 and "Fix the bug in the parser." in text
     assert "lines omitted]" in text
+
+
+def test_the_record_never_exceeds_a_tiny_budget_nor_shows_fragments() -> None:
+    older = ["Always use tabs. " * 3, "What is this? Create the file.", "ok"]
+    last = "Please rename main.py to app.py and keep the old one around for reference."
+    for budget in range(0, 80):
+        text = render_user_record(older, budget, COUNT, last_request=last)
+        assert COUNT(text) <= budget, budget
+        for line in text.splitlines():
+            assert line.startswith(("## ", "- [", "  ")) or line in last or "[..." in line, line

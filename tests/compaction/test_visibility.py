@@ -251,3 +251,31 @@ def test_a_before_compact_hook_that_raises_is_logged_and_the_default_runs(
         rec = ctl.compact(conv, system_prompt=SYSTEM, reason=CompactionReason.MANUAL)
     assert seen and rec is not None and rec.summarizer == "model"
     assert "before_compact hook failed" in caplog.text
+
+
+def test_a_question_left_without_reply_gives_way_to_the_latest_turns_reads() -> None:
+    # Turn A's question got no final reply (the model returned nothing), so its read is
+    # still "pending"; then the user reads two more files and asks about them. When both
+    # turns cannot fit, turn A is summarized: the files of the question asked now stay.
+    conv = Conversation()
+    tool_turn(conv, 0)
+    for k in range(12):
+        _user_read(conv, f"old/a{k}.txt", _numbered_file(f"old/a{k}.txt", 30))
+    conv.append(Message(role="user", content="What do the old/a*.txt files have in common?"))
+    b_body = _numbered_file("src/b.py", 60)
+    c_body = _numbered_file("src/c.py", 40)
+    b = _user_read(conv, "src/b.py", b_body)
+    c = _user_read(conv, "src/c.py", c_body)
+    conv.append(Message(role="user", content="Is there a bug in src/c.py?"))
+    pol = local_policy(window=4_000, protect=10_000, minimum=10_000, reserve=400,
+                       keep_recent=600, summary_budget=300)
+    assert COUNT(b_body) + COUNT(c_body) < pol.window // 2
+    ctl, _, _ = controller(ScriptedBackend([GOOD_SUMMARY] * 3), pol)
+    req = ctl.prepare(conv, system_prompt=SYSTEM)
+    assert req.prompt_tokens + pol.reserve <= pol.window
+    assert req.compaction is not None
+    contents = [m["content"] for m in req.messages]
+    assert b_body in contents and c_body in contents
+    assert not any(text.startswith("old/a0.txt") for text in contents)  # turn A: summarized
+    assert {b.id, c.id} <= {m.id for m in conv.kept_messages()}
+    assert contents[-1] == "Is there a bug in src/c.py?"

@@ -11,13 +11,13 @@ from typing import Any
 import pytest
 
 from assistant.llm.base import GenerationOptions
-from assistant.llm.llama_backend import (
+from assistant.llm.incremental_tokenizer import (
     IncrementalTokenizer,
-    LlamaBackend,
-    _chars_before,
-    _overlaps,
-    _self_overlaps,
+    chars_before,
+    overlaps,
+    self_overlaps,
 )
+from assistant.llm.llama_backend import LlamaBackend
 from assistant.llm.registry import load_registry, model_path
 
 # -- without a model ------------------------------------------------------------------------
@@ -64,12 +64,12 @@ def test_memo_is_bounded_by_tokens_held() -> None:
 
 
 def test_overlap_helpers() -> None:
-    assert _self_overlaps(b"aba") and not _self_overlaps(b"<|im_start|>")
-    assert _overlaps(b"x<|im_start|>", b"<|im_start|>")
-    assert _overlaps(b"|>abc", b"<|im_start|>")  # its start is the marker's end
-    assert _overlaps(b"abc<|im", b"<|im_start|>")  # its end is the marker's start
-    assert not _overlaps(b"<|im_end|>", b"<|im_start|>")
-    assert _chars_before(iter([b"a<b", b"<c", b"\xc3\xa9<", b"x"]), b"<") == {
+    assert self_overlaps(b"aba") and not self_overlaps(b"<|im_start|>")
+    assert overlaps(b"x<|im_start|>", b"<|im_start|>")
+    assert overlaps(b"|>abc", b"<|im_start|>")  # its start is the marker's end
+    assert overlaps(b"abc<|im", b"<|im_start|>")  # its end is the marker's start
+    assert not overlaps(b"<|im_end|>", b"<|im_start|>")
+    assert chars_before(iter([b"a<b", b"<c", b"\xc3\xa9<", b"x"]), b"<") == {
         b"a",
         "é".encode(),
     }

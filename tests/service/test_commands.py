@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
+from assistant import paths
 from assistant.agent.commands import HELP_TEXT
 from assistant.service.events import ChatPickerRequested, ExportPathNeeded, SettingsChanged
 
@@ -99,4 +100,6 @@ def test_export_writes_markdown_or_json_and_asks_without_a_path(
     rig.service.submit(f"/export {tmp_path / 'chat.json'}")
     assert '"role": "assistant"' in (tmp_path / "chat.json").read_text()
     rig.service.submit("/export")
-    assert rig.of(ExportPathNeeded)[-1].suggested.name == "chat.md"
+    suggested = rig.of(ExportPathNeeded)[-1].suggested
+    assert suggested.name == "Capital of France.md"  # the chat's title
+    assert suggested.parent == paths.documents_dir()

@@ -7,6 +7,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from assistant.agent.events import ContextChanged, MessageAdded, TurnFinished
+from assistant.compaction.branch import BranchSummarizer
 from assistant.compaction.events import CompactionFinished
 from assistant.config import Settings
 from assistant.llm.base import LLMBackend, ModelLoadError
@@ -211,8 +212,21 @@ def test_branches_edit_and_regenerate(make_rig: Make) -> None:
     service.regenerate(service.conversation.messages[1].id)
     assert _contents(service) == ["edited question", "regenerated reply"]
     service.switch_branch(service.conversation.messages[0].id, -1)
-    assert _contents(service)[:2] == ["original question", "first reply"]
+    shown = [m.content for m in service.shown_conversation.messages]
+    assert shown[:2] == ["original question", "first reply"]
+    assert _contents(service) == ["edited question", "regenerated reply"]  # only looking
     assert rig.of(ConversationReset)
+    # Continuing there leaves the edited branch, summarized with the loaded model's tokenizer.
+    service.submit("continue on the first branch")
+    handle = service.handle
+    assert handle is not None
+    summary = next(m for m in service.conversation.messages if handle.is_branch_summary(m.id))
+    assert "edited question" in summary.content
+    assert _contents(service)[:2] == ["original question", "first reply"]
+    engine = service.engine
+    assert engine is not None
+    assert isinstance(service.store.summarizer, BranchSummarizer)
+    assert service.store.summarizer.counter is engine.controller.counter
 
 
 def test_delete_and_undo_and_rename(make_rig: Make) -> None:
@@ -243,3 +257,19 @@ def test_worker_completions_run_on_the_owner_thread(make_rig: Make) -> None:
     rig.service.submit("hi")
     rig.idle()
     assert rig.loop is not None and seen and set(seen) == {rig.loop.owner}
+
+
+def test_a_dropped_file_is_copied_into_the_workspace_and_read(
+    make_rig: Make, tmp_path: Path
+) -> None:
+    rig = make_rig()
+    outside = tmp_path / "elsewhere" / "letter.txt"
+    outside.parent.mkdir()
+    outside.write_text("Dear team, the venue is booked.\n")
+    rig.service.drop_file(outside)
+    messages = rig.service.conversation.messages
+    assert [m.role for m in messages] == ["assistant", "tool"]
+    assert "the venue is booked" in messages[1].content
+    assert (rig.service.settings.workspace_path() / "dropped" / "letter.txt").is_file()
+    assert any("Copied letter.txt" in text for text in rig.notices("info"))
+    assert not rig.backend.calls  # the user asks about it next

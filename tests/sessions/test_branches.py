@@ -4,16 +4,16 @@ from __future__ import annotations
 
 import pytest
 
+from assistant.compaction.branch import BranchSummarizer
+from assistant.compaction.tokens import CountingBackend
 from assistant.conversation import Message, ToolCall
 from assistant.sessions import (
     BRANCH_SUMMARY_PREFIX,
     ChatClosedError,
     ChatHandle,
     SessionStore,
-    extractive_summary,
     is_branch_summary,
 )
-from assistant.sessions.summary import estimate_tokens
 
 from .chatdata import model_prompt_tokens
 
@@ -143,7 +143,8 @@ def test_summary_of_files_touched_and_no_duplicate_summaries(store: SessionStore
     chat.switch_branch(u1.id, +1)  # leave "Fix the bug", summarize it
     text = conv.messages[-1].content
     assert "Fix the bug in app.py" in text
-    assert "Files read: app.py" in text and "Files modified: app.py" in text
+    # compaction's file tracking: a file that was read and then edited is listed as modified
+    assert "## Files\nModified: app.py" in text and "Read: app.py" not in text
     entries_before = len(chat.entries)
     # switching back and forth without new activity reuses the summaries already made
     chat.switch_branch(alt.id, -1)
@@ -185,17 +186,22 @@ def test_custom_summarizer_gets_the_abandoned_messages_and_the_budget() -> None:
     chat.close()
 
 
-def test_extractive_summary_respects_the_budget() -> None:
+def test_default_branch_summary_fits_its_budget_in_real_tokens() -> None:
     messages = [Message(role="user", content=f"request number {i} " * 5) for i in range(50)]
     messages.append(Message(role="assistant", content="final answer"))
-    for budget in (10, 50, 120, 400):
-        text = extractive_summary(messages, budget)
-        assert estimate_tokens(text) <= budget
-    roomy = extractive_summary(messages, 10_000)
-    assert "request number 0" in roomy and "final answer" in roomy
-    tight = extractive_summary(messages, 120)
-    assert "request number 49" in tight and "request number 0 " not in tight  # newest kept
-    assert extractive_summary(messages, 120) == tight  # deterministic
+    summarize = BranchSummarizer()
+    count = CountingBackend().count
+    for budget in (10, 50, 80, 120, 400, 512):
+        text = summarize(messages, budget)
+        assert count(text) <= budget, (budget, count(text))
+        assert text.startswith("The user explored another branch")
+    roomy = summarize(messages, 10_000)
+    assert all(f"request number {i} " in roomy for i in range(50)) and "final answer" in roomy
+    tight = summarize(messages, 120)
+    # the last request verbatim, the goal (the first request), the older ones omitted
+    assert ("request number 49 " * 5).strip() in tight
+    assert "## Goal\nrequest number 0" in tight and "request number 25" not in tight
+    assert summarize(messages, 120) == tight  # deterministic
 
 
 def test_a_failed_edit_leaves_the_branch_as_it_was(store: SessionStore) -> None:

@@ -151,7 +151,7 @@ def test_up_in_empty_input_edits_last_message_as_a_branch(make_window) -> None:
     assert user_widget.branch_switcher.label.text() == "2/2"
     h.qtbot.mouseClick(user_widget.branch_switcher.prev_button, Qt.MouseButton.LeftButton)
     h.wait_idle()
-    msgs = h.controller.conversation.messages
+    msgs = h.controller.shown_conversation.messages
     assert msgs[0].content == "Capital of France?"
     first = h.window.chat_view.message_widgets[msgs[0].id]
     assert first.branch_switcher.label.text() == "1/2"
@@ -182,7 +182,7 @@ def test_regenerate_makes_a_second_version(make_window) -> None:
 
 def test_model_error_during_reply_is_a_distinct_notice(make_window) -> None:
     from assistant.llm.base import LLMError
-    from assistant.ui.message_widgets import NoticeWidget
+    from assistant.ui.notices import NoticeWidget
 
     def boom(_messages: list[dict[str, object]]) -> str:
         raise LLMError("llama_decode returned -1")
@@ -235,3 +235,14 @@ def test_duplicate_message_after_rerender_is_not_shown_twice(make_window) -> Non
     view.append_delta("hi")
     view.add_message(reply)
     assert len(view.entries()) == count
+
+
+def test_a_refused_command_stays_in_the_input(make_window) -> None:
+    h = make_window()
+    h.type_and_send("/frobnicate the widgets")
+    assert h.window.input.toPlainText() == "/frobnicate the widgets"
+    from assistant.ui.notices import NoticeWidget
+
+    notices = [e for e in h.window.chat_view.entries() if isinstance(e, NoticeWidget)]
+    assert "Unknown command /frobnicate" in notices[-1].text
+    assert h.controller.chat_id is None and not h.backend.calls

@@ -8,8 +8,10 @@ from assistant.agent.events import ContextChanged, ContextUsage
 from assistant.config import Settings
 from assistant.llm.fake import ScriptedBackend
 from assistant.ui.context_bar import ContextBar
-from assistant.ui.message_widgets import CompactionNotice, MessageWidget, PruneNotice, ToolCard
+from assistant.ui.message_widgets import MessageWidget
+from assistant.ui.notices import CompactionNotice, PruneNotice
 from assistant.ui.theme import current_colors
+from assistant.ui.tool_card import ToolCard
 
 from .sample_chat import build_sample_chat, prune_event
 
@@ -45,7 +47,10 @@ def _usage(tokens: int) -> ContextUsage:
         prompt_tokens=tokens,
         window=10_000,
         reserve=1_024,
-        segments={"system": 300, "summary": 0, "conversation": tokens - 500, "tools": 200},
+        segments={
+            "system": 300, "summary": 0, "conversation": tokens - 650, "tool_outputs": 150,
+            "tools": 200,
+        },
     )
 
 
@@ -74,8 +79,9 @@ def test_context_bar_tooltip_has_exact_numbers_thresholds_and_counts(qtbot) -> N
     bar.add_compaction()
     tip = bar.toolTip()
     assert "Prompt: 7,512 of 10,000 tokens" in tip
-    assert "System prompt: 300" in tip and "Tool outputs: 200" in tip
-    assert "Conversation: 7,012" in tip and "Summary: 0" in tip
+    assert "System prompt: 300" in tip and "Tool schemas: 200" in tip
+    assert "Tool outputs: 150" in tip
+    assert "Conversation: 6,862" in tip and "Summary: 0" in tip
     assert "Reserved for the reply: 1,024" in tip and "Free: 1,464" in tip
     assert "1 prune (1,240 tokens cleared), 1 compaction" in tip
     assert "local: window 8,192" in tip and "reserve 838" in tip
@@ -85,12 +91,51 @@ def test_sending_updates_the_context_bar_from_the_tokenizer(make_window) -> None
     h = make_window(backend=ScriptedBackend(["Sure."]))
     h.type_and_send("Count me")
     h.wait_idle()
-    usage = h.window.context_bar.usage
-    assert usage is not None
-    assert usage.prompt_tokens == h.backend.calls[-1].prompt_tokens
+    # After the reply the bar counts the chat as it stands: the prompt sent plus the reply.
+    c = h.controller
+    sent = h.backend.calls[-1]
+    now = h.backend.count_prompt(
+        [sent.messages[0], *(m.to_openai() for m in c.conversation.messages)], sent.tools
+    )
+    bar = h.window.context_bar
+    h.qtbot.waitUntil(lambda: bar.usage is not None and bar.usage.prompt_tokens == now)
+    usage = bar.usage
+    assert usage is not None and now > sent.prompt_tokens
     assert usage.window == 8192
     assert sum(usage.segments.values()) == usage.prompt_tokens
     assert usage.segments["system"] > 0 and usage.segments["tools"] > 0
+    assert usage.segments["tool_outputs"] == 0
+
+
+def test_tool_outputs_and_tool_schemas_are_separate_segments(make_window) -> None:
+    """A file read shows as tool outputs, measured with the model's template, and the
+    schemas as what they add to the system prompt; the tooltip names each."""
+    h = make_window(backend=ScriptedBackend(["Read it."]))
+    workspace = h.controller.settings.workspace_path()
+    workspace.mkdir(parents=True, exist_ok=True)
+    (workspace / "notes.txt").write_text("alpha beta gamma\n" * 60)
+    h.type_and_send("/read notes.txt")
+    h.wait_idle()
+    h.type_and_send("What is in it?")
+    h.wait_idle()
+    usage = h.window.context_bar.usage
+    assert usage is not None
+    backend = h.backend
+    sent = backend.calls[-1].messages
+    tool = next(m for m in sent if m["role"] == "tool")
+    anchor = [{"role": "system", "content": "."}]
+    expected = backend.count_prompt([*anchor, tool]) - backend.count_prompt(anchor)
+    assert usage.segments["tool_outputs"] == expected
+    schemas = backend.count_prompt(sent[:1], backend.calls[-1].tools) - backend.count_prompt(
+        sent[:1]
+    )
+    assert usage.segments["tools"] == schemas > 0
+    assert sum(usage.segments.values()) == usage.prompt_tokens
+    tip = h.window.context_bar.toolTip()
+    for label in ("System prompt", "Summary", "Conversation", "Tool outputs", "Tool schemas"):
+        assert f"  {label}: " in tip
+    assert f"Tool outputs: {expected:,}" in tip
+    assert f"Reserved for the reply: {usage.reserve:,}" in tip
 
 
 def _open_sample(h):  # type: ignore[no-untyped-def]

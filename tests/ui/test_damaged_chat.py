@@ -11,7 +11,7 @@ from PySide6.QtCore import Qt
 
 from assistant.llm.fake import ScriptedBackend
 from assistant.sessions.store import SessionStore
-from assistant.ui.message_widgets import NoticeWidget
+from assistant.ui.notices import NoticeWidget
 
 from .sample_chat import build_sample_chat
 

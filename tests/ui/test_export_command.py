@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from assistant.llm.fake import ScriptedBackend
-from assistant.ui.message_widgets import NoticeWidget
+from assistant.ui.notices import NoticeWidget
 
 
 def _notices(h) -> list[NoticeWidget]:  # type: ignore[no-untyped-def]

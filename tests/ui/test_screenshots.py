@@ -12,7 +12,7 @@ from PySide6.QtWidgets import QApplication
 
 from assistant.agent.events import ContextChanged, ContextUsage, Notice
 from assistant.config import Settings
-from assistant.ui.message_widgets import CompactionNotice
+from assistant.ui.notices import CompactionNotice
 
 from .sample_chat import build_sample_chat, prune_event
 
@@ -35,7 +35,10 @@ def test_main_window_screenshots(make_window, artifacts_dir: Path, theme: str) -
             prompt_tokens=7420,
             window=8192,
             reserve=838,
-            segments={"system": 310, "summary": 420, "conversation": 5100, "tools": 1590},
+            segments={
+                "system": 310, "summary": 420, "conversation": 3900, "tool_outputs": 1200,
+                "tools": 1590,
+            },
         )
     )
     w.bridge.post(Notice("error", "The model failed: llama_decode returned -1"))

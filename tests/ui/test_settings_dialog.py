@@ -42,7 +42,9 @@ def test_policy_that_does_not_fit_is_refused_with_the_reason(qtbot) -> None:
     assert not dialog.save_button.isEnabled()
     assert dialog.result_settings() is None
     text = dialog.error_label.text()
-    assert "Local mode" in text and "must fit in window (10,000)" in text
+    assert "Local mode" in text and "must fit in the Context window (10,000)" in text
+    assert "Reserve for the reply + Keep recent (unsummarized) + Summary budget" in text
+    assert "keep_recent" not in text and "summary_budget" not in text
     assert dialog.policy_spins[("local", "window")].property("invalid") is True
     _type_into(qtbot, dialog.policy_spins[("local", "reserve")], "1024")
     assert dialog.save_button.isEnabled() and dialog.error_label.text() == ""
@@ -181,7 +183,7 @@ def test_settings_from_the_file_are_checked_when_the_model_loads(
     tmp_path,
     artifacts_dir,  # type: ignore[no-untyped-def]
 ) -> None:
-    from assistant.ui.message_widgets import NoticeWidget
+    from assistant.ui.notices import NoticeWidget
 
     big = Settings(
         system_prompt="Cite every file you used. " * 8_000, workspace=str(tmp_path / "ws")

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import pytest
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QApplication
 
@@ -36,7 +35,7 @@ def test_ctrl_k_focuses_search_and_filters(make_window) -> None:
     h.qtbot.keyClick(h.window.input, Qt.Key.Key_K, Qt.KeyboardModifier.ControlModifier)
     assert QApplication.focusWidget() is h.window.sidebar.search
     h.qtbot.keyClicks(h.window.sidebar.search, "apple")
-    assert h.window.sidebar.titles() == ["Apples are red"]
+    h.qtbot.waitUntil(lambda: h.window.sidebar.titles() == ["Apples are red"])
     h.qtbot.keyClick(h.window.sidebar.search, Qt.Key.Key_Return)
     assert h.controller.conversation.messages[0].content == "Apples are red"
 
@@ -64,13 +63,14 @@ def test_clicking_a_chat_opens_it(make_window) -> None:
     assert h.controller.conversation.messages[0].content == "First chat"
 
 
-def test_rename_chat(make_window, monkeypatch: pytest.MonkeyPatch) -> None:
-    from PySide6.QtWidgets import QInputDialog
-
+def test_rename_chat(make_window) -> None:
     h = make_window()
     chat_id = _chat(h, "Some question")
-    monkeypatch.setattr(QInputDialog, "getText", lambda *a, **k: ("Trip planning", True))
-    h.window.sidebar.ask_rename(chat_id)
+    dialog = h.window.sidebar.ask_rename(chat_id)
+    assert dialog is not None and dialog.isVisible()
+    assert dialog.textValue() == "Some question" and dialog.width() >= 440
+    dialog.setTextValue("Trip planning")
+    dialog.accept()
     assert h.window.sidebar.titles() == ["Trip planning"]
     assert h.controller.store.list_chats()[0].title == "Trip planning"
 

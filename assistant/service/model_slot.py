@@ -1,0 +1,115 @@
+"""The session service's model: loading, loaded (with the engine built on it) or failed.
+
+Loads run on the :class:`~assistant.llm.worker.ModelWorker` (which closes the previous
+model first); the outcome comes back on the owner thread through ``dispatch``. A load that
+was overtaken by a newer one is ignored when it finishes.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable
+from concurrent.futures import Future
+
+from assistant.config import Settings
+from assistant.engine import Engine
+from assistant.llm.base import LLMBackend, ModelInfo
+from assistant.llm.registry import resolve_model
+from assistant.llm.worker import ModelWorker
+from assistant.service.events import ModelChanged, ServiceEvent, StatusChanged
+from assistant.service.status import Status, StatusMachine
+
+
+class ModelSlot:
+    def __init__(
+        self,
+        worker: ModelWorker,
+        dispatch: Callable[[Callable[[], None]], None],
+        status: StatusMachine,
+        emit: Callable[[ServiceEvent], None],
+        build: Callable[[LLMBackend], Engine],
+        on_ready: Callable[[], None],
+    ) -> None:
+        self.worker = worker
+        self.dispatch = dispatch
+        self.status = status
+        self.emit = emit
+        self.build = build
+        self.on_ready = on_ready
+        self.engine: Engine | None = None
+        self.info: ModelInfo | None = None
+        #: "loading" | "ready" | "failed"
+        self.state = "loading"
+        self.error = ""
+        self.closed = False
+        self._seq = 0
+
+    def window_for(self, settings: Settings, loaded_model: str) -> int:
+        """The n_ctx a model loaded with ``settings`` gets (``loaded_model``: the name the
+        current model was loaded as, whose trained length is then known exactly)."""
+        trained: int | None = None
+        if self.info is not None and settings.model == loaded_model:
+            trained = self.info.trained_context
+        else:
+            with contextlib.suppress(OSError, ValueError, KeyError):
+                _path, entry = resolve_model(settings.model)
+                trained = entry.context_length if entry is not None else None
+        return settings.effective_policy(trained).window
+
+    def needs_reload(self, old: Settings, new: Settings) -> bool:
+        """A new model file, thread count or window, or a failed last load."""
+        return (
+            new.model != old.model
+            or new.sampling.threads != old.sampling.threads
+            or self.window_for(new, old.model) != self.window_for(old, old.model)
+            or self.state == "failed"
+        )
+
+    def load(self, settings: Settings) -> None:
+        """Load (or reload) ``settings.model`` on the worker."""
+        self._seq += 1
+        seq = self._seq
+        self.engine = None
+        self.info = None
+        self.state = "loading"
+        self.error = ""
+        name = settings.model
+        self.emit(ModelChanged())
+        self._status(self.status.loading(name))
+
+        def progress(value: float) -> None:
+            self.dispatch(lambda: self._progress(seq, name, value))
+
+        future = self.worker.load(
+            name,
+            n_ctx=self.window_for(settings, name),
+            threads=settings.sampling.threads,
+            on_progress=progress,
+        )
+        future.add_done_callback(lambda f: self.dispatch(lambda: self._loaded(seq, f)))
+
+    def _status(self, changed: Status | None) -> None:
+        if changed is not None:
+            self.emit(StatusChanged(changed))
+
+    def _progress(self, seq: int, name: str, value: float) -> None:
+        if seq == self._seq and self.state == "loading" and 0.0 < value < 1.0:
+            self._status(self.status.loading(name, value))
+
+    def _loaded(self, seq: int, future: Future[LLMBackend]) -> None:
+        if seq != self._seq or self.closed:
+            return
+        exc = future.exception()
+        if exc is not None:
+            self.state = "failed"
+            self.error = str(exc) or type(exc).__name__
+            self.emit(ModelChanged(error=self.error))
+            self._status(self.status.load_failed(self.error))
+            return
+        backend = future.result()
+        self.engine = self.build(backend)
+        self.info = backend.info
+        self.state = "ready"
+        self.emit(ModelChanged(info=backend.info))
+        self._status(self.status.loaded(backend.info.name))
+        self.on_ready()

@@ -1,0 +1,102 @@
+"""How far the model is with the prompt, and how fast the last reply was.
+
+Both faces show the same figures, so they are computed here, once, from the agent's events:
+
+* :class:`PrefillTracker` turns the backend's ``PromptProgress`` (reported after each batch
+  llama.cpp evaluates; the first report is what the KV cache already held) into
+  :class:`~assistant.service.events.PrefillProgress` with the evaluation speed so far and an
+  estimate of the time left.
+* :func:`reply_stats` turns a finished model call (``ModelCallFinished``) into
+  :class:`~assistant.service.events.ReplyStats`: prompt tokens evaluated and reused, time to
+  the first token, tokens per second. :func:`stats_line` is the terminal's line for it.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+from assistant.agent.events import ContextUsage, PromptProgress
+from assistant.llm.base import GenerationResult
+from assistant.service.events import PrefillProgress, ReplyStats
+
+#: Speeds measured over less time than this are not trusted for an estimate.
+MIN_MEASURE_S = 0.2
+
+
+class PrefillTracker:
+    """Follows one prompt evaluation at a time (the worker thread calls it)."""
+
+    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+        self._clock = clock
+        self._start: tuple[float, int] | None = None
+
+    def prompt_ready(self, _usage: ContextUsage | None = None) -> None:
+        """A new model call: forget the last one's timing."""
+        self._start = None
+
+    def progress(self, event: PromptProgress) -> PrefillProgress:
+        now = self._clock()
+        if self._start is None or event.done < self._start[1]:
+            self._start = (now, event.done)
+            return PrefillProgress(event.done, event.total)
+        started, first = self._start
+        elapsed = now - started
+        evaluated = event.done - first
+        if elapsed < MIN_MEASURE_S or evaluated <= 0:
+            return PrefillProgress(event.done, event.total)
+        rate = evaluated / elapsed
+        return PrefillProgress(
+            event.done, event.total, tokens_per_s=rate, eta_s=(event.total - event.done) / rate
+        )
+
+
+def reply_stats(result: GenerationResult) -> ReplyStats:
+    """The figures of one finished model call."""
+    speed = result.completion_tokens / result.generate_s if result.generate_s > 0 else None
+    prefill = result.prompt_evaluated / result.prefill_s if result.prefill_s > 0 else None
+    return ReplyStats(
+        prompt_tokens=result.prompt_tokens,
+        evaluated=result.prompt_evaluated,
+        reused=result.prompt_reused,
+        completion_tokens=result.completion_tokens,
+        ttft_s=result.first_token_s,
+        tokens_per_s=speed if result.completion_tokens else None,
+        prefill_tokens_per_s=prefill if result.prompt_evaluated else None,
+    )
+
+
+def _num(value: float | None, digits: int) -> str:
+    return "-" if value is None else f"{value:.{digits}f}"
+
+
+def stats_line(stats: ReplyStats) -> str:
+    """``[stats] prompt_tokens=N evaluated=E reused=R ttft_s=T tokens_per_s=S``."""
+    return (
+        f"[stats] prompt_tokens={stats.prompt_tokens} evaluated={stats.evaluated} "
+        f"reused={stats.reused} ttft_s={_num(stats.ttft_s, 2)} "
+        f"tokens_per_s={_num(stats.tokens_per_s, 1)}"
+    )
+
+
+def eta_text(seconds: float) -> str:
+    """"about 40 s left", "about 3 min left"."""
+    if seconds < 1:
+        return "almost done"
+    if seconds < 90:
+        return f"about {max(1, round(seconds))} s left"
+    return f"about {round(seconds / 60)} min left"
+
+
+def stats_text(stats: ReplyStats) -> str:
+    """One line for a message footer: what the reply cost and how fast it came."""
+    parts: list[str] = []
+    if stats.ttft_s is not None:
+        parts.append(f"{stats.ttft_s:.1f} s to first token")
+    if stats.tokens_per_s is not None:
+        parts.append(f"{stats.tokens_per_s:.1f} tokens/s")
+    prompt = f"prompt {stats.prompt_tokens:,} tokens"
+    if stats.reused:
+        prompt += f" ({stats.reused:,} from cache)"
+    parts.append(prompt)
+    return " · ".join(parts)

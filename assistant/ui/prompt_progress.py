@@ -1,0 +1,77 @@
+"""The strip above the input while the model reads a long prompt.
+
+llama.cpp evaluates a prompt in batches before the first word of the reply; on a laptop CPU
+a few thousand tokens take minutes. :class:`PromptProgress` shows a bar with the tokens
+done of the total (those the KV cache already held count as done), the speed so far and an
+estimate of the time left, from the service's
+:class:`~assistant.service.events.PrefillProgress`. It appears only when the evaluation is
+still running after a moment (a short prompt never flashes it) and hides when the reply
+starts, the evaluation stops, or the job ends.
+"""
+
+from __future__ import annotations
+
+from PySide6.QtCore import QTimer
+from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QProgressBar, QWidget
+
+from assistant.service.events import PrefillProgress
+from assistant.service.progress import eta_text
+
+#: How long an evaluation must run before the strip appears.
+SHOW_AFTER_MS = 400
+
+
+def progress_text(event: PrefillProgress) -> str:
+    text = f"Reading your prompt: {event.done:,} of {event.total:,} tokens"
+    if event.eta_s is not None and event.tokens_per_s is not None:
+        text += f" · {event.tokens_per_s:,.0f} tokens/s · {eta_text(event.eta_s)}"
+    else:
+        text += " · estimating the time left…"
+    return text + " · Esc to stop"
+
+
+class PromptProgress(QFrame):
+    def __init__(self, parent: QWidget | None = None, show_after_ms: int = SHOW_AFTER_MS) -> None:
+        super().__init__(parent)
+        self.setObjectName("PromptProgress")
+        layout = QHBoxLayout(self)
+        layout.setContentsMargins(16, 6, 16, 6)
+        layout.setSpacing(12)
+        self.label = QLabel("")
+        self.label.setObjectName("PromptProgressLabel")
+        self.bar = QProgressBar()
+        self.bar.setObjectName("PromptProgressBar")
+        self.bar.setAccessibleName("Prompt evaluation progress")
+        self.bar.setTextVisible(False)
+        self.bar.setRange(0, 1000)
+        self.bar.setMinimumWidth(160)
+        self.bar.setMaximumWidth(320)
+        layout.addWidget(self.label, 1)
+        layout.addWidget(self.bar)
+        self.last: PrefillProgress | None = None
+        self._timer = QTimer(self)
+        self._timer.setSingleShot(True)
+        self._timer.setInterval(show_after_ms)
+        self._timer.timeout.connect(self._reveal)
+        self.setVisible(False)
+
+    def update_progress(self, event: PrefillProgress) -> None:
+        self.last = event
+        fraction = event.done / event.total if event.total else 1.0
+        self.bar.setValue(round(fraction * 1000))
+        self.label.setText(progress_text(event))
+        self.setAccessibleDescription(self.label.text())
+        if event.done >= event.total:
+            return  # the reply starts next; the status change hides the strip
+        if not self.isVisible() and not self._timer.isActive():
+            self._timer.start()
+
+    def finish(self) -> None:
+        """The evaluation is over (the reply started, it was stopped, the job ended)."""
+        self._timer.stop()
+        self.last = None
+        self.setVisible(False)
+
+    def _reveal(self) -> None:
+        if self.last is not None and self.last.done < self.last.total:
+            self.setVisible(True)

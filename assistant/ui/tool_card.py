@@ -1,0 +1,177 @@
+"""The card for one tool call: collapsed to one line, expands to its arguments and
+result; a pruned result says so and can still show the original."""
+
+from __future__ import annotations
+
+import json
+
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import (
+    QFrame,
+    QHBoxLayout,
+    QLabel,
+    QPlainTextEdit,
+    QPushButton,
+    QSizePolicy,
+    QVBoxLayout,
+    QWidget,
+)
+
+from assistant.conversation import Message, ToolCall
+from assistant.ui.buttons import action_button
+from assistant.ui.theme import monospace_font
+
+
+def _pretty_arguments(call: ToolCall) -> str:
+    if call.raw_arguments is not None:
+        return call.raw_arguments
+    return json.dumps(call.arguments, ensure_ascii=False, indent=2)
+
+
+def _short_arguments(call: ToolCall, limit: int = 70) -> str:
+    if call.raw_arguments is not None:
+        text = call.raw_arguments
+    else:
+        text = ", ".join(
+            f"{k}={json.dumps(v, ensure_ascii=False)}" for k, v in call.arguments.items()
+        )
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+class MonoBox(QPlainTextEdit):
+    """Read-only monospace text that grows with its content up to ``max_lines``."""
+
+    def __init__(self, text: str, max_lines: int = 14) -> None:
+        super().__init__()
+        self.setObjectName("CardMono")
+        self.setReadOnly(True)
+        self.setFont(monospace_font())
+        self.setLineWrapMode(QPlainTextEdit.LineWrapMode.WidgetWidth)
+        self.setFrameShape(QFrame.Shape.NoFrame)
+        self._max_lines = max_lines
+        self.set_text(text)
+
+    def set_text(self, text: str) -> None:
+        self.setPlainText(text)
+        total = max(1, text.count("\n") + 1)
+        lines = min(self._max_lines, total)
+        self.setVerticalScrollBarPolicy(
+            Qt.ScrollBarPolicy.ScrollBarAsNeeded
+            if total > self._max_lines
+            else Qt.ScrollBarPolicy.ScrollBarAlwaysOff
+        )
+        metrics = self.fontMetrics()
+        margin = int(self.document().documentMargin() * 2)
+        self.setFixedHeight(lines * metrics.lineSpacing() + margin + 16)
+
+
+class ToolCard(QFrame):
+    """A tool call: collapsed to one line; expands to arguments and result."""
+
+    def __init__(self, call: ToolCall, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.call = call
+        self.result: Message | None = None
+        self.setObjectName("ToolCard")
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(8, 4, 8, 6)
+        layout.setSpacing(4)
+        self.header = QPushButton()
+        self.header.setObjectName("CardHeader")
+        self.header.setCheckable(True)
+        self.header.setCursor(Qt.CursorShape.PointingHandCursor)
+        self.header.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Fixed)
+        self.header.toggled.connect(self.set_expanded)
+        layout.addWidget(self.header)
+
+        self.details = QWidget()
+        details = QVBoxLayout(self.details)
+        details.setContentsMargins(14, 0, 0, 0)
+        details.setSpacing(4)
+        args_title = QLabel("Arguments")
+        args_title.setObjectName("MutedLabel")
+        details.addWidget(args_title)
+        self.arguments_box = MonoBox(_pretty_arguments(call), max_lines=8)
+        self.arguments_box.setAccessibleName(f"Arguments of {call.name}")
+        details.addWidget(self.arguments_box)
+        self.result_title = QLabel("Result")
+        self.result_title.setObjectName("MutedLabel")
+        details.addWidget(self.result_title)
+        self.pruned_row = QWidget()
+        pruned = QHBoxLayout(self.pruned_row)
+        pruned.setContentsMargins(0, 0, 0, 0)
+        self.pruned_note = QLabel(
+            "Cleared from the model's context to save room (pruned). The model now sees "
+            "“[Old tool result content cleared]”."
+        )
+        self.pruned_note.setObjectName("PrunedNote")
+        self.pruned_note.setWordWrap(True)
+        self.show_original_button = action_button("Show original", "Show the full output")
+        self.show_original_button.setCheckable(True)
+        self.show_original_button.toggled.connect(self._show_original)
+        pruned.addWidget(self.pruned_note, 1)
+        pruned.addWidget(self.show_original_button)
+        details.addWidget(self.pruned_row)
+        self.result_box = MonoBox("(running…)")
+        self.result_box.setAccessibleName(f"Result of {call.name}")
+        details.addWidget(self.result_box)
+        layout.addWidget(self.details)
+        self.details.setVisible(False)
+        self.pruned_row.setVisible(False)
+        self._refresh()
+
+    @property
+    def expanded(self) -> bool:
+        return self.details.isVisible() or not self.details.isHidden()
+
+    def set_expanded(self, expanded: bool) -> None:
+        if self.header.isChecked() != expanded:
+            self.header.setChecked(expanded)
+            return
+        self.details.setVisible(expanded)
+        self._refresh()
+
+    def set_result(self, message: Message) -> None:
+        self.result = message
+        self._refresh()
+
+    def mark_pruned(self) -> None:
+        if self.result is not None:
+            self.result.pruned = True
+        self._refresh()
+
+    @property
+    def is_pruned(self) -> bool:
+        return self.result is not None and self.result.pruned
+
+    def _show_original(self, shown: bool) -> None:
+        self._refresh()
+
+    def _refresh(self) -> None:
+        arrow = "▾" if self.header.isChecked() else "▸"
+        if self.result is None:
+            status = "running…"
+        elif self.result.is_error:
+            status = "error"
+        elif self.result.pruned:
+            status = "output cleared"
+        else:
+            lines = self.result.content.count("\n") + 1 if self.result.content else 0
+            status = f"{lines} line{'s' if lines != 1 else ''}"
+        who = " (you)" if self.result is not None and self.result.initiated_by == "user" else ""
+        self.header.setText(
+            f"{arrow}  {self.call.name}{who}   {_short_arguments(self.call)}   — {status}"
+        )
+        self.header.setToolTip(f"{self.call.name}({_short_arguments(self.call, 400)})")
+        if self.result is None:
+            self.result_box.set_text("(running…)")
+            return
+        pruned = self.result.pruned
+        self.pruned_row.setVisible(pruned)
+        show = not pruned or self.show_original_button.isChecked()
+        self.result_box.setVisible(show)
+        self.show_original_button.setText("Hide original" if show and pruned else "Show original")
+        if show:
+            self.result_box.set_text(self.result.content or "(no output)")
+        self.result_title.setText("Result (error)" if self.result.is_error else "Result")

@@ -1,0 +1,167 @@
+"""The first thing a new chat shows: what the app does, where its files are, how to start.
+
+Shown in place of the transcript while the open chat is empty. It says what the app is (a
+chat with a small model running on this computer, offline), shows the workspace folder the
+tools work in (with Open and Change buttons), how to give the assistant a file (drop it on
+the window, which copies it into the workspace, or ``/read``), what the context bar under
+the input means, and three example prompts that are sent with one click.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtWidgets import (
+    QFrame,
+    QHBoxLayout,
+    QLabel,
+    QPushButton,
+    QScrollArea,
+    QSizePolicy,
+    QVBoxLayout,
+    QWidget,
+)
+
+from assistant.ui.elided_label import ElidedLabel
+
+#: Prompts a small local model answers well (no files or tools needed).
+EXAMPLE_PROMPTS = (
+    "Explain what a context window is, in two sentences.",
+    "Write a short, polite email declining a meeting on Friday.",
+    "Give me three ideas for a healthy lunch I can make in 10 minutes.",
+)
+
+
+def _text(text: str, name: str = "") -> QLabel:
+    label = QLabel(text)
+    label.setWordWrap(True)
+    label.setTextFormat(Qt.TextFormat.PlainText)
+    if name:
+        label.setObjectName(name)
+    return label
+
+
+def _section(title: str) -> QLabel:
+    label = QLabel(title)
+    label.setObjectName("WelcomeSection")
+    label.setAccessibleName(title)
+    return label
+
+
+class WelcomeView(QScrollArea):
+    """The empty-chat page. Emits what the user picked; the window acts on it."""
+
+    example_chosen = Signal(str)
+    open_workspace_requested = Signal()
+    change_workspace_requested = Signal()
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setObjectName("WelcomeView")
+        self.setWidgetResizable(True)
+        self.setFrameShape(QFrame.Shape.NoFrame)
+        self.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        inner = QWidget()
+        inner.setObjectName("WelcomeInner")
+        outer = QHBoxLayout(inner)
+        outer.setContentsMargins(24, 24, 24, 24)
+        column = QWidget()
+        column.setMaximumWidth(680)
+        column.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Preferred)
+        outer.addStretch(1)
+        outer.addWidget(column, 100)
+        outer.addStretch(1)
+        layout = QVBoxLayout(column)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.setSpacing(10)
+
+        title = QLabel("Offline Assistant")
+        title.setObjectName("WelcomeTitle")
+        layout.addWidget(title)
+        layout.addWidget(
+            _text(
+                "A chat assistant that runs a small language model on this computer. It "
+                "works without a network, and nothing you type or share leaves the machine."
+            )
+        )
+        layout.addWidget(
+            _text(
+                "Small models remember little at a time (their context window). The bar "
+                "under the input shows how full it is; when it fills, the assistant clears "
+                "old file contents and summarizes older messages by itself, and says so in "
+                "the chat.",
+                "MutedLabel",
+            )
+        )
+
+        layout.addSpacing(6)
+        layout.addWidget(_section("Your workspace folder"))
+        layout.addWidget(
+            _text(
+                "The assistant reads files here, and changes them only when you approve.",
+                "MutedLabel",
+            )
+        )
+        row = QHBoxLayout()
+        row.setSpacing(8)
+        self.workspace_label = ElidedLabel()
+        self.workspace_label.setObjectName("WorkspacePath")
+        self.open_button = QPushButton("Open")
+        self.open_button.setToolTip("Show the workspace folder in the file manager")
+        self.open_button.setAccessibleName("Open the workspace folder")
+        self.open_button.clicked.connect(self.open_workspace_requested)
+        self.change_button = QPushButton("Change…")
+        self.change_button.setToolTip("Choose another workspace folder")
+        self.change_button.setAccessibleName("Change the workspace folder")
+        self.change_button.clicked.connect(self.change_workspace_requested)
+        row.addWidget(self.workspace_label, 1)
+        row.addWidget(self.open_button)
+        row.addWidget(self.change_button)
+        layout.addLayout(row)
+
+        layout.addSpacing(6)
+        layout.addWidget(_section("Give it a file"))
+        files = QLabel(
+            "Drop a file onto this window: it is copied into the workspace (its "
+            "<i>dropped</i> folder) and read into the chat. Or type <b>/&#8288;read</b> "
+            "and a file name from the workspace (<b>/&#8288;ls</b> lists the folder). "
+            "Then ask about it."
+        )
+        files.setTextFormat(Qt.TextFormat.RichText)
+        files.setWordWrap(True)
+        layout.addWidget(files)
+
+        layout.addSpacing(6)
+        layout.addWidget(_section("Try asking"))
+        self.example_buttons: list[QPushButton] = []
+        for prompt in EXAMPLE_PROMPTS:
+            button = QPushButton(prompt)
+            button.setObjectName("ExamplePrompt")
+            button.setToolTip("Send this message")
+            button.setAccessibleName(f"Send the example: {prompt}")
+            button.setCursor(Qt.CursorShape.PointingHandCursor)
+            button.clicked.connect(lambda _checked=False, p=prompt: self.example_chosen.emit(p))
+            layout.addWidget(button)
+            self.example_buttons.append(button)
+
+        layout.addSpacing(6)
+        layout.addWidget(
+            _text(
+                "Type / for commands (/help lists them) · Ctrl+N new chat · "
+                "Ctrl+K search chats · Ctrl+, settings · Ctrl+M models",
+                "MutedLabel",
+            )
+        )
+        layout.addStretch(1)
+        self.setWidget(inner)
+        self._workspace = Path()
+
+    @property
+    def workspace(self) -> Path:
+        return self._workspace
+
+    def set_workspace(self, path: Path) -> None:
+        self._workspace = path
+        self.workspace_label.set_full_text(str(path))
+        self.workspace_label.setAccessibleName(f"Workspace folder: {path}")

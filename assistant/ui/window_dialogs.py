@@ -1,0 +1,160 @@
+"""The window's dialogs and file actions, apart from the window's layout and events.
+
+:class:`WindowDialogs` is the base of :class:`~assistant.ui.main_window.MainWindow`: files
+dropped on the window, the workspace folder (open it, choose another), the Models window,
+a chat's model and system prompt, the question before switching to the model a chat was
+last used with, and where ``/export`` writes. Every dialog is opened without blocking the
+event loop (``open()``), so the service keeps running and tests can drive it.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from PySide6.QtCore import Qt, QUrl
+from PySide6.QtGui import QDesktopServices
+from PySide6.QtWidgets import QFileDialog, QMainWindow, QMessageBox
+
+from assistant.config import Settings
+from assistant.llm.registry import Registry
+from assistant.service.events import ModelSwitchSuggested
+from assistant.service.service import ChatService
+from assistant.ui.chat_input import ChatInput
+from assistant.ui.chat_options_dialog import ChatOptionsDialog
+from assistant.ui.chat_view import ChatView
+from assistant.ui.models_page import ModelsPage
+
+
+class WindowDialogs(QMainWindow):
+    service: ChatService
+    registry: Registry | None
+    input: ChatInput
+    models_page: ModelsPage | None
+    chat_options_dialog: ChatOptionsDialog | None
+
+    chat_view: ChatView
+
+    def show_notice(self, level: str, text: str) -> None:
+        self.chat_view.add_notice(level, text)
+
+    def apply_settings(self, new: Settings) -> None:
+        self.service.apply_settings(new)
+
+    # -- files and the workspace -------------------------------------------------------
+    def drop_files(self, files: list[Path]) -> None:
+        """Files dropped on the window: each is copied into the workspace (when it is
+        elsewhere) and read into the chat, in order."""
+        for path in files:
+            self.service.drop_file(path)
+        self.input.setFocus()
+
+    #: Opens a folder in the file manager (tests replace it).
+    open_url = staticmethod(QDesktopServices.openUrl)
+
+    def open_workspace(self) -> None:
+        folder = self.service.settings.workspace_path()
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            self.show_notice("error", f"Cannot create the workspace folder {folder}: {exc}")
+            return
+        if not self.open_url(QUrl.fromLocalFile(str(folder))):
+            self.show_notice("warning", f"No file manager could open {folder}.")
+
+    def change_workspace(self) -> QFileDialog:
+        """Ask for another workspace folder (the dialog is not modal to the app loop)."""
+        dialog = QFileDialog(self, "Choose the workspace folder")
+        dialog.setObjectName("WorkspaceDialog")
+        dialog.setFileMode(QFileDialog.FileMode.Directory)
+        dialog.setOption(QFileDialog.Option.ShowDirsOnly, True)
+        current = self.service.settings.workspace_path()
+        dialog.setDirectory(str(current if current.is_dir() else Path.home()))
+        dialog.fileSelected.connect(self._workspace_chosen)
+        dialog.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+        dialog.open()
+        self.workspace_dialog = dialog
+        return dialog
+
+    def _workspace_chosen(self, folder: str) -> None:
+        if folder:
+            settings = self.service.settings.model_copy(update={"workspace": folder})
+            self.apply_settings(settings)
+
+    # -- models and the chat's options ---------------------------------------------------
+    def open_models(self) -> ModelsPage:
+        """The Models window (one at a time, not modal)."""
+        if self.models_page is not None and self.models_page.isVisible():
+            self.models_page.raise_()
+            return self.models_page
+        page = ModelsPage(self.registry, lambda: self.service.settings.model, parent=self)
+        page.use_requested.connect(self.service.use_model)
+        self.models_page = page
+        page.show()
+        return page
+
+    def open_chat_options(self) -> ChatOptionsDialog:
+        """This chat's model and system prompt."""
+        c = self.service
+        title = c.handle.title if c.handle is not None else ""
+        dialog = ChatOptionsDialog(c.chat_options(), self.registry, chat_title=title, parent=self)
+        dialog.manage_models_requested.connect(self.open_models)
+        dialog.accepted.connect(
+            lambda: c.set_chat_options(
+                dialog.result_options(), as_default=dialog.as_default.isChecked()
+            )
+        )
+        dialog.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+        self.chat_options_dialog = dialog
+        dialog.open()
+        return dialog
+
+    def _chat_options_for(self, chat_id: str) -> None:
+        if chat_id == self.service.chat_id or self.service.open_chat(chat_id):
+            self.open_chat_options()
+
+    def _model_switch_suggested(self, event: ModelSwitchSuggested) -> QMessageBox:
+        """The chat opened was last used with another model: ask before switching."""
+        chat_name = self._model_name(event.chat_model)
+        loaded_name = self._model_name(event.loaded_model)
+        box = QMessageBox(
+            QMessageBox.Icon.Question,
+            "Switch models?",
+            f"This chat was last used with {chat_name}; {loaded_name} is loaded now. "
+            f"Switch to {chat_name} for it?",
+            parent=self,
+        )
+        box.setObjectName("ModelSwitchBox")
+        switch = box.addButton(f"Switch to {chat_name}", QMessageBox.ButtonRole.AcceptRole)
+        box.addButton(f"Keep {loaded_name}", QMessageBox.ButtonRole.RejectRole)
+        box.buttonClicked.connect(
+            lambda b: self.service.use_model(event.chat_model) if b is switch else None
+        )
+        box.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+        box.open()
+        self.model_switch_box = box
+        return box
+
+    def _model_name(self, key: str) -> str:
+        entry = self.registry.get(key) if self.registry is not None else None
+        return entry.display_name if entry is not None else Path(key).name
+
+    # -- where /export writes ----------------------------------------------------------
+    def _choose_export_path(self, suggested: Path) -> QFileDialog:
+        """``/export`` without a path: ask where (the chat's title in the documents folder
+        is offered), then let the service write it."""
+        dialog = QFileDialog(self, "Export chat")
+        dialog.setObjectName("ExportDialog")
+        dialog.setAcceptMode(QFileDialog.AcceptMode.AcceptSave)
+        dialog.setNameFilters(["Markdown (*.md)", "OpenAI JSON (*.json)"])
+        dialog.setDefaultSuffix("md")
+        folder = suggested.parent
+        if not folder.is_dir():
+            folder = Path.home()
+        dialog.setDirectory(str(folder))
+        dialog.selectFile(suggested.name)
+        dialog.fileSelected.connect(lambda target: self.service.export_chat(Path(target)))
+        dialog.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+        dialog.open()
+        self.export_dialog = dialog
+        return dialog
+

