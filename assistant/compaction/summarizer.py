@@ -51,7 +51,7 @@ from assistant.compaction.grammar import follows_skeleton
 from assistant.compaction.guided import GuidedRequest, user_rules
 from assistant.compaction.serialize import serialize, serialize_message
 from assistant.compaction.tokens import TokenCounter, truncate_to_tokens
-from assistant.compaction.validate import clean_summary, validate_summary
+from assistant.compaction.validate import clean_summary, validate_summary, vocabulary
 from assistant.conversation import Message
 from assistant.llm.base import (
     CancelToken,
@@ -516,7 +516,7 @@ class ModelSummarizer:
                     log.info("%s: summaries are written under the summary grammar",
                              self.backend.info.name)
             log.debug("%s attempt %d reply:\n%s", label, attempt + 1, raw)
-            text, notes = clean_summary(raw)
+            text, notes = clean_summary(raw, vocabulary(source + "\n" + checks.reference))
             if notes:
                 log.info("%s attempt %d: %s", label, attempt + 1, "; ".join(notes))
             problems = validate_summary(

@@ -21,7 +21,10 @@ them proves nothing: these rules judge what is under them. A summary is **reject
    loop at the section's limit; :func:`clean_summary` drops repeated bullets first);
 7. it **contradicts the user**: a bullet says the opposite of one of the user's recorded
    rules, e.g. "use tabs" against "Never use tabs for indentation" (the same content words,
-   one side negated: :func:`contradiction`).
+   one side negated: :func:`contradiction`);
+8. it **invents**: a bullet names a path, identifier or long number that the conversation,
+   its previous summary and the user's record never name (:func:`invented`; the summarizer
+   drops such bullets first with :func:`clean_summary`, so only what remains is judged).
 
 Each problem is a short phrase; the summarizer quotes them in its stricter retry prompt.
 """
@@ -351,12 +354,15 @@ def _level(heading: str) -> int:
     return len(stripped) - len(stripped.lstrip("#")) or 2
 
 
-def clean_summary(text: str) -> tuple[str, list[str]]:
+def clean_summary(text: str, known: Known | None = None) -> tuple[str, list[str]]:
     """Strip tool-call markup and cut loops; (cleaned text, what was done).
 
     A loop is cut two ways: a bullet that repeats an earlier one (same words) is dropped,
     and a bullet in which the same three words come back a third time is cut before their
-    second occurrence. A section left without bullets gets "- none" (rule 4 then judges it).
+    second occurrence. With ``known`` (:func:`vocabulary` of the conversation), a bullet
+    naming a path, identifier or number the conversation never names (rule 8) is dropped
+    too: the rest of the summary is judged without it, and what the model invented never
+    reaches the chat. A section left without bullets gets "- none" (rule 4 then judges it).
     """
     notes: list[str] = []
     text, calls = strip_tool_markup(text)
@@ -365,6 +371,7 @@ def clean_summary(text: str) -> tuple[str, list[str]]:
     seen: set[str] = set()
     out: list[str] = []
     dropped = cut = 0
+    made_up: list[str] = []
     pending_heading = False
     heading_at = -1
     for raw in text.splitlines():
@@ -385,6 +392,10 @@ def clean_summary(text: str) -> tuple[str, list[str]]:
         if len(key) >= 12 and key in seen:
             dropped += 1
             continue
+        names = invented(body, known) if known is not None and mark else []
+        if names:
+            made_up.extend(names)
+            continue
         if key:
             seen.add(key)
         line = (raw[: mark.end()] if mark else "") + body
@@ -397,6 +408,9 @@ def clean_summary(text: str) -> tuple[str, list[str]]:
         notes.append(f"dropped {dropped} repeated line(s)")
     if cut:
         notes.append(f"cut {cut} looping line(s)")
+    if made_up:
+        notes.append("dropped bullet(s) naming things not in the conversation: "
+                     + ", ".join(made_up[:4]))
     return "\n".join(out).strip(), notes
 
 

@@ -161,6 +161,26 @@ def test_invented_paths_and_numbers_are_rejected() -> None:
     assert problems == ["names things not in the conversation: lib/payments_v2.py, 8443"]
 
 
+def test_a_bullet_naming_invented_paths_is_dropped_and_the_rest_judged(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # SmolLM2 under the grammar mixes the chat's words into paths it never saw.
+    invented = _with("Key Decisions", "- Keep src/billing/vendor.md stable")
+    caplog.set_level(logging.INFO, logger="assistant.compaction")
+    out, be = _summarize(invented)
+    assert out.kind == "model" and len(be.calls) == 1 and out.rejected == []
+    assert "vendor.md" not in out.text
+    assert "## Key Decisions\n- none\n\n## Next Steps" in out.text
+    assert "naming things not in the conversation: src/billing/vendor.md" in caplog.text
+    # Invented names everywhere leave nothing: rejected as saying nothing.
+    everywhere = invented
+    for section in ("Goal", "Done", "In Progress", "Next Steps", "Critical Context"):
+        everywhere = _with(section, "- Read lib/payments_v2.py", everywhere)
+    out, _ = _summarize(everywhere, everywhere)
+    assert out.kind == "extractive"
+    assert out.rejected[0] == "the Goal names nothing from the conversation"
+
+
 TOOL_MARKUP = [
     '```tool_call\n{"name": "read_file", "arguments": {"path": "a.py"}}\n```',
     '<tool_call>\n{"name": "read_file", "arguments": {"path": "a.py"}}\n</tool_call>',
