@@ -82,6 +82,8 @@ class CompactionStat:
     tokens_before: int
     tokens_after: int
     turn: int
+    #: Why model-written summaries were rejected before this one was chosen.
+    rejected: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -188,6 +190,12 @@ class Summary:
     answered_when_asked: float | None = None
     #: Smallest prompt after a compaction, as a share of the window.
     min_fill_after_compaction: float | None = None
+    #: Summaries by summarizer ("model", "extractive", "hook"), and the reasons the
+    #: model's were rejected (one entry per rejected reply).
+    summaries_by: dict[str, int] = field(default_factory=dict)
+    summary_rejections: list[str] = field(default_factory=list)
+    #: Share of summaries (drop-half excluded) the model wrote and validation accepted.
+    model_summary_share: float | None = None
 
 
 def _ms(value: float | None) -> float | None:
@@ -220,7 +228,14 @@ def summarize(run: RunRecord) -> Summary:
     seen = [t.visibility for t in turns if t.visibility is not None]
     asked = [bool(t.answered) for t in turns if t.answered is not None]
     fills = [c.tokens_after / run.window for c in run.compactions if run.window]
+    by_kind: dict[str, int] = {}
+    for c in run.compactions:
+        by_kind[c.kind] = by_kind.get(c.kind, 0) + 1
+    written = sum(n for kind, n in by_kind.items() if kind != "drop")
     return Summary(
+        summaries_by=by_kind,
+        model_summary_share=by_kind.get("model", 0) / written if written else None,
+        summary_rejections=[why for c in run.compactions for why in c.rejected],
         workload=run.workload,
         strategy=run.strategy,
         chat_calls=len(chat),

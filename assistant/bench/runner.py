@@ -197,7 +197,7 @@ class Recorder:
                 r = inner.record
                 self.compactions.append(
                     CompactionStat(r.summarizer, r.reason, r.duration_s, r.tokens_before,
-                                   r.tokens_after, self.turn)
+                                   r.tokens_after, self.turn, list(r.rejected))
                 )
             elif isinstance(inner, CompactionFailed):
                 self.failures += 1
