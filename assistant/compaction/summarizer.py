@@ -225,9 +225,10 @@ class ModelSummarizer:
         try:
             if self.grammar_state != "off":
                 try:
+                    out.grammar = True  # also when its replies are rejected (_Rejected)
                     out.text = self._guided(request, out, cancel, checks)
-                    out.grammar = True
                 except _NoGrammar as exc:
+                    out.grammar = False
                     self._grammar_off(str(exc))
             if not out.grammar:
                 out.text = self._free(request, out, cancel, checks)

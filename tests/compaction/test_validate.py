@@ -71,6 +71,7 @@ def test_forced_headings_with_empty_sections_are_rejected() -> None:
     )
     out, be = _summarize(empty, FILLER_SUMMARY)
     assert out.kind == "extractive" and len(be.calls) == 2
+    assert out.grammar  # the rejected replies were written under the grammar
     assert out.rejected == [
         "the Goal names nothing from the conversation",
         "the Goal names nothing from the conversation",
