@@ -192,6 +192,10 @@ class CompactionRecord(BaseModel):
     #: Why model-written summaries were rejected before this one was chosen (empty when the
     #: first model summary was accepted, or no model was asked).
     rejected: list[str] = Field(default_factory=list)
+    #: Which summarizer wrote the summary and why, in words (the compaction card shows it),
+    #: e.g. "written by the model under the summary grammar" or "extractive: the model's
+    #: summaries were rejected twice (...)".
+    summarizer_note: str = ""
 
 
 class ConversationObserver(Protocol):

@@ -135,6 +135,8 @@ def replay(
                     "tokens_before": record.tokens_before,
                     "tokens_after": record.tokens_after,
                     "summarizer": record.summarizer,
+                    "rejected": list(record.rejected),
+                    "seconds": round(record.duration_s, 2),
                 },
                 "overflow": overflow,
             }
@@ -174,6 +176,7 @@ def _write(out: TextIO, data: dict[str, Any], as_json: bool) -> None:
         comp = data["compaction"]
         note = (
             f"  compaction ({comp['reason']}): {comp['tokens_before']} -> {comp['tokens_after']}"
+            f" by {comp['summarizer']} in {comp['seconds']:.1f} s"
             if comp
             else ""
         )
@@ -196,6 +199,8 @@ def _write(out: TextIO, data: dict[str, Any], as_json: bool) -> None:
             f"summaries: model {sums['model']}, extractive {sums['extractive']}, "
             f"hook {sums['hook']}\n"
         )
+        for why in data["rejected"]:
+            out.write(f"  model summary rejected: {why}\n")
         out.write(f"files read: {', '.join(data['files_read']) or '-'}\n")
         out.write(f"files modified: {', '.join(data['files_modified']) or '-'}\n")
         if data["summary"]:

@@ -95,6 +95,8 @@ class CompactionStat:
     tokens_before: int
     tokens_after: int
     turn: int
+    #: Why model-written summaries were rejected before this one was chosen.
+    rejected: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -218,6 +220,12 @@ class Summary:
     ttft_bound_ratio_median: float | None = None
     ttft_bound_median_s: float | None = None
     chunk_reuse: bool = False
+    #: Summaries by summarizer ("model", "extractive", "hook"), and the reasons the
+    #: model's were rejected (one entry per rejected reply).
+    summaries_by: dict[str, int] = field(default_factory=dict)
+    summary_rejections: list[str] = field(default_factory=list)
+    #: Share of summaries (drop-half excluded) the model wrote and validation accepted.
+    model_summary_share: float | None = None
 
 
 def _ms(value: float | None) -> float | None:
@@ -253,7 +261,14 @@ def summarize(run: RunRecord) -> Summary:
     reeval = sum(max(0, c.evaluated - c.fresh_tokens) for c in done)
     done_eval = sum(c.evaluated for c in done)
     ratios, bounds = ttft_bounds(run)
+    by_kind: dict[str, int] = {}
+    for c in run.compactions:
+        by_kind[c.kind] = by_kind.get(c.kind, 0) + 1
+    written = sum(n for kind, n in by_kind.items() if kind != "drop")
     return Summary(
+        summaries_by=by_kind,
+        model_summary_share=by_kind.get("model", 0) / written if written else None,
+        summary_rejections=[why for c in run.compactions for why in c.rejected],
         workload=run.workload,
         strategy=run.strategy,
         chat_calls=len(chat),

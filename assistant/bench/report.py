@@ -201,6 +201,15 @@ def targets(result: BenchResult) -> list[Target]:
                           f"whole, {s.questions_after_outputs} questions)" for s in seen),
                 all(s.visibility_fit == 1.0 for s in seen),
             ))
+        written = [s for s in sums if s.model_summary_share is not None]
+        if written:
+            out.append(Target(
+                "(issue 13) at least 90% of compactions summarized by the model (accepted)",
+                ", ".join(f"{s.workload}: {_pct(s.model_summary_share)} of "
+                          f"{sum(n for k, n in s.summaries_by.items() if k != 'drop')}"
+                          for s in written),
+                all((s.model_summary_share or 0) >= 0.9 for s in written),
+            ))
         fills = [s for s in sums if s.min_fill_after_compaction is not None]
         if fills:
             out.append(Target(
@@ -354,6 +363,9 @@ def _compaction_cell(s: Summary) -> str:
     )
     if s.compaction_failures:
         text += f"; {s.compaction_failures} failed"
+    if s.model_summary_share is not None:
+        kinds = ", ".join(f"{k} {n}" for k, n in sorted(s.summaries_by.items()) if k != "drop")
+        text += f"; summaries: {kinds} ({_pct(s.model_summary_share)} by the model)"
     return text
 
 

@@ -212,7 +212,7 @@ class Recorder:
                 self._fresh += self.counter.text(r.summary)
                 self.compactions.append(
                     CompactionStat(r.summarizer, r.reason, r.duration_s, r.tokens_before,
-                                   r.tokens_after, self.turn)
+                                   r.tokens_after, self.turn, list(r.rejected))
                 )
             elif isinstance(inner, CompactionFailed):
                 self.failures += 1

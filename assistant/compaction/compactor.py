@@ -425,6 +425,8 @@ class Compactor:
             summarizer=kind,
             focus=job.focus,
             rejected=list(summary_outcome.rejected) if summary_outcome else [],
+            summarizer_note=summary_outcome.note if summary_outcome else (
+                "written by a before_compact hook" if kind == "hook" else ""),
         )
         return CompactionOutcome(
             Status.DONE, tokens_before, record=record, summary=summary_outcome,

@@ -3,9 +3,20 @@
 The summary has fixed sections (checked by :mod:`assistant.compaction.validate`); the file
 lists, the user's constraints and requests are *not* asked of the model: code appends them
 (see :mod:`assistant.compaction.extractive`) after :data:`MECHANICAL_MARKER`.
+
+Two sets of prompts:
+
+* **guided** (:func:`build_guided`), for a reply generated under the summary grammar
+  (:mod:`.grammar`): the grammar supplies the headings, so the request is short and carries
+  the facts code picked from the span (:mod:`.digest`) next to the question, where a small
+  model can use them;
+* **free** (:func:`build_prompt`, :func:`build_in_context`), for models that cannot follow
+  the grammar: the format is spelled out and the model must reproduce it.
 """
 
 from __future__ import annotations
+
+from collections.abc import Sequence
 
 REQUIRED_SECTIONS: tuple[str, ...] = (
     "Goal",
@@ -162,3 +173,82 @@ def build_prompt(
     if problems:
         parts.append(STRICT.format(problems=problems))
     return "\n\n".join(parts)
+
+
+# -- guided prompts (the reply is generated under the summary grammar) ------------------------
+GUIDED_IN_CONTEXT = """\
+STOP. Do not answer or continue the conversation above. Summarize it for the assistant \
+under the headings, one or two short bullets each.{update}{split}"""
+
+GUIDED_TRANSCRIPT = """\
+The text inside <conversation> is a conversation between a user and an AI assistant. Do not \
+continue it. Summarize it for the assistant under the headings, one or two short bullets \
+each.{update}{split}"""
+
+GUIDED_UPDATE_IN_CONTEXT = (
+    " The first user message above, starting with \"[Context summary]\", summarizes what "
+    "came before: keep what is still true of it."
+)
+GUIDED_UPDATE_TRANSCRIPT = (
+    " The text inside <previous-summary> summarizes what came before: keep what is still "
+    "true of it."
+)
+GUIDED_SPLIT = " The latest request is still being worked on."
+
+GUIDED_CLOSE = """\
+Use these facts. Write short bullets in your own words, naming the files, names and numbers \
+that matter."""
+
+GUIDED_STRICT = """\
+
+Your previous summary was rejected ({problems}). Use the facts above: name this \
+conversation's own files, names and numbers."""
+
+
+def facts_block(
+    *,
+    first_request: str,
+    latest_request: str,
+    rules: Sequence[str],
+    actions: Sequence[str],
+    last_reply: str,
+    previous_goal: str = "",
+) -> str:
+    """The facts picked by code, one per line, each something a bullet could say."""
+    lines = [previous_goal, first_request, *rules, *actions, latest_request, last_reply]
+    kept = [line for line in dict.fromkeys(x.strip() for x in lines) if line]
+    return ("Facts you can use:\n" + "\n".join(f"- {line}" for line in kept)) if kept else ""
+
+
+def build_guided(
+    *,
+    facts: str,
+    in_context: bool,
+    update: bool,
+    split: bool,
+    focus: str | None,
+    problems: str | None = None,
+    transcript: str = "",
+    previous: str | None = None,
+) -> str:
+    """The request of a summary generated under the grammar.
+
+    In context it is appended to the chat itself; otherwise it holds the transcript (and
+    the previous summary) as tagged text.
+    """
+    head = (GUIDED_IN_CONTEXT if in_context else GUIDED_TRANSCRIPT).format(
+        update=(GUIDED_UPDATE_IN_CONTEXT if in_context else GUIDED_UPDATE_TRANSCRIPT)
+        if update else "",
+        split=GUIDED_SPLIT if split else "",
+    )
+    parts: list[str] = []
+    if not in_context:
+        parts.append(f"<conversation>\n{transcript}\n</conversation>")
+        if update and previous:
+            parts.append(f"<previous-summary>\n{previous}\n</previous-summary>")
+    parts.append(head)
+    if facts:
+        parts.append(facts)
+    parts.append(GUIDED_CLOSE + focus_line(focus).rstrip())
+    text = "\n\n".join(parts)
+    return text + (GUIDED_STRICT.format(problems=problems) if problems else "")

@@ -1,31 +1,40 @@
 """Summaries written by the loaded model, with bounded input, validation and a fallback.
 
-:class:`ModelSummarizer` serializes the span to text (:mod:`.serialize`) and asks the same
-model for a structured summary (:mod:`.prompts`); with a previous summary it asks for an
-update that merges the new messages in. Input is bounded: when the transcript does not fit
-the model's window (minus the reply budget and the prompt's own overhead) it is cut into
-chunks that each fit; the first chunk is summarized and each next chunk is merged into the
-running summary with the update prompt. The reply is bounded by ``max_tokens`` (the
-summary budget). Each summary is validated (:mod:`.validate`); a rejected one is retried
-once with a stricter prompt, then the deterministic :func:`.extractive.extractive_summary`
-is used instead. A split turn's prefix is summarized by its own call and appended.
+:class:`ModelSummarizer` asks the same model that chats for the summary proper (the file
+lists and the verbatim record of what the user said are appended by code). It tries, in
+this order:
+
+1. **under the summary grammar** (:mod:`.grammar`, :mod:`.guided`): one reply whose headings
+   are fixed and whose sections are bounded, to a short request that carries the facts code
+   picked from the span (:mod:`.digest`). A backend that cannot apply the grammar (it says
+   so in ``GenerationResult.ignored``), a model that cannot follow it (``GrammarError``) or
+   a reply without the skeleton switches this summarizer to the free prompts for good, and
+   the reason is logged and shown (:attr:`SummaryOutcome.note`);
+2. **free prompts** (:mod:`.prompts`): the format spelled out; a transcript that does not fit
+   is cut into chunks merged with the update prompt; a split turn's prefix is summarized by
+   its own call.
+
+Every reply is cleaned (tool-call markup stripped, repeated lines cut) and validated
+(:mod:`.validate`, the same rules for both); a rejected one is retried once with the
+problems named, then the deterministic :func:`.extractive.extractive_summary` is used. After
+:data:`GIVE_UP_AFTER` compactions in a row that fell back, the model is not asked any more
+(a guard: each attempt costs a prefill and a generation) until a summary is accepted.
 
 Two ways to show the model the span (chosen per compaction by what llama.cpp must evaluate):
 
 * **in context**: the chat prompt itself (system prompt, previous summary, the messages to
   summarize, exactly as the chat sent them: :attr:`SummaryRequest.chat`) followed by one
-  request message (:func:`.prompts.build_in_context`). llama.cpp still holds those tokens
-  from the chat's last call, so only the request is evaluated: on a full local window that
-  is a few hundred tokens instead of several thousand. Used when it fits the window with
-  the reply budget and evaluates fewer tokens than the transcript would.
+  request message. llama.cpp still holds those tokens from the chat's last call, so only the
+  request is evaluated: on a full local window that is a few hundred tokens instead of
+  several thousand. Used when it fits the window with the reply budget and evaluates fewer
+  tokens than the transcript would.
 * **transcript**: the span re-evaluated as one labelled transcript in a fresh prompt
-  (:mod:`.serialize`), chunked when it does not fit. Used when nothing is cached (a chat
-  just reopened), when the span no longer fits beside the reply, and for backends that
-  cannot tell what is cached.
+  (:mod:`.serialize`). Used when nothing is cached (a chat just reopened), when the span no
+  longer fits beside the reply, and for backends that cannot tell what is cached.
 
-Either way the reply is validated against the same rules, and the retry appends the
-stricter instruction at the end so the retry's prompt reuses the first attempt's prefix.
-Every evaluated prompt token is reported (:attr:`SummaryOutcome.prompt_evaluated`).
+The retry appends the stricter instruction at the end so its prompt reuses the first
+attempt's prefix. Every evaluated prompt token is reported
+(:attr:`SummaryOutcome.prompt_evaluated`).
 """
 
 from __future__ import annotations
@@ -38,11 +47,19 @@ from typing import Any, Literal, Protocol
 
 from assistant.compaction import prompts
 from assistant.compaction.extractive import MechanicalState, extractive_summary
+from assistant.compaction.grammar import follows_skeleton
+from assistant.compaction.guided import GuidedRequest, user_rules
 from assistant.compaction.serialize import serialize, serialize_message
 from assistant.compaction.tokens import TokenCounter, truncate_to_tokens
-from assistant.compaction.validate import validate_summary
+from assistant.compaction.validate import clean_summary, validate_summary, vocabulary
 from assistant.conversation import Message
-from assistant.llm.base import CancelToken, GenerationOptions, KVCacheAware, LLMBackend
+from assistant.llm.base import (
+    CancelToken,
+    GenerationOptions,
+    GrammarError,
+    KVCacheAware,
+    LLMBackend,
+)
 
 log = logging.getLogger("assistant.compaction")
 
@@ -87,6 +104,10 @@ class SummaryOutcome:
     prompt_reused: int = 0
     #: How the model saw the span: "in-context", "transcript" (or "" when not asked).
     approach: str = ""
+    #: Whether the reply was generated under the summary grammar.
+    grammar: bool = False
+    #: Which summarizer wrote it and why, in words (the compaction card shows it).
+    note: str = ""
 
 
 class Summarizer(Protocol):
@@ -111,7 +132,9 @@ class ExtractiveSummarizer:
             budget=request.budget,
             count=self.counter.text,
         )
-        return SummaryOutcome(text=text, kind="extractive")
+        return SummaryOutcome(
+            text=text, kind="extractive", note="by the extractive summarizer (no model asked)"
+        )
 
 
 #: After this many compactions in a row in which the model's summary was rejected twice,
@@ -127,6 +150,33 @@ class _Rejected(Exception):
         super().__init__("; ".join(problems))
 
 
+class _NoGrammar(Exception):
+    """The backend or model cannot write under the summary grammar (the reason)."""
+
+
+@dataclass(frozen=True)
+class _Checks:
+    """What every reply of one compaction is validated against besides its own source."""
+
+    rules: list[str]
+    reference: str
+    guided: GuidedRequest | None = None
+
+
+#: Problems quoted in the longest retry prompt (sizes prompts before the first attempt).
+_PROBE_PROBLEMS = (
+    "missing sections: Goal, Constraints & Preferences, Progress, Key Decisions, Next Steps, "
+    "Critical Context; copies the conversation; says nothing specific in: Done, In Progress"
+)
+
+
+def _record(state: MechanicalState) -> list[str]:
+    """The user's record and the file lists: text a summary may name besides the span."""
+    parts = [*state.user_messages, *state.constraints, *state.files.read, *state.files.modified]
+    parts.extend(t for t in (state.first_request, state.last_request) if t)
+    return parts
+
+
 class ModelSummarizer:
     """The loaded model writes the summary; see the module docstring."""
 
@@ -138,6 +188,7 @@ class ModelSummarizer:
         temperature: float = 0.0,
         tool_chars: int = 500,
         give_up_after: int = GIVE_UP_AFTER,
+        grammar: bool = True,
     ) -> None:
         self.backend = backend
         self.counter = counter or TokenCounter(backend)
@@ -146,6 +197,10 @@ class ModelSummarizer:
         self.give_up_after = give_up_after
         #: Compactions in a row whose model summaries were rejected twice.
         self.consecutive_fallbacks = 0
+        #: "auto" (try the summary grammar), "on" (it works with this model), "off" (the
+        #: free prompts; :attr:`grammar_note` says why).
+        self.grammar_state = "auto" if grammar else "off"
+        self.grammar_note = "" if grammar else "switched off"
 
     # -- public ------------------------------------------------------------------------
     def summarize(self, request: SummaryRequest, cancel: CancelToken | None) -> SummaryOutcome:
@@ -155,38 +210,28 @@ class ModelSummarizer:
                 "extractive summary without asking the model",
                 self.consecutive_fallbacks,
             )
-            return ExtractiveSummarizer(self.counter).summarize(request, cancel)
+            skipped = ExtractiveSummarizer(self.counter).summarize(request, cancel)
+            skipped.note = (
+                "by the extractive fallback: the model was not asked, its summaries were "
+                f"rejected in {self.consecutive_fallbacks} compactions in a row"
+            )
+            return skipped
         out = SummaryOutcome(text="", kind="model")
-        split = bool(request.turn_prefix)
-        has_history = bool(request.history) or bool(request.previous)
-        hist_budget = request.budget
-        if split and has_history:
-            hist_budget = max(int(request.budget * 0.65), 32)
-        prefix_budget = max(request.budget - hist_budget, 32) if has_history else request.budget
+        span = [*request.history, *request.turn_prefix]
+        checks = _Checks(
+            rules=user_rules(span, request.state.constraints),
+            reference="\n".join([request.previous or "", *_record(request.state)]),
+        )
         try:
-            in_context = self._in_context(request, out, cancel)
-            if in_context is not None:
-                self.consecutive_fallbacks = 0
-                out.text = in_context
-                return out
-            out.approach = "transcript"
-            parts: list[str] = []
-            if request.history:
-                kind = "update" if request.previous else "initial"
-                parts.append(
-                    self._span(
-                        request.history, request.previous, kind, hist_budget, request, out,
-                        cancel,
-                    )
-                )
-            elif request.previous:
-                parts.append(truncate_to_tokens(request.previous, hist_budget, self.counter.text))
-            if split:
-                parts.append(
-                    self._span(
-                        request.turn_prefix, None, "prefix", prefix_budget, request, out, cancel
-                    )
-                )
+            if self.grammar_state != "off":
+                try:
+                    out.grammar = True  # also when its replies are rejected (_Rejected)
+                    out.text = self._guided(request, out, cancel, checks)
+                except _NoGrammar as exc:
+                    out.grammar = False
+                    self._grammar_off(str(exc))
+            if not out.grammar:
+                out.text = self._free(request, out, cancel, checks)
         except _Rejected as exc:
             self.consecutive_fallbacks += 1
             log.warning("model summary rejected twice (%s); using the extractive summary", exc)
@@ -195,27 +240,136 @@ class ModelSummarizer:
             fallback.prompt_evaluated = out.prompt_evaluated
             fallback.prompt_reused = out.prompt_reused
             fallback.approach = out.approach
+            fallback.grammar = out.grammar
+            fallback.note = (
+                f"by the extractive fallback: the model's summaries were rejected twice ({exc})"
+            )
             return fallback
         self.consecutive_fallbacks = 0
-        out.text = prompts.TURN_SEPARATOR.join(p for p in parts if p)
+        how = "under the summary grammar" if out.grammar else (
+            f"with the free prompts (no grammar: {self.grammar_note})")
+        retried = " after one rejected attempt" if out.rejected else ""
+        out.note = f"written by the model {how}{retried}"
         return out
+
+    def _grammar_off(self, reason: str) -> None:
+        self.grammar_state = "off"
+        self.grammar_note = reason
+        log.warning(
+            "%s: summaries use the free prompts from now on; the summary grammar failed (%s)",
+            self.backend.info.name, reason,
+        )
+
+    def _free(
+        self, request: SummaryRequest, out: SummaryOutcome, cancel: CancelToken | None,
+        checks: _Checks,
+    ) -> str:
+        """The summary from the free prompts (models that cannot follow the grammar)."""
+        split = bool(request.turn_prefix)
+        has_history = bool(request.history) or bool(request.previous)
+        hist_budget = request.budget
+        if split and has_history:
+            hist_budget = max(int(request.budget * 0.65), 32)
+        prefix_budget = max(request.budget - hist_budget, 32) if has_history else request.budget
+        in_context = self._in_context(request, out, cancel, checks)
+        if in_context is not None:
+            return in_context
+        out.approach = "transcript"
+        parts: list[str] = []
+        if request.history:
+            kind = "update" if request.previous else "initial"
+            parts.append(
+                self._span(
+                    request.history, request.previous, kind, hist_budget, request, out, cancel,
+                    checks,
+                )
+            )
+        elif request.previous:
+            parts.append(truncate_to_tokens(request.previous, hist_budget, self.counter.text))
+        if split:
+            parts.append(
+                self._span(
+                    request.turn_prefix, None, "prefix", prefix_budget, request, out, cancel,
+                    checks,
+                )
+            )
+        return prompts.TURN_SEPARATOR.join(p for p in parts if p)
+
+    def _guided(
+        self, request: SummaryRequest, out: SummaryOutcome, cancel: CancelToken | None,
+        checks: _Checks,
+    ) -> str:
+        """One reply under the summary grammar, in context when cheaper (see :mod:`.guided`).
+
+        Raises :class:`_NoGrammar` when the backend or model cannot follow the grammar.
+        """
+        guided = GuidedRequest.build(
+            request.history, request.turn_prefix, previous=request.previous,
+            focus=request.focus, budget=request.budget,
+            recorded_rules=request.state.constraints, record=_record(request.state),
+        )
+        checks = _Checks(checks.rules, checks.reference, guided)
+        overhead = self.counter.exact(guided.transcript_messages("", _PROBE_PROBLEMS))
+        room = request.window - request.budget - overhead - MARGIN
+        transcript = guided.transcript(max(room, 64), self.counter.text)
+
+        def text_messages(problems: str | None) -> list[dict[str, Any]]:
+            return guided.transcript_messages(transcript, problems)
+
+        chat = request.chat
+        if chat is not None:
+
+            def chat_messages(problems: str | None) -> list[dict[str, Any]]:
+                return guided.in_context(chat, problems)
+
+            if self._prefer_in_context(request, chat_messages, text_messages):
+                out.approach = "in-context"
+                return self._attempts(
+                    chat_messages, guided.source, request.budget, out, cancel, request.tools,
+                    "in-context summary", checks,
+                )
+        out.approach = "transcript"
+        return self._attempts(
+            text_messages, guided.source, request.budget, out, cancel, None, "summary", checks
+        )
+
+    def _prefer_in_context(
+        self,
+        request: SummaryRequest,
+        chat_messages: Callable[[str | None], list[dict[str, Any]]],
+        text_messages: Callable[[str | None], list[dict[str, Any]]],
+    ) -> bool:
+        """Whether the request on top of the cached chat fits and evaluates fewer tokens
+        than the transcript prompt."""
+        be = self.backend
+        if not isinstance(be, KVCacheAware) or not (request.history or request.turn_prefix):
+            return False
+        longest = _prompt_tokens(be, chat_messages(_PROBE_PROBLEMS), request.tools)
+        if len(longest) + request.budget + MARGIN > request.window:
+            log.info("in-context summary does not fit (%d prompt tokens); using the transcript",
+                     len(longest))
+            return False
+        first = _prompt_tokens(be, chat_messages(None), request.tools)
+        in_context_cost = len(first) - be.cached_prefix(first)
+        text_tokens = _prompt_tokens(be, text_messages(None), None)
+        transcript_cost = len(text_tokens) - be.cached_prefix(text_tokens)
+        if in_context_cost >= transcript_cost:
+            log.info("in-context summary would evaluate %d tokens, the transcript %d; using the "
+                     "transcript", in_context_cost, transcript_cost)
+            return False
+        return True
 
     # -- internals ---------------------------------------------------------------------
     def _in_context(
-        self, request: SummaryRequest, out: SummaryOutcome, cancel: CancelToken | None
+        self, request: SummaryRequest, out: SummaryOutcome, cancel: CancelToken | None,
+        checks: _Checks,
     ) -> str | None:
-        """The summary written on top of the cached chat prompt; None: not possible/cheaper.
-
-        Raises :class:`_Rejected` when both attempts were rejected.
+        """The free-prompt summary on top of the cached chat prompt; None: not
+        possible or not cheaper. Raises :class:`_Rejected` when both attempts were rejected.
         """
-        be = self.backend
-        if (
-            request.chat is None
-            or not isinstance(be, KVCacheAware)
-            or not (request.history or request.turn_prefix)
-        ):
+        chat = request.chat
+        if chat is None:
             return None
-        cached = be.cached_prefix
         update = request.previous is not None
         split = bool(request.turn_prefix)
         words = _words(request.budget)
@@ -224,37 +378,29 @@ class ModelSummarizer:
             ask = prompts.build_in_context(
                 update=update, split=split, focus=request.focus, words=words, problems=problems
             )
-            return [*(request.chat or ()), {"role": "user", "content": ask}]
+            return [*chat, {"role": "user", "content": ask}]
 
-        strict = messages("missing sections: Goal, Constraints & Preferences, Progress, Key "
-                          "Decisions, Next Steps, Critical Context; copies the conversation")
-        tokens = _prompt_tokens(be, strict, request.tools)
-        if len(tokens) + request.budget + MARGIN > request.window:
-            log.info("in-context summary does not fit (%d prompt tokens); using the transcript",
-                     len(tokens))
-            return None
-        first = _prompt_tokens(be, messages(None), request.tools)
-        in_context_cost = len(first) - cached(first)
         chunks = self._chunks(request.history or request.turn_prefix, "initial",
                               request.budget, request)
-        text_prompt = prompts.build_prompt(
-            chunks[0] if chunks else "", previous=request.previous,
-            kind="update" if update else "initial", focus=request.focus, words=words,
-        )
-        text_tokens = _prompt_tokens(be, [
-            {"role": "system", "content": prompts.SYSTEM},
-            {"role": "user", "content": text_prompt},
-        ], None)
-        transcript_cost = len(text_tokens) - cached(text_tokens)
-        if in_context_cost >= transcript_cost:
-            log.info("in-context summary would evaluate %d tokens, the transcript %d; using the "
-                     "transcript", in_context_cost, transcript_cost)
+
+        def text_messages(problems: str | None) -> list[dict[str, Any]]:
+            content = prompts.build_prompt(
+                chunks[0] if chunks else "", previous=request.previous,
+                kind="update" if update else "initial", focus=request.focus, words=words,
+            )
+            return [
+                {"role": "system", "content": prompts.SYSTEM},
+                {"role": "user", "content": content},
+            ]
+
+        if not self._prefer_in_context(request, messages, text_messages):
             return None
         out.approach = "in-context"
         # The model saw whole tool outputs here: check copying against all of them.
         source = serialize([*request.history, *request.turn_prefix], tool_chars=1 << 30)
         return self._attempts(
-            messages, source, request.budget, out, cancel, request.tools, "in-context summary"
+            messages, source, request.budget, out, cancel, request.tools, "in-context summary",
+            checks,
         )
 
     def _span(
@@ -266,13 +412,16 @@ class ModelSummarizer:
         request: SummaryRequest,
         out: SummaryOutcome,
         cancel: CancelToken | None,
+        checks: _Checks,
     ) -> str:
         running = previous
         for i, chunk in enumerate(self._chunks(messages, kind, budget, request)):
             this_kind = kind if i == 0 else "update"
             if this_kind == "initial" and running:
                 this_kind = "update"
-            running = self._validated(chunk, running, this_kind, budget, request, out, cancel)
+            running = self._validated(
+                chunk, running, this_kind, budget, request, out, cancel, checks
+            )
         return running or ""
 
     def _prompt_overhead(self, kind: str, budget: int, request: SummaryRequest) -> int:
@@ -318,6 +467,7 @@ class ModelSummarizer:
         request: SummaryRequest,
         out: SummaryOutcome,
         cancel: CancelToken | None,
+        checks: _Checks,
     ) -> str:
         def messages(problems: str | None) -> list[dict[str, Any]]:
             content = prompts.build_prompt(
@@ -329,7 +479,9 @@ class ModelSummarizer:
                 {"role": "user", "content": content},
             ]
 
-        return self._attempts(messages, transcript, budget, out, cancel, None, "summary")
+        return self._attempts(
+            messages, transcript, budget, out, cancel, None, "summary", checks
+        )
 
     def _attempts(
         self,
@@ -340,15 +492,38 @@ class ModelSummarizer:
         cancel: CancelToken | None,
         tools: Sequence[dict[str, Any]] | None,
         label: str,
+        checks: _Checks,
     ) -> str:
-        """Ask, validate, retry once with the problems named; raises :class:`_Rejected`."""
+        """Ask, clean, validate, retry once with the problems named.
+
+        Raises :class:`_Rejected` after two rejections and, under the grammar,
+        :class:`_NoGrammar` when the first reply shows the grammar cannot be used.
+        """
+        grammar = checks.guided.grammar if checks.guided is not None else None
         problems: list[str] = []
         for attempt in range(2):
             msgs = messages("; ".join(problems) if attempt else None)
-            text, finish = self._generate(msgs, budget, out, cancel, tools)
+            try:
+                raw, finish, ignored = self._generate(msgs, budget, out, cancel, tools, grammar)
+            except GrammarError as exc:
+                raise _NoGrammar(str(exc)) from exc
+            if grammar is not None:
+                if "grammar" in ignored:
+                    raise _NoGrammar("the backend cannot apply grammars")
+                if finish != "length" and not follows_skeleton(raw):
+                    raise _NoGrammar("a reply did not follow it")
+                if self.grammar_state == "auto":
+                    self.grammar_state = "on"
+                    log.info("%s: summaries are written under the summary grammar",
+                             self.backend.info.name)
+            log.debug("%s attempt %d reply:\n%s", label, attempt + 1, raw)
+            text, notes = clean_summary(raw, vocabulary(source + "\n" + checks.reference))
+            if notes:
+                log.info("%s attempt %d: %s", label, attempt + 1, "; ".join(notes))
             problems = validate_summary(
                 text, source=source, budget=budget + BUDGET_TOLERANCE,
-                count=self.counter.text, finish_reason=finish,
+                count=self.counter.text, finish_reason=finish, user_rules=checks.rules,
+                reference=checks.reference,
             )
             if not problems:
                 return text.strip()
@@ -363,31 +538,37 @@ class ModelSummarizer:
         out: SummaryOutcome,
         cancel: CancelToken | None,
         tools: Sequence[dict[str, Any]] | None = None,
-    ) -> tuple[str, str]:
+        grammar: str | None = None,
+    ) -> tuple[str, str, tuple[str, ...]]:
+        """(reply, finish reason, options the backend ignored). Without a grammar a reply
+        that loops is stopped early (finish "repetition"); under one, the grammar bounds
+        every section and :func:`~.validate.clean_summary` cuts repeats."""
         if cancel is not None and cancel.cancelled:
             raise SummaryCancelled
         pieces: list[str] = []
         finish = "stop"
+        ignored: tuple[str, ...] = ()
         out.calls += 1
         options = GenerationOptions(
-            max_tokens=budget, temperature=self.temperature, stop=("[User]:",)
+            max_tokens=budget, temperature=self.temperature, stop=("[User]:",), grammar=grammar
         )
         stream = self.backend.generate(messages, options, tools=tools, cancel=cancel)
         for event in stream:
             if event.delta:
                 pieces.append(event.delta)
-                if "\n" in event.delta and _looping("".join(pieces)):
+                if grammar is None and "\n" in event.delta and _looping("".join(pieces)):
                     finish = "repetition"  # rejected anyway: do not wait for max_tokens
                     if isinstance(stream, Generator):
                         stream.close()
                     break
             if event.result is not None:
                 finish = event.result.finish_reason
+                ignored = event.result.ignored
                 out.prompt_evaluated += event.result.prompt_evaluated
                 out.prompt_reused += event.result.prompt_reused
         if finish == "cancelled" or (cancel is not None and cancel.cancelled):
             raise SummaryCancelled
-        return "".join(pieces), finish
+        return "".join(pieces), finish, ignored
 
 
 def _prompt_tokens(

@@ -1,30 +1,156 @@
 """Checks a model-written summary before it replaces real messages.
 
-A summary is rejected when it is empty, cut off, over its token budget, missing a required
-section (:data:`~assistant.compaction.prompts.REQUIRED_SECTIONS`), or when it repeats its
-input instead of summarizing it: it continues the transcript (``[User]:`` lines), most of
-its lines are copied from the input, or it loops on the same line. Each problem is a short
-phrase; the summarizer quotes them in its stricter retry prompt.
+Under the summary grammar (:mod:`.grammar`) the headings are forced, so a summary that has
+them proves nothing: these rules judge what is under them. A summary is **rejected** when:
+
+1. it is empty, cut off at the length limit, or over its token budget;
+2. a required section (:data:`~assistant.compaction.prompts.REQUIRED_SECTIONS`) is missing;
+3. it continues the transcript (a ``[User]:``-style label) or holds tool-call markup (a
+   fenced ``tool_call`` block, ``<tool_call>`` tags, a bare ``{"name": ..., "arguments":
+   ...}`` object), i.e. it acts instead of summarizing (:func:`clean_summary` strips such
+   markup first; what reaches validation still holding it is rejected);
+4. it **says nothing**: the Goal has no informative bullet, or fewer than
+   :data:`MIN_INFORMATIVE` of Done / In Progress / Key Decisions / Next Steps / Critical
+   Context have one. A bullet is informative when it names at least one term of the
+   conversation (:func:`grounded_terms`: a word, number, name or path that occurs in the
+   conversation, its previous summary or the user's record, other than function words and
+   the vocabulary of summaries themselves); "none", placeholders and generic filler are not;
+5. it **copies** instead of summarizing: more than :data:`COPY_RATIO` of its bullet text is
+   in bullets found verbatim (:data:`MIN_COPY_WORDS` words or more) in the conversation;
+6. it **repeats itself**: a substantial line appears three times or more (the grammar cuts a
+   loop at the section's limit; :func:`clean_summary` drops repeated bullets first);
+7. it **contradicts the user**: a bullet says the opposite of one of the user's recorded
+   rules, e.g. "use tabs" against "Never use tabs for indentation" (the same content words,
+   one side negated: :func:`contradiction`);
+8. it **invents**: a bullet names a path, identifier or long number that the conversation,
+   its previous summary and the user's record never name (:func:`invented`; the summarizer
+   drops such bullets first with :func:`clean_summary`, so only what remains is judged).
+
+Each problem is a short phrase; the summarizer quotes them in its stricter retry prompt.
 """
 
 from __future__ import annotations
 
+import json
 import re
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Sequence
 
 from assistant.compaction.prompts import REQUIRED_SECTIONS
 from assistant.compaction.serialize import TRANSCRIPT_MARKERS
 
-#: Share of substantial output lines found verbatim in the input above which it is a copy.
+#: Share of bullet text in copied bullets above which the summary is a copy.
 COPY_RATIO = 0.5
+#: A bullet is a copy when this many words or more of it are found verbatim in the input.
+MIN_COPY_WORDS = 8
 MIN_LINE_CHARS = 24
+#: Of the five content sections after the Goal, at least this many must say something.
+MIN_INFORMATIVE = 3
+CONTENT_SECTIONS = ("Done", "In Progress", "Key Decisions", "Next Steps", "Critical Context")
+
+# Function words, the most common English words and the vocabulary of summaries and of
+# coding chats in general: naming these is not naming anything from the conversation.
+_STOP_TEXT = """
+a about above across actually after again against ago all almost along already also although
+always am among an and another any anyone anything are around as at away back bad be became
+because become been before began being below best better between big both bring but by call
+came can cannot case certain change clear come comes could day days did different do does
+doing done down during each early easy either else end enough even ever every everyone
+everything example fact far few find first for found from full further gave general get gets
+getting give given go goes going good got great had happen happens has have having he help
+her here high him his hold how however i if important in instead into is it its itself just
+keep kept kind know known large last later least left less let like likely little long look
+looks lot low made main make makes making many may maybe me mean means might more most much
+must my near need needed needs never new next no none nor not now number of off often old on
+once one only open or order other others our out over own part people per place please point
+possible put quite rather real really right run said same say see seem seems set several
+shall she short should show side since small so some someone something sometimes soon start
+started still such sure take taken takes tell than that the their them then there these
+they thing things think this those though three through time to today together too took
+top toward try trying turn two under until up upon us use used useful uses using usually
+very via want wanted wants was way we well went were what when where whether which while
+who whole whom why will with within without work works would yes yet you your
+user users assistant assistants conversation conversations chat summary summaries request
+requests requested task tasks worked working goal goals progress step steps nothing item
+items context critical decision decisions decided constraint constraints preference
+preferences blocked block continue continued continues continuing mentioned said asked
+asks ask answer answered question questions message messages reply replies current
+currently information detail details following follow provide provided helps
+helped discuss discussed discussion explain explained talk completed complete finish
+finished further added add adding update updated create created file files code text data
+content contents line lines function functions value values result results output input
+command commands tool tools path paths list listed format response responses issue issues
+problem problems project next later new way sure also
+"""
+_STOP = frozenset(_STOP_TEXT.split())
+_FILLER = re.compile(
+    r"^(?:none|n/?a|nothing|not (?:recorded|applicable|known|yet|stated)|unknown|tbd|todo|"
+    r"no(?:thing)? (?:yet|so far)|-+|\.+|<[^>]*>|\(none\)|\[none\])\W*$",
+    re.IGNORECASE,
+)
+_WORD = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_./:@-]*[A-Za-z0-9_]|[A-Za-z0-9]")
+_NEGATION = re.compile(
+    r"\b(?:not|never|no|don'?t|doesn'?t|didn'?t|won'?t|can'?t|cannot|shouldn'?t|mustn'?t|"
+    r"avoid(?:s|ed|ing)?|without|stop|nor|ban(?:s|ned)?|forbid(?:s|den)?|prohibit(?:s|ed)?|"
+    r"disallow(?:s|ed)?|refus(?:e|es|ed))\b",
+    re.IGNORECASE,
+)
+_CLAUSE = re.compile(r"[,;:.!?]\s+|\s+(?:and|but|or|instead of)\s+|\n")
+_HEADING = re.compile(r"^\s*(?:#{1,6}\s*|\*\*)([^*\n#]+?)(?:\*\*)?\s*:?\s*$")
+_BULLET_MARK = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+(?:\[[ xX]\]\s*)?")
+
+# -- tool-call markup ------------------------------------------------------------------------
+_FENCED_CALL = re.compile(r"```[ \t]*(?:tool_call|tool|json|function)?[^\n]*\n.*?(?:```|\Z)",
+                          re.DOTALL)
+_TAGGED_CALL = re.compile(r"<(tool_call|function_call|tool)>.*?(?:</\1>|\Z)", re.DOTALL)
+_JSON_CALL = re.compile(r"\{\s*\"(?:name|function)\"\s*:\s*\"[^\"]*\"\s*,\s*"
+                        r"\"(?:arguments|parameters)\"\s*:")
 
 
 def _norm(line: str) -> str:
     return re.sub(r"\s+", " ", line.strip(" \t-*#>0123456789.[]x")).lower()
 
 
+def _is_call_block(block: str) -> bool:
+    return bool(_JSON_CALL.search(block)) or block.lstrip("`").lower().startswith("tool_call")
+
+
+def strip_tool_markup(text: str) -> tuple[str, int]:
+    """``text`` without tool-call blocks (fenced, tagged or bare JSON); (text, how many)."""
+    found = 0
+
+    def fenced(m: re.Match[str]) -> str:
+        nonlocal found
+        if not _is_call_block(m.group(0)):
+            return m.group(0)
+        found += 1
+        return ""
+
+    def dropped(_m: re.Match[str]) -> str:
+        nonlocal found
+        found += 1
+        return ""
+
+    text = _FENCED_CALL.sub(fenced, text)
+    text = _TAGGED_CALL.sub(dropped, text)
+    out: list[str] = []
+    for line in text.splitlines():
+        m = _JSON_CALL.search(line)
+        if m is None:
+            out.append(line)
+            continue
+        found += 1
+        head = line[: m.start()].rstrip()
+        if head.strip(" -*"):
+            out.append(head)
+    return "\n".join(out).strip(), found
+
+
+def has_tool_markup(text: str) -> bool:
+    return strip_tool_markup(text)[1] > 0 or "<tool_call" in text or "</tool_call>" in text
+
+
+# -- structure -------------------------------------------------------------------------------
 def section_present(text: str, name: str) -> bool:
     pattern = r"^\s*(?:#{1,6}\s*|\*\*)?" + re.escape(name).replace(r"\ ", r"\s+")
     return re.search(pattern, text, re.IGNORECASE | re.MULTILINE) is not None
@@ -34,20 +160,270 @@ def missing_sections(text: str) -> list[str]:
     return [name for name in REQUIRED_SECTIONS if not section_present(text, name)]
 
 
+def parse_sections(text: str) -> dict[str, list[str]]:
+    """Heading (as written, e.g. "Goal", "Done") -> its lines with list marks removed.
+
+    Text under "Progress" itself (no sub-heading) counts as "Done".
+    """
+    sections: dict[str, list[str]] = {}
+    current: list[str] | None = None
+    for raw in text.splitlines():
+        m = _HEADING.match(raw)
+        if m:
+            name = m.group(1).strip()
+            key = next((s for s in (*REQUIRED_SECTIONS, *CONTENT_SECTIONS, "Blocked")
+                        if s.lower() == name.lower()), name)
+            if key == "Progress":
+                key = "Done"
+            current = sections.setdefault(key, [])
+            continue
+        line = _BULLET_MARK.sub("", raw).strip()
+        line = re.sub(r"^\*\*([^*]+)\*\*", r"\1", line).strip()
+        if line and current is not None:
+            current.append(line)
+    return sections
+
+
+# -- content ---------------------------------------------------------------------------------
+def _words(text: str) -> list[str]:
+    return [w.lower().rstrip(".:") for w in _WORD.findall(text)]
+
+
+def _stem(word: str) -> str:
+    for suffix in ("ing", "ed", "es", "s"):
+        if len(word) > len(suffix) + 3 and word.endswith(suffix):
+            return word[: -len(suffix)]
+    return word
+
+
+class Known:
+    """What a conversation names: its words (and their stems and parts), and its text
+    (a path or identifier of a summary counts as named when it occurs in it, also cut)."""
+
+    def __init__(self, text: str) -> None:
+        self.text = " ".join(text.lower().split())
+        self.words: set[str] = set()
+        for w in _words(text):
+            self.words.add(w)
+            self.words.add(_stem(w))
+            for part in re.split(r"[/._:@-]+", w):
+                if part:
+                    self.words.add(part)
+                    self.words.add(_stem(part))
+
+    def __contains__(self, word: object) -> bool:
+        if not isinstance(word, str):
+            return False
+        w = word.lower().rstrip(".:")
+        if w in self.words or _stem(w) in self.words:
+            return True
+        return len(w) >= 6 and any(c in w for c in "/._") and w.strip("/.") in self.text
+
+
+def vocabulary(text: str) -> Known:
+    """What ``text`` names (see :class:`Known`)."""
+    return Known(text)
+
+
+def _term(word: str) -> bool:
+    if word in _STOP or _stem(word) in _STOP:
+        return False
+    return len(word) >= 4 or any(c.isdigit() for c in word)
+
+
+def _specific(raw: str, first: bool) -> bool:
+    """A path, identifier, name or number: one match of these says something by itself."""
+    if any(c in raw[1:-1] for c in "/._@:") or re.search(r"[a-z][A-Z]", raw):
+        return True
+    if sum(c.isdigit() for c in raw) >= 3:
+        return True
+    return not first and raw[:1].isupper() and raw[1:].islower() and len(raw) >= 3
+
+
+def grounded_terms(line: str, known: Known) -> tuple[list[str], list[str]]:
+    """(terms of ``line`` found in the conversation, those not found); ``known`` is
+    :func:`vocabulary` of the conversation. Filler ("none", "n/a", placeholders) has none."""
+    if _FILLER.match(line.strip()):
+        return [], []
+    found: list[str] = []
+    missing: list[str] = []
+    for raw in dict.fromkeys(_WORD.findall(line)):
+        word = raw.lower().rstrip(".:")
+        if not _term(word):
+            continue
+        (found if raw in known else missing).append(raw)
+    return found, missing
+
+
+def informative(line: str, known: Known) -> bool:
+    """Whether ``line`` says something from the conversation: two of its terms are found
+    there (or one path, identifier, name or long number), and most of its terms are."""
+    found, missing = grounded_terms(line, known)
+    if not found or len(found) < len(missing):
+        return False
+    first = _WORD.findall(line)[:1]
+    return len(found) >= 2 or any(_specific(w, [w] == first) for w in found)
+
+
+def invented(line: str, known: Known) -> list[str]:
+    """Paths, identifiers and long numbers in ``line`` that the conversation never names."""
+    _found, missing = grounded_terms(line, known)
+    return [w for w in missing if _specific(w, True)]
+
+
+def _clauses(text: str) -> list[str]:
+    return [c.strip() for c in _CLAUSE.split(text) if len(c.strip()) > 3]
+
+
+def _content(clause: str) -> set[str]:
+    return {_stem(w) for w in _words(_NEGATION.sub(" ", clause)) if _term(w)}
+
+
+def contradiction(line: str, rules: Iterable[str]) -> str | None:
+    """The user's rule that ``line`` states the opposite of, if any.
+
+    A clause of the line and a clause of a rule share at least two content words (one when
+    the line's clause has only one, as in "keep tabs") and most of the shorter one's, and
+    exactly one of them is negated.
+    """
+    for rule in rules:
+        for rc in _clauses(rule):
+            rwords = _content(rc)
+            if len(rwords) < 2:
+                continue
+            for lc in _clauses(line):
+                lwords = _content(lc)
+                if not lwords:
+                    continue
+                shared = rwords & lwords
+                if len(shared) < min(2, len(lwords)) or len(shared) < 0.6 * min(
+                    len(rwords), len(lwords)
+                ):
+                    continue
+                if bool(_NEGATION.search(rc)) != bool(_NEGATION.search(lc)):
+                    return rule
+    return None
+
+
 def repeats_input(text: str, source: str) -> str | None:
     """Why ``text`` repeats ``source`` (or loops on itself), or None."""
     if any(marker in text for marker in TRANSCRIPT_MARKERS):
         return "continues the transcript"
-    lines = [_norm(line) for line in text.splitlines()]
+    lines = [line for line in (_norm(raw) for raw in text.splitlines()) if line]
+    lines = [line for line in lines if not _HEADING.match(line)]
     substantial = [line for line in lines if len(line) >= MIN_LINE_CHARS]
-    if substantial:
-        src = _norm(source)
-        copied = sum(1 for line in substantial if line in src)
-        if copied / len(substantial) > COPY_RATIO:
-            return "copies the conversation"
-        most = Counter(substantial).most_common(1)[0][1]
-        if most >= 3:
-            return "repeats itself"
+    if substantial and Counter(substantial).most_common(1)[0][1] >= 3:
+        return "repeats itself"
+    src = f" {' '.join(_words(source))} "
+    total = copied = 0
+    for line in lines:
+        words = _words(line)
+        total += len(line)
+        if len(words) >= MIN_COPY_WORDS and f" {' '.join(words)} " in src:
+            copied += len(line)
+    if total and copied / total > COPY_RATIO:
+        return "copies the conversation"
+    return None
+
+
+def _cut_inner_loop(line: str, n: int = 4) -> str:
+    """``line`` cut where it starts looping: a run of up to six words repeated three times
+    in a row keeps its first occurrence; a phrase of ``n`` words that comes back a third
+    time is cut before its second occurrence."""
+    words = line.split()
+    low = [w.lower() for w in words]
+    for i in range(len(low)):
+        for p in range(1, 7):
+            if i + 3 * p <= len(low) and low[i : i + p] == low[i + p : i + 2 * p] == low[
+                i + 2 * p : i + 3 * p
+            ]:
+                return " ".join(words[: i + p]).rstrip(" ,;:-")
+    seen: dict[tuple[str, ...], list[int]] = {}
+    for i in range(len(low) - n + 1):
+        starts = seen.setdefault(tuple(low[i : i + n]), [])
+        if starts and i - starts[-1] < n:
+            continue
+        starts.append(i)
+        if len(starts) == 3:
+            return " ".join(words[: starts[1]]).rstrip(" ,;:-")
+    return line
+
+
+def _level(heading: str) -> int:
+    stripped = heading.lstrip()
+    return len(stripped) - len(stripped.lstrip("#")) or 2
+
+
+def clean_summary(text: str, known: Known | None = None) -> tuple[str, list[str]]:
+    """Strip tool-call markup and cut loops; (cleaned text, what was done).
+
+    A loop is cut two ways: a bullet that repeats an earlier one (same words) is dropped,
+    and a bullet in which the same three words come back a third time is cut before their
+    second occurrence. With ``known`` (:func:`vocabulary` of the conversation), a bullet
+    naming a path, identifier or number the conversation never names (rule 8) is dropped
+    too: the rest of the summary is judged without it, and what the model invented never
+    reaches the chat. A section left without bullets gets "- none" (rule 4 then judges it).
+    """
+    notes: list[str] = []
+    text, calls = strip_tool_markup(text)
+    if calls:
+        notes.append(f"removed {calls} tool-call block(s)")
+    seen: set[str] = set()
+    out: list[str] = []
+    dropped = cut = 0
+    made_up: list[str] = []
+    pending_heading = False
+    heading_at = -1
+    for raw in text.splitlines():
+        if _HEADING.match(raw):
+            if pending_heading and _level(raw) <= _level(out[heading_at]):
+                out.insert(heading_at + 1, "- none")
+            out.append(raw)
+            heading_at = len(out) - 1
+            pending_heading = True
+            continue
+        mark = _BULLET_MARK.match(raw)
+        body = raw[mark.end() :] if mark else raw
+        shorter = _cut_inner_loop(body)
+        if shorter != body:
+            cut += 1
+            body = shorter
+        key = " ".join(_words(body))
+        if len(key) >= 12 and key in seen:
+            dropped += 1
+            continue
+        names = invented(body, known) if known is not None and mark else []
+        if names:
+            made_up.extend(names)
+            continue
+        if key:
+            seen.add(key)
+        line = (raw[: mark.end()] if mark else "") + body
+        if line.strip():
+            pending_heading = pending_heading and not body.strip()
+        out.append(line)
+    if pending_heading and heading_at >= 0:
+        out.insert(heading_at + 1, "- none")
+    if dropped:
+        notes.append(f"dropped {dropped} repeated line(s)")
+    if cut:
+        notes.append(f"cut {cut} looping line(s)")
+    if made_up:
+        notes.append("dropped bullet(s) naming things not in the conversation: "
+                     + ", ".join(made_up[:4]))
+    return "\n".join(out).strip(), notes
+
+
+def says_nothing(sections: dict[str, list[str]], known: Known) -> str | None:
+    """Why the sections carry no information from the conversation, or None."""
+    def says(name: str) -> bool:
+        return any(informative(line, known) for line in sections.get(name, []))
+
+    if not says("Goal"):
+        return "the Goal names nothing from the conversation"
+    empty = [name for name in CONTENT_SECTIONS if not says(name)]
+    if len(CONTENT_SECTIONS) - len(empty) < MIN_INFORMATIVE:
+        return "says nothing specific in: " + ", ".join(empty)
     return None
 
 
@@ -58,8 +434,14 @@ def validate_summary(
     budget: int,
     count: Callable[[str], int],
     finish_reason: str = "stop",
+    user_rules: Sequence[str] = (),
+    reference: str = "",
 ) -> list[str]:
-    """Problems with ``text`` as a summary of ``source`` (empty list: accepted)."""
+    """Problems with ``text`` as a summary of ``source`` (empty list: accepted).
+
+    ``user_rules`` are the user's recorded rules (rule 7); ``reference`` is other text the
+    summary may draw on besides ``source``: the previous summary and the user's record.
+    """
     if not text.strip():
         return ["empty"]
     problems: list[str] = []
@@ -73,7 +455,24 @@ def validate_summary(
     missing = missing_sections(text)
     if missing:
         problems.append("missing sections: " + ", ".join(missing))
+    if has_tool_markup(text):
+        problems.append("contains tool-call markup")
     why = repeats_input(text, source)
     if why:
         problems.append(why)
+    sections = parse_sections(text)
+    known = vocabulary(source + "\n" + reference)
+    if not missing:
+        empty = says_nothing(sections, known)
+        if empty:
+            problems.append(empty)
+    made_up = [w for lines in sections.values() for line in lines for w in invented(line, known)]
+    if made_up:
+        problems.append("names things not in the conversation: " + ", ".join(made_up[:4]))
+    for lines in sections.values():
+        for line in lines:
+            rule = contradiction(line, user_rules)
+            if rule:
+                problems.append(f"contradicts the user ({json.dumps(rule[:80])})")
+                return problems
     return problems

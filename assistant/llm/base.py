@@ -52,6 +52,10 @@ class ModelLoadError(LLMError):
         super().__init__(f"Cannot load model {path}: {reason}")
 
 
+class GrammarError(LLMError):
+    """A grammar given to a backend does not parse, or the model cannot follow it."""
+
+
 class GenerationCancelled(LLMError):
     """Raised by helpers that need an answer when the user stopped the call."""
 
@@ -225,7 +229,10 @@ class ChatGenerator(Protocol):
         Raises :class:`ContextOverflowError` before evaluating anything when the prompt
         does not fit. ``cancel`` stops within one token, and between prompt batches.
         ``on_prefill(done, total)`` reports prompt evaluation progress: once before the
-        first batch (``done`` is what the KV cache already holds) and after each batch.
+        first batch (``done`` is what the KV cache already holds) and after each batch. A
+        grammar (:attr:`GenerationOptions.grammar`, GBNF with root rule ``root``) that does
+        not parse raises :class:`GrammarError` before anything is evaluated; one the model
+        cannot follow midway raises it too.
         """
         ...
 

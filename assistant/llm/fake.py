@@ -7,6 +7,16 @@ where the real backend would. Replies come from a queue: strings, or callables t
 the prompt messages.
 
     backend = ScriptedBackend(["Hello!", lambda msgs: "You said " + msgs[-1]["content"]])
+
+A call with a grammar (``GenerationOptions.grammar``) simulates a constrained model: the
+reply must be in the grammar's language (checked with :func:`assistant.llm.gbnf.to_regex`;
+a reply such a model could not write raises ``ValueError``: the test's script is wrong;
+with no reply queued it writes the shortest text the grammar allows, or the default reply
+if that is allowed).
+``ignore_grammar`` simulates a backend that cannot apply grammars (the reply is given as
+is and ``"grammar"`` is reported in ``GenerationResult.ignored``); ``grammar_failure`` one
+whose vocabulary cannot follow them (every call with a grammar raises
+:class:`GrammarError` with that text).
 """
 
 from __future__ import annotations
@@ -23,6 +33,7 @@ from assistant.llm.base import (
     ContextOverflowError,
     GenerationOptions,
     GenerationResult,
+    GrammarError,
     KVState,
     LLMError,
     ModelInfo,
@@ -30,6 +41,7 @@ from assistant.llm.base import (
 )
 from assistant.llm.cache_reuse import common_prefix
 from assistant.llm.fallback_tokenizer import Cl100kTokenizer
+from assistant.llm.gbnf import GBNFSyntaxError, shortest, to_regex
 from assistant.llm.template import ChatTemplate
 
 Reply = str | Callable[[list[dict[str, Any]]], str]
@@ -44,6 +56,10 @@ class RecordedCall:
     result: GenerationResult | None = None
     prompt_text: str = ""
     options: GenerationOptions | None = None
+
+    @property
+    def grammar(self) -> str | None:
+        return self.options.grammar if self.options is not None else None
 
 
 @dataclass
@@ -61,6 +77,10 @@ class ScriptedBackend:
     default_reply: str = "OK."
     calls: list[RecordedCall] = field(default_factory=list)
     name: str = "scripted (cl100k)"
+    #: Simulate a backend that cannot apply grammars (replies as scripted, reported ignored).
+    ignore_grammar: bool = False
+    #: When set, every call with a grammar raises GrammarError(grammar_failure).
+    grammar_failure: str | None = None
 
     def __post_init__(self) -> None:
         self._tok = Cl100kTokenizer()
@@ -144,7 +164,7 @@ class ScriptedBackend:
         cancel: CancelToken | None = None,
         on_prefill: Callable[[int, int], None] | None = None,
     ) -> Iterator[StreamEvent]:
-        """Stream the next scripted reply (a grammar is not applied: reported ignored)."""
+        """Stream the next scripted reply (held to a grammar: see the module docstring)."""
         max_tokens = options.max_tokens
         msgs = [dict(m) for m in messages]
         text = self.render_prompt(msgs, tools)
@@ -156,6 +176,9 @@ class ScriptedBackend:
         self.calls.append(record)
         if len(tokens) >= self.window:
             raise ContextOverflowError(len(tokens), self.window)
+        grammar = None if self.ignore_grammar else options.grammar
+        if grammar is not None and self.grammar_failure is not None:
+            raise GrammarError(self.grammar_failure)
         reused = common_prefix(self._cache, tokens)
         if reused == len(tokens):
             reused -= 1  # llama.cpp re-evaluates the last token to get fresh logits
@@ -171,8 +194,15 @@ class ScriptedBackend:
             return
         prefill_s = time.perf_counter() - prefill_start
         self._cache = list(tokens)
-        reply = self.replies.pop(0) if self.replies else self.default_reply
-        reply_text = reply(msgs) if callable(reply) else reply
+        if self.replies:
+            reply = self.replies.pop(0)
+            reply_text = reply(msgs) if callable(reply) else reply
+            if grammar is not None:
+                _check_grammar(grammar, reply_text)
+        else:
+            reply_text = self.default_reply
+            if grammar is not None and not _in_language(grammar, reply_text):
+                reply_text = shortest(grammar)  # a constrained model with nothing to say
         room = min(max_tokens, self.window - len(tokens))
         pieces = _pieces(reply_text)
         out: list[str] = []
@@ -204,7 +234,7 @@ class ScriptedBackend:
             prefill_s=prefill_s,
             generate_s=time.perf_counter() - start,
             first_token_s=first,
-            ignored=("grammar",) if options.grammar is not None else (),
+            ignored=("grammar",) if options.grammar is not None and grammar is None else (),
         )
         record.result = result
         yield StreamEvent(result=result)
@@ -237,6 +267,24 @@ class ScriptedBackend:
 
     def close(self) -> None:
         self.closed = True
+
+
+def _in_language(grammar: str, reply: str) -> bool:
+    try:
+        return to_regex(grammar).fullmatch(reply) is not None
+    except GBNFSyntaxError:
+        return True
+
+
+def _check_grammar(grammar: str, reply: str) -> None:
+    try:
+        pattern = to_regex(grammar)
+    except GBNFSyntaxError as exc:
+        if "recursive" in str(exc):
+            return  # not checkable with a regular expression; the call is still recorded
+        raise GrammarError(f"the grammar does not parse: {exc}") from exc
+    if pattern.fullmatch(reply) is None:
+        raise ValueError(f"scripted reply is outside the grammar's language: {reply[:80]!r}")
 
 
 def _pieces(text: str) -> list[str]:

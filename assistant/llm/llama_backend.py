@@ -32,7 +32,7 @@ import logging
 import os
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Generator, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -43,6 +43,7 @@ from assistant.llm.base import (
     EngineTuning,
     GenerationOptions,
     GenerationResult,
+    GrammarError,
     KVState,
     LLMError,
     ModelInfo,
@@ -64,6 +65,7 @@ from assistant.llm.calibration import (
     default_config,
 )
 from assistant.llm.calibration import calibrate as run_calibration
+from assistant.llm.constrained import GrammarSampler, grammar_accepts
 from assistant.llm.gguf import GGUFHeaderError, read_header
 from assistant.llm.incremental_tokenizer import (
     PROBE_CONVERSATIONS,
@@ -189,6 +191,11 @@ class LlamaBackend:
         self._reuse_chunk = 0
         self._reuse_blocker = reuse_blocker(llama)
         self._fingerprint: str | None = None
+        #: GBNF text -> whether llama.cpp parses it (see :meth:`check_grammar`).
+        self._grammars: dict[str, bool] = {}
+        #: Under a grammar, avoid tokens that repeat an n-gram of the reply this long
+        #: (when the grammar allows another token; 0: off). See :mod:`.constrained`.
+        self.grammar_no_repeat_ngram = 0
 
     # -- construction ---------------------------------------------------------------------
     @classmethod
@@ -592,7 +599,61 @@ class LlamaBackend:
             raise ContextOverflowError(len(tokens), n_ctx)
         if not tokens:
             raise ValueError("empty prompt")
+        if options.grammar is not None:
+            self.check_grammar(options.grammar)
         return self._stream(tokens, options, cancel, on_prefill)
+
+    def check_grammar(self, grammar: str) -> None:
+        """Raise :class:`GrammarError` unless llama.cpp parses GBNF ``grammar`` (root rule
+        ``root``) for this model's vocabulary (memoized per text).
+
+        llama.cpp parses a grammar when its sampler is built and returns no sampler on an
+        error, which would crash sampling; so it is built once here, before any prefill.
+        """
+        known = self._grammars.get(grammar)
+        if known is None:
+            lc = self._llama_cpp
+            with _quiet_stderr():
+                sampler = lc.llama_sampler_init_grammar(
+                    self._llm._model.vocab, grammar.encode("utf-8"), b"root"
+                )
+            known = bool(sampler)
+            if sampler:
+                lc.llama_sampler_free(sampler)
+            if len(self._grammars) > 32:
+                self._grammars.clear()
+            self._grammars[grammar] = known
+        if not known:
+            raise GrammarError(f"{self._info.name}: llama.cpp cannot parse the grammar")
+
+    def grammar_accepts(self, grammar: str, text: str) -> bool:
+        """Whether ``grammar`` allows this model to write exactly ``text`` (and stop)."""
+        self.check_grammar(grammar)
+        tokens = self._llm.tokenize(text.encode("utf-8"), add_bos=False, special=False)
+        return grammar_accepts(self._llm, grammar, tokens)
+
+    def _constrained(
+        self, tokens: list[int], grammar: str, temperature: float, top_p: float
+    ) -> Generator[int, Any, None]:
+        """Tokens sampled under ``grammar`` after :meth:`_prefill` (see :mod:`.constrained`)."""
+        llm = self._llm
+        sampler = GrammarSampler(
+            llm, grammar, temperature=temperature, top_p=top_p,
+            top_k=int(_SAMPLER["top_k"]), min_p=float(_SAMPLER["min_p"]),
+            repeat_penalty=float(_SAMPLER["repeat_penalty"]),
+            seed=int(getattr(llm, "_seed", 0) or 0),
+            no_repeat_ngram=self.grammar_no_repeat_ngram,
+        )
+        try:
+            llm.eval(tokens[llm.n_tokens :])
+            while True:
+                token = sampler.sample()
+                sampler.accept(token)
+                yield token
+                llm.eval([token])
+        finally:
+            log.debug("grammar sampling: %s", sampler.stats)
+            sampler.close()
 
     def raw_generation_seconds(self, tokens: list[int], count: int, temperature: float) -> float:
         """Seconds for ``count`` tokens from llama-cpp-python's own ``Llama.generate`` with
@@ -703,8 +764,7 @@ class LlamaBackend:
         on_prefill: Callable[[int, int], None] | None,
     ) -> Iterator[StreamEvent]:
         llm = self._llm
-        # Grammar-constrained sampling is not wired to llama.cpp yet: say so in the result.
-        ignored = ("grammar",) if options.grammar is not None else ()
+        ignored: tuple[str, ...] = ()
         n_ctx = int(llm.n_ctx())
         start = time.perf_counter()
         plan, finished = self._prefill(tokens, cancel, on_prefill)
@@ -738,33 +798,39 @@ class LlamaBackend:
         if budget == 0:
             finish = "length"
         else:
-            sampler = {**_SAMPLER, "top_p": options.top_p}
-            for token in llm.generate(
-                tokens, temp=options.temperature, reset=True, **sampler
-            ):
-                if first is None:
-                    first = time.perf_counter() - start
-                if self._is_eog(token):
-                    finish = "stop"
-                    break
-                count += 1
-                text += decoder.decode(llm.detokenize([token], special=False))
-                hit = _find_stop(text, stops)
-                if hit is not None:
-                    text = text[:hit]
-                    finish = "stop"
-                    break
-                # Hold back a tail that could be the start of a stop string.
-                safe = len(text) - _partial_stop_len(text, stops)
-                if safe > emitted:
-                    yield StreamEvent(delta=text[emitted:safe])
-                    emitted = safe
-                if cancel is not None and cancel.cancelled:
-                    finish = "cancelled"
-                    break
-                if count >= budget:
-                    finish = "length"
-                    break
+            sampled: Generator[int, Any, None] = (
+                self._constrained(tokens, options.grammar, options.temperature, options.top_p)
+                if options.grammar is not None
+                else llm.generate(
+                    tokens, temp=options.temperature, reset=True,
+                    **{**_SAMPLER, "top_p": options.top_p},
+                )
+            )
+            with contextlib.closing(sampled):  # frees a grammar's samplers on a break
+                for token in sampled:
+                    if first is None:
+                        first = time.perf_counter() - start
+                    if self._is_eog(token):
+                        finish = "stop"
+                        break
+                    count += 1
+                    text += decoder.decode(llm.detokenize([token], special=False))
+                    hit = _find_stop(text, stops)
+                    if hit is not None:
+                        text = text[:hit]
+                        finish = "stop"
+                        break
+                    # Hold back a tail that could be the start of a stop string.
+                    safe = len(text) - _partial_stop_len(text, stops)
+                    if safe > emitted:
+                        yield StreamEvent(delta=text[emitted:safe])
+                        emitted = safe
+                    if cancel is not None and cancel.cancelled:
+                        finish = "cancelled"
+                        break
+                    if count >= budget:
+                        finish = "length"
+                        break
         text += decoder.decode(b"", final=True) if finish != "stop" else ""
         if len(text) > emitted:
             yield StreamEvent(delta=text[emitted:])

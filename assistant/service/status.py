@@ -79,6 +79,20 @@ def compaction_note(record: CompactionRecord) -> str:
     return f"Compacted from {record.tokens_before:,} to {record.tokens_after:,} tokens"
 
 
+def summarizer_line(record: CompactionRecord) -> str:
+    """Which summarizer wrote the summary and why, e.g. "Summary written by the model
+    under the summary grammar." (records saved before notes existed get a short line)."""
+    note = record.summarizer_note
+    if not note:
+        note = {
+            "model": "written by the model",
+            "hook": "written by a before_compact hook",
+        }.get(record.summarizer, f"by the {record.summarizer} fallback")
+        if record.rejected:
+            note += f": the model's summaries were rejected ({record.rejected[-1]})"
+    return f"Summary {note}."
+
+
 @dataclass(frozen=True)
 class Status:
     phase: Phase

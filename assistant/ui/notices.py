@@ -21,7 +21,7 @@ from PySide6.QtWidgets import (
 )
 
 from assistant.conversation import CompactionRecord, Message, ToolCall
-from assistant.service.status import compaction_note, prune_note
+from assistant.service.status import compaction_note, prune_note, summarizer_line
 from assistant.ui.buttons import action_button
 from assistant.ui.markdown_view import MarkdownView
 from assistant.ui.message_widgets import MessageWidget
@@ -109,8 +109,6 @@ class CompactionNotice(QFrame):
         }[record.reason]
         when = time.strftime("%H:%M", time.localtime(record.timestamp))
         meta = f"Compaction {record.count} at {when}, because {reason}"
-        if record.summarizer != "model":
-            meta += f"; summary by the {record.summarizer} fallback"
         if record.duration_s:
             meta += f"; took {record.duration_s:.1f} s"
         if record.focus:
@@ -119,6 +117,10 @@ class CompactionNotice(QFrame):
         self.meta.setObjectName("MutedLabel")
         self.meta.setWordWrap(True)
         layout.addWidget(self.meta)
+        self.summarizer_label = QLabel(summarizer_line(record))
+        self.summarizer_label.setObjectName("MutedLabel")
+        self.summarizer_label.setWordWrap(True)
+        layout.addWidget(self.summarizer_label)
         self.details = QWidget()
         details = QVBoxLayout(self.details)
         details.setContentsMargins(14, 0, 0, 0)

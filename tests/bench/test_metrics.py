@@ -75,6 +75,27 @@ def test_summary_of_hand_made_records() -> None:
     assert s.retention_context == pytest.approx(1 / 3)
     assert s.retention_context_constraints_paths == pytest.approx(1 / 2)
     assert s.retention_answered == pytest.approx(1 / 2)
+    assert s.summaries_by == {"model": 1} and s.model_summary_share == 1.0
+
+
+def test_model_summary_acceptance_and_rejections_per_run() -> None:
+    run = RunRecord(workload="W", strategy="policy", model="m", mode="local", window=100)
+    run.compactions = [
+        CompactionStat("model", "threshold", 4.0, 95, 35, 1, ["says nothing specific in: Done"]),
+        CompactionStat("extractive", "threshold", 6.0, 95, 40, 2,
+                       ["the Goal names nothing from the conversation"] * 2),
+        CompactionStat("model", "threshold", 3.0, 95, 30, 3),
+        CompactionStat("drop", "threshold", 0.1, 95, 50, 4),
+    ]
+    s = summarize(run)
+    assert s.summaries_by == {"model": 2, "extractive": 1, "drop": 1}
+    assert s.model_summary_share == pytest.approx(2 / 3)  # drop-half writes no summary
+    assert s.summary_rejections == [
+        "says nothing specific in: Done",
+        "the Goal names nothing from the conversation",
+        "the Goal names nothing from the conversation",
+    ]
+    assert summarize(RunRecord("W", "none", "m", "local", 100)).model_summary_share is None
 
 
 def test_fact_and_answer_matching_ignore_case() -> None:

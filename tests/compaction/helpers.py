@@ -13,28 +13,57 @@ from assistant.llm.fake import ScriptedBackend
 
 SYSTEM = "You are a test assistant."
 
+#: A summary a model under the summary grammar could write about conversations made of
+#: :func:`tool_turn` turns: one short bullet per section (it fits the grammar at any
+#: budget), naming their files and words so it passes validation.
 GOOD_SUMMARY = """## Goal
-Refactor the parser module.
+- Answer questions about src/file_0.py
 
 ## Constraints & Preferences
-- Keep the public API stable.
+- Short answers
 
 ## Progress
 ### Done
-- [x] Read the parser.
+- Read src/file_0.py
 ### In Progress
-- [ ] Splitting functions.
+- Answer about src/file_0.py
 ### Blocked
 - none
 
 ## Key Decisions
-- **Split by stage**: easier to test.
+- Read src/file_0.py whole
 
 ## Next Steps
-1. Write the tests.
+- Read the next file
 
 ## Critical Context
-- Entry point is parse()."""
+- src/file_0.py has words"""
+
+
+#: What a model under the grammar writes when it has nothing to say: every heading, no
+#: content (validation rejects it: the Goal names nothing from the conversation).
+FILLER_SUMMARY = """## Goal
+- The user wants to continue.
+
+## Constraints & Preferences
+- none
+
+## Progress
+### Done
+- Nothing yet.
+### In Progress
+- The assistant will continue.
+### Blocked
+- none
+
+## Key Decisions
+- none
+
+## Next Steps
+- Continue the work.
+
+## Critical Context
+- none"""
 
 
 def local_policy(**changes: Any) -> EffectivePolicy:

@@ -10,10 +10,11 @@ from assistant.conversation import Message, ToolCall
 from assistant.llm.fake import ScriptedBackend
 
 SUMMARY = (
-    "## Goal\nRename the config loader.\n\n## Constraints & Preferences\n- none\n\n"
-    "## Progress\n### Done\n- read loader.py\n### In Progress\n- renaming\n### Blocked\n- none"
-    "\n\n## Key Decisions\n- keep the old name as an alias\n\n## Next Steps\n1. Update the "
-    "imports\n\n## Critical Context\n- loader.py holds load_config"
+    "## Goal\n- Rename the config loader in src/loader.py\n\n## Constraints & Preferences\n"
+    "- none\n\n## Progress\n### Done\n- Read src/loader.py\n### In Progress\n- Renaming load to "
+    "load_config\n### Blocked\n- none\n\n## Key Decisions\n- Keep load as an alias of "
+    "load_config\n\n## Next Steps\n- Update the callers of load in src/loader.py\n\n"
+    "## Critical Context\n- src/loader.py holds load"
 )
 
 
@@ -43,6 +44,6 @@ def test_a_model_summarizer_writes_the_summary_proper_within_the_budget() -> Non
     summarize = BranchSummarizer(counter, ModelSummarizer(backend, counter), window=8_192)
     text = summarize(_branch(), 400)
     assert backend.calls, "the model was asked"
-    assert "keep the old name as an alias" in text
+    assert "Keep load as an alias of load_config" in text
     assert counter.text(text) <= 400
     assert "Never touch the tests." in text.partition(MECHANICAL_MARKER)[2]

@@ -20,14 +20,24 @@ from assistant.compaction.events import (
     CompactionStarted,
 )
 from assistant.compaction.prompts import MECHANICAL_MARKER, SUMMARY_HEADER
-from assistant.compaction.summarizer import ExtractiveSummarizer, SummaryOutcome, SummaryRequest
+from assistant.compaction.summarizer import (
+    ExtractiveSummarizer,
+    ModelSummarizer,
+    SummaryOutcome,
+    SummaryRequest,
+)
 from assistant.conversation import CompactionRecord, Conversation, Message
 from assistant.llm.base import CancelToken, GenerationCancelled
 from assistant.llm.fake import ScriptedBackend
 
-from .helpers import GOOD_SUMMARY, SYSTEM, controller, local_policy, tool_turn
+from .helpers import FILLER_SUMMARY, GOOD_SUMMARY, SYSTEM, controller, local_policy, tool_turn
 
 NO_PRUNE: dict[str, Any] = {"prune_enabled": lambda: False}
+
+
+def _free(be: ScriptedBackend) -> dict[str, Any]:
+    """Controller arguments for a model summarized with the free prompts (no grammar)."""
+    return {"summarizer": ModelSummarizer(be, grammar=False), **NO_PRUNE}
 
 
 def _long_chat(turns: int = 8, size: int = 60) -> Conversation:
@@ -76,7 +86,7 @@ def test_summary_is_injected_as_a_synthetic_user_message_never_stored() -> None:
     assert req.messages[0] == {"role": "system", "content": SYSTEM}
     assert req.messages[1]["role"] == "user"
     assert req.messages[1]["content"].startswith(SUMMARY_HEADER)
-    assert "## Goal\nRefactor the parser module." in req.messages[1]["content"]
+    assert "## Goal\n- Answer questions about src/file_0.py" in req.messages[1]["content"]
     rec = conv.last_compaction
     assert rec is not None and rec.first_kept_id is not None
     kept = conv.messages[conv.index_of(rec.first_kept_id) :]
@@ -122,7 +132,8 @@ def test_second_compaction_updates_the_previous_summary_and_files_accumulate() -
     assert second is not None and second.count == 2
     assert second.previous_summary == first.summary
     update_prompt = be.calls[-1].messages[-1]["content"]
-    assert "<previous-summary>" in update_prompt and "Refactor the parser" in update_prompt
+    assert "<previous-summary>" in update_prompt
+    assert "Answer questions about src/file_0.py" in update_prompt
     assert set(first.files_read) <= set(second.files_read)
     assert "lib/more_8.py" in second.files_read
     assert "Always answer in French." in second.summary
@@ -130,10 +141,24 @@ def test_second_compaction_updates_the_previous_summary_and_files_accumulate() -
 
 def test_rejected_summary_is_retried_with_a_stricter_prompt() -> None:
     conv = _long_chat()
-    be = ScriptedBackend(["blah", GOOD_SUMMARY])
+    be = ScriptedBackend([FILLER_SUMMARY, GOOD_SUMMARY])
     ctl, _, _ = controller(be, _policy_for(conv, -1), **NO_PRUNE)
     rec = ctl.compact(conv, system_prompt=SYSTEM, reason="manual")
     assert rec is not None and rec.summarizer == "model"
+    assert all(c.grammar is not None for c in be.calls)
+    assert "rejected" not in be.calls[0].messages[-1]["content"]
+    retry = be.calls[1].messages[-1]["content"]
+    assert "Your previous summary was rejected" in retry and "names nothing" in retry
+    assert rec.rejected and "names nothing" in rec.rejected[0]
+
+
+def test_rejected_free_prompt_summary_is_retried_with_a_stricter_prompt() -> None:
+    conv = _long_chat()
+    be = ScriptedBackend(["blah", GOOD_SUMMARY])
+    ctl, _, _ = controller(be, _policy_for(conv, -1), **_free(be))
+    rec = ctl.compact(conv, system_prompt=SYSTEM, reason="manual")
+    assert rec is not None and rec.summarizer == "model"
+    assert all(c.grammar is None for c in be.calls)
     assert "IMPORTANT" not in be.calls[0].messages[-1]["content"]
     assert "IMPORTANT" in be.calls[1].messages[-1]["content"]
     assert "missing sections" in be.calls[1].messages[-1]["content"]
@@ -141,20 +166,25 @@ def test_rejected_summary_is_retried_with_a_stricter_prompt() -> None:
 
 def test_twice_rejected_summary_falls_back_to_extractive() -> None:
     conv = _long_chat()
-    echo = lambda msgs: msgs[-1]["content"]  # noqa: E731 - repeats its input
-    be = ScriptedBackend(["", echo])
+    be = ScriptedBackend([FILLER_SUMMARY, FILLER_SUMMARY])
     ctl, _, _ = controller(be, _policy_for(conv, -1), **NO_PRUNE)
     rec = ctl.compact(conv, system_prompt=SYSTEM, reason="manual")
     assert rec is not None and rec.summarizer == "extractive" and len(be.calls) == 2
     for section in ("## Goal", "## Constraints & Preferences", "## Progress", "## Next Steps"):
         assert section in rec.summary
+    echo = lambda msgs: msgs[-1]["content"]  # noqa: E731 - repeats its input
+    be2 = ScriptedBackend(["", echo])
+    ctl2, _, _ = controller(be2, _policy_for(conv, -1), **_free(be2))
+    rec2 = ctl2.compact(_long_chat(), system_prompt=SYSTEM, reason="manual")
+    assert rec2 is not None and rec2.summarizer == "extractive" and len(be2.calls) == 2
     assert "Always answer in French." in rec.summary
 
 
 def test_summary_stays_within_budget() -> None:
     conv = _long_chat()
     pol = _policy_for(conv, -1)
-    ctl, be, _ = controller(ScriptedBackend([GOOD_SUMMARY * 5, GOOD_SUMMARY]), pol, **NO_PRUNE)
+    be = ScriptedBackend([GOOD_SUMMARY * 5, GOOD_SUMMARY])  # too long: only without a grammar
+    ctl, be, _ = controller(be, pol, **_free(be))
     rec = ctl.compact(conv, system_prompt=SYSTEM, reason="manual")
     assert rec is not None
     assert be.count(rec.summary) <= pol.summary_budget
@@ -308,10 +338,16 @@ def test_split_turn_summarizes_the_prefix_separately() -> None:
         conv.append(res)
     conv.append(Message(role="assistant", content="All read."))
     pol = local_policy(window=2_600, reserve=300, keep_recent=900, summary_budget=500)
-    be = ScriptedBackend([GOOD_SUMMARY, GOOD_SUMMARY])
-    ctl, _, _ = controller(be, pol, **NO_PRUNE)
+    setup = (
+        "## Goal\n- Set up without global state\n## Constraints & Preferences\n- none\n"
+        "## Progress\n### Done\n- Set up\n### In Progress\n- none\n### Blocked\n- none\n"
+        "## Key Decisions\n- No global state\n## Next Steps\n- Read every module\n"
+        "## Critical Context\n- src/file_0.py has no global state"
+    )
+    be = ScriptedBackend([setup, GOOD_SUMMARY])
+    ctl, _, _ = controller(be, pol, **_free(be))
     rec = ctl.compact(conv, system_prompt=SYSTEM, reason="manual")
-    assert rec is not None and len(be.calls) == 2
+    assert rec is not None and len(be.calls) == 2, rec and rec.rejected
     assert "FIRST PART of one long request" in be.calls[1].messages[-1]["content"]
     assert "Context of the current request" in rec.summary
     assert "Now read every module and report." in rec.summary  # last request, verbatim
@@ -325,8 +361,14 @@ def test_span_larger_than_the_window_is_summarized_in_chunks() -> None:
         conv.append(Message(role="user", content=f"Note {i}: " + "detail " * 150))
         conv.append(Message(role="assistant", content=f"Noted {i}."))
     pol = local_policy(window=3_000, reserve=400, keep_recent=600, summary_budget=300)
-    be = ScriptedBackend([GOOD_SUMMARY] * 20, window=3_000)
-    ctl, _, _ = controller(be, pol, **NO_PRUNE)
+    notes = (
+        "## Goal\n- Noted every note\n\n## Constraints & Preferences\n- none\n\n"
+        "## Progress\n### Done\n- Noted each note\n### In Progress\n- Noted more notes\n"
+        "### Blocked\n- none\n\n## Key Decisions\n- Keep every note noted\n\n"
+        "## Next Steps\n- Note the next note\n\n## Critical Context\n- Each note is noted"
+    )
+    be = ScriptedBackend([notes] * 20, window=3_000)
+    ctl, _, _ = controller(be, pol, **_free(be))
     rec = ctl.compact(conv, system_prompt=SYSTEM, reason="manual")
     assert rec is not None and rec.summarizer == "model"
     assert len(be.calls) >= 3
@@ -378,7 +420,7 @@ def test_a_looping_summary_is_stopped_early_and_rejected() -> None:
     conv = _long_chat()
     loop = GOOD_SUMMARY.split("## Critical")[0] + "- the very same line again and again\n" * 50
     be = ScriptedBackend([loop, GOOD_SUMMARY])
-    ctl, _, _ = controller(be, _policy_for(conv, -1), **NO_PRUNE)
+    ctl, _, _ = controller(be, _policy_for(conv, -1), **_free(be))
     rec = ctl.compact(conv, system_prompt=SYSTEM, reason="manual")
     assert rec is not None and rec.summarizer == "model"
     first = be.calls[0]
@@ -388,10 +430,10 @@ def test_a_looping_summary_is_stopped_early_and_rejected() -> None:
 
 def test_model_is_not_asked_again_after_repeated_rejections() -> None:
     from assistant.compaction.extractive import MechanicalState
-    from assistant.compaction.summarizer import GIVE_UP_AFTER, ModelSummarizer, SummaryRequest
+    from assistant.compaction.summarizer import GIVE_UP_AFTER
 
     conv = _long_chat()
-    be = ScriptedBackend(default_reply="")  # every model summary is empty: rejected
+    be = ScriptedBackend(default_reply=FILLER_SUMMARY)  # says nothing: always rejected
     summarizer = ModelSummarizer(be)
     request = SummaryRequest(
         history=conv.messages, turn_prefix=[], previous=None, focus=None, budget=300,
@@ -404,6 +446,10 @@ def test_model_is_not_asked_again_after_repeated_rejections() -> None:
     outcome = summarizer.summarize(request, None)
     assert outcome.kind == "extractive" and len(be.calls) == calls  # not asked again
     assert "## Goal" in outcome.text
+    assert outcome.note == (
+        "by the extractive fallback: the model was not asked, its summaries were rejected in "
+        f"{GIVE_UP_AFTER} compactions in a row"
+    )
     # A model that starts writing good summaries is trusted again after a success.
     summarizer.consecutive_fallbacks = GIVE_UP_AFTER - 1
     be.enqueue(GOOD_SUMMARY)

@@ -56,6 +56,9 @@ def test_small_window_compacts_and_keeps_what_was_planted(
     calls, final = lines[:-1], lines[-1]
     compactions = [c["compaction"] for c in calls if c["compaction"]]
     assert compactions and all(c["reason"] == "threshold" for c in compactions)
+    assert all(c["summarizer"] == "extractive" and c["rejected"] == [] for c in compactions)
+    assert final["summaries"] == {"model": 0, "extractive": len(compactions), "hook": 0}
+    assert final["rejected"] == []
     assert all(c["tokens_after"] < c["tokens_before"] for c in compactions)
     assert any(c["pruned_tokens"] > 0 for c in calls)
     window = calls[0]["window"]

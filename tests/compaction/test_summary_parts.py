@@ -14,7 +14,7 @@ from assistant.compaction.file_tracking import FileOps, extract_file_ops
 from assistant.compaction.prompts import REQUIRED_SECTIONS, build_prompt
 from assistant.compaction.serialize import serialize
 from assistant.compaction.tokens import CountingBackend
-from assistant.compaction.validate import validate_summary
+from assistant.compaction.validate import missing_sections, validate_summary
 from assistant.conversation import Message, ToolCall
 
 from .helpers import GOOD_SUMMARY
@@ -51,7 +51,14 @@ def test_prompt_kinds() -> None:
 
 
 def test_validate_accepts_a_good_summary() -> None:
-    assert validate_summary(GOOD_SUMMARY, source="[User]: hi", budget=500, count=COUNT) == []
+    source = '[User]: Question 0 about src/file_0.py.\n[Tool call]: read_file(path="src/file_0.py")'
+    source += "\n[Tool result] read_file: line 0 of the file with some words in it"
+    assert validate_summary(GOOD_SUMMARY, source=source, budget=500, count=COUNT) == []
+    # The same summary of a conversation that never named those files says nothing of it.
+    problems = validate_summary(GOOD_SUMMARY, source="[User]: hi", budget=500, count=COUNT)
+    assert "the Goal names nothing from the conversation" in problems
+    assert any(p.startswith("names things not in the conversation: src/file_0.py")
+               for p in problems)
 
 
 def test_validate_rejections() -> None:
@@ -132,7 +139,7 @@ def test_extractive_summary_has_every_section_and_fits() -> None:
         assert f"## {section}" in text
     assert "Build a parser." in text and "boom" in text and "Old goal" in text
     assert COUNT(text) <= 200
-    assert validate_summary(text, source=serialize(msgs), budget=200, count=COUNT) == []
+    assert missing_sections(text) == []
 
 
 def test_model_part_round_trip() -> None:

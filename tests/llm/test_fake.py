@@ -74,7 +74,7 @@ def test_kv_cache_state_round_trips_and_resets() -> None:
 
 
 def test_a_grammar_it_cannot_apply_is_reported_not_silently_dropped() -> None:
-    b = ScriptedBackend(["free text"])
+    b = ScriptedBackend(["free text"], ignore_grammar=True)
     events = list(b.generate([{"role": "user", "content": "x"}], GenerationOptions(
         max_tokens=10, grammar='root ::= "yes" | "no"')))
     result = events[-1].result
@@ -88,3 +88,24 @@ def test_options_are_one_hashable_value() -> None:
     assert hash(opts) == hash(GenerationOptions(max_tokens=8, stop=("a", "b")))
     with pytest.raises(ValueError):
         GenerationOptions(max_tokens=-1)
+
+
+def test_records_a_grammar_and_holds_replies_to_it() -> None:
+    from assistant.llm.base import GrammarError
+
+    opts = GenerationOptions(max_tokens=50, grammar='root ::= "- " [a-z ]{1,20}')
+
+    def under(b: ScriptedBackend) -> str:
+        return "".join(ev.delta for ev in b.generate([{"role": "user", "content": "go"}], opts))
+
+    b = ScriptedBackend(["- fine words", "[User]: no"])
+    assert under(b) == "- fine words"
+    assert b.calls[0].grammar == opts.grammar
+    assert b.calls[0].result is not None and b.calls[0].result.ignored == ()
+    with pytest.raises(ValueError, match="outside the grammar"):
+        under(b)
+    # A model that cannot follow grammars: the error comes before any reply.
+    failing = ScriptedBackend(["- fine"], grammar_failure="no byte tokens")
+    with pytest.raises(GrammarError, match="no byte tokens"):
+        under(failing)
+    assert _reply(failing, [{"role": "user", "content": "go"}]) == "- fine"

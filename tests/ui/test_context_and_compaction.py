@@ -15,6 +15,32 @@ from assistant.ui.tool_card import ToolCard
 
 from .sample_chat import build_sample_chat, prune_event
 
+LOREM_SUMMARY = """## Goal
+- Answer questions about lorem ipsum
+
+## Constraints & Preferences
+- none
+
+## Progress
+### Done
+- Read lorem ipsum dolor text
+### In Progress
+- Question about lorem ipsum
+### Blocked
+- none
+
+## Key Decisions
+- Keep lorem ipsum dolor
+
+## Next Steps
+- Answer more lorem ipsum
+
+## Critical Context
+- lorem ipsum dolor sit amet"""
+
+FILLER = LOREM_SUMMARY.replace("lorem ipsum dolor sit amet", "nothing").replace(
+    "lorem ipsum", "the work").replace("lorem ipsum dolor", "the work")
+
 
 def _usage(tokens: int) -> ContextUsage:
     return ContextUsage(
@@ -165,8 +191,8 @@ def test_compacting_strip_shows_and_input_stays_usable(make_window) -> None:
     backend = ScriptedBackend()
     h = make_window(backend=backend)
     _long_chat(h)
-    backend.delay_per_token = 0.05
-    backend.enqueue("## Goal\n" + "summary words " * 200)
+    backend.delay_per_token = 0.1
+    backend.enqueue(LOREM_SUMMARY)  # streamed slowly: about 6 s
     h.type_and_send("/compact")
     h.qtbot.waitUntil(lambda: h.window.status_strip.isVisible(), timeout=20_000)
     assert h.window.strip_label.text() == "Compacting… (Esc to cancel)"
@@ -194,7 +220,7 @@ def test_manual_compact_replaces_old_messages_with_a_notice(make_window) -> None
     backend = ScriptedBackend()
     h = make_window(backend=backend)
     _long_chat(h)
-    backend.enqueue("## Goal\nAnswer five questions about lorem ipsum.\n\n## Progress\n- Done")
+    backend.enqueue(LOREM_SUMMARY)
     h.type_and_send("/compact")
     h.wait_idle()
     notices = [e for e in h.window.chat_view.entries() if isinstance(e, CompactionNotice)]
@@ -213,8 +239,8 @@ def test_escape_cancels_compaction_and_queued_message_is_sent_after(make_window)
     backend = ScriptedBackend()
     h = make_window(backend=backend)
     _long_chat(h)
-    backend.delay_per_token = 0.05
-    backend.enqueue("## Goal\n" + "summary words " * 200)
+    backend.delay_per_token = 0.1
+    backend.enqueue(LOREM_SUMMARY)  # streamed slowly: about 6 s
     h.type_and_send("/compact")
     h.qtbot.waitUntil(lambda: h.window.status_strip.isVisible(), timeout=20_000)
     backend.enqueue("Answer after compaction.")
@@ -227,3 +253,30 @@ def test_escape_cancels_compaction_and_queued_message_is_sent_after(make_window)
     assert h.controller.conversation.compactions == []
     contents = [m.content for m in h.controller.conversation.messages]
     assert contents[-2:] == ["queued while compacting", "Answer after compaction."]
+
+
+
+def test_compaction_card_says_which_summarizer_wrote_it_and_why(make_window, artifacts_dir) -> None:
+    backend = ScriptedBackend()
+    h = make_window(backend=backend)
+    _long_chat(h)
+    backend.enqueue(LOREM_SUMMARY)
+    h.type_and_send("/compact")
+    h.wait_idle()
+    _long_chat(h, turns=3)
+    backend.enqueue(FILLER, FILLER)  # says nothing twice: the extractive fallback writes it
+    h.type_and_send("/compact")
+    h.wait_idle()
+    first, second = [e for e in h.window.chat_view.entries() if isinstance(e, CompactionNotice)]
+    assert first.summarizer_label.text() == (
+        "Summary written by the model under the summary grammar."
+    )
+    assert second.summarizer_label.text() == (
+        "Summary by the extractive fallback: the model's summaries were rejected twice "
+        "(the Goal names nothing from the conversation)."
+    )
+    assert second.summarizer_label.isVisibleTo(second)  # shown without expanding the card
+    h.qtbot.wait(100)
+    h.window.chat_view.ensureWidgetVisible(first, 0, 0)
+    h.qtbot.wait(100)
+    assert h.window.grab().save(str(artifacts_dir / "compaction-card-summarizer.png"))

@@ -1,0 +1,142 @@
+"""What the summarizing model is shown next to its question, picked by code.
+
+A 135M model asked about a conversation of several thousand tokens answers from the last
+few hundred and invents the rest. So each question it gets under the summary grammar
+carries the few lines of the span that answer it, picked by code and quoted (clipped):
+
+* the task statement (the first substantive user message) and the latest user request;
+* the user's standing rules (the first few, as :mod:`.user_text` tells them);
+* what the assistant did: each tool call with its target and outcome, newest last;
+* the assistant's last reply;
+* names, numbers, paths and identifiers that occur in the span;
+* for an update, the previous summary's sections.
+
+The model still writes every bullet; the verbatim record code appends to the summary is
+separate (:mod:`.extractive`).
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from assistant.compaction.user_text import is_substantive, split_user_text
+from assistant.compaction.validate import parse_sections
+from assistant.conversation import Message
+
+#: Words quoted of a user request, of a rule, of the assistant's last reply.
+REQUEST_WORDS = 25
+RULE_WORDS = 22
+REPLY_WORDS = 25
+MAX_RULES = 4
+MAX_ACTIONS = 8
+MAX_NAMES = 12
+TARGET_CHARS = 60
+
+_CANDIDATE = re.compile(r"[A-Za-z_][\w./:-]*\w|\d[\d,.:-]*\d")
+_SENTENCE_END = re.compile(r"(?:^|[.!?:\n\"'(\[])\s*$")
+
+
+def clip(text: str, words: int) -> str:
+    """The first ``words`` words of ``text`` on one line ("..." when cut)."""
+    parts = text.split()
+    return " ".join(parts[:words]) + (" ..." if len(parts) > words else "")
+
+
+@dataclass(frozen=True)
+class Digest:
+    first_request: str = ""
+    latest_request: str = ""
+    rules: tuple[str, ...] = ()
+    actions: tuple[str, ...] = ()
+    last_reply: str = ""
+    names: tuple[str, ...] = ()
+    #: The previous summary's sections (heading -> bullets), for an update.
+    previous: dict[str, list[str]] = field(default_factory=dict)
+
+
+def _target(arguments: dict[str, object]) -> str:
+    """A tool call's path (its last three parts) or command (clipped)."""
+    for key in ("path", "file_path", "command", "pattern", "query", "url"):
+        value = arguments.get(key)
+        if not value:
+            continue
+        text = " ".join(str(value).split())
+        if key in ("path", "file_path") and "/" in text:
+            text = "/".join(text.rstrip("/").split("/")[-3:])
+        return text if len(text) <= TARGET_CHARS else text[: TARGET_CHARS - 4].rstrip() + " ..."
+    return ""
+
+
+def actions(span: Sequence[Message], limit: int = MAX_ACTIONS) -> list[str]:
+    """What the assistant did, as sentences: the tools it used on which targets (newest
+    ``limit`` targets per tool), and each failed call with the start of its error."""
+    results = {m.tool_call_id: m for m in span if m.role == "tool"}
+    used: dict[str, list[str]] = {}
+    failed: list[str] = []
+    for msg in span:
+        for call in msg.tool_calls:
+            target = _target(call.arguments)
+            targets = used.setdefault(call.name, [])
+            if target and target not in targets:
+                targets.append(target)
+            res = results.get(call.id)
+            if res is not None and res.is_error:
+                failed.append(f"{call.name} {target} failed: {clip(res.content, 10)}".strip())
+    out = []
+    for name, targets in used.items():
+        shown = targets[-3:]
+        more = f" and {len(targets) - 3} more" if len(targets) > 3 else ""
+        out.append(f"The assistant used {name}" + (f" on {', '.join(shown)}{more}." if shown
+                                                   else "."))
+    return (out + failed[-2:])[-limit:]
+
+
+def names(span: Sequence[Message], limit: int = MAX_NAMES) -> list[str]:
+    """Paths, identifiers, proper names and long numbers the user and assistant wrote,
+    most frequent first."""
+    counts: Counter[str] = Counter()
+    for msg in span:
+        if msg.role not in ("user", "assistant"):
+            continue
+        text = msg.content
+        for m in _CANDIDATE.finditer(text):
+            word = m.group(0).rstrip(".:,-")
+            initial = _SENTENCE_END.search(text[max(0, m.start() - 3) : m.start()]) is not None
+            if _is_name(word, initial):
+                counts[word] += 1
+        for call in msg.tool_calls:
+            target = _target(call.arguments)
+            if target and " " not in target:
+                counts[target] += 1
+    return [w for w, _ in counts.most_common(limit)]
+
+
+def _is_name(word: str, sentence_initial: bool) -> bool:
+    if any(c in word[1:-1] for c in "/._:") or re.search(r"[a-z][A-Z]", word):
+        return True
+    if sum(c.isdigit() for c in word) >= 3:
+        return True
+    return not sentence_initial and word[:1].isupper() and word[1:].islower() and len(word) > 2
+
+
+def gather(span: Sequence[Message], previous: str | None = None) -> Digest:
+    """The digest of the messages a summary covers."""
+    users = [m.content.strip() for m in span if m.role == "user" and is_substantive(m.content)]
+    rules: list[str] = []
+    for text in users:
+        for piece in split_user_text(text):
+            if piece.kind == "rule" and piece.text.strip() not in rules:
+                rules.append(piece.text.strip())
+    replies = [m.content.strip() for m in span if m.role == "assistant" and m.content.strip()]
+    return Digest(
+        first_request=clip(users[0], REQUEST_WORDS) if users else "",
+        latest_request=clip(users[-1], REQUEST_WORDS) if len(users) > 1 else "",
+        rules=tuple(clip(r, RULE_WORDS) for r in rules[:MAX_RULES]),
+        actions=tuple(actions(span)),
+        last_reply=clip(replies[-1], REPLY_WORDS) if replies else "",
+        names=tuple(names(span)),
+        previous=parse_sections(previous) if previous else {},
+    )

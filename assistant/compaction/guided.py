@@ -1,0 +1,129 @@
+"""A summary request for a reply generated under the summary grammar (:mod:`.grammar`).
+
+:class:`GuidedRequest` holds everything one compaction's grammar-constrained summary needs:
+
+* the grammar, sized to the budget;
+* the request text (:func:`~assistant.compaction.prompts.build_guided`): short, since the
+  grammar writes the headings, with the facts code picked from the span next to it;
+* the messages, in context (the chat as last sent plus the request: llama.cpp still holds
+  the chat, so only the request is evaluated) or as a transcript (one labelled text of the
+  span, its oldest messages left out when it does not fit; the facts cover all of them);
+* what validation needs (:func:`~assistant.compaction.validate.validate_summary`): the
+  span as the model saw it, the user's rules, and the other text a summary may draw on
+  (previous summary, the user's record, the file lists).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from assistant.compaction import prompts
+from assistant.compaction.digest import Digest, gather
+from assistant.compaction.grammar import summary_grammar
+from assistant.compaction.serialize import serialize, serialize_message
+from assistant.compaction.tokens import truncate_to_tokens
+from assistant.compaction.user_text import split_user_text
+from assistant.conversation import Message
+
+#: Characters of each tool result in the guided transcript (the facts carry the calls).
+TOOL_CHARS = 300
+OMITTED = "[... {n} earlier messages left out ...]"
+
+
+def user_rules(span: Sequence[Message], recorded: Sequence[str] = ()) -> list[str]:
+    """The user's rule sentences in ``span`` plus ``recorded`` ones (unclipped, in order)."""
+    out = [r for r in recorded if r.strip()]
+    for msg in span:
+        if msg.role == "user":
+            out.extend(p.text.strip() for p in split_user_text(msg.content) if p.kind == "rule")
+    return list(dict.fromkeys(out))
+
+
+@dataclass
+class GuidedRequest:
+    span: list[Message]
+    digest: Digest
+    grammar: str
+    facts: str
+    update: bool
+    split: bool
+    focus: str | None
+    previous: str | None
+    #: What validation compares the summary with.
+    source: str
+    rules: list[str]
+    reference: str
+
+    @classmethod
+    def build(
+        cls,
+        history: Sequence[Message],
+        turn_prefix: Sequence[Message],
+        *,
+        previous: str | None,
+        focus: str | None,
+        budget: int,
+        recorded_rules: Sequence[str] = (),
+        record: Sequence[str] = (),
+    ) -> GuidedRequest:
+        span = [*history, *turn_prefix]
+        digest = gather(span, previous)
+        prev_goal = " ".join(digest.previous.get("Goal", [])[:1])
+        facts = prompts.facts_block(
+            first_request=digest.first_request,
+            latest_request=digest.latest_request,
+            rules=digest.rules,
+            actions=digest.actions,
+            last_reply=digest.last_reply,
+            previous_goal=prev_goal,
+        )
+        return cls(
+            span=span,
+            digest=digest,
+            grammar=summary_grammar(budget),
+            facts=facts,
+            update=previous is not None,
+            split=bool(turn_prefix),
+            focus=focus,
+            previous=previous,
+            source=serialize(span, tool_chars=1 << 30),
+            rules=user_rules(span, recorded_rules),
+            reference="\n".join([previous or "", *record]),
+        )
+
+    def ask(self, *, in_context: bool, problems: str | None, transcript: str = "") -> str:
+        return prompts.build_guided(
+            facts=self.facts, in_context=in_context, update=self.update, split=self.split,
+            focus=self.focus, problems=problems, transcript=transcript, previous=self.previous,
+        )
+
+    def in_context(
+        self, chat: Sequence[dict[str, Any]], problems: str | None
+    ) -> list[dict[str, Any]]:
+        """The chat as last sent, then the request."""
+        return [*chat, {"role": "user", "content": self.ask(in_context=True, problems=problems)}]
+
+    def transcript(self, room: int, count: Callable[[str], int]) -> str:
+        """The span as labelled text within ``room`` tokens; the oldest messages are left
+        out first (the facts name the task and the actions of the whole span)."""
+        pieces = [serialize_message(m, tool_chars=TOOL_CHARS) for m in self.span]
+        if pieces and count(pieces[-1]) + 2 > room:
+            pieces[-1] = truncate_to_tokens(pieces[-1], max(room - 2, 16), count)
+        sizes = [count(p) + 2 for p in pieces]
+        start = 0
+        marker = count(OMITTED.format(n=len(pieces))) + 2
+        while start < len(pieces) - 1 and sum(sizes[start:]) + (marker if start else 0) > room:
+            start += 1
+        kept = [p for p in pieces[start:] if p]
+        if start:
+            kept.insert(0, OMITTED.format(n=start))
+        return "\n\n".join(kept)
+
+    def transcript_messages(self, transcript: str, problems: str | None) -> list[dict[str, Any]]:
+        content = self.ask(in_context=False, problems=problems, transcript=transcript)
+        return [
+            {"role": "system", "content": prompts.SYSTEM},
+            {"role": "user", "content": content},
+        ]

@@ -1,0 +1,89 @@
+"""Generation under a GBNF grammar with the real embedded model."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from assistant.llm.base import GenerationOptions, GenerationResult, GrammarError
+from assistant.llm.gbnf import accepts
+
+pytestmark = pytest.mark.integration
+
+ANY_TEXT = "root ::= [^\\x00]*\n"
+LIST = 'root ::= item ("\\n" item){0,2}\nitem ::= "- " [A-Za-z] [a-zA-Z ,]{0,40}\n'
+
+
+def _run(backend: Any, messages: list[dict[str, str]], **kw: Any) -> tuple[str, GenerationResult]:
+    text = ""
+    result: GenerationResult | None = None
+    for ev in backend.generate(messages, GenerationOptions(**kw)):
+        if ev.result is not None:
+            result = ev.result
+        text += ev.delta
+    assert result is not None
+    return text, result
+
+
+def _ask(question: str) -> list[dict[str, str]]:
+    return [{"role": "user", "content": question}]
+
+
+def test_the_reply_is_in_the_grammars_language(real_backend: Any) -> None:
+    msgs = _ask("Name three fruits.")
+    free, _ = _run(real_backend, msgs, max_tokens=40, temperature=0.0)
+    text, result = _run(real_backend, msgs, max_tokens=80, temperature=0.0, grammar=LIST)
+    assert accepts(LIST, text), text
+    assert result.finish_reason == "stop"  # the grammar ended, so the model stopped
+    assert result.ignored == ()
+    assert not accepts(LIST, free)  # unconstrained, it writes something else
+    answer, _ = _run(
+        real_backend, _ask("Is Paris in France? Answer yes or no."), max_tokens=8,
+        temperature=0.0, grammar='root ::= "yes" | "no"',
+    )
+    assert answer in {"yes", "no"}
+
+
+def test_a_grammar_that_allows_everything_changes_nothing(real_backend: Any) -> None:
+    """The fast sampler picks what llama.cpp's own sampler picks (same penalty, greedy)."""
+    msgs = _ask("Write two sentences about the sea.")
+    free, _ = _run(real_backend, msgs, max_tokens=40, temperature=0.0)
+    constrained, _ = _run(real_backend, msgs, max_tokens=40, temperature=0.0, grammar=ANY_TEXT)
+    assert constrained == free
+
+
+def test_a_broken_grammar_fails_before_anything_is_evaluated(real_backend: Any) -> None:
+    with pytest.raises(GrammarError):
+        real_backend.generate(
+            _ask("hi"), GenerationOptions(max_tokens=4, grammar="root ::= undefined_rule\n")
+        )
+    text, _ = _run(real_backend, _ask("Say hello."), max_tokens=8, temperature=0.0)
+    assert text  # the backend still works
+
+
+def test_grammar_accepts_walks_the_real_vocabulary(real_backend: Any) -> None:
+    assert real_backend.grammar_accepts(LIST, "- apples\n- pears, plums")
+    assert not real_backend.grammar_accepts(LIST, "- apples\n- pears\n- plums\n- figs")
+    assert not real_backend.grammar_accepts(LIST, "apples")
+    assert not real_backend.grammar_accepts(LIST, "- apples\n")
+
+
+def test_no_repeat_ngram_keeps_the_model_out_of_a_loop(real_backend: Any) -> None:
+    msgs = _ask("Write the word cat twenty times, separated by spaces.")
+    words = "root ::= [a-z] [a-z ]{0,80}\n"
+    looping, _ = _run(real_backend, msgs, max_tokens=40, temperature=0.0, grammar=words)
+    real_backend.grammar_no_repeat_ngram = 3
+    try:
+        varied, _ = _run(real_backend, msgs, max_tokens=40, temperature=0.0, grammar=words)
+    finally:
+        real_backend.grammar_no_repeat_ngram = 0
+    assert _repeated_trigram(looping), looping
+    assert not _repeated_trigram(varied), varied
+    assert accepts(words, varied)
+
+
+def _repeated_trigram(text: str) -> bool:
+    words = text.split()
+    grams = [tuple(words[i : i + 3]) for i in range(len(words) - 2)]
+    return len(set(grams)) < len(grams)
