@@ -68,6 +68,15 @@ def test_quick_run_with_the_embedded_model(
         kept = real["pi_refactor_session", "policy", mode]
         assert kept["seen"] == kept["total"] == 16, (mode, kept["lost"])
 
+    # Prompt evaluation (issue 14): a reopened chat with its saved state evaluates only the
+    # question and answers as the chat that never closed; chunk reuse was compared with full
+    # evaluation on the policy's own calls; the app's prefill was timed against raw.
+    resume = data["perf"]["resume"]
+    assert resume["resume_evaluated"] < resume["cold_evaluated"] // 10
+    assert resume["same_reply_as_live"] is True
+    assert data["perf"]["reuse_quality"]["calls_measured"] > 0
+    assert data["perf"]["prefill"]["app_tps"] > 0 and data["perf"]["prefill"]["raw_tps"] > 0
+
     targets = {t["goal"]: t for t in data["targets"]}
     assert any("never overflows" in g for g in targets)
     assert data["speed"] is not None and data["speed"]["app_tps"] > 0
