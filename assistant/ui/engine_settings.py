@@ -40,6 +40,7 @@ from assistant.llm.base import LLMError
 from assistant.llm.openai_backend import ConnectionReport, ServerBackend
 from assistant.llm.server_probe import model_label
 from assistant.secrets import SecretStore, SecretStoreError
+from assistant.ui.form_parts import help_label
 from assistant.ui.theme import current_colors
 
 TOOL_MODES = (
@@ -47,13 +48,6 @@ TOOL_MODES = (
     ("native", "Always the server's native tool calls"),
     ("text", "Always the app's text protocol"),
 )
-
-
-def _help(text: str) -> QLabel:
-    label = QLabel(text)
-    label.setObjectName("FieldHelp")
-    label.setWordWrap(True)
-    return label
 
 
 class _Relay(QObject):
@@ -93,7 +87,7 @@ class EnginePage(QWidget):
         for button in (self.embedded_button, self.server_button):
             self.kind_group.addButton(button)
             outer.addWidget(button)
-        outer.addWidget(_help(
+        outer.addWidget(help_label(
             "A server lets a stronger machine in your network, or another runtime on this one, "
             "run bigger models and windows, with the same context management. Nothing is sent "
             "anywhere but the address you set."
@@ -116,7 +110,7 @@ class EnginePage(QWidget):
         key_row.addWidget(self.api_key, 1)
         key_row.addWidget(self.forget_key)
         form.addRow("API key", key_row)
-        self.key_help = _help("")
+        self.key_help = help_label("")
         form.addRow("", self.key_help)
         self.model = QComboBox()
         self.model.setObjectName("ServerModel")
@@ -134,7 +128,7 @@ class EnginePage(QWidget):
         tok_row.addWidget(self.tokenizer, 1)
         tok_row.addWidget(browse)
         form.addRow("Tokenizer GGUF", tok_row)
-        form.addRow("", _help(
+        form.addRow("", help_label(
             "For exact token counts on servers that cannot count (Ollama, LM Studio). "
             "llama.cpp, llama-cpp-python and vLLM count themselves."
         ))

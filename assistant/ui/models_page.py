@@ -37,12 +37,7 @@ from assistant.llm import catalog
 from assistant.llm.catalog import CatalogModel, ModelFileError
 from assistant.llm.registry import Registry
 from assistant.ui.elided_label import ElidedLabel
-
-
-def format_size(size: int) -> str:
-    if size >= 1 << 30:
-        return f"{size / (1 << 30):.1f} GB"
-    return f"{max(1, round(size / (1 << 20)))} MB"
+from assistant.ui.form_parts import format_size
 
 
 def facts(model: CatalogModel) -> str:

@@ -26,6 +26,7 @@ from PySide6.QtWidgets import (
 )
 
 from assistant.config import Performance
+from assistant.ui.form_parts import format_size, help_label
 
 #: (files, bytes) of the saved states, and deleting them (returns what was freed).
 Usage = tuple[int, int]
@@ -45,25 +46,12 @@ def _spin(maximum: int, suffix: str = "", special: str = "") -> QSpinBox:
     return box
 
 
-def _help(text: str) -> QLabel:
-    label = QLabel(text)
-    label.setObjectName("FieldHelp")
-    label.setWordWrap(True)
-    return label
-
-
-def _size(size: int) -> str:
-    if size < 1 << 20:
-        return f"{max(1, size // 1024):,} KB"
-    return f"{size / (1 << 20):,.1f} MB"
-
-
 def describe_usage(usage: Usage) -> str:
     files, size = usage
     if not files:
         return "No saved chat states."
     plural = "s" if files != 1 else ""
-    return f"{_size(size)} used by {files} saved chat state{plural}."
+    return f"{format_size(size)} used by {files} saved chat state{plural}."
 
 
 def _form(box: QGroupBox) -> QFormLayout:
@@ -113,7 +101,7 @@ class PerformancePage(QScrollArea):
         self.clear_button.clicked.connect(self._clear_states)
         row.addWidget(self.clear_button)
         form.addRow(row)
-        form.addRow(_help(
+        form.addRow(help_label(
             "A reopened chat then evaluates only what is new. States live in the cache "
             "folder, not in the chat file; the least recently used go first."
         ))
@@ -127,7 +115,7 @@ class PerformancePage(QScrollArea):
         self.chunk_reuse_min = _spin(100_000, " tokens")
         self.chunk_reuse_min.setMinimum(8)
         rform.addRow("Shortest run kept", self.chunk_reuse_min)
-        rform.addRow(_help(
+        rform.addRow(help_label(
             "Moves the text after a cleared output or a summary instead of evaluating it "
             "again: faster, but approximate (docs/PERFORMANCE.md has the measured cost). "
             "Not used with sliding-window or recurrent models."
@@ -142,13 +130,13 @@ class PerformancePage(QScrollArea):
         self.n_ubatch = _spin(65_536, "", "measured")
         self.n_ubatch.setObjectName("n_ubatch")
         sform.addRow("Tokens per step (n_ubatch)", self.n_ubatch)
-        self.prefill_label = _help(
+        self.prefill_label = help_label(
             f"In force: {prefill_text}" if prefill_text
             else "Measured when a model is loaded for the first time."
         )
         sform.addRow(self.prefill_label)
         measure_row = QHBoxLayout()
-        measure_row.addWidget(_help(
+        measure_row.addWidget(help_label(
             "Threads (Model tab) and these sizes are measured on a model's first load; a "
             "value here overrides the measurement."
         ), 1)
@@ -214,7 +202,7 @@ class PerformancePage(QScrollArea):
         files, size = self._clear()
         self.refresh_usage()
         plural = "s" if files != 1 else ""
-        self.usage_label.setText(f"Deleted {files} saved chat state{plural} ({_size(size)}).")
+        self.usage_label.setText(f"Deleted {files} saved chat state{plural} ({format_size(size)}).")
 
     def _forget_calibration(self) -> None:
         if self._forget is None:

@@ -49,6 +49,7 @@ from assistant.llm.registry import ModelEntry, Registry
 from assistant.secrets import SecretStore, SecretStoreError
 from assistant.settings_check import check_against_model
 from assistant.ui.engine_settings import EnginePage
+from assistant.ui.form_parts import format_size, help_label
 from assistant.ui.performance_page import PerformancePage, Usage
 
 POLICY_FIELDS: tuple[tuple[str, str], ...] = tuple(
@@ -80,19 +81,6 @@ def _dspin(minimum: float, maximum: float, step: float, decimals: int = 2) -> QD
     box.setAlignment(Qt.AlignmentFlag.AlignRight)
     box.setMinimumHeight(28)
     return box
-
-
-def _help(text: str) -> QLabel:
-    label = QLabel(text)
-    label.setObjectName("FieldHelp")
-    label.setWordWrap(True)
-    return label
-
-
-def _format_size(size: int) -> str:
-    if size >= 1 << 30:
-        return f"{size / (1 << 30):.1f} GB"
-    return f"{size / (1 << 20):.0f} MB"
 
 
 class SettingsDialog(QDialog):
@@ -152,7 +140,7 @@ class SettingsDialog(QDialog):
         self.error_label.setWordWrap(True)
         self.error_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         layout.addWidget(self.error_label)
-        self.notes_label = _help("")
+        self.notes_label = help_label("")
         self.notes_label.setVisible(False)
         layout.addWidget(self.notes_label)
         self.buttons = QDialogButtonBox(
@@ -187,12 +175,12 @@ class SettingsDialog(QDialog):
         self.model_combo.activated.connect(self._model_activated)
         self.model_combo.currentIndexChanged.connect(self._update_model_info)
         form.addRow("Model", self.model_combo)
-        self.model_info = _help("")
+        self.model_info = help_label("")
         self.model_info.setMinimumWidth(440)
         form.addRow("", self.model_info)
         self.threads = _spin(-1, 1024)
         form.addRow("CPU threads", self.threads)
-        threads_help = _help(
+        threads_help = help_label(
             "0 picks automatically. Changing the model, the threads or the window reloads "
             "the model in the background."
         )
@@ -223,7 +211,7 @@ class SettingsDialog(QDialog):
         mode_row.addStretch(1)
         outer.addLayout(mode_row)
         outer.addWidget(
-            _help(
+            help_label(
                 "Local suits small models with about 10k tokens of context: tight reserve, "
                 "early pruning. Standard suits large windows. Values are tokens."
             )
@@ -262,7 +250,7 @@ class SettingsDialog(QDialog):
             grid.addWidget(eff, row, 3)
         grid.setColumnStretch(0, 1)
         outer.addWidget(box)
-        self.effective_note = _help("")
+        self.effective_note = help_label("")
         outer.addWidget(self.effective_note)
 
         switches = QGroupBox("Automatic context management")
@@ -294,7 +282,7 @@ class SettingsDialog(QDialog):
         ws_row.addWidget(self.workspace, 1)
         ws_row.addWidget(browse)
         form.addRow("Workspace folder", ws_row)
-        form.addRow("", _help("Tools read and write only inside this folder."))
+        form.addRow("", help_label("Tools read and write only inside this folder."))
         self.approval = QComboBox()
         self.approval.addItem("Ask before changing files or running commands", "ask")
         self.approval.addItem("Allow without asking", "auto")
@@ -540,7 +528,7 @@ class SettingsDialog(QDialog):
         if entry is not None:
             parts = [
                 f"Trained context {entry.context_length:,} tokens",
-                _format_size(entry.size),
+                format_size(entry.size),
                 f"License: {entry.license}",
             ]
             if not entry.instruction_tuned:
@@ -550,7 +538,7 @@ class SettingsDialog(QDialog):
             self.model_info.setText(" · ".join(parts))
         else:
             path = Path(str(data))
-            size = _format_size(path.stat().st_size) if path.is_file() else "file not found"
+            size = format_size(path.stat().st_size) if path.is_file() else "file not found"
             ctx = self.trained_context()
             ctx_text = f"trained context {ctx:,}" if ctx else "trained context read on load"
             self.model_info.setText(f"{path} · {size} · {ctx_text}")
