@@ -1,12 +1,13 @@
 """How much room a compaction gives the summary and the kept tail.
 
 The summary is not a fixed size: the model-written part gets :data:`MODEL_SHARE` of the
-policy's summary budget, and the verbatim record of what the user said grows with the room
-the window has (:data:`RECORD_ROOM_SHARE` of it), using only what it needs. The kept tail
-aims at a prompt of :data:`FILL_TARGET` of the window after compaction (never less than
-:data:`MIN_FILL` while older history was there to keep) and leaves :data:`GROWTH_SHARE` of
-the window free for the chat to grow before the next compaction. ``/compact`` keeps the
-policy's fixed sizes: the user asked for room now.
+policy's summary budget (at least what the summary grammar needs when the window has room
+for it: :func:`~assistant.compaction.grammar.min_budget`), and the verbatim record of what
+the user said grows with the room the window has (:data:`RECORD_ROOM_SHARE` of it), using
+only what it needs. The kept tail aims at a prompt of :data:`FILL_TARGET` of the window
+after compaction (never less than :data:`MIN_FILL` while older history was there to keep)
+and leaves :data:`GROWTH_SHARE` of the window free for the chat to grow before the next
+compaction. ``/compact`` keeps the policy's fixed sizes: the user asked for room now.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from assistant.compaction.grammar import min_budget
 from assistant.compaction.prompts import (
     MECHANICAL_MARKER,
     SUMMARY_HEADER,
@@ -57,6 +59,11 @@ def compaction_budget(
     room = max(policy.window - policy.reserve - overhead - SUMMARY_SLACK, 0)
     model = max(MIN_MODEL_BUDGET, int(policy.summary_budget * MODEL_SHARE))
     model = min(model, max(room // 4, MIN_MODEL_BUDGET))
+    if model < min_budget() <= room // 4:
+        # A small window's policy (a 128-token summary budget) would leave the model too
+        # little for the summary grammar: every model summary would be cut off. The window
+        # has the room, so the model part gets the grammar's minimum.
+        model = min_budget()
     record = max(policy.summary_budget - model - header, int(room * RECORD_ROOM_SHARE))
     return Budget(room=room, model=model, record=record, header=header, short=short)
 

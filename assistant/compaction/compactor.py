@@ -402,6 +402,27 @@ class Compactor:
             wider = self.widen(conv, job, plan, budget, policy, counts, text, after)
             if wider is not None:
                 plan, summary, after = wider
+        excess = after + policy.reserve - policy.window
+        if excess > 0 and text:
+            # The tail left no room for a summary this long (a message nearly the size of
+            # the window): the summary proper gives way, the verbatim record stays.
+            shorter = truncate_to_tokens(text, max(self.counter.text(text) - excess - 4, 0),
+                                         self.counter.text)
+            short_summary = compose_summary(shorter, plan.mechanical, short=budget.short)
+            short_after = self.measure(conv, job.system_prompt, short_summary, plan.tail,
+                                       job.tools)
+            if short_after < after:
+                left = self.counter.text(shorter)
+                log.info("Summary proper cut to %d tokens so that the reply keeps its room",
+                         left)
+                text, summary, after = shorter, short_summary, short_after
+                if not left and summary_outcome is not None:
+                    # Only the record, written by code, is left.
+                    kind = summary_outcome.kind = "extractive"
+                    summary_outcome.note = (
+                        "only the record of what the user said: the newest messages leave "
+                        "no room for a summary beside them"
+                    )
         if after >= tokens_before:
             return CompactionOutcome(
                 Status.FAILED, tokens_before,

@@ -20,6 +20,7 @@ code appends them (:mod:`assistant.compaction.extractive`).
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 #: Characters per token assumed when sizing bullets: SmolLM2 writes ~4.2 per token in
@@ -61,6 +62,13 @@ SKELETON_TOKENS = 64
 #: No bullet gets less room than this many characters, however small the budget.
 MIN_ITEM_CHARS = 40
 MAX_ITEM_CHARS = 180
+
+
+def min_budget() -> int:
+    """The smallest reply budget the grammar fits in: the headings and one bullet of
+    :data:`MIN_ITEM_CHARS` per section (171 tokens). A smaller budget cannot hold a summary
+    of this shape: every reply would be cut at the length limit."""
+    return SKELETON_TOKENS + math.ceil(len(SKELETON) * MIN_ITEM_CHARS / CHARS_PER_TOKEN)
 
 
 @dataclass(frozen=True)

@@ -78,6 +78,7 @@ class GuidedRequest:
             actions=digest.actions,
             last_reply=digest.last_reply,
             previous_goal=prev_goal,
+            names=digest.names[:6],
         )
         return cls(
             span=span,

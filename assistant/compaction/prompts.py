@@ -196,13 +196,13 @@ GUIDED_UPDATE_TRANSCRIPT = (
 GUIDED_SPLIT = " The latest request is still being worked on."
 
 GUIDED_CLOSE = """\
-Use these facts. Write short bullets in your own words, naming the files, names and numbers \
-that matter."""
+Write each heading's bullets from its facts, in your own words, naming the files, names and \
+numbers that matter."""
 
 GUIDED_STRICT = """\
 
-Your previous summary was rejected ({problems}). Use the facts above: name this \
-conversation's own files, names and numbers."""
+Your previous summary was rejected ({problems}). Write each heading from its own facts \
+above."""
 
 
 def facts_block(
@@ -213,11 +213,27 @@ def facts_block(
     actions: Sequence[str],
     last_reply: str,
     previous_goal: str = "",
+    names: Sequence[str] = (),
 ) -> str:
-    """The facts picked by code, one per line, each something a bullet could say."""
-    lines = [previous_goal, first_request, *rules, *actions, latest_request, last_reply]
-    kept = [line for line in dict.fromkeys(x.strip() for x in lines) if line]
-    return ("Facts you can use:\n" + "\n".join(f"- {line}" for line in kept)) if kept else ""
+    """The facts picked by code, grouped under the heading they belong to: a small model
+    puts what it reads under "Done:" in Done, and no longer writes a tool call as the
+    Goal or the user's task as a decision."""
+    groups = [
+        ("Goal (what the user asked for)", [previous_goal, first_request]),
+        ("Constraints & Preferences (the user's rules)", list(rules)),
+        ("Done (what the assistant did)", list(actions)),
+        ("Next Steps (the latest request)", [latest_request]),
+        ("Critical Context (names and the last reply)",
+         [", ".join(names), f"Last reply: {last_reply}" if last_reply else ""]),
+    ]
+    out: list[str] = []
+    seen: set[str] = set()
+    for title, lines in groups:
+        kept = [x.strip() for x in lines if x.strip() and x.strip() not in seen]
+        seen.update(kept)
+        if kept:
+            out.append(f"{title}:\n" + "\n".join(f"- {line}" for line in kept))
+    return ("Facts for each heading:\n\n" + "\n\n".join(out)) if out else ""
 
 
 def build_guided(

@@ -63,6 +63,9 @@ def _t(user: int, tools: list[tuple[int, bool]], answer: int, stopped: bool) -> 
            _t(202, [(95, False), (309, False)], 1, True), _t(945, [], 1, False)],
     prune=False, good=[False],
 )
+# A new message nearly the size of the window after a short stopped turn: the summary of
+# that turn is larger than the turn; its model part gives way so the reply keeps its room.
+@example(turns=[_t(1, [], 106, True), _t(1159, [], 1, False)], prune=False, good=[False])
 def test_prompt_never_exceeds_the_window_and_pairs_stay_together(
     turns: list[dict[str, Any]], prune: bool, good: list[bool]
 ) -> None:
