@@ -47,6 +47,8 @@ class GuidedRequest:
     digest: Digest
     grammar: str
     facts: str
+    #: The facts by heading (:func:`~assistant.compaction.prompts.fact_groups`).
+    fact_groups: dict[str, list[str]]
     update: bool
     split: bool
     focus: str | None
@@ -71,20 +73,20 @@ class GuidedRequest:
         span = [*history, *turn_prefix]
         digest = gather(span, previous)
         prev_goal = " ".join(digest.previous.get("Goal", [])[:1])
-        facts = prompts.facts_block(
+        groups = prompts.fact_groups(
             first_request=digest.first_request,
             latest_request=digest.latest_request,
             rules=digest.rules,
             actions=digest.actions,
             last_reply=digest.last_reply,
             previous_goal=prev_goal,
-            names=digest.names[:6],
         )
         return cls(
             span=span,
             digest=digest,
             grammar=summary_grammar(budget),
-            facts=facts,
+            facts=prompts.facts_block(groups),
+            fact_groups=groups,
             update=previous is not None,
             split=bool(turn_prefix),
             focus=focus,

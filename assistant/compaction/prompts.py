@@ -205,7 +205,25 @@ Your previous summary was rejected ({problems}). Write each heading from its own
 above."""
 
 
-def facts_block(
+#: The headings a group of facts may be restated under (a fact copied under another
+#: heading says nothing there: :func:`~assistant.compaction.validate.misplaced_copy`).
+FACT_HOMES: dict[str, tuple[str, ...]] = {
+    "Goal": ("Goal",),
+    "Constraints & Preferences": ("Constraints & Preferences",),
+    "Done": ("Done", "In Progress"),
+    "Next Steps": ("Next Steps", "In Progress"),
+    "Critical Context": ("Critical Context", "Done"),
+}
+_FACT_TITLES = {
+    "Goal": "Goal (what the user asked for)",
+    "Constraints & Preferences": "Constraints & Preferences (the user's rules)",
+    "Done": "Done (what the assistant did)",
+    "Next Steps": "Next Steps (the latest request)",
+    "Critical Context": "Critical Context (the assistant's last reply)",
+}
+
+
+def fact_groups(
     *,
     first_request: str,
     latest_request: str,
@@ -213,27 +231,34 @@ def facts_block(
     actions: Sequence[str],
     last_reply: str,
     previous_goal: str = "",
-    names: Sequence[str] = (),
-) -> str:
-    """The facts picked by code, grouped under the heading they belong to: a small model
-    puts what it reads under "Done:" in Done, and no longer writes a tool call as the
-    Goal or the user's task as a decision."""
-    groups = [
-        ("Goal (what the user asked for)", [previous_goal, first_request]),
-        ("Constraints & Preferences (the user's rules)", list(rules)),
-        ("Done (what the assistant did)", list(actions)),
-        ("Next Steps (the latest request)", [latest_request]),
-        ("Critical Context (names and the last reply)",
-         [", ".join(names), f"Last reply: {last_reply}" if last_reply else ""]),
-    ]
-    out: list[str] = []
+) -> dict[str, list[str]]:
+    """The facts picked by code, grouped by the heading (:data:`FACT_HOMES`) they belong
+    to; each fact once, under its first group."""
+    groups = {
+        "Goal": [previous_goal, first_request],
+        "Constraints & Preferences": list(rules),
+        "Done": list(actions),
+        "Next Steps": [latest_request],
+        "Critical Context": [last_reply],
+    }
     seen: set[str] = set()
-    for title, lines in groups:
+    out: dict[str, list[str]] = {}
+    for name, lines in groups.items():
         kept = [x.strip() for x in lines if x.strip() and x.strip() not in seen]
         seen.update(kept)
         if kept:
-            out.append(f"{title}:\n" + "\n".join(f"- {line}" for line in kept))
-    return ("Facts for each heading:\n\n" + "\n\n".join(out)) if out else ""
+            out[name] = kept
+    return out
+
+
+def facts_block(groups: dict[str, list[str]]) -> str:
+    """The facts under their headings: a small model puts what it reads under "Done" in
+    Done, and no longer writes a tool call as the Goal or the user's task as a decision."""
+    parts = [
+        f"{_FACT_TITLES[name]}:\n" + "\n".join(f"- {line}" for line in lines)
+        for name, lines in groups.items()
+    ]
+    return ("Facts for each heading:\n\n" + "\n\n".join(parts)) if parts else ""
 
 
 def build_guided(

@@ -541,6 +541,7 @@ class ModelSummarizer:
                 text, source=source, budget=budget + BUDGET_TOLERANCE,
                 count=self.counter.text, finish_reason=finish, user_rules=checks.rules,
                 reference=checks.reference, user_text=checks.users,
+                facts=checks.guided.fact_groups if checks.guided is not None else None,
             )
             if not problems:
                 return text.strip()

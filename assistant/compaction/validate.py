@@ -19,7 +19,9 @@ them proves nothing: these rules judge what is under them. A summary is **reject
    the vocabulary of summaries themselves); "none", placeholders (also those of the
    extractive summary, copied from a previous one) and generic filler are not, and a line
    restating what the assistant did ("The assistant used read_file on ...") only counts in
-   Done and In Progress;
+   Done and In Progress; more generally a bullet copying a fact the request gave for other
+   headings (:func:`misplaced_copy`: the last reply as a decision, the task as a step)
+   counts nowhere but there;
 5. it **copies** instead of summarizing: more than :data:`COPY_RATIO` of its bullet text is
    in bullets found verbatim (:data:`MIN_COPY_WORDS` words or more) in the conversation;
 6. it **repeats itself**: a substantial line appears three times or more (the grammar cuts a
@@ -39,9 +41,9 @@ from __future__ import annotations
 import json
 import re
 from collections import Counter
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 
-from assistant.compaction.prompts import REQUIRED_SECTIONS
+from assistant.compaction.prompts import FACT_HOMES, REQUIRED_SECTIONS
 from assistant.compaction.serialize import TRANSCRIPT_MARKERS
 
 #: Share of bullet text in copied bullets above which the summary is a copy.
@@ -463,19 +465,48 @@ def clean_summary(text: str, known: Known | None = None) -> tuple[str, list[str]
     return "\n".join(out).strip(), notes
 
 
+#: A bullet whose first words (at least this many) are a fact's is a copy of that fact.
+FACT_COPY_WORDS = 4
+
+
+def misplaced_copy(line: str, section: str, facts: Mapping[str, Sequence[str]]) -> bool:
+    """Whether ``line`` copies a fact that was given for other headings than ``section``
+    (:data:`~assistant.compaction.prompts.FACT_HOMES`): the list of what the assistant did
+    copied as a decision, the last reply as the next step. Restating a fact under its own
+    heading is what the facts are for."""
+    words = _words(line)
+    if len(words) < FACT_COPY_WORDS:
+        return False
+    head = f" {' '.join(words[:8])} "
+    for group, lines in facts.items():
+        if section in FACT_HOMES.get(group, (group,)):
+            continue
+        if any(head in f" {' '.join(_words(fact))} " for fact in lines):
+            return True
+    return False
+
+
 def says_nothing(
-    sections: dict[str, list[str]], known: Known, users: Known | None = None
+    sections: dict[str, list[str]],
+    known: Known,
+    users: Known | None = None,
+    facts: Mapping[str, Sequence[str]] | None = None,
 ) -> str | None:
     """Why the sections carry no information from the conversation, or None. With
-    ``users`` (the user's messages) a Goal that names what the user wrote says something."""
+    ``users`` (the user's messages) a Goal that names what the user wrote says something;
+    with ``facts`` (the facts the request gave, by heading) a fact copied under another
+    heading says nothing there."""
+    def counts(name: str, line: str) -> bool:
+        if facts and misplaced_copy(line, name, facts):
+            return False
+        return name in ACTION_SECTIONS or not ACTION_FACT.match(line)
+
     def says(name: str) -> bool:
         return any(
-            informative(line, known)
-            and (name in ACTION_SECTIONS or not ACTION_FACT.match(line))
-            for line in sections.get(name, [])
+            informative(line, known) and counts(name, line) for line in sections.get(name, [])
         )
 
-    goal = [g for g in sections.get("Goal", []) if not ACTION_FACT.match(g)]
+    goal = [g for g in sections.get("Goal", []) if counts("Goal", g)]
     if not says("Goal") and not (users and any(about_the_user(g, users) for g in goal)):
         return "the Goal names nothing from the conversation"
     empty = [name for name in CONTENT_SECTIONS if not says(name)]
@@ -494,12 +525,15 @@ def validate_summary(
     user_rules: Sequence[str] = (),
     reference: str = "",
     user_text: str = "",
+    facts: Mapping[str, Sequence[str]] | None = None,
 ) -> list[str]:
     """Problems with ``text`` as a summary of ``source`` (empty list: accepted).
 
     ``user_rules`` are the user's recorded rules (rule 7); ``reference`` is other text the
     summary may draw on besides ``source``: the previous summary and the user's record;
-    ``user_text`` is what the user wrote (a Goal naming it says something, rule 4).
+    ``user_text`` is what the user wrote (a Goal naming it says something, rule 4);
+    ``facts`` are the facts the request gave, by heading (a copy under another heading says
+    nothing, rule 4).
     """
     if not text.strip():
         return ["empty"]
@@ -522,7 +556,9 @@ def validate_summary(
     sections = parse_sections(text)
     known = vocabulary(source + "\n" + reference)
     if not missing:
-        empty = says_nothing(sections, known, vocabulary(user_text) if user_text else None)
+        empty = says_nothing(
+            sections, known, vocabulary(user_text) if user_text else None, facts
+        )
         if empty:
             problems.append(empty)
     made_up = [w for lines in sections.values() for line in lines for w in invented(line, known)]

@@ -21,6 +21,7 @@ from assistant.compaction.validate import (
     clean_summary,
     contradiction,
     cut_partial_word,
+    misplaced_copy,
     validate_summary,
     vocabulary,
 )
@@ -309,3 +310,28 @@ def test_a_chat_without_decisions_or_work_in_progress_can_still_be_summarized() 
     assert validate_summary(only_done, source=source, budget=500, count=COUNT) == [
         "says nothing specific in: In Progress, Key Decisions, Next Steps, Critical Context"
     ]
+
+
+def test_a_fact_copied_under_another_heading_says_nothing_there() -> None:
+    facts = {
+        "Done": ["The assistant used read_file on src/file_0.py, src/file_1.py."],
+        "Critical Context": ["The staging server listens on port 4406 since the move."],
+    }
+    assert misplaced_copy("The staging server listens on port 4406", "Key Decisions", facts)
+    assert not misplaced_copy("The staging server listens on port 4406", "Critical Context",
+                              facts)
+    assert not misplaced_copy("The assistant used read_file on src/file_0.py", "Done", facts)
+    assert not misplaced_copy("Port 4406 is the staging port", "Key Decisions", facts)
+    # Key Decisions and Next Steps only restate other headings' facts: with Done and
+    # Critical Context the summary still says something; without Done it says too little.
+    summary = _with("Key Decisions", "- The staging server listens on port 4406")
+    summary = _with("Next Steps", "- The assistant used read_file on src/file_0.py", summary)
+    summary = _with("In Progress", "- none", summary)
+    source = serialize(_conv().messages) + "\nThe staging server listens on port 4406"
+    assert validate_summary(summary, source=source, budget=500, count=COUNT, facts=facts) == []
+    no_done = _with("Done", "- none", summary)
+    assert validate_summary(no_done, source=source, budget=500, count=COUNT, facts=facts) == [
+        "says nothing specific in: Done, In Progress, Key Decisions, Next Steps"
+    ]
+    # Without the facts, the copies would have counted.
+    assert validate_summary(no_done, source=source, budget=500, count=COUNT) == []
