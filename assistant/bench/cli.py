@@ -175,6 +175,7 @@ class _Models:
         self.chunk_reuse = chunk_reuse
         self._loaded: dict[tuple[str, int], LLMBackend] = {}
         self._rates: dict[int, float] = {}
+        self._curves: dict[int, list[list[float]]] = {}
 
     def model_for(self, wl: Workload) -> str:
         if self.choice == "embedded":
@@ -242,6 +243,21 @@ class _Models:
 
             self._rates[key] = raw_prefill_rate(backend)
         return self._rates[key]
+
+    def raw_curve(self, backend: LLMBackend, window: int) -> list[list[float]] | None:
+        """Raw llama.cpp prefill tokens/s by context depth over ``window`` tokens of a
+        loaded model (measured once per model and window)."""
+        from assistant.llm.llama_backend import LlamaBackend
+
+        if not isinstance(backend, LlamaBackend):
+            return None
+        key = id(backend)
+        if key not in self._curves:
+            from .prefill import raw_prefill_curve
+
+            depth = min(window, backend.info.context_window) - 64
+            self._curves[key] = raw_prefill_curve(backend, depth)
+        return self._curves[key]
 
     def close(self) -> None:
         for backend in self._loaded.values():
@@ -416,6 +432,7 @@ def _run(
                 run = run_workload(backend, wl, strategy, options=opts, model_label=model,
                                    pairs=quality.collect(wl, strategy, backend))
                 run.raw_prefill_tps = models.raw_rate(backend)
+                run.raw_prefill_curve = models.raw_curve(backend, run.window)
                 run.chunk_reuse = args.chunk_reuse
                 if not any(w.name == wl.name for w in result.workloads):
                     result.workloads.append(_info(wl, model, run.window))

@@ -20,9 +20,13 @@ definitions are here, in one place:
   messages as the prompt shows them, and a summary written since the previous chat call);
   ``reeval_share_all`` also counts every summarizer token as evaluated again (an upper
   bound).
-* **TTFT bound**: a turn's fresh tokens (those of its first chat call) divided by the raw
-  llama.cpp prefill rate of the model (``RunRecord.raw_prefill_tps``): no turn can show its
-  first token sooner. Reported as the median of TTFT / bound.
+* **TTFT bound**: the raw llama.cpp time of a turn's fresh tokens (those of its first chat
+  call), evaluated where they stand in the prompt: after its reusable prefix, at the raw
+  prefill rate of that context depth (``RunRecord.raw_prefill_curve``, measured in pieces
+  of 512 tokens; SmolLM2 on 2 cores falls from about 240 tokens/s in an empty context to
+  about 110 at 6,000): no turn can show its first token sooner. Runs saved before the curve
+  existed use the empty-context rate (``raw_prefill_tps``). Reported as the median of
+  TTFT / bound.
 * **retention in context**: share of facts whose probe string is in the last prompt of the
   workload (0 when that call overflowed: the model saw nothing). **Answered**: share of the
   end-of-run questions whose reply contains an accepted answer.
@@ -137,6 +141,9 @@ class RunRecord:
     wall_s: float = 0.0
     #: Raw llama.cpp prompt evaluation of the run's model (tokens/s), for the TTFT bound.
     raw_prefill_tps: float | None = None
+    #: Raw llama.cpp prompt tokens/s by context depth: [[depth, tokens/s], ...] (pieces of
+    #: 512 tokens from an empty cache; :func:`~assistant.bench.prefill.raw_prefill_curve`).
+    raw_prefill_curve: list[list[float]] | None = None
     #: Whether chunk reuse was on for the run.
     chunk_reuse: bool = False
 
@@ -327,22 +334,43 @@ def summarize(run: RunRecord) -> Summary:
     )
 
 
+def raw_seconds(curve: Sequence[Sequence[float]], start: int, count: int) -> float:
+    """Raw llama.cpp seconds to evaluate ``count`` tokens at positions ``start`` onwards,
+    from the rate of each depth piece of ``curve`` they fall in (the deepest piece's rate
+    past its end)."""
+    seconds = 0.0
+    pos, end = start, start + count
+    pieces = sorted((int(d), float(r)) for d, r in curve if r > 0)
+    while pos < end and pieces:
+        i = max((k for k, (d, _r) in enumerate(pieces) if d <= pos), default=0)
+        nxt = pieces[i + 1][0] if i + 1 < len(pieces) else end
+        upto = min(end, max(nxt, pos + 1))
+        seconds += (upto - pos) / pieces[i][1]
+        pos = upto
+    return seconds
+
+
 def ttft_bounds(run: RunRecord) -> tuple[list[float], list[float]]:
     """Per workload turn with a first token: TTFT / bound, and the bound, where the bound is
-    the new tokens of the turn's first chat call at the raw prefill rate."""
-    if not run.raw_prefill_tps:
+    the raw llama.cpp time of the new tokens of the turn's first chat call: at the rates of
+    the depths they are evaluated at (after the prompt's reusable prefix) when the run has
+    :attr:`RunRecord.raw_prefill_curve`, else at the empty-context rate."""
+    if not run.raw_prefill_tps and not run.raw_prefill_curve:
         return [], []
-    first: dict[int, int] = {}
+    first: dict[int, tuple[int, int]] = {}
     for c in run.calls:
         if c.kind == "chat" and c.phase == "workload" and not c.overflowed:
-            first.setdefault(c.turn, c.fresh_tokens)
+            first.setdefault(c.turn, (c.fresh_tokens, c.prompt_tokens))
     ratios: list[float] = []
     bounds: list[float] = []
     for t in run.turns:
-        new = first.get(t.turn, 0)
+        new, prompt = first.get(t.turn, (0, 0))
         if t.phase != "workload" or t.ttft_s is None or new <= 0:
             continue
-        bound = new / run.raw_prefill_tps
+        if run.raw_prefill_curve:
+            bound = raw_seconds(run.raw_prefill_curve, max(prompt - new, 0), new)
+        else:
+            bound = new / float(run.raw_prefill_tps or 1.0)
         bounds.append(bound)
         ratios.append(t.ttft_s / bound)
     return ratios, bounds

@@ -23,7 +23,7 @@ from typing import Any
 
 from assistant.config import DEFAULT_SYSTEM_PROMPT
 from assistant.llm.base import GenerationResult
-from assistant.llm.calibration import logical_cpus, measure_prefill
+from assistant.llm.calibration import decode_timed, logical_cpus, measure_prefill
 from assistant.llm.kv_state import StateCache
 from assistant.llm.llama_backend import LlamaBackend
 from assistant.llm.llama_kv import PrefillConfig
@@ -80,6 +80,25 @@ def raw_prefill_rate(backend: LlamaBackend, tokens: int = 512, reps: int = 2) ->
     probe = probe[:tokens]
     rates = [measure_prefill(backend._llm, backend.prefill_config, probe) for _ in range(reps)]
     return median(rates) or 0.0
+
+
+def raw_prefill_curve(
+    backend: LlamaBackend, tokens: int, piece: int = 512, reps: int = 2
+) -> list[list[float]]:
+    """Raw llama.cpp prompt tokens/s of ``backend``'s model by context depth: a prompt of
+    ``tokens`` tokens decoded from an empty cache in pieces of ``piece``; [depth, tokens/s]
+    of each piece (median of ``reps`` passes). Evaluating new tokens after a cached prefix
+    costs what the piece at that depth costs: the TTFT bound of a turn deep in a chat uses
+    these rates, not the rate of an empty context."""
+    probe = backend.tokenize(backend.render_prompt(history_messages(backend, tokens + 300)))
+    probe = probe[:tokens]
+    passes = [decode_timed(backend._llm, backend.prefill_config, probe, piece)
+              for _ in range(reps)]
+    curve: list[list[float]] = []
+    for i in range(len(passes[0])):
+        rates = [p[i][0] / p[i][1] for p in passes if p[i][1] > 0]
+        curve.append([float(i * piece), round(median(rates) or 0.0, 2)])
+    return curve
 
 
 def prefill_speed(backend: LlamaBackend, *, prompt_tokens: int = 2_000, reps: int = 3

@@ -110,6 +110,18 @@ def probe_tokens(llm: Any, count: int, seed: int = 0) -> list[int]:
 def measure_prefill(llm: Any, config: PrefillConfig, tokens: list[int]) -> float:
     """Tokens per second of ``llama_decode`` on ``tokens`` from an empty cache, in a
     temporary context with ``config`` (the chat's context is not touched)."""
+    pieces = decode_timed(llm, config, tokens)
+    elapsed = sum(seconds for _n, seconds in pieces)
+    return len(tokens) / elapsed if elapsed > 0 else 0.0
+
+
+def decode_timed(
+    llm: Any, config: PrefillConfig, tokens: list[int], piece: int | None = None
+) -> list[tuple[int, float]]:
+    """``llama_decode`` of ``tokens`` in order from an empty cache, in a temporary context
+    with ``config``: (tokens, seconds) of each ``piece`` of them (one piece by default).
+    The pieces show how the rate falls as the context fills (attention reads every cached
+    position)."""
     import ctypes
 
     import llama_cpp
@@ -127,25 +139,31 @@ def measure_prefill(llm: Any, config: PrefillConfig, tokens: list[int]) -> float
     ctx = llama_cpp.llama_init_from_model(llm._model.model, params)
     if ctx is None:
         raise RuntimeError(f"llama.cpp could not make a context for {config.describe()}")
+    step = piece or len(tokens)
+    out: list[tuple[int, float]] = []
     try:
         arr = (llama_cpp.llama_token * len(tokens))(*tokens)
-        start = time.perf_counter()
         done = 0
         while done < len(tokens):
-            n = min(config.n_batch, len(tokens) - done)
-            batch = llama_cpp.llama_batch_get_one(
-                ctypes.cast(ctypes.addressof(arr) + done * ctypes.sizeof(llama_cpp.llama_token),
-                            llama_cpp.llama_token_p),
-                n,
-            )
-            rc = int(llama_cpp.llama_decode(ctx, batch))
-            if rc != 0:
-                raise RuntimeError(f"llama_decode returned {rc}")
-            done += n
-        elapsed = time.perf_counter() - start
+            begin, end = done, min(done + step, len(tokens))
+            start = time.perf_counter()
+            while done < end:
+                n = min(config.n_batch, end - done)
+                batch = llama_cpp.llama_batch_get_one(
+                    ctypes.cast(
+                        ctypes.addressof(arr) + done * ctypes.sizeof(llama_cpp.llama_token),
+                        llama_cpp.llama_token_p,
+                    ),
+                    n,
+                )
+                rc = int(llama_cpp.llama_decode(ctx, batch))
+                if rc != 0:
+                    raise RuntimeError(f"llama_decode returned {rc}")
+                done += n
+            out.append((done - begin, time.perf_counter() - start))
     finally:
         llama_cpp.llama_free(ctx)
-    return len(tokens) / elapsed if elapsed > 0 else 0.0
+    return out
 
 
 @dataclass

@@ -76,6 +76,10 @@ def test_quick_run_with_the_embedded_model(
     assert resume["same_reply_as_live"] is True
     assert data["perf"]["reuse_quality"]["calls_measured"] > 0
     assert data["perf"]["prefill"]["app_tps"] > 0 and data["perf"]["prefill"]["raw_tps"] > 0
+    # Time to first token against the raw time of the turn's new tokens at their depth: no
+    # turn can be much faster than raw llama.cpp (noise aside).
+    ratio = summaries["W1", "policy"]["ttft_bound_ratio_median"]
+    assert ratio is not None and ratio > 0.5
 
     targets = {t["goal"]: t for t in data["targets"]}
     assert any("never overflows" in g for g in targets)

@@ -9,7 +9,14 @@ import numpy as np
 import pytest
 
 from assistant.bench import perf_report
-from assistant.bench.metrics import CallRecord, RunRecord, TurnRecord, summarize, ttft_bounds
+from assistant.bench.metrics import (
+    CallRecord,
+    RunRecord,
+    TurnRecord,
+    raw_seconds,
+    summarize,
+    ttft_bounds,
+)
 from assistant.bench.report import BenchResult, from_json, render_markdown, targets, to_json
 from assistant.bench.reuse_quality import (
     PairQuality,
@@ -63,6 +70,29 @@ def test_ttft_is_compared_with_the_new_tokens_at_the_raw_rate() -> None:
     assert s.ttft_bound_ratio_median == pytest.approx(1.0)
     assert s.ttft_bound_median_s == pytest.approx(3.0)
     assert ttft_bounds(_run(raw=None)) == ([], [])
+
+
+def test_the_bound_uses_the_raw_rate_of_the_depth_the_new_tokens_are_evaluated_at() -> None:
+    # 200 tokens/s in the first 512 positions, 100 from 512 on, 50 from 1,024 on.
+    curve = [[0.0, 200.0], [512.0, 100.0], [1024.0, 50.0]]
+    assert raw_seconds(curve, 0, 512) == pytest.approx(512 / 200)
+    assert raw_seconds(curve, 412, 200) == pytest.approx(100 / 200 + 100 / 100)
+    assert raw_seconds(curve, 1_000, 1_000) == pytest.approx(24 / 100 + 976 / 50)
+    run = _run()
+    run.raw_prefill_curve = curve
+    ratios, bounds = ttft_bounds(run)
+    # Turn 1: 1,000 new tokens from position 0; turn 2: 300 after 1,100 cached; turn 3:
+    # 300 after 600.
+    assert bounds == pytest.approx([512 / 200 + 488 / 100, 300 / 50, 300 / 100])
+    assert ratios == pytest.approx([10.0 / bounds[0], 6.0 / 6.0, 3.0 / 3.0])
+    # A saved run without the curve keeps the empty-context rate.
+    assert ttft_bounds(from_json(to_json(_result_of(_run()), records=True)).runs[0])[1] == (
+        pytest.approx([10.0, 3.0, 3.0]))
+
+
+def _result_of(run: RunRecord) -> BenchResult:
+    return BenchResult(command="bench", started="2026-11-23", quick=False, seed=0, machine={},
+                       options={}, workloads=[], runs=[run])
 
 
 def _perf() -> dict[str, object]:
