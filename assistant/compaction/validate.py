@@ -478,12 +478,14 @@ def misplaced_copy(line: str, section: str, facts: Mapping[str, Sequence[str]]) 
     if len(words) < FACT_COPY_WORDS:
         return False
     head = f" {' '.join(words[:8])} "
-    for group, lines in facts.items():
-        if section in FACT_HOMES.get(group, (group,)):
-            continue
-        if any(head in f" {' '.join(_words(fact))} " for fact in lines):
-            return True
-    return False
+
+    def copies(lines: Sequence[str]) -> bool:
+        return any(head in f" {' '.join(_words(fact))} " for fact in lines)
+
+    home = [g for g in facts if section in FACT_HOMES.get(g, (g,))]
+    if any(copies(facts[g]) for g in home):
+        return False  # also given for this heading
+    return any(copies(lines) for g, lines in facts.items() if g not in home)
 
 
 def says_nothing(

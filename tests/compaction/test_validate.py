@@ -335,3 +335,11 @@ def test_a_fact_copied_under_another_heading_says_nothing_there() -> None:
     ]
     # Without the facts, the copies would have counted.
     assert validate_summary(no_done, source=source, budget=500, count=COUNT) == []
+
+
+def test_a_fact_given_for_two_headings_counts_under_either() -> None:
+    task = "Ground rules for this chat: never use tabs, always use four spaces."
+    facts = {"Goal": [task], "Constraints & Preferences": [task]}
+    assert not misplaced_copy(task, "Goal", facts)
+    assert not misplaced_copy(task, "Constraints & Preferences", facts)
+    assert misplaced_copy(task, "Next Steps", facts)
