@@ -43,6 +43,7 @@ import re
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 
+from assistant.compaction import prompts
 from assistant.compaction.prompts import FACT_HOMES, REQUIRED_SECTIONS
 from assistant.compaction.serialize import TRANSCRIPT_MARKERS
 
@@ -397,6 +398,28 @@ def cut_partial_word(body: str, known: Known) -> str:
     return body[: m.start()].rstrip(" ,;:-/(")
 
 
+#: Words in a row shared with the summary request that make a bullet an echo of it.
+ECHO_WORDS = 4
+_REQUEST_TEXT = " ".join(
+    " ".join(_words(text)) for text in (
+        prompts.GUIDED_IN_CONTEXT, prompts.GUIDED_TRANSCRIPT, prompts.GUIDED_UPDATE_IN_CONTEXT,
+        prompts.GUIDED_UPDATE_TRANSCRIPT, prompts.GUIDED_SPLIT, prompts.GUIDED_CLOSE,
+        prompts.GUIDED_STRICT, "Facts for each heading",
+    )
+)
+
+
+def echoes_request(line: str) -> bool:
+    """Whether ``line`` repeats the summary request's own words ("Write each heading's
+    bullets from its facts"): an instruction copied back, not a fact of the chat."""
+    words = _words(line)
+    text = f" {_REQUEST_TEXT} "
+    return any(
+        f" {' '.join(words[i : i + ECHO_WORDS])} " in text
+        for i in range(len(words) - ECHO_WORDS + 1)
+    )
+
+
 def _level(heading: str) -> int:
     stripped = heading.lstrip()
     return len(stripped) - len(stripped.lstrip("#")) or 2
@@ -407,7 +430,8 @@ def clean_summary(text: str, known: Known | None = None) -> tuple[str, list[str]
 
     A loop is cut two ways: a bullet that repeats an earlier one (same words) is dropped,
     and a bullet in which the same three words come back a third time is cut before their
-    second occurrence. With ``known`` (:func:`vocabulary` of the conversation), a last word
+    second occurrence. A bullet repeating the request's own words is dropped
+    (:func:`echoes_request`). With ``known`` (:func:`vocabulary` of the conversation), a last word
     the bullet's character limit cut in two is removed (:func:`cut_partial_word`), and a bullet
     naming a path, identifier or number the conversation never names (rule 8) is dropped
     too: the rest of the summary is judged without it, and what the model invented never
@@ -419,7 +443,7 @@ def clean_summary(text: str, known: Known | None = None) -> tuple[str, list[str]
         notes.append(f"removed {calls} tool-call block(s)")
     seen: set[str] = set()
     out: list[str] = []
-    dropped = cut = 0
+    dropped = cut = echoed = 0
     made_up: list[str] = []
     pending_heading = False
     heading_at = -1
@@ -443,6 +467,9 @@ def clean_summary(text: str, known: Known | None = None) -> tuple[str, list[str]
         if len(key) >= 12 and key in seen:
             dropped += 1
             continue
+        if mark and echoes_request(body):
+            echoed += 1
+            continue
         names = invented(body, known) if known is not None and mark else []
         if names:
             made_up.extend(names)
@@ -459,6 +486,8 @@ def clean_summary(text: str, known: Known | None = None) -> tuple[str, list[str]
         notes.append(f"dropped {dropped} repeated line(s)")
     if cut:
         notes.append(f"cut {cut} looping line(s)")
+    if echoed:
+        notes.append(f"dropped {echoed} bullet(s) repeating the request")
     if made_up:
         notes.append("dropped bullet(s) naming things not in the conversation: "
                      + ", ".join(made_up[:4]))

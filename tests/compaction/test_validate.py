@@ -343,3 +343,13 @@ def test_a_fact_given_for_two_headings_counts_under_either() -> None:
     assert not misplaced_copy(task, "Goal", facts)
     assert not misplaced_copy(task, "Constraints & Preferences", facts)
     assert misplaced_copy(task, "Next Steps", facts)
+
+
+def test_a_bullet_repeating_the_request_is_dropped() -> None:
+    known = vocabulary("Please review src/file_0.py")
+    text, notes = clean_summary(
+        "## Goal\n- Review src/file_0.py\n- Write each heading's bullets from its facts,",
+        known,
+    )
+    assert text == "## Goal\n- Review src/file_0.py"
+    assert notes == ["dropped 1 bullet(s) repeating the request"]
