@@ -52,14 +52,18 @@ class Budget:
 
 
 def compaction_budget(
-    policy: EffectivePolicy, overhead: int, count: Callable[[str], int]
+    policy: EffectivePolicy, overhead: int, count: Callable[[str], int], *,
+    grammar_floor: bool = True,
 ) -> Budget:
+    """The sizes of one compaction. ``grammar_floor``: raise the model part to what the
+    summary grammar needs when the window has room (the compactor drops it when that room
+    would cost the latest question some of its outputs)."""
     short = policy.summary_budget <= SMALL_SUMMARY_BUDGET
     header = count((SUMMARY_HEADER_SHORT if short else SUMMARY_HEADER) + MECHANICAL_MARKER) + 4
     room = max(policy.window - policy.reserve - overhead - SUMMARY_SLACK, 0)
     model = max(MIN_MODEL_BUDGET, int(policy.summary_budget * MODEL_SHARE))
     model = min(model, max(room // 4, MIN_MODEL_BUDGET))
-    if model < min_budget() <= room // 4:
+    if grammar_floor and model < min_budget() <= room // 4:
         # A small window's policy (a 128-token summary budget) would leave the model too
         # little for the summary grammar: every model summary would be cut off. The window
         # has the room, so the model part gets the grammar's minimum.

@@ -160,13 +160,41 @@ class Compactor:
         overhead: int,
         counts: Sequence[int],
     ) -> tuple[Plan | None, Budget]:
+        """The cut and the record (:meth:`_plan`). When the room the summary grammar needs
+        (:func:`~assistant.compaction.budget.compaction_budget`'s floor) would make the cut
+        summarize outputs the model has not answered yet, the model part keeps the policy's
+        share instead: the files of the question asked now come before a model-written
+        summary (which the model part is then too small for: the extractive one is used)."""
+        plan, budget = self._plan(conv, job, policy, overhead, counts, grammar_floor=True)
+        if plan is None or plan.cut.cut <= pending_start(plan.kept):
+            return plan, budget
+        plain = compaction_budget(policy, overhead, self.counter.text, grammar_floor=False)
+        if plain.model == budget.model:
+            return plan, budget
+        other, smaller = self._plan(conv, job, policy, overhead, counts, grammar_floor=False)
+        if other is not None and other.cut.cut < plan.cut.cut:
+            log.info("The summary grammar's room would summarize unanswered outputs; the "
+                     "model part keeps %d tokens", smaller.model)
+            return other, smaller
+        return plan, budget
+
+    def _plan(
+        self,
+        conv: Conversation,
+        job: CompactionJob,
+        policy: EffectivePolicy,
+        overhead: int,
+        counts: Sequence[int],
+        *,
+        grammar_floor: bool,
+    ) -> tuple[Plan | None, Budget]:
         """The cut and the record; re-planned with a smaller tail (at most a few times) when
         the summary and the tail would not fit beside the reply even after cutting the
         tail's unanswered outputs to the floor."""
         count = self.counter.text
         kept = conv.kept_messages()
         base = len(conv.messages) - len(kept)
-        budget = compaction_budget(policy, overhead, count)
+        budget = compaction_budget(policy, overhead, count, grammar_floor=grammar_floor)
         manual = job.reason == CompactionReason.MANUAL
         if manual:  # /compact asks for room now: the record keeps the policy's size
             fixed = max(policy.summary_budget - budget.model - budget.header, MIN_MODEL_BUDGET)
