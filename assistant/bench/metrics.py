@@ -223,7 +223,8 @@ class Summary:
     #: Prompt tokens kept by chunk reuse (moved rather than evaluated again).
     shifted: int = 0
     #: Time to first token against its lower bound (the turn's new tokens at the raw
-    #: prefill rate): median ratio and the median bound itself.
+    #: prefill rate of their context depth, :func:`ttft_bounds`): median ratio and the
+    #: median bound itself.
     ttft_bound_ratio_median: float | None = None
     ttft_bound_median_s: float | None = None
     chunk_reuse: bool = False

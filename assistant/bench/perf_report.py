@@ -101,7 +101,8 @@ def section(perf: dict[str, Any], sums: Sequence[Summary], table: Table) -> str:
         parts.append(
             "Tokens evaluated more than once (per chat call: evaluated minus the text it shows "
             "for the first time) and the time to first token against its lower bound (the "
-            "turn's new tokens at the raw llama.cpp prefill rate):\n\n"
+            "turn's new tokens at the raw llama.cpp prefill rate of the context depth they are "
+            "evaluated at):\n\n"
             + table(["workload", "strategy", "re-evaluated / evaluated", "+ summarizer",
                      "moved (chunk reuse)", "TTFT median / bound (s)"], rows)
         )

@@ -448,7 +448,7 @@ class Compactor:
                     # Only the record, written by code, is left.
                     kind = summary_outcome.kind = "extractive"
                     summary_outcome.note = (
-                        "only the record of what the user said: the newest messages leave "
+                        "is only the record of what the user said: the newest messages leave "
                         "no room for a summary beside them"
                     )
         if after >= tokens_before:

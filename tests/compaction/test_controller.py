@@ -29,6 +29,7 @@ from assistant.compaction.summarizer import (
 from assistant.conversation import CompactionRecord, Conversation, Message
 from assistant.llm.base import CancelToken, GenerationCancelled
 from assistant.llm.fake import ScriptedBackend
+from assistant.service.status import summarizer_line
 
 from .helpers import FILLER_SUMMARY, GOOD_SUMMARY, SYSTEM, controller, local_policy, tool_turn
 
@@ -292,6 +293,7 @@ def test_a_summary_too_long_for_the_reply_room_gives_way_to_the_record() -> None
     assert rec.tokens_after < rec.tokens_before and req.prompt_tokens == rec.tokens_after
     assert "word" not in rec.summary
     assert rec.summarizer == "extractive" and "no room for a summary" in rec.summarizer_note
+    assert summarizer_line(rec).startswith("Summary is only the record of what the user said")
 
 
 def test_manual_compact_with_nothing_to_summarize_reports() -> None:
