@@ -7,6 +7,7 @@ from collections.abc import Callable
 
 from assistant.agent.events import ContextChanged
 from assistant.compaction.events import PruneEvent
+from assistant.compaction.grammar import SKELETON
 from assistant.llm.fake import ScriptedBackend
 from assistant.service.status import Phase, Status, StatusMachine, prune_note
 
@@ -69,7 +70,12 @@ def test_stopping_a_compaction_says_so(make_rig: Make) -> None:
         backend.enqueue(f"Answer {i}.")
         service.submit(f"Question {i}: " + "lorem ipsum dolor sit amet " * 120)
         rig.idle()
-    backend.enqueue("## Goal\n" + "summary words " * 300)
+    # A summary the grammar allows, streamed slowly enough to be stopped half way.
+    backend.enqueue("".join(
+        ("" if i == 0 else "\n" if sec.heading.startswith("###") else "\n\n")
+        + f"{sec.heading}\n- Question {i} asked about lorem ipsum"
+        for i, sec in enumerate(SKELETON)
+    ))
     service.compact()
     assert rig.loop is not None
     rig.loop.run_until(lambda: service.status.phase is Phase.COMPACTING)
