@@ -23,8 +23,8 @@ definitions are here, in one place:
 * **TTFT bound**: the raw llama.cpp time of a turn's fresh tokens (those of its first chat
   call), evaluated where they stand in the prompt: after its reusable prefix, at the raw
   prefill rate of that context depth (``RunRecord.raw_prefill_curve``, measured in pieces
-  of 512 tokens; SmolLM2 on 2 cores falls from about 240 tokens/s in an empty context to
-  about 110 at 6,000): no turn can show its first token sooner. Runs saved before the curve
+  of 512 tokens; SmolLM2 on 2 cores fell from 222 tokens/s in an empty context to 90 at
+  6,144): no turn can show its first token sooner. Runs saved before the curve
   existed use the empty-context rate (``raw_prefill_tps``). Reported as the median of
   TTFT / bound.
 * **retention in context**: share of facts whose probe string is in the last prompt of the

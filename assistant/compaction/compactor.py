@@ -164,7 +164,8 @@ class Compactor:
         (:func:`~assistant.compaction.budget.compaction_budget`'s floor) would make the cut
         summarize outputs the model has not answered yet, the model part keeps the policy's
         share instead: the files of the question asked now come before a model-written
-        summary (which the model part is then too small for: the extractive one is used)."""
+        summary (a reply that small is cut at the length limit and rejected, so the
+        extractive fallback writes that summary)."""
         plan, budget = self._plan(conv, job, policy, overhead, counts, grammar_floor=True)
         if plan is None or plan.cut.cut <= pending_start(plan.kept):
             return plan, budget
