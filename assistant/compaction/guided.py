@@ -47,6 +47,8 @@ class GuidedRequest:
     digest: Digest
     grammar: str
     facts: str
+    #: The facts by heading (:func:`~assistant.compaction.prompts.fact_groups`).
+    fact_groups: dict[str, list[str]]
     update: bool
     split: bool
     focus: str | None
@@ -71,7 +73,7 @@ class GuidedRequest:
         span = [*history, *turn_prefix]
         digest = gather(span, previous)
         prev_goal = " ".join(digest.previous.get("Goal", [])[:1])
-        facts = prompts.facts_block(
+        groups = prompts.fact_groups(
             first_request=digest.first_request,
             latest_request=digest.latest_request,
             rules=digest.rules,
@@ -83,7 +85,8 @@ class GuidedRequest:
             span=span,
             digest=digest,
             grammar=summary_grammar(budget),
-            facts=facts,
+            facts=prompts.facts_block(groups),
+            fact_groups=groups,
             update=previous is not None,
             split=bool(turn_prefix),
             focus=focus,

@@ -196,16 +196,34 @@ GUIDED_UPDATE_TRANSCRIPT = (
 GUIDED_SPLIT = " The latest request is still being worked on."
 
 GUIDED_CLOSE = """\
-Use these facts. Write short bullets in your own words, naming the files, names and numbers \
-that matter."""
+Write each heading's bullets from its facts, in your own words, naming the files, names and \
+numbers that matter."""
 
 GUIDED_STRICT = """\
 
-Your previous summary was rejected ({problems}). Use the facts above: name this \
-conversation's own files, names and numbers."""
+Your previous summary was rejected ({problems}). Write each heading from its own facts \
+above."""
 
 
-def facts_block(
+#: The headings a group of facts may be restated under (a fact copied under another
+#: heading says nothing there: :func:`~assistant.compaction.validate.misplaced_copy`).
+FACT_HOMES: dict[str, tuple[str, ...]] = {
+    "Goal": ("Goal",),
+    "Constraints & Preferences": ("Constraints & Preferences",),
+    "Done": ("Done", "In Progress"),
+    "Next Steps": ("Next Steps", "In Progress"),
+    "Critical Context": ("Critical Context", "Done"),
+}
+_FACT_TITLES = {
+    "Goal": "Goal (what the user asked for)",
+    "Constraints & Preferences": "Constraints & Preferences (the user's rules)",
+    "Done": "Done (what the assistant did)",
+    "Next Steps": "Next Steps (the latest request)",
+    "Critical Context": "Critical Context (the assistant's last reply)",
+}
+
+
+def fact_groups(
     *,
     first_request: str,
     latest_request: str,
@@ -213,11 +231,34 @@ def facts_block(
     actions: Sequence[str],
     last_reply: str,
     previous_goal: str = "",
-) -> str:
-    """The facts picked by code, one per line, each something a bullet could say."""
-    lines = [previous_goal, first_request, *rules, *actions, latest_request, last_reply]
-    kept = [line for line in dict.fromkeys(x.strip() for x in lines) if line]
-    return ("Facts you can use:\n" + "\n".join(f"- {line}" for line in kept)) if kept else ""
+) -> dict[str, list[str]]:
+    """The facts picked by code, grouped by the heading (:data:`FACT_HOMES`) they belong
+    to; each fact once, under its first group."""
+    groups = {
+        "Goal": [previous_goal, first_request],
+        "Constraints & Preferences": list(rules),
+        "Done": list(actions),
+        "Next Steps": [latest_request],
+        "Critical Context": [last_reply],
+    }
+    seen: set[str] = set()
+    out: dict[str, list[str]] = {}
+    for name, lines in groups.items():
+        kept = [x.strip() for x in lines if x.strip() and x.strip() not in seen]
+        seen.update(kept)
+        if kept:
+            out[name] = kept
+    return out
+
+
+def facts_block(groups: dict[str, list[str]]) -> str:
+    """The facts under their headings: a small model puts what it reads under "Done" in
+    Done, and no longer writes a tool call as the Goal or the user's task as a decision."""
+    parts = [
+        f"{_FACT_TITLES[name]}:\n" + "\n".join(f"- {line}" for line in lines)
+        for name, lines in groups.items()
+    ]
+    return ("Facts for each heading:\n\n" + "\n\n".join(parts)) if parts else ""
 
 
 def build_guided(

@@ -47,7 +47,7 @@ from typing import Any, Literal, Protocol
 
 from assistant.compaction import prompts
 from assistant.compaction.extractive import MechanicalState, extractive_summary
-from assistant.compaction.grammar import follows_skeleton
+from assistant.compaction.grammar import follows_skeleton, min_budget
 from assistant.compaction.guided import GuidedRequest, user_rules
 from assistant.compaction.serialize import serialize, serialize_message
 from assistant.compaction.tokens import TokenCounter, truncate_to_tokens
@@ -161,6 +161,8 @@ class _Checks:
     rules: list[str]
     reference: str
     guided: GuidedRequest | None = None
+    #: What the user wrote (the span's user messages and the user's record).
+    users: str = ""
 
 
 #: Problems quoted in the longest retry prompt (sizes prompts before the first attempt).
@@ -216,11 +218,26 @@ class ModelSummarizer:
                 f"rejected in {self.consecutive_fallbacks} compactions in a row"
             )
             return skipped
+        if self.grammar_state != "off" and request.budget < min_budget():
+            # Every reply would be cut at the length limit: do not spend a prefill on it.
+            log.info(
+                "the summary's model part has %d tokens, fewer than the %d the summary "
+                "grammar needs; using the extractive summary", request.budget, min_budget(),
+            )
+            small = ExtractiveSummarizer(self.counter).summarize(request, cancel)
+            small.note = (
+                f"by the extractive summarizer: the model was not asked, its part of the "
+                f"summary has {request.budget} tokens and the summary grammar needs "
+                f"{min_budget()}"
+            )
+            return small
         out = SummaryOutcome(text="", kind="model")
         span = [*request.history, *request.turn_prefix]
+        users = [m.content for m in span if m.role == "user"]
         checks = _Checks(
             rules=user_rules(span, request.state.constraints),
             reference="\n".join([request.previous or "", *_record(request.state)]),
+            users="\n".join([*users, *request.state.user_messages]),
         )
         try:
             if self.grammar_state != "off":
@@ -308,7 +325,7 @@ class ModelSummarizer:
             focus=request.focus, budget=request.budget,
             recorded_rules=request.state.constraints, record=_record(request.state),
         )
-        checks = _Checks(checks.rules, checks.reference, guided)
+        checks = _Checks(checks.rules, checks.reference, guided, checks.users)
         overhead = self.counter.exact(guided.transcript_messages("", _PROBE_PROBLEMS))
         room = request.window - request.budget - overhead - MARGIN
         transcript = guided.transcript(max(room, 64), self.counter.text)
@@ -523,7 +540,8 @@ class ModelSummarizer:
             problems = validate_summary(
                 text, source=source, budget=budget + BUDGET_TOLERANCE,
                 count=self.counter.text, finish_reason=finish, user_rules=checks.rules,
-                reference=checks.reference,
+                reference=checks.reference, user_text=checks.users,
+                facts=checks.guided.fact_groups if checks.guided is not None else None,
             )
             if not problems:
                 return text.strip()

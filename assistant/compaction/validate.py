@@ -9,12 +9,19 @@ them proves nothing: these rules judge what is under them. A summary is **reject
    fenced ``tool_call`` block, ``<tool_call>`` tags, a bare ``{"name": ..., "arguments":
    ...}`` object), i.e. it acts instead of summarizing (:func:`clean_summary` strips such
    markup first; what reaches validation still holding it is rejected);
-4. it **says nothing**: the Goal has no informative bullet, or fewer than
+4. it **says nothing**: the Goal has no informative bullet (nor one naming what the user
+   wrote, in other words: :func:`about_the_user`), or fewer than
    :data:`MIN_INFORMATIVE` of Done / In Progress / Key Decisions / Next Steps / Critical
-   Context have one. A bullet is informative when it names at least one term of the
-   conversation (:func:`grounded_terms`: a word, number, name or path that occurs in the
+   Context have one. A bullet is informative when it names two terms of the
+   conversation, or one path, identifier, name or number, and a third of its terms are the
+   conversation's (:func:`grounded_terms`: a word, number, name or path that occurs in the
    conversation, its previous summary or the user's record, other than function words and
-   the vocabulary of summaries themselves); "none", placeholders and generic filler are not;
+   the vocabulary of summaries themselves); "none", placeholders (also those of the
+   extractive summary, copied from a previous one) and generic filler are not, and a line
+   restating what the assistant did ("The assistant used read_file on ...") only counts in
+   Done and In Progress; more generally a bullet copying a fact the request gave for other
+   headings (:func:`misplaced_copy`: the last reply as a decision, the task as a step)
+   counts nowhere but there;
 5. it **copies** instead of summarizing: more than :data:`COPY_RATIO` of its bullet text is
    in bullets found verbatim (:data:`MIN_COPY_WORDS` words or more) in the conversation;
 6. it **repeats itself**: a substantial line appears three times or more (the grammar cuts a
@@ -24,7 +31,10 @@ them proves nothing: these rules judge what is under them. A summary is **reject
    one side negated: :func:`contradiction`);
 8. it **invents**: a bullet names a path, identifier or long number that the conversation,
    its previous summary and the user's record never name (:func:`invented`; the summarizer
-   drops such bullets first with :func:`clean_summary`, so only what remains is judged).
+   drops such bullets first with :func:`clean_summary`, so only what remains is judged). A
+   path or identifier one or two letters off one of the conversation's, as a small model
+   copies "docs/architecture_notes.md", is put back to the real one first
+   (:func:`respell`): the model meant the file it read, and the summary should name it.
 
 Each problem is a short phrase; the summarizer quotes them in its stricter retry prompt.
 """
@@ -34,9 +44,10 @@ from __future__ import annotations
 import json
 import re
 from collections import Counter
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 
-from assistant.compaction.prompts import REQUIRED_SECTIONS
+from assistant.compaction import prompts
+from assistant.compaction.prompts import FACT_HOMES, REQUIRED_SECTIONS
 from assistant.compaction.serialize import TRANSCRIPT_MARKERS
 
 #: Share of bullet text in copied bullets above which the summary is a copy.
@@ -44,8 +55,11 @@ COPY_RATIO = 0.5
 #: A bullet is a copy when this many words or more of it are found verbatim in the input.
 MIN_COPY_WORDS = 8
 MIN_LINE_CHARS = 24
-#: Of the five content sections after the Goal, at least this many must say something.
-MIN_INFORMATIVE = 3
+#: Of the five content sections after the Goal, at least this many must say something
+#: (many real chats have taken no decision and have nothing half done: In Progress and Key
+#: Decisions are then rightly empty; Done and Next Steps, or Critical Context, still say
+#: what the chat is about).
+MIN_INFORMATIVE = 2
 CONTENT_SECTIONS = ("Done", "In Progress", "Key Decisions", "Next Steps", "Critical Context")
 
 # Function words, the most common English words and the vocabulary of summaries and of
@@ -85,9 +99,18 @@ problem problems project next later new way sure also
 _STOP = frozenset(_STOP_TEXT.split())
 _FILLER = re.compile(
     r"^(?:none|n/?a|nothing|not (?:recorded|applicable|known|yet|stated)|unknown|tbd|todo|"
-    r"no(?:thing)? (?:yet|so far)|-+|\.+|<[^>]*>|\(none\)|\[none\])\W*$",
+    r"no(?:thing)? (?:yet|so far)|-+|\.+|<[^>]*>|\(none\)|\[none\]|"
+    # the placeholders of the extractive summary, copied from a previous summary
+    r"not recorded \(extractive summary\)|\[\d+ older omitted\]|"
+    r"in the user'?s own words(?:, recorded verbatim below)?.*|"
+    r"continue with the latest (?:user )?request)\W*$",
     re.IGNORECASE,
 )
+#: How the digest words what the assistant did (:func:`~.digest.actions`): such a line says
+#: what was done, which is no goal, decision, next step or critical context.
+ACTION_FACT = re.compile(r"^\W*(?:the assistant used|\w+ [^ ]* failed:)", re.IGNORECASE)
+#: Sections where a restated action counts (what was done, what is being done).
+ACTION_SECTIONS = ("Done", "In Progress")
 _WORD = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_./:@-]*[A-Za-z0-9_]|[A-Za-z0-9]")
 _NEGATION = re.compile(
     r"\b(?:not|never|no|don'?t|doesn'?t|didn'?t|won'?t|can'?t|cannot|shouldn'?t|mustn'?t|"
@@ -105,6 +128,10 @@ _FENCED_CALL = re.compile(r"```[ \t]*(?:tool_call|tool|json|function)?[^\n]*\n.*
 _TAGGED_CALL = re.compile(r"<(tool_call|function_call|tool)>.*?(?:</\1>|\Z)", re.DOTALL)
 _JSON_CALL = re.compile(r"\{\s*\"(?:name|function)\"\s*:\s*\"[^\"]*\"\s*,\s*"
                         r"\"(?:arguments|parameters)\"\s*:")
+
+
+#: A path or identifier: what :func:`respell` may put back (numbers never are).
+_NAME = re.compile(r"[A-Za-z][/._][A-Za-z]")
 
 
 def _norm(line: str) -> str:
@@ -203,6 +230,10 @@ class Known:
     def __init__(self, text: str) -> None:
         self.text = " ".join(text.lower().split())
         self.words: set[str] = set()
+        #: The paths and identifiers it names, as written (what a misspelling is put back to).
+        self.names: set[str] = {
+            w.rstrip(".:") for w in _WORD.findall(text) if _NAME.search(w) and len(w) >= 8
+        }
         for w in _words(text):
             self.words.add(w)
             self.words.add(_stem(w))
@@ -257,18 +288,75 @@ def grounded_terms(line: str, known: Known) -> tuple[list[str], list[str]]:
 
 def informative(line: str, known: Known) -> bool:
     """Whether ``line`` says something from the conversation: two of its terms are found
-    there (or one path, identifier, name or long number), and most of its terms are."""
+    there (or one path, identifier, name or long number), and at least a third of its terms
+    are (a summary says things in its own words: "make it more testable" for a user who
+    asked to untangle a module; a line mostly of words the conversation never uses is not
+    about it)."""
     found, missing = grounded_terms(line, known)
-    if not found or len(found) < len(missing):
+    if not found or 2 * len(found) < len(missing):
         return False
     first = _WORD.findall(line)[:1]
     return len(found) >= 2 or any(_specific(w, [w] == first) for w in found)
+
+
+def about_the_user(line: str, users: Known) -> bool:
+    """Whether a Goal ``line`` names something of what the user wrote (``users``:
+    :func:`vocabulary` of the user's messages): the goal is the user's, said in other words
+    ("Refactor the code to make it easier to maintain" for "could be refactored to be
+    nicer")."""
+    found, missing = grounded_terms(line, users)
+    return bool(found) and 2 * len(found) >= len(missing) - 2
 
 
 def invented(line: str, known: Known) -> list[str]:
     """Paths, identifiers and long numbers in ``line`` that the conversation never names."""
     _found, missing = grounded_terms(line, known)
     return [w for w in missing if _specific(w, True)]
+
+
+def _distance(a: str, b: str, limit: int) -> int:
+    """Levenshtein distance of ``a`` and ``b``, or ``limit + 1`` once it exceeds ``limit``."""
+    if abs(len(a) - len(b)) > limit:
+        return limit + 1
+    row = list(range(len(b) + 1))
+    for i, ca in enumerate(a, 1):
+        prev, row[0] = row[0], i
+        for j, cb in enumerate(b, 1):
+            prev, row[j] = row[j], min(row[j] + 1, row[j - 1] + 1, prev + (ca != cb))
+        if min(row) > limit:
+            return limit + 1
+    return row[-1]
+
+
+#: A name may be this far from the one it misspells: one edit per this many characters.
+RESPELL_CHARS = 7
+
+
+def respell(name: str, known: Known) -> str | None:
+    """The path or identifier of the conversation that ``name`` misspells, or None.
+
+    A small model copies a path it read with a letter or a syllable wrong
+    ("docs/architection_notes.md" for "docs/architecture_notes.md"), or without its
+    extension. Such a name is put back to the conversation's when exactly one of its names
+    (or one without its extension) is that close: at most one edit per
+    :data:`RESPELL_CHARS` characters, case aside. Numbers are never respelled (a wrong
+    number is wrong), nor names shorter than 8 characters, nor a name two of the
+    conversation's are equally close to."""
+    if len(name) < 8 or not _NAME.search(name):
+        return None
+    low = name.lower()
+    limit = max(1, len(low) // RESPELL_CHARS)
+    best: dict[str, int] = {}
+    for real in known.names:
+        stem = real.rsplit(".", 1)[0] if "/" in real or "." in real[1:] else real
+        d = min(_distance(low, real.lower(), limit), _distance(low, stem.lower(), limit))
+        if d <= limit:
+            best[real] = d
+    if not best:
+        return None
+    closest = min(best.values())
+    found = [real for real, d in best.items() if d == closest]
+    return found[0] if len(found) == 1 else None
 
 
 def _clauses(text: str) -> list[str]:
@@ -349,6 +437,45 @@ def _cut_inner_loop(line: str, n: int = 4) -> str:
     return line
 
 
+def cut_partial_word(body: str, known: Known) -> str:
+    """``body`` without a last word the grammar cut at the bullet's character limit: a piece
+    of a longer word or path of the conversation ("src/v" of "src/validators.py") that the
+    conversation never has whole. Such a piece would read as an invented name."""
+    m = re.search(r"(\S+)$", body)
+    if m is None:
+        return body
+    piece = m.group(1).lower()
+    if len(piece) < 2:
+        return body
+    longer = re.search(re.escape(piece) + r"[\w/-]", known.text)
+    whole = re.search(r"(?<![\w/.-])" + re.escape(piece) + r"(?![\w/-])", known.text)
+    if longer is None or whole is not None:
+        return body
+    return body[: m.start()].rstrip(" ,;:-/(")
+
+
+#: Words in a row shared with the summary request that make a bullet an echo of it.
+ECHO_WORDS = 4
+_REQUEST_TEXT = " ".join(
+    " ".join(_words(text)) for text in (
+        prompts.GUIDED_IN_CONTEXT, prompts.GUIDED_TRANSCRIPT, prompts.GUIDED_UPDATE_IN_CONTEXT,
+        prompts.GUIDED_UPDATE_TRANSCRIPT, prompts.GUIDED_SPLIT, prompts.GUIDED_CLOSE,
+        prompts.GUIDED_STRICT, "Facts for each heading",
+    )
+)
+
+
+def echoes_request(line: str) -> bool:
+    """Whether ``line`` repeats the summary request's own words ("Write each heading's
+    bullets from its facts"): an instruction copied back, not a fact of the chat."""
+    words = _words(line)
+    text = f" {_REQUEST_TEXT} "
+    return any(
+        f" {' '.join(words[i : i + ECHO_WORDS])} " in text
+        for i in range(len(words) - ECHO_WORDS + 1)
+    )
+
+
 def _level(heading: str) -> int:
     stripped = heading.lstrip()
     return len(stripped) - len(stripped.lstrip("#")) or 2
@@ -359,7 +486,10 @@ def clean_summary(text: str, known: Known | None = None) -> tuple[str, list[str]
 
     A loop is cut two ways: a bullet that repeats an earlier one (same words) is dropped,
     and a bullet in which the same three words come back a third time is cut before their
-    second occurrence. With ``known`` (:func:`vocabulary` of the conversation), a bullet
+    second occurrence. A bullet repeating the request's own words is dropped
+    (:func:`echoes_request`). With ``known`` (:func:`vocabulary` of the conversation), a last word
+    the bullet's character limit cut in two is removed (:func:`cut_partial_word`), a misspelled
+    path or identifier of the conversation is put back (:func:`respell`), and a bullet still
     naming a path, identifier or number the conversation never names (rule 8) is dropped
     too: the rest of the summary is judged without it, and what the model invented never
     reaches the chat. A section left without bullets gets "- none" (rule 4 then judges it).
@@ -370,8 +500,9 @@ def clean_summary(text: str, known: Known | None = None) -> tuple[str, list[str]
         notes.append(f"removed {calls} tool-call block(s)")
     seen: set[str] = set()
     out: list[str] = []
-    dropped = cut = 0
+    dropped = cut = echoed = 0
     made_up: list[str] = []
+    respelled: list[str] = []
     pending_heading = False
     heading_at = -1
     for raw in text.splitlines():
@@ -388,9 +519,20 @@ def clean_summary(text: str, known: Known | None = None) -> tuple[str, list[str]
         if shorter != body:
             cut += 1
             body = shorter
+        if known is not None and mark:
+            body = cut_partial_word(body, known)
+            for name in invented(body, known):
+                real = respell(name, known)
+                if real is not None:
+                    body = re.sub(r"(?<![\w/.-])" + re.escape(name) + r"(?![\w/-])",
+                                  lambda _m, real=real: real, body)
+                    respelled.append(f"{name} -> {real}")
         key = " ".join(_words(body))
         if len(key) >= 12 and key in seen:
             dropped += 1
+            continue
+        if mark and echoes_request(body):
+            echoed += 1
             continue
         names = invented(body, known) if known is not None and mark else []
         if names:
@@ -408,18 +550,61 @@ def clean_summary(text: str, known: Known | None = None) -> tuple[str, list[str]
         notes.append(f"dropped {dropped} repeated line(s)")
     if cut:
         notes.append(f"cut {cut} looping line(s)")
+    if echoed:
+        notes.append(f"dropped {echoed} bullet(s) repeating the request")
+    if respelled:
+        notes.append("put back misspelled name(s): " + ", ".join(respelled[:4]))
     if made_up:
         notes.append("dropped bullet(s) naming things not in the conversation: "
                      + ", ".join(made_up[:4]))
     return "\n".join(out).strip(), notes
 
 
-def says_nothing(sections: dict[str, list[str]], known: Known) -> str | None:
-    """Why the sections carry no information from the conversation, or None."""
-    def says(name: str) -> bool:
-        return any(informative(line, known) for line in sections.get(name, []))
+#: A bullet whose first words (at least this many) are a fact's is a copy of that fact.
+FACT_COPY_WORDS = 4
 
-    if not says("Goal"):
+
+def misplaced_copy(line: str, section: str, facts: Mapping[str, Sequence[str]]) -> bool:
+    """Whether ``line`` copies a fact that was given for other headings than ``section``
+    (:data:`~assistant.compaction.prompts.FACT_HOMES`): the list of what the assistant did
+    copied as a decision, the last reply as the next step. Restating a fact under its own
+    heading is what the facts are for."""
+    words = _words(line)
+    if len(words) < FACT_COPY_WORDS:
+        return False
+    head = f" {' '.join(words[:8])} "
+
+    def copies(lines: Sequence[str]) -> bool:
+        return any(head in f" {' '.join(_words(fact))} " for fact in lines)
+
+    home = [g for g in facts if section in FACT_HOMES.get(g, (g,))]
+    if any(copies(facts[g]) for g in home):
+        return False  # also given for this heading
+    return any(copies(lines) for g, lines in facts.items() if g not in home)
+
+
+def says_nothing(
+    sections: dict[str, list[str]],
+    known: Known,
+    users: Known | None = None,
+    facts: Mapping[str, Sequence[str]] | None = None,
+) -> str | None:
+    """Why the sections carry no information from the conversation, or None. With
+    ``users`` (the user's messages) a Goal that names what the user wrote says something;
+    with ``facts`` (the facts the request gave, by heading) a fact copied under another
+    heading says nothing there."""
+    def counts(name: str, line: str) -> bool:
+        if facts and misplaced_copy(line, name, facts):
+            return False
+        return name in ACTION_SECTIONS or not ACTION_FACT.match(line)
+
+    def says(name: str) -> bool:
+        return any(
+            informative(line, known) and counts(name, line) for line in sections.get(name, [])
+        )
+
+    goal = [g for g in sections.get("Goal", []) if counts("Goal", g)]
+    if not says("Goal") and not (users and any(about_the_user(g, users) for g in goal)):
         return "the Goal names nothing from the conversation"
     empty = [name for name in CONTENT_SECTIONS if not says(name)]
     if len(CONTENT_SECTIONS) - len(empty) < MIN_INFORMATIVE:
@@ -436,11 +621,16 @@ def validate_summary(
     finish_reason: str = "stop",
     user_rules: Sequence[str] = (),
     reference: str = "",
+    user_text: str = "",
+    facts: Mapping[str, Sequence[str]] | None = None,
 ) -> list[str]:
     """Problems with ``text`` as a summary of ``source`` (empty list: accepted).
 
     ``user_rules`` are the user's recorded rules (rule 7); ``reference`` is other text the
-    summary may draw on besides ``source``: the previous summary and the user's record.
+    summary may draw on besides ``source``: the previous summary and the user's record;
+    ``user_text`` is what the user wrote (a Goal naming it says something, rule 4);
+    ``facts`` are the facts the request gave, by heading (a copy under another heading says
+    nothing, rule 4).
     """
     if not text.strip():
         return ["empty"]
@@ -463,7 +653,9 @@ def validate_summary(
     sections = parse_sections(text)
     known = vocabulary(source + "\n" + reference)
     if not missing:
-        empty = says_nothing(sections, known)
+        empty = says_nothing(
+            sections, known, vocabulary(user_text) if user_text else None, facts
+        )
         if empty:
             problems.append(empty)
     made_up = [w for lines in sections.values() for line in lines for w in invented(line, known)]

@@ -17,7 +17,15 @@ from assistant.compaction.grammar import min_budget
 from assistant.compaction.serialize import serialize
 from assistant.compaction.summarizer import ModelSummarizer, SummaryOutcome, SummaryRequest
 from assistant.compaction.tokens import CountingBackend
-from assistant.compaction.validate import clean_summary, contradiction, validate_summary
+from assistant.compaction.validate import (
+    clean_summary,
+    contradiction,
+    cut_partial_word,
+    misplaced_copy,
+    respell,
+    validate_summary,
+    vocabulary,
+)
 from assistant.conversation import Conversation, Message
 from assistant.llm.fake import ScriptedBackend
 
@@ -238,12 +246,132 @@ def test_a_backend_that_ignores_the_grammar_is_noticed() -> None:
     assert out.kind == "model" and not out.grammar and be.calls[-1].grammar is None
 
 
+def test_a_word_cut_at_the_bullet_limit_is_removed_not_taken_for_an_invented_name() -> None:
+    known = vocabulary("read src/validators/schema_check.py and src/core/draft_schedule.py")
+    # The grammar stopped the bullet inside a path: the piece goes, the bullet stays.
+    assert cut_partial_word("Read src/core/draft_schedule.py, src/v", known) == (
+        "Read src/core/draft_schedule.py")
+    assert cut_partial_word("Read src/core/draft_sch", known) == "Read"
+    # A whole word or path, or one the conversation never has, is left alone (an invented
+    # path is judged by the invention rule).
+    assert cut_partial_word("Read src/core/draft_schedule.py", known) == (
+        "Read src/core/draft_schedule.py")
+    assert cut_partial_word("Read src/other/thing.py", known) == "Read src/other/thing.py"
+    text, notes = clean_summary("## Goal\n- Review src/core/draft_schedule.py, src/v", known)
+    assert text == "## Goal\n- Review src/core/draft_schedule.py" and not notes
+
+
+def test_a_misspelled_path_of_the_conversation_is_put_back_not_dropped() -> None:
+    known = vocabulary("read docs/architecture_notes.md, src/billing/invoice.py and "
+                       "src/billing/invoices.py; order 48213")
+    # What SmolLM2 wrote for the file it had read (the real-model summary test's chat).
+    assert respell("docs/architection_notes.md", known) == "docs/architecture_notes.md"
+    assert respell("docs/architection_notes", known) == "docs/architecture_notes.md"
+    # The closest of two near names; a name near none, or equally near two, stays invented.
+    assert respell("src/billing/invoce.py", known) == "src/billing/invoice.py"
+    assert respell("src/billing/invoicez.py", known) is None
+    assert respell("docs/src", known) is None
+    assert respell("lib/payments_v2.py", known) is None
+    assert respell("48214", known) is None  # a wrong number is wrong
+    text, notes = clean_summary(
+        "## Progress\n### Done\n- Read docs/architection_notes.md\n- Read docs/src", known)
+    assert text == "## Progress\n### Done\n- Read docs/architecture_notes.md"
+    assert notes == [
+        "put back misspelled name(s): docs/architection_notes.md -> docs/architecture_notes.md",
+        "dropped bullet(s) naming things not in the conversation: docs/src",
+    ]
+
+
+def test_a_goal_in_other_words_than_the_user_counts_and_a_generic_one_does_not() -> None:
+    users = "could this module be refactored to be nicer? I want a plan to untangle it."
+    source = f"[User]: {users}\n[Assistant]: I read main.ts and tui-renderer.ts."
+    goal = "- Refactor the code to make it more maintainable, readable and testable."
+    summary = _with("Goal", goal)
+    assert validate_summary(summary, source=source + "\n" + GOOD_SUMMARY, budget=500,
+                            count=COUNT, user_text=users) == []
+    problems = validate_summary(_with("Goal", "- The goal is to summarize the chat."),
+                                source=source + "\n" + GOOD_SUMMARY, budget=500, count=COUNT,
+                                user_text=users)
+    assert "the Goal names nothing from the conversation" in problems
+    # Without the user's words the paraphrase is judged by the conversation alone.
+    assert "the Goal names nothing from the conversation" in validate_summary(
+        summary, source=source + "\n" + GOOD_SUMMARY, budget=500, count=COUNT)
+
+
+def test_a_model_part_smaller_than_the_grammar_needs_is_not_asked_for() -> None:
+    # Every reply would be cut at the length limit: the extractive summary is used at once,
+    # without a prefill, and the card says why.
+    out, be = _summarize(GOOD_SUMMARY, budget=min_budget() - 1)
+    assert out.kind == "extractive" and be.calls == []
+    assert f"the summary grammar needs {min_budget()}" in out.note
+    out, be = _summarize(GOOD_SUMMARY, budget=min_budget())
+    assert out.kind == "model" and len(be.calls) == 1
+
+
 def test_a_small_window_gives_the_model_part_what_the_grammar_needs() -> None:
     # A 1,280-token window scales the summary budget to 128: half of it (64) could never
     # hold the grammar's headings and one bullet per section.
     small = local_policy(window=1_280, reserve=256, keep_recent=256, summary_budget=128)
     assert compaction_budget(small, 100, COUNT).model == min_budget()
-    # A window without room for it keeps the policy's share.
+    # A window without room for it keeps the policy's share (the model is then not asked).
     tiny = local_policy(window=700, reserve=256, keep_recent=128, summary_budget=128)
     assert compaction_budget(tiny, 100, COUNT).model < min_budget()
     assert compaction_budget(local_policy(), 100, COUNT).model == 384
+
+
+def test_a_chat_without_decisions_or_work_in_progress_can_still_be_summarized() -> None:
+    # Goal, Done and Next Steps say what the chat is about: accepted; with Done alone the
+    # summary says too little.
+    summary = GOOD_SUMMARY
+    for section in ("In Progress", "Key Decisions", "Critical Context"):
+        summary = _with(section, "- none", summary)
+    source = serialize(_conv().messages)
+    summary = _with("Next Steps", "- Review src/file_2.py next", summary)
+    assert validate_summary(summary, source=source, budget=500, count=COUNT) == []
+    only_done = _with("Next Steps", "- none", summary)
+    assert validate_summary(only_done, source=source, budget=500, count=COUNT) == [
+        "says nothing specific in: In Progress, Key Decisions, Next Steps, Critical Context"
+    ]
+
+
+def test_a_fact_copied_under_another_heading_says_nothing_there() -> None:
+    facts = {
+        "Done": ["The assistant used read_file on src/file_0.py, src/file_1.py."],
+        "Critical Context": ["The staging server listens on port 4406 since the move."],
+    }
+    assert misplaced_copy("The staging server listens on port 4406", "Key Decisions", facts)
+    assert not misplaced_copy("The staging server listens on port 4406", "Critical Context",
+                              facts)
+    assert not misplaced_copy("The assistant used read_file on src/file_0.py", "Done", facts)
+    assert not misplaced_copy("Port 4406 is the staging port", "Key Decisions", facts)
+    # Key Decisions and Next Steps only restate other headings' facts: with Done and
+    # Critical Context the summary still says something; without Done it says too little.
+    summary = _with("Key Decisions", "- The staging server listens on port 4406")
+    summary = _with("Next Steps", "- The assistant used read_file on src/file_0.py", summary)
+    summary = _with("In Progress", "- none", summary)
+    source = serialize(_conv().messages) + "\nThe staging server listens on port 4406"
+    assert validate_summary(summary, source=source, budget=500, count=COUNT, facts=facts) == []
+    no_done = _with("Done", "- none", summary)
+    assert validate_summary(no_done, source=source, budget=500, count=COUNT, facts=facts) == [
+        "says nothing specific in: Done, In Progress, Key Decisions, Next Steps"
+    ]
+    # Without the facts, the copies would have counted.
+    assert validate_summary(no_done, source=source, budget=500, count=COUNT) == []
+
+
+def test_a_fact_given_for_two_headings_counts_under_either() -> None:
+    task = "Ground rules for this chat: never use tabs, always use four spaces."
+    facts = {"Goal": [task], "Constraints & Preferences": [task]}
+    assert not misplaced_copy(task, "Goal", facts)
+    assert not misplaced_copy(task, "Constraints & Preferences", facts)
+    assert misplaced_copy(task, "Next Steps", facts)
+
+
+def test_a_bullet_repeating_the_request_is_dropped() -> None:
+    known = vocabulary("Please review src/file_0.py")
+    text, notes = clean_summary(
+        "## Goal\n- Review src/file_0.py\n- Write each heading's bullets from its facts,",
+        known,
+    )
+    assert text == "## Goal\n- Review src/file_0.py"
+    assert notes == ["dropped 1 bullet(s) repeating the request"]

@@ -10,7 +10,7 @@ server that is not there at all: each through ``ChatService`` as the faces use i
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -129,13 +129,28 @@ def test_stop_keeps_the_partial_reply_and_closes_the_request(
     assert [m.role for m in rig.service.conversation.messages][-1] == "assistant"
 
 
+@pytest.fixture(scope="module")
+def wide_server(embedded_model_path: Path, tmp_path_factory: pytest.TempPathFactory
+                ) -> Iterator[LocalServer]:
+    """A second server with a 2,048-token window: the smallest where a compaction gives the
+    model the room the summary grammar needs (at 1,024 the model is rightly not asked)."""
+    log = tmp_path_factory.mktemp("wide-server") / "server.log"
+    server = LocalServer(embedded_model_path, n_ctx=2048, threads=2, log_path=log)
+    server.start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
 def test_compact_is_written_by_the_server_model(
-    make_rig: Make, llama_server: LocalServer, tmp_path: Path
+    make_rig: Make, wide_server: LocalServer, tmp_path: Path
 ) -> None:
-    # The server's real window is set, so the local policy keeps ~300 recent tokens.
+    llama_server = wide_server
+    # The server's real window is set, so the local policy keeps its recent share.
     settings = _settings(tmp_path, llama_server.url, window=llama_server.n_ctx)
     rig = _connected(make_rig, settings)
-    garden = " ".join(f"Bed {i} holds {i + 2} tomato plants." for i in range(28))
+    garden = " ".join(f"Bed {i} holds {i + 2} tomato plants." for i in range(70))
     _send(rig, "My name is Ada and I keep bees in Lyon. Remember both. " + garden)
     _send(rig, "I also grow basil next to bed 3.")
     calls_before = _log_count(llama_server, '"POST /v1/chat/completions HTTP/1.1" 200')
