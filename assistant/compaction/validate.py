@@ -524,8 +524,8 @@ def clean_summary(text: str, known: Known | None = None) -> tuple[str, list[str]
             for name in invented(body, known):
                 real = respell(name, known)
                 if real is not None:
-                    body = re.sub(r"(?<![\w/.-])" + re.escape(name) + r"(?![\w/-])",
-                                  lambda _m, real=real: real, body)
+                    at = r"(?<![\w/.-])" + re.escape(name) + r"(?![\w/-])"
+                    body = re.sub(at, real.replace("\\", r"\\"), body)
                     respelled.append(f"{name} -> {real}")
         key = " ".join(_words(body))
         if len(key) >= 12 and key in seen:
