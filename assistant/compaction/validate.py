@@ -120,6 +120,7 @@ _NEGATION = re.compile(
 )
 _CLAUSE = re.compile(r"[,;:.!?]\s+|\s+(?:and|but|or|instead of)\s+|\n")
 _HEADING = re.compile(r"^\s*(?:#{1,6}\s*|\*\*)([^*\n#]+?)(?:\*\*)?\s*:?\s*$")
+_NONE = re.compile(r"^\W*none\W*$", re.IGNORECASE)
 _BULLET_MARK = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+(?:\[[ xX]\]\s*)?")
 
 # -- tool-call markup ------------------------------------------------------------------------
@@ -491,8 +492,10 @@ def clean_summary(text: str, known: Known | None = None) -> tuple[str, list[str]
     the bullet's character limit cut in two is removed (:func:`cut_partial_word`), a misspelled
     path or identifier of the conversation is put back (:func:`respell`), and a bullet still
     naming a path, identifier or number the conversation never names (rule 8) is dropped
-    too: the rest of the summary is judged without it, and what the model invented never
-    reaches the chat. A section left without bullets gets "- none" (rule 4 then judges it).
+    too, as is one naming nothing of the conversation at all (filler, or a placeholder of an
+    extractive summary copied from the previous one): the rest of the summary is judged
+    without it, and what the model invented never reaches the chat. A section left without
+    bullets gets "- none" (rule 4 then judges it).
     """
     notes: list[str] = []
     text, calls = strip_tool_markup(text)
@@ -500,7 +503,7 @@ def clean_summary(text: str, known: Known | None = None) -> tuple[str, list[str]
         notes.append(f"removed {calls} tool-call block(s)")
     seen: set[str] = set()
     out: list[str] = []
-    dropped = cut = echoed = 0
+    dropped = cut = echoed = empty = 0
     made_up: list[str] = []
     respelled: list[str] = []
     pending_heading = False
@@ -538,6 +541,11 @@ def clean_summary(text: str, known: Known | None = None) -> tuple[str, list[str]
         if names:
             made_up.extend(names)
             continue
+        if known is not None and mark and not grounded_terms(body, known)[0]:
+            # Names nothing of the conversation: filler, a placeholder copied from an
+            # extractive summary ("not recorded (extractive summary)"), or words of its own.
+            empty += not _NONE.match(body)
+            continue
         if key:
             seen.add(key)
         line = (raw[: mark.end()] if mark else "") + body
@@ -552,6 +560,8 @@ def clean_summary(text: str, known: Known | None = None) -> tuple[str, list[str]
         notes.append(f"cut {cut} looping line(s)")
     if echoed:
         notes.append(f"dropped {echoed} bullet(s) repeating the request")
+    if empty:
+        notes.append(f"dropped {empty} bullet(s) naming nothing of the conversation")
     if respelled:
         notes.append("put back misspelled name(s): " + ", ".join(respelled[:4]))
     if made_up:

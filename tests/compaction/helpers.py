@@ -20,7 +20,7 @@ GOOD_SUMMARY = """## Goal
 - Answer questions about src/file_0.py
 
 ## Constraints & Preferences
-- Short answers
+- Four spaces for indentation
 
 ## Progress
 ### Done

@@ -237,7 +237,7 @@ def test_a_model_that_cannot_follow_grammars_gets_the_free_prompts(
 
 
 def test_a_backend_that_ignores_the_grammar_is_noticed() -> None:
-    free_text = GOOD_SUMMARY.replace("- Short answers", "Keep answers short, [please].")
+    free_text = GOOD_SUMMARY.replace("- Four spaces for indentation", "Four spaces, [please].")
     be = ScriptedBackend([free_text, GOOD_SUMMARY], ignore_grammar=True)
     summarizer = ModelSummarizer(be)
     out = summarizer.summarize(_request(_conv()), None)
@@ -280,6 +280,19 @@ def test_a_misspelled_path_of_the_conversation_is_put_back_not_dropped() -> None
         "put back misspelled name(s): docs/architection_notes.md -> docs/architecture_notes.md",
         "dropped bullet(s) naming things not in the conversation: docs/src",
     ]
+
+
+def test_a_bullet_naming_nothing_of_the_conversation_is_dropped() -> None:
+    # What SmolLM2 copied from a previous extractive summary in the real session's replay.
+    known = vocabulary("read src/main.ts; now add the bash abort controller to class fields")
+    text, notes = clean_summary(
+        "## Progress\n### Done\n- extracted summary of what came before:\n"
+        "- Read src/main.ts\n### In Progress\n- not recorded (extractive summary)\n"
+        "### Blocked\n- none\n\n## Next Steps\n- Add the bash abort controller", known)
+    assert text == (
+        "## Progress\n### Done\n- Read src/main.ts\n### In Progress\n- none\n"
+        "### Blocked\n- none\n\n## Next Steps\n- Add the bash abort controller")
+    assert notes == ["dropped 2 bullet(s) naming nothing of the conversation"]
 
 
 def test_a_goal_in_other_words_than_the_user_counts_and_a_generic_one_does_not() -> None:
