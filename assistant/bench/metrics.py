@@ -101,6 +101,9 @@ class CompactionStat:
     turn: int
     #: Why model-written summaries were rejected before this one was chosen.
     rejected: list[str] = field(default_factory=list)
+    #: False when the window left the model too little room for the summary grammar, so it
+    #: was not asked (such compactions are no measure of the model's summaries).
+    asked: bool = True
 
 
 @dataclass
@@ -234,6 +237,8 @@ class Summary:
     summary_rejections: list[str] = field(default_factory=list)
     #: Share of summaries (drop-half excluded) the model wrote and validation accepted.
     model_summary_share: float | None = None
+    #: Compactions where the model was not asked: its part was below the grammar's minimum.
+    summaries_not_asked: int = 0
 
 
 def _ms(value: float | None) -> float | None:
@@ -272,10 +277,12 @@ def summarize(run: RunRecord) -> Summary:
     by_kind: dict[str, int] = {}
     for c in run.compactions:
         by_kind[c.kind] = by_kind.get(c.kind, 0) + 1
-    written = sum(n for kind, n in by_kind.items() if kind != "drop")
+    not_asked = sum(1 for c in run.compactions if not c.asked)
+    written = sum(n for kind, n in by_kind.items() if kind != "drop") - not_asked
     return Summary(
         summaries_by=by_kind,
         model_summary_share=by_kind.get("model", 0) / written if written else None,
+        summaries_not_asked=not_asked,
         summary_rejections=[why for c in run.compactions for why in c.rejected],
         workload=run.workload,
         strategy=run.strategy,

@@ -34,7 +34,7 @@ from assistant.agent.events import (
 )
 from assistant.agent.loop import Agent
 from assistant.compaction.events import CompactionFailed, CompactionFinished, PruneEvent
-from assistant.compaction.summarizer import Summarizer
+from assistant.compaction.summarizer import TOO_SMALL_FOR_GRAMMAR, Summarizer
 from assistant.compaction.tokens import TokenCounter
 from assistant.config import Sampling, Settings
 from assistant.conversation import Conversation, Message, ToolCall
@@ -212,7 +212,8 @@ class Recorder:
                 self._fresh += self.counter.text(r.summary)
                 self.compactions.append(
                     CompactionStat(r.summarizer, r.reason, r.duration_s, r.tokens_before,
-                                   r.tokens_after, self.turn, list(r.rejected))
+                                   r.tokens_after, self.turn, list(r.rejected),
+                                   asked=TOO_SMALL_FOR_GRAMMAR not in r.summarizer_note)
                 )
             elif isinstance(inner, CompactionFailed):
                 self.failures += 1

@@ -165,6 +165,11 @@ class _Checks:
     users: str = ""
 
 
+#: Why the model was not asked in a window too small for the summary grammar (the note's
+#: words: the benchmark counts such compactions apart from the model's acceptance).
+TOO_SMALL_FOR_GRAMMAR = "the model was not asked (window too small for the summary grammar)"
+
+
 #: Problems quoted in the longest retry prompt (sizes prompts before the first attempt).
 _PROBE_PROBLEMS = (
     "missing sections: Goal, Constraints & Preferences, Progress, Key Decisions, Next Steps, "
@@ -226,7 +231,7 @@ class ModelSummarizer:
             )
             small = ExtractiveSummarizer(self.counter).summarize(request, cancel)
             small.note = (
-                f"by the extractive summarizer: the model was not asked, its part of the "
+                f"by the extractive summarizer: {TOO_SMALL_FOR_GRAMMAR}, its part of the "
                 f"summary has {request.budget} tokens and the summary grammar needs "
                 f"{min_budget()}"
             )

@@ -18,6 +18,7 @@ from assistant.bench.metrics import (
     percentile,
     summarize,
 )
+from assistant.bench.report import BenchResult, targets
 from assistant.bench.runner import RunOptions, run_workload
 from assistant.bench.workloads import ChatStep, Fact, Workload
 from assistant.compaction.context import system_message
@@ -96,6 +97,26 @@ def test_model_summary_acceptance_and_rejections_per_run() -> None:
         "the Goal names nothing from the conversation",
     ]
     assert summarize(RunRecord("W", "none", "m", "local", 100)).model_summary_share is None
+
+
+def test_compactions_the_model_was_not_asked_for_are_counted_apart() -> None:
+    # A window too small for the summary grammar: the model is not asked, which says
+    # nothing of its summaries; the report says so instead of "0% by the model".
+    run = RunRecord(workload="W", strategy="policy", model="m", mode="local", window=100)
+    run.compactions = [
+        CompactionStat("extractive", "threshold", 0.1, 95, 40, 1, asked=False),
+        CompactionStat("model", "threshold", 3.0, 95, 30, 2),
+    ]
+    s = summarize(run)
+    assert s.model_summary_share == 1.0 and s.summaries_not_asked == 1
+    result = BenchResult(command="x", started="now", quick=True, seed=0, runs=[run])
+    goal = next(t for t in targets(result) if t.goal.startswith("(issue 13)"))
+    assert goal.met is True
+    assert goal.measured == ("W: 100% of 1; 1 not asked: the window left the model less "
+                             "than the summary grammar needs")
+    run.compactions = run.compactions[:1]
+    goal = next(t for t in targets(result) if t.goal.startswith("(issue 13)"))
+    assert goal.met is None and "W: not asked in 1" in goal.measured
 
 
 def test_fact_and_answer_matching_ignore_case() -> None:
