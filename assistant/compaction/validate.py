@@ -111,6 +111,8 @@ _FILLER = re.compile(
 ACTION_FACT = re.compile(r"^\W*(?:the assistant used|\w+ [^ ]* failed:)", re.IGNORECASE)
 #: Sections where a restated action counts (what was done, what is being done).
 ACTION_SECTIONS = ("Done", "In Progress")
+#: Where a restated action (or a failed one, "Blocked") is in place; elsewhere it is dropped.
+_PROGRESS = ("Progress", "Done", "In Progress", "Blocked")
 _WORD = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_./:@-]*[A-Za-z0-9_]|[A-Za-z0-9]")
 _NEGATION = re.compile(
     r"\b(?:not|never|no|don'?t|doesn'?t|didn'?t|won'?t|can'?t|cannot|shouldn'?t|mustn'?t|"
@@ -493,9 +495,10 @@ def clean_summary(text: str, known: Known | None = None) -> tuple[str, list[str]
     path or identifier of the conversation is put back (:func:`respell`), and a bullet still
     naming a path, identifier or number the conversation never names (rule 8) is dropped
     too, as is one naming nothing of the conversation at all (filler, or a placeholder of an
-    extractive summary copied from the previous one): the rest of the summary is judged
-    without it, and what the model invented never reaches the chat. A section left without
-    bullets gets "- none" (rule 4 then judges it).
+    extractive summary copied from the previous one), and a tool action restated outside Done,
+    In Progress and Blocked (as a next step it would have the model redo what is done): the
+    rest of the summary is judged without it, and what the model invented never reaches the
+    chat. A section left without bullets gets "- none" (rule 4 then judges it).
     """
     notes: list[str] = []
     text, calls = strip_tool_markup(text)
@@ -503,13 +506,16 @@ def clean_summary(text: str, known: Known | None = None) -> tuple[str, list[str]
         notes.append(f"removed {calls} tool-call block(s)")
     seen: set[str] = set()
     out: list[str] = []
-    dropped = cut = echoed = empty = 0
+    dropped = cut = echoed = empty = acted = 0
+    section = ""
     made_up: list[str] = []
     respelled: list[str] = []
     pending_heading = False
     heading_at = -1
     for raw in text.splitlines():
-        if _HEADING.match(raw):
+        heading = _HEADING.match(raw)
+        if heading:
+            section = heading.group(1).strip()
             if pending_heading and _level(raw) <= _level(out[heading_at]):
                 out.insert(heading_at + 1, "- none")
             out.append(raw)
@@ -541,6 +547,11 @@ def clean_summary(text: str, known: Known | None = None) -> tuple[str, list[str]
         if names:
             made_up.extend(names)
             continue
+        if known is not None and mark and section not in _PROGRESS and ACTION_FACT.match(body):
+            # "The assistant used edit_file on ..." as a next step or a decision would have
+            # the model do again what is done.
+            acted += 1
+            continue
         if known is not None and mark and not grounded_terms(body, known)[0]:
             # Names nothing of the conversation: filler, a placeholder copied from an
             # extractive summary ("not recorded (extractive summary)"), or words of its own.
@@ -560,6 +571,8 @@ def clean_summary(text: str, known: Known | None = None) -> tuple[str, list[str]
         notes.append(f"cut {cut} looping line(s)")
     if echoed:
         notes.append(f"dropped {echoed} bullet(s) repeating the request")
+    if acted:
+        notes.append(f"dropped {acted} tool action(s) restated outside Done / In Progress")
     if empty:
         notes.append(f"dropped {empty} bullet(s) naming nothing of the conversation")
     if respelled:

@@ -287,6 +287,21 @@ def test_a_misspelled_path_of_the_conversation_is_put_back_not_dropped() -> None
     ]
 
 
+def test_a_tool_action_restated_as_a_next_step_or_decision_is_dropped() -> None:
+    # Under Next Steps "The assistant used edit_file on ..." would have the model redo it.
+    known = vocabulary("edit_file src/core/agent-session.ts; read_file docs/refactor.md")
+    text, notes = clean_summary(
+        "## Progress\n### Done\n- The assistant used edit_file on src/core/agent-session.ts\n"
+        "### Blocked\n- read_file docs/refactor.md failed: not found\n\n## Key Decisions\n"
+        "- The assistant used read_file on docs/refactor.md\n\n## Next Steps\n"
+        "- The assistant used edit_file on docs/refactor.md", known)
+    assert text == (
+        "## Progress\n### Done\n- The assistant used edit_file on src/core/agent-session.ts\n"
+        "### Blocked\n- read_file docs/refactor.md failed: not found\n\n## Key Decisions\n"
+        "- none\n\n## Next Steps\n- none")
+    assert notes == ["dropped 2 tool action(s) restated outside Done / In Progress"]
+
+
 def test_a_bullet_naming_nothing_of_the_conversation_is_dropped() -> None:
     # What SmolLM2 copied from a previous extractive summary in the real session's replay.
     known = vocabulary("read src/main.ts; now add the bash abort controller to class fields")
