@@ -171,14 +171,31 @@ def shorten_messages(
             if total() <= budget:
                 break
     text = _render(entries)
-    while text and count(text) > budget:  # joins can add a token here and there
-        live = [e for e in entries if not e.empty()]
-        if not live:
+    while text and count(text) > budget:
+        # The sizes above are counted bullet by bullet; the joined text can count a few
+        # tokens more. The next piece in the same order goes (never a whole message: the
+        # oldest one often holds the chat's ground rules).
+        if not _drop_next(entries):
             return ""
-        for piece in live[0].pieces:
-            piece.kept = False
         text = _render(entries)
     return text
+
+
+def _drop_next(entries: Sequence[_Entry]) -> bool:
+    """Drop the first kept piece in the order of the stages (oldest first within each);
+    False when nothing is left."""
+    for kinds in (*STAGES, *LAST_STAGES):
+        for e in entries:
+            for piece in e.pieces:
+                if piece.kept and piece.kind in kinds:
+                    piece.kept = False
+                    return True
+    for e in entries:  # a kind no stage names
+        for piece in e.pieces:
+            if piece.kept:
+                piece.kept = False
+                return True
+    return False
 
 
 def _clip(text: str, limit: int, count: Count) -> str:

@@ -101,6 +101,25 @@ def test_the_newest_instructions_are_never_dropped_to_keep_the_oldest() -> None:
     assert "omitted]" in text
 
 
+def test_a_record_that_counts_more_when_joined_loses_statements_not_the_ground_rules() -> None:
+    # Found in the full W2 run: the bullets fitted the budget one by one, the joined text
+    # counted a few tokens more (the real tokenizer merges across lines), and the last step
+    # dropped the oldest message whole: the chat's ground rules, with newer chatter kept.
+    def joined(text: str) -> int:  # every line break costs two tokens beyond the lines
+        return len(text.split()) + 2 * text.count("\n")
+
+    rules = ("Ground rules for this whole chat: Never use tabs. Always write dates as "
+             "YYYY-MM-DD. Keep every answer under 60 words.")
+    chatter = [f"The cache {i} is checked every {i} minutes before we load it. "
+               f"We agreed to sync batch {i} in Oslo." for i in range(12)]
+    full = len(shorten_messages([rules, *chatter], 10_000, joined).split())
+    for budget in range(40, full, 3):
+        out = shorten_messages([rules, *chatter], budget, joined)
+        assert joined(out) <= budget
+        if "We agreed" in out or "is checked" in out:
+            assert "Keep every answer under 60 words." in out, (budget, out)
+
+
 def test_repeated_sentences_go_before_anything_else() -> None:
     msgs = ["Never use tabs.", "Tell me more. " * 30]
     text = shorten_messages(msgs, 30, COUNT)
