@@ -104,6 +104,10 @@ class CompactionStat:
     #: False when the window left the model too little room for the summary grammar, so it
     #: was not asked (such compactions are no measure of the model's summaries).
     asked: bool = True
+    #: For a model-written summary: the workload's facts planted so far, and how many of
+    #: them the model-written part names (the verbatim record beside it is code's).
+    facts_planted: int = 0
+    facts_in_model_part: int = 0
 
 
 @dataclass
@@ -239,6 +243,9 @@ class Summary:
     model_summary_share: float | None = None
     #: Compactions where the model was not asked: its part was below the grammar's minimum.
     summaries_not_asked: int = 0
+    #: Of the facts planted before each model-written summary, the share its model-written
+    #: part names (None: no model-written summary, or no fact planted before one).
+    model_part_fact_share: float | None = None
 
 
 def _ms(value: float | None) -> float | None:
@@ -278,11 +285,15 @@ def summarize(run: RunRecord) -> Summary:
     for c in run.compactions:
         by_kind[c.kind] = by_kind.get(c.kind, 0) + 1
     not_asked = sum(1 for c in run.compactions if not c.asked)
+    planted = sum(c.facts_planted for c in run.compactions)
     written = sum(n for kind, n in by_kind.items() if kind != "drop") - not_asked
     return Summary(
         summaries_by=by_kind,
         model_summary_share=by_kind.get("model", 0) / written if written else None,
         summaries_not_asked=not_asked,
+        model_part_fact_share=(
+            sum(c.facts_in_model_part for c in run.compactions) / planted if planted else None
+        ),
         summary_rejections=[why for c in run.compactions for why in c.rejected],
         workload=run.workload,
         strategy=run.strategy,

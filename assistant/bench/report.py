@@ -379,6 +379,9 @@ def _compaction_cell(s: Summary) -> str:
         share = (f"{_pct(s.model_summary_share)} by the model"
                  if s.model_summary_share is not None else "the model never asked")
         text += f"; summaries: {kinds} ({share}{_not_asked(s)})"
+    if s.model_part_fact_share is not None:
+        text += (f"; planted facts named by the model-written part: "
+                 f"{_pct(s.model_part_fact_share)}")
     return text
 
 

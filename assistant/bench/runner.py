@@ -34,6 +34,7 @@ from assistant.agent.events import (
 )
 from assistant.agent.loop import Agent
 from assistant.compaction.events import CompactionFailed, CompactionFinished, PruneEvent
+from assistant.compaction.prompts import MECHANICAL_MARKER
 from assistant.compaction.summarizer import TOO_SMALL_FOR_GRAMMAR, Summarizer
 from assistant.compaction.tokens import TokenCounter
 from assistant.config import Sampling, Settings
@@ -60,7 +61,7 @@ from .metrics import (
 )
 from .recording import recording_backend
 from .strategies import DropHalf, Strategy, StrategyName, build_strategy
-from .workloads import ChatStep, ToolStep, Workload
+from .workloads import ChatStep, Fact, ToolStep, Workload
 
 log = logging.getLogger("assistant.bench")
 
@@ -91,8 +92,13 @@ def peak_rss_mb() -> float:
 class Recorder:
     """Collects calls, turns and context events of one run."""
 
-    def __init__(self, counter: TokenCounter, strategy: Strategy, conv: Conversation) -> None:
+    def __init__(
+        self, counter: TokenCounter, strategy: Strategy, conv: Conversation,
+        facts: Sequence[Fact] = (),
+    ) -> None:
         self.counter = counter
+        #: The workload's planted facts (how many a model-written summary names).
+        self.facts = list(facts)
         self.strategy = strategy
         self.conv = conv
         self.calls: list[CallRecord] = []
@@ -210,11 +216,16 @@ class Recorder:
             elif isinstance(inner, CompactionFinished):
                 r = inner.record
                 self._fresh += self.counter.text(r.summary)
-                self.compactions.append(
-                    CompactionStat(r.summarizer, r.reason, r.duration_s, r.tokens_before,
-                                   r.tokens_after, self.turn, list(r.rejected),
-                                   asked=TOO_SMALL_FOR_GRAMMAR not in r.summarizer_note)
-                )
+                stat = CompactionStat(r.summarizer, r.reason, r.duration_s, r.tokens_before,
+                                      r.tokens_after, self.turn, list(r.rejected),
+                                      asked=TOO_SMALL_FOR_GRAMMAR not in r.summarizer_note)
+                if r.summarizer == "model":
+                    # The part the model wrote (the record after the marker is code's).
+                    written = r.summary.split(MECHANICAL_MARKER)[0]
+                    planted = [f.probe for f in self.facts if f.turn <= self.turn]
+                    stat.facts_planted = len(planted)
+                    stat.facts_in_model_part = sum(facts_in_text(written, planted))
+                self.compactions.append(stat)
             elif isinstance(inner, CompactionFailed):
                 self.failures += 1
                 self.note(f"compaction failed ({inner.reason}): {inner.error}")
@@ -279,7 +290,7 @@ def run_workload(
         strategy = build_strategy(strategy_name, rec_backend, base, summarizer=summarizer)
         settings = strategy.settings
         conv = Conversation()
-        recorder = Recorder(TokenCounter(backend), strategy, conv)
+        recorder = Recorder(TokenCounter(backend), strategy, conv, workload.facts)
         rec_backend.recorder = recorder
         agent = Agent(
             rec_backend, strategy.manager, ToolRegistry.default(), lambda: settings, None,

@@ -22,12 +22,13 @@ from assistant.bench.report import BenchResult, targets
 from assistant.bench.runner import RunOptions, run_workload
 from assistant.bench.workloads import ChatStep, Fact, Workload
 from assistant.compaction.context import system_message
+from assistant.compaction.summarizer import SummaryOutcome, SummaryRequest
 from assistant.compaction.tokens import TokenCounter
 from assistant.config import DEFAULT_SYSTEM_PROMPT
 from assistant.conversation import Message
 from assistant.tools.registry import ToolRegistry
 
-from .helpers import scripted
+from .helpers import chat_workload, scripted
 
 
 def test_percentile_interpolates_linearly() -> None:
@@ -168,3 +169,22 @@ def test_scripted_run_numbers_by_hand() -> None:
     assert s.compactions == 0 and s.prunes == 0 and s.overflowed_calls == 0
     assert [t.model_calls for t in run.turns] == [1, 1]
     assert run.facts[0].in_context  # "again" is in the last prompt
+
+
+class _NamesThePort:
+    """A model summarizer that names one of the two planted facts (the port)."""
+
+    def summarize(self, request: SummaryRequest, cancel: object) -> SummaryOutcome:
+        return SummaryOutcome(text="## Goal\n- Keep port 4321 for the staging server",
+                              kind="model")
+
+
+def test_the_share_of_planted_facts_the_model_written_part_names() -> None:
+    # Only the model's part counts: the verbatim record beside it (code's) holds both facts.
+    wl = chat_workload(12, words=150)
+    run = run_workload(scripted(window=2_048), wl, "summarize-only",
+                       options=RunOptions(ask_questions=False),
+                       summarizer=lambda _prompt, _counter: _NamesThePort())
+    model = [c for c in run.compactions if c.kind == "model"]
+    assert model and all(c.facts_planted == 2 and c.facts_in_model_part == 1 for c in model)
+    assert summarize(run).model_part_fact_share == 0.5
