@@ -122,18 +122,37 @@ def _is_name(word: str, sentence_initial: bool) -> bool:
     return not sentence_initial and word[:1].isupper() and word[1:].islower() and len(word) > 2
 
 
-def gather(span: Sequence[Message], previous: str | None = None) -> Digest:
-    """The digest of the messages a summary covers."""
+def asked(text: str) -> str:
+    """What a user message asks, without the rules it also states (those are the
+    Constraints' facts): "Ground rules: never use tabs. Now, summarize x.py" asks for the
+    summary of x.py; "" for a message of rules only."""
+    return " ".join(p.text.strip() for p in split_user_text(text) if p.kind != "rule").strip()
+
+
+def is_rule(text: str) -> bool:
+    """Whether ``text`` states a rule of the user's (not a request or a question)."""
+    return any(p.kind == "rule" for p in split_user_text(text))
+
+
+def _ask(text: str) -> str:
+    return asked(text) or text
+
+
+def gather(
+    span: Sequence[Message], previous: str | None = None, recorded_rules: Sequence[str] = ()
+) -> Digest:
+    """The digest of the messages a summary covers; ``recorded_rules`` are the user's rules
+    recorded before it (older rules are still the user's: they come first)."""
     users = [m.content.strip() for m in span if m.role == "user" and is_substantive(m.content)]
-    rules: list[str] = []
+    rules: list[str] = [r.strip() for r in recorded_rules if r.strip() and is_rule(r)]
     for text in users:
         for piece in split_user_text(text):
             if piece.kind == "rule" and piece.text.strip() not in rules:
                 rules.append(piece.text.strip())
     replies = [m.content.strip() for m in span if m.role == "assistant" and m.content.strip()]
     return Digest(
-        first_request=clip(users[0], REQUEST_WORDS) if users else "",
-        latest_request=clip(users[-1], REQUEST_WORDS) if len(users) > 1 else "",
+        first_request=clip(_ask(users[0]), REQUEST_WORDS) if users else "",
+        latest_request=clip(_ask(users[-1]), REQUEST_WORDS) if len(users) > 1 else "",
         rules=tuple(clip(r, RULE_WORDS) for r in rules[:MAX_RULES]),
         actions=tuple(actions(span)),
         last_reply=clip(replies[-1], REPLY_WORDS) if replies else "",

@@ -21,6 +21,7 @@ code appends them (:mod:`assistant.compaction.extractive`).
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 #: Characters per token assumed when sizing bullets: SmolLM2 writes ~4.2 per token in
@@ -98,11 +99,14 @@ def _literal(text: str) -> str:
     return '"' + text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
 
 
-def summary_grammar(budget: int) -> str:
-    """GBNF (root rule ``root``) for a summary of at most about ``budget`` tokens."""
+def summary_grammar(budget: int, only: Sequence[str] | None = None) -> str:
+    """GBNF (root rule ``root``) for a summary of at most about ``budget`` tokens; with
+    ``only``, for those sections alone (a repair, :mod:`.repair`), each bounded as in the
+    whole summary."""
     rules: list[str] = []
     parts: list[str] = []
-    for i, lim in enumerate(section_limits(budget)):
+    limits = [lim for lim in section_limits(budget) if only is None or lim.section.name in only]
+    for i, lim in enumerate(limits):
         lead = "" if i == 0 else ("\n" if lim.section.heading.startswith("###") else "\n\n")
         head = _literal(lead + lim.section.heading + "\n")
         more = f' ("\\n" item{i}){{0,{lim.items - 1}}}' if lim.items > 1 else ""

@@ -15,13 +15,16 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from assistant.compaction import prompts
-from assistant.compaction.digest import Digest, gather
+from assistant.compaction.digest import Digest, asked, gather
+from assistant.compaction.extractive import TRUNC
 from assistant.compaction.grammar import summary_grammar
+from assistant.compaction.repair import repair_facts
 from assistant.compaction.serialize import serialize, serialize_message
 from assistant.compaction.tokens import truncate_to_tokens
 from assistant.compaction.user_text import split_user_text
@@ -32,9 +35,15 @@ TOOL_CHARS = 300
 OMITTED = "[... {n} earlier messages left out ...]"
 
 
+#: A sentence that asks leave to talk ("Let me think out loud about the offsite"): it binds
+#: nothing, so a summary saying the offsite is "not ready" contradicts nothing.
+_LEAVE = re.compile(r"^\W*let(?:'s| me| us)\b", re.IGNORECASE)
+
+
 def user_rules(span: Sequence[Message], recorded: Sequence[str] = ()) -> list[str]:
-    """The user's rule sentences in ``span`` plus ``recorded`` ones (unclipped, in order)."""
-    out = [r for r in recorded if r.strip()]
+    """The user's rule sentences in ``span`` plus ``recorded`` instructions (unclipped, in
+    order): what a summary must not contradict."""
+    out = [r for r in recorded if r.strip() and not _LEAVE.match(r)]
     for msg in span:
         if msg.role == "user":
             out.extend(p.text.strip() for p in split_user_text(msg.content) if p.kind == "rule")
@@ -71,8 +80,10 @@ class GuidedRequest:
         record: Sequence[str] = (),
     ) -> GuidedRequest:
         span = [*history, *turn_prefix]
-        digest = gather(span, previous)
-        prev_goal = " ".join(digest.previous.get("Goal", [])[:1])
+        digest = gather(span, previous, recorded_rules)
+        # The previous Goal, without the rules a summary may have copied into it (or an
+        # extractive summary's task message holds): those are the Constraints' facts.
+        prev_goal = asked(" ".join(digest.previous.get("Goal", [])[:1]).replace(TRUNC, ""))
         groups = prompts.fact_groups(
             first_request=digest.first_request,
             latest_request=digest.latest_request,
@@ -96,17 +107,25 @@ class GuidedRequest:
             reference="\n".join([previous or "", *record]),
         )
 
-    def ask(self, *, in_context: bool, problems: str | None, transcript: str = "") -> str:
+    def ask(
+        self, *, in_context: bool, problems: str | None, transcript: str = "",
+        repair: Sequence[str] = (),
+    ) -> str:
+        facts = (
+            prompts.facts_block(repair_facts(self.fact_groups, repair)) if repair else self.facts
+        )
         return prompts.build_guided(
-            facts=self.facts, in_context=in_context, update=self.update, split=self.split,
+            facts=facts, in_context=in_context, update=self.update, split=self.split,
             focus=self.focus, problems=problems, transcript=transcript, previous=self.previous,
+            repair=repair,
         )
 
     def in_context(
-        self, chat: Sequence[dict[str, Any]], problems: str | None
+        self, chat: Sequence[dict[str, Any]], problems: str | None, repair: Sequence[str] = ()
     ) -> list[dict[str, Any]]:
-        """The chat as last sent, then the request."""
-        return [*chat, {"role": "user", "content": self.ask(in_context=True, problems=problems)}]
+        """The chat as last sent, then the request (for ``repair``: of those sections)."""
+        ask = self.ask(in_context=True, problems=problems, repair=repair)
+        return [*chat, {"role": "user", "content": ask}]
 
     def transcript(self, room: int, count: Callable[[str], int]) -> str:
         """The span as labelled text within ``room`` tokens; the oldest messages are left
@@ -124,8 +143,12 @@ class GuidedRequest:
             kept.insert(0, OMITTED.format(n=start))
         return "\n\n".join(kept)
 
-    def transcript_messages(self, transcript: str, problems: str | None) -> list[dict[str, Any]]:
-        content = self.ask(in_context=False, problems=problems, transcript=transcript)
+    def transcript_messages(
+        self, transcript: str, problems: str | None, repair: Sequence[str] = ()
+    ) -> list[dict[str, Any]]:
+        content = self.ask(
+            in_context=False, problems=problems, transcript=transcript, repair=repair
+        )
         return [
             {"role": "system", "content": prompts.SYSTEM},
             {"role": "user", "content": content},

@@ -199,6 +199,15 @@ GUIDED_CLOSE = """\
 Write each heading's bullets from its facts, in your own words, naming the files, names and \
 numbers that matter."""
 
+GUIDED_REPAIR_IN_CONTEXT = """\
+STOP. Do not answer or continue the conversation above. Your summary of it said nothing \
+specific under: {names}. Write only {these} again, one or two short bullets each."""
+
+GUIDED_REPAIR_TRANSCRIPT = """\
+The text inside <conversation> is a conversation between a user and an AI assistant. Do not \
+continue it. Your summary of it said nothing specific under: {names}. Write only {these} \
+again, one or two short bullets each."""
+
 GUIDED_STRICT = """\
 
 Your previous summary was rejected ({problems}). Write each heading from its own facts \
@@ -271,17 +280,27 @@ def build_guided(
     problems: str | None = None,
     transcript: str = "",
     previous: str | None = None,
+    repair: Sequence[str] = (),
 ) -> str:
     """The request of a summary generated under the grammar.
 
     In context it is appended to the chat itself; otherwise it holds the transcript (and
-    the previous summary) as tagged text.
+    the previous summary) as tagged text. With ``repair`` (section names) it asks for those
+    sections alone (:mod:`.repair`; ``facts`` are then theirs).
     """
-    head = (GUIDED_IN_CONTEXT if in_context else GUIDED_TRANSCRIPT).format(
-        update=(GUIDED_UPDATE_IN_CONTEXT if in_context else GUIDED_UPDATE_TRANSCRIPT)
-        if update else "",
-        split=GUIDED_SPLIT if split else "",
-    )
+    if repair:
+        names = ", ".join(repair)
+        these = "this heading" if len(repair) == 1 else "these headings"
+        head = (GUIDED_REPAIR_IN_CONTEXT if in_context else GUIDED_REPAIR_TRANSCRIPT).format(
+            names=names, these=these
+        )
+        problems = None
+    else:
+        head = (GUIDED_IN_CONTEXT if in_context else GUIDED_TRANSCRIPT).format(
+            update=(GUIDED_UPDATE_IN_CONTEXT if in_context else GUIDED_UPDATE_TRANSCRIPT)
+            if update else "",
+            split=GUIDED_SPLIT if split else "",
+        )
     parts: list[str] = []
     if not in_context:
         parts.append(f"<conversation>\n{transcript}\n</conversation>")

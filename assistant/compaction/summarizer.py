@@ -16,7 +16,9 @@ this order:
 
 Every reply is cleaned (tool-call markup stripped, repeated lines cut) and validated
 (:mod:`.validate`, the same rules for both); a rejected one is retried once with the
-problems named, then the deterministic :func:`.extractive.extractive_summary` is used. After
+problems named, then the deterministic :func:`.extractive.extractive_summary` is used. Under
+the grammar, when the only problem is sections that say nothing, the retry asks for those
+sections alone and keeps the rest (:mod:`.repair`); the result is validated whole. After
 :data:`GIVE_UP_AFTER` compactions in a row that fell back, the model is not asked any more
 (a guard: each attempt costs a prefill and a generation) until a summary is accepted.
 
@@ -47,8 +49,9 @@ from typing import Any, Literal, Protocol
 
 from assistant.compaction import prompts
 from assistant.compaction.extractive import MechanicalState, extractive_summary
-from assistant.compaction.grammar import follows_skeleton, min_budget
+from assistant.compaction.grammar import follows_skeleton, min_budget, summary_grammar
 from assistant.compaction.guided import GuidedRequest, user_rules
+from assistant.compaction.repair import repairable, sections_to_repair, splice
 from assistant.compaction.serialize import serialize, serialize_message
 from assistant.compaction.tokens import TokenCounter, truncate_to_tokens
 from assistant.compaction.validate import clean_summary, validate_summary, vocabulary
@@ -338,21 +341,28 @@ class ModelSummarizer:
         def text_messages(problems: str | None) -> list[dict[str, Any]]:
             return guided.transcript_messages(transcript, problems)
 
+        def text_repair(names: Sequence[str]) -> list[dict[str, Any]]:
+            return guided.transcript_messages(transcript, None, names)
+
         chat = request.chat
         if chat is not None:
 
             def chat_messages(problems: str | None) -> list[dict[str, Any]]:
                 return guided.in_context(chat, problems)
 
+            def chat_repair(names: Sequence[str]) -> list[dict[str, Any]]:
+                return guided.in_context(chat, None, names)
+
             if self._prefer_in_context(request, chat_messages, text_messages):
                 out.approach = "in-context"
                 return self._attempts(
                     chat_messages, guided.source, request.budget, out, cancel, request.tools,
-                    "in-context summary", checks,
+                    "in-context summary", checks, chat_repair,
                 )
         out.approach = "transcript"
         return self._attempts(
-            text_messages, guided.source, request.budget, out, cancel, None, "summary", checks
+            text_messages, guided.source, request.budget, out, cancel, None, "summary", checks,
+            text_repair,
         )
 
     def _prefer_in_context(
@@ -515,21 +525,38 @@ class ModelSummarizer:
         tools: Sequence[dict[str, Any]] | None,
         label: str,
         checks: _Checks,
+        repair: Callable[[Sequence[str]], list[dict[str, Any]]] | None = None,
     ) -> str:
         """Ask, clean, validate, retry once with the problems named.
 
+        Under the grammar, when the only problem is sections that say nothing, the retry
+        asks for those sections alone (``repair``, :mod:`.repair`) and keeps the rest.
         Raises :class:`_Rejected` after two rejections and, under the grammar,
         :class:`_NoGrammar` when the first reply shows the grammar cannot be used.
         """
-        grammar = checks.guided.grammar if checks.guided is not None else None
+        guided = checks.guided
+        grammar = guided.grammar if guided is not None else None
+        known = vocabulary(source + "\n" + checks.reference)
         problems: list[str] = []
+        text = ""
         for attempt in range(2):
-            msgs = messages("; ".join(problems) if attempt else None)
+            names: list[str] = []
+            if attempt and repair is not None and guided is not None and repairable(problems):
+                users = vocabulary(checks.users) if checks.users else None
+                names = sections_to_repair(text, known, users, guided.fact_groups)
+            if names and repair is not None:
+                msgs = repair(names)
+                reply_grammar: str | None = summary_grammar(budget, only=names)
+            else:
+                msgs = messages("; ".join(problems) if attempt else None)
+                reply_grammar = grammar
             try:
-                raw, finish, ignored = self._generate(msgs, budget, out, cancel, tools, grammar)
+                raw, finish, ignored = self._generate(
+                    msgs, budget, out, cancel, tools, reply_grammar
+                )
             except GrammarError as exc:
                 raise _NoGrammar(str(exc)) from exc
-            if grammar is not None:
+            if grammar is not None and not names:
                 if "grammar" in ignored:
                     raise _NoGrammar("the backend cannot apply grammars")
                 if finish != "length" and not follows_skeleton(raw):
@@ -538,15 +565,22 @@ class ModelSummarizer:
                     self.grammar_state = "on"
                     log.info("%s: summaries are written under the summary grammar",
                              self.backend.info.name)
-            log.debug("%s attempt %d reply:\n%s", label, attempt + 1, raw)
-            text, notes = clean_summary(raw, vocabulary(source + "\n" + checks.reference))
+            what = f"repair of {', '.join(names)}" if names else "reply"
+            log.debug("%s attempt %d %s:\n%s", label, attempt + 1, what, raw)
+            # A repair is cleaned within the whole summary: a bullet it repeats from a kept
+            # section is dropped as any repeated line is.
+            text, notes = clean_summary(
+                splice(text, raw, names) if names else raw, known, source
+            )
+            if names:
+                notes.insert(0, "asked again for " + ", ".join(names))
             if notes:
                 log.info("%s attempt %d: %s", label, attempt + 1, "; ".join(notes))
             problems = validate_summary(
                 text, source=source, budget=budget + BUDGET_TOLERANCE,
                 count=self.counter.text, finish_reason=finish, user_rules=checks.rules,
                 reference=checks.reference, user_text=checks.users,
-                facts=checks.guided.fact_groups if checks.guided is not None else None,
+                facts=guided.fact_groups if guided is not None else None,
             )
             if not problems:
                 return text.strip()

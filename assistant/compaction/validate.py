@@ -23,7 +23,9 @@ them proves nothing: these rules judge what is under them. A summary is **reject
    headings (:func:`misplaced_copy`: the last reply as a decision, the task as a step)
    counts nowhere but there;
 5. it **copies** instead of summarizing: more than :data:`COPY_RATIO` of its bullet text is
-   in bullets found verbatim (:data:`MIN_COPY_WORDS` words or more) in the conversation;
+   in bullets found verbatim (:data:`MIN_COPY_WORDS` words or more) in the conversation
+   (:func:`clean_summary` first drops such bullets outside the Goal and the Constraints, so
+   what is judged is the copies left there against the rest);
 6. it **repeats itself**: a substantial line appears three times or more (the grammar cuts a
    loop at the section's limit; :func:`clean_summary` drops repeated bullets first);
 7. it **contradicts the user**: a bullet says the opposite of one of the user's recorded
@@ -61,6 +63,9 @@ MIN_LINE_CHARS = 24
 #: what the chat is about).
 MIN_INFORMATIVE = 2
 CONTENT_SECTIONS = ("Done", "In Progress", "Key Decisions", "Next Steps", "Critical Context")
+#: The problems of rule 4 (a repair can fix these by asking for the silent sections again).
+GOAL_SILENT = "the Goal names nothing from the conversation"
+SAYS_NOTHING = "says nothing specific in: "
 
 # Function words, the most common English words and the vocabulary of summaries and of
 # coding chats in general: naming these is not naming anything from the conversation.
@@ -122,6 +127,8 @@ _NEGATION = re.compile(
 )
 _CLAUSE = re.compile(r"[,;:.!?]\s+|\s+(?:and|but|or|instead of)\s+|\n")
 _HEADING = re.compile(r"^\s*(?:#{1,6}\s*|\*\*)([^*\n#]+?)(?:\*\*)?\s*:?\s*$")
+#: A heading line ("## Goal", "**Goal:**"); group 1 is its name.
+HEADING = _HEADING
 _NONE = re.compile(r"^\W*none\W*$", re.IGNORECASE)
 _BULLET_MARK = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+(?:\[[ xX]\]\s*)?")
 
@@ -405,14 +412,13 @@ def repeats_input(text: str, source: str) -> str | None:
     substantial = [line for line in lines if len(line) >= MIN_LINE_CHARS]
     if substantial and Counter(substantial).most_common(1)[0][1] >= 3:
         return "repeats itself"
-    src = f" {' '.join(_words(source))} "
-    total = copied = 0
+    src = word_text(source)
+    total = copy = 0
     for line in lines:
-        words = _words(line)
         total += len(line)
-        if len(words) >= MIN_COPY_WORDS and f" {' '.join(words)} " in src:
-            copied += len(line)
-    if total and copied / total > COPY_RATIO:
+        if copied(line, src):
+            copy += len(line)
+    if total and copy / total > COPY_RATIO:
         return "copies the conversation"
     return None
 
@@ -463,7 +469,8 @@ _REQUEST_TEXT = " ".join(
     " ".join(_words(text)) for text in (
         prompts.GUIDED_IN_CONTEXT, prompts.GUIDED_TRANSCRIPT, prompts.GUIDED_UPDATE_IN_CONTEXT,
         prompts.GUIDED_UPDATE_TRANSCRIPT, prompts.GUIDED_SPLIT, prompts.GUIDED_CLOSE,
-        prompts.GUIDED_STRICT, "Facts for each heading",
+        prompts.GUIDED_STRICT, prompts.GUIDED_REPAIR_IN_CONTEXT,
+        prompts.GUIDED_REPAIR_TRANSCRIPT, "Facts for each heading",
     )
 )
 
@@ -484,7 +491,26 @@ def _level(heading: str) -> int:
     return len(stripped) - len(stripped.lstrip("#")) or 2
 
 
-def clean_summary(text: str, known: Known | None = None) -> tuple[str, list[str]]:
+#: Sections where a bullet copied from the conversation is kept (and judged by rule 5): the
+#: user's goal and rules in the user's own words are what those sections are for.
+COPY_SECTIONS = ("Goal", "Constraints & Preferences")
+
+
+def copied(line: str, source_words: str) -> bool:
+    """Whether ``line`` is found verbatim, :data:`MIN_COPY_WORDS` words or more, in the
+    conversation (``source_words``: :func:`word_text` of it)."""
+    words = _words(line)
+    return len(words) >= MIN_COPY_WORDS and f" {' '.join(words)} " in source_words
+
+
+def word_text(text: str) -> str:
+    """``text`` as its words, space-separated and padded (what :func:`copied` searches)."""
+    return f" {' '.join(_words(text))} "
+
+
+def clean_summary(
+    text: str, known: Known | None = None, source: str | None = None
+) -> tuple[str, list[str]]:
     """Strip tool-call markup and cut loops; (cleaned text, what was done).
 
     A loop is cut two ways: a bullet that repeats an earlier one (same words) is dropped,
@@ -498,15 +524,19 @@ def clean_summary(text: str, known: Known | None = None) -> tuple[str, list[str]
     extractive summary copied from the previous one), and a tool action restated outside Done,
     In Progress and Blocked (as a next step it would have the model redo what is done): the
     rest of the summary is judged without it, and what the model invented never reaches the
-    chat. A section left without bullets gets "- none" (rule 4 then judges it).
+    chat. With ``source`` (the conversation), a bullet copied from it (:func:`copied`) is
+    dropped outside :data:`COPY_SECTIONS`: it summarizes nothing (the user's words are in the
+    verbatim record code appends; the rest is what is being summarized). A section left
+    without bullets gets "- none" (rule 4 then judges it).
     """
+    source_words = word_text(source) if source is not None else None
     notes: list[str] = []
     text, calls = strip_tool_markup(text)
     if calls:
         notes.append(f"removed {calls} tool-call block(s)")
     seen: set[str] = set()
     out: list[str] = []
-    dropped = cut = echoed = empty = acted = 0
+    dropped = cut = echoed = empty = acted = copies = 0
     section = ""
     made_up: list[str] = []
     respelled: list[str] = []
@@ -547,6 +577,10 @@ def clean_summary(text: str, known: Known | None = None) -> tuple[str, list[str]
         if names:
             made_up.extend(names)
             continue
+        if (source_words is not None and mark and section not in COPY_SECTIONS
+                and copied(body, source_words)):
+            copies += 1
+            continue
         if known is not None and mark and section not in _PROGRESS and ACTION_FACT.match(body):
             # "The assistant used edit_file on ..." as a next step or a decision would have
             # the model do again what is done.
@@ -571,6 +605,8 @@ def clean_summary(text: str, known: Known | None = None) -> tuple[str, list[str]
         notes.append(f"cut {cut} looping line(s)")
     if echoed:
         notes.append(f"dropped {echoed} bullet(s) repeating the request")
+    if copies:
+        notes.append(f"dropped {copies} bullet(s) copied from the conversation")
     if acted:
         notes.append(f"dropped {acted} tool action(s) restated outside Done / In Progress")
     if empty:
@@ -606,16 +642,14 @@ def misplaced_copy(line: str, section: str, facts: Mapping[str, Sequence[str]]) 
     return any(copies(lines) for g, lines in facts.items() if g not in home)
 
 
-def says_nothing(
+def silent_sections(
     sections: dict[str, list[str]],
     known: Known,
     users: Known | None = None,
     facts: Mapping[str, Sequence[str]] | None = None,
-) -> str | None:
-    """Why the sections carry no information from the conversation, or None. With
-    ``users`` (the user's messages) a Goal that names what the user wrote says something;
-    with ``facts`` (the facts the request gave, by heading) a fact copied under another
-    heading says nothing there."""
+) -> tuple[bool, list[str]]:
+    """(whether the Goal says nothing, the content sections that say nothing): what rule 4
+    judges, also what a repair asks again (:mod:`.repair`)."""
     def counts(name: str, line: str) -> bool:
         if facts and misplaced_copy(line, name, facts):
             return False
@@ -627,11 +661,25 @@ def says_nothing(
         )
 
     goal = [g for g in sections.get("Goal", []) if counts("Goal", g)]
-    if not says("Goal") and not (users and any(about_the_user(g, users) for g in goal)):
-        return "the Goal names nothing from the conversation"
-    empty = [name for name in CONTENT_SECTIONS if not says(name)]
+    goal_silent = not says("Goal") and not (users and any(about_the_user(g, users) for g in goal))
+    return goal_silent, [name for name in CONTENT_SECTIONS if not says(name)]
+
+
+def says_nothing(
+    sections: dict[str, list[str]],
+    known: Known,
+    users: Known | None = None,
+    facts: Mapping[str, Sequence[str]] | None = None,
+) -> str | None:
+    """Why the sections carry no information from the conversation, or None. With
+    ``users`` (the user's messages) a Goal that names what the user wrote says something;
+    with ``facts`` (the facts the request gave, by heading) a fact copied under another
+    heading says nothing there."""
+    goal_silent, empty = silent_sections(sections, known, users, facts)
+    if goal_silent:
+        return GOAL_SILENT
     if len(CONTENT_SECTIONS) - len(empty) < MIN_INFORMATIVE:
-        return "says nothing specific in: " + ", ".join(empty)
+        return SAYS_NOTHING + ", ".join(empty)
     return None
 
 

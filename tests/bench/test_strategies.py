@@ -176,11 +176,16 @@ def test_policy_time_excludes_the_summarizer() -> None:
     for i in range(12):
         conv.append(Message(role="user", content=f"message {i} " + "words " * 300))
         conv.append(Message(role="assistant", content="noted"))
+    start = time.perf_counter()
     strategy.manager.prepare(conv, system_prompt=SYSTEM)
+    elapsed = time.perf_counter() - start
     timing = strategy.manager.timings[-1]
     assert conv.compactions, "the conversation was over the threshold"
     assert timing.summary_wall_s >= 0.3
-    assert timing.wall_s < 0.3 and timing.cpu_s < 0.3
+    # Relative to the call's own duration (a loaded machine slows both): the 0.3 s the
+    # summarizer slept is not in the policy's time.
+    assert timing.wall_s <= elapsed - 0.25
+    assert timing.cpu_s < timing.summary_wall_s
 
 
 def test_wrappers_keep_the_protocol() -> None:

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import re
+from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
 from assistant.compaction.controller import ContextController
 from assistant.compaction.events import ContextEvent
+from assistant.compaction.grammar import SKELETON
+from assistant.compaction.validate import parse_sections
 from assistant.config import EffectivePolicy, default_local
 from assistant.conversation import Conversation, Message, ToolCall
 from assistant.llm.fake import ScriptedBackend
@@ -64,6 +68,37 @@ FILLER_SUMMARY = """## Goal
 
 ## Critical Context
 - none"""
+
+
+def repair_from(summary: str) -> Callable[[list[dict[str, Any]]], str]:
+    """A scripted reply to a repair request (:mod:`assistant.compaction.repair`): the
+    sections it asks for, taken from ``summary``, in the shape of their grammar."""
+    def reply(msgs: list[dict[str, Any]]) -> str:
+        asked = re.search(r"said nothing specific under: (.+?)\. Write only", msgs[-1]["content"])
+        assert asked is not None, "not a repair request"
+        names = asked.group(1).split(", ")
+        sections = parse_sections(summary)
+        parts = []
+        for sec in SKELETON:
+            if sec.name in names:
+                lead = "" if not parts else ("\n" if sec.heading.startswith("###") else "\n\n")
+                items = "\n".join("- " + line for line in sections.get(sec.name, ["none"]))
+                parts.append(f"{lead}{sec.heading}\n{items}")
+        return "".join(parts)
+
+    return reply
+
+
+def writes(summary: str) -> Callable[[list[dict[str, Any]]], str]:
+    """A scripted model that writes ``summary`` when asked for a whole summary and its
+    sections when asked for some again."""
+    repair = repair_from(summary)
+
+    def reply(msgs: list[dict[str, Any]]) -> str:
+        return repair(msgs) if "said nothing specific under:" in msgs[-1]["content"] \
+            else summary
+
+    return reply
 
 
 def local_policy(**changes: Any) -> EffectivePolicy:

@@ -31,7 +31,15 @@ from assistant.llm.base import CancelToken, GenerationCancelled
 from assistant.llm.fake import ScriptedBackend
 from assistant.service.status import summarizer_line
 
-from .helpers import FILLER_SUMMARY, GOOD_SUMMARY, SYSTEM, controller, local_policy, tool_turn
+from .helpers import (
+    FILLER_SUMMARY,
+    GOOD_SUMMARY,
+    SYSTEM,
+    controller,
+    local_policy,
+    repair_from,
+    tool_turn,
+)
 
 NO_PRUNE: dict[str, Any] = {"prune_enabled": lambda: False}
 
@@ -142,15 +150,45 @@ def test_second_compaction_updates_the_previous_summary_and_files_accumulate() -
 
 def test_rejected_summary_is_retried_with_a_stricter_prompt() -> None:
     conv = _long_chat()
-    be = ScriptedBackend([FILLER_SUMMARY, GOOD_SUMMARY])
+    contradicting = GOOD_SUMMARY.replace("- Read src/file_0.py whole", "- Touch setup.cfg")
+    be = ScriptedBackend([contradicting, GOOD_SUMMARY])
     ctl, _, _ = controller(be, _policy_for(conv, -1), **NO_PRUNE)
     rec = ctl.compact(conv, system_prompt=SYSTEM, reason="manual")
     assert rec is not None and rec.summarizer == "model"
     assert all(c.grammar is not None for c in be.calls)
+    assert be.calls[0].grammar == be.calls[1].grammar
     assert "rejected" not in be.calls[0].messages[-1]["content"]
     retry = be.calls[1].messages[-1]["content"]
-    assert "Your previous summary was rejected" in retry and "names nothing" in retry
+    assert "Your previous summary was rejected" in retry and "contradicts the user" in retry
+    assert rec.rejected and "setup.cfg" in rec.rejected[0]
+
+
+def test_sections_that_said_nothing_are_asked_for_again_alone() -> None:
+    """The first reply's Goal and content say nothing; the retry asks for just those
+    sections (under their own grammar, with their facts), keeps the rest, and the whole
+    summary passes the same validation."""
+    conv = _long_chat()
+    first = FILLER_SUMMARY.replace("## Constraints & Preferences\n- none",
+                                   "## Constraints & Preferences\n- Answer in French")
+    be = ScriptedBackend([first, repair_from(GOOD_SUMMARY)])
+    ctl, _, _ = controller(be, _policy_for(conv, -1), **NO_PRUNE)
+    rec = ctl.compact(conv, system_prompt=SYSTEM, reason="manual")
+    assert rec is not None and rec.summarizer == "model", rec and rec.rejected
     assert rec.rejected and "names nothing" in rec.rejected[0]
+    retry = be.calls[1]
+    asked = retry.messages[-1]["content"]
+    assert "said nothing specific under: Goal, Done, In Progress, Next Steps, Critical " \
+        "Context" in asked
+    assert "Constraints & Preferences (the user's rules)" not in asked  # not asked again
+    assert retry.grammar is not None and retry.grammar != be.calls[0].grammar
+    assert "Constraints" not in retry.grammar and "## Goal" in retry.grammar
+    summary = rec.summary
+    assert "- Answer in French" in summary  # kept from the first reply
+    assert "- Answer questions about src/file_0.py" in summary  # the repaired Goal
+    assert "The user wants to continue" not in summary
+    for heading in ("## Goal", "## Constraints & Preferences", "### Done", "## Key Decisions",
+                    "## Next Steps", "## Critical Context"):
+        assert summary.count(heading) == 1
 
 
 def test_rejected_free_prompt_summary_is_retried_with_a_stricter_prompt() -> None:
@@ -167,7 +205,7 @@ def test_rejected_free_prompt_summary_is_retried_with_a_stricter_prompt() -> Non
 
 def test_twice_rejected_summary_falls_back_to_extractive() -> None:
     conv = _long_chat()
-    be = ScriptedBackend([FILLER_SUMMARY, FILLER_SUMMARY])
+    be = ScriptedBackend([FILLER_SUMMARY, repair_from(FILLER_SUMMARY)])
     ctl, _, _ = controller(be, _policy_for(conv, -1), **NO_PRUNE)
     rec = ctl.compact(conv, system_prompt=SYSTEM, reason="manual")
     assert rec is not None and rec.summarizer == "extractive" and len(be.calls) == 2

@@ -76,6 +76,18 @@ def test_sections_are_bounded_in_bullets_and_characters() -> None:
     assert not accepts(grammar, _summary().replace("## Key Decisions\n- Key Decisions x\n\n", ""))
 
 
+def test_a_repair_grammar_has_only_the_sections_asked_for() -> None:
+    grammar = summary_grammar(BUDGET, only=["Goal", "In Progress", "Next Steps"])
+    limits = {lim.section.name: lim for lim in section_limits(BUDGET)}
+    reply = "## Goal\n- a goal\n### In Progress\n- doing x\n\n## Next Steps\n- then y"
+    assert accepts(grammar, reply)
+    assert not accepts(grammar, _summary())  # the whole summary is not what was asked
+    assert not accepts(grammar, reply.replace("## Goal\n- a goal\n", ""))
+    # Each section keeps the bounds it has in the whole summary.
+    assert accepts(grammar, reply.replace("a goal", "g" * limits["Goal"].chars))
+    assert not accepts(grammar, reply.replace("a goal", "g" * (limits["Goal"].chars + 1)))
+
+
 @pytest.mark.parametrize("budget", [64, 128, 300, 629, 2_000])
 def test_the_longest_reply_fits_the_budget(budget: int) -> None:
     limits = section_limits(budget)

@@ -17,7 +17,14 @@ from assistant.conversation import Conversation, Message
 from assistant.llm.base import CancelToken, GenerationOptions
 from assistant.llm.fake import ScriptedBackend
 
-from .helpers import FILLER_SUMMARY, GOOD_SUMMARY, SYSTEM, local_policy, tool_turn
+from .helpers import (
+    FILLER_SUMMARY,
+    GOOD_SUMMARY,
+    SYSTEM,
+    local_policy,
+    repair_from,
+    tool_turn,
+)
 
 IN_CONTEXT_MARK = "Do not answer or continue the conversation above"
 
@@ -121,7 +128,8 @@ def test_the_prefix_shows_results_as_last_sent_not_as_pruned_since() -> None:
 
 def test_retry_reuses_the_first_attempts_prefix() -> None:
     conv = _chat()
-    ctl, be, spy, pol = _setup(conv, ["Bien.", FILLER_SUMMARY, GOOD_SUMMARY], extra=200)
+    ctl, be, spy, pol = _setup(conv, ["Bien.", FILLER_SUMMARY, repair_from(GOOD_SUMMARY)],
+                               extra=200)
     _send(ctl, be, conv)
     ctl.policy = lambda: replace(pol, window=pol.window - 260)
     rec = ctl.compact(conv, system_prompt=SYSTEM, reason="manual")
@@ -129,14 +137,15 @@ def test_retry_reuses_the_first_attempts_prefix() -> None:
     out = spy.outcomes[0]
     assert out.approach == "in-context" and out.calls == 2 and out.rejected
     retry = be.calls[-1]
-    assert "Your previous summary was rejected" in retry.messages[-1]["content"]
+    assert "said nothing specific under: Goal" in retry.messages[-1]["content"]
     assert retry.result is not None
     assert retry.result.prompt_evaluated < 0.2 * retry.prompt_tokens
 
 
 def test_twice_rejected_in_context_falls_back_to_extractive() -> None:
     conv = _chat()
-    ctl, be, spy, pol = _setup(conv, ["Bien.", FILLER_SUMMARY, FILLER_SUMMARY], extra=200)
+    ctl, be, spy, pol = _setup(conv, ["Bien.", FILLER_SUMMARY, repair_from(FILLER_SUMMARY)],
+                               extra=200)
     _send(ctl, be, conv)
     ctl.policy = lambda: replace(pol, window=pol.window - 260)
     rec = ctl.compact(conv, system_prompt=SYSTEM, reason="manual")

@@ -12,7 +12,7 @@ from assistant.compaction.controller import ContextController
 from assistant.conversation import Conversation, Message, ToolCall
 from assistant.llm.fake import ScriptedBackend
 
-from .helpers import FILLER_SUMMARY, GOOD_SUMMARY, SYSTEM, local_policy
+from .helpers import FILLER_SUMMARY, GOOD_SUMMARY, SYSTEM, local_policy, writes
 
 WINDOW = 3_000
 POLICY = local_policy(window=WINDOW, protect=500, minimum=100, reserve=400, keep_recent=800,
@@ -69,7 +69,7 @@ def _t(user: int, tools: list[tuple[int, bool]], answer: int, stopped: bool) -> 
 def test_prompt_never_exceeds_the_window_and_pairs_stay_together(
     turns: list[dict[str, Any]], prune: bool, good: list[bool]
 ) -> None:
-    replies = [GOOD_SUMMARY if g else FILLER_SUMMARY for g in good] * 20
+    replies = [writes(GOOD_SUMMARY) if g else writes(FILLER_SUMMARY) for g in good] * 20
     backend = ScriptedBackend(list(replies), window=WINDOW)
     ctl = ContextController(backend, lambda: POLICY, prune_enabled=lambda: prune)
     conv = Conversation()

@@ -8,6 +8,8 @@ under them.
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
+from typing import Any
 
 import pytest
 
@@ -27,6 +29,7 @@ from assistant.compaction.validate import (
     contradiction,
     cut_partial_word,
     misplaced_copy,
+    parse_sections,
     respell,
     validate_summary,
     vocabulary,
@@ -34,7 +37,7 @@ from assistant.compaction.validate import (
 from assistant.conversation import Conversation, Message
 from assistant.llm.fake import ScriptedBackend
 
-from .helpers import FILLER_SUMMARY, GOOD_SUMMARY, local_policy, tool_turn
+from .helpers import FILLER_SUMMARY, GOOD_SUMMARY, local_policy, repair_from, tool_turn
 
 COUNT = CountingBackend().count
 RULE = "Never use tabs for indentation, always use four spaces."
@@ -57,7 +60,8 @@ def _request(conv: Conversation, budget: int = 300) -> SummaryRequest:
 
 
 def _summarize(
-    *replies: str, budget: int = 300, **backend: object
+    *replies: str | Callable[[list[dict[str, Any]]], str], budget: int = 300,
+    **backend: object,
 ) -> tuple[SummaryOutcome, ScriptedBackend]:
     be = ScriptedBackend(list(replies), **backend)  # type: ignore[arg-type]
     out = ModelSummarizer(be).summarize(_request(_conv(), budget), None)
@@ -84,7 +88,7 @@ def test_forced_headings_with_empty_sections_are_rejected() -> None:
         line if line.startswith("#") or not line.strip() else "- none"
         for line in GOOD_SUMMARY.splitlines()
     )
-    out, be = _summarize(empty, FILLER_SUMMARY)
+    out, be = _summarize(empty, repair_from(FILLER_SUMMARY))
     assert out.kind == "extractive" and len(be.calls) == 2
     assert out.grammar  # the rejected replies were written under the grammar
     assert out.rejected == [
@@ -119,8 +123,13 @@ def test_a_section_copied_into_every_other_is_cut_and_then_says_nothing() -> Non
     assert notes == ["dropped 4 repeated line(s)"]
     assert text.count(same) == 1 and text.count("- none") == 5  # with Blocked's own
     assert "## Key Decisions\n- none\n\n## Next Steps\n- none\n\n## Critical" in text
-    out, _ = _summarize(copied, copied)
+    out, be = _summarize(copied, repair_from(copied))
     assert out.kind == "extractive"
+    # The retry asked for the silent sections alone; its bullets repeat Done's and are
+    # dropped like any repeated line.
+    assert "said nothing specific under: In Progress, Next Steps, Critical Context" in \
+        be.calls[1].messages[-1]["content"]
+    assert out.rejected[1] == out.rejected[0]
     assert out.rejected[0] == (
         "says nothing specific in: In Progress, Key Decisions, Next Steps, Critical Context"
     )
@@ -159,6 +168,27 @@ def test_text_copied_from_the_transcript_at_length_is_rejected() -> None:
     assert "copies the conversation" in problems
 
 
+def test_bullets_copied_from_the_conversation_are_dropped_outside_goal_and_constraints(
+) -> None:
+    said = ("The billing export runs nightly at two and writes invoices into the archive "
+            "bucket for the finance team.")
+    source = f"[User]: {said}\n[Assistant]: Noted, src/file_0.py has words."
+    summary = _with("Goal", "- " + said)
+    summary = _with("Key Decisions", "- runs nightly at two and writes invoices into the archive "
+                    "bucket", summary)
+    summary = _with("Critical Context", "- writes invoices into the archive bucket for the "
+                    "finance team", summary)
+    text, notes = clean_summary(summary, vocabulary(source + GOOD_SUMMARY), source)
+    assert "dropped 2 bullet(s) copied from the conversation" in notes
+    sections = parse_sections(text)
+    assert sections["Goal"] == [said]  # the user's goal in the user's words stays
+    assert sections["Key Decisions"] == ["none"] and sections["Critical Context"] == ["none"]
+    assert sections["Done"] == ["Read src/file_0.py"]  # short or own words: kept
+    # Without the conversation nothing is judged a copy.
+    kept = clean_summary(summary, vocabulary(source + GOOD_SUMMARY))[0]
+    assert "runs nightly at two" in parse_sections(kept)["Key Decisions"][0]
+
+
 def test_content_contradicting_a_user_rule_is_rejected() -> None:
     assert contradiction("Use tabs for indentation in src/file_0.py", [RULE]) == RULE
     assert contradiction("always keep tabs", [RULE]) == RULE
@@ -192,7 +222,7 @@ def test_a_bullet_naming_invented_paths_is_dropped_and_the_rest_judged(
     everywhere = invented
     for section in ("Goal", "Done", "In Progress", "Next Steps", "Critical Context"):
         everywhere = _with(section, "- Read lib/payments_v2.py", everywhere)
-    out, _ = _summarize(everywhere, everywhere)
+    out, _ = _summarize(everywhere, repair_from(everywhere))
     assert out.kind == "extractive"
     assert out.rejected[0] == "the Goal names nothing from the conversation"
 

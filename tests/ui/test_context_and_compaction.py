@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+import re
+from typing import Any
+
 from PySide6.QtCore import Qt
 
 from assistant.agent.events import ContextChanged, ContextUsage
+from assistant.compaction.grammar import SKELETON
+from assistant.compaction.validate import parse_sections
 from assistant.config import Settings
 from assistant.llm.fake import ScriptedBackend
 from assistant.ui.context_bar import ContextBar
@@ -40,6 +45,18 @@ LOREM_SUMMARY = """## Goal
 
 FILLER = LOREM_SUMMARY.replace("lorem ipsum dolor sit amet", "nothing").replace(
     "lorem ipsum", "the work").replace("lorem ipsum dolor", "the work")
+
+
+def _filler_again(msgs: list[dict[str, Any]]) -> str:
+    """The second attempt asks again only for the sections that said nothing (under a
+    grammar of those alone): answer it with FILLER's same nothing under each."""
+    asked = re.search(r"said nothing specific under: (.+?)\. Write only", msgs[-1]["content"])
+    assert asked is not None, "the second attempt is not a repair request"
+    names, sections, parts = asked.group(1).split(", "), parse_sections(FILLER), []
+    for sec in (s for s in SKELETON if s.name in names):
+        lead = "" if not parts else ("\n" if sec.heading.startswith("###") else "\n\n")
+        parts.append(lead + sec.heading + "\n" + "\n".join("- " + b for b in sections[sec.name]))
+    return "".join(parts)
 
 
 def _usage(tokens: int) -> ContextUsage:
@@ -264,7 +281,7 @@ def test_compaction_card_says_which_summarizer_wrote_it_and_why(make_window, art
     h.type_and_send("/compact")
     h.wait_idle()
     _long_chat(h, turns=3)
-    backend.enqueue(FILLER, FILLER)  # says nothing twice: the extractive fallback writes it
+    backend.enqueue(FILLER, _filler_again)  # says nothing twice: the extractive fallback writes it
     h.type_and_send("/compact")
     h.wait_idle()
     first, second = [e for e in h.window.chat_view.entries() if isinstance(e, CompactionNotice)]

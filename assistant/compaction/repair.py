@@ -1,0 +1,106 @@
+"""A second attempt that asks again only for the sections that said nothing.
+
+A small model's first summary often says something under some headings and nothing under
+others: it copies the user's rules as the Goal, or restates what the assistant did as a
+decision and a next step. Validation then rejects the whole summary (rule 4 of
+:mod:`.validate`), and asking for the whole summary again gets a different mix of the same
+mistakes. So when rule 4 is the only problem, the retry asks, under a grammar of those
+sections alone (:func:`~.grammar.summary_grammar` with ``only``), for just the silent
+sections, with just their facts (:func:`repair_facts`); their new bullets replace the old
+ones (:func:`splice`) and the whole summary is validated again by the same rules. Every
+bullet is still the model's; what it wrote well the first time is kept instead of thrown
+away.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+
+from assistant.compaction.prompts import FACT_HOMES
+from assistant.compaction.validate import (
+    CONTENT_SECTIONS,
+    GOAL_SILENT,
+    HEADING,
+    MIN_INFORMATIVE,
+    SAYS_NOTHING,
+    Known,
+    parse_sections,
+    silent_sections,
+)
+
+
+def repairable(problems: Sequence[str]) -> bool:
+    """Whether every problem is one a repair can fix: sections that say nothing."""
+    return bool(problems) and all(
+        p == GOAL_SILENT or p.startswith(SAYS_NOTHING) for p in problems
+    )
+
+
+def _homes(facts: Mapping[str, Sequence[str]]) -> set[str]:
+    return {home for group in facts for home in FACT_HOMES.get(group, (group,))}
+
+
+def sections_to_repair(
+    text: str,
+    known: Known,
+    users: Known | None,
+    facts: Mapping[str, Sequence[str]],
+) -> list[str]:
+    """The sections of ``text`` to ask for again: the Goal when it says nothing, and the
+    silent content sections that some fact belongs to (asked again without a fact, the
+    model has nothing new to go on). Empty when that cannot make the summary pass."""
+    goal_silent, silent = silent_sections(parse_sections(text), known, users, facts)
+    homes = _homes(facts)
+    content = [name for name in silent if name in homes]
+    saying = len(CONTENT_SECTIONS) - len(silent)
+    if saying < MIN_INFORMATIVE and saying + len(content) < MIN_INFORMATIVE:
+        return []
+    if goal_silent and "Goal" not in homes:
+        return []
+    names = (["Goal"] if goal_silent else []) + (content if saying < MIN_INFORMATIVE else [])
+    return names
+
+
+def repair_facts(
+    facts: Mapping[str, Sequence[str]], names: Sequence[str]
+) -> dict[str, list[str]]:
+    """The fact groups that belong under ``names``."""
+    return {
+        group: list(lines) for group, lines in facts.items()
+        if any(name in FACT_HOMES.get(group, (group,)) for name in names)
+    }
+
+
+def _blocks(text: str) -> list[tuple[str, str, list[str]]]:
+    """(heading line, section name, its lines) in order; text before a heading is dropped."""
+    out: list[tuple[str, str, list[str]]] = []
+    for raw in text.splitlines():
+        m = HEADING.match(raw)
+        if m:
+            out.append((raw, m.group(1).strip(), []))
+        elif out:
+            out[-1][2].append(raw)
+    return out
+
+
+def splice(text: str, reply: str, names: Sequence[str]) -> str:
+    """``text`` with the bullets under each of ``names`` replaced by ``reply``'s (a reply
+    without one of them leaves that section as it was)."""
+    wanted = {n.lower() for n in names}
+    new = {
+        name.lower(): [line for line in lines if line.strip()]
+        for _, name, lines in _blocks(reply)
+        if name.lower() in wanted
+    }
+    out: list[str] = []
+    for heading, name, lines in _blocks(text):
+        out.append(heading)
+        key = name.lower()
+        if new.get(key):
+            out.extend(new[key])
+            if lines and not lines[-1].strip():
+                out.append("")
+        else:
+            out.extend(lines)
+    return re.sub(r"\n{3,}", "\n\n", "\n".join(out)).strip()
