@@ -8,9 +8,23 @@ STAMPS := .stamps
 ARTIFACTS ?= $(CURDIR)/test-artifacts
 export CMAKE_BUILD_PARALLEL_LEVEL ?= 2
 
-.PHONY: run qt-check test lint typecheck setup model models bench package package-test clean
+.PHONY: run qt-check test lint typecheck setup model models bench package package-test clean \
+	llama-build
 
-setup: $(STAMPS)/install model
+setup: $(STAMPS)/install llama-build model
+
+# llama.cpp's AMX matrix kernels crash some Sapphire Rapids-class CPUs: a segfault in
+# ggml_backend_amx_mul_mat at the first prompt of a few dozen tokens (ggml-org/llama.cpp#20824,
+# closed without a fix; seen here on 2026-11-25 with llama-cpp-python 0.3.36). Where the CPU
+# has AMX, llama-cpp-python is built from source with every other instruction set the CPU
+# has and without AMX, and a build that has AMX (from pip's wheel cache) is replaced.
+ifneq ($(shell grep -qs amx_int8 /proc/cpuinfo && echo amx),)
+LLAMA_CMAKE_ARGS := -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON \
+	-DGGML_F16C=ON -DGGML_BMI2=ON -DGGML_AVX_VNNI=ON -DGGML_AVX512=ON -DGGML_AVX512_VBMI=ON \
+	-DGGML_AVX512_VNNI=ON -DGGML_AVX512_BF16=ON -DGGML_AMX_TILE=OFF -DGGML_AMX_INT8=OFF \
+	-DGGML_AMX_BF16=OFF
+endif
+export CMAKE_ARGS ?= $(LLAMA_CMAKE_ARGS)
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -20,6 +34,15 @@ $(STAMPS)/install: pyproject.toml | $(PY)
 	@mkdir -p $(STAMPS)
 	$(PY) -m pip install --quiet -e '.[dev,bench]'
 	@touch $@
+
+llama-build: $(STAMPS)/install
+ifneq ($(LLAMA_CMAKE_ARGS),)
+	@if $(PY) -c "import sys, llama_cpp; sys.exit(b'AMX_INT8 = 1' not in llama_cpp.llama_print_system_info())"; then \
+	  echo "llama-cpp-python has llama.cpp's AMX kernels, which crash on this CPU: rebuilding it without them (a few minutes)"; \
+	  $(PY) -m pip install --quiet --no-cache-dir --force-reinstall --no-deps \
+	    "llama-cpp-python==$$($(PY) -c 'import llama_cpp; print(llama_cpp.__version__)')"; \
+	fi
+endif
 
 model: $(STAMPS)/install
 	$(PY) -m assistant provision

@@ -486,6 +486,20 @@ def echoes_request(line: str) -> bool:
     )
 
 
+#: Words only a retry's feedback brings into the request ("Your previous summary was rejected
+#: (contradicts the user ...)").
+_FEEDBACK_WORDS = ("rejected", "contradicts", "contradict")
+
+
+def echoes_feedback(line: str, known: Known) -> bool:
+    """Whether ``line`` talks about the summary's own rejection ("the last request was
+    rejected (contradicts)"): a word of the retry's feedback the conversation never uses."""
+    words = set(_words(line))
+    return any(
+        w in words and re.search(rf"\b{w}\b", known.text) is None for w in _FEEDBACK_WORDS
+    )
+
+
 def _level(heading: str) -> int:
     stripped = heading.lstrip()
     return len(stripped) - len(stripped.lstrip("#")) or 2
@@ -516,7 +530,8 @@ def clean_summary(
     A loop is cut two ways: a bullet that repeats an earlier one (same words) is dropped,
     and a bullet in which the same three words come back a third time is cut before their
     second occurrence. A bullet repeating the request's own words is dropped
-    (:func:`echoes_request`). With ``known`` (:func:`vocabulary` of the conversation), a last word
+    (:func:`echoes_request`), as is one about the summary's own rejection
+    (:func:`echoes_feedback`). With ``known`` (:func:`vocabulary` of the conversation), a last word
     the bullet's character limit cut in two is removed (:func:`cut_partial_word`), a misspelled
     path or identifier of the conversation is put back (:func:`respell`), and a bullet still
     naming a path, identifier or number the conversation never names (rule 8) is dropped
@@ -570,7 +585,9 @@ def clean_summary(
         if len(key) >= 12 and key in seen:
             dropped += 1
             continue
-        if mark and echoes_request(body):
+        if mark and (
+            echoes_request(body) or (known is not None and echoes_feedback(body, known))
+        ):
             echoed += 1
             continue
         names = invented(body, known) if known is not None and mark else []

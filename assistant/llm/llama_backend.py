@@ -236,7 +236,7 @@ class LlamaBackend:
         ctx = min(n_ctx, trained) if trained else n_ctx
 
         def open_llama(n_ctx: int) -> Any:
-            with _quiet_stderr():
+            with _quiet_stderr(), _weights_off_amx():
                 return Llama(
                     model_path=str(path),
                     n_ctx=n_ctx,
@@ -894,6 +894,52 @@ def _partial_stop_len(text: str, stops: Sequence[str]) -> int:
                 best = max(best, k)
                 break
     return best
+
+
+_AMX_LOCK = threading.Lock()
+
+
+def has_amx_kernels() -> bool:
+    """Whether this llama.cpp build runs matrix products on AMX tiles (see
+    :func:`_weights_off_amx`)."""
+    import llama_cpp
+
+    return b"AMX_INT8 = 1" in bytes(llama_cpp.llama_print_system_info())
+
+
+@contextlib.contextmanager
+def _weights_off_amx() -> Iterator[None]:
+    """Models loaded inside keep their weights out of llama.cpp's extra buffer types when the
+    build has AMX kernels.
+
+    Those kernels crash some Sapphire Rapids-class CPUs at the first prompt of a few dozen
+    tokens (a segfault in ``ggml_backend_amx_mul_mat``, ggml-org/llama.cpp#20824, closed
+    without a fix; seen here with llama-cpp-python 0.3.36). The weights reach them only
+    through the AMX buffer type, which ``use_extra_bufts = False`` turns off (with the CPU
+    repacking of some quantizations: a little prefill speed for a process that does not
+    die). ``Llama`` takes no such argument, so its source of default model parameters is
+    swapped for the duration of the load, under a lock. ``make setup`` builds without AMX
+    anyway; this covers a llama-cpp-python installed some other way.
+    """
+    import llama_cpp.llama_cpp as native
+
+    if not has_amx_kernels() or not hasattr(native.llama_model_params, "use_extra_bufts"):
+        yield
+        return
+    with _AMX_LOCK:
+        original = native.llama_model_default_params
+
+        def defaults() -> Any:
+            params = original()
+            params.use_extra_bufts = False
+            return params
+
+        native.llama_model_default_params = defaults
+        try:
+            log.info("llama.cpp has AMX kernels: weights kept out of its AMX buffers")
+            yield
+        finally:
+            native.llama_model_default_params = original
 
 
 @contextlib.contextmanager

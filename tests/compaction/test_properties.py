@@ -9,6 +9,8 @@ from hypothesis import strategies as st
 
 from assistant.compaction.budget import compaction_budget
 from assistant.compaction.controller import ContextController
+from assistant.compaction.prompts import MECHANICAL_MARKER, SUMMARY_HEADER_SHORT
+from assistant.compaction.user_record import USER_RECORD_HEADING
 from assistant.conversation import Conversation, Message, ToolCall
 from assistant.llm.fake import ScriptedBackend
 
@@ -66,6 +68,9 @@ def _t(user: int, tools: list[tuple[int, bool]], answer: int, stopped: bool) -> 
 # A new message nearly the size of the window after a short stopped turn: the summary of
 # that turn is larger than the turn; its model part gives way so the reply keeps its room.
 @example(turns=[_t(1, [], 106, True), _t(1159, [], 1, False)], prune=False, good=[False])
+# A new message that leaves less room than any summary's header: the short turn before it
+# stays whole and the reply gets what is left (with a notice).
+@example(turns=[_t(1, [], 1, True), _t(1264, [], 1, False)], prune=False, good=[False])
 def test_prompt_never_exceeds_the_window_and_pairs_stay_together(
     turns: list[dict[str, Any]], prune: bool, good: list[bool]
 ) -> None:
@@ -76,7 +81,20 @@ def test_prompt_never_exceeds_the_window_and_pairs_stay_together(
 
     def call_model() -> None:
         req = ctl.prepare(conv, system_prompt=SYSTEM)
-        assert req.prompt_tokens + POLICY.reserve <= WINDOW
+        assert req.prompt_tokens <= WINDOW
+        if req.prompt_tokens + POLICY.reserve > WINDOW:
+            # Only when what is before the newest message is smaller than the smallest
+            # summary could be (its header and the frame of the verbatim record): no summary
+            # shrinks it, so the reply gets what is left, and the user is told.
+            last_user = max(i for i, m in enumerate(req.messages) if m["role"] == "user")
+            system = backend.count_prompt(req.messages[:1])
+            before = backend.count_prompt(req.messages[:last_user]) - system
+            smallest = backend.count_prompt([*req.messages[:1], {
+                "role": "user",
+                "content": SUMMARY_HEADER_SHORT + MECHANICAL_MARKER + USER_RECORD_HEADING,
+            }]) - system
+            assert before < smallest, req.messages
+            assert any("less than the reserve" in n for n in req.notices)
         assert req.prompt_tokens == backend.count_prompt(req.messages)
         _check_pairs(req.messages)
 

@@ -439,3 +439,21 @@ def test_a_bullet_repeating_the_request_is_dropped() -> None:
     )
     assert text == "## Goal\n- Review src/file_0.py"
     assert notes == ["dropped 1 bullet(s) repeating the request"]
+
+
+def test_a_bullet_about_the_summarys_own_rejection_is_dropped() -> None:
+    """Seen replaying the real session: after a retry's feedback, the model wrote "the last
+    request was rejected (contradicts)" under Done. A chat that speaks of rejection keeps
+    its bullets."""
+    summary = (
+        "## Progress\n### Done\n- Edited src/core/index.ts\n"
+        "- the last request in src/core/index.ts was rejected (contradicts)"
+    )
+    text, notes = clean_summary(summary, vocabulary("Edit src/core/index.ts for the request"))
+    assert text == "## Progress\n### Done\n- Edited src/core/index.ts"
+    assert notes == ["dropped 1 bullet(s) repeating the request"]
+    kept, _ = clean_summary(
+        "## Progress\n### Done\n- the change to src/core/index.ts was rejected",
+        vocabulary("The request to edit src/core/index.ts was rejected last time"),
+    )
+    assert "was rejected" in kept

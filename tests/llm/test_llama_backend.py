@@ -170,3 +170,29 @@ def test_missing_and_non_gguf_files_give_typed_errors(tmp_path: Path) -> None:
     text.write_text("hello, I am not a model")
     with pytest.raises(ModelLoadError, match="not a GGUF"):
         LlamaBackend.load(str(text))
+
+
+@pytest.mark.parametrize("amx", [True, False])
+def test_a_build_with_amx_kernels_loads_weights_outside_them(
+    embedded_model_path: Path, monkeypatch: pytest.MonkeyPatch, amx: bool
+) -> None:
+    """llama.cpp's AMX kernels crash some CPUs at the first real prompt: with a build that
+    has them, the weights stay out of the extra buffer types (so out of AMX), the model
+    answers a prompt long enough to have reached them, and the library's defaults are put
+    back afterwards. Without them, nothing changes."""
+    import llama_cpp.llama_cpp as native
+
+    from assistant.llm import llama_backend
+
+    monkeypatch.setattr(llama_backend, "has_amx_kernels", lambda: amx)
+    original = native.llama_model_default_params
+    backend = LlamaBackend.load(str(embedded_model_path), n_ctx=1024)
+    try:
+        assert backend._llm.model_params.use_extra_bufts is (not amx)
+        assert native.llama_model_default_params is original
+        long_question = "Here is a list of fruits: " + ", ".join(["apple", "pear"] * 40) + "."
+        msgs = [{"role": "system", "content": SYSTEM}, {"role": "user", "content": long_question}]
+        text, result = _run(backend, msgs, max_tokens=8, temperature=0.0)
+        assert result.prompt_evaluated > 64 and text
+    finally:
+        backend.close()
