@@ -245,9 +245,12 @@ class ChatService:
             self.emit(StatusChanged(changed))
 
     def _agent_event(self, event: AgentEvent) -> None:
-        """From the worker thread: pass the agent's event on, then the status it causes
-        (and the progress and speed figures it gives)."""
+        """From the worker thread: the status the agent's event causes, then the event (and
+        the progress and speed figures it gives). Status first: a window never shows the
+        first words of a reply, or a running tool's card, under the status of the step
+        before (the two reach the GUI thread as separate events)."""
         changed = self.status_machine.on_agent_event(event)
+        self._status(changed)
         self.emit(event)
         if isinstance(event, ContextUsage):
             self._prefill.prompt_ready(event)
@@ -255,7 +258,6 @@ class ChatService:
             self.emit(self._prefill.progress(event))
         elif isinstance(event, ModelCallFinished):
             self.emit(reply_stats(event.result, event.ttft_s))
-        self._status(changed)
 
     # -- the model and the settings ----------------------------------------------------
     def _build_engine(self, backend: LLMBackend) -> Engine:
