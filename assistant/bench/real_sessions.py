@@ -17,6 +17,7 @@ model write the summaries, which on 2 cores takes many minutes per session.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import time
 from dataclasses import dataclass, field
@@ -59,13 +60,20 @@ class RealSessionResult:
 
 
 def find_sessions(folders: list[Path]) -> list[Path]:
-    """``*.jsonl`` files with a ``.facts.json`` beside them, in ``folders``."""
+    """``*.jsonl`` files with a ``.facts.json`` beside them, in ``folders``; a copy of one
+    already found (the same session and facts in another folder) is replayed once."""
     found: list[Path] = []
+    seen: set[str] = set()
     for folder in folders:
         if not folder.is_dir():
             continue
         for path in sorted(folder.glob("*.jsonl")):
-            if path.with_name(path.stem + ".facts.json").exists() and path not in found:
+            facts = path.with_name(path.stem + ".facts.json")
+            if not facts.exists():
+                continue
+            digest = hashlib.sha256(path.read_bytes() + b"\0" + facts.read_bytes()).hexdigest()
+            if digest not in seen:
+                seen.add(digest)
                 found.append(path)
     return found
 

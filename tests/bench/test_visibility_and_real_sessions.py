@@ -82,6 +82,13 @@ def _tiny_session(tmp_path: Path) -> Path:
 def test_real_session_replay_per_strategy_and_the_report(tmp_path: Path) -> None:
     path = _tiny_session(tmp_path)
     assert find_sessions([tmp_path]) == [path]
+    # The same session in a second folder (the tests' copy and the shared one) counts once;
+    # one whose facts differ is another session.
+    (tmp_path / "copy").mkdir()
+    copy = _tiny_session(tmp_path / "copy")
+    assert find_sessions([tmp_path, tmp_path / "copy"]) == [path]
+    copy.with_name("tiny.facts.json").write_text('{"must": ["src/big.py"]}', encoding="utf-8")
+    assert find_sessions([tmp_path, tmp_path / "copy"]) == [path, copy]
     policy = run_real_session(path, "policy", "local")
     assert (policy.seen, policy.total, policy.lost) == (3, 3, [])
     none = run_real_session(path, "none", "local")
