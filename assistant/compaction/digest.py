@@ -129,11 +129,6 @@ def asked(text: str) -> str:
     return " ".join(p.text.strip() for p in split_user_text(text) if p.kind != "rule").strip()
 
 
-def is_rule(text: str) -> bool:
-    """Whether ``text`` states a rule of the user's (not a request or a question)."""
-    return any(p.kind == "rule" for p in split_user_text(text))
-
-
 def _ask(text: str) -> str:
     return asked(text) or text
 
@@ -144,8 +139,8 @@ def gather(
     """The digest of the messages a summary covers; ``recorded_rules`` are the user's rules
     recorded before it (older rules are still the user's: they come first)."""
     users = [m.content.strip() for m in span if m.role == "user" and is_substantive(m.content)]
-    rules: list[str] = [r.strip() for r in recorded_rules if r.strip() and is_rule(r)]
-    for text in users:
+    rules: list[str] = []
+    for text in [*recorded_rules, *users]:
         for piece in split_user_text(text):
             if piece.kind == "rule" and piece.text.strip() not in rules:
                 rules.append(piece.text.strip())
