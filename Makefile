@@ -60,7 +60,7 @@ run: qt-check setup
 	$(PY) -m assistant
 
 lint: $(STAMPS)/install
-	$(PY) -m ruff check assistant tests
+	$(PY) -m ruff check assistant bench tests
 	$(PY) -m mypy
 	$(VENV)/bin/lint-imports
 
@@ -72,10 +72,10 @@ test: setup models lint
 # The quick side-by-side run of all five strategies (with W1 also on a local OpenAI-compatible
 # server, to compare the engines), then the full workloads with the policy and no management
 # (under an hour on 2 cores); both go into docs/BENCHMARKS.md.
-# `python -m assistant bench` alone runs all five strategies on the full workloads (hours).
+# `python -m bench` alone runs all five strategies on the full workloads (hours).
 bench: setup models
-	$(PY) -m assistant bench --quick --engine server --report docs/BENCHMARKS.md
-	$(PY) -m assistant bench --strategy policy --strategy none --report docs/BENCHMARKS.md
+	$(PY) -m bench --quick --engine server --report docs/BENCHMARKS.md
+	$(PY) -m bench --strategy policy --strategy none --report docs/BENCHMARKS.md
 
 package: setup
 	$(PY) -m pip install --quiet -e '.[package]'

@@ -1,4 +1,4 @@
-"""Command line entry: ``python -m assistant [gui|chat|chats|replay|bench|provision|repair] ...``.
+"""Command line entry: ``python -m assistant [gui|chat|chats|replay|provision|repair] ...``.
 
 With no sub-command the desktop window opens; ``--help`` prints :data:`USAGE`.
 """
@@ -19,7 +19,6 @@ commands:
   repair [ID]          write a repaired copy of a chat with damaged lines
   provision [NAME]     provide a registered model from its wheel (--all: every one)
   replay FILE.jsonl    show what each model call of a transcript would see
-  bench                run the context-management benchmark (--quick: a short run)
 
 Run `python -m assistant COMMAND --help` for a command's options.
 Desktop window options: --help (this text), --smoke-test (start, answer one question, exit).
@@ -54,9 +53,12 @@ def main(argv: list[str] | None = None) -> int:
 
         return repair_main(rest)
     if command == "bench":
-        from assistant.bench.cli import main as bench_main
-
-        return bench_main(rest)
+        print(
+            "the benchmark is a development tool outside the app: run `python -m bench` "
+            "from a checkout of the project (`make bench`)",
+            file=sys.stderr,
+        )
+        return 2
     if command == "gui":
         if "--smoke-test" in rest:
             from assistant.smoke import main as smoke_main

@@ -6,8 +6,8 @@ import pytest
 from pydantic import ValidationError
 
 from assistant.config import MAX_WINDOW, ModePolicy, Settings, default_local, setting_name
-from assistant.llm.fake import ScriptedBackend
 from assistant.settings_check import check_against_model, system_prompt_limit
+from tests.fakes.scripted import ScriptedBackend
 
 COUNT = ScriptedBackend().count
 BIG_PROMPT = "Always answer in formal English and cite the file you used. " * 3_500  # ~200 KB

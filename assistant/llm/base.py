@@ -9,7 +9,7 @@ Everything above ``llm/`` talks to a model only through these:
   :class:`GenerationOptions` value.
 * :class:`LLMBackend` is both, plus ``close``: a loaded model.
   (:class:`assistant.llm.llama_backend.LlamaBackend`; tests use
-  :class:`assistant.llm.fake.ScriptedBackend`.)
+  :class:`tests.fakes.scripted.ScriptedBackend`.)
 * :class:`KVCacheAware` is optional: a backend that knows which prompt tokens its KV cache
   holds (cached prefix, incremental prompt tokenization, state save/restore, reset). Callers
   check it with ``isinstance(backend, KVCacheAware)``, never by probing for methods.

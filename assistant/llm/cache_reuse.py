@@ -17,7 +17,7 @@ extended to replaced spans: the server only skips cached tokens, so a placeholde
 replaces an output stops its reuse.
 
 It is an approximation: a shifted chunk's keys and values were computed attending to the
-text that is now gone. ``assistant.bench.reuse_quality`` measures what that costs.
+text that is now gone. ``bench.reuse_quality`` measures what that costs.
 
 The new tokens of a gap (``X'``) must be evaluated at positions *before* the shifted chunks,
 but llama.cpp only appends to a sequence (a batch must start right after the sequence's

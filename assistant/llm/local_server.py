@@ -1,7 +1,7 @@
 """Start and stop llama-cpp-python's OpenAI-compatible server on this machine (loopback),
 or llama.cpp's ``llama-server`` binary when one is given.
 
-The benchmark (``python -m assistant bench --engine server``) runs the same model through it
+The benchmark (``python -m bench --engine server``) runs the same model through it
 to measure what the HTTP path costs, and the server engine's tests run against it. The
 server is a child process (``python -m llama_cpp.server``) listening on 127.0.0.1 at a free
 port; its output goes to a log file; :meth:`LocalServer.stop` ends it (terminate, then kill)

@@ -1,6 +1,6 @@
 """Next-token distributions of the real model, for measuring what chunk reuse costs.
 
-The benchmark (``assistant.bench.reuse_quality``) compares a prompt evaluated from scratch
+The benchmark (``bench.reuse_quality``) compares a prompt evaluated from scratch
 with the same prompt served by chunk reuse from an earlier cache: the greedy next token, a
 greedy continuation, and the distribution at each position of a continuation fed to both.
 :class:`LogitProbe` gives it those numbers from a

@@ -16,9 +16,9 @@ from assistant.compaction.controller import ContextController
 from assistant.config import Settings
 from assistant.conversation import Conversation
 from assistant.llm.base import CancelToken
-from assistant.llm.fake import ScriptedBackend
 from assistant.tools.approval import ApprovalDecision, ApprovalRequest, Approver
 from assistant.tools.registry import ToolRegistry
+from tests.fakes.scripted import ScriptedBackend
 
 E = TypeVar("E")
 

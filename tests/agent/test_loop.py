@@ -19,8 +19,8 @@ from assistant.agent.tool_steps import CANCELLED_RESULT
 from assistant.config import Settings
 from assistant.conversation import Conversation
 from assistant.llm.base import CancelToken
-from assistant.llm.fake import ScriptedBackend
 from assistant.tools.approval import ApprovalDecision
+from tests.fakes.scripted import ScriptedBackend
 
 from .conftest import Harness, ScriptedApprover, call_block
 

@@ -13,7 +13,7 @@ from assistant.config import EffectivePolicy, Settings
 from assistant.conversation import CompactionRecord, Conversation
 from assistant.engine import build_engine
 from assistant.llm.base import CancelToken, ContextOverflowError, StreamEvent
-from assistant.llm.fake import ScriptedBackend
+from tests.fakes.scripted import ScriptedBackend
 
 from .conftest import Harness
 

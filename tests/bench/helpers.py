@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from assistant.bench.workloads import ChatStep, Fact, ToolStep, Workload
-from assistant.llm.fake import ScriptedBackend
+from bench.workloads import ChatStep, Fact, ToolStep, Workload
+from tests.fakes.scripted import ScriptedBackend
 
 REPLY = "Here is a short answer."
 

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from assistant.bench.cli import main
-from assistant.bench.engines import compare, decode_seconds, engine_stats, render_section
-from assistant.bench.metrics import CallRecord, RunRecord
+from bench.cli import main
+from bench.engines import compare, decode_seconds, engine_stats, render_section
+from bench.metrics import CallRecord, RunRecord
 
 
 def _call(i: int, *, first: float, prefill: float, generate: float, tokens: int) -> CallRecord:

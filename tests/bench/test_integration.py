@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from assistant.bench.cli import main
-from assistant.bench.strategies import STRATEGY_NAMES
-from assistant.bench.workloads import WORKLOAD_NAMES, load_workload
 from assistant.llm.registry import resolve_model
+from bench.cli import main
+from bench.strategies import STRATEGY_NAMES
+from bench.workloads import WORKLOAD_NAMES, load_workload
 
 
 @pytest.mark.integration

@@ -5,7 +5,13 @@ from __future__ import annotations
 
 import pytest
 
-from assistant.bench.metrics import (
+from assistant.compaction.context import system_message
+from assistant.compaction.summarizer import SummaryOutcome, SummaryRequest
+from assistant.compaction.tokens import TokenCounter
+from assistant.config import DEFAULT_SYSTEM_PROMPT
+from assistant.conversation import Message
+from assistant.tools.registry import ToolRegistry
+from bench.metrics import (
     CallRecord,
     CompactionStat,
     FactResult,
@@ -18,15 +24,9 @@ from assistant.bench.metrics import (
     percentile,
     summarize,
 )
-from assistant.bench.report import BenchResult, targets
-from assistant.bench.runner import RunOptions, run_workload
-from assistant.bench.workloads import ChatStep, Fact, Workload
-from assistant.compaction.context import system_message
-from assistant.compaction.summarizer import SummaryOutcome, SummaryRequest
-from assistant.compaction.tokens import TokenCounter
-from assistant.config import DEFAULT_SYSTEM_PROMPT
-from assistant.conversation import Message
-from assistant.tools.registry import ToolRegistry
+from bench.report import BenchResult, targets
+from bench.runner import RunOptions, run_workload
+from bench.workloads import ChatStep, Fact, Workload
 
 from .helpers import chat_workload, scripted
 

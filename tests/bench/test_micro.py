@@ -7,8 +7,8 @@ import json
 
 import pytest
 
-from assistant.bench.cli import main
-from assistant.bench.micro import generation_speed, policy_time, summary_time
+from bench.cli import main
+from bench.micro import generation_speed, policy_time, summary_time
 
 from .helpers import scripted
 

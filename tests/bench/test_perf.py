@@ -8,8 +8,8 @@ import math
 import numpy as np
 import pytest
 
-from assistant.bench import perf_report
-from assistant.bench.metrics import (
+from bench import perf_report
+from bench.metrics import (
     CallRecord,
     RunRecord,
     TurnRecord,
@@ -17,8 +17,8 @@ from assistant.bench.metrics import (
     summarize,
     ttft_bounds,
 )
-from assistant.bench.report import BenchResult, from_json, render_markdown, targets, to_json
-from assistant.bench.reuse_quality import (
+from bench.report import BenchResult, from_json, render_markdown, targets, to_json
+from bench.reuse_quality import (
     PairQuality,
     ReuseQuality,
     candidates,
@@ -179,7 +179,7 @@ def test_perf_section_is_empty_without_measurements() -> None:
 
 
 def test_a_run_records_the_text_each_call_shows_for_the_first_time() -> None:
-    from assistant.bench.runner import RunOptions, run_workload
+    from bench.runner import RunOptions, run_workload
 
     from .helpers import scripted, tool_workload
 

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from assistant.bench.cli import main
-from assistant.bench.report import (
+from bench.cli import main
+from bench.report import (
     BenchResult,
     WorkloadInfo,
     from_json,
@@ -17,8 +17,8 @@ from assistant.bench.report import (
     to_json,
     write_report,
 )
-from assistant.bench.runner import RunOptions, run_workload
-from assistant.bench.strategies import StrategyName
+from bench.runner import RunOptions, run_workload
+from bench.strategies import StrategyName
 
 from .helpers import chat_workload, scripted, tool_workload
 

@@ -6,16 +6,6 @@ import time
 
 import pytest
 
-from assistant.bench.metrics import summarize
-from assistant.bench.runner import RunOptions, run_workload
-from assistant.bench.strategies import (
-    DropHalf,
-    NoManagement,
-    TimedManager,
-    build_strategy,
-    canonical_strategy,
-    pimono_policy,
-)
 from assistant.compaction.summarizer import (
     ExtractiveSummarizer,
     Summarizer,
@@ -26,6 +16,16 @@ from assistant.compaction.tokens import TokenCounter
 from assistant.config import EffectivePolicy, Settings
 from assistant.conversation import Conversation, Message, ToolCall
 from assistant.llm.base import CancelToken, LLMBackend
+from bench.metrics import summarize
+from bench.runner import RunOptions, run_workload
+from bench.strategies import (
+    DropHalf,
+    NoManagement,
+    TimedManager,
+    build_strategy,
+    canonical_strategy,
+    pimono_policy,
+)
 
 from .helpers import chat_workload, scripted, tool_workload
 
@@ -220,7 +220,7 @@ def test_overflow_handling_of_the_baselines() -> None:
 
 
 def test_quick_workloads_run_in_the_emulated_window() -> None:
-    from assistant.bench.workloads import generate
+    from bench.workloads import generate
 
     wl = generate("W3", 0, quick=True)
     run = run_workload(scripted(window=8_192), wl, "policy", options=NO_QUESTIONS)
@@ -232,7 +232,7 @@ def test_quick_workloads_run_in_the_emulated_window() -> None:
 def test_quick_runs_ask_one_question_per_kind_of_fact() -> None:
     from dataclasses import replace as _replace
 
-    from assistant.bench.workloads import generate
+    from bench.workloads import generate
 
     wl = generate("W1", 0, quick=True)
     kinds = {f.kind for f in wl.facts}

@@ -6,11 +6,11 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from assistant.bench.metrics import summarize, visibility_of
-from assistant.bench.real_sessions import find_sessions, run_real_session
-from assistant.bench.report import BenchResult, from_json, render_markdown, to_json
-from assistant.bench.runner import RunOptions, run_workload
-from assistant.bench.workloads import ChatStep, ToolStep, generate, load_workload
+from bench.metrics import summarize, visibility_of
+from bench.real_sessions import find_sessions, run_real_session
+from bench.report import BenchResult, from_json, render_markdown, to_json
+from bench.runner import RunOptions, run_workload
+from bench.workloads import ChatStep, ToolStep, generate, load_workload
 
 from .helpers import scripted, tool_workload
 

@@ -7,7 +7,12 @@ from pathlib import Path
 
 import pytest
 
-from assistant.bench.workloads import (
+from assistant.conversation import Message
+from assistant.llm.fallback_tokenizer import Cl100kTokenizer
+from assistant.tools.base import ToolContext, ToolLimits
+from assistant.tools.read_file import ReadFileArgs, ReadFileTool
+from assistant.tools.workspace import Workspace
+from bench.workloads import (
     LOCAL_WINDOW,
     ChatStep,
     ToolStep,
@@ -15,11 +20,6 @@ from assistant.bench.workloads import (
     generate,
     load_workload,
 )
-from assistant.conversation import Message
-from assistant.llm.fallback_tokenizer import Cl100kTokenizer
-from assistant.tools.base import ToolContext, ToolLimits
-from assistant.tools.read_file import ReadFileArgs, ReadFileTool
-from assistant.tools.workspace import Workspace
 
 NAMES = ("W1", "W2", "W3", "W4")
 

@@ -13,7 +13,7 @@ from assistant.compaction.grammar import SKELETON
 from assistant.compaction.validate import parse_sections
 from assistant.config import EffectivePolicy, default_local
 from assistant.conversation import Conversation, Message, ToolCall
-from assistant.llm.fake import ScriptedBackend
+from tests.fakes.scripted import ScriptedBackend
 
 SYSTEM = "You are a test assistant."
 

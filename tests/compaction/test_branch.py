@@ -7,7 +7,7 @@ from assistant.compaction.prompts import MECHANICAL_MARKER
 from assistant.compaction.summarizer import ModelSummarizer
 from assistant.compaction.tokens import TokenCounter
 from assistant.conversation import Message, ToolCall
-from assistant.llm.fake import ScriptedBackend
+from tests.fakes.scripted import ScriptedBackend
 
 SUMMARY = (
     "## Goal\n- Rename the config loader in src/loader.py\n\n## Constraints & Preferences\n"

@@ -7,7 +7,7 @@ from assistant.compaction.summarizer import ExtractiveSummarizer
 from assistant.compaction.tokens import TokenCounter
 from assistant.config import Settings
 from assistant.conversation import Conversation, Message
-from assistant.llm.fake import ScriptedBackend
+from tests.fakes.scripted import ScriptedBackend
 
 RULES = (
     "Ground rules for this whole chat: Never use tabs for indentation, always use four "

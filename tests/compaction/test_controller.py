@@ -28,8 +28,8 @@ from assistant.compaction.summarizer import (
 )
 from assistant.conversation import CompactionRecord, Conversation, Message
 from assistant.llm.base import CancelToken, GenerationCancelled
-from assistant.llm.fake import ScriptedBackend
 from assistant.service.status import summarizer_line
+from tests.fakes.scripted import ScriptedBackend
 
 from .helpers import (
     FILLER_SUMMARY,

@@ -16,7 +16,7 @@ from assistant.compaction.grammar import (
     summary_grammar,
 )
 from assistant.compaction.prompts import REQUIRED_SECTIONS
-from assistant.llm.gbnf import accepts
+from tests.fakes.gbnf import accepts
 
 from .helpers import FILLER_SUMMARY, GOOD_SUMMARY
 

@@ -15,7 +15,7 @@ from assistant.compaction.controller import ContextController
 from assistant.compaction.summarizer import ModelSummarizer, SummaryOutcome, SummaryRequest
 from assistant.conversation import Conversation, Message
 from assistant.llm.base import CancelToken, GenerationOptions
-from assistant.llm.fake import ScriptedBackend
+from tests.fakes.scripted import ScriptedBackend
 
 from .helpers import (
     FILLER_SUMMARY,

@@ -12,7 +12,7 @@ from assistant.compaction.controller import ContextController
 from assistant.compaction.prompts import MECHANICAL_MARKER, SUMMARY_HEADER_SHORT
 from assistant.compaction.user_record import USER_RECORD_HEADING
 from assistant.conversation import Conversation, Message, ToolCall
-from assistant.llm.fake import ScriptedBackend
+from tests.fakes.scripted import ScriptedBackend
 
 from .helpers import FILLER_SUMMARY, GOOD_SUMMARY, SYSTEM, local_policy, writes
 

@@ -6,7 +6,7 @@ from assistant.compaction.events import PruneEvent
 from assistant.compaction.prune import plan_prune
 from assistant.compaction.tokens import TokenCounter
 from assistant.conversation import PRUNED_PLACEHOLDER, Conversation, Message, ToolCall
-from assistant.llm.fake import ScriptedBackend
+from tests.fakes.scripted import ScriptedBackend
 
 from .helpers import SYSTEM, controller, local_policy, tool_turn
 

@@ -7,7 +7,7 @@ from typing import Any
 from assistant.compaction.context import summary_message, system_message
 from assistant.compaction.tokens import CountingBackend, TokenCounter, truncate_to_tokens
 from assistant.conversation import Conversation, Message, ToolCall
-from assistant.llm.fake import ScriptedBackend
+from tests.fakes.scripted import ScriptedBackend
 
 from .helpers import SYSTEM, tool_turn
 

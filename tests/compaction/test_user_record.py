@@ -12,7 +12,7 @@ from assistant.compaction.user_record import (
     task_statement,
 )
 from assistant.conversation import Message
-from assistant.llm.fake import ScriptedBackend
+from tests.fakes.scripted import ScriptedBackend
 
 COUNT = ScriptedBackend().count
 

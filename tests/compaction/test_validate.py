@@ -35,7 +35,7 @@ from assistant.compaction.validate import (
     vocabulary,
 )
 from assistant.conversation import Conversation, Message
-from assistant.llm.fake import ScriptedBackend
+from tests.fakes.scripted import ScriptedBackend
 
 from .helpers import FILLER_SUMMARY, GOOD_SUMMARY, local_policy, repair_from, tool_turn
 

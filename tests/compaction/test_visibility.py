@@ -20,7 +20,7 @@ from assistant.compaction.visibility import (
     unanswered_ids,
 )
 from assistant.conversation import CompactionReason, Conversation, Message, ToolCall
-from assistant.llm.fake import ScriptedBackend
+from tests.fakes.scripted import ScriptedBackend
 
 from .helpers import GOOD_SUMMARY, SYSTEM, controller, local_policy, tool_turn
 

@@ -11,7 +11,7 @@ from assistant.llm.base import (
     KVCacheAware,
     LLMBackend,
 )
-from assistant.llm.fake import ScriptedBackend
+from tests.fakes.scripted import ScriptedBackend
 
 
 def _reply(b: ScriptedBackend, msgs: list[dict[str, str]]) -> str:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from assistant.llm.gbnf import GBNFSyntaxError, accepts, to_regex
+from tests.fakes.gbnf import GBNFSyntaxError, accepts, to_regex
 
 LIST = r'''
 # a bulleted list of one to three short lines
@@ -59,7 +59,7 @@ def test_errors_name_the_problem(grammar: str, why: str) -> None:
 
 
 def test_shortest_writes_the_least_the_grammar_allows() -> None:
-    from assistant.llm.gbnf import shortest
+    from tests.fakes.gbnf import shortest
 
     assert shortest(LIST) == "- a"  # one item of one character
     assert accepts(LIST, shortest(LIST))

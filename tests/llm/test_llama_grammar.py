@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from assistant.llm.base import GenerationOptions, GenerationResult, GrammarError
-from assistant.llm.gbnf import accepts
+from tests.fakes.gbnf import accepts
 
 pytestmark = pytest.mark.integration
 

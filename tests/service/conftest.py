@@ -15,12 +15,12 @@ import pytest
 
 from assistant.config import Settings
 from assistant.llm.base import LLMBackend
-from assistant.llm.fake import ScriptedBackend
 from assistant.llm.worker import InlineExecutor, ModelWorker
 from assistant.service.events import ServiceEvent, StatusChanged
 from assistant.service.service import ChatService
 from assistant.service.status import Status
 from assistant.sessions.store import SessionStore
+from tests.fakes.scripted import ScriptedBackend
 
 E = TypeVar("E")
 Factory = Callable[[str, int, int], LLMBackend]

@@ -9,11 +9,11 @@ from pathlib import Path
 from assistant.agent.events import ContextUsage
 from assistant.config import Settings
 from assistant.llm.base import LLMBackend
-from assistant.llm.fake import ScriptedBackend
 from assistant.service.chat_options import ChatOptions
 from assistant.service.events import ConversationReset, ModelSwitchSuggested
 from assistant.sessions.store import SessionStore
 from assistant.sessions.summary import is_branch_summary
+from tests.fakes.scripted import ScriptedBackend
 
 from .conftest import Rig
 

@@ -9,8 +9,8 @@ from pathlib import Path
 
 from assistant.config import Settings
 from assistant.llm.base import LLMBackend
-from assistant.llm.fake import ScriptedBackend
 from assistant.service.events import QueueChanged
+from tests.fakes.scripted import ScriptedBackend
 
 from .conftest import Rig
 

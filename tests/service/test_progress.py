@@ -10,12 +10,12 @@ from collections.abc import Callable
 from assistant.agent.events import PromptProgress
 from assistant.cli.chat import TerminalPrinter
 from assistant.llm.base import GenerationResult
-from assistant.llm.fake import ScriptedBackend
 from assistant.llm.worker import InlineExecutor, ModelWorker
 from assistant.service.events import PrefillProgress, ReplyStats
 from assistant.service.progress import PrefillTracker, reply_stats, stats_line, stats_text
 from assistant.service.service import ChatService
 from assistant.sessions.store import SessionStore
+from tests.fakes.scripted import ScriptedBackend
 
 from .conftest import Rig
 

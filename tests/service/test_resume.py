@@ -11,10 +11,10 @@ from pathlib import Path
 from assistant.agent.events import ModelCallFinished
 from assistant.config import Settings
 from assistant.llm.base import EngineTuning
-from assistant.llm.fake import ScriptedBackend
 from assistant.llm.kv_state import default_dir
 from assistant.service.events import ModelStateRestored
 from assistant.service.resume import engine_tuning
+from tests.fakes.scripted import ScriptedBackend
 
 from .conftest import Rig
 

@@ -11,7 +11,6 @@ from assistant.compaction.branch import BranchSummarizer
 from assistant.compaction.events import CompactionFinished
 from assistant.config import Settings
 from assistant.llm.base import LLMBackend, ModelLoadError
-from assistant.llm.fake import ScriptedBackend
 from assistant.service.events import (
     ChatsChanged,
     ConversationReset,
@@ -22,6 +21,7 @@ from assistant.service.events import (
 from assistant.service.service import ChatService
 from assistant.service.status import Phase
 from assistant.sessions.store import SessionStore
+from tests.fakes.scripted import ScriptedBackend
 
 from .conftest import Rig
 

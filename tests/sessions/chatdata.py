@@ -5,7 +5,7 @@ from __future__ import annotations
 from assistant.compaction.controller import ContextController
 from assistant.config import Settings
 from assistant.conversation import CompactionRecord, Conversation, Message, ToolCall
-from assistant.llm.fake import ScriptedBackend
+from tests.fakes.scripted import ScriptedBackend
 
 SYSTEM_PROMPT = "You are a test assistant."
 

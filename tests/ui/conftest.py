@@ -20,10 +20,10 @@ from pytestqt.qtbot import QtBot
 
 from assistant.config import Settings
 from assistant.llm.base import LLMBackend
-from assistant.llm.fake import ScriptedBackend
 from assistant.service.service import ChatService
 from assistant.sessions.store import SessionStore
 from assistant.ui.main_window import MainWindow
+from tests.fakes.scripted import ScriptedBackend
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 

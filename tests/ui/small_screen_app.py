@@ -13,9 +13,9 @@ from PySide6.QtWidgets import QApplication
 
 from assistant.app import build_main_window
 from assistant.config import Settings
-from assistant.llm.fake import ScriptedBackend
 from assistant.sessions.store import SessionStore
 from assistant.ui.window_state import GEOMETRY_KEY, window_settings
+from tests.fakes.scripted import ScriptedBackend
 
 
 def main(screenshot: str) -> int:

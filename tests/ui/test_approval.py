@@ -9,9 +9,9 @@ from PySide6.QtCore import Qt
 
 from assistant.config import Settings
 from assistant.conversation import ToolCall
-from assistant.llm.fake import ScriptedBackend
 from assistant.tools.approval import ApprovalDecision, ApprovalRequest
 from assistant.ui.approval import ApprovalDialog, GuiApprover
+from tests.fakes.scripted import ScriptedBackend
 
 WRITE_CALL = (
     '```tool_call\n{"name": "write_file", "arguments": {"path": "hello.txt", '

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from PySide6.QtCore import Qt
 
-from assistant.llm.fake import ScriptedBackend
 from assistant.ui.message_widgets import MessageWidget
+from tests.fakes.scripted import ScriptedBackend
 
 
 def test_type_message_and_see_streamed_reply(make_window) -> None:

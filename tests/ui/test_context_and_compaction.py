@@ -11,12 +11,12 @@ from assistant.agent.events import ContextChanged, ContextUsage
 from assistant.compaction.grammar import SKELETON
 from assistant.compaction.validate import parse_sections
 from assistant.config import Settings
-from assistant.llm.fake import ScriptedBackend
 from assistant.ui.context_bar import ContextBar
 from assistant.ui.message_widgets import MessageWidget
 from assistant.ui.notices import CompactionNotice, PruneNotice
 from assistant.ui.theme import current_colors
 from assistant.ui.tool_card import ToolCard
+from tests.fakes.scripted import ScriptedBackend
 
 from .sample_chat import build_sample_chat, prune_event
 

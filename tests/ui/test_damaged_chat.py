@@ -9,9 +9,9 @@ from pathlib import Path
 
 from PySide6.QtCore import Qt
 
-from assistant.llm.fake import ScriptedBackend
 from assistant.sessions.store import SessionStore
 from assistant.ui.notices import NoticeWidget
+from tests.fakes.scripted import ScriptedBackend
 
 from .sample_chat import build_sample_chat
 

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from assistant.llm.fake import ScriptedBackend
 from assistant.ui.notices import NoticeWidget
+from tests.fakes.scripted import ScriptedBackend
 
 
 def _notices(h) -> list[NoticeWidget]:  # type: ignore[no-untyped-def]

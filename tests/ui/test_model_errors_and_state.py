@@ -12,8 +12,8 @@ from PySide6.QtWidgets import QMessageBox
 from assistant.agent.events import AssistantDelta, Notice, TurnFinished
 from assistant.config import Settings
 from assistant.llm.base import LLMBackend, ModelLoadError
-from assistant.llm.fake import ScriptedBackend
 from assistant.ui.bridge import ServiceBridge
+from tests.fakes.scripted import ScriptedBackend
 
 
 def test_broken_model_shows_error_and_app_stays_usable(make_window, tmp_path: Path) -> None:

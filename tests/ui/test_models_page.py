@@ -13,8 +13,8 @@ from PySide6.QtWidgets import QApplication, QMessageBox
 from assistant import paths
 from assistant.config import Settings
 from assistant.llm.base import LLMBackend
-from assistant.llm.fake import ScriptedBackend
 from assistant.llm.registry import default_model_path
+from tests.fakes.scripted import ScriptedBackend
 
 REAL_WHEELS = paths.wheel_dir()
 SMOLLM = default_model_path()

@@ -7,11 +7,11 @@ from pathlib import Path
 
 from PySide6.QtCore import Qt
 
-from assistant.llm.fake import ScriptedBackend
 from assistant.service.events import PrefillProgress
 from assistant.service.status import Phase
 from assistant.ui.message_widgets import MessageWidget
 from assistant.ui.prompt_progress import progress_text
+from tests.fakes.scripted import ScriptedBackend
 
 LONG_PROMPT = "Please summarize these log lines.\n" + "\n".join(
     f"10:{i // 60:02d}:{i % 60:02d} GET /api/items/{i} served in {i % 97} ms" for i in range(260)

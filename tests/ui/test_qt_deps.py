@@ -115,7 +115,7 @@ def test_help_prints_usage_and_opens_no_window(args: tuple[str, ...]) -> None:
     proc = _run(*args)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.startswith("usage: python -m assistant")
-    for command in ("chat", "provision", "replay", "bench"):
+    for command in ("chat", "provision", "replay", "repair"):
         assert f"\n  {command}" in proc.stdout
 
 

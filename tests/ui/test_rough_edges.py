@@ -12,12 +12,12 @@ from PySide6.QtWidgets import QFileDialog, QToolButton
 
 from assistant import paths
 from assistant.config import Settings
-from assistant.llm.fake import ScriptedBackend
 from assistant.sessions.store import SessionStore
 from assistant.ui.markdown_view import MarkdownView
 from assistant.ui.message_widgets import MessageWidget
 from assistant.ui.notices import NoticeWidget
 from assistant.ui.theme import monospace_font
+from tests.fakes.scripted import ScriptedBackend
 
 LOG = "\n".join(
     f"2026-11-23 10:{i:02d}:00 INFO # worker-{i % 3} - served /api/items in {i * 7} ms"

@@ -83,7 +83,7 @@ def test_choosing_a_gguf_path(qtbot, tmp_path) -> None:  # type: ignore[no-untyp
 
 def test_save_persists_and_reloads_the_model(make_window) -> None:
     calls: list[tuple[str, int]] = []
-    from assistant.llm.fake import ScriptedBackend
+    from tests.fakes.scripted import ScriptedBackend
 
     backend = ScriptedBackend()
 
@@ -144,7 +144,7 @@ def test_an_unregistered_gguf_shows_the_trained_context_from_its_header(
 
 
 def test_a_system_prompt_too_large_for_the_loaded_model_is_refused_at_save(qtbot) -> None:  # type: ignore[no-untyped-def]
-    from assistant.llm.fake import ScriptedBackend
+    from tests.fakes.scripted import ScriptedBackend
 
     count = ScriptedBackend().count
     dialog = SettingsDialog(

@@ -5,8 +5,8 @@ from __future__ import annotations
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QApplication
 
-from assistant.llm.fake import ScriptedBackend
 from assistant.ui.settings_dialog import SettingsDialog
+from tests.fakes.scripted import ScriptedBackend
 
 
 def _chat(h, text: str) -> str:  # type: ignore[no-untyped-def]

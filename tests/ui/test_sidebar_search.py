@@ -8,8 +8,8 @@ from pathlib import Path
 
 from PySide6.QtCore import Qt
 
-from assistant.llm.fake import ScriptedBackend
 from assistant.service.chats import ChatSearch, snippet
+from tests.fakes.scripted import ScriptedBackend
 
 LONG_TITLE = (
     "Planning the spring trip to the Dolomites with the whole family and two dogs, "

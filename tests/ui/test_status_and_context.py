@@ -11,8 +11,8 @@ from pathlib import Path
 from PySide6.QtCore import Qt, QTimer
 
 from assistant.config import Settings
-from assistant.llm.fake import ScriptedBackend
 from assistant.ui.message_widgets import MessageWidget
+from tests.fakes.scripted import ScriptedBackend
 
 WRITING = "Writing the reply… (Esc to stop)"
 

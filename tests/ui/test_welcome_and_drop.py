@@ -11,10 +11,10 @@ from PySide6.QtGui import QDragEnterEvent, QDropEvent
 from PySide6.QtWidgets import QApplication, QFileDialog, QLabel, QWidget
 
 from assistant.config import Settings
-from assistant.llm.fake import ScriptedBackend
 from assistant.ui.message_widgets import MessageWidget
 from assistant.ui.tool_card import ToolCard
 from assistant.ui.welcome_view import EXAMPLE_PROMPTS
+from tests.fakes.scripted import ScriptedBackend
 
 
 def _file_mime(*paths: Path) -> QMimeData:

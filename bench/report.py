@@ -86,7 +86,7 @@ class BenchResult:
     notes: list[str] = field(default_factory=list)
     real_sessions: list[RealSessionResult] = field(default_factory=list)
     #: Prompt evaluation (issue 14): ``prefill``, ``resume``, ``reuse_quality``
-    #: (see :mod:`assistant.bench.perf_report`).
+    #: (see :mod:`bench.perf_report`).
     perf: dict[str, Any] = field(default_factory=dict)
     #: ``--engine server``: embedded vs. local server (``EngineComparison.to_json()``).
     engines: list[dict[str, Any]] = field(default_factory=list)
@@ -477,7 +477,7 @@ def _real_section(result: BenchResult) -> str:
         return ""
     text = (
         "### Real sessions: what the user said, seen by the model at the end\n\n"
-        "Another agent's real session replayed through each strategy (`assistant.bench."
+        "Another agent's real session replayed through each strategy (`bench."
         "real_sessions`): the must-facts of its `.facts.json` (the user's instructions, the "
         "paths read and written) matched against the prompt the model would get next (an "
         "overflowing prompt counts as nothing seen). Extractive: cl100k counts in the "
@@ -557,7 +557,7 @@ METHOD = """\
   it). Summarizer calls evaluate their own prompt (a fresh transcript) and are shown apart.
 * **Policy time** is thread CPU time inside `prepare` minus the summarizer's time, per chat
   call (in-run column), and, for the target, the controller's own measurement
-  (`assistant.bench.measure`) on a synthetic full 10,000-token window.
+  (`bench.measure`) on a synthetic full 10,000-token window.
 * **Retention**: a fact is *in context* when its probe string (the constraint's words, the
   path, the number) is in the last prompt of the workload (0 when that call overflowed). At
   the end each fact is asked as a question; *answered* means the reply contains the
@@ -644,11 +644,11 @@ def render_markdown(
             rows.append(([run_kind(r)] if several else []) + [t.goal, t.measured, met])
     parts = [
         "# Benchmarks: context management on a small local model",
-        "Regenerate with `make bench`: the quick run (`python -m assistant bench --quick "
+        "Regenerate with `make bench`: the quick run (`python -m bench --quick "
         "--report docs/BENCHMARKS.md`, all five strategies side by side in small windows, a "
         "few minutes) and then the full workloads in the app's real windows with (a) and (e) "
         "(`--strategy policy --strategy none`, under an hour on 2 cores); a run keeps the "
-        "other kind's saved results in the report. `python -m assistant bench` alone runs "
+        "other kind's saved results in the report. `python -m bench` alone runs "
         "all five strategies on the full workloads (hours on 2 cores). "
         "`--rerender results-full.json --rerender results-quick.json --report PATH` rebuilds "
         "the report from saved runs. Numbers depend on the machine and on what else runs on "

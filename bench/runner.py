@@ -63,7 +63,7 @@ from .recording import recording_backend
 from .strategies import DropHalf, Strategy, StrategyName, build_strategy
 from .workloads import ChatStep, Fact, ToolStep, Workload
 
-log = logging.getLogger("assistant.bench")
+log = logging.getLogger("bench")
 
 SummarizerFactory = Callable[[PromptCounter, TokenCounter], Summarizer]
 

@@ -1,6 +1,6 @@
-"""``python -m assistant bench``: run workloads x strategies and report.
+"""``python -m bench``: run workloads x strategies and report.
 
-    python -m assistant bench [--workload NAME ...] [--strategy NAME ...]
+    python -m bench [--workload NAME ...] [--strategy NAME ...]
                               [--model embedded|PATH|scripted] [--quick] [--json]
                               [--report PATH] [--seed N] [--save-workloads DIR]
                               [--engine embedded|server]
@@ -72,7 +72,7 @@ SCRIPTED_REPLY = "Here is a short answer about what you asked, keeping to your r
 
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
-        prog="python -m assistant bench",
+        prog="python -m bench",
         description="Benchmark context strategies on deterministic workloads.",
     )
     p.add_argument("--workload", action="append", metavar="NAME",
@@ -216,7 +216,7 @@ class _Models:
         if got is not None:
             return got
         if self.choice == "scripted":
-            from assistant.llm.fake import ScriptedBackend
+            from tests.fakes.scripted import ScriptedBackend
 
             backend: LLMBackend = ScriptedBackend(
                 window=n_ctx, trained_context=n_ctx, default_reply=SCRIPTED_REPLY
@@ -295,6 +295,7 @@ def _logging(verbose: bool, log_path: Path) -> Iterator[None]:
 def main(argv: list[str]) -> int:
     parser = _parser()
     args = parser.parse_args(argv)
+    args.argv = list(argv)
     try:
         names = [
             n if n.endswith(".jsonl") else canonical_name(n)
@@ -353,8 +354,7 @@ def _run(
     args: argparse.Namespace, workloads: list[Workload], strategies: list[StrategyName]
 ) -> BenchResult | None:
     started = time.perf_counter()
-    command = "python -m assistant bench" + (" " + " ".join(sys.argv[2:]) if
-                                             sys.argv[1:2] == ["bench"] else "")
+    command = "python -m bench " + " ".join(args.argv)
     result = BenchResult(
         command=command.strip(),
         started=_dt.datetime.now().strftime("%Y-%m-%d %H:%M"),
@@ -392,7 +392,7 @@ def _run(
         result.notes.append(
             f"{', '.join(left_out)} left out of this full run (`make bench` runs the full "
             "workloads with (a) and (e) so that it finishes in under an hour on 2 cores); the "
-            "quick run below compares all five side by side. `python -m assistant bench` runs "
+            "quick run below compares all five side by side. `python -m bench` runs "
             "every strategy on the full workloads."
         )
     opts = RunOptions(
@@ -632,13 +632,13 @@ def _micro(
         try:
             fn()
         except Exception as exc:  # a measurement failing must not lose the workloads
-            logging.getLogger("assistant.bench").exception("measurement failed")
+            logging.getLogger("bench").exception("measurement failed")
             result.notes.append(f"{label} measurement failed: {type(exc).__name__}: {exc}")
 
 
 class _QualityPairs:
     """Records the policy's chat calls on the local model, then measures chunk reuse
-    against full evaluation on them (:mod:`assistant.bench.reuse_quality`)."""
+    against full evaluation on them (:mod:`bench.reuse_quality`)."""
 
     def __init__(self, args: argparse.Namespace) -> None:
         self.enabled = not args.no_reuse_quality and args.model != "scripted"
@@ -675,7 +675,7 @@ class _QualityPairs:
         try:
             got = measure(backend, self.pairs, min_positions=self.positions, progress=_progress)
         except Exception as exc:  # a measurement failing must not lose the workloads
-            logging.getLogger("assistant.bench").exception("reuse quality failed")
+            logging.getLogger("bench").exception("reuse quality failed")
             result.notes.append(f"chunk reuse quality failed: {type(exc).__name__}: {exc}")
             return
         summary = got.summary()

@@ -1,6 +1,6 @@
 """Embedded engine vs. server engine: what the HTTP path costs per model call.
 
-``python -m assistant bench --engine server`` runs one workload/strategy pair (W1 with the
+``python -m bench --engine server`` runs one workload/strategy pair (W1 with the
 policy when they are in the run) twice: in this process through llama.cpp (the embedded
 engine, as every run does) and through
 llama-cpp-python's OpenAI-compatible server on 127.0.0.1 (:class:`~assistant.llm.
@@ -41,7 +41,7 @@ from .runner import RunOptions, run_workload
 from .strategies import StrategyName
 from .workloads import Workload
 
-log = logging.getLogger("assistant.bench")
+log = logging.getLogger("bench")
 
 
 @dataclass
@@ -289,7 +289,7 @@ def render_section(comparisons: Sequence[dict[str, Any]]) -> str:
         f"{first['threads']} threads, one after the other; the server engine counted with "
         f"{first['counting']}. Values are embedded / server over the chat calls; the ratios "
         "are server / embedded (TTFT above 1 and decode speed below 1 are what the HTTP "
-        "path costs). Repeat with `python -m assistant bench --workload W1 --strategy policy "
+        "path costs). Repeat with `python -m bench --workload W1 --strategy policy "
         "--engine server` (add `--quick` for a few-minute run).",
         "",
         "| workload | strategy | timed calls | TTFT median (s) | TTFT ratio "

@@ -5,10 +5,10 @@
   ``Llama.generate`` on the same prompt tokens, same sampler, same cached prefix. Reps
   alternate between the two; medians are reported.
 * :func:`policy_time` - the controller's per-call work at a full local window (10,000
-  tokens), through :func:`assistant.bench.measure.measure_policy` with the model's own
+  tokens), through :func:`bench.measure.measure_policy` with the model's own
   tokenizer.
 * :func:`summary_time` - one compaction of a full local window written by the model
-  (:func:`assistant.bench.measure.summary_prefill`), with the chat cached as in the
+  (:func:`bench.measure.summary_prefill`), with the chat cached as in the
   app and, optionally, with nothing cached.
 
 The raw side is :meth:`LlamaBackend.raw_generation_seconds`; for other backends

@@ -1,9 +1,9 @@
 """The benchmark report's prompt-evaluation part (issue 14): targets and a section.
 
 Reads ``BenchResult.perf`` (filled by ``bench.cli``): ``prefill`` (in-app vs raw llama.cpp,
-:func:`assistant.bench.prefill.prefill_speed`), ``resume`` (a reopened chat,
-:func:`~assistant.bench.prefill.resume_ttft`), ``reuse_quality``
-(:mod:`assistant.bench.reuse_quality`), and the per-run re-evaluated share and TTFT bound
+:func:`bench.prefill.prefill_speed`), ``resume`` (a reopened chat,
+:func:`~bench.prefill.resume_ttft`), ``reuse_quality``
+(:mod:`bench.reuse_quality`), and the per-run re-evaluated share and TTFT bound
 from the summaries.
 """
 

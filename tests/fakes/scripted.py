@@ -9,7 +9,7 @@ the prompt messages.
     backend = ScriptedBackend(["Hello!", lambda msgs: "You said " + msgs[-1]["content"]])
 
 A call with a grammar (``GenerationOptions.grammar``) simulates a constrained model: the
-reply must be in the grammar's language (checked with :func:`assistant.llm.gbnf.to_regex`;
+reply must be in the grammar's language (checked with :func:`tests.fakes.gbnf.to_regex`;
 a reply such a model could not write raises ``ValueError``: the test's script is wrong;
 with no reply queued it writes the shortest text the grammar allows, or the default reply
 if that is allowed).
@@ -41,8 +41,8 @@ from assistant.llm.base import (
 )
 from assistant.llm.cache_reuse import common_prefix
 from assistant.llm.fallback_tokenizer import Cl100kTokenizer
-from assistant.llm.gbnf import GBNFSyntaxError, shortest, to_regex
 from assistant.llm.template import ChatTemplate
+from tests.fakes.gbnf import GBNFSyntaxError, shortest, to_regex
 
 Reply = str | Callable[[list[dict[str, Any]]], str]
 

@@ -149,7 +149,7 @@ class RunRecord:
     #: Raw llama.cpp prompt evaluation of the run's model (tokens/s), for the TTFT bound.
     raw_prefill_tps: float | None = None
     #: Raw llama.cpp prompt tokens/s by context depth: [[depth, tokens/s], ...] (pieces of
-    #: 512 tokens from an empty cache; :func:`~assistant.bench.prefill.raw_prefill_curve`).
+    #: 512 tokens from an empty cache; :func:`~bench.prefill.raw_prefill_curve`).
     raw_prefill_curve: list[list[float]] | None = None
     #: Whether chunk reuse was on for the run.
     chunk_reuse: bool = False

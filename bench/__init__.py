@@ -1,4 +1,4 @@
-"""The context-management benchmark (``python -m assistant bench``).
+"""The context-management benchmark (``python -m bench``).
 
 Modules, each small and separately testable:
 
