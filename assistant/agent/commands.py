@@ -10,6 +10,7 @@ Shared by the window and the terminal chat so both understand the same input:
 ``!COMMAND``          run a shell command in the workspace
 ``/help``, ``/clear``, ``/compact [focus]``, ``/model [name]``, ``/mode [local|standard]``,
 ``/resume [id]``, ``/export [path]``: app commands, handled by the app layer
+(:data:`COMMANDS` is the one table of them all)
 ``//text``            send ``/text`` as an ordinary message
 =================  =============================================================
 
@@ -26,6 +27,50 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 AppCommandName = Literal["help", "clear", "compact", "model", "mode", "resume", "export"]
+
+
+@dataclass(frozen=True)
+class CommandSpec:
+    """One command as the user sees it: the parser, ``/help`` and the window's completion
+    popup all read :data:`COMMANDS`, so they cannot disagree."""
+
+    #: What the user types first: ``/name``, or ``!`` for a shell command.
+    command: str
+    #: Its arguments as shown (``[optional]``, ``PLACEHOLDER``).
+    arguments: str
+    #: One line for ``/help`` and the popup.
+    description: str
+    #: ``app``: handled by the app layer; ``tool``: runs a tool and enters the chat.
+    kind: Literal["app", "tool", "shell"]
+
+    @property
+    def name(self) -> str:
+        return self.command.lstrip("/!")
+
+    @property
+    def usage(self) -> str:
+        if self.kind == "shell":
+            return f"!{self.arguments}"
+        return f"{self.command} {self.arguments}".strip()
+
+
+#: Every command, in the order ``/help`` and the popup list them.
+COMMANDS: tuple[CommandSpec, ...] = (
+    CommandSpec("/read", "PATH [START-END]",
+                "show a workspace file (or drop a file on the window)", "tool"),
+    CommandSpec("/ls", "[PATH]", "list a workspace folder", "tool"),
+    CommandSpec("/find", "GLOB", "find files by name, e.g. /find *.md", "tool"),
+    CommandSpec("/grep", "PATTERN [PATH]", "search file contents", "tool"),
+    CommandSpec("!", "COMMAND", "run a shell command in the workspace", "shell"),
+    CommandSpec("/compact", "[focus]", "summarize older messages now", "app"),
+    CommandSpec("/clear", "", "start a new, empty chat", "app"),
+    CommandSpec("/model", "[name]", "show or switch the model", "app"),
+    CommandSpec("/mode", "[local|standard]", "show or switch the context policy", "app"),
+    CommandSpec("/resume", "[id]", "reopen an earlier chat", "app"),
+    CommandSpec("/export", "[path.md|path.json]", "save this chat as Markdown or JSON", "app"),
+    CommandSpec("/help", "", "this list", "app"),
+)
+
 APP_COMMANDS: tuple[AppCommandName, ...] = (
     "help",
     "clear",
@@ -35,24 +80,19 @@ APP_COMMANDS: tuple[AppCommandName, ...] = (
     "resume",
     "export",
 )
-TOOL_COMMANDS = ("read", "ls", "find", "grep")
+TOOL_COMMANDS = tuple(c.name for c in COMMANDS if c.kind == "tool")
 
-HELP_TEXT = """\
-Commands:
-  /read PATH [START-END]   show a workspace file (or drop a file on the window)
-  /ls [PATH]               list a workspace folder
-  /find GLOB               find files, e.g. /find *.md
-  /grep PATTERN [PATH]     search file contents
-  !COMMAND                 run a shell command in the workspace
-  /compact [focus]         summarize older messages now
-  /clear                   start a new chat
-  /model [name]            show or switch the model
-  /mode [local|standard]   show or switch the context policy
-  /resume [id]             reopen an earlier chat
-  /export [path]           save this chat as Markdown/JSON
-  /help                    this list
-Tool results enter the chat; ask the assistant about them in your next message.
-Start a message with // to send a line that begins with /."""
+
+def _help_text() -> str:
+    width = max(len(c.usage) for c in COMMANDS) + 3
+    lines = ["Commands:"]
+    lines += [f"  {c.usage.ljust(width)}{c.description}" for c in COMMANDS]
+    lines.append("Tool results enter the chat; ask the assistant about them in your next message.")
+    lines.append("Start a message with // to send a line that begins with /.")
+    return "\n".join(lines)
+
+
+HELP_TEXT = _help_text()
 
 _COMMAND_WORD = re.compile(r"/([A-Za-z][A-Za-z_-]*)(?=\s|$)")
 _RANGE = re.compile(r"^(\d+)(?:[-:](\d+))?$")

@@ -1,4 +1,8 @@
-"""The model registry (``registry.json``, package data beside this module) and model files.
+"""The model registry and model files.
+
+The registry's source is ``models/registry.json`` at the top of the project; a wheel carries
+a copy as package data beside this module (``setup.py`` puts it there), a checkout reads the
+source, and a frozen app its bundled copy.
 
 Each entry names a file, its sha256 and size, license, trained context length and where the
 chat template comes from. Files live in the user's model directory (``paths.model_dir()``);
@@ -64,12 +68,20 @@ def registry_path() -> Path | None:
     return None
 
 
+#: The registry's source in a checkout of the project (``models/`` beside ``assistant/``).
+SOURCE_REGISTRY = Path(__file__).resolve().parents[2] / "models" / "registry.json"
+
+
 def registry_text() -> str:
-    """The registry shipped with the code: package data, so a wheel install has it too."""
+    """The registry shipped with the code: the frozen app's bundled copy, the package data
+    of an installed wheel, or the checkout's ``models/registry.json``."""
     path = registry_path()
     if path is not None:
         return path.read_text(encoding="utf-8")
-    return resources.files("assistant.llm").joinpath("registry.json").read_text(encoding="utf-8")
+    shipped = resources.files("assistant.llm").joinpath("registry.json")
+    if shipped.is_file():
+        return shipped.read_text(encoding="utf-8")
+    return SOURCE_REGISTRY.read_text(encoding="utf-8")
 
 
 def load_registry(path: Path | None = None) -> Registry:

@@ -20,21 +20,7 @@ from PySide6.QtCore import (
 from PySide6.QtGui import QKeyEvent
 from PySide6.QtWidgets import QCompleter, QListView, QPlainTextEdit
 
-#: (command, arguments, description), in the order the popup lists them.
-COMMANDS: tuple[tuple[str, str, str], ...] = (
-    ("/help", "", "Show the commands and shortcuts"),
-    ("/clear", "", "Start a new, empty chat"),
-    ("/compact", "[focus]", "Summarize older messages now"),
-    ("/model", "[name]", "Show or switch the model"),
-    ("/mode", "[local|standard]", "Show or switch the context mode"),
-    ("/resume", "[chat]", "Open an earlier chat"),
-    ("/export", "[md|json]", "Save this chat as Markdown or OpenAI JSON"),
-    ("/read", "<path>", "Read a workspace file into the chat"),
-    ("/ls", "[folder]", "List a workspace folder"),
-    ("/find", "<pattern>", "Find files by name"),
-    ("/grep", "<regex> [path]", "Search file contents"),
-    ("!", "<command>", "Run a shell command in the workspace"),
-)
+from assistant.agent.commands import COMMANDS
 
 COMMAND_ROLE = Qt.ItemDataRole.UserRole + 1
 
@@ -53,14 +39,13 @@ class CommandModel(QAbstractListModel):
     ) -> Any:
         if not index.isValid() or not 0 <= index.row() < len(COMMANDS):
             return None
-        command, args, description = COMMANDS[index.row()]
+        spec = COMMANDS[index.row()]
         if role == Qt.ItemDataRole.DisplayRole:
-            shown = f"{command} {args}".strip() if command != "!" else f"!{args}"
-            return f"{shown}   —   {description}"
+            return f"{spec.usage}   —   {spec.description}"
         if role in (COMMAND_ROLE, Qt.ItemDataRole.EditRole):
-            return command
+            return spec.command
         if role == Qt.ItemDataRole.ToolTipRole:
-            return description
+            return spec.description
         return None
 
 

@@ -7,6 +7,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from assistant.agent.commands import (
+    APP_COMMANDS,
+    COMMANDS,
     HELP_TEXT,
     AppCommand,
     ChatInput,
@@ -94,6 +96,18 @@ def test_help_lists_every_command() -> None:
         "/help",
     ):
         assert word in HELP_TEXT
+
+
+def test_one_table_feeds_the_parser_and_help() -> None:
+    """/help, the parser and the window's popup read the same table (they once disagreed:
+    /help said `/export [path]`, the popup `[md|json]`)."""
+    assert set(APP_COMMANDS) == {c.name for c in COMMANDS if c.kind == "app"}
+    for spec in COMMANDS:
+        assert spec.usage in HELP_TEXT and spec.description in HELP_TEXT
+        typed = spec.command + (" x" if spec.kind != "app" else "")
+        parsed = parse_input(typed)
+        expected = {"app": AppCommand, "tool": ToolCommand, "shell": ToolCommand}[spec.kind]
+        assert isinstance(parsed, expected), (spec, parsed)
 
 
 @given(st.text())

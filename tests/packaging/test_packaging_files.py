@@ -30,7 +30,7 @@ DESKTOP = PACKAGING / "offline-assistant.desktop"
 METAINFO = PACKAGING / "io.github.offline_assistant.metainfo.xml"
 ICON = PACKAGING / "offline-assistant.svg"
 SPEC = PACKAGING / "assistant.spec"
-REGISTRY = ROOT / "assistant" / "llm" / "registry.json"
+REGISTRY = ROOT / "models" / "registry.json"
 APP_NAME = "offline-assistant"
 SVG_NS = "{http://www.w3.org/2000/svg}"
 
@@ -181,8 +181,8 @@ def test_spec_parses_and_names_the_app() -> None:
 def test_spec_bundles_registry_and_model_under_models(support: ModuleType) -> None:
     strings = _spec_strings()
     attributes = _spec_attributes()
-    # The registry comes from the package data (assistant/llm/registry.json)...
-    assert {"assistant", "llm", "registry.json"} <= strings
+    # The registry comes from its source (models/registry.json)...
+    assert {"models", "registry.json"} <= strings
     assert REGISTRY.is_file()
     # ...and lands, with the verified model, in models/ inside the bundle, where the frozen
     # app looks (Path(sys._MEIPASS) / "models" / ...).

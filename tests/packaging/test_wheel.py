@@ -39,7 +39,8 @@ def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
     src = tmp_path_factory.mktemp("src")
     shutil.copytree(ROOT / "assistant", src / "assistant",
                     ignore=shutil.ignore_patterns("__pycache__"))
-    for name in ("pyproject.toml", "README.md"):
+    shutil.copytree(ROOT / "models", src / "models")
+    for name in ("pyproject.toml", "README.md", "setup.py"):
         shutil.copy(ROOT / name, src / name)
     out = tmp_path_factory.mktemp("wheel")
     proc = _run(
@@ -79,7 +80,7 @@ def test_the_wheel_carries_the_registry(wheel: Path) -> None:
         names = set(zf.namelist())
         assert "assistant/llm/registry.json" in names
         shipped = json.loads(zf.read("assistant/llm/registry.json"))
-    source = json.loads((ROOT / "assistant" / "llm" / "registry.json").read_text())
+    source = json.loads((ROOT / "models" / "registry.json").read_text())
     assert shipped == source
     assert not any(n.endswith(".gguf") for n in names)
 

@@ -7,7 +7,7 @@ from pathlib import Path
 from PySide6.QtCore import Qt
 
 from assistant.ui.notices import NoticeWidget
-from assistant.ui.slash_completer import COMMANDS
+from assistant.agent.commands import COMMANDS
 
 
 def test_slash_shows_every_command(make_window) -> None:
@@ -15,7 +15,7 @@ def test_slash_shows_every_command(make_window) -> None:
     h.qtbot.keyClicks(h.window.input, "/")
     completer = h.window.input.completer
     h.qtbot.waitUntil(lambda: completer.popup_visible)
-    assert completer.matches() == [c for c, _a, _d in COMMANDS if c.startswith("/")]
+    assert completer.matches() == [c.command for c in COMMANDS if c.command.startswith("/")]
     for name in (
         "/help",
         "/clear",
