@@ -6,8 +6,8 @@ from pathlib import Path
 
 from PySide6.QtCore import Qt
 
-from assistant.ui.notices import NoticeWidget
 from assistant.agent.commands import COMMANDS
+from assistant.ui.notices import NoticeWidget
 
 
 def test_slash_shows_every_command(make_window) -> None:
