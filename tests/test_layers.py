@@ -68,6 +68,7 @@ def test_qt_and_llama_cpp_rules_cover_every_other_module() -> None:
 def test_a_broken_rule_fails_the_check(tmp_path: Path) -> None:
     copy = tmp_path / "project"
     shutil.copytree(PKG, copy / "assistant", ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(ROOT / "bench", copy / "bench", ignore=shutil.ignore_patterns("__pycache__"))
     shutil.copy(ROOT / "pyproject.toml", copy / "pyproject.toml")
     prune = copy / "assistant" / "compaction" / "prune.py"
     prune.write_text(prune.read_text() + "\nimport PySide6.QtCore  # noqa\n")
@@ -75,10 +76,16 @@ def test_a_broken_rule_fails_the_check(tmp_path: Path) -> None:
     registry.write_text(registry.read_text() + "\nimport assistant.agent.loop  # noqa\n")
     cli = copy / "assistant" / "cli" / "chat.py"
     cli.write_text(cli.read_text() + "\nimport llama_cpp  # noqa\n")
+    store = copy / "assistant" / "sessions" / "store.py"
+    store.write_text(store.read_text() + "\nimport assistant.compaction.branch  # noqa\n")
+    replay = copy / "assistant" / "replay.py"
+    replay.write_text(replay.read_text() + "\nimport bench.metrics  # noqa\n")
     proc = _lint(copy)
     assert proc.returncode == 1
     out = " ".join(proc.stdout.split())
-    assert "3 broken" in out
+    assert "4 broken" in out
+    assert "assistant.sessions.store -> assistant.compaction.branch" in out
+    assert "assistant.replay -> bench.metrics" in out
     assert "assistant.compaction.prune -> PySide6" in out
     assert "assistant.llm.registry -> assistant.agent.loop" in out
     assert "assistant.cli.chat -> llama_cpp" in out

@@ -65,7 +65,7 @@ class ChatHandle:
         tree: ChatTree,
         writer: JournalWriter | None,
         lock: ChatLock | None,
-        summarizer: Summarizer,
+        summarizer: Summarizer | None,
         summary_budget: int,
         warnings: list[str] | None = None,
         on_close: Callable[[ChatHandle], None] | None = None,
@@ -282,8 +282,8 @@ class ChatHandle:
         """Make ``entry_id`` the active position (a checkout entry records it).
 
         With ``summarize``, the messages of the branch being left since the common ancestor
-        are summarized within :attr:`summary_budget` by :attr:`summarizer` and the summary is
-        attached there as a ``branch_summary`` entry, so the new branch's context carries it.
+        are summarized within :attr:`summary_budget` by :attr:`summarizer` (if there is one) and
+        the summary is attached there as a ``branch_summary`` entry, so the new branch's context carries it.
         If the summarizer raises, nothing changes and the error propagates (retry, or pass
         ``summarize=False``). Call it between turns, not while the engine is appending.
         """
@@ -303,7 +303,7 @@ class ChatHandle:
     def _move_to(self, target: str | None, *, summarize: bool) -> bool:
         """Point the leaf at ``target``; returns True if a summary entry was written there."""
         wrote = False
-        if summarize:
+        if summarize and self.summarizer is not None:
             ancestor = self._tree.common_ancestor(self._leaf, target)
             after = {e.id for e in self._tree.path(self._leaf)} - {
                 e.id for e in self._tree.path(ancestor)

@@ -27,7 +27,6 @@ from typing import Any
 
 from assistant import jsonlimits, paths
 from assistant.atomicfile import write_atomically
-from assistant.compaction.branch import BranchSummarizer
 from assistant.conversation import Conversation, new_id
 from assistant.jsonlimits import MAX_DOCUMENT_DEPTH
 from assistant.sessions.entries import SCHEMA_VERSION, ChatHeader
@@ -99,9 +98,10 @@ class SessionStore:
         self.root = root if root is not None else paths.sessions_dir()
         self.trash_dir = self.root / "trash"
         self.lock_dir = self.root / ".locks"
-        #: Summarizes abandoned branches (default: compaction's branch summarizer without a
-        #: model; the session service gives it the loaded model's tokenizer).
-        self.summarizer: Summarizer = summarizer or BranchSummarizer()
+        #: Summarizes abandoned branches. The session service gives it compaction's branch
+        #: summarizer (with the loaded model's tokenizer); without one, leaving a branch
+        #: attaches no summary (storage sits below compaction and never imports it).
+        self.summarizer: Summarizer | None = summarizer
         self.summary_budget = summary_budget
         self._open: dict[str, ChatHandle] = {}
         self._deleted: list[str] = []

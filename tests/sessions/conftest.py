@@ -7,12 +7,13 @@ from collections.abc import Iterator
 import pytest
 
 from assistant import paths
+from assistant.compaction.branch import BranchSummarizer
 from assistant.sessions import SessionStore
 
 
 @pytest.fixture
 def store() -> Iterator[SessionStore]:
-    s = SessionStore()
+    s = SessionStore(summarizer=BranchSummarizer())
     assert s.root == paths.sessions_dir()
     yield s
     s.close_all()
