@@ -282,8 +282,9 @@ class ChatHandle:
         """Make ``entry_id`` the active position (a checkout entry records it).
 
         With ``summarize``, the messages of the branch being left since the common ancestor
-        are summarized within :attr:`summary_budget` by :attr:`summarizer` (if there is one) and
-        the summary is attached there as a ``branch_summary`` entry, so the new branch's context carries it.
+        are summarized within :attr:`summary_budget` by :attr:`summarizer` (if there is one)
+        and the summary is attached there as a ``branch_summary`` entry, so the new branch's
+        context carries it.
         If the summarizer raises, nothing changes and the error propagates (retry, or pass
         ``summarize=False``). Call it between turns, not while the engine is appending.
         """
