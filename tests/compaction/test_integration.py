@@ -40,15 +40,11 @@ ANSWER = (
 
 
 @pytest.fixture(scope="module")
-def backend() -> Any:
-    from assistant.llm.registry import default_model_path
-
-    path = default_model_path()
-    if not path.exists():
-        pytest.skip(f"model not provisioned at {path}")
+def backend(embedded_model_path: Any) -> Any:
+    # A missing model fails (the session fixture says how to provide it), as everywhere.
     from assistant.llm.llama_backend import LlamaBackend
 
-    be = LlamaBackend.load(path, n_ctx=10_000)
+    be = LlamaBackend.load(embedded_model_path, n_ctx=10_000)
     yield be
     be.close()
 
