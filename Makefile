@@ -8,7 +8,7 @@ STAMPS := .stamps
 ARTIFACTS ?= $(CURDIR)/test-artifacts
 export CMAKE_BUILD_PARALLEL_LEVEL ?= 2
 
-.PHONY: run qt-check test lint typecheck setup model models bench package package-test clean \
+.PHONY: run qt-check test check lint typecheck setup model models bench package package-test clean \
 	llama-build
 
 setup: $(STAMPS)/install llama-build model
@@ -63,6 +63,11 @@ lint: $(STAMPS)/install
 	$(PY) -m ruff check assistant bench tests
 	$(PY) -m mypy
 	$(VENV)/bin/lint-imports
+
+# The inner loop (a few minutes): lint, types, contracts and the unit tests, two at a time.
+# No real model, no server, nothing marked slow: `make test` (what CI runs) has them all.
+check: lint
+	QT_QPA_PLATFORM=offscreen $(PY) -m pytest -q -n 2 -m "not integration and not slow"
 
 test: setup models lint
 	@mkdir -p $(ARTIFACTS)

@@ -89,8 +89,9 @@ def test_full_window_summary_under_the_grammar_is_accepted_and_then_updated(
     assert out.grammar, out.note  # SmolLM2's vocabulary follows the grammar
     assert first.summarizer == "model", (first.rejected, out.text)
     assert follows_skeleton(out.text)
-    # What the model wrote names the conversation's own files and rules.
-    assert any(p in first.summary for p in PLANTED_PATHS)
+    # What the model itself wrote (not the record code appends after it) names the
+    # conversation's own files.
+    assert any(p in out.text for p in PLANTED_PATHS), out.text
     said = " ".join(m.content for m in spy.requests[-1].history if m.role == "user")
     summarized_rules = [rule for rule in CONSTRAINTS if rule in said]
     assert summarized_rules
@@ -106,9 +107,8 @@ def test_full_window_summary_under_the_grammar_is_accepted_and_then_updated(
     # with missing headings, a loop or a reply cut at the limit impossible. (This chat only
     # reads files: whether SmolLM2's update says enough about it depends on where the first
     # summary left the chat; acceptance is measured over real chats by the benchmark.)
-    assert second.summarizer == "model" or second.rejected, (second.rejected, out.text)
-    for reason in second.rejected:
-        assert not any(form in reason for form in _FORM_PROBLEMS), second.rejected
+    assert second.summarizer == "model", (second.rejected, out.text)
+    assert any(p in out.text for p in PLANTED_PATHS), out.text
     for rule in summarized_rules:  # carried into the updated summary
         assert rule in second.summary
     print({"first": first.duration_s, "second": second.duration_s,
