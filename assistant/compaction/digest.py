@@ -22,9 +22,10 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from assistant.compaction.file_tracking import call_target
 from assistant.compaction.user_text import is_substantive, split_user_text
 from assistant.compaction.validate import parse_sections
-from assistant.conversation import Message
+from assistant.conversation import Message, ToolCall
 
 #: Words quoted of a user request, of a rule, of the assistant's last reply.
 REQUEST_WORDS = 25
@@ -57,17 +58,15 @@ class Digest:
     previous: dict[str, list[str]] = field(default_factory=dict)
 
 
-def _target(arguments: dict[str, object]) -> str:
+def _target(call: ToolCall) -> str:
     """A tool call's path (its last three parts) or command (clipped)."""
-    for key in ("path", "file_path", "command", "pattern", "query", "url"):
-        value = arguments.get(key)
-        if not value:
-            continue
-        text = " ".join(str(value).split())
-        if key in ("path", "file_path") and "/" in text:
-            text = "/".join(text.rstrip("/").split("/")[-3:])
-        return text if len(text) <= TARGET_CHARS else text[: TARGET_CHARS - 4].rstrip() + " ..."
-    return ""
+    target = call_target(call)
+    if target is None:
+        return ""
+    text = " ".join(target.text.split())
+    if target.is_path and "/" in text:
+        text = "/".join(text.rstrip("/").split("/")[-3:])
+    return text if len(text) <= TARGET_CHARS else text[: TARGET_CHARS - 4].rstrip() + " ..."
 
 
 def actions(span: Sequence[Message], limit: int = MAX_ACTIONS) -> list[str]:
@@ -78,7 +77,7 @@ def actions(span: Sequence[Message], limit: int = MAX_ACTIONS) -> list[str]:
     failed: list[str] = []
     for msg in span:
         for call in msg.tool_calls:
-            target = _target(call.arguments)
+            target = _target(call)
             targets = used.setdefault(call.name, [])
             if target and target not in targets:
                 targets.append(target)
@@ -108,7 +107,7 @@ def names(span: Sequence[Message], limit: int = MAX_NAMES) -> list[str]:
             if _is_name(word, initial):
                 counts[word] += 1
         for call in msg.tool_calls:
-            target = _target(call.arguments)
+            target = _target(call)
             if target and " " not in target:
                 counts[target] += 1
     return [w for w, _ in counts.most_common(limit)]

@@ -34,12 +34,32 @@ PATH_KEYS = (
 )
 
 
-def call_path(call: ToolCall) -> str | None:
-    for key in PATH_KEYS:
+#: What a call that names no file works on: a search pattern, a command, an address.
+OTHER_TARGET_KEYS = ("pattern", "glob", "query", "command", "cmd", "url")
+
+
+@dataclass(frozen=True)
+class CallTarget:
+    """What one tool call works on: a file path, or (``is_path`` false) a pattern, command
+    or address. The one place that decides it, for the file lists, the notes on cleared
+    and cut outputs and the digest of what the assistant did."""
+
+    text: str
+    is_path: bool
+
+
+def call_target(call: ToolCall) -> CallTarget | None:
+    for key in (*PATH_KEYS, *OTHER_TARGET_KEYS):
         value = call.arguments.get(key)
         if isinstance(value, str) and value.strip():
-            return value.strip()
+            return CallTarget(value.strip(), key in PATH_KEYS)
     return None
+
+
+def call_path(call: ToolCall) -> str | None:
+    """The file a call reads or writes, if it names one."""
+    target = call_target(call)
+    return target.text if target is not None and target.is_path else None
 
 
 def _add(target: list[str], path: str) -> None:

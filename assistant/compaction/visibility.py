@@ -31,7 +31,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from assistant.compaction.cut_point import is_turn_start
-from assistant.compaction.file_tracking import PATH_KEYS, READ_TOOLS
+from assistant.compaction.file_tracking import READ_TOOLS, call_target
 from assistant.conversation import PRUNED_PLACEHOLDER, Message, ToolCall
 
 Count = Callable[[str], int]
@@ -46,7 +46,6 @@ HEAD_SHARE = 2 / 3
 #: Longest target (path, pattern, command) quoted in a note.
 TARGET_CHARS = 80
 
-_TARGET_KEYS = (*PATH_KEYS, "pattern", "glob", "query", "command", "cmd", "url")
 _READ_HEADER = re.compile(
     r"^.+ \((?:lines (?P<a>[\d,]+)-(?P<b>[\d,]+) of [\d,]+|(?P<total>[\d,]+) lines)\)$"
 )
@@ -105,16 +104,13 @@ def calls_by_id(messages: Sequence[Message]) -> dict[str, ToolCall]:
 
 # -- describing an output ---------------------------------------------------------------------
 def _target(call: ToolCall | None) -> str:
-    if call is None:
+    target = call_target(call) if call is not None else None
+    if target is None:
         return ""
-    for key in _TARGET_KEYS:
-        value = call.arguments.get(key)
-        if isinstance(value, str) and value.strip():
-            text = " ".join(value.split())
-            if len(text) > TARGET_CHARS:
-                text = text[: TARGET_CHARS - 3] + "..."
-            return text if key in PATH_KEYS else repr(text)
-    return ""
+    text = " ".join(target.text.split())
+    if len(text) > TARGET_CHARS:
+        text = text[: TARGET_CHARS - 3] + "..."
+    return text if target.is_path else repr(text)
 
 
 def _int(value: str | None) -> int | None:
