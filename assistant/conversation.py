@@ -19,11 +19,13 @@ from typing import Any, Literal, Protocol
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 
 from assistant import jsonlimits
-from assistant.jsonlimits import MAX_ARGUMENT_DEPTH
+from assistant.jsonlimits import MAX_ARGUMENT_CHARS, MAX_ARGUMENT_DEPTH, MAX_DOCUMENT_DEPTH
 
 Role = Literal["system", "user", "assistant", "tool"]
 
 PRUNED_PLACEHOLDER = "[Old tool result content cleared]"
+#: Characters of a not-understood tool call's arguments the model is shown again.
+RAW_ARGUMENTS_SHOWN = 2_000
 
 
 def new_id() -> str:
@@ -48,6 +50,21 @@ class ToolCall(BaseModel):
         if self.raw_arguments is not None:
             return self.raw_arguments
         return json.dumps(self.arguments, ensure_ascii=False, sort_keys=True)
+
+    def model_arguments(self) -> str:
+        """The arguments as the model is shown them.
+
+        A valid call's object; for one that could not be understood, what it wrote as a
+        JSON *string* (cut to :data:`RAW_ARGUMENTS_SHOWN` characters), so a template or a
+        server reading it never decodes the raw text again (it may be nested thousands of
+        levels deep) and the prompt stays small."""
+        if self.raw_arguments is None:
+            return self.arguments_json()
+        raw = self.raw_arguments
+        if len(raw) > RAW_ARGUMENTS_SHOWN:
+            more = len(raw) - RAW_ARGUMENTS_SHOWN
+            raw = raw[:RAW_ARGUMENTS_SHOWN] + f" [... {more:,} more characters]"
+        return json.dumps(raw, ensure_ascii=False)
 
 
 class Message(BaseModel):
@@ -86,7 +103,12 @@ class Message(BaseModel):
                 {
                     "id": call.id,
                     "type": "function",
-                    "function": {"name": call.name, "arguments": call.arguments_json()},
+                    "function": {
+                        "name": call.name,
+                        "arguments": call.model_arguments()
+                        if as_model_sees
+                        else call.arguments_json(),
+                    },
                 }
                 for call in self.tool_calls
             ]
@@ -137,23 +159,32 @@ class Message(BaseModel):
 
 
 def _parse_arguments(value: Any) -> tuple[dict[str, Any], str | None]:
-    """(arguments, None), or ({}, the text as written) when they are not a JSON object or
-    nest deeper than a tool call may (kept as text, never a crash later)."""
-    if isinstance(value, dict):
-        if jsonlimits.value_depth(value, MAX_ARGUMENT_DEPTH) > MAX_ARGUMENT_DEPTH:
-            return {}, json.dumps(value)
-        return value, None
+    """(arguments, None), or ({}, the text as written) when they are not a JSON object,
+    nest deeper or are longer than a tool call's may (kept as text, never a crash later)."""
     if isinstance(value, str):
-        try:
-            parsed = (
-                jsonlimits.loads(value, "arguments", MAX_ARGUMENT_DEPTH) if value.strip() else {}
-            )
-        except ValueError:
-            return {}, value
-        if isinstance(parsed, dict):
-            return parsed, None
-        return {}, value
-    return {}, json.dumps(value)
+        text = value
+    elif jsonlimits.value_depth(value, MAX_DOCUMENT_DEPTH) > MAX_DOCUMENT_DEPTH:
+        raise jsonlimits.TooDeepError("the arguments of a tool call", MAX_DOCUMENT_DEPTH)
+    else:
+        text = json.dumps(value, ensure_ascii=False)
+        if (
+            isinstance(value, dict)
+            and len(text) <= MAX_ARGUMENT_CHARS
+            and jsonlimits.value_depth(value, MAX_ARGUMENT_DEPTH) <= MAX_ARGUMENT_DEPTH
+        ):
+            return value, None
+        return {}, text
+    try:
+        parsed = (
+            jsonlimits.loads(text, "arguments", MAX_ARGUMENT_DEPTH, MAX_ARGUMENT_CHARS)
+            if text.strip()
+            else {}
+        )
+    except ValueError:
+        return {}, text
+    if isinstance(parsed, dict):
+        return parsed, None
+    return {}, text
 
 
 class CompactionReason(StrEnum):

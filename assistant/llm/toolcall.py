@@ -30,8 +30,9 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from assistant import jsonlimits
 from assistant.conversation import ToolCall
-from assistant.jsonlimits import MAX_ARGUMENT_DEPTH, text_depth, value_depth
+from assistant.jsonlimits import MAX_ARGUMENT_CHARS, MAX_ARGUMENT_DEPTH, value_depth
 
 #: Fence languages whose content must be a tool call.
 CALL_FENCES = frozenset(
@@ -164,18 +165,30 @@ def _too_deep(limit: int) -> str:
     return f"its arguments are nested more than {limit} levels deep"
 
 
+def _load_arguments(text: str) -> Any:
+    """Arguments written as JSON text, through the one bounded loader."""
+    return jsonlimits.loads(text, "its arguments", MAX_ARGUMENT_DEPTH, MAX_ARGUMENT_CHARS)
+
+
+def _reason(exc: ValueError, otherwise: str) -> str:
+    """What went wrong with arguments text, for the error result."""
+    if isinstance(exc, jsonlimits.TooDeepError):
+        return _too_deep(exc.limit)
+    if isinstance(exc, jsonlimits.TooLargeError):
+        return str(exc)
+    return otherwise
+
+
 def _calls_from_body(body: str, *, required: bool) -> list[ParsedCall]:
     """Calls in a block's text. ``required``: the block was meant as a call."""
     stripped = body.strip()
-    if text_depth(stripped, stop_above=MAX_ARGUMENT_DEPTH + _CALL_WRAPPING) > (
-        MAX_ARGUMENT_DEPTH + _CALL_WRAPPING
-    ):
+    try:
+        value: Any = jsonlimits.loads(stripped, "the call", MAX_ARGUMENT_DEPTH + _CALL_WRAPPING)
+    except jsonlimits.TooDeepError:
         if required or _looks_like_call(stripped):
             return [_invalid(stripped, _too_deep(MAX_ARGUMENT_DEPTH))]
         return []
-    try:
-        value: Any = json.loads(stripped)
-    except (json.JSONDecodeError, RecursionError):
+    except ValueError:
         value = _first_json_value(stripped)
         if value is None:
             if required or _looks_like_call(stripped):
@@ -198,7 +211,7 @@ def _first_json_value(text: str) -> Any:
         return None
     try:
         value, _ = json.JSONDecoder().raw_decode(text, match.start())
-    except (json.JSONDecodeError, RecursionError):
+    except (ValueError, RecursionError):  # depth was checked by the caller
         return None
     return value
 
@@ -234,17 +247,13 @@ def _from_object(obj: dict[str, Any], *, raw: str) -> ParsedCall:
         text = args.strip()
         if not text:
             args = {}
-        elif text_depth(text, stop_above=MAX_ARGUMENT_DEPTH) > MAX_ARGUMENT_DEPTH:
-            return ParsedCall(
-                ToolCall(name=name, raw_arguments=args), _too_deep(MAX_ARGUMENT_DEPTH)
-            )
         else:
             try:
-                args = json.loads(text)
-            except (json.JSONDecodeError, RecursionError):
+                args = _load_arguments(text)
+            except ValueError as exc:
                 return ParsedCall(
                     ToolCall(name=name, raw_arguments=args),
-                    "its arguments are a string that is not a JSON object",
+                    _reason(exc, "its arguments are a string that is not a JSON object"),
                 )
     if not isinstance(args, dict):
         return ParsedCall(
@@ -260,12 +269,12 @@ def _function_tag_call(name: str, body: str) -> ParsedCall:
     text = body.strip()
     if not text:
         return ParsedCall(ToolCall(name=name))
-    if text_depth(text, stop_above=MAX_ARGUMENT_DEPTH) > MAX_ARGUMENT_DEPTH:
-        return ParsedCall(ToolCall(name=name, raw_arguments=text), _too_deep(MAX_ARGUMENT_DEPTH))
     try:
-        args = json.loads(text)
-    except (json.JSONDecodeError, RecursionError):
-        return ParsedCall(ToolCall(name=name, raw_arguments=text), "its arguments are not JSON")
+        args = _load_arguments(text)
+    except ValueError as exc:
+        return ParsedCall(
+            ToolCall(name=name, raw_arguments=text), _reason(exc, "its arguments are not JSON")
+        )
     if not isinstance(args, dict):
         return ParsedCall(
             ToolCall(name=name, raw_arguments=text), '"arguments" must be a JSON object'
@@ -314,8 +323,8 @@ def _bare_call(raw: str, depth: int) -> ParsedCall | None:
     if depth > MAX_ARGUMENT_DEPTH + _CALL_WRAPPING:
         return _invalid(raw, _too_deep(MAX_ARGUMENT_DEPTH)) if _looks_like_call(raw) else None
     try:
-        value = json.loads(raw)
-    except (json.JSONDecodeError, RecursionError):
+        value = jsonlimits.loads(raw, "the call", MAX_ARGUMENT_DEPTH + _CALL_WRAPPING)
+    except ValueError:
         return None
     return _from_object(value, raw=raw) if _is_call_shaped(value) else None
 
