@@ -69,14 +69,18 @@ def test_add_and_remove_a_gguf_file(tmp_path: Path) -> None:
 
 
 @pytest.mark.integration
-def test_a_truncated_download_is_caught_by_the_trial_load(tmp_path: Path) -> None:
+def test_a_truncated_download_is_caught_before_any_load(tmp_path: Path) -> None:
+    """The tensor descriptions in the header say where each tensor's data lies (issue 28
+    item 3): a cut file is refused from its header, llama.cpp is never asked."""
     partial = tmp_path / "partial.gguf"
     with SMOLLM.open("rb") as src, partial.open("wb") as out:
         out.write(src.read(30_000_000))
+    tried: list[Path] = []
     with pytest.raises(ModelFileError) as info:
-        catalog.add_model(partial)
-    assert "looks like a llama model, but llama.cpp cannot load it" in str(info.value)
-    assert "incomplete or damaged" in str(info.value)
+        catalog.add_model(partial, tried.append)
+    assert "cut short or damaged" in str(info.value)
+    assert "runs past the end" in str(info.value)
+    assert tried == []
     whole = catalog.add_model(_copy_of(SMOLLM, tmp_path / "whole.gguf"))
     assert whole.installed
 
