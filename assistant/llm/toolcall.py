@@ -25,6 +25,7 @@ nested deeper than ``MAX_ARGUMENT_DEPTH`` levels are an error call (never a cras
 
 from __future__ import annotations
 
+import bisect
 import json
 import re
 from dataclasses import dataclass, field
@@ -291,6 +292,7 @@ def _bare_objects(text: str, spans: _Spans) -> None:
     ``SCAN_WORK`` characters per character of text; when it runs out, the search stops.
     """
     extents = _Extents(text, SCAN_WORK * len(text) + 10_000)
+    keys = _Keys(text)
     pos = 0
     while not spans.full:
         m = _OBJECT_START.search(text, pos)
@@ -308,7 +310,7 @@ def _bare_objects(text: str, spans: _Spans) -> None:
             pos = i + 1
             continue
         end, depth = found
-        call = _bare_call(text[i:end], depth)
+        call = _bare_call(text, i, end, depth, keys)
         if call is not None and not spans.overlaps(i, end):
             spans.add(i, end, [call])
             pos = end
@@ -316,12 +318,37 @@ def _bare_objects(text: str, spans: _Spans) -> None:
             pos = i + 1
 
 
-def _bare_call(raw: str, depth: int) -> ParsedCall | None:
-    """The call in one balanced ``{...}`` slice, or None when it is not call-shaped."""
-    if '"name"' not in raw:
+class _Keys:
+    """Where ``"name"``, ``"arguments"`` and ``"parameters"`` occur in the text (found once),
+    so whether a slice holds one is a binary search: nested objects start inside each
+    other, and searching (or copying) each slice would make the search quadratic."""
+
+    def __init__(self, text: str) -> None:
+        self.names = [m.start() for m in re.finditer('"name"', text)]
+        self.args = [m.start() for m in re.finditer('"(?:arguments|parameters)"', text)]
+
+    @staticmethod
+    def _within(found: list[int], start: int, end: int) -> bool:
+        i = bisect.bisect_left(found, start)
+        return i < len(found) and found[i] < end
+
+    def name_in(self, start: int, end: int) -> bool:
+        return self._within(self.names, start, end)
+
+    def arguments_in(self, start: int, end: int) -> bool:
+        return self._within(self.args, start, end)
+
+
+def _bare_call(text: str, start: int, end: int, depth: int, keys: _Keys) -> ParsedCall | None:
+    """The call in the balanced ``{...}`` at ``text[start:end]``, or None when it is not
+    call-shaped (the slice is only copied when it may be one)."""
+    if not keys.name_in(start, end):
         return None
     if depth > MAX_ARGUMENT_DEPTH + _CALL_WRAPPING:
-        return _invalid(raw, _too_deep(MAX_ARGUMENT_DEPTH)) if _looks_like_call(raw) else None
+        if not keys.arguments_in(start, end):
+            return None
+        return _invalid(text[start:end], _too_deep(MAX_ARGUMENT_DEPTH))
+    raw = text[start:end]
     try:
         value = jsonlimits.loads(raw, "the call", MAX_ARGUMENT_DEPTH + _CALL_WRAPPING)
     except ValueError:
