@@ -295,4 +295,6 @@ def _pieces(text: str) -> Iterator[str]:
         yield m.group()
 
 
-_PIECE = re.compile(r"[^ \n]*[ \n]|[^ \n]+", re.DOTALL)
+#: A word and the space after it; a word longer than 16 characters streams in pieces of 16
+#: (about a token each: a reply of one 100 MB word stops at the token limit too).
+_PIECE = re.compile(r"[^ \n]{0,15}[ \n]|[^ \n]{1,16}")
