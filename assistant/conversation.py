@@ -18,7 +18,7 @@ import uuid
 from enum import StrEnum
 from typing import Any, Literal, Protocol
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 
 from assistant import jsonlimits
 from assistant.jsonlimits import MAX_ARGUMENT_CHARS, MAX_ARGUMENT_DEPTH, MAX_DOCUMENT_DEPTH
@@ -84,11 +84,12 @@ _SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def valid_text(text: str) -> str:
-    """``text`` with lone surrogates replaced by U+FFFD.
+    """``text`` with lone surrogates replaced by U+FFFD, for a tokenizer.
 
-    JSON can spell them (``"\\ud800"`` in a chat file, an import or a server's reply), but
-    no UTF-8 encoder takes them, so a tokenizer, a file write or an export would fail on
-    them later. Linear, and free for ASCII text.
+    JSON can spell them (``"\\ud800"`` in a chat file, an import or a server's reply) and
+    the chat keeps them as written (exports escape them), but no UTF-8 encoder takes them:
+    what the model is shown (:meth:`Message.model_view_content`, every rendered prompt)
+    goes through this. Linear, and free for ASCII text.
     """
     if text.isascii() or _SURROGATE.search(text) is None:
         return text
@@ -108,11 +109,6 @@ class ToolCall(BaseModel):
     name: str
     arguments: dict[str, Any] = Field(default_factory=dict)
     raw_arguments: str | None = None
-
-    @field_validator("raw_arguments")
-    @classmethod
-    def _encodable(cls, value: str | None) -> str | None:
-        return None if value is None else valid_text(value)
 
     def arguments_json(self) -> str:
         if self.raw_arguments is not None:
@@ -154,20 +150,15 @@ class Message(BaseModel):
     initiated_by: Literal["model", "user"] = "model"
     timestamp: float = Field(default_factory=time.time)
 
-    @field_validator("content")
-    @classmethod
-    def _encodable(cls, value: str) -> str:
-        return valid_text(value)
-
     def model_view_content(self) -> str:
-        """The content as the model sees it: pruned tool results are cleared, and content
-        longer than :data:`MAX_SHOWN_CHARS` is cut (:func:`cut_for_model`; the message
-        itself stays whole)."""
+        """The content as the model sees it: pruned tool results are cleared, content
+        longer than :data:`MAX_SHOWN_CHARS` is cut (:func:`cut_for_model`) and lone
+        surrogates replaced (:func:`valid_text`); the message itself stays as it is."""
         if self.role == "tool" and self.pruned:
             return PRUNED_PLACEHOLDER
         if len(self.content) <= MAX_SHOWN_CHARS:
-            return self.content
-        return cut_for_model(self.content, self.role)
+            return valid_text(self.content)
+        return valid_text(cut_for_model(self.content, self.role))
 
     def to_openai(self, *, as_model_sees: bool = True) -> dict[str, Any]:
         """OpenAI chat format (used for export, replay and chat templates)."""

@@ -8,9 +8,9 @@ calls. Each one goes through everything that reads it:
 
 1. the tool-call parser (:func:`assistant.llm.toolcall.parse_tool_calls`) and the text
    protocol's call block (:func:`assistant.llm.template.format_call_block`);
-2. the agent loop with the scripted backend: the reply answers a user message, its calls
-   run (writes and commands are denied: no approver), and a second turn renders the whole
-   chat again;
+2. the agent loop with the scripted backend (its tokenizer as strict about UTF-8 as
+   llama.cpp's): the reply answers a user message, its calls run (writes and commands are
+   denied: no approver), and a second turn renders the whole chat again;
 3. the chat template, ChatML and a native-tools template, over the chat as the model sees
    it (with the import path, :meth:`Message.from_openai`, for native calls);
 4. the session store: the chat is saved, reopened, compared message by message, and
@@ -34,7 +34,7 @@ import tempfile
 import time
 import traceback
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -142,12 +142,16 @@ def _mutate(text: str, rng: random.Random) -> str:
 
 
 def _huge(size: int, rng: random.Random) -> str:
+    """A reply of ``size`` characters. Words stay short (a newline every 1,000 brackets
+    is still JSON whitespace): the scripted backend streams word by word, and a model
+    stops at its reply limit, so a one-word reply would test the fake, not the app."""
     shape = rng.choice(("prose", "brackets", "call"))
     if shape == "prose":
         return ("All work and no play. " * (size // 22 + 1))[:size]
     if shape == "brackets":
-        return "[" * (size // 2) + "]" * (size // 2)
-    content = "x" * (size - 80)
+        half = size // 2
+        return ("[" * 999 + "\n") * (half // 1_000) + ("]" * 999 + "\n") * (half // 1_000)
+    content = "x " * ((size - 80) // 2)
     return '```tool_call\n{"name": "write_file", "arguments": {"path": "a", "content": "' + (
         content + '"}}\n```'
     )
@@ -229,7 +233,6 @@ class Runner:
         from assistant.llm.template import ChatTemplate
         from assistant.sessions import SessionStore
         from assistant.tools.registry import ToolRegistry
-        from tests.fakes.scripted import ScriptedBackend
 
         self.workspace = home / "workspace"
         self.workspace.mkdir(parents=True, exist_ok=True)
@@ -238,7 +241,7 @@ class Runner:
         self.store = SessionStore()
         self.chatml = ChatTemplate(None)
         self.native = ChatTemplate(_NATIVE_TEMPLATE, origin="fuzz")
-        self.backend = ScriptedBackend()
+        self.backend = _strict_backend()
         self.registry = ToolRegistry.default()
 
     def close(self) -> None:
@@ -295,6 +298,28 @@ class Runner:
         agent = Agent(backend, controller, self.registry, lambda: settings, None, _drop)
         controller.on_event = agent.on_context_event
         return agent
+
+
+def _strict_backend() -> Any:
+    """The scripted backend, encoding text as llama.cpp's tokenizer does (strict UTF-8: a
+    lone surrogate that reaches it raises, as it would with a real model)."""
+    from tests.fakes.scripted import ScriptedBackend
+
+    class StrictBackend(ScriptedBackend):
+        # Every prompt and every text the app counts (the fake's own tokenizing of the
+        # reply it streams stands for the model's output, which is never surrogates).
+        def render_prompt(
+            self, messages: Any, tools: Sequence[dict[str, Any]] | None = None
+        ) -> str:
+            text: str = super().render_prompt(messages, tools)
+            text.encode("utf-8")
+            return text
+
+        def count(self, text: str) -> int:
+            text.encode("utf-8")
+            return int(super().count(text))
+
+    return StrictBackend()
 
 
 def _drop(_event: object) -> None:

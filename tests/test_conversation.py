@@ -16,6 +16,7 @@ from assistant.conversation import (
     cut_for_model,
     valid_text,
 )
+from assistant.llm.template import ChatTemplate
 
 
 def _lines(n: int) -> str:
@@ -56,13 +57,17 @@ def test_the_cut_is_the_same_every_time() -> None:
     ("text", "clean"),
     [("plain", "plain"), ("é\ud800x", "é\ufffdx"), ("\udcff", "\ufffd"), ("\x00", "\x00")],
 )
-def test_lone_surrogates_become_replacement_characters(text: str, clean: str) -> None:
+def test_lone_surrogates_are_kept_in_the_chat_and_replaced_for_the_model(
+    text: str, clean: str
+) -> None:
     assert valid_text(text) == clean
     msg = Message(role="assistant", content=text)
-    assert msg.content == clean
-    msg.content.encode("utf-8")
+    assert msg.content == text  # kept as written (exports escape them)
+    assert msg.model_view_content() == clean
     call = ToolCall(name="f", raw_arguments=text)
-    assert call.raw_arguments == clean
+    shown = Message(role="assistant", content=text, tool_calls=[call]).to_openai()
+    prompt = ChatTemplate(None).render([shown])
+    prompt.encode("utf-8")  # what a tokenizer is given always encodes
 
 
 def test_a_call_not_understood_is_shown_as_a_short_string() -> None:

@@ -29,6 +29,7 @@ import jinja2
 import jinja2.sandbox
 
 from assistant import jsonlimits
+from assistant.conversation import valid_text
 
 CHATML_TEMPLATE = (
     "{% for message in messages %}"
@@ -195,7 +196,8 @@ class ChatTemplate:
         add_generation_prompt: bool = True,
     ) -> str:
         adapted = self.adapt(messages, tools)
-        return self._raw(adapted, tools if self.native_tools else None, add_generation_prompt)
+        text = self._raw(adapted, tools if self.native_tools else None, add_generation_prompt)
+        return valid_text(text)  # what a tokenizer can encode (no lone surrogates)
 
 
 def _merge_same_role(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:

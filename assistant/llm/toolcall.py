@@ -20,7 +20,11 @@ of tokens) is read to the end of the text.
 The work is linear in the reply and capped: only the first :data:`MAX_SCAN` characters are
 searched, at most :data:`MAX_CALLS` calls are taken, the search for bare objects stops
 after examining about :data:`SCAN_WORK` characters per character of text, and arguments
-nested deeper than ``MAX_ARGUMENT_DEPTH`` levels are an error call (never a crash later).
+nested deeper than ``MAX_ARGUMENT_DEPTH`` levels or longer than ``MAX_ARGUMENT_CHARS`` are
+an error call (never a crash later). Every JSON text is decoded by the one bounded loader,
+:func:`assistant.jsonlimits.loads`. An error call keeps what the model wrote in
+``raw_arguments``; the model is shown it again as a short JSON string
+(:meth:`~assistant.conversation.ToolCall.model_arguments`), never decoded again.
 """
 
 from __future__ import annotations

@@ -33,7 +33,8 @@ def test_a_100_mb_reply_and_message(tmp_path: Path) -> None:
     """The largest size of the run, once: the reply is cut at the reply limit as a model's
     would be, the message is cut for the model and kept whole in the chat."""
     size = fuzz_replies.HUGE_SIZES[-1]
-    text = "[" * (size // 2) + "]" * (size // 2)
+    text = fuzz_replies._huge(size, random.Random(0))
+    assert len(text) >= 0.99 * size
     runner = Runner(tmp_path)
     try:
         assert runner.run(Case("huge", text, user=text)) is None

@@ -295,6 +295,4 @@ def _pieces(text: str) -> Iterator[str]:
         yield m.group()
 
 
-#: A word and the space after it; a word longer than 16 characters streams in pieces of 16
-#: (about a token each: a reply of one 100 MB word stops at the token limit too).
-_PIECE = re.compile(r"[^ \n]{0,15}[ \n]|[^ \n]{1,16}")
+_PIECE = re.compile(r"[^ \n]*[ \n]|[^ \n]+")
