@@ -10,7 +10,9 @@ The same shapes are saved by the session store and rendered by the UI; neither o
 
 from __future__ import annotations
 
+import functools
 import json
+import re
 import time
 import uuid
 from enum import StrEnum
@@ -19,15 +21,79 @@ from typing import Any, Literal, Protocol
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 
 from assistant import jsonlimits
-from assistant.jsonlimits import MAX_ARGUMENT_DEPTH
+from assistant.jsonlimits import MAX_ARGUMENT_CHARS, MAX_ARGUMENT_DEPTH, MAX_DOCUMENT_DEPTH
 
 Role = Literal["system", "user", "assistant", "tool"]
 
 PRUNED_PLACEHOLDER = "[Old tool result content cleared]"
+#: Characters of a not-understood tool call's arguments the model is shown again.
+RAW_ARGUMENTS_SHOWN = 2_000
+#: Longest content of one message the model is shown (about 25,000 tokens of prose: more
+#: than the local window, a good share of a standard one). Longer content (a pasted log of
+#: tens of MB, a huge tool output) is cut by characters *before* anything tokenizes it, so
+#: counting and rendering cost the same for a 50 MB message as for this much; the context
+#: manager then cuts it further, by tokens, when it does not fit.
+MAX_SHOWN_CHARS = 100_000
+#: Share of the shown characters taken from the head of cut content (the rest: its tail).
+_HEAD_SHARE = 2 / 3
+
+_WHERE_THE_REST_IS = {
+    "tool": "to see them, use the tool on a smaller part (read_file with start_line and "
+    "end_line, or grep for what you need)",
+    "user": "the user's whole message is kept in the chat; ask them for the part that "
+    "matters, or to save it as a file in the workspace so read_file can read it in parts",
+}
+
+
+@functools.lru_cache(maxsize=32)
+def cut_for_model(text: str, role: str, limit: int = MAX_SHOWN_CHARS) -> str:
+    """``text`` cut to about ``limit`` characters: its head and tail, on line boundaries
+    when lines are short, around a marker that says what was left out and how to get it.
+
+    Memoized (a render asks for it once per message per call, and hashing a str is free
+    after the first time), and linear in ``text`` once.
+    """
+    if len(text) <= limit:
+        return text
+    head_end = int(limit * _HEAD_SHARE)
+    tail_start = len(text) - (limit - head_end)
+    nl = text.rfind("\n", head_end - 2_000, head_end)  # whole lines when they are short
+    head_end = nl + 1 if nl >= 0 else head_end
+    nl = text.find("\n", tail_start, tail_start + 2_000)
+    tail_start = nl + 1 if nl >= 0 else tail_start
+    first = text.count("\n", 0, head_end) + 1  # lines are numbered from 1
+    omitted = text.count("\n", head_end, tail_start)
+    last = first + max(omitted - 1, 0)
+    total = first + omitted + text.count("\n", tail_start)
+    where = _WHERE_THE_REST_IS.get(role, "the whole message is kept in the chat")
+    lines = f"lines {first:,}-{last:,} of {total:,}, " if total > 1 else ""
+    marker = (
+        f"[... {tail_start - head_end:,} characters ({lines}of {len(text):,}) omitted "
+        f"here: too long to show whole; {where} ...]"
+    )
+    head, tail = text[:head_end], text[tail_start:]
+    sep_head = "" if head.endswith("\n") else "\n"
+    return f"{head}{sep_head}{marker}\n{tail}"
 
 
 def new_id() -> str:
     return uuid.uuid4().hex[:16]
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def valid_text(text: str) -> str:
+    """``text`` with lone surrogates replaced by U+FFFD, for a tokenizer.
+
+    JSON can spell them (``"\\ud800"`` in a chat file, an import or a server's reply) and
+    the chat keeps them as written (exports escape them), but no UTF-8 encoder takes them:
+    what the model is shown (:meth:`Message.model_view_content`, every rendered prompt)
+    goes through this. Linear, and free for ASCII text.
+    """
+    if text.isascii() or _SURROGATE.search(text) is None:
+        return text
+    return _SURROGATE.sub("\ufffd", text)
 
 
 class ToolCall(BaseModel):
@@ -48,6 +114,21 @@ class ToolCall(BaseModel):
         if self.raw_arguments is not None:
             return self.raw_arguments
         return json.dumps(self.arguments, ensure_ascii=False, sort_keys=True)
+
+    def model_arguments(self) -> str:
+        """The arguments as the model is shown them.
+
+        A valid call's object; for one that could not be understood, what it wrote as a
+        JSON *string* (cut to :data:`RAW_ARGUMENTS_SHOWN` characters), so a template or a
+        server reading it never decodes the raw text again (it may be nested thousands of
+        levels deep) and the prompt stays small."""
+        if self.raw_arguments is None:
+            return self.arguments_json()
+        raw = self.raw_arguments
+        if len(raw) > RAW_ARGUMENTS_SHOWN:
+            more = len(raw) - RAW_ARGUMENTS_SHOWN
+            raw = raw[:RAW_ARGUMENTS_SHOWN] + f" [... {more:,} more characters]"
+        return json.dumps(raw, ensure_ascii=False)
 
 
 class Message(BaseModel):
@@ -70,10 +151,14 @@ class Message(BaseModel):
     timestamp: float = Field(default_factory=time.time)
 
     def model_view_content(self) -> str:
-        """The content as the model sees it (pruned tool results are cleared)."""
+        """The content as the model sees it: pruned tool results are cleared, content
+        longer than :data:`MAX_SHOWN_CHARS` is cut (:func:`cut_for_model`) and lone
+        surrogates replaced (:func:`valid_text`); the message itself stays as it is."""
         if self.role == "tool" and self.pruned:
             return PRUNED_PLACEHOLDER
-        return self.content
+        if len(self.content) <= MAX_SHOWN_CHARS:
+            return valid_text(self.content)
+        return valid_text(cut_for_model(self.content, self.role))
 
     def to_openai(self, *, as_model_sees: bool = True) -> dict[str, Any]:
         """OpenAI chat format (used for export, replay and chat templates)."""
@@ -86,7 +171,12 @@ class Message(BaseModel):
                 {
                     "id": call.id,
                     "type": "function",
-                    "function": {"name": call.name, "arguments": call.arguments_json()},
+                    "function": {
+                        "name": call.name,
+                        "arguments": call.model_arguments()
+                        if as_model_sees
+                        else call.arguments_json(),
+                    },
                 }
                 for call in self.tool_calls
             ]
@@ -137,23 +227,32 @@ class Message(BaseModel):
 
 
 def _parse_arguments(value: Any) -> tuple[dict[str, Any], str | None]:
-    """(arguments, None), or ({}, the text as written) when they are not a JSON object or
-    nest deeper than a tool call may (kept as text, never a crash later)."""
-    if isinstance(value, dict):
-        if jsonlimits.value_depth(value, MAX_ARGUMENT_DEPTH) > MAX_ARGUMENT_DEPTH:
-            return {}, json.dumps(value)
-        return value, None
+    """(arguments, None), or ({}, the text as written) when they are not a JSON object,
+    nest deeper or are longer than a tool call's may (kept as text, never a crash later)."""
     if isinstance(value, str):
-        try:
-            parsed = (
-                jsonlimits.loads(value, "arguments", MAX_ARGUMENT_DEPTH) if value.strip() else {}
-            )
-        except ValueError:
-            return {}, value
-        if isinstance(parsed, dict):
-            return parsed, None
-        return {}, value
-    return {}, json.dumps(value)
+        text = value
+    elif jsonlimits.value_depth(value, MAX_DOCUMENT_DEPTH) > MAX_DOCUMENT_DEPTH:
+        raise jsonlimits.TooDeepError("the arguments of a tool call", MAX_DOCUMENT_DEPTH)
+    else:
+        text = json.dumps(value, ensure_ascii=False)
+        if (
+            isinstance(value, dict)
+            and len(text) <= MAX_ARGUMENT_CHARS
+            and jsonlimits.value_depth(value, MAX_ARGUMENT_DEPTH) <= MAX_ARGUMENT_DEPTH
+        ):
+            return value, None
+        return {}, text
+    try:
+        parsed = (
+            jsonlimits.loads(text, "arguments", MAX_ARGUMENT_DEPTH, MAX_ARGUMENT_CHARS)
+            if text.strip()
+            else {}
+        )
+    except ValueError:
+        return {}, text
+    if isinstance(parsed, dict):
+        return parsed, None
+    return {}, text
 
 
 class CompactionReason(StrEnum):

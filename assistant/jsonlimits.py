@@ -9,7 +9,10 @@ the user) before it reaches them.
 
 Limits: a whole line or document may nest :data:`MAX_DOCUMENT_DEPTH` levels, the arguments
 of a tool call :data:`MAX_ARGUMENT_DEPTH` (tools take flat arguments; the margin is for
-models that wrap values).
+models that wrap values) and be at most :data:`MAX_ARGUMENT_CHARS` long.
+
+:func:`loads` is the one way text from outside is decoded (model replies, tool calls,
+chat and settings files, transcripts): it never raises anything but ``ValueError``.
 """
 
 from __future__ import annotations
@@ -22,6 +25,10 @@ from typing import Any
 MAX_DOCUMENT_DEPTH = 64
 #: Deepest nesting of one tool call's arguments object (the object itself is level 1).
 MAX_ARGUMENT_DEPTH = 16
+#: Longest arguments text of one tool call (about 37,000 tokens: more than the longest
+#: reply the app asks a model for, so no real call is refused, and a runaway one costs a
+#: bounded parse).
+MAX_ARGUMENT_CHARS = 150_000
 
 _TEXT_SPECIAL = re.compile(r'[\[\]{}"]')
 _BYTES_SPECIAL = re.compile(rb'[\[\]{}"]')
@@ -35,6 +42,14 @@ class TooDeepError(ValueError):
     def __init__(self, what: str, limit: int) -> None:
         self.limit = limit
         super().__init__(f"{what} is nested more than {limit} levels deep")
+
+
+class TooLargeError(ValueError):
+    """JSON text longer than a limit (the message names the limit)."""
+
+    def __init__(self, what: str, limit: int) -> None:
+        self.limit = limit
+        super().__init__(f"{what} is longer than {limit:,} characters")
 
 
 def text_depth(text: str | bytes, stop_above: int | None = None) -> int:
@@ -90,9 +105,17 @@ def check_text(text: str | bytes, what: str, limit: int = MAX_DOCUMENT_DEPTH) ->
         raise TooDeepError(what, limit)
 
 
-def loads(text: str | bytes, what: str, limit: int = MAX_DOCUMENT_DEPTH) -> Any:
-    """``json.loads`` after the depth check; raises ``ValueError`` (TooDeepError or
-    JSONDecodeError) for anything it cannot take."""
+def loads(
+    text: str | bytes,
+    what: str,
+    limit: int = MAX_DOCUMENT_DEPTH,
+    max_chars: int | None = None,
+) -> Any:
+    """``json.loads`` after the size and depth checks; raises ``ValueError``
+    (TooLargeError, TooDeepError, JSONDecodeError, or UnicodeDecodeError for bytes) for
+    anything it cannot take, never ``RecursionError``."""
+    if max_chars is not None and len(text) > max_chars:
+        raise TooLargeError(what, max_chars)
     check_text(text, what, limit)
     try:
         return json.loads(text)

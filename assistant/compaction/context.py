@@ -7,7 +7,12 @@ kept tool result is shown
 * as its cleared note when pruning cleared it (:func:`.visibility.cleared_note`: the
   placeholder, what it was, how to get it back);
 * cut to its head and tail around a marker when the model has not answered it yet and it
-  cannot fit whole (:func:`.visibility.trim_output`).
+  cannot fit whole (:func:`.visibility.trim_output`); a user message the model has not
+  answered yet is cut the same way when it alone cannot fit.
+
+Any message longer than :data:`~assistant.conversation.MAX_SHOWN_CHARS` characters is
+first cut by characters (:meth:`~assistant.conversation.Message.model_view_content`), so
+nothing here tokenizes more than that of one message however large it is in the chat.
 
 Notes and cuts are a :class:`View` the controller computes from the conversation itself, so
 a resumed chat yields the same tokens (and the same KV-cache prefix) as before. The summary
@@ -32,7 +37,8 @@ class View:
 
     #: message id -> what a pruned result shows instead of the bare placeholder.
     notes: Mapping[str, str] = field(default_factory=dict)
-    #: message id -> the cut content of an unanswered result that could not fit whole.
+    #: message id -> the cut content of an unanswered result (or user message) that could
+    #: not fit whole.
     trims: Mapping[str, str] = field(default_factory=dict)
 
 
@@ -48,10 +54,13 @@ def summary_message(summary: str) -> Message:
 
 
 def shown(msg: Message, view: View) -> Message:
-    """``msg`` as the model sees it under ``view`` (the message itself when unchanged)."""
-    if msg.role != "tool":
+    """``msg`` as the model sees it under ``view`` (the message itself when unchanged).
+
+    Tool results can be cleared or cut, the user's messages cut (a message longer than
+    the window: see :meth:`.view.ViewBuilder.fit`)."""
+    if msg.role not in ("tool", "user"):
         return msg
-    if msg.pruned:
+    if msg.role == "tool" and msg.pruned:
         note = view.notes.get(msg.id)
         if note is None:
             return msg

@@ -154,8 +154,17 @@ class ContextController:
 
     # -- the view ------------------------------------------------------------------------
     def view(self, conv: Conversation) -> View:
-        """Cleared notes for the pruned results among the kept messages."""
-        return self.views.view(conv)
+        """Cleared notes for the pruned results among the kept messages, and the user
+        messages and tool outputs too long for the window cut to :meth:`message_cap`."""
+        return self.views.view(conv, self.message_cap())
+
+    def message_cap(self) -> int:
+        """Most tokens one user message or tool output is shown with: three quarters of
+        the room beside the reply (a longer one could not fit whole beside the system
+        prompt and tools; it is cut like an unanswered tool output, head and tail around
+        a note, and kept whole in the chat)."""
+        pol = self.policy()
+        return max((pol.window - pol.reserve) * 3 // 4, 1)
 
     def build_messages(self, conv: Conversation, system_prompt: str) -> list[Message]:
         """System prompt + summary (synthetic user message) + kept messages, as shown."""
@@ -188,11 +197,20 @@ class ContextController:
         *,
         trim: bool = True,
     ) -> PreparedRequest:
-        fitted = self.views.build(conv, system_prompt, tools, self.view(conv))
-        if trim and fitted.tokens + policy.reserve > policy.window:
+        base_view = self.view(conv)
+        fitted = self.views.build(conv, system_prompt, tools, base_view)
+        over = fitted.tokens + policy.reserve > policy.window
+        if trim and over:
             fitted = self.views.fit(
                 conv, system_prompt, tools, fitted, policy.window - policy.reserve
             )
+        if base_view.trims:  # messages too long for any prompt: cut in every view
+            shown = {m.id: m for m in fitted.built}
+            for m in conv.kept_messages():
+                if m.id in base_view.trims and m.id in shown:
+                    after = self.counter.message(shown[m.id])
+                    fitted.trimmed[m.id] = (self.counter.message(m), after)
+        if trim and (over or base_view.trims):
             self._report_trims(conv, fitted.trimmed)
         self._last_cuts = dict(fitted.view.trims)
         built, n = fitted.built, fitted.tokens

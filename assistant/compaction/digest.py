@@ -100,7 +100,7 @@ def names(span: Sequence[Message], limit: int = MAX_NAMES) -> list[str]:
     for msg in span:
         if msg.role not in ("user", "assistant"):
             continue
-        text = msg.content
+        text = msg.model_view_content()  # at most MAX_SHOWN_CHARS of a huge message
         for m in _CANDIDATE.finditer(text):
             word = m.group(0).rstrip(".:,-")
             initial = _SENTENCE_END.search(text[max(0, m.start() - 3) : m.start()]) is not None
@@ -137,13 +137,21 @@ def gather(
 ) -> Digest:
     """The digest of the messages a summary covers; ``recorded_rules`` are the user's rules
     recorded before it (older rules are still the user's: they come first)."""
-    users = [m.content.strip() for m in span if m.role == "user" and is_substantive(m.content)]
+    users = [
+        m.model_view_content().strip()
+        for m in span
+        if m.role == "user" and is_substantive(m.model_view_content())
+    ]
     rules: list[str] = []
     for text in [*recorded_rules, *users]:
         for piece in split_user_text(text):
             if piece.kind == "rule" and piece.text.strip() not in rules:
                 rules.append(piece.text.strip())
-    replies = [m.content.strip() for m in span if m.role == "assistant" and m.content.strip()]
+    replies = [
+        m.model_view_content().strip()
+        for m in span
+        if m.role == "assistant" and m.model_view_content().strip()
+    ]
     return Digest(
         first_request=clip(_ask(users[0]), REQUEST_WORDS) if users else "",
         latest_request=clip(_ask(users[-1]), REQUEST_WORDS) if len(users) > 1 else "",

@@ -60,9 +60,10 @@ def trim_text(event: TrimEvent) -> str:
     """One line for the window and the terminal."""
     n = len(event.message_ids)
     return (
-        f"Cut {n} tool output{'s' if n != 1 else ''} the model has not answered yet to fit "
-        f"the window: {event.tokens_before:,} -> {event.tokens_after:,} tokens (the head and "
-        "tail are kept; the marker names the lines left out)"
+        f"Cut {n} tool output{'s' if n != 1 else ''} or message{'s' if n != 1 else ''} the "
+        f"model has not answered yet to fit the window: {event.tokens_before:,} -> "
+        f"{event.tokens_after:,} tokens (the head and tail are kept; the marker names the "
+        "lines left out; the chat keeps them whole)"
     )
 
 

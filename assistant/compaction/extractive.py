@@ -65,7 +65,11 @@ def collect_state(
     summarized: Sequence[Message], files: FileOps, *, last_request_visible: bool
 ) -> MechanicalState:
     """State from every message covered by the summary (all of them, not only new ones)."""
-    users = [m.content.strip() for m in summarized if m.role == "user" and m.content.strip()]
+    users = [
+        m.model_view_content().strip()
+        for m in summarized
+        if m.role == "user" and m.model_view_content().strip()
+    ]
     constraints: list[str] = []
     for text in users:
         for sentence in constraint_sentences(text):
@@ -202,7 +206,11 @@ def extractive_summary(
             done.append(f"{format_call(call)} -> {status}")
             if res is not None and res.is_error:
                 blocked.append(f"{call.name}: {res.content.strip()[:200]}")
-    replies = [m.content.strip() for m in summarized if m.role == "assistant" and m.content.strip()]
+    replies = [
+        m.model_view_content().strip()
+        for m in summarized
+        if m.role == "assistant" and m.model_view_content().strip()
+    ]
     current = state.last_request or (state.user_messages[-1] if state.user_messages else "")
     share = max(budget // 8, 12)
     parts = [

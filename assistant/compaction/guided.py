@@ -46,7 +46,8 @@ def user_rules(span: Sequence[Message], recorded: Sequence[str] = ()) -> list[st
     out = [r for r in recorded if r.strip() and not _LEAVE.match(r)]
     for msg in span:
         if msg.role == "user":
-            out.extend(p.text.strip() for p in split_user_text(msg.content) if p.kind == "rule")
+            pieces = split_user_text(msg.model_view_content())
+            out.extend(p.text.strip() for p in pieces if p.kind == "rule")
     return list(dict.fromkeys(out))
 
 

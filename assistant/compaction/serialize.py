@@ -52,13 +52,13 @@ def serialize_message(msg: Message, *, tool_chars: int = TOOL_RESULT_CHARS) -> s
     """One message as labelled text (possibly several lines)."""
     lines: list[str] = []
     if msg.role == "user":
-        lines.append(f"[User]: {msg.content.strip()}")
+        lines.append(f"[User]: {msg.model_view_content().strip()}")
     elif msg.role == "system":
         lines.append(f"[System note]: {msg.content.strip()}")
     elif msg.role == "assistant":
         label = "[Assistant (stopped by the user)]" if msg.stopped else "[Assistant]"
-        if msg.content.strip():
-            lines.append(f"{label}: {msg.content.strip()}")
+        if msg.model_view_content().strip():
+            lines.append(f"{label}: {msg.model_view_content().strip()}")
         for call in msg.tool_calls:
             who = " (run by the user)" if msg.initiated_by == "user" else ""
             lines.append(f"[Tool call{who}]: {format_call(call)}")

@@ -241,7 +241,7 @@ class ModelSummarizer:
             return small
         out = SummaryOutcome(text="", kind="model")
         span = [*request.history, *request.turn_prefix]
-        users = [m.content for m in span if m.role == "user"]
+        users = [m.model_view_content() for m in span if m.role == "user"]
         checks = _Checks(
             rules=user_rules(span, request.state.constraints),
             reference="\n".join([request.previous or "", *_record(request.state)]),

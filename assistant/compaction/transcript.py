@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from assistant import jsonlimits
 from assistant.conversation import Message
 
 
@@ -29,9 +30,11 @@ def load_transcript(path: Path) -> tuple[str | None, list[Message]]:
         if not line.strip():
             continue
         try:
-            data = json.loads(line)
+            data = jsonlimits.loads(line, "the line")
         except json.JSONDecodeError as exc:
             raise TranscriptError(f"{path}:{number}: invalid JSON ({exc.msg})") from exc
+        except ValueError as exc:
+            raise TranscriptError(f"{path}:{number}: {exc}") from exc
         try:
             msg = Message.from_openai(data)
         except (ValueError, TypeError, AttributeError) as exc:

@@ -19,6 +19,7 @@ from assistant.compaction.tokens import TokenCounter
 from assistant.compaction.visibility import (
     calls_by_id,
     cleared_note,
+    pending_user_ids,
     plan_trims,
     trim_output,
     unanswered_ids,
@@ -46,14 +47,47 @@ class ViewBuilder:
     def __init__(self, counter: TokenCounter) -> None:
         self.counter = counter
         self._notes: dict[tuple[str, int], str] = {}
+        self._cuts: dict[tuple[str, int, int], str] = {}
 
-    def view(self, conv: Conversation) -> View:
-        """Cleared notes for the pruned results among the kept messages."""
-        pruned = [m for m in conv.kept_messages() if m.role == "tool" and m.pruned]
-        if not pruned:
+    def view(self, conv: Conversation, message_cap: int | None = None) -> View:
+        """Cleared notes for the pruned results among the kept messages, and cuts of the
+        user messages and tool outputs longer than ``message_cap`` tokens
+        (:meth:`oversize_cut`)."""
+        kept = conv.kept_messages()
+        pruned = [m for m in kept if m.role == "tool" and m.pruned]
+        trims: dict[str, str] = {}
+        calls: dict[str, ToolCall] | None = None
+        if message_cap is not None:
+            for m in kept:
+                if m.role in ("user", "tool") and not m.pruned:
+                    if self.counter.message(m) <= message_cap:
+                        continue
+                    if calls is None:
+                        calls = calls_by_id(conv.messages)
+                    trims[m.id] = self.oversize_cut(m, message_cap, calls)
+        if not pruned and not trims:
             return View()
-        calls = calls_by_id(conv.messages)
-        return View(notes={m.id: self.note(m, calls) for m in pruned})
+        if calls is None:
+            calls = calls_by_id(conv.messages) if pruned else {}
+        return View(notes={m.id: self.note(m, calls) for m in pruned}, trims=trims)
+
+    def oversize_cut(self, msg: Message, cap: int, calls: dict[str, ToolCall]) -> str:
+        """``msg`` cut to at most ``cap`` tokens (head and tail around a marker that says
+        how to get the rest). A message this long could not fit whole beside the system
+        prompt; cutting it the same way in every call keeps what the model saw (and the
+        KV cache) stable until the window changes. Memoized per message and cap."""
+        key = (msg.id, len(msg.content), cap)
+        got = self._cuts.get(key)
+        if got is None:
+            if len(self._cuts) > NOTE_MEMO_LIMIT:
+                self._cuts.clear()
+            got = trim_output(
+                msg.model_view_content(), cap, self.counter.text,
+                calls.get(msg.tool_call_id or ""),
+                kind="message" if msg.role == "user" else "output",
+            )
+            self._cuts[key] = got
+        return got
 
     def note(self, msg: Message, calls: dict[str, ToolCall]) -> str:
         """``msg``'s cleared note (memoized; its size is counted on the original content)."""
@@ -96,14 +130,16 @@ class ViewBuilder:
         start: Fitted,
         room: int,
     ) -> Fitted:
-        """Cut unanswered outputs (head and tail kept) until the prompt is at most ``room``
-        tokens, or the cuts reach their floor (the best found is returned either way)."""
+        """Cut unanswered outputs and user messages (head and tail kept) until the prompt
+        is at most ``room`` tokens, or the cuts reach their floor (the best found is
+        returned either way)."""
         kept = conv.kept_messages()
-        waiting = unanswered_ids(kept)
+        waiting = unanswered_ids(kept) | pending_user_ids(kept)
         calls = calls_by_id(conv.messages)
+        shown_now = [context.shown(m, start.view) for m in kept]  # users maybe cut already
         outputs = [
-            (m, self.counter.message(m), self.counter.text(m.content))
-            for m in kept
+            (m, self.counter.message(m), self.counter.text(m.model_view_content()))
+            for m in shown_now
             if m.id in waiting and not m.pruned
         ]
         by_id = {m.id: m for m, _, _ in outputs}
@@ -115,12 +151,14 @@ class ViewBuilder:
                 break
             cuts = {
                 mid: trim_output(
-                    by_id[mid].content, cap, self.counter.text,
+                    by_id[mid].model_view_content(), cap, self.counter.text,
                     calls.get(by_id[mid].tool_call_id or ""),
+                    kind="message" if by_id[mid].role == "user" else "output",
                 )
                 for mid, cap in plan.caps.items()
             }
-            got = self.build(conv, system_prompt, tools, View(notes=start.view.notes, trims=cuts))
+            trims = {**start.view.trims, **cuts}
+            got = self.build(conv, system_prompt, tools, View(notes=start.view.notes, trims=trims))
             shown = {m.id: m for m in got.built}
             got.trimmed = {
                 m.id: (seg, self.counter.message(shown[m.id])) for m, seg, _ in outputs
@@ -148,7 +186,7 @@ class ViewBuilder:
             msgs.append(context.summary_message(conv.last_compaction.summary))
         calls = calls_by_id(conv.messages)
         for m in span:
-            if sent is None or m.role != "tool":
+            if sent is None or m.role not in ("tool", "user"):
                 msgs.append(context.shown(m, view))
             elif m.id in sent[0]:
                 note = self.note(m, calls)

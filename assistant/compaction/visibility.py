@@ -77,6 +77,13 @@ def unanswered_ids(messages: Sequence[Message]) -> frozenset[str]:
     return frozenset(m.id for m in messages[start:] if m.role == "tool")
 
 
+def pending_user_ids(messages: Sequence[Message]) -> frozenset[str]:
+    """Ids of the user messages the model has not answered yet: cut like unanswered tool
+    outputs when one alone is too long for the window (a pasted log of tens of MB)."""
+    start = pending_start(messages)
+    return frozenset(m.id for m in messages[start:] if m.role == "user")
+
+
 def current_turn_start(messages: Sequence[Message]) -> int:
     """Index where the latest turn of the pending part starts.
 
@@ -184,7 +191,12 @@ def cleared_note(msg: Message, call: ToolCall | None, tokens: int) -> str:
 
 # -- cutting an output to fit --------------------------------------------------------------
 def _marker(
-    omitted_from: int, omitted_to: int, tokens: int, call: ToolCall | None, first: int | None
+    omitted_from: int,
+    omitted_to: int,
+    tokens: int,
+    call: ToolCall | None,
+    first: int | None,
+    kind: str = "output",
 ) -> str:
     count = omitted_to - omitted_from + 1
     if first is not None:
@@ -198,23 +210,30 @@ def _marker(
             f"end_line={b} to see them ...]"
         )
     return (
-        f"[... {count:,} lines omitted here to fit the context window (output lines "
-        f"{omitted_from + 1:,}-{omitted_to + 1:,}, {tokens:,} tokens) ...]"
+        f"[... {count:,} lines omitted here to fit the context window ({kind} lines "
+        f"{omitted_from + 1:,}-{omitted_to + 1:,}, {tokens:,} tokens){_KEPT.get(kind, '')} ...]"
     )
 
 
-def _char_marker(omitted: int, tokens: int) -> str:
+def _char_marker(omitted: int, tokens: int, kind: str = "output") -> str:
     return (
         f"[... {omitted:,} characters omitted here to fit the context window "
-        f"({tokens:,} tokens) ...]"
+        f"({tokens:,} tokens){_KEPT.get(kind, '')} ...]"
     )
 
 
-def trim_output(text: str, cap: int, count: Count, call: ToolCall | None = None) -> str:
+#: What a cut marker adds for a kind of content.
+_KEPT = {"message": "; the whole message is kept in the chat: ask the user for the part needed"}
+
+
+def trim_output(
+    text: str, cap: int, count: Count, call: ToolCall | None = None, kind: str = "output"
+) -> str:
     """``text`` cut to at most ``cap`` tokens: head and tail lines around a marker.
 
     The marker names the omitted lines (file lines for read tools, with the read_file call
-    that shows them). Outputs of a few very long lines are cut by characters instead. When
+    that shows them; ``kind`` "message" for a user's message, which says it is kept whole).
+    Outputs of a few very long lines are cut by characters instead. When
     even the marker alone does not fit, the text is returned whole: a cut must free tokens.
     """
     size = count(text)
@@ -228,7 +247,9 @@ def trim_output(text: str, cap: int, count: Count, call: ToolCall | None = None)
             tail = max(keep - head, 1 if keep >= 2 else 0)
             head = keep - tail
             omitted = lines[head : len(lines) - tail]
-            marker = _marker(head, len(lines) - tail - 1, count("\n".join(omitted)), call, first)
+            marker = _marker(
+                head, len(lines) - tail - 1, count("\n".join(omitted)), call, first, kind
+            )
             return "\n".join([*lines[:head], marker, *lines[len(lines) - tail :]])
 
         cut = _largest(build, len(lines) - 1, cap, count)
@@ -238,7 +259,8 @@ def trim_output(text: str, cap: int, count: Count, call: ToolCall | None = None)
         head = math.ceil(keep * HEAD_SHARE)
         tail = keep - head
         omitted = text[head : len(text) - tail]
-        return text[:head] + _char_marker(len(omitted), count(omitted)) + text[len(text) - tail :]
+        marker = _char_marker(len(omitted), count(omitted), kind)
+        return text[:head] + marker + text[len(text) - tail :]
 
     cut = _largest(build_chars, len(text) - 1, cap, count)
     return cut if count(cut) < size else text

@@ -183,7 +183,7 @@ def add_model(
         "path": str(path),
         "name": header.name or path.stem,
         "architecture": header.architecture,
-        "context_length": header.context_length,
+        "context_length": header.usable_context,  # the claim, capped by what the file backs
         "size": path.stat().st_size,
         "added": time.time(),
     }

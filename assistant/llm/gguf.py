@@ -8,11 +8,21 @@ either byte order and stops once it has what it needs; tensor data is never read
 
 The reader trusts nothing: every length is checked against the file size and fixed limits,
 so a damaged or hostile header gives a :class:`GGUFHeaderError` with a clear reason, never a
-huge allocation or a hang.
+huge allocation or a hang. Checked before anything is allocated: the key and tensor counts
+(each entry costs bytes, so they must fit in the file), every key, string and array length,
+each tensor's name, dimensions and where its data lies (a cut download is caught here), and
+the trained context (at most :data:`MAX_TRAINED_CONTEXT`).
+
+A header can still claim a plausible context its model was never trained on. The window
+asked of llama.cpp is therefore also capped by what the file can back
+(:attr:`GGUFHeader.context_cap`: the KV cache that the attention tensors' sizes imply per
+token, within a memory budget derived from the file's size), so no header makes the app
+allocate a cache many times larger than the model itself.
 """
 
 from __future__ import annotations
 
+import re
 import struct
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,6 +33,56 @@ MAGIC = b"GGUF"
 MAX_KEYS = 1_000_000
 MAX_KEY_BYTES = 65_536
 MAX_ARRAY_DEPTH = 4
+#: Tensors in one file (large mixture-of-experts models have a few thousand).
+MAX_TENSORS = 65_536
+#: A tensor's name (llama.cpp's own limit is 64 bytes) and dimensions (ggml has 4).
+MAX_TENSOR_NAME_BYTES = 1_024
+MAX_DIMS = 4
+#: The longest trained context a header may claim (the longest real ones are about 10
+#: million tokens); a larger claim is a damaged or altered file.
+MAX_TRAINED_CONTEXT = 1 << 24
+#: Text values read from the header (architecture, name); longer ones are not read.
+MAX_TEXT_VALUE_BYTES = 4_096
+#: Memory the KV cache of a header-derived window may take: this many bytes, or
+#: :data:`KV_PER_FILE_BYTE` times the file's size when that is more (a real model's
+#: trained window fits; a header that claims a window its weights cannot back does not).
+KV_BUDGET_FLOOR = 512 * 1024 * 1024
+KV_PER_FILE_BYTE = 4
+#: Bytes of one cached key or value element (llama.cpp's default f16 cache).
+KV_ELEMENT_BYTES = 2
+#: Bytes read from the file at a time.
+_CHUNK = 1 << 20
+
+# Smallest encodings: a key/value pair (length, 1-byte key, type, 1-byte value) and a
+# tensor description (length, 1-byte name, dimension count, one dimension, type, offset).
+_MIN_KV_BYTES = 8 + 1 + 4 + 1
+_MIN_TENSOR_BYTES = 8 + 1 + 4 + 8 + 4 + 8
+_ATTENTION = re.compile(r"blk\.\d+\.attn_(?:k|v|qkv)\.weight")
+
+#: ggml type -> (elements per block, bytes per block), for the types whose layout is
+#: fixed; a tensor of another type is only checked to start inside the file.
+_GGML_TYPES = {
+    0: (1, 4),  # F32
+    1: (1, 2),  # F16
+    2: (32, 18),  # Q4_0
+    3: (32, 20),  # Q4_1
+    6: (32, 22),  # Q5_0
+    7: (32, 24),  # Q5_1
+    8: (32, 34),  # Q8_0
+    9: (32, 36),  # Q8_1
+    10: (256, 84),  # Q2_K
+    11: (256, 110),  # Q3_K
+    12: (256, 144),  # Q4_K
+    13: (256, 176),  # Q5_K
+    14: (256, 210),  # Q6_K
+    15: (256, 292),  # Q8_K
+    24: (1, 1),  # I8
+    25: (1, 2),  # I16
+    26: (1, 4),  # I32
+    27: (1, 8),  # I64
+    28: (1, 8),  # F64
+    30: (1, 2),  # BF16
+}
 
 # value type -> struct format of one scalar
 _SCALARS = {
@@ -53,6 +113,38 @@ class GGUFHeader:
     #: The trained context length, or None when the header does not give one.
     context_length: int | None
     name: str | None = None
+    tensor_count: int = 0
+    #: Bytes one token takes in an f16 KV cache, from the attention tensors' sizes (None
+    #: when the file has none this reader recognizes).
+    kv_bytes_per_token: int | None = None
+    #: The file's size in bytes.
+    file_size: int = 0
+
+    @property
+    def context_cap(self) -> int | None:
+        """The longest window this file can back: its KV cache within
+        ``max(KV_BUDGET_FLOOR, KV_PER_FILE_BYTE * file size)`` (None: no cap known)."""
+        if not self.kv_bytes_per_token:
+            return None
+        budget = max(KV_BUDGET_FLOOR, KV_PER_FILE_BYTE * self.file_size)
+        return max(1, budget // self.kv_bytes_per_token)
+
+    @property
+    def usable_context(self) -> int | None:
+        """The largest window to ask llama.cpp for: the trained context capped by
+        :attr:`context_cap` (either alone when the other is unknown; None when both are)."""
+        known = [n for n in (self.context_length, self.context_cap) if n is not None]
+        return min(known) if known else None
+
+    def cap_note(self) -> str | None:
+        """A sentence for the user when the claimed context is more than the file backs."""
+        usable = self.usable_context
+        if self.context_length is None or usable is None or usable >= self.context_length:
+            return None  # nothing claimed, or the claim is backed
+        return (
+            f"the header claims a trained context of {self.context_length:,} tokens, more "
+            f"than its weights can back; the window is capped at {usable:,}"
+        )
 
 
 def read_header(path: Path) -> GGUFHeader:
@@ -67,28 +159,49 @@ def read_header(path: Path) -> GGUFHeader:
 
 
 def trained_context(path: Path) -> int | None:
-    """``read_header(path).context_length``, or None when the header cannot tell."""
+    """``read_header(path).usable_context`` (the trained context, capped by what the file
+    can back), or None when the header cannot tell or is damaged."""
     try:
-        return read_header(path).context_length
+        return read_header(path).usable_context
     except (OSError, GGUFHeaderError):
         return None
 
 
 class _Reader:
+    """Reads the header through a buffer of :data:`_CHUNK` bytes (a vocabulary of 250,000
+    strings is walked in well under a second, and never held whole)."""
+
     def __init__(self, fh: IO[bytes], size: int) -> None:
         self.fh = fh
         self.size = size
         self.order = "<"
         self.version = 0
+        self.pos = 0
+        self.buf = b""
+        self.buf_start = 0
 
     # -- primitives ------------------------------------------------------------------------
+    def _fill(self, n: int) -> None:
+        """Make the ``n`` bytes at ``pos`` available in the buffer (the caller checked
+        that they are inside the file)."""
+        self.fh.seek(self.pos)
+        self.buf = self.fh.read(max(n, _CHUNK))
+        self.buf_start = self.pos
+        if len(self.buf) < n:
+            raise GGUFHeaderError("the header is cut short (the file changed while read)")
+
+    def tell(self) -> int:
+        return self.pos
+
     def _read(self, n: int, what: str) -> bytes:
-        if n < 0 or self.fh.tell() + n > self.size:
+        if n < 0 or self.pos + n > self.size:
             raise GGUFHeaderError(f"the header is cut short or damaged ({what} runs past the end)")
-        data = self.fh.read(n)
-        if len(data) != n:
-            raise GGUFHeaderError(f"the header is cut short ({what})")
-        return data
+        start = self.pos - self.buf_start
+        if start + n > len(self.buf):
+            self._fill(n)
+            start = 0
+        self.pos += n
+        return self.buf[start : start + n]
 
     def _unpack(self, fmt: str, what: str) -> Any:
         raw = self._read(struct.calcsize(fmt), what)
@@ -104,13 +217,34 @@ class _Reader:
         return self._read(n, what)
 
     def _skip(self, n: int, what: str) -> None:
-        if n < 0 or self.fh.tell() + n > self.size:
+        if n < 0 or self.pos + n > self.size:
             raise GGUFHeaderError(f"the header is cut short or damaged ({what} runs past the end)")
-        self.fh.seek(n, 1)
+        self.pos += n
+
+    def _skip_strings(self, count: int, key: str) -> None:
+        """Skip ``count`` length-prefixed strings (the tight loop of the whole reader)."""
+        fmt = self.order + ("I" if self.version == 1 else "Q")
+        width = struct.calcsize(fmt)
+        unpack_from = struct.unpack_from
+        for _ in range(count):
+            start = self.pos - self.buf_start
+            if start < 0 or start + width > len(self.buf):
+                if self.pos + width > self.size:
+                    raise GGUFHeaderError(
+                        f"the header is cut short or damaged (the array {key!r} runs past "
+                        "the end)"
+                    )
+                self._fill(width)
+                start = 0
+            self.pos += width + unpack_from(fmt, self.buf, start)[0]
+            if self.pos > self.size:
+                raise GGUFHeaderError(
+                    f"the header is cut short or damaged (the array {key!r} runs past the end)"
+                )
 
     # -- structure -------------------------------------------------------------------------
     def header(self) -> GGUFHeader:
-        if self.size < 8 or self.fh.read(4) != MAGIC:
+        if self.size < 8 or self._read(4, "the magic") != MAGIC:
             raise GGUFHeaderError("it is not a GGUF model file (the first bytes are not 'GGUF')")
         raw_version = self._read(4, "the version")
         version = struct.unpack("<I", raw_version)[0]
@@ -120,41 +254,111 @@ class _Reader:
         if version not in (1, 2, 3):
             raise GGUFHeaderError(f"GGUF version {version} is not supported (1-3 are)")
         self.version = version
-        self._length("the tensor count")
+        tensors = self._length("the tensor count")
         keys = self._length("the key count")
         if keys > MAX_KEYS:
             raise GGUFHeaderError(f"the header is damaged (it claims {keys:,} metadata keys)")
+        if tensors > MAX_TENSORS:
+            raise GGUFHeaderError(f"the header is damaged (it claims {tensors:,} tensors)")
+        if keys * _MIN_KV_BYTES + tensors * _MIN_TENSOR_BYTES > self.size - self.pos:
+            raise GGUFHeaderError(
+                f"the header is cut short or damaged ({keys:,} metadata keys and "
+                f"{tensors:,} tensors cannot fit in a file of {self.size:,} bytes)"
+            )
         values: dict[str, Any] = {}
-        wanted = {"general.architecture", "general.name"}
         for index in range(keys):
             key = self._string(f"metadata key {index + 1}", MAX_KEY_BYTES).decode(
                 "utf-8", errors="replace"
             )
             kind = int(self._unpack("I", f"the type of {key!r}"))
-            arch = values.get("general.architecture")
-            if key in wanted or (isinstance(arch, str) and key == f"{arch}.context_length"):
+            if key in ("general.architecture", "general.name", "general.alignment") or (
+                key.endswith(".context_length") and kind in _SCALARS
+            ):
                 values[key] = self._value(kind, key, 0)
             else:
                 self._skip_value(kind, key, 0)
-            if isinstance(arch, str) and f"{arch}.context_length" in values:
-                break
         arch = values.get("general.architecture")
-        ctx = values.get(f"{arch}.context_length") if isinstance(arch, str) else None
+        if not isinstance(arch, str):
+            arch = None
+        ctx = values.get(f"{arch}.context_length") if arch else None
         if ctx is not None and (not isinstance(ctx, int) or isinstance(ctx, bool) or ctx <= 0):
             raise GGUFHeaderError(f"the header gives an invalid trained context ({ctx!r})")
+        if ctx is not None and ctx > MAX_TRAINED_CONTEXT:
+            raise GGUFHeaderError(
+                f"the header claims a trained context of {ctx:,} tokens, which no model has "
+                f"(the limit is {MAX_TRAINED_CONTEXT:,}): the file is damaged or was altered"
+            )
+        kv_per_token = self._tensors(tensors, values.get("general.alignment"))
         name = values.get("general.name")
         return GGUFHeader(
             version=version,
-            architecture=arch if isinstance(arch, str) else None,
+            architecture=arch,
             context_length=ctx,
             name=name if isinstance(name, str) else None,
+            tensor_count=tensors,
+            kv_bytes_per_token=kv_per_token,
+            file_size=self.size,
         )
+
+    def _tensors(self, count: int, alignment: Any) -> int | None:
+        """Check every tensor description (dimensions, type, where its data lies) against
+        the file; return the KV-cache bytes per token the attention tensors imply."""
+        align = alignment if isinstance(alignment, int) and not isinstance(alignment, bool) else 32
+        if align <= 0 or align & (align - 1) or align > 1 << 20:
+            raise GGUFHeaderError(f"the header is damaged (alignment {align!r})")
+        kv_elements = 0
+        ends: list[tuple[str, int]] = []
+        for index in range(count):
+            name = self._string(f"the name of tensor {index + 1}", MAX_TENSOR_NAME_BYTES).decode(
+                "utf-8", errors="replace"
+            )
+            dims = int(self._unpack("I", f"the dimension count of {name!r}"))
+            if not 1 <= dims <= MAX_DIMS:
+                raise GGUFHeaderError(
+                    f"the header is damaged (tensor {name!r} has {dims:,} dimensions)"
+                )
+            shape = [self._length(f"a dimension of {name!r}") for _ in range(dims)]
+            kind = int(self._unpack("I", f"the type of {name!r}"))
+            offset = int(self._unpack("Q", f"the offset of {name!r}"))
+            elements = 1
+            for n in shape:
+                elements *= n
+                if elements > self.size * 8:  # no type stores an element in under 1 bit
+                    raise GGUFHeaderError(
+                        f"the header is damaged (tensor {name!r} of shape {shape} is larger "
+                        "than the file)"
+                    )
+            layout = _GGML_TYPES.get(kind)
+            if layout is not None:
+                block, block_bytes = layout
+                if shape[0] % block:
+                    raise GGUFHeaderError(
+                        f"the header is damaged (tensor {name!r}: {shape[0]:,} is not a "
+                        f"whole number of {block}-element blocks)"
+                    )
+                ends.append((name, offset + elements // block * block_bytes))
+            else:
+                ends.append((name, offset))
+            if _ATTENTION.fullmatch(name) and len(shape) >= 2:
+                kv_elements += shape[1] * (2 if name.endswith("qkv.weight") else 1)
+        data_start = -(-self.pos // align) * align
+        for name, end in ends:
+            if data_start + end > self.size:
+                raise GGUFHeaderError(
+                    f"the file is cut short or damaged (the data of tensor {name!r} runs past "
+                    "the end)"
+                )
+        return kv_elements * KV_ELEMENT_BYTES or None
 
     def _value(self, kind: int, key: str, depth: int) -> Any:
         if kind in _SCALARS:
             return self._unpack(_SCALARS[kind], f"the value of {key!r}")
         if kind == _STRING:
-            return self._string(f"the value of {key!r}").decode("utf-8", errors="replace")
+            n = self._length(f"the value of {key!r}")
+            if n > MAX_TEXT_VALUE_BYTES:  # not needed whole: skipped, never read
+                self._skip(n, f"the value of {key!r}")
+                return None
+            return self._read(n, f"the value of {key!r}").decode("utf-8", errors="replace")
         self._skip_value(kind, key, depth)
         return None
 
@@ -171,13 +375,12 @@ class _Reader:
             if item in _SCALARS:
                 self._skip(count * struct.calcsize(_SCALARS[item]), f"the array {key!r}")
             elif item == _STRING:
-                if count * 8 > self.size - self.fh.tell():  # each string has a length
+                if count * 8 > self.size - self.pos:  # each string has a length
                     raise GGUFHeaderError(
                         f"the header is cut short or damaged (the array {key!r} runs past "
                         "the end)"
                     )
-                for _ in range(count):
-                    self._skip(self._length(f"a string in {key!r}"), f"the array {key!r}")
+                self._skip_strings(count, key)
             else:
                 for _ in range(count):  # each costs bytes: a bad count ends at the file's end
                     self._skip_value(item, key, depth + 1)

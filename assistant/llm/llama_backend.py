@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import codecs
 import contextlib
+import dataclasses
 import hashlib
 import json
 import logging
@@ -130,9 +131,15 @@ def check_model_file(path: Path, entry: ModelEntry | None = None) -> None:
 
 
 def _header_context(path: Path) -> int | None:
-    """The trained context from the GGUF header; a damaged header is a load error."""
+    """The trained context from the GGUF header, capped by what the file's weights can
+    back (:attr:`GGUFHeader.usable_context`); a damaged or implausible header is a load
+    error."""
     try:
-        return read_header(path).context_length
+        header = read_header(path)
+        note = header.cap_note()
+        if note:
+            log.warning("%s: %s", path.name, note)
+        return header.usable_context
     except GGUFHeaderError as exc:
         raise ModelLoadError(str(path), f"{exc}.") from None
     except OSError as exc:
@@ -272,6 +279,8 @@ class LlamaBackend:
                 str(path), f"llama.cpp could not make a {ctx:,}-token context ({exc})."
             ) from exc
         backend = cls(llama, path, entry, int(llama.n_ctx()))
+        if trained and backend._info.trained_context > trained:  # a header's claim, capped
+            backend._info = dataclasses.replace(backend._info, trained_context=trained)
         backend._auto_prefill = auto
         backend.calibration = calibration
         return backend

@@ -22,7 +22,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import IO
 
-from assistant import paths
+from assistant import jsonlimits, paths
 from assistant.llm.registry import ModelEntry, load_registry
 
 CHUNK = 1 << 20
@@ -53,7 +53,7 @@ def is_verified(entry: ModelEntry, path: Path) -> bool:
     st = path.stat()
     key = {"sha256": entry.sha256, "size": st.st_size, "mtime_ns": st.st_mtime_ns}
     try:
-        if json.loads(stamp.read_text()) == key:
+        if jsonlimits.loads(stamp.read_text(), "the verification stamp") == key:
             return True
     except (OSError, ValueError):
         pass

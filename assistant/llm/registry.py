@@ -12,14 +12,13 @@ picks works too: :func:`resolve_model` accepts a registry name or a path.
 
 from __future__ import annotations
 
-import json
 import sys
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from assistant import paths
+from assistant import jsonlimits, paths
 
 
 @dataclass(frozen=True)
@@ -85,7 +84,9 @@ def registry_text() -> str:
 
 
 def load_registry(path: Path | None = None) -> Registry:
-    raw = json.loads(path.read_text(encoding="utf-8") if path else registry_text())
+    raw = jsonlimits.loads(
+        path.read_text(encoding="utf-8") if path else registry_text(), "the model registry"
+    )
     entries = tuple(
         ModelEntry(
             name=m["name"],

@@ -28,6 +28,9 @@ from typing import Any
 import jinja2
 import jinja2.sandbox
 
+from assistant import jsonlimits
+from assistant.conversation import valid_text
+
 CHATML_TEMPLATE = (
     "{% for message in messages %}"
     "{{ '<|im_start|>' + message['role'] + '\\n' + message['content'] + '<|im_end|>\\n' }}"
@@ -61,7 +64,11 @@ def describe_tools(tools: Sequence[dict[str, Any]]) -> str:
 
 
 def format_call_block(name: str, arguments: str) -> str:
-    """How an assistant tool call is written in the text protocol."""
+    """How an assistant tool call is written in the text protocol.
+
+    ``arguments`` is embedded as the object it holds when it is one the parser would take
+    (bounded nesting and size: :func:`assistant.jsonlimits.loads`), else as a JSON string,
+    so a hostile call never breaks the render."""
     if isinstance(name, str) and isinstance(arguments, str):
         return _format_call_block(name, arguments)  # memoized: every render rewrites them all
     return _format_call_block.__wrapped__(name, arguments)
@@ -70,8 +77,13 @@ def format_call_block(name: str, arguments: str) -> str:
 @functools.lru_cache(maxsize=4096)
 def _format_call_block(name: str, arguments: str) -> str:
     try:
-        args: Any = json.loads(arguments)
-    except json.JSONDecodeError:
+        args: Any = jsonlimits.loads(
+            arguments,
+            "arguments",
+            jsonlimits.MAX_ARGUMENT_DEPTH,
+            max_chars=jsonlimits.MAX_ARGUMENT_CHARS,
+        )
+    except ValueError:
         args = arguments
     payload = json.dumps({"name": name, "arguments": args}, ensure_ascii=False)
     return f"```tool_call\n{payload}\n```"
@@ -184,7 +196,8 @@ class ChatTemplate:
         add_generation_prompt: bool = True,
     ) -> str:
         adapted = self.adapt(messages, tools)
-        return self._raw(adapted, tools if self.native_tools else None, add_generation_prompt)
+        text = self._raw(adapted, tools if self.native_tools else None, add_generation_prompt)
+        return valid_text(text)  # what a tokenizer can encode (no lone surrogates)
 
 
 def _merge_same_role(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -20,18 +20,24 @@ of tokens) is read to the end of the text.
 The work is linear in the reply and capped: only the first :data:`MAX_SCAN` characters are
 searched, at most :data:`MAX_CALLS` calls are taken, the search for bare objects stops
 after examining about :data:`SCAN_WORK` characters per character of text, and arguments
-nested deeper than ``MAX_ARGUMENT_DEPTH`` levels are an error call (never a crash later).
+nested deeper than ``MAX_ARGUMENT_DEPTH`` levels or longer than ``MAX_ARGUMENT_CHARS`` are
+an error call (never a crash later). Every JSON text is decoded by the one bounded loader,
+:func:`assistant.jsonlimits.loads`. An error call keeps what the model wrote in
+``raw_arguments``; the model is shown it again as a short JSON string
+(:meth:`~assistant.conversation.ToolCall.model_arguments`), never decoded again.
 """
 
 from __future__ import annotations
 
+import bisect
 import json
 import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from assistant import jsonlimits
 from assistant.conversation import ToolCall
-from assistant.jsonlimits import MAX_ARGUMENT_DEPTH, text_depth, value_depth
+from assistant.jsonlimits import MAX_ARGUMENT_CHARS, MAX_ARGUMENT_DEPTH, value_depth
 
 #: Fence languages whose content must be a tool call.
 CALL_FENCES = frozenset(
@@ -164,18 +170,30 @@ def _too_deep(limit: int) -> str:
     return f"its arguments are nested more than {limit} levels deep"
 
 
+def _load_arguments(text: str) -> Any:
+    """Arguments written as JSON text, through the one bounded loader."""
+    return jsonlimits.loads(text, "its arguments", MAX_ARGUMENT_DEPTH, MAX_ARGUMENT_CHARS)
+
+
+def _reason(exc: ValueError, otherwise: str) -> str:
+    """What went wrong with arguments text, for the error result."""
+    if isinstance(exc, jsonlimits.TooDeepError):
+        return _too_deep(exc.limit)
+    if isinstance(exc, jsonlimits.TooLargeError):
+        return str(exc)
+    return otherwise
+
+
 def _calls_from_body(body: str, *, required: bool) -> list[ParsedCall]:
     """Calls in a block's text. ``required``: the block was meant as a call."""
     stripped = body.strip()
-    if text_depth(stripped, stop_above=MAX_ARGUMENT_DEPTH + _CALL_WRAPPING) > (
-        MAX_ARGUMENT_DEPTH + _CALL_WRAPPING
-    ):
+    try:
+        value: Any = jsonlimits.loads(stripped, "the call", MAX_ARGUMENT_DEPTH + _CALL_WRAPPING)
+    except jsonlimits.TooDeepError:
         if required or _looks_like_call(stripped):
             return [_invalid(stripped, _too_deep(MAX_ARGUMENT_DEPTH))]
         return []
-    try:
-        value: Any = json.loads(stripped)
-    except (json.JSONDecodeError, RecursionError):
+    except ValueError:
         value = _first_json_value(stripped)
         if value is None:
             if required or _looks_like_call(stripped):
@@ -198,7 +216,7 @@ def _first_json_value(text: str) -> Any:
         return None
     try:
         value, _ = json.JSONDecoder().raw_decode(text, match.start())
-    except (json.JSONDecodeError, RecursionError):
+    except (ValueError, RecursionError):  # depth was checked by the caller
         return None
     return value
 
@@ -234,17 +252,13 @@ def _from_object(obj: dict[str, Any], *, raw: str) -> ParsedCall:
         text = args.strip()
         if not text:
             args = {}
-        elif text_depth(text, stop_above=MAX_ARGUMENT_DEPTH) > MAX_ARGUMENT_DEPTH:
-            return ParsedCall(
-                ToolCall(name=name, raw_arguments=args), _too_deep(MAX_ARGUMENT_DEPTH)
-            )
         else:
             try:
-                args = json.loads(text)
-            except (json.JSONDecodeError, RecursionError):
+                args = _load_arguments(text)
+            except ValueError as exc:
                 return ParsedCall(
                     ToolCall(name=name, raw_arguments=args),
-                    "its arguments are a string that is not a JSON object",
+                    _reason(exc, "its arguments are a string that is not a JSON object"),
                 )
     if not isinstance(args, dict):
         return ParsedCall(
@@ -260,12 +274,12 @@ def _function_tag_call(name: str, body: str) -> ParsedCall:
     text = body.strip()
     if not text:
         return ParsedCall(ToolCall(name=name))
-    if text_depth(text, stop_above=MAX_ARGUMENT_DEPTH) > MAX_ARGUMENT_DEPTH:
-        return ParsedCall(ToolCall(name=name, raw_arguments=text), _too_deep(MAX_ARGUMENT_DEPTH))
     try:
-        args = json.loads(text)
-    except (json.JSONDecodeError, RecursionError):
-        return ParsedCall(ToolCall(name=name, raw_arguments=text), "its arguments are not JSON")
+        args = _load_arguments(text)
+    except ValueError as exc:
+        return ParsedCall(
+            ToolCall(name=name, raw_arguments=text), _reason(exc, "its arguments are not JSON")
+        )
     if not isinstance(args, dict):
         return ParsedCall(
             ToolCall(name=name, raw_arguments=text), '"arguments" must be a JSON object'
@@ -282,6 +296,7 @@ def _bare_objects(text: str, spans: _Spans) -> None:
     ``SCAN_WORK`` characters per character of text; when it runs out, the search stops.
     """
     extents = _Extents(text, SCAN_WORK * len(text) + 10_000)
+    keys = _Keys(text)
     pos = 0
     while not spans.full:
         m = _OBJECT_START.search(text, pos)
@@ -299,7 +314,7 @@ def _bare_objects(text: str, spans: _Spans) -> None:
             pos = i + 1
             continue
         end, depth = found
-        call = _bare_call(text[i:end], depth)
+        call = _bare_call(text, i, end, depth, keys)
         if call is not None and not spans.overlaps(i, end):
             spans.add(i, end, [call])
             pos = end
@@ -307,15 +322,40 @@ def _bare_objects(text: str, spans: _Spans) -> None:
             pos = i + 1
 
 
-def _bare_call(raw: str, depth: int) -> ParsedCall | None:
-    """The call in one balanced ``{...}`` slice, or None when it is not call-shaped."""
-    if '"name"' not in raw:
+class _Keys:
+    """Where ``"name"``, ``"arguments"`` and ``"parameters"`` occur in the text (found once),
+    so whether a slice holds one is a binary search: nested objects start inside each
+    other, and searching (or copying) each slice would make the search quadratic."""
+
+    def __init__(self, text: str) -> None:
+        self.names = [m.start() for m in re.finditer('"name"', text)]
+        self.args = [m.start() for m in re.finditer('"(?:arguments|parameters)"', text)]
+
+    @staticmethod
+    def _within(found: list[int], start: int, end: int) -> bool:
+        i = bisect.bisect_left(found, start)
+        return i < len(found) and found[i] < end
+
+    def name_in(self, start: int, end: int) -> bool:
+        return self._within(self.names, start, end)
+
+    def arguments_in(self, start: int, end: int) -> bool:
+        return self._within(self.args, start, end)
+
+
+def _bare_call(text: str, start: int, end: int, depth: int, keys: _Keys) -> ParsedCall | None:
+    """The call in the balanced ``{...}`` at ``text[start:end]``, or None when it is not
+    call-shaped (the slice is only copied when it may be one)."""
+    if not keys.name_in(start, end):
         return None
     if depth > MAX_ARGUMENT_DEPTH + _CALL_WRAPPING:
-        return _invalid(raw, _too_deep(MAX_ARGUMENT_DEPTH)) if _looks_like_call(raw) else None
+        if not keys.arguments_in(start, end):
+            return None
+        return _invalid(text[start:end], _too_deep(MAX_ARGUMENT_DEPTH))
+    raw = text[start:end]
     try:
-        value = json.loads(raw)
-    except (json.JSONDecodeError, RecursionError):
+        value = jsonlimits.loads(raw, "the call", MAX_ARGUMENT_DEPTH + _CALL_WRAPPING)
+    except ValueError:
         return None
     return _from_object(value, raw=raw) if _is_call_shaped(value) else None
 

@@ -9,6 +9,7 @@ refusals and unexpected exceptions all come back as error results that say what 
 
 from __future__ import annotations
 
+import copy
 import json
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -38,6 +39,7 @@ class CheckedCall:
 class ToolRegistry:
     def __init__(self, tools: Iterable[Tool[Any]]) -> None:
         self._tools: dict[str, Tool[Any]] = {}
+        self._schemas: list[dict[str, Any]] | None = None
         for tool in tools:
             if tool.name in self._tools:
                 raise ValueError(f"tool {tool.name!r} registered twice")
@@ -73,7 +75,11 @@ class ToolRegistry:
         return self._tools.get(name)
 
     def schemas(self) -> list[dict[str, Any]]:
-        return [tool_schema(t) for t in self._tools.values()]
+        """The tools' JSON schemas (made once: pydantic takes ~40 ms for them, and every
+        model call asks; each caller gets its own copy)."""
+        if self._schemas is None:
+            self._schemas = [tool_schema(t) for t in self._tools.values()]
+        return copy.deepcopy(self._schemas)
 
     def normalize(self, call: ToolCall) -> ToolCall:
         """``call`` with argument aliases renamed (``file_path`` -> ``path``), same id."""

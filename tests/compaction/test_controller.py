@@ -443,7 +443,7 @@ def test_one_tool_output_bigger_than_the_window() -> None:
     conv.append(res)
     pol = local_policy()
     ctl, _be, _ = controller(ScriptedBackend([GOOD_SUMMARY]), pol)
-    assert ctl.estimate(conv, SYSTEM) > pol.window
+    assert ctl.counter.message(res) > pol.window
     req = ctl.prepare(conv, system_prompt=SYSTEM)
     # The model has not answered the read yet: it is cut to fit, never summarized away.
     assert req.compaction is None

@@ -279,3 +279,21 @@ def test_a_question_left_without_reply_gives_way_to_the_latest_turns_reads() -> 
     assert not any(text.startswith("old/a0.txt") for text in contents)  # turn A: summarized
     assert {b.id, c.id} <= {m.id for m in conv.kept_messages()}
     assert contents[-1] == "Is there a bug in src/c.py?"
+
+
+def test_a_users_message_is_cut_with_a_note_that_it_is_kept_whole() -> None:
+    """Issue 28 item 6: the user's message the model has not answered is cut like an
+    output, and its marker says the chat keeps it (there is no file to read it from)."""
+    from assistant.compaction.visibility import pending_user_ids, trim_output
+
+    counter = TokenCounter(ScriptedBackend())
+    text = "".join(f"log line {i}: something happened\n" for i in range(3_000))
+    cut = trim_output(text, 300, counter.text, kind="message")
+    assert counter.text(cut) <= 300
+    assert cut.startswith("log line 0:") and "log line 2999:" in cut
+    assert "lines omitted here to fit the context window (message lines" in cut
+    assert "the whole message is kept in the chat" in cut
+    answered = Message(role="user", content="old question")
+    reply = Message(role="assistant", content="old answer")
+    waiting = Message(role="user", content=text)
+    assert pending_user_ids([answered, reply, waiting]) == frozenset({waiting.id})

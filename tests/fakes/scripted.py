@@ -21,6 +21,7 @@ whose vocabulary cannot follow them (every call with a grammar raises
 
 from __future__ import annotations
 
+import re
 import time
 from array import array
 from collections.abc import Callable, Iterator, Sequence
@@ -287,15 +288,11 @@ def _check_grammar(grammar: str, reply: str) -> None:
         raise ValueError(f"scripted reply is outside the grammar's language: {reply[:80]!r}")
 
 
-def _pieces(text: str) -> list[str]:
-    """Split into word-ish pieces so streaming has several steps."""
-    pieces: list[str] = []
-    current = ""
-    for ch in text:
-        current += ch
-        if ch in " \n":
-            pieces.append(current)
-            current = ""
-    if current:
-        pieces.append(current)
-    return pieces
+def _pieces(text: str) -> Iterator[str]:
+    """Split into word-ish pieces so streaming has several steps (lazily: a reply of
+    100 MB costs what is streamed of it, as a model that stops at its token limit)."""
+    for m in _PIECE.finditer(text):
+        yield m.group()
+
+
+_PIECE = re.compile(r"[^ \n]*[ \n]|[^ \n]+")

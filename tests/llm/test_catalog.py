@@ -69,14 +69,18 @@ def test_add_and_remove_a_gguf_file(tmp_path: Path) -> None:
 
 
 @pytest.mark.integration
-def test_a_truncated_download_is_caught_by_the_trial_load(tmp_path: Path) -> None:
+def test_a_truncated_download_is_caught_before_any_load(tmp_path: Path) -> None:
+    """The tensor descriptions in the header say where each tensor's data lies (issue 28
+    item 3): a cut file is refused from its header, llama.cpp is never asked."""
     partial = tmp_path / "partial.gguf"
     with SMOLLM.open("rb") as src, partial.open("wb") as out:
         out.write(src.read(30_000_000))
+    tried: list[Path] = []
     with pytest.raises(ModelFileError) as info:
-        catalog.add_model(partial)
-    assert "looks like a llama model, but llama.cpp cannot load it" in str(info.value)
-    assert "incomplete or damaged" in str(info.value)
+        catalog.add_model(partial, tried.append)
+    assert "cut short or damaged" in str(info.value)
+    assert "runs past the end" in str(info.value)
+    assert tried == []
     whole = catalog.add_model(_copy_of(SMOLLM, tmp_path / "whole.gguf"))
     assert whole.installed
 
@@ -108,3 +112,20 @@ def test_install_without_the_wheel_says_how_to_get_it(
     with pytest.raises(ModelFileError, match="python -m assistant provision"):
         catalog.install(registry.models[1])
     assert not (tmp_path / "models" / registry.models[1].file).exists()
+
+
+def test_an_implausible_header_is_refused_and_a_lying_one_capped(tmp_path: Path) -> None:
+    """Issue 28 item 3: adding a model says why a header cannot be right, and lists the
+    window the app will use for one whose claim its weights cannot back."""
+    from tests.llm.test_gguf_plausibility import _model
+
+    hostile = tmp_path / "hostile.gguf"
+    hostile.write_bytes(_model(10**9))
+    tried: list[Path] = []
+    with pytest.raises(ModelFileError, match="claims a trained context of 1,000,000,000"):
+        catalog.add_model(hostile, tried.append)
+    assert tried == []  # refused from the header: llama.cpp never saw it
+    liar = tmp_path / "liar.gguf"
+    liar.write_bytes(_model(16_000_000))
+    added = catalog.add_model(liar, lambda _p: None)
+    assert added.context_length is not None and added.context_length < 16_000_000

@@ -123,3 +123,19 @@ def test_templates_without_a_system_role_get_it_folded_into_the_first_user_turn(
     assert not t.supports_system
     out = t.render([{"role": "system", "content": "Be brief."}, {"role": "user", "content": "hi"}])
     assert out == "<user>Be brief.\n\nhi</user><assistant>"
+
+
+def test_a_call_block_with_hostile_arguments_renders_them_as_text() -> None:
+    """Issue 28 item 1: a server's native call (or any caller) with arguments 50,000
+    levels deep, or longer than a call may be, is written as a string, never decoded."""
+    from assistant.jsonlimits import MAX_ARGUMENT_CHARS
+    from assistant.llm.template import format_call_block
+
+    deep = "[" * 50_000 + "]" * 50_000
+    block = format_call_block("write_file", deep)
+    payload = json.loads(block.removeprefix("```tool_call\n").removesuffix("\n```"))
+    assert payload == {"name": "write_file", "arguments": deep}
+    long = json.dumps({"content": "x" * MAX_ARGUMENT_CHARS})
+    block = format_call_block("write_file", long)
+    assert json.loads(block.split("\n")[1])["arguments"] == long
+    assert json.loads(format_call_block("f", '{"a": 1}').split("\n")[1])["arguments"] == {"a": 1}
