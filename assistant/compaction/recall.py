@@ -1,0 +1,269 @@
+"""Recall at question time: excerpts of the whole chat placed next to the latest question.
+
+A small model given a fact early in a long chat, or only in a summary, answers as if it had
+never seen it; the same model given the fact's sentence beside the question answers it. So
+before every model call (:meth:`Recall.apply`, from the controller's ``prepare``):
+
+1. the chat's full-text index (:class:`PassageIndex`, one per chat, kept by the session store:
+   :mod:`assistant.sessions.recall_index`) is brought up to date with the conversation;
+2. the latest user message becomes a query (:func:`.recall_text.query_terms`: stop words
+   dropped) and the index returns its best passages by BM25;
+3. passages are kept while they are relevant (at least :data:`RELATIVE_SCORE` of the best
+   one's score), on the active branch, not the latest message itself, and not already
+   visible verbatim in the prompt; at most :data:`MAX_EXCERPTS`, within the token budget
+   (:func:`recall_budget`, scaled by the window: small in local mode, and never more than the
+   room the prompt leaves beside three quarters of the reply's reserve);
+4. they are written, oldest first, as one short labeled block (turn, who said it or which tool
+   on which file, lines) into the latest user message: before the question
+   (``placement="before"``, the default: measured better with the embedded model) or after
+   it. Nothing is stored: the chat file is unchanged, and the block is part of the prompt's
+   last turn only, so the cached prefix of everything older survives. Within a turn (tool
+   rounds) the block for the same message is reused as it was, so the prefix holds there too.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal, Protocol
+
+from assistant.compaction.recall_text import match_expression, normalize, query_terms
+from assistant.compaction.tokens import TokenCounter
+from assistant.compaction.visibility import calls_by_id
+from assistant.config import EffectivePolicy
+from assistant.conversation import Conversation, Message
+
+log = logging.getLogger("assistant.compaction.recall")
+
+Placement = Literal["before", "after"]
+
+#: Passages asked of the index per query (before filtering).
+SEARCH_LIMIT = 40
+#: Excerpts in one block, at most.
+MAX_EXCERPTS = 4
+#: A passage is kept when its BM25 score is at least this share of the best one's.
+RELATIVE_SCORE = 0.35
+#: A budget smaller than this brings nothing back (one excerpt and its label need more).
+MIN_BUDGET = 40
+HEADING_BEFORE = "Earlier in this chat (excerpts that may help with my message below):"
+HEADING_AFTER = "Earlier in this chat (excerpts that may help with my message above):"
+
+
+class Found(Protocol):
+    """A passage the index returned."""
+
+    @property
+    def message_id(self) -> str: ...
+    @property
+    def first(self) -> int: ...
+    @property
+    def last(self) -> int: ...
+    @property
+    def text(self) -> str: ...
+    @property
+    def rank(self) -> float: ...
+
+
+class PassageIndex(Protocol):
+    """One chat's full-text index (see :class:`assistant.sessions.recall_index.RecallIndex`)."""
+
+    def sync(self, messages: Sequence[Message]) -> int: ...
+
+    def search(self, expression: str, *, limit: int) -> Sequence[Found]: ...
+
+
+IndexFor = Callable[[Conversation], "PassageIndex | None"]
+
+
+@dataclass(frozen=True)
+class Excerpt:
+    message_id: str
+    label: str
+    text: str
+
+
+@dataclass(frozen=True)
+class RecallBlock:
+    """What was added to the latest user message, and its tokens (counted alone)."""
+
+    text: str
+    excerpts: tuple[Excerpt, ...]
+    tokens: int
+    message_id: str
+
+
+def recall_budget(policy: EffectivePolicy) -> int:
+    """Tokens recall may add: a twentieth of the window (500 at the local 10,000), at most
+    2,048 (standard mode)."""
+    return max(MIN_BUDGET, min(policy.window // 20, 2_048))
+
+
+def recall_room(policy: EffectivePolicy, prompt_tokens: int) -> int:
+    """Room beside the prompt: the window less the prompt and three quarters of the reserve
+    (a reply rarely needs all of it; the reserve's last quarter is recall's to use)."""
+    return policy.window - prompt_tokens - (policy.reserve * 3) // 4
+
+
+def latest_user(conv: Conversation) -> Message | None:
+    for msg in reversed(conv.kept_messages()):
+        if msg.role == "user":
+            return msg
+    return None
+
+
+def turn_numbers(messages: Sequence[Message]) -> dict[str, int]:
+    """message id -> the user turn it belongs to (1 for the first user message's turn)."""
+    turn = 0
+    out: dict[str, int] = {}
+    for msg in messages:
+        if msg.role == "user":
+            turn += 1
+        out[msg.id] = max(turn, 1)
+    return out
+
+
+class Recall:
+    """Finds and places the excerpts; ``index_for`` gives a conversation's index (None: no
+    recall for it)."""
+
+    def __init__(
+        self,
+        counter: TokenCounter,
+        index_for: IndexFor,
+        *,
+        placement: Placement = "before",
+    ) -> None:
+        self.counter = counter
+        self.index_for = index_for
+        self.placement: Placement = placement
+        self._last: tuple[tuple[int, str, int], RecallBlock | None] | None = None
+
+    def apply(
+        self, conv: Conversation, messages: list[dict[str, Any]], budget: int
+    ) -> RecallBlock | None:
+        """Put the block into ``messages`` (the prompt as built from ``conv``: system,
+        summary when there is one, kept messages); returns it, or None when nothing was
+        added. Never raises for a failing index (logged; the call goes on without)."""
+        latest = latest_user(conv)
+        if latest is None or budget < MIN_BUDGET:
+            return None
+        kept = conv.kept_messages()
+        offset = len(messages) - len(kept)
+        try:
+            pos = offset + next(i for i, m in enumerate(kept) if m.id == latest.id)
+        except StopIteration:
+            return None
+        if offset < 1 or messages[pos].get("content") != latest.content:
+            return None  # not the prompt of this conversation as built
+        key = (id(conv), latest.id, len(conv.compactions))
+        if self._last is not None and self._last[0] == key:
+            block = self._last[1]
+            if block is not None and block.tokens > budget:
+                block = self.find(conv, latest, messages, pos, budget)
+        else:
+            block = self.find(conv, latest, messages, pos, budget)
+        self._last = (key, block)
+        if block is None:
+            return None
+        original = str(messages[pos].get("content") or "")
+        content = (
+            f"{block.text}\n\n{original}" if self.placement == "before"
+            else f"{original}\n\n{block.text}"
+        )
+        messages[pos] = {**messages[pos], "content": content}
+        return block
+
+    def find(
+        self,
+        conv: Conversation,
+        latest: Message,
+        messages: Sequence[dict[str, Any]],
+        pos: int,
+        budget: int,
+    ) -> RecallBlock | None:
+        """The block for ``latest`` within ``budget`` tokens, or None."""
+        terms = query_terms(latest.content)
+        if not terms:
+            return None
+        try:
+            index = self.index_for(conv)
+            if index is None:
+                return None
+            index.sync(conv.messages)
+            hits = index.search(match_expression(terms), limit=SEARCH_LIMIT)
+        except Exception:  # recall is an aid: a broken index must not stop the reply
+            log.warning("Recall skipped: the chat's index failed", exc_info=True)
+            return None
+        if not hits:
+            return None
+        visible = normalize(
+            "\n".join(str(m.get("content") or "") for i, m in enumerate(messages) if i != pos)
+        )
+        order = {m.id: i for i, m in enumerate(conv.messages)}
+        hits = [h for h in hits if h.message_id != latest.id and h.message_id in order]
+        if not hits:
+            return None
+        best = hits[0].rank
+        heading = HEADING_BEFORE if self.placement == "before" else HEADING_AFTER
+        used = self.counter.text(heading) + 2
+        chosen: list[tuple[int, int, Excerpt]] = []
+        seen: set[str] = set()
+        labels = _Labels(conv.messages)
+        for hit in hits:
+            if len(chosen) >= MAX_EXCERPTS:
+                break
+            if best < 0 and hit.rank > best * RELATIVE_SCORE:
+                break  # ranked: the rest are weaker still
+            key = normalize(hit.text)
+            if not key or key in seen or key in visible:
+                continue
+            excerpt = Excerpt(hit.message_id, labels.label(hit), hit.text)
+            cost = self.counter.text(_line(excerpt)) + 1
+            if used + cost > budget:
+                continue
+            used += cost
+            seen.add(key)
+            chosen.append((order[hit.message_id], hit.first, excerpt))
+        if not chosen:
+            return None
+        chosen.sort(key=lambda c: (c[0], c[1]))
+        excerpts = tuple(e for _, _, e in chosen)
+        text = heading + "\n" + "\n".join(_line(e) for e in excerpts)
+        return RecallBlock(text, excerpts, self.counter.text(text), latest.id)
+
+
+def _line(excerpt: Excerpt) -> str:
+    body = excerpt.text.strip().replace("\n", "\n  ")
+    return f"- ({excerpt.label}) {body}"
+
+
+class _Labels:
+    """Where a passage came from, in words: "turn 3, you said", "turn 5, read_file a.py,
+    lines 10-15"."""
+
+    def __init__(self, messages: Sequence[Message]) -> None:
+        self.turns = turn_numbers(messages)
+        self.by_id = {m.id: m for m in messages}
+        self.calls = calls_by_id(messages)
+
+    def label(self, hit: Found) -> str:
+        msg = self.by_id[hit.message_id]
+        where = f"turn {self.turns.get(hit.message_id, 1)}"
+        lines = "" if hit.first == hit.last == 1 and "\n" not in msg.content else (
+            f", line {hit.first}" if hit.first == hit.last else f", lines {hit.first}-{hit.last}"
+        )
+        if msg.role == "user":
+            return f"{where}, I said{lines}"
+        if msg.role == "assistant":
+            return f"{where}, you replied{lines}"
+        call = self.calls.get(msg.tool_call_id or "")
+        tool = msg.name or (call.name if call else "tool")
+        target = ""
+        if call is not None:
+            for key in ("path", "file_path", "command", "pattern", "query"):
+                value = call.arguments.get(key)
+                if value:
+                    target = " " + " ".join(str(value).split())[:80]
+                    break
+        return f"{where}, {tool}{target}{lines}"
