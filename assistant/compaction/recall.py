@@ -201,7 +201,11 @@ class Recall:
             "\n".join(str(m.get("content") or "") for i, m in enumerate(messages) if i != pos)
         )
         order = {m.id: i for i, m in enumerate(conv.messages)}
-        hits = [h for h in hits if h.message_id != latest.id and h.message_id in order]
+        hits = [
+            h for h in hits
+            if h.message_id != latest.id and h.message_id in order
+            and normalize(h.text) not in visible
+        ]
         if not hits:
             return None
         best = hits[0].rank
@@ -216,12 +220,18 @@ class Recall:
             if best < 0 and hit.rank > best * RELATIVE_SCORE:
                 break  # ranked: the rest are weaker still
             key = normalize(hit.text)
-            if not key or key in seen or key in visible:
+            if not key or key in seen:
                 continue
             excerpt = Excerpt(hit.message_id, labels.label(hit), hit.text)
             cost = self.counter.text(_line(excerpt)) + 1
-            if used + cost > budget:
-                continue
+            if used + cost > budget:  # too long: only its lines that name a term
+                narrow = _narrow(hit, terms)
+                if narrow is None:
+                    continue
+                excerpt = Excerpt(hit.message_id, labels.label(narrow), narrow.text)
+                cost = self.counter.text(_line(excerpt)) + 1
+                if used + cost > budget:
+                    continue
             used += cost
             seen.add(key)
             chosen.append((order[hit.message_id], hit.first, excerpt))
@@ -231,6 +241,30 @@ class Recall:
         excerpts = tuple(e for _, _, e in chosen)
         text = heading + "\n" + "\n".join(_line(e) for e in excerpts)
         return RecallBlock(text, excerpts, self.counter.text(text), latest.id)
+
+
+@dataclass(frozen=True)
+class _Narrowed:
+    message_id: str
+    first: int
+    last: int
+    text: str
+    rank: float
+
+
+def _narrow(hit: Found, terms: Sequence[str]) -> _Narrowed | None:
+    """The lines of a multi-line passage from its first to its last line naming one of
+    ``terms`` (None when that is the whole passage or no line names one)."""
+    lines = hit.text.split("\n")
+    if len(lines) < 2 or hit.last - hit.first + 1 != len(lines):
+        return None
+    named = [i for i, line in enumerate(lines) if any(t in line.lower() for t in terms)]
+    if not named or (named[0] == 0 and named[-1] == len(lines) - 1):
+        return None
+    lo, hi = named[0], named[-1]
+    return _Narrowed(
+        hit.message_id, hit.first + lo, hit.first + hi, "\n".join(lines[lo : hi + 1]), hit.rank
+    )
 
 
 def _line(excerpt: Excerpt) -> str:

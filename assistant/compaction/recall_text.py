@@ -65,7 +65,9 @@ def _pieces(line: str) -> list[str]:
         return [line]
     out: list[str] = []
     current = ""
-    for sentence in _SENTENCE_END.split(line):
+    for sentence in _SENTENCE_END.split(line.strip()):
+        if not sentence:
+            continue
         while len(sentence) > MAX_PASSAGE_CHARS:  # one overlong sentence: at a space
             cut = sentence.rfind(" ", 0, MAX_PASSAGE_CHARS)
             cut = cut if cut > MAX_PASSAGE_CHARS // 2 else MAX_PASSAGE_CHARS
