@@ -5,7 +5,9 @@ in process, with a real chat file and its recall index): the user states five fa
 a budget, a date format, an indentation rule, a release date), then talks about other
 things for ``chatter`` turns (long messages, so the context compacts at least once), then
 asks about each fact. A reply answers when it contains the fact's value (see
-:data:`FACTS`). Temperature 0; replies are capped (``max_reply``) to bound the work.
+:data:`FACTS`). Temperature 0; replies are capped (``max_reply``) to bound the work; one
+CPU thread by default (on a shared machine, llama.cpp's threads wait on each other: one
+measured 4.6 s for a reply that took 82 s with two).
 
 ::
 
@@ -97,7 +99,9 @@ class Run:
     seconds: float = 0.0
 
 
-def settings_for(model: str, window: int, max_reply: int, recall: bool) -> Settings:
+def settings_for(
+    model: str, window: int, max_reply: int, recall: bool, threads: int = 1
+) -> Settings:
     """Local mode at ``window`` (the policy's values scaled as the app scales them),
     temperature 0, no saved model states (nothing kept beyond the run)."""
     base = Settings().local
@@ -114,6 +118,7 @@ def settings_for(model: str, window: int, max_reply: int, recall: bool) -> Setti
     settings.sampling.temperature = 0.0
     settings.sampling.max_reply_tokens = max_reply
     settings.performance.resume_state = False
+    settings.sampling.threads = threads
     settings.compaction.recall = recall
     return settings
 
@@ -132,6 +137,7 @@ def run(
     recall: bool = True,
     placement: Placement = "before",
     max_reply: int = 48,
+    threads: int = 1,
     folder: Path | None = None,
 ) -> Run:
     """One chat of the scenario; the replies to the five questions and how many answer."""
@@ -139,7 +145,7 @@ def run(
     out = Run(recall, placement, window, chatter_turns)
     with tempfile.TemporaryDirectory() as tmp:
         root = folder or Path(tmp)
-        settings = settings_for(model, window, max_reply, recall)
+        settings = settings_for(model, window, max_reply, recall, threads)
         service = ChatService(
             settings, SessionStore(root / "sessions"), ModelWorker(_factory, InlineExecutor()),
             None, lambda _event: None, persist_settings=None,
@@ -189,6 +195,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--recall", choices=["on", "off", "both"], default="both")
     p.add_argument("--placement", choices=["before", "after"], default="before")
     p.add_argument("--max-reply", type=int, default=48)
+    p.add_argument("--threads", type=int, default=1,
+                   help="CPU threads (1: on a loaded machine more threads wait on each other)")
     args = p.parse_args(argv)
     with tempfile.TemporaryDirectory() as home:
         os.environ.setdefault("ASSISTANT_MODEL_DIR", str(Path(args.model).parent))
@@ -201,6 +209,7 @@ def main(argv: list[str] | None = None) -> int:
             result = run(
                 args.model, window=args.window, chatter_turns=args.chatter,
                 recall=mode == "on", placement=args.placement, max_reply=args.max_reply,
+                threads=args.threads,
             )
             print(json.dumps(asdict(result)), flush=True)
     return 0

@@ -7,7 +7,8 @@ before every model call (:meth:`Recall.apply`, from the controller's ``prepare``
 1. the chat's full-text index (:class:`PassageIndex`, one per chat, kept by the session store:
    :mod:`assistant.sessions.recall_index`) is brought up to date with the conversation;
 2. the latest user message becomes a query (:func:`.recall_text.query_terms`: stop words
-   dropped) and the index returns its best passages by BM25;
+   dropped, and words common in this chat: :func:`distinctive`) and the index returns its
+   best passages by BM25;
 3. passages are kept while they are relevant (at least :data:`RELATIVE_SCORE` of the best
    one's score), on the active branch, not the latest message itself, and not already
    visible verbatim in the prompt; at most :data:`MAX_EXCERPTS`, within the token budget
@@ -44,6 +45,10 @@ SEARCH_LIMIT = 40
 MAX_EXCERPTS = 4
 #: A passage is kept when its BM25 score is at least this share of the best one's.
 RELATIVE_SCORE = 0.35
+#: A term in more than this share of the chat's passages (and more than COMMON_MIN of them)
+#: is not searched for.
+COMMON_SHARE = 0.08
+COMMON_MIN = 4
 #: A budget smaller than this brings nothing back (one excerpt and its label need more).
 MIN_BUDGET = 40
 HEADING_BEFORE = "Earlier in this chat (excerpts that may help with my message below):"
@@ -71,6 +76,11 @@ class PassageIndex(Protocol):
     def sync(self, messages: Sequence[Message]) -> int: ...
 
     def search(self, expression: str, *, limit: int) -> Sequence[Found]: ...
+
+    def counts(self, terms: Sequence[str]) -> dict[str, int]: ...
+
+    @property
+    def passages(self) -> int: ...
 
 
 IndexFor = Callable[[Conversation], "PassageIndex | None"]
@@ -103,6 +113,15 @@ def recall_room(policy: EffectivePolicy, prompt_tokens: int) -> int:
     """Room beside the prompt: the window less the prompt and three quarters of the reserve
     (a reply rarely needs all of it; the reserve's last quarter is recall's to use)."""
     return policy.window - prompt_tokens - (policy.reserve * 3) // 4
+
+
+def distinctive(terms: Sequence[str], index: PassageIndex) -> list[str]:
+    """``terms`` less those common in this chat (in more than :data:`COMMON_SHARE` of its
+    passages, and more than :data:`COMMON_MIN`): words every message of a long chat shares
+    ("talk", "code", a recurring name) point at nothing in particular, and only bring back
+    noise the model then imitates."""
+    limit = max(COMMON_MIN, int(index.passages * COMMON_SHARE))
+    return [t for t, n in index.counts(terms).items() if 0 < n <= limit]
 
 
 def latest_user(conv: Conversation) -> Message | None:
@@ -191,7 +210,8 @@ class Recall:
             if index is None:
                 return None
             index.sync(conv.messages)
-            hits = index.search(match_expression(terms), limit=SEARCH_LIMIT)
+            terms = distinctive(terms, index)
+            hits = index.search(match_expression(terms), limit=SEARCH_LIMIT) if terms else []
         except Exception:  # recall is an aid: a broken index must not stop the reply
             log.warning("Recall skipped: the chat's index failed", exc_info=True)
             return None

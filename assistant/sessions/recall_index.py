@@ -73,6 +73,7 @@ class RecallIndex:
         self._ids: set[str] = set()
         self._seq = 0
         self._conn = self._connect()
+        self._passages = int(self._conn.execute("SELECT count(*) FROM passages").fetchone()[0])
         #: How the last open went ("opened", "created", "rebuilt: <reason>").
         self.state = "created"
 
@@ -169,6 +170,7 @@ class RecallIndex:
                 )
                 self._conn.executemany("INSERT OR IGNORE INTO indexed VALUES(?, ?)", ids)
                 self._ids.update(m.id for m in new)
+                self._passages += len(rows)
                 self._conn.execute(
                     "UPDATE meta SET value=? WHERE key='count'", (str(len(self._ids)),)
                 )
@@ -179,6 +181,22 @@ class RecallIndex:
     def count(self) -> int:
         """Messages indexed."""
         return len(self._ids)
+
+    @property
+    def passages(self) -> int:
+        """Passages indexed."""
+        return self._passages
+
+    def counts(self, terms: Sequence[str]) -> dict[str, int]:
+        """How many passages hold each term (as the tokenizer stems it)."""
+        with self._lock:
+            return {
+                term: int(self._conn.execute(
+                    "SELECT count(*) FROM passages WHERE passages MATCH ?",
+                    ('"' + term.replace('"', '""') + '"',),
+                ).fetchone()[0])
+                for term in terms
+            }
 
     def __contains__(self, message_id: object) -> bool:
         return message_id in self._ids
