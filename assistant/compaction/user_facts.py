@@ -50,7 +50,8 @@ _HEDGE = re.compile(
 )
 _CORRECTION = re.compile(
     r"(^\W*(no|nope|actually|wait|sorry|correction|rather|instead)\b|\bnot\s+\S+\s*,?\s*but\b|"
-    r"\b\w+,? not \w+\b|\binstead( of)?\b|\bi meant\b|\bmake it\b|\bchange it to\b|"
+    r",\s*not\s+\w+|\b(use|using|it'?s|is)\s+\S+\s+not\s+\S+|\binstead( of)?\b|\bi meant\b|"
+    r"\bmake it\b|\bchange it to\b|"
     r"\b(call|name) (it|this|that|the \w+)\b|\brename\b)",
     re.IGNORECASE,
 )
