@@ -31,9 +31,8 @@ from typing import Any, Literal, Protocol
 
 from assistant.compaction.recall_text import match_expression, normalize, query_terms
 from assistant.compaction.tokens import TokenCounter
-from assistant.compaction.visibility import calls_by_id
 from assistant.config import EffectivePolicy
-from assistant.conversation import Conversation, Message
+from assistant.conversation import Conversation, Message, ToolCall
 
 log = logging.getLogger("assistant.compaction.recall")
 
@@ -47,8 +46,8 @@ MAX_EXCERPTS = 4
 RELATIVE_SCORE = 0.35
 #: A term in more than this share of the chat's passages (and more than COMMON_MIN of them)
 #: is not searched for.
-COMMON_SHARE = 0.08
-COMMON_MIN = 4
+COMMON_SHARE = 0.03
+COMMON_MIN = 6
 #: A budget smaller than this brings nothing back (one excerpt and its label need more).
 MIN_BUDGET = 40
 HEADING_BEFORE = "Earlier in this chat (excerpts that may help with my message below):"
@@ -131,17 +130,6 @@ def latest_user(conv: Conversation) -> Message | None:
     return None
 
 
-def turn_numbers(messages: Sequence[Message]) -> dict[str, int]:
-    """message id -> the user turn it belongs to (1 for the first user message's turn)."""
-    turn = 0
-    out: dict[str, int] = {}
-    for msg in messages:
-        if msg.role == "user":
-            turn += 1
-        out[msg.id] = max(turn, 1)
-    return out
-
-
 class Recall:
     """Finds and places the excerpts; ``index_for`` gives a conversation's index (None: no
     recall for it)."""
@@ -157,6 +145,8 @@ class Recall:
         self.index_for = index_for
         self.placement: Placement = placement
         self._last: tuple[tuple[int, str, int], RecallBlock | None] | None = None
+        self._chat = _ChatMap()
+        self._synced: PassageIndex | None = None
 
     def apply(
         self, conv: Conversation, messages: list[dict[str, Any]], budget: int
@@ -205,25 +195,30 @@ class Recall:
         terms = query_terms(latest.content)
         if not terms:
             return None
+        chat = self._chat
+        new = chat.update(conv)
         try:
             index = self.index_for(conv)
             if index is None:
                 return None
-            index.sync(conv.messages)
+            if index is not self._synced:  # another index: bring it up to date whole
+                new = conv.messages
+            index.sync(new)
+            self._synced = index
             terms = distinctive(terms, index)
             hits = index.search(match_expression(terms), limit=SEARCH_LIMIT) if terms else []
         except Exception:  # recall is an aid: a broken index must not stop the reply
             log.warning("Recall skipped: the chat's index failed", exc_info=True)
+            self._synced = None
             return None
         if not hits:
             return None
         visible = normalize(
             "\n".join(str(m.get("content") or "") for i, m in enumerate(messages) if i != pos)
         )
-        order = {m.id: i for i, m in enumerate(conv.messages)}
         hits = [
             h for h in hits
-            if h.message_id != latest.id and h.message_id in order
+            if h.message_id != latest.id and h.message_id in chat.order
             and normalize(h.text) not in visible
         ]
         if not hits:
@@ -233,7 +228,6 @@ class Recall:
         used = self.counter.text(heading) + 2
         chosen: list[tuple[int, int, Excerpt]] = []
         seen: set[str] = set()
-        labels = _Labels(conv.messages)
         for hit in hits:
             if len(chosen) >= MAX_EXCERPTS:
                 break
@@ -242,19 +236,19 @@ class Recall:
             key = normalize(hit.text)
             if not key or key in seen:
                 continue
-            excerpt = Excerpt(hit.message_id, labels.label(hit), hit.text)
+            excerpt = Excerpt(hit.message_id, chat.label(hit), hit.text)
             cost = self.counter.text(_line(excerpt)) + 1
             if used + cost > budget:  # too long: only its lines that name a term
                 narrow = _narrow(hit, terms)
                 if narrow is None:
                     continue
-                excerpt = Excerpt(hit.message_id, labels.label(narrow), narrow.text)
+                excerpt = Excerpt(hit.message_id, chat.label(narrow), narrow.text)
                 cost = self.counter.text(_line(excerpt)) + 1
                 if used + cost > budget:
                     continue
             used += cost
             seen.add(key)
-            chosen.append((order[hit.message_id], hit.first, excerpt))
+            chosen.append((chat.order[hit.message_id], hit.first, excerpt))
         if not chosen:
             return None
         chosen.sort(key=lambda c: (c[0], c[1]))
@@ -292,16 +286,49 @@ def _line(excerpt: Excerpt) -> str:
     return f"- ({excerpt.label}) {body}"
 
 
-class _Labels:
-    """Where a passage came from, in words: "turn 3, you said", "turn 5, read_file a.py,
-    lines 10-15"."""
+class _ChatMap:
+    """Where each message of the conversation sits (position, turn) and where a passage
+    came from, in words; kept up to date with the messages appended since the last call
+    (a 10,000-message chat is not walked again for every question)."""
 
-    def __init__(self, messages: Sequence[Message]) -> None:
-        self.turns = turn_numbers(messages)
-        self.by_id = {m.id: m for m in messages}
-        self.calls = calls_by_id(messages)
+    def __init__(self) -> None:
+        self._reset(0)
+
+    def _reset(self, conv_id: int) -> None:
+        self.conv_id = conv_id
+        self.ids: list[str] = []
+        self.order: dict[str, int] = {}
+        self.turns: dict[str, int] = {}
+        self.by_id: dict[str, Message] = {}
+        self.calls: dict[str, ToolCall] = {}
+        self.turn = 0
+
+    def update(self, conv: Conversation) -> Sequence[Message]:
+        """Take in the messages new since the last call; returns them (all of them when the
+        conversation is another one or changed other than by appending)."""
+        msgs = conv.messages
+        n = len(self.ids)
+        same = (
+            self.conv_id == id(conv) and len(msgs) >= n
+            and (n == 0 or (msgs[0].id == self.ids[0] and msgs[n - 1].id == self.ids[-1]))
+        )
+        if not same:
+            self._reset(id(conv))
+            n = 0
+        new = msgs[n:]
+        for i, msg in enumerate(new, start=n):
+            if msg.role == "user":
+                self.turn += 1
+            self.ids.append(msg.id)
+            self.order[msg.id] = i
+            self.turns[msg.id] = max(self.turn, 1)
+            self.by_id[msg.id] = msg
+            for call in msg.tool_calls:
+                self.calls[call.id] = call
+        return new
 
     def label(self, hit: Found) -> str:
+        """"turn 3, I said", "turn 5, read_file a.py, lines 10-15"."""
         msg = self.by_id[hit.message_id]
         where = f"turn {self.turns.get(hit.message_id, 1)}"
         lines = "" if hit.first == hit.last == 1 and "\n" not in msg.content else (

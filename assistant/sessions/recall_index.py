@@ -149,7 +149,7 @@ class RecallIndex:
             if not new:
                 return 0
             rows: list[tuple[str, str, str, int, int]] = []
-            calls = {c.id: c.name for m in messages for c in m.tool_calls}
+            calls = {c.id: c.name for m in new for c in m.tool_calls}
             for msg in new:
                 tool = None
                 if msg.role == "tool":
