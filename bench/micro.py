@@ -191,6 +191,7 @@ def recall_time(*, messages: int = 10_000, queries: int = 50, seed: int = 7) -> 
         "search_ms_median": round(median(search_ms) or 0.0, 2),
         "search_ms_max": round(max(search_ms), 2),
         "find_ms_median": round(median(find_ms) or 0.0, 2),
+        "find_ms_p95": round(sorted(find_ms)[int(0.95 * (len(find_ms) - 1))], 2),
         "find_ms_max": round(max(find_ms), 2),
         "queries": queries,
         "with_excerpts": found,
