@@ -214,6 +214,11 @@ class CompactionSwitches(BaseModel):
     auto_compact: bool = Field(True, description="Summarize when prompt + reserve > window.")
     compact_on_overflow: bool = Field(True, description="Compact and retry once on overflow.")
     prune: bool = Field(True, description="Clear old tool outputs before every model call.")
+    recall: bool = Field(
+        True,
+        description="Before every model call, put excerpts of earlier messages relevant to "
+        "the latest one beside it (searched in the whole chat, compacted parts included).",
+    )
 
 
 class Performance(BaseModel):

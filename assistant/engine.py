@@ -18,11 +18,14 @@ from dataclasses import dataclass
 from assistant.agent.events import AgentEvent
 from assistant.agent.loop import Agent
 from assistant.compaction.controller import ContextController
+from assistant.compaction.recall import IndexFor, PassageIndex, Recall
 from assistant.config import EffectivePolicy, Settings
+from assistant.conversation import Conversation
 from assistant.llm.base import LLMBackend, LLMError
 from assistant.llm.openai_backend import ServerBackend, ServerConfig
 from assistant.llm.server_probe import model_label
 from assistant.secrets import SecretStore, SecretStoreError
+from assistant.sessions.recall_index import MemoryIndexes
 from assistant.tools.approval import Approver
 from assistant.tools.registry import ToolRegistry
 
@@ -39,7 +42,11 @@ def build_engine(
     settings: Callable[[], Settings],
     approver: Approver | None,
     on_event: Callable[[AgentEvent], None],
+    recall_index: IndexFor | None = None,
 ) -> Engine:
+    """``recall_index`` gives a conversation's full-text index (the open chat's, kept by the
+    session store); a conversation it has none for is indexed in memory."""
+
     def policy() -> EffectivePolicy:
         return settings().effective_policy(backend.info.trained_context)
 
@@ -49,7 +56,15 @@ def build_engine(
         prune_enabled=lambda: settings().switches().prune,
         auto_compact=lambda: settings().switches().auto_compact,
         compact_on_overflow=lambda: settings().switches().compact_on_overflow,
+        recall_enabled=lambda: settings().switches().recall,
     )
+    in_memory = MemoryIndexes()
+
+    def index_for(conv: Conversation) -> PassageIndex | None:
+        found = recall_index(conv) if recall_index is not None else None
+        return found if found is not None else in_memory.get(conv)
+
+    controller.recall = Recall(controller.counter, index_for)
     agent = Agent(backend, controller, ToolRegistry.default(), settings, approver, on_event)
     controller.on_event = agent.on_context_event
     return Engine(backend, controller, agent)

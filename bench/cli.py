@@ -42,7 +42,7 @@ from assistant.llm.base import KVCacheAware, LLMBackend, LLMError
 
 from .engines import compare, run_on_server
 from .metrics import RunRecord
-from .micro import generation_speed, policy_time, summary_time
+from .micro import generation_speed, policy_time, recall_time, summary_time
 from .real_sessions import default_folders, find_sessions, run_real_session
 from .report import (
     BenchResult,
@@ -621,8 +621,12 @@ def _micro(
         )
         reset_cache(backend)
 
+    def recall() -> None:
+        result.perf["recall"] = recall_time(queries=20 if quick else 100)
+
     steps = [("generation speed", speed), ("policy time", policy),
-             ("prefill speed", prefill), ("resume time to first token", resume)]
+             ("prefill speed", prefill), ("resume time to first token", resume),
+             ("recall retrieval at 10,000 messages", recall)]
     if quick:  # filling a real local window first costs over a minute on 2 cores
         result.notes.append("The summary of a full local window is measured in the full run.")
     else:

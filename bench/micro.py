@@ -7,6 +7,9 @@
 * :func:`policy_time` - the controller's per-call work at a full local window (10,000
   tokens), through :func:`bench.measure.measure_policy` with the model's own
   tokenizer.
+* :func:`recall_time` - retrieval at question time over a 10,000-message chat (the
+  index's term counts and BM25 search, and the whole picking of excerpts); target: under
+  20 ms.
 * :func:`summary_time` - one compaction of a full local window written by the model
   (:func:`bench.measure.summary_prefill`), with the chat cached as in the
   app and, optionally, with nothing cached.
@@ -17,12 +20,19 @@ The raw side is :meth:`LlamaBackend.raw_generation_seconds`; for other backends
 
 from __future__ import annotations
 
+import random
+import time
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
+from assistant.compaction.recall import SEARCH_LIMIT, Recall, distinctive
+from assistant.compaction.recall_text import match_expression, query_terms
+from assistant.compaction.tokens import CountingBackend, TokenCounter
 from assistant.config import DEFAULT_SYSTEM_PROMPT, default_local
+from assistant.conversation import Conversation, Message
 from assistant.llm.base import GenerationOptions, GenerationResult, KVCacheAware, LLMBackend
 from assistant.llm.llama_backend import LlamaBackend
+from assistant.sessions.recall_index import RecallIndex
 
 from .measure import measure_policy, summary_prefill
 from .metrics import median
@@ -114,3 +124,75 @@ def summary_time(backend: LLMBackend, *, cold: bool = True) -> dict[str, Any]:
             backend.reset_kv_cache()
         warm["cold"] = summary_prefill(backend, warm=False)
     return warm
+
+
+def _chat_corpus(messages: int, seed: int) -> list[Message]:
+    """A long synthetic chat: user and assistant prose over a Zipf-like vocabulary, and
+    every tenth message a multi-line tool output (the shape recall indexes)."""
+    rng = random.Random(seed)
+    vocab = [f"{a}{b}" for a in ("ka", "lo", "mi", "ne", "ru", "sa", "ti", "vo", "ze", "po")
+             for b in ("ban", "cor", "dil", "fen", "gum", "hox", "jet", "lam", "mor", "nip",
+                       "pex", "quo", "rin", "sul", "tav", "ulk", "vem", "wob", "yar", "zin")]
+    weights = [1 / (i + 1) for i in range(len(vocab))]
+    out: list[Message] = []
+    for i in range(messages):
+        words = rng.choices(vocab, weights, k=rng.randint(8, 60))
+        if i % 10 == 9:
+            lines = [" ".join(words[j : j + 6]) + f" = {rng.randint(0, 99_999)}"
+                     for j in range(0, len(words), 6)]
+            out.append(Message(role="tool", tool_call_id=f"call_{i}", name="read_file",
+                               content="\n".join(lines)))
+        else:
+            role: Literal["user", "assistant"] = "user" if i % 2 == 0 else "assistant"
+            out.append(Message(role=role, content=" ".join(words) + f". Item {i} costs {i % 97}."))
+    return out
+
+
+def recall_time(*, messages: int = 10_000, queries: int = 50, seed: int = 7) -> dict[str, Any]:
+    """Retrieval at question time over a chat of ``messages`` messages (in-memory index):
+    ``search``: the terms' counts and the BM25 search; ``find``: all of recall's work for a
+    new question (the new messages indexed, the search, the excerpts picked and counted with
+    the offline tokenizer). Milliseconds, median and worst of ``queries``."""
+    corpus = _chat_corpus(messages, seed)
+    rng = random.Random(seed + 1)
+    conv = Conversation(messages=corpus)
+    index = RecallIndex(None)
+    started = time.perf_counter()
+    index.sync(conv.messages)
+    build_s = time.perf_counter() - started
+    counter = TokenCounter(CountingBackend())
+    counter.text("warm the tokenizer")
+    recall = Recall(counter, lambda _c: index)
+    recall.find(conv, corpus[-1], [], -1, 500)  # the chat as opened: indexed, mapped
+    search_ms: list[float] = []
+    find_ms: list[float] = []
+    found = 0
+    for _ in range(queries):
+        source = rng.choice(corpus).content.split()
+        words = rng.sample(source, min(4, len(source)))
+        question = Message(role="user", content=f"What did we say about {' and '.join(words)}?")
+        conv.messages.append(question)  # a new question, as the chat goes on
+        t0 = time.perf_counter()
+        block = recall.find(conv, question, [], -1, 500)
+        t1 = time.perf_counter()
+        terms = distinctive(query_terms(question.content), index)
+        if terms:
+            index.search(match_expression(terms), limit=SEARCH_LIMIT)
+        t2 = time.perf_counter()
+        conv.messages.append(Message(role="assistant", content="Noted."))
+        find_ms.append((t1 - t0) * 1000)
+        search_ms.append((t2 - t1) * 1000)
+        found += block is not None
+    index.close()
+    return {
+        "messages": messages,
+        "passages": index.passages,
+        "index_build_s": round(build_s, 2),
+        "search_ms_median": round(median(search_ms) or 0.0, 2),
+        "search_ms_max": round(max(search_ms), 2),
+        "find_ms_median": round(median(find_ms) or 0.0, 2),
+        "find_ms_p95": round(sorted(find_ms)[int(0.95 * (len(find_ms) - 1))], 2),
+        "find_ms_max": round(max(find_ms), 2),
+        "queries": queries,
+        "with_excerpts": found,
+    }

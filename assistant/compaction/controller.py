@@ -46,6 +46,7 @@ from assistant.compaction.events import (
     TrimEvent,
 )
 from assistant.compaction.prune import count_user_turns, plan_prune
+from assistant.compaction.recall import Recall, RecallBlock, recall_budget, recall_room
 from assistant.compaction.summarizer import ExtractiveSummarizer, ModelSummarizer, Summarizer
 from assistant.compaction.tokens import TokenCounter
 from assistant.compaction.view import ViewBuilder
@@ -104,6 +105,8 @@ class PreparedRequest:
     segments: dict[str, int] = field(default_factory=dict)
     #: Unanswered outputs cut to fit: message id -> (tokens before, tokens after).
     trimmed: dict[str, tuple[int, int]] = field(default_factory=dict)
+    #: Excerpts of earlier messages put beside the latest question (:mod:`.recall`).
+    recall: RecallBlock | None = None
 
     @property
     def reply_room(self) -> int:
@@ -124,6 +127,8 @@ class ContextController:
         before_compact: BeforeCompactHook | None = None,
         after_compact: AfterCompactHook | None = None,
         counter: TokenCounter | None = None,
+        recall: Recall | None = None,
+        recall_enabled: Callable[[], bool] = lambda: True,
     ) -> None:
         self.backend = backend
         self.policy = policy
@@ -141,6 +146,9 @@ class ContextController:
         self.summarizer: Summarizer = summarizer
         self.before_compact = before_compact
         self.after_compact = after_compact
+        #: Brings back excerpts of the whole chat beside the latest question (None: off).
+        self.recall = recall
+        self.recall_enabled = recall_enabled
         self._overhead_memo: dict[tuple[str, str], int] = {}
         self.views = ViewBuilder(self.counter)
         #: Conversation states where compaction did not help (never retried automatically).
@@ -310,6 +318,7 @@ class ContextController:
                 f"The prompt ({req.prompt_tokens:,} tokens) leaves less than the "
                 f"reserve of {pol.reserve:,} for the reply."
             )
+        req = self._with_recall(conv, req, pol, tools)
         req.pruned_tokens = pruned
         req.compaction = record
         req.notices = notices
@@ -390,9 +399,38 @@ class ContextController:
         if outcome.record is None:
             raise ContextTooLargeError(outcome.error or "the summary did not make it smaller")
         self._overflow_done.add(self._state(conv))
-        req = self._request(conv, system_prompt, tools, pol)
+        req = self._with_recall(conv, self._request(conv, system_prompt, tools, pol), pol, tools)
         req.compaction = outcome.record
         self._remember_sent(conv, req)
+        return req
+
+    def _with_recall(
+        self,
+        conv: Conversation,
+        req: PreparedRequest,
+        pol: EffectivePolicy,
+        tools: Sequence[dict[str, Any]] | None,
+    ) -> PreparedRequest:
+        """``req`` with the recall block in its latest user message (see :mod:`.recall`),
+        counted exactly; ``req`` unchanged when recall is off or brings nothing back."""
+        if self.recall is None or not self.recall_enabled():
+            return req
+        budget = min(recall_budget(pol), recall_room(pol, req.prompt_tokens))
+        messages = list(req.messages)
+        block = self.recall.apply(conv, messages, budget)
+        if block is None:
+            return req
+        tokens = self.counter.exact(messages, tools)
+        if tokens > pol.window - pol.reserve // 2:  # counted alone it fitted; joined not
+            log.info("Recall block left out: the prompt would be %d tokens", tokens)
+            return req
+        added = tokens - req.prompt_tokens
+        req.messages = messages
+        req.prompt_tokens = tokens
+        req.reserve = min(pol.reserve, max(pol.window - tokens, 0))
+        req.segments["conversation"] = req.segments.get("conversation", 0) + added
+        req.recall = block
+        log.info("Recall: %d excerpt(s), %d tokens", len(block.excerpts), added)
         return req
 
     # -- internals -----------------------------------------------------------------------

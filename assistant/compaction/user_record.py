@@ -7,8 +7,11 @@ must never be lost. So code (not the model) writes this record into every summar
   (which grows with the room the window has; see the controller);
 * past the budget, older messages are shortened sentence by sentence, in this order:
   sentences repeated verbatim, pasted material (fenced code, quoted text, logs, stack
-  traces, file contents), slash commands and questions, other statements; then overlong
-  instructions are clipped, then one-off requests are dropped and standing rules last,
+  traces, file contents); then chatter: slash commands and questions, other statements,
+  requests, that pin nothing down; then the sentences that state a fact (a number, a date, a
+  name, a path, a setting) or a decision (``..., right?``, a hedge, a correction, a choice;
+  :mod:`.user_facts`); then overlong instructions are clipped, then one-off requests are
+  dropped and standing rules last,
   each oldest first, so the newest instructions are never dropped to keep older ones of
   their kind; messages with nothing left collapse into one "[N earlier messages omitted]"
   line;
@@ -102,8 +105,22 @@ def _render(entries: Sequence[_Entry]) -> str:
     return "\n".join(lines)
 
 
-STAGES: tuple[tuple[Kind, ...], ...] = (("pasted",), ("command", "question"), ("statement",))
-LAST_STAGES: tuple[tuple[Kind, ...], ...] = (("request",), ("rule",))
+#: A stage of shortening: the kinds it drops, and whether only pieces that pin nothing down
+#: (False), only pieces that state a fact or a decision (True), or either (None).
+Stage = tuple[tuple[Kind, ...], bool | None]
+STAGES: tuple[Stage, ...] = (
+    (("pasted",), None),
+    (("command", "question"), False),
+    (("statement",), False),
+    (("request",), False),  # chatter: "tell me about ...", "what do you think of ...?"
+    (("command", "question", "statement"), True),  # facts, decisions, "..., right?"
+)
+LAST_STAGES: tuple[Stage, ...] = ((("request",), None), (("rule",), None))
+
+
+def _in(piece: Piece, stage: Stage) -> bool:
+    kinds, salient = stage
+    return piece.kind in kinds and (salient is None or piece.salient == salient)
 
 
 def shorten_messages(
@@ -138,10 +155,10 @@ def shorten_messages(
                 seen.add(key)
             refresh(e)
     if total() > budget:
-        for kinds in STAGES:
+        for stage in STAGES:
             for e in entries:  # oldest first
                 for piece in e.pieces:
-                    if piece.kept and piece.kind in kinds:
+                    if piece.kept and _in(piece, stage):
                         piece.kept = False
                         refresh(e)
                         if total() <= budget:
@@ -158,12 +175,12 @@ def shorten_messages(
                     refresh(e)
             if total() <= budget:
                 break
-    for kinds in LAST_STAGES:  # finally instructions themselves, oldest first
+    for stage in LAST_STAGES:  # finally instructions themselves, oldest first
         if total() <= budget:
             break
         for e in entries:
             for piece in e.pieces:
-                if piece.kept and piece.kind in kinds:
+                if piece.kept and _in(piece, stage):
                     piece.kept = False
                     refresh(e)
                     if total() <= budget:
@@ -184,10 +201,10 @@ def shorten_messages(
 def _drop_next(entries: Sequence[_Entry]) -> bool:
     """Drop the first kept piece in the order of the stages (oldest first within each);
     False when nothing is left."""
-    for kinds in (*STAGES, *LAST_STAGES):
+    for stage in (*STAGES, *LAST_STAGES):
         for e in entries:
             for piece in e.pieces:
-                if piece.kept and piece.kind in kinds:
+                if piece.kept and _in(piece, stage):
                     piece.kept = False
                     return True
     for e in entries:  # a kind no stage names

@@ -20,6 +20,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
+from assistant.compaction.user_facts import pins_down
+
 Count = Callable[[str], int]
 Kind = Literal["rule", "request", "question", "statement", "pasted", "command"]
 INSTRUCTION_KINDS: frozenset[str] = frozenset({"rule", "request"})
@@ -95,6 +97,8 @@ class Piece:
     lines: int = 1
     kept: bool = True
     clipped: str | None = None
+    #: States a fact or a decision (:func:`.user_facts.pins_down`): kept ahead of chatter.
+    salient: bool = False
 
     def shown(self) -> str:
         if self.kept:
@@ -190,8 +194,9 @@ def _prose_pieces(block: str) -> list[Piece]:
                 out[-1].text += out[-1].sep + part  # "e.g. compact" is one sentence
                 out[-1].sep = sep
                 out[-1].kind = _sentence_kind(out[-1].text)
+                out[-1].salient = pins_down(out[-1].text)
             elif part.strip():
-                out.append(Piece(part, _sentence_kind(part), sep))
+                out.append(Piece(part, _sentence_kind(part), sep, salient=pins_down(part)))
             elif out:
                 out[-1].sep += part + sep
     return out

@@ -47,6 +47,7 @@ from assistant.agent.events import (
 )
 from assistant.agent.usage import context_usage
 from assistant.compaction.branch import BranchSummarizer
+from assistant.compaction.recall import PassageIndex
 from assistant.config import Settings, save_settings
 from assistant.conversation import CompactionRecord, Conversation, Message
 from assistant.engine import Engine, build_engine
@@ -261,13 +262,23 @@ class ChatService:
 
     # -- the model and the settings ----------------------------------------------------
     def _build_engine(self, backend: LLMBackend) -> Engine:
-        engine = build_engine(backend, self.effective_settings, self.approver, self._agent_event)
+        engine = build_engine(
+            backend, self.effective_settings, self.approver, self._agent_event,
+            recall_index=self._recall_index,
+        )
         # Branch summaries are measured with the loaded model's tokenizer from now on.
         branches = BranchSummarizer(engine.controller.counter, window=backend.info.context_window)
         self.store.summarizer = branches
         if self.handle is not None:
             self.handle.summarizer = branches
         return engine
+
+    def _recall_index(self, conv: Conversation) -> PassageIndex | None:
+        """The open chat's full-text index, for recall (run on the model worker)."""
+        handle = self.handle
+        if handle is None or handle.conversation is not conv or handle.closed:
+            return None
+        return handle.recall_index()
 
     def _model_ready(self) -> None:
         """Check the settings from the file against the model now that it is known, then

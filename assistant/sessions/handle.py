@@ -10,6 +10,8 @@ re-render after calling them.
 
 from __future__ import annotations
 
+import logging
+import sqlite3
 import threading
 import time
 from collections.abc import Callable
@@ -37,8 +39,11 @@ from assistant.sessions.errors import ChatClosedError, ChatReadOnlyError, Compac
 from assistant.sessions.export import to_markdown, to_openai_export
 from assistant.sessions.journal import JournalWriter
 from assistant.sessions.lock import ChatLock
-from assistant.sessions.summary import Summarizer, resolve_title
+from assistant.sessions.recall_index import RecallIndex
+from assistant.sessions.summary import Summarizer, branch_summary_message, resolve_title
 from assistant.sessions.tree import ChatTree
+
+log = logging.getLogger("assistant.sessions")
 
 
 @dataclass(frozen=True)
@@ -70,6 +75,7 @@ class ChatHandle:
         warnings: list[str] | None = None,
         on_close: Callable[[ChatHandle], None] | None = None,
         read_only: str | None = None,
+        recall_path: Path | None = None,
     ) -> None:
         self.chat_id = path.name.removesuffix(".jsonl")
         self.path = path
@@ -90,6 +96,9 @@ class ChatHandle:
         #: The active branch. Already subscribed to this handle.
         self.conversation = tree.build(self._leaf)
         self.conversation.subscribe(self)
+        #: Where this chat's full-text index lives (None: in memory); opened on first use.
+        self.recall_path = recall_path
+        self._recall: RecallIndex | None = None
 
     # -- ConversationObserver --------------------------------------------------------------
     def message_appended(self, message: Message) -> None:
@@ -334,6 +343,28 @@ class ChatHandle:
         entry = self._tree.get(target)
         return isinstance(entry, BranchSummaryEntry) and entry.covered_ids == covered
 
+    # -- recall ----------------------------------------------------------------------------
+    def recall_index(self) -> RecallIndex:
+        """The chat's full-text index (:mod:`.recall_index`), opened on first use: checked
+        against this chat file and rebuilt from it when missing or damaged. When the file
+        cannot be written (a full disk, permissions), the index is kept in memory."""
+        with self._mutex:
+            if self._closed:
+                raise ChatClosedError(f"Chat {self.chat_id} is closed")
+            if self._recall is None:
+                messages = [
+                    e.message if isinstance(e, MessageEntry)
+                    else branch_summary_message(e.id, e.summary, e.timestamp)
+                    for e in self._tree.entries
+                    if isinstance(e, MessageEntry | BranchSummaryEntry)
+                ]
+                try:
+                    self._recall = RecallIndex.open(self.recall_path, messages)
+                except (OSError, sqlite3.Error) as exc:
+                    log.warning("Recall index kept in memory (%s): %s", self.recall_path, exc)
+                    self._recall = RecallIndex.open(None, messages)
+            return self._recall
+
     # -- compaction ------------------------------------------------------------------------
     def compacted_originals(self, record_id: str, *, cumulative: bool = False) -> list[Message]:
         """The original messages a compaction replaced (copies, for a collapsed view)."""
@@ -371,6 +402,9 @@ class ChatHandle:
             writer, self._writer = self._writer, None
             if writer is not None:
                 writer.close()
+            recall, self._recall = self._recall, None
+            if recall is not None:
+                recall.close()
             if self._lock is not None:
                 self._lock.release()
         if self._on_close is not None:

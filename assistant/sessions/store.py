@@ -12,6 +12,8 @@ Layout of the sessions folder::
     <id>.jsonl.corrupt   torn last lines moved aside when the chat was opened
     trash/<id>.jsonl     deleted chats, until restored or the trash is emptied
     .locks/<id>.lock     lock files (one writer per chat)
+    .recall/<id>.sqlite  a chat's full-text index for recall (a cache: rebuilt from the chat
+                         file when missing or damaged, deleted with the chat)
 """
 
 from __future__ import annotations
@@ -48,6 +50,7 @@ from assistant.sessions.journal import (
     read_chat_file,
 )
 from assistant.sessions.lock import ChatLock
+from assistant.sessions.recall_index import remove_index
 from assistant.sessions.repair import repaired_copy
 from assistant.sessions.summary import DEFAULT_SUMMARY_BUDGET, Summarizer, resolve_title
 from assistant.sessions.tree import ChatTree
@@ -118,6 +121,10 @@ class SessionStore:
             raise ChatNotFoundError(chat_id)
         return path
 
+    def recall_path(self, chat_id: str) -> Path:
+        """Where the chat's full-text index lives (see :mod:`.recall_index`)."""
+        return self.root / ".recall" / f"{chat_id}.sqlite"
+
     def _lock(self, chat_id: str) -> ChatLock:
         return ChatLock(self.lock_dir / f"{chat_id}.lock", chat_id)
 
@@ -176,6 +183,7 @@ class SessionStore:
             summary_budget=self.summary_budget,
             warnings=warnings,
             on_close=self._forget,
+            recall_path=self.recall_path(chat_id),
         )
         self._open[chat_id] = handle
         return handle
@@ -193,6 +201,7 @@ class SessionStore:
             warnings=[*chat.warnings, chat.damage_summary(), read_only_note(chat_id)],
             on_close=self._forget,
             read_only=read_only_note(chat_id),
+            recall_path=self.recall_path(chat_id),
         )
         self._open[chat_id] = handle
         return handle
@@ -302,6 +311,7 @@ class SessionStore:
             sidecar = path.with_name(path.name + ".corrupt")
             if sidecar.exists():
                 _move(sidecar, self.trash_dir / sidecar.name)
+            remove_index(self.recall_path(chat_id))  # rebuilt if the chat is restored
         self._deleted.append(chat_id)
 
     def undo_delete(self) -> str | None:

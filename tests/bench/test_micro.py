@@ -8,7 +8,7 @@ import json
 import pytest
 
 from bench.cli import main
-from bench.micro import generation_speed, policy_time, summary_time
+from bench.micro import generation_speed, policy_time, recall_time, summary_time
 
 from .helpers import scripted
 
@@ -51,3 +51,11 @@ def test_quick_run_leaves_the_summary_time_to_the_full_run(
     data = json.loads(capsys.readouterr().out)
     assert data["summary_time"] is None and data["policy_time"]["window"] == 10_000
     assert any("measured in the full run" in n for n in data["notes"])
+
+
+def test_recall_time_reports_retrieval_over_a_long_chat() -> None:
+    """Correctness of the measurement (the timing itself is not asserted)."""
+    got = recall_time(messages=600, queries=6)
+    assert got["messages"] == 600 and got["passages"] >= 600
+    assert got["queries"] == 6 and 0 < got["with_excerpts"] <= 6
+    assert got["find_ms_max"] >= got["find_ms_median"] > 0

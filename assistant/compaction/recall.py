@@ -1,0 +1,350 @@
+"""Recall at question time: excerpts of the whole chat placed next to the latest question.
+
+A small model given a fact early in a long chat, or only in a summary, answers as if it had
+never seen it; the same model given the fact's sentence beside the question answers it. So
+before every model call (:meth:`Recall.apply`, from the controller's ``prepare``):
+
+1. the chat's full-text index (:class:`PassageIndex`, one per chat, kept by the session store:
+   :mod:`assistant.sessions.recall_index`) is brought up to date with the conversation;
+2. the latest user message becomes a query (:func:`.recall_text.query_terms`: stop words
+   dropped, and words common in this chat: :func:`distinctive`) and the index returns its
+   best passages by BM25;
+3. passages are kept while they are relevant (at least :data:`RELATIVE_SCORE` of the best
+   one's score), on the active branch, not the latest message itself, and not already
+   visible verbatim in the prompt; at most :data:`MAX_EXCERPTS`, within the token budget
+   (:func:`recall_budget`, scaled by the window: small in local mode, and never more than the
+   room the prompt leaves beside three quarters of the reply's reserve);
+4. they are written, oldest first, as one short labeled block (turn, who said it or which tool
+   on which file, lines) into the latest user message: before the question
+   (``placement="before"``, the default: measured better with the embedded model) or after
+   it. Nothing is stored: the chat file is unchanged, and the block is part of the prompt's
+   last turn only, so the cached prefix of everything older survives. Within a turn (tool
+   rounds) the block for the same message is reused as it was, so the prefix holds there too.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal, Protocol
+
+from assistant.compaction.recall_text import match_expression, normalize, query_terms
+from assistant.compaction.tokens import TokenCounter
+from assistant.config import EffectivePolicy
+from assistant.conversation import Conversation, Message, ToolCall
+
+log = logging.getLogger("assistant.compaction.recall")
+
+Placement = Literal["before", "after"]
+
+#: Passages asked of the index per query (before filtering).
+SEARCH_LIMIT = 40
+#: Excerpts in one block, at most.
+MAX_EXCERPTS = 4
+#: A passage is kept when its BM25 score is at least this share of the best one's.
+RELATIVE_SCORE = 0.35
+#: A term in more than this share of the chat's passages (and more than COMMON_MIN of them)
+#: is not searched for.
+COMMON_SHARE = 0.03
+COMMON_MIN = 6
+#: A budget smaller than this brings nothing back (one excerpt and its label need more).
+MIN_BUDGET = 40
+HEADING_BEFORE = "Earlier in this chat (excerpts that may help with my message below):"
+HEADING_AFTER = "Earlier in this chat (excerpts that may help with my message above):"
+
+
+class Found(Protocol):
+    """A passage the index returned."""
+
+    @property
+    def message_id(self) -> str: ...
+    @property
+    def first(self) -> int: ...
+    @property
+    def last(self) -> int: ...
+    @property
+    def text(self) -> str: ...
+    @property
+    def rank(self) -> float: ...
+
+
+class PassageIndex(Protocol):
+    """One chat's full-text index (see :class:`assistant.sessions.recall_index.RecallIndex`)."""
+
+    def sync(self, messages: Sequence[Message]) -> int: ...
+
+    def search(self, expression: str, *, limit: int) -> Sequence[Found]: ...
+
+    def counts(self, terms: Sequence[str]) -> dict[str, int]: ...
+
+    @property
+    def passages(self) -> int: ...
+
+
+IndexFor = Callable[[Conversation], "PassageIndex | None"]
+
+
+@dataclass(frozen=True)
+class Excerpt:
+    message_id: str
+    label: str
+    text: str
+
+
+@dataclass(frozen=True)
+class RecallBlock:
+    """What was added to the latest user message, and its tokens (counted alone)."""
+
+    text: str
+    excerpts: tuple[Excerpt, ...]
+    tokens: int
+    message_id: str
+
+
+def recall_budget(policy: EffectivePolicy) -> int:
+    """Tokens recall may add: a twentieth of the window (500 at the local 10,000), at most
+    2,048 (standard mode)."""
+    return max(MIN_BUDGET, min(policy.window // 20, 2_048))
+
+
+def recall_room(policy: EffectivePolicy, prompt_tokens: int) -> int:
+    """Room beside the prompt: the window less the prompt and three quarters of the reserve
+    (a reply rarely needs all of it; the reserve's last quarter is recall's to use)."""
+    return policy.window - prompt_tokens - (policy.reserve * 3) // 4
+
+
+def distinctive(terms: Sequence[str], index: PassageIndex) -> list[str]:
+    """``terms`` less those common in this chat (in more than :data:`COMMON_SHARE` of its
+    passages, and more than :data:`COMMON_MIN`): words every message of a long chat shares
+    ("talk", "code", a recurring name) point at nothing in particular, and only bring back
+    noise the model then imitates."""
+    limit = max(COMMON_MIN, int(index.passages * COMMON_SHARE))
+    return [t for t, n in index.counts(terms).items() if 0 < n <= limit]
+
+
+def latest_user(conv: Conversation) -> Message | None:
+    for msg in reversed(conv.kept_messages()):
+        if msg.role == "user":
+            return msg
+    return None
+
+
+class Recall:
+    """Finds and places the excerpts; ``index_for`` gives a conversation's index (None: no
+    recall for it)."""
+
+    def __init__(
+        self,
+        counter: TokenCounter,
+        index_for: IndexFor,
+        *,
+        placement: Placement = "before",
+    ) -> None:
+        self.counter = counter
+        self.index_for = index_for
+        self.placement: Placement = placement
+        self._last: tuple[tuple[int, str, int], RecallBlock | None] | None = None
+        self._chat = _ChatMap()
+        self._synced: PassageIndex | None = None
+
+    def apply(
+        self, conv: Conversation, messages: list[dict[str, Any]], budget: int
+    ) -> RecallBlock | None:
+        """Put the block into ``messages`` (the prompt as built from ``conv``: system,
+        summary when there is one, kept messages); returns it, or None when nothing was
+        added. Never raises for a failing index (logged; the call goes on without)."""
+        latest = latest_user(conv)
+        if latest is None or budget < MIN_BUDGET:
+            return None
+        kept = conv.kept_messages()
+        offset = len(messages) - len(kept)
+        try:
+            pos = offset + next(i for i, m in enumerate(kept) if m.id == latest.id)
+        except StopIteration:
+            return None
+        if offset < 1 or messages[pos].get("content") != latest.content:
+            return None  # not the prompt of this conversation as built
+        key = (id(conv), latest.id, len(conv.compactions))
+        if self._last is not None and self._last[0] == key:
+            block = self._last[1]
+            if block is not None and block.tokens > budget:
+                block = self.find(conv, latest, messages, pos, budget)
+        else:
+            block = self.find(conv, latest, messages, pos, budget)
+        self._last = (key, block)
+        if block is None:
+            return None
+        original = str(messages[pos].get("content") or "")
+        content = (
+            f"{block.text}\n\n{original}" if self.placement == "before"
+            else f"{original}\n\n{block.text}"
+        )
+        messages[pos] = {**messages[pos], "content": content}
+        return block
+
+    def find(
+        self,
+        conv: Conversation,
+        latest: Message,
+        messages: Sequence[dict[str, Any]],
+        pos: int,
+        budget: int,
+    ) -> RecallBlock | None:
+        """The block for ``latest`` within ``budget`` tokens, or None."""
+        terms = query_terms(latest.content)
+        if not terms:
+            return None
+        chat = self._chat
+        new = chat.update(conv)
+        try:
+            index = self.index_for(conv)
+            if index is None:
+                return None
+            if index is not self._synced:  # another index: bring it up to date whole
+                new = conv.messages
+            index.sync(new)
+            self._synced = index
+            terms = distinctive(terms, index)
+            hits = index.search(match_expression(terms), limit=SEARCH_LIMIT) if terms else []
+        except Exception:  # recall is an aid: a broken index must not stop the reply
+            log.warning("Recall skipped: the chat's index failed", exc_info=True)
+            self._synced = None
+            return None
+        if not hits:
+            return None
+        visible = normalize(
+            "\n".join(str(m.get("content") or "") for i, m in enumerate(messages) if i != pos)
+        )
+        hits = [
+            h for h in hits
+            if h.message_id != latest.id and h.message_id in chat.order
+            and normalize(h.text) not in visible
+        ]
+        if not hits:
+            return None
+        best = hits[0].rank
+        heading = HEADING_BEFORE if self.placement == "before" else HEADING_AFTER
+        used = self.counter.text(heading) + 2
+        chosen: list[tuple[int, int, Excerpt]] = []
+        seen: set[str] = set()
+        for hit in hits:
+            if len(chosen) >= MAX_EXCERPTS:
+                break
+            if best < 0 and hit.rank > best * RELATIVE_SCORE:
+                break  # ranked: the rest are weaker still
+            key = normalize(hit.text)
+            if not key or key in seen:
+                continue
+            excerpt = Excerpt(hit.message_id, chat.label(hit), hit.text)
+            cost = self.counter.text(_line(excerpt)) + 1
+            if used + cost > budget:  # too long: only its lines that name a term
+                narrow = _narrow(hit, terms)
+                if narrow is None:
+                    continue
+                excerpt = Excerpt(hit.message_id, chat.label(narrow), narrow.text)
+                cost = self.counter.text(_line(excerpt)) + 1
+                if used + cost > budget:
+                    continue
+            used += cost
+            seen.add(key)
+            chosen.append((chat.order[hit.message_id], hit.first, excerpt))
+        if not chosen:
+            return None
+        chosen.sort(key=lambda c: (c[0], c[1]))
+        excerpts = tuple(e for _, _, e in chosen)
+        text = heading + "\n" + "\n".join(_line(e) for e in excerpts)
+        return RecallBlock(text, excerpts, self.counter.text(text), latest.id)
+
+
+@dataclass(frozen=True)
+class _Narrowed:
+    message_id: str
+    first: int
+    last: int
+    text: str
+    rank: float
+
+
+def _narrow(hit: Found, terms: Sequence[str]) -> _Narrowed | None:
+    """The lines of a multi-line passage from its first to its last line naming one of
+    ``terms`` (None when that is the whole passage or no line names one)."""
+    lines = hit.text.split("\n")
+    if len(lines) < 2 or hit.last - hit.first + 1 != len(lines):
+        return None
+    named = [i for i, line in enumerate(lines) if any(t in line.lower() for t in terms)]
+    if not named or (named[0] == 0 and named[-1] == len(lines) - 1):
+        return None
+    lo, hi = named[0], named[-1]
+    return _Narrowed(
+        hit.message_id, hit.first + lo, hit.first + hi, "\n".join(lines[lo : hi + 1]), hit.rank
+    )
+
+
+def _line(excerpt: Excerpt) -> str:
+    body = excerpt.text.strip().replace("\n", "\n  ")
+    return f"- ({excerpt.label}) {body}"
+
+
+class _ChatMap:
+    """Where each message of the conversation sits (position, turn) and where a passage
+    came from, in words; kept up to date with the messages appended since the last call
+    (a 10,000-message chat is not walked again for every question)."""
+
+    def __init__(self) -> None:
+        self._reset(0)
+
+    def _reset(self, conv_id: int) -> None:
+        self.conv_id = conv_id
+        self.ids: list[str] = []
+        self.order: dict[str, int] = {}
+        self.turns: dict[str, int] = {}
+        self.by_id: dict[str, Message] = {}
+        self.calls: dict[str, ToolCall] = {}
+        self.turn = 0
+
+    def update(self, conv: Conversation) -> Sequence[Message]:
+        """Take in the messages new since the last call; returns them (all of them when the
+        conversation is another one or changed other than by appending)."""
+        msgs = conv.messages
+        n = len(self.ids)
+        same = (
+            self.conv_id == id(conv) and len(msgs) >= n
+            and (n == 0 or (msgs[0].id == self.ids[0] and msgs[n - 1].id == self.ids[-1]))
+        )
+        if not same:
+            self._reset(id(conv))
+            n = 0
+        new = msgs[n:]
+        for i, msg in enumerate(new, start=n):
+            if msg.role == "user":
+                self.turn += 1
+            self.ids.append(msg.id)
+            self.order[msg.id] = i
+            self.turns[msg.id] = max(self.turn, 1)
+            self.by_id[msg.id] = msg
+            for call in msg.tool_calls:
+                self.calls[call.id] = call
+        return new
+
+    def label(self, hit: Found) -> str:
+        """"turn 3, I said", "turn 5, read_file a.py, lines 10-15"."""
+        msg = self.by_id[hit.message_id]
+        where = f"turn {self.turns.get(hit.message_id, 1)}"
+        lines = "" if hit.first == hit.last == 1 and "\n" not in msg.content else (
+            f", line {hit.first}" if hit.first == hit.last else f", lines {hit.first}-{hit.last}"
+        )
+        if msg.role == "user":
+            return f"{where}, I said{lines}"
+        if msg.role == "assistant":
+            return f"{where}, you replied{lines}"
+        call = self.calls.get(msg.tool_call_id or "")
+        tool = msg.name or (call.name if call else "tool")
+        target = ""
+        if call is not None:
+            for key in ("path", "file_path", "command", "pattern", "query"):
+                value = call.arguments.get(key)
+                if value:
+                    target = " " + " ".join(str(value).split())[:80]
+                    break
+        return f"{where}, {tool}{target}{lines}"

@@ -1,0 +1,81 @@
+"""What a user sentence pins down: a fact (a value) or a decision, as opposed to chatter.
+
+The record of what the user said (:mod:`.user_record`) must shrink in long chats; what goes
+first is chatter, and what stays is what the user cannot expect the model to guess:
+
+* **facts**: sentences that state a value: a number, a date, an amount, a version, a quoted
+  string, a path or file name, an identifier (``snake_case``, ``kebab-case`` names such as
+  ``main-new``, ``CamelCase``, ``DD.MM.YYYY``), or a setting stated with "is/are/=/:" (``the
+  port is``, ``our budget is``, ``the format is``);
+* **decisions**, however they are phrased: a question that seeks agreement ("we ship on
+  Friday, right?", "shall we drop the cache?"), a hedge that defers or settles something
+  ("not sure about the cache, maybe we can postpone that"), a correction ("no, use pnpm not
+  npm", "actually, make it 3"), a short reply that chooses ("call it main-new", "go with
+  the second one").
+
+:func:`pins_down` is True for either. It looks at shape and a few marker words only, never
+at the topic.
+"""
+
+from __future__ import annotations
+
+import re
+
+_NUMBER = re.compile(r"\d")
+_QUOTED = re.compile(r"[\"“'`][^\"”'`]{1,80}[\"”'`]")
+_PATH = re.compile(r"[\w~.-]*/[\w.-]+|\b[\w-]+\.(?:[a-z]{1,5})\b")
+_IDENTIFIER = re.compile(
+    r"\b(?:[a-z]+_[a-z0-9_]+|[a-z]+(?:-[a-z0-9]+)+|[a-z]+[A-Z]\w*|[A-Z][a-z]+[A-Z]\w*|"
+    r"[A-Z]{2,}(?:[.\-/][A-Z]{1,})+|[A-Z]{2,}\d*)\b"
+)
+_SETTING = re.compile(
+    r"\b(port|budget|price|cost|deadline|date|version|format|indent\w*|name[ds]?|called|"
+    r"password|user ?name|address|url|host|branch|release|limit|timeout|size|language|"
+    r"locale|time ?zone|currency|default|encoding|style)\b[^.?!]{0,40}?\b(is|are|was|will be|"
+    r"=|:|should be|must be|to)\b",
+    re.IGNORECASE,
+)
+_AGREE_QUESTION = re.compile(
+    r"(,\s*(right|correct|ok|okay|yes|no|agreed|fine|yeah)\s*\?|"
+    r"\b(isn'?t it|aren'?t we|don'?t we|won'?t we|shouldn'?t we|didn'?t we)\s*\?|"
+    r"^\W*(shall|should) (we|i)\b.*\?)\s*$",
+    re.IGNORECASE,
+)
+_HEDGE = re.compile(
+    r"\b(not sure|unsure|maybe|perhaps|probably|postpone|put off|hold off|later|for now|"
+    r"let'?s not|leave (it|that|this) (for|out|as)|skip (it|that|this)|i guess|i think we|"
+    r"we could|we might|might be better|go with|stick with|settle on|decided|decide|"
+    r"agreed|we'?ll use|we will use|let'?s use|let'?s go)\b",
+    re.IGNORECASE,
+)
+_CORRECTION = re.compile(
+    r"(^\W*(no|nope|actually|wait|sorry|correction|rather|instead)\b|\bnot\s+\S+\s*,?\s*but\b|"
+    r",\s*not\s+\w+|\b(use|using|it'?s|is)\s+\S+\s+not\s+\S+|\binstead( of)?\b|\bi meant\b|"
+    r"\bmake it\b|\bchange it to\b|"
+    r"\b(call|name) (it|this|that|the \w+)\b|\brename\b)",
+    re.IGNORECASE,
+)
+
+
+def states_value(sentence: str) -> bool:
+    """A number, date, amount, quoted string, path, identifier, or a stated setting."""
+    return bool(
+        _NUMBER.search(sentence)
+        or _QUOTED.search(sentence)
+        or _PATH.search(sentence)
+        or _IDENTIFIER.search(sentence)
+        or _SETTING.search(sentence)
+    )
+
+
+def decides(sentence: str) -> bool:
+    """A decision as a question seeking agreement, a hedge, a correction or a choice."""
+    text = sentence.strip()
+    return bool(
+        _AGREE_QUESTION.search(text) or _HEDGE.search(text) or _CORRECTION.search(text)
+    )
+
+
+def pins_down(sentence: str) -> bool:
+    """A fact or a decision (see the module docstring): kept ahead of chatter."""
+    return states_value(sentence) or decides(sentence)

@@ -1,0 +1,254 @@
+"""A chat's full-text index (SQLite FTS5): every message and tool output, in small passages.
+
+The chat file stays the single source of truth; this index is a cache beside it
+(``<sessions>/.recall/<chat id>.sqlite``, or in memory), so recall can bring back what the
+model no longer sees: originals of pruned outputs and of compacted turns included.
+
+* **Incremental.** :meth:`RecallIndex.sync` indexes the messages it has not seen (ids kept in
+  memory and in the ``indexed`` table); an append costs its own passages only.
+* **Checked, rebuilt.** :meth:`RecallIndex.open` checks the file against the chat: its schema,
+  its stored message count against its rows, and that every message id it holds is in the
+  chat file. A file that is missing, unreadable (not a database, a torn write), of another
+  schema or out of step (an id the chat does not have) is deleted and rebuilt from the chat's
+  messages; messages the index has not seen yet are added.
+* **Deleted with the chat** by the store (:meth:`SessionStore.delete`); a restored chat gets a
+  new one when it is next opened.
+
+Passages are cut by :func:`assistant.compaction.recall_text.split_passages`; ranking is FTS5's
+``bm25()``, with an assistant reply's passages weighted down (the user's words and the tools'
+outputs are what a question is usually about; a small model's replies may be wrong).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import sqlite3
+import threading
+import weakref
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from assistant.compaction.recall_text import split_passages
+from assistant.conversation import Conversation, Message
+
+log = logging.getLogger("assistant.sessions.recall")
+
+SCHEMA_VERSION = "1"
+#: bm25 weight of an assistant reply's passages (bm25 is negative: smaller ranks first).
+ASSISTANT_WEIGHT = 0.6
+
+_SCHEMA = (
+    "CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL)",
+    "CREATE TABLE IF NOT EXISTS indexed(message_id TEXT PRIMARY KEY, seq INTEGER NOT NULL)",
+    "CREATE VIRTUAL TABLE IF NOT EXISTS passages USING fts5(text, message_id UNINDEXED, "
+    "role UNINDEXED, first UNINDEXED, last UNINDEXED, tokenize='porter unicode61')",
+)
+
+
+@dataclass(frozen=True)
+class Hit:
+    """One passage found: which message, which lines, its text and bm25 rank (lower first)."""
+
+    message_id: str
+    role: str
+    first: int
+    last: int
+    text: str
+    rank: float
+
+
+class IndexDamaged(Exception):
+    """The index file cannot be used as it is (the reason); it is rebuilt."""
+
+
+class RecallIndex:
+    """One chat's index. Thread-safe (one connection behind a lock): the model worker
+    searches and syncs it, the owner thread closes it."""
+
+    def __init__(self, path: Path | None = None) -> None:
+        self.path = path
+        self._lock = threading.RLock()
+        self._ids: set[str] = set()
+        self._seq = 0
+        self._conn = self._connect()
+        self._passages = int(self._conn.execute("SELECT count(*) FROM passages").fetchone()[0])
+        #: How the last open went ("opened", "created", "rebuilt: <reason>").
+        self.state = "created"
+
+    # -- opening ---------------------------------------------------------------------------
+    @classmethod
+    def open(cls, path: Path | None, messages: Sequence[Message]) -> RecallIndex:
+        """The index at ``path`` checked against the chat's ``messages`` (every message in
+        the chat file, oldest first); rebuilt from them when missing or damaged."""
+        existed = path is not None and path.exists()
+        index: RecallIndex | None = None
+        try:
+            index = cls(path)
+            if existed:
+                index._check(messages)
+                index.state = "opened"
+        except (sqlite3.Error, IndexDamaged) as exc:
+            reason = str(exc) or type(exc).__name__
+            log.warning("Recall index %s rebuilt: %s", path, reason)
+            if index is not None:
+                index.close()
+            remove_index(path)
+            index = cls(path)
+            index.state = f"rebuilt: {reason}"
+        index.sync(messages)
+        return index
+
+    def _connect(self) -> sqlite3.Connection:
+        if self.path is not None:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+        conn = sqlite3.connect(
+            ":memory:" if self.path is None else str(self.path), check_same_thread=False
+        )
+        try:
+            conn.execute("PRAGMA synchronous=NORMAL")
+            for statement in _SCHEMA:
+                conn.execute(statement)
+            found = conn.execute("SELECT value FROM meta WHERE key='schema'").fetchone()
+            if found is None:
+                conn.execute(
+                    "INSERT INTO meta VALUES('schema', ?), ('count', '0')", (SCHEMA_VERSION,)
+                )
+                conn.commit()
+            elif found[0] != SCHEMA_VERSION:
+                raise IndexDamaged(f"schema {found[0]}, expected {SCHEMA_VERSION}")
+            for mid, seq in conn.execute("SELECT message_id, seq FROM indexed"):
+                self._ids.add(str(mid))
+                self._seq = max(self._seq, int(seq))
+        except BaseException:
+            conn.close()
+            raise
+        return conn
+
+    def _check(self, messages: Sequence[Message]) -> None:
+        row = self._conn.execute("SELECT value FROM meta WHERE key='count'").fetchone()
+        stored = int(row[0]) if row is not None else -1
+        if stored != len(self._ids):
+            raise IndexDamaged(f"{len(self._ids)} messages indexed, {stored} recorded")
+        passages = self._conn.execute(
+            "SELECT count(DISTINCT message_id) FROM passages"
+        ).fetchone()[0]
+        if passages > len(self._ids):
+            raise IndexDamaged("passages of messages that are not recorded")
+        known = {m.id for m in messages}
+        stray = self._ids - known
+        if stray:
+            raise IndexDamaged(f"{len(stray)} indexed message(s) are not in the chat file")
+
+    # -- writing ---------------------------------------------------------------------------
+    def sync(self, messages: Sequence[Message]) -> int:
+        """Index the messages not indexed yet (system messages are not); how many."""
+        with self._lock:
+            new = [m for m in messages if m.id not in self._ids and m.role != "system"]
+            if not new:
+                return 0
+            rows: list[tuple[str, str, str, int, int]] = []
+            calls = {c.id: c.name for m in new for c in m.tool_calls}
+            for msg in new:
+                tool = None
+                if msg.role == "tool":
+                    tool = msg.name or calls.get(msg.tool_call_id or "")
+                rows.extend(
+                    (p.text, msg.id, msg.role, p.first, p.last)
+                    for p in split_passages(msg.content, tool=tool)
+                )
+            ids = []
+            for msg in new:
+                self._seq += 1
+                ids.append((msg.id, self._seq))
+            with self._conn:
+                self._conn.executemany(
+                    "INSERT INTO passages(text, message_id, role, first, last) "
+                    "VALUES(?, ?, ?, ?, ?)",
+                    rows,
+                )
+                self._conn.executemany("INSERT OR IGNORE INTO indexed VALUES(?, ?)", ids)
+                self._ids.update(m.id for m in new)
+                self._passages += len(rows)
+                self._conn.execute(
+                    "UPDATE meta SET value=? WHERE key='count'", (str(len(self._ids)),)
+                )
+            return len(new)
+
+    # -- reading ---------------------------------------------------------------------------
+    @property
+    def count(self) -> int:
+        """Messages indexed."""
+        return len(self._ids)
+
+    @property
+    def passages(self) -> int:
+        """Passages indexed."""
+        return self._passages
+
+    def counts(self, terms: Sequence[str]) -> dict[str, int]:
+        """How many passages hold each term (as the tokenizer stems it)."""
+        with self._lock:
+            return {
+                term: int(self._conn.execute(
+                    "SELECT count(*) FROM passages WHERE passages MATCH ?",
+                    ('"' + term.replace('"', '""') + '"',),
+                ).fetchone()[0])
+                for term in terms
+            }
+
+    def __contains__(self, message_id: object) -> bool:
+        return message_id in self._ids
+
+    def search(self, expression: str, *, limit: int) -> list[Hit]:
+        """The best ``limit`` passages for an FTS5 ``expression``, best first."""
+        if not expression:
+            return []
+        with self._lock:
+            rows = self._conn.execute(
+                "SELECT message_id, role, first, last, text, bm25(passages) * "
+                "CASE role WHEN 'assistant' THEN ? ELSE 1.0 END AS score "
+                "FROM passages WHERE passages MATCH ? ORDER BY score LIMIT ?",
+                (ASSISTANT_WEIGHT, expression, limit),
+            ).fetchall()
+        return [Hit(str(r[0]), str(r[1]), int(r[2]), int(r[3]), str(r[4]), float(r[5]))
+                for r in rows]
+
+    def close(self) -> None:
+        with self._lock:
+            self._conn.close()
+
+
+def remove_index(path: Path | None) -> None:
+    """Delete an index file and SQLite's side files (nothing when there is none)."""
+    if path is None:
+        return
+    for suffix in ("", "-journal", "-wal", "-shm"):
+        with contextlib.suppress(FileNotFoundError):
+            path.with_name(path.name + suffix).unlink()
+
+
+class MemoryIndexes:
+    """In-memory indexes for conversations no chat file backs (a replay, the benchmark, a
+    test): one per conversation object, dropped with it. The latest few only."""
+
+    LIMIT = 4
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._indexes: dict[int, tuple[weakref.ref[Conversation], RecallIndex]] = {}
+
+    def get(self, conv: Conversation) -> RecallIndex:
+        with self._lock:
+            got = self._indexes.get(id(conv))
+            if got is not None and got[0]() is conv:
+                return got[1]
+            if got is not None:
+                got[1].close()
+            self._indexes.pop(id(conv), None)
+            while len(self._indexes) >= self.LIMIT:
+                self._indexes.pop(next(iter(self._indexes)))[1].close()
+            index = RecallIndex(None)
+            self._indexes[id(conv)] = (weakref.ref(conv), index)
+            return index

@@ -1,0 +1,160 @@
+"""Recall at question time: what is searched, what comes back, where it goes, and what not."""
+
+from __future__ import annotations
+
+from assistant.compaction.controller import ContextController
+from assistant.compaction.recall import HEADING_BEFORE, Recall, recall_budget
+from assistant.compaction.recall_text import (
+    MAX_PASSAGE_CHARS,
+    match_expression,
+    query_terms,
+    split_passages,
+)
+from assistant.compaction.summarizer import ExtractiveSummarizer
+from assistant.config import default_local
+from assistant.conversation import Conversation, Message, ToolCall
+from assistant.sessions.recall_index import MemoryIndexes, RecallIndex
+from tests.fakes.scripted import ScriptedBackend
+
+SYSTEM = "You are a test assistant."
+FACTS = (
+    "Our staging server port is 12345.",
+    "We indent with 3 spaces in this project.",
+)
+#: A file read at the start; its line 17 holds the budget.
+NOTES = [f"Note {i}: the crate count of shelf {i} is {i * 7}." for i in range(1, 31)]
+NOTES[16] = "Note 17: the project budget is 4,200 euros."
+
+
+def _controller(window: int = 2_048) -> tuple[ContextController, MemoryIndexes]:
+    backend = ScriptedBackend()
+    pol = default_local().effective("local", window)
+    ctrl = ContextController(backend, lambda: pol)
+    ctrl.summarizer = ExtractiveSummarizer(ctrl.counter)
+    indexes = MemoryIndexes()
+    ctrl.recall = Recall(ctrl.counter, indexes.get)
+    return ctrl, indexes
+
+
+def _long_chat(ctrl: ContextController, turns: int = 30) -> Conversation:
+    """Facts first (the first one becomes the summary's goal), then chatter that compacts."""
+    conv = Conversation()
+    conv.append(Message(role="user", content="Hello, I have a few notes for you."))
+    call = ToolCall(name="read_file", arguments={"path": "notes.txt"})
+    conv.append(Message(role="assistant", tool_calls=[call], initiated_by="user"))
+    conv.append(Message(role="tool", tool_call_id=call.id, name="read_file",
+                        content="notes.txt (30 lines)\n" + "\n".join(NOTES)))
+    conv.append(Message(role="assistant", content="Sure."))
+    for fact in FACTS:
+        conv.append(Message(role="user", content=fact))
+        conv.append(Message(role="assistant", content="Noted."))
+    for i in range(turns):
+        conv.append(Message(role="user", content=f"Tell me about the history of tea {i}. " * 8))
+        conv.append(Message(role="assistant", content="Tea was first grown in China. " * 15))
+        ctrl.prepare(conv, system_prompt=SYSTEM)
+    assert conv.compactions  # the facts are out of the kept messages
+    return conv
+
+
+def test_query_terms_drop_stop_words_and_chat_words() -> None:
+    assert query_terms("What was our staging server's port again, remind me?") == [
+        "staging", "server", "port"
+    ]
+    assert query_terms("What is it?") == []
+    assert match_expression(["a\"b", "port"]) == '"a""b" OR "port"'
+
+
+def test_long_messages_become_small_numbered_passages() -> None:
+    text = "\n".join(f"row {i}" for i in range(1, 15))
+    passages = split_passages(text)
+    assert [(p.first, p.last) for p in passages] == [(1, 6), (7, 12), (13, 14)]
+    long_line = "The keeper logged the wind. " * 60
+    pieces = split_passages("intro\n" + long_line)
+    assert all(len(p.text) <= MAX_PASSAGE_CHARS for p in pieces)
+    assert {p.first for p in pieces[1:]} == {2}  # the long line's pieces keep its number
+    assert " ".join(p.text for p in pieces[1:]) == long_line.strip()
+
+
+def test_a_compacted_fact_comes_back_beside_the_question_with_its_source() -> None:
+    ctrl, _ = _controller()
+    conv = _long_chat(ctrl)
+    summary = conv.compactions[-1].summary
+    assert "4,200 euros" not in summary
+    conv.append(Message(role="user", content="How much is the budget?"))
+    req = ctrl.prepare(conv, system_prompt=SYSTEM)
+    assert req.recall is not None
+    last = req.messages[-1]
+    assert last["role"] == "user"
+    head, excerpt, question = last["content"].split("\n", 2)
+    assert head == HEADING_BEFORE and question == "\nHow much is the budget?"
+    # The passage (file lines 13-18) is over the small window's budget: only its line
+    # naming the question's term comes back, numbered as in the file.
+    assert excerpt == (
+        "- (turn 1, read_file notes.txt, line 17) Note 17: the project budget is 4,200 euros."
+    )
+    # Everything before the question is the prompt without recall: the cached prefix holds.
+    plain = ctrl.measure(conv, system_prompt=SYSTEM)
+    assert req.messages[:-1] == plain.messages[:-1]
+    assert req.prompt_tokens == ctrl.counter.exact(req.messages)
+    assert req.prompt_tokens + req.reserve <= req.window
+    assert conv.messages[-1].content == "How much is the budget?"  # nothing stored
+
+
+def test_what_is_visible_and_the_question_itself_are_not_brought_back() -> None:
+    ctrl, _ = _controller(window=8_192)
+    conv = Conversation()
+    conv.append(Message(role="user", content=FACTS[0]))
+    conv.append(Message(role="assistant", content="Noted."))
+    conv.append(Message(role="user", content="What is our staging server port?"))
+    req = ctrl.prepare(conv, system_prompt=SYSTEM)
+    assert req.recall is None  # the fact is in the prompt verbatim
+    assert req.messages[-1]["content"] == "What is our staging server port?"
+
+
+def test_the_block_stays_the_same_through_a_turn_and_keeps_its_budget() -> None:
+    ctrl, _ = _controller()
+    conv = _long_chat(ctrl)
+    conv.append(Message(role="user", content="Remind me of the staging port and the budget."))
+    first = ctrl.prepare(conv, system_prompt=SYSTEM)
+    assert first.recall is not None
+    assert first.recall.tokens <= recall_budget(ctrl.policy())
+    call = ToolCall(name="list_dir", arguments={"path": "."})
+    conv.append(Message(role="assistant", tool_calls=[call]))
+    conv.append(Message(role="tool", tool_call_id=call.id, name="list_dir", content="a.txt"))
+    second = ctrl.prepare(conv, system_prompt=SYSTEM)
+    assert second.recall == first.recall
+    assert second.messages[: len(first.messages)] == first.messages  # same prefix
+
+
+def test_recall_switched_off_changes_nothing() -> None:
+    ctrl, _ = _controller()
+    conv = _long_chat(ctrl)
+    conv.append(Message(role="user", content="How much is the budget?"))
+    ctrl.recall_enabled = lambda: False
+    req = ctrl.prepare(conv, system_prompt=SYSTEM)
+    assert req.recall is None and req.messages[-1]["content"] == "How much is the budget?"
+
+
+def test_a_failing_index_never_stops_the_call() -> None:
+    ctrl, indexes = _controller()
+    conv = _long_chat(ctrl)
+    indexes.get(conv).close()  # every use now raises sqlite3.ProgrammingError
+    conv.append(Message(role="user", content="How much is the budget?"))
+    req = ctrl.prepare(conv, system_prompt=SYSTEM)
+    assert req.recall is None and req.messages[-1]["content"] == "How much is the budget?"
+
+
+def test_retrieval_at_ten_thousand_messages_finds_the_one_fact() -> None:
+    """Correctness of the case the micro-benchmark times (bench/micro.py recall_time)."""
+    index = RecallIndex(None)
+    messages = [
+        Message(role="user" if i % 2 == 0 else "assistant",
+                content=f"Chatter {i} about tea, ships, the weather and server logs of day {i}.")
+        for i in range(10_000)
+    ]
+    messages[1_234] = Message(role="user", content="Our staging server port is 12345.")
+    index.sync(messages)
+    hits = index.search(match_expression(query_terms("What is our staging server port?")),
+                        limit=5)
+    assert hits[0].text == "Our staging server port is 12345."
+    index.close()
