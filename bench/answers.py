@@ -103,6 +103,8 @@ class Asked:
     strategy: str
     point: str
     compactions: int
+    #: Transcript messages the chat held when asked.
+    upto: int
     question: str
     kind: str
     correct: bool
@@ -330,7 +332,7 @@ def run_transcript(
                 if len(conv.compactions) > point.compactions:
                     run.asked_compactions += 1
                 run.rows.append(Asked(
-                    transcript.name, model_label, variant, point.label, point.compactions,
+                    transcript.name, model_label, variant, point.label, point.compactions, point.upto,
                     q.id, q.kind, _accepted(reply, q), reply[:200], tokens, oracle_i[q.id],
                     None,
                 ))

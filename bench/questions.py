@@ -53,6 +53,8 @@ class Question:
     answers: tuple[str, ...]
     #: Index of the source message in the transcript (leading system prompt excluded).
     source: int
+    #: Text of the source the answer sits in (the passage is centred on it when given).
+    anchor: str = ""
 
 
 class QuestionsError(ValueError):
@@ -73,18 +75,20 @@ def normalize(text: str) -> str:
     return " ".join(t.split())
 
 
+def _bounded(want: str) -> str:
+    """A pattern for ``want`` (lower case) standing alone: at word boundaries, a letter-final
+    answer may take a plural."""
+    tail = r"(?![0-9])" if want[-1].isdigit() else r"(?:e?s)?(?![a-z0-9])"
+    head = r"(?<![a-z0-9])" if want[0].isalnum() else ""
+    return head + re.escape(want) + tail
+
+
 def accepted(reply: str, answers: Sequence[str]) -> bool:
     """Does ``reply`` give one of ``answers`` (see the module docstring)?"""
     got = normalize(reply)
-    for answer in answers:
-        want = normalize(answer)
-        if not want:
-            continue
-        tail = r"(?![0-9])" if want[-1].isdigit() else r"(?:e?s)?(?![a-z0-9])"
-        head = r"(?<![a-z0-9])" if want[0].isalnum() else ""
-        if re.search(head + re.escape(want) + tail, got):
-            return True
-    return False
+    return any(
+        re.search(_bounded(want), got) for want in (normalize(a) for a in answers) if want
+    )
 
 
 # -- message text -------------------------------------------------------------------------
@@ -100,17 +104,18 @@ def message_text(msg: Message) -> str:
 def passage(messages: Sequence[Message], q: Question) -> str:
     """The source message's text around the first accepted answer it contains."""
     text = message_text(messages[q.source])
-    low = normalize(text)
     if len(text) <= 2 * PASSAGE_SIDE:
         return text
-    at = -1
-    for answer in q.answers:
-        want = normalize(answer)
-        at = low.find(want) if want else -1
-        if at >= 0:
-            break
-    # ``low`` is a normalized copy: close enough to place the window in ``text``.
-    at = max(at, 0) * len(text) // max(len(low), 1)
+    raw = text.lower()
+    at = text.find(q.anchor) if q.anchor else -1
+    if at < 0:
+        at = next((m.start() for a in q.answers if a
+                   for m in [re.search(_bounded(a.lower()), raw)] if m), -1)
+    if at < 0:  # written differently in the source (e.g. a thousands separator)
+        low = normalize(text)
+        found = [low.find(normalize(a)) for a in q.answers if normalize(a)]
+        hit = next((f for f in found if f >= 0), 0)
+        at = hit * len(text) // max(len(low), 1)  # near enough in ``text``
     start = max(0, at - PASSAGE_SIDE)
     return text[start : start + 2 * PASSAGE_SIDE]
 
@@ -195,6 +200,7 @@ class _Found:
     question: str
     answers: tuple[str, ...]
     source: int
+    anchor: str = ""
 
 
 def _sentence_questions(text: str, i: int, where: str) -> list[_Found]:
@@ -205,19 +211,19 @@ def _sentence_questions(text: str, i: int, where: str) -> list[_Found]:
             if kind == "checked":
                 out.append(_Found(("checked", g[0], g[1]), "user_number",
                                   f"How often is the {g[0]} {g[1]} checked{where}, in minutes?",
-                                  (g[2],), i))
+                                  (g[2],), i, m[0]))
             elif kind == "hours":
                 out.append(_Found(("hours", g[1], g[2]), "user_number",
                                   f"How many more hours does the {g[1]} for {g[2]} "
-                                  f"need{where}?", (g[3],), i))
+                                  f"need{where}?", (g[3],), i, m[0]))
             elif kind == "agreed":
                 out.append(_Found(("agreed", g[0], g[1]), "user_decision",
                                   f"In which city did we agree to {g[0]} each {g[1]}{where}?",
-                                  (g[2],), i))
+                                  (g[2],), i, m[0]))
             else:
                 out.append(_Found(("percent", g[1], g[2]), "user_number",
                                   f"What percent of the {g[1]} records are {g[2]}{where}?",
-                                  (g[0],), i))
+                                  (g[0],), i, m[0]))
     return out
 
 
@@ -225,23 +231,23 @@ def _file_questions(path: str, body: str, i: int) -> list[_Found]:
     out: list[_Found] = []
     for m in _CONST.finditer(body):
         out.append(_Found(("const", path, m[1]), "file_value",
-                          f"In {path}, what is the value of {m[1]}?", (m[2],), i))
+                          f"In {path}, what is the value of {m[1]}?", (m[2],), i, m[0]))
     for m in _DEF.finditer(body):
         out.append(_Found(("default", path, m[1]), "file_value",
                           f"In {path}, what is the default value of {m[3]}_limit in the "
-                          f"function {m[1]}?", (m[4],), i))
+                          f"function {m[1]}?", (m[4],), i, m[0]))
         out.append(_Found(("factor", path, m[1]), "file_value",
                           f"In {path}, the function {m[1]} multiplies len({m[2]}) by which "
-                          "number?", (m[5],), i))
+                          "number?", (m[5],), i, m[0]))
     for m in _LOG.finditer(body):
         out.append(_Found(("log", path, m[1]), "file_value",
                           f"In {path}, how many milliseconds did step {m[1]} ({m[2]}) take?",
-                          (m[3],), i))
+                          (m[3],), i, m[0]))
     for m in _ITEM.finditer(body):
         out.append(_Found(("code", path, m[1]), "file_value",
-                          f"In {path}, what is the code of item {m[1]}?", (m[2],), i))
+                          f"In {path}, what is the code of item {m[1]}?", (m[2],), i, m[0]))
         out.append(_Found(("place", path, m[1]), "file_value",
-                          f"In {path}, where is item {m[1]} stored?", (m[3],), i))
+                          f"In {path}, where is item {m[1]} stored?", (m[3],), i, m[0]))
     out += _sentence_questions(body, i, f" (in {path})")
     return out
 
@@ -257,13 +263,16 @@ def _fact_source(messages: Sequence[Message], fact: Fact) -> int | None:
 def workload_questions(
     messages: Sequence[Message], facts: Sequence[Fact], *, limit: int | None = None
 ) -> list[Question]:
-    """Questions about a workload transcript: its planted facts first, then the facts found
-    in its text (unambiguous keys only), spread evenly over the transcript up to ``limit``."""
+    """Questions about a workload transcript: its planted facts first (those whose answer
+    its source message gives), then the facts found in its text (unambiguous keys only),
+    spread evenly over the transcript up to ``limit``."""
     planted: list[Question] = []
     for n, fact in enumerate(facts):
         src = _fact_source(messages, fact)
         if src is not None:
-            planted.append(Question(f"p{n + 1}", fact.kind, fact.question, fact.answers, src))
+            q = Question(f"p{n + 1}", fact.kind, fact.question, fact.answers, src)
+            if not validate(messages, [q]):  # its answer is in its source: askable
+                planted.append(q)
     found: list[_Found] = []
     for i, msg in enumerate(messages):
         if msg.role == "user":
@@ -281,7 +290,7 @@ def workload_questions(
     room = len(unique) if limit is None else max(limit - len(planted), 0)
     picked = spread(unique, room)
     derived = [
-        Question(f"d{n + 1}", f.kind, f.question, f.answers, f.source)
+        Question(f"d{n + 1}", f.kind, f.question, f.answers, f.source, f.anchor)
         for n, f in enumerate(picked)
     ]
     out = planted + derived
