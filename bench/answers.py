@@ -332,9 +332,9 @@ def run_transcript(
                 if len(conv.compactions) > point.compactions:
                     run.asked_compactions += 1
                 run.rows.append(Asked(
-                    transcript.name, model_label, variant, point.label, point.compactions, point.upto,
-                    q.id, q.kind, _accepted(reply, q), reply[:200], tokens, oracle_i[q.id],
-                    None,
+                    transcript.name, model_label, variant, point.label, point.compactions,
+                    point.upto, q.id, q.kind, _accepted(reply, q), reply[:200], tokens,
+                    oracle_i[q.id], None,
                 ))
             _history_oracle(backend, counter, transcript, point.upto, asked, limit, oracle_ii)
             for row in run.rows[-len(asked):] if asked else []:
