@@ -123,7 +123,10 @@ def test_oracle_prompts() -> None:
     assert len(history) == 1 + 6 + 1 and history[-1]["content"] == q.question
 
 
-def test_both_variants_run_on_the_real_session_and_keep_its_instructions_askable() -> None:
+def test_the_real_session_is_found_and_asked_at_each_point() -> None:
+    from bench.real_sessions import default_folders
+
+    assert default_folders()[0] == SESSION.parent  # bench/ at the top of the checkout
     t = session_transcript(SESSION, limit=6)
     run = run_transcript(reader(t, window=10_000), t, ["record"], model_label="reader")
     assert run.compactions["record"] >= 3
