@@ -5,9 +5,11 @@ variant of the policy (:data:`~bench.strategies.ANSWER_STRATEGIES`), the transcr
 replayed exactly as ``python -m assistant replay`` does: before every assistant message the
 compaction controller prepares the prompt (prune, exact count, compaction when
 ``prompt + reserve > window``, a forced compaction on overflow), then the recorded message
-is appended. A workload holds only the user's side, so each user message is followed by the
-fixed reply :data:`REPLY` (no model writes chat replies here: the measure is what the
-context keeps, not what a reply adds).
+is appended. A workload holds only the user's side, so each user message is followed by one
+of the short, content-free replies :data:`REPLIES` in turn (no model writes chat replies
+here: the measure is what the context keeps, not what a reply adds). They vary because one
+fixed acknowledgement ("Noted.") after every message teaches a small model to answer every
+question with it: SmolLM2-135M did exactly that in the first trial.
 
 Questions (:mod:`bench.questions`) are asked at several points of the chat
 (:class:`AskPoint`): the latest assistant turn before the first compaction that still
@@ -63,8 +65,15 @@ from .workloads import Workload
 
 log = logging.getLogger("bench")
 
-#: The assistant's reply after each user message of a workload transcript.
-REPLY = "Noted."
+#: The assistant's replies after the user messages of a workload transcript, in turn.
+REPLIES = (
+    "Understood. I would start with the part that looks riskiest and check it first.",
+    "That sounds reasonable to me; let me know if anything changes.",
+    "Good point. The safest next step is to confirm the details with the team.",
+    "I see. Keeping it simple and writing the decision down would help here.",
+    "Thanks for the update. I would review it again before the deadline.",
+    "Makes sense. A short checklist would keep this on track.",
+)
 #: Tokens a question and its answer need beside a point's prompt (point ``0`` keeps them).
 QUESTION_ROOM = 300
 #: Longest answer generated.
@@ -135,12 +144,13 @@ class TranscriptRun:
 
 
 def workload_transcript(wl: Workload, *, limit: int | None = None) -> Transcript:
-    """A workload's user side with :data:`REPLY` after each user message, and its questions."""
+    """A workload's user side with :data:`REPLIES` after its user messages, and its questions."""
     messages: list[Message] = []
     for raw in wl.messages():
         messages.append(Message.from_openai(raw))
         if raw["role"] == "user":
-            messages.append(Message(role="assistant", content=REPLY))
+            reply = REPLIES[sum(m.role == "assistant" for m in messages) % len(REPLIES)]
+            messages.append(Message(role="assistant", content=reply))
     questions = workload_questions(messages, wl.facts, limit=limit)
     return Transcript(wl.name, "workload", wl.mode, DEFAULT_SYSTEM_PROMPT, messages, questions,
                       wl.window_cap)

@@ -40,7 +40,7 @@ from .workloads import Fact
 T = TypeVar("T")
 
 #: Characters of the source message kept on each side of the answer (oracle (i)'s passage).
-PASSAGE_SIDE = 700
+PASSAGE_SIDE = 400
 
 
 @dataclass(frozen=True)
