@@ -220,10 +220,16 @@ def _prepare(ctl: ContextController, conv: Conversation, system: str) -> tuple[i
 def replay_points(
     ctl: ContextController, transcript: Transcript
 ) -> tuple[list[AskPoint], int]:
-    """Replay ``transcript`` through ``ctl``; the ask points and the compactions made."""
+    """Replay ``transcript`` through ``ctl``; the ask points and the compactions made.
+
+    Points ``0`` and ``end`` are the latest assistant turns (before the first compaction,
+    and after the last) whose prompt leaves :data:`QUESTION_ROOM` tokens: a question there
+    is answered from that context rather than forcing one more compaction per question
+    (the literal end is used when no turn after the last compaction has the room)."""
     pol = ctl.policy()
     conv = Conversation()
     points: list[AskPoint] = []
+    roomy: AskPoint | None = None
     zero: AskPoint | None = None
     made = 0
     for i, msg in enumerate(transcript.messages):
@@ -234,16 +240,22 @@ def replay_points(
         if msg.role != "assistant":
             continue
         count = len(conv.compactions)
-        if count == 0 and tokens + ctl.counter.message(msg) + pol.reserve + QUESTION_ROOM \
-                <= pol.window:
-            zero = AskPoint("0", 0, i + 1, conv.model_copy(deep=True))
-        elif count > made and count <= 2:
+        if count > made and count <= 2:
             points.append(AskPoint(str(count), count, i + 1, conv.model_copy(deep=True)))
         made = count
+        room = tokens + ctl.counter.message(msg) + pol.reserve + QUESTION_ROOM <= pol.window
+        if room:
+            roomy = AskPoint("end", count, i + 1, conv.model_copy(deep=True))
+            if count == 0:
+                zero = AskPoint("0", 0, i + 1, roomy.conv)
     if zero is not None:
         points.insert(0, zero)
     end = len(conv.compactions)
-    if not points or points[-1].upto < len(transcript.messages):
+    last = points[-1].upto if points else 0
+    if roomy is not None and roomy.compactions == end:
+        if roomy.upto > last:
+            points.append(roomy)
+    elif last < len(transcript.messages):
         points.append(AskPoint("end", end, len(transcript.messages), conv))
     return points, end
 
