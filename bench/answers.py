@@ -136,6 +136,8 @@ class TranscriptRun:
     compactions: dict[str, int] = field(default_factory=dict)
     #: Questions whose own prompt needed a compaction first (the app would do the same).
     asked_compactions: int = 0
+    #: Question id -> oracle (i)'s reply (what the model says given the passage alone).
+    oracle_replies: dict[str, str] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
     wall_s: float = 0.0
 
@@ -331,6 +333,7 @@ def run_transcript(
     for q in transcript.questions:
         reply, _n = _safe_ask(backend, oracle_passage_messages(transcript, q))
         oracle_i[q.id] = _accepted(reply, q)
+        run.oracle_replies[q.id] = reply[:200]
     say(f"answers {transcript.name} on {model_label}: oracle (i) "
         f"{sum(oracle_i.values())}/{len(oracle_i)}")
     oracle_ii: dict[tuple[int, str], bool | None] = {}
