@@ -76,7 +76,10 @@ test: setup models lint
 
 # The quick side-by-side run of all five strategies (with W1 also on a local OpenAI-compatible
 # server, to compare the engines), then the full workloads with the policy and no management
-# (under an hour on 2 cores); both go into docs/BENCHMARKS.md.
+# (under an hour on 2 cores); both go into docs/BENCHMARKS.md. Each run ends with the answer
+# benchmark (bench/answers.py; docs/ANSWERS.md): a few minutes in the quick run, hours in the
+# full one (48 questions per workload and the real session's 46, at up to four points of the
+# chat, with both models).
 # `python -m bench` alone runs all five strategies on the full workloads (hours).
 bench: setup models
 	$(PY) -m bench --quick --engine server --report docs/BENCHMARKS.md

@@ -20,6 +20,14 @@ like ours (:mod:`assistant.compaction.file_tracking`).
 ``--summarizer extractive`` needs no model and counts with the offline cl100k tokenizer
 (or with ``--model PATH``'s tokenizer); ``embedded`` loads the registered default model and
 a path loads that GGUF file: summaries are then written by that model.
+
+``--ask QUESTION`` (repeatable) asks each question against the final context: the question
+is appended to a copy of the finished chat as a user message, the pipeline prepares the
+prompt exactly as before a model call, and the model answers at temperature 0. The replies
+go into the final line under ``"answers"`` (``[{"question", "reply", "prompt_tokens"}]``).
+The model that answers is the one loaded: the summarizer's with ``--summarizer embedded``
+or a path, else ``--model`` (a registered name or a GGUF path; default: the registered
+default model).
 """
 
 from __future__ import annotations
@@ -28,7 +36,7 @@ import argparse
 import importlib
 import json
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -39,7 +47,7 @@ from assistant.compaction.tokens import CountingBackend, TokenCounter
 from assistant.compaction.transcript import TranscriptError, load_transcript
 from assistant.config import DEFAULT_SYSTEM_PROMPT, EffectivePolicy, Mode, Settings
 from assistant.conversation import Conversation, Message
-from assistant.llm.base import LLMBackend, LLMError, PromptCounter
+from assistant.llm.base import GenerationOptions, LLMBackend, LLMError, PromptCounter
 
 EXIT_USAGE = 2
 
@@ -73,10 +81,43 @@ def _make_backend(args: argparse.Namespace) -> tuple[PromptCounter, bool]:
     """(backend, whether it can write summaries)."""
     wanted = args.window or Settings(mode=args.mode).policy().window
     if args.summarizer == "extractive":
-        if args.model:
-            return _load_model(_model_path(args.model), wanted), False
+        if args.model or args.ask:
+            return _load_model(_model_path(args.model or "embedded"), wanted), False
         return CountingBackend(window=wanted), False
     return _load_model(_model_path(args.summarizer), wanted), True
+
+
+ANSWER_TOKENS = 64
+
+
+def ask_questions(
+    conv: Conversation,
+    questions: Sequence[str],
+    *,
+    backend: LLMBackend,
+    make_controller: Callable[[], ContextController],
+    system_prompt: str,
+) -> list[dict[str, Any]]:
+    """Each question against the final context (a copy of ``conv`` each time), answered
+    by ``backend`` at temperature 0."""
+    answers: list[dict[str, Any]] = []
+    options = GenerationOptions(max_tokens=ANSWER_TOKENS, temperature=0.0)
+    for question in questions:
+        copy = conv.model_copy(deep=True)
+        copy.append(Message(role="user", content=question))
+        req = make_controller().prepare(copy, system_prompt=system_prompt)
+        text = ""
+        tokens = req.prompt_tokens
+        try:
+            for event in backend.generate(req.messages, options):
+                text += event.delta
+                if event.result is not None:
+                    text = event.result.text or text
+                    tokens = event.result.prompt_tokens
+        except LLMError as exc:
+            text = f"[error: {exc}]"
+        answers.append({"question": question, "reply": text.strip(), "prompt_tokens": tokens})
+    return answers
 
 
 def replay(
@@ -89,25 +130,32 @@ def replay(
     out: TextIO,
     as_json: bool = True,
     prompts: bool = False,
+    ask: Sequence[str] = (),
 ) -> dict[str, Any]:
-    """Run the pipeline before every assistant message; write one line per model call."""
+    """Run the pipeline before every assistant message; write one line per model call.
+    With ``ask`` (and a ``backend`` that generates), the questions are answered against the
+    final context (:func:`ask_questions`) and given under ``"answers"``."""
     settings = Settings()
     switches = settings.switches()
-    counter = TokenCounter(backend)
-    summarizer: Summarizer = (
-        ModelSummarizer(backend, counter)
-        if use_model and isinstance(backend, LLMBackend)
-        else ExtractiveSummarizer(counter)
-    )
-    controller = ContextController(
-        backend,
-        lambda: policy,
-        prune_enabled=lambda: switches.prune,
-        auto_compact=lambda: switches.auto_compact,
-        compact_on_overflow=lambda: switches.compact_on_overflow,
-        summarizer=summarizer,
-        counter=counter,
-    )
+
+    def make_controller() -> ContextController:
+        counter = TokenCounter(backend)
+        summarizer: Summarizer = (
+            ModelSummarizer(backend, counter)
+            if use_model and isinstance(backend, LLMBackend)
+            else ExtractiveSummarizer(counter)
+        )
+        return ContextController(
+            backend,
+            lambda: policy,
+            prune_enabled=lambda: switches.prune,
+            auto_compact=lambda: switches.auto_compact,
+            compact_on_overflow=lambda: switches.compact_on_overflow,
+            summarizer=summarizer,
+            counter=counter,
+        )
+
+    controller = make_controller()
     conv = Conversation()
     call = 0
     for msg in messages:
@@ -164,6 +212,13 @@ def replay(
         "summaries": counts,
         "rejected": rejected,
     }
+    if ask:
+        if not isinstance(backend, LLMBackend):
+            raise ValueError("--ask needs a model that answers (--model)")
+        final["answers"] = ask_questions(
+            conv, ask, backend=backend, make_controller=make_controller,
+            system_prompt=system_prompt,
+        )
     _write(out, final, as_json)
     return final
 
@@ -205,6 +260,8 @@ def _write(out: TextIO, data: dict[str, Any], as_json: bool) -> None:
         out.write(f"files modified: {', '.join(data['files_modified']) or '-'}\n")
         if data["summary"]:
             out.write("summary:\n" + data["summary"] + "\n")
+        for qa in data.get("answers", []):
+            out.write(f"Q: {qa['question']}\nA: {qa['reply']}\n")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -220,7 +277,16 @@ def build_parser() -> argparse.ArgumentParser:
         default="extractive",
         help="'embedded' (the default model), a GGUF path, or 'extractive' (no model)",
     )
-    parser.add_argument("--model", default=None, help="tokenizer model for --summarizer extractive")
+    parser.add_argument(
+        "--model", default=None,
+        help="a registered model name or GGUF path: the tokenizer for --summarizer "
+        "extractive and the model that answers --ask (default: the registered default)",
+    )
+    parser.add_argument(
+        "--ask", action="append", default=[], metavar="QUESTION",
+        help="ask QUESTION against the final context (repeatable); replies under "
+        '"answers" in the final line',
+    )
     parser.add_argument("--system-prompt", default=None, help="used when FILE has none")
     parser.add_argument("--json", action="store_true", help="JSON lines output")
     parser.add_argument(
@@ -260,6 +326,7 @@ def main(argv: list[str]) -> int:
             out=sys.stdout,
             as_json=args.json,
             prompts=args.prompts,
+            ask=[q for q in args.ask if q.strip()],
         )
     finally:
         if isinstance(backend, LLMBackend):

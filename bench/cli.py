@@ -53,7 +53,13 @@ from .report import (
     write_report,
 )
 from .runner import RunOptions, run_workload
-from .strategies import LABELS, STRATEGY_NAMES, StrategyName, canonical_strategy
+from .strategies import (
+    ANSWER_STRATEGIES,
+    LABELS,
+    STRATEGY_NAMES,
+    StrategyName,
+    canonical_strategy,
+)
 from .workloads import (
     LOCAL_WINDOW,
     STANDARD_WINDOW,
@@ -126,6 +132,21 @@ def _parser() -> argparse.ArgumentParser:
                    help="positions the chunk-reuse quality covers at least (default 200)")
     p.add_argument("--resume-history", type=int, default=None, metavar="TOKENS",
                    help="history of the reopened chat measured (default 6000, 1500 quick)")
+    a = p.add_argument_group("answer benchmark (bench.answers)")
+    a.add_argument("--no-answers", action="store_true", help="skip the answer benchmark")
+    a.add_argument("--answers-only", action="store_true",
+                   help="run only the answer benchmark (no strategy runs, real-session "
+                   "instructions, micro or reuse measurements)")
+    a.add_argument("--answer-model", action="append", metavar="NAME",
+                   help="model asked (repeatable; default: smollm2-135m-instruct and "
+                   "gemma-3-270m when provisioned, or --model's PATH)")
+    a.add_argument("--answer-strategy", action="append", metavar="NAME",
+                   choices=list(ANSWER_STRATEGIES),
+                   help=f"{', '.join(ANSWER_STRATEGIES)} (repeatable; default both)")
+    a.add_argument("--questions", type=int, default=None, metavar="N",
+                   help="questions per transcript (default 48, or 4 with --quick)")
+    a.add_argument("--answers-report", type=Path, metavar="PATH",
+                   help="also write the answer benchmark's section alone there (markdown)")
     return p
 
 
@@ -409,6 +430,9 @@ def _run(
         "policy" if "policy" in strategies else (strategies[0] if strategies else ""),
     )
     try:
+        if args.answers_only:
+            _answers(result, args, models, workloads)
+            return _finish(result, started)
         for wl in workloads:
             if all((wl.name, s) in done for s in strategies):
                 continue
@@ -443,14 +467,60 @@ def _run(
                     _checkpoint(result, args, started)
         if not args.no_real_sessions:
             _real_sessions(result, args, models, strategies)
+        if not args.no_answers:
+            _answers(result, args, models, workloads)
+            _checkpoint(result, args, started)
         quality.measure(result)
         if not args.no_micro:
             _micro(result, models, workloads, quick=args.quick,
                    history=args.resume_history or (1_500 if args.quick else 6_000))
     finally:
         models.close()
+    return _finish(result, started)
+
+
+def _finish(result: BenchResult, started: float) -> BenchResult:
     _stamp_end(result, started)
     return result
+
+
+def _answers(
+    result: BenchResult, args: argparse.Namespace, models: _Models, workloads: list[Workload]
+) -> None:
+    """The answer benchmark on every workload and real session (:mod:`bench.answer_suite`)."""
+    from .answer_suite import DEFAULT_MODELS, SuiteOptions, model_missing, run_suite
+
+    if args.model == "scripted":
+        names = ["scripted"]
+    elif args.answer_model:
+        names = list(args.answer_model)
+    else:
+        names = list(DEFAULT_MODELS) if args.model == "embedded" else [args.model]
+    usable: list[str] = []
+    for name in names:
+        why = None if name == "scripted" else model_missing(name)
+        if why is None:
+            usable.append(name)
+        else:
+            result.notes.append(f"answers: {why}; not asked.")
+    sessions = [] if args.no_real_sessions else (args.real_session or default_folders())
+    options = SuiteOptions(
+        quick=args.quick, models=usable,
+        variants=args.answer_strategy or list(ANSWER_STRATEGIES), questions=args.questions,
+    )
+    result.answers += run_suite(workloads, sessions, options, models.load,
+                                progress=_progress, notes=result.notes)
+    result.options["answers"] = {"models": usable, "variants": list(options.variants),
+                                 "questions": args.questions}
+    if args.answers_report is not None:
+        from .answers_report import section
+
+        args.answers_report.parent.mkdir(parents=True, exist_ok=True)
+        args.answers_report.write_text(
+            f"Command: `{result.command}`\n\n" + section(result.answers) + "\n",
+            encoding="utf-8",
+        )
+        _progress(f"wrote {args.answers_report}")
 
 
 def _on_server(

@@ -80,7 +80,7 @@ def find_sessions(folders: list[Path]) -> list[Path]:
 
 def default_folders() -> list[Path]:
     """The copy kept with the tests (a source checkout) and the team's shared folder."""
-    root = Path(__file__).resolve().parents[2]
+    root = Path(__file__).resolve().parents[1]  # bench/ sits at the checkout's top
     return [root / "tests" / "data" / "real-sessions", root.parent / "shared" / "real-sessions"]
 
 

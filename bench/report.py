@@ -23,6 +23,9 @@ from typing import Any
 from assistant.config import default_local
 
 from . import perf_report
+from .answers import TranscriptRun
+from .answers_report import run_from_json, run_to_json
+from .answers_report import section as answers_section
 from .engines import render_section as render_engine_section
 from .metrics import (
     CallRecord,
@@ -90,6 +93,8 @@ class BenchResult:
     perf: dict[str, Any] = field(default_factory=dict)
     #: ``--engine server``: embedded vs. local server (``EngineComparison.to_json()``).
     engines: list[dict[str, Any]] = field(default_factory=list)
+    #: The answer benchmark (:mod:`bench.answers`): one entry per transcript and model.
+    answers: list[TranscriptRun] = field(default_factory=list)
 
     def summaries(self) -> list[Summary]:
         return [summarize(r) for r in self.runs]
@@ -121,6 +126,7 @@ def to_json(result: BenchResult, *, records: bool = False) -> dict[str, Any]:
         "real_sessions": [asdict(r) for r in result.real_sessions],
         "perf": result.perf,
         "engines": result.engines,
+        "answers": [run_to_json(a) for a in result.answers],
     }
     if records:
         data["runs"] = [asdict(r) for r in result.runs]
@@ -149,6 +155,7 @@ def from_json(data: dict[str, Any]) -> BenchResult:
         real_sessions=[RealSessionResult(**r) for r in data.get("real_sessions", [])],
         perf=dict(data.get("perf") or {}),
         engines=list(data.get("engines", [])),
+        answers=[run_from_json(a) for a in data.get("answers", [])],
     )
 
 
@@ -664,6 +671,7 @@ def render_markdown(
             parts.append(_workload_section(r, info, plot_dir, f"{kind}_"))
         parts.append(perf_report.section(r.perf, r.summaries(), _table))
         parts.append(_real_section(r))
+        parts.append(answers_section(r.answers, heading="###"))
         parts.append(render_engine_section(r.engines))
     opts = runs[0].options if runs else {}
     parts.append(

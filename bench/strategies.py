@@ -24,6 +24,12 @@ the same :class:`~assistant.agent.loop.Agent` loop drives each one.
 policy's own time per call, and :class:`TimedSummarizer` measures the summarizer so that
 its model time can be subtracted.
 
+The answer benchmark (:mod:`bench.answers`) runs the policy with a chosen summarizer:
+:data:`ANSWER_STRATEGIES` names those variants (``model-summary``: the model writes the
+summary and the code's record follows it; ``record``: the code-written record alone) and
+:func:`summarizer_factory` builds the summarizer a variant asks for. Recall (excerpts of the
+whole history beside the question) joins them as a further variant when it lands.
+
 Why it is long (about 470 lines): the five strategies compared by the benchmark are kept
 together so their differences are visible in one file; each is a small class.
 """
@@ -439,6 +445,28 @@ def strategy_settings(name: StrategyName, base: Settings) -> Settings:
     s.compaction.auto_compact = summarizes
     s.compaction.compact_on_overflow = summarizes or name == "drop-half"
     return s
+
+
+#: Answer-benchmark variants: name -> (strategy, summarizer kind).
+AnswerStrategy = Literal["model-summary", "record"]
+ANSWER_STRATEGIES: dict[AnswerStrategy, tuple[StrategyName, Literal["model", "extractive"]]] = {
+    "model-summary": ("policy", "model"),
+    "record": ("policy", "extractive"),
+}
+
+
+def summarizer_factory(
+    kind: Literal["model", "extractive"],
+) -> Callable[[PromptCounter, TokenCounter], Summarizer]:
+    """The summarizer ``kind`` names, built for a strategy's backend: ``model`` needs a
+    backend that generates (else it falls back to the record, as the app does)."""
+
+    def make(backend: PromptCounter, counter: TokenCounter) -> Summarizer:
+        if kind == "model" and isinstance(backend, LLMBackend):
+            return ModelSummarizer(backend, counter)
+        return ExtractiveSummarizer(counter)
+
+    return make
 
 
 def _default_summarizer(backend: PromptCounter, counter: TokenCounter) -> Summarizer:

@@ -81,6 +81,13 @@ def test_quick_run_with_the_embedded_model(
     ratio = summaries["W1", "policy"]["ttft_bound_ratio_median"]
     assert ratio is not None and ratio > 0.5
 
+    # The answer benchmark's small version: every workload and the real session, asked a
+    # few questions with each provisioned model (the figures are reported, not asserted).
+    asked = {(a["source"], a["model"]) for a in data["answers"]}
+    assert {w for w, _ in asked} >= set(WORKLOAD_NAMES) | {"pi_refactor_session"}
+    assert all(len(a["rows"]) > 0 for a in data["answers"])
+    assert "Answers: what the model can still answer" in report.read_text(encoding="utf-8")
+
     targets = {t["goal"]: t for t in data["targets"]}
     assert any("never overflows" in g for g in targets)
     assert data["speed"] is not None and data["speed"]["app_tps"] > 0
@@ -94,3 +101,28 @@ def test_quick_run_with_the_embedded_model(
     for name in expected:
         loaded = load_workload(saved / f"{name}.jsonl")
         assert loaded.facts and loaded.name == name
+
+
+@pytest.mark.integration
+@pytest.mark.slow
+# About 5,000 prompt tokens in all (seconds on an idle machine); the limit only catches a hang
+# on a loaded one.
+@pytest.mark.timeout(1800)
+def test_answer_benchmark_with_the_embedded_model(real_backend: object) -> None:
+    """A few questions of quick W2 through the app's prompt and both oracles on the real
+    model (bounded: 2 questions, the record variant, one short chat)."""
+    from assistant.llm.base import LLMBackend
+    from bench.answers import run_transcript, workload_transcript
+    from bench.workloads import generate
+
+    assert isinstance(real_backend, LLMBackend)
+    real_backend.reset_kv_cache()  # type: ignore[attr-defined]
+    t = workload_transcript(generate("W2", 0, quick=True), limit=2)
+    run = run_transcript(real_backend, t, ["record"], model_label="smollm2")
+    assert {r.point for r in run.rows} >= {"0"}
+    assert all(r.reply and not r.reply.startswith("[error") for r in run.rows)
+    assert all(r.prompt_tokens > 0 for r in run.rows)
+    # The model reads: given the source passage alone, it answers at least one of the two.
+    assert any(r.oracle_i for r in run.rows)
+    # The history fits the 8,192-token window here: oracle (ii) was asked at every point.
+    assert all(r.oracle_ii is not None for r in run.rows)

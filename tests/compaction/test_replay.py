@@ -184,3 +184,64 @@ def test_prompts_flag_prints_every_calls_messages(
     code = main([str(_write(tmp_path, _read_then_ask("x"))), "--prompts"])
     assert code == 0
     assert "[user] What is on line 7 of notes.txt?" in capsys.readouterr().out
+
+
+def _fact_chat() -> list[dict[str, Any]]:
+    return [
+        {"role": "user", "content": "Our staging server listens on port 6050. Remember it."},
+        {"role": "assistant", "content": "Noted: the staging server listens on port 6050."},
+        {"role": "user", "content": "Also, always write dates as YYYY-MM-DD."},
+        {"role": "assistant", "content": "Understood."},
+    ]
+
+
+def test_ask_answers_each_question_against_the_final_context() -> None:
+    """``--ask``: the question follows exactly what the next call would send."""
+    import io
+
+    from assistant.config import DEFAULT_SYSTEM_PROMPT
+    from assistant.conversation import Message
+    from assistant.replay import replay, resolve_policy
+    from tests.fakes.scripted import ScriptedBackend
+
+    backend = ScriptedBackend(["Port 6050.", "YYYY-MM-DD."], window=4_096,
+                              trained_context=4_096)
+    messages = [Message.from_openai(m) for m in _fact_chat()]
+    out = io.StringIO()
+    final = replay(messages, backend=backend, policy=resolve_policy("local", None, 4_096),
+                   system_prompt=DEFAULT_SYSTEM_PROMPT, use_model=False, out=out,
+                   ask=["Which port?", "Which date format?"])
+    assert final["answers"] == [
+        {"question": "Which port?", "reply": "Port 6050.", "prompt_tokens": ANY_INT},
+        {"question": "Which date format?", "reply": "YYYY-MM-DD.", "prompt_tokens": ANY_INT},
+    ]
+    asked = backend.calls[-1].messages
+    assert asked[:-1] == final["final_context"]  # the final context, then the question
+    assert asked[-1] == {"role": "user", "content": "Which date format?"}
+    assert backend.calls[-1].options is not None
+    assert backend.calls[-1].options.temperature == 0.0
+    assert json.loads(out.getvalue().splitlines()[-1])["answers"][0]["reply"] == "Port 6050."
+
+
+class _AnyInt:
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, int) and other > 0
+
+
+ANY_INT: Any = _AnyInt()
+
+
+@pytest.mark.integration
+def test_ask_with_the_embedded_model(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], embedded_model_path: Path
+) -> None:
+    """The real model answers a question about the replayed chat (a 4-message chat: one
+    short prompt per question, a 64-token reply at most)."""
+    path = _write(tmp_path, _fact_chat())
+    code, lines = _run(capsys, [str(path), "--model", str(embedded_model_path), "--json",
+                                "--ask", "Which port does the staging server listen on?"])
+    assert code == 0
+    (answer,) = lines[-1]["answers"]
+    assert answer["question"] == "Which port does the staging server listen on?"
+    assert "6050" in answer["reply"]
+    assert answer["prompt_tokens"] > 50

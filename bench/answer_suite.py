@@ -1,0 +1,113 @@
+"""Which transcripts and models the answer benchmark runs (``python -m bench``'s answers step).
+
+Every workload of the run and every real session found (a copy found twice is replayed
+once, :func:`bench.real_sessions.find_sessions`) is asked with each model: by default the
+registry's default model (SmolLM2-135M) and ``gemma-3-270m`` when provisioned. The quick
+run asks :data:`QUICK_QUESTIONS` questions per transcript and replays real sessions with
+the code-written record only (the model-written summaries of a 123,000-token session take
+many minutes on 2 cores); the full run asks :data:`FULL_QUESTIONS` and both variants.
+
+Each model is loaded once, with a context of ``min(trained window, max(the mode's window,
+ORACLE_CONTEXT))`` so that oracle (ii) can be given the whole history where it fits (the
+policy still uses the mode's window: it reads the trained window, not the loaded one).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from assistant.config import Settings
+from assistant.llm.base import LLMBackend, LLMError
+
+from .answers import TranscriptRun, run_transcript, session_transcript, workload_transcript
+from .questions import QuestionsError
+from .real_sessions import find_sessions
+from .strategies import ANSWER_STRATEGIES, AnswerStrategy
+from .workloads import Workload
+
+log = logging.getLogger("bench")
+
+FULL_QUESTIONS = 48
+QUICK_QUESTIONS = 4
+#: Largest context a model is loaded with for oracle (ii) (bounds memory and time).
+ORACLE_CONTEXT = 16_384
+DEFAULT_MODELS = ("smollm2-135m-instruct", "gemma-3-270m")
+
+Loader = Callable[[str, int], LLMBackend]
+
+
+@dataclass
+class SuiteOptions:
+    quick: bool
+    models: Sequence[str] = DEFAULT_MODELS
+    variants: Sequence[AnswerStrategy] = tuple(ANSWER_STRATEGIES)
+    questions: int | None = None
+    oracle_context: int = ORACLE_CONTEXT
+
+
+def trained_window(name: str) -> int | None:
+    """The registry's trained window of model ``name`` (None: not a registered model)."""
+    from assistant.llm.registry import resolve_model
+
+    _path, entry = resolve_model(name)
+    return entry.context_length if entry is not None else None
+
+
+def model_missing(name: str) -> str | None:
+    """Why model ``name`` cannot be used (None: its file is there)."""
+    from assistant.llm.registry import resolve_model
+
+    path, _entry = resolve_model(name)
+    return None if path.exists() else f"model {name} not found at {path}"
+
+
+def run_suite(
+    workloads: Sequence[Workload],
+    sessions: Sequence[Path],
+    options: SuiteOptions,
+    load: Loader,
+    *,
+    progress: Callable[[str], None],
+    notes: list[str],
+) -> list[TranscriptRun]:
+    """Ask every transcript with every model; a failing one becomes a note."""
+    limit = options.questions or (QUICK_QUESTIONS if options.quick else FULL_QUESTIONS)
+    runs: list[TranscriptRun] = []
+    transcripts = [workload_transcript(wl, limit=limit) for wl in workloads]
+    for path in find_sessions([p for p in sessions if p.is_dir()]) + [
+        p for p in sessions if p.is_file()
+    ]:
+        try:
+            transcripts.append(session_transcript(path, limit=limit))
+        except (QuestionsError, OSError, ValueError) as exc:
+            notes.append(f"answers: real session {path.name} left out: {exc}")
+    for name in options.models:
+        trained = trained_window(name) if name != "scripted" else None
+        for t in transcripts:
+            mode_window = Settings(mode=t.mode).policy().window
+            n_ctx = max(mode_window, options.oracle_context)
+            if trained is not None:
+                n_ctx = min(n_ctx, trained)
+            try:
+                backend = load(name, n_ctx)
+            except LLMError as exc:
+                notes.append(f"answers: {name} could not be loaded: {exc}")
+                break
+            variants = list(options.variants)
+            if options.quick and t.kind == "real session":
+                variants = [v for v in variants if v == "record"] or variants[:1]
+            reset = getattr(backend, "reset_kv_cache", None)
+            if callable(reset):
+                reset()
+            progress(f"answers: {t.name} ({len(t.questions)} questions) with "
+                     f"{', '.join(variants)} on {name} ...")
+            try:
+                runs.append(run_transcript(backend, t, variants, model_label=name,
+                                           progress=progress))
+            except Exception as exc:  # one transcript failing must not lose the others
+                log.exception("answer benchmark failed")
+                notes.append(f"answers: {t.name} on {name} failed: {type(exc).__name__}: {exc}")
+    return runs
