@@ -83,6 +83,7 @@ SETTING_LABELS: dict[str, str] = {
     "tokenizer_gguf": "Tokenizer GGUF",
     "tool_calls": "Tool calls",
     "timeout_s": "Timeout",
+    "reply_limit_s": "Longest reply time",
 }
 
 
@@ -302,6 +303,11 @@ class ServerEngine(BaseModel):
     timeout_s: float = Field(
         300.0, ge=1.0, le=3600.0,
         description="Longest wait in seconds for the server to answer or send the next piece.",
+    )
+    reply_limit_s: float = Field(
+        1800.0, ge=10.0, le=86_400.0,
+        description="Longest a whole reply may take, in seconds; a server still sending "
+        "(pings or a slow drip too) is stopped with a clear error.",
     )
 
     @field_validator("base_url")
