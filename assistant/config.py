@@ -32,7 +32,7 @@ from pydantic import (
 )
 
 from assistant import jsonlimits, paths
-from assistant.atomicfile import write_atomically
+from assistant.atomicfile import make_dirs, write_atomically
 from assistant.fieldnames import field_path, first_error
 
 SETTINGS_SCHEMA_VERSION = 1
@@ -464,6 +464,6 @@ def _reason(exc: BaseException) -> str:
 def save_settings(settings: Settings, path: Path | None = None) -> None:
     """Write atomically: a temporary file, flushed, then renamed over the old one."""
     path = path or paths.settings_file()
-    path.parent.mkdir(parents=True, exist_ok=True)
+    make_dirs(path.parent)
     text = json.dumps(settings.model_dump(mode="json"), ensure_ascii=False, indent=2)
     write_atomically(path, text)

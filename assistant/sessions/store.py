@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
 import re
 import time
 from dataclasses import dataclass
@@ -26,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from assistant import jsonlimits, paths
-from assistant.atomicfile import write_atomically
+from assistant.atomicfile import make_dirs, replace_durably, write_atomically
 from assistant.compaction.branch import BranchSummarizer
 from assistant.conversation import Conversation, new_id
 from assistant.jsonlimits import MAX_DOCUMENT_DEPTH
@@ -44,7 +43,6 @@ from assistant.sessions.journal import (
     ChatFile,
     JournalWriter,
     create_chat_file,
-    fsync_dir,
     move_torn_tail_aside,
     read_chat_file,
 )
@@ -124,7 +122,7 @@ class SessionStore:
     # -- create / open ---------------------------------------------------------------------
     def create(self, title: str | None = None) -> ChatHandle:
         """A new, empty chat, opened (and locked) for writing."""
-        self.root.mkdir(parents=True, exist_ok=True)
+        make_dirs(self.root)
         chat_id = new_id()
         header = ChatHeader(
             schema_version=SCHEMA_VERSION,
@@ -297,7 +295,7 @@ class SessionStore:
         if chat_id in self._open:
             raise ChatLockedError(chat_id, self._lock(chat_id).path)
         with self._lock(chat_id):
-            self.trash_dir.mkdir(parents=True, exist_ok=True)
+            make_dirs(self.trash_dir)
             _move(path, self.trash_dir / path.name)
             sidecar = path.with_name(path.name + ".corrupt")
             if sidecar.exists():
@@ -425,6 +423,4 @@ class SessionStore:
 def _move(src: Path, dest: Path) -> None:
     if dest.exists():
         raise SessionError(f"Cannot move {src.name}: {dest} already exists")
-    os.replace(src, dest)
-    fsync_dir(src.parent)
-    fsync_dir(dest.parent)
+    replace_durably(src, dest)
