@@ -102,7 +102,7 @@ class Terminal:
         except subprocess.TimeoutExpired:
             with contextlib.suppress(AssertionError):
                 self.wait_for("\0never", timeout=1)
-            raise AssertionError(f"the chat did not exit; the terminal shows:\n{self.seen}")
+            raise AssertionError(f"the chat did not exit; it shows:\n{self.seen}") from None
         finally:
             if self.proc.poll() is None:
                 self.proc.kill()
