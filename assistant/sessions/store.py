@@ -192,6 +192,8 @@ class SessionStore:
             on_close=self._forget,
             read_only=read_only_note(chat_id),
         )
+        if chat.active is not None:
+            handle.switch_to(chat.active)  # read-only: moves the view, writes nothing
         self._open[chat_id] = handle
         return handle
 
@@ -254,7 +256,7 @@ class SessionStore:
                 mtime = 0.0
             return ChatSummary(chat_id, chat_id, mtime, mtime, 0, path, error=str(exc))
         tree = ChatTree(chat.entries)
-        conv = tree.build(tree.last_id)
+        conv = tree.build(chat.leaf)
         warnings = list(chat.warnings)
         if chat.needs_repair:
             warnings.append(chat.damage_summary())
@@ -339,7 +341,7 @@ class SessionStore:
     def _snapshot(self, chat_id: str) -> tuple[str, Conversation, set[str], dict[str, int]]:
         chat = read_chat_file(self._existing(chat_id))
         tree = ChatTree(chat.entries)
-        leaf = tree.last_id
+        leaf = chat.leaf
         conv = tree.build(leaf)
         title = resolve_title(tree.explicit_title(), chat.header.title, conv.messages)
         return title, conv, tree.branch_summary_ids(leaf), tree.compaction_positions(leaf)
