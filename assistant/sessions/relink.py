@@ -20,7 +20,7 @@ Each changed parent is reported as ``(line number, entry id)``.
 
 from __future__ import annotations
 
-import itertools
+import bisect
 import re
 from collections.abc import Iterable, Sequence
 
@@ -112,7 +112,7 @@ def relink(
             reattached.append((lines[i], entries[i].id))
         order = _tree_order(entries, parents)
     placed = order.placed
-    moved = order.moved or (bool(damaged) and _out_of_time(times))
+    moved = order.moved or (bool(damaged) and _last_out_of_time(times))
     leaf = _active(entries, times, placed, parents, moved, salvage, damaged, last_line)
     active = None
     if leaf is not None and placed and placed[-1] != leaf:
@@ -158,9 +158,24 @@ def _newest(salvage: _Salvage, n: int, times: list[float]) -> bool:
     return stamp is None or all(t <= stamp for t in times)
 
 
-def _out_of_time(times: list[float]) -> bool:
-    """Some entry is on a later line than one written after it (lines were moved)."""
-    return any(b < a for a, b in itertools.pairwise(times))
+def _last_out_of_time(times: list[float]) -> bool:
+    """The last entry is out of place in time: the longest run of entries in written order
+    (file order with non-decreasing timestamps) can leave it out. One damaged timestamp on
+    an earlier line does not count (leaving that line out keeps the last); a last line
+    moved up from earlier in the file does."""
+    return bool(times) and _longest_in_order(times[:-1]) >= _longest_in_order(times)
+
+
+def _longest_in_order(times: list[float]) -> int:
+    """Length of the longest non-decreasing subsequence."""
+    tails: list[float] = []
+    for stamp in times:
+        at = bisect.bisect_right(tails, stamp)
+        if at == len(tails):
+            tails.append(stamp)
+        else:
+            tails[at] = stamp
+    return len(tails)
 
 
 def _plausible(stamp: float, window: tuple[float, float] | None) -> bool:
@@ -220,10 +235,13 @@ class _Salvage:
         for _ in range(_MOST_HOPS):
             if current is None or current in self.known:
                 return True, current, None
-            close = _closest(current, self.known)
+            close = _closest(current, self.known, weak=False)
+            line = self._line_of(current, fuzzy=False) if close is None else None
+            if close is None and line is None:
+                close = _closest(current, self.known)
+                line = self._line_of(current) if close is None else None
             if close is not None:
                 return True, close, None
-            line = self._line_of(current)
             if line is None:
                 return False, None, lost
             lost = line
@@ -246,10 +264,14 @@ class _Salvage:
             return tokens[0]
         return None
 
-    def _line_of(self, entry_id: str) -> int | None:
+    def _line_of(self, entry_id: str, *, fuzzy: bool = True) -> int | None:
+        """The damaged line that was entry ``entry_id`` (its own id comes first; a later
+        run is the parent it names)."""
         for n, tokens in enumerate(self.tokens):
-            if entry_id in tokens or entry_id in self.ids[n]:
+            if tokens[:1] == [entry_id] or entry_id in self.ids[n]:
                 return n
+        if not fuzzy:
+            return None
         for n, tokens in enumerate(self.tokens):  # the line's own id damaged
             if tokens and _matches(tokens[0], entry_id):
                 return n
@@ -299,15 +321,15 @@ def _matches(a: str, b: str) -> bool:
     return k >= _SHORTEST and (a[:k] == b[:k] or a[-k:] == b[-k:])
 
 
-def _closest(entry_id: str, pool: Iterable[str]) -> str | None:
+def _closest(entry_id: str, pool: Iterable[str], *, weak: bool = True) -> str | None:
     """The one id in ``pool`` that ``entry_id`` is a damaged copy of, else None: two
-    characters changed, or cut keeping its first or last characters (eight down to four,
-    the most that match one id only)."""
+    characters changed, or cut keeping its first or last eight characters; ``weak``: or
+    fewer, down to four (the most that match one id only)."""
     ids = list(pool)
-    found = [other for other in ids if _matches(entry_id, other)]
+    found = [other for other in ids if _strong_match(entry_id, other)]
     if len(found) == 1:
         return found[0]
-    if found:
+    if found or not weak:
         return None
     for k in range(_PIECE - 1, _SHORTEST - 1, -1):
         if len(entry_id) < k:
@@ -319,6 +341,16 @@ def _closest(entry_id: str, pool: Iterable[str]) -> str | None:
         if hits:
             return None
     return None
+
+
+def _strong_match(a: str, b: str) -> bool:
+    if a == b:
+        return True
+    if len(a) == len(b) and sum(x != y for x, y in zip(a, b, strict=True)) <= 2:
+        return True
+    if min(len(a), len(b)) < _PIECE:
+        return False
+    return a[:_PIECE] == b[:_PIECE] or a[-_PIECE:] == b[-_PIECE:]
 
 
 def _closest_end(token: str, pool: Iterable[str]) -> str | None:
