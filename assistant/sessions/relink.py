@@ -3,19 +3,25 @@ active.
 
 :func:`relink` takes the entries the reader could parse (with their line numbers) and the
 raw bytes of the lines it could not, and returns them in an order the tree accepts (every
-parent before its children) with the active position last:
+parent before its children), the active position last where it can be:
 
 * an entry whose parent is on a *later* line (lines moved around) keeps that parent; it is
   placed after it;
-* an entry whose parent is gone (on a damaged line) is attached to that line's own parent
-  when the damaged bytes still name it (``"id":"P"`` and ``"parent_id":"Q"`` survive most
-  flipped bytes and cuts), following damaged lines upwards; otherwise to the entry written
-  just before it (by timestamp, then line), which is where an append-only chat wrote it;
+* an entry whose parent is gone (on a damaged line) is attached to that line's own parent,
+  read from the damaged bytes: an entry line starts with its id and then its parent's, and
+  those survive most flipped bytes and cuts (an id with up to two characters changed, or
+  keeping its first or last characters, is matched to the one it was). The way up may pass
+  several damaged lines. Where it is lost: the entry written just before (by timestamp,
+  then line), which is where an append-only chat hung a new entry;
 * entries whose parents form a loop are attached to the entry written just before them;
-* the active position is the last line's entry, as in any chat, unless lines were moved:
-  then it is the newest entry (the last one written) that has no children.
+* the active position is the last line's entry, as in any chat. When the last line is
+  damaged, it is where that line hung (a lost checkout still leads back to its target);
+  when lines were moved (a parent after its child, or the last line out of written order),
+  the newest entry nothing hangs from. Timestamps outside the chat's lifetime are ignored.
 
-Each changed parent is reported as ``(line number, entry id)``.
+When entries hang from the active position it cannot be the last entry; it is returned
+separately (``ChatFile.active``), and a repaired copy records a checkout to it. Each changed
+parent is reported as ``(line number, entry id)``. An undamaged file comes back unchanged.
 """
 
 from __future__ import annotations
