@@ -294,6 +294,10 @@ def _run(service: ChatService, printer: TerminalPrinter, resume: str | None) -> 
     info = service.model_info
     if info is None:
         err.write(f"error: {service.model_error}\n")
+        if sys.stdin.isatty():
+            err.write("[chat] No model: what you type now is saved in the chat, unanswered "
+                      "(Ctrl-D ends).\n")
+        err.flush()
         _keep_the_rest(service, err, kept)
         return 1
     policy = service.settings.effective_policy(info.trained_context)
