@@ -122,6 +122,8 @@ def _stream(
         peak = tracemalloc.get_traced_memory()[1]
         tracemalloc.stop()
         http.close()
+    print(f"\n{type(error).__name__} after {took:.2f} s (deadline {deadline_s:g} s), "
+          f"peak traced memory {peak / 1e6:.1f} MB: {error}")
     return error, took, peak
 
 
