@@ -81,6 +81,8 @@ class ChatFile:
     #: The active position when it is not the last entry (a damaged chat whose lost last
     #: line moved back to an earlier entry); see :attr:`leaf`.
     active: str | None = None
+    #: (line number, entry id) of entries found before the entry they follow (lines moved).
+    out_of_order: list[tuple[int, str]] = field(default_factory=list)
 
     @property
     def leaf(self) -> str | None:
@@ -91,7 +93,7 @@ class ChatFile:
 
     @property
     def needs_repair(self) -> bool:
-        return bool(self.damaged or self.reattached)
+        return bool(self.damaged or self.reattached or self.out_of_order)
 
     def damage_summary(self) -> str:
         """One paragraph naming the damaged lines (empty when there are none)."""
@@ -110,7 +112,14 @@ class ChatFile:
             more = "..." if len(self.reattached) > 5 else ""
             text += (
                 f" The entries on line(s) {lines}{more} followed a damaged line and are shown "
-                "after the entry before them."
+                "where it was."
+            )
+        if self.out_of_order:
+            lines = ", ".join(str(n) for n, _ in self.out_of_order[:5])
+            more = "..." if len(self.out_of_order) > 5 else ""
+            text += (
+                f" The entries on line(s) {lines}{more} come before the entries they follow "
+                "(lines were moved); they are shown in their place."
             )
         return text.strip()
 
@@ -194,7 +203,7 @@ def read_chat_file(path: Path) -> ChatFile:
     last_line = len(lines) - (1 if out.torn is not None else 0)
     if any(d.line == last_line and d.reason.startswith(UNKNOWN_TYPE) for d in out.damaged):
         last_line = 0  # an entry this version does not know (not damage): nothing to follow
-    out.entries, out.reattached, out.active = relink(
+    out.entries, out.reattached, out.active, out.out_of_order = relink(
         readable, [(d.line, d.data) for d in out.damaged], last_line, _window(path, out.header)
     )
     if header is None and not out.entries:

@@ -50,9 +50,9 @@ def relink(
     damaged: Sequence[tuple[int, bytes]],
     last_line: int = 0,
     window: tuple[float, float] | None = None,
-) -> tuple[list[Entry], list[tuple[int, str]], str | None]:
+) -> tuple[list[Entry], list[tuple[int, str]], str | None, list[tuple[int, str]]]:
     """(entries in tree order, re-attached entries, the active position when it is not the
-    last entry).
+    last entry, entries that came before their parent in the file).
 
     ``items`` are the readable entries with their line numbers, ``damaged`` the unreadable
     lines; ``last_line`` is the number of the file's last complete line; ``window`` the
@@ -133,7 +133,8 @@ def relink(
         if parents[entry.id] != entry.parent_id:
             entry = entry.model_copy(update={"parent_id": parents[entry.id]})
         out.append(entry)
-    return out, sorted(set(reattached)), active
+    late = [(lines[i], entries[i].id) for i in order.late]
+    return out, sorted(set(reattached)), active, sorted(late)
 
 
 def _active(
@@ -391,6 +392,8 @@ class _Order:
         self.loose: list[int] = []
         #: Some entry was placed after an entry that comes later in the file.
         self.moved = False
+        #: Entries placed after a later line (their parent came after them in the file).
+        self.late: list[int] = []
 
 
 def _tree_order(entries: list[Entry], parents: dict[str, str | None]) -> _Order:
@@ -408,6 +411,7 @@ def _tree_order(entries: list[Entry], parents: dict[str, str | None]) -> _Order:
             j = stack.pop()
             if order.placed and j < order.placed[-1]:
                 order.moved = True
+                order.late.append(j)
             order.placed.append(j)
             done.add(entries[j].id)
             stack.extend(reversed(waiting.pop(entries[j].id, [])))
