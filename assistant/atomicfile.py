@@ -7,8 +7,15 @@ it was. Text is encoded as UTF-8 with anything that cannot be encoded (lone surr
 model can produce) written as a ``\\udXXX`` escape, never an exception: inside JSON strings
 that is the standard escape, so the value reads back unchanged.
 
-Used by chat export and the settings file. Workspace writes by tools go through
-:mod:`assistant.tools.fsaccess`, which does the same relative to a folder descriptor.
+Durability on power loss: a rename or a new directory entry is only on disk once its folder
+is fsynced. :func:`write_atomically` fsyncs the data before the rename and the folder after
+it; :func:`make_dirs` creates missing folders and fsyncs each new one's parent;
+:func:`replace_durably` renames and fsyncs both folders. Every file the app saves whole (chat
+export, repaired chats, settings, secrets, calibration, saved model states, digests) goes
+through these.
+
+Workspace writes by tools go through :mod:`assistant.tools.fsaccess`, which does the same
+relative to a folder descriptor.
 """
 
 from __future__ import annotations
@@ -25,12 +32,13 @@ def encode_text(text: str) -> bytes:
     return text.encode("utf-8", errors="backslashreplace")
 
 
-def write_atomically(path: Path, content: str | bytes) -> Path:
+def write_atomically(path: Path, content: str | bytes, *, mode: int | None = None) -> Path:
     """Replace ``path`` with ``content`` in one rename; returns the file written.
 
     A symlink is followed (its target is replaced, the link stays). The permissions of an
-    existing file are kept; a new file gets the usual ``0o666`` minus the umask. Raises
-    ``OSError`` (with the target unchanged) when it cannot be written.
+    existing file are kept; a new file gets the usual ``0o666`` minus the umask, or ``mode``
+    when given (the file is created with it, never wider). Raises ``OSError`` (with the
+    target unchanged) when it cannot be written.
     """
     data = encode_text(content) if isinstance(content, str) else content
     target = Path(os.path.realpath(path))
@@ -39,11 +47,12 @@ def write_atomically(path: Path, content: str | bytes) -> Path:
         raise IsADirectoryError(f"{path} is a folder; choose a file name")
     if not folder.is_dir():
         raise FileNotFoundError(f"the folder {folder} does not exist")
-    try:
-        mode: int | None = stat.S_IMODE(target.stat().st_mode)
-    except FileNotFoundError:
-        mode = None  # a new file: 0o666 minus the umask, applied by open()
-    fd, tmp = _create_temp(folder, target.name)
+    if mode is None:
+        try:
+            mode = stat.S_IMODE(target.stat().st_mode)
+        except FileNotFoundError:
+            mode = None  # a new file: 0o666 minus the umask, applied by open()
+    fd, tmp = _create_temp(folder, target.name, 0o666 if mode is None else mode & 0o666)
     try:
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
@@ -61,6 +70,36 @@ def write_atomically(path: Path, content: str | bytes) -> Path:
     return target
 
 
+def make_dirs(directory: Path) -> None:
+    """``mkdir -p`` whose new folders survive a power loss: each one created is fsynced,
+    and so is the folder it was created in."""
+    missing: list[Path] = []
+    current = Path(os.path.abspath(directory))
+    while not current.is_dir():
+        missing.append(current)
+        if current.parent == current:
+            break
+        current = current.parent
+    for folder in reversed(missing):
+        try:
+            folder.mkdir()
+        except FileExistsError:
+            if not folder.is_dir():
+                raise
+            continue  # made by someone else meanwhile: theirs to sync
+        fsync_dir(folder)
+        fsync_dir(folder.parent)
+
+
+def replace_durably(src: Path, dest: Path) -> None:
+    """``os.replace`` then an fsync of the folders of both names (the data of ``src`` must
+    already be on disk)."""
+    os.replace(src, dest)
+    fsync_dir(dest.parent)
+    if os.path.realpath(src.parent) != os.path.realpath(dest.parent):
+        fsync_dir(src.parent)
+
+
 def fsync_dir(directory: Path) -> None:
     """Make a rename in ``directory`` durable (a no-op where unsupported)."""
     try:
@@ -75,13 +114,13 @@ def fsync_dir(directory: Path) -> None:
         os.close(fd)
 
 
-def _create_temp(folder: Path, name: str) -> tuple[int, Path]:
+def _create_temp(folder: Path, name: str, mode: int = 0o666) -> tuple[int, Path]:
     """A new, empty temporary file beside ``name`` (created exclusively)."""
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0)
     for _ in range(100):
         tmp = folder / f".{name}.{secrets.token_hex(6)}.tmp"
         try:
-            return os.open(tmp, flags, 0o666), tmp
+            return os.open(tmp, flags, mode), tmp
         except FileExistsError:
             continue
     raise FileExistsError(f"cannot create a temporary file in {folder}")

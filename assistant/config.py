@@ -32,7 +32,7 @@ from pydantic import (
 )
 
 from assistant import jsonlimits, paths
-from assistant.atomicfile import write_atomically
+from assistant.atomicfile import make_dirs, write_atomically
 from assistant.fieldnames import field_path, first_error
 
 SETTINGS_SCHEMA_VERSION = 1
@@ -83,6 +83,7 @@ SETTING_LABELS: dict[str, str] = {
     "tokenizer_gguf": "Tokenizer GGUF",
     "tool_calls": "Tool calls",
     "timeout_s": "Timeout",
+    "reply_limit_s": "Longest reply time",
 }
 
 
@@ -308,6 +309,11 @@ class ServerEngine(BaseModel):
         300.0, ge=1.0, le=3600.0,
         description="Longest wait in seconds for the server to answer or send the next piece.",
     )
+    reply_limit_s: float = Field(
+        1800.0, ge=10.0, le=86_400.0,
+        description="Longest a whole reply may take, in seconds; a server still sending "
+        "(pings or a slow drip too) is stopped with a clear error.",
+    )
 
     @field_validator("base_url")
     @classmethod
@@ -463,6 +469,6 @@ def _reason(exc: BaseException) -> str:
 def save_settings(settings: Settings, path: Path | None = None) -> None:
     """Write atomically: a temporary file, flushed, then renamed over the old one."""
     path = path or paths.settings_file()
-    path.parent.mkdir(parents=True, exist_ok=True)
+    make_dirs(path.parent)
     text = json.dumps(settings.model_dump(mode="json"), ensure_ascii=False, indent=2)
     write_atomically(path, text)

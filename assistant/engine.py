@@ -99,6 +99,7 @@ def server_config(settings: Settings, api_key: str | None = None) -> ServerConfi
         fallback_window=settings.policy().window,
         tool_calls=server.tool_calls,
         timeout_s=server.timeout_s,
+        reply_deadline_s=server.reply_limit_s,
         seed=settings.sampling.seed,
     )
 

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from assistant import paths
+from assistant.atomicfile import make_dirs, write_atomically
 
 log = logging.getLogger(__name__)
 
@@ -132,17 +133,10 @@ class SecretStore:
 
     def _write_file(self, data: dict[str, str]) -> None:
         path = self._file
-        tmp = path.with_name(path.name + ".tmp")
         try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            with contextlib.suppress(FileNotFoundError):
-                tmp.unlink()
-            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-            with os.fdopen(fd, "w", encoding="utf-8") as fh:
-                json.dump(data, fh, indent=1)
-                fh.flush()
-                os.fsync(fh.fileno())
-            os.replace(tmp, path)
+            make_dirs(path.parent)
+            # created 0600, data fsynced, renamed, folder fsynced
+            write_atomically(path, json.dumps(data, indent=1), mode=0o600)
         except OSError as exc:
             raise SecretStoreError(f"Cannot write {path}: {exc}") from exc
 

@@ -27,6 +27,7 @@ from typing import TextIO
 
 from pydantic import ValidationError
 
+from assistant.agent.commands import ChatInput, parse_input
 from assistant.agent.events import (
     AssistantDelta,
     ContextChanged,
@@ -63,41 +64,13 @@ from assistant.service.service import ChatService
 from assistant.service.status import Phase
 from assistant.sessions.store import SessionStore
 from assistant.sessions.summary import is_branch_summary
-from assistant.tools.approval import (
-    ApprovalDecision,
-    ApprovalRequest,
-    Approver,
-    AutoApprover,
-    DenyingApprover,
-)
+from assistant.tools.approval import Approver, AutoApprover
+from assistant.tools.registry import ToolRegistry
+
+from .approvals import ScopedApprover, TerminalApprover, parse_yes
 
 #: Status phases worth a line on stderr (the others show as the reply and tool lines).
 _SHOWN_PHASES = (Phase.LOADING_MODEL, Phase.FAILED, Phase.STOPPING)
-
-
-class TerminalApprover:
-    """Asks on the controlling terminal (stdin carries the chat); no terminal: deny."""
-
-    def __init__(self, err: TextIO) -> None:
-        self.err = err
-
-    def request_approval(self, request: ApprovalRequest) -> ApprovalDecision:
-        try:
-            with open("/dev/tty", "r+", encoding="utf-8") as tty:
-                tty.write(
-                    f"\n{request.summary}\n{request.preview}\nAllow? [y]es once / "
-                    "[a]lways in this chat / [N]o: "
-                )
-                tty.flush()
-                answer = tty.readline().strip().lower()
-        except OSError:
-            self.err.write(f"[denied: no terminal to ask] {request.summary}\n")
-            return ApprovalDecision.DENY
-        if answer in {"a", "always"}:
-            return ApprovalDecision.ALLOW_FOR_CHAT
-        if answer in {"y", "yes"}:
-            return ApprovalDecision.ALLOW_ONCE
-        return ApprovalDecision.DENY
 
 
 class TerminalPrinter:
@@ -223,7 +196,11 @@ def _parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--mode", choices=["local", "standard"])
     parser.add_argument("--workspace", help="folder the tools may read and change")
-    parser.add_argument("--yes", action="store_true", help="approve tool writes and commands")
+    parser.add_argument(
+        "--yes", nargs="?", const="all", action="append", metavar="SCOPE",
+        help="approve without asking: all (the default), write (file changes), run "
+        "(commands) or a tool name; comma-separated or repeated",
+    )
     parser.add_argument("--max-tokens", type=int, help="longest reply, in tokens")
     parser.add_argument(
         "--resume", nargs="?", const="last", metavar="ID|last",
@@ -252,12 +229,17 @@ def main(argv: list[str] | None = None) -> int:
         settings.workspace = args.workspace
     if args.max_tokens:
         settings.sampling.max_reply_tokens = args.max_tokens
-    if args.yes:
+    try:
+        approve_all, approved = parse_yes(args.yes or (), ToolRegistry.default().names())
+    except ValueError as exc:
+        err.write(f"error: {exc}\n")
+        return 2
+    if approve_all:
         settings.tool_approval = "auto"
     approver: Approver = (
         AutoApprover()
-        if args.yes
-        else (TerminalApprover(err) if sys.stdin.isatty() else DenyingApprover())
+        if approve_all
+        else ScopedApprover(approved, TerminalApprover(err))
     )
     printer = TerminalPrinter(out, err)
     service = ChatService(
@@ -299,10 +281,24 @@ def _run(service: ChatService, printer: TerminalPrinter, resume: str | None) -> 
         handle = service.handle
         assert handle is not None
         printer.history(handle.conversation, handle.title, handle.chat_id)
+    kept = False
+    if service.settings.engine.kind == "server":
+        # The first message is saved before any connection is tried: a server that is not
+        # there (or hangs) never loses what was typed or piped.
+        first = _read_line()
+        if first is None and resume is None:
+            return 0
+        if first is not None and first.strip():
+            kept = _keep_or_submit(service, first)
     service.load_model()  # the worker runs inline: loaded (or failed) on return
     info = service.model_info
     if info is None:
         err.write(f"error: {service.model_error}\n")
+        if sys.stdin.isatty():
+            err.write("[chat] No model: what you type now is saved in the chat, unanswered "
+                      "(Ctrl-D ends).\n")
+        err.flush()
+        _keep_the_rest(service, err, kept)
         return 1
     policy = service.settings.effective_policy(info.trained_context)
     err.write(
@@ -319,16 +315,67 @@ def _run(service: ChatService, printer: TerminalPrinter, resume: str | None) -> 
 
     previous = signal.signal(signal.SIGINT, on_sigint)
     try:
+        if kept or _ends_unanswered(service):
+            if not kept:
+                err.write("[chat] answering the last message, kept unanswered before\n")
+                err.flush()
+            service.answer_kept()
         while True:
-            try:
-                line = sys.stdin.readline()
-            except KeyboardInterrupt:  # pragma: no cover - only between handler swaps
-                continue
-            if not line:
+            text = _read_line()
+            if text is None:
                 break
-            text = line.rstrip("\n")
             if text.strip():
                 service.submit(text)
     finally:
         signal.signal(signal.SIGINT, previous)
     return 0
+
+
+def _ends_unanswered(service: ChatService) -> bool:
+    """The open chat's last message is the user's and has no answer (it was kept while no
+    model was there)."""
+    handle = service.handle
+    messages = handle.conversation.messages if handle is not None else []
+    return bool(messages) and messages[-1].role == "user" and not is_branch_summary(messages[-1])
+
+
+def _read_line() -> str | None:
+    """The next line of standard input without its newline; None at the end."""
+    while True:
+        try:
+            line = sys.stdin.readline()
+        except KeyboardInterrupt:  # pragma: no cover - only between handler swaps
+            continue
+        return line.rstrip("\n") if line else None
+
+
+def _keep_or_submit(service: ChatService, text: str) -> bool:
+    """A message is saved unanswered (True); a command is handed to the service, which runs
+    it now or once the model is there."""
+    if isinstance(parse_input(text), ChatInput):
+        return service.keep_unsent(text)
+    service.submit(text)
+    return False
+
+
+def _keep_the_rest(service: ChatService, err: TextIO, kept: bool) -> None:
+    """No model: save the messages still to come (a pipe's, or typed until end of input)
+    in the chat, unanswered, and say how to continue it."""
+    count = int(kept)
+    skipped = 0
+    while (text := _read_line()) is not None:
+        if not text.strip():
+            continue
+        if isinstance(parse_input(text), ChatInput):
+            count += service.keep_unsent(text)
+        else:
+            skipped += 1
+    if count and service.chat_id:
+        noun = "message" if count == 1 else "messages"
+        err.write(
+            f"[chat] {count} {noun} kept in chat {service.chat_id}, not answered; continue "
+            f"it with: python -m assistant chat --resume {service.chat_id}\n"
+        )
+    if skipped:
+        err.write(f"[chat] {skipped} command(s) not run: no model\n")
+    err.flush()

@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from assistant import paths
+from assistant.atomicfile import make_dirs, write_atomically
 from assistant.llm.llama_kv import PrefillConfig
 
 log = logging.getLogger(__name__)
@@ -293,10 +294,8 @@ class CalibrationStore:
     def put(self, key: str, calibration: Calibration) -> None:
         data = self._read()
         data[key] = calibration.to_json()
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = self.path.with_name(self.path.name + f".{os.getpid()}.tmp")
-        tmp.write_text(json.dumps(data, indent=1), encoding="utf-8")
-        os.replace(tmp, self.path)
+        make_dirs(self.path.parent)
+        write_atomically(self.path, json.dumps(data, indent=1))
 
     def clear(self) -> None:
         self.path.unlink(missing_ok=True)

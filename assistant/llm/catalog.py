@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from assistant import jsonlimits, paths
-from assistant.atomicfile import write_atomically
+from assistant.atomicfile import make_dirs, write_atomically
 from assistant.llm.gguf import GGUFHeader, GGUFHeaderError, read_header
 from assistant.llm.provision import ProvisionError, provision
 from assistant.llm.registry import ModelEntry, Registry, bundle_dir, model_path
@@ -75,7 +75,7 @@ def load_added() -> list[dict[str, Any]]:
 
 
 def _save_added(items: list[dict[str, Any]]) -> None:
-    models_file().parent.mkdir(parents=True, exist_ok=True)
+    make_dirs(models_file().parent)
     write_atomically(models_file(), json.dumps({"added": items}, indent=2, ensure_ascii=False))
 
 

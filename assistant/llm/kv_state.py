@@ -40,6 +40,7 @@ from pathlib import Path
 from typing import Any
 
 from assistant import paths
+from assistant.atomicfile import fsync_dir, make_dirs, write_atomically
 from assistant.llm.base import KVState
 
 log = logging.getLogger(__name__)
@@ -106,7 +107,7 @@ class StateCache:
         ).encode()
         target = self.file_for(chat_id, state.fingerprint)
         with self._lock:
-            self.root.mkdir(parents=True, exist_ok=True)
+            make_dirs(self.root)
             tmp = self.root / f".tmp-{uuid.uuid4().hex}"
             try:
                 with tmp.open("wb") as fh:
@@ -118,6 +119,7 @@ class StateCache:
                     fh.flush()
                     os.fsync(fh.fileno())
                 os.replace(tmp, target)
+                fsync_dir(self.root)
             finally:
                 tmp.unlink(missing_ok=True)
             self._evict(keep=target)
@@ -341,10 +343,8 @@ def file_sha256(path: Path, known: str | None = None) -> str:
         digest = h.hexdigest()
         saved[key] = digest
         try:
-            store.parent.mkdir(parents=True, exist_ok=True)
-            tmp = store.with_name(store.name + f".{os.getpid()}.tmp")
-            tmp.write_text(json.dumps(saved), encoding="utf-8")
-            os.replace(tmp, store)
+            make_dirs(store.parent)
+            write_atomically(store, json.dumps(saved))
         except OSError as exc:
             log.warning("could not remember the model's sha256: %s", exc)
         return digest

@@ -40,6 +40,7 @@ from assistant.llm.base import (
 )
 from assistant.llm.server_counting import Counting, choose_counting, verify_counting
 from assistant.llm.server_http import (
+    REPLY_DEADLINE_S,
     ServerError,
     ServerHTTP,
     ServerStreamError,
@@ -77,6 +78,8 @@ class ServerConfig:
     #: must call a tool; tests use it to check the calls that come back).
     tool_choice: str = "auto"
     timeout_s: float = 300.0
+    #: The longest one reply may take, start to end (pings and drips do not extend it).
+    reply_deadline_s: float = REPLY_DEADLINE_S
     #: Check the counts against the server's prompt sizes (three one-token requests).
     verify: bool = True
     seed: int | None = None
@@ -155,7 +158,10 @@ class ServerBackend:
         """Probe the server, choose the counting, check it. Raises ``LLMError`` subclasses
         (:class:`~.server_http.ServerError` naming the address, or ``ModelLoadError`` for a
         named GGUF that cannot be read)."""
-        http = ServerHTTP(config.base_url, config.api_key, timeout_s=config.timeout_s)
+        http = ServerHTTP(
+            config.base_url, config.api_key, timeout_s=config.timeout_s,
+            reply_deadline_s=config.reply_deadline_s,
+        )
         try:
             profile = probe(http, config.model)
             if on_progress:
@@ -320,7 +326,9 @@ class ServerBackend:
         ignored = ("grammar",) if options.grammar is not None and "grammar" not in body else ()
         start = time.perf_counter()
         try:
-            stream = self._http.stream("/v1/chat/completions", body, cancel)
+            stream = self._http.stream(
+                "/v1/chat/completions", body, cancel, max_events=_most_events(body)
+            )
         except ContextOverflowError as exc:
             raise self._learned(exc, prompt_tokens) from None
         rendered = self._rendered_or_empty(sent, sent_tools)
@@ -454,3 +462,9 @@ class ServerBackend:
         self._counting.close()
         self._http.close()
 
+
+def _most_events(body: dict[str, Any]) -> int:
+    """The most events a reply asked for ``max_tokens`` may take: about one per token,
+    with room for the role, usage, progress and tool-call pieces; a server that streams on
+    past it is stopped."""
+    return 2 * int(body.get("max_tokens", 0)) + 10_000

@@ -11,6 +11,11 @@ A streamed reply (:meth:`ServerHTTP.stream`) is read as server-sent events. Stop
 request: while the stream is open a small watcher thread checks the cancel token and shuts
 the socket down, which ends a read that is waiting for the server (a long prompt being
 evaluated sends nothing for a while) and tells the server the client has gone.
+
+Every request has an overall deadline and size caps (:mod:`assistant.llm.server_limits`):
+a reply that never ends, pings only, a drip, or a line of 100 MB ends with a clear
+:class:`ServerTimeout` or :class:`ServerReplyTooLarge` within the deadline, holding at most
+one line in memory.
 """
 
 from __future__ import annotations
@@ -18,7 +23,6 @@ from __future__ import annotations
 import json
 import re
 import socket
-import threading
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import suppress
 from typing import Any
@@ -26,10 +30,25 @@ from typing import Any
 import httpx
 
 from assistant.llm.base import CancelToken, ContextOverflowError, LLMError
+from assistant.llm.server_limits import (
+    LimitExceeded,
+    TooLarge,
+    Watch,
+    bounded_body,
+    bounded_lines,
+    socket_of_stream,
+)
 
 CONNECT_TIMEOUT_S = 5.0
-#: How often the watcher looks at the cancel token while a reply streams.
-CANCEL_POLL_S = 0.05
+#: The longest one request may take, a whole streamed reply included.
+REPLY_DEADLINE_S = 1800.0
+#: The longest line of a streamed reply (one event; a token or a tool call's piece).
+MAX_LINE_BYTES = 4 << 20
+#: The largest streamed reply and the largest plain JSON answer.
+MAX_REPLY_BYTES = 64 << 20
+MAX_BODY_BYTES = 32 << 20
+#: The most events in one streamed reply (the backend passes a bound from max_tokens).
+MAX_EVENTS = 1_000_000
 
 
 class ServerError(LLMError):
@@ -59,6 +78,10 @@ class ServerHTTPError(ServerError):
 
 class ServerStreamError(ServerError):
     """A streamed reply broke off or could not be read."""
+
+
+class ServerReplyTooLarge(ServerStreamError):
+    """The server sent more than the limits allow (a line, the reply, the events)."""
 
 
 # -- "context exceeded" ------------------------------------------------------------------------
@@ -124,7 +147,13 @@ def error_message(body: Any, text: str) -> str:
 
 
 class ServerHTTP:
-    """A connection to one server (thread-safe for requests; one stream at a time)."""
+    """A connection to one server (thread-safe for requests; one stream at a time).
+
+    ``timeout_s`` is the longest wait for the server to answer or send the next piece;
+    ``reply_deadline_s`` the longest any one request (a whole streamed reply too) may take.
+    A streamed line is at most ``max_line_bytes``, a streamed reply at most
+    ``max_reply_bytes`` and a plain JSON answer at most ``max_body_bytes``.
+    """
 
     def __init__(
         self,
@@ -133,18 +162,33 @@ class ServerHTTP:
         *,
         timeout_s: float = 300.0,
         connect_timeout_s: float = CONNECT_TIMEOUT_S,
+        reply_deadline_s: float = REPLY_DEADLINE_S,
+        max_line_bytes: int = MAX_LINE_BYTES,
+        max_reply_bytes: int = MAX_REPLY_BYTES,
+        max_body_bytes: int = MAX_BODY_BYTES,
     ) -> None:
         self.base_url = base_url.rstrip("/")
         headers = {"Accept": "application/json"}
         if api_key:
             headers["Authorization"] = f"Bearer {api_key}"
         self.timeout_s = timeout_s
-        self._client = httpx.Client(
-            base_url=self.base_url,
-            headers=headers,
-            timeout=httpx.Timeout(timeout_s, connect=min(connect_timeout_s, timeout_s)),
-            trust_env=False,  # no proxy or .netrc from the environment: only this address
-            follow_redirects=False,
+        self.connect_timeout_s = connect_timeout_s
+        self.reply_deadline_s = reply_deadline_s
+        self.max_line_bytes = max_line_bytes
+        self.max_reply_bytes = max_reply_bytes
+        self.max_body_bytes = max_body_bytes
+        common: dict[str, Any] = {
+            "base_url": self.base_url,
+            "headers": headers,
+            "timeout": httpx.Timeout(timeout_s, connect=min(connect_timeout_s, timeout_s)),
+            "trust_env": False,  # no proxy or .netrc from the environment: only this address
+            "follow_redirects": False,
+        }
+        self._client = httpx.Client(**common)
+        # Streams get a connection of their own each time, so the deadline watch learns its
+        # socket as it is made and can end a wait for the reply's first bytes too.
+        self._stream_client = httpx.Client(
+            **common, limits=httpx.Limits(max_keepalive_connections=0)
         )
 
     # -- plain requests -----------------------------------------------------------------
@@ -176,23 +220,50 @@ class ServerHTTP:
         except ServerStreamError:
             return None
 
+    def _timeout(self, watch: Watch, timeout_s: float | None = None) -> httpx.Timeout:
+        """Per-read timeouts that never reach past the request's deadline."""
+        left = max(0.01, watch.remaining())
+        per_read = min(timeout_s if timeout_s is not None else self.timeout_s, left)
+        return httpx.Timeout(per_read, connect=min(self.connect_timeout_s, per_read))
+
     def _send(
         self, method: str, path: str, body: dict[str, Any] | None = None,
         timeout_s: float | None = None,
-    ) -> httpx.Response:
+    ) -> bytes:
+        """The answer's bytes (at most ``max_body_bytes``, within the deadline)."""
+        watch = Watch(self.reply_deadline_s)
         kwargs: dict[str, Any] = {} if body is None else {"json": body}
-        if timeout_s is not None:
-            kwargs["timeout"] = httpx.Timeout(timeout_s, connect=min(CONNECT_TIMEOUT_S, timeout_s))
+
+        def send() -> httpx.Response:
+            request = self._client.build_request(
+                method, path, timeout=self._timeout(watch, timeout_s),
+                extensions={"trace": watch.trace}, **kwargs,
+            )
+            return self._client.send(request, stream=True)
+
         try:
-            response = self._with_retry(lambda: self._client.request(method, path, **kwargs))
+            response = self._with_retry(send, watch)
+            try:
+                if (sock := _socket_of(response)) is not None:
+                    watch.attach(sock)
+                content = bounded_body(
+                    response.iter_bytes(), watch, max_total=self.max_body_bytes
+                )
+            finally:
+                response.close()
         except httpx.HTTPError as exc:
-            raise self._transport_error(exc) from exc
+            raise self._transport_error(exc, watch) from exc
+        except LimitExceeded as exc:
+            raise self._limit_error(exc, watch) from exc
+        finally:
+            watch.stop()
         if response.status_code >= 400:
-            raise self._status_error(response.status_code, response.text, path)
-        return response
+            text = content.decode("utf-8", errors="replace")
+            raise self._status_error(response.status_code, text, path)
+        return content
 
     @staticmethod
-    def _with_retry(send: Callable[[], httpx.Response]) -> httpx.Response:
+    def _with_retry(send: Callable[[], httpx.Response], watch: Watch) -> httpx.Response:
         """Send; once more when the connection broke before any answer came back: a kept-alive
         connection the server had just closed (idle for a few seconds, or after a failed
         request) is found closed or reset only on use. Nothing was answered, so nothing ran
@@ -200,16 +271,17 @@ class ServerHTTP:
         try:
             return send()
         except httpx.RemoteProtocolError as exc:
-            if "without sending a response" not in str(exc):
+            if "without sending a response" not in str(exc) or watch.fired:
                 raise
         except (httpx.ReadError, httpx.WriteError):
-            pass
+            if watch.fired:
+                raise
         return send()
 
-    def _json(self, response: httpx.Response, path: str) -> Any:
+    def _json(self, content: bytes, path: str) -> Any:
         try:
-            return response.json()
-        except ValueError as exc:
+            return json.loads(content)
+        except (ValueError, RecursionError) as exc:
             raise ServerStreamError(
                 self.base_url,
                 f"The server at {self.base_url} sent something that is not JSON for {path}.",
@@ -217,35 +289,53 @@ class ServerHTTP:
 
     # -- streams ------------------------------------------------------------------------
     def stream(
-        self, path: str, body: dict[str, Any], cancel: CancelToken | None = None
+        self, path: str, body: dict[str, Any], cancel: CancelToken | None = None,
+        *, max_events: int = MAX_EVENTS,
     ) -> SSEStream:
         """Open a streamed POST; HTTP errors (an overflow too) are raised here, before any
-        event. Close the returned stream (or read it to the end)."""
+        event. Close the returned stream (or read it to the end). The whole reply must come
+        within ``reply_deadline_s`` of this call, in at most ``max_events`` events."""
+        watch = Watch(self.reply_deadline_s, cancel)
+
         def send() -> httpx.Response:
-            request = self._client.build_request("POST", path, json=body)
-            return self._client.send(request, stream=True)
+            request = self._stream_client.build_request(
+                "POST", path, json=body, timeout=self._timeout(watch),
+                headers={"Accept": "text/event-stream", "Accept-Encoding": "identity"},
+                extensions={"trace": watch.trace},
+            )
+            return self._stream_client.send(request, stream=True)
 
         try:
-            response = self._with_retry(send)
+            response = self._with_retry(send, watch)
         except httpx.HTTPError as exc:
-            raise self._transport_error(exc) from exc
+            watch.stop()
+            raise self._transport_error(exc, watch) from exc
+        if (sock := _socket_of(response)) is not None:
+            watch.attach(sock)
         if response.status_code >= 400:
             try:
-                text = response.read().decode("utf-8", errors="replace")
-            except httpx.HTTPError:
+                text = bounded_body(
+                    response.iter_bytes(), watch, max_total=min(self.max_body_bytes, 1 << 20)
+                ).decode("utf-8", errors="replace")
+            except (httpx.HTTPError, LimitExceeded):
                 text = ""
             finally:
                 response.close()
+                watch.stop()
             raise self._status_error(response.status_code, text, path)
-        return SSEStream(self, response, cancel)
+        return SSEStream(self, response, watch, max_events)
 
     # -- errors -------------------------------------------------------------------------
-    def _transport_error(self, exc: httpx.HTTPError) -> ServerError:
+    def _transport_error(self, exc: httpx.HTTPError, watch: Watch | None = None) -> ServerError:
         url = self.base_url
+        if watch is not None and watch.expired:
+            return self._deadline_error(watch)
         if isinstance(exc, httpx.TimeoutException):
             if isinstance(exc, httpx.ConnectTimeout):
                 return ServerTimeout(url, f"The server at {url} did not accept the connection "
                                           "in time. Check the address and that it is running.")
+            if watch is not None and watch.remaining() <= 0.05:
+                return self._deadline_error(watch)
             return ServerTimeout(
                 url, f"The server at {url} did not answer within {self.timeout_s:g} s "
                 "(the timeout is in Settings, Engine)."
@@ -262,9 +352,24 @@ class ServerHTTP:
             )
         return ServerError(url, f"Request to the server at {url} failed: {_short_reason(exc)}")
 
+    def _deadline_error(self, watch: Watch) -> ServerTimeout:
+        url = self.base_url
+        return ServerTimeout(
+            url, f"The server at {url} did not finish its answer within "
+            f"{watch.deadline_s:g} s (the longest a reply may take); it was stopped."
+        )
+
+    def _limit_error(self, exc: LimitExceeded, watch: Watch) -> ServerError:
+        if isinstance(exc, TooLarge):
+            return ServerReplyTooLarge(
+                self.base_url, f"The server at {self.base_url} sent too much: {exc}; the "
+                "answer was stopped and not used."
+            )
+        return self._deadline_error(watch)
+
     def _status_error(self, status: int, text: str, path: str) -> LLMError:
         body: Any = None
-        with suppress(ValueError):
+        with suppress(ValueError, RecursionError):
             body = json.loads(text) if text else None
         message = error_message(body, text)
         overflow = overflow_from(status, body, message)
@@ -280,6 +385,7 @@ class ServerHTTP:
 
     def close(self) -> None:
         self._client.close()
+        self._stream_client.close()
 
 
 def _short_reason(exc: BaseException) -> str:
@@ -295,54 +401,69 @@ class SSEStream:
     """The events of one streamed answer, as decoded JSON objects, until ``[DONE]``.
 
     :attr:`done` is True once ``[DONE]`` arrived; :attr:`events_seen` counts the events;
-    :attr:`cancelled` is True when Stop closed the request.
+    :attr:`cancelled` is True when Stop closed the request. The reply's deadline and size
+    limits are those of the :class:`ServerHTTP` that opened it.
     """
 
-    def __init__(self, http: ServerHTTP, response: httpx.Response, cancel: CancelToken | None):
+    def __init__(
+        self, http: ServerHTTP, response: httpx.Response, watch: Watch, max_events: int
+    ) -> None:
         self._http = http
         self._response = response
-        self._cancel = cancel
+        self._watch: Watch | None = watch
+        self._max_events = max_events
         self.done = False
         self.events_seen = 0
         self.cancelled = False
-        self._watcher: _CancelWatcher | None = None
-        if cancel is not None:
-            sock = _socket_of(response)
-            if sock is not None:
-                self._watcher = _CancelWatcher(cancel, sock)
 
     def __iter__(self) -> Iterator[dict[str, Any]]:
-        url = self._http.base_url
+        http = self._http
+        url = http.base_url
+        watch = self._watch
+        assert watch is not None, "a stream is read once"
+        lines = bounded_lines(
+            self._response.iter_bytes(), watch,
+            max_line=http.max_line_bytes, max_total=http.max_reply_bytes,
+        )
         try:
-            for data in _sse_data(self._response.iter_lines()):
+            for data in _sse_data(line.decode("utf-8", errors="replace") for line in lines):
                 if data.strip() == "[DONE]":
                     self.done = True
                     return
+                self.events_seen += 1
+                if self.events_seen > self._max_events:
+                    raise ServerReplyTooLarge(
+                        url, f"The server at {url} sent more than {self._max_events:,} pieces "
+                        "of reply; the answer was stopped."
+                    )
                 try:
                     event = json.loads(data)
-                except ValueError as exc:
+                except (ValueError, RecursionError) as exc:
                     raise ServerStreamError(
                         url, f"The server at {url} sent a piece of the reply that is not JSON."
                     ) from exc
-                self.events_seen += 1
                 if isinstance(event, dict):
                     yield event
-        except httpx.HTTPError as exc:
-            if self._cancel is not None and self._cancel.cancelled:
+        except (httpx.HTTPError, LimitExceeded) as exc:
+            if watch.cancelled:
                 self.cancelled = True
                 return
-            raise self._http._transport_error(exc) from exc
+            if isinstance(exc, LimitExceeded):
+                raise http._limit_error(exc, watch) from exc
+            raise http._transport_error(exc, watch) from exc
         finally:
             self.close()
-        if self._cancel is not None and self._cancel.cancelled:
+        if watch.cancelled:
             self.cancelled = True
+        elif watch.expired:  # the socket was shut as the stream ended
+            raise http._deadline_error(watch)
 
     def close(self) -> None:
-        if self._watcher is not None:
-            self._watcher.stop()
-            if self._watcher.fired:
+        watch = self._watch
+        if watch is not None:
+            watch.stop()
+            if watch.cancelled:
                 self.cancelled = True
-            self._watcher = None
         with suppress(Exception):
             self._response.close()
 
@@ -366,36 +487,4 @@ def _sse_data(lines: Iterable[str]) -> Iterator[str]:
 
 
 def _socket_of(response: httpx.Response) -> socket.socket | None:
-    stream = response.extensions.get("network_stream")
-    if stream is None:
-        return None
-    try:
-        sock = stream.get_extra_info("socket")
-    except Exception:
-        return None
-    return sock if isinstance(sock, socket.socket) else None
-
-
-class _CancelWatcher:
-    """Shuts the socket down when the cancel token fires (ends a blocked read at once)."""
-
-    def __init__(self, cancel: CancelToken, sock: socket.socket) -> None:
-        self._cancel = cancel
-        self._sock = sock
-        self._stop = threading.Event()
-        self.fired = False
-        self._thread = threading.Thread(target=self._run, name="server-stop-watch", daemon=True)
-        self._thread.start()
-
-    def _run(self) -> None:
-        while not self._stop.wait(CANCEL_POLL_S):
-            if self._cancel.cancelled:
-                self.fired = True
-                with suppress(OSError):
-                    self._sock.shutdown(socket.SHUT_RDWR)
-                return
-
-    def stop(self) -> None:
-        self._stop.set()
-        if threading.current_thread() is not self._thread:
-            self._thread.join(timeout=2.0)
+    return socket_of_stream(response.extensions.get("network_stream"))

@@ -76,6 +76,7 @@ from assistant.service.status import Status, StatusMachine
 from assistant.sessions.errors import SessionError
 from assistant.sessions.handle import ChatHandle
 from assistant.sessions.store import ChatSummary, SessionStore
+from assistant.sessions.summary import is_branch_summary
 from assistant.settings_check import check_against_model
 from assistant.tools.approval import Approver
 
@@ -565,6 +566,40 @@ class ChatService:
             self.commands.run(parsed)
         else:
             self._queue_or_send(Queued(text, parsed))
+        return True
+
+    def keep_unsent(self, text: str) -> bool:
+        """Save a message in the chat without answering it (no model yet: it is loading, or
+        the server is not there), so what the user typed is never lost; :meth:`answer_kept`
+        answers it once a model is ready, and a resumed chat shows it."""
+        handle = self.chat.handle
+        if handle is not None and handle.read_only is not None:
+            self.notice("warning", f"Not saved: {handle.read_only}")
+            return False
+        conv = self.chat.ensure(self.settings.system_prompt)
+        if conv is None:
+            return False
+        try:
+            conv.append(Message(role="user", content=text))
+        except (OSError, SessionError) as exc:
+            self.notice("error", f"Could not save the message: {exc}")
+            return False
+        self.emit(ChatsChanged())
+        return True
+
+    def answer_kept(self) -> bool:
+        """Answer the chat as it stands when its last message is a user message that was
+        kept unanswered (:meth:`keep_unsent`); False when there is nothing to answer."""
+        handle, engine = self.handle, self.engine
+        if handle is None or engine is None or self.busy:
+            return False
+        conv = handle.conversation
+        last = conv.messages[-1] if conv.messages else None
+        if last is None or last.role != "user" or is_branch_summary(last):
+            return False
+        self._remember_model()
+        agent = engine.agent
+        self.jobs.run(lambda c: agent.respond(conv, c), self._after_reply, model_call=True)
         return True
 
     def compact(self, focus: str | None = None) -> None:

@@ -132,6 +132,9 @@ AnyEntry = (
 )
 Entry = Annotated[AnyEntry, Field(discriminator="type")]
 
+#: How an entry of a type this version does not know is named (the start of the reason).
+UNKNOWN_TYPE = "unknown entry type"
+
 ENTRY_TYPES = frozenset(
     {
         "message",
@@ -157,8 +160,8 @@ def parse_entry(data: Any) -> Entry:
     kind = data.get("type")
     if kind == "header":
         raise ValueError("a second header line")
-    if kind not in ENTRY_TYPES:
-        raise ValueError(f"unknown entry type {kind!r}")
+    if not isinstance(kind, str) or kind not in ENTRY_TYPES:
+        raise ValueError(f"{UNKNOWN_TYPE} {str(kind)[:40]!r}")
     try:
         return _EntryLine.model_validate(data).root
     except ValidationError as exc:

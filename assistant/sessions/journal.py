@@ -46,6 +46,7 @@ def move_torn_tail_aside(path: Path, torn: TornTail) -> Path:
         fh.write(torn.data if torn.data.endswith(b"\n") else torn.data + b"\n")
         fh.flush()
         os.fsync(fh.fileno())
+    fsync_dir(path.parent)  # a new .corrupt file is on disk before the chat is cut
     fd = os.open(path, os.O_WRONLY)
     try:
         os.ftruncate(fd, torn.offset)

@@ -8,8 +8,10 @@
   ``MAX_DOCUMENT_DEPTH`` levels, not a valid entry, an id used twice) is a
   :class:`DamagedLine`, named with its line number and the reason, and skipped; every other
   entry is still read;
-* an entry whose parent was on a damaged line is attached to the entry before it (so it
-  stays on the same branch) and the move is noted;
+* the entries are put back into one tree on the branch that was active
+  (:mod:`assistant.sessions.relink`): an entry whose parent is on a later line keeps it, one
+  whose parent was on a damaged line is attached to that line's own parent (or else to the
+  entry written before it), and each move is noted;
 * a line starting with a byte-order mark is read without it (a warning, not damage);
 * a damaged first line (the header) is rebuilt from the file name when later lines hold
   entries; a file whose lines hold no entry at all is not a chat file
@@ -30,15 +32,18 @@ from pathlib import Path
 from assistant.jsonlimits import MAX_DOCUMENT_DEPTH, text_depth
 from assistant.sessions.entries import (
     SCHEMA_VERSION,
+    UNKNOWN_TYPE,
     ChatHeader,
     Entry,
     parse_entry,
     parse_header,
 )
 from assistant.sessions.errors import ChatCorruptError, ChatLoadError, ChatVersionError
+from assistant.sessions.relink import relink
 
 BOM = b"\xef\xbb\xbf"
 SECOND_HEADER = "a second header line"
+_DAY = 86_400.0
 
 
 @dataclass(frozen=True)
@@ -73,10 +78,22 @@ class ChatFile:
     damaged: list[DamagedLine] = field(default_factory=list)
     #: (line number, entry id) of entries re-attached because their parent was damaged.
     reattached: list[tuple[int, str]] = field(default_factory=list)
+    #: The active position when it is not the last entry (a damaged chat whose lost last
+    #: line moved back to an earlier entry); see :attr:`leaf`.
+    active: str | None = None
+    #: (line number, entry id) of entries found before the entry they follow (lines moved).
+    out_of_order: list[tuple[int, str]] = field(default_factory=list)
+
+    @property
+    def leaf(self) -> str | None:
+        """The active position: the last entry's id, unless damage said otherwise."""
+        if self.active is not None:
+            return self.active
+        return self.entries[-1].id if self.entries else None
 
     @property
     def needs_repair(self) -> bool:
-        return bool(self.damaged or self.reattached)
+        return bool(self.damaged or self.reattached or self.out_of_order)
 
     def damage_summary(self) -> str:
         """One paragraph naming the damaged lines (empty when there are none)."""
@@ -95,7 +112,14 @@ class ChatFile:
             more = "..." if len(self.reattached) > 5 else ""
             text += (
                 f" The entries on line(s) {lines}{more} followed a damaged line and are shown "
-                "after the entry before them."
+                "where it was."
+            )
+        if self.out_of_order:
+            lines = ", ".join(str(n) for n, _ in self.out_of_order[:5])
+            more = "..." if len(self.out_of_order) > 5 else ""
+            text += (
+                f" The entries on line(s) {lines}{more} come before the entries they follow "
+                "(lines were moved); they are shown in their place."
             )
         return text.strip()
 
@@ -133,6 +157,7 @@ def read_chat_file(path: Path) -> ChatFile:
             "the file name is used."
         )
     first_line_of: dict[str, tuple[int, bytes]] = {}
+    readable: list[tuple[int, Entry]] = []
     # Line 1 is read as an entry too when it is not a header (lines moved around).
     offset = 0 if header is None else len(lines[0]) + 1
     last = len(lines) - 1
@@ -173,12 +198,14 @@ def read_chat_file(path: Path) -> ChatFile:
             )
             out.damaged.append(DamagedLine(lineno, reason, raw))
             continue
-        if entry.parent_id is not None and entry.parent_id not in first_line_of:
-            previous = out.entries[-1].id if out.entries else None
-            entry = entry.model_copy(update={"parent_id": previous})
-            out.reattached.append((lineno, entry.id))
         first_line_of[entry.id] = (lineno, raw)
-        out.entries.append(entry)
+        readable.append((lineno, entry))
+    last_line = len(lines) - (1 if out.torn is not None else 0)
+    if any(d.line == last_line and d.reason.startswith(UNKNOWN_TYPE) for d in out.damaged):
+        last_line = 0  # an entry this version does not know (not damage): nothing to follow
+    out.entries, out.reattached, out.active, out.out_of_order = relink(
+        readable, [(d.line, d.data) for d in out.damaged], last_line, _window(path, out.header)
+    )
     if header is None and not out.entries:
         raise ChatCorruptError(path, header_problem or "no entries", 1)
     if header is None:
@@ -189,6 +216,16 @@ def read_chat_file(path: Path) -> ChatFile:
     # the last line (an entry, or the header itself) is complete but lost its newline
     out.needs_newline = out.torn is None and not ends_with_newline
     return out
+
+
+def _window(path: Path, header: ChatHeader) -> tuple[float, float] | None:
+    """When the chat's entries can have been written: from a day before it was created to
+    a day after the file last changed (a timestamp outside was damaged)."""
+    try:
+        modified = path.stat().st_mtime
+    except OSError:
+        return None
+    return min(header.created, modified) - _DAY, modified + _DAY
 
 
 def _stand_in_header(path: Path) -> ChatHeader:

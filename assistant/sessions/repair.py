@@ -2,9 +2,10 @@
 
 :func:`repaired_copy` is the bytes of a new chat file holding every readable entry of a
 damaged one (as :func:`assistant.sessions.reader.read_chat_file` read them: damaged lines
-left out, entries that followed one attached to the entry before them), under a new chat id
-and titled "<title> (repaired)". ``SessionStore.repair`` writes it beside the original, which
-is never changed.
+left out, the others put back on the branch that was active, see
+:mod:`assistant.sessions.relink`), under a new chat id and titled "<title> (repaired)"; when
+the active position is an earlier entry, a checkout entry moves the copy back to it.
+``SessionStore.repair`` writes it beside the original, which is never changed.
 """
 
 from __future__ import annotations
@@ -12,7 +13,13 @@ from __future__ import annotations
 import time
 
 from assistant.conversation import new_id
-from assistant.sessions.entries import SCHEMA_VERSION, ChatHeader, TitleEntry, encode_line
+from assistant.sessions.entries import (
+    SCHEMA_VERSION,
+    ChatHeader,
+    CheckoutEntry,
+    TitleEntry,
+    encode_line,
+)
 from assistant.sessions.reader import ChatFile
 from assistant.sessions.summary import resolve_title
 from assistant.sessions.tree import ChatTree
@@ -23,7 +30,7 @@ REPAIRED_SUFFIX = " (repaired)"
 def repaired_copy(chat: ChatFile, copy_id: str) -> bytes:
     """The new file's content: a header for ``copy_id``, the readable entries, a title."""
     tree = ChatTree(chat.entries)
-    conv = tree.build(tree.last_id)
+    conv = tree.build(chat.leaf)
     title = resolve_title(tree.explicit_title(), chat.header.title, conv.messages)
     header = ChatHeader(
         schema_version=SCHEMA_VERSION,
@@ -31,10 +38,14 @@ def repaired_copy(chat: ChatFile, copy_id: str) -> bytes:
         created=chat.header.created,
         title=chat.header.title,
     )
+    moved: list[CheckoutEntry] = []
+    if chat.leaf != tree.last_id:  # the active position is an earlier entry: go back there
+        moved.append(CheckoutEntry(id=new_id(), parent_id=chat.leaf, timestamp=time.time()))
     renamed = TitleEntry(
         id=new_id(),
-        parent_id=tree.last_id,
+        parent_id=moved[0].id if moved else tree.last_id,
         timestamp=time.time(),
         title=title.removesuffix(REPAIRED_SUFFIX) + REPAIRED_SUFFIX,
     )
-    return b"".join(encode_line(item) for item in (header, *chat.entries, renamed))
+    items = (header, *chat.entries, *moved, renamed)
+    return b"".join(encode_line(item) for item in items)

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
 import re
 import time
 from dataclasses import dataclass
@@ -28,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from assistant import jsonlimits, paths
-from assistant.atomicfile import write_atomically
+from assistant.atomicfile import make_dirs, replace_durably, write_atomically
 from assistant.conversation import Conversation, new_id
 from assistant.jsonlimits import MAX_DOCUMENT_DEPTH
 from assistant.sessions.entries import SCHEMA_VERSION, ChatHeader
@@ -45,7 +44,6 @@ from assistant.sessions.journal import (
     ChatFile,
     JournalWriter,
     create_chat_file,
-    fsync_dir,
     move_torn_tail_aside,
     read_chat_file,
 )
@@ -131,7 +129,7 @@ class SessionStore:
     # -- create / open ---------------------------------------------------------------------
     def create(self, title: str | None = None) -> ChatHandle:
         """A new, empty chat, opened (and locked) for writing."""
-        self.root.mkdir(parents=True, exist_ok=True)
+        make_dirs(self.root)
         chat_id = new_id()
         header = ChatHeader(
             schema_version=SCHEMA_VERSION,
@@ -203,6 +201,8 @@ class SessionStore:
             read_only=read_only_note(chat_id),
             recall_path=self.recall_path(chat_id),
         )
+        if chat.active is not None:
+            handle.switch_to(chat.active)  # read-only: moves the view, writes nothing
         self._open[chat_id] = handle
         return handle
 
@@ -265,7 +265,7 @@ class SessionStore:
                 mtime = 0.0
             return ChatSummary(chat_id, chat_id, mtime, mtime, 0, path, error=str(exc))
         tree = ChatTree(chat.entries)
-        conv = tree.build(tree.last_id)
+        conv = tree.build(chat.leaf)
         warnings = list(chat.warnings)
         if chat.needs_repair:
             warnings.append(chat.damage_summary())
@@ -306,7 +306,7 @@ class SessionStore:
         if chat_id in self._open:
             raise ChatLockedError(chat_id, self._lock(chat_id).path)
         with self._lock(chat_id):
-            self.trash_dir.mkdir(parents=True, exist_ok=True)
+            make_dirs(self.trash_dir)
             _move(path, self.trash_dir / path.name)
             sidecar = path.with_name(path.name + ".corrupt")
             if sidecar.exists():
@@ -351,7 +351,7 @@ class SessionStore:
     def _snapshot(self, chat_id: str) -> tuple[str, Conversation, set[str], dict[str, int]]:
         chat = read_chat_file(self._existing(chat_id))
         tree = ChatTree(chat.entries)
-        leaf = tree.last_id
+        leaf = chat.leaf
         conv = tree.build(leaf)
         title = resolve_title(tree.explicit_title(), chat.header.title, conv.messages)
         return title, conv, tree.branch_summary_ids(leaf), tree.compaction_positions(leaf)
@@ -435,6 +435,4 @@ class SessionStore:
 def _move(src: Path, dest: Path) -> None:
     if dest.exists():
         raise SessionError(f"Cannot move {src.name}: {dest} already exists")
-    os.replace(src, dest)
-    fsync_dir(src.parent)
-    fsync_dir(dest.parent)
+    replace_durably(src, dest)

@@ -6,6 +6,12 @@ damaged 1-3 times the way files get damaged: a flipped byte, a duplicated line, 
 byte-order mark, a cut line, a junk or deeply nested line, lines swapped, a torn tail. Every
 original line that is still intact must be readable in the opened chat; the chat list, open,
 export and repair must never raise anything but a typed, readable error.
+
+Every damaged chat is repaired, and the copy must continue on the branch that was active
+(issue 28, item 7): the messages of that branch that can still be read, in order. The chat
+has checkouts and a title entry, so a lost checkout line or a moved last line is tried too.
+Only a checkout whose target is gone from the file (no line names it any more) leaves the
+active branch unknowable; those are counted apart.
 """
 
 from __future__ import annotations
@@ -20,7 +26,9 @@ import pytest
 
 from assistant.conversation import Message
 from assistant.sessions import ChatLoadError, SessionStore
+from assistant.sessions.entries import CheckoutEntry, parse_entry
 from assistant.sessions.reader import BOM
+from assistant.sessions.tree import ChatTree
 
 from .chatdata import fill_chat
 
@@ -35,10 +43,14 @@ def _chat_lines(store: SessionStore) -> list[bytes]:
         fill_chat(chat.conversation)
         user = chat.conversation.messages[-2]
         chat.edit_user_message(user.id, "Actually, one more thing")
-        chat.conversation.append(Message(role="assistant", content="Sure."))
+        sure = chat.conversation.append(Message(role="assistant", content="Sure."))
         chat.switch_branch(chat.conversation.messages[-2].id, -1)  # summary + checkout
         chat.record_setting("mode", "standard")
-        chat.conversation.append(Message(role="user", content="Back on the first branch."))
+        back = chat.conversation.append(Message(role="user", content="Back on the first branch."))
+        chat.rename("Fuzz me, renamed")
+        chat.switch_to(sure.id, summarize=False)  # checkouts: a look at the other branch
+        chat.switch_to(back.id, summarize=False)  # and back
+        chat.conversation.append(Message(role="user", content="And once more."))
         data = chat.path.read_bytes()
         chat_id = chat.chat_id
     store.delete(chat_id)
@@ -96,13 +108,34 @@ def _damage(lines: list[bytes], rng: random.Random) -> tuple[list[bytes], bool, 
     return out, newline, "+".join(done)
 
 
+def _target_lost(
+    checkouts: list[tuple[bytes, str, str]], lines: list[bytes], complete: set[bytes]
+) -> bool:
+    """A checkout on the active branch was damaged and no line still names where it went
+    (its id and a piece of its target's): the active branch cannot be known."""
+    for line, own, target in checkouts:
+        if line in complete or BOM + line in complete:
+            continue
+        mine = [x for x in lines if own[:8].encode() in x or own[-8:].encode() in x]
+        if not any(target[:4].encode() in x or target[-4:].encode() in x for x in mine):
+            return True
+    return False
+
+
 def test_a_thousand_damaged_chats_never_crash_and_keep_every_intact_entry() -> None:
     rng = random.Random(18)
     stats: Counter[str] = Counter()
+    others: list[tuple[int, str]] = []
     with tempfile.TemporaryDirectory() as tmp:
         store = SessionStore(Path(tmp))
         original = _chat_lines(store)
         ids = {line: json.loads(line)["id"] for line in original[1:]}
+        tree = ChatTree(parse_entry(json.loads(line)) for line in original[1:])
+        active = [m.id for m in tree.build(tree.last_id).messages]
+        known = set(ids.values())
+        line_of = {v: k for k, v in ids.items()}
+        checkouts = [(line_of[e.id], e.id, e.parent_id or "") for e in tree.path(tree.last_id)
+                     if isinstance(e, CheckoutEntry)]
         path = store.path_of(CHAT_ID)
         for n in range(FILES):
             lines, newline, done = _damage(original, rng)
@@ -134,15 +167,25 @@ def test_a_thousand_damaged_chats_never_crash_and_keep_every_intact_entry() -> N
                     assert handle.warnings and any(
                         "could not be read" in w or "damaged line" in w for w in handle.warnings
                     )
-            if rows[0].damaged and n % 10 == 0:
+            if rows[0].damaged:
                 copy_id = store.repair(CHAT_ID)
                 with store.open(copy_id) as copy:
                     assert copy.read_only is None
                     assert reachable <= {e.id for e in copy.entries}
+                    shown = [m.id for m in copy.conversation.messages if m.id in known]
                 store.delete(copy_id)
                 stats["repaired"] += 1
+                # The repaired chat continues on the branch that was active: the messages
+                # of that branch that could still be read, in order.
+                if shown != [i for i in active if i in reachable]:
+                    if _target_lost(checkouts, lines, complete):
+                        stats["another branch: a checkout on it lost its target"] += 1
+                    else:
+                        stats["repaired on another branch"] += 1
+                        others.append((n, done))
             stats["files"] += 1
             for leftover in Path(tmp).glob(f"{CHAT_ID}.jsonl.corrupt"):
                 leftover.unlink()
     print(f"\n{FILES:,} damaged chats: {dict(stats)}")
+    assert not others, f"{len(others)} repaired chats on another branch: {others[:20]}"
     assert stats["files"] + stats["refused (no entry readable)"] == FILES

@@ -1,0 +1,156 @@
+"""Approvals in the terminal chat: asked on the controlling terminal, or scoped by ``--yes``.
+
+Standard input carries the chat (it may be a pipe), so the question goes to the controlling
+terminal, ``/dev/tty``, opened for reading and writing without buffering (a text file opened
+``"r+"`` cannot be used: a terminal is not seekable). The answer is read a line at a time
+while the Stop token is watched, so Ctrl-C at the question denies it. With no controlling
+terminal (a cron job, a pipe from another program, a service) nothing can be asked and the
+call is denied, saying how to allow it.
+
+``--yes`` approves without asking: ``--yes`` alone everything (as before), ``--yes=write``
+the tools that change files, ``--yes=run`` commands, or a tool's name (``--yes=edit_file``);
+several scopes may be given (``--yes=write,run`` or the option twice). Anything outside the
+scopes is still asked (or denied without a terminal).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import select
+from collections.abc import Iterable
+from typing import TextIO
+
+from assistant.llm.base import CancelToken
+from assistant.tools.approval import ApprovalDecision, ApprovalRequest, Approver
+
+TTY = "/dev/tty"
+#: ``--yes=SCOPE``: the tools each scope approves.
+SCOPES: dict[str, frozenset[str]] = {
+    "write": frozenset({"write_file", "edit_file"}),
+    "run": frozenset({"run_command"}),
+}
+ALL = "all"
+#: The longest preview shown at the question (the rest is counted, not shown).
+PREVIEW_LINES = 40
+PREVIEW_CHARS = 4000
+_LONGEST_ANSWER = 1024
+_POLL_S = 0.1
+# Control characters a model could use to redraw the terminal (escape sequences): shown as
+# visible escapes, never sent to the terminal as they are. Newlines and tabs stay.
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def parse_yes(values: Iterable[str], tool_names: Iterable[str]) -> tuple[bool, frozenset[str]]:
+    """``--yes`` values as (approve everything, the tools approved); ValueError names a
+    scope that is neither ``write``, ``run``, ``all`` nor a tool."""
+    known = set(tool_names)
+    tools: set[str] = set()
+    everything = False
+    for value in values:
+        for scope in (part.strip() for part in value.split(",")):
+            if scope == ALL:
+                everything = True
+            elif scope in SCOPES:
+                tools |= SCOPES[scope]
+            elif scope in known:
+                tools.add(scope)
+            else:
+                names = ", ".join(sorted(known))
+                raise ValueError(
+                    f"--yes: unknown scope {scope!r}; use write, run, all or a tool name "
+                    f"({names})"
+                )
+    return everything, frozenset(tools)
+
+
+class ScopedApprover:
+    """Approves the ``allowed`` tools at once and asks ``ask`` about the others."""
+
+    def __init__(self, allowed: frozenset[str], ask: Approver) -> None:
+        self.allowed = allowed
+        self.ask = ask
+
+    def request_approval(self, request: ApprovalRequest) -> ApprovalDecision:
+        if request.tool in self.allowed:
+            return ApprovalDecision.ALLOW_ONCE
+        return self.ask.request_approval(request)
+
+
+class TerminalApprover:
+    """Asks on the controlling terminal; with none, denies and says how to allow."""
+
+    def __init__(self, err: TextIO, tty: str = TTY) -> None:
+        self.err = err
+        self.tty = tty
+
+    def request_approval(self, request: ApprovalRequest) -> ApprovalDecision:
+        try:
+            fd = os.open(self.tty, os.O_RDWR | os.O_NOCTTY)
+        except OSError:
+            return self._deny(request, "no terminal to ask")
+        try:
+            _write_all(fd, question(request).encode("utf-8", errors="replace"))
+            answer = _read_line(fd, request.cancel)
+            if answer is None:
+                _write_all(fd, b"\n")
+        except OSError:
+            return self._deny(request, "the terminal could not be used")
+        finally:
+            os.close(fd)
+        if answer is None:
+            return self._deny(request, "no answer (stopped or end of input)")
+        answer = answer.strip().lower()
+        if answer in {"a", "always"}:
+            return ApprovalDecision.ALLOW_FOR_CHAT
+        if answer in {"y", "yes"}:
+            return ApprovalDecision.ALLOW_ONCE
+        self.err.write(f"[denied] {shown(request.summary)}\n")
+        self.err.flush()
+        return ApprovalDecision.DENY
+
+    def _deny(self, request: ApprovalRequest, why: str) -> ApprovalDecision:
+        scope = next((name for name, tools in SCOPES.items() if request.tool in tools), None)
+        allow = f"--yes={scope} or --yes={request.tool}" if scope else f"--yes={request.tool}"
+        self.err.write(f"[denied: {why}] {shown(request.summary)} (to allow it: {allow})\n")
+        self.err.flush()
+        return ApprovalDecision.DENY
+
+
+def shown(text: str) -> str:
+    """``text`` with control characters made visible (``\\x1b`` for an escape)."""
+    return _CONTROL.sub(lambda m: repr(m.group())[1:-1], text)
+
+
+def question(request: ApprovalRequest) -> str:
+    """What the terminal shows: the summary, the preview (cut), the choices."""
+    preview = request.preview
+    lines = preview.splitlines()
+    cut = "\n".join(lines[:PREVIEW_LINES])[:PREVIEW_CHARS]
+    if len(cut) < len(preview.rstrip("\n")):
+        rest = len(lines) - cut.count("\n") - 1
+        cut += f"\n... ({rest:,} more lines not shown)" if rest > 0 else "\n... (cut)"
+    body = f"\n{shown(request.summary)}\n" + (f"{shown(cut)}\n" if cut else "")
+    return body + "Allow? [y]es once / [a]lways in this chat / [N]o: "
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view):]
+
+
+def _read_line(fd: int, cancel: CancelToken | None) -> str | None:
+    """One line typed at the terminal; None at end of input or when ``cancel`` fires."""
+    data = b""
+    while b"\n" not in data and len(data) < _LONGEST_ANSWER:
+        if cancel is not None and cancel.cancelled:
+            return None
+        ready, _, _ = select.select([fd], [], [], _POLL_S)
+        if not ready:
+            continue
+        chunk = os.read(fd, _LONGEST_ANSWER)
+        if not chunk:
+            return None
+        data += chunk
+    return data.split(b"\n", 1)[0].decode("utf-8", errors="replace")
