@@ -126,7 +126,35 @@ def _parser() -> argparse.ArgumentParser:
                    help="positions the chunk-reuse quality covers at least (default 200)")
     p.add_argument("--resume-history", type=int, default=None, metavar="TOKENS",
                    help="history of the reopened chat measured (default 6000, 1500 quick)")
+    p.add_argument("--speculative", action="store_true",
+                   help="only measure prompt-lookup decoding on the quoting workload "
+                   "(SmolLM2 and gemma-3-270m, or --model PATH) and print the table")
     return p
+
+
+def _speculative(args: argparse.Namespace) -> int:
+    """``--speculative``: prompt lookup on the quoting workload (bench/speculative.py)."""
+    from . import speculative
+
+    if args.model == "scripted":
+        print("bench: --speculative needs a model (not --model scripted)", file=sys.stderr)
+        return EXIT_USAGE
+    from assistant.llm.registry import load_registry
+
+    models = ([load_registry().default, W4_MODEL] if args.model == "embedded"
+              else [args.model])
+    rounds, tokens = (1, 128) if args.quick else (3, 256)
+    try:
+        results = speculative.run(models, threads=args.threads, rounds=rounds,
+                                  max_tokens=tokens)
+    except LLMError as exc:
+        print(f"bench: {exc}", file=sys.stderr)
+        return 1
+    if args.json:
+        print(json.dumps(speculative.to_json(results), indent=1))
+    else:
+        print(speculative.render(results, "python -m bench " + " ".join(args.argv)))
+    return 0
 
 
 def _progress(text: str) -> None:
@@ -316,6 +344,8 @@ def main(argv: list[str]) -> int:
         write_report(saved, args.report)
         _progress(f"wrote {args.report}")
         return 0
+    if args.speculative:
+        return _speculative(args)
     if args.max_reply_tokens is None:
         args.max_reply_tokens = 24 if args.quick else 48
     if args.max_reply_tokens < 16:

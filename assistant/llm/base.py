@@ -292,6 +292,9 @@ class EngineTuning:
     #: :mod:`assistant.llm.cache_reuse`); only runs of at least ``min_chunk`` tokens.
     chunk_reuse: bool = False
     min_chunk: int = 64
+    #: Prompt-lookup speculative decoding: tokens drafted from the context per step (0: off;
+    #: see :mod:`assistant.llm.speculative`).
+    prompt_lookup: int = 0
 
 
 @runtime_checkable

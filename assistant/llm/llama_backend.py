@@ -90,6 +90,7 @@ from assistant.llm.llama_kv import (
 )
 from assistant.llm.provision import is_verified
 from assistant.llm.registry import ModelEntry, resolve_model
+from assistant.llm.speculative import DraftStats, lookup_generate, make_drafter
 from assistant.llm.template import ChatTemplate
 
 log = logging.getLogger(__name__)
@@ -196,6 +197,10 @@ class LlamaBackend:
         #: Under a grammar, avoid tokens that repeat an n-gram of the reply this long
         #: (when the grammar allows another token; 0: off). See :mod:`.constrained`.
         self.grammar_no_repeat_ngram = 0
+        #: Prompt-lookup speculative decoding: tokens drafted per step (0: off), and what
+        #: the last reply's drafts did. See :mod:`.speculative`.
+        self.prompt_lookup = 0
+        self.draft_stats: DraftStats | None = None
 
     # -- construction ---------------------------------------------------------------------
     @classmethod
@@ -559,6 +564,7 @@ class LlamaBackend:
         elif want.threads != have.threads:
             set_threads(self._llm, want.threads)
         self.tune_chunk_reuse(max(1, tuning.min_chunk) if tuning.chunk_reuse else 0)
+        self.prompt_lookup = max(0, tuning.prompt_lookup)
         return self.describe_tuning()
 
     def describe_tuning(self) -> str:
@@ -801,10 +807,7 @@ class LlamaBackend:
             sampled: Generator[int, Any, None] = (
                 self._constrained(tokens, options.grammar, options.temperature, options.top_p)
                 if options.grammar is not None
-                else llm.generate(
-                    tokens, temp=options.temperature, reset=True,
-                    **{**_SAMPLER, "top_p": options.top_p},
-                )
+                else self._sampled(tokens, options)
             )
             with contextlib.closing(sampled):  # frees a grammar's samplers on a break
                 for token in sampled:
@@ -849,6 +852,17 @@ class LlamaBackend:
                 prompt_shifted=plan.shifted,
             )
         )
+
+    def _sampled(self, tokens: list[int], options: GenerationOptions) -> Generator[int, Any, None]:
+        """The reply's tokens: with prompt-lookup drafts when :attr:`prompt_lookup` is on
+        (see :mod:`.speculative`), else llama-cpp-python's own loop."""
+        sampling = {**_SAMPLER, "top_p": options.top_p, "temp": options.temperature}
+        if self.prompt_lookup > 0:
+            self.draft_stats = DraftStats()
+            drafter = make_drafter(self.prompt_lookup)
+            return lookup_generate(self._llm, tokens, drafter, self.draft_stats, **sampling)
+        stream: Generator[int, Any, None] = self._llm.generate(tokens, reset=True, **sampling)
+        return stream
 
     def close(self) -> None:
         with contextlib.suppress(Exception):
