@@ -126,6 +126,16 @@ def _parser() -> argparse.ArgumentParser:
                    help="positions the chunk-reuse quality covers at least (default 200)")
     p.add_argument("--resume-history", type=int, default=None, metavar="TOKENS",
                    help="history of the reopened chat measured (default 6000, 1500 quick)")
+    p.add_argument("--reuse-seam", type=int, action="append", metavar="N",
+                   help="chunk-reuse quality: evaluate N tokens after each seam again instead "
+                   "of moving them (default 0; repeat to compare several on the same calls, "
+                   "the first is reported)")
+    p.add_argument("--reuse-continuation", type=int, default=32, metavar="N",
+                   help="chunk-reuse quality: positions compared per call (default 32)")
+    p.add_argument("--side-by-side", action="store_true",
+                   help="only run the first workload (default W1) three ways: the embedded "
+                   "engine, the app driving llama-server, and llama-server --cache-reuse "
+                   "with the front ends' front cut; print the table")
     p.add_argument("--speculative", action="store_true",
                    help="only measure prompt-lookup decoding on the quoting workload "
                    "(SmolLM2 and gemma-3-270m, or --model PATH) and print the table")
@@ -154,6 +164,43 @@ def _speculative(args: argparse.Namespace) -> int:
         print(json.dumps(speculative.to_json(results), indent=1))
     else:
         print(speculative.render(results, "python -m bench " + " ".join(args.argv)))
+    return 0
+
+
+def _side_by_side(args: argparse.Namespace, name: str) -> int:
+    """``--side-by-side``: one workload through the app and through llama-server
+    (bench/side_by_side.py)."""
+    from assistant.llm.local_server import find_llama_server
+    from assistant.llm.registry import load_registry
+
+    from . import side_by_side
+
+    binary = find_llama_server()
+    if binary is None or args.model == "scripted":
+        print("bench: --side-by-side needs a model and llama.cpp's llama-server (`make "
+              "llama-server` builds it; or set ASSISTANT_LLAMA_SERVER)", file=sys.stderr)
+        return EXIT_USAGE
+    wl = _workloads([name], args.seed, args.quick)[0]
+    model = load_registry().default if args.model == "embedded" else args.model
+    opts = RunOptions(
+        max_reply_tokens=args.max_reply_tokens, ask_questions=not args.no_questions,
+        one_question_per_kind=args.quick, probe_reply_tokens=16 if args.quick else 32,
+        progress=_progress,
+    )
+    work_dir = Path(tempfile.gettempdir()) / "offline-assistant-bench"
+    work_dir.mkdir(parents=True, exist_ok=True)
+    try:
+        with _logging(args.verbose, work_dir / "bench.log"):
+            rows = side_by_side.run(model, wl, opts, llama_server=binary,
+                                    threads=args.threads, log_dir=work_dir,
+                                    progress=_progress)
+    except LLMError as exc:
+        print(f"bench: {exc}", file=sys.stderr)
+        return 1
+    if args.json:
+        print(json.dumps(side_by_side.to_json(rows), indent=1))
+    else:
+        print(side_by_side.render(rows, wl, "python -m bench " + " ".join(args.argv)))
     return 0
 
 
@@ -348,6 +395,8 @@ def main(argv: list[str]) -> int:
         return _speculative(args)
     if args.max_reply_tokens is None:
         args.max_reply_tokens = 24 if args.quick else 48
+    if args.side_by_side:
+        return _side_by_side(args, names[0])
     if args.max_reply_tokens < 16:
         print("bench: --max-reply-tokens must be at least 16", file=sys.stderr)
         return EXIT_USAGE
@@ -673,6 +722,8 @@ class _QualityPairs:
     def __init__(self, args: argparse.Namespace) -> None:
         self.enabled = not args.no_reuse_quality and args.model != "scripted"
         self.positions = int(args.reuse_positions)
+        self.seams = [int(n) for n in (args.reuse_seam or [0])]
+        self.continuation = int(args.reuse_continuation)
         self.pairs: list[tuple[list[int], list[int]]] = []
         self.backend: LLMBackend | None = None
         self.source: list[str] = []
@@ -702,13 +753,32 @@ class _QualityPairs:
             return
         _progress(f"measuring chunk reuse against full evaluation on {len(self.pairs)} "
                   f"calls of {', '.join(self.source)} ...")
-        try:
-            got = measure(backend, self.pairs, min_positions=self.positions, progress=_progress)
-        except Exception as exc:  # a measurement failing must not lose the workloads
-            logging.getLogger("bench").exception("reuse quality failed")
-            result.notes.append(f"chunk reuse quality failed: {type(exc).__name__}: {exc}")
-            return
-        summary = got.summary()
-        summary["workloads"] = self.source
-        summary["model"] = backend.info.name
-        result.perf["reuse_quality"] = summary
+        for i, seam in enumerate(self.seams):
+            try:
+                got = measure(backend, self.pairs, min_positions=self.positions, seam=seam,
+                              continuation=self.continuation, progress=_progress)
+            except Exception as exc:  # a measurement failing must not lose the workloads
+                logging.getLogger("bench").exception("reuse quality failed")
+                result.notes.append(f"chunk reuse quality failed: {type(exc).__name__}: {exc}")
+                return
+            summary = got.summary()
+            summary["workloads"] = self.source
+            summary["model"] = backend.info.name
+            _progress(f"chunk reuse, seam {seam}: {_quality_line(summary)}")
+            if i == 0:
+                result.perf["reuse_quality"] = summary
+            else:
+                result.perf.setdefault("reuse_quality_seams", []).append(summary)
+
+
+def _quality_line(summary: dict[str, Any]) -> str:
+    """One line of a chunk-reuse quality summary (the log, and the variants compared)."""
+    def pct(key: str) -> str:
+        value = summary.get(key)
+        return "-" if value is None else f"{value:.1%}"
+
+    return (f"{summary.get('calls_measured', 0)} calls, {summary.get('positions', 0)} "
+            f"positions: next token {pct('next_token_agreement')}, positions "
+            f"{pct('position_agreement')}, mean KL {summary.get('mean_kl') or 0:.4f} "
+            f"(prefix-reuse control: next token {pct('control_next_token_agreement')}, "
+            f"positions {pct('control_position_agreement')})")

@@ -90,7 +90,7 @@ from assistant.llm.llama_kv import (
 )
 from assistant.llm.provision import is_verified
 from assistant.llm.registry import ModelEntry, resolve_model
-from assistant.llm.speculative import DraftStats, lookup_generate, make_drafter
+from assistant.llm.speculative import DRAFT_TOKENS, DraftStats, lookup_generate, make_drafter
 from assistant.llm.template import ChatTemplate
 
 log = logging.getLogger(__name__)
@@ -190,6 +190,8 @@ class LlamaBackend:
         self._auto_prefill = current_config(llama)
         self.calibration: Calibration | None = None
         self._reuse_chunk = 0
+        #: Chunk reuse: tokens after each seam evaluated again, not moved (see plan_reuse).
+        self.reuse_seam = 0
         self._reuse_blocker = reuse_blocker(llama)
         self._fingerprint: str | None = None
         #: GBNF text -> whether llama.cpp parses it (see :meth:`check_grammar`).
@@ -199,7 +201,7 @@ class LlamaBackend:
         self.grammar_no_repeat_ngram = 0
         #: Prompt-lookup speculative decoding: tokens drafted per step (0: off), and what
         #: the last reply's drafts did. See :mod:`.speculative`.
-        self.prompt_lookup = 0
+        self.prompt_lookup = DRAFT_TOKENS if entry is not None and entry.prompt_lookup else 0
         self.draft_stats: DraftStats | None = None
 
     # -- construction ---------------------------------------------------------------------
@@ -564,7 +566,10 @@ class LlamaBackend:
         elif want.threads != have.threads:
             set_threads(self._llm, want.threads)
         self.tune_chunk_reuse(max(1, tuning.min_chunk) if tuning.chunk_reuse else 0)
-        self.prompt_lookup = max(0, tuning.prompt_lookup)
+        lookup = tuning.prompt_lookup
+        if lookup is None:
+            lookup = self._entry is not None and self._entry.prompt_lookup
+        self.prompt_lookup = DRAFT_TOKENS if lookup else 0
         return self.describe_tuning()
 
     def describe_tuning(self) -> str:
@@ -577,7 +582,8 @@ class LlamaBackend:
             reuse = f"chunk reuse unavailable ({self._reuse_blocker})"
         else:
             reuse = "chunk reuse off"
-        return f"{cfg.describe()} ({how}); {reuse}"
+        lookup = "prompt lookup on" if self.prompt_lookup else "prompt lookup off"
+        return f"{cfg.describe()} ({how}); {reuse}; {lookup}"
 
     def generate(
         self,
@@ -690,7 +696,8 @@ class LlamaBackend:
         plan = ReusePlan(reuse)
         if self._reuse_chunk > 0 and n_cached - reuse >= self._reuse_chunk:
             plan = plan_reuse(
-                llm.input_ids[:n_cached], tokens, min_chunk=self._reuse_chunk, end=target
+                llm.input_ids[:n_cached], tokens, min_chunk=self._reuse_chunk, end=target,
+                seam=self.reuse_seam,
             )
         done = plan.reused
         if plan.chunks:
