@@ -189,19 +189,21 @@ def _side_by_side(args: argparse.Namespace, name: str) -> int:
     )
     work_dir = Path(tempfile.gettempdir()) / "offline-assistant-bench"
     work_dir.mkdir(parents=True, exist_ok=True)
+    errors: list[str] = []
     try:
         with _logging(args.verbose, work_dir / "bench.log"):
             rows = side_by_side.run(model, wl, opts, llama_server=binary,
                                     threads=args.threads, log_dir=work_dir,
-                                    progress=_progress)
+                                    progress=_progress, errors=errors)
     except LLMError as exc:
         print(f"bench: {exc}", file=sys.stderr)
         return 1
     if args.json:
-        print(json.dumps(side_by_side.to_json(rows), indent=1))
+        print(json.dumps({"rows": side_by_side.to_json(rows), "errors": errors}, indent=1))
     else:
-        print(side_by_side.render(rows, wl, "python -m bench " + " ".join(args.argv)))
-    return 0
+        print(side_by_side.render(rows, wl, "python -m bench " + " ".join(args.argv),
+                                  errors))
+    return 1 if errors else 0
 
 
 def _progress(text: str) -> None:

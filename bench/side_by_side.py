@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from assistant.config import Settings
+from assistant.llm.base import LLMError
 from assistant.llm.local_server import LocalServer
 from assistant.llm.openai_backend import ServerBackend, ServerConfig
 
@@ -108,8 +109,11 @@ def run(
     threads: int = 0,
     log_dir: Path,
     progress: Callable[[str], None] | None = None,
+    errors: list[str] | None = None,
 ) -> list[EngineRow]:
-    """The three runs of ``wl`` on ``model`` (a registry name or a GGUF path)."""
+    """The three runs of ``wl`` on ``model`` (a registry name or a GGUF path). A server run
+    that fails is left out and described in ``errors``."""
+    errors = errors if errors is not None else []
     from assistant.llm.llama_backend import LlamaBackend
     from assistant.llm.registry import resolve_model
 
@@ -126,6 +130,7 @@ def run(
         run_rec = run_workload(backend, wl, "policy", options=options,
                                model_label=f"{path.name} (embedded)")
         rows.append(_row("embedded engine, app policy", run_rec, _hwm_mb("self")))
+        say(f"side by side: {rows[-1]}")
     finally:
         backend.close()
 
@@ -137,19 +142,24 @@ def run(
     for label, strategy, extra in plans:
         say(f"side by side: {label} ...")
         log = log_dir / f"llama-server-{strategy}.log"
-        with LocalServer(path, n_ctx=n_ctx, threads=threads, log_path=log,
-                         llama_server_bin=llama_server, extra_args=extra) as server:
-            server_backend = ServerBackend.connect(
-                ServerConfig(server.url, window=n_ctx, timeout_s=600, seed=0)
-            )
-            try:
-                assert server.pid is not None
-                _reset_hwm(server.pid)
-                run_rec = run_workload(server_backend, wl, strategy, options=options,
-                                       model_label=f"{path.name} ({label})")
-                rows.append(_row(label, run_rec, _hwm_mb(server.pid)))
-            finally:
-                server_backend.close()
+        try:
+            with LocalServer(path, n_ctx=n_ctx, threads=threads, log_path=log,
+                             llama_server_bin=llama_server, extra_args=extra) as server:
+                server_backend = ServerBackend.connect(
+                    ServerConfig(server.url, window=n_ctx, timeout_s=600, seed=0)
+                )
+                try:
+                    assert server.pid is not None
+                    _reset_hwm(server.pid)
+                    run_rec = run_workload(server_backend, wl, strategy, options=options,
+                                           model_label=f"{path.name} ({label})")
+                    rows.append(_row(label, run_rec, _hwm_mb(server.pid)))
+                    say(f"side by side: {rows[-1]}")
+                finally:
+                    server_backend.close()
+        except (LLMError, OSError) as exc:  # the rows so far count; the table says what failed
+            say(f"side by side: {label} failed: {exc}")
+            errors.append(f"{label}: {exc}")
     return rows
 
 
@@ -157,8 +167,9 @@ def _s(value: float | None) -> str:
     return "-" if value is None else f"{value:.2f}"
 
 
-def render(rows: list[EngineRow], wl: Workload, command: str) -> str:
-    """The side-by-side table (markdown)."""
+def render(rows: list[EngineRow], wl: Workload, command: str,
+           errors: list[str] | None = None) -> str:
+    """The side-by-side table (markdown), and the runs that failed."""
     lines = [
         "### The app beside llama-server",
         "",
@@ -178,6 +189,7 @@ def render(rows: list[EngineRow], wl: Workload, command: str) -> str:
             f"{r.reevaluated:,}{share} | {r.cuts} | {r.overflowed} | {r.peak_rss_mb:,.0f} | "
             f"{r.answered}/{r.asked} | {r.wall_s:,.0f} |"
         )
+    lines += [f"\nNot measured: {e}" for e in errors or []]
     return "\n".join(lines) + "\n"
 
 
