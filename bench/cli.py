@@ -136,6 +136,9 @@ def _parser() -> argparse.ArgumentParser:
                    help="only run the first workload (default W1) three ways: the embedded "
                    "engine, the app driving llama-server, and llama-server --cache-reuse "
                    "with the front ends' front cut; print the table")
+    p.add_argument("--llama-server-wait", type=float, default=0.0, metavar="S",
+                   help="--side-by-side: wait up to S seconds for the llama-server binary "
+                   "(while make llama-server builds it)")
     p.add_argument("--speculative", action="store_true",
                    help="only measure prompt-lookup decoding on the quoting workload "
                    "(SmolLM2 and gemma-3-270m, or --model PATH) and print the table")
@@ -194,7 +197,8 @@ def _side_by_side(args: argparse.Namespace, name: str) -> int:
         with _logging(args.verbose, work_dir / "bench.log"):
             rows = side_by_side.run(model, wl, opts, llama_server=binary,
                                     threads=args.threads, log_dir=work_dir,
-                                    progress=_progress, errors=errors)
+                                    progress=_progress, errors=errors,
+                                    wait_s=args.llama_server_wait)
     except LLMError as exc:
         print(f"bench: {exc}", file=sys.stderr)
         return 1

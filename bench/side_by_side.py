@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -110,9 +111,11 @@ def run(
     log_dir: Path,
     progress: Callable[[str], None] | None = None,
     errors: list[str] | None = None,
+    wait_s: float = 0.0,
 ) -> list[EngineRow]:
     """The three runs of ``wl`` on ``model`` (a registry name or a GGUF path). A server run
-    that fails is left out and described in ``errors``."""
+    that fails is left out and described in ``errors``. ``wait_s``: how long the server
+    runs wait for the binary to appear (``make llama-server`` building it meanwhile)."""
     errors = errors if errors is not None else []
     from assistant.llm.llama_backend import LlamaBackend
     from assistant.llm.registry import resolve_model
@@ -134,6 +137,10 @@ def run(
     finally:
         backend.close()
 
+    deadline = time.monotonic() + wait_s
+    while not Path(llama_server).is_file() and time.monotonic() < deadline:
+        say(f"side by side: waiting for {llama_server} (make llama-server) ...")
+        time.sleep(min(30.0, max(0.0, deadline - time.monotonic())))
     plans: list[tuple[str, StrategyName, tuple[str, ...]]] = [
         ("llama-server, app policy", "policy", ()),
         (f"llama-server --cache-reuse {CACHE_REUSE}, front cut", "front-cut",
