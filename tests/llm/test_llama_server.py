@@ -1,8 +1,9 @@
 """The server engine against llama.cpp's own ``llama-server`` (the server most people run).
 
 Runs when a ``llama-server`` binary is given in ``ASSISTANT_LLAMA_SERVER``, built into the
-checkout by ``make llama-server`` (``make test`` does, so CI runs these) or found on PATH. The same real-process approach as
-test_openai_backend.py: the embedded SmolLM2 on 127.0.0.1, one slot, a 1,024-token window.
+checkout by ``make llama-server`` (``make test`` does, so CI runs these) or found on PATH. The
+same real-process approach as test_openai_backend.py: the embedded SmolLM2 on 127.0.0.1, one
+slot, a 1,024-token window.
 """
 
 from __future__ import annotations
