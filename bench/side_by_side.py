@@ -141,10 +141,11 @@ def run(
     while not Path(llama_server).is_file() and time.monotonic() < deadline:
         say(f"side by side: waiting for {llama_server} (make llama-server) ...")
         time.sleep(min(30.0, max(0.0, deadline - time.monotonic())))
+    # The front ends' way first: beside the embedded run it is the comparison users make.
     plans: list[tuple[str, StrategyName, tuple[str, ...]]] = [
-        ("llama-server, app policy", "policy", ()),
         (f"llama-server --cache-reuse {CACHE_REUSE}, front cut", "front-cut",
          ("--cache-reuse", str(CACHE_REUSE))),
+        ("llama-server, app policy", "policy", ()),
     ]
     for label, strategy, extra in plans:
         say(f"side by side: {label} ...")
