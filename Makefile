@@ -9,7 +9,7 @@ ARTIFACTS ?= $(CURDIR)/test-artifacts
 export CMAKE_BUILD_PARALLEL_LEVEL ?= 2
 
 .PHONY: run qt-check test check lint typecheck setup model models bench package package-test clean \
-	llama-build
+	llama-build llama-server
 
 setup: $(STAMPS)/install llama-build model
 
@@ -44,6 +44,14 @@ ifneq ($(LLAMA_CMAKE_ARGS),)
 	fi
 endif
 
+# llama.cpp's own server, built from the llama.cpp that llama-cpp-python vendors with the same
+# CPU flags (AMX excluded above), for the engine tests and the benchmark's side-by-side. Built
+# once per version and flags into ~/.cache/offline-assistant-build/ (outside the clone, so CI's
+# fresh clone copies it in seconds) and copied to build/llama-server/ (ignored by git).
+LLAMA_SERVER := $(CURDIR)/build/llama-server/llama-server
+llama-server: llama-build
+	packaging/build-llama-server.sh $(PY) $(LLAMA_SERVER)
+
 model: $(STAMPS)/install
 	$(PY) -m assistant provision
 
@@ -69,9 +77,10 @@ lint: $(STAMPS)/install
 check: lint
 	QT_QPA_PLATFORM=offscreen $(PY) -m pytest -q -n 2 -m "not integration and not slow"
 
-test: setup models lint
+test: setup models llama-server lint
 	@mkdir -p $(ARTIFACTS)
-	QT_QPA_PLATFORM=offscreen ASSISTANT_TEST_ARTIFACTS=$(ARTIFACTS) $(PY) -m pytest
+	QT_QPA_PLATFORM=offscreen ASSISTANT_TEST_ARTIFACTS=$(ARTIFACTS) \
+	  ASSISTANT_LLAMA_SERVER=$(LLAMA_SERVER) $(PY) -m pytest
 	@echo "Screenshots and test artifacts: $(ARTIFACTS)"
 
 # The quick side-by-side run of all five strategies (with W1 also on a local OpenAI-compatible

@@ -246,6 +246,12 @@ class Performance(BaseModel):
     chunk_reuse_min: int = Field(
         64, ge=8, le=100_000, description="Shortest run of cached tokens worth moving."
     )
+    prompt_lookup: Literal["auto", "on", "off"] = Field(
+        "auto",
+        description="Speculative decoding from the context: when a reply quotes the chat (a "
+        "file, code being edited), several tokens are checked per model call. 'auto' uses it "
+        "with the models it was measured faster on (docs/PERFORMANCE.md).",
+    )
     n_batch: int = Field(
         0, ge=0, le=65_536,
         description="Prompt tokens per llama.cpp call; 0 takes the value measured on first "

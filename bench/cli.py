@@ -147,7 +147,88 @@ def _parser() -> argparse.ArgumentParser:
                    help="questions per transcript (default 48, or 4 with --quick)")
     a.add_argument("--answers-report", type=Path, metavar="PATH",
                    help="also write the answer benchmark's section alone there (markdown)")
+    p.add_argument("--reuse-seam", type=int, action="append", metavar="N",
+                   help="chunk-reuse quality: evaluate N tokens after each seam again instead "
+                   "of moving them (default 0; repeat to compare several on the same calls, "
+                   "the first is reported)")
+    p.add_argument("--reuse-continuation", type=int, default=32, metavar="N",
+                   help="chunk-reuse quality: positions compared per call (default 32)")
+    p.add_argument("--side-by-side", action="store_true",
+                   help="only run the first workload (default W1) three ways: the embedded "
+                   "engine, the app driving llama-server, and llama-server --cache-reuse "
+                   "with the front ends' front cut; print the table")
+    p.add_argument("--llama-server-wait", type=float, default=0.0, metavar="S",
+                   help="--side-by-side: wait up to S seconds for the llama-server binary "
+                   "(while make llama-server builds it)")
+    p.add_argument("--speculative", action="store_true",
+                   help="only measure prompt-lookup decoding on the quoting workload "
+                   "(SmolLM2 and gemma-3-270m, or --model PATH) and print the table")
     return p
+
+
+def _speculative(args: argparse.Namespace) -> int:
+    """``--speculative``: prompt lookup on the quoting workload (bench/speculative.py)."""
+    from . import speculative
+
+    if args.model == "scripted":
+        print("bench: --speculative needs a model (not --model scripted)", file=sys.stderr)
+        return EXIT_USAGE
+    from assistant.llm.registry import load_registry
+
+    models = ([load_registry().default, W4_MODEL] if args.model == "embedded"
+              else [args.model])
+    rounds, tokens = (1, 128) if args.quick else (3, 256)
+    try:
+        results = speculative.run(models, threads=args.threads, rounds=rounds,
+                                  max_tokens=tokens)
+    except LLMError as exc:
+        print(f"bench: {exc}", file=sys.stderr)
+        return 1
+    if args.json:
+        print(json.dumps(speculative.to_json(results), indent=1))
+    else:
+        print(speculative.render(results, "python -m bench " + " ".join(args.argv)))
+    return 0
+
+
+def _side_by_side(args: argparse.Namespace, name: str) -> int:
+    """``--side-by-side``: one workload through the app and through llama-server
+    (bench/side_by_side.py)."""
+    from assistant.llm.local_server import find_llama_server
+    from assistant.llm.registry import load_registry
+
+    from . import side_by_side
+
+    binary = find_llama_server()
+    if binary is None or args.model == "scripted":
+        print("bench: --side-by-side needs a model and llama.cpp's llama-server (`make "
+              "llama-server` builds it; or set ASSISTANT_LLAMA_SERVER)", file=sys.stderr)
+        return EXIT_USAGE
+    wl = _workloads([name], args.seed, args.quick)[0]
+    model = load_registry().default if args.model == "embedded" else args.model
+    opts = RunOptions(
+        max_reply_tokens=args.max_reply_tokens, ask_questions=not args.no_questions,
+        one_question_per_kind=args.quick, probe_reply_tokens=16 if args.quick else 32,
+        progress=_progress,
+    )
+    work_dir = Path(tempfile.gettempdir()) / "offline-assistant-bench"
+    work_dir.mkdir(parents=True, exist_ok=True)
+    errors: list[str] = []
+    try:
+        with _logging(args.verbose, work_dir / "bench.log"):
+            rows = side_by_side.run(model, wl, opts, llama_server=binary,
+                                    threads=args.threads, log_dir=work_dir,
+                                    progress=_progress, errors=errors,
+                                    wait_s=args.llama_server_wait)
+    except LLMError as exc:
+        print(f"bench: {exc}", file=sys.stderr)
+        return 1
+    if args.json:
+        print(json.dumps({"rows": side_by_side.to_json(rows), "errors": errors}, indent=1))
+    else:
+        print(side_by_side.render(rows, wl, "python -m bench " + " ".join(args.argv),
+                                  errors))
+    return 1 if errors else 0
 
 
 def _progress(text: str) -> None:
@@ -337,8 +418,12 @@ def main(argv: list[str]) -> int:
         write_report(saved, args.report)
         _progress(f"wrote {args.report}")
         return 0
+    if args.speculative:
+        return _speculative(args)
     if args.max_reply_tokens is None:
         args.max_reply_tokens = 24 if args.quick else 48
+    if args.side_by_side:
+        return _side_by_side(args, names[0])
     if args.max_reply_tokens < 16:
         print("bench: --max-reply-tokens must be at least 16", file=sys.stderr)
         return EXIT_USAGE
@@ -717,6 +802,8 @@ class _QualityPairs:
     def __init__(self, args: argparse.Namespace) -> None:
         self.enabled = not args.no_reuse_quality and args.model != "scripted"
         self.positions = int(args.reuse_positions)
+        self.seams = [int(n) for n in (args.reuse_seam or [0])]
+        self.continuation = int(args.reuse_continuation)
         self.pairs: list[tuple[list[int], list[int]]] = []
         self.backend: LLMBackend | None = None
         self.source: list[str] = []
@@ -746,13 +833,32 @@ class _QualityPairs:
             return
         _progress(f"measuring chunk reuse against full evaluation on {len(self.pairs)} "
                   f"calls of {', '.join(self.source)} ...")
-        try:
-            got = measure(backend, self.pairs, min_positions=self.positions, progress=_progress)
-        except Exception as exc:  # a measurement failing must not lose the workloads
-            logging.getLogger("bench").exception("reuse quality failed")
-            result.notes.append(f"chunk reuse quality failed: {type(exc).__name__}: {exc}")
-            return
-        summary = got.summary()
-        summary["workloads"] = self.source
-        summary["model"] = backend.info.name
-        result.perf["reuse_quality"] = summary
+        for i, seam in enumerate(self.seams):
+            try:
+                got = measure(backend, self.pairs, min_positions=self.positions, seam=seam,
+                              continuation=self.continuation, progress=_progress)
+            except Exception as exc:  # a measurement failing must not lose the workloads
+                logging.getLogger("bench").exception("reuse quality failed")
+                result.notes.append(f"chunk reuse quality failed: {type(exc).__name__}: {exc}")
+                return
+            summary = got.summary()
+            summary["workloads"] = self.source
+            summary["model"] = backend.info.name
+            _progress(f"chunk reuse, seam {seam}: {_quality_line(summary)}")
+            if i == 0:
+                result.perf["reuse_quality"] = summary
+            else:
+                result.perf.setdefault("reuse_quality_seams", []).append(summary)
+
+
+def _quality_line(summary: dict[str, Any]) -> str:
+    """One line of a chunk-reuse quality summary (the log, and the variants compared)."""
+    def pct(key: str) -> str:
+        value = summary.get(key)
+        return "-" if value is None else f"{value:.1%}"
+
+    return (f"{summary.get('calls_measured', 0)} calls, {summary.get('positions', 0)} "
+            f"positions: next token {pct('next_token_agreement')}, positions "
+            f"{pct('position_agreement')}, mean KL {summary.get('mean_kl') or 0:.4f} "
+            f"(prefix-reuse control: next token {pct('control_next_token_agreement')}, "
+            f"positions {pct('control_position_agreement')})")

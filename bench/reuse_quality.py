@@ -83,6 +83,8 @@ class ReuseQuality:
     #: Calls recorded, and those with a changed span in the middle (candidates).
     calls_seen: int = 0
     candidates: int = 0
+    #: Tokens after each seam evaluated again instead of moved.
+    seam: int = 0
 
     @property
     def positions(self) -> int:
@@ -111,6 +113,7 @@ class ReuseQuality:
         positions = self.positions
         return {
             "min_chunk": self.min_chunk,
+            "seam": self.seam,
             "continuation": self.continuation,
             "calls_seen": self.calls_seen,
             "candidates": self.candidates,
@@ -219,12 +222,15 @@ def measure(
     continuation: int = 32,
     min_positions: int = 200,
     max_calls: int = 40,
+    seam: int = 0,
     progress: Callable[[str], None] | None = None,
 ) -> ReuseQuality:
     """Measure the candidate calls among ``pairs`` (the most-shifted first, spread over the
-    run) until ``min_positions`` positions are covered or ``max_calls`` calls measured."""
+    run) until ``min_positions`` positions are covered or ``max_calls`` calls measured.
+    ``seam``: tokens after each seam evaluated again instead of moved (see ``plan_reuse``)."""
     found = candidates(pairs, min_chunk)
-    result = ReuseQuality(min_chunk, continuation, calls_seen=len(pairs), candidates=len(found))
+    result = ReuseQuality(min_chunk, continuation, calls_seen=len(pairs), candidates=len(found),
+                          seam=seam)
     if not found:
         return result
     if backend.chunk_reuse_blocker is not None:
@@ -234,6 +240,7 @@ def measure(
     step = max(1, len(found) // need)
     chosen = found[::step]
     probe = LogitProbe(backend)
+    backend.reuse_seam = seam
     try:
         for i, pair in enumerate(chosen, start=1):
             got = measure_pair(probe, pair, min_chunk=min_chunk, continuation=continuation)
@@ -248,5 +255,6 @@ def measure(
             if result.positions >= min_positions and i >= need:
                 break
     finally:
+        backend.reuse_seam = 0
         backend.reset_kv_cache()
     return result

@@ -61,7 +61,9 @@ from assistant.config import EffectivePolicy, Mode, ModePolicy, Settings
 from assistant.conversation import CompactionRecord, Conversation, Message
 from assistant.llm.base import CancelToken, LLMBackend, PromptCounter
 
-StrategyName = Literal["policy", "summarize-only", "prune-only", "drop-half", "none"]
+StrategyName = Literal[
+    "policy", "summarize-only", "prune-only", "drop-half", "none", "front-cut"
+]
 STRATEGY_NAMES: tuple[StrategyName, ...] = (
     "policy", "summarize-only", "prune-only", "drop-half", "none",
 )
@@ -71,6 +73,8 @@ LABELS: dict[StrategyName, str] = {
     "prune-only": "(c) prune only",
     "drop-half": "(d) drop half",
     "none": "(e) none",
+    # Not one of the five: the chat front ends' way (bench/side_by_side.py runs it).
+    "front-cut": "front cut",
 }
 _ALIASES: dict[str, StrategyName] = {
     "a": "policy", "b": "summarize-only", "c": "prune-only", "d": "drop-half", "e": "none",
@@ -421,6 +425,20 @@ class DropHalf(_Baseline):
         return req
 
 
+class FrontCut(DropHalf):
+    """What chat front ends on ``llama-server`` do (Open WebUI, LM Studio's rolling window):
+    send the whole history and, when ``prompt + reserve > window``, cut the oldest messages,
+    one at a time, until it fits (the system prompt stays; a tool result never loses its
+    call). Not one of the five strategies: :mod:`bench.side_by_side` runs it against
+    ``llama-server --cache-reuse``, which keeps the cached text after the cut."""
+
+    def _drop_half(self, kept: list[Message]) -> int:
+        cut = 1
+        while cut < len(kept) - 1 and kept[cut].role == "tool":
+            cut += 1
+        return cut if len(kept) > 1 else 0
+
+
 # -- wiring ----------------------------------------------------------------------------------
 
 
@@ -443,7 +461,7 @@ def strategy_settings(name: StrategyName, base: Settings) -> Settings:
     summarizes = name in ("policy", "summarize-only")
     s.compaction.prune = name in ("policy", "prune-only")
     s.compaction.auto_compact = summarizes
-    s.compaction.compact_on_overflow = summarizes or name == "drop-half"
+    s.compaction.compact_on_overflow = summarizes or name in ("drop-half", "front-cut")
     return s
 
 
@@ -508,6 +526,8 @@ def build_strategy(
         )
     elif name == "drop-half":
         inner = DropHalf(backend, lambda: policy)
+    elif name == "front-cut":
+        inner = FrontCut(backend, lambda: policy)
     else:
         inner = NoManagement(backend, lambda: policy)
     return Strategy(name, TimedManager(inner, clock), policy, settings, clock, inner)

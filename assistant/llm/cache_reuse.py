@@ -126,14 +126,17 @@ def common_prefix(a: Sequence[int], b: Sequence[int]) -> int:
 
 
 def plan_reuse(
-    cached: Sequence[int], prompt: Sequence[int], *, min_chunk: int, end: int | None = None
+    cached: Sequence[int], prompt: Sequence[int], *, min_chunk: int, end: int | None = None,
+    seam: int = 0,
 ) -> ReusePlan:
     """Which cached tokens serve ``prompt[:end]``: the common prefix, then, greedily left to
     right, every run of at least ``min_chunk`` tokens found again in order.
 
     ``end`` (default: the whole prompt) bounds what may be reused: the caller keeps the last
     prompt token for a fresh evaluation, which yields the logits. ``min_chunk <= 0`` turns
-    chunk reuse off (prefix only).
+    chunk reuse off (prefix only). ``seam`` tokens at the head of each chunk are not moved
+    but evaluated again with the gap before them: the tokens right after a changed span are
+    the ones whose cached state leans most on the text that is gone.
     """
     limit = len(prompt) if end is None else max(0, min(end, len(prompt)))
     prefix = min(common_prefix(cached, prompt), limit)
@@ -162,6 +165,9 @@ def plan_reuse(
             c_min = best_c + best_n
         else:
             p += 1
+    if seam > 0:
+        chunks = [Chunk(c.cache_start + seam, c.prompt_start + seam, c.length - seam)
+                  for c in chunks if c.length > seam]
     return ReusePlan(prefix, tuple(chunks))
 
 

@@ -91,6 +91,7 @@ from assistant.llm.llama_kv import (
 )
 from assistant.llm.provision import is_verified
 from assistant.llm.registry import ModelEntry, resolve_model
+from assistant.llm.speculative import DRAFT_TOKENS, DraftStats, lookup_generate, make_drafter
 from assistant.llm.template import ChatTemplate
 
 log = logging.getLogger(__name__)
@@ -196,6 +197,8 @@ class LlamaBackend:
         self._auto_prefill = current_config(llama)
         self.calibration: Calibration | None = None
         self._reuse_chunk = 0
+        #: Chunk reuse: tokens after each seam evaluated again, not moved (see plan_reuse).
+        self.reuse_seam = 0
         self._reuse_blocker = reuse_blocker(llama)
         self._fingerprint: str | None = None
         #: GBNF text -> whether llama.cpp parses it (see :meth:`check_grammar`).
@@ -203,6 +206,10 @@ class LlamaBackend:
         #: Under a grammar, avoid tokens that repeat an n-gram of the reply this long
         #: (when the grammar allows another token; 0: off). See :mod:`.constrained`.
         self.grammar_no_repeat_ngram = 0
+        #: Prompt-lookup speculative decoding: tokens drafted per step (0: off), and what
+        #: the last reply's drafts did. See :mod:`.speculative`.
+        self.prompt_lookup = DRAFT_TOKENS if entry is not None and entry.prompt_lookup else 0
+        self.draft_stats: DraftStats | None = None
 
     # -- construction ---------------------------------------------------------------------
     @classmethod
@@ -568,6 +575,10 @@ class LlamaBackend:
         elif want.threads != have.threads:
             set_threads(self._llm, want.threads)
         self.tune_chunk_reuse(max(1, tuning.min_chunk) if tuning.chunk_reuse else 0)
+        lookup = tuning.prompt_lookup
+        if lookup is None:
+            lookup = self._entry is not None and self._entry.prompt_lookup
+        self.prompt_lookup = DRAFT_TOKENS if lookup else 0
         return self.describe_tuning()
 
     def describe_tuning(self) -> str:
@@ -580,7 +591,8 @@ class LlamaBackend:
             reuse = f"chunk reuse unavailable ({self._reuse_blocker})"
         else:
             reuse = "chunk reuse off"
-        return f"{cfg.describe()} ({how}); {reuse}"
+        lookup = "prompt lookup on" if self.prompt_lookup else "prompt lookup off"
+        return f"{cfg.describe()} ({how}); {reuse}; {lookup}"
 
     def generate(
         self,
@@ -693,7 +705,8 @@ class LlamaBackend:
         plan = ReusePlan(reuse)
         if self._reuse_chunk > 0 and n_cached - reuse >= self._reuse_chunk:
             plan = plan_reuse(
-                llm.input_ids[:n_cached], tokens, min_chunk=self._reuse_chunk, end=target
+                llm.input_ids[:n_cached], tokens, min_chunk=self._reuse_chunk, end=target,
+                seam=self.reuse_seam,
             )
         done = plan.reused
         if plan.chunks:
@@ -810,10 +823,7 @@ class LlamaBackend:
             sampled: Generator[int, Any, None] = (
                 self._constrained(tokens, options.grammar, options.temperature, options.top_p)
                 if options.grammar is not None
-                else llm.generate(
-                    tokens, temp=options.temperature, reset=True,
-                    **{**_SAMPLER, "top_p": options.top_p},
-                )
+                else self._sampled(tokens, options)
             )
             with contextlib.closing(sampled):  # frees a grammar's samplers on a break
                 for token in sampled:
@@ -858,6 +868,17 @@ class LlamaBackend:
                 prompt_shifted=plan.shifted,
             )
         )
+
+    def _sampled(self, tokens: list[int], options: GenerationOptions) -> Generator[int, Any, None]:
+        """The reply's tokens: with prompt-lookup drafts when :attr:`prompt_lookup` is on
+        (see :mod:`.speculative`), else llama-cpp-python's own loop."""
+        sampling = {**_SAMPLER, "top_p": options.top_p, "temp": options.temperature}
+        if self.prompt_lookup > 0:
+            self.draft_stats = DraftStats()
+            drafter = make_drafter(self.prompt_lookup)
+            return lookup_generate(self._llm, tokens, drafter, self.draft_stats, **sampling)
+        stream: Generator[int, Any, None] = self._llm.generate(tokens, reset=True, **sampling)
+        return stream
 
     def close(self) -> None:
         with contextlib.suppress(Exception):

@@ -13,6 +13,7 @@ from __future__ import annotations
 import atexit
 import contextlib
 import os
+import shutil
 import socket
 import subprocess
 import sys
@@ -25,6 +26,21 @@ import httpx
 from assistant.llm.base import LLMError
 
 HOST = "127.0.0.1"
+
+#: Where ``make llama-server`` puts llama.cpp's server in a checkout
+#: (packaging/build-llama-server.sh).
+CHECKOUT_LLAMA_SERVER = Path(__file__).resolve().parents[2] / "build/llama-server/llama-server"
+
+
+def find_llama_server() -> str | None:
+    """llama.cpp's ``llama-server`` binary: ``ASSISTANT_LLAMA_SERVER``, else the one
+    ``make llama-server`` built into this checkout, else one on PATH; None when there is none."""
+    given = os.environ.get("ASSISTANT_LLAMA_SERVER")
+    if given:
+        return given
+    if CHECKOUT_LLAMA_SERVER.is_file() and os.access(CHECKOUT_LLAMA_SERVER, os.X_OK):
+        return str(CHECKOUT_LLAMA_SERVER)
+    return shutil.which("llama-server")
 
 
 def free_port() -> int:

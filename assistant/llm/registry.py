@@ -33,6 +33,9 @@ class ModelEntry:
     instruction_tuned: bool
     chat_template_source: str
     source: dict[str, Any] = field(default_factory=dict)
+    #: Prompt-lookup decoding measured faster than plain decoding with this model (the
+    #: default of the "auto" setting; ``python -m bench --speculative``).
+    prompt_lookup: bool = False
 
 
 @dataclass(frozen=True)
@@ -99,6 +102,7 @@ def load_registry(path: Path | None = None) -> Registry:
             instruction_tuned=bool(m.get("instruction_tuned", True)),
             chat_template_source=m.get("chat_template_source", "gguf"),
             source=m.get("source", {}),
+            prompt_lookup=bool(m.get("prompt_lookup", False)),
         )
         for m in raw["models"]
     )

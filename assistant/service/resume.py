@@ -46,6 +46,7 @@ def engine_tuning(settings: Settings) -> EngineTuning:
         n_ubatch=perf.n_ubatch,
         chunk_reuse=perf.chunk_reuse,
         min_chunk=perf.chunk_reuse_min,
+        prompt_lookup={"auto": None, "on": True, "off": False}[perf.prompt_lookup],
     )
 
 

@@ -14,6 +14,7 @@ from typing import Any
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import (
     QCheckBox,
+    QComboBox,
     QFormLayout,
     QGroupBox,
     QHBoxLayout,
@@ -130,6 +131,10 @@ class PerformancePage(QScrollArea):
         self.n_ubatch = _spin(65_536, "", "measured")
         self.n_ubatch.setObjectName("n_ubatch")
         sform.addRow("Tokens per step (n_ubatch)", self.n_ubatch)
+        self.prompt_lookup = QComboBox()
+        self.prompt_lookup.addItems(["auto", "on", "off"])
+        self.prompt_lookup.setToolTip(Performance.model_fields["prompt_lookup"].description or "")
+        sform.addRow("Speculative decoding (prompt lookup)", self.prompt_lookup)
         self.prefill_label = help_label(
             f"In force: {prefill_text}" if prefill_text
             else "Measured when a model is loaded for the first time."
@@ -157,6 +162,7 @@ class PerformancePage(QScrollArea):
         self.chunk_reuse_min.setValue(perf.chunk_reuse_min)
         self.n_batch.setValue(perf.n_batch)
         self.n_ubatch.setValue(perf.n_ubatch)
+        self.prompt_lookup.setCurrentText(perf.prompt_lookup)
 
     def values(self) -> dict[str, Any]:
         return {
@@ -166,6 +172,7 @@ class PerformancePage(QScrollArea):
             "chunk_reuse_min": self.chunk_reuse_min.value(),
             "n_batch": self.n_batch.value(),
             "n_ubatch": self.n_ubatch.value(),
+            "prompt_lookup": self.prompt_lookup.currentText(),
         }
 
     def widget_for(self, field: str) -> QWidget | None:
@@ -176,6 +183,7 @@ class PerformancePage(QScrollArea):
             "chunk_reuse_min": self.chunk_reuse_min,
             "n_batch": self.n_batch,
             "n_ubatch": self.n_ubatch,
+            "prompt_lookup": self.prompt_lookup,
         }.get(field)
 
     def inputs(self) -> list[QWidget]:
@@ -186,6 +194,7 @@ class PerformancePage(QScrollArea):
             box.valueChanged.connect(lambda *_a: slot())
         for check in (self.resume_state, self.chunk_reuse):
             check.toggled.connect(lambda *_a: slot())
+        self.prompt_lookup.currentTextChanged.connect(lambda *_a: slot())
 
     # -- actions -----------------------------------------------------------------------
     def refresh_usage(self) -> None:

@@ -141,6 +141,24 @@ def test_a_pruned_output_keeps_what_follows() -> None:
     assert all(not c.evaluated and c.shifted == -18 for c in moved)
 
 
+def test_seam_tokens_are_evaluated_again_not_moved() -> None:
+    P, X, Xp, S, N = [1, 2, 3], list(range(100, 120)), [7, 7], list(range(200, 230)), [9, 9, 9]
+    cached, prompt = P + X + S, P + Xp + S + N
+    plan = plan_reuse(cached, prompt, min_chunk=8, end=len(prompt) - 1, seam=4)
+    # The chunk starts 4 tokens later; those 4 join the gap and see the new text before them.
+    assert plan.chunks == (Chunk(cache_start=27, prompt_start=9, length=26),)
+    assert plan.gaps() == [(3, 9)]
+    assert plan.removed(len(cached)) == [(3, 27)]
+    mem = ScriptedMemory.holding(cached)
+    assert apply_plan(mem, plan, prompt, len(cached), batch=8)
+    mem.decode(prompt[plan.end : len(prompt) - 1], plan.end, MAIN_SEQ)
+    _check(cached, prompt, plan, mem)
+    seam_cells = [c for c in mem.seq(MAIN_SEQ) if 5 <= c.pos < 9]
+    assert all(c.evaluated and not c.shifted for c in seam_cells)
+    # A chunk no longer than the seam is not moved at all.
+    assert plan_reuse(cached, prompt, min_chunk=8, end=len(prompt) - 1, seam=30).chunks == ()
+
+
 def test_several_spans_replaced_shrunk_grown_and_dropped() -> None:
     P = [1, 2]
     S1, S2, S3 = list(range(300, 310)), list(range(400, 412)), list(range(500, 506))

@@ -1,15 +1,13 @@
 """The server engine against llama.cpp's own ``llama-server`` (the server most people run).
 
-Runs when a ``llama-server`` binary is given in ``ASSISTANT_LLAMA_SERVER`` or found on PATH
-(it is not a Python package, so CI does not have it; build it from llama.cpp with
-``cmake --build build --target llama-server``). The same real-process approach as
-test_openai_backend.py: the embedded SmolLM2 on 127.0.0.1, one slot, a 1,024-token window.
+Runs when a ``llama-server`` binary is given in ``ASSISTANT_LLAMA_SERVER``, built into the
+checkout by ``make llama-server`` (``make test`` does, so CI runs these) or found on PATH. The
+same real-process approach as test_openai_backend.py: the embedded SmolLM2 on 127.0.0.1, one
+slot, a 1,024-token window.
 """
 
 from __future__ import annotations
 
-import os
-import shutil
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -18,15 +16,15 @@ import httpx
 import pytest
 
 from assistant.llm.base import CancelToken, ContextOverflowError, GenerationOptions
-from assistant.llm.local_server import LocalServer
+from assistant.llm.local_server import LocalServer, find_llama_server
 from assistant.llm.openai_backend import ServerBackend, ServerConfig
 
-BINARY = os.environ.get("ASSISTANT_LLAMA_SERVER") or shutil.which("llama-server")
+BINARY = find_llama_server()
 
 pytestmark = [
     pytest.mark.integration,
     pytest.mark.slow,
-    pytest.mark.skipif(not BINARY, reason="no llama-server binary (set ASSISTANT_LLAMA_SERVER)"),
+    pytest.mark.skipif(not BINARY, reason="no llama-server binary (`make llama-server` builds it)"),
 ]
 
 CHAT = [

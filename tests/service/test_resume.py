@@ -131,6 +131,12 @@ def test_settings_turn_into_the_backend_tuning() -> None:
     s.performance.chunk_reuse = True
     s.performance.chunk_reuse_min = 32
     assert engine_tuning(s) == EngineTuning(3, 256, 0, True, 32)
+    # Prompt lookup: "auto" leaves it to the model's measured default.
+    assert engine_tuning(s).prompt_lookup is None
+    s.performance.prompt_lookup = "on"
+    assert engine_tuning(s).prompt_lookup is True
+    s.performance.prompt_lookup = "off"
+    assert engine_tuning(s).prompt_lookup is False
 
 
 def _state_dir() -> Path:

@@ -51,14 +51,17 @@ def test_speed_settings_are_validated_and_saved(make_window) -> None:  # type: i
     page.n_batch.setValue(256)
     page.n_ubatch.setValue(128)
     page.resume_state.setChecked(False)
+    assert page.prompt_lookup.currentText() == "auto"
+    page.prompt_lookup.setCurrentText("off")
     assert dialog.save_button.isEnabled()
     h.qtbot.mouseClick(dialog.save_button, Qt.MouseButton.LeftButton)
     saved = json.loads(paths.settings_file().read_text(encoding="utf-8"))["performance"]
     assert saved == {
         "resume_state": False, "state_cache_mb": 512, "chunk_reuse": True,
-        "chunk_reuse_min": 64, "n_batch": 256, "n_ubatch": 128,
+        "chunk_reuse_min": 64, "n_batch": 256, "n_ubatch": 128, "prompt_lookup": "off",
     }
     assert h.controller.settings.performance.chunk_reuse
+    assert h.controller.settings.performance.prompt_lookup == "off"
     assert h.controller.saved_states.cache.limit_bytes == 512 * 1024 * 1024
     assert not h.controller.saved_states.enabled
 

@@ -1,0 +1,153 @@
+"""Prompt-lookup speculative decoding for the embedded engine.
+
+A reply that quotes its context (an edited function, a file excerpt, a path) repeats runs of
+tokens the prompt already holds. After each sampled token, :class:`PromptLookup` finds the
+context's last few tokens earlier in the context and proposes the tokens that followed them
+there (the draft). The model evaluates the sampled token and the draft in one batch, with
+logits at every position, and the sampler picks each next token from the model's own
+distribution at that position: a draft token is kept only when it is what was sampled, so the
+first mismatch ends the step and the cache is cut back after it. Every emitted token is
+sampled with the same sampler chain, in the same order, as :meth:`llama_cpp.Llama.generate`
+does; what changes is how many tokens each model call evaluates, and with it llama.cpp's
+arithmetic: a batch of several tokens goes through other matrix kernels than one token, so
+logits differ in the last digits and a near tie at temperature 0 can go the other way
+(measured: ``python -m bench --speculative``, docs/PERFORMANCE.md).
+
+llama-cpp-python has its own ``draft_model=`` path (with ``LlamaPromptLookupDecoding``), but
+it needs ``logits_all``: a logits row kept for every position of the window and computed for
+every prompt token (for gemma-3's 262,144-token vocabulary, 1 MB per position and an output
+matmul per prompt token). Here only the verified batch asks for logits, so prompt
+evaluation is unchanged.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Generator
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+#: Longest draft, and the n-gram sizes looked up (longest first). One-token matches are not
+#: used: in code a single token (an indent, a bracket) repeats everywhere and drafts noise.
+DRAFT_TOKENS = 10
+NGRAM_MAX = 4
+NGRAM_MIN = 2
+
+
+@dataclass
+class DraftStats:
+    """What speculation did in one reply (for the benchmark and the log)."""
+
+    steps: int = 0
+    drafted: int = 0
+    accepted: int = 0
+
+    @property
+    def acceptance(self) -> float:
+        return self.accepted / self.drafted if self.drafted else 0.0
+
+
+class PromptLookup:
+    """Drafts from the context: the tokens that followed the latest earlier occurrence of
+    the context's last n tokens (n from ``ngram_max`` down to ``ngram_min``).
+
+    The same idea as llama-cpp-python's ``LlamaPromptLookupDecoding`` (which takes the
+    earliest occurrence and falls back to one-token matches); the latest occurrence is the
+    one a reply is most likely quoting (the file as last read, the previous edit). The draft
+    length adapts: it grows while whole drafts are accepted and shrinks to what was accepted
+    after a miss, so a reply that stops quoting pays for few wasted positions.
+    """
+
+    def __init__(self, max_tokens: int = DRAFT_TOKENS, ngram_max: int = NGRAM_MAX,
+                 ngram_min: int = NGRAM_MIN) -> None:
+        self.max_tokens = max(1, max_tokens)
+        self.ngram_max = ngram_max
+        self.ngram_min = max(1, ngram_min)
+        self.length = self.max_tokens
+
+    def feedback(self, drafted: int, accepted: int) -> None:
+        """How the last draft did: the next one is longer after a full hit, else shorter."""
+        if drafted and accepted == drafted:
+            self.length = min(self.max_tokens, self.length + 2)
+        elif drafted:
+            self.length = max(2, accepted + 1)
+
+    def __call__(self, context: np.ndarray) -> np.ndarray:
+        n = len(context)
+        for size in range(min(self.ngram_max, n - 1), self.ngram_min - 1, -1):
+            tail = context[n - size :]
+            windows = np.lib.stride_tricks.sliding_window_view(context[: n - 1], size)
+            hits = np.flatnonzero((windows == tail).all(axis=1))
+            if len(hits):
+                start = int(hits[-1]) + size
+                return context[start : min(n, start + self.length)]
+        return context[:0]
+
+
+def make_drafter(draft_tokens: int = DRAFT_TOKENS) -> PromptLookup:
+    """A fresh drafter for one reply."""
+    return PromptLookup(draft_tokens)
+
+
+def lookup_generate(
+    llm: Any,
+    tokens: list[int],
+    drafter: Any,
+    stats: DraftStats,
+    **sampling: Any,
+) -> Generator[int, Any, None]:
+    """Tokens sampled after ``tokens`` (like ``llm.generate(tokens, reset=True, ...)``),
+    several per model call where the drafter guesses right.
+
+    ``llm`` is a :class:`llama_cpp.Llama` whose cache holds a prefix of ``tokens`` (the
+    embedded backend's prefill leaves all but the last); ``sampling`` are
+    :meth:`llama_cpp.Llama._init_sampler`'s arguments (temp, top_p, top_k, ...).
+    """
+    n_ctx = int(llm.n_ctx())
+    cached = int(llm.n_tokens)
+    held = llm.input_ids[:cached]
+    prefix = 0
+    limit = min(cached, len(tokens) - 1)
+    while prefix < limit and int(held[prefix]) == tokens[prefix]:
+        prefix += 1
+    if prefix < cached:
+        if prefix > 0 and llm._ctx.kv_cache_seq_rm(-1, prefix, -1):
+            llm.n_tokens = prefix
+        else:
+            llm.reset()
+    sampler = llm._init_sampler(**sampling)
+    try:
+        llm.eval(tokens[int(llm.n_tokens) :])  # the prompt's tail: logits for its last token
+        token = int(sampler.sample(llm._ctx, -1))
+        while True:
+            yield token
+            n_past = int(llm.n_tokens)
+            room = n_ctx - n_past - 1
+            if room < 0:
+                return
+            context = np.append(llm.input_ids[:n_past], np.intc(token)).astype(np.intc)
+            draft = [int(t) for t in drafter(context)[: min(room, int(llm.n_batch) - 1)]]
+            batch = [token, *draft]
+            llm._batch.set_batch(batch=batch, n_past=n_past, logits_all=True)
+            llm._ctx.decode(llm._batch)
+            llm.input_ids[n_past : n_past + len(batch)] = batch
+            llm.n_tokens = n_past + len(batch)
+            llm._requires_eval = False
+            stats.steps += 1
+            stats.drafted += len(draft)
+            for i in range(len(batch)):
+                token = int(sampler.sample(llm._ctx, i - len(batch)))
+                if i + 1 < len(batch) and batch[i + 1] == token:
+                    stats.accepted += 1
+                    yield token  # already in the cache, as batch[i + 1]
+                    continue
+                keep = n_past + i + 1  # the cache is right up to batch[i]
+                if keep < llm.n_tokens:
+                    llm._ctx.kv_cache_seq_rm(-1, keep, -1)
+                    llm.n_tokens = keep
+                if hasattr(drafter, "feedback"):
+                    drafter.feedback(len(draft), i)
+                break
+    finally:
+        sampler.close()
