@@ -50,6 +50,22 @@ class ToolCall(BaseModel):
         return json.dumps(self.arguments, ensure_ascii=False, sort_keys=True)
 
 
+class ReplyFigures(BaseModel):
+    """How one assistant reply was produced, saved with it so its footer (time to first
+    token, speed, cache share) is shown again when the chat or branch is shown again."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    prompt_tokens: int
+    #: Prompt tokens evaluated for this reply vs. reused from the KV cache.
+    evaluated: int
+    reused: int
+    completion_tokens: int
+    #: Seconds from the model call to the first token (prompt evaluation included).
+    ttft_s: float | None = None
+    tokens_per_s: float | None = None
+
+
 class Message(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -68,6 +84,9 @@ class Message(BaseModel):
     #: Who started a tool call: the model, or the user with /read, !cmd, drag and drop.
     initiated_by: Literal["model", "user"] = "model"
     timestamp: float = Field(default_factory=time.time)
+    #: For an assistant reply: the figures of the model call that wrote it (None for
+    #: replies saved before figures were kept, and for messages no model call wrote).
+    figures: ReplyFigures | None = None
 
     def model_view_content(self) -> str:
         """The content as the model sees it (pruned tool results are cleared)."""

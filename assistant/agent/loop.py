@@ -52,7 +52,7 @@ from assistant.agent.events import (
 )
 from assistant.agent.overflow import overflow_message
 from assistant.agent.tool_steps import CANCELLED_RESULT, ToolRunner, result_message
-from assistant.agent.usage import context_usage
+from assistant.agent.usage import context_usage, reply_figures
 from assistant.compaction.controller import PreparedRequest
 from assistant.compaction.events import ContextEvent
 from assistant.config import Settings
@@ -283,14 +283,18 @@ class Agent:
                     self._append(conv, Message(role="assistant", content=failed.text, stopped=True))
                 self._emit(Notice("error", f"The model failed: {failed.error}"))
                 return False, str(failed.error)
+            ttft = None
             if result is not None:
-                ttft = None
                 if result.first_token_s is not None:
                     ttft = gen_start - call_start + result.first_token_s
                 self._emit(ModelCallFinished(result, ttft))
+            figures = reply_figures(result, ttft)
             if cancel.cancelled or (result is not None and result.stopped):
                 if text:
-                    self._append(conv, Message(role="assistant", content=text, stopped=True))
+                    self._append(
+                        conv,
+                        Message(role="assistant", content=text, stopped=True, figures=figures),
+                    )
                 return True, None
             parsed = parse_tool_calls(text)
             calls = [
@@ -301,12 +305,13 @@ class Agent:
                 if not text.strip():
                     self._emit(Notice("warning", "The model returned an empty reply."))
                     return False, None
-                self._append(conv, Message(role="assistant", content=text))
+                self._append(conv, Message(role="assistant", content=text, figures=figures))
                 return False, None
             self._append(
                 conv,
                 Message(
-                    role="assistant", content=parsed.content, tool_calls=[p.call for p in calls]
+                    role="assistant", content=parsed.content,
+                    tool_calls=[p.call for p in calls], figures=figures,
                 ),
             )
             results = self._run_calls(conv, calls, cancel, "model")

@@ -158,7 +158,6 @@ class MainWindow(WindowDialogs):
         right_layout.addWidget(self.damage_banner)
 
         self.chat_view = ChatView()
-        self.chat_view.originals = self.service.originals
         self.welcome = WelcomeView()
         self.welcome.set_workspace(self.service.settings.workspace_path())
         self.welcome.set_server(self._server_url(self.service.settings))

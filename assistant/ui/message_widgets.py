@@ -19,6 +19,7 @@ from PySide6.QtWidgets import (
 )
 
 from assistant.conversation import Message, ToolCall
+from assistant.service.progress import stats_text
 from assistant.ui.buttons import action_button
 from assistant.ui.markdown_view import MarkdownView
 from assistant.ui.tool_card import ToolCard
@@ -134,6 +135,7 @@ class MessageWidget(QFrame):
         self.footer.setObjectName("MessageFooter")
         self.footer.setVisible(False)
         layout.addWidget(self.footer)
+        self._show_figures()
         self._update_state()
 
     # -- content ---------------------------------------------------------------------------
@@ -150,7 +152,13 @@ class MessageWidget(QFrame):
         for call in message.tool_calls:
             if call.id not in self.cards:
                 self.add_tool_call(call)
+        self._show_figures()
         self._update_state()
+
+    def _show_figures(self) -> None:
+        """The reply's saved figures, so they come back with the chat or the branch."""
+        if self.message.figures is not None:
+            self.set_footer(stats_text(self.message.figures))
 
     def set_footer(self, text: str) -> None:
         """A muted line under the message (how fast the reply came)."""

@@ -262,7 +262,12 @@ QFrame#Notice[level="warning"] {{ background: {c.warning_bg}; }}
 QFrame#Notice[level="warning"] QLabel {{ color: {c.warning}; }}
 QFrame#Notice[level="error"] {{ background: {c.error_bg}; border: 1px solid {c.error}; }}
 QFrame#Notice[level="error"] QLabel {{ color: {c.error}; }}
-QFrame#CompactionNotice {{ background: {c.info_bg}; border: 1px dashed {c.seg_summary};
+QFrame#CompactionNotice {{ background: transparent; border: none; }}
+QFrame#DividerRule {{ background: {c.seg_summary}; border: none; max-height: 1px; }}
+QPushButton#DividerHeader {{ border: 1px solid {c.seg_summary}; border-radius: 11px;
+    background: {c.info_bg}; padding: 3px 12px; font-weight: 600; }}
+QPushButton#DividerHeader:hover {{ color: {c.accent}; border-color: {c.accent}; }}
+QFrame#SummaryBox {{ background: {c.info_bg}; border: 1px dashed {c.seg_summary};
     border-radius: 8px; }}
 QLabel#PruneNotice {{ color: {c.muted}; font-size: 9pt; }}
 #ComposerFrame {{ background: {c.surface}; border-top: 1px solid {c.border}; }}
