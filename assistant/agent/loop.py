@@ -147,6 +147,72 @@ class Agent:
             return
         self._emit(TurnFinished(stopped=stopped, error=error))
 
+    def continue_reply(
+        self,
+        conv: Conversation,
+        branch: Callable[[Message], object],
+        cancel: CancelToken | None = None,
+    ) -> None:
+        """Write more of the last assistant reply (it stopped, or ran out of room).
+
+        The model sees the chat up to that reply and a request to go on from where it
+        stopped (:data:`CONTINUE_REQUEST`, never saved). What it writes is joined to the
+        reply as its next version: ``branch(reply)`` moves the chat to just before the reply
+        (the old version stays as version 1), then the joined reply is appended.
+        """
+        cancel = cancel or CancelToken()
+        self._bind(conv)
+        reply = conv.messages[-1] if conv.messages else None
+        if reply is None or reply.role != "assistant" or reply.tool_calls:
+            self._emit(Notice("info", "There is no reply to continue: the chat's last "
+                                      "message is not a reply of the assistant."))
+            self._emit(TurnFinished())
+            return
+        settings = self.settings()
+        tools = self.registry.schemas()
+        scratch = Conversation(
+            messages=[*conv.messages, Message(role="user", content=CONTINUE_REQUEST)],
+            compactions=list(conv.compactions),
+        )
+        call_start = time.perf_counter()
+        try:
+            prepared = self.controller.prepare(
+                scratch, system_prompt=settings.system_prompt, tools=tools, cancel=cancel
+            )
+            max_tokens = max(1, min(settings.sampling.max_reply_tokens, prepared.reserve))
+            self._emit(context_usage(prepared, estimated=not self.backend.info.exact_counts))
+            gen_start = time.perf_counter()
+            text, result = self._generate(prepared.messages, tools, max_tokens, settings, cancel)
+        except GenerationCancelled:
+            self._emit(TurnFinished(stopped=True))
+            return
+        except (LLMError, _StreamFailed) as exc:
+            self._emit(Notice("error", f"The model could not continue: {exc}"))
+            self._emit(TurnFinished(error=str(exc)))
+            return
+        ttft = None
+        if result is not None:
+            if result.first_token_s is not None:
+                ttft = gen_start - call_start + result.first_token_s
+            self._emit(ModelCallFinished(result, ttft))
+        stopped = cancel.cancelled or (result is not None and result.stopped)
+        if not text.strip():
+            if not stopped:
+                self._emit(Notice("info", "The model had nothing to add to its reply."))
+            self._emit(TurnFinished(stopped=stopped))
+            return
+        joined = reply.content + ("" if reply.content.endswith((" ", "\n")) else " ")
+        try:
+            branch(reply)
+            self._append(conv, Message(
+                role="assistant", content=joined + text.lstrip(), stopped=stopped,
+                figures=reply_figures(result, ttft),
+            ))
+        except OSError as exc:
+            self._finish_failed(f"Could not save the chat: {exc}")
+            return
+        self._emit(TurnFinished(stopped=stopped))
+
     def run_tool_command(
         self,
         conv: Conversation,
@@ -433,6 +499,13 @@ class Agent:
         """The controller's events (pruning, compaction), reported as ``ContextChanged``."""
         self._context_events += 1
         self._emit(ContextChanged(event))
+
+
+#: What the model is asked when the user continues its last reply (never saved).
+CONTINUE_REQUEST = (
+    "Continue your previous reply exactly where it stopped. Do not repeat anything you "
+    "already wrote and do not comment on continuing: write only the rest."
+)
 
 
 class _StreamFailed(Exception):

@@ -25,6 +25,7 @@ from assistant.conversation import CompactionRecord, Conversation, Message, Tool
 from assistant.sessions.summary import is_branch_summary, summary_text
 from assistant.ui.message_widgets import MessageWidget
 from assistant.ui.notices import CompactionNotice, NoticeWidget, PruneNotice
+from assistant.ui.theme import zoomed_font
 from assistant.ui.tool_card import ToolCard
 
 #: Units (a message with its tool results, or a compaction divider) rendered when a chat
@@ -50,6 +51,7 @@ def cut_index(conv: Conversation, record: CompactionRecord) -> int | None:
 class ChatView(QScrollArea):
     edit_requested = Signal(str)
     regenerate_requested = Signal(str)
+    delete_requested = Signal(str)
     branch_step_requested = Signal(str, int)
     #: Entries were added or removed (the window shows the welcome page while empty).
     entries_changed = Signal()
@@ -87,6 +89,7 @@ class ChatView(QScrollArea):
         self._streamed = ""
         self._rendered: set[str] = set()
         self._actions_enabled = True
+        self.zoom = 100
         #: Speed figures of the model call that just finished, for the reply it wrote.
         self._pending_footer = ""
 
@@ -101,18 +104,37 @@ class ChatView(QScrollArea):
                 out.append(widget)
         return out
 
+    def set_zoom(self, percent: int) -> None:
+        """Text size in percent (View → Zoom): prose follows the viewport's font; code
+        and tool output, which set a monospace font of their own, are scaled here."""
+        self.zoom = percent
+        self._inner.setFont(zoomed_font(percent))
+        for widget in self.entries():
+            self._zoom_mono(widget)
+
+    def _zoom_mono(self, widget: QWidget) -> None:
+        mono = zoomed_font(self.zoom, mono=True)
+        family = mono.family()
+        for child in [widget, *widget.findChildren(QWidget)]:
+            if child.testAttribute(Qt.WidgetAttribute.WA_SetFont) and (
+                child.font().family() == family
+            ):
+                child.setFont(mono)
+
     @property
     def is_empty(self) -> bool:
         return not self.entries() and not self._pending
 
     def _append(self, widget: QWidget) -> QWidget:
         self._anchor = None  # new entries at the bottom: follow the usual rule
+        self._zoom_mono(widget)
         self._layout.insertWidget(self._layout.count() - 1, widget)
         self.entries_changed.emit()
         return widget
 
     def _prepend(self, widgets: list[QWidget]) -> None:
         for offset, widget in enumerate(widgets):
+            self._zoom_mono(widget)
             self._layout.insertWidget(1 + offset, widget)
         self.entries_changed.emit()
 
@@ -226,6 +248,7 @@ class ChatView(QScrollArea):
         widget = MessageWidget(msg)
         widget.edit_requested.connect(self.edit_requested)
         widget.regenerate_requested.connect(self.regenerate_requested)
+        widget.delete_requested.connect(self.delete_requested)
         widget.branch_step_requested.connect(self.branch_step_requested)
         widget.set_actions_enabled(self._actions_enabled)
         self.message_widgets[msg.id] = widget
@@ -253,6 +276,7 @@ class ChatView(QScrollArea):
             self._take_footer(widget)
             widget.edit_requested.connect(self.edit_requested)
             widget.regenerate_requested.connect(self.regenerate_requested)
+            widget.delete_requested.connect(self.delete_requested)
             widget.branch_step_requested.connect(self.branch_step_requested)
             widget.set_actions_enabled(self._actions_enabled)
             self.message_widgets[msg.id] = widget

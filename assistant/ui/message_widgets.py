@@ -69,6 +69,7 @@ class MessageWidget(QFrame):
 
     edit_requested = Signal(str)
     regenerate_requested = Signal(str)
+    delete_requested = Signal(str)
     branch_step_requested = Signal(str, int)
 
     def __init__(
@@ -107,11 +108,19 @@ class MessageWidget(QFrame):
         self.regenerate_button.clicked.connect(
             lambda: self.regenerate_requested.emit(self.message.id)
         )
-        for button in (self.copy_button, self.edit_button, self.regenerate_button):
+        self.delete_button = action_button(
+            "Delete", "Delete this message (the chat goes on without it on a new branch; "
+            "the version with it stays)"
+        )
+        self.delete_button.clicked.connect(lambda: self.delete_requested.emit(self.message.id))
+        for button in (
+            self.copy_button, self.edit_button, self.regenerate_button, self.delete_button
+        ):
             header.addWidget(button)
         self.edit_button.setVisible(actions and message.role == "user")
         self.regenerate_button.setVisible(actions and message.role == "assistant")
         self.copy_button.setVisible(actions)
+        self.delete_button.setVisible(actions)
         if not actions:
             self.branch_switcher.setVisible(False)
         self._actions = actions
@@ -177,7 +186,7 @@ class MessageWidget(QFrame):
             self.branch_switcher.set_position(index, count)
 
     def set_actions_enabled(self, enabled: bool) -> None:
-        for button in (self.edit_button, self.regenerate_button):
+        for button in (self.edit_button, self.regenerate_button, self.delete_button):
             button.setEnabled(enabled)
         self.branch_switcher.setEnabled(enabled)
 

@@ -148,6 +148,15 @@ def monospace_font(point_size: float | None = None) -> QFont:
     return font
 
 
+def zoomed_font(percent: int, *, mono: bool = False) -> QFont:
+    """The application's font (or the monospace one) at ``percent`` of its size."""
+    font = monospace_font() if mono else QFont(QGuiApplication.font())
+    size = font.pointSizeF()
+    if size > 0:
+        font.setPointSizeF(size * percent / 100)
+    return font
+
+
 def _palette(c: Colors) -> QPalette:
     pal = QPalette()
     role = QPalette.ColorRole
