@@ -500,7 +500,7 @@ class MainWindow(WindowDialogs):
             window = self.service.context_window_for(self.service.settings)
             where = event.info.extra.get("url", "") if on_server else ""
             at = f" · {where.split('://', 1)[-1]}" if where else ""
-            self.model_label.setText(f"{event.info.name}{at} · {window:,} ctx")
+            self.model_label.setText(f"{self._loaded_name(event.info)}{at} · {window:,} ctx")
         elif failed and on_server:
             message = (
                 f"The server engine is not available: {event.error}\nStart the server and "
@@ -523,7 +523,7 @@ class MainWindow(WindowDialogs):
         self._update_mode_label()
         self._update_composer()
         if self.models_page is not None and self.models_page.isVisible():
-            self.models_page.refresh()
+            self.models_page.model_changed(event.error)
 
     def _error_box(self, title: str, text: str) -> QMessageBox:
         box = QMessageBox(

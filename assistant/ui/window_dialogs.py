@@ -16,6 +16,8 @@ from PySide6.QtGui import QDesktopServices
 from PySide6.QtWidgets import QFileDialog, QMainWindow, QMessageBox
 
 from assistant.config import Settings
+from assistant.llm import catalog
+from assistant.llm.base import ModelInfo
 from assistant.llm.registry import Registry
 from assistant.service.chats import suggested_export_path
 from assistant.service.events import ModelSwitchSuggested
@@ -137,8 +139,14 @@ class WindowDialogs(QMainWindow):
         return box
 
     def _model_name(self, key: str) -> str:
-        entry = self.registry.get(key) if self.registry is not None else None
-        return entry.display_name if entry is not None else Path(key).name
+        """A model's one name (the Models window's, the status bar's)."""
+        return catalog.model_name(key, self.registry)
+
+    def _loaded_name(self, info: ModelInfo) -> str:
+        """The loaded model's name as the Models window gives it."""
+        registered = self.registry is not None and self.registry.get(info.name) is not None
+        a_file = info.path.lower().endswith(".gguf")
+        return self._model_name(info.path if a_file and not registered else info.name)
 
     # -- where /export writes ----------------------------------------------------------
     def export_chat(self) -> QFileDialog | None:

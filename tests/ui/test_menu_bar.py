@@ -54,8 +54,14 @@ def test_the_menus_hold_the_usual_commands_and_shortcuts(make_window, artifacts_
     file_menu.popup(h.window.mapToGlobal(h.window.menuBar().geometry().bottomLeft()))
     h.qtbot.waitUntil(file_menu.isVisible)
     h.qtbot.wait(100)
-    assert h.window.grab().save(str(artifacts_dir / "menu-bar-file.png"))
+    assert h.window.grab().save(str(artifacts_dir / "menu-bar-window.png"))
+    assert file_menu.grab().save(str(artifacts_dir / "menu-bar-file.png"))
     file_menu.hide()
+    chat_menu = h.window.menuBar().actions()[2].menu()
+    chat_menu.popup(h.window.mapToGlobal(h.window.menuBar().geometry().bottomLeft()))
+    h.qtbot.waitUntil(chat_menu.isVisible)
+    assert chat_menu.grab().save(str(artifacts_dir / "menu-bar-chat.png"))
+    chat_menu.hide()
 
 
 def test_ctrl_q_quits(make_window) -> None:
