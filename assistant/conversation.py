@@ -16,7 +16,7 @@ import uuid
 from enum import StrEnum
 from typing import Any, Literal, Protocol
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, model_validator
 
 from assistant import jsonlimits
 from assistant.jsonlimits import MAX_ARGUMENT_DEPTH
@@ -87,6 +87,14 @@ class Message(BaseModel):
     #: For an assistant reply: the figures of the model call that wrote it (None for
     #: replies saved before figures were kept, and for messages no model call wrote).
     figures: ReplyFigures | None = None
+
+    @model_validator(mode="after")
+    def _typed_by_the_user(self) -> Message:
+        """A user message is the user's: ``initiated_by`` says so (its default is for the
+        tool calls, which the model or the user start)."""
+        if self.role == "user" and self.initiated_by != "user":
+            self.initiated_by = "user"
+        return self
 
     def model_view_content(self) -> str:
         """The content as the model sees it (pruned tool results are cleared)."""

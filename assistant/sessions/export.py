@@ -74,8 +74,7 @@ def to_openai_export(
                 "timestamp": msg.timestamp,
                 "is_error": msg.is_error,
                 "stopped": msg.stopped,
-                # a typed question is the user's (the field's default is for tool calls)
-                "initiated_by": "user" if msg.role == "user" else msg.initiated_by,
+                "initiated_by": msg.initiated_by,
             }
         )
     return {
