@@ -38,6 +38,13 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
+from assistant.agent.continuation import (
+    can_continue_in_place,
+    continue_request,
+    joined,
+    only_new,
+    open_turn,
+)
 from assistant.agent.controller_api import ContextManager
 from assistant.agent.events import (
     AgentEvent,
@@ -71,6 +78,7 @@ from assistant.llm.base import (
     GenerationResult,
     LLMBackend,
     LLMError,
+    TokenGenerator,
 )
 from assistant.llm.toolcall import ParsedCall, parse_tool_calls
 from assistant.tools.approval import ApprovalGate, Approver
@@ -155,10 +163,12 @@ class Agent:
     ) -> None:
         """Write more of the last assistant reply (it stopped, or ran out of room).
 
-        The model sees the chat up to that reply and a request to go on from where it
-        stopped (:data:`CONTINUE_REQUEST`, never saved). What it writes is joined to the
-        reply as its next version: ``branch(reply)`` moves the chat to just before the reply
-        (the old version stays as version 1), then the joined reply is appended.
+        A model that takes prompt tokens (the embedded one) goes on from the reply's last
+        token, its turn left open (:func:`.continuation.open_turn`); another one is asked to
+        go on (:func:`.continuation.continue_request`, never saved) and what it repeats is
+        dropped. What it writes is joined to the reply as its next version:
+        ``branch(reply)`` moves the chat to just before the reply (the old version stays as
+        version 1), then the joined reply is appended.
         """
         cancel = cancel or CancelToken()
         self._bind(conv)
@@ -170,19 +180,29 @@ class Agent:
             return
         settings = self.settings()
         tools = self.registry.schemas()
-        scratch = Conversation(
-            messages=[*conv.messages, Message(role="user", content=CONTINUE_REQUEST)],
+        call_start = time.perf_counter()
+        asked = Conversation(  # the chat and the request, for a model asked to go on
+            messages=[*conv.messages, Message(role="user", content=continue_request(reply))],
             compactions=list(conv.compactions),
         )
-        call_start = time.perf_counter()
+        prefix = can_continue_in_place(self.backend)
         try:
             prepared = self.controller.prepare(
-                scratch, system_prompt=settings.system_prompt, tools=tools, cancel=cancel
+                conv if prefix else asked,
+                system_prompt=settings.system_prompt, tools=tools, cancel=cancel,
             )
+            tokens = open_turn(self.backend, prepared.messages, tools, reply) if prefix else None
+            if prefix and tokens is None:  # the template rewrites the reply: ask instead
+                prefix = False
+                prepared = self.controller.prepare(
+                    asked, system_prompt=settings.system_prompt, tools=tools, cancel=cancel
+                )
             max_tokens = max(1, min(settings.sampling.max_reply_tokens, prepared.reserve))
             self._emit(context_usage(prepared, estimated=not self.backend.info.exact_counts))
             gen_start = time.perf_counter()
-            text, result = self._generate(prepared.messages, tools, max_tokens, settings, cancel)
+            text, result = self._generate(
+                prepared.messages, tools, max_tokens, settings, cancel, tokens=tokens
+            )
         except GenerationCancelled:
             self._emit(TurnFinished(stopped=True))
             return
@@ -196,17 +216,18 @@ class Agent:
                 ttft = gen_start - call_start + result.first_token_s
             self._emit(ModelCallFinished(result, ttft))
         stopped = cancel.cancelled or (result is not None and result.stopped)
+        if not prefix:
+            text = only_new(reply.content, text)
         if not text.strip():
             if not stopped:
                 self._emit(Notice("info", "The model had nothing to add to its reply."))
             self._emit(TurnFinished(stopped=stopped))
             return
-        joined = reply.content + ("" if reply.content.endswith((" ", "\n")) else " ")
         try:
             branch(reply)
             self._append(conv, Message(
-                role="assistant", content=joined + text.lstrip(), stopped=stopped,
-                figures=reply_figures(result, ttft),
+                role="assistant", content=joined(reply.content, text, in_place=prefix),
+                stopped=stopped, figures=reply_figures(result, ttft),
             ))
         except OSError as exc:
             self._finish_failed(f"Could not save the chat: {exc}")
@@ -411,8 +432,11 @@ class Agent:
         max_tokens: int,
         settings: Settings,
         cancel: CancelToken,
+        *,
+        tokens: list[int] | None = None,
     ) -> tuple[str, GenerationResult | None]:
-        """Stream one reply. Overflow propagates; other failures become _StreamFailed."""
+        """Stream one reply (from exact prompt ``tokens`` when given: a continuation).
+        Overflow propagates; other failures become _StreamFailed."""
         pieces: list[str] = []
         result: GenerationResult | None = None
         stop = () if self.backend.info.supports_native_tools else TEXT_PROTOCOL_STOP
@@ -422,10 +446,16 @@ class Agent:
             top_p=settings.sampling.top_p,
             stop=stop,
         )
-        stream = self.backend.generate(
-            messages, options, tools=tools, cancel=cancel,
-            on_prefill=lambda done, total: self._emit(PromptProgress(done, total)),
-        )
+        def progress(done: int, total: int) -> None:
+            self._emit(PromptProgress(done, total))
+
+        backend = self.backend
+        if tokens is not None and isinstance(backend, TokenGenerator):
+            stream = backend.generate_tokens(tokens, options, cancel=cancel, on_prefill=progress)
+        else:
+            stream = backend.generate(
+                messages, options, tools=tools, cancel=cancel, on_prefill=progress
+            )
         try:
             for event in stream:
                 if event.delta:
@@ -499,13 +529,6 @@ class Agent:
         """The controller's events (pruning, compaction), reported as ``ContextChanged``."""
         self._context_events += 1
         self._emit(ContextChanged(event))
-
-
-#: What the model is asked when the user continues its last reply (never saved).
-CONTINUE_REQUEST = (
-    "Continue your previous reply exactly where it stopped. Do not repeat anything you "
-    "already wrote and do not comment on continuing: write only the rest."
-)
 
 
 class _StreamFailed(Exception):
