@@ -255,7 +255,9 @@ def test_manual_compact_replaces_old_messages_with_a_notice(make_window) -> None
     assert h.window.status_label.text().startswith("Compacted from")
 
 
-def test_no_message_is_hidden_by_a_compaction_also_after_a_restart(make_window) -> None:
+def test_no_message_is_hidden_by_a_compaction_also_after_a_restart(
+    make_window, artifacts_dir
+) -> None:
     backend = ScriptedBackend()
     h = make_window(backend=backend)
     _long_chat(h)
@@ -282,7 +284,12 @@ def test_no_message_is_hidden_by_a_compaction_also_after_a_restart(make_window) 
     again = make_window(backend=ScriptedBackend())
     assert again.controller.chat_id == chat_id
     assert shown(again.window) == sent
-    assert any(isinstance(e, CompactionNotice) for e in again.window.chat_view.entries())
+    [divider] = [e for e in again.window.chat_view.entries() if isinstance(e, CompactionNotice)]
+    again.qtbot.mouseClick(divider.header, Qt.MouseButton.LeftButton)
+    again.qtbot.wait(100)
+    again.window.chat_view.ensureWidgetVisible(divider, 0, 120)
+    again.qtbot.wait(100)
+    assert again.window.grab().save(str(artifacts_dir / "compaction-divider-after-restart.png"))
 
 
 def test_escape_cancels_compaction_and_queued_message_is_sent_after(make_window) -> None:

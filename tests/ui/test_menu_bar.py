@@ -70,8 +70,13 @@ def test_ctrl_q_quits(make_window) -> None:
     h.qtbot.waitUntil(lambda: not h.window.isVisible())
 
 
-def test_zoom_keys_change_the_text_size_and_it_is_kept_across_a_restart(make_window) -> None:
-    h = make_window()
+def test_zoom_keys_change_the_text_size_and_it_is_kept_across_a_restart(
+    make_window, artifacts_dir
+) -> None:
+    reply = "Here is `code` and text:\n\n```python\nprint(1)\n```"
+    h = make_window(backend=ScriptedBackend([reply]))
+    h.type_and_send("Zoom test")
+    h.wait_idle()
     size = h.window.input.font().pointSizeF()
     h.qtbot.keyClick(h.window.input, Qt.Key.Key_Equal, Qt.KeyboardModifier.ControlModifier)
     h.qtbot.keyClick(h.window.input, Qt.Key.Key_Equal, Qt.KeyboardModifier.ControlModifier)
@@ -79,6 +84,8 @@ def test_zoom_keys_change_the_text_size_and_it_is_kept_across_a_restart(make_win
     assert h.window.input.font().pointSizeF() > size
     assert h.window.chat_view.zoom == 125
     assert load_settings().settings.zoom == 125  # saved
+    h.qtbot.wait(100)
+    assert h.window.grab().save(str(artifacts_dir / "zoom-125.png"))
     h.qtbot.keyClick(h.window.input, Qt.Key.Key_Minus, Qt.KeyboardModifier.ControlModifier)
     assert h.controller.settings.zoom == 110
     h.window.close()
