@@ -142,6 +142,8 @@ def test_deleting_a_message_goes_on_without_it_and_keeps_the_old_version(make_wi
     assert shown == texts
     second_question = h.controller.conversation.messages[1]
     switcher = h.window.chat_view.message_widgets[second_question.id].branch_switcher
+    # a widget added to a shown layout is shown on the next turn of the event loop
+    h.qtbot.waitUntil(lambda: switcher.isVisibleTo(h.window))
     assert switcher.isVisibleTo(h.window) and switcher.label.text() == "2/2"
     # Edit → Delete last message
     h.window.menus.delete_message.trigger()
