@@ -404,6 +404,10 @@ class Settings(BaseModel):
     theme: Theme = "system"
     enter_sends: bool = True
     step_limit: int = Field(8, ge=1, le=64)
+    zoom: int = Field(
+        100, ge=50, le=250, description="Text size of the chat and the input, in percent "
+        "(View → Zoom in / Zoom out / Reset)."
+    )
 
     def policy(self) -> ModePolicy:
         return self.local if self.mode == "local" else self.standard

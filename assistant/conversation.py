@@ -18,7 +18,7 @@ import uuid
 from enum import StrEnum
 from typing import Any, Literal, Protocol
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, model_validator
 
 from assistant import jsonlimits
 from assistant.jsonlimits import MAX_ARGUMENT_CHARS, MAX_ARGUMENT_DEPTH, MAX_DOCUMENT_DEPTH
@@ -131,6 +131,22 @@ class ToolCall(BaseModel):
         return json.dumps(raw, ensure_ascii=False)
 
 
+class ReplyFigures(BaseModel):
+    """How one assistant reply was produced, saved with it so its footer (time to first
+    token, speed, cache share) is shown again when the chat or branch is shown again."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    prompt_tokens: int
+    #: Prompt tokens evaluated for this reply vs. reused from the KV cache.
+    evaluated: int
+    reused: int
+    completion_tokens: int
+    #: Seconds from the model call to the first token (prompt evaluation included).
+    ttft_s: float | None = None
+    tokens_per_s: float | None = None
+
+
 class Message(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -149,6 +165,17 @@ class Message(BaseModel):
     #: Who started a tool call: the model, or the user with /read, !cmd, drag and drop.
     initiated_by: Literal["model", "user"] = "model"
     timestamp: float = Field(default_factory=time.time)
+    #: For an assistant reply: the figures of the model call that wrote it (None for
+    #: replies saved before figures were kept, and for messages no model call wrote).
+    figures: ReplyFigures | None = None
+
+    @model_validator(mode="after")
+    def _typed_by_the_user(self) -> Message:
+        """A user message is the user's: ``initiated_by`` says so (its default is for the
+        tool calls, which the model or the user start)."""
+        if self.role == "user" and self.initiated_by != "user":
+            self.initiated_by = "user"
+        return self
 
     def model_view_content(self) -> str:
         """The content as the model sees it: pruned tool results are cleared, content

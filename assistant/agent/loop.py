@@ -38,6 +38,13 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
+from assistant.agent.continuation import (
+    can_continue_in_place,
+    continue_request,
+    joined,
+    only_new,
+    open_turn,
+)
 from assistant.agent.controller_api import ContextManager
 from assistant.agent.events import (
     AgentEvent,
@@ -52,7 +59,7 @@ from assistant.agent.events import (
 )
 from assistant.agent.overflow import overflow_message
 from assistant.agent.tool_steps import CANCELLED_RESULT, ToolRunner, result_message
-from assistant.agent.usage import context_usage
+from assistant.agent.usage import context_usage, reply_figures
 from assistant.compaction.controller import PreparedRequest
 from assistant.compaction.events import ContextEvent
 from assistant.config import Settings
@@ -71,6 +78,7 @@ from assistant.llm.base import (
     GenerationResult,
     LLMBackend,
     LLMError,
+    TokenGenerator,
 )
 from assistant.llm.toolcall import ParsedCall, parse_tool_calls
 from assistant.tools.approval import ApprovalGate, Approver
@@ -146,6 +154,85 @@ class Agent:
             self._finish_failed(f"Could not save the chat: {exc}")
             return
         self._emit(TurnFinished(stopped=stopped, error=error))
+
+    def continue_reply(
+        self,
+        conv: Conversation,
+        branch: Callable[[Message], object],
+        cancel: CancelToken | None = None,
+    ) -> None:
+        """Write more of the last assistant reply (it stopped, or ran out of room).
+
+        A model that takes prompt tokens (the embedded one) goes on from the reply's last
+        token, its turn left open (:func:`.continuation.open_turn`); another one is asked to
+        go on (:func:`.continuation.continue_request`, never saved) and what it repeats is
+        dropped. What it writes is joined to the reply as its next version:
+        ``branch(reply)`` moves the chat to just before the reply (the old version stays as
+        version 1), then the joined reply is appended.
+        """
+        cancel = cancel or CancelToken()
+        self._bind(conv)
+        reply = conv.messages[-1] if conv.messages else None
+        if reply is None or reply.role != "assistant" or reply.tool_calls:
+            self._emit(Notice("info", "There is no reply to continue: the chat's last "
+                                      "message is not a reply of the assistant."))
+            self._emit(TurnFinished())
+            return
+        settings = self.settings()
+        tools = self.registry.schemas()
+        call_start = time.perf_counter()
+        asked = Conversation(  # the chat and the request, for a model asked to go on
+            messages=[*conv.messages, Message(role="user", content=continue_request(reply))],
+            compactions=list(conv.compactions),
+        )
+        prefix = can_continue_in_place(self.backend)
+        try:
+            prepared = self.controller.prepare(
+                conv if prefix else asked,
+                system_prompt=settings.system_prompt, tools=tools, cancel=cancel,
+            )
+            tokens = open_turn(self.backend, prepared.messages, tools, reply) if prefix else None
+            if prefix and tokens is None:  # the template rewrites the reply: ask instead
+                prefix = False
+                prepared = self.controller.prepare(
+                    asked, system_prompt=settings.system_prompt, tools=tools, cancel=cancel
+                )
+            max_tokens = max(1, min(settings.sampling.max_reply_tokens, prepared.reserve))
+            self._emit(context_usage(prepared, estimated=not self.backend.info.exact_counts))
+            gen_start = time.perf_counter()
+            text, result = self._generate(
+                prepared.messages, tools, max_tokens, settings, cancel, tokens=tokens
+            )
+        except GenerationCancelled:
+            self._emit(TurnFinished(stopped=True))
+            return
+        except (LLMError, _StreamFailed) as exc:
+            self._emit(Notice("error", f"The model could not continue: {exc}"))
+            self._emit(TurnFinished(error=str(exc)))
+            return
+        ttft = None
+        if result is not None:
+            if result.first_token_s is not None:
+                ttft = gen_start - call_start + result.first_token_s
+            self._emit(ModelCallFinished(result, ttft))
+        stopped = cancel.cancelled or (result is not None and result.stopped)
+        if not prefix:
+            text = only_new(reply.content, text)
+        if not text.strip():
+            if not stopped:
+                self._emit(Notice("info", "The model had nothing to add to its reply."))
+            self._emit(TurnFinished(stopped=stopped))
+            return
+        try:
+            branch(reply)
+            self._append(conv, Message(
+                role="assistant", content=joined(reply.content, text, in_place=prefix),
+                stopped=stopped, figures=reply_figures(result, ttft),
+            ))
+        except OSError as exc:
+            self._finish_failed(f"Could not save the chat: {exc}")
+            return
+        self._emit(TurnFinished(stopped=stopped))
 
     def run_tool_command(
         self,
@@ -283,14 +370,18 @@ class Agent:
                     self._append(conv, Message(role="assistant", content=failed.text, stopped=True))
                 self._emit(Notice("error", f"The model failed: {failed.error}"))
                 return False, str(failed.error)
+            ttft = None
             if result is not None:
-                ttft = None
                 if result.first_token_s is not None:
                     ttft = gen_start - call_start + result.first_token_s
                 self._emit(ModelCallFinished(result, ttft))
+            figures = reply_figures(result, ttft)
             if cancel.cancelled or (result is not None and result.stopped):
                 if text:
-                    self._append(conv, Message(role="assistant", content=text, stopped=True))
+                    self._append(
+                        conv,
+                        Message(role="assistant", content=text, stopped=True, figures=figures),
+                    )
                 return True, None
             parsed = parse_tool_calls(text)
             calls = [
@@ -301,12 +392,13 @@ class Agent:
                 if not text.strip():
                     self._emit(Notice("warning", "The model returned an empty reply."))
                     return False, None
-                self._append(conv, Message(role="assistant", content=text))
+                self._append(conv, Message(role="assistant", content=text, figures=figures))
                 return False, None
             self._append(
                 conv,
                 Message(
-                    role="assistant", content=parsed.content, tool_calls=[p.call for p in calls]
+                    role="assistant", content=parsed.content,
+                    tool_calls=[p.call for p in calls], figures=figures,
                 ),
             )
             results = self._run_calls(conv, calls, cancel, "model")
@@ -340,8 +432,11 @@ class Agent:
         max_tokens: int,
         settings: Settings,
         cancel: CancelToken,
+        *,
+        tokens: list[int] | None = None,
     ) -> tuple[str, GenerationResult | None]:
-        """Stream one reply. Overflow propagates; other failures become _StreamFailed."""
+        """Stream one reply (from exact prompt ``tokens`` when given: a continuation).
+        Overflow propagates; other failures become _StreamFailed."""
         pieces: list[str] = []
         result: GenerationResult | None = None
         stop = () if self.backend.info.supports_native_tools else TEXT_PROTOCOL_STOP
@@ -351,10 +446,16 @@ class Agent:
             top_p=settings.sampling.top_p,
             stop=stop,
         )
-        stream = self.backend.generate(
-            messages, options, tools=tools, cancel=cancel,
-            on_prefill=lambda done, total: self._emit(PromptProgress(done, total)),
-        )
+        def progress(done: int, total: int) -> None:
+            self._emit(PromptProgress(done, total))
+
+        backend = self.backend
+        if tokens is not None and isinstance(backend, TokenGenerator):
+            stream = backend.generate_tokens(tokens, options, cancel=cancel, on_prefill=progress)
+        else:
+            stream = backend.generate(
+                messages, options, tools=tools, cancel=cancel, on_prefill=progress
+            )
         try:
             for event in stream:
                 if event.delta:

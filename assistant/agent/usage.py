@@ -1,9 +1,12 @@
-"""The context bar's numbers: the prompt about to be sent, split into segments."""
+"""The context bar's numbers (the prompt about to be sent, split into segments) and the
+figures saved with each reply."""
 
 from __future__ import annotations
 
 from assistant.agent.events import ContextUsage
 from assistant.compaction.controller import PreparedRequest
+from assistant.conversation import ReplyFigures
+from assistant.llm.base import GenerationResult
 
 
 def context_usage(prepared: PreparedRequest, *, estimated: bool = False) -> ContextUsage:
@@ -16,4 +19,19 @@ def context_usage(prepared: PreparedRequest, *, estimated: bool = False) -> Cont
     return ContextUsage(
         prompt_tokens=total, window=prepared.window, reserve=prepared.reserve,
         segments=segments, estimated=estimated,
+    )
+
+
+def reply_figures(result: GenerationResult | None, ttft_s: float | None) -> ReplyFigures | None:
+    """The figures a reply is saved with (None when the model call reported none)."""
+    if result is None:
+        return None
+    speed = result.completion_tokens / result.generate_s if result.generate_s > 0 else None
+    return ReplyFigures(
+        prompt_tokens=result.prompt_tokens,
+        evaluated=result.prompt_evaluated,
+        reused=result.prompt_reused,
+        completion_tokens=result.completion_tokens,
+        ttft_s=ttft_s if ttft_s is not None else result.first_token_s,
+        tokens_per_s=speed if result.completion_tokens else None,
     )

@@ -15,6 +15,8 @@ Everything above ``llm/`` talks to a model only through these:
   check it with ``isinstance(backend, KVCacheAware)``, never by probing for methods.
 * :class:`Tunable` is optional too: a backend whose prompt evaluation takes an
   :class:`EngineTuning` (threads, batch sizes, chunk reuse).
+* :class:`TokenGenerator` is optional: a backend that generates from exact prompt tokens
+  (a reply continued in place).
 
 Prompts are lists of OpenAI-format message dicts (``Message.to_openai()``).
 """
@@ -305,3 +307,19 @@ class Tunable(Protocol):
         """Apply ``tuning`` (the cache may be emptied); returns a line saying what is in
         force, e.g. "2 threads, n_batch 512, n_ubatch 512 (measured); chunk reuse off"."""
         ...
+
+
+@runtime_checkable
+class TokenGenerator(Protocol):
+    """Optional: a backend that generates from exact prompt tokens, so a caller can leave
+    the assistant's turn open and let the model go on writing it (Continue generation).
+    ``LlamaBackend`` is one; a server engine is not (it takes chat messages)."""
+
+    def generate_tokens(
+        self,
+        tokens: list[int],
+        options: GenerationOptions,
+        *,
+        cancel: CancelToken | None = None,
+        on_prefill: Callable[[int, int], None] | None = None,
+    ) -> Iterator[StreamEvent]: ...

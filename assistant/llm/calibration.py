@@ -22,6 +22,7 @@ import logging
 import os
 import random
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from importlib import metadata
 from pathlib import Path
@@ -40,6 +41,25 @@ DEFAULT_UBATCH = 512
 BUDGET_S = 12.0
 #: A candidate must beat the default by this much to replace it (timings are noisy).
 MIN_GAIN = 0.03
+#: A thread count other than the CPU's cores must be this much faster, in the first round
+#: and again when both are measured a second time: a moment of another program's load can
+#: make fewer threads look faster, and the choice is kept for every later load.
+THREADS_MARGIN = 0.25
+#: The machine is busy when its 1-minute load average is at least this many runnable
+#: threads per CPU. Timings then measure the other programs as much as llama.cpp: the
+#: thread count stays the cores', and the calibration is measured again on a later load
+#: when the machine is idle.
+BUSY_LOAD = 1.0
+
+Measure = Callable[[Any, PrefillConfig, list[int]], float]
+
+
+def machine_load() -> float:
+    """Runnable threads per CPU over the last minute (0.0 where unknown)."""
+    try:
+        return os.getloadavg()[0] / max(1, logical_cpus())
+    except (AttributeError, OSError):  # pragma: no cover - not Unix
+        return 0.0
 
 
 def logical_cpus() -> int:
@@ -178,6 +198,15 @@ class Calibration:
     seconds: float
     #: Every trial: (threads, n_batch, n_ubatch, tokens per second).
     trials: list[tuple[int, int, int, float]] = field(default_factory=list)
+    #: The machine's load per CPU when it was measured (see :data:`BUSY_LOAD`).
+    load: float = 0.0
+    #: Why the thread count is what it is, in words (the settings show it).
+    threads_note: str = ""
+
+    @property
+    def busy(self) -> bool:
+        """Measured while other programs kept the CPUs busy (measured again when idle)."""
+        return self.load >= BUSY_LOAD
 
     def to_json(self) -> dict[str, Any]:
         out = asdict(self)
@@ -195,11 +224,19 @@ class Calibration:
             trials=[
                 (int(t[0]), int(t[1]), int(t[2]), float(t[3])) for t in raw.get("trials", [])
             ],
+            load=float(raw.get("load", 0.0)),
+            threads_note=str(raw.get("threads_note", "")),
         )
 
 
 def calibrate(
-    llm: Any, *, budget_s: float = BUDGET_S, max_tokens: int = 512, threads: int = 0
+    llm: Any,
+    *,
+    budget_s: float = BUDGET_S,
+    max_tokens: int = 512,
+    threads: int = 0,
+    measure: Measure = measure_prefill,
+    load: float | None = None,
 ) -> Calibration:
     """Time candidate prefill settings on ``llm``'s model and return the fastest.
 
@@ -207,11 +244,16 @@ def calibrate(
     then use as many tokens (64 to ``max_tokens``) as fit the budget. Every thread count is
     tried (past the budget if need be); the batch sizes only while the budget lasts.
     ``threads`` > 0 fixes the thread count (only the batch sizes are measured).
+
+    The thread count is the cores' unless another one is clearly faster
+    (:data:`THREADS_MARGIN`, confirmed by measuring both again), and always the cores'
+    while the machine is busy (``load``, by default :func:`machine_load`).
     """
+    load = machine_load() if load is None else load
     started = time.perf_counter()
     cands = [threads] if threads > 0 else thread_candidates()
     default = PrefillConfig(cands[0], DEFAULT_BATCH, DEFAULT_UBATCH)
-    warm = measure_prefill(llm, default, probe_tokens(llm, 64, seed=1))
+    warm = measure(llm, default, probe_tokens(llm, 64, seed=1))
     planned = len(cands) + 3
     left = max(0.5, budget_s - (time.perf_counter() - started))
     n = int(warm * left / planned) // 64 * 64
@@ -225,13 +267,23 @@ def calibrate(
         if not always and time.perf_counter() - started > budget_s:
             return
         try:
-            results[cfg] = measure_prefill(llm, cfg, tokens)
+            results[cfg] = measure(llm, cfg, tokens)
         except RuntimeError as exc:
             log.warning("prefill trial %s failed: %s", cfg.describe(), exc)
 
     for t in cands:  # the choice that matters most: measured even past the budget
         trial(PrefillConfig(t, DEFAULT_BATCH, DEFAULT_UBATCH), always=True)
-    best_threads = max(results, key=lambda c: results[c]).threads if results else cands[0]
+    rechecks: list[tuple[PrefillConfig, float]] = []
+
+    def again(cfg: PrefillConfig) -> float:
+        try:
+            value = measure(llm, cfg, tokens)
+        except RuntimeError:
+            return 0.0
+        rechecks.append((cfg, value))
+        return value
+
+    best_threads, threads_note = _pick_threads(results, default, again, load)
     for ub in (256, 128):
         if ub < n:
             trial(PrefillConfig(best_threads, DEFAULT_BATCH, ub))
@@ -240,18 +292,53 @@ def calibrate(
         if best.n_batch != best.n_ubatch and n > best.n_ubatch:
             trial(PrefillConfig(best.threads, best.n_ubatch, best.n_ubatch))
     default_tps = results.get(default, 0.0)
-    chosen = default
-    if results:
-        best = max(results, key=lambda c: results[c])
-        if results[best] > default_tps * (1 + MIN_GAIN):
+    base = PrefillConfig(best_threads, DEFAULT_BATCH, DEFAULT_UBATCH)
+    chosen = base
+    mine = {c: v for c, v in results.items() if c.threads == best_threads}
+    if mine:
+        best = max(mine, key=lambda c: mine[c])
+        if mine[best] > mine.get(base, 0.0) * (1 + MIN_GAIN):
             chosen = best
+    trials = [(c.threads, c.n_batch, c.n_ubatch, round(v, 2)) for c, v in results.items()]
+    trials += [(c.threads, c.n_batch, c.n_ubatch, round(v, 2)) for c, v in rechecks]
     return Calibration(
         config=chosen,
         tokens_per_s=results.get(chosen, warm),
         default_tokens_per_s=default_tps,
         prompt_tokens=n,
         seconds=time.perf_counter() - started,
-        trials=[(c.threads, c.n_batch, c.n_ubatch, round(v, 2)) for c, v in results.items()],
+        trials=trials,
+        load=round(load, 2),
+        threads_note=threads_note,
+    )
+
+
+def _pick_threads(
+    results: dict[PrefillConfig, float],
+    default: PrefillConfig,
+    again: Callable[[PrefillConfig], float],
+    load: float,
+) -> tuple[int, str]:
+    """The thread count to keep and why: the cores' (``default``) unless another count
+    was :data:`THREADS_MARGIN` faster and is again when both are measured once more; the
+    cores' whatever the timings while the machine is busy."""
+    cores = default.threads
+    others = [c for c in results if c.threads != cores]
+    if default not in results or not others:
+        return cores, f"{cores} (the CPU's cores)"
+    challenger = max(others, key=lambda c: results[c])
+    if results[challenger] < results[default] * (1 + THREADS_MARGIN):
+        return cores, f"{cores} (the CPU's cores; no other count was clearly faster)"
+    if load >= BUSY_LOAD:
+        return cores, (
+            f"{cores} (the CPU's cores: the machine was busy while measuring, load "
+            f"{load:.1f} per CPU, so {challenger.threads} looked faster; measured again "
+            "when it is idle)"
+        )
+    if again(challenger) < again(default) * (1 + THREADS_MARGIN):
+        return cores, f"{cores} (the CPU's cores; {challenger.threads} was not faster twice)"
+    return challenger.threads, (
+        f"{challenger.threads} (measured clearly faster than {cores}, twice)"
     )
 
 
@@ -282,14 +369,20 @@ class CalibrationStore:
             return {}
         return raw if isinstance(raw, dict) else {}
 
-    def get(self, key: str) -> Calibration | None:
+    def get(self, key: str, *, load: float | None = None) -> Calibration | None:
+        """The kept calibration, or None: none yet, or one measured while the machine was
+        busy and it is idle now (``load``, by default :func:`machine_load`): measure
+        again."""
         raw = self._read().get(key)
         if not isinstance(raw, dict):
             return None
         try:
-            return Calibration.from_json(raw)
+            got = Calibration.from_json(raw)
         except (KeyError, TypeError, ValueError):
             return None
+        if got.busy and (machine_load() if load is None else load) < BUSY_LOAD:
+            return None
+        return got
 
     def put(self, key: str, calibration: Calibration) -> None:
         data = self._read()

@@ -14,6 +14,7 @@ forgets it, removing a registered model deletes its file from the model folder.
 from __future__ import annotations
 
 import json
+import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -23,7 +24,7 @@ from typing import Any, Literal
 from assistant import jsonlimits, paths
 from assistant.atomicfile import make_dirs, write_atomically
 from assistant.llm.gguf import GGUFHeader, GGUFHeaderError, read_header
-from assistant.llm.provision import ProvisionError, provision
+from assistant.llm.provision import ProvisionError, provision, sha256_file
 from assistant.llm.registry import ModelEntry, Registry, bundle_dir, model_path
 
 #: A trial load asks for no more than this many tokens of context (cheap, any model).
@@ -51,6 +52,9 @@ class CatalogModel:
     installable: bool = False
     #: Shipped inside the app (cannot be removed).
     bundled: bool = False
+    #: The name written inside the GGUF file (``general.name``), shown as a detail: the
+    #: model's one name is ``display_name`` (the registry's, or the file's name).
+    gguf_name: str | None = None
 
     @property
     def removable(self) -> bool:
@@ -114,7 +118,7 @@ def _added(item: dict[str, Any]) -> CatalogModel:
     context = item.get("context_length")
     return CatalogModel(
         key=str(path),
-        display_name=str(item.get("name") or path.name),
+        display_name=str(item.get("display_name") or path.stem),
         path=path,
         source="added",
         installed=present,
@@ -122,7 +126,22 @@ def _added(item: dict[str, Any]) -> CatalogModel:
         license=str(item.get("license") or "unknown (see the model's page)"),
         context_length=int(context) if isinstance(context, int) else None,
         architecture=str(item["architecture"]) if item.get("architecture") else None,
+        gguf_name=str(item["name"]) if item.get("name") else None,
     )
+
+
+def model_name(key: str, registry: Registry | None) -> str:
+    """A model's one name, the same in every window: a registered model's display name,
+    else the name an added file was given (its file name, or the registered model it is
+    a copy of), else the file's name."""
+    entry = registry.get(key) if registry is not None else None
+    if entry is not None:
+        return entry.display_name
+    path = Path(key).expanduser()
+    for item in load_added():
+        if Path(str(item["path"])) == path:
+            return _added(item).display_name
+    return path.stem if path.suffix.lower() == ".gguf" else key
 
 
 def list_models(registry: Registry | None) -> list[CatalogModel]:
@@ -158,12 +177,24 @@ def check_gguf(
     try:
         (trial_load or _llama_trial_load)(path)
     except Exception as exc:  # whatever the loader raises, the user needs a sentence
-        reason = getattr(exc, "reason", None) or str(exc)
+        detail = _load_detail(str(getattr(exc, "reason", None) or exc))
         raise ModelFileError(
             f"{path.name} looks like a {header.architecture} model, but llama.cpp cannot load "
-            f"it: {reason} The file is probably incomplete or damaged (download it again)."
+            f"it{f' ({detail})' if detail else ''}. The file is probably incomplete or "
+            "damaged (download it again)."
         ) from None
     return header
+
+
+def _load_detail(reason: str) -> str:
+    """What the loader said beyond "llama.cpp could not load it; the file may be damaged",
+    which the message says once itself."""
+    text = reason.strip().rstrip(".")
+    text = re.sub(r"^(Cannot load model \S+: )?llama\.cpp (could not|cannot) load it\s*", "", text)
+    text = re.sub(r";?\s*the file may be damaged$", "", text).strip()
+    if text.startswith("(") and text.endswith(")"):
+        text = text[1:-1].strip()
+    return text
 
 
 def _llama_trial_load(path: Path) -> None:
@@ -172,11 +203,50 @@ def _llama_trial_load(path: Path) -> None:
     LlamaBackend.load(str(path), n_ctx=TRIAL_CONTEXT, threads=1).close()
 
 
+def _identical(path: Path, digest: str, registry: Registry | None) -> str | ModelEntry | None:
+    """What ``path`` (contents ``digest``) is a copy of: a refusal (a sentence) when the
+    same model is already installed or added, the registered model when it is a copy of
+    one not installed yet, else None."""
+    for item in load_added():
+        other = Path(str(item["path"]))
+        if item.get("sha256") == digest and other.resolve() != path and other.is_file():
+            return (
+                f"{path.name} is identical to {_added(item).display_name}, added from "
+                f"{other} (same contents, sha256 {digest[:12]}…): use that one."
+            )
+    for entry in registry.models if registry is not None else ():
+        if entry.sha256 != digest:
+            continue
+        registered = _registered(entry)
+        if registered.installed and registered.path.resolve() != path:
+            return (
+                f"{path.name} is identical to {entry.display_name}, which is already "
+                f"installed (same contents, sha256 {digest[:12]}…): use {entry.display_name}."
+            )
+        return entry
+    return None
+
+
 def add_model(
-    path: Path, trial_load: Callable[[Path], None] | None = None
+    path: Path,
+    trial_load: Callable[[Path], None] | None = None,
+    registry: Registry | None = None,
 ) -> CatalogModel:
-    """Check ``path`` and remember it (adding a file twice changes nothing)."""
+    """Check ``path`` and remember it (adding a file twice changes nothing).
+
+    A byte-identical copy (same sha256) of an installed registered model, or of another
+    added file, is refused with a message naming that model; a copy of a registered model
+    that is not installed is added as that model (its name and licence)."""
     path = path.expanduser().resolve()
+    if not path.is_file():
+        check_gguf(path, trial_load)  # says what is wrong
+    try:
+        digest = sha256_file(path)
+    except OSError as exc:
+        raise ModelFileError(f"{path.name} cannot be read: {exc.strerror or exc}.") from None
+    same = _identical(path, digest, registry)
+    if isinstance(same, str):
+        raise ModelFileError(same)
     header = check_gguf(path, trial_load)
     items = [i for i in load_added() if Path(str(i["path"])).resolve() != path]
     item: dict[str, Any] = {
@@ -185,8 +255,12 @@ def add_model(
         "architecture": header.architecture,
         "context_length": header.usable_context,  # the claim, capped by what the file backs
         "size": path.stat().st_size,
+        "sha256": digest,
         "added": time.time(),
     }
+    if same is not None:
+        item.update(display_name=same.display_name, license=same.license,
+                    registered=same.name, context_length=same.context_length)
     items.append(item)
     _save_added(items)
     return _added(item)

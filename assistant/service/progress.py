@@ -17,6 +17,7 @@ import time
 from collections.abc import Callable
 
 from assistant.agent.events import ContextUsage, PromptProgress
+from assistant.conversation import ReplyFigures
 from assistant.llm.base import GenerationResult
 from assistant.service.events import PrefillProgress, ReplyStats
 
@@ -90,7 +91,7 @@ def eta_text(seconds: float) -> str:
     return f"about {round(seconds / 60)} min left"
 
 
-def stats_text(stats: ReplyStats) -> str:
+def stats_text(stats: ReplyStats | ReplyFigures) -> str:
     """One line for a message footer: what the reply cost and how fast it came."""
     parts: list[str] = []
     if stats.ttft_s is not None:

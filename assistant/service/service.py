@@ -711,6 +711,55 @@ class ChatService:
         self._status(self.status_machine.note(note))
         self.measure_context()
 
+    def continue_reply(self) -> None:
+        """Write more of the last assistant reply (Chat → Continue generation): the longer
+        reply becomes the reply's next version, the old one stays as version 1."""
+        if self.busy:
+            self.notice("warning", "Wait for the reply to finish (or press Esc).")
+            return
+        handle, engine = self.handle, self.engine
+        if handle is None or engine is None:
+            self.notice("warning", "There is no reply to continue yet." if engine is not None
+                        else "The model is not loaded yet.")
+            return
+
+        def branch(reply: Message) -> None:
+            handle.regenerate_from(reply.id)
+            self.emit(ConversationReset(handle.chat_id))
+
+        job = self._on_shown_branch(
+            lambda c: engine.agent.continue_reply(handle.conversation, branch, c)
+        )
+        self.jobs.run(job, self._after_reply, model_call=True)
+
+    def delete_message(self, message_id: str) -> None:
+        """Delete a message as a new branch without it (the old branch stays: ``< >``)."""
+        if self.busy:
+            self.notice("warning", "Wait for the reply to finish (or press Esc).")
+            return
+        handle = self.handle
+        if handle is None:
+            return
+
+        def job(_cancel: CancelToken) -> str | None:
+            try:
+                handle.delete_message(message_id)
+            except (KeyError, ValueError) as exc:
+                return str(exc).strip("'") or "That message is not in this chat."
+            return None
+
+        def then(refused: str | None) -> bool:
+            self.emit(ConversationReset(handle.chat_id))
+            if refused:
+                self.notice("warning", f"Not deleted: {refused}")
+            else:
+                self.notice("info", "Message deleted: the chat goes on without it on a new "
+                                    "branch; the version with it stays in the chat as "
+                                    "another branch.")
+            return False
+
+        self.jobs.run(self._on_shown_branch(job), then, "Deleting")
+
     def _branch_and_answer(self, branch: Callable[[ChatHandle], object]) -> None:
         if self.busy:
             self.notice("warning", "Wait for the reply to finish (or press Esc).")

@@ -261,6 +261,39 @@ class ChatHandle:
                 raise ValueError("Only an assistant reply can be regenerated")
             return self.switch_to(old.parent_id, summarize=summarize_abandoned)
 
+    def delete_message(self, message_id: str) -> Conversation:
+        """Branch: the active branch without ``message_id``; nothing is lost.
+
+        The chat moves to just before the message (a checkout entry records it) and the
+        messages after it are appended again as copies, so the old branch, the message
+        included, stays in the file as another version (``< >``). Deleting an assistant
+        message deletes the tool results of its calls with it; a tool result alone cannot
+        be deleted (its call would be left unanswered).
+        """
+        with self._mutex:
+            self._check_writable()
+            conv = self.conversation
+            index = conv.index_of(message_id)
+            target = conv.messages[index]
+            if target.role == "tool":
+                raise ValueError(
+                    "A tool result is deleted with the reply whose call it answers."
+                )
+            if self.is_branch_summary(message_id):
+                raise ValueError("A branch summary cannot be deleted.")
+            calls = {call.id for call in target.tool_calls}
+            later = [
+                m.model_copy(update={"id": new_id()}, deep=True)
+                for m in conv.messages[index + 1:]
+                if not (m.role == "tool" and m.tool_call_id in calls)
+                and not self.is_branch_summary(m.id)
+            ]
+            parent = self._tree.message_entry(message_id).parent_id
+            self.switch_to(parent, summarize=False)
+            for copy in later:
+                conv.append(copy)
+            return conv
+
     def branch_target(self, message_id: str, direction: int = 1) -> str:
         """Where :meth:`switch_branch` would land (the newest entry of the alternative
         ``direction`` steps from ``message_id``), without going there."""

@@ -72,16 +72,20 @@ def _render(shown: str, lines: list[str], start: int, end: int, cap: int) -> str
         used += len(line) + 1
         last = number
     whole = start == 1 and last == total
+    cut = last < end
     header = (
         f"{shown} ({total:,} lines)"
         if whole
-        else (f"{shown} (lines {start:,}-{last:,} of {total:,})")
+        else (f"{shown} (lines {start:,}-{last:,} of {total:,}"
+              f"{', cut to fit: see the note at the end' if cut else ''})")
     )
     body = "\n".join(out)
-    if last < end:
+    if cut:
         body += (
-            f"\n[Truncated: showing lines {start:,}-{last:,} of {total:,}. To read more, call "
-            f"read_file with path={shown!r}, start_line={last + 1}"
+            f"\n[Truncated: showing lines {start:,}-{last:,} of {total:,}, because one read "
+            f"shows at most {cap:,} characters (its share of the model's context window). "
+            f"To read the rest: /read {shown} {last + 1}-{end}, or call read_file with "
+            f"path={shown!r}, start_line={last + 1}"
             f"{f', end_line={end}' if end < total else ''}.]"
         )
     elif last < total and not whole:

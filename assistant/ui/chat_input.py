@@ -12,6 +12,7 @@ from PySide6.QtGui import QKeyEvent
 from PySide6.QtWidgets import QFrame, QPlainTextEdit, QSizePolicy, QWidget
 
 from assistant.ui.slash_completer import SlashCompleter
+from assistant.ui.theme import zoomed_font
 
 MAX_LINES = 8
 
@@ -32,6 +33,11 @@ class ChatInput(QPlainTextEdit):
         self.completer = SlashCompleter(self)
         self.document().documentLayout().documentSizeChanged.connect(self._fit)
         self._update_placeholder()
+        self._fit()
+
+    def set_zoom(self, percent: int) -> None:
+        """The text size in percent of the application's (View → Zoom)."""
+        self.setFont(zoomed_font(percent))
         self._fit()
 
     def set_enter_sends(self, enter_sends: bool) -> None:

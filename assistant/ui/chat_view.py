@@ -2,10 +2,15 @@
 
 It renders a :class:`Conversation` (``set_conversation``) and then follows the agent's
 events live: streamed text grows one assistant bubble (fed in ~30 ms batches by the
-bridge), tool results fill their cards, pruning and compaction add notices. Messages a
-compaction summarized are folded into that compaction's notice. Long chats render only the
-newest entries at first ("Show earlier messages" renders more), so opening one stays fast.
-The view sticks to the bottom while the user has not scrolled up.
+bridge), tool results fill their cards, pruning and compaction add notices.
+
+Every message of the branch is shown, also the ones a compaction summarized: a compaction
+is a divider at its cut ("The model now sees a summary of everything above") that expands
+to the summary the model receives. Long chats render on demand: the newest :data:`PAGE`
+entries when a chat opens, a page more each time the user scrolls to the top (or presses
+"Show earlier messages"), keeping what was on screen in place. A message and the tool
+results that answer its calls are one unit, never split across pages. The view sticks to
+the bottom while the user has not scrolled up.
 """
 
 from __future__ import annotations
@@ -20,12 +25,14 @@ from assistant.conversation import CompactionRecord, Conversation, Message, Tool
 from assistant.sessions.summary import is_branch_summary, summary_text
 from assistant.ui.message_widgets import MessageWidget
 from assistant.ui.notices import CompactionNotice, NoticeWidget, PruneNotice
+from assistant.ui.theme import zoomed_font
 from assistant.ui.tool_card import ToolCard
 
-#: Entries rendered when a chat opens, and per "Show earlier messages" click.
+#: Units (a message with its tool results, or a compaction divider) rendered when a chat
+#: opens, and per page loaded when the user scrolls to the top.
 PAGE = 80
 
-OriginalsProvider = Callable[[CompactionRecord], list[Message]]
+Builder = Callable[[], list[QWidget]]
 BranchInfoProvider = Callable[[str], tuple[int, int]]
 
 
@@ -44,6 +51,7 @@ def cut_index(conv: Conversation, record: CompactionRecord) -> int | None:
 class ChatView(QScrollArea):
     edit_requested = Signal(str)
     regenerate_requested = Signal(str)
+    delete_requested = Signal(str)
     branch_step_requested = Signal(str, int)
     #: Entries were added or removed (the window shows the welcome page while empty).
     entries_changed = Signal()
@@ -69,16 +77,19 @@ class ChatView(QScrollArea):
         bar = self.verticalScrollBar()
         bar.rangeChanged.connect(self._range_changed)
         bar.valueChanged.connect(self._value_changed)
+        bar.actionTriggered.connect(self._user_scrolled)
 
-        self.originals: OriginalsProvider = lambda _record: []
         self.branch_info: BranchInfoProvider | None = None
-        self._pending: list[Callable[[], QWidget | None]] = []
+        self._pending: list[Builder] = []
+        #: Distance from the bottom to keep while earlier entries are laid out above.
+        self._anchor: int | None = None
         self.message_widgets: dict[str, MessageWidget] = {}
         self.cards: dict[str, ToolCard] = {}
         self.streaming: MessageWidget | None = None
         self._streamed = ""
         self._rendered: set[str] = set()
         self._actions_enabled = True
+        self.zoom = 100
         #: Speed figures of the model call that just finished, for the reply it wrote.
         self._pending_footer = ""
 
@@ -93,17 +104,37 @@ class ChatView(QScrollArea):
                 out.append(widget)
         return out
 
+    def set_zoom(self, percent: int) -> None:
+        """Text size in percent (View → Zoom): prose follows the viewport's font; code
+        and tool output, which set a monospace font of their own, are scaled here."""
+        self.zoom = percent
+        self._inner.setFont(zoomed_font(percent))
+        for widget in self.entries():
+            self._zoom_mono(widget)
+
+    def _zoom_mono(self, widget: QWidget) -> None:
+        mono = zoomed_font(self.zoom, mono=True)
+        family = mono.family()
+        for child in [widget, *widget.findChildren(QWidget)]:
+            if child.testAttribute(Qt.WidgetAttribute.WA_SetFont) and (
+                child.font().family() == family
+            ):
+                child.setFont(mono)
+
     @property
     def is_empty(self) -> bool:
         return not self.entries() and not self._pending
 
     def _append(self, widget: QWidget) -> QWidget:
+        self._anchor = None  # new entries at the bottom: follow the usual rule
+        self._zoom_mono(widget)
         self._layout.insertWidget(self._layout.count() - 1, widget)
         self.entries_changed.emit()
         return widget
 
     def _prepend(self, widgets: list[QWidget]) -> None:
         for offset, widget in enumerate(widgets):
+            self._zoom_mono(widget)
             self._layout.insertWidget(1 + offset, widget)
         self.entries_changed.emit()
 
@@ -121,51 +152,83 @@ class ChatView(QScrollArea):
         self._rendered.clear()
         self.streaming = None
         self._pending = []
+        self._anchor = None
         self.more_button.setVisible(False)
         self._stick = True
         self.entries_changed.emit()
 
     # -- full render -------------------------------------------------------------------
     def set_conversation(self, conv: Conversation, page: int = PAGE) -> None:
-        """Render a whole conversation (a chat was opened, a branch switched, compacted)."""
+        """Render a whole conversation (a chat was opened, a branch switched, compacted):
+        the newest ``page`` units now, the rest on demand."""
         self.setUpdatesEnabled(False)
         try:
             self.clear()
             builders = self._builders(conv)
             self._pending = builders[:-page] if len(builders) > page else []
             for build in builders[-page:]:
-                widget = build()
-                if widget is not None:
+                for widget in build():
                     self._append(widget)
             self.more_button.setVisible(bool(self._pending))
         finally:
             self.setUpdatesEnabled(True)
         self.scroll_to_bottom()
 
+    @property
+    def pending_count(self) -> int:
+        """Units of history not rendered yet."""
+        return len(self._pending)
+
     def show_earlier(self) -> None:
+        """Render one more page of older entries above, keeping the view where it was."""
+        if not self._pending:
+            return
         chunk, self._pending = self._pending[-PAGE:], self._pending[:-PAGE]
-        widgets = [w for build in chunk if (w := build()) is not None]
+        widgets = [w for build in chunk for w in build()]
+        bar = self.verticalScrollBar()
         self._stick = False
+        self._anchor = bar.maximum() - bar.value()
         self._prepend(widgets)
         self.more_button.setVisible(bool(self._pending))
 
-    def _builders(self, conv: Conversation) -> list[Callable[[], QWidget | None]]:
-        """One deferred constructor per entry, so off-screen history costs nothing."""
-        builders: list[Callable[[], QWidget | None]] = []
-        start = 0
-        for record in conv.compactions:
-            cut = cut_index(conv, record)
-            if cut is None or cut < start:
-                continue
-            builders.append(partial(self._make_compaction, record))
-            start = cut
-        for msg in conv.messages[start:]:
-            builders.append(partial(self._make_message, msg))
+    def _builders(self, conv: Conversation) -> list[Builder]:
+        """One deferred constructor per unit (a compaction divider; a message with the tool
+        results answering its calls), so off-screen history costs nothing until shown."""
+        dividers: dict[int, list[CompactionRecord]] = {}
+        placed = [
+            (cut, record)
+            for record in conv.compactions
+            if (cut := cut_index(conv, record)) is not None
+        ]
+        for cut, record in placed:
+            dividers.setdefault(cut, []).append(record)
+        latest = placed[-1][1].id if placed else None
+        builders: list[Builder] = []
+        unit: list[Message] = []
+
+        def flush() -> None:
+            if unit:
+                builders.append(partial(self._make_unit, list(unit)))
+                unit.clear()
+
+        for index, msg in enumerate([*conv.messages, None]):
+            for record in dividers.get(index, []):
+                flush()
+                builders.append(partial(self._make_compaction, record, record.id != latest))
+            if msg is None:
+                break
+            if msg.role != "tool":
+                flush()
+            unit.append(msg)
+        flush()
         return builders
 
     # -- entries -----------------------------------------------------------------------
-    def _make_compaction(self, record: CompactionRecord) -> QWidget:
-        return CompactionNotice(record, lambda: self.originals(record))
+    def _make_compaction(self, record: CompactionRecord, superseded: bool) -> list[QWidget]:
+        return [CompactionNotice(record, superseded=superseded)]
+
+    def _make_unit(self, messages: list[Message]) -> list[QWidget]:
+        return [w for msg in messages if (w := self._make_message(msg)) is not None]
 
     def _make_message(self, msg: Message) -> QWidget | None:
         self._rendered.add(msg.id)
@@ -185,6 +248,7 @@ class ChatView(QScrollArea):
         widget = MessageWidget(msg)
         widget.edit_requested.connect(self.edit_requested)
         widget.regenerate_requested.connect(self.regenerate_requested)
+        widget.delete_requested.connect(self.delete_requested)
         widget.branch_step_requested.connect(self.branch_step_requested)
         widget.set_actions_enabled(self._actions_enabled)
         self.message_widgets[msg.id] = widget
@@ -212,6 +276,7 @@ class ChatView(QScrollArea):
             self._take_footer(widget)
             widget.edit_requested.connect(self.edit_requested)
             widget.regenerate_requested.connect(self.regenerate_requested)
+            widget.delete_requested.connect(self.delete_requested)
             widget.branch_step_requested.connect(self.branch_step_requested)
             widget.set_actions_enabled(self._actions_enabled)
             self.message_widgets[msg.id] = widget
@@ -293,7 +358,7 @@ class ChatView(QScrollArea):
         return notice
 
     def add_compaction_notice(self, record: CompactionRecord) -> CompactionNotice:
-        notice = CompactionNotice(record, lambda: self.originals(record))
+        notice = CompactionNotice(record)
         self._append(notice)
         return notice
 
@@ -316,9 +381,18 @@ class ChatView(QScrollArea):
         bar.setValue(bar.maximum())
 
     def _range_changed(self, _minimum: int, maximum: int) -> None:
-        if self._stick:
+        if self._anchor is not None:
+            self.verticalScrollBar().setValue(max(0, maximum - self._anchor))
+        elif self._stick:
             self.verticalScrollBar().setValue(maximum)
+
+    def _user_scrolled(self, _action: int) -> None:
+        """The user moved the view (wheel, keys, scroll bar): stop holding the position
+        kept while an earlier page was laid out."""
+        self._anchor = None
 
     def _value_changed(self, value: int) -> None:
         bar = self.verticalScrollBar()
         self._stick = value >= bar.maximum() - 40
+        if value <= bar.minimum() < bar.maximum() and self._pending and self._anchor is None:
+            self.show_earlier()  # scrolled to the top: the next page of history

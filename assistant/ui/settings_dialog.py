@@ -13,6 +13,7 @@ separate methods of the one class.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -119,6 +120,7 @@ class SettingsDialog(QDialog):
         self._result: Settings | None = settings.model_copy(deep=True)
         self.errors: list[str] = []
         self._previous_model_index = 0
+        self._prefill_text = prefill_text
 
         layout = QVBoxLayout(self)
         layout.setContentsMargins(16, 14, 16, 12)
@@ -181,9 +183,10 @@ class SettingsDialog(QDialog):
         self.threads = _spin(-1, 1024)
         form.addRow("CPU threads", self.threads)
         threads_help = help_label(
-            "0 picks automatically. Changing the model, the threads or the window reloads "
-            "the model in the background."
+            threads_help_text(self._prefill_text) + " Changing the model, the threads or the "
+            "window reloads the model in the background."
         )
+        self.threads_help = threads_help
         threads_help.setMinimumWidth(440)
         form.addRow("", threads_help)
         self.temperature = _dspin(0.0, 5.0, 0.05)
@@ -636,3 +639,22 @@ class SettingsDialog(QDialog):
 def _describe_loc(loc: tuple[Any, ...]) -> str:
     """The field as this dialog names it (shared with settings-file errors)."""
     return setting_name(loc)
+
+
+_IN_FORCE = re.compile(r"^(?P<n>\d+) threads?\b.*?\((?P<how>measured|default|set)\)")
+
+
+def threads_help_text(prefill_text: str) -> str:
+    """What the CPU threads setting does, with the count in force now: "0 picks
+    automatically — now 2 threads (measured on this computer)." """
+    match = _IN_FORCE.match(prefill_text)
+    if match is None:
+        return ("0 picks automatically: the CPU's cores, or the count measured on the first "
+                "load of the model.")
+    n = int(match.group("n"))
+    how = {
+        "measured": "measured on this computer",
+        "default": "the CPU's cores",
+        "set": "set here",
+    }[match.group("how")]
+    return f"0 picks automatically — now {n} thread{'s' if n != 1 else ''} ({how})."

@@ -61,6 +61,8 @@ class Colors:
     seg_schemas: str
     seg_reserve: str
     seg_free: str
+    #: Text of controls that cannot be used now (greyed out, clearly unlike enabled ones).
+    disabled_text: str = "#a3aab4"
 
 
 LIGHT = Colors(
@@ -121,6 +123,7 @@ DARK = Colors(
     seg_schemas="#d29922",
     seg_reserve="#4a4e57",
     seg_free="#30333a",
+    disabled_text="#5d636c",
 )
 
 
@@ -145,6 +148,15 @@ def monospace_font(point_size: float | None = None) -> QFont:
     font = QFontDatabase.systemFont(QFontDatabase.SystemFont.FixedFont)
     if point_size is not None:
         font.setPointSizeF(point_size)
+    return font
+
+
+def zoomed_font(percent: int, *, mono: bool = False) -> QFont:
+    """The application's font (or the monospace one) at ``percent`` of its size."""
+    font = monospace_font() if mono else QFont(QGuiApplication.font())
+    size = font.pointSizeF()
+    if size > 0:
+        font.setPointSizeF(size * percent / 100)
     return font
 
 
@@ -228,7 +240,16 @@ QPushButton, QToolButton {{
     padding: 5px 12px;
 }}
 QPushButton:hover, QToolButton:hover {{ border-color: {c.accent}; }}
-QPushButton:disabled {{ color: {c.muted}; }}
+QPushButton:disabled, QToolButton:disabled {{ color: {c.disabled_text};
+    background: {c.window}; border: 1px dashed {c.border}; }}
+QMenuBar {{ background: {c.sidebar}; border-bottom: 1px solid {c.border}; }}
+QMenuBar::item {{ padding: 4px 10px; background: transparent; }}
+QMenuBar::item:selected {{ background: {c.selection}; border-radius: 4px; }}
+QMenu {{ background: {c.surface}; border: 1px solid {c.border}; padding: 4px 0; }}
+QMenu::item {{ padding: 5px 28px 5px 14px; }}
+QMenu::item:selected {{ background: {c.selection}; color: {c.text}; }}
+QMenu::item:disabled {{ color: {c.disabled_text}; }}
+QMenu::separator {{ height: 1px; background: {c.border}; margin: 4px 8px; }}
 QPushButton#PrimaryButton {{ background: {c.accent}; color: {c.accent_text};
     border: 1px solid {c.accent}; font-weight: 600; }}
 QPushButton#PrimaryButton:disabled {{ background: {c.border}; border-color: {c.border};
@@ -262,7 +283,12 @@ QFrame#Notice[level="warning"] {{ background: {c.warning_bg}; }}
 QFrame#Notice[level="warning"] QLabel {{ color: {c.warning}; }}
 QFrame#Notice[level="error"] {{ background: {c.error_bg}; border: 1px solid {c.error}; }}
 QFrame#Notice[level="error"] QLabel {{ color: {c.error}; }}
-QFrame#CompactionNotice {{ background: {c.info_bg}; border: 1px dashed {c.seg_summary};
+QFrame#CompactionNotice {{ background: transparent; border: none; }}
+QFrame#DividerRule {{ background: {c.seg_summary}; border: none; max-height: 1px; }}
+QPushButton#DividerHeader {{ border: 1px solid {c.seg_summary}; border-radius: 11px;
+    background: {c.info_bg}; padding: 3px 12px; font-weight: 600; }}
+QPushButton#DividerHeader:hover {{ color: {c.accent}; border-color: {c.accent}; }}
+QFrame#SummaryBox {{ background: {c.info_bg}; border: 1px dashed {c.seg_summary};
     border-radius: 8px; }}
 QLabel#PruneNotice {{ color: {c.muted}; font-size: 9pt; }}
 #ComposerFrame {{ background: {c.surface}; border-top: 1px solid {c.border}; }}
@@ -318,6 +344,7 @@ QLabel#ModelState[state="installed"] {{ background: {c.info_bg}; color: {c.ok}; 
 QLabel#ModelState[state="file-missing"] {{ background: {c.error_bg}; color: {c.error}; }}
 QLabel#ModelPath {{ color: {c.muted}; font-size: 8pt; }}
 QLabel#ModelsMessage {{ color: {c.text}; }}
+QLabel#InstallNote {{ color: {c.warning}; }}
 QLabel#ModelsMessage[error="true"] {{ color: {c.error}; }}
 QPushButton#StatusButton {{ border: none; background: transparent; color: {c.muted};
     padding: 0 6px; }}

@@ -4,6 +4,7 @@ result; a pruned result says so and can still show the original."""
 from __future__ import annotations
 
 import json
+import re
 
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import (
@@ -157,8 +158,7 @@ class ToolCard(QFrame):
         elif self.result.pruned:
             status = "output cleared"
         else:
-            lines = self.result.content.count("\n") + 1 if self.result.content else 0
-            status = f"{lines} line{'s' if lines != 1 else ''}"
+            status = result_size(self.call.name, self.result.content)
         who = " (you)" if self.result is not None and self.result.initiated_by == "user" else ""
         self.header.setText(
             f"{arrow}  {self.call.name}{who}   {_short_arguments(self.call)}   — {status}"
@@ -175,3 +175,18 @@ class ToolCard(QFrame):
         if show:
             self.result_box.set_text(self.result.content or "(no output)")
         self.result_title.setText("Result (error)" if self.result.is_error else "Result")
+
+
+_READ_HEADER = re.compile(r"\((?P<size>[\d,]+ lines?|lines [\d,]+-[\d,]+ of [\d,]+)(?P<cut>, cut)?")
+
+
+def result_size(tool: str, content: str) -> str:
+    """The card's size note: for a file read, the file's lines as its first line says
+    ("6 lines", "lines 1-32 of 79, cut"), so the card and an export agree; else the
+    output's line count."""
+    if tool == "read_file":
+        match = _READ_HEADER.search(content.split("\n", 1)[0])
+        if match is not None:
+            return match.group("size") + (", cut to fit" if match.group("cut") else "")
+    lines = content.count("\n") + 1 if content else 0
+    return f"{lines} line{'s' if lines != 1 else ''} of output"

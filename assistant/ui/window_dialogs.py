@@ -16,7 +16,10 @@ from PySide6.QtGui import QDesktopServices
 from PySide6.QtWidgets import QFileDialog, QMainWindow, QMessageBox
 
 from assistant.config import Settings
+from assistant.llm import catalog
+from assistant.llm.base import ModelInfo
 from assistant.llm.registry import Registry
+from assistant.service.chats import suggested_export_path
 from assistant.service.events import ModelSwitchSuggested
 from assistant.service.service import ChatService
 from assistant.ui.chat_input import ChatInput
@@ -136,10 +139,24 @@ class WindowDialogs(QMainWindow):
         return box
 
     def _model_name(self, key: str) -> str:
-        entry = self.registry.get(key) if self.registry is not None else None
-        return entry.display_name if entry is not None else Path(key).name
+        """A model's one name (the Models window's, the status bar's)."""
+        return catalog.model_name(key, self.registry)
+
+    def _loaded_name(self, info: ModelInfo) -> str:
+        """The loaded model's name as the Models window gives it."""
+        registered = self.registry is not None and self.registry.get(info.name) is not None
+        a_file = info.path.lower().endswith(".gguf")
+        return self._model_name(info.path if a_file and not registered else info.name)
 
     # -- where /export writes ----------------------------------------------------------
+    def export_chat(self) -> QFileDialog | None:
+        """File → Export…: where to write the shown chat, as Markdown or JSON."""
+        handle = self.service.handle
+        if handle is None:
+            self.show_notice("info", "Nothing to export yet: this chat is empty.")
+            return None
+        return self._choose_export_path(suggested_export_path(handle.title))
+
     def _choose_export_path(self, suggested: Path) -> QFileDialog:
         """``/export`` without a path: ask where (the chat's title in the documents folder
         is offered), then let the service write it."""
@@ -153,9 +170,24 @@ class WindowDialogs(QMainWindow):
             folder = Path.home()
         dialog.setDirectory(str(folder))
         dialog.selectFile(suggested.name)
-        dialog.fileSelected.connect(lambda target: self.service.export_chat(Path(target)))
+        dialog.filterSelected.connect(
+            lambda chosen: dialog.setDefaultSuffix("json" if "json" in chosen else "md")
+        )
+        dialog.fileSelected.connect(
+            lambda target: self.service.export_chat(
+                export_target(Path(target), dialog.selectedNameFilter())
+            )
+        )
         dialog.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
         dialog.open()
         self.export_dialog = dialog
         return dialog
 
+
+
+def export_target(path: Path, name_filter: str) -> Path:
+    """The file to write: the format the dialog's filter names, unless the name already
+    says one (``.md``, ``.json``)."""
+    if path.suffix.lower() in (".md", ".json"):
+        return path
+    return path.with_name(path.name + (".json" if "json" in name_filter.lower() else ".md"))

@@ -93,3 +93,60 @@ def test_first_load_measures_later_loads_reuse_it(
         assert third.prefill_config.threads == cal.config.threads
     finally:
         third.close()
+
+
+class _Model:
+    """What calibrate needs of a model besides the timing: its vocabulary size."""
+
+    def n_vocab(self) -> int:
+        return 1000
+
+
+def _timed(rates: dict[int, list[float]]):  # type: ignore[no-untyped-def]
+    """A measure function: tokens per second by thread count, one value per call in turn
+    (the last repeats); batch sizes do not matter."""
+    calls: dict[int, int] = {}
+
+    def measure(_llm: Any, cfg: PrefillConfig, _tokens: list[int]) -> float:
+        seq = rates[cfg.threads]
+        i = calls.get(cfg.threads, 0)
+        calls[cfg.threads] = i + 1
+        return seq[min(i, len(seq) - 1)]
+
+    return measure
+
+
+def _calibrate(rates: dict[int, list[float]], load: float) -> Calibration:
+    from assistant.llm.calibration import calibrate
+
+    return calibrate(_Model(), budget_s=0.5, max_tokens=64, measure=_timed(rates), load=load)
+
+
+def test_under_load_the_thread_count_stays_the_cores(monkeypatch: pytest.MonkeyPatch) -> None:
+    from assistant.llm import calibration
+
+    monkeypatch.setattr(calibration, "thread_candidates", lambda: [2, 1])
+    # the numbers a loaded 2-core machine gave: 2 threads 5 tok/s, 1 thread 45 tok/s
+    cal = _calibrate({2: [5.0], 1: [45.0]}, load=6.8)
+    assert cal.config.threads == 2 and cal.busy
+    assert "busy" in cal.threads_note
+    # kept while the machine stays busy; measured again once it is idle
+    store = CalibrationStore(paths.cache_dir() / "cal-test.json")
+    store.put("k", cal)
+    assert store.get("k", load=3.0) == cal
+    assert store.get("k", load=0.2) is None
+
+
+def test_fewer_threads_must_win_clearly_and_twice(monkeypatch: pytest.MonkeyPatch) -> None:
+    from assistant.llm import calibration
+
+    monkeypatch.setattr(calibration, "thread_candidates", lambda: [2, 1])
+    # a little faster: not enough
+    assert _calibrate({2: [100.0], 1: [110.0]}, load=0.1).config.threads == 2
+    # clearly faster once, then not: a moment's noise
+    cal = _calibrate({2: [100.0, 100.0], 1: [150.0, 101.0]}, load=0.1)
+    assert cal.config.threads == 2 and "not faster twice" in cal.threads_note
+    # clearly faster twice on an idle machine: kept
+    cal = _calibrate({2: [100.0, 100.0], 1: [150.0, 160.0]}, load=0.1)
+    assert cal.config.threads == 1 and "twice" in cal.threads_note
+    assert not cal.busy

@@ -129,3 +129,60 @@ def test_an_implausible_header_is_refused_and_a_lying_one_capped(tmp_path: Path)
     liar.write_bytes(_model(16_000_000))
     added = catalog.add_model(liar, lambda _p: None)
     assert added.context_length is not None and added.context_length < 16_000_000
+
+
+def test_a_byte_identical_copy_of_an_installed_model_is_refused_by_name(tmp_path: Path) -> None:
+    registry = load_registry()
+    copy = _copy_of(SMOLLM, tmp_path / "renamed-copy.gguf")
+    with pytest.raises(ModelFileError) as info:
+        catalog.add_model(copy, _no_trial, registry)
+    text = str(info.value)
+    assert "identical to SmolLM2 135M Instruct (Q4_1), which is already installed" in text
+    assert catalog.load_added() == []
+
+
+def test_a_copy_of_a_registered_model_not_installed_is_added_as_that_model(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("ASSISTANT_MODEL_DIR", str(tmp_path / "models"))
+    registry = load_registry()
+    copy = _copy_of(SMOLLM, tmp_path / "found-on-a-stick.gguf")
+    added = catalog.add_model(copy, _no_trial, registry)
+    assert added.display_name == "SmolLM2 135M Instruct (Q4_1)"
+    assert added.license == "Apache-2.0"  # not "unknown"
+    # the same bytes again under another name: refused, naming the first
+    other = _copy_of(SMOLLM, tmp_path / "again.gguf")
+    with pytest.raises(ModelFileError, match="identical to SmolLM2 135M Instruct"):
+        catalog.add_model(other, _no_trial, registry)
+
+
+def test_one_name_per_model_with_the_gguf_name_as_a_detail(tmp_path: Path) -> None:
+    registry = load_registry()
+    assert catalog.model_name("smollm2-135m-instruct", registry) == (
+        "SmolLM2 135M Instruct (Q4_1)"
+    )
+    mine = _copy_of(SMOLLM, tmp_path / "my-model.gguf")
+    added = catalog.add_model(mine, _no_trial)
+    assert added.display_name == "my-model"
+    assert added.gguf_name and added.gguf_name != "my-model"
+    assert catalog.model_name(added.key, registry) == "my-model"
+    assert catalog.model_name(str(tmp_path / "other.gguf"), registry) == "other"
+
+
+def test_a_load_failure_is_said_once(tmp_path: Path) -> None:
+    from assistant.llm.base import ModelLoadError
+
+    mine = _copy_of(SMOLLM, tmp_path / "bad.gguf")
+
+    def fails(path: Path) -> None:
+        raise ModelLoadError(
+            str(path), "llama.cpp could not load it (tensor 'x' is short); the file may be damaged."
+        )
+
+    with pytest.raises(ModelFileError) as info:
+        catalog.add_model(mine, fails)
+    text = str(info.value)
+    assert text == (
+        "bad.gguf looks like a llama model, but llama.cpp cannot load it (tensor 'x' is "
+        "short). The file is probably incomplete or damaged (download it again)."
+    )

@@ -106,3 +106,18 @@ def test_missing_file(run: Runner) -> None:
 def test_alias_file_path_is_accepted(run: Runner, root: Path) -> None:
     (root / "a.txt").write_text("x\n", encoding="utf-8")
     assert not run("read_file", file_path="a.txt").is_error
+
+
+def test_a_cut_read_says_why_and_how_to_read_the_rest(
+    registry: ToolRegistry, ctx: ToolContext, root: Path
+) -> None:
+    (root / "notes.txt").write_text("".join(f"line {i} " + "y" * 60 + "\n" for i in range(1, 80)))
+    small = ToolContext(ctx.workspace, ToolLimits(max_output_chars=2_000), ctx.cancel)
+    result = registry.run(ToolCall(name="read_file", arguments={"path": "notes.txt"}), small)
+    header = result.text.splitlines()[0]
+    assert header.startswith("notes.txt (lines 1-") and "of 79, cut to fit" in header
+    last = int(header.split("-")[1].split(" ")[0])
+    note = result.text.splitlines()[-1]
+    assert "at most 2,000 characters" in note and "context window" in note
+    assert f"/read notes.txt {last + 1}-79" in note
+    assert f"start_line={last + 1}" in note

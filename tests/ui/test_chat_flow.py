@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QAbstractSlider
 
 from assistant.ui.message_widgets import MessageWidget
 from tests.fakes.scripted import ScriptedBackend
@@ -219,6 +220,11 @@ def test_long_chat_renders_newest_page_first(make_window) -> None:
     assert view.entries()[-1].message.content == "answer 149"  # type: ignore[attr-defined]
     h.qtbot.mouseClick(view.more_button, Qt.MouseButton.LeftButton)
     assert len(view.entries()) == 2 * PAGE
+    # scrolling to the top renders the next page by itself
+    bar = view.verticalScrollBar()
+    h.qtbot.waitUntil(lambda: bar.maximum() > 0)
+    bar.triggerAction(QAbstractSlider.SliderAction.SliderToMinimum)
+    h.qtbot.waitUntil(lambda: len(view.entries()) == 3 * PAGE)
     while view.more_button.isVisible():
         h.qtbot.mouseClick(view.more_button, Qt.MouseButton.LeftButton)
     assert len(view.entries()) == 300

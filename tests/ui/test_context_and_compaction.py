@@ -162,27 +162,30 @@ def _open_sample(h):  # type: ignore[no-untyped-def]
     return prune_ids
 
 
-def test_compaction_notice_from_history_expands_to_summary_and_originals(make_window) -> None:
+def test_compaction_is_a_divider_below_every_message_and_expands_to_the_summary(
+    make_window,
+) -> None:
     h = make_window()
     _open_sample(h)
-    [notice] = [e for e in h.window.chat_view.entries() if isinstance(e, CompactionNotice)]
-    assert notice.header.text().endswith("Compacted from 8,912 to 3,104 tokens")
+    entries = h.window.chat_view.entries()
+    [notice] = [e for e in entries if isinstance(e, CompactionNotice)]
+    assert notice.header.text() == "▸  The model now sees a summary of everything above"
+    assert "Compacted from 8,912 to 3,104 tokens" in notice.meta.text()
+    # every message of the branch is on screen, the summarized ones above the divider
+    shown = [
+        (e.message.content, entries.index(e))
+        for e in entries
+        if isinstance(e, MessageWidget) and e.message.content
+    ]
+    where = dict(shown)
+    at = entries.index(notice)
+    assert where["What is in my workspace?"] < at < where["Find every TODO in the text files."]
     assert not notice.details.isVisibleTo(notice)
     h.qtbot.mouseClick(notice.header, Qt.MouseButton.LeftButton)
     assert notice.details.isVisibleTo(notice)
-    assert "Tidy the project notes" in notice.summary_view.prose_labels()[0].markdown
-    h.qtbot.mouseClick(notice.originals_button, Qt.MouseButton.LeftButton)
-    originals = notice.original_widgets()
-    assert [w.message.role for w in originals if isinstance(w, MessageWidget)] == [
-        "user",
-        "assistant",
-        "assistant",
-    ]
-    assert "original messages (4)" in notice.originals_button.text()
-    # the summarized messages are folded away from the main transcript
-    main = [w.message.content for w in h.window.chat_view.message_widgets.values()]
-    assert "What is in my workspace?" not in main
-    assert "Find every TODO in the text files." in main
+    # exactly what the model receives: the record's summary, character for character
+    record = h.controller.conversation.compactions[-1]
+    assert notice.summary_view.text() == record.summary
     assert h.window.context_bar.compactions == 1
 
 
@@ -250,6 +253,43 @@ def test_manual_compact_replaces_old_messages_with_a_notice(make_window) -> None
     assert h.window.context_bar.compactions == 1
     assert not h.window.status_strip.isVisible()
     assert h.window.status_label.text().startswith("Compacted from")
+
+
+def test_no_message_is_hidden_by_a_compaction_also_after_a_restart(
+    make_window, artifacts_dir
+) -> None:
+    backend = ScriptedBackend()
+    h = make_window(backend=backend)
+    _long_chat(h)
+    backend.enqueue(LOREM_SUMMARY)
+    h.type_and_send("/compact")
+    h.wait_idle()
+    backend.enqueue("Answer after.")
+    h.type_and_send("the message just sent")
+    h.wait_idle()
+
+    def shown(window) -> list[str]:  # type: ignore[no-untyped-def]
+        return [
+            e.message.content for e in window.chat_view.entries() if isinstance(e, MessageWidget)
+        ]
+
+    sent = [m.content for m in h.controller.conversation.messages if m.role != "system"]
+    assert len(sent) == 12
+    assert shown(h.window) == sent  # 0 messages hidden by the compaction
+    entries = h.window.chat_view.entries()
+    [divider] = [e for e in entries if isinstance(e, CompactionNotice)]
+    assert entries.index(divider) > 0
+    chat_id = h.controller.chat_id
+    h.window.close()  # a restart: the new window reopens the chat from its file
+    again = make_window(backend=ScriptedBackend())
+    assert again.controller.chat_id == chat_id
+    assert shown(again.window) == sent
+    [divider] = [e for e in again.window.chat_view.entries() if isinstance(e, CompactionNotice)]
+    again.qtbot.mouseClick(divider.header, Qt.MouseButton.LeftButton)
+    again.qtbot.wait(100)
+    again.window.chat_view.ensureWidgetVisible(divider, 0, 120)
+    again.qtbot.wait(100)
+    assert again.window.grab().save(str(artifacts_dir / "compaction-divider-after-restart.png"))
 
 
 def test_escape_cancels_compaction_and_queued_message_is_sent_after(make_window) -> None:

@@ -43,7 +43,7 @@ def test_the_models_window_lists_what_is_installed(make_window, artifacts_dir: P
     assert smol.state.text() == "Loaded" and not smol.use_button.isEnabled()
     assert not smol.remove_button.isEnabled()  # the loaded model cannot be removed
     assert gemma.state.text() == "Installed" and gemma.use_button.isEnabled()
-    assert "94 MB · licence: Apache-2.0 · trained context 8,192 tokens" in smol.facts.text()
+    assert "98 MB · licence: Apache-2.0 · trained context 8,192 tokens" in smol.facts.text()
     assert "Gemma Terms of Use" in gemma.facts.text()
     assert "base model (not instruction tuned)" in gemma.facts.text()
     h.qtbot.wait(100)
@@ -86,7 +86,8 @@ def test_a_broken_file_is_refused_with_a_clear_message(make_window, tmp_path: Pa
 def test_add_a_gguf_file_from_disk_then_remove_it(make_window, tmp_path: Path) -> None:
     h = make_window()
     page = h.window.open_models()
-    mine = _copy_of(SMOLLM, tmp_path / "my-assistant.gguf")
+    mine = tmp_path / "my-assistant.gguf"  # not a byte-identical copy: one more byte at the end
+    mine.write_bytes(SMOLLM.read_bytes() + b"\0")
     page.add_file(mine)
     assert page.busy
     h.qtbot.waitUntil(lambda: not page.busy, timeout=60_000)
@@ -94,6 +95,9 @@ def test_add_a_gguf_file_from_disk_then_remove_it(make_window, tmp_path: Path) -
     card = page.cards[key]
     assert card.state.text() == "Installed"
     assert "trained context 8,192 tokens · llama" in card.facts.text()
+    # one name: the file's (the user's); the name inside the GGUF is a detail
+    assert card.title.text() == "my-assistant"
+    assert "inside the file" in card.facts.text()
     _press(h, card.remove_button)
     box = page.remove_box
     remove = next(b for b in box.buttons() if b.text() == "Remove")
@@ -179,3 +183,65 @@ def test_an_added_file_is_offered_in_the_settings_too(make_window, tmp_path: Pat
     index = dialog.model_combo.findData(added.key)
     assert index >= 0 and dialog.model_combo.itemText(index) == added.display_name
     dialog.reject()
+
+
+def test_a_byte_identical_copy_of_the_installed_model_is_named_not_added(
+    make_window, tmp_path: Path
+) -> None:
+    h = make_window()
+    page = h.window.open_models()
+    before = set(page.cards)
+    page.add_file(_copy_of(SMOLLM, tmp_path / "copy-of-smol.gguf"))
+    h.qtbot.waitUntil(lambda: not page.busy, timeout=60_000)
+    assert page.message.property("error") is True
+    assert "identical to SmolLM2 135M Instruct (Q4_1), which is already installed" in (
+        page.message.text()
+    )
+    assert set(page.cards) == before  # no new model with licence "unknown"
+
+
+def test_a_model_that_cannot_be_installed_says_why_in_the_window(
+    make_window, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, artifacts_dir: Path
+) -> None:
+    monkeypatch.setenv("ASSISTANT_MODEL_DIR", str(tmp_path / "models"))
+    monkeypatch.setenv("ASSISTANT_WHEEL_DIR", str(tmp_path / "no-wheels"))
+    h = make_window()
+    page = h.window.open_models()
+    page.resize(760, 560)
+    gemma = page.cards["gemma-3-270m"]
+    assert gemma.install_button.isVisible() and not gemma.install_button.isEnabled()
+    assert gemma.install_note.isVisibleTo(page)
+    assert "wheel is not on this computer" in gemma.install_note.text()
+    assert "python -m assistant provision gemma-3-270m" in gemma.install_note.text()
+    # a disabled button looks unlike an enabled one (theme): text and frame differ
+    h.qtbot.wait(100)
+    disabled = gemma.install_button.grab().toImage()
+    enabled = page.add_button.grab().toImage()
+    inside = (4, disabled.height() // 2)
+    assert disabled.pixelColor(*inside) != enabled.pixelColor(*inside)
+    assert page.grab().save(str(artifacts_dir / "models-page-not-installable.png"))
+
+
+def test_the_loading_line_gives_way_when_the_model_is_ready(make_window) -> None:
+    h = make_window()
+    page = h.window.open_models()
+    _press(h, page.cards["gemma-3-270m"].use_button)
+    assert page.message.text() == "Loading Gemma 3 270M base (Q4_K_M)…"
+    h.qtbot.waitUntil(lambda: page.cards["gemma-3-270m"].state.text() == "Loaded")
+    h.qtbot.waitUntil(lambda: "Loading" not in page.message.text())
+    assert page.message.text() == "Gemma 3 270M base (Q4_K_M) is loaded and in use."
+
+
+class _NamedBackend(ScriptedBackend):
+    @property
+    def info(self):  # type: ignore[no-untyped-def]
+        from dataclasses import replace
+
+        return replace(super().info, name="gemma-3-270m", path=str(SMOLLM))
+
+
+def test_the_status_bar_names_the_model_as_the_models_window_does(make_window) -> None:
+    h = make_window(backend=_NamedBackend())
+    page = h.window.open_models()
+    name = page.cards["gemma-3-270m"].title.text()
+    assert h.window.model_label.text().startswith(f"{name} · ")

@@ -50,10 +50,9 @@ def test_main_window_screenshots(make_window, artifacts_dir: Path, theme: str) -
     bottom = artifacts_dir / f"main-window-{theme}.png"
     assert w.grab().save(str(bottom))
     notice = next(e for e in w.chat_view.entries() if isinstance(e, CompactionNotice))
-    notice.show_originals(True)
-    w.chat_view.scroll_to_bottom()
+    notice.set_expanded(True)
     _settle(h.qtbot)
-    w.chat_view.verticalScrollBar().setValue(0)
+    w.chat_view.ensureWidgetVisible(notice, 0, 40)
     _settle(h.qtbot)
     top = artifacts_dir / f"main-window-{theme}-compaction.png"
     assert w.grab().save(str(top))

@@ -203,3 +203,20 @@ def test_settings_from_the_file_are_checked_when_the_model_loads(
     assert not dialog.save_button.isEnabled()
     assert dialog.grab().save(str(artifacts_dir / "settings-system-prompt-refused.png"))
     dialog.reject()
+
+
+def test_the_threads_setting_says_how_many_are_in_force(qtbot) -> None:  # type: ignore[no-untyped-def]
+    from assistant.ui.settings_dialog import threads_help_text
+
+    dialog = SettingsDialog(
+        Settings(), load_registry(),
+        prefill_text="2 threads, n_batch 512, n_ubatch 512 (measured); chunk reuse off",
+    )
+    qtbot.addWidget(dialog)
+    assert dialog.threads_help.text().startswith(
+        "0 picks automatically — now 2 threads (measured on this computer)."
+    )
+    assert threads_help_text("1 threads, n_batch 256, n_ubatch 64 (set); chunk reuse off") == (
+        "0 picks automatically — now 1 thread (set here)."
+    )
+    assert threads_help_text("").startswith("0 picks automatically: the CPU's cores")
