@@ -8,9 +8,9 @@ Generation is driven at the token level rather than through ``create_completion`
 * the prompt the model evaluates is exactly ``tokenize(render_prompt(messages))`` — the same
   tokens every count uses;
 * the KV-cache reuse is known per call: the longest common prefix with the tokens already
-  in the cache is kept, the rest is evaluated in ``n_batch`` chunks, and a cancel between
-  chunks interrupts prompt evaluation;
-* a cancel takes effect within one generated token.
+  in the cache is kept, the rest is evaluated in ``n_batch`` chunks, and a cancel aborts
+  the chunk being evaluated (llama.cpp's abort callback, :mod:`.llama_abort`);
+* a cancel takes effect within one generated token (or inside its decode).
 
 It is :class:`~assistant.llm.base.KVCacheAware`: it tells how much of a prompt is cached,
 tokenizes prompts incrementally (:mod:`.incremental_tokenizer`), saves and restores the KV
@@ -77,6 +77,7 @@ from assistant.llm.incremental_tokenizer import (
     self_overlaps,
 )
 from assistant.llm.kv_state import file_sha256
+from assistant.llm.llama_abort import AbortSwitch
 from assistant.llm.llama_kv import (
     LlamaMemory,
     PrefillConfig,
@@ -196,6 +197,8 @@ class LlamaBackend:
         #: Under a grammar, avoid tokens that repeat an n-gram of the reply this long
         #: (when the grammar allows another token; 0: off). See :mod:`.constrained`.
         self.grammar_no_repeat_ngram = 0
+        #: Stop aborts llama.cpp inside a decode (see :mod:`.llama_abort`).
+        self._abort = AbortSwitch()
 
     # -- construction ---------------------------------------------------------------------
     @classmethod
@@ -714,7 +717,13 @@ class LlamaBackend:
             if cancel is not None and cancel.cancelled:
                 return plan, False
             chunk = tokens[at : min(target, at + step)]
-            llm.eval(chunk)
+            try:
+                llm.eval(chunk)
+            except RuntimeError:
+                if not self._abort.raised:
+                    raise
+                self._aborted()
+                return plan, False
             at += len(chunk)
             if on_prefill is not None:
                 on_prefill(at, len(tokens))
@@ -757,6 +766,35 @@ class LlamaBackend:
         return ReusePlan(int(llm.n_tokens)) if finished else None
 
     def _stream(
+        self,
+        tokens: list[int],
+        options: GenerationOptions,
+        cancel: CancelToken | None,
+        on_prefill: Callable[[int, int], None] | None,
+    ) -> Iterator[StreamEvent]:
+        """One call with Stop armed: cancelling aborts llama.cpp's current decode."""
+        with self._abort.armed(self._llm._ctx.ctx, cancel):
+            yield from self._stream_call(tokens, options, cancel, on_prefill)
+
+    def _aborted(self) -> None:
+        """After an aborted decode: drop the cells of the ubatches it finished (llama.cpp
+        keeps them; ``n_tokens`` does not count them)."""
+        llm = self._llm
+        llm._ctx.kv_cache_seq_rm(-1, int(llm.n_tokens), -1)
+        log.info("Stop aborted llama.cpp inside a decode (%d tokens kept in the cache)",
+                 int(llm.n_tokens))
+
+    def _until_aborted(self, sampled: Iterator[int], aborted: list[bool]) -> Iterator[int]:
+        """``sampled``, ending (``aborted[0]`` set) when Stop aborted a decode."""
+        try:
+            yield from sampled
+        except RuntimeError:
+            if not self._abort.raised:
+                raise
+            self._aborted()
+            aborted[0] = True
+
+    def _stream_call(
         self,
         tokens: list[int],
         options: GenerationOptions,
@@ -806,8 +844,9 @@ class LlamaBackend:
                     **{**_SAMPLER, "top_p": options.top_p},
                 )
             )
+            aborted = [False]
             with contextlib.closing(sampled):  # frees a grammar's samplers on a break
-                for token in sampled:
+                for token in self._until_aborted(sampled, aborted):
                     if first is None:
                         first = time.perf_counter() - start
                     if self._is_eog(token):
@@ -831,6 +870,8 @@ class LlamaBackend:
                     if count >= budget:
                         finish = "length"
                         break
+            if aborted[0]:
+                finish = "cancelled"
         text += decoder.decode(b"", final=True) if finish != "stop" else ""
         if len(text) > emitted:
             yield StreamEvent(delta=text[emitted:])
