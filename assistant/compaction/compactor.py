@@ -30,8 +30,10 @@ from assistant.compaction.budget import (
     GROWTH_SHARE,
     MIN_FILL,
     MIN_MODEL_BUDGET,
+    MIN_RECORD,
     SUMMARY_SLACK,
     Budget,
+    beside_latest,
     compaction_budget,
     tail_bounds,
 )
@@ -200,6 +202,21 @@ class Compactor:
         if manual:  # /compact asks for room now: the record keeps the policy's size
             fixed = max(policy.summary_budget - budget.model - budget.header, MIN_MODEL_BUDGET)
             budget = replace(budget, record=min(budget.record, fixed))
+        waiting = unanswered_ids(kept)
+        # The user's latest message is never summarized: the summary gives way to it (its
+        # model part first), as long as it fits beside the smallest summary (the service
+        # refuses a message larger than that before it is sent).
+        latest = latest_user_index(kept)
+        if latest is not None:
+            need = sum(
+                min(c, TRIM_FLOOR) if m.id in waiting else c
+                for m, c in zip(kept[latest:], counts[latest:], strict=True)
+            )
+            left = budget.room - need
+            if left >= budget.header + MIN_RECORD:
+                budget = beside_latest(budget, left)
+            else:
+                latest = None  # a turn that cannot fit whole: it may be split (below)
         prev = conv.last_compaction
         prev_files = FileOps(list(prev.files_read), list(prev.files_modified)) if prev else None
         pending = pending_start(kept)
@@ -215,7 +232,6 @@ class Compactor:
         record_max = count(render_mechanical(widest, budget.record, count))
         summary_est = budget.header + budget.model + record_max
         keep, floor, limit = tail_bounds(policy, budget, overhead, summary_est, manual=manual)
-        waiting = unanswered_ids(kept)
         trimmable = [
             max(c - TRIM_FLOOR, 0) if m.id in waiting else 0
             for m, c in zip(kept, counts, strict=True)
@@ -232,6 +248,8 @@ class Compactor:
             # (which takes in the current one) will stand beside it.
             room = fits_now if pending == 0 and prev is None else min(limit, fits_now)
             allowed = self._allowed(kept, counts, pending, room)
+            if latest is not None:
+                allowed[latest + 1 :] = [False] * (len(allowed) - latest - 1)
             cut = find_cut(
                 kept, counts, keep=min(keep, limit), limit=limit, floor=min(floor, limit),
                 allowed=allowed,
@@ -482,3 +500,11 @@ class Compactor:
             Status.DONE, tokens_before, record=record, summary=summary_outcome,
             messages=plan.cut.cut,
         )
+
+
+def latest_user_index(kept: Sequence[Message]) -> int | None:
+    """Index of the newest user message among the kept messages (None: there is none)."""
+    for i in range(len(kept) - 1, -1, -1):
+        if kept[i].role == "user":
+            return i
+    return None

@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from assistant.compaction import context
+from assistant.compaction.budget import minimal_summary
 from assistant.compaction.compactor import (
     BeforeCompactHook,
     BeforeCompactResult,
@@ -65,6 +66,7 @@ __all__ = [
     "CompactionPreparation",
     "ContextController",
     "ContextTooLargeError",
+    "MessageFit",
     "PreparedRequest",
 ]
 
@@ -108,6 +110,29 @@ class PreparedRequest:
     @property
     def reply_room(self) -> int:
         return max(self.window - self.prompt_tokens, 0)
+
+
+@dataclass(frozen=True)
+class MessageFit:
+    """Whether a new user message can go to the model whole: its ``tokens`` and the
+    ``room`` the window has for it (window - reply reserve - system prompt and tools - the
+    smallest summary of what came before, when something came before)."""
+
+    tokens: int
+    room: int
+
+    @property
+    def fits(self) -> bool:
+        return self.tokens <= self.room
+
+    def refusal(self) -> str:
+        """What the user is told when it does not fit (nothing was sent)."""
+        return (
+            f"Not sent: your message is {self.tokens:,} tokens and the model's window has "
+            f"room for {self.room:,} (after the system prompt, the tools, the room kept for "
+            "the reply and a short summary of the chat). Shorten it, split it over several "
+            "messages, or put it in a file in the workspace and ask about it (/read PATH)."
+        )
 
 
 class ContextController:
@@ -256,6 +281,24 @@ class ContextController:
             return self._request(conv, system_prompt, tools, self.policy(), trim=False)
         finally:
             self._last_cuts = cuts
+
+    def message_fit(
+        self,
+        conv: Conversation,
+        text: str,
+        *,
+        system_prompt: str,
+        tools: Sequence[dict[str, Any]] | None = None,
+    ) -> MessageFit:
+        """Whether ``text`` as the next user message fits the window whole (the latest
+        message is never cut: compaction makes room for it, down to the smallest summary)."""
+        pol = self.policy()
+        window = min(pol.window, self.backend.info.context_window)
+        tokens = self.counter.message(Message(role="user", content=text))
+        before = bool(conv.kept_messages()) or conv.last_compaction is not None
+        summary = minimal_summary(pol, self.counter.text) if before else 0
+        room = window - pol.reserve - self.overhead(system_prompt, tools) - summary
+        return MessageFit(tokens, max(room, 0))
 
     # -- the per-call path ---------------------------------------------------------------
     def prepare(
