@@ -134,7 +134,9 @@ class Agent:
         fit = self.controller.message_fit(
             conv, text, system_prompt=settings.system_prompt, tools=self.registry.schemas()
         )
-        if not fit.fits:
+        # With no room at all the system prompt (or the tools) is what does not fit: the
+        # call then says so, and the message is kept.
+        if not fit.fits and fit.room > 0:
             self._emit(MessageRefused(text, fit.tokens, fit.room))
             self._finish_failed(fit.refusal())
             return

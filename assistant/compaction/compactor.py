@@ -26,6 +26,7 @@ from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from typing import Any
 
+from assistant.compaction.ahead import Precomputed, SummaryCache, summary_key
 from assistant.compaction.budget import (
     GROWTH_SHARE,
     MIN_FILL,
@@ -145,7 +146,9 @@ class Compactor:
         chat_prefix: Callable[[Conversation, str, Sequence[Message]], list[dict[str, Any]]],
         window: Callable[[], int],
         before_compact: BeforeCompactHook | None = None,
+        cache: SummaryCache | None = None,
     ) -> None:
+        self.cache = cache
         self.counter = counter
         self.summarizer = summarizer
         self.measure = measure
@@ -252,7 +255,7 @@ class Compactor:
                 allowed[latest + 1 :] = [False] * (len(allowed) - latest - 1)
             cut = find_cut(
                 kept, counts, keep=min(keep, limit), limit=limit, floor=min(floor, limit),
-                allowed=allowed,
+                allowed=allowed, prefer=self._preferred(kept),
             )
             if not cut.summarizes_anything:
                 return plan, budget
@@ -283,6 +286,16 @@ class Compactor:
             keep = max(keep, floor)
             raised = True
         return plan, budget
+
+    def _preferred(self, kept: Sequence[Message]) -> int | None:
+        """The cut a summary was written ahead of time for, when it is among ``kept``."""
+        if self.cache is None:
+            return None
+        where = {m.id: i for i, m in enumerate(kept)}
+        for first_kept in self.cache.preferred_cuts():
+            if first_kept in where:
+                return where[first_kept]
+        return None
 
     @staticmethod
     def _allowed(
@@ -339,18 +352,55 @@ class Compactor:
                     return Status.CANCELLED
                 if answer.summary is not None:
                     return answer.summary, "hook", None
-        request = SummaryRequest(
+        request = self.request(conv, job, plan, budget)
+        if self.cache is not None:
+            ready = self.cache.take(summary_key(request))
+            if ready is not None:
+                log.info("Using the summary written ahead of time (span unchanged)")
+                return ready.text, ready.kind, replace(
+                    ready, rejected=list(ready.rejected),
+                    note=(ready.note + "; written ahead of time, while the chat was idle"
+                          if ready.note else "written ahead of time, while the chat was idle"),
+                )
+        try:
+            outcome = self.summarizer().summarize(request, job.cancel)
+        except SummaryCancelled:
+            return Status.CANCELLED
+        return outcome.text, outcome.kind, outcome
+
+    def request(
+        self, conv: Conversation, job: CompactionJob, plan: Plan, budget: Budget
+    ) -> SummaryRequest:
+        """What the summarizer is asked for this plan."""
+        prev = conv.last_compaction
+        return SummaryRequest(
             history=plan.history, turn_prefix=plan.prefix,
             previous=model_part(prev.summary) if prev else None, focus=job.focus,
             budget=budget.model, state=plan.state, window=self.window(),
             chat=self.chat_prefix(conv, job.system_prompt, plan.kept[: plan.cut.cut]),
             tools=job.tools,
         )
+
+    def ahead(
+        self, conv: Conversation, job: CompactionJob, policy: EffectivePolicy, *,
+        overhead: int, counts: Sequence[int],
+    ) -> Precomputed | None:
+        """Plan the compaction the chat would get now and write its summary (for
+        :class:`~.ahead.SummaryCache`); None when there is nothing to summarize, the summary
+        is already there, or it was cancelled."""
+        started = time.perf_counter()
+        plan, budget = self.plan(conv, job, policy, overhead, counts)
+        if plan is None or not plan.tail:
+            return None
+        request = self.request(conv, job, plan, budget)
+        key = summary_key(request)
+        if self.cache is not None and self.cache.get(key) is not None:
+            return None
         try:
             outcome = self.summarizer().summarize(request, job.cancel)
         except SummaryCancelled:
-            return Status.CANCELLED
-        return outcome.text, outcome.kind, outcome
+            return None
+        return Precomputed(key, plan.tail[0].id, outcome, time.perf_counter() - started)
 
     # -- 4: verify ------------------------------------------------------------------------
     def verify(

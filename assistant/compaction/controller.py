@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from assistant.compaction import context
+from assistant.compaction.ahead import AHEAD_FILL, Precomputed, SummaryCache
 from assistant.compaction.budget import minimal_summary
 from assistant.compaction.compactor import (
     BeforeCompactHook,
@@ -55,6 +56,7 @@ from assistant.conversation import CompactionReason, CompactionRecord, Conversat
 from assistant.llm.base import (
     CancelToken,
     GenerationCancelled,
+    KVCacheAware,
     LLMBackend,
     LLMError,
     PromptCounter,
@@ -164,6 +166,15 @@ class ContextController:
                 else ExtractiveSummarizer(self.counter)
             )
         self.summarizer: Summarizer = summarizer
+        #: Prompt evaluation of a summary written inside a turn: (done, total) tokens, so the
+        #: window shows it like a prompt being read (set by whoever builds the agent).
+        self.on_summary_prefill: Callable[[int, int], None] | None = None
+        self._quiet = False
+        if isinstance(summarizer, ModelSummarizer):
+            summarizer.on_prefill = self._summary_prefill
+        #: Summaries written ahead of time (:meth:`precompute`), used when their span is
+        #: unchanged at the threshold.
+        self.summary_cache = SummaryCache()
         self.before_compact = before_compact
         self.after_compact = after_compact
         self._overhead_memo: dict[tuple[str, str], int] = {}
@@ -420,20 +431,71 @@ class ContextController:
         self._remember_sent(conv, req)
         return req
 
-    # -- internals -----------------------------------------------------------------------
-    def _run(self, conv: Conversation, job: CompactionJob, tokens_before: int) -> CompactionOutcome:
-        """One compaction through the :class:`Compactor`, with events and the record."""
+    # -- ahead of time -------------------------------------------------------------------
+    def precompute(
+        self,
+        conv: Conversation,
+        *,
+        system_prompt: str,
+        tools: Sequence[dict[str, Any]] | None = None,
+        cancel: CancelToken | None = None,
+    ) -> Precomputed | None:
+        """While the model is idle: once the prompt passes :data:`~.ahead.AHEAD_FILL` of the
+        compaction threshold, write the summary the next compaction would need (see
+        :mod:`.ahead`). Nothing is recorded or reported; the chat's KV cache is put back as
+        it was (the next turn reuses it as if nothing ran). None when not needed, already
+        written, or cancelled (``cancel``: the user sent something)."""
         pol = self.policy()
-        compactor = Compactor(
+        if not self.auto_compact() or not conv.kept_messages():
+            return None
+        req = self._request(conv, system_prompt, tools, pol, trim=False)
+        if req.prompt_tokens < AHEAD_FILL * (pol.window - pol.reserve):
+            return None
+        be = self.backend
+        state = be.save_state() if isinstance(be, KVCacheAware) else None
+        job = CompactionJob(CompactionReason.THRESHOLD, system_prompt, tools, None, cancel)
+        kept, counts = self._kept(conv)
+        self._quiet = True
+        try:
+            got = self._compactor(pol).ahead(
+                conv, job, pol, overhead=self.overhead(system_prompt, tools), counts=counts
+            )
+        finally:
+            self._quiet = False
+            if state is not None and state.tokens and isinstance(be, KVCacheAware):
+                be.load_state(state)
+        if got is not None:
+            self.summary_cache.put(got)
+            log.info("Summary written ahead of time in %.1fs (%d message(s) kept after it)",
+                     got.seconds, len(kept) - next(
+                         (i for i, m in enumerate(kept) if m.id == got.first_kept_id), 0))
+        return got
+
+    def _summary_prefill(self, done: int, total: int) -> None:
+        if not self._quiet and self.on_summary_prefill is not None:
+            self.on_summary_prefill(done, total)
+
+    # -- internals -----------------------------------------------------------------------
+    def _compactor(self, pol: EffectivePolicy) -> Compactor:
+        return Compactor(
             self.counter,
             lambda: self.summarizer,
             measure=self._measure,
             chat_prefix=self._chat_prefix,
             window=lambda: min(pol.window, self.backend.info.context_window),
             before_compact=self.before_compact,
+            cache=self.summary_cache,
         )
+
+    def _kept(self, conv: Conversation) -> tuple[list[Message], list[int]]:
         kept = [context.shown(m, self.view(conv)) for m in conv.kept_messages()]
-        counts = [self.counter.message(m) for m in kept]
+        return kept, [self.counter.message(m) for m in kept]
+
+    def _run(self, conv: Conversation, job: CompactionJob, tokens_before: int) -> CompactionOutcome:
+        """One compaction through the :class:`Compactor`, with events and the record."""
+        pol = self.policy()
+        compactor = self._compactor(pol)
+        _kept, counts = self._kept(conv)
 
         def started(messages: int) -> None:
             self._emit(CompactionStarted(job.reason, tokens_before, messages=messages))
