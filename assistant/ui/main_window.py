@@ -74,7 +74,7 @@ from assistant.ui.damage_banner import DamageBanner
 from assistant.ui.file_drop import FileDropHandler
 from assistant.ui.focus_keeper import FocusKeeper
 from assistant.ui.models_page import ModelsPage
-from assistant.ui.prompt_progress import PromptProgress
+from assistant.ui.prompt_progress import PromptProgress, compaction_text
 from assistant.ui.settings_dialog import SettingsDialog
 from assistant.ui.sidebar import ChatEntry, Sidebar
 from assistant.ui.spinner import Spinner
@@ -466,6 +466,8 @@ class MainWindow(WindowDialogs):
     def _prefill_progress(self, event: PrefillProgress) -> None:
         if self.status.phase is Phase.EVALUATING_PROMPT:
             self.prompt_progress.update_progress(event)
+        elif self.status.phase is Phase.COMPACTING:  # a summary written inside the turn
+            self.strip_label.setText(compaction_text(event))
 
     def _reply_stats(self, stats: ReplyStats) -> None:
         self.chat_view.set_reply_footer(stats_text(stats))
