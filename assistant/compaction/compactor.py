@@ -40,6 +40,7 @@ from assistant.compaction.budget import (
 )
 from assistant.compaction.cut_point import CutPlan, find_cut, valid_cuts
 from assistant.compaction.extractive import (
+    FILES_SHARE,
     MechanicalState,
     collect_state,
     compose_summary,
@@ -55,6 +56,7 @@ from assistant.compaction.summarizer import (
     SummaryRequest,
 )
 from assistant.compaction.tokens import TokenCounter, truncate_to_tokens
+from assistant.compaction.user_record import LAST_REQUEST_HEADING
 from assistant.compaction.visibility import (
     TRIM_FLOOR,
     current_turn_start,
@@ -209,6 +211,7 @@ class Compactor:
         # The user's latest message is never summarized: the summary gives way to it (its
         # model part first), as long as it fits beside the smallest summary (the service
         # refuses a message larger than that before it is sent).
+        prev = conv.last_compaction
         latest = latest_user_index(kept)
         if latest is not None:
             need = sum(
@@ -216,11 +219,20 @@ class Compactor:
                 for m, c in zip(kept[latest:], counts[latest:], strict=True)
             )
             left = budget.room - need
-            if left >= budget.header + MIN_RECORD:
+            # With nothing before the message left to summarize, the current summary stays
+            # as it is: it must fit beside the turn too.
+            stays = count(prev.summary) + SUMMARY_SLACK if prev is not None and latest == 0 else 0
+            if left >= max(budget.header + MIN_RECORD, stays):
                 budget = beside_latest(budget, left)
             else:
-                latest = None  # a turn that cannot fit whole: it may be split (below)
-        prev = conv.last_compaction
+                # A turn (its tool steps) that cannot fit whole beside a summary is split: the
+                # message then goes into the summary's record, still whole (line breaks kept).
+                # (When the window cannot hold it at all, it is shortened as before.)
+                whole = count(LAST_REQUEST_HEADING + "\n" + kept[latest].content) + 16
+                if budget.header + budget.model + whole <= left + need:
+                    budget = replace(budget, record=max(
+                        budget.record, int(whole / (1 - FILES_SHARE)) + 1))
+                latest = None
         prev_files = FileOps(list(prev.files_read), list(prev.files_modified)) if prev else None
         pending = pending_start(kept)
         # The record is at most the one for summarizing everything up to the pending part
