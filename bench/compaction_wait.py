@@ -110,6 +110,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--window", type=int, default=3072)
     parser.add_argument("--turns", type=int, default=14)
     parser.add_argument("--reply", type=int, default=24, help="longest reply (tokens)")
+    parser.add_argument("--mode", choices=("inside", "ahead", "both"), default="both",
+                        help="run the chat with summaries inside the turn, ahead, or both")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
     from assistant.llm.llama_backend import LlamaBackend
@@ -119,7 +121,8 @@ def main(argv: list[str] | None = None) -> int:
         runs = [
             run_chat(backend, window=args.window, turns=args.turns, reply=args.reply,
                      ahead=ahead)
-            for ahead in (False, True)
+            for ahead in {"inside": (False,), "ahead": (True,), "both": (False, True)}[
+                args.mode]
         ]
     finally:
         backend.close()
