@@ -451,17 +451,28 @@ class ContextController:
         req = self._request(conv, system_prompt, tools, pol, trim=False)
         if req.prompt_tokens < AHEAD_FILL * (pol.window - pol.reserve):
             return None
+        # The compaction comes with the user's next message, which its kept tail will hold:
+        # plan for the chat with one more message the size of their last one.
+        last = next((m for m in reversed(conv.messages) if m.role == "user"), None)
+        trial = Conversation(
+            messages=[*conv.messages, Message(role="user", content=last.content if last else "")],
+            compactions=list(conv.compactions),
+        )
         be = self.backend
         state = be.save_state() if isinstance(be, KVCacheAware) else None
         job = CompactionJob(CompactionReason.THRESHOLD, system_prompt, tools, None, cancel)
-        kept, counts = self._kept(conv)
+        kept, counts = self._kept(trial)
+        sent = self._sent_view
+        if sent is not None and sent[0] == id(conv):  # the trial chat was sent as this one
+            self._sent_view = (id(trial), sent[1], sent[2])
         self._quiet = True
         try:
             got = self._compactor(pol).ahead(
-                conv, job, pol, overhead=self.overhead(system_prompt, tools), counts=counts
+                trial, job, pol, overhead=self.overhead(system_prompt, tools), counts=counts
             )
         finally:
             self._quiet = False
+            self._sent_view = sent
             if state is not None and state.tokens and isinstance(be, KVCacheAware):
                 be.load_state(state)
         if got is not None:
