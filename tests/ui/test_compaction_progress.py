@@ -20,7 +20,9 @@ def test_compaction_text() -> None:
     assert "writing the summary" in compaction_text(PrefillProgress(1000, 1000))
 
 
-def test_the_compaction_strip_shows_the_summary_prompt_being_read(make_window) -> None:
+def test_the_compaction_strip_shows_the_summary_prompt_being_read(
+    make_window, artifacts_dir
+) -> None:
     backend = ScriptedBackend()
     h = make_window(backend=backend)
     for i in range(5):
@@ -35,6 +37,7 @@ def test_the_compaction_strip_shows_the_summary_prompt_being_read(make_window) -
     h.qtbot.waitUntil(lambda: "tokens/s" in h.window.strip_label.text(), timeout=30_000)
     text = h.window.strip_label.text()
     assert text.startswith("Compacting: reading ") and "left" in text
+    h.window.grab().save(str(artifacts_dir / "compaction-progress.png"))
     h.qtbot.keyClick(h.window.input, Qt.Key.Key_Escape)
     h.wait_idle()
     assert not h.window.status_strip.isVisible()
