@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-from tests.fakes.scripted import ScriptedBackend
-from tests.service.test_compaction_ahead import _model
-
 from bench.compaction_wait import run_chat
 from bench.stop_latency import run as stop_run
+from tests.fakes.scripted import ScriptedBackend
+from tests.service.test_compaction_ahead import _model
 
 
 def test_the_wait_with_and_without_summaries_written_ahead() -> None:
