@@ -15,7 +15,7 @@ import os
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from assistant.agent.events import AgentEvent
+from assistant.agent.events import AgentEvent, PromptProgress
 from assistant.agent.loop import Agent
 from assistant.compaction.controller import ContextController
 from assistant.compaction.recall import IndexFor, PassageIndex, Recall
@@ -67,6 +67,8 @@ def build_engine(
     controller.recall = Recall(controller.counter, index_for)
     agent = Agent(backend, controller, ToolRegistry.default(), settings, approver, on_event)
     controller.on_event = agent.on_context_event
+    # A summary written inside a turn shows its prompt evaluation like the chat's own.
+    controller.on_summary_prefill = lambda done, total: on_event(PromptProgress(done, total))
     return Engine(backend, controller, agent)
 
 

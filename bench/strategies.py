@@ -46,6 +46,7 @@ from assistant.compaction import context
 from assistant.compaction.controller import (
     ContextController,
     ContextTooLargeError,
+    MessageFit,
     PreparedRequest,
 )
 from assistant.compaction.events import ContextEvent
@@ -175,6 +176,16 @@ class TimedManager:
     def on_event(self, value: Callable[[ContextEvent], None] | None) -> None:
         self.inner.on_event = value
 
+    def message_fit(
+        self,
+        conv: Conversation,
+        text: str,
+        *,
+        system_prompt: str,
+        tools: Sequence[dict[str, Any]] | None = None,
+    ) -> MessageFit:
+        return self.inner.message_fit(conv, text, system_prompt=system_prompt, tools=tools)
+
     def prepare(
         self,
         conv: Conversation,
@@ -261,6 +272,19 @@ class _Baseline:
 
     def __post_init__(self) -> None:
         self.counter = TokenCounter(self.backend)
+
+    def message_fit(
+        self,
+        conv: Conversation,
+        text: str,
+        *,
+        system_prompt: str,
+        tools: Sequence[dict[str, Any]] | None = None,
+    ) -> MessageFit:
+        """Baselines send what they are given (they refuse nothing the window could hold)."""
+        pol = self.policy()
+        size = self.counter.message(Message(role="user", content=text))
+        return MessageFit(size, pol.window)
 
     def _request(
         self,

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
-from assistant.compaction.controller import PreparedRequest
+from assistant.compaction.controller import MessageFit, PreparedRequest
 from assistant.compaction.events import ContextEvent
 from assistant.config import EffectivePolicy
 from assistant.conversation import CompactionReason, CompactionRecord, Conversation
@@ -25,6 +25,17 @@ class ContextManager(Protocol):
     @property
     def policy(self) -> Callable[[], EffectivePolicy]:
         """The policy in force (the agent sizes tool outputs by its window)."""
+        ...
+
+    def message_fit(
+        self,
+        conv: Conversation,
+        text: str,
+        *,
+        system_prompt: str,
+        tools: Sequence[dict[str, Any]] | None = None,
+    ) -> MessageFit:
+        """Whether ``text`` as the next user message fits the window whole."""
         ...
 
     def prepare(

@@ -79,6 +79,16 @@ class ModelCallFinished:
 
 
 @dataclass(frozen=True)
+class MessageRefused:
+    """A message was not sent: it does not fit the model's window whole (``tokens`` of it,
+    ``room`` for it). Nothing was saved; a face gives ``text`` back to the user."""
+
+    text: str
+    tokens: int
+    room: int
+
+
+@dataclass(frozen=True)
 class TurnFinished:
     stopped: bool = False
     error: str | None = None
@@ -93,5 +103,6 @@ AgentEvent = (
     | PromptProgress
     | ContextChanged
     | ModelCallFinished
+    | MessageRefused
     | TurnFinished
 )

@@ -51,6 +51,7 @@ from assistant.agent.events import (
     AssistantDelta,
     ContextChanged,
     MessageAdded,
+    MessageRefused,
     ModelCallFinished,
     Notice,
     PromptProgress,
@@ -132,9 +133,21 @@ class Agent:
 
     # -- entry points -------------------------------------------------------------------
     def chat(self, conv: Conversation, text: str, cancel: CancelToken | None = None) -> None:
-        """One user message and everything the model does about it."""
+        """One user message and everything the model does about it. A message that does not
+        fit the window whole is refused before anything is saved or sent (``MessageRefused``
+        and a notice with its size and the room)."""
         cancel = cancel or CancelToken()
         self._bind(conv)
+        settings = self.settings()
+        fit = self.controller.message_fit(
+            conv, text, system_prompt=settings.system_prompt, tools=self.registry.schemas()
+        )
+        # With no room at all the system prompt (or the tools) is what does not fit: the
+        # call then says so, and the message is kept.
+        if not fit.fits and fit.room > 0:
+            self._emit(MessageRefused(text, fit.tokens, fit.room))
+            self._finish_failed(fit.refusal())
+            return
         try:
             self._append(conv, Message(role="user", content=text))
             stopped, error = self._model_turn(conv, cancel)

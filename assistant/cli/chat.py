@@ -250,6 +250,9 @@ def main(argv: list[str] | None = None) -> int:
         printer,
         persist_settings=None,  # options and /mode apply to this run only
     )
+    # Jobs run inline here: a summary written "in the background" would hold up the next
+    # line of input instead of using the time the user spends reading.
+    service.compact_ahead = False
     try:
         return _run(service, printer, args.resume)
     finally:

@@ -13,7 +13,7 @@ compaction. ``/compact`` keeps the policy's fixed sizes: the user asked for room
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from assistant.compaction.grammar import min_budget
 from assistant.compaction.prompts import (
@@ -38,6 +38,8 @@ GROWTH_SHARE = 0.12
 SUMMARY_SLACK = 16
 #: At summary budgets up to this many tokens the summary uses the short header.
 SMALL_SUMMARY_BUDGET = 256
+#: The least verbatim record a summary keeps beside a latest message that fills the window.
+MIN_RECORD = 48
 
 
 
@@ -70,6 +72,29 @@ def compaction_budget(
         model = min_budget()
     record = max(policy.summary_budget - model - header, int(room * RECORD_ROOM_SHARE))
     return Budget(room=room, model=model, record=record, header=header, short=short)
+
+
+def minimal_summary(policy: EffectivePolicy, count: Callable[[str], int]) -> int:
+    """Tokens the smallest summary takes in the prompt: its header, a short record of what
+    the user said and the template's slack. The user's latest message is never cut; it may
+    be as large as the window leaves beside the system prompt, the tools, the reply's
+    reserve and this."""
+    short = policy.summary_budget <= SMALL_SUMMARY_BUDGET
+    header = count((SUMMARY_HEADER_SHORT if short else SUMMARY_HEADER) + MECHANICAL_MARKER) + 4
+    return header + MIN_RECORD + SUMMARY_SLACK
+
+
+def beside_latest(budget: Budget, left: int) -> Budget:
+    """``budget`` shrunk so that the whole summary (header, model part, record) takes at
+    most ``left`` tokens: the room beside the user's latest message, which is kept whole.
+    The record keeps at least :data:`MIN_RECORD`; the model part gives way first."""
+    if budget.header + budget.model + budget.record <= left:
+        return budget
+    model = min(budget.model, max(left - budget.header - MIN_RECORD, 0))
+    if model < MIN_MODEL_BUDGET:
+        model = 0
+    record = max(min(budget.record, left - budget.header - model), 0)
+    return replace(budget, model=model, record=record)
 
 
 def tail_bounds(

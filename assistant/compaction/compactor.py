@@ -26,17 +26,21 @@ from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from typing import Any
 
+from assistant.compaction.ahead import Precomputed, SummaryCache, summary_key
 from assistant.compaction.budget import (
     GROWTH_SHARE,
     MIN_FILL,
     MIN_MODEL_BUDGET,
+    MIN_RECORD,
     SUMMARY_SLACK,
     Budget,
+    beside_latest,
     compaction_budget,
     tail_bounds,
 )
 from assistant.compaction.cut_point import CutPlan, find_cut, valid_cuts
 from assistant.compaction.extractive import (
+    FILES_SHARE,
     MechanicalState,
     collect_state,
     compose_summary,
@@ -52,6 +56,7 @@ from assistant.compaction.summarizer import (
     SummaryRequest,
 )
 from assistant.compaction.tokens import TokenCounter, truncate_to_tokens
+from assistant.compaction.user_record import LAST_REQUEST_HEADING
 from assistant.compaction.visibility import (
     TRIM_FLOOR,
     current_turn_start,
@@ -143,7 +148,9 @@ class Compactor:
         chat_prefix: Callable[[Conversation, str, Sequence[Message]], list[dict[str, Any]]],
         window: Callable[[], int],
         before_compact: BeforeCompactHook | None = None,
+        cache: SummaryCache | None = None,
     ) -> None:
+        self.cache = cache
         self.counter = counter
         self.summarizer = summarizer
         self.measure = measure
@@ -200,7 +207,32 @@ class Compactor:
         if manual:  # /compact asks for room now: the record keeps the policy's size
             fixed = max(policy.summary_budget - budget.model - budget.header, MIN_MODEL_BUDGET)
             budget = replace(budget, record=min(budget.record, fixed))
+        waiting = unanswered_ids(kept)
+        # The user's latest message is never summarized: the summary gives way to it (its
+        # model part first), as long as it fits beside the smallest summary (the service
+        # refuses a message larger than that before it is sent).
         prev = conv.last_compaction
+        latest = latest_user_index(kept)
+        if latest is not None:
+            need = sum(
+                min(c, TRIM_FLOOR) if m.id in waiting else c
+                for m, c in zip(kept[latest:], counts[latest:], strict=True)
+            )
+            left = budget.room - need
+            # With nothing before the message left to summarize, the current summary stays
+            # as it is: it must fit beside the turn too.
+            stays = count(prev.summary) + SUMMARY_SLACK if prev is not None and latest == 0 else 0
+            if left >= max(budget.header + MIN_RECORD, stays):
+                budget = beside_latest(budget, left)
+            else:
+                # A turn (its tool steps) that cannot fit whole beside a summary is split: the
+                # message then goes into the summary's record, still whole (line breaks kept).
+                # (When the window cannot hold it at all, it is shortened as before.)
+                whole = count(LAST_REQUEST_HEADING + "\n" + kept[latest].content) + 16
+                if budget.header + budget.model + whole <= left + need:
+                    budget = replace(budget, record=max(
+                        budget.record, int(whole / (1 - FILES_SHARE)) + 1))
+                latest = None
         prev_files = FileOps(list(prev.files_read), list(prev.files_modified)) if prev else None
         pending = pending_start(kept)
         # The record is at most the one for summarizing everything up to the pending part
@@ -215,7 +247,6 @@ class Compactor:
         record_max = count(render_mechanical(widest, budget.record, count))
         summary_est = budget.header + budget.model + record_max
         keep, floor, limit = tail_bounds(policy, budget, overhead, summary_est, manual=manual)
-        waiting = unanswered_ids(kept)
         trimmable = [
             max(c - TRIM_FLOOR, 0) if m.id in waiting else 0
             for m, c in zip(kept, counts, strict=True)
@@ -232,9 +263,11 @@ class Compactor:
             # (which takes in the current one) will stand beside it.
             room = fits_now if pending == 0 and prev is None else min(limit, fits_now)
             allowed = self._allowed(kept, counts, pending, room)
+            if latest is not None:
+                allowed[latest + 1 :] = [False] * (len(allowed) - latest - 1)
             cut = find_cut(
                 kept, counts, keep=min(keep, limit), limit=limit, floor=min(floor, limit),
-                allowed=allowed,
+                allowed=allowed, prefer=self._preferred(kept),
             )
             if not cut.summarizes_anything:
                 return plan, budget
@@ -265,6 +298,16 @@ class Compactor:
             keep = max(keep, floor)
             raised = True
         return plan, budget
+
+    def _preferred(self, kept: Sequence[Message]) -> int | None:
+        """The cut a summary was written ahead of time for, when it is among ``kept``."""
+        if self.cache is None:
+            return None
+        where = {m.id: i for i, m in enumerate(kept)}
+        for first_kept in self.cache.preferred_cuts():
+            if first_kept in where:
+                return where[first_kept]
+        return None
 
     @staticmethod
     def _allowed(
@@ -321,18 +364,55 @@ class Compactor:
                     return Status.CANCELLED
                 if answer.summary is not None:
                     return answer.summary, "hook", None
-        request = SummaryRequest(
+        request = self.request(conv, job, plan, budget)
+        if self.cache is not None:
+            ready = self.cache.take(summary_key(request))
+            if ready is not None:
+                log.info("Using the summary written ahead of time (span unchanged)")
+                return ready.text, ready.kind, replace(
+                    ready, rejected=list(ready.rejected),
+                    note=(ready.note + "; written ahead of time, while the chat was idle"
+                          if ready.note else "written ahead of time, while the chat was idle"),
+                )
+        try:
+            outcome = self.summarizer().summarize(request, job.cancel)
+        except SummaryCancelled:
+            return Status.CANCELLED
+        return outcome.text, outcome.kind, outcome
+
+    def request(
+        self, conv: Conversation, job: CompactionJob, plan: Plan, budget: Budget
+    ) -> SummaryRequest:
+        """What the summarizer is asked for this plan."""
+        prev = conv.last_compaction
+        return SummaryRequest(
             history=plan.history, turn_prefix=plan.prefix,
             previous=model_part(prev.summary) if prev else None, focus=job.focus,
             budget=budget.model, state=plan.state, window=self.window(),
             chat=self.chat_prefix(conv, job.system_prompt, plan.kept[: plan.cut.cut]),
             tools=job.tools,
         )
+
+    def ahead(
+        self, conv: Conversation, job: CompactionJob, policy: EffectivePolicy, *,
+        overhead: int, counts: Sequence[int],
+    ) -> Precomputed | None:
+        """Plan the compaction the chat would get now and write its summary (for
+        :class:`~.ahead.SummaryCache`); None when there is nothing to summarize, the summary
+        is already there, or it was cancelled."""
+        started = time.perf_counter()
+        plan, budget = self.plan(conv, job, policy, overhead, counts)
+        if plan is None or not plan.tail:
+            return None
+        request = self.request(conv, job, plan, budget)
+        key = summary_key(request)
+        if self.cache is not None and self.cache.get(key) is not None:
+            return None
         try:
             outcome = self.summarizer().summarize(request, job.cancel)
         except SummaryCancelled:
-            return Status.CANCELLED
-        return outcome.text, outcome.kind, outcome
+            return None
+        return Precomputed(key, plan.tail[0].id, outcome, time.perf_counter() - started)
 
     # -- 4: verify ------------------------------------------------------------------------
     def verify(
@@ -482,3 +562,11 @@ class Compactor:
             Status.DONE, tokens_before, record=record, summary=summary_outcome,
             messages=plan.cut.cut,
         )
+
+
+def latest_user_index(kept: Sequence[Message]) -> int | None:
+    """Index of the newest user message among the kept messages (None: there is none)."""
+    for i in range(len(kept) - 1, -1, -1):
+        if kept[i].role == "user":
+            return i
+    return None

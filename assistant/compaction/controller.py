@@ -26,6 +26,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from assistant.compaction import context
+from assistant.compaction.ahead import AHEAD_FILL, Precomputed, SummaryCache
+from assistant.compaction.budget import minimal_summary
 from assistant.compaction.compactor import (
     BeforeCompactHook,
     BeforeCompactResult,
@@ -55,6 +57,7 @@ from assistant.conversation import CompactionReason, CompactionRecord, Conversat
 from assistant.llm.base import (
     CancelToken,
     GenerationCancelled,
+    KVCacheAware,
     LLMBackend,
     LLMError,
     PromptCounter,
@@ -66,6 +69,7 @@ __all__ = [
     "CompactionPreparation",
     "ContextController",
     "ContextTooLargeError",
+    "MessageFit",
     "PreparedRequest",
 ]
 
@@ -113,6 +117,29 @@ class PreparedRequest:
         return max(self.window - self.prompt_tokens, 0)
 
 
+@dataclass(frozen=True)
+class MessageFit:
+    """Whether a new user message can go to the model whole: its ``tokens`` and the
+    ``room`` the window has for it (window - reply reserve - system prompt and tools - the
+    smallest summary of what came before, when something came before)."""
+
+    tokens: int
+    room: int
+
+    @property
+    def fits(self) -> bool:
+        return self.tokens <= self.room
+
+    def refusal(self) -> str:
+        """What the user is told when it does not fit (nothing was sent)."""
+        return (
+            f"Not sent: your message is {self.tokens:,} tokens and the model's window has "
+            f"room for {self.room:,} (after the system prompt, the tools, the room kept for "
+            "the reply and a short summary of the chat). Shorten it, split it over several "
+            "messages, or put it in a file in the workspace and ask about it (/read PATH)."
+        )
+
+
 class ContextController:
     def __init__(
         self,
@@ -144,6 +171,15 @@ class ContextController:
                 else ExtractiveSummarizer(self.counter)
             )
         self.summarizer: Summarizer = summarizer
+        #: Prompt evaluation of a summary written inside a turn: (done, total) tokens, so the
+        #: window shows it like a prompt being read (set by whoever builds the agent).
+        self.on_summary_prefill: Callable[[int, int], None] | None = None
+        self._quiet = False
+        if isinstance(summarizer, ModelSummarizer):
+            summarizer.on_prefill = self._summary_prefill
+        #: Summaries written ahead of time (:meth:`precompute`), used when their span is
+        #: unchanged at the threshold.
+        self.summary_cache = SummaryCache()
         self.before_compact = before_compact
         self.after_compact = after_compact
         #: Brings back excerpts of the whole chat beside the latest question (None: off).
@@ -282,6 +318,24 @@ class ContextController:
             return self._request(conv, system_prompt, tools, self.policy(), trim=False)
         finally:
             self._last_cuts = cuts
+
+    def message_fit(
+        self,
+        conv: Conversation,
+        text: str,
+        *,
+        system_prompt: str,
+        tools: Sequence[dict[str, Any]] | None = None,
+    ) -> MessageFit:
+        """Whether ``text`` as the next user message fits the window whole (the latest
+        message is never cut: compaction makes room for it, down to the smallest summary)."""
+        pol = self.policy()
+        window = min(pol.window, self.backend.info.context_window)
+        tokens = self.counter.message(Message(role="user", content=text))
+        before = bool(conv.kept_messages()) or conv.last_compaction is not None
+        summary = minimal_summary(pol, self.counter.text) if before else 0
+        room = window - pol.reserve - self.overhead(system_prompt, tools) - summary
+        return MessageFit(tokens, max(room, 0))
 
     # -- the per-call path ---------------------------------------------------------------
     def prepare(
@@ -433,20 +487,82 @@ class ContextController:
         log.info("Recall: %d excerpt(s), %d tokens", len(block.excerpts), added)
         return req
 
-    # -- internals -----------------------------------------------------------------------
-    def _run(self, conv: Conversation, job: CompactionJob, tokens_before: int) -> CompactionOutcome:
-        """One compaction through the :class:`Compactor`, with events and the record."""
+    # -- ahead of time -------------------------------------------------------------------
+    def precompute(
+        self,
+        conv: Conversation,
+        *,
+        system_prompt: str,
+        tools: Sequence[dict[str, Any]] | None = None,
+        cancel: CancelToken | None = None,
+    ) -> Precomputed | None:
+        """While the model is idle: once the prompt passes :data:`~.ahead.AHEAD_FILL` of the
+        compaction threshold, write the summary the next compaction would need (see
+        :mod:`.ahead`). Nothing is recorded or reported; the chat's KV cache is put back as
+        it was (the next turn reuses it as if nothing ran). None when not needed, already
+        written, or cancelled (``cancel``: the user sent something)."""
         pol = self.policy()
-        compactor = Compactor(
+        if not self.auto_compact() or not conv.kept_messages():
+            return None
+        req = self._request(conv, system_prompt, tools, pol, trim=False)
+        if req.prompt_tokens < AHEAD_FILL * (pol.window - pol.reserve):
+            return None
+        # The compaction comes with the user's next message, which its kept tail will hold:
+        # plan for the chat with one more message the size of their last one.
+        last = next((m for m in reversed(conv.messages) if m.role == "user"), None)
+        trial = Conversation(
+            messages=[*conv.messages, Message(role="user", content=last.content if last else "")],
+            compactions=list(conv.compactions),
+        )
+        be = self.backend
+        state = be.save_state() if isinstance(be, KVCacheAware) else None
+        job = CompactionJob(CompactionReason.THRESHOLD, system_prompt, tools, None, cancel)
+        kept, counts = self._kept(trial)
+        sent = self._sent_view
+        if sent is not None and sent[0] == id(conv):  # the trial chat was sent as this one
+            self._sent_view = (id(trial), sent[1], sent[2])
+        self._quiet = True
+        try:
+            got = self._compactor(pol).ahead(
+                trial, job, pol, overhead=self.overhead(system_prompt, tools), counts=counts
+            )
+        finally:
+            self._quiet = False
+            self._sent_view = sent
+            if state is not None and state.tokens and isinstance(be, KVCacheAware):
+                be.load_state(state)
+        if got is not None:
+            self.summary_cache.put(got)
+            log.info("Summary written ahead of time in %.1fs (%d message(s) kept after it)",
+                     got.seconds, len(kept) - next(
+                         (i for i, m in enumerate(kept) if m.id == got.first_kept_id), 0))
+        return got
+
+    def _summary_prefill(self, done: int, total: int) -> None:
+        if not self._quiet and self.on_summary_prefill is not None:
+            self.on_summary_prefill(done, total)
+
+    # -- internals -----------------------------------------------------------------------
+    def _compactor(self, pol: EffectivePolicy) -> Compactor:
+        return Compactor(
             self.counter,
             lambda: self.summarizer,
             measure=self._measure,
             chat_prefix=self._chat_prefix,
             window=lambda: min(pol.window, self.backend.info.context_window),
             before_compact=self.before_compact,
+            cache=self.summary_cache,
         )
+
+    def _kept(self, conv: Conversation) -> tuple[list[Message], list[int]]:
         kept = [context.shown(m, self.view(conv)) for m in conv.kept_messages()]
-        counts = [self.counter.message(m) for m in kept]
+        return kept, [self.counter.message(m) for m in kept]
+
+    def _run(self, conv: Conversation, job: CompactionJob, tokens_before: int) -> CompactionOutcome:
+        """One compaction through the :class:`Compactor`, with events and the record."""
+        pol = self.policy()
+        compactor = self._compactor(pol)
+        _kept, counts = self._kept(conv)
 
         def started(messages: int) -> None:
             self._emit(CompactionStarted(job.reason, tokens_before, messages=messages))

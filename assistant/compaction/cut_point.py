@@ -17,6 +17,8 @@ Rule (pi-mono's, with real token counts, a hard limit and a floor):
    With none in range, the largest tail that fits ``limit``; with none of those, the
    smallest tail there is (the caller cuts unanswered outputs to fit). Summarizing the
    whole chat (``i == len``) is the last resort.
+4. ``prefer``: a cut a summary was already written for (ahead of time) wins over the rule
+   of 3 when it is allowed and its tail is in ``[floor, limit]``.
 """
 
 from __future__ import annotations
@@ -95,6 +97,7 @@ def find_cut(
     limit: int | None = None,
     floor: int = 0,
     allowed: Sequence[bool] | None = None,
+    prefer: int | None = None,
 ) -> CutPlan:
     """Plan a cut of ``messages`` (with their segment ``counts``); see the module docstring."""
     n = len(messages)
@@ -111,7 +114,11 @@ def find_cut(
     valid = valid_cuts(messages)
     ok = [valid[i] and (allowed is None or allowed[i]) for i in range(n + 1)]
     inner = [i for i in range(1, n) if ok[i]]
-    cut = _choose(inner, messages, suffix, keep=keep, floor=floor, hard=hard)
+    cut: int | None
+    if prefer is not None and prefer in inner and floor <= suffix[prefer] <= hard:
+        cut = prefer
+    else:
+        cut = _choose(inner, messages, suffix, keep=keep, floor=floor, hard=hard)
     if cut is None:
         if ok[n]:
             cut = n

@@ -211,6 +211,8 @@ class ModelSummarizer:
         #: free prompts; :attr:`grammar_note` says why).
         self.grammar_state = "auto" if grammar else "off"
         self.grammar_note = "" if grammar else "switched off"
+        #: Told (done, total) prompt tokens while a summary's prompt is evaluated.
+        self.on_prefill: Callable[[int, int], None] | None = None
 
     # -- public ------------------------------------------------------------------------
     def summarize(self, request: SummaryRequest, cancel: CancelToken | None) -> SummaryOutcome:
@@ -609,7 +611,9 @@ class ModelSummarizer:
         options = GenerationOptions(
             max_tokens=budget, temperature=self.temperature, stop=("[User]:",), grammar=grammar
         )
-        stream = self.backend.generate(messages, options, tools=tools, cancel=cancel)
+        stream = self.backend.generate(
+            messages, options, tools=tools, cancel=cancel, on_prefill=self.on_prefill
+        )
         for event in stream:
             if event.delta:
                 pieces.append(event.delta)

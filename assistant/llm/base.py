@@ -63,13 +63,22 @@ class GenerationCancelled(LLMError):
 
 
 class CancelToken:
-    """A thread-safe flag checked between tokens (and between prompt batches)."""
+    """A thread-safe flag checked between tokens (and between prompt batches).
+
+    A backend whose work cannot poll the flag (llama.cpp inside one ``llama_decode``) can
+    be told at once with :meth:`on_cancel`."""
 
     def __init__(self) -> None:
         self._event = threading.Event()
+        self._lock = threading.Lock()
+        self._listeners: list[Callable[[], None]] = []
 
     def cancel(self) -> None:
-        self._event.set()
+        with self._lock:
+            self._event.set()
+            listeners = list(self._listeners)
+        for listener in listeners:
+            listener()
 
     @property
     def cancelled(self) -> bool:
@@ -77,6 +86,23 @@ class CancelToken:
 
     def reset(self) -> None:
         self._event.clear()
+
+    def on_cancel(self, listener: Callable[[], None]) -> Callable[[], None]:
+        """Call ``listener`` (from the cancelling thread) when the token is cancelled, or
+        now if it already is. Returns a function that removes the listener."""
+        with self._lock:
+            already = self._event.is_set()
+            if not already:
+                self._listeners.append(listener)
+        if already:
+            listener()
+
+        def remove() -> None:
+            with self._lock:
+                if listener in self._listeners:
+                    self._listeners.remove(listener)
+
+        return remove
 
 
 @dataclass(frozen=True)

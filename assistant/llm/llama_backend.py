@@ -8,9 +8,9 @@ Generation is driven at the token level rather than through ``create_completion`
 * the prompt the model evaluates is exactly ``tokenize(render_prompt(messages))`` — the same
   tokens every count uses;
 * the KV-cache reuse is known per call: the longest common prefix with the tokens already
-  in the cache is kept, the rest is evaluated in ``n_batch`` chunks, and a cancel between
-  chunks interrupts prompt evaluation;
-* a cancel takes effect within one generated token.
+  in the cache is kept, the rest is evaluated in ``n_batch`` chunks, and a cancel aborts
+  the chunk being evaluated (llama.cpp's abort callback, :mod:`.llama_abort`);
+* a cancel takes effect within one generated token (or inside its decode).
 
 It is :class:`~assistant.llm.base.KVCacheAware`: it tells how much of a prompt is cached,
 tokenizes prompts incrementally (:mod:`.incremental_tokenizer`), saves and restores the KV
@@ -78,6 +78,7 @@ from assistant.llm.incremental_tokenizer import (
     self_overlaps,
 )
 from assistant.llm.kv_state import file_sha256
+from assistant.llm.llama_abort import AbortSwitch
 from assistant.llm.llama_kv import (
     LlamaMemory,
     PrefillConfig,
@@ -210,6 +211,8 @@ class LlamaBackend:
         #: the last reply's drafts did. See :mod:`.speculative`.
         self.prompt_lookup = DRAFT_TOKENS if entry is not None and entry.prompt_lookup else 0
         self.draft_stats: DraftStats | None = None
+        #: Stop aborts llama.cpp inside a decode (see :mod:`.llama_abort`).
+        self._abort = AbortSwitch()
 
     # -- construction ---------------------------------------------------------------------
     @classmethod
@@ -736,7 +739,13 @@ class LlamaBackend:
             if cancel is not None and cancel.cancelled:
                 return plan, False
             chunk = tokens[at : min(target, at + step)]
-            llm.eval(chunk)
+            try:
+                llm.eval(chunk)
+            except RuntimeError:
+                if not self._abort.raised:
+                    raise
+                self._aborted()
+                return plan, False
             at += len(chunk)
             if on_prefill is not None:
                 on_prefill(at, len(tokens))
@@ -785,6 +794,35 @@ class LlamaBackend:
         cancel: CancelToken | None,
         on_prefill: Callable[[int, int], None] | None,
     ) -> Iterator[StreamEvent]:
+        """One call with Stop armed: cancelling aborts llama.cpp's current decode."""
+        with self._abort.armed(self._llm._ctx.ctx, cancel):
+            yield from self._stream_call(tokens, options, cancel, on_prefill)
+
+    def _aborted(self) -> None:
+        """After an aborted decode: drop the cells of the ubatches it finished (llama.cpp
+        keeps them; ``n_tokens`` does not count them)."""
+        llm = self._llm
+        llm._ctx.kv_cache_seq_rm(-1, int(llm.n_tokens), -1)
+        log.info("Stop aborted llama.cpp inside a decode (%d tokens kept in the cache)",
+                 int(llm.n_tokens))
+
+    def _until_aborted(self, sampled: Iterator[int], aborted: list[bool]) -> Iterator[int]:
+        """``sampled``, ending (``aborted[0]`` set) when Stop aborted a decode."""
+        try:
+            yield from sampled
+        except RuntimeError:
+            if not self._abort.raised:
+                raise
+            self._aborted()
+            aborted[0] = True
+
+    def _stream_call(
+        self,
+        tokens: list[int],
+        options: GenerationOptions,
+        cancel: CancelToken | None,
+        on_prefill: Callable[[int, int], None] | None,
+    ) -> Iterator[StreamEvent]:
         llm = self._llm
         ignored: tuple[str, ...] = ()
         n_ctx = int(llm.n_ctx())
@@ -825,8 +863,9 @@ class LlamaBackend:
                 if options.grammar is not None
                 else self._sampled(tokens, options)
             )
+            aborted = [False]
             with contextlib.closing(sampled):  # frees a grammar's samplers on a break
-                for token in sampled:
+                for token in self._until_aborted(sampled, aborted):
                     if first is None:
                         first = time.perf_counter() - start
                     if self._is_eog(token):
@@ -850,6 +889,8 @@ class LlamaBackend:
                     if count >= budget:
                         finish = "length"
                         break
+            if aborted[0]:
+                finish = "cancelled"
         text += decoder.decode(b"", final=True) if finish != "stop" else ""
         if len(text) > emitted:
             yield StreamEvent(delta=text[emitted:])

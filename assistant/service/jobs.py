@@ -34,7 +34,9 @@ class JobRunner:
         on_status: Callable[[Status | None], None],
         on_error: Callable[[str], None],
         on_idle: Callable[[], None],
+        on_start: Callable[[], None] | None = None,
     ) -> None:
+        self.on_start = on_start
         self.worker = worker
         self.dispatch = dispatch
         self.status = status
@@ -49,6 +51,8 @@ class JobRunner:
         self, job: Job, then: Then | None = None, what: str = "", *, model_call: bool = False
     ) -> None:
         """Run ``job`` on the worker; ``then(result)`` runs on the owner thread after."""
+        if self.on_start is not None:
+            self.on_start()  # e.g. stop background work first: this job goes before it
         cancel = CancelToken()
         self._cancel = cancel
         self.busy = True

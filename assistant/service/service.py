@@ -24,6 +24,7 @@ ties them together: the queue, sending, the rules for when what may happen, bran
 from __future__ import annotations
 
 import contextlib
+import logging
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass
@@ -46,6 +47,7 @@ from assistant.agent.events import (
     PromptProgress,
 )
 from assistant.agent.usage import context_usage
+from assistant.compaction.ahead import Precomputed
 from assistant.compaction.branch import BranchSummarizer
 from assistant.compaction.recall import PassageIndex
 from assistant.config import Settings, save_settings
@@ -79,6 +81,8 @@ from assistant.sessions.store import ChatSummary, SessionStore
 from assistant.sessions.summary import is_branch_summary
 from assistant.settings_check import check_against_model
 from assistant.tools.approval import Approver
+
+log = logging.getLogger("assistant.service")
 
 Dispatch = Callable[[Callable[[], None]], None]
 
@@ -132,6 +136,7 @@ class ChatService:
         self.jobs = JobRunner(
             worker, dispatch, self.status_machine, self._status,
             on_error=lambda text: self.notice("error", text), on_idle=self._job_ended,
+            on_start=self._cancel_ahead,
         )
         self.commands = AppCommands(self, extra_help)
         self._queue: list[Queued] = []
@@ -143,6 +148,10 @@ class ChatService:
         self.prefill_text = ""
         self._restore_seq = 0
         self._search = chats.ChatSearch()
+        #: Write the next compaction's summary while the model is idle (see
+        #: :mod:`assistant.compaction.ahead`); the token of the one running.
+        self.compact_ahead = True
+        self._ahead: CancelToken | None = None
 
     # -- state -------------------------------------------------------------------------
     @property
@@ -302,6 +311,7 @@ class ChatService:
 
     def load_model(self) -> None:
         """Load (or reload) the model of the current settings on the worker."""
+        self._cancel_ahead()
         self.model.load(self.settings)
 
     def apply_settings(self, new: Settings, *, reconnect: bool = False) -> bool:
@@ -463,6 +473,52 @@ class ChatService:
         future = self.worker.submit(job)
         future.add_done_callback(lambda f: self.dispatch(lambda: self._measured(seq, f)))
 
+    # -- compaction ahead of time ------------------------------------------------------
+    def _start_ahead(self) -> None:
+        """While nothing runs: on the worker, at low priority, write the summary the next
+        compaction will need once the chat passes the fill level
+        (``ContextController.precompute``). Anything the user does first cancels it."""
+        engine, handle = self.engine, self.handle
+        if (not self.compact_ahead or engine is None or handle is None or self.busy
+                or self._queue or self.browsing or self._closed
+                or handle.read_only is not None):
+            return
+        self._cancel_ahead()
+        token = CancelToken()
+        self._ahead = token
+        conv = handle.conversation
+        prompt = self.effective_settings().system_prompt
+        tools = engine.agent.registry.schemas()
+
+        def job() -> Precomputed | None:
+            if token.cancelled:
+                return None
+            return engine.controller.precompute(
+                conv, system_prompt=prompt, tools=tools, cancel=token
+            )
+
+        future = self.worker.submit(job)
+        future.add_done_callback(lambda f: self.dispatch(lambda: self._ahead_done(token, f)))
+
+    def _cancel_ahead(self) -> None:
+        if self._ahead is not None:
+            self._ahead.cancel()
+            self._ahead = None
+
+    def _ahead_done(self, token: CancelToken, future: Future[Precomputed | None]) -> None:
+        if self._ahead is token:
+            self._ahead = None
+        exc = future.exception()
+        if exc is not None:  # the compaction at the threshold writes its summary itself
+            log.warning("Writing the next summary ahead of time failed: %s", exc)
+            return
+        got = future.result()
+        if got is not None and not token.cancelled and not self.busy and not self._closed:
+            self._status(self.status_machine.note(
+                f"Summary for the next compaction ready ({got.seconds:.0f} s, written while "
+                "you read)"
+            ))
+
     def _measured(self, seq: int, future: Future[AgentEvent]) -> None:
         if seq != self._measure_seq or self._closed or future.exception() is not None:
             return
@@ -480,6 +536,7 @@ class ChatService:
         if self._refuse_while_busy("starting a new chat"):
             return False
         self._restore_seq += 1  # a restore still waiting is for the old chat: drop it
+        self._cancel_ahead()
         self.chat.new()  # a new conversation: "allow for this chat" answers reset
         self._status(self.status_machine.note("New chat"))
         self.measure_context()
@@ -492,6 +549,7 @@ class ChatService:
         if self._refuse_while_busy("switching chats"):
             return False
         self._restore_seq += 1  # a restore still waiting is for the old chat: drop it
+        self._cancel_ahead()
         if not self.chat.open(chat_id):
             return False
         chat_model = self.chat.recorded(chat_options.MODEL)
@@ -676,6 +734,7 @@ class ChatService:
         self.emit(ChatsChanged())
         if not self._queue:
             self.measure_context()  # the reply or the tool output is in the chat now
+            self._start_ahead()
         self._drain_queue()
 
     def _drain_queue(self) -> None:
@@ -687,6 +746,7 @@ class ChatService:
 
     def stop(self) -> bool:
         """Stop the reply or cancel the compaction that is running (Esc, Ctrl-C)."""
+        self._cancel_ahead()
         return self.jobs.stop()
 
     # -- branches ----------------------------------------------------------------------

@@ -27,6 +27,7 @@ from assistant.agent.events import (
     ContextChanged,
     ContextUsage,
     MessageAdded,
+    MessageRefused,
     ModelCallFinished,
     Notice,
     ToolCallStarted,
@@ -79,6 +80,7 @@ class ServiceBridge(QObject):
     prefill_progress = Signal(object)  # PrefillProgress
     reply_stats = Signal(object)  # ReplyStats
     model_switch_suggested = Signal(object)  # ModelSwitchSuggested
+    message_refused = Signal(object)  # MessageRefused
 
     _event = Signal(object)
     _kick = Signal()
@@ -120,6 +122,7 @@ class ServiceBridge(QObject):
             (PrefillProgress, self.prefill_progress, lambda e: (e,)),
             (ReplyStats, self.reply_stats, lambda e: (e,)),
             (ModelSwitchSuggested, self.model_switch_suggested, lambda e: (e,)),
+            (MessageRefused, self.message_refused, lambda e: (e,)),
         )
 
     # -- any thread --------------------------------------------------------------------

@@ -32,7 +32,13 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from assistant.agent.events import ContextUsage, Notice, ToolCallStarted, TurnFinished
+from assistant.agent.events import (
+    ContextUsage,
+    MessageRefused,
+    Notice,
+    ToolCallStarted,
+    TurnFinished,
+)
 from assistant.compaction.events import (
     CompactionCancelled,
     CompactionFailed,
@@ -69,7 +75,7 @@ from assistant.ui.file_drop import FileDropHandler
 from assistant.ui.focus_keeper import FocusKeeper
 from assistant.ui.menu_bar import AppMenus
 from assistant.ui.models_page import ModelsPage
-from assistant.ui.prompt_progress import PromptProgress
+from assistant.ui.prompt_progress import PromptProgress, compaction_text
 from assistant.ui.settings_dialog import SettingsDialog
 from assistant.ui.sidebar import ChatEntry, Sidebar
 from assistant.ui.spinner import Spinner
@@ -291,6 +297,7 @@ class MainWindow(WindowDialogs):
         b.prefill_progress.connect(self._prefill_progress)
         b.reply_stats.connect(self._reply_stats)
         b.model_switch_suggested.connect(self._model_switch_suggested)
+        b.message_refused.connect(self._message_refused)
         self.sidebar.options_requested.connect(self._chat_options_for)
         self.sidebar.searcher = c.search_chats
         b.export_path_needed.connect(self._choose_export_path)
@@ -370,6 +377,13 @@ class MainWindow(WindowDialogs):
             return
         if not self.service.submit(text) and not self.input.toPlainText():
             self.input.setPlainText(text)  # refused (a notice says why): nothing is lost
+        self._update_composer()
+
+    def _message_refused(self, event: MessageRefused) -> None:
+        """A message too large for the window was not sent (a notice says its size and the
+        room): it goes back into the input box, unless the user is typing another."""
+        if not self.input.toPlainText():
+            self.input.setPlainText(event.text)
         self._update_composer()
 
     def _send_clicked(self) -> None:
@@ -461,6 +475,8 @@ class MainWindow(WindowDialogs):
     def _prefill_progress(self, event: PrefillProgress) -> None:
         if self.status.phase is Phase.EVALUATING_PROMPT:
             self.prompt_progress.update_progress(event)
+        elif self.status.phase is Phase.COMPACTING:  # a summary written inside the turn
+            self.strip_label.setText(compaction_text(event))
 
     def _reply_stats(self, stats: ReplyStats) -> None:
         self.chat_view.set_reply_footer(stats_text(stats))

@@ -7,7 +7,7 @@ from typing import Any
 
 from assistant.agent.events import ContextChanged, ContextUsage, Notice, TurnFinished
 from assistant.agent.loop import OVERFLOW_FAILED, OVERFLOW_NO_COMPACT
-from assistant.compaction.controller import ContextTooLargeError, PreparedRequest
+from assistant.compaction.controller import ContextTooLargeError, MessageFit, PreparedRequest
 from assistant.compaction.events import ContextEvent, PruneEvent
 from assistant.config import EffectivePolicy, Settings
 from assistant.conversation import CompactionRecord, Conversation
@@ -54,6 +54,11 @@ class StubController:
         return PreparedRequest(
             messages=msgs, prompt_tokens=n, window=self.window, reserve=self.reserve
         )
+
+    def message_fit(
+        self, conv: Conversation, text: str, *, system_prompt: str, tools: Any = None
+    ) -> MessageFit:
+        return MessageFit(self.backend.count(text), self.window - self.reserve)
 
     def prepare(
         self,

@@ -85,8 +85,14 @@ def test_prompt_never_exceeds_the_window_and_pairs_stay_together(
         if req.prompt_tokens + POLICY.reserve > WINDOW:
             # Only when what is before the newest message is smaller than the smallest
             # summary could be (its header and the frame of the verbatim record): no summary
-            # shrinks it, so the reply gets what is left, and the user is told.
+            # shrinks it, so the reply gets what is left, and the user is told. Or when only
+            # the summary stands before the newest user message, which is never cut, and the
+            # outputs of its turn (too small to cut) took the rest.
             last_user = max(i for i, m in enumerate(req.messages) if m["role"] == "user")
+            newest = max(i for i, m in enumerate(conv.messages) if m.role == "user")
+            if last_user == 2 and req.messages[2]["content"] == conv.messages[newest].content:
+                assert any("less than the reserve" in n for n in req.notices)
+                return
             system = backend.count_prompt(req.messages[:1])
             before = backend.count_prompt(req.messages[:last_user]) - system
             smallest = backend.count_prompt([*req.messages[:1], {

@@ -1,0 +1,93 @@
+"""Stopping llama.cpp inside one ``llama_decode``: the abort callback, without the GIL.
+
+A prompt is evaluated in ``n_batch`` chunks; between chunks the backend checks the cancel
+token, but one chunk of 512 tokens takes seconds on a loaded laptop CPU (the issue measured
+5-10 s from Esc to a stop). llama.cpp asks an *abort callback* after every node of the
+compute graph (hundreds per decode): when it returns true, ``llama_decode`` returns 2 and
+the ubatches already computed stay in the cache (the backend removes them).
+
+A Python callback would take the GIL hundreds of times per decode, and wait for it while
+another thread (the window) runs Python, slowing every prompt. So the callback is C code
+that needs no Python: libc's ``strlen`` over a two-byte buffer this module owns. The
+buffer holds ``b"\\0\\0"`` (length 0: go on) until the call is cancelled, then ``b"\\1\\0"``
+(length 1: abort). ``strlen`` returns a ``size_t``; the caller reads it as a C ``bool`` (the
+low byte of the return register on x86-64 and arm64), which is 0 or 1 here. Where libc's
+``strlen`` cannot be found, a Python callback reading the same byte is used.
+
+:class:`AbortSwitch` is armed per call with the call's :class:`~assistant.llm.base.
+CancelToken` (``cancel()`` sets the byte from whichever thread presses Stop) and disarmed
+after it, so a stale Stop never aborts the next call.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import logging
+import sys
+from collections.abc import Iterator
+from typing import Any
+
+from assistant.llm.base import CancelToken
+
+log = logging.getLogger("assistant.llm")
+
+
+def _c_strlen() -> Any | None:
+    """libc's ``strlen`` as a ctypes function, or None."""
+    try:
+        libc = ctypes.cdll.msvcrt if sys.platform == "win32" else ctypes.CDLL(None)
+        return libc.strlen
+    except (OSError, AttributeError):  # pragma: no cover - no C library to be found
+        return None
+
+
+class AbortSwitch:
+    """The abort flag of one ``Llama`` context (see the module docstring)."""
+
+    def __init__(self) -> None:
+        import llama_cpp
+
+        self._lc = llama_cpp
+        self._flag = ctypes.create_string_buffer(2)  # b"\0\0"
+        strlen = _c_strlen()
+        if strlen is not None:
+            self._callback: Any = ctypes.cast(strlen, llama_cpp.ggml_abort_callback)
+            self.kind = "c"
+        else:  # pragma: no cover - platforms without a libc strlen
+
+            def python_check(_data: Any) -> bool:
+                return self._flag.raw[0] != 0
+
+            self._callback = llama_cpp.ggml_abort_callback(python_check)
+            self.kind = "python"
+        self._data = ctypes.cast(self._flag, ctypes.c_void_p)
+        self._installed_on: int | None = None
+
+    @property
+    def raised(self) -> bool:
+        """Whether the current call was aborted (or asked to be)."""
+        return self._flag.raw[0] != 0
+
+    def install(self, ctx: Any) -> None:
+        """Give llama.cpp context ``ctx`` the callback (again after a new context)."""
+        address = ctypes.cast(ctx, ctypes.c_void_p).value
+        if address != self._installed_on:
+            self._lc.llama_set_abort_callback(ctx, self._callback, self._data)
+            self._installed_on = address
+
+    def _raise(self) -> None:
+        self._flag[0] = b"\x01"
+
+    @contextlib.contextmanager
+    def armed(self, ctx: Any, cancel: CancelToken | None) -> Iterator[None]:
+        """While the block runs, cancelling ``cancel`` aborts llama.cpp's current decode."""
+        self.install(ctx)
+        self._flag[0] = b"\x00"
+        remove = cancel.on_cancel(self._raise) if cancel is not None else None
+        try:
+            yield
+        finally:
+            if remove is not None:
+                remove()
+            self._flag[0] = b"\x00"

@@ -1,0 +1,151 @@
+"""``python -m bench.compaction_wait``: the wait a compaction adds to the user's turn, per
+compaction, with and without the summary written ahead of time.
+
+The same chat runs twice on the real model through the app's engine (context controller,
+agent, the same settings): once as before (every compaction writes its summary inside the
+turn that reaches the threshold) and once with ``ContextController.precompute`` run after
+every turn, as the service does while the user reads. Per compaction it reports the
+compaction's own time inside the turn (``CompactionRecord.duration_s``: plan, summary,
+check), which is what the user waits for before the prompt is read; the time spent ahead
+(while the user reads, not waited for) is reported beside it. The run is bounded: a small
+window (``--window``), short replies and a fixed number of turns.
+
+    python -m bench.compaction_wait [--window 3072] [--turns 14] [--reply 24] [--json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import tempfile
+import time
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from assistant.agent.events import AgentEvent, ContextChanged
+from assistant.compaction.events import CompactionFinished
+from assistant.config import Sampling, Settings, default_local
+from assistant.conversation import Conversation
+from assistant.engine import build_engine
+from assistant.llm.base import CancelToken, LLMBackend
+
+TOPICS = ("invoices", "the parser", "deploy scripts", "the cache", "user accounts",
+          "the report job", "search", "backups")
+
+
+def user_message(i: int) -> str:
+    """One turn of a support chat: a pasted note of about 250 tokens and a question."""
+    topic = TOPICS[i % len(TOPICS)]
+    lines = [f"Note {i} about {topic}:"]
+    for j in range(9):
+        lines.append(f"- item {i}.{j}: {topic} step {j} takes {(i * 7 + j * 3) % 40 + 5} ms "
+                     f"on host web-{(i + j) % 5} and logs code E{100 + i * 10 + j}.")
+    lines.append(f"Which host logged code E{100 + i * 10 + 4}?")
+    return "\n".join(lines)
+
+
+@dataclass
+class Run:
+    ahead: bool
+    #: Seconds each compaction took inside its turn.
+    waits: list[float] = field(default_factory=list)
+    #: Which summarizer wrote each (the note on the compaction record).
+    notes: list[str] = field(default_factory=list)
+    #: Seconds spent writing summaries ahead of time (between turns).
+    ahead_s: list[float] = field(default_factory=list)
+    turns: int = 0
+
+    @property
+    def median(self) -> float | None:
+        return statistics.median(self.waits) if self.waits else None
+
+
+def run_chat(backend: LLMBackend, *, window: int, turns: int, reply: int, ahead: bool) -> Run:
+    """One bounded chat on ``backend`` (its KV cache emptied first)."""
+    from assistant.llm.base import KVCacheAware
+
+    if isinstance(backend, KVCacheAware):
+        backend.reset_kv_cache()
+    base = default_local()
+    scale = window / base.window  # the local policy's proportions, for a smaller window
+    local = base.model_copy(update={
+        "window": window, "protect": int(base.protect * scale),
+        "minimum": int(base.minimum * scale), "reserve": int(base.reserve * scale),
+        "keep_recent": int(base.keep_recent * scale),
+        "summary_budget": int(base.summary_budget * scale),
+    })
+    settings = Settings(workspace=tempfile.mkdtemp(prefix="bench-wait-"), local=local,
+                        sampling=Sampling(max_reply_tokens=reply, temperature=0.0))
+    events: list[AgentEvent] = []
+    engine = build_engine(backend, lambda: settings, None, events.append)
+    conv = Conversation()
+    out = Run(ahead=ahead)
+    tools = engine.agent.registry.schemas()
+    for i in range(turns):
+        events.clear()
+        engine.agent.chat(conv, user_message(i), CancelToken())
+        out.turns += 1
+        for ev in events:
+            if isinstance(ev, ContextChanged) and isinstance(ev.event, CompactionFinished):
+                record = ev.event.record
+                out.waits.append(record.duration_s)
+                out.notes.append(record.summarizer_note)
+        print(f"  turn {i + 1}/{turns}: {len(out.waits)} compaction(s)", file=sys.stderr,
+              flush=True)
+        if ahead:
+            start = time.perf_counter()
+            got = engine.controller.precompute(
+                conv, system_prompt=settings.system_prompt, tools=tools
+            )
+            if got is not None:
+                out.ahead_s.append(time.perf_counter() - start)
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench.compaction_wait")
+    parser.add_argument("--model", default="smollm2-135m-instruct")
+    parser.add_argument("--window", type=int, default=3072)
+    parser.add_argument("--turns", type=int, default=14)
+    parser.add_argument("--reply", type=int, default=24, help="longest reply (tokens)")
+    parser.add_argument("--mode", choices=("inside", "ahead", "both"), default="both",
+                        help="run the chat with summaries inside the turn, ahead, or both")
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args(argv)
+    from assistant.llm.llama_backend import LlamaBackend
+
+    backend = LlamaBackend.load(args.model, n_ctx=args.window, calibrate=True)
+    try:
+        runs = [
+            run_chat(backend, window=args.window, turns=args.turns, reply=args.reply,
+                     ahead=ahead)
+            for ahead in {"inside": (False,), "ahead": (True,), "both": (False, True)}[
+                args.mode]
+        ]
+    finally:
+        backend.close()
+    result: dict[str, Any] = {
+        "model": args.model, "window": args.window, "turns": args.turns,
+        "runs": [{**asdict(r), "median": r.median} for r in runs],
+    }
+    if args.json:
+        print(json.dumps(result, indent=2))
+        return 0
+    for r in runs:
+        label = "with the summary written ahead" if r.ahead else "summary inside the turn"
+        waits = ", ".join(f"{w:.2f}" for w in r.waits) or "none"
+        median = "-" if r.median is None else f"{r.median:.2f} s"
+        print(f"{label}: {len(r.waits)} compaction(s), wait per compaction [s]: {waits}; "
+              f"median {median}")
+        if r.ahead:
+            ahead = ", ".join(f"{s:.1f}" for s in r.ahead_s) or "none"
+            print(f"  written ahead (while the user reads) [s]: {ahead}")
+            used = sum("written ahead" in n for n in r.notes)
+            print(f"  compactions that used a summary written ahead: {used} of {len(r.waits)}")
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    raise SystemExit(main())
