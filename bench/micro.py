@@ -26,13 +26,13 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from assistant.compaction.recall import SEARCH_LIMIT, Recall, distinctive
-from assistant.compaction.recall_text import match_expression, query_terms
 from assistant.compaction.tokens import CountingBackend, TokenCounter
 from assistant.config import DEFAULT_SYSTEM_PROMPT, default_local
 from assistant.conversation import Conversation, Message
 from assistant.llm.base import GenerationOptions, GenerationResult, KVCacheAware, LLMBackend
 from assistant.llm.llama_backend import LlamaBackend
 from assistant.sessions.recall_index import RecallIndex
+from assistant.sessions.recall_text import match_expression, query_terms
 
 from .measure import measure_policy, summary_prefill
 from .metrics import median

@@ -29,10 +29,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
-from assistant.compaction.recall_text import match_expression, normalize, query_terms
 from assistant.compaction.tokens import TokenCounter
 from assistant.config import EffectivePolicy
 from assistant.conversation import Conversation, Message, ToolCall
+from assistant.sessions.recall_text import match_expression, normalize, query_terms
 
 log = logging.getLogger("assistant.compaction.recall")
 

@@ -14,7 +14,7 @@ model no longer sees: originals of pruned outputs and of compacted turns include
 * **Deleted with the chat** by the store (:meth:`SessionStore.delete`); a restored chat gets a
   new one when it is next opened.
 
-Passages are cut by :func:`assistant.compaction.recall_text.split_passages`; ranking is FTS5's
+Passages are cut by :func:`assistant.sessions.recall_text.split_passages`; ranking is FTS5's
 ``bm25()``, with an assistant reply's passages weighted down (the user's words and the tools'
 outputs are what a question is usually about; a small model's replies may be wrong).
 """
@@ -30,8 +30,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from assistant.compaction.recall_text import split_passages
 from assistant.conversation import Conversation, Message
+from assistant.sessions.recall_text import split_passages
 
 log = logging.getLogger("assistant.sessions.recall")
 

@@ -4,16 +4,16 @@ from __future__ import annotations
 
 from assistant.compaction.controller import ContextController
 from assistant.compaction.recall import HEADING_BEFORE, Recall, recall_budget
-from assistant.compaction.recall_text import (
+from assistant.compaction.summarizer import ExtractiveSummarizer
+from assistant.config import default_local
+from assistant.conversation import Conversation, Message, ToolCall
+from assistant.sessions.recall_index import MemoryIndexes, RecallIndex
+from assistant.sessions.recall_text import (
     MAX_PASSAGE_CHARS,
     match_expression,
     query_terms,
     split_passages,
 )
-from assistant.compaction.summarizer import ExtractiveSummarizer
-from assistant.config import default_local
-from assistant.conversation import Conversation, Message, ToolCall
-from assistant.sessions.recall_index import MemoryIndexes, RecallIndex
 from tests.fakes.scripted import ScriptedBackend
 
 SYSTEM = "You are a test assistant."

@@ -6,10 +6,10 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
-from assistant.compaction.recall_text import match_expression, query_terms
 from assistant.conversation import Message, ToolCall
 from assistant.sessions import SessionStore
 from assistant.sessions.recall_index import MemoryIndexes, RecallIndex
+from assistant.sessions.recall_text import match_expression, query_terms
 
 
 def _search(index: RecallIndex, question: str) -> list[str]:
