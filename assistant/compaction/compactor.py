@@ -230,8 +230,10 @@ class Compactor:
                 # (When the window cannot hold it at all, it is shortened as before.)
                 whole = count(LAST_REQUEST_HEADING + "\n" + kept[latest].content) + 16
                 if budget.header + budget.model + whole <= left + need:
-                    budget = replace(budget, record=max(
-                        budget.record, int(whole / (1 - FILES_SHARE)) + 1))
+                    # Room for the files beside it, never past the room the summary has.
+                    record = max(budget.record, int(whole / (1 - FILES_SHARE)) + 1)
+                    record = min(record, budget.room - budget.header - budget.model)
+                    budget = replace(budget, record=record)
                 latest = None
         prev_files = FileOps(list(prev.files_read), list(prev.files_modified)) if prev else None
         pending = pending_start(kept)

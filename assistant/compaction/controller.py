@@ -53,7 +53,13 @@ from assistant.compaction.summarizer import ExtractiveSummarizer, ModelSummarize
 from assistant.compaction.tokens import TokenCounter
 from assistant.compaction.view import ViewBuilder
 from assistant.config import EffectivePolicy
-from assistant.conversation import CompactionReason, CompactionRecord, Conversation, Message
+from assistant.conversation import (
+    MAX_SHOWN_CHARS,
+    CompactionReason,
+    CompactionRecord,
+    Conversation,
+    Message,
+)
 from assistant.llm.base import (
     CancelToken,
     GenerationCancelled,
@@ -200,7 +206,8 @@ class ContextController:
     def view(self, conv: Conversation) -> View:
         """Cleared notes for the pruned results among the kept messages, and the user
         messages and tool outputs too long for the window cut to :meth:`message_cap`."""
-        return self.views.view(conv, self.message_cap())
+        pol = self.policy()
+        return self.views.view(conv, self.message_cap(), latest_cap=pol.window - pol.reserve)
 
     def message_cap(self) -> int:
         """Most tokens one user message or tool output is shown with: three quarters of
@@ -335,6 +342,8 @@ class ContextController:
         before = bool(conv.kept_messages()) or conv.last_compaction is not None
         summary = minimal_summary(pol, self.counter.text) if before else 0
         room = window - pol.reserve - self.overhead(system_prompt, tools) - summary
+        if len(text) > MAX_SHOWN_CHARS:  # counted on what is shown of it: scale to the whole
+            tokens = tokens * len(text) // MAX_SHOWN_CHARS
         return MessageFit(tokens, max(room, 0))
 
     # -- the per-call path ---------------------------------------------------------------

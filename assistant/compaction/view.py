@@ -49,18 +49,26 @@ class ViewBuilder:
         self._notes: dict[tuple[str, int], str] = {}
         self._cuts: dict[tuple[str, int, int], str] = {}
 
-    def view(self, conv: Conversation, message_cap: int | None = None) -> View:
+    def view(
+        self, conv: Conversation, message_cap: int | None = None, latest_cap: int | None = None
+    ) -> View:
         """Cleared notes for the pruned results among the kept messages, and cuts of the
         user messages and tool outputs longer than ``message_cap`` tokens
-        (:meth:`oversize_cut`)."""
+        (:meth:`oversize_cut`). The user's latest message has its own cap, ``latest_cap``
+        (the whole room beside the reply: a message the app let through is never cut; one
+        larger still, held by an older or imported chat, is cut to ``message_cap``)."""
         kept = conv.kept_messages()
         pruned = [m for m in kept if m.role == "tool" and m.pruned]
         trims: dict[str, str] = {}
         calls: dict[str, ToolCall] | None = None
         if message_cap is not None:
+            latest = next((m.id for m in reversed(kept) if m.role == "user"), None)
             for m in kept:
                 if m.role in ("user", "tool") and not m.pruned:
-                    if self.counter.message(m) <= message_cap:
+                    keep = message_cap
+                    if m.id == latest and latest_cap is not None:
+                        keep = max(keep, latest_cap)
+                    if self.counter.message(m) <= keep:
                         continue
                     if calls is None:
                         calls = calls_by_id(conv.messages)
@@ -134,7 +142,14 @@ class ViewBuilder:
         is at most ``room`` tokens, or the cuts reach their floor (the best found is
         returned either way)."""
         kept = conv.kept_messages()
-        waiting = unanswered_ids(kept) | pending_user_ids(kept)
+        # The user's latest message is never cut to fit (compaction gives way for it, and
+        # one too large is refused before it is sent), unless it was already cut for being
+        # longer than any prompt (a chat that holds a pasted log of tens of MB).
+        latest = next((m.id for m in reversed(kept) if m.role == "user"), None)
+        users = pending_user_ids(kept)
+        if latest is not None and latest not in start.view.trims:
+            users = users - {latest}
+        waiting = unanswered_ids(kept) | users
         calls = calls_by_id(conv.messages)
         shown_now = [context.shown(m, start.view) for m in kept]  # users maybe cut already
         outputs = [

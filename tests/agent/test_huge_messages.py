@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from assistant.agent.events import ContextChanged
+from assistant.agent.events import ContextChanged, MessageRefused
 from assistant.compaction.events import TrimEvent, trim_text
 from assistant.conversation import MAX_SHOWN_CHARS, Message, ToolCall
 from assistant.sessions import SessionStore
@@ -48,16 +48,19 @@ def _log(size: int) -> str:
 WORK_BOUND = 40 * MAX_SHOWN_CHARS
 
 
-def test_a_50_mb_user_message_gets_a_reply_and_is_kept_whole(
+def test_a_chat_holding_a_50_mb_user_message_answers_it_and_keeps_it_whole(
     harness: Make, tmp_path: Path
 ) -> None:
+    """A chat written before messages were checked for size (or imported) holds a 50 MB
+    message the model has not answered: answering it shows the model its head and tail."""
     store = SessionStore()
     text = _log(50 * MB)
     backend = MeteredBackend(["It is the disk: the last line says it is full.", "You're welcome."])
     with store.create() as chat:
+        chat.conversation.append(Message(role="user", content=text))
         h = harness(backend=backend)
         h.conv = chat.conversation
-        h.say(text)
+        h.agent.respond(h.conv)
         assert h.roles() == ["user", "assistant"]
         assert h.conv.messages[-1].content.startswith("It is the disk")
         assert backend.tokenized_chars < WORK_BOUND
@@ -81,6 +84,20 @@ def test_a_50_mb_user_message_gets_a_reply_and_is_kept_whole(
     with store.open(chat_id) as chat:
         assert chat.conversation.messages[0].content == text
     store.close_all()
+
+
+def test_typing_a_50_mb_message_is_refused_with_its_size_and_bounded_work(
+    harness: Make,
+) -> None:
+    """The latest message is never cut (issue 26): one this large is refused before it is
+    saved or sent, its size estimated from what would be shown, not tokenized whole."""
+    backend = MeteredBackend(["unused"])
+    h = harness(backend=backend)
+    h.say(_log(50 * MB))
+    assert h.roles() == [] and backend.calls == []
+    assert backend.tokenized_chars < WORK_BOUND
+    (refused,) = h.events.of(MessageRefused)
+    assert refused.tokens > 1_000_000 > refused.room
 
 
 def test_a_chat_holding_a_50_mb_tool_output_reopens_and_answers(harness: Make) -> None:
@@ -111,12 +128,14 @@ def test_a_chat_holding_a_50_mb_tool_output_reopens_and_answers(harness: Make) -
 
 
 @pytest.mark.parametrize("size", [MAX_SHOWN_CHARS // 2, 2 * MAX_SHOWN_CHARS])
-def test_a_message_longer_than_the_window_is_cut_to_fit_it(harness: Make, size: int) -> None:
-    """Below the character cut too: a message that cannot fit the window is cut by tokens
-    to three quarters of the room beside the reply, and the same way on every call."""
+def test_a_held_message_longer_than_the_window_is_cut_to_fit_it(harness: Make, size: int) -> None:
+    """Below the character cut too: a message in the chat that cannot fit the window is cut
+    by tokens to three quarters of the room beside the reply, the same way on every call
+    (typed now, it would be refused: see above)."""
     backend = MeteredBackend(["One.", "Two."])
     h = harness(backend=backend)
-    h.say(_log(size))
+    h.conv.append(Message(role="user", content=_log(size)))
+    h.agent.respond(h.conv)
     h.say("And?")
     first, second = (c.messages[1]["content"] for c in backend.calls)
     assert first == second  # the KV cache keeps its prefix
