@@ -370,12 +370,12 @@ class CalibrationStore:
         return raw if isinstance(raw, dict) else {}
 
     def get(self, key: str, *, load: float | None = None) -> Calibration | None:
-        """The kept calibration, or None: none yet, or one measured while the machine was
-        busy and it is idle now (``load``, by default :func:`machine_load`): measure
-        again."""
+        """The kept calibration, or None: none yet, one kept by an older version (before
+        the thread rule), or one measured while the machine was busy and it is idle now
+        (``load``, by default :func:`machine_load`): measure again."""
         raw = self._read().get(key)
-        if not isinstance(raw, dict):
-            return None
+        if not isinstance(raw, dict) or "threads_note" not in raw:
+            return None  # none, or made before the thread rule (it may hold a busy moment)
         try:
             got = Calibration.from_json(raw)
         except (KeyError, TypeError, ValueError):

@@ -273,6 +273,7 @@ class ChatView(QScrollArea):
             widget = self.streaming
             self.streaming = None
             widget.set_message(msg)
+            self._zoom_mono(widget)
             self._take_footer(widget)
             widget.edit_requested.connect(self.edit_requested)
             widget.regenerate_requested.connect(self.regenerate_requested)
@@ -316,6 +317,8 @@ class ChatView(QScrollArea):
             self._streamed = ""
         self._streamed += text
         self.streaming.set_streaming_text(self._streamed)
+        if self.zoom != 100 and "```" in text:  # a code block may have begun: its size too
+            self._zoom_mono(self.streaming)
 
     def end_streaming(self, stopped: bool = False) -> None:
         """The turn ended; a bubble that got no final message is kept as it was."""

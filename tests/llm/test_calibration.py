@@ -31,7 +31,7 @@ def test_the_store_keeps_calibrations_by_key(tmp_path: Path) -> None:
     store = CalibrationStore(tmp_path / "cal.json")
     assert store.get("k") is None
     cal = Calibration(PrefillConfig(2, 512, 256), 150.0, 140.0, 256, 3.5,
-                      [(2, 512, 512, 140.0), (2, 512, 256, 150.0)])
+                      [(2, 512, 512, 140.0), (2, 512, 256, 150.0)], threads_note="2 (cores)")
     store.put("k", cal)
     store.put("other", cal)
     assert store.get("k") == cal
@@ -150,3 +150,14 @@ def test_fewer_threads_must_win_clearly_and_twice(monkeypatch: pytest.MonkeyPatc
     cal = _calibrate({2: [100.0, 100.0], 1: [150.0, 160.0]}, load=0.1)
     assert cal.config.threads == 1 and "twice" in cal.threads_note
     assert not cal.busy
+
+
+def test_a_calibration_kept_before_the_thread_rule_is_measured_again(tmp_path: Path) -> None:
+    import json
+
+    store = CalibrationStore(tmp_path / "cal.json")
+    old = {"config": {"threads": 1, "n_batch": 512, "n_ubatch": 512}, "tokens_per_s": 45.2,
+           "default_tokens_per_s": 4.96, "prompt_tokens": 64, "seconds": 38.4,
+           "trials": [[2, 512, 512, 4.96], [1, 512, 512, 45.21]]}
+    (tmp_path / "cal.json").write_text(json.dumps({"k": old}))
+    assert store.get("k", load=0.1) is None

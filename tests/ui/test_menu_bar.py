@@ -9,11 +9,12 @@ from pathlib import Path
 
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QGuiApplication, QKeySequence
-from PySide6.QtWidgets import QFileDialog
+from PySide6.QtWidgets import QFileDialog, QPlainTextEdit
 
 from assistant.agent.continuation import CONTINUE_REQUEST
 from assistant.config import load_settings
 from assistant.ui.message_widgets import MessageWidget
+from assistant.ui.theme import monospace_font
 from assistant.ui.window_dialogs import export_target
 from tests.fakes.scripted import ScriptedBackend
 
@@ -83,6 +84,16 @@ def test_zoom_keys_change_the_text_size_and_it_is_kept_across_a_restart(
     assert h.controller.settings.zoom == 125
     assert h.window.input.font().pointSizeF() > size
     assert h.window.chat_view.zoom == 125
+    code = next(w for w in h.window.chat_view.findChildren(QPlainTextEdit)
+                if "print(1)" in w.toPlainText())
+    mono = code.font().pointSizeF()
+    assert mono > monospace_font().pointSizeF()  # code is zoomed too
+    h.backend.enqueue("More:\n\n```python\nprint(2)\n```")
+    h.type_and_send("again")  # a code block streamed in at this zoom gets its size too
+    h.wait_idle()
+    later = next(w for w in h.window.chat_view.findChildren(QPlainTextEdit)
+                 if "print(2)" in w.toPlainText())
+    assert abs(later.font().pointSizeF() - mono) < 0.01
     assert load_settings().settings.zoom == 125  # saved
     h.qtbot.wait(100)
     assert h.window.grab().save(str(artifacts_dir / "zoom-125.png"))
