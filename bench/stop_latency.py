@@ -148,11 +148,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--model", default="smollm2-135m-instruct")
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--phase", action="append", choices=PHASES)
+    parser.add_argument("--no-abort", action="store_true",
+                        help="for comparison: llama.cpp is not given the abort callback "
+                        "(Stop is seen only between n_batch chunks and tokens, as before)")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
     from assistant.llm.llama_backend import LlamaBackend
 
     backend = LlamaBackend.load(args.model, n_ctx=8192, calibrate=True)
+    if args.no_abort:
+        backend._abort.install = lambda ctx: None  # type: ignore[method-assign]
     try:
         got = run(backend, args.repeat, tuple(args.phase or PHASES),
                   lambda s: print(s, file=sys.stderr, flush=True))

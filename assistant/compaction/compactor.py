@@ -40,7 +40,6 @@ from assistant.compaction.budget import (
 )
 from assistant.compaction.cut_point import CutPlan, find_cut, valid_cuts
 from assistant.compaction.extractive import (
-    FILES_SHARE,
     MechanicalState,
     collect_state,
     compose_summary,
@@ -56,7 +55,6 @@ from assistant.compaction.summarizer import (
     SummaryRequest,
 )
 from assistant.compaction.tokens import TokenCounter, truncate_to_tokens
-from assistant.compaction.user_record import LAST_REQUEST_HEADING
 from assistant.compaction.visibility import (
     TRIM_FLOOR,
     current_turn_start,
@@ -225,15 +223,9 @@ class Compactor:
             if left >= max(budget.header + MIN_RECORD, stays):
                 budget = beside_latest(budget, left)
             else:
-                # A turn (its tool steps) that cannot fit whole beside a summary is split: the
-                # message then goes into the summary's record, still whole (line breaks kept).
-                # (When the window cannot hold it at all, it is shortened as before.)
-                whole = count(LAST_REQUEST_HEADING + "\n" + kept[latest].content) + 16
-                if budget.header + budget.model + whole <= left + need:
-                    # Room for the files beside it, never past the room the summary has.
-                    record = max(budget.record, int(whole / (1 - FILES_SHARE)) + 1)
-                    record = min(record, budget.room - budget.header - budget.model)
-                    budget = replace(budget, record=record)
+                # A turn whose answered tool steps cannot fit beside any summary is split, as
+                # before: the message goes into the summary's record (whole when it fits the
+                # record's budget).
                 latest = None
         prev_files = FileOps(list(prev.files_read), list(prev.files_modified)) if prev else None
         pending = pending_start(kept)
