@@ -51,7 +51,7 @@ class ViewBuilder:
 
     def view(self, conv: Conversation, message_cap: int | None = None) -> View:
         """Cleared notes for the pruned results among the kept messages, and cuts of the
-        user messages and tool outputs longer than ``message_cap`` tokens
+        messages (user, tool output, reply) longer than ``message_cap`` tokens
         (:meth:`oversize_cut`)."""
         kept = conv.kept_messages()
         pruned = [m for m in kept if m.role == "tool" and m.pruned]
@@ -59,7 +59,7 @@ class ViewBuilder:
         calls: dict[str, ToolCall] | None = None
         if message_cap is not None:
             for m in kept:
-                if m.role in ("user", "tool") and not m.pruned:
+                if m.role in ("user", "tool", "assistant") and not m.pruned:
                     if self.counter.message(m) <= message_cap:
                         continue
                     if calls is None:
@@ -84,7 +84,7 @@ class ViewBuilder:
             got = trim_output(
                 msg.model_view_content(), cap, self.counter.text,
                 calls.get(msg.tool_call_id or ""),
-                kind="message" if msg.role == "user" else "output",
+                kind={"user": "message", "assistant": "reply"}.get(msg.role, "output"),
             )
             self._cuts[key] = got
         return got
@@ -186,7 +186,7 @@ class ViewBuilder:
             msgs.append(context.summary_message(conv.last_compaction.summary))
         calls = calls_by_id(conv.messages)
         for m in span:
-            if sent is None or m.role not in ("tool", "user"):
+            if sent is None or m.role not in ("tool", "user", "assistant"):
                 msgs.append(context.shown(m, view))
             elif m.id in sent[0]:
                 note = self.note(m, calls)
