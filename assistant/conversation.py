@@ -18,7 +18,7 @@ import uuid
 from enum import StrEnum
 from typing import Any, Literal, Protocol
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, model_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator, model_validator
 
 from assistant import jsonlimits
 from assistant.jsonlimits import MAX_ARGUMENT_CHARS, MAX_ARGUMENT_DEPTH, MAX_DOCUMENT_DEPTH
@@ -96,6 +96,23 @@ def valid_text(text: str) -> str:
     return _SURROGATE.sub("\ufffd", text)
 
 
+def _valid_keys(value: Any, depth: int) -> Any:
+    """``value`` with :func:`valid_text` applied to every dict key (the same object when
+    nothing changes; values nested past 100 levels are left as they are)."""
+    if depth > 100:
+        return value
+    if isinstance(value, dict):
+        out = {valid_text(str(k)): _valid_keys(v, depth + 1) for k, v in value.items()}
+        same = len(out) == len(value) and all(
+            a == b and out[a] is value[b] for a, b in zip(out, value, strict=True)
+        )
+        return value if same else out
+    if isinstance(value, list):
+        items = [_valid_keys(v, depth + 1) for v in value]
+        return value if all(a is b for a, b in zip(items, value, strict=True)) else items
+    return value
+
+
 class ToolCall(BaseModel):
     """One tool call of an assistant message.
 
@@ -109,6 +126,14 @@ class ToolCall(BaseModel):
     name: str
     arguments: dict[str, Any] = Field(default_factory=dict)
     raw_arguments: str | None = None
+
+    @field_validator("arguments")
+    @classmethod
+    def _encodable_keys(cls, value: dict[str, Any]) -> dict[str, Any]:
+        """Keys with lone surrogates get U+FFFD: a chat file cannot keep them (its JSON
+        writer mangles such keys), and no tool takes them."""
+        cleaned: dict[str, Any] = _valid_keys(value, 0)
+        return cleaned
 
     def arguments_json(self) -> str:
         if self.raw_arguments is not None:

@@ -79,3 +79,19 @@ def test_a_call_not_understood_is_shown_as_a_short_string() -> None:
     assert "98,000 more characters" in text
     exported = msg.to_openai(as_model_sees=False)["tool_calls"][0]["function"]["arguments"]
     assert exported == raw  # exports keep what was written
+
+
+def test_argument_keys_with_lone_surrogates_survive_a_save(tmp_path: object) -> None:
+    """Found by the fuzz: the chat file's writer mangled such keys (three U+FFFD for one
+    surrogate), so a reopened chat differed; they are made encodable when the call is."""
+    from assistant.sessions import SessionStore
+
+    call = ToolCall(name="write_file", arguments={"\ud800path": {"x\udcff": [{"\ud800": 1}]}})
+    assert call.arguments == {"\ufffdpath": {"x\ufffd": [{"\ufffd": 1}]}}
+    store = SessionStore()
+    with store.create() as chat:
+        chat.conversation.append(Message(role="assistant", tool_calls=[call]))
+        chat_id = chat.chat_id
+    with store.open(chat_id) as chat:
+        assert chat.conversation.messages[0].tool_calls[0].arguments == call.arguments
+    store.close_all()

@@ -56,9 +56,9 @@ def summary_message(summary: str) -> Message:
 def shown(msg: Message, view: View) -> Message:
     """``msg`` as the model sees it under ``view`` (the message itself when unchanged).
 
-    Tool results can be cleared or cut, the user's messages cut (a message longer than
-    the window: see :meth:`.view.ViewBuilder.fit`)."""
-    if msg.role not in ("tool", "user"):
+    Tool results can be cleared or cut; any other message cut when it alone is longer
+    than the window allows (:meth:`.view.ViewBuilder.view`, :meth:`.view.ViewBuilder.fit`)."""
+    if msg.role == "system":
         return msg
     if msg.role == "tool" and msg.pruned:
         note = view.notes.get(msg.id)

@@ -204,16 +204,17 @@ class ContextController:
 
     # -- the view ------------------------------------------------------------------------
     def view(self, conv: Conversation) -> View:
-        """Cleared notes for the pruned results among the kept messages, and the user
-        messages and tool outputs too long for the window cut to :meth:`message_cap`."""
+        """Cleared notes for the pruned results among the kept messages, and the messages
+        too long for the window cut to :meth:`message_cap` (the user's latest one only when
+        it is longer than the whole room beside the reply)."""
         pol = self.policy()
         return self.views.view(conv, self.message_cap(), latest_cap=pol.window - pol.reserve)
 
     def message_cap(self) -> int:
-        """Most tokens one user message or tool output is shown with: three quarters of
-        the room beside the reply (a longer one could not fit whole beside the system
-        prompt and tools; it is cut like an unanswered tool output, head and tail around
-        a note, and kept whole in the chat)."""
+        """Most tokens one message (the user's, a tool output, a reply) is shown with:
+        three quarters of the room beside the reply (a longer one could not fit whole
+        beside the system prompt and tools; it is cut like an unanswered tool output,
+        head and tail around a note, and kept whole in the chat)."""
         pol = self.policy()
         return max((pol.window - pol.reserve) * 3 // 4, 1)
 

@@ -53,7 +53,7 @@ class ViewBuilder:
         self, conv: Conversation, message_cap: int | None = None, latest_cap: int | None = None
     ) -> View:
         """Cleared notes for the pruned results among the kept messages, and cuts of the
-        user messages and tool outputs longer than ``message_cap`` tokens
+        messages (user, tool output, reply) longer than ``message_cap`` tokens
         (:meth:`oversize_cut`). The user's latest message has its own cap, ``latest_cap``
         (the whole room beside the reply: a message the app let through is never cut; one
         larger still, held by an older or imported chat, is cut to ``message_cap``)."""
@@ -64,7 +64,7 @@ class ViewBuilder:
         if message_cap is not None:
             latest = next((m.id for m in reversed(kept) if m.role == "user"), None)
             for m in kept:
-                if m.role in ("user", "tool") and not m.pruned:
+                if m.role in ("user", "tool", "assistant") and not m.pruned:
                     keep = message_cap
                     if m.id == latest and latest_cap is not None:
                         keep = max(keep, latest_cap)
@@ -92,7 +92,7 @@ class ViewBuilder:
             got = trim_output(
                 msg.model_view_content(), cap, self.counter.text,
                 calls.get(msg.tool_call_id or ""),
-                kind="message" if msg.role == "user" else "output",
+                kind={"user": "message", "assistant": "reply"}.get(msg.role, "output"),
             )
             self._cuts[key] = got
         return got
@@ -201,7 +201,7 @@ class ViewBuilder:
             msgs.append(context.summary_message(conv.last_compaction.summary))
         calls = calls_by_id(conv.messages)
         for m in span:
-            if sent is None or m.role not in ("tool", "user"):
+            if sent is None or m.role not in ("tool", "user", "assistant"):
                 msgs.append(context.shown(m, view))
             elif m.id in sent[0]:
                 note = self.note(m, calls)

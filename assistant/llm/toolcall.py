@@ -54,8 +54,11 @@ _FUNCTION_TAG = re.compile(r"<function=([A-Za-z0-9_.\-]+)>(.*?)(?:</function>|\Z
 _NAME_IN_TEXT = re.compile(r'"name"\s*:\s*"([A-Za-z0-9_.\-]{1,64})"')
 #: A bare object worth decoding starts with a key: ``{"``.
 _OBJECT_START = re.compile(r'\{\s*"')
-#: A bracket, or a whole JSON string (a quote that never closes runs to the end).
-_TOKEN = re.compile(r'[\[\]{}]|"(?:[^"\\]|\\.)*(?:"|\Z)', re.DOTALL)
+#: A bracket, or a whole JSON string (a quote that never closes runs to the end, also when
+#: the text ends in a lone backslash: a string token never fails once started, or every
+#: escaped quote inside an unclosed string would start a failing match of the rest, and
+#: the search would be quadratic).
+_TOKEN = re.compile(r'[\[\]{}]|"(?:[^"\\]|\\.)*(?:"|\\?\Z)', re.DOTALL)
 
 #: Characters of a reply searched for calls (replies are capped by the reply limit anyway).
 MAX_SCAN = 200_000

@@ -114,3 +114,18 @@ def test_a_chat_file_holding_a_deep_call_opens_and_continues(
         assert [m.role for m in chat.conversation.messages][-2:] == ["user", "assistant"]
         assert chat.conversation.messages[1].tool_calls[0].raw_arguments == raw
     store.close_all()
+
+
+def test_an_unclosed_string_of_escaped_quotes_is_read_once() -> None:
+    """Found by the fuzz: a call whose arguments string never closes and whose text ends
+    in a backslash made every escaped quote inside it start a match of the rest that then
+    failed (quadratic: a 200,000-character reply took minutes). A string token now always
+    runs to its quote or the end."""
+    from assistant.llm.toolcall import _TOKEN, parse_tool_calls
+
+    inner = '{\\"a\\": ' * 30_000
+    reply = 'Sure. {"name": "find_files", "arguments": "' + inner + "{\\"
+    assert reply.endswith("\\")
+    token = _TOKEN.match(reply, reply.index('"{'))
+    assert token is not None and token.end() == len(reply)
+    assert parse_tool_calls(reply).calls == []  # never closes: prose

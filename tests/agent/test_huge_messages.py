@@ -150,3 +150,18 @@ def test_a_message_that_fits_is_shown_whole(harness: Make) -> None:
     text = _log(5_000)
     h.say(text)
     assert h.backend.calls[-1].messages[1]["content"] == text
+
+
+def test_a_huge_reply_in_the_chat_is_cut_like_the_rest(harness: Make) -> None:
+    """A reply no model here could write (a server's, an import's): shown cut, never
+    summarized whole, and the next question is answered."""
+    backend = MeteredBackend(["Short answer."])
+    h = harness(backend=backend)
+    h.conv.append(Message(role="user", content="Tell me everything."))
+    h.conv.append(Message(role="assistant", content=_log(5 * MB)))
+    h.say("In one line?")
+    assert h.conv.messages[-1].content == "Short answer."
+    assert backend.tokenized_chars < WORK_BOUND
+    shown = backend.calls[-1].messages[2]["content"]
+    assert "omitted here to fit the context window (reply lines" in shown
+    assert h.conv.compactions == []
