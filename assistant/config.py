@@ -218,8 +218,8 @@ class CompactionSwitches(BaseModel):
         False,
         description="Before every model call, put excerpts of earlier messages relevant to "
         "the latest one beside it (searched in the whole chat, compacted parts included). "
-        "Off by default: measured, the embedded model answered fewer questions with it "
-        "(docs/RECALL.md).",
+        "Off by default until the answer benchmark shows it helps: in the issue-25 chat the "
+        "embedded model answered as many questions with it as without (docs/RECALL.md).",
     )
 
 
