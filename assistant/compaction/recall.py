@@ -10,7 +10,8 @@ before every model call (:meth:`Recall.apply`, from the controller's ``prepare``
    dropped, and words common in this chat: :func:`distinctive`) and the index returns its
    best passages by BM25;
 3. passages are kept while they are relevant (at least :data:`RELATIVE_SCORE` of the best
-   one's score), on the active branch, not the latest message itself, and not already
+   one's score), on the active branch, not the latest message itself, not the model's own
+   replies (measured: a small model imitates what it said and drifts), and not already
    visible verbatim in the prompt; at most :data:`MAX_EXCERPTS`, within the token budget
    (:func:`recall_budget`, scaled by the window: small in local mode, and never more than the
    room the prompt leaves beside three quarters of the reply's reserve);
@@ -59,6 +60,8 @@ class Found(Protocol):
 
     @property
     def message_id(self) -> str: ...
+    @property
+    def role(self) -> str: ...
     @property
     def first(self) -> int: ...
     @property
@@ -218,7 +221,7 @@ class Recall:
         )
         hits = [
             h for h in hits
-            if h.message_id != latest.id and h.message_id in chat.order
+            if h.message_id != latest.id and h.message_id in chat.order and h.role != "assistant"
             and normalize(h.text) not in visible
         ]
         if not hits:
@@ -260,6 +263,7 @@ class Recall:
 @dataclass(frozen=True)
 class _Narrowed:
     message_id: str
+    role: str
     first: int
     last: int
     text: str
@@ -277,7 +281,8 @@ def _narrow(hit: Found, terms: Sequence[str]) -> _Narrowed | None:
         return None
     lo, hi = named[0], named[-1]
     return _Narrowed(
-        hit.message_id, hit.first + lo, hit.first + hi, "\n".join(lines[lo : hi + 1]), hit.rank
+        hit.message_id, hit.role, hit.first + lo, hit.first + hi,
+        "\n".join(lines[lo : hi + 1]), hit.rank,
     )
 
 
