@@ -72,8 +72,10 @@ def run_suite(
     *,
     progress: Callable[[str], None],
     notes: list[str],
+    on_run: Callable[[TranscriptRun], None] | None = None,
 ) -> list[TranscriptRun]:
-    """Ask every transcript with every model; a failing one becomes a note."""
+    """Ask every transcript with every model; a failing one becomes a note. ``on_run``
+    hears of each finished transcript (so a long run can save what it has)."""
     limit = options.questions or (QUICK_QUESTIONS if options.quick else FULL_QUESTIONS)
     runs: list[TranscriptRun] = []
     transcripts = [workload_transcript(wl, limit=limit) for wl in workloads]
@@ -107,6 +109,8 @@ def run_suite(
             try:
                 runs.append(run_transcript(backend, t, variants, model_label=name,
                                            progress=progress))
+                if on_run is not None:
+                    on_run(runs[-1])
             except Exception as exc:  # one transcript failing must not lose the others
                 log.exception("answer benchmark failed")
                 notes.append(f"answers: {t.name} on {name} failed: {type(exc).__name__}: {exc}")

@@ -364,9 +364,12 @@ def run_transcript(
             _history_oracle(backend, counter, transcript, point.upto, asked, limit, oracle_ii)
             for row in run.rows[-len(asked):] if asked else []:
                 row.oracle_ii = oracle_ii.get((point.upto, row.question))
-            got = sum(r.correct for r in run.rows[-len(asked):]) if asked else 0
+            rows = run.rows[-len(asked):] if asked else []
+            fit = [r.oracle_ii for r in rows if r.oracle_ii is not None]
             say(f"answers {transcript.name} {variant} on {model_label}: point {point.label} "
-                f"({point.compactions} compactions) {got}/{len(asked)}")
+                f"({point.compactions} compactions) {sum(r.correct for r in rows)}/{len(rows)}"
+                f"; oracle (i) {sum(r.oracle_i for r in rows)}/{len(rows)}, oracle (ii) "
+                + (f"{sum(fit)}/{len(fit)}" if fit else "n/a"))
     run.wall_s = time.perf_counter() - started
     return run
 

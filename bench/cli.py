@@ -40,6 +40,7 @@ from typing import Any
 from assistant.config import Settings
 from assistant.llm.base import KVCacheAware, LLMBackend, LLMError
 
+from .answers import TranscriptRun
 from .engines import compare, run_on_server
 from .metrics import RunRecord
 from .micro import generation_speed, policy_time, recall_time, summary_time
@@ -593,18 +594,25 @@ def _answers(
         quick=args.quick, models=usable,
         variants=args.answer_strategy or list(ANSWER_STRATEGIES), questions=args.questions,
     )
-    result.answers += run_suite(workloads, sessions, options, models.load,
-                                progress=_progress, notes=result.notes)
     result.options["answers"] = {"models": usable, "variants": list(options.variants),
                                  "questions": args.questions}
-    if args.answers_report is not None:
-        from .answers_report import section
+    started = time.perf_counter()
 
-        args.answers_report.parent.mkdir(parents=True, exist_ok=True)
-        args.answers_report.write_text(
-            f"Command: `{result.command}`\n\n" + section(result.answers) + "\n",
-            encoding="utf-8",
-        )
+    def save(run: TranscriptRun) -> None:  # after each transcript: an interrupted run keeps it
+        result.answers.append(run)
+        _checkpoint(result, args, started)
+        if args.answers_report is not None:
+            from .answers_report import section
+
+            args.answers_report.parent.mkdir(parents=True, exist_ok=True)
+            args.answers_report.write_text(
+                f"Command: `{result.command}`\n\n" + section(result.answers) + "\n",
+                encoding="utf-8",
+            )
+
+    run_suite(workloads, sessions, options, models.load, progress=_progress,
+              notes=result.notes, on_run=save)
+    if args.answers_report is not None:
         _progress(f"wrote {args.answers_report}")
 
 
