@@ -1,5 +1,7 @@
 """Prompt-lookup speculative decoding: the drafter alone, then the embedded engine with it
-on (the real SmolLM2, bounded replies)."""
+on (the real SmolLM2, bounded replies). The text is not asserted equal to plain decoding's:
+batched verification changes llama.cpp's arithmetic and SmolLM2 then takes the other side of
+near ties (docs/PERFORMANCE.md, "Prompt-lookup decoding")."""
 
 from __future__ import annotations
 
@@ -102,15 +104,3 @@ def test_a_quoting_reply_takes_drafts_and_leaves_the_cache_right(real_backend: A
     finally:
         backend.tune(EngineTuning(prompt_lookup=False))
     assert backend.prompt_lookup == 0
-
-
-@pytest.mark.integration
-def test_a_quoting_reply_is_the_same_text_with_and_without_drafts(real_backend: Any) -> None:
-    backend = real_backend
-    texts = []
-    for on in (False, True):
-        backend.reset_kv_cache()
-        backend.tune(EngineTuning(prompt_lookup=on))
-        texts.append(_reply(backend, CHAT)[0].text)
-    backend.tune(EngineTuning(prompt_lookup=False))
-    assert texts[0] == texts[1]
