@@ -1,3 +1,4 @@
+# Over 500 lines: chat, respond and continue share one turn's step and tool-round state.
 """The turn loop: user input -> context check -> model -> tool calls -> ... -> answer.
 
 :class:`Agent` is synchronous and UI-agnostic. The session service

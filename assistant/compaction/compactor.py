@@ -1,3 +1,4 @@
+# Over 500 lines: the steps of one compaction and their give-way rules (issue 27 splits it).
 """Layer 2: one compaction, in four steps that each return a value.
 
 1. **budget** (:mod:`.budget`): how much room the summary and the kept tail get; the record

@@ -1,3 +1,4 @@
+# Over 500 lines: every call path shares one view; a request value (issue 27) shrinks it.
 """The single entry point of context management.
 
 ``prepare`` runs before every model call:

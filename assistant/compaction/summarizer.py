@@ -1,3 +1,4 @@
+# Over 500 lines: ask-validate-retry, in context or transcript (issue 27: summary/).
 """Summaries written by the loaded model, with bounded input, validation and a fallback.
 
 :class:`ModelSummarizer` asks the same model that chats for the summary proper (the file

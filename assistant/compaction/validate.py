@@ -1,3 +1,4 @@
+# Over 500 lines: one rule per measured failure (issue 27: a table of checks).
 """Checks a model-written summary before it replaces real messages.
 
 Under the summary grammar (:mod:`.grammar`) the headings are forced, so a summary that has

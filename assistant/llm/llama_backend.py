@@ -1,3 +1,4 @@
+# Over 500 lines: the one owner of llama.cpp's internals, so none leaks elsewhere.
 """The real backend: a GGUF model through llama-cpp-python.
 
 One :class:`LlamaBackend` owns one ``Llama`` object and must be used from one thread at a

@@ -1,3 +1,4 @@
+# Over 500 lines: the core's one queue of user intents; chats, jobs, status apart.
 """The chat session service: one chat's lifecycle, the input queue, commands, the model's
 lifecycle and saving. Qt-free; the window and the terminal chat are two faces of it.
 

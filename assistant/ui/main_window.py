@@ -1,3 +1,4 @@
+# Over 500 lines: wires each service event to a widget; menus and views are apart.
 """The main window: chat list, transcript, composer, context bar and status bar.
 
 It builds the widgets, sends what the user does to the session service

@@ -1,3 +1,4 @@
+# Over 500 lines: one page per settings group; speed and engine pages are apart.
 """The settings dialog: model, engine, sampling, context modes and their policies, chat and
 look, speed (:mod:`assistant.ui.performance_page`).
 
