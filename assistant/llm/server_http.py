@@ -20,7 +20,6 @@ one line in memory.
 
 from __future__ import annotations
 
-import json
 import re
 import socket
 from collections.abc import Callable, Iterable, Iterator
@@ -29,6 +28,7 @@ from typing import Any
 
 import httpx
 
+from assistant import jsonlimits
 from assistant.llm.base import CancelToken, ContextOverflowError, LLMError
 from assistant.llm.server_limits import (
     LimitExceeded,
@@ -280,8 +280,8 @@ class ServerHTTP:
 
     def _json(self, content: bytes, path: str) -> Any:
         try:
-            return json.loads(content)
-        except (ValueError, RecursionError) as exc:
+            return jsonlimits.loads(content, f"the server's answer to {path}")
+        except ValueError as exc:
             raise ServerStreamError(
                 self.base_url,
                 f"The server at {self.base_url} sent something that is not JSON for {path}.",
@@ -369,8 +369,8 @@ class ServerHTTP:
 
     def _status_error(self, status: int, text: str, path: str) -> LLMError:
         body: Any = None
-        with suppress(ValueError, RecursionError):
-            body = json.loads(text) if text else None
+        with suppress(ValueError):
+            body = jsonlimits.loads(text, "the server's error") if text else None
         message = error_message(body, text)
         overflow = overflow_from(status, body, message)
         if overflow is not None:
@@ -437,8 +437,8 @@ class SSEStream:
                         "of reply; the answer was stopped."
                     )
                 try:
-                    event = json.loads(data)
-                except (ValueError, RecursionError) as exc:
+                    event = jsonlimits.loads(data, "a piece of the server's reply")
+                except ValueError as exc:
                     raise ServerStreamError(
                         url, f"The server at {url} sent a piece of the reply that is not JSON."
                     ) from exc

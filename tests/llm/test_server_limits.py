@@ -242,6 +242,18 @@ def test_garbage_events_are_named_not_json() -> None:
     assert "not JSON" in str(error)
 
 
+def test_an_event_nested_100000_deep_is_a_clear_error() -> None:
+    """A model reply over HTTP is parsed with the same depth bound as every other reply
+    (issue 28 item 1): a clear error, never a RecursionError."""
+    def deep(conn: socket.socket, stop: threading.Event) -> None:
+        conn.sendall(STREAM_HEAD + b"data: " + b"[" * 100_000 + b"]" * 100_000 + b"\n\n")
+
+    with hostile(deep) as url:
+        error, _, _ = _stream(url)
+    assert isinstance(error, ServerStreamError), error
+    assert "not JSON" in str(error)
+
+
 def test_a_huge_plain_answer_is_refused() -> None:
     def huge(conn: socket.socket, stop: threading.Event) -> None:
         conn.settimeout(5)
