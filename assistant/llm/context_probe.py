@@ -265,16 +265,19 @@ def _ask(
 
 def model_id(info: ModelInfo) -> str:
     """The model's identity: its registry sha256 when registered, else file name and size."""
+    return file_model_id(Path(info.path).name, info.size_bytes)
+
+
+def file_model_id(name: str, size: int) -> str:
     from assistant.llm.registry import load_registry
 
-    name = Path(info.path).name
     try:
         entry = load_registry().by_file(name)
     except (OSError, ValueError, KeyError):
         entry = None
-    if entry is not None and entry.size == info.size_bytes:
+    if entry is not None and entry.size == size:
         return f"sha256:{entry.sha256}"
-    return f"file:{name}|{info.size_bytes}"
+    return f"file:{name}|{size}"
 
 
 def store_key(info: ModelInfo, window: int | None = None) -> str:
@@ -307,6 +310,16 @@ class EffectiveContextStore:
         """The result measured with this model and window, if any."""
         return self.get(store_key(info))
 
+    def latest(self, model: str) -> EffectiveContext | None:
+        """The newest result for ``model`` (a :func:`model_id`), whatever its window."""
+        found: list[EffectiveContext] = []
+        for key in self._read():
+            if key.startswith(model + "|"):
+                got = self.get(key)
+                if got is not None:
+                    found.append(got)
+        return max(found, key=lambda r: r.measured) if found else None
+
     def put(self, key: str, result: EffectiveContext) -> None:
         data = self._read()
         data[key] = result.to_json()
@@ -333,3 +346,16 @@ def measured_context(info: ModelInfo, store: EffectiveContextStore | None = None
     if found is None or found.effective <= 0 or found.effective >= info.context_window:
         return None
     return found.effective
+
+
+def measured_line(file: Path, size: int, key: str, store: EffectiveContextStore | None = None) -> str:
+    """What Settings and the models page say about a model file's effective context."""
+    found = (store or EffectiveContextStore()).latest(file_model_id(file.name, size))
+    if found is None:
+        return f"Effective context not measured yet: python -m assistant probe {key}"
+    if found.effective <= 0:
+        return (
+            f"Effective context: no planted fact was found even at {min(found.accuracy):,} "
+            f"tokens (measured {found.date}); the window is used as is"
+        )
+    return f"Uses about {found.effective:,} tokens well (measured {found.date})"
