@@ -348,7 +348,9 @@ def measured_context(info: ModelInfo, store: EffectiveContextStore | None = None
     return found.effective
 
 
-def measured_line(file: Path, size: int, key: str, store: EffectiveContextStore | None = None) -> str:
+def measured_line(
+    file: Path, size: int, key: str, store: EffectiveContextStore | None = None
+) -> str:
     """What Settings and the models page say about a model file's effective context."""
     found = (store or EffectiveContextStore()).latest(file_model_id(file.name, size))
     if found is None:
