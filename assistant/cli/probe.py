@@ -93,7 +93,7 @@ def main(argv: list[str] | None = None, out: TextIO | None = None) -> int:
     finally:
         backend.close()
     out.write(
-        f"{info.name}: uses {result.describe()}; window {result.window:,}; "
+        f"{info.name}: effective context {result.describe()}; window {result.window:,}; "
         f"{result.seconds:.0f} s; kept in {store.path}\n"
     )
     return 0

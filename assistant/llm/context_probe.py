@@ -111,6 +111,8 @@ class EffectiveContext:
     def describe(self) -> str:
         """``about 4,096 tokens (accuracy 6/6 at 1,024, 2/6 at 8,192)``."""
         parts = ", ".join(f"{c}/{n} at {size:,}" for size, (c, n) in sorted(self.accuracy.items()))
+        if self.effective <= 0:
+            return f"no size answered (accuracy {parts})"
         return f"about {self.effective:,} tokens (accuracy {parts})"
 
     @property

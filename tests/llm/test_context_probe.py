@@ -111,3 +111,8 @@ def test_probe_on_the_embedded_model(real_backend: Any) -> None:
     assert result.effective in (0, 512, 1024)
     assert (result.effective > 0) == (result.accuracy[512][0] > 0)
     assert right >= 1  # SmolLM2 finds a planted number in a short prompt
+
+
+def test_a_model_that_answers_nothing_is_described_as_such() -> None:
+    result = EffectiveContext("m", 8_192, 0, {1024: [0, 3]}, "2026-11-26T07:00:00+00:00")
+    assert result.describe() == "no size answered (accuracy 0/3 at 1,024)"
