@@ -41,7 +41,10 @@ def test_probe_command_measures_and_keeps_the_result(monkeypatch: pytest.MonkeyP
     assert loads == [("smollm2-135m-instruct", 8_192)]  # the window the app would use
     text = out.getvalue()
     assert "size 1,024 depth 0.9: right" in text and "size 2,048 depth 0.1: wrong" in text
-    assert "effective context about 1,024 tokens (accuracy 6/6 at 1,024, 0/6 at 2,048, 0/6 at 4,096)" in text
+    assert (
+        "effective context about 1,024 tokens (accuracy 6/6 at 1,024, 0/6 at 2,048, "
+        "0/6 at 4,096)"
+    ) in text
     assert measured_context(backend.info, EffectiveContextStore()) == 1_024
     assert backend.closed
     assert "probe [MODEL]" in USAGE
