@@ -1,4 +1,4 @@
-"""Command line entry: ``python -m assistant [gui|chat|chats|replay|provision|repair] ...``.
+"""Command line entry: ``python -m assistant [gui|chat|chats|replay|probe|provision|repair] ...``.
 
 With no sub-command the desktop window opens; ``--help`` prints :data:`USAGE`.
 """
@@ -19,6 +19,7 @@ commands:
   repair [ID]          write a repaired copy of a chat with damaged lines
   provision [NAME]     provide a registered model from its wheel (--all: every one)
   replay FILE.jsonl    show what each model call of a transcript would see
+  probe [MODEL]        measure how much of its window a model uses well (minutes)
 
 Run `python -m assistant COMMAND --help` for a command's options.
 Desktop window options: --help (this text), --smoke-test (start, answer one question, exit).
@@ -44,6 +45,10 @@ def main(argv: list[str] | None = None) -> int:
         from assistant.llm.provision import main as provision_main
 
         return provision_main(rest)
+    if command == "probe":
+        from assistant.cli.probe import main as probe_main
+
+        return probe_main(rest)
     if command == "replay":
         from assistant.replay import main as replay_main
 

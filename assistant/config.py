@@ -39,6 +39,8 @@ SETTINGS_SCHEMA_VERSION = 1
 
 Mode = Literal["local", "standard"]
 
+#: A measured effective context never shrinks the window below this (or the window).
+MIN_MEASURED_WINDOW = 2_048
 #: Floors applied when values are scaled down for a small window.
 MIN_RESERVE = 256
 MIN_SUMMARY_BUDGET = 128
@@ -62,6 +64,7 @@ SETTING_LABELS: dict[str, str] = {
     "auto_compact": "Summarize older messages when the window is full",
     "compact_on_overflow": "On a context overflow, summarize and retry once",
     "prune": "Clear old tool outputs before every model call",
+    "use_measured_context": "Keep prompts within the size the model was measured to use well",
     "sampling": "",
     "threads": "CPU threads",
     "temperature": "Temperature",
@@ -215,6 +218,12 @@ class CompactionSwitches(BaseModel):
     auto_compact: bool = Field(True, description="Summarize when prompt + reserve > window.")
     compact_on_overflow: bool = Field(True, description="Compact and retry once on overflow.")
     prune: bool = Field(True, description="Clear old tool outputs before every model call.")
+    use_measured_context: bool = Field(
+        True,
+        description="When `python -m assistant probe` measured that the model uses fewer "
+        "tokens well than its window holds, keep prompts within that size (never below "
+        "2,048 tokens); the window stays the hard limit.",
+    )
     recall: bool = Field(
         False,
         description="Before every model call, put excerpts of earlier messages relevant to "
@@ -414,8 +423,18 @@ class Settings(BaseModel):
     def policy(self) -> ModePolicy:
         return self.local if self.mode == "local" else self.standard
 
-    def effective_policy(self, trained_context: int | None) -> EffectivePolicy:
-        return self.policy().effective(self.mode, trained_context)
+    def effective_policy(
+        self, trained_context: int | None, measured_context: int | None = None
+    ) -> EffectivePolicy:
+        """The policy for a model with ``trained_context`` tokens. ``measured_context``,
+        the size the model was measured to use well (:mod:`assistant.llm.context_probe`),
+        caps the window too when the ``use_measured_context`` switch is on, never below
+        :data:`MIN_MEASURED_WINDOW` (so a weak probe cannot make the app unusable)."""
+        cap = trained_context
+        if measured_context and self.compaction.use_measured_context:
+            usable = max(measured_context, MIN_MEASURED_WINDOW)
+            cap = usable if not cap else min(cap, usable)
+        return self.policy().effective(self.mode, cap)
 
     def switches(self) -> CompactionSwitches:
         """The switches with the environment overrides applied."""

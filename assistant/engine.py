@@ -22,6 +22,7 @@ from assistant.compaction.recall import IndexFor, PassageIndex, Recall
 from assistant.config import EffectivePolicy, Settings
 from assistant.conversation import Conversation
 from assistant.llm.base import LLMBackend, LLMError
+from assistant.llm.context_probe import measured_context
 from assistant.llm.openai_backend import ServerBackend, ServerConfig
 from assistant.llm.server_probe import model_label
 from assistant.secrets import SecretStore, SecretStoreError
@@ -47,8 +48,12 @@ def build_engine(
     """``recall_index`` gives a conversation's full-text index (the open chat's, kept by the
     session store); a conversation it has none for is indexed in memory."""
 
+    # The size the model was measured to use well (``python -m assistant probe``), read
+    # once per loaded model: prompts are built within it, the window stays the hard bound.
+    measured = measured_context(backend.info)
+
     def policy() -> EffectivePolicy:
-        return settings().effective_policy(backend.info.trained_context)
+        return settings().effective_policy(backend.info.trained_context, measured)
 
     controller = ContextController(
         backend,

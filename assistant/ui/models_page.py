@@ -35,6 +35,7 @@ from PySide6.QtWidgets import (
 
 from assistant.llm import catalog
 from assistant.llm.catalog import CatalogModel, ModelFileError
+from assistant.llm.context_probe import measured_line
 from assistant.llm.registry import Registry
 from assistant.ui.elided_label import ElidedLabel
 from assistant.ui.form_parts import format_size
@@ -131,6 +132,11 @@ class ModelCard(QFrame):
         self.facts.setObjectName("MutedLabel")
         self.facts.setWordWrap(True)
         layout.addWidget(self.facts)
+        #: The measured effective context (``python -m assistant probe``), read only.
+        self.effective = QLabel(measured_line(model.path, model.size, model.key))
+        self.effective.setObjectName("MutedLabel")
+        self.effective.setWordWrap(True)
+        layout.addWidget(self.effective)
         self.path = ElidedLabel(str(model.path))
         self.path.setObjectName("ModelPath")
         self.path.setAccessibleName(f"File: {model.path}")

@@ -47,6 +47,7 @@ from PySide6.QtWidgets import (
 from assistant.config import SETTING_LABELS, EngineSettings, ModePolicy, Settings, setting_name
 from assistant.llm import gguf
 from assistant.llm.catalog import list_models
+from assistant.llm.context_probe import measured_line
 from assistant.llm.registry import ModelEntry, Registry
 from assistant.secrets import SecretStore, SecretStoreError
 from assistant.settings_check import check_against_model
@@ -181,6 +182,9 @@ class SettingsDialog(QDialog):
         self.model_info = help_label("")
         self.model_info.setMinimumWidth(440)
         form.addRow("", self.model_info)
+        #: The measured effective context (``python -m assistant probe``), read only.
+        self.effective_context_info = help_label("")
+        form.addRow("", self.effective_context_info)
         self.threads = _spin(-1, 1024)
         form.addRow("CPU threads", self.threads)
         threads_help = help_label(
@@ -527,9 +531,13 @@ class SettingsDialog(QDialog):
         data = self.model_combo.currentData()
         if data == CHOOSE_FILE:
             self.model_info.setText("Pick any GGUF model file on this computer.")
+            self.effective_context_info.setText("")
             return
         entry = self._entry()
         if entry is not None:
+            self.effective_context_info.setText(
+                measured_line(Path(entry.file), entry.size, entry.name)
+            )
             parts = [
                 f"Trained context {entry.context_length:,} tokens",
                 format_size(entry.size),
@@ -543,6 +551,9 @@ class SettingsDialog(QDialog):
         else:
             path = Path(str(data))
             size = format_size(path.stat().st_size) if path.is_file() else "file not found"
+            self.effective_context_info.setText(
+                measured_line(path, path.stat().st_size, str(path)) if path.is_file() else ""
+            )
             ctx = self.trained_context()
             ctx_text = f"trained context {ctx:,}" if ctx else "trained context read on load"
             self.model_info.setText(f"{path} · {size} · {ctx_text}")

@@ -1,0 +1,99 @@
+"""``python -m assistant probe [MODEL]``: measure how much of its window a model uses well.
+
+Loads the model (a registry name or a GGUF path; the settings' model by default) with the
+window the app would give it, runs :func:`~assistant.llm.context_probe.probe_effective_context`
+(a planted fact at several depths of filler, several prompt sizes; a few minutes) and keeps
+the result in the cache folder, where the app's context policy, Settings and the models page
+read it. Prints one line per question and the result.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import sys
+from typing import TextIO
+
+from assistant.config import load_settings
+from assistant.llm.base import LLMError
+from assistant.llm.context_probe import (
+    DEFAULT_DEPTHS,
+    DEFAULT_SIZES,
+    DEFAULT_TRIALS,
+    EffectiveContextStore,
+    probe_effective_context,
+    store_key,
+)
+from assistant.llm.registry import resolve_model
+
+
+def _sizes(text: str) -> tuple[int, ...]:
+    try:
+        sizes = tuple(int(part) for part in text.split(",") if part.strip())
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(f"sizes are whole numbers: {text!r}") from exc
+    if not sizes or min(sizes) < 64:
+        raise argparse.ArgumentTypeError("give sizes of at least 64 tokens, e.g. 1024,4096")
+    return sizes
+
+
+def main(argv: list[str] | None = None, out: TextIO | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="assistant probe", description=__doc__.split("\n")[0] if __doc__ else None
+    )
+    parser.add_argument("model", nargs="?", help="registry name or GGUF path (default: settings)")
+    parser.add_argument(
+        "--sizes", type=_sizes, default=DEFAULT_SIZES,
+        help="prompt sizes in tokens, comma separated (default 1024,2048,4096,8192; sizes "
+        "above the window are skipped)",
+    )
+    parser.add_argument(
+        "--trials", type=int, default=DEFAULT_TRIALS, choices=range(1, 6),
+        help=f"questions per depth and size (default {DEFAULT_TRIALS})",
+    )
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args(argv)
+    out = out or sys.stdout
+    settings = load_settings().settings
+    model = args.model or settings.model
+    trained: int | None = None
+    with contextlib.suppress(OSError, ValueError, KeyError):
+        _path, entry = resolve_model(model)
+        trained = entry.context_length if entry is not None else None
+    window = settings.effective_policy(trained).window  # the window the app loads it with
+    from assistant.llm.llama_backend import LlamaBackend
+
+    try:
+        backend = LlamaBackend.load(model, n_ctx=window, threads=settings.sampling.threads)
+    except LLMError as exc:
+        out.write(f"error: {exc}\n")
+        return 1
+    try:
+        info = backend.info
+        out.write(
+            f"probing {info.name} (window {info.context_window:,}): sizes "
+            f"{', '.join(f'{s:,}' for s in args.sizes)}, depths "
+            f"{', '.join(str(d) for d in DEFAULT_DEPTHS)}, {args.trials} per depth\n"
+        )
+        out.flush()
+
+        def progress(line: str) -> None:
+            out.write(line + "\n")
+            out.flush()
+
+        try:
+            result = probe_effective_context(
+                backend, args.sizes, trials=args.trials, seed=args.seed, progress=progress
+            )
+        except (LLMError, ValueError) as exc:
+            out.write(f"error: {exc}\n")
+            return 1
+        store = EffectiveContextStore()
+        store.put(store_key(info), result)
+    finally:
+        backend.close()
+    out.write(
+        f"{info.name}: effective context {result.describe()}; window {result.window:,}; "
+        f"{result.seconds:.0f} s; kept in {store.path}\n"
+    )
+    return 0

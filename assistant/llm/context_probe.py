@@ -1,0 +1,365 @@
+"""How much of its window a model uses well, measured (a small RULER-style probe).
+
+A small model's window is not what it can use: past some prompt size it stops finding a
+fact it was just given (RULER, Hsieh et al. 2024; "Lost in the Middle", Liu et al. 2023).
+:func:`probe_effective_context` plants one fact ("The access code for the blue door is
+4817.") at several depths of neutral filler text (varied sentences, not repeated tokens),
+at several prompt sizes, asks for it at the end, and decodes greedily (temperature 0)
+through the backend's public :meth:`generate`. A size's accuracy is the share of replies
+that contain the planted number. The effective context is the largest size whose accuracy
+is at least :data:`KEEP_SHARE` of the smallest size's (and at least one answer right).
+
+:class:`EffectiveContextStore` keeps results in the cache folder beside the prefill
+calibration, keyed by the model (its registry sha256, else file name and size) and window.
+The probe takes minutes, so it runs on request (``python -m assistant probe [MODEL]``),
+never on every start.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from assistant import paths
+from assistant.atomicfile import make_dirs, write_atomically
+from assistant.llm.base import GenerationOptions, LLMBackend, ModelInfo
+
+DEFAULT_SIZES = (1024, 2048, 4096, 8192)
+DEFAULT_DEPTHS = (0.1, 0.5, 0.9)
+#: Trials (each with its own fact) per depth and size.
+DEFAULT_TRIALS = 2
+#: A size is "used well" when its accuracy is at least this share of the smallest size's.
+KEEP_SHARE = 0.8
+#: Longest reply: small models repeat the sentence before the number ("The access code
+#: for the blue door is 4817."), about 15 tokens.
+MAX_REPLY = 24
+#: Tokens left free at the end of the window (the reply and the template's last tokens).
+WINDOW_MARGIN = MAX_REPLY + 8
+
+_SUBJECTS = (
+    "The river", "A quiet market", "The old library", "Our neighbour", "The morning train",
+    "A small bakery", "The museum guide", "The garden path", "A passing cloud",
+    "The village choir", "The harbour master", "A tired cyclist", "The weather report",
+    "The school bus", "A young painter", "The lighthouse keeper", "The hotel lobby",
+    "A group of hikers", "The city council", "The farmer's dog",
+)
+_VERBS = (
+    "moved slowly past", "was talked about near", "waited patiently beside",
+    "was photographed in front of", "opened early next to", "looked calm behind",
+    "was mentioned again at", "stayed a while near", "turned quietly toward",
+    "was painted green beside",
+)
+_OBJECTS = (
+    "the stone bridge", "the tall pine trees", "the empty square", "the northern hills",
+    "the busy station", "the wooden fence", "the public park", "the corner shop",
+    "the long beach", "the town hall", "the fishing boats", "the apple orchard",
+    "the concert hall", "the old mill", "the bus shelter",
+)
+_TAILS = (
+    "on a grey afternoon", "before lunch", "after the rain stopped", "during the festival",
+    "as the bells rang", "while people chatted", "in the late evening", "at dawn",
+    "without any hurry", "for most of the week",
+)
+_DOORS = ("blue", "red", "green", "yellow", "white", "black", "orange", "purple")
+
+
+def filler_sentences(rng: random.Random) -> Callable[[], str]:
+    """An endless source of varied, neutral sentences (no numbers, no doors)."""
+
+    def next_sentence() -> str:
+        return (
+            f"{rng.choice(_SUBJECTS)} {rng.choice(_VERBS)} {rng.choice(_OBJECTS)} "
+            f"{rng.choice(_TAILS)}."
+        )
+
+    return next_sentence
+
+
+@dataclass(frozen=True)
+class Trial:
+    size: int
+    depth: float
+    door: str
+    code: str
+    prompt_tokens: int
+    reply: str
+
+    @property
+    def correct(self) -> bool:
+        return self.code in self.reply
+
+
+@dataclass
+class EffectiveContext:
+    """A probe's result for one model and window."""
+
+    model: str
+    window: int
+    effective: int
+    #: Size -> [correct, asked].
+    accuracy: dict[int, list[int]]
+    measured: str
+    seconds: float = 0.0
+    trials: list[dict[str, Any]] = field(default_factory=list)
+
+    def describe(self) -> str:
+        """``about 4,096 tokens (accuracy 6/6 at 1,024, 2/6 at 8,192)``."""
+        parts = ", ".join(f"{c}/{n} at {size:,}" for size, (c, n) in sorted(self.accuracy.items()))
+        if self.effective <= 0:
+            return f"no size answered (accuracy {parts})"
+        return f"about {self.effective:,} tokens (accuracy {parts})"
+
+    @property
+    def date(self) -> str:
+        return self.measured[:10]
+
+    def to_json(self) -> dict[str, Any]:
+        out = asdict(self)
+        out["accuracy"] = {str(k): v for k, v in self.accuracy.items()}
+        return out
+
+    @classmethod
+    def from_json(cls, raw: dict[str, Any]) -> EffectiveContext:
+        return cls(
+            model=str(raw["model"]),
+            window=int(raw["window"]),
+            effective=int(raw["effective"]),
+            accuracy={int(k): [int(v[0]), int(v[1])] for k, v in raw["accuracy"].items()},
+            measured=str(raw["measured"]),
+            seconds=float(raw.get("seconds", 0.0)),
+            trials=list(raw.get("trials", [])),
+        )
+
+
+def choose_effective(accuracy: dict[int, list[int]]) -> int:
+    """The largest size answered at least :data:`KEEP_SHARE` as well as the smallest (and
+    at least once); 0 when even the smallest size got no answer right."""
+    if not accuracy:
+        return 0
+    sizes = sorted(accuracy)
+    base_correct, base_asked = accuracy[sizes[0]]
+    if base_correct == 0 or base_asked == 0:
+        return 0
+    base = base_correct / base_asked
+    best = 0
+    for size in sizes:
+        correct, asked = accuracy[size]
+        if correct >= 1 and asked and correct / asked >= KEEP_SHARE * base - 1e-9:
+            best = size
+    return best
+
+
+def _messages(filler: list[str], fact: str, depth: float, door: str) -> list[dict[str, Any]]:
+    at = round(depth * len(filler))
+    body = " ".join([*filler[:at], fact, *filler[at:]])
+    return [
+        {
+            "role": "user",
+            "content": "Read these notes, then answer the question after them.\n\n"
+            f"{body}\n\nQuestion: what is the access code for the {door} door? "
+            "Answer with the number only.",
+        }
+    ]
+
+
+def _fill_to(
+    backend: LLMBackend, target: int, next_sentence: Callable[[], str]
+) -> list[str]:
+    """Filler sentences that make the probe prompt about ``target`` tokens (not more)."""
+    probe_fact = "The access code for the blue door is 4817."
+    base = backend.count_prompt(_messages([], probe_fact, 0.5, "blue"))
+    filler: list[str] = []
+    used = base
+    while True:
+        sentence = next_sentence()
+        cost = backend.count(" " + sentence)
+        if used + cost > target:
+            break
+        filler.append(sentence)
+        used += cost
+    # Piecewise counts can differ from the whole prompt's by a few tokens: trim to fit.
+    while filler and backend.count_prompt(_messages(filler, probe_fact, 0.5, "blue")) > target:
+        filler.pop()
+    return filler
+
+
+def probe_effective_context(
+    backend: LLMBackend,
+    sizes: Sequence[int] = DEFAULT_SIZES,
+    depths: Sequence[float] = DEFAULT_DEPTHS,
+    *,
+    trials: int = DEFAULT_TRIALS,
+    seed: int = 0,
+    progress: Callable[[str], None] | None = None,
+) -> EffectiveContext:
+    """Measure the effective context of ``backend``'s model (see the module docstring).
+
+    Sizes above the backend's window are skipped (the window's own size is tried, less a
+    small margin for the reply). Work: ``len(sizes) * len(depths) * trials`` replies of at
+    most :data:`MAX_REPLY` tokens. The trials of one size share their filler, the deepest
+    fact first, so a backend that reuses its KV cache evaluates far less than every prompt
+    whole.
+    """
+    info = backend.info
+    window = info.context_window
+    usable = window - WINDOW_MARGIN
+    wanted = sorted({s for s in sizes if s > 0})
+    kept = [s for s in wanted if s <= window]
+    if not kept:
+        raise ValueError(f"no probe size fits the {window:,}-token window (sizes {wanted})")
+    rng = random.Random(seed)
+    options = GenerationOptions(max_tokens=MAX_REPLY, temperature=0.0, top_p=1.0)
+    started = time.perf_counter()
+    accuracy: dict[int, list[int]] = {}
+    done: list[Trial] = []
+    for size in kept:
+        target = min(size, usable)
+        filler = _fill_to(backend, target, filler_sentences(random.Random(f"{seed}|{size}")))
+        correct = asked = 0
+        for depth in sorted(depths, reverse=True):
+            for _ in range(trials):
+                door = rng.choice(_DOORS)
+                code = str(rng.randrange(1000, 10_000))
+                fact = f"The access code for the {door} door is {code}."
+                messages = _messages(filler, fact, depth, door)
+                reply, prompt_tokens = _ask(backend, messages, options)
+                trial = Trial(size, depth, door, code, prompt_tokens, reply)
+                done.append(trial)
+                asked += 1
+                correct += trial.correct
+                if progress:
+                    mark = "right" if trial.correct else "wrong"
+                    progress(
+                        f"size {size:,} depth {depth:.1f}: {mark} "
+                        f"(code {code}, reply {reply.strip()[:40]!r})"
+                    )
+        accuracy[size] = [correct, asked]
+    return EffectiveContext(
+        model=info.name,
+        window=window,
+        effective=choose_effective(accuracy),
+        accuracy=accuracy,
+        measured=datetime.now(UTC).isoformat(timespec="seconds"),
+        seconds=round(time.perf_counter() - started, 1),
+        trials=[{**asdict(t), "correct": t.correct} for t in done],
+    )
+
+
+def _ask(
+    backend: LLMBackend, messages: list[dict[str, Any]], options: GenerationOptions
+) -> tuple[str, int]:
+    text: list[str] = []
+    prompt_tokens = 0
+    for event in backend.generate(messages, options):
+        text.append(event.delta)
+        if event.result is not None:
+            prompt_tokens = event.result.prompt_tokens
+            if not "".join(text).strip():
+                text = [event.result.text]
+    return "".join(text), prompt_tokens
+
+
+def model_id(info: ModelInfo) -> str:
+    """The model's identity: its registry sha256 when registered, else file name and size."""
+    return file_model_id(Path(info.path).name, info.size_bytes)
+
+
+def file_model_id(name: str, size: int) -> str:
+    from assistant.llm.registry import load_registry
+
+    try:
+        entry = load_registry().by_file(name)
+    except (OSError, ValueError, KeyError):
+        entry = None
+    if entry is not None and entry.size == size:
+        return f"sha256:{entry.sha256}"
+    return f"file:{name}|{size}"
+
+
+def store_key(info: ModelInfo, window: int | None = None) -> str:
+    return f"{model_id(info)}|window={window or info.context_window}"
+
+
+class EffectiveContextStore:
+    """Probe results in one JSON file (``effective_context.json`` in the cache folder)."""
+
+    def __init__(self, path: Path | None = None) -> None:
+        self.path = path or paths.cache_dir() / "effective_context.json"
+
+    def _read(self) -> dict[str, Any]:
+        try:
+            raw = json.loads(self.path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return {}
+        return raw if isinstance(raw, dict) else {}
+
+    def get(self, key: str) -> EffectiveContext | None:
+        raw = self._read().get(key)
+        if not isinstance(raw, dict):
+            return None
+        try:
+            return EffectiveContext.from_json(raw)
+        except (KeyError, TypeError, ValueError, IndexError, AttributeError):
+            return None
+
+    def for_model(self, info: ModelInfo) -> EffectiveContext | None:
+        """The result measured with this model and window, if any."""
+        return self.get(store_key(info))
+
+    def latest(self, model: str) -> EffectiveContext | None:
+        """The newest result for ``model`` (a :func:`model_id`), whatever its window."""
+        found: list[EffectiveContext] = []
+        for key in self._read():
+            if key.startswith(model + "|"):
+                got = self.get(key)
+                if got is not None:
+                    found.append(got)
+        return max(found, key=lambda r: r.measured) if found else None
+
+    def put(self, key: str, result: EffectiveContext) -> None:
+        data = self._read()
+        data[key] = result.to_json()
+        make_dirs(self.path.parent)
+        write_atomically(self.path, json.dumps(data, indent=1))
+
+
+def measured_context(info: ModelInfo, store: EffectiveContextStore | None = None) -> int | None:
+    """The size this model uses well, where a probe found one below the window: the result
+    for this window, else one for the same model with another window that found a limit
+    (a model that loses facts past 4,096 tokens loses them in a larger window too). None
+    when not measured, when no size was answered, or when the model used every size."""
+    store = store or EffectiveContextStore()
+    found = store.get(store_key(info))
+    if found is None:
+        prefix = model_id(info) + "|"
+        for key, raw in store._read().items():
+            if not key.startswith(prefix) or not isinstance(raw, dict):
+                continue
+            other = store.get(key)
+            if other is not None and other.effective and other.effective < max(other.accuracy):
+                found = other
+                break
+    if found is None or found.effective <= 0 or found.effective >= info.context_window:
+        return None
+    return found.effective
+
+
+def measured_line(
+    file: Path, size: int, key: str, store: EffectiveContextStore | None = None
+) -> str:
+    """What Settings and the models page say about a model file's effective context."""
+    found = (store or EffectiveContextStore()).latest(file_model_id(file.name, size))
+    if found is None:
+        return f"Effective context not measured yet: python -m assistant probe {key}"
+    if found.effective <= 0:
+        return (
+            f"Effective context: no planted fact was found even at {min(found.accuracy):,} "
+            f"tokens (measured {found.date}); the window is used as is"
+        )
+    return f"Uses about {found.effective:,} tokens well (measured {found.date})"
