@@ -1,3 +1,4 @@
+# Over 500 lines: every setting with its description and check in one versioned schema.
 """Typed settings: context policies per mode, model, engine, sampling, tools and UI.
 
 Settings are a pydantic model saved as JSON in the platformdirs config directory. A corrupt
