@@ -63,6 +63,21 @@ def build_engine(
         compact_on_overflow=lambda: settings().switches().compact_on_overflow,
         recall_enabled=lambda: settings().switches().recall,
     )
+    attach_recall(controller, recall_index)
+    agent = Agent(backend, controller, ToolRegistry.default(), settings, approver, on_event)
+    controller.on_event = agent.on_context_event
+    # A summary written inside a turn shows its prompt evaluation like the chat's own.
+    controller.on_summary_prefill = lambda done, total: on_event(PromptProgress(done, total))
+    return Engine(backend, controller, agent)
+
+
+def attach_recall(
+    controller: ContextController, recall_index: IndexFor | None = None
+) -> Recall:
+    """Give ``controller`` recall at question time as the app has it: ``recall_index`` gives
+    a conversation's full-text index (the open chat's, kept by the session store); a
+    conversation it has none for (a replay, the benchmark) is indexed in memory. Whether
+    recall runs stays the controller's ``recall_enabled`` switch."""
     in_memory = MemoryIndexes()
 
     def index_for(conv: Conversation) -> PassageIndex | None:
@@ -70,11 +85,7 @@ def build_engine(
         return found if found is not None else in_memory.get(conv)
 
     controller.recall = Recall(controller.counter, index_for)
-    agent = Agent(backend, controller, ToolRegistry.default(), settings, approver, on_event)
-    controller.on_event = agent.on_context_event
-    # A summary written inside a turn shows its prompt evaluation like the chat's own.
-    controller.on_summary_prefill = lambda done, total: on_event(PromptProgress(done, total))
-    return Engine(backend, controller, agent)
+    return controller.recall
 
 
 #: Overrides the stored API key (the terminal chat, scripts).

@@ -4,8 +4,9 @@ Every workload of the run and every real session found (a copy found twice is re
 once, :func:`bench.real_sessions.find_sessions`) is asked with each model: by default the
 registry's default model (SmolLM2-135M) and ``gemma-3-270m`` when provisioned. The quick
 run asks :data:`QUICK_QUESTIONS` questions per transcript and replays real sessions with
-the code-written record only (the model-written summaries of a 123,000-token session take
-many minutes on 2 cores); the full run asks :data:`FULL_QUESTIONS` and both variants.
+the code-written record only, with and without recall (the model-written summaries of a
+123,000-token session take many minutes on 2 cores); the full run asks
+:data:`FULL_QUESTIONS` and every variant.
 
 Each model is loaded once, with a context of ``min(trained window, max(the mode's window,
 ORACLE_CONTEXT))`` so that oracle (ii) can be given the whole history where it fits (the
@@ -100,7 +101,7 @@ def run_suite(
                 break
             variants = list(options.variants)
             if options.quick and t.kind == "real session":
-                variants = [v for v in variants if v == "record"] or variants[:1]
+                variants = [v for v in variants if v in ("record", "record+recall")] or variants[:1]
             reset = getattr(backend, "reset_kv_cache", None)
             if callable(reset):
                 reset()

@@ -60,7 +60,7 @@ from .questions import (
     workload_questions,
 )
 from .recording import recording_backend
-from .strategies import ANSWER_STRATEGIES, AnswerStrategy, build_strategy, summarizer_factory
+from .strategies import AnswerStrategy, answer_controller
 from .workloads import Workload
 
 log = logging.getLogger("bench")
@@ -199,12 +199,7 @@ def find_questions(path: Path) -> Path | None:
 def _controller(
     backend: LLMBackend, transcript: Transcript, variant: AnswerStrategy
 ) -> ContextController:
-    name, kind = ANSWER_STRATEGIES[variant]
-    built = build_strategy(name, backend, Settings(mode=transcript.mode),
-                           summarizer=summarizer_factory(kind))
-    inner = built.inner
-    assert isinstance(inner, ContextController)
-    return inner
+    return answer_controller(variant, backend, Settings(mode=transcript.mode))
 
 
 def _prepare(ctl: ContextController, conv: Conversation, system: str) -> tuple[int, bool]:

@@ -143,7 +143,7 @@ def _parser() -> argparse.ArgumentParser:
                    "gemma-3-270m when provisioned, or --model's PATH)")
     a.add_argument("--answer-strategy", action="append", metavar="NAME",
                    choices=list(ANSWER_STRATEGIES),
-                   help=f"{', '.join(ANSWER_STRATEGIES)} (repeatable; default both)")
+                   help=f"{', '.join(ANSWER_STRATEGIES)} (repeatable; default all)")
     a.add_argument("--questions", type=int, default=None, metavar="N",
                    help="questions per transcript (default 48, or 4 with --quick)")
     a.add_argument("--answers-report", type=Path, metavar="PATH",

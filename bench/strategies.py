@@ -27,8 +27,9 @@ its model time can be subtracted.
 The answer benchmark (:mod:`bench.answers`) runs the policy with a chosen summarizer:
 :data:`ANSWER_STRATEGIES` names those variants (``model-summary``: the model writes the
 summary and the code's record follows it; ``record``: the code-written record alone) and
-:func:`summarizer_factory` builds the summarizer a variant asks for. Recall (excerpts of the
-whole history beside the question) joins them as a further variant when it lands.
+:func:`summarizer_factory` builds the summarizer a variant asks for; each also comes
+``+recall``, with the app's recall at question time (excerpts of the whole history beside
+the question: :func:`answer_controller`).
 
 Why it is long (about 470 lines): the five strategies compared by the benchmark are kept
 together so their differences are visible in one file; each is a small class.
@@ -60,6 +61,7 @@ from assistant.compaction.summarizer import (
 from assistant.compaction.tokens import TokenCounter
 from assistant.config import EffectivePolicy, Mode, ModePolicy, Settings
 from assistant.conversation import CompactionRecord, Conversation, Message
+from assistant.engine import attach_recall
 from assistant.llm.base import CancelToken, LLMBackend, PromptCounter
 
 StrategyName = Literal[
@@ -489,12 +491,37 @@ def strategy_settings(name: StrategyName, base: Settings) -> Settings:
     return s
 
 
-#: Answer-benchmark variants: name -> (strategy, summarizer kind).
-AnswerStrategy = Literal["model-summary", "record"]
+#: Answer-benchmark variants: name -> (strategy, summarizer kind). The ``+recall`` ones add
+#: recall at question time exactly as the app wires it (:func:`answer_controller`);
+#: ``model-summary+recall`` is the configuration the app ships.
+AnswerStrategy = Literal["model-summary", "record", "model-summary+recall", "record+recall"]
 ANSWER_STRATEGIES: dict[AnswerStrategy, tuple[StrategyName, Literal["model", "extractive"]]] = {
+    "model-summary+recall": ("policy", "model"),
     "model-summary": ("policy", "model"),
     "record": ("policy", "extractive"),
+    "record+recall": ("policy", "extractive"),
 }
+
+
+def uses_recall(variant: AnswerStrategy) -> bool:
+    return variant.endswith("+recall")
+
+
+def answer_controller(
+    variant: AnswerStrategy, backend: PromptCounter, settings: Settings
+) -> ContextController:
+    """The policy's controller for answer variant ``variant`` on ``backend``: its summarizer,
+    and for a ``+recall`` variant the app's recall (:func:`assistant.engine.attach_recall`,
+    the same wiring the app's engine uses, with an in-memory index of the conversation)."""
+    name, kind = ANSWER_STRATEGIES[variant]
+    built = build_strategy(name, backend, settings, summarizer=summarizer_factory(kind))
+    inner = built.inner
+    assert isinstance(inner, ContextController)
+    if uses_recall(variant):
+        attach_recall(inner)
+    else:
+        inner.recall_enabled = lambda: False
+    return inner
 
 
 def summarizer_factory(

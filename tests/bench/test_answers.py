@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from assistant.conversation import Message
 from assistant.llm.base import GenerationOptions
 from bench.answers import (
     Transcript,
@@ -165,3 +166,47 @@ def test_quick_answers_only_run_with_the_scripted_model(
     assert {r["strategy"] for r in answers["rows"]} == set(ANSWER_STRATEGIES)
     assert data["summaries"] == []  # no strategy runs in an answers-only run
     assert "## Answers" in out.read_text(encoding="utf-8")
+
+
+
+def test_the_recall_variant_puts_an_excerpt_of_the_source_beside_the_question() -> None:
+    from assistant.compaction.recall import HEADING_BEFORE
+    from bench.answers import _controller
+    from bench.questions import Question
+    from bench.recording import recording_backend
+
+    t = _long_chat()
+    t.window_cap = 2_048
+    # A fact stated mid-chat in a short message of its own, compacted away by the end.
+    src = 10
+    assert t.messages[src].role == "user"
+    t.messages[src] = Message(role="user", content="The release codename is Bluefinch.")
+    q = Question("c1", "user_fact", "What is the release codename?", ("Bluefinch",), src)
+    t.questions.append(q)
+    backend = recording_backend(reader(t), t.window_cap)
+    points, made = replay_points(_controller(backend, t, "record+recall"), t)
+    assert made >= 3
+    end = points[-1]
+    prompts = {}
+    for variant in ("record", "record+recall"):
+        conv = end.conv.model_copy(deep=True)
+        conv.append(Message(role="user", content=q.question))
+        req = _controller(backend, t, variant).prepare(conv, system_prompt=t.system)
+        prompts[variant] = (req, str(req.messages[-1]["content"]))
+    plain, plain_last = prompts["record"]
+    assert plain_last == q.question
+    recalled, last = prompts["record+recall"]
+    everything = "\n".join(str(m.get("content") or "") for m in plain.messages)
+    assert plain.recall is None and not accepted(everything, q.answers)  # compacted away
+    assert recalled.recall is not None
+    assert last.startswith(HEADING_BEFORE) and last.endswith(q.question)
+    # An excerpt of the source message, with its answer, is in the question's turn.
+    ids = {e.message_id: e for e in recalled.recall.excerpts}
+    excerpt = ids[t.messages[src].id]
+    assert accepted(excerpt.text, q.answers) and excerpt.text in last
+    # The chat itself is unchanged: recall is part of the prompt only.
+    assert conv.messages[-1].content == q.question
+    # And the reading model answers it only with recall.
+    run = run_transcript(reader(t), t, ["record", "record+recall"], model_label="reader")
+    at_end = {r.strategy: r.correct for r in run.rows if r.point == "end" and r.question == "c1"}
+    assert at_end == {"record": False, "record+recall": True}
