@@ -3,8 +3,8 @@
 Every workload of the run and every real session found (a copy found twice is replayed
 once, :func:`bench.real_sessions.find_sessions`) is asked with each model: by default the
 registry's default model (SmolLM2-135M) and ``gemma-3-270m`` when provisioned. The quick
-run asks :data:`QUICK_QUESTIONS` questions per transcript and replays real sessions with
-the code-written record only, with and without recall (the model-written summaries of a
+run asks :data:`QUICK_QUESTIONS` questions per transcript of SmolLM2 with the code-written
+record only, with and without recall (:data:`QUICK_VARIANTS`) (the model-written summaries of a
 123,000-token session take many minutes on 2 cores); the full run asks
 :data:`FULL_QUESTIONS` and every variant.
 
@@ -36,6 +36,11 @@ QUICK_QUESTIONS = 4
 #: Largest context a model is loaded with for oracle (ii) (bounds memory and time).
 ORACLE_CONTEXT = 16_384
 DEFAULT_MODELS = ("smollm2-135m-instruct", "gemma-3-270m")
+#: The quick run's small version: the embedded model, and the two variants that differ in
+#: the quick windows (no model summary fits there: the model-summary variants ask nothing
+#: the record variants do not, so they would only double the time).
+QUICK_MODELS = ("smollm2-135m-instruct",)
+QUICK_VARIANTS: tuple[AnswerStrategy, ...] = ("record", "record+recall")
 
 Loader = Callable[[str, int], LLMBackend]
 

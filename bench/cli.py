@@ -574,14 +574,22 @@ def _answers(
     result: BenchResult, args: argparse.Namespace, models: _Models, workloads: list[Workload]
 ) -> None:
     """The answer benchmark on every workload and real session (:mod:`bench.answer_suite`)."""
-    from .answer_suite import DEFAULT_MODELS, SuiteOptions, model_missing, run_suite
+    from .answer_suite import (
+        DEFAULT_MODELS,
+        QUICK_MODELS,
+        QUICK_VARIANTS,
+        SuiteOptions,
+        model_missing,
+        run_suite,
+    )
 
     if args.model == "scripted":
         names = ["scripted"]
     elif args.answer_model:
         names = list(args.answer_model)
     else:
-        names = list(DEFAULT_MODELS) if args.model == "embedded" else [args.model]
+        default = QUICK_MODELS if args.quick else DEFAULT_MODELS
+        names = list(default) if args.model == "embedded" else [args.model]
     usable: list[str] = []
     for name in names:
         why = None if name == "scripted" else model_missing(name)
@@ -592,7 +600,8 @@ def _answers(
     sessions = [] if args.no_real_sessions else (args.real_session or default_folders())
     options = SuiteOptions(
         quick=args.quick, models=usable,
-        variants=args.answer_strategy or list(ANSWER_STRATEGIES), questions=args.questions,
+        variants=args.answer_strategy or list(QUICK_VARIANTS if args.quick else ANSWER_STRATEGIES),
+        questions=args.questions,
     )
     result.options["answers"] = {"models": usable, "variants": list(options.variants),
                                  "questions": args.questions}

@@ -82,10 +82,12 @@ def test_quick_run_with_the_embedded_model(
     assert ratio is not None and ratio > 0.5
 
     # The answer benchmark's small version: every workload and the real session, asked a
-    # few questions with each provisioned model (the figures are reported, not asserted).
+    # few questions with the embedded model, the record with and without recall (the
+    # figures are reported, not asserted).
     asked = {(a["source"], a["model"]) for a in data["answers"]}
     assert {w for w, _ in asked} >= set(WORKLOAD_NAMES) | {"pi_refactor_session"}
     assert all(len(a["rows"]) > 0 for a in data["answers"])
+    assert {m for _, m in asked} == {"smollm2-135m-instruct"}
     assert "Answers: what the model can still answer" in report.read_text(encoding="utf-8")
 
     targets = {t["goal"]: t for t in data["targets"]}
