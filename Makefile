@@ -80,7 +80,7 @@ check: lint
 test: setup models llama-server lint
 	@mkdir -p $(ARTIFACTS)
 	QT_QPA_PLATFORM=offscreen ASSISTANT_TEST_ARTIFACTS=$(ARTIFACTS) \
-	  ASSISTANT_LLAMA_SERVER=$(LLAMA_SERVER) $(PY) -m pytest
+	  ASSISTANT_LLAMA_SERVER=$(LLAMA_SERVER) $(PY) -m pytest --durations=30
 	@echo "Screenshots and test artifacts: $(ARTIFACTS)"
 
 # The quick side-by-side run of all five strategies (with W1 also on a local OpenAI-compatible

@@ -140,12 +140,15 @@ class Agent:
         cancel = cancel or CancelToken()
         self._bind(conv)
         settings = self.settings()
-        fit = self.controller.message_fit(
-            conv, text, system_prompt=settings.system_prompt, tools=self.registry.schemas()
-        )
+        try:
+            fit = self.controller.message_fit(
+                conv, text, system_prompt=settings.system_prompt, tools=self.registry.schemas()
+            )
+        except LLMError:  # an engine that cannot count now (a server gone away): the
+            fit = None    # message is kept, and the model call says what is wrong
         # With no room at all the system prompt (or the tools) is what does not fit: the
         # call then says so, and the message is kept.
-        if not fit.fits and fit.room > 0:
+        if fit is not None and not fit.fits and fit.room > 0:
             self._emit(MessageRefused(text, fit.tokens, fit.room))
             self._finish_failed(fit.refusal())
             return
