@@ -91,6 +91,11 @@ class ToolContext:
         return self.cancel is not None and self.cancel.cancelled
 
 
+#: The names small models use for a file's ``path`` argument, and for a folder's.
+FILE_ALIASES = {"file_path": "path", "filename": "path", "file": "path"}
+FOLDER_ALIASES = {"dir": "path", "directory": "path"}
+
+
 class ToolArgs(BaseModel):
     """Base of every tool's argument model.
 

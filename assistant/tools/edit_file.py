@@ -13,7 +13,7 @@ from typing import ClassVar
 from pydantic import Field
 
 from assistant.atomicfile import encode_text
-from assistant.tools.base import Tool, ToolArgs, ToolContext, ToolResult
+from assistant.tools.base import FILE_ALIASES, Tool, ToolArgs, ToolContext, ToolResult
 from assistant.tools.fsaccess import read_fd
 from assistant.tools.textio import NotTextError, decode_text
 from assistant.tools.workspace import FileTooLarge
@@ -23,9 +23,7 @@ PREVIEW_LINES = 80
 
 class EditFileArgs(ToolArgs):
     aliases: ClassVar[dict[str, str]] = {
-        "file_path": "path",
-        "filename": "path",
-        "file": "path",
+        **FILE_ALIASES,
         "old": "old_text",
         "new": "new_text",
         "old_string": "old_text",

@@ -6,18 +6,13 @@ from typing import ClassVar
 
 from pydantic import Field
 
-from assistant.tools.base import Tool, ToolArgs, ToolContext, ToolResult
+from assistant.tools.base import FOLDER_ALIASES, Tool, ToolArgs, ToolContext, ToolResult
 from assistant.tools.walk import SearchStopped, glob_matcher, walk_files, walk_note
 from assistant.tools.workspace import SandboxError
 
 
 class FindFilesArgs(ToolArgs):
-    aliases: ClassVar[dict[str, str]] = {
-        "glob": "pattern",
-        "name": "pattern",
-        "dir": "path",
-        "directory": "path",
-    }
+    aliases: ClassVar[dict[str, str]] = {**FOLDER_ALIASES, "glob": "pattern", "name": "pattern"}
 
     pattern: str = Field(description="Glob such as '*.py' or 'docs/**/*.md'.")
     path: str = Field(".", description="Folder to search in, relative to the workspace.")

@@ -13,7 +13,7 @@ from typing import ClassVar
 
 from pydantic import Field
 
-from assistant.tools.base import Tool, ToolArgs, ToolContext, ToolLimits, ToolResult
+from assistant.tools.base import FOLDER_ALIASES, Tool, ToolArgs, ToolContext, ToolLimits, ToolResult
 from assistant.tools.fsaccess import read_fd
 from assistant.tools.search import LineSearcher, PatternError, stop_check
 from assistant.tools.textio import clip_line, looks_binary
@@ -31,7 +31,7 @@ class GrepArgs(ToolArgs):
     aliases: ClassVar[dict[str, str]] = {
         "regex": "pattern",
         "query": "pattern",
-        "dir": "path",
+        **FOLDER_ALIASES,
         "file": "path",
         "include": "glob",
     }

@@ -7,12 +7,12 @@ from typing import ClassVar
 
 from pydantic import Field
 
-from assistant.tools.base import Tool, ToolArgs, ToolContext, ToolResult
+from assistant.tools.base import FOLDER_ALIASES, Tool, ToolArgs, ToolContext, ToolResult
 from assistant.tools.fsaccess import Handle, readlink_at, scandir
 
 
 class ListDirArgs(ToolArgs):
-    aliases: ClassVar[dict[str, str]] = {"dir": "path", "directory": "path", "folder": "path"}
+    aliases: ClassVar[dict[str, str]] = {**FOLDER_ALIASES, "folder": "path"}
 
     path: str = Field(".", description="Folder relative to the workspace ('.' is the top).")
 

@@ -6,18 +6,13 @@ from typing import ClassVar
 
 from pydantic import Field
 
-from assistant.tools.base import Tool, ToolArgs, ToolContext, ToolResult
+from assistant.tools.base import FILE_ALIASES, Tool, ToolArgs, ToolContext, ToolResult
 from assistant.tools.textio import NotTextError, read_text
 
 
 class ReadFileArgs(ToolArgs):
     aliases: ClassVar[dict[str, str]] = {
-        "file_path": "path",
-        "filename": "path",
-        "file": "path",
-        "start": "start_line",
-        "end": "end_line",
-        "offset": "start_line",
+        **FILE_ALIASES, "start": "start_line", "end": "end_line", "offset": "start_line"
     }
 
     path: str = Field(description="File path relative to the workspace.")

@@ -7,19 +7,14 @@ from typing import ClassVar
 from pydantic import Field
 
 from assistant.atomicfile import encode_text
-from assistant.tools.base import Tool, ToolArgs, ToolContext, ToolResult
+from assistant.tools.base import FILE_ALIASES, Tool, ToolArgs, ToolContext, ToolResult
 
 PREVIEW_CHARS = 2_000
 
 
 class WriteFileArgs(ToolArgs):
     aliases: ClassVar[dict[str, str]] = {
-        "file_path": "path",
-        "filename": "path",
-        "file": "path",
-        "text": "content",
-        "contents": "content",
-        "data": "content",
+        **FILE_ALIASES, "text": "content", "contents": "content", "data": "content"
     }
 
     path: str = Field(description="File path relative to the workspace.")
