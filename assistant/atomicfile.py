@@ -21,10 +21,12 @@ relative to a folder descriptor.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import secrets
 import stat
 from pathlib import Path
+from typing import Any
 
 
 def encode_text(text: str) -> bytes:
@@ -68,6 +70,27 @@ def write_atomically(path: Path, content: str | bytes, *, mode: int | None = Non
         raise
     fsync_dir(folder)
     return target
+
+
+class JsonStore:
+    """Values under string keys in one JSON file, read whole and written whole; a missing
+    or unreadable file reads as empty (a cache: the values are measured again)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    def read(self) -> dict[str, Any]:
+        try:
+            raw = json.loads(self.path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return {}
+        return raw if isinstance(raw, dict) else {}
+
+    def put_json(self, key: str, value: Any) -> None:
+        data = self.read()
+        data[key] = value
+        make_dirs(self.path.parent)
+        write_atomically(self.path, json.dumps(data, indent=1))
 
 
 def make_dirs(directory: Path) -> None:

@@ -17,7 +17,6 @@ Python work between calls.
 from __future__ import annotations
 
 import contextlib
-import json
 import logging
 import os
 import random
@@ -29,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from assistant import paths
-from assistant.atomicfile import make_dirs, write_atomically
+from assistant.atomicfile import JsonStore
 from assistant.llm.llama_kv import PrefillConfig
 
 log = logging.getLogger(__name__)
@@ -356,24 +355,17 @@ def calibration_key(model_path: Path, flash_attn: bool) -> str:
     return f"{file_id}|{cpu_signature()}|{version}|flash={int(flash_attn)}"
 
 
-class CalibrationStore:
+class CalibrationStore(JsonStore):
     """Calibrations in one JSON file (``calibration.json`` in the cache directory)."""
 
     def __init__(self, path: Path | None = None) -> None:
-        self.path = path or paths.cache_dir() / "calibration.json"
-
-    def _read(self) -> dict[str, Any]:
-        try:
-            raw = json.loads(self.path.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            return {}
-        return raw if isinstance(raw, dict) else {}
+        super().__init__(path or paths.cache_dir() / "calibration.json")
 
     def get(self, key: str, *, load: float | None = None) -> Calibration | None:
         """The kept calibration, or None: none yet, one kept by an older version (before
         the thread rule), or one measured while the machine was busy and it is idle now
         (``load``, by default :func:`machine_load`): measure again."""
-        raw = self._read().get(key)
+        raw = self.read().get(key)
         if not isinstance(raw, dict) or "threads_note" not in raw:
             return None  # none, or made before the thread rule (it may hold a busy moment)
         try:
@@ -385,10 +377,7 @@ class CalibrationStore:
         return got
 
     def put(self, key: str, calibration: Calibration) -> None:
-        data = self._read()
-        data[key] = calibration.to_json()
-        make_dirs(self.path.parent)
-        write_atomically(self.path, json.dumps(data, indent=1))
+        self.put_json(key, calibration.to_json())
 
     def clear(self) -> None:
         self.path.unlink(missing_ok=True)

@@ -17,7 +17,6 @@ never on every start.
 
 from __future__ import annotations
 
-import json
 import random
 import time
 from collections.abc import Callable, Sequence
@@ -27,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from assistant import paths
-from assistant.atomicfile import make_dirs, write_atomically
+from assistant.atomicfile import JsonStore
 from assistant.llm.base import GenerationOptions, LLMBackend, ModelInfo
 
 DEFAULT_SIZES = (1024, 2048, 4096, 8192)
@@ -286,21 +285,14 @@ def store_key(info: ModelInfo, window: int | None = None) -> str:
     return f"{model_id(info)}|window={window or info.context_window}"
 
 
-class EffectiveContextStore:
+class EffectiveContextStore(JsonStore):
     """Probe results in one JSON file (``effective_context.json`` in the cache folder)."""
 
     def __init__(self, path: Path | None = None) -> None:
-        self.path = path or paths.cache_dir() / "effective_context.json"
-
-    def _read(self) -> dict[str, Any]:
-        try:
-            raw = json.loads(self.path.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            return {}
-        return raw if isinstance(raw, dict) else {}
+        super().__init__(path or paths.cache_dir() / "effective_context.json")
 
     def get(self, key: str) -> EffectiveContext | None:
-        raw = self._read().get(key)
+        raw = self.read().get(key)
         if not isinstance(raw, dict):
             return None
         try:
@@ -308,14 +300,10 @@ class EffectiveContextStore:
         except (KeyError, TypeError, ValueError, IndexError, AttributeError):
             return None
 
-    def for_model(self, info: ModelInfo) -> EffectiveContext | None:
-        """The result measured with this model and window, if any."""
-        return self.get(store_key(info))
-
     def latest(self, model: str) -> EffectiveContext | None:
         """The newest result for ``model`` (a :func:`model_id`), whatever its window."""
         found: list[EffectiveContext] = []
-        for key in self._read():
+        for key in self.read():
             if key.startswith(model + "|"):
                 got = self.get(key)
                 if got is not None:
@@ -323,10 +311,7 @@ class EffectiveContextStore:
         return max(found, key=lambda r: r.measured) if found else None
 
     def put(self, key: str, result: EffectiveContext) -> None:
-        data = self._read()
-        data[key] = result.to_json()
-        make_dirs(self.path.parent)
-        write_atomically(self.path, json.dumps(data, indent=1))
+        self.put_json(key, result.to_json())
 
 
 def measured_context(info: ModelInfo, store: EffectiveContextStore | None = None) -> int | None:
@@ -338,7 +323,7 @@ def measured_context(info: ModelInfo, store: EffectiveContextStore | None = None
     found = store.get(store_key(info))
     if found is None:
         prefix = model_id(info) + "|"
-        for key, raw in store._read().items():
+        for key, raw in store.read().items():
             if not key.startswith(prefix) or not isinstance(raw, dict):
                 continue
             other = store.get(key)
