@@ -24,8 +24,11 @@ def context_usage(prepared: PreparedRequest, *, estimated: bool = False) -> Cont
 
 def reply_figures(result: GenerationResult | None, ttft_s: float | None) -> ReplyFigures | None:
     """The figures a reply is saved with (None when the model call reported none)."""
-    if result is None:
-        return None
+    return None if result is None else figures_of(result, ttft_s)
+
+
+def figures_of(result: GenerationResult, ttft_s: float | None) -> ReplyFigures:
+    """``ttft_s``: the agent's time to first token, by default the backend's."""
     speed = result.completion_tokens / result.generate_s if result.generate_s > 0 else None
     return ReplyFigures(
         prompt_tokens=result.prompt_tokens,

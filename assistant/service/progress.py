@@ -17,6 +17,7 @@ import time
 from collections.abc import Callable
 
 from assistant.agent.events import ContextUsage, PromptProgress
+from assistant.agent.usage import figures_of
 from assistant.conversation import ReplyFigures
 from assistant.llm.base import GenerationResult
 from assistant.service.events import PrefillProgress, ReplyStats
@@ -56,16 +57,10 @@ def reply_stats(result: GenerationResult, ttft_s: float | None = None) -> ReplyS
     """The figures of one finished model call. ``ttft_s``: the agent's time to first token
     (from the call's preparation: pruning, counting, any compaction); by default the
     backend's (from the start of prompt evaluation)."""
-    speed = result.completion_tokens / result.generate_s if result.generate_s > 0 else None
+    figures = figures_of(result, ttft_s)
     prefill = result.prompt_evaluated / result.prefill_s if result.prefill_s > 0 else None
     return ReplyStats(
-        prompt_tokens=result.prompt_tokens,
-        evaluated=result.prompt_evaluated,
-        reused=result.prompt_reused,
-        completion_tokens=result.completion_tokens,
-        ttft_s=ttft_s if ttft_s is not None else result.first_token_s,
-        tokens_per_s=speed if result.completion_tokens else None,
-        prefill_tokens_per_s=prefill if result.prompt_evaluated else None,
+        **figures.model_dump(), prefill_tokens_per_s=prefill if result.prompt_evaluated else None
     )
 
 

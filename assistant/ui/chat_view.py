@@ -245,7 +245,10 @@ class ChatView(QScrollArea):
             return card
         if is_branch_summary(msg):
             return NoticeWidget("info", "Summary of the branch you left:\n" + summary_text(msg))
-        widget = MessageWidget(msg)
+        return self._adopt(MessageWidget(msg), msg)
+
+    def _adopt(self, widget: MessageWidget, msg: Message) -> MessageWidget:
+        """Wire a message bubble's actions and branch arrows to this view."""
         widget.edit_requested.connect(self.edit_requested)
         widget.regenerate_requested.connect(self.regenerate_requested)
         widget.delete_requested.connect(self.delete_requested)
@@ -275,19 +278,7 @@ class ChatView(QScrollArea):
             widget.set_message(msg)
             self._zoom_mono(widget)
             self._take_footer(widget)
-            widget.edit_requested.connect(self.edit_requested)
-            widget.regenerate_requested.connect(self.regenerate_requested)
-            widget.delete_requested.connect(self.delete_requested)
-            widget.branch_step_requested.connect(self.branch_step_requested)
-            widget.set_actions_enabled(self._actions_enabled)
-            self.message_widgets[msg.id] = widget
-            self.cards.update(widget.cards)
-            if self.branch_info is not None:
-                try:
-                    index, count = self.branch_info(msg.id)
-                    widget.set_branch_info(index - 1, count)
-                except (KeyError, ValueError):
-                    pass
+            self._adopt(widget, msg)
             return
         entry = self._make_message(msg)
         if isinstance(entry, MessageWidget) and msg.role == "assistant":
