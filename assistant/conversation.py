@@ -379,10 +379,6 @@ class Conversation(BaseModel):
     def subscribe(self, observer: ConversationObserver) -> None:
         self._observers.append(observer)
 
-    def unsubscribe(self, observer: ConversationObserver) -> None:
-        if observer in self._observers:
-            self._observers.remove(observer)
-
     def append(self, message: Message) -> Message:
         for obs in self._observers:
             obs.message_appended(message)

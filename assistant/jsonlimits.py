@@ -142,9 +142,3 @@ def value_depth(value: Any, stop_above: int | None = None) -> int:
                 return deepest
         stack.extend((child, depth) for child in children)
     return deepest
-
-
-def check_value(value: Any, what: str, limit: int) -> None:
-    """Raise :class:`TooDeepError` when ``value`` nests deeper than ``limit``."""
-    if value_depth(value, stop_above=limit) > limit:
-        raise TooDeepError(what, limit)

@@ -190,9 +190,6 @@ class _Reader:
         if len(self.buf) < n:
             raise GGUFHeaderError("the header is cut short (the file changed while read)")
 
-    def tell(self) -> int:
-        return self.pos
-
     def _read(self, n: int, what: str) -> bytes:
         if n < 0 or self.pos + n > self.size:
             raise GGUFHeaderError(f"the header is cut short or damaged ({what} runs past the end)")

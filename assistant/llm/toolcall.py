@@ -90,10 +90,6 @@ class ParsedReply:
     content: str
     calls: list[ParsedCall] = field(default_factory=list)
 
-    @property
-    def has_calls(self) -> bool:
-        return bool(self.calls)
-
 
 def parse_tool_calls(text: str) -> ParsedReply:
     """Split ``text`` into prose and tool calls. Never raises."""

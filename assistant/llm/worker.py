@@ -113,10 +113,6 @@ class ModelWorker:
 
         return self._pool.submit(job)
 
-    def set_backend(self, backend: LLMBackend) -> None:
-        """Adopt an already-built backend (tests, the terminal chat)."""
-        self._backend = backend
-
     def shutdown(self, wait: bool = True) -> None:
         def close() -> None:
             if self._backend is not None:

@@ -234,10 +234,6 @@ class SessionStore:
         """Every chat, newest first. Unreadable chats are included with ``error`` set."""
         return self._list(self.root)
 
-    def list_trash(self) -> list[ChatSummary]:
-        """Deleted chats that can still be restored, newest first."""
-        return self._list(self.trash_dir)
-
     def _list(self, folder: Path) -> list[ChatSummary]:
         if not folder.is_dir():
             return []
@@ -335,17 +331,6 @@ class SessionStore:
             _move(sidecar, self.root / sidecar.name)
         if chat_id in self._deleted:
             self._deleted.remove(chat_id)
-
-    def empty_trash(self) -> int:
-        """Delete the trashed chats for good; returns how many."""
-        count = 0
-        if self.trash_dir.is_dir():
-            for path in self.trash_dir.iterdir():
-                if path.is_file():
-                    count += path.suffix == ".jsonl"
-                    path.unlink()
-        self._deleted.clear()
-        return count
 
     # -- export / import -------------------------------------------------------------------
     def _snapshot(self, chat_id: str) -> tuple[str, Conversation, set[str], dict[str, int]]:
