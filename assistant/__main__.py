@@ -5,6 +5,7 @@ With no sub-command the desktop window opens; ``--help`` prints :data:`USAGE`.
 
 from __future__ import annotations
 
+import importlib
 import sys
 
 USAGE = """\
@@ -25,6 +26,16 @@ Run `python -m assistant COMMAND --help` for a command's options.
 Desktop window options: --help (this text), --smoke-test (start, answer one question, exit).
 """
 
+#: The terminal commands: each module's ``main(args)`` runs one (imported only when used).
+COMMANDS = {
+    "chat": "assistant.cli.chat",
+    "chats": "assistant.cli.chats",
+    "provision": "assistant.llm.provision",
+    "probe": "assistant.cli.probe",
+    "replay": "assistant.replay",
+    "repair": "assistant.cli.repair",
+}
+
 
 def main(argv: list[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
@@ -33,30 +44,8 @@ def main(argv: list[str] | None = None) -> int:
     if command == "help" or (command == "gui" and ("-h" in rest or "--help" in rest)):
         print(USAGE, end="")
         return 0
-    if command == "chat":
-        from assistant.cli.chat import main as chat_main
-
-        return chat_main(rest)
-    if command == "chats":
-        from assistant.cli.chats import main as chats_main
-
-        return chats_main(rest)
-    if command == "provision":
-        from assistant.llm.provision import main as provision_main
-
-        return provision_main(rest)
-    if command == "probe":
-        from assistant.cli.probe import main as probe_main
-
-        return probe_main(rest)
-    if command == "replay":
-        from assistant.replay import main as replay_main
-
-        return replay_main(rest)
-    if command == "repair":
-        from assistant.cli.repair import main as repair_main
-
-        return repair_main(rest)
+    if command in COMMANDS:
+        return int(importlib.import_module(COMMANDS[command]).main(rest))
     if command == "bench":
         print(
             "the benchmark is a development tool outside the app: run `python -m bench` "
