@@ -24,7 +24,7 @@ from __future__ import annotations
 import re
 import shlex
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, cast, get_args
 
 AppCommandName = Literal["help", "clear", "compact", "model", "mode", "resume", "export"]
 
@@ -71,15 +71,7 @@ COMMANDS: tuple[CommandSpec, ...] = (
     CommandSpec("/help", "", "this list", "app"),
 )
 
-APP_COMMANDS: tuple[AppCommandName, ...] = (
-    "help",
-    "clear",
-    "compact",
-    "model",
-    "mode",
-    "resume",
-    "export",
-)
+APP_COMMANDS: tuple[AppCommandName, ...] = get_args(AppCommandName)
 TOOL_COMMANDS = tuple(c.name for c in COMMANDS if c.kind == "tool")
 
 
@@ -149,17 +141,10 @@ def parse_input(text: str) -> ParsedInput:
     word = match.group(1).lower()
     rest = stripped[match.end() :].strip()
     if word in APP_COMMANDS:
-        return AppCommand(_app_name(word), rest)
+        return AppCommand(cast(AppCommandName, word), rest)
     if word in TOOL_COMMANDS:
         return _tool_command(word, rest, stripped)
     return CommandError(f"Unknown command /{word}. Type /help for the list.")
-
-
-def _app_name(word: str) -> AppCommandName:
-    for name in APP_COMMANDS:
-        if name == word:
-            return name
-    raise ValueError(word)  # pragma: no cover - guarded by the caller
 
 
 def _split(rest: str) -> list[str] | None:
