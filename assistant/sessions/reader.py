@@ -108,20 +108,21 @@ class ChatFile:
             text = f"{len(self.damaged)} {noun} of {self.path.name} could not be read: "
             text += "; ".join(parts) + "."
         if self.reattached:
-            lines = ", ".join(str(n) for n, _ in self.reattached[:5])
-            more = "..." if len(self.reattached) > 5 else ""
             text += (
-                f" The entries on line(s) {lines}{more} followed a damaged line and are shown "
-                "where it was."
+                f" The entries on line(s) {_numbers(self.reattached)} followed a damaged line "
+                "and are shown where it was."
             )
         if self.out_of_order:
-            lines = ", ".join(str(n) for n, _ in self.out_of_order[:5])
-            more = "..." if len(self.out_of_order) > 5 else ""
             text += (
-                f" The entries on line(s) {lines}{more} come before the entries they follow "
-                "(lines were moved); they are shown in their place."
+                f" The entries on line(s) {_numbers(self.out_of_order)} come before the entries "
+                "they follow (lines were moved); they are shown in their place."
             )
         return text.strip()
+
+
+def _numbers(lines: list[tuple[int, str]]) -> str:
+    """The first five line numbers, "..." after them when there are more."""
+    return ", ".join(str(n) for n, _ in lines[:5]) + ("..." if len(lines) > 5 else "")
 
 
 class _TornLine(Exception):
