@@ -69,7 +69,6 @@ class EnginePage(QWidget):
         super().__init__(parent)
         self.setObjectName("EnginePage")
         self._secrets = secrets or SecretStore()
-        self._stored_url = ""
         self._settings = Settings()
         self._thread: threading.Thread | None = None
         self._relay = _Relay(self)
@@ -172,7 +171,6 @@ class EnginePage(QWidget):
         engine = settings.engine
         self._settings = settings
         server = engine.server
-        self._stored_url = server.base_url
         (self.server_button if engine.kind == "server" else self.embedded_button).setChecked(True)
         self.url.setText(server.base_url)
         self.model.clear()
