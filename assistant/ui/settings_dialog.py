@@ -64,6 +64,16 @@ CHOOSE_FILE = "__choose__"
 BIG = 100_000_000
 
 
+def _form_page() -> tuple[QWidget, QFormLayout]:
+    """A settings tab laid out as a form, with the spacing every form tab uses."""
+    page = QWidget()
+    form = QFormLayout(page)
+    form.setContentsMargins(16, 16, 16, 16)
+    form.setVerticalSpacing(10)
+    form.setHorizontalSpacing(16)
+    return page, form
+
+
 def _spin(minimum: int = -1, maximum: int = BIG, suffix: str = "") -> QSpinBox:
     box = QSpinBox()
     box.setRange(minimum, maximum)
@@ -162,11 +172,7 @@ class SettingsDialog(QDialog):
 
     # -- building ----------------------------------------------------------------------
     def _build_model_tab(self) -> QWidget:
-        page = QWidget()
-        form = QFormLayout(page)
-        form.setContentsMargins(16, 16, 16, 16)
-        form.setVerticalSpacing(10)
-        form.setHorizontalSpacing(16)
+        page, form = _form_page()
         form.setFieldGrowthPolicy(QFormLayout.FieldGrowthPolicy.FieldsStayAtSizeHint)
         self.model_combo = QComboBox()
         self.model_combo.setMinimumWidth(320)
@@ -273,11 +279,7 @@ class SettingsDialog(QDialog):
         return page
 
     def _build_chat_tab(self) -> QWidget:
-        page = QWidget()
-        form = QFormLayout(page)
-        form.setContentsMargins(16, 16, 16, 16)
-        form.setVerticalSpacing(10)
-        form.setHorizontalSpacing(16)
+        page, form = _form_page()
         self.system_prompt = QPlainTextEdit()
         self.system_prompt.setMinimumHeight(110)
         form.addRow("System prompt", self.system_prompt)
