@@ -232,12 +232,9 @@ class SessionStore:
     # -- list ------------------------------------------------------------------------------
     def list_chats(self) -> list[ChatSummary]:
         """Every chat, newest first. Unreadable chats are included with ``error`` set."""
-        return self._list(self.root)
-
-    def _list(self, folder: Path) -> list[ChatSummary]:
-        if not folder.is_dir():
+        if not self.root.is_dir():
             return []
-        rows = [self._summarize_safely(p) for p in folder.glob("*.jsonl") if p.is_file()]
+        rows = [self._summarize_safely(p) for p in self.root.glob("*.jsonl") if p.is_file()]
         rows.sort(key=lambda r: (r.updated, r.created), reverse=True)
         return rows
 
