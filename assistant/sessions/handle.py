@@ -104,35 +104,19 @@ class ChatHandle:
     def message_appended(self, message: Message) -> None:
         with self._mutex:
             self._write(
-                MessageEntry(
-                    id=message.id,
-                    parent_id=self._leaf,
-                    timestamp=time.time(),
-                    message=message.model_copy(deep=True),
-                )
+                self._new(MessageEntry, id=message.id, message=message.model_copy(deep=True))
             )
 
     def messages_pruned(self, message_ids: list[str], tokens_freed: int) -> None:
         with self._mutex:
             self._write(
-                PruneEntry(
-                    id=new_id(),
-                    parent_id=self._leaf,
-                    timestamp=time.time(),
-                    message_ids=list(message_ids),
-                    tokens_freed=tokens_freed,
-                )
+                self._new(PruneEntry, message_ids=list(message_ids), tokens_freed=tokens_freed)
             )
 
     def compaction_added(self, record: CompactionRecord) -> None:
         with self._mutex:
             self._write(
-                CompactionEntry(
-                    id=record.id,
-                    parent_id=self._leaf,
-                    timestamp=time.time(),
-                    record=record.model_copy(deep=True),
-                )
+                self._new(CompactionEntry, id=record.id, record=record.model_copy(deep=True))
             )
 
     # -- state -----------------------------------------------------------------------------
@@ -187,13 +171,8 @@ class ChatHandle:
         """Attach a branch summary at the active position (used by import); returns its
         message, which is now the last message of :attr:`conversation`."""
         with self._mutex:
-            entry = BranchSummaryEntry(
-                id=new_id(),
-                parent_id=self._leaf,
-                timestamp=time.time() if timestamp is None else timestamp,
-                summary=summary,
-            )
-            self._write(entry)
+            when = time.time() if timestamp is None else timestamp
+            self._write(self._new(BranchSummaryEntry, timestamp=when, summary=summary))
             self._reload()
             return self.conversation.messages[-1]
 
@@ -456,8 +435,11 @@ class ChatHandle:
 
     # -- internals -------------------------------------------------------------------------
     def _new(self, kind: type[Entry], **fields: Any) -> Entry:
+        """An entry at the active position, now, with a new id (unless ``fields`` say)."""
+        fields.setdefault("id", new_id())
         fields.setdefault("parent_id", self._leaf)
-        return kind(id=new_id(), timestamp=time.time(), **fields)
+        fields.setdefault("timestamp", time.time())
+        return kind(**fields)
 
     def _check_writable(self) -> None:
         if self._closed:
