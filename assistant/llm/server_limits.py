@@ -142,12 +142,7 @@ def bounded_lines(
     chunk arrives after the deadline.
     """
     buffer = bytearray()
-    total = 0
-    for chunk in chunks:
-        watch.check()
-        total += len(chunk)
-        if total > max_total:
-            raise TooLarge("the answer is", max_total)
+    for chunk in _watched(chunks, watch, max_total):
         buffer += chunk
         start = 0
         while (end := buffer.find(b"\n", start)) >= 0:
@@ -159,22 +154,23 @@ def bounded_lines(
         del buffer[:start]
         if len(buffer) > max_line:
             raise TooLarge("a line is", max_line)
-    if watch.expired:  # the end came from the watch shutting the socket
-        raise DeadlinePassed
     if buffer:
         yield bytes(buffer)
 
 
 def bounded_body(chunks: Iterable[bytes], watch: Watch, *, max_total: int) -> bytes:
     """A whole (non-streamed) answer, refused past ``max_total`` bytes or the deadline."""
-    parts: list[bytes] = []
+    return b"".join(_watched(chunks, watch, max_total))
+
+
+def _watched(chunks: Iterable[bytes], watch: Watch, max_total: int) -> Iterator[bytes]:
+    """``chunks`` while the deadline holds and they total at most ``max_total`` bytes."""
     total = 0
     for chunk in chunks:
         watch.check()
         total += len(chunk)
         if total > max_total:
             raise TooLarge("the answer is", max_total)
-        parts.append(chunk)
+        yield chunk
     if watch.expired:  # the end came from the watch shutting the socket
         raise DeadlinePassed
-    return b"".join(parts)
