@@ -12,7 +12,7 @@ FORBIDDEN = ("PySide6", "llama_cpp", "assistant.ui", "assistant.agent", "assista
 
 def test_no_forbidden_imports() -> None:
     root = Path(assistant.compaction.__file__).parent
-    files = sorted(root.glob("*.py"))
+    files = sorted(root.rglob("*.py"))
     assert len(files) >= 10
     for path in files:
         tree = ast.parse(path.read_text(encoding="utf-8"))

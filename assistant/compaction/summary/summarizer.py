@@ -48,14 +48,14 @@ from collections.abc import Callable, Generator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
-from assistant.compaction import prompts
-from assistant.compaction.extractive import MechanicalState, extractive_summary
-from assistant.compaction.grammar import follows_skeleton, min_budget, summary_grammar
-from assistant.compaction.guided import GuidedRequest, user_rules
-from assistant.compaction.repair import repairable, sections_to_repair, splice
-from assistant.compaction.serialize import serialize, serialize_message
+from assistant.compaction.summary import prompts
+from assistant.compaction.summary.extractive import MechanicalState, extractive_summary
+from assistant.compaction.summary.grammar import follows_skeleton, min_budget, summary_grammar
+from assistant.compaction.summary.guided import GuidedRequest, user_rules
+from assistant.compaction.summary.repair import repairable, sections_to_repair, splice
+from assistant.compaction.summary.serialize import serialize, serialize_message
+from assistant.compaction.summary.validate import clean_summary, validate_summary, vocabulary
 from assistant.compaction.tokens import TokenCounter, truncate_to_tokens
-from assistant.compaction.validate import clean_summary, validate_summary, vocabulary
 from assistant.conversation import Message
 from assistant.llm.base import (
     CancelToken,

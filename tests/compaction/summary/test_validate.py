@@ -14,17 +14,16 @@ from typing import Any
 import pytest
 
 from assistant.compaction.budget import compaction_budget
-from assistant.compaction.extractive import MechanicalState
-from assistant.compaction.grammar import min_budget
-from assistant.compaction.serialize import serialize
-from assistant.compaction.summarizer import (
+from assistant.compaction.summary.extractive import MechanicalState
+from assistant.compaction.summary.grammar import min_budget
+from assistant.compaction.summary.serialize import serialize
+from assistant.compaction.summary.summarizer import (
     TOO_SMALL_FOR_GRAMMAR,
     ModelSummarizer,
     SummaryOutcome,
     SummaryRequest,
 )
-from assistant.compaction.tokens import CountingBackend
-from assistant.compaction.validate import (
+from assistant.compaction.summary.validate import (
     clean_summary,
     contradiction,
     cut_partial_word,
@@ -34,10 +33,11 @@ from assistant.compaction.validate import (
     validate_summary,
     vocabulary,
 )
+from assistant.compaction.tokens import CountingBackend
 from assistant.conversation import Conversation, Message
 from tests.fakes.scripted import ScriptedBackend
 
-from .helpers import FILLER_SUMMARY, GOOD_SUMMARY, local_policy, repair_from, tool_turn
+from ..helpers import FILLER_SUMMARY, GOOD_SUMMARY, local_policy, repair_from, tool_turn
 
 COUNT = CountingBackend().count
 RULE = "Never use tabs for indentation, always use four spaces."

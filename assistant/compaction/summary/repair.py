@@ -17,8 +17,8 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 
-from assistant.compaction.prompts import FACT_HOMES
-from assistant.compaction.validate import (
+from assistant.compaction.summary.prompts import FACT_HOMES
+from assistant.compaction.summary.validate import (
     CONTENT_SECTIONS,
     GOAL_SILENT,
     HEADING,

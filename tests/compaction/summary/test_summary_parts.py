@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from assistant.compaction.extractive import (
+from assistant.compaction.file_tracking import FileOps, extract_file_ops
+from assistant.compaction.summary.extractive import (
     collect_state,
     compose_summary,
     constraint_sentences,
@@ -10,14 +11,13 @@ from assistant.compaction.extractive import (
     model_part,
     render_mechanical,
 )
-from assistant.compaction.file_tracking import FileOps, extract_file_ops
-from assistant.compaction.prompts import REQUIRED_SECTIONS, build_prompt
-from assistant.compaction.serialize import serialize
+from assistant.compaction.summary.prompts import REQUIRED_SECTIONS, build_prompt
+from assistant.compaction.summary.serialize import serialize
+from assistant.compaction.summary.validate import missing_sections, validate_summary
 from assistant.compaction.tokens import CountingBackend
-from assistant.compaction.validate import missing_sections, validate_summary
 from assistant.conversation import Message, ToolCall
 
-from .helpers import GOOD_SUMMARY
+from ..helpers import GOOD_SUMMARY
 
 COUNT = CountingBackend().count
 
@@ -148,7 +148,7 @@ def test_model_part_round_trip() -> None:
 
 
 def test_a_tight_file_list_keeps_the_oldest_path() -> None:
-    from assistant.compaction.extractive import _path_list
+    from assistant.compaction.summary.extractive import _path_list
 
     count = CountingBackend().count
     paths = [f"src/pkg/module_{i}.py" for i in range(6)]
@@ -160,8 +160,8 @@ def test_a_tight_file_list_keeps_the_oldest_path() -> None:
 
 
 def test_short_header_round_trips() -> None:
-    from assistant.compaction.extractive import compose_summary, model_part
-    from assistant.compaction.prompts import SUMMARY_HEADER_SHORT
+    from assistant.compaction.summary.extractive import compose_summary, model_part
+    from assistant.compaction.summary.prompts import SUMMARY_HEADER_SHORT
 
     text = compose_summary("## Goal\nx", "## Files\nRead: a.py", short=True)
     assert text.startswith(SUMMARY_HEADER_SHORT)

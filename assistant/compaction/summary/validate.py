@@ -5,7 +5,7 @@ Under the summary grammar (:mod:`.grammar`) the headings are forced, so a summar
 them proves nothing: these rules judge what is under them. A summary is **rejected** when:
 
 1. it is empty, cut off at the length limit, or over its token budget;
-2. a required section (:data:`~assistant.compaction.prompts.REQUIRED_SECTIONS`) is missing;
+2. a required section (:data:`~assistant.compaction.summary.prompts.REQUIRED_SECTIONS`) is missing;
 3. it continues the transcript (a ``[User]:``-style label) or holds tool-call markup (a
    fenced ``tool_call`` block, ``<tool_call>`` tags, a bare ``{"name": ..., "arguments":
    ...}`` object), i.e. it acts instead of summarizing (:func:`clean_summary` strips such
@@ -49,9 +49,9 @@ import re
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 
-from assistant.compaction import prompts
-from assistant.compaction.prompts import FACT_HOMES, REQUIRED_SECTIONS
-from assistant.compaction.serialize import TRANSCRIPT_MARKERS
+from assistant.compaction.summary import prompts
+from assistant.compaction.summary.prompts import FACT_HOMES, REQUIRED_SECTIONS
+from assistant.compaction.summary.serialize import TRANSCRIPT_MARKERS
 
 #: Share of bullet text in copied bullets above which the summary is a copy.
 COPY_RATIO = 0.5
@@ -643,7 +643,7 @@ FACT_COPY_WORDS = 4
 
 def misplaced_copy(line: str, section: str, facts: Mapping[str, Sequence[str]]) -> bool:
     """Whether ``line`` copies a fact that was given for other headings than ``section``
-    (:data:`~assistant.compaction.prompts.FACT_HOMES`): the list of what the assistant did
+    (:data:`~assistant.compaction.summary.prompts.FACT_HOMES`): the list of what the assistant did
     copied as a decision, the last reply as the next step. Restating a fact under its own
     heading is what the facts are for."""
     words = _words(line)

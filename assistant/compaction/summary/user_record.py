@@ -26,8 +26,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from assistant.compaction.tokens import truncate_to_tokens
-from assistant.compaction.user_text import (
+from assistant.compaction.summary.user_text import (
     INSTRUCTION_KINDS,
     Kind,
     Piece,
@@ -37,6 +36,7 @@ from assistant.compaction.user_text import (
     split_user_text,
     task_statement,
 )
+from assistant.compaction.tokens import truncate_to_tokens
 
 __all__ = [
     "INSTRUCTION_KINDS",
