@@ -9,8 +9,8 @@ from typing import Any
 
 from assistant.compaction.controller import ContextController
 from assistant.compaction.events import ContextEvent
+from assistant.compaction.summary.clean import parse_sections
 from assistant.compaction.summary.grammar import SKELETON
-from assistant.compaction.summary.validate import parse_sections
 from assistant.config import EffectivePolicy, default_local
 from assistant.conversation import Conversation, Message, ToolCall
 from tests.fakes.scripted import ScriptedBackend

@@ -214,8 +214,8 @@ Your previous summary was rejected ({problems}). Write each heading from its own
 above."""
 
 
-#: The headings a group of facts may be restated under (a fact copied under another
-#: heading says nothing there: :func:`~assistant.compaction.summary.validate.misplaced_copy`).
+#: The headings a group of facts belongs under (a repair asks for a silent section only
+#: when some fact belongs there: :func:`~assistant.compaction.summary.repair.sections_to_repair`).
 FACT_HOMES: dict[str, tuple[str, ...]] = {
     "Goal": ("Goal",),
     "Constraints & Preferences": ("Constraints & Preferences",),

@@ -49,12 +49,13 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
 from assistant.compaction.summary import prompts
+from assistant.compaction.summary.clean import clean_summary, vocabulary
 from assistant.compaction.summary.extractive import MechanicalState, extractive_summary
 from assistant.compaction.summary.grammar import follows_skeleton, min_budget, summary_grammar
 from assistant.compaction.summary.guided import GuidedRequest, user_rules
 from assistant.compaction.summary.repair import repairable, sections_to_repair, splice
 from assistant.compaction.summary.serialize import serialize, serialize_message
-from assistant.compaction.summary.validate import clean_summary, validate_summary, vocabulary
+from assistant.compaction.summary.validate import validate_summary
 from assistant.compaction.tokens import TokenCounter, truncate_to_tokens
 from assistant.conversation import Message
 from assistant.llm.base import (
@@ -583,7 +584,6 @@ class ModelSummarizer:
                 text, source=source, budget=budget + BUDGET_TOLERANCE,
                 count=self.counter.text, finish_reason=finish, user_rules=checks.rules,
                 reference=checks.reference, user_text=checks.users,
-                facts=guided.fact_groups if guided is not None else None,
             )
             if not problems:
                 return text.strip()
@@ -602,7 +602,7 @@ class ModelSummarizer:
     ) -> tuple[str, str, tuple[str, ...]]:
         """(reply, finish reason, options the backend ignored). Without a grammar a reply
         that loops is stopped early (finish "repetition"); under one, the grammar bounds
-        every section and :func:`~.validate.clean_summary` cuts repeats."""
+        every section and :func:`~.clean.clean_summary` cuts repeats."""
         if cancel is not None and cancel.cancelled:
             raise SummaryCancelled
         pieces: list[str] = []

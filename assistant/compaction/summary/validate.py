@@ -1,194 +1,90 @@
-# Over 500 lines: one rule per measured failure (issue 27: a table of checks).
-"""Checks a model-written summary before it replaces real messages.
+"""Checks a model-written summary before it replaces real messages: a table of named checks.
 
-Under the summary grammar (:mod:`.grammar`) the headings are forced, so a summary that has
-them proves nothing: these rules judge what is under them. A summary is **rejected** when:
+:func:`validate_summary` runs every :class:`Check` of :data:`CHECKS` on a reply that
+:func:`~.clean.clean_summary` has already cleaned (markup stripped, loops cut, invented,
+empty, restated and copied bullets dropped) and returns their problems, short phrases the
+summarizer quotes in its retry prompt; none: accepted. Each check carries the reason it
+exists: the failure it caught, of which model, where it was seen (or, where none was
+recorded, what it protects). The tests iterate over the table: each check rejects its bad
+case and accepts a good summary.
 
-1. it is empty, cut off at the length limit, or over its token budget;
-2. a required section (:data:`~assistant.compaction.summary.prompts.REQUIRED_SECTIONS`) is missing;
-3. it continues the transcript (a ``[User]:``-style label) or holds tool-call markup (a
-   fenced ``tool_call`` block, ``<tool_call>`` tags, a bare ``{"name": ..., "arguments":
-   ...}`` object), i.e. it acts instead of summarizing (:func:`clean_summary` strips such
-   markup first; what reaches validation still holding it is rejected);
-4. it **says nothing**: the Goal has no informative bullet (nor one naming what the user
-   wrote, in other words: :func:`about_the_user`), or fewer than
-   :data:`MIN_INFORMATIVE` of Done / In Progress / Key Decisions / Next Steps / Critical
-   Context have one. A bullet is informative when it names two terms of the
-   conversation, or one path, identifier, name or number, and a third of its terms are the
-   conversation's (:func:`grounded_terms`: a word, number, name or path that occurs in the
-   conversation, its previous summary or the user's record, other than function words and
-   the vocabulary of summaries themselves); "none", placeholders (also those of the
-   extractive summary, copied from a previous one) and generic filler are not, and a line
-   restating what the assistant did ("The assistant used read_file on ...") only counts in
-   Done and In Progress; more generally a bullet copying a fact the request gave for other
-   headings (:func:`misplaced_copy`: the last reply as a decision, the task as a step)
-   counts nowhere but there;
-5. it **copies** instead of summarizing: more than :data:`COPY_RATIO` of its bullet text is
-   in bullets found verbatim (:data:`MIN_COPY_WORDS` words or more) in the conversation
-   (:func:`clean_summary` first drops such bullets outside the Goal and the Constraints, so
-   what is judged is the copies left there against the rest);
-6. it **repeats itself**: a substantial line appears three times or more (the grammar cuts a
-   loop at the section's limit; :func:`clean_summary` drops repeated bullets first);
-7. it **contradicts the user**: a bullet says the opposite of one of the user's recorded
-   rules, e.g. "use tabs" against "Never use tabs for indentation" (the same content words,
-   one side negated: :func:`contradiction`);
-8. it **invents**: a bullet names a path, identifier or long number that the conversation,
-   its previous summary and the user's record never name (:func:`invented`; the summarizer
-   drops such bullets first with :func:`clean_summary`, so only what remains is judged). A
-   path or identifier one or two letters off one of the conversation's, as a small model
-   copies "docs/architecture_notes.md", is put back to the real one first
-   (:func:`respell`): the model meant the file it read, and the summary should name it.
-
-Each problem is a short phrase; the summarizer quotes them in its stricter retry prompt.
+Removed (issue 27): checks that encoded one model's habit (SmolLM2-135M's) and could not be
+shown to change an answer (docs/ANSWERS.md: in the runs so far model summaries were
+rejected and never used). The copy-ratio rejection (cleaning drops bullets copied from the
+conversation outside the Goal and the Constraints), the repeated-line rejection (cleaning
+drops a repeated line first, so it could not fire), a fact copied under another heading
+saying nothing there, dropping bullets that echo the request or its rejection feedback, and
+putting a misspelled path back (such a path is dropped as invented, like any other).
 """
 
 from __future__ import annotations
 
 import json
 import re
-from collections import Counter
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from functools import cached_property
 
-from assistant.compaction.summary import prompts
-from assistant.compaction.summary.prompts import FACT_HOMES, REQUIRED_SECTIONS
+from assistant.compaction.summary.clean import (
+    CONTENT_SECTIONS,
+    GOAL_SILENT,
+    MIN_INFORMATIVE,
+    SAYS_NOTHING,
+    Known,
+    contradiction,
+    has_tool_markup,
+    invented,
+    parse_sections,
+    silent_sections,
+    vocabulary,
+)
+from assistant.compaction.summary.prompts import REQUIRED_SECTIONS
 from assistant.compaction.summary.serialize import TRANSCRIPT_MARKERS
 
-#: Share of bullet text in copied bullets above which the summary is a copy.
-COPY_RATIO = 0.5
-#: A bullet is a copy when this many words or more of it are found verbatim in the input.
-MIN_COPY_WORDS = 8
-MIN_LINE_CHARS = 24
-#: Of the five content sections after the Goal, at least this many must say something
-#: (many real chats have taken no decision and have nothing half done: In Progress and Key
-#: Decisions are then rightly empty; Done and Next Steps, or Critical Context, still say
-#: what the chat is about).
-MIN_INFORMATIVE = 2
-CONTENT_SECTIONS = ("Done", "In Progress", "Key Decisions", "Next Steps", "Critical Context")
-#: The problems of rule 4 (a repair can fix these by asking for the silent sections again).
-GOAL_SILENT = "the Goal names nothing from the conversation"
-SAYS_NOTHING = "says nothing specific in: "
 
-# Function words, the most common English words and the vocabulary of summaries and of
-# coding chats in general: naming these is not naming anything from the conversation.
-_STOP_TEXT = """
-a about above across actually after again against ago all almost along already also although
-always am among an and another any anyone anything are around as at away back bad be became
-because become been before began being below best better between big both bring but by call
-came can cannot case certain change clear come comes could day days did different do does
-doing done down during each early easy either else end enough even ever every everyone
-everything example fact far few find first for found from full further gave general get gets
-getting give given go goes going good got great had happen happens has have having he help
-her here high him his hold how however i if important in instead into is it its itself just
-keep kept kind know known large last later least left less let like likely little long look
-looks lot low made main make makes making many may maybe me mean means might more most much
-must my near need needed needs never new next no none nor not now number of off often old on
-once one only open or order other others our out over own part people per place please point
-possible put quite rather real really right run said same say see seem seems set several
-shall she short should show side since small so some someone something sometimes soon start
-started still such sure take taken takes tell than that the their them then there these
-they thing things think this those though three through time to today together too took
-top toward try trying turn two under until up upon us use used useful uses using usually
-very via want wanted wants was way we well went were what when where whether which while
-who whole whom why will with within without work works would yes yet you your
-user users assistant assistants conversation conversations chat summary summaries request
-requests requested task tasks worked working goal goals progress step steps nothing item
-items context critical decision decisions decided constraint constraints preference
-preferences blocked block continue continued continues continuing mentioned said asked
-asks ask answer answered question questions message messages reply replies current
-currently information detail details following follow provide provided helps
-helped discuss discussed discussion explain explained talk completed complete finish
-finished further added add adding update updated create created file files code text data
-content contents line lines function functions value values result results output input
-command commands tool tools path paths list listed format response responses issue issues
-problem problems project next later new way sure also
-"""
-_STOP = frozenset(_STOP_TEXT.split())
-_FILLER = re.compile(
-    r"^(?:none|n/?a|nothing|not (?:recorded|applicable|known|yet|stated)|unknown|tbd|todo|"
-    r"no(?:thing)? (?:yet|so far)|-+|\.+|<[^>]*>|\(none\)|\[none\]|"
-    # the placeholders of the extractive summary, copied from a previous summary
-    r"not recorded \(extractive summary\)|\[\d+ older omitted\]|"
-    r"in the user'?s own words(?:, recorded verbatim below)?.*|"
-    r"continue with the latest (?:user )?request)\W*$",
-    re.IGNORECASE,
-)
-#: How the digest words what the assistant did (:func:`~.digest.actions`): such a line says
-#: what was done, which is no goal, decision, next step or critical context.
-ACTION_FACT = re.compile(r"^\W*(?:the assistant used|\w+ [^ ]* failed:)", re.IGNORECASE)
-#: Sections where a restated action counts (what was done, what is being done).
-ACTION_SECTIONS = ("Done", "In Progress")
-#: Where a restated action (or a failed one, "Blocked") is in place; elsewhere it is dropped.
-_PROGRESS = ("Progress", "Done", "In Progress", "Blocked")
-_WORD = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_./:@-]*[A-Za-z0-9_]|[A-Za-z0-9]")
-_NEGATION = re.compile(
-    r"\b(?:not|never|no|don'?t|doesn'?t|didn'?t|won'?t|can'?t|cannot|shouldn'?t|mustn'?t|"
-    r"avoid(?:s|ed|ing)?|without|stop|nor|ban(?:s|ned)?|forbid(?:s|den)?|prohibit(?:s|ed)?|"
-    r"disallow(?:s|ed)?|refus(?:e|es|ed))\b",
-    re.IGNORECASE,
-)
-_CLAUSE = re.compile(r"[,;:.!?]\s+|\s+(?:and|but|or|instead of)\s+|\n")
-_HEADING = re.compile(r"^\s*(?:#{1,6}\s*|\*\*)([^*\n#]+?)(?:\*\*)?\s*:?\s*$")
-#: A heading line ("## Goal", "**Goal:**"); group 1 is its name.
-HEADING = _HEADING
-_NONE = re.compile(r"^\W*none\W*$", re.IGNORECASE)
-_BULLET_MARK = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+(?:\[[ xX]\]\s*)?")
+@dataclass(frozen=True)
+class Draft:
+    """One cleaned reply and what it is judged against."""
 
-# -- tool-call markup ------------------------------------------------------------------------
-_FENCED_CALL = re.compile(r"```[ \t]*(?:tool_call|tool|json|function)?[^\n]*\n.*?(?:```|\Z)",
-                          re.DOTALL)
-_TAGGED_CALL = re.compile(r"<(tool_call|function_call|tool)>.*?(?:</\1>|\Z)", re.DOTALL)
-_JSON_CALL = re.compile(r"\{\s*\"(?:name|function)\"\s*:\s*\"[^\"]*\"\s*,\s*"
-                        r"\"(?:arguments|parameters)\"\s*:")
+    text: str
+    #: The conversation as the model saw it (a transcript or the chat's messages).
+    source: str
+    #: Tokens the summary proper may use.
+    budget: int
+    count: Callable[[str], int]
+    #: Why generation stopped: "stop", "length" (cut at max_tokens), "repetition" (looped).
+    finish_reason: str = "stop"
+    #: The user's recorded rules.
+    user_rules: Sequence[str] = ()
+    #: Other text the summary may draw on: the previous summary and the user's record.
+    reference: str = ""
+    #: What the user wrote (a Goal naming it in other words says something).
+    user_text: str = ""
+
+    @cached_property
+    def sections(self) -> dict[str, list[str]]:
+        return parse_sections(self.text)
+
+    @cached_property
+    def known(self) -> Known:
+        return vocabulary(self.source + "\n" + self.reference)
+
+    @cached_property
+    def missing(self) -> list[str]:
+        return missing_sections(self.text)
 
 
-#: A path or identifier: what :func:`respell` may put back (numbers never are).
-_NAME = re.compile(r"[A-Za-z][/._][A-Za-z]")
+@dataclass(frozen=True)
+class Check:
+    name: str
+    #: One line: the failure it caught, of which model, where (or what it protects).
+    reason: str
+    #: The problem with the draft, or None.
+    problem: Callable[[Draft], str | None]
+    #: A problem here ends the judging (nothing else can be said of the draft).
+    final: bool = False
 
 
-def _norm(line: str) -> str:
-    return re.sub(r"\s+", " ", line.strip(" \t-*#>0123456789.[]x")).lower()
-
-
-def _is_call_block(block: str) -> bool:
-    return bool(_JSON_CALL.search(block)) or block.lstrip("`").lower().startswith("tool_call")
-
-
-def strip_tool_markup(text: str) -> tuple[str, int]:
-    """``text`` without tool-call blocks (fenced, tagged or bare JSON); (text, how many)."""
-    found = 0
-
-    def fenced(m: re.Match[str]) -> str:
-        nonlocal found
-        if not _is_call_block(m.group(0)):
-            return m.group(0)
-        found += 1
-        return ""
-
-    def dropped(_m: re.Match[str]) -> str:
-        nonlocal found
-        found += 1
-        return ""
-
-    text = _FENCED_CALL.sub(fenced, text)
-    text = _TAGGED_CALL.sub(dropped, text)
-    out: list[str] = []
-    for line in text.splitlines():
-        m = _JSON_CALL.search(line)
-        if m is None:
-            out.append(line)
-            continue
-        found += 1
-        head = line[: m.start()].rstrip()
-        if head.strip(" -*"):
-            out.append(head)
-    return "\n".join(out).strip(), found
-
-
-def has_tool_markup(text: str) -> bool:
-    return strip_tool_markup(text)[1] > 0 or "<tool_call" in text or "</tool_call>" in text
-
-
-# -- structure -------------------------------------------------------------------------------
 def section_present(text: str, name: str) -> bool:
     pattern = r"^\s*(?:#{1,6}\s*|\*\*)?" + re.escape(name).replace(r"\ ", r"\s+")
     return re.search(pattern, text, re.IGNORECASE | re.MULTILINE) is not None
@@ -198,507 +94,84 @@ def missing_sections(text: str) -> list[str]:
     return [name for name in REQUIRED_SECTIONS if not section_present(text, name)]
 
 
-def parse_sections(text: str) -> dict[str, list[str]]:
-    """Heading (as written, e.g. "Goal", "Done") -> its lines with list marks removed.
-
-    Text under "Progress" itself (no sub-heading) counts as "Done".
-    """
-    sections: dict[str, list[str]] = {}
-    current: list[str] | None = None
-    for raw in text.splitlines():
-        m = _HEADING.match(raw)
-        if m:
-            name = m.group(1).strip()
-            key = next((s for s in (*REQUIRED_SECTIONS, *CONTENT_SECTIONS, "Blocked")
-                        if s.lower() == name.lower()), name)
-            if key == "Progress":
-                key = "Done"
-            current = sections.setdefault(key, [])
-            continue
-        line = _BULLET_MARK.sub("", raw).strip()
-        line = re.sub(r"^\*\*([^*]+)\*\*", r"\1", line).strip()
-        if line and current is not None:
-            current.append(line)
-    return sections
+def _empty(d: Draft) -> str | None:
+    return None if d.text.strip() else "empty"
 
 
-# -- content ---------------------------------------------------------------------------------
-def _words(text: str) -> list[str]:
-    return [w.lower().rstrip(".:") for w in _WORD.findall(text)]
-
-
-def _stem(word: str) -> str:
-    for suffix in ("ing", "ed", "es", "s"):
-        if len(word) > len(suffix) + 3 and word.endswith(suffix):
-            return word[: -len(suffix)]
-    return word
-
-
-class Known:
-    """What a conversation names: its words (and their stems and parts), and its text
-    (a path or identifier of a summary counts as named when it occurs in it, also cut)."""
-
-    def __init__(self, text: str) -> None:
-        self.text = " ".join(text.lower().split())
-        self.words: set[str] = set()
-        #: The paths and identifiers it names, as written (what a misspelling is put back to).
-        self.names: set[str] = {
-            w.rstrip(".:") for w in _WORD.findall(text) if _NAME.search(w) and len(w) >= 8
-        }
-        for w in _words(text):
-            self.words.add(w)
-            self.words.add(_stem(w))
-            for part in re.split(r"[/._:@-]+", w):
-                if part:
-                    self.words.add(part)
-                    self.words.add(_stem(part))
-
-    def __contains__(self, word: object) -> bool:
-        if not isinstance(word, str):
-            return False
-        w = word.lower().rstrip(".:")
-        if w in self.words or _stem(w) in self.words:
-            return True
-        return len(w) >= 6 and any(c in w for c in "/._") and w.strip("/.") in self.text
-
-
-def vocabulary(text: str) -> Known:
-    """What ``text`` names (see :class:`Known`)."""
-    return Known(text)
-
-
-def _term(word: str) -> bool:
-    if word in _STOP or _stem(word) in _STOP:
-        return False
-    return len(word) >= 4 or any(c.isdigit() for c in word)
-
-
-def _specific(raw: str, first: bool) -> bool:
-    """A path, identifier, name or number: one match of these says something by itself."""
-    if any(c in raw[1:-1] for c in "/._@:") or re.search(r"[a-z][A-Z]", raw):
-        return True
-    if sum(c.isdigit() for c in raw) >= 3:
-        return True
-    return not first and raw[:1].isupper() and raw[1:].islower() and len(raw) >= 3
-
-
-def grounded_terms(line: str, known: Known) -> tuple[list[str], list[str]]:
-    """(terms of ``line`` found in the conversation, those not found); ``known`` is
-    :func:`vocabulary` of the conversation. Filler ("none", "n/a", placeholders) has none."""
-    if _FILLER.match(line.strip()):
-        return [], []
-    found: list[str] = []
-    missing: list[str] = []
-    for raw in dict.fromkeys(_WORD.findall(line)):
-        word = raw.lower().rstrip(".:")
-        if not _term(word):
-            continue
-        (found if raw in known else missing).append(raw)
-    return found, missing
-
-
-def informative(line: str, known: Known) -> bool:
-    """Whether ``line`` says something from the conversation: two of its terms are found
-    there (or one path, identifier, name or long number), and at least a third of its terms
-    are (a summary says things in its own words: "make it more testable" for a user who
-    asked to untangle a module; a line mostly of words the conversation never uses is not
-    about it)."""
-    found, missing = grounded_terms(line, known)
-    if not found or 2 * len(found) < len(missing):
-        return False
-    first = _WORD.findall(line)[:1]
-    return len(found) >= 2 or any(_specific(w, [w] == first) for w in found)
-
-
-def about_the_user(line: str, users: Known) -> bool:
-    """Whether a Goal ``line`` names something of what the user wrote (``users``:
-    :func:`vocabulary` of the user's messages): the goal is the user's, said in other words
-    ("Refactor the code to make it easier to maintain" for "could be refactored to be
-    nicer")."""
-    found, missing = grounded_terms(line, users)
-    return bool(found) and 2 * len(found) >= len(missing) - 2
-
-
-def invented(line: str, known: Known) -> list[str]:
-    """Paths, identifiers and long numbers in ``line`` that the conversation never names."""
-    _found, missing = grounded_terms(line, known)
-    return [w for w in missing if _specific(w, True)]
-
-
-def _distance(a: str, b: str, limit: int) -> int:
-    """Levenshtein distance of ``a`` and ``b``, or ``limit + 1`` once it exceeds ``limit``."""
-    if abs(len(a) - len(b)) > limit:
-        return limit + 1
-    row = list(range(len(b) + 1))
-    for i, ca in enumerate(a, 1):
-        prev, row[0] = row[0], i
-        for j, cb in enumerate(b, 1):
-            prev, row[j] = row[j], min(row[j] + 1, row[j - 1] + 1, prev + (ca != cb))
-        if min(row) > limit:
-            return limit + 1
-    return row[-1]
-
-
-#: A name may be this far from the one it misspells: one edit per this many characters.
-RESPELL_CHARS = 7
-
-
-def respell(name: str, known: Known) -> str | None:
-    """The path or identifier of the conversation that ``name`` misspells, or None.
-
-    A small model copies a path it read with a letter or a syllable wrong
-    ("docs/architection_notes.md" for "docs/architecture_notes.md"), or without its
-    extension. Such a name is put back to the conversation's when exactly one of its names
-    (or one without its extension) is that close: at most one edit per
-    :data:`RESPELL_CHARS` characters, case aside. Numbers are never respelled (a wrong
-    number is wrong), nor names shorter than 8 characters, nor a name two of the
-    conversation's are equally close to."""
-    if len(name) < 8 or not _NAME.search(name):
-        return None
-    low = name.lower()
-    limit = max(1, len(low) // RESPELL_CHARS)
-    best: dict[str, int] = {}
-    for real in known.names:
-        stem = real.rsplit(".", 1)[0] if "/" in real or "." in real[1:] else real
-        d = min(_distance(low, real.lower(), limit), _distance(low, stem.lower(), limit))
-        if d <= limit:
-            best[real] = d
-    if not best:
-        return None
-    closest = min(best.values())
-    found = [real for real, d in best.items() if d == closest]
-    return found[0] if len(found) == 1 else None
-
-
-def _clauses(text: str) -> list[str]:
-    return [c.strip() for c in _CLAUSE.split(text) if len(c.strip()) > 3]
-
-
-def _content(clause: str) -> set[str]:
-    return {_stem(w) for w in _words(_NEGATION.sub(" ", clause)) if _term(w)}
-
-
-def contradiction(line: str, rules: Iterable[str]) -> str | None:
-    """The user's rule that ``line`` states the opposite of, if any.
-
-    A clause of the line and a clause of a rule share at least two content words (one when
-    the line's clause has only one, as in "keep tabs") and most of the shorter one's, and
-    exactly one of them is negated.
-    """
-    for rule in rules:
-        for rc in _clauses(rule):
-            rwords = _content(rc)
-            if len(rwords) < 2:
-                continue
-            for lc in _clauses(line):
-                lwords = _content(lc)
-                if not lwords:
-                    continue
-                shared = rwords & lwords
-                if len(shared) < min(2, len(lwords)) or len(shared) < 0.6 * min(
-                    len(rwords), len(lwords)
-                ):
-                    continue
-                if bool(_NEGATION.search(rc)) != bool(_NEGATION.search(lc)):
-                    return rule
+def _cut_off(d: Draft) -> str | None:
+    if d.finish_reason == "length":
+        return "cut off at the length limit"
+    if d.finish_reason == "repetition":
+        return "stopped: it kept repeating the same line"
     return None
 
 
-def repeats_input(text: str, source: str) -> str | None:
-    """Why ``text`` repeats ``source`` (or loops on itself), or None."""
-    if any(marker in text for marker in TRANSCRIPT_MARKERS):
+def _over_budget(d: Draft) -> str | None:
+    size = d.count(d.text)
+    return f"{size} tokens over the budget of {d.budget}" if size > d.budget else None
+
+
+def _missing(d: Draft) -> str | None:
+    return "missing sections: " + ", ".join(d.missing) if d.missing else None
+
+
+def _acts(d: Draft) -> str | None:
+    if any(marker in d.text for marker in TRANSCRIPT_MARKERS):
         return "continues the transcript"
-    lines = [line for line in (_norm(raw) for raw in text.splitlines()) if line]
-    lines = [line for line in lines if not _HEADING.match(line)]
-    substantial = [line for line in lines if len(line) >= MIN_LINE_CHARS]
-    if substantial and Counter(substantial).most_common(1)[0][1] >= 3:
-        return "repeats itself"
-    src = word_text(source)
-    total = copy = 0
-    for line in lines:
-        total += len(line)
-        if copied(line, src):
-            copy += len(line)
-    if total and copy / total > COPY_RATIO:
-        return "copies the conversation"
-    return None
+    return "contains tool-call markup" if has_tool_markup(d.text) else None
 
 
-def _cut_inner_loop(line: str, n: int = 4) -> str:
-    """``line`` cut where it starts looping: a run of up to six words repeated three times
-    in a row keeps its first occurrence; a phrase of ``n`` words that comes back a third
-    time is cut before its second occurrence."""
-    words = line.split()
-    low = [w.lower() for w in words]
-    for i in range(len(low)):
-        for p in range(1, 7):
-            if i + 3 * p <= len(low) and low[i : i + p] == low[i + p : i + 2 * p] == low[
-                i + 2 * p : i + 3 * p
-            ]:
-                return " ".join(words[: i + p]).rstrip(" ,;:-")
-    seen: dict[tuple[str, ...], list[int]] = {}
-    for i in range(len(low) - n + 1):
-        starts = seen.setdefault(tuple(low[i : i + n]), [])
-        if starts and i - starts[-1] < n:
-            continue
-        starts.append(i)
-        if len(starts) == 3:
-            return " ".join(words[: starts[1]]).rstrip(" ,;:-")
-    return line
-
-
-def cut_partial_word(body: str, known: Known) -> str:
-    """``body`` without a last word the grammar cut at the bullet's character limit: a piece
-    of a longer word or path of the conversation ("src/v" of "src/validators.py") that the
-    conversation never has whole. Such a piece would read as an invented name."""
-    m = re.search(r"(\S+)$", body)
-    if m is None:
-        return body
-    piece = m.group(1).lower()
-    if len(piece) < 2:
-        return body
-    longer = re.search(re.escape(piece) + r"[\w/-]", known.text)
-    whole = re.search(r"(?<![\w/.-])" + re.escape(piece) + r"(?![\w/-])", known.text)
-    if longer is None or whole is not None:
-        return body
-    return body[: m.start()].rstrip(" ,;:-/(")
-
-
-#: Words in a row shared with the summary request that make a bullet an echo of it.
-ECHO_WORDS = 4
-_REQUEST_TEXT = " ".join(
-    " ".join(_words(text)) for text in (
-        prompts.GUIDED_IN_CONTEXT, prompts.GUIDED_TRANSCRIPT, prompts.GUIDED_UPDATE_IN_CONTEXT,
-        prompts.GUIDED_UPDATE_TRANSCRIPT, prompts.GUIDED_SPLIT, prompts.GUIDED_CLOSE,
-        prompts.GUIDED_STRICT, prompts.GUIDED_REPAIR_IN_CONTEXT,
-        prompts.GUIDED_REPAIR_TRANSCRIPT, "Facts for each heading",
-    )
-)
-
-
-def echoes_request(line: str) -> bool:
-    """Whether ``line`` repeats the summary request's own words ("Write each heading's
-    bullets from its facts"): an instruction copied back, not a fact of the chat."""
-    words = _words(line)
-    text = f" {_REQUEST_TEXT} "
-    return any(
-        f" {' '.join(words[i : i + ECHO_WORDS])} " in text
-        for i in range(len(words) - ECHO_WORDS + 1)
-    )
-
-
-#: Words only a retry's feedback brings into the request ("Your previous summary was rejected
-#: (contradicts the user ...)").
-_FEEDBACK_WORDS = ("rejected", "contradicts", "contradict")
-
-
-def echoes_feedback(line: str, known: Known) -> bool:
-    """Whether ``line`` talks about the summary's own rejection ("the last request was
-    rejected (contradicts)"): a word of the retry's feedback the conversation never uses."""
-    words = set(_words(line))
-    return any(
-        w in words and re.search(rf"\b{w}\b", known.text) is None for w in _FEEDBACK_WORDS
-    )
-
-
-def _level(heading: str) -> int:
-    stripped = heading.lstrip()
-    return len(stripped) - len(stripped.lstrip("#")) or 2
-
-
-#: Sections where a bullet copied from the conversation is kept (and judged by rule 5): the
-#: user's goal and rules in the user's own words are what those sections are for.
-COPY_SECTIONS = ("Goal", "Constraints & Preferences")
-
-
-def copied(line: str, source_words: str) -> bool:
-    """Whether ``line`` is found verbatim, :data:`MIN_COPY_WORDS` words or more, in the
-    conversation (``source_words``: :func:`word_text` of it)."""
-    words = _words(line)
-    return len(words) >= MIN_COPY_WORDS and f" {' '.join(words)} " in source_words
-
-
-def word_text(text: str) -> str:
-    """``text`` as its words, space-separated and padded (what :func:`copied` searches)."""
-    return f" {' '.join(_words(text))} "
-
-
-def clean_summary(
-    text: str, known: Known | None = None, source: str | None = None
-) -> tuple[str, list[str]]:
-    """Strip tool-call markup and cut loops; (cleaned text, what was done).
-
-    A loop is cut two ways: a bullet that repeats an earlier one (same words) is dropped,
-    and a bullet in which the same three words come back a third time is cut before their
-    second occurrence. A bullet repeating the request's own words is dropped
-    (:func:`echoes_request`), as is one about the summary's own rejection
-    (:func:`echoes_feedback`). With ``known`` (:func:`vocabulary` of the conversation), a last word
-    the bullet's character limit cut in two is removed (:func:`cut_partial_word`), a misspelled
-    path or identifier of the conversation is put back (:func:`respell`), and a bullet still
-    naming a path, identifier or number the conversation never names (rule 8) is dropped
-    too, as is one naming nothing of the conversation at all (filler, or a placeholder of an
-    extractive summary copied from the previous one), and a tool action restated outside Done,
-    In Progress and Blocked (as a next step it would have the model redo what is done): the
-    rest of the summary is judged without it, and what the model invented never reaches the
-    chat. With ``source`` (the conversation), a bullet copied from it (:func:`copied`) is
-    dropped outside :data:`COPY_SECTIONS`: it summarizes nothing (the user's words are in the
-    verbatim record code appends; the rest is what is being summarized). A section left
-    without bullets gets "- none" (rule 4 then judges it).
-    """
-    source_words = word_text(source) if source is not None else None
-    notes: list[str] = []
-    text, calls = strip_tool_markup(text)
-    if calls:
-        notes.append(f"removed {calls} tool-call block(s)")
-    seen: set[str] = set()
-    out: list[str] = []
-    dropped = cut = echoed = empty = acted = copies = 0
-    section = ""
-    made_up: list[str] = []
-    respelled: list[str] = []
-    pending_heading = False
-    heading_at = -1
-    for raw in text.splitlines():
-        heading = _HEADING.match(raw)
-        if heading:
-            section = heading.group(1).strip()
-            if pending_heading and _level(raw) <= _level(out[heading_at]):
-                out.insert(heading_at + 1, "- none")
-            out.append(raw)
-            heading_at = len(out) - 1
-            pending_heading = True
-            continue
-        mark = _BULLET_MARK.match(raw)
-        body = raw[mark.end() :] if mark else raw
-        shorter = _cut_inner_loop(body)
-        if shorter != body:
-            cut += 1
-            body = shorter
-        if known is not None and mark:
-            body = cut_partial_word(body, known)
-            for name in invented(body, known):
-                real = respell(name, known)
-                if real is not None:
-                    at = r"(?<![\w/.-])" + re.escape(name) + r"(?![\w/-])"
-                    body = re.sub(at, real.replace("\\", r"\\"), body)
-                    respelled.append(f"{name} -> {real}")
-        key = " ".join(_words(body))
-        if len(key) >= 12 and key in seen:
-            dropped += 1
-            continue
-        if mark and (
-            echoes_request(body) or (known is not None and echoes_feedback(body, known))
-        ):
-            echoed += 1
-            continue
-        names = invented(body, known) if known is not None and mark else []
-        if names:
-            made_up.extend(names)
-            continue
-        if (source_words is not None and mark and section not in COPY_SECTIONS
-                and copied(body, source_words)):
-            copies += 1
-            continue
-        if known is not None and mark and section not in _PROGRESS and ACTION_FACT.match(body):
-            # "The assistant used edit_file on ..." as a next step or a decision would have
-            # the model do again what is done.
-            acted += 1
-            continue
-        if known is not None and mark and not grounded_terms(body, known)[0]:
-            # Names nothing of the conversation: filler, a placeholder copied from an
-            # extractive summary ("not recorded (extractive summary)"), or words of its own.
-            empty += not _NONE.match(body)
-            continue
-        if key:
-            seen.add(key)
-        line = (raw[: mark.end()] if mark else "") + body
-        if line.strip():
-            pending_heading = pending_heading and not body.strip()
-        out.append(line)
-    if pending_heading and heading_at >= 0:
-        out.insert(heading_at + 1, "- none")
-    if dropped:
-        notes.append(f"dropped {dropped} repeated line(s)")
-    if cut:
-        notes.append(f"cut {cut} looping line(s)")
-    if echoed:
-        notes.append(f"dropped {echoed} bullet(s) repeating the request")
-    if copies:
-        notes.append(f"dropped {copies} bullet(s) copied from the conversation")
-    if acted:
-        notes.append(f"dropped {acted} tool action(s) restated outside Done / In Progress")
-    if empty:
-        notes.append(f"dropped {empty} bullet(s) naming nothing of the conversation")
-    if respelled:
-        notes.append("put back misspelled name(s): " + ", ".join(respelled[:4]))
-    if made_up:
-        notes.append("dropped bullet(s) naming things not in the conversation: "
-                     + ", ".join(made_up[:4]))
-    return "\n".join(out).strip(), notes
-
-
-#: A bullet whose first words (at least this many) are a fact's is a copy of that fact.
-FACT_COPY_WORDS = 4
-
-
-def misplaced_copy(line: str, section: str, facts: Mapping[str, Sequence[str]]) -> bool:
-    """Whether ``line`` copies a fact that was given for other headings than ``section``
-    (:data:`~assistant.compaction.summary.prompts.FACT_HOMES`): the list of what the assistant did
-    copied as a decision, the last reply as the next step. Restating a fact under its own
-    heading is what the facts are for."""
-    words = _words(line)
-    if len(words) < FACT_COPY_WORDS:
-        return False
-    head = f" {' '.join(words[:8])} "
-
-    def copies(lines: Sequence[str]) -> bool:
-        return any(head in f" {' '.join(_words(fact))} " for fact in lines)
-
-    home = [g for g in facts if section in FACT_HOMES.get(g, (g,))]
-    if any(copies(facts[g]) for g in home):
-        return False  # also given for this heading
-    return any(copies(lines) for g, lines in facts.items() if g not in home)
-
-
-def silent_sections(
-    sections: dict[str, list[str]],
-    known: Known,
-    users: Known | None = None,
-    facts: Mapping[str, Sequence[str]] | None = None,
-) -> tuple[bool, list[str]]:
-    """(whether the Goal says nothing, the content sections that say nothing): what rule 4
-    judges, also what a repair asks again (:mod:`.repair`)."""
-    def counts(name: str, line: str) -> bool:
-        if facts and misplaced_copy(line, name, facts):
-            return False
-        return name in ACTION_SECTIONS or not ACTION_FACT.match(line)
-
-    def says(name: str) -> bool:
-        return any(
-            informative(line, known) and counts(name, line) for line in sections.get(name, [])
-        )
-
-    goal = [g for g in sections.get("Goal", []) if counts("Goal", g)]
-    goal_silent = not says("Goal") and not (users and any(about_the_user(g, users) for g in goal))
-    return goal_silent, [name for name in CONTENT_SECTIONS if not says(name)]
-
-
-def says_nothing(
-    sections: dict[str, list[str]],
-    known: Known,
-    users: Known | None = None,
-    facts: Mapping[str, Sequence[str]] | None = None,
-) -> str | None:
-    """Why the sections carry no information from the conversation, or None. With
-    ``users`` (the user's messages) a Goal that names what the user wrote says something;
-    with ``facts`` (the facts the request gave, by heading) a fact copied under another
-    heading says nothing there."""
-    goal_silent, empty = silent_sections(sections, known, users, facts)
+def _says_nothing(d: Draft) -> str | None:
+    if d.missing:
+        return None  # judged by ``missing_sections``
+    users = vocabulary(d.user_text) if d.user_text else None
+    goal_silent, empty = silent_sections(d.sections, d.known, users)
     if goal_silent:
         return GOAL_SILENT
     if len(CONTENT_SECTIONS) - len(empty) < MIN_INFORMATIVE:
         return SAYS_NOTHING + ", ".join(empty)
     return None
+
+
+def _invents(d: Draft) -> str | None:
+    made_up = [w for lines in d.sections.values() for line in lines
+               for w in invented(line, d.known)]
+    return "names things not in the conversation: " + ", ".join(made_up[:4]) if made_up else None
+
+
+def _contradicts(d: Draft) -> str | None:
+    for lines in d.sections.values():
+        for line in lines:
+            rule = contradiction(line, d.user_rules)
+            if rule:
+                return f"contradicts the user ({json.dumps(rule[:80])})"
+    return None
+
+
+#: The checks, in the order their problems are reported.
+CHECKS: tuple[Check, ...] = (
+    Check("empty", "a reply with nothing in it would replace the span with nothing (protects "
+          "the user; no model failure recorded)", _empty, final=True),
+    Check("cut_off", "a reply cut at max_tokens loses its last sections: SmolLM2-135M's W2 "
+          "update at full size (docs/ANSWERS.md); a looping reply is stopped the same way",
+          _cut_off),
+    Check("over_budget", "protects the window: a summary over its budget would be cut to fit "
+          "(no model failure recorded; the grammar bounds each section)", _over_budget),
+    Check("missing_sections", "the free prompts (models that cannot follow the grammar): "
+          "SmolLM2-135M's replies dropped headings before the grammar existed (issue 3)",
+          _missing),
+    Check("acts", "a reply that continues the transcript or writes a tool call acts instead "
+          "of summarizing, and the chat would imitate it (SmolLM2-135M, free prompts, "
+          "issue 3)", _acts),
+    Check("says_nothing", "forced headings over filler: SmolLM2-135M's W2 summaries at full "
+          "size said nothing specific in Done..Critical Context (docs/ANSWERS.md)",
+          _says_nothing),
+    Check("invents", "a path the chat never named sends the model to a file that does not "
+          "exist: SmolLM2-135M wrote src/billing/vendor.md (commit 867c0c6)", _invents),
+    Check("contradicts", "a bullet saying the opposite of the user's rule would override it: "
+          "SmolLM2-135M's W2 summary against 'Keep every answer under ...' "
+          "(docs/ANSWERS.md)", _contradicts),
+)
 
 
 def validate_summary(
@@ -711,49 +184,15 @@ def validate_summary(
     user_rules: Sequence[str] = (),
     reference: str = "",
     user_text: str = "",
-    facts: Mapping[str, Sequence[str]] | None = None,
 ) -> list[str]:
-    """Problems with ``text`` as a summary of ``source`` (empty list: accepted).
-
-    ``user_rules`` are the user's recorded rules (rule 7); ``reference`` is other text the
-    summary may draw on besides ``source``: the previous summary and the user's record;
-    ``user_text`` is what the user wrote (a Goal naming it says something, rule 4);
-    ``facts`` are the facts the request gave, by heading (a copy under another heading says
-    nothing, rule 4).
-    """
-    if not text.strip():
-        return ["empty"]
+    """Problems with ``text`` as a summary of ``source`` (empty list: accepted); see
+    :class:`Draft` for the arguments and :data:`CHECKS` for what is judged."""
+    draft = Draft(text, source, budget, count, finish_reason, user_rules, reference, user_text)
     problems: list[str] = []
-    if finish_reason == "length":
-        problems.append("cut off at the length limit")
-    elif finish_reason == "repetition":
-        problems.append("stopped: it kept repeating the same line")
-    size = count(text)
-    if size > budget:
-        problems.append(f"{size} tokens over the budget of {budget}")
-    missing = missing_sections(text)
-    if missing:
-        problems.append("missing sections: " + ", ".join(missing))
-    if has_tool_markup(text):
-        problems.append("contains tool-call markup")
-    why = repeats_input(text, source)
-    if why:
-        problems.append(why)
-    sections = parse_sections(text)
-    known = vocabulary(source + "\n" + reference)
-    if not missing:
-        empty = says_nothing(
-            sections, known, vocabulary(user_text) if user_text else None, facts
-        )
-        if empty:
-            problems.append(empty)
-    made_up = [w for lines in sections.values() for line in lines for w in invented(line, known)]
-    if made_up:
-        problems.append("names things not in the conversation: " + ", ".join(made_up[:4]))
-    for lines in sections.values():
-        for line in lines:
-            rule = contradiction(line, user_rules)
-            if rule:
-                problems.append(f"contradicts the user ({json.dumps(rule[:80])})")
-                return problems
+    for check in CHECKS:
+        problem = check.problem(draft)
+        if problem is not None:
+            problems.append(problem)
+            if check.final:
+                break
     return problems

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from assistant.compaction.summary import repair
-from assistant.compaction.summary.validate import (
+from assistant.compaction.summary.clean import (
     GOAL_SILENT,
     parse_sections,
     vocabulary,

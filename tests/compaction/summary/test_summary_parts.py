@@ -61,25 +61,6 @@ def test_validate_accepts_a_good_summary() -> None:
                for p in problems)
 
 
-def test_validate_rejections() -> None:
-    def check(text: str, **kw: object) -> list[str]:
-        args: dict[str, object] = {"source": "[User]: please refactor the parser module now",
-                                   "budget": 500, "count": COUNT}
-        args.update(kw)
-        return validate_summary(text, **args)  # type: ignore[arg-type]
-
-    assert check("   ") == ["empty"]
-    assert any("missing sections" in p for p in check("## Goal\nx"))
-    assert any("over the budget" in p for p in check(GOOD_SUMMARY, budget=20))
-    assert any("cut off" in p for p in check(GOOD_SUMMARY, finish_reason="length"))
-    assert "continues the transcript" in check(GOOD_SUMMARY + "\n[User]: more")
-    source = "\n".join(f"this is a long source line number {i} here" for i in range(10))
-    copy = GOOD_SUMMARY.split("## Critical")[0] + "## Critical Context\n" + source
-    assert "copies the conversation" in check(copy, source=source)
-    loop = GOOD_SUMMARY + "\n" + "\n".join(["- the same repeated line again"] * 4)
-    assert "repeats itself" in check(loop)
-
-
 def test_file_tracking_read_modified_errors_and_cumulative() -> None:
     msgs = [
         Message(role="assistant", tool_calls=[
