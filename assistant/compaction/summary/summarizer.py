@@ -178,7 +178,7 @@ TOO_SMALL_FOR_GRAMMAR = "the model was not asked (window too small for the summa
 #: Problems quoted in the longest retry prompt (sizes prompts before the first attempt).
 _PROBE_PROBLEMS = (
     "missing sections: Goal, Constraints & Preferences, Progress, Key Decisions, Next Steps, "
-    "Critical Context; copies the conversation; says nothing specific in: Done, In Progress"
+    "Critical Context; continues the transcript; says nothing specific in: Done, In Progress"
 )
 
 
@@ -450,21 +450,32 @@ class ModelSummarizer:
         cancel: CancelToken | None,
         checks: _Checks,
     ) -> str:
+        """The span's summary from the free prompts: each chunk of its transcript updates the
+        summary of the chunks before it (the first starts from ``previous``)."""
         running = previous
         for i, chunk in enumerate(self._chunks(messages, kind, budget, request)):
-            this_kind = kind if i == 0 else "update"
-            if this_kind == "initial" and running:
-                this_kind = "update"
-            running = self._validated(
-                chunk, running, this_kind, budget, request, out, cancel, checks
-            )
+            this_kind = kind if i == 0 and not (kind == "initial" and running) else "update"
+
+            def ask(
+                problems: str | None, chunk: str = chunk, running: str | None = running,
+                this_kind: str = this_kind,
+            ) -> list[dict[str, Any]]:
+                content = prompts.build_prompt(
+                    chunk, previous=running, kind=this_kind, focus=request.focus,
+                    words=_words(budget), problems=problems,
+                )
+                return [
+                    {"role": "system", "content": prompts.SYSTEM},
+                    {"role": "user", "content": content},
+                ]
+
+            running = self._attempts(ask, chunk, budget, out, cancel, None, "summary", checks)
         return running or ""
 
     def _prompt_overhead(self, kind: str, budget: int, request: SummaryRequest) -> int:
         probe = prompts.build_prompt(
             "", previous="x", kind=kind, focus=request.focus, words=_words(budget),
-            problems="missing sections: Goal, Constraints & Preferences, Progress, Key "
-            "Decisions, Next Steps, Critical Context; copies the conversation",
+            problems=_PROBE_PROBLEMS,
         )
         base = self.counter.exact(
             [{"role": "system", "content": prompts.SYSTEM}, {"role": "user", "content": probe}]
@@ -493,31 +504,6 @@ class ModelSummarizer:
         if current:
             chunks.append("\n\n".join(current))
         return chunks
-
-    def _validated(
-        self,
-        transcript: str,
-        previous: str | None,
-        kind: str,
-        budget: int,
-        request: SummaryRequest,
-        out: SummaryOutcome,
-        cancel: CancelToken | None,
-        checks: _Checks,
-    ) -> str:
-        def messages(problems: str | None) -> list[dict[str, Any]]:
-            content = prompts.build_prompt(
-                transcript, previous=previous, kind=kind, focus=request.focus,
-                words=_words(budget), problems=problems,
-            )
-            return [
-                {"role": "system", "content": prompts.SYSTEM},
-                {"role": "user", "content": content},
-            ]
-
-        return self._attempts(
-            messages, transcript, budget, out, cancel, None, "summary", checks
-        )
 
     def _attempts(
         self,

@@ -154,19 +154,18 @@ def shorten_messages(
                     piece.kept = False
                 seen.add(key)
             refresh(e)
-    if total() > budget:
-        for stage in STAGES:
-            for e in entries:  # oldest first
+    def drop(stages: Sequence[Stage]) -> None:
+        """Drop the pieces of ``stages``, stage by stage, oldest first, until the record fits."""
+        for stage in stages:
+            for e in entries:
                 for piece in e.pieces:
+                    if total() <= budget:
+                        return
                     if piece.kept and _in(piece, stage):
                         piece.kept = False
                         refresh(e)
-                        if total() <= budget:
-                            break
-                if total() <= budget:
-                    break
-            if total() <= budget:
-                break
+
+    drop(STAGES)
     if total() > budget:  # clip long instructions, oldest first
         for e in entries:
             for piece in e.pieces:
@@ -175,18 +174,7 @@ def shorten_messages(
                     refresh(e)
             if total() <= budget:
                 break
-    for stage in LAST_STAGES:  # finally instructions themselves, oldest first
-        if total() <= budget:
-            break
-        for e in entries:
-            for piece in e.pieces:
-                if piece.kept and _in(piece, stage):
-                    piece.kept = False
-                    refresh(e)
-                    if total() <= budget:
-                        break
-            if total() <= budget:
-                break
+    drop(LAST_STAGES)  # finally instructions themselves, oldest first
     text = _render(entries)
     while text and count(text) > budget:
         # The sizes above are counted bullet by bullet; the joined text can count a few
