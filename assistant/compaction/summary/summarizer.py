@@ -45,7 +45,7 @@ from __future__ import annotations
 import logging
 from collections import Counter
 from collections.abc import Callable, Generator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal, Protocol
 
 from assistant.compaction.summary import prompts
@@ -224,25 +224,21 @@ class ModelSummarizer:
                 "extractive summary without asking the model",
                 self.consecutive_fallbacks,
             )
-            skipped = ExtractiveSummarizer(self.counter).summarize(request, cancel)
-            skipped.note = (
-                "by the extractive fallback: the model was not asked, its summaries were "
-                f"rejected in {self.consecutive_fallbacks} compactions in a row"
+            return self._extractive(
+                request, cancel, "by the extractive fallback: the model was not asked, its "
+                f"summaries were rejected in {self.consecutive_fallbacks} compactions in a row",
             )
-            return skipped
         if self.grammar_state != "off" and request.budget < min_budget():
             # Every reply would be cut at the length limit: do not spend a prefill on it.
             log.info(
                 "the summary's model part has %d tokens, fewer than the %d the summary "
                 "grammar needs; using the extractive summary", request.budget, min_budget(),
             )
-            small = ExtractiveSummarizer(self.counter).summarize(request, cancel)
-            small.note = (
-                f"by the extractive summarizer: {TOO_SMALL_FOR_GRAMMAR}, its part of the "
-                f"summary has {request.budget} tokens and the summary grammar needs "
-                f"{min_budget()}"
+            return self._extractive(
+                request, cancel, f"by the extractive summarizer: {TOO_SMALL_FOR_GRAMMAR}, its "
+                f"part of the summary has {request.budget} tokens and the summary grammar "
+                f"needs {min_budget()}",
             )
-            return small
         out = SummaryOutcome(text="", kind="model")
         span = [*request.history, *request.turn_prefix]
         users = [m.model_view_content() for m in span if m.role == "user"]
@@ -264,21 +260,24 @@ class ModelSummarizer:
         except _Rejected as exc:
             self.consecutive_fallbacks += 1
             log.warning("model summary rejected twice (%s); using the extractive summary", exc)
-            fallback = ExtractiveSummarizer(self.counter).summarize(request, cancel)
-            fallback.calls, fallback.rejected = out.calls, out.rejected
-            fallback.prompt_evaluated = out.prompt_evaluated
-            fallback.prompt_reused = out.prompt_reused
-            fallback.approach = out.approach
-            fallback.grammar = out.grammar
-            fallback.note = (
-                f"by the extractive fallback: the model's summaries were rejected twice ({exc})"
+            fallback = self._extractive(
+                request, cancel,
+                f"by the extractive fallback: the model's summaries were rejected twice ({exc})",
             )
-            return fallback
+            # What the model's attempts cost and why they failed stay on the outcome.
+            return replace(out, text=fallback.text, kind=fallback.kind, note=fallback.note)
         self.consecutive_fallbacks = 0
         how = "under the summary grammar" if out.grammar else (
             f"with the free prompts (no grammar: {self.grammar_note})")
         retried = " after one rejected attempt" if out.rejected else ""
         out.note = f"written by the model {how}{retried}"
+        return out
+
+    def _extractive(
+        self, request: SummaryRequest, cancel: CancelToken | None, note: str
+    ) -> SummaryOutcome:
+        out = ExtractiveSummarizer(self.counter).summarize(request, cancel)
+        out.note = note
         return out
 
     def _grammar_off(self, reason: str) -> None:
