@@ -157,12 +157,11 @@ CHECKS: tuple[Check, ...] = (
           _cut_off),
     Check("over_budget", "protects the window: a summary over its budget would be cut to fit "
           "(no model failure recorded; the grammar bounds each section)", _over_budget),
-    Check("missing_sections", "the free prompts (models that cannot follow the grammar): "
-          "SmolLM2-135M's replies dropped headings before the grammar existed (issue 3)",
-          _missing),
-    Check("acts", "a reply that continues the transcript or writes a tool call acts instead "
-          "of summarizing, and the chat would imitate it (SmolLM2-135M, free prompts, "
-          "issue 3)", _acts),
+    Check("missing_sections", "the free prompts: SmolLM2-135M's in-context summary of a full "
+          "window had only the Goal, twice (docs/BENCHMARKS.md, commit 5246e39)", _missing),
+    Check("acts", "protects the user: a '[User]:' line or a tool call in the summary reads "
+          "to the chat model as a turn to continue or a call to run (no failure recorded)",
+          _acts),
     Check("says_nothing", "forced headings over filler: SmolLM2-135M's W2 summaries at full "
           "size said nothing specific in Done..Critical Context (docs/ANSWERS.md)",
           _says_nothing),
