@@ -42,7 +42,7 @@ from typing import Any, TextIO
 
 from assistant.compaction.controller import ContextController, ContextTooLargeError
 from assistant.compaction.file_tracking import FileOps, extract_file_ops
-from assistant.compaction.summarizer import ExtractiveSummarizer, ModelSummarizer, Summarizer
+from assistant.compaction.summary import ExtractiveSummarizer, ModelSummarizer, Summarizer
 from assistant.compaction.tokens import CountingBackend, TokenCounter
 from assistant.compaction.transcript import TranscriptError, load_transcript
 from assistant.config import DEFAULT_SYSTEM_PROMPT, EffectivePolicy, Mode, Settings

@@ -25,7 +25,7 @@ from typing import Any
 from assistant.compaction.controller import ContextController
 from assistant.compaction.cut_point import find_cut
 from assistant.compaction.prune import count_user_turns, plan_prune
-from assistant.compaction.summarizer import ExtractiveSummarizer, ModelSummarizer
+from assistant.compaction.summary import ExtractiveSummarizer, ModelSummarizer
 from assistant.compaction.tokens import CountingBackend, TokenCounter
 from assistant.config import EffectivePolicy, default_local
 from assistant.conversation import CompactionReason, Conversation, Message, ToolCall

@@ -26,7 +26,7 @@ from typing import Literal
 
 from assistant.compaction.controller import ContextController
 from assistant.compaction.events import CompactionFinished, ContextEvent
-from assistant.compaction.summarizer import ExtractiveSummarizer, ModelSummarizer, Summarizer
+from assistant.compaction.summary import ExtractiveSummarizer, ModelSummarizer, Summarizer
 from assistant.compaction.tokens import CountingBackend, TokenCounter
 from assistant.compaction.transcript import load_transcript
 from assistant.config import DEFAULT_SYSTEM_PROMPT, Mode, Settings

@@ -34,8 +34,7 @@ from assistant.agent.events import (
 )
 from assistant.agent.loop import Agent
 from assistant.compaction.events import CompactionFailed, CompactionFinished, PruneEvent
-from assistant.compaction.prompts import MECHANICAL_MARKER
-from assistant.compaction.summarizer import TOO_SMALL_FOR_GRAMMAR, Summarizer
+from assistant.compaction.summary import MECHANICAL_MARKER, TOO_SMALL_FOR_GRAMMAR, Summarizer
 from assistant.compaction.tokens import TokenCounter
 from assistant.config import Sampling, Settings
 from assistant.conversation import Conversation, Message, ToolCall

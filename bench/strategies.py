@@ -51,7 +51,7 @@ from assistant.compaction.controller import (
     PreparedRequest,
 )
 from assistant.compaction.events import ContextEvent
-from assistant.compaction.summarizer import (
+from assistant.compaction.summary import (
     ExtractiveSummarizer,
     ModelSummarizer,
     Summarizer,

@@ -21,7 +21,7 @@ import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from assistant.compaction.summarizer import SummaryOutcome, SummaryRequest
+from assistant.compaction.summary import SummaryOutcome, SummaryRequest
 from assistant.conversation import Message
 
 #: Share of the compaction threshold (window - reserve) past which the next compaction's

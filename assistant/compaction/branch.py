@@ -18,10 +18,15 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from assistant.compaction.extractive import collect_state, render_mechanical
 from assistant.compaction.file_tracking import extract_file_ops
-from assistant.compaction.prompts import MECHANICAL_MARKER
-from assistant.compaction.summarizer import ExtractiveSummarizer, Summarizer, SummaryRequest
+from assistant.compaction.summary import (
+    MECHANICAL_MARKER,
+    ExtractiveSummarizer,
+    Summarizer,
+    SummaryRequest,
+    collect_state,
+    render_mechanical,
+)
 from assistant.compaction.tokens import CountingBackend, TokenCounter, truncate_to_tokens
 from assistant.conversation import Message
 

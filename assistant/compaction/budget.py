@@ -2,7 +2,7 @@
 
 The summary is not a fixed size: the model-written part gets :data:`MODEL_SHARE` of the
 policy's summary budget (at least what the summary grammar needs when the window has room
-for it: :func:`~assistant.compaction.grammar.min_budget`), and the verbatim record of what
+for it: :func:`~assistant.compaction.summary.grammar.min_budget`), and the verbatim record of what
 the user said grows with the room the window has (:data:`RECORD_ROOM_SHARE` of it), using
 only what it needs. The kept tail aims at a prompt of :data:`FILL_TARGET` of the window
 after compaction (never less than :data:`MIN_FILL` while older history was there to keep)
@@ -15,11 +15,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
-from assistant.compaction.grammar import min_budget
-from assistant.compaction.prompts import (
+from assistant.compaction.summary import (
     MECHANICAL_MARKER,
     SUMMARY_HEADER,
     SUMMARY_HEADER_SHORT,
+    min_budget,
 )
 from assistant.config import EffectivePolicy
 

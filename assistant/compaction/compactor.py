@@ -40,20 +40,18 @@ from assistant.compaction.budget import (
     tail_bounds,
 )
 from assistant.compaction.cut_point import CutPlan, find_cut, valid_cuts
-from assistant.compaction.extractive import (
-    MechanicalState,
-    collect_state,
-    compose_summary,
-    model_part,
-    render_mechanical,
-)
 from assistant.compaction.file_tracking import FileOps, extract_file_ops
-from assistant.compaction.summarizer import (
+from assistant.compaction.summary import (
+    MechanicalState,
     Summarizer,
     SummaryCancelled,
     SummaryKind,
     SummaryOutcome,
     SummaryRequest,
+    collect_state,
+    compose_summary,
+    model_part,
+    render_mechanical,
 )
 from assistant.compaction.tokens import TokenCounter, truncate_to_tokens
 from assistant.compaction.visibility import (

@@ -50,7 +50,7 @@ from assistant.compaction.events import (
 )
 from assistant.compaction.prune import count_user_turns, plan_prune
 from assistant.compaction.recall import Recall, RecallBlock, recall_budget, recall_room
-from assistant.compaction.summarizer import ExtractiveSummarizer, ModelSummarizer, Summarizer
+from assistant.compaction.summary import ExtractiveSummarizer, ModelSummarizer, Summarizer
 from assistant.compaction.tokens import TokenCounter
 from assistant.compaction.view import ViewBuilder
 from assistant.config import EffectivePolicy

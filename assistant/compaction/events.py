@@ -28,10 +28,6 @@ class CompactionStarted:
 class CompactionFinished:
     record: CompactionRecord
 
-    @property
-    def tokens_reclaimed(self) -> int:
-        return self.record.tokens_before - self.record.tokens_after
-
 
 @dataclass(frozen=True)
 class CompactionFailed:

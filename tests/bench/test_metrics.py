@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from assistant.compaction.context import system_message
-from assistant.compaction.summarizer import SummaryOutcome, SummaryRequest
+from assistant.compaction.summary.summarizer import SummaryOutcome, SummaryRequest
 from assistant.compaction.tokens import TokenCounter
 from assistant.config import DEFAULT_SYSTEM_PROMPT
 from assistant.conversation import Message

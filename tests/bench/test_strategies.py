@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-from assistant.compaction.summarizer import (
+from assistant.compaction.summary.summarizer import (
     ExtractiveSummarizer,
     Summarizer,
     SummaryOutcome,

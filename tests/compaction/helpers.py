@@ -9,8 +9,8 @@ from typing import Any
 
 from assistant.compaction.controller import ContextController
 from assistant.compaction.events import ContextEvent
-from assistant.compaction.grammar import SKELETON
-from assistant.compaction.validate import parse_sections
+from assistant.compaction.summary.clean import parse_sections
+from assistant.compaction.summary.grammar import SKELETON
 from assistant.config import EffectivePolicy, default_local
 from assistant.conversation import Conversation, Message, ToolCall
 from tests.fakes.scripted import ScriptedBackend
@@ -71,7 +71,7 @@ FILLER_SUMMARY = """## Goal
 
 
 def repair_from(summary: str) -> Callable[[list[dict[str, Any]]], str]:
-    """A scripted reply to a repair request (:mod:`assistant.compaction.repair`): the
+    """A scripted reply to a repair request (:mod:`assistant.compaction.summary.repair`): the
     sections it asks for, taken from ``summary``, in the shape of their grammar."""
     def reply(msgs: list[dict[str, Any]]) -> str:
         asked = re.search(r"said nothing specific under: (.+?)\. Write only", msgs[-1]["content"])

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from assistant.compaction.controller import ContextController
-from assistant.compaction.summarizer import SummaryOutcome, SummaryRequest
+from assistant.compaction.summary.summarizer import SummaryOutcome, SummaryRequest
 from assistant.conversation import Conversation, Message
 from assistant.llm.base import CancelToken, GenerationOptions
 

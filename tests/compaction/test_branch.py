@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from assistant.compaction.branch import BRANCH_HEADER, BranchSummarizer
-from assistant.compaction.prompts import MECHANICAL_MARKER
-from assistant.compaction.summarizer import ModelSummarizer
+from assistant.compaction.summary.prompts import MECHANICAL_MARKER
+from assistant.compaction.summary.summarizer import ModelSummarizer
 from assistant.compaction.tokens import TokenCounter
 from assistant.conversation import Message, ToolCall
 from tests.fakes.scripted import ScriptedBackend

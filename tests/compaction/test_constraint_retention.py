@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from assistant.compaction.controller import ContextController
-from assistant.compaction.summarizer import ExtractiveSummarizer
+from assistant.compaction.summary.summarizer import ExtractiveSummarizer
 from assistant.compaction.tokens import TokenCounter
 from assistant.config import Settings
 from assistant.conversation import Conversation, Message

@@ -19,8 +19,8 @@ from assistant.compaction.events import (
     CompactionFinished,
     CompactionStarted,
 )
-from assistant.compaction.prompts import MECHANICAL_MARKER, SUMMARY_HEADER
-from assistant.compaction.summarizer import (
+from assistant.compaction.summary.prompts import MECHANICAL_MARKER, SUMMARY_HEADER
+from assistant.compaction.summary.summarizer import (
     ExtractiveSummarizer,
     ModelSummarizer,
     SummaryOutcome,
@@ -471,8 +471,8 @@ def test_a_looping_summary_is_stopped_early_and_rejected() -> None:
 
 
 def test_model_is_not_asked_again_after_repeated_rejections() -> None:
-    from assistant.compaction.extractive import MechanicalState
-    from assistant.compaction.summarizer import GIVE_UP_AFTER
+    from assistant.compaction.summary.extractive import MechanicalState
+    from assistant.compaction.summary.summarizer import GIVE_UP_AFTER
 
     conv = _long_chat()
     be = ScriptedBackend(default_reply=FILLER_SUMMARY)  # says nothing: always rejected

@@ -148,7 +148,7 @@ def test_replay_with_the_embedded_summarizer_loads_the_model(
 def test_summary_on_the_cached_chat_evaluates_only_the_request(backend: Any) -> None:
     """With the real llama.cpp KV cache: after a chat call, a compaction writes its summary
     on top of the cached prompt and evaluates only the request (a few hundred tokens)."""
-    from assistant.compaction.summarizer import ModelSummarizer, SummaryOutcome
+    from assistant.compaction.summary.summarizer import ModelSummarizer, SummaryOutcome
 
     outcomes: list[SummaryOutcome] = []
     summarizer = ModelSummarizer(backend)

@@ -4,7 +4,7 @@ kept), and one that cannot fit beside the smallest summary is refused before it 
 from __future__ import annotations
 
 from assistant.compaction.budget import minimal_summary
-from assistant.compaction.user_record import LAST_REQUEST_HEADING
+from assistant.compaction.summary.user_record import LAST_REQUEST_HEADING
 from assistant.config import default_local
 from assistant.conversation import Conversation, Message
 from tests.fakes.scripted import ScriptedBackend

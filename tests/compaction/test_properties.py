@@ -9,8 +9,8 @@ from hypothesis import strategies as st
 
 from assistant.compaction.budget import compaction_budget
 from assistant.compaction.controller import ContextController
-from assistant.compaction.prompts import MECHANICAL_MARKER, SUMMARY_HEADER_SHORT
-from assistant.compaction.user_record import USER_RECORD_HEADING
+from assistant.compaction.summary.prompts import MECHANICAL_MARKER, SUMMARY_HEADER_SHORT
+from assistant.compaction.summary.user_record import USER_RECORD_HEADING
 from assistant.conversation import Conversation, Message, ToolCall
 from tests.fakes.scripted import ScriptedBackend
 

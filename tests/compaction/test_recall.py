@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from assistant.compaction.controller import ContextController
 from assistant.compaction.recall import HEADING_BEFORE, Recall, recall_budget
-from assistant.compaction.summarizer import ExtractiveSummarizer
+from assistant.compaction.summary.summarizer import ExtractiveSummarizer
 from assistant.config import default_local
 from assistant.conversation import Conversation, Message, ToolCall
 from assistant.sessions.recall_index import MemoryIndexes, RecallIndex

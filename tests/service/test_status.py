@@ -7,7 +7,7 @@ from collections.abc import Callable
 
 from assistant.agent.events import ContextChanged
 from assistant.compaction.events import PruneEvent
-from assistant.compaction.grammar import SKELETON
+from assistant.compaction.summary.grammar import SKELETON
 from assistant.service.status import Phase, Status, StatusMachine, prune_note
 from tests.fakes.scripted import ScriptedBackend
 

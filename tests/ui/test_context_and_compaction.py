@@ -8,8 +8,8 @@ from typing import Any
 from PySide6.QtCore import Qt
 
 from assistant.agent.events import ContextChanged, ContextUsage
-from assistant.compaction.grammar import SKELETON
-from assistant.compaction.validate import parse_sections
+from assistant.compaction.summary.clean import parse_sections
+from assistant.compaction.summary.grammar import SKELETON
 from assistant.config import Settings
 from assistant.ui.context_bar import ContextBar
 from assistant.ui.message_widgets import MessageWidget

@@ -3,12 +3,12 @@
 :class:`GuidedRequest` holds everything one compaction's grammar-constrained summary needs:
 
 * the grammar, sized to the budget;
-* the request text (:func:`~assistant.compaction.prompts.build_guided`): short, since the
+* the request text (:func:`~assistant.compaction.summary.prompts.build_guided`): short, since the
   grammar writes the headings, with the facts code picked from the span next to it;
 * the messages, in context (the chat as last sent plus the request: llama.cpp still holds
   the chat, so only the request is evaluated) or as a transcript (one labelled text of the
   span, its oldest messages left out when it does not fit; the facts cover all of them);
-* what validation needs (:func:`~assistant.compaction.validate.validate_summary`): the
+* what validation needs (:func:`~assistant.compaction.summary.validate.validate_summary`): the
   span as the model saw it, the user's rules, and the other text a summary may draw on
   (previous summary, the user's record, the file lists).
 """
@@ -20,14 +20,14 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from assistant.compaction import prompts
-from assistant.compaction.digest import Digest, asked, gather
-from assistant.compaction.extractive import TRUNC
-from assistant.compaction.grammar import summary_grammar
-from assistant.compaction.repair import repair_facts
-from assistant.compaction.serialize import serialize, serialize_message
+from assistant.compaction.summary import prompts
+from assistant.compaction.summary.digest import Digest, asked, gather
+from assistant.compaction.summary.extractive import TRUNC
+from assistant.compaction.summary.grammar import summary_grammar
+from assistant.compaction.summary.repair import repair_facts
+from assistant.compaction.summary.serialize import serialize, serialize_message
+from assistant.compaction.summary.user_text import split_user_text
 from assistant.compaction.tokens import truncate_to_tokens
-from assistant.compaction.user_text import split_user_text
 from assistant.conversation import Message
 
 #: Characters of each tool result in the guided transcript (the facts carry the calls).
@@ -57,7 +57,7 @@ class GuidedRequest:
     digest: Digest
     grammar: str
     facts: str
-    #: The facts by heading (:func:`~assistant.compaction.prompts.fact_groups`).
+    #: The facts by heading (:func:`~assistant.compaction.summary.prompts.fact_groups`).
     fact_groups: dict[str, list[str]]
     update: bool
     split: bool

@@ -14,30 +14,29 @@ from typing import Any
 import pytest
 
 from assistant.compaction.budget import compaction_budget
-from assistant.compaction.extractive import MechanicalState
-from assistant.compaction.grammar import min_budget
-from assistant.compaction.serialize import serialize
-from assistant.compaction.summarizer import (
+from assistant.compaction.summary.clean import (
+    clean_summary,
+    contradiction,
+    cut_partial_word,
+    parse_sections,
+    respell,
+    vocabulary,
+)
+from assistant.compaction.summary.extractive import MechanicalState
+from assistant.compaction.summary.grammar import min_budget
+from assistant.compaction.summary.serialize import serialize
+from assistant.compaction.summary.summarizer import (
     TOO_SMALL_FOR_GRAMMAR,
     ModelSummarizer,
     SummaryOutcome,
     SummaryRequest,
 )
+from assistant.compaction.summary.validate import validate_summary
 from assistant.compaction.tokens import CountingBackend
-from assistant.compaction.validate import (
-    clean_summary,
-    contradiction,
-    cut_partial_word,
-    misplaced_copy,
-    parse_sections,
-    respell,
-    validate_summary,
-    vocabulary,
-)
 from assistant.conversation import Conversation, Message
 from tests.fakes.scripted import ScriptedBackend
 
-from .helpers import FILLER_SUMMARY, GOOD_SUMMARY, local_policy, repair_from, tool_turn
+from ..helpers import FILLER_SUMMARY, GOOD_SUMMARY, local_policy, repair_from, tool_turn
 
 COUNT = CountingBackend().count
 RULE = "Never use tabs for indentation, always use four spaces."
@@ -149,25 +148,6 @@ def test_a_loop_is_cut_and_what_remains_is_judged() -> None:
     assert out.kind == "model" and out.text == text and len(be.calls) == 1
 
 
-def test_text_copied_from_the_transcript_at_length_is_rejected() -> None:
-    conv = _conv()
-    conv.append(Message(role="user", content=(
-        "The billing export runs nightly at two and writes invoices into the archive bucket "
-        "for the finance team to reconcile every morning before nine.")))
-    copied = GOOD_SUMMARY
-    for section, span in [
-        ("Goal", "The billing export runs nightly at two and writes invoices"),
-        ("Done", "writes invoices into the archive bucket for the finance team"),
-        ("In Progress", "for the finance team to reconcile every morning before nine"),
-        ("Key Decisions", "export runs nightly at two and writes invoices into the"),
-        ("Next Steps", "into the archive bucket for the finance team to reconcile"),
-    ]:
-        copied = _with(section, "- " + span, copied)
-    problems = validate_summary(copied, source=serialize(conv.messages), budget=900,
-                                count=COUNT)
-    assert "copies the conversation" in problems
-
-
 def test_bullets_copied_from_the_conversation_are_dropped_outside_goal_and_constraints(
 ) -> None:
     said = ("The billing export runs nightly at two and writes invoices into the archive "
@@ -198,13 +178,6 @@ def test_content_contradicting_a_user_rule_is_rejected() -> None:
         _with("Key Decisions", "- Use tabs for indentation in src/file_0.py"), GOOD_SUMMARY
     )
     assert out.kind == "model" and out.rejected == [f'contradicts the user ("{RULE}")']
-
-
-def test_invented_paths_and_numbers_are_rejected() -> None:
-    invented = _with("Critical Context", "- src/file_0.py calls lib/payments_v2.py port 8443")
-    problems = validate_summary(invented, source=serialize(_conv().messages), budget=500,
-                                count=COUNT)
-    assert problems == ["names things not in the conversation: lib/payments_v2.py, 8443"]
 
 
 def test_a_bullet_naming_invented_paths_is_dropped_and_the_rest_judged(
@@ -396,64 +369,3 @@ def test_a_chat_without_decisions_or_work_in_progress_can_still_be_summarized() 
     assert validate_summary(only_done, source=source, budget=500, count=COUNT) == [
         "says nothing specific in: In Progress, Key Decisions, Next Steps, Critical Context"
     ]
-
-
-def test_a_fact_copied_under_another_heading_says_nothing_there() -> None:
-    facts = {
-        "Done": ["The assistant used read_file on src/file_0.py, src/file_1.py."],
-        "Critical Context": ["The staging server listens on port 4406 since the move."],
-    }
-    assert misplaced_copy("The staging server listens on port 4406", "Key Decisions", facts)
-    assert not misplaced_copy("The staging server listens on port 4406", "Critical Context",
-                              facts)
-    assert not misplaced_copy("The assistant used read_file on src/file_0.py", "Done", facts)
-    assert not misplaced_copy("Port 4406 is the staging port", "Key Decisions", facts)
-    # Key Decisions and Next Steps only restate other headings' facts: with Done and
-    # Critical Context the summary still says something; without Done it says too little.
-    summary = _with("Key Decisions", "- The staging server listens on port 4406")
-    summary = _with("Next Steps", "- The assistant used read_file on src/file_0.py", summary)
-    summary = _with("In Progress", "- none", summary)
-    source = serialize(_conv().messages) + "\nThe staging server listens on port 4406"
-    assert validate_summary(summary, source=source, budget=500, count=COUNT, facts=facts) == []
-    no_done = _with("Done", "- none", summary)
-    assert validate_summary(no_done, source=source, budget=500, count=COUNT, facts=facts) == [
-        "says nothing specific in: Done, In Progress, Key Decisions, Next Steps"
-    ]
-    # Without the facts, the copies would have counted.
-    assert validate_summary(no_done, source=source, budget=500, count=COUNT) == []
-
-
-def test_a_fact_given_for_two_headings_counts_under_either() -> None:
-    task = "Ground rules for this chat: never use tabs, always use four spaces."
-    facts = {"Goal": [task], "Constraints & Preferences": [task]}
-    assert not misplaced_copy(task, "Goal", facts)
-    assert not misplaced_copy(task, "Constraints & Preferences", facts)
-    assert misplaced_copy(task, "Next Steps", facts)
-
-
-def test_a_bullet_repeating_the_request_is_dropped() -> None:
-    known = vocabulary("Please review src/file_0.py")
-    text, notes = clean_summary(
-        "## Goal\n- Review src/file_0.py\n- Write each heading's bullets from its facts,",
-        known,
-    )
-    assert text == "## Goal\n- Review src/file_0.py"
-    assert notes == ["dropped 1 bullet(s) repeating the request"]
-
-
-def test_a_bullet_about_the_summarys_own_rejection_is_dropped() -> None:
-    """Seen replaying the real session: after a retry's feedback, the model wrote "the last
-    request was rejected (contradicts)" under Done. A chat that speaks of rejection keeps
-    its bullets."""
-    summary = (
-        "## Progress\n### Done\n- Edited src/core/index.ts\n"
-        "- the last request in src/core/index.ts was rejected (contradicts)"
-    )
-    text, notes = clean_summary(summary, vocabulary("Edit src/core/index.ts for the request"))
-    assert text == "## Progress\n### Done\n- Edited src/core/index.ts"
-    assert notes == ["dropped 1 bullet(s) repeating the request"]
-    kept, _ = clean_summary(
-        "## Progress\n### Done\n- the change to src/core/index.ts was rejected",
-        vocabulary("The request to edit src/core/index.ts was rejected last time"),
-    )
-    assert "was rejected" in kept

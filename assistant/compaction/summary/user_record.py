@@ -26,8 +26,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from assistant.compaction.tokens import truncate_to_tokens
-from assistant.compaction.user_text import (
+from assistant.compaction.summary.user_text import (
     INSTRUCTION_KINDS,
     Kind,
     Piece,
@@ -37,6 +36,7 @@ from assistant.compaction.user_text import (
     split_user_text,
     task_statement,
 )
+from assistant.compaction.tokens import truncate_to_tokens
 
 __all__ = [
     "INSTRUCTION_KINDS",
@@ -154,19 +154,18 @@ def shorten_messages(
                     piece.kept = False
                 seen.add(key)
             refresh(e)
-    if total() > budget:
-        for stage in STAGES:
-            for e in entries:  # oldest first
+    def drop(stages: Sequence[Stage]) -> None:
+        """Drop the pieces of ``stages``, stage by stage, oldest first, until the record fits."""
+        for stage in stages:
+            for e in entries:
                 for piece in e.pieces:
+                    if total() <= budget:
+                        return
                     if piece.kept and _in(piece, stage):
                         piece.kept = False
                         refresh(e)
-                        if total() <= budget:
-                            break
-                if total() <= budget:
-                    break
-            if total() <= budget:
-                break
+
+    drop(STAGES)
     if total() > budget:  # clip long instructions, oldest first
         for e in entries:
             for piece in e.pieces:
@@ -175,18 +174,7 @@ def shorten_messages(
                     refresh(e)
             if total() <= budget:
                 break
-    for stage in LAST_STAGES:  # finally instructions themselves, oldest first
-        if total() <= budget:
-            break
-        for e in entries:
-            for piece in e.pieces:
-                if piece.kept and _in(piece, stage):
-                    piece.kept = False
-                    refresh(e)
-                    if total() <= budget:
-                        break
-            if total() <= budget:
-                break
+    drop(LAST_STAGES)  # finally instructions themselves, oldest first
     text = _render(entries)
     while text and count(text) > budget:
         # The sizes above are counted bullet by bullet; the joined text can count a few

@@ -17,8 +17,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 
-from assistant.compaction.prompts import FACT_HOMES
-from assistant.compaction.validate import (
+from assistant.compaction.summary.clean import (
     CONTENT_SECTIONS,
     GOAL_SILENT,
     HEADING,
@@ -28,6 +27,7 @@ from assistant.compaction.validate import (
     parse_sections,
     silent_sections,
 )
+from assistant.compaction.summary.prompts import FACT_HOMES
 
 
 def repairable(problems: Sequence[str]) -> bool:
@@ -50,7 +50,7 @@ def sections_to_repair(
     """The sections of ``text`` to ask for again: the Goal when it says nothing, and the
     silent content sections that some fact belongs to (asked again without a fact, the
     model has nothing new to go on). Empty when that cannot make the summary pass."""
-    goal_silent, silent = silent_sections(parse_sections(text), known, users, facts)
+    goal_silent, silent = silent_sections(parse_sections(text), known, users)
     homes = _homes(facts)
     content = [name for name in silent if name in homes]
     saying = len(CONTENT_SECTIONS) - len(silent)

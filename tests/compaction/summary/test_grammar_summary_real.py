@@ -16,13 +16,13 @@ from typing import Any
 import pytest
 
 from assistant.compaction.controller import ContextController
-from assistant.compaction.grammar import follows_skeleton
-from assistant.compaction.summarizer import ModelSummarizer, SummaryOutcome, SummaryRequest
+from assistant.compaction.summary.grammar import follows_skeleton
+from assistant.compaction.summary.summarizer import ModelSummarizer, SummaryOutcome, SummaryRequest
 from assistant.config import default_local
 from assistant.conversation import Conversation, Message, ToolCall
 from assistant.llm.base import CancelToken
 
-from .helpers import CONSTRAINTS, PLANTED_PATHS, SYSTEM, file_body
+from ..helpers import CONSTRAINTS, PLANTED_PATHS, SYSTEM, file_body
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 

@@ -22,18 +22,18 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from assistant.compaction.file_tracking import FileOps
-from assistant.compaction.prompts import (
+from assistant.compaction.summary.prompts import (
     MECHANICAL_MARKER,
     SUMMARY_HEADER,
     SUMMARY_HEADER_SHORT,
 )
-from assistant.compaction.serialize import format_call
-from assistant.compaction.tokens import truncate_to_tokens
-from assistant.compaction.user_record import (
+from assistant.compaction.summary.serialize import format_call
+from assistant.compaction.summary.user_record import (
     instructions,
     render_user_record,
     task_statement,
 )
+from assistant.compaction.tokens import truncate_to_tokens
 from assistant.conversation import Message
 
 Count = Callable[[str], int]

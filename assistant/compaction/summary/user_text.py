@@ -20,7 +20,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from assistant.compaction.user_facts import pins_down
+from assistant.compaction.summary.user_facts import pins_down
 
 Count = Callable[[str], int]
 Kind = Literal["rule", "request", "question", "statement", "pasted", "command"]

@@ -1,70 +1,36 @@
-# Over 500 lines: one rule per measured failure (issue 27: a table of checks).
-"""Checks a model-written summary before it replaces real messages.
+# Over 500 lines: the stop-word list and the word-level judgements cleaning and checks share.
+"""Cleaning a model-written summary, and the word-level judgements the checks use.
 
-Under the summary grammar (:mod:`.grammar`) the headings are forced, so a summary that has
-them proves nothing: these rules judge what is under them. A summary is **rejected** when:
+:func:`clean_summary` runs on every reply before it is checked (:mod:`.validate`): it strips
+tool-call markup and cuts loops, and (given the conversation) drops the bullets that would
+mislead the chat: one naming a path, identifier or number the conversation never names
+(:func:`invented`; one a letter or two off a path of the conversation is put back first,
+:func:`respell`), one naming nothing of it (filler, an extractive placeholder copied from
+the previous summary), a tool action restated as a next step or decision (the model would
+redo it), and one copied from the conversation outside the Goal and the Constraints. What
+remains is judged whole; a section left without bullets gets "- none".
 
-1. it is empty, cut off at the length limit, or over its token budget;
-2. a required section (:data:`~assistant.compaction.prompts.REQUIRED_SECTIONS`) is missing;
-3. it continues the transcript (a ``[User]:``-style label) or holds tool-call markup (a
-   fenced ``tool_call`` block, ``<tool_call>`` tags, a bare ``{"name": ..., "arguments":
-   ...}`` object), i.e. it acts instead of summarizing (:func:`clean_summary` strips such
-   markup first; what reaches validation still holding it is rejected);
-4. it **says nothing**: the Goal has no informative bullet (nor one naming what the user
-   wrote, in other words: :func:`about_the_user`), or fewer than
-   :data:`MIN_INFORMATIVE` of Done / In Progress / Key Decisions / Next Steps / Critical
-   Context have one. A bullet is informative when it names two terms of the
-   conversation, or one path, identifier, name or number, and a third of its terms are the
-   conversation's (:func:`grounded_terms`: a word, number, name or path that occurs in the
-   conversation, its previous summary or the user's record, other than function words and
-   the vocabulary of summaries themselves); "none", placeholders (also those of the
-   extractive summary, copied from a previous one) and generic filler are not, and a line
-   restating what the assistant did ("The assistant used read_file on ...") only counts in
-   Done and In Progress; more generally a bullet copying a fact the request gave for other
-   headings (:func:`misplaced_copy`: the last reply as a decision, the task as a step)
-   counts nowhere but there;
-5. it **copies** instead of summarizing: more than :data:`COPY_RATIO` of its bullet text is
-   in bullets found verbatim (:data:`MIN_COPY_WORDS` words or more) in the conversation
-   (:func:`clean_summary` first drops such bullets outside the Goal and the Constraints, so
-   what is judged is the copies left there against the rest);
-6. it **repeats itself**: a substantial line appears three times or more (the grammar cuts a
-   loop at the section's limit; :func:`clean_summary` drops repeated bullets first);
-7. it **contradicts the user**: a bullet says the opposite of one of the user's recorded
-   rules, e.g. "use tabs" against "Never use tabs for indentation" (the same content words,
-   one side negated: :func:`contradiction`);
-8. it **invents**: a bullet names a path, identifier or long number that the conversation,
-   its previous summary and the user's record never name (:func:`invented`; the summarizer
-   drops such bullets first with :func:`clean_summary`, so only what remains is judged). A
-   path or identifier one or two letters off one of the conversation's, as a small model
-   copies "docs/architecture_notes.md", is put back to the real one first
-   (:func:`respell`): the model meant the file it read, and the summary should name it.
-
-Each problem is a short phrase; the summarizer quotes them in its stricter retry prompt.
+The judgements: :class:`Known` (what a conversation names), :func:`grounded_terms`,
+:func:`informative` (a bullet says something of the conversation), :func:`silent_sections`,
+:func:`contradiction` (a bullet says the opposite of a user's rule), :func:`parse_sections`.
 """
 
 from __future__ import annotations
 
-import json
 import re
-from collections import Counter
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable
 
-from assistant.compaction import prompts
-from assistant.compaction.prompts import FACT_HOMES, REQUIRED_SECTIONS
-from assistant.compaction.serialize import TRANSCRIPT_MARKERS
+from assistant.compaction.summary.prompts import REQUIRED_SECTIONS
 
-#: Share of bullet text in copied bullets above which the summary is a copy.
-COPY_RATIO = 0.5
 #: A bullet is a copy when this many words or more of it are found verbatim in the input.
 MIN_COPY_WORDS = 8
-MIN_LINE_CHARS = 24
 #: Of the five content sections after the Goal, at least this many must say something
 #: (many real chats have taken no decision and have nothing half done: In Progress and Key
 #: Decisions are then rightly empty; Done and Next Steps, or Critical Context, still say
 #: what the chat is about).
 MIN_INFORMATIVE = 2
 CONTENT_SECTIONS = ("Done", "In Progress", "Key Decisions", "Next Steps", "Critical Context")
-#: The problems of rule 4 (a repair can fix these by asking for the silent sections again).
+#: The problems of the check ``says_nothing`` (a repair asks for the silent sections again).
 GOAL_SILENT = "the Goal names nothing from the conversation"
 SAYS_NOTHING = "says nothing specific in: "
 
@@ -145,10 +111,6 @@ _JSON_CALL = re.compile(r"\{\s*\"(?:name|function)\"\s*:\s*\"[^\"]*\"\s*,\s*"
 _NAME = re.compile(r"[A-Za-z][/._][A-Za-z]")
 
 
-def _norm(line: str) -> str:
-    return re.sub(r"\s+", " ", line.strip(" \t-*#>0123456789.[]x")).lower()
-
-
 def _is_call_block(block: str) -> bool:
     return bool(_JSON_CALL.search(block)) or block.lstrip("`").lower().startswith("tool_call")
 
@@ -189,13 +151,6 @@ def has_tool_markup(text: str) -> bool:
 
 
 # -- structure -------------------------------------------------------------------------------
-def section_present(text: str, name: str) -> bool:
-    pattern = r"^\s*(?:#{1,6}\s*|\*\*)?" + re.escape(name).replace(r"\ ", r"\s+")
-    return re.search(pattern, text, re.IGNORECASE | re.MULTILINE) is not None
-
-
-def missing_sections(text: str) -> list[str]:
-    return [name for name in REQUIRED_SECTIONS if not section_present(text, name)]
 
 
 def parse_sections(text: str) -> dict[str, list[str]]:
@@ -404,26 +359,6 @@ def contradiction(line: str, rules: Iterable[str]) -> str | None:
     return None
 
 
-def repeats_input(text: str, source: str) -> str | None:
-    """Why ``text`` repeats ``source`` (or loops on itself), or None."""
-    if any(marker in text for marker in TRANSCRIPT_MARKERS):
-        return "continues the transcript"
-    lines = [line for line in (_norm(raw) for raw in text.splitlines()) if line]
-    lines = [line for line in lines if not _HEADING.match(line)]
-    substantial = [line for line in lines if len(line) >= MIN_LINE_CHARS]
-    if substantial and Counter(substantial).most_common(1)[0][1] >= 3:
-        return "repeats itself"
-    src = word_text(source)
-    total = copy = 0
-    for line in lines:
-        total += len(line)
-        if copied(line, src):
-            copy += len(line)
-    if total and copy / total > COPY_RATIO:
-        return "copies the conversation"
-    return None
-
-
 def _cut_inner_loop(line: str, n: int = 4) -> str:
     """``line`` cut where it starts looping: a run of up to six words repeated three times
     in a row keeps its first occurrence; a phrase of ``n`` words that comes back a third
@@ -464,49 +399,12 @@ def cut_partial_word(body: str, known: Known) -> str:
     return body[: m.start()].rstrip(" ,;:-/(")
 
 
-#: Words in a row shared with the summary request that make a bullet an echo of it.
-ECHO_WORDS = 4
-_REQUEST_TEXT = " ".join(
-    " ".join(_words(text)) for text in (
-        prompts.GUIDED_IN_CONTEXT, prompts.GUIDED_TRANSCRIPT, prompts.GUIDED_UPDATE_IN_CONTEXT,
-        prompts.GUIDED_UPDATE_TRANSCRIPT, prompts.GUIDED_SPLIT, prompts.GUIDED_CLOSE,
-        prompts.GUIDED_STRICT, prompts.GUIDED_REPAIR_IN_CONTEXT,
-        prompts.GUIDED_REPAIR_TRANSCRIPT, "Facts for each heading",
-    )
-)
-
-
-def echoes_request(line: str) -> bool:
-    """Whether ``line`` repeats the summary request's own words ("Write each heading's
-    bullets from its facts"): an instruction copied back, not a fact of the chat."""
-    words = _words(line)
-    text = f" {_REQUEST_TEXT} "
-    return any(
-        f" {' '.join(words[i : i + ECHO_WORDS])} " in text
-        for i in range(len(words) - ECHO_WORDS + 1)
-    )
-
-
-#: Words only a retry's feedback brings into the request ("Your previous summary was rejected
-#: (contradicts the user ...)").
-_FEEDBACK_WORDS = ("rejected", "contradicts", "contradict")
-
-
-def echoes_feedback(line: str, known: Known) -> bool:
-    """Whether ``line`` talks about the summary's own rejection ("the last request was
-    rejected (contradicts)"): a word of the retry's feedback the conversation never uses."""
-    words = set(_words(line))
-    return any(
-        w in words and re.search(rf"\b{w}\b", known.text) is None for w in _FEEDBACK_WORDS
-    )
-
-
 def _level(heading: str) -> int:
     stripped = heading.lstrip()
     return len(stripped) - len(stripped.lstrip("#")) or 2
 
 
-#: Sections where a bullet copied from the conversation is kept (and judged by rule 5): the
+#: Sections where a bullet copied from the conversation is kept (and kept): the
 #: user's goal and rules in the user's own words are what those sections are for.
 COPY_SECTIONS = ("Goal", "Constraints & Preferences")
 
@@ -530,20 +428,19 @@ def clean_summary(
 
     A loop is cut two ways: a bullet that repeats an earlier one (same words) is dropped,
     and a bullet in which the same three words come back a third time is cut before their
-    second occurrence. A bullet repeating the request's own words is dropped
-    (:func:`echoes_request`), as is one about the summary's own rejection
-    (:func:`echoes_feedback`). With ``known`` (:func:`vocabulary` of the conversation), a last word
-    the bullet's character limit cut in two is removed (:func:`cut_partial_word`), a misspelled
-    path or identifier of the conversation is put back (:func:`respell`), and a bullet still
-    naming a path, identifier or number the conversation never names (rule 8) is dropped
-    too, as is one naming nothing of the conversation at all (filler, or a placeholder of an
-    extractive summary copied from the previous one), and a tool action restated outside Done,
-    In Progress and Blocked (as a next step it would have the model redo what is done): the
-    rest of the summary is judged without it, and what the model invented never reaches the
-    chat. With ``source`` (the conversation), a bullet copied from it (:func:`copied`) is
-    dropped outside :data:`COPY_SECTIONS`: it summarizes nothing (the user's words are in the
-    verbatim record code appends; the rest is what is being summarized). A section left
-    without bullets gets "- none" (rule 4 then judges it).
+    second occurrence. With ``known`` (:func:`vocabulary` of the conversation), a last word
+    the bullet's character limit cut in two is removed (:func:`cut_partial_word`), a
+    misspelled path of the conversation is put back (:func:`respell`), and a bullet still
+    naming a path, identifier or number the conversation never names (:func:`invented`) is
+    dropped too, as is one naming nothing of the conversation at all (filler, or a
+    placeholder of an extractive summary copied from the previous one), and a tool action
+    restated outside Done, In Progress and Blocked (as a next step it would have the model
+    redo what is done): the rest of the summary is judged without it, and what the model
+    invented never reaches the chat. With ``source`` (the conversation), a bullet copied
+    from it (:func:`copied`) is dropped outside :data:`COPY_SECTIONS`: it summarizes nothing
+    (the user's words are in the verbatim record code appends; the rest is what is being
+    summarized). A section left without bullets gets "- none" (the check ``says_nothing``
+    then judges it).
     """
     source_words = word_text(source) if source is not None else None
     notes: list[str] = []
@@ -552,7 +449,7 @@ def clean_summary(
         notes.append(f"removed {calls} tool-call block(s)")
     seen: set[str] = set()
     out: list[str] = []
-    dropped = cut = echoed = empty = acted = copies = 0
+    dropped = cut = empty = acted = copies = 0
     section = ""
     made_up: list[str] = []
     respelled: list[str] = []
@@ -586,11 +483,6 @@ def clean_summary(
         if len(key) >= 12 and key in seen:
             dropped += 1
             continue
-        if mark and (
-            echoes_request(body) or (known is not None and echoes_feedback(body, known))
-        ):
-            echoed += 1
-            continue
         names = invented(body, known) if known is not None and mark else []
         if names:
             made_up.extend(names)
@@ -621,8 +513,6 @@ def clean_summary(
         notes.append(f"dropped {dropped} repeated line(s)")
     if cut:
         notes.append(f"cut {cut} looping line(s)")
-    if echoed:
-        notes.append(f"dropped {echoed} bullet(s) repeating the request")
     if copies:
         notes.append(f"dropped {copies} bullet(s) copied from the conversation")
     if acted:
@@ -637,40 +527,14 @@ def clean_summary(
     return "\n".join(out).strip(), notes
 
 
-#: A bullet whose first words (at least this many) are a fact's is a copy of that fact.
-FACT_COPY_WORDS = 4
-
-
-def misplaced_copy(line: str, section: str, facts: Mapping[str, Sequence[str]]) -> bool:
-    """Whether ``line`` copies a fact that was given for other headings than ``section``
-    (:data:`~assistant.compaction.prompts.FACT_HOMES`): the list of what the assistant did
-    copied as a decision, the last reply as the next step. Restating a fact under its own
-    heading is what the facts are for."""
-    words = _words(line)
-    if len(words) < FACT_COPY_WORDS:
-        return False
-    head = f" {' '.join(words[:8])} "
-
-    def copies(lines: Sequence[str]) -> bool:
-        return any(head in f" {' '.join(_words(fact))} " for fact in lines)
-
-    home = [g for g in facts if section in FACT_HOMES.get(g, (g,))]
-    if any(copies(facts[g]) for g in home):
-        return False  # also given for this heading
-    return any(copies(lines) for g, lines in facts.items() if g not in home)
-
-
 def silent_sections(
     sections: dict[str, list[str]],
     known: Known,
     users: Known | None = None,
-    facts: Mapping[str, Sequence[str]] | None = None,
 ) -> tuple[bool, list[str]]:
-    """(whether the Goal says nothing, the content sections that say nothing): what rule 4
+    """(whether the Goal says nothing, the content sections that say nothing): what ``says_nothing``
     judges, also what a repair asks again (:mod:`.repair`)."""
     def counts(name: str, line: str) -> bool:
-        if facts and misplaced_copy(line, name, facts):
-            return False
         return name in ACTION_SECTIONS or not ACTION_FACT.match(line)
 
     def says(name: str) -> bool:
@@ -683,77 +547,3 @@ def silent_sections(
     return goal_silent, [name for name in CONTENT_SECTIONS if not says(name)]
 
 
-def says_nothing(
-    sections: dict[str, list[str]],
-    known: Known,
-    users: Known | None = None,
-    facts: Mapping[str, Sequence[str]] | None = None,
-) -> str | None:
-    """Why the sections carry no information from the conversation, or None. With
-    ``users`` (the user's messages) a Goal that names what the user wrote says something;
-    with ``facts`` (the facts the request gave, by heading) a fact copied under another
-    heading says nothing there."""
-    goal_silent, empty = silent_sections(sections, known, users, facts)
-    if goal_silent:
-        return GOAL_SILENT
-    if len(CONTENT_SECTIONS) - len(empty) < MIN_INFORMATIVE:
-        return SAYS_NOTHING + ", ".join(empty)
-    return None
-
-
-def validate_summary(
-    text: str,
-    *,
-    source: str,
-    budget: int,
-    count: Callable[[str], int],
-    finish_reason: str = "stop",
-    user_rules: Sequence[str] = (),
-    reference: str = "",
-    user_text: str = "",
-    facts: Mapping[str, Sequence[str]] | None = None,
-) -> list[str]:
-    """Problems with ``text`` as a summary of ``source`` (empty list: accepted).
-
-    ``user_rules`` are the user's recorded rules (rule 7); ``reference`` is other text the
-    summary may draw on besides ``source``: the previous summary and the user's record;
-    ``user_text`` is what the user wrote (a Goal naming it says something, rule 4);
-    ``facts`` are the facts the request gave, by heading (a copy under another heading says
-    nothing, rule 4).
-    """
-    if not text.strip():
-        return ["empty"]
-    problems: list[str] = []
-    if finish_reason == "length":
-        problems.append("cut off at the length limit")
-    elif finish_reason == "repetition":
-        problems.append("stopped: it kept repeating the same line")
-    size = count(text)
-    if size > budget:
-        problems.append(f"{size} tokens over the budget of {budget}")
-    missing = missing_sections(text)
-    if missing:
-        problems.append("missing sections: " + ", ".join(missing))
-    if has_tool_markup(text):
-        problems.append("contains tool-call markup")
-    why = repeats_input(text, source)
-    if why:
-        problems.append(why)
-    sections = parse_sections(text)
-    known = vocabulary(source + "\n" + reference)
-    if not missing:
-        empty = says_nothing(
-            sections, known, vocabulary(user_text) if user_text else None, facts
-        )
-        if empty:
-            problems.append(empty)
-    made_up = [w for lines in sections.values() for line in lines for w in invented(line, known)]
-    if made_up:
-        problems.append("names things not in the conversation: " + ", ".join(made_up[:4]))
-    for lines in sections.values():
-        for line in lines:
-            rule = contradiction(line, user_rules)
-            if rule:
-                problems.append(f"contradicts the user ({json.dumps(rule[:80])})")
-                return problems
-    return problems

@@ -12,12 +12,12 @@ from typing import Any
 
 from assistant.compaction import context
 from assistant.compaction.controller import ContextController
-from assistant.compaction.summarizer import ModelSummarizer, SummaryOutcome, SummaryRequest
+from assistant.compaction.summary.summarizer import ModelSummarizer, SummaryOutcome, SummaryRequest
 from assistant.conversation import Conversation, Message
 from assistant.llm.base import CancelToken, GenerationOptions
 from tests.fakes.scripted import ScriptedBackend
 
-from .helpers import (
+from ..helpers import (
     FILLER_SUMMARY,
     GOOD_SUMMARY,
     SYSTEM,
@@ -162,8 +162,8 @@ def test_span_that_does_not_fit_beside_the_reply_uses_the_transcript() -> None:
     for _ in be.generate(chat, GenerationOptions(4)):
         pass
     tokens = be.count_prompt(chat)
-    from assistant.compaction.extractive import collect_state
     from assistant.compaction.file_tracking import extract_file_ops
+    from assistant.compaction.summary.extractive import collect_state
 
     kept = conv.kept_messages()
     state = collect_state(kept, extract_file_ops(kept, None), last_request_visible=False)

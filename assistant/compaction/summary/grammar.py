@@ -15,7 +15,7 @@ shape, so the skeleton cannot be missed and every part is bounded:
   ``<tool_call>``, ``{"name": ...}``) or tables: ``[ ] { } < > ` | #`` and tabs.
 
 The file lists and the verbatim record of what the user said are not asked of the model:
-code appends them (:mod:`assistant.compaction.extractive`).
+code appends them (:mod:`assistant.compaction.summary.extractive`).
 """
 
 from __future__ import annotations
@@ -45,7 +45,7 @@ class Section:
     items: int
 
 
-#: The summary's sections in order (:data:`assistant.compaction.prompts.REQUIRED_SECTIONS`
+#: The summary's sections in order (:data:`assistant.compaction.summary.prompts.REQUIRED_SECTIONS`
 #: are their top-level names; Progress has the three sub-headings).
 SKELETON: tuple[Section, ...] = (
     Section("Goal", "## Goal", 0.14, 1),

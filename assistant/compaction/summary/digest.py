@@ -23,8 +23,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from assistant.compaction.file_tracking import call_target
-from assistant.compaction.user_text import is_substantive, split_user_text
-from assistant.compaction.validate import parse_sections
+from assistant.compaction.summary.clean import parse_sections
+from assistant.compaction.summary.user_text import is_substantive, split_user_text
 from assistant.conversation import Message, ToolCall
 
 #: Words quoted of a user request, of a rule, of the assistant's last reply.

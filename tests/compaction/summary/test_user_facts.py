@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from assistant.compaction.user_facts import pins_down
-from assistant.compaction.user_record import shorten_messages
+from assistant.compaction.summary.user_facts import pins_down
+from assistant.compaction.summary.user_record import shorten_messages
 from tests.fakes.scripted import ScriptedBackend
 
 COUNT = ScriptedBackend().count

@@ -45,17 +45,18 @@ from __future__ import annotations
 import logging
 from collections import Counter
 from collections.abc import Callable, Generator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal, Protocol
 
-from assistant.compaction import prompts
-from assistant.compaction.extractive import MechanicalState, extractive_summary
-from assistant.compaction.grammar import follows_skeleton, min_budget, summary_grammar
-from assistant.compaction.guided import GuidedRequest, user_rules
-from assistant.compaction.repair import repairable, sections_to_repair, splice
-from assistant.compaction.serialize import serialize, serialize_message
+from assistant.compaction.summary import prompts
+from assistant.compaction.summary.clean import clean_summary, vocabulary
+from assistant.compaction.summary.extractive import MechanicalState, extractive_summary
+from assistant.compaction.summary.grammar import follows_skeleton, min_budget, summary_grammar
+from assistant.compaction.summary.guided import GuidedRequest, user_rules
+from assistant.compaction.summary.repair import repairable, sections_to_repair, splice
+from assistant.compaction.summary.serialize import serialize, serialize_message
+from assistant.compaction.summary.validate import validate_summary
 from assistant.compaction.tokens import TokenCounter, truncate_to_tokens
-from assistant.compaction.validate import clean_summary, validate_summary, vocabulary
 from assistant.conversation import Message
 from assistant.llm.base import (
     CancelToken,
@@ -177,7 +178,7 @@ TOO_SMALL_FOR_GRAMMAR = "the model was not asked (window too small for the summa
 #: Problems quoted in the longest retry prompt (sizes prompts before the first attempt).
 _PROBE_PROBLEMS = (
     "missing sections: Goal, Constraints & Preferences, Progress, Key Decisions, Next Steps, "
-    "Critical Context; copies the conversation; says nothing specific in: Done, In Progress"
+    "Critical Context; continues the transcript; says nothing specific in: Done, In Progress"
 )
 
 
@@ -223,25 +224,21 @@ class ModelSummarizer:
                 "extractive summary without asking the model",
                 self.consecutive_fallbacks,
             )
-            skipped = ExtractiveSummarizer(self.counter).summarize(request, cancel)
-            skipped.note = (
-                "by the extractive fallback: the model was not asked, its summaries were "
-                f"rejected in {self.consecutive_fallbacks} compactions in a row"
+            return self._extractive(
+                request, cancel, "by the extractive fallback: the model was not asked, its "
+                f"summaries were rejected in {self.consecutive_fallbacks} compactions in a row",
             )
-            return skipped
         if self.grammar_state != "off" and request.budget < min_budget():
             # Every reply would be cut at the length limit: do not spend a prefill on it.
             log.info(
                 "the summary's model part has %d tokens, fewer than the %d the summary "
                 "grammar needs; using the extractive summary", request.budget, min_budget(),
             )
-            small = ExtractiveSummarizer(self.counter).summarize(request, cancel)
-            small.note = (
-                f"by the extractive summarizer: {TOO_SMALL_FOR_GRAMMAR}, its part of the "
-                f"summary has {request.budget} tokens and the summary grammar needs "
-                f"{min_budget()}"
+            return self._extractive(
+                request, cancel, f"by the extractive summarizer: {TOO_SMALL_FOR_GRAMMAR}, its "
+                f"part of the summary has {request.budget} tokens and the summary grammar "
+                f"needs {min_budget()}",
             )
-            return small
         out = SummaryOutcome(text="", kind="model")
         span = [*request.history, *request.turn_prefix]
         users = [m.model_view_content() for m in span if m.role == "user"]
@@ -263,21 +260,24 @@ class ModelSummarizer:
         except _Rejected as exc:
             self.consecutive_fallbacks += 1
             log.warning("model summary rejected twice (%s); using the extractive summary", exc)
-            fallback = ExtractiveSummarizer(self.counter).summarize(request, cancel)
-            fallback.calls, fallback.rejected = out.calls, out.rejected
-            fallback.prompt_evaluated = out.prompt_evaluated
-            fallback.prompt_reused = out.prompt_reused
-            fallback.approach = out.approach
-            fallback.grammar = out.grammar
-            fallback.note = (
-                f"by the extractive fallback: the model's summaries were rejected twice ({exc})"
+            fallback = self._extractive(
+                request, cancel,
+                f"by the extractive fallback: the model's summaries were rejected twice ({exc})",
             )
-            return fallback
+            # What the model's attempts cost and why they failed stay on the outcome.
+            return replace(out, text=fallback.text, kind=fallback.kind, note=fallback.note)
         self.consecutive_fallbacks = 0
         how = "under the summary grammar" if out.grammar else (
             f"with the free prompts (no grammar: {self.grammar_note})")
         retried = " after one rejected attempt" if out.rejected else ""
         out.note = f"written by the model {how}{retried}"
+        return out
+
+    def _extractive(
+        self, request: SummaryRequest, cancel: CancelToken | None, note: str
+    ) -> SummaryOutcome:
+        out = ExtractiveSummarizer(self.counter).summarize(request, cancel)
+        out.note = note
         return out
 
     def _grammar_off(self, reason: str) -> None:
@@ -449,21 +449,32 @@ class ModelSummarizer:
         cancel: CancelToken | None,
         checks: _Checks,
     ) -> str:
+        """The span's summary from the free prompts: each chunk of its transcript updates the
+        summary of the chunks before it (the first starts from ``previous``)."""
         running = previous
         for i, chunk in enumerate(self._chunks(messages, kind, budget, request)):
-            this_kind = kind if i == 0 else "update"
-            if this_kind == "initial" and running:
-                this_kind = "update"
-            running = self._validated(
-                chunk, running, this_kind, budget, request, out, cancel, checks
-            )
+            this_kind = kind if i == 0 and not (kind == "initial" and running) else "update"
+
+            def ask(
+                problems: str | None, chunk: str = chunk, running: str | None = running,
+                this_kind: str = this_kind,
+            ) -> list[dict[str, Any]]:
+                content = prompts.build_prompt(
+                    chunk, previous=running, kind=this_kind, focus=request.focus,
+                    words=_words(budget), problems=problems,
+                )
+                return [
+                    {"role": "system", "content": prompts.SYSTEM},
+                    {"role": "user", "content": content},
+                ]
+
+            running = self._attempts(ask, chunk, budget, out, cancel, None, "summary", checks)
         return running or ""
 
     def _prompt_overhead(self, kind: str, budget: int, request: SummaryRequest) -> int:
         probe = prompts.build_prompt(
             "", previous="x", kind=kind, focus=request.focus, words=_words(budget),
-            problems="missing sections: Goal, Constraints & Preferences, Progress, Key "
-            "Decisions, Next Steps, Critical Context; copies the conversation",
+            problems=_PROBE_PROBLEMS,
         )
         base = self.counter.exact(
             [{"role": "system", "content": prompts.SYSTEM}, {"role": "user", "content": probe}]
@@ -492,31 +503,6 @@ class ModelSummarizer:
         if current:
             chunks.append("\n\n".join(current))
         return chunks
-
-    def _validated(
-        self,
-        transcript: str,
-        previous: str | None,
-        kind: str,
-        budget: int,
-        request: SummaryRequest,
-        out: SummaryOutcome,
-        cancel: CancelToken | None,
-        checks: _Checks,
-    ) -> str:
-        def messages(problems: str | None) -> list[dict[str, Any]]:
-            content = prompts.build_prompt(
-                transcript, previous=previous, kind=kind, focus=request.focus,
-                words=_words(budget), problems=problems,
-            )
-            return [
-                {"role": "system", "content": prompts.SYSTEM},
-                {"role": "user", "content": content},
-            ]
-
-        return self._attempts(
-            messages, transcript, budget, out, cancel, None, "summary", checks
-        )
 
     def _attempts(
         self,
@@ -583,7 +569,6 @@ class ModelSummarizer:
                 text, source=source, budget=budget + BUDGET_TOLERANCE,
                 count=self.counter.text, finish_reason=finish, user_rules=checks.rules,
                 reference=checks.reference, user_text=checks.users,
-                facts=guided.fact_groups if guided is not None else None,
             )
             if not problems:
                 return text.strip()
@@ -602,7 +587,7 @@ class ModelSummarizer:
     ) -> tuple[str, str, tuple[str, ...]]:
         """(reply, finish reason, options the backend ignored). Without a grammar a reply
         that loops is stopped early (finish "repetition"); under one, the grammar bounds
-        every section and :func:`~.validate.clean_summary` cuts repeats."""
+        every section and :func:`~.clean.clean_summary` cuts repeats."""
         if cancel is not None and cancel.cancelled:
             raise SummaryCancelled
         pieces: list[str] = []

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from assistant.compaction.grammar import (
+from assistant.compaction.summary.grammar import (
     CHARS_PER_TOKEN,
     SKELETON,
     SKELETON_TOKENS,
@@ -15,10 +15,10 @@ from assistant.compaction.grammar import (
     section_limits,
     summary_grammar,
 )
-from assistant.compaction.prompts import REQUIRED_SECTIONS
+from assistant.compaction.summary.prompts import REQUIRED_SECTIONS
 from tests.fakes.gbnf import accepts
 
-from .helpers import FILLER_SUMMARY, GOOD_SUMMARY
+from ..helpers import FILLER_SUMMARY, GOOD_SUMMARY
 
 BUDGET = 300
 

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from assistant.compaction.extractive import collect_state, extractive_summary
 from assistant.compaction.file_tracking import FileOps
-from assistant.compaction.user_record import (
+from assistant.compaction.summary.extractive import collect_state, extractive_summary
+from assistant.compaction.summary.user_record import (
     instructions,
     render_user_record,
     shorten_messages,

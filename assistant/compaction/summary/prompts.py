@@ -1,8 +1,8 @@
 """Prompts of the summarizer and the layout of the injected summary.
 
-The summary has fixed sections (checked by :mod:`assistant.compaction.validate`); the file
+The summary has fixed sections (checked by :mod:`assistant.compaction.summary.validate`); the file
 lists, the user's constraints and requests are *not* asked of the model: code appends them
-(see :mod:`assistant.compaction.extractive`) after :data:`MECHANICAL_MARKER`.
+(see :mod:`assistant.compaction.summary.extractive`) after :data:`MECHANICAL_MARKER`.
 
 Two sets of prompts:
 
@@ -214,8 +214,8 @@ Your previous summary was rejected ({problems}). Write each heading from its own
 above."""
 
 
-#: The headings a group of facts may be restated under (a fact copied under another
-#: heading says nothing there: :func:`~assistant.compaction.validate.misplaced_copy`).
+#: The headings a group of facts belongs under (a repair asks for a silent section only
+#: when some fact belongs there: :func:`~assistant.compaction.summary.repair.sections_to_repair`).
 FACT_HOMES: dict[str, tuple[str, ...]] = {
     "Goal": ("Goal",),
     "Constraints & Preferences": ("Constraints & Preferences",),

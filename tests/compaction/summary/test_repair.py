@@ -1,15 +1,15 @@
-"""Asking again for the sections that said nothing (:mod:`assistant.compaction.repair`)."""
+"""Asking again for the sections that said nothing (:mod:`assistant.compaction.summary.repair`)."""
 
 from __future__ import annotations
 
-from assistant.compaction import repair
-from assistant.compaction.validate import (
+from assistant.compaction.summary import repair
+from assistant.compaction.summary.clean import (
     GOAL_SILENT,
     parse_sections,
     vocabulary,
 )
 
-from .helpers import FILLER_SUMMARY, GOOD_SUMMARY
+from ..helpers import FILLER_SUMMARY, GOOD_SUMMARY
 
 SOURCE = "[User]: Please read src/file_0.py and tell me about its words. [Assistant]: It has words."
 FACTS = {

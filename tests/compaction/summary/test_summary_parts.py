@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from assistant.compaction.extractive import (
+from assistant.compaction.file_tracking import FileOps, extract_file_ops
+from assistant.compaction.summary.extractive import (
     collect_state,
     compose_summary,
     constraint_sentences,
@@ -10,14 +11,13 @@ from assistant.compaction.extractive import (
     model_part,
     render_mechanical,
 )
-from assistant.compaction.file_tracking import FileOps, extract_file_ops
-from assistant.compaction.prompts import REQUIRED_SECTIONS, build_prompt
-from assistant.compaction.serialize import serialize
+from assistant.compaction.summary.prompts import REQUIRED_SECTIONS, build_prompt
+from assistant.compaction.summary.serialize import serialize
+from assistant.compaction.summary.validate import missing_sections, validate_summary
 from assistant.compaction.tokens import CountingBackend
-from assistant.compaction.validate import missing_sections, validate_summary
 from assistant.conversation import Message, ToolCall
 
-from .helpers import GOOD_SUMMARY
+from ..helpers import GOOD_SUMMARY
 
 COUNT = CountingBackend().count
 
@@ -59,25 +59,6 @@ def test_validate_accepts_a_good_summary() -> None:
     assert "the Goal names nothing from the conversation" in problems
     assert any(p.startswith("names things not in the conversation: src/file_0.py")
                for p in problems)
-
-
-def test_validate_rejections() -> None:
-    def check(text: str, **kw: object) -> list[str]:
-        args: dict[str, object] = {"source": "[User]: please refactor the parser module now",
-                                   "budget": 500, "count": COUNT}
-        args.update(kw)
-        return validate_summary(text, **args)  # type: ignore[arg-type]
-
-    assert check("   ") == ["empty"]
-    assert any("missing sections" in p for p in check("## Goal\nx"))
-    assert any("over the budget" in p for p in check(GOOD_SUMMARY, budget=20))
-    assert any("cut off" in p for p in check(GOOD_SUMMARY, finish_reason="length"))
-    assert "continues the transcript" in check(GOOD_SUMMARY + "\n[User]: more")
-    source = "\n".join(f"this is a long source line number {i} here" for i in range(10))
-    copy = GOOD_SUMMARY.split("## Critical")[0] + "## Critical Context\n" + source
-    assert "copies the conversation" in check(copy, source=source)
-    loop = GOOD_SUMMARY + "\n" + "\n".join(["- the same repeated line again"] * 4)
-    assert "repeats itself" in check(loop)
 
 
 def test_file_tracking_read_modified_errors_and_cumulative() -> None:
@@ -148,7 +129,7 @@ def test_model_part_round_trip() -> None:
 
 
 def test_a_tight_file_list_keeps_the_oldest_path() -> None:
-    from assistant.compaction.extractive import _path_list
+    from assistant.compaction.summary.extractive import _path_list
 
     count = CountingBackend().count
     paths = [f"src/pkg/module_{i}.py" for i in range(6)]
@@ -160,8 +141,8 @@ def test_a_tight_file_list_keeps_the_oldest_path() -> None:
 
 
 def test_short_header_round_trips() -> None:
-    from assistant.compaction.extractive import compose_summary, model_part
-    from assistant.compaction.prompts import SUMMARY_HEADER_SHORT
+    from assistant.compaction.summary.extractive import compose_summary, model_part
+    from assistant.compaction.summary.prompts import SUMMARY_HEADER_SHORT
 
     text = compose_summary("## Goal\nx", "## Files\nRead: a.py", short=True)
     assert text.startswith(SUMMARY_HEADER_SHORT)

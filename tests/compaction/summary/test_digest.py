@@ -1,10 +1,10 @@
-"""The facts code picks for the summarizing model (:mod:`assistant.compaction.digest`)."""
+"""The facts code picks for the summarizing model (:mod:`assistant.compaction.summary.digest`)."""
 
 from __future__ import annotations
 
-from assistant.compaction import prompts
-from assistant.compaction.digest import gather
-from assistant.compaction.guided import GuidedRequest
+from assistant.compaction.summary import prompts
+from assistant.compaction.summary.digest import gather
+from assistant.compaction.summary.guided import GuidedRequest
 from assistant.conversation import Message, ToolCall
 
 FIRST = ("Ground rules for this whole chat: Never use tabs for indentation, always use four "

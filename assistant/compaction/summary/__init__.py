@@ -1,0 +1,61 @@
+"""What writes and checks a compaction's summary, behind one entry point.
+
+The compactor (and the branch summarizer) call :meth:`Summarizer.summarize` with a
+:class:`SummaryRequest` and get a :class:`SummaryOutcome`: the model's summary proper when it
+passed the checks (:mod:`.validate`, a table of named checks), else the deterministic
+extractive fallback, with ``kind`` saying which and ``note`` why. Code outside this package
+imports only the names below; the modules inside are its parts:
+
+* ``summarizer``: ask, clean, check, retry once, fall back (:class:`ModelSummarizer`,
+  :class:`ExtractiveSummarizer`);
+* ``grammar``, ``guided``, ``digest``, ``repair``, ``prompts``: the request the model sees
+  (the summary grammar, the facts picked from the span, the free prompts, a repair of the
+  silent sections);
+* ``validate``: cleaning and the checks; ``serialize``: the span as a labelled transcript;
+* ``extractive``, ``user_record``, ``user_text``, ``user_facts``: the verbatim record code
+  appends (what the user said, the files) and the extractive summary.
+"""
+
+from assistant.compaction.summary.extractive import (
+    MechanicalState,
+    collect_state,
+    compose_summary,
+    model_part,
+    render_mechanical,
+)
+from assistant.compaction.summary.grammar import min_budget
+from assistant.compaction.summary.prompts import (
+    MECHANICAL_MARKER,
+    SUMMARY_HEADER,
+    SUMMARY_HEADER_SHORT,
+)
+from assistant.compaction.summary.summarizer import (
+    TOO_SMALL_FOR_GRAMMAR,
+    ExtractiveSummarizer,
+    ModelSummarizer,
+    Summarizer,
+    SummaryCancelled,
+    SummaryKind,
+    SummaryOutcome,
+    SummaryRequest,
+)
+
+__all__ = [
+    "MECHANICAL_MARKER",
+    "SUMMARY_HEADER",
+    "SUMMARY_HEADER_SHORT",
+    "TOO_SMALL_FOR_GRAMMAR",
+    "ExtractiveSummarizer",
+    "MechanicalState",
+    "ModelSummarizer",
+    "Summarizer",
+    "SummaryCancelled",
+    "SummaryKind",
+    "SummaryOutcome",
+    "SummaryRequest",
+    "collect_state",
+    "compose_summary",
+    "min_budget",
+    "model_part",
+    "render_mechanical",
+]
