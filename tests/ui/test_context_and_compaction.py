@@ -301,6 +301,8 @@ def test_escape_cancels_compaction_and_queued_message_is_sent_after(make_window)
     backend.enqueue(LOREM_SUMMARY)  # streamed slowly: about 6 s
     h.type_and_send("/compact")
     h.qtbot.waitUntil(lambda: h.window.status_strip.isVisible(), timeout=20_000)
+    # The strip shows as the compaction starts; Esc must land while the summary streams.
+    h.qtbot.waitUntil(lambda: LOREM_SUMMARY not in backend.replies, timeout=20_000)
     backend.enqueue("Answer after compaction.")
     h.type_and_send("queued while compacting")
     assert h.controller.queue == ["queued while compacting"]
