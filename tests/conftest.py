@@ -20,6 +20,35 @@ from assistant.llm.registry import default_model_path
 EMBEDDED_MODEL: Path = default_model_path()
 os.environ.setdefault("ASSISTANT_MODEL_DIR", str(EMBEDDED_MODEL.parent))
 
+#: The xdist group of the real-model tests (``make test`` runs ``-n 2 --dist loadgroup``).
+REAL_MODEL_GROUP = "real-model"
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Put every ``integration`` test in one xdist group, so under ``--dist loadgroup`` one
+    worker runs them one after another (each uses both cores, and some measure under that
+    assumption) while the other worker runs the unit tests beside them. A test that shares a
+    module-scoped fixture with an integration test joins the group, so the fixture (a built
+    wheel, a started server) is made once. Without xdist the mark does nothing."""
+    shared: set[tuple[str, str]] = set()
+    for item in items:
+        if item.get_closest_marker("integration") is not None:
+            shared.update((item.nodeid.split("::")[0], name) for name in _module_fixtures(item))
+    for item in items:
+        module = item.nodeid.split("::")[0]
+        if item.get_closest_marker("integration") is not None or any(
+            (module, name) in shared for name in _module_fixtures(item)
+        ):
+            item.add_marker(pytest.mark.xdist_group(REAL_MODEL_GROUP))
+
+
+def _module_fixtures(item: pytest.Item) -> list[str]:
+    info = getattr(item, "_fixtureinfo", None)
+    if info is None:
+        return []
+    return [name for name, defs in info.name2fixturedefs.items()
+            if defs and defs[-1].scope in ("module", "class", "package")]
+
 
 @pytest.fixture(autouse=True)
 def _isolated_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
