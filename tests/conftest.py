@@ -24,6 +24,7 @@ os.environ.setdefault("ASSISTANT_MODEL_DIR", str(EMBEDDED_MODEL.parent))
 REAL_MODEL_GROUP = "real-model"
 
 
+@pytest.hookimpl(tryfirst=True)  # before xdist's own hook reads the group marks
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Put every ``integration`` test in one xdist group, so under ``--dist loadgroup`` one
     worker runs them one after another (each uses both cores, and some measure under that
@@ -40,6 +41,25 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             (module, name) in shared for name in _module_fixtures(item)
         ):
             item.add_marker(pytest.mark.xdist_group(REAL_MODEL_GROUP))
+
+
+class _GroupIdShim:
+    """pytest-xdist 3.8 tells its loadgroup scheduler a test's group by appending "@group" to
+    ``item._nodeid``, which pytest 9.2 no longer reads (node ids are structured, ``item._id``):
+    the groups were silently ignored (pytest-dev/pytest-xdist#1386). This carries the suffix
+    over after xdist's hook; it does nothing where xdist did not rename a test."""
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
+        for item in items:
+            legacy = getattr(item, "_nodeid", None)
+            structured = getattr(item, "_id", None)
+            if isinstance(legacy, str) and structured is not None and legacy != str(structured):
+                item._id = type(structured).parse(legacy)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.pluginmanager.register(_GroupIdShim(), "xdist-group-id-shim")
 
 
 def _module_fixtures(item: pytest.Item) -> list[str]:

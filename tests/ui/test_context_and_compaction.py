@@ -301,6 +301,9 @@ def test_escape_cancels_compaction_and_queued_message_is_sent_after(make_window)
     backend.enqueue(LOREM_SUMMARY)  # streamed slowly: about 6 s
     h.type_and_send("/compact")
     h.qtbot.waitUntil(lambda: h.window.status_strip.isVisible(), timeout=20_000)
+    # Esc while the summary is being written (on a loaded machine the strip shows well
+    # before the summary's prompt is read; an Esc then leaves the summary reply unused).
+    h.qtbot.waitUntil(lambda: not backend.replies, timeout=20_000)
     backend.enqueue("Answer after compaction.")
     h.type_and_send("queued while compacting")
     assert h.controller.queue == ["queued while compacting"]
