@@ -77,10 +77,13 @@ lint: $(STAMPS)/install
 check: lint
 	QT_QPA_PLATFORM=offscreen $(PY) -m pytest -q -n 2 -m "not integration and not slow"
 
+# Everything, on two xdist workers: the real-model tests (marked integration) form one group
+# that one worker runs one at a time, while the other worker runs the rest beside them
+# (tests/conftest.py puts them in the group).
 test: setup models llama-server lint
 	@mkdir -p $(ARTIFACTS)
 	QT_QPA_PLATFORM=offscreen ASSISTANT_TEST_ARTIFACTS=$(ARTIFACTS) \
-	  ASSISTANT_LLAMA_SERVER=$(LLAMA_SERVER) $(PY) -m pytest --durations=30
+	  ASSISTANT_LLAMA_SERVER=$(LLAMA_SERVER) $(PY) -m pytest -n 2 --dist loadgroup --durations=30
 	@echo "Screenshots and test artifacts: $(ARTIFACTS)"
 
 # The quick side-by-side run of all five strategies (with W1 also on a local OpenAI-compatible

@@ -125,6 +125,7 @@ def test_oracle_prompts() -> None:
     assert len(history) == 1 + 6 + 1 and history[-1]["content"] == q.question
 
 
+@pytest.mark.slow  # the 123k-token real session through the record strategy
 def test_the_real_session_is_found_and_asked_at_each_point() -> None:
     from bench.real_sessions import default_folders
 

@@ -30,6 +30,7 @@ def test_generation_speed_needs_a_llama_model() -> None:
     assert generation_speed(scripted()) is None
 
 
+@pytest.mark.slow  # a whole W3 run with the summary timed warm and cold
 def test_cli_runs_the_measurements(capsys: pytest.CaptureFixture[str]) -> None:
     assert main([*SCRIPTED, "--workload", "W3", "--strategy", "a",
                  "--no-questions", "--json"]) == 0

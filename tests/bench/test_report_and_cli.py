@@ -161,6 +161,7 @@ def test_checkpoint_and_resume(tmp_path: Path, capsys: pytest.CaptureFixture[str
     assert main([*full, "--resume", str(saved)]) == 1
 
 
+@pytest.mark.slow  # three whole W3 runs
 def test_a_quick_and_a_full_command_write_one_report(tmp_path: Path) -> None:
     """``make bench``: the quick comparison, then the full run; the report shows both."""
     report = tmp_path / "docs" / "BENCHMARKS.md"

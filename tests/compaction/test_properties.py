@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
@@ -47,6 +48,8 @@ def _t(user: int, tools: list[tuple[int, bool]], answer: int, stopped: bool) -> 
     return {"user": user, "tools": tools, "answer": answer, "stopped": stopped}
 
 
+# About a minute (each example is a whole chat through prepare): `make test` runs it.
+@pytest.mark.slow
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(turns=st.lists(turn, min_size=1, max_size=10), prune=st.booleans(),
        good=st.lists(st.booleans(), min_size=1, max_size=8))

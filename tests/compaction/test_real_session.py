@@ -25,7 +25,8 @@ def _seen(final: dict[str, object]) -> str:
     ).lower()
 
 
-@pytest.mark.parametrize("mode", ["local", "standard"])
+# Standard mode replays the whole session in a 128k window (half a minute): `make test`.
+@pytest.mark.parametrize("mode", ["local", pytest.param("standard", marks=pytest.mark.slow)])
 def test_every_must_fact_survives(mode: str) -> None:
     system, messages = load_transcript(SESSION)
     policy = resolve_policy(mode, None, None)  # type: ignore[arg-type]

@@ -17,7 +17,9 @@ from PySide6.QtCore import Qt, QTimer
 
 from assistant.tools.search import CHUNK_BYTES
 
-pytestmark = pytest.mark.slow
+# Timed (Esc within half a second, the window ticking): under `make test`'s xdist it runs in the
+# real-model group, beside at most a one-thread unit test, never beside a two-thread model.
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("real-model")]
 
 TICK_MS = 10
 STOP_LIMIT_S = 0.5

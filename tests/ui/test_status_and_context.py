@@ -101,11 +101,12 @@ def test_the_model_writing_after_a_tool_is_not_shown_as_the_tool(
 
 
 def test_edit_is_visibly_disabled_while_a_reply_stops(make_window) -> None:
-    backend = ScriptedBackend(["First answer.", "never written"], prefill_batch=8,
-                              delay_per_batch=0.4)
+    backend = ScriptedBackend(["First answer.", "never written"], prefill_batch=8)
     h = make_window(backend=backend)
     h.type_and_send("First question")
     h.wait_idle()
+    # Only the second prompt is slow to evaluate: Esc lands inside its prefill.
+    backend.delay_per_batch = 0.4
     user = h.window.chat_view.message_widgets[h.controller.conversation.messages[0].id]
     enabled_look = user.edit_button.grab().toImage()
     h.type_and_send("Second question, a long one " * 20)
