@@ -221,7 +221,8 @@ def _side_by_side(args: argparse.Namespace) -> int:
     opts = RunOptions(
         max_reply_tokens=args.max_reply_tokens, progress=_progress,
     )
-    questions = args.questions or (SIDE_BY_SIDE_QUICK_QUESTIONS if args.quick else None)
+    questions = 0 if args.no_questions else (
+        args.questions or (SIDE_BY_SIDE_QUICK_QUESTIONS if args.quick else None))
     work_dir = Path(tempfile.gettempdir()) / "offline-assistant-bench"
     work_dir.mkdir(parents=True, exist_ok=True)
     errors: list[str] = []

@@ -142,8 +142,8 @@ def measure(
     _reset_hwm(pid)
     run_rec = run_workload(backend, wl, strategy, options=options,
                            model_label=f"{backend.info.name} ({label})")
-    answers = ask_at_end(backend, transcript, manager_factory(strategy, transcript),
-                         progress=progress)
+    answers = (ask_at_end(backend, transcript, manager_factory(strategy, transcript),
+                          progress=progress) if transcript.questions else EndAnswers())
     row = make_row(label, run_rec, answers, _hwm_mb(pid))
     progress(f"side by side: {row}")
     return row
@@ -229,6 +229,8 @@ def _s(value: float | None) -> str:
 
 
 def _answers(r: EngineRow) -> str:
+    if not r.asked:
+        return "-"
     text = f"{r.answered}/{r.asked}"
     return text + (f" ({r.not_asked} not askable)" if r.not_asked else "")
 
