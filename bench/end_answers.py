@@ -15,6 +15,9 @@ context handling is worth is whether the model can still answer. This asks, on o
    answered at temperature 0 (:func:`bench.answers.ask`); the reply is scored with
    :func:`bench.questions.accepted`.
 
+:func:`passage_answers` is the answer benchmark's oracle (i) on the same questions: the
+source passage alone, then the question; it says how many the model can answer at all.
+
 The manager comes from a factory given the (window-capped) backend, so the same code asks
 through the app's policy (:func:`bench.strategies.answer_controller`) and through the chat
 front ends' cut (:class:`bench.strategies.FrontCut`).
@@ -31,7 +34,7 @@ from assistant.compaction.controller import ContextTooLargeError
 from assistant.conversation import Conversation, Message
 from assistant.llm.base import LLMBackend, LLMError
 
-from .answers import Transcript, ask
+from .answers import Transcript, ask, oracle_passage_messages
 from .questions import accepted
 from .recording import recording_backend
 
@@ -108,3 +111,17 @@ def ask_at_end(
         progress(f"answers at the end of {transcript.name}: {out.correct}/{out.asked}"
                  + (f" ({out.failed} not asked)" if out.failed else ""))
     return out
+
+
+def passage_answers(backend: LLMBackend, transcript: Transcript) -> int:
+    """How many of the questions the model answers given only the source passage (the
+    answer benchmark's oracle (i)); a failed call counts as not answered."""
+    right = 0
+    for q in transcript.questions:
+        try:
+            reply, _tokens = ask(backend, oracle_passage_messages(transcript, q))
+        except LLMError as exc:
+            log.warning("oracle question %s failed: %s", q.id, exc)
+            continue
+        right += accepted(reply, q.answers)
+    return right

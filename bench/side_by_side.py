@@ -37,7 +37,7 @@ from assistant.llm.local_server import LocalServer
 from assistant.llm.openai_backend import ServerBackend, ServerConfig
 
 from .answers import Transcript, workload_transcript
-from .end_answers import EndAnswers, ManagerFactory, ask_at_end
+from .end_answers import EndAnswers, ManagerFactory, ask_at_end, passage_answers
 from .metrics import RunRecord, median, summarize
 from .runner import RunOptions, run_workload
 from .strategies import AnswerStrategy, StrategyName, answer_controller, build_strategy
@@ -82,6 +82,8 @@ class EngineRow:
     not_asked: int = 0
     #: Median prompt of the questions (tokens): how much history they were asked with.
     question_prompt: float | None = None
+    #: The same questions with the source passage alone (oracle (i); the embedded row).
+    passage_answered: int | None = None
 
 
 def _hwm_mb(pid: int | str) -> float:
@@ -189,6 +191,7 @@ def run(
             try:
                 rows.append(measure(backend, wl, transcript, "policy", EMBEDDED, opts,
                                     "self", say))
+                rows[-1].passage_answered = passage_answers(backend, transcript)
             finally:
                 backend.close()
         except LLMError as exc:
@@ -244,12 +247,16 @@ def worth(rows: Sequence[EngineRow]) -> list[str]:
         if policy is None or cut is None or not policy.asked or not cut.asked:
             continue
         gain = policy.answered / policy.asked - cut.answered / cut.asked
+        ceiling = next((r.passage_answered for r in rows if r.workload == wl
+                        and r.passage_answered is not None), None)
         out.append(
             f"- {wl}: on llama-server the app's policy answered {_answers(policy)} "
             f"({gain:+.0%} against the front cut's {_answers(cut)}), first token median "
             f"{_s(policy.ttft_median_s)} s against {_s(cut.ttft_median_s)} s, "
             f"{policy.evaluated + policy.summary_evaluated:,} prompt tokens evaluated "
             f"(summaries included) against {cut.evaluated:,}."
+            + (f" Given each question's source passage alone, the model answers "
+               f"{ceiling}/{policy.asked}." if ceiling is not None else "")
         )
     return out
 

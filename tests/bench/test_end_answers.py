@@ -8,7 +8,7 @@ from typing import Any
 from assistant.config import Settings
 from assistant.conversation import Message
 from bench.answers import Transcript
-from bench.end_answers import ask_at_end, replay
+from bench.end_answers import ask_at_end, passage_answers, replay
 from bench.questions import Question
 from bench.strategies import answer_controller, build_strategy
 from tests.fakes.scripted import ScriptedBackend
@@ -18,11 +18,11 @@ WINDOW = 1_024
 
 
 def _reader(messages: list[dict[str, Any]]) -> str:
-    """A model that answers with the sentences of its prompt (before the question) that
-    share a word of five letters or more with the question: it knows what it was shown."""
-    words = [w.strip("?").lower() for w in str(messages[-1]["content"]).split()]
-    keys = [w for w in words if len(w) >= 5]
-    context = " ".join(str(m.get("content") or "") for m in messages[:-1])
+    """A model that answers with the sentences of its prompt that share a word of five
+    letters or more with the question (its last line): it knows what it was shown."""
+    question = str(messages[-1]["content"]).splitlines()[-1]
+    keys = [w for w in (w.strip("?").lower() for w in question.split()) if len(w) >= 5]
+    context = " ".join(str(m.get("content") or "") for m in messages)
     said = [s for s in context.split(". ") if any(k in s.lower() for k in keys)]
     return ". ".join(said) or "I do not know."
 
@@ -78,3 +78,10 @@ def test_the_policy_answers_through_the_prompt_it_prepares() -> None:
     # The record the policy writes keeps the user's first request (the goal): both answers.
     assert (got.asked, got.correct, got.failed) == (2, 2, 0)
     assert "4321" in got.replies["p1"] and "Oslo" in got.replies["p2"]
+
+
+def test_the_passage_alone_is_the_ceiling() -> None:
+    t = _transcript()
+    assert passage_answers(_backend(), t) == 2
+    forgetful = ScriptedBackend(window=WINDOW, trained_context=WINDOW, default_reply="No idea.")
+    assert passage_answers(forgetful, t) == 0

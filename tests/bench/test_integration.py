@@ -166,6 +166,9 @@ def test_side_by_side_with_llama_server(
         assert (r["asked"], r["not_asked"]) == (2, 0), label
         assert 0 < r["question_prompt"] < 1_024, label
         assert r["peak_rss_mb"] > 50, label  # the process holding the model, read from /proc
+    # The model's ceiling on the same questions (the source passage alone), asked once.
+    assert rows[EMBEDDED]["passage_answered"] is not None
+    assert rows[SERVER_POLICY]["passage_answered"] is None
     # The front cut writes no summary; the policy does (or tries to) and evaluates it.
     assert rows[SERVER_FRONT_CUT]["summary_evaluated"] == 0
     assert rows[SERVER_POLICY]["summary_evaluated"] > 0

@@ -89,6 +89,7 @@ def test_the_table_ends_with_the_answers_and_says_what_the_policy_is_worth() -> 
     wl = chat_workload(2)
     rows = [_row(EMBEDDED, 5, 0.5), _row(SERVER_FRONT_CUT, 2, 0.6), _row(SERVER_POLICY, 5, 0.55)]
     rows[1].not_asked = 1
+    rows[0].passage_answered = 6
     table = render(rows, [wl], "python -m bench --side-by-side --quick", ["W1, x: gone"],
                    when="2026-11-26", model="m.gguf")
     assert table.startswith("Run 2026-11-26 with m.gguf: `python -m bench --side-by-side")
@@ -99,7 +100,8 @@ def test_the_table_ends_with_the_answers_and_says_what_the_policy_is_worth() -> 
     assert "| 2/8 (1 not askable) |" in table
     assert ("- W2: on llama-server the app's policy answered 5/8 (+38% against the front "
             "cut's 2/8 (1 not askable)), first token median 0.55 s against 0.60 s, 1,500 "
-            "prompt tokens evaluated (summaries included) against 1,200.") in table
+            "prompt tokens evaluated (summaries included) against 1,200. Given each question's "
+            "source passage alone, the model answers 6/8.") in table
     assert "Not measured: W1, x: gone" in table
     # A workload without both server rows says nothing about the worth.
     assert worth([_row(EMBEDDED, 5, 0.5, "W1"), _row(SERVER_POLICY, 5, 0.5, "W1")]) == []
