@@ -91,8 +91,9 @@ test: setup models llama-server lint
 # chat, with both models).
 # Last, the engines side by side (issue 29): quick W1 and W2 through the embedded engine, the
 # app on llama.cpp's llama-server, and llama-server --cache-reuse cut from the front as chat
-# front ends drive it, with the answer benchmark's questions at the end (about 15 minutes on
-# 2 idle cores); its table goes into its own part of docs/BENCHMARKS.md.
+# front ends drive it, with the answer benchmark's questions at the end (7-10 minutes a
+# workload on 2 cores under heavy load, less on idle ones); its table goes into its own part
+# of docs/BENCHMARKS.md.
 # `python -m bench` alone runs all five strategies on the full workloads (hours).
 bench: setup models llama-server
 	$(PY) -m bench --quick --engine server --report docs/BENCHMARKS.md
