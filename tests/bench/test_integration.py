@@ -137,7 +137,7 @@ def test_answer_benchmark_with_the_embedded_model(real_backend: object) -> None:
 @pytest.mark.skipif(not find_llama_server(),
                     reason="no llama-server binary (`make llama-server` builds it)")
 # Six short turns and two questions, three ways: about 3,000 prompt tokens per way (a few
-# minutes on an idle machine, 16 on a loaded one); the limit only catches a hang.
+# minutes on an idle machine, 16-18 at load 12-16 on 2 cores); the limit only catches a hang.
 @pytest.mark.timeout(1800)
 def test_side_by_side_with_llama_server(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
