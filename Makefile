@@ -92,10 +92,17 @@ test: setup models llama-server lint
 # benchmark (bench/answers.py; docs/ANSWERS.md): a few minutes in the quick run, hours in the
 # full one (48 questions per workload and the real session's 46, at up to four points of the
 # chat, with both models).
+# Last, the engines side by side (issue 29): quick W1 and W2 through the embedded engine, the
+# app on llama.cpp's llama-server, and llama-server --cache-reuse cut from the front as chat
+# front ends drive it, with the answer benchmark's questions at the end (7-10 minutes a
+# workload on 2 cores under heavy load, less on idle ones); its table goes into its own part
+# of docs/BENCHMARKS.md.
 # `python -m bench` alone runs all five strategies on the full workloads (hours).
-bench: setup models
+bench: setup models llama-server
 	$(PY) -m bench --quick --engine server --report docs/BENCHMARKS.md
 	$(PY) -m bench --strategy policy --strategy none --report docs/BENCHMARKS.md
+	ASSISTANT_LLAMA_SERVER=$(LLAMA_SERVER) $(PY) -m bench --side-by-side --quick \
+	  --report docs/BENCHMARKS.md
 
 package: setup
 	$(PY) -m pip install --quiet -e '.[package]'

@@ -74,6 +74,10 @@ from .workloads import (
 
 EXIT_USAGE = 2
 W4_MODEL = "gemma-3-270m"
+#: ``--side-by-side``'s workloads when none is named, and its questions per workload with
+#: ``--quick`` (the full run asks them all).
+SIDE_BY_SIDE_WORKLOADS = ("W1", "W2")
+SIDE_BY_SIDE_QUICK_QUESTIONS = 8
 SCRIPTED_REPLY = "Here is a short answer about what you asked, keeping to your rules."
 
 
@@ -155,9 +159,12 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--reuse-continuation", type=int, default=32, metavar="N",
                    help="chunk-reuse quality: positions compared per call (default 32)")
     p.add_argument("--side-by-side", action="store_true",
-                   help="only run the first workload (default W1) three ways: the embedded "
+                   help="only run the workloads (default W1 and W2) three ways: the embedded "
                    "engine, the app driving llama-server, and llama-server --cache-reuse "
-                   "with the front ends' front cut; print the table")
+                   "with the front ends' front cut; ask the answer benchmark's questions "
+                   "at the end of each (--questions N: at most N, default 8 with --quick, "
+                   "else all); print the table (--report PATH: also put it in PATH's "
+                   "engines section)")
     p.add_argument("--llama-server-wait", type=float, default=0.0, metavar="S",
                    help="--side-by-side: wait up to S seconds for the llama-server binary "
                    "(while make llama-server builds it)")
@@ -192,9 +199,9 @@ def _speculative(args: argparse.Namespace) -> int:
     return 0
 
 
-def _side_by_side(args: argparse.Namespace, name: str) -> int:
-    """``--side-by-side``: one workload through the app and through llama-server
-    (bench/side_by_side.py)."""
+def _side_by_side(args: argparse.Namespace) -> int:
+    """``--side-by-side``: the workloads (default W1 and W2) through the app and through
+    llama-server (bench/side_by_side.py)."""
     from assistant.llm.local_server import find_llama_server
     from assistant.llm.registry import load_registry
 
@@ -205,30 +212,41 @@ def _side_by_side(args: argparse.Namespace, name: str) -> int:
         print("bench: --side-by-side needs a model and llama.cpp's llama-server (`make "
               "llama-server` builds it; or set ASSISTANT_LLAMA_SERVER)", file=sys.stderr)
         return EXIT_USAGE
-    wl = _workloads([name], args.seed, args.quick)[0]
+    names = [
+        n if n.endswith(".jsonl") else canonical_name(n)
+        for n in (args.workload or list(SIDE_BY_SIDE_WORKLOADS))
+    ]
+    workloads = _workloads(names, args.seed, args.quick)
     model = load_registry().default if args.model == "embedded" else args.model
     opts = RunOptions(
-        max_reply_tokens=args.max_reply_tokens, ask_questions=not args.no_questions,
-        one_question_per_kind=args.quick, probe_reply_tokens=16 if args.quick else 32,
-        progress=_progress,
+        max_reply_tokens=args.max_reply_tokens, progress=_progress,
     )
+    questions = 0 if args.no_questions else (
+        args.questions or (SIDE_BY_SIDE_QUICK_QUESTIONS if args.quick else None))
     work_dir = Path(tempfile.gettempdir()) / "offline-assistant-bench"
     work_dir.mkdir(parents=True, exist_ok=True)
     errors: list[str] = []
     try:
         with _logging(args.verbose, work_dir / "bench.log"):
-            rows = side_by_side.run(model, wl, opts, llama_server=binary,
+            rows = side_by_side.run(model, workloads, opts, llama_server=binary,
                                     threads=args.threads, log_dir=work_dir,
-                                    progress=_progress, errors=errors,
-                                    wait_s=args.llama_server_wait)
+                                    questions=questions, progress=_progress,
+                                    errors=errors, wait_s=args.llama_server_wait)
     except LLMError as exc:
         print(f"bench: {exc}", file=sys.stderr)
         return 1
+    table = side_by_side.render(
+        rows, workloads, "python -m bench " + " ".join(args.argv), errors,
+        when=time.strftime("%Y-%m-%d", time.gmtime()), model=Path(model).name,
+    )
+    if args.report is not None:
+        old = args.report.read_text(encoding="utf-8") if args.report.exists() else ""
+        args.report.write_text(side_by_side.insert_section(old, table), encoding="utf-8")
+        _progress(f"wrote the side-by-side table into {args.report}")
     if args.json:
         print(json.dumps({"rows": side_by_side.to_json(rows), "errors": errors}, indent=1))
     else:
-        print(side_by_side.render(rows, wl, "python -m bench " + " ".join(args.argv),
-                                  errors))
+        print(table)
     return 1 if errors else 0
 
 
@@ -424,7 +442,7 @@ def main(argv: list[str]) -> int:
     if args.max_reply_tokens is None:
         args.max_reply_tokens = 24 if args.quick else 48
     if args.side_by_side:
-        return _side_by_side(args, names[0])
+        return _side_by_side(args)
     if args.max_reply_tokens < 16:
         print("bench: --max-reply-tokens must be at least 16", file=sys.stderr)
         return EXIT_USAGE

@@ -1,6 +1,6 @@
 """The app beside the engine users would pick instead (``python -m bench --side-by-side``).
 
-One workload, one session, three ways, one after the other (never at the same time):
+The same workloads, one session, three ways, one after the other (never at the same time):
 
 * **embedded**: the app's own engine (llama.cpp in this process) with the app's context
   policy (:mod:`assistant.compaction`), as every benchmark run does;
@@ -11,11 +11,13 @@ One workload, one session, three ways, one after the other (never at the same ti
   oldest messages cut when it no longer fits (:class:`~bench.strategies.FrontCut`), with
   the server's prompt cache and ``--cache-reuse`` keeping what it can of the cached text.
 
-Each reports time to first token, prompt tokens evaluated and evaluated again
-(:func:`bench.metrics.summarize`), the peak resident memory of the process that holds the
-model (this process for the embedded engine, the server process for the others; both read
-from ``VmHWM`` after resetting it) and the answers to the workload's planted-fact questions
-asked at the end (:func:`accuracy`: small on purpose, to switch to bench/answers.py).
+Each reports, per workload, time to first token, prompt tokens evaluated and evaluated again
+(:func:`bench.metrics.summarize`; the summaries the policy writes are evaluated too and
+shown apart), the peak resident memory of the process that holds the model (this process
+for the embedded engine, the server process for the others; both read from ``VmHWM`` after
+resetting it) and, last, the answers to the answer benchmark's questions asked at the end
+of the workload's chat through the same context handling on the same engine
+(:mod:`bench.end_answers`): what the context policy is worth.
 """
 
 from __future__ import annotations
@@ -23,49 +25,65 @@ from __future__ import annotations
 import contextlib
 import os
 import time
-from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from assistant.agent.controller_api import ContextManager
 from assistant.config import Settings
-from assistant.llm.base import LLMError
+from assistant.llm.base import LLMBackend, LLMError
 from assistant.llm.local_server import LocalServer
 from assistant.llm.openai_backend import ServerBackend, ServerConfig
 
-from .metrics import RunRecord, summarize
+from .answers import Transcript, workload_transcript
+from .end_answers import EndAnswers, ManagerFactory, ask_at_end, passage_answers
+from .metrics import RunRecord, median, summarize
 from .runner import RunOptions, run_workload
-from .strategies import StrategyName
+from .strategies import AnswerStrategy, StrategyName, answer_controller, build_strategy
 from .workloads import Workload
 
 #: llama-server's --cache-reuse chunk size for the front-cut baseline (tokens; llama.cpp's
 #: server docs use 256 as the example value).
 CACHE_REUSE = 256
+#: The policy the questions are asked through: the code-written record, recall off (as the
+#: app ships). The workload runs use the app's model summarizer; in the quick windows its
+#: summaries are rejected and the app falls back to this record anyway (bench/answer_suite.py),
+#: so asking through the model summarizer would cost minutes for the same prompts.
+APP_VARIANT: AnswerStrategy = "record"
+
+EMBEDDED = "embedded engine, app policy"
+SERVER_POLICY = "llama-server, app policy"
+SERVER_FRONT_CUT = f"llama-server --cache-reuse {CACHE_REUSE}, front cut"
 
 
 @dataclass
 class EngineRow:
-    """One way of running the workload, summarized."""
+    """One way of running one workload, summarized."""
 
+    workload: str
     label: str
     strategy: str
     ttft_median_s: float | None
     ttft_p95_s: float | None
+    #: Prompt tokens the chat calls evaluated, and of them those evaluated again.
     evaluated: int
     reevaluated: int
     reeval_share: float | None
+    #: Prompt tokens the summarizer's calls evaluated (the policy only).
+    summary_evaluated: int
     peak_rss_mb: float
-    answered: int
-    asked: int
     overflowed: int
     wall_s: float
     cuts: int
-
-
-def accuracy(run: RunRecord) -> tuple[int, int]:
-    """(answered correctly, asked) over the planted-fact questions asked at the end."""
-    asked = [f for f in run.facts if f.answered is not None]
-    return sum(bool(f.answered) for f in asked), len(asked)
+    #: The answer benchmark's questions at the end: answered correctly, asked, not askable.
+    answered: int
+    asked: int
+    not_asked: int = 0
+    #: Median prompt of the questions (tokens): how much history they were asked with.
+    question_prompt: float | None = None
+    #: The same questions with the source passage alone (oracle (i); the embedded row).
+    passage_answered: int | None = None
 
 
 def _hwm_mb(pid: int | str) -> float:
@@ -83,15 +101,18 @@ def _reset_hwm(pid: int | str) -> None:
         f.write("5")
 
 
-def _row(label: str, run: RunRecord, peak_mb: float) -> EngineRow:
+def make_row(label: str, run: RunRecord, answers: EndAnswers, peak_mb: float) -> EngineRow:
+    """One table row from a workload run and the answers asked after it."""
     s = summarize(run)
-    answered, asked = accuracy(run)
-    evaluated = sum(c.evaluated for c in run.calls if c.kind == "chat")
     return EngineRow(
-        label=label, strategy=run.strategy, ttft_median_s=s.ttft_median_s,
-        ttft_p95_s=s.ttft_p95_s, evaluated=evaluated, reevaluated=s.reevaluated,
-        reeval_share=s.reeval_share, peak_rss_mb=peak_mb, answered=answered, asked=asked,
-        overflowed=s.overflowed_calls, wall_s=run.wall_s, cuts=len(run.compactions),
+        workload=run.workload, label=label, strategy=run.strategy,
+        ttft_median_s=s.ttft_median_s, ttft_p95_s=s.ttft_p95_s,
+        evaluated=s.prefill_evaluated, reevaluated=s.reevaluated,
+        reeval_share=s.reeval_share, summary_evaluated=s.summary_prefill,
+        peak_rss_mb=peak_mb, overflowed=s.overflowed_calls, wall_s=run.wall_s,
+        cuts=len(run.compactions), answered=answers.correct, asked=answers.asked,
+        not_asked=answers.failed,
+        question_prompt=median([float(n) for n in answers.prompt_tokens]),
     )
 
 
@@ -101,73 +122,108 @@ def window_for(wl: Workload) -> int:
     return min(n_ctx, wl.window_cap) if wl.window_cap is not None else n_ctx
 
 
+def manager_factory(strategy: StrategyName, transcript: Transcript) -> ManagerFactory:
+    """How questions are prepared for ``strategy``: the app's policy as it ships
+    (:data:`APP_VARIANT`), or the front ends' cut."""
+    settings = Settings(mode=transcript.mode)
+
+    def make(backend: LLMBackend) -> ContextManager:
+        if strategy == "policy":
+            return answer_controller(APP_VARIANT, backend, settings)
+        return build_strategy(strategy, backend, settings).inner
+
+    return make
+
+
+def measure(
+    backend: LLMBackend, wl: Workload, transcript: Transcript, strategy: StrategyName,
+    label: str, options: RunOptions, pid: int | str,
+    progress: Callable[[str], None],
+) -> EngineRow:
+    """The workload, then the questions, on one engine; peak memory of process ``pid``."""
+    _reset_hwm(pid)
+    run_rec = run_workload(backend, wl, strategy, options=options,
+                           model_label=f"{backend.info.name} ({label})")
+    answers = (ask_at_end(backend, transcript, manager_factory(strategy, transcript),
+                          progress=progress) if transcript.questions else EndAnswers())
+    row = make_row(label, run_rec, answers, _hwm_mb(pid))
+    progress(f"side by side: {row}")
+    return row
+
+
 def run(
     model: str,
-    wl: Workload,
+    workloads: Sequence[Workload],
     options: RunOptions,
     *,
     llama_server: str,
     threads: int = 0,
     log_dir: Path,
+    questions: int | None = None,
     progress: Callable[[str], None] | None = None,
     errors: list[str] | None = None,
     wait_s: float = 0.0,
 ) -> list[EngineRow]:
-    """The three runs of ``wl`` on ``model`` (a registry name or a GGUF path). A server run
+    """The three runs of each workload on ``model`` (a registry name or a GGUF path), and
+    up to ``questions`` of its answer-benchmark questions (None: all) after each. A run
     that fails is left out and described in ``errors``. ``wait_s``: how long the server
-    runs wait for the binary to appear (``make llama-server`` building it meanwhile)."""
+    runs wait for the binary to appear (``make llama-server`` building it meanwhile).
+    The workload runs ask no end-of-run questions of their own (``options.ask_questions``
+    is ignored): the answer benchmark's questions are asked instead."""
     errors = errors if errors is not None else []
     from assistant.llm.llama_backend import LlamaBackend
     from assistant.llm.registry import resolve_model
 
     path, _entry = resolve_model(model)
-    n_ctx = window_for(wl)
     threads = threads or min(2, os.cpu_count() or 1)
     say = progress or (lambda _t: None)
+    opts = replace(options, ask_questions=False)
     rows: list[EngineRow] = []
-
-    say(f"side by side: {wl.name} on {path.name}, window {n_ctx}: embedded engine ...")
-    backend = LlamaBackend.load(str(path), n_ctx=n_ctx, threads=threads, calibrate=True)
-    try:
-        _reset_hwm("self")
-        run_rec = run_workload(backend, wl, "policy", options=options,
-                               model_label=f"{path.name} (embedded)")
-        rows.append(_row("embedded engine, app policy", run_rec, _hwm_mb("self")))
-        say(f"side by side: {rows[-1]}")
-    finally:
-        backend.close()
-
     deadline = time.monotonic() + wait_s
-    while not Path(llama_server).is_file() and time.monotonic() < deadline:
-        say(f"side by side: waiting for {llama_server} (make llama-server) ...")
-        time.sleep(min(30.0, max(0.0, deadline - time.monotonic())))
-    # The front ends' way first: beside the embedded run it is the comparison users make.
-    plans: list[tuple[str, StrategyName, tuple[str, ...]]] = [
-        (f"llama-server --cache-reuse {CACHE_REUSE}, front cut", "front-cut",
-         ("--cache-reuse", str(CACHE_REUSE))),
-        ("llama-server, app policy", "policy", ()),
-    ]
-    for label, strategy, extra in plans:
-        say(f"side by side: {label} ...")
-        log = log_dir / f"llama-server-{strategy}.log"
+    for wl in workloads:
+        n_ctx = window_for(wl)
+        transcript = workload_transcript(wl, limit=questions)
+        say(f"side by side: {wl.name} on {path.name}, window {n_ctx}, "
+            f"{len(transcript.questions)} questions: {EMBEDDED} ...")
         try:
-            with LocalServer(path, n_ctx=n_ctx, threads=threads, log_path=log,
-                             llama_server_bin=llama_server, extra_args=extra) as server:
-                server_backend = ServerBackend.connect(
-                    ServerConfig(server.url, window=n_ctx, timeout_s=600, seed=0)
-                )
-                try:
-                    assert server.pid is not None
-                    _reset_hwm(server.pid)
-                    run_rec = run_workload(server_backend, wl, strategy, options=options,
-                                           model_label=f"{path.name} ({label})")
-                    rows.append(_row(label, run_rec, _hwm_mb(server.pid)))
-                    say(f"side by side: {rows[-1]}")
-                finally:
-                    server_backend.close()
-        except (LLMError, OSError) as exc:  # the rows so far count; the table says what failed
-            say(f"side by side: {label} failed: {exc}")
-            errors.append(f"{label}: {exc}")
+            backend = LlamaBackend.load(str(path), n_ctx=n_ctx, threads=threads,
+                                        calibrate=True)
+            try:
+                rows.append(measure(backend, wl, transcript, "policy", EMBEDDED, opts,
+                                    "self", say))
+                rows[-1].passage_answered = passage_answers(backend, transcript)
+            finally:
+                backend.close()
+        except LLMError as exc:
+            say(f"side by side: {EMBEDDED} failed: {exc}")
+            errors.append(f"{wl.name}, {EMBEDDED}: {exc}")
+
+        while not Path(llama_server).is_file() and time.monotonic() < deadline:
+            say(f"side by side: waiting for {llama_server} (make llama-server) ...")
+            time.sleep(min(30.0, max(0.0, deadline - time.monotonic())))
+        # The front ends' way first: beside the embedded run it is the comparison users make.
+        plans: list[tuple[str, StrategyName, tuple[str, ...]]] = [
+            (SERVER_FRONT_CUT, "front-cut", ("--cache-reuse", str(CACHE_REUSE))),
+            (SERVER_POLICY, "policy", ()),
+        ]
+        for label, strategy, extra in plans:
+            say(f"side by side: {wl.name}: {label} ...")
+            log = log_dir / f"llama-server-{wl.name}-{strategy}.log"
+            try:
+                with LocalServer(path, n_ctx=n_ctx, threads=threads, log_path=log,
+                                 llama_server_bin=llama_server, extra_args=extra) as server:
+                    server_backend = ServerBackend.connect(
+                        ServerConfig(server.url, window=n_ctx, timeout_s=600, seed=0)
+                    )
+                    try:
+                        assert server.pid is not None
+                        rows.append(measure(server_backend, wl, transcript, strategy, label,
+                                            opts, server.pid, say))
+                    finally:
+                        server_backend.close()
+            except (LLMError, OSError) as exc:  # the rows so far count; the table says so
+                say(f"side by side: {label} failed: {exc}")
+                errors.append(f"{wl.name}, {label}: {exc} (log: {log})")
     return rows
 
 
@@ -175,31 +231,89 @@ def _s(value: float | None) -> str:
     return "-" if value is None else f"{value:.2f}"
 
 
-def render(rows: list[EngineRow], wl: Workload, command: str,
-           errors: list[str] | None = None) -> str:
-    """The side-by-side table (markdown), and the runs that failed."""
+def _answers(r: EngineRow) -> str:
+    if not r.asked:
+        return "-"
+    text = f"{r.answered}/{r.asked}"
+    return text + (f" ({r.not_asked} not askable)" if r.not_asked else "")
+
+
+def worth(rows: Sequence[EngineRow]) -> list[str]:
+    """Per workload, the app's policy against the front cut, both on llama-server."""
+    out: list[str] = []
+    for wl in dict.fromkeys(r.workload for r in rows):
+        by = {r.label: r for r in rows if r.workload == wl}
+        policy, cut = by.get(SERVER_POLICY), by.get(SERVER_FRONT_CUT)
+        if policy is None or cut is None or not policy.asked or not cut.asked:
+            continue
+        gain = policy.answered / policy.asked - cut.answered / cut.asked
+        ceiling = next((r.passage_answered for r in rows if r.workload == wl
+                        and r.passage_answered is not None), None)
+        out.append(
+            f"- {wl}: on llama-server the app's policy answered {_answers(policy)} "
+            f"({gain:+.0%} against the front cut's {_answers(cut)}), first token median "
+            f"{_s(policy.ttft_median_s)} s against {_s(cut.ttft_median_s)} s, "
+            f"{policy.evaluated + policy.summary_evaluated:,} prompt tokens evaluated "
+            f"(summaries included) against {cut.evaluated:,}."
+            + (f" Given each question's source passage alone, the model answers "
+               f"{ceiling}/{policy.asked}." if ceiling is not None else "")
+        )
+    return out
+
+
+def render(rows: Sequence[EngineRow], workloads: Sequence[Workload], command: str,
+           errors: Sequence[str] = (), *, when: str = "", model: str = "") -> str:
+    """The side-by-side table (markdown), what the policy is worth, and what failed.
+    ``when`` (a date) and ``model`` are said when given."""
+    windows = ", ".join(
+        f"{wl.name} {wl.mode} mode, window {window_for(wl):,}" for wl in workloads
+    )
+    ran = f"Run {when}" + (f" with {model}" if model else "") + ": " if when else ""
     lines = [
-        "### The app beside llama-server",
+        f"{ran}`{command}` ({windows}): the same model and threads, one run after the other. "
+        "Evaluated again: prompt tokens the chat calls had evaluated before (the text after "
+        "a cut or a summary that the cache could not keep); the policy's summaries are "
+        "evaluated too (own column). Peak memory: the process holding the model (this one, "
+        "Python included, or the server). Answers: the answer benchmark's questions "
+        "(bench/questions.py) asked at the end of the workload's transcript through the same "
+        "context handling on the same engine (bench/end_answers.py).",
         "",
-        f"`{command}`: {wl.name} ({wl.mode} mode, window {window_for(wl):,}), the same "
-        "model and threads, one run after the other. Peak memory is the process holding "
-        "the model (this one, or the server). Answers: planted-fact questions asked at "
-        "the end.",
-        "",
-        "| engine and context | TTFT median / p95 s | prompt tokens evaluated | evaluated "
-        "again | cuts or compactions | overflowed calls | peak RSS MiB | answers | wall s |",
-        "|---|---|---:|---:|---:|---:|---:|---:|---:|",
+        "| workload | engine and context | TTFT median / p95 s | prompt tokens evaluated | "
+        "evaluated again | summary tokens evaluated | cuts or compactions | overflowed "
+        "calls | peak RSS MiB | wall s | answers at the end |",
+        "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for r in rows:
         share = f" ({r.reeval_share:.1%})" if r.reeval_share is not None else ""
         lines.append(
-            f"| {r.label} | {_s(r.ttft_median_s)} / {_s(r.ttft_p95_s)} | {r.evaluated:,} | "
-            f"{r.reevaluated:,}{share} | {r.cuts} | {r.overflowed} | {r.peak_rss_mb:,.0f} | "
-            f"{r.answered}/{r.asked} | {r.wall_s:,.0f} |"
+            f"| {r.workload} | {r.label} | {_s(r.ttft_median_s)} / {_s(r.ttft_p95_s)} | "
+            f"{r.evaluated:,} | {r.reevaluated:,}{share} | {r.summary_evaluated:,} | "
+            f"{r.cuts} | {r.overflowed} | {r.peak_rss_mb:,.0f} | {r.wall_s:,.0f} | "
+            f"{_answers(r)} |"
         )
-    lines += [f"\nNot measured: {e}" for e in errors or []]
+    said = worth(rows)
+    if said:
+        lines += ["", "What the context policy is worth to a llama-server user:", "", *said]
+    lines += [f"\nNot measured: {e}" for e in errors]
     return "\n".join(lines) + "\n"
 
 
-def to_json(rows: list[EngineRow]) -> list[dict[str, Any]]:
+#: The lines that enclose the table in a report (``--side-by-side --report PATH``).
+BEGIN = "<!-- side-by-side: python -m bench --side-by-side --report rewrites this part -->"
+END = "<!-- /side-by-side -->"
+#: The heading a report without the markers gets, with the table under it.
+HEADING = "## Engines side by side (issue 29)"
+
+
+def insert_section(document: str, table: str) -> str:
+    """``document`` with ``table`` between :data:`BEGIN` and :data:`END` (the old table
+    there replaced); appended under :data:`HEADING` when the markers are not there."""
+    block = f"{BEGIN}\n{table.rstrip()}\n{END}"
+    start, end = document.find(BEGIN), document.find(END)
+    if 0 <= start < end:
+        return document[:start] + block + document[end + len(END):]
+    return document.rstrip() + f"\n\n{HEADING}\n\n{block}\n"
+
+
+def to_json(rows: Sequence[EngineRow]) -> list[dict[str, Any]]:
     return [asdict(r) for r in rows]

@@ -9,14 +9,16 @@ happen, the KV cache carries turns over, the report and the replayable workloads
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
+from assistant.llm.local_server import find_llama_server
 from assistant.llm.registry import resolve_model
 from bench.cli import main
 from bench.strategies import STRATEGY_NAMES
-from bench.workloads import WORKLOAD_NAMES, load_workload
+from bench.workloads import WORKLOAD_NAMES, ChatStep, generate, load_workload
 
 
 @pytest.mark.integration
@@ -128,3 +130,51 @@ def test_answer_benchmark_with_the_embedded_model(real_backend: object) -> None:
     assert any(r.oracle_i for r in run.rows)
     # The history fits the 8,192-token window here: oracle (ii) was asked at every point.
     assert all(r.oracle_ii is not None for r in run.rows)
+
+
+@pytest.mark.integration
+@pytest.mark.slow
+@pytest.mark.skipif(not find_llama_server(),
+                    reason="no llama-server binary (`make llama-server` builds it)")
+# Six short turns and two questions, three ways: about 3,000 prompt tokens per way (a few
+# minutes on an idle machine, 16-18 at load 12-16 on 2 cores); the limit only catches a hang.
+@pytest.mark.timeout(1800)
+def test_side_by_side_with_llama_server(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``--side-by-side`` end to end on real processes: the embedded model, then llama.cpp's
+    ``llama-server`` on 127.0.0.1 twice (the front ends' front cut with ``--cache-reuse``,
+    the app's policy), quick W2's first six turns in a 1,024-token window."""
+    from bench import cli
+    from bench.side_by_side import BEGIN, EMBEDDED, SERVER_FRONT_CUT, SERVER_POLICY
+
+    quick = generate("W2", 0, quick=True)
+    turns = [i for i, s in enumerate(quick.steps) if isinstance(s, ChatStep)]
+    small = replace(quick, name="W2", steps=quick.steps[: turns[5] + 1], nominal_window=1_024)
+    monkeypatch.setattr(cli, "_workloads", lambda _names, _seed, _quick: [small])
+    report = tmp_path / "BENCHMARKS.md"
+    report.write_text("# Benchmarks\n", encoding="utf-8")
+    assert main(["--side-by-side", "--quick", "--questions", "2", "--max-reply-tokens", "16",
+                 "--threads", "2", "--report", str(report), "--json"]) == 0
+    rows = {r["label"]: r for r in json.loads(capsys.readouterr().out)["rows"]}
+    assert list(rows) == [EMBEDDED, SERVER_FRONT_CUT, SERVER_POLICY]
+    for label, r in rows.items():
+        # Every way ran the whole chat within the window, outgrew it once at least (cut or
+        # compacted), and asked both questions at the end through its own context handling.
+        assert r["overflowed"] == 0 and r["cuts"] >= 1, label
+        assert r["evaluated"] > 0 and r["ttft_median_s"] is not None, label
+        assert (r["asked"], r["not_asked"]) == (2, 0), label
+        assert 0 < r["question_prompt"] < 1_024, label
+        assert r["peak_rss_mb"] > 50, label  # the process holding the model, read from /proc
+    # The model's ceiling on the same questions (the source passage alone), asked once.
+    assert rows[EMBEDDED]["passage_answered"] is not None
+    assert rows[SERVER_POLICY]["passage_answered"] is None
+    # The front cut writes no summary (in this window the policy's record is the code's).
+    assert rows[SERVER_FRONT_CUT]["summary_evaluated"] == 0
+    # --cache-reuse: after a cut, the server moves the cached text that is left instead of
+    # evaluating it again (without it, every cut re-evaluates the whole remaining chat).
+    cut = rows[SERVER_FRONT_CUT]
+    assert cut["reevaluated"] < cut["evaluated"] // 2
+    text = report.read_text(encoding="utf-8")
+    assert text.startswith("# Benchmarks\n") and BEGIN in text
+    assert all(f"| W2 | {label} |" in text for label in rows)

@@ -1,14 +1,27 @@
 """The side-by-side section's parts that need no server: the front ends' front cut, the
-accuracy count and the table (the runs themselves are measured with ``--side-by-side``)."""
+table and its place in the report (the runs themselves, on real processes:
+tests/bench/test_integration.py; the questions: test_end_answers.py)."""
 
 from __future__ import annotations
 
 from assistant.compaction.tokens import TokenCounter
 from assistant.config import EffectivePolicy, Settings
 from assistant.conversation import Conversation, Message, ToolCall
-from bench.metrics import FactResult, RunRecord, summarize
+from bench.metrics import summarize
 from bench.runner import RunOptions, run_workload
-from bench.side_by_side import EngineRow, accuracy, render, window_for
+from bench.side_by_side import (
+    BEGIN,
+    EMBEDDED,
+    END,
+    HEADING,
+    SERVER_FRONT_CUT,
+    SERVER_POLICY,
+    EngineRow,
+    insert_section,
+    render,
+    window_for,
+    worth,
+)
 from bench.strategies import FrontCut, build_strategy
 
 from .helpers import chat_workload, scripted
@@ -66,18 +79,39 @@ def test_front_cut_on_a_workload_never_overflows_and_forgets_the_start() -> None
     assert not switches.auto_compact and not switches.prune
 
 
-def test_accuracy_counts_only_questions_asked_and_the_table_shows_it() -> None:
-    run = RunRecord(workload="W1", strategy="policy", model="m", mode="local", window=1280)
-    run.facts = [
-        FactResult("constraint", "a", True, answered=True),
-        FactResult("path", "b", True, answered=False),
-        FactResult("number", "c", False, answered=None),  # not asked
-    ]
-    assert accuracy(run) == (1, 2)
+def _row(label: str, answered: int, ttft: float, workload: str = "W2") -> EngineRow:
+    return EngineRow(workload, label, "policy" if "policy" in label else "front-cut", ttft,
+                     ttft * 2, 1200, 60, 0.05, 300 if "policy" in label else 0, 310.0, 0, 42.0,
+                     2, answered, 8, question_prompt=900.0)
+
+
+def test_the_table_ends_with_the_answers_and_says_what_the_policy_is_worth() -> None:
     wl = chat_workload(2)
-    row = EngineRow("embedded engine, app policy", "policy", 0.5, 0.9, 1200, 60, 0.05,
-                    310.0, 1, 2, 0, 42.0, 0)
-    table = render([row], wl, "python -m bench --side-by-side --quick")
+    rows = [_row(EMBEDDED, 5, 0.5), _row(SERVER_FRONT_CUT, 2, 0.6), _row(SERVER_POLICY, 5, 0.55)]
+    rows[1].not_asked = 1
+    rows[0].passage_answered = 6
+    table = render(rows, [wl], "python -m bench --side-by-side --quick", ["W1, x: gone"],
+                   when="2026-11-26", model="m.gguf")
+    assert table.startswith("Run 2026-11-26 with m.gguf: `python -m bench --side-by-side")
     assert f"window {window_for(wl):,}" in table
-    assert "| embedded engine, app policy | 0.50 / 0.90 | 1,200 | 60 (5.0%) | 0 | 0 | 310 | " \
-           "1/2 | 42 |" in table
+    assert ("| W2 | embedded engine, app policy | 0.50 / 1.00 | 1,200 | 60 (5.0%) | 300 | 2 "
+            "| 0 | 310 | 42 | 5/8 |") in table
+    assert table.splitlines()[2].endswith("| answers at the end |")
+    assert "| 2/8 (1 not askable) |" in table
+    assert ("- W2: on llama-server the app's policy answered 5/8 (+38% against the front "
+            "cut's 2/8 (1 not askable)), first token median 0.55 s against 0.60 s, 1,500 "
+            "prompt tokens evaluated (summaries included) against 1,200. Given each question's "
+            "source passage alone, the model answers 6/8.") in table
+    assert "Not measured: W1, x: gone" in table
+    # A workload without both server rows says nothing about the worth.
+    assert worth([_row(EMBEDDED, 5, 0.5, "W1"), _row(SERVER_POLICY, 5, 0.5, "W1")]) == []
+
+
+def test_the_report_gets_the_table_in_its_own_part_and_keeps_the_rest() -> None:
+    doc = "# Benchmarks\n\n## Answers\n\ntext\n"
+    once = insert_section(doc, "| first |\n")
+    assert once.startswith(doc.rstrip()) and f"{HEADING}\n\n{BEGIN}\n| first |\n{END}" in once
+    twice = insert_section(once + "\n## Later\n\nkept\n", "| second |")
+    assert "| first |" not in twice and "| second |" in twice
+    assert twice.count(BEGIN) == 1 and twice.endswith("## Later\n\nkept\n")
+    assert twice.count(HEADING) == 1
