@@ -26,6 +26,7 @@ before every model call (:meth:`Recall.apply`, from the controller's ``prepare``
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol
@@ -51,6 +52,9 @@ COMMON_SHARE = 0.03
 COMMON_MIN = 6
 #: A budget smaller than this brings nothing back (one excerpt and its label need more).
 MIN_BUDGET = 40
+#: Where a sentence ends (narrowing a line of prose to the sentences naming a term).
+_SENTENCE_END = re.compile(r"(?<=[.!?;])\s+")
+_WORD = re.compile(r"[^\W_]+", re.UNICODE)
 HEADING_BEFORE = "Earlier in this chat (excerpts that may help with my message below):"
 HEADING_AFTER = "Earlier in this chat (excerpts that may help with my message above):"
 
@@ -195,7 +199,8 @@ class Recall:
         budget: int,
     ) -> RecallBlock | None:
         """The block for ``latest`` within ``budget`` tokens, or None."""
-        terms = query_terms(latest.content)
+        asked = query_terms(latest.content)
+        terms = asked
         if not terms:
             return None
         chat = self._chat
@@ -241,14 +246,11 @@ class Recall:
                 continue
             excerpt = Excerpt(hit.message_id, chat.label(hit), hit.text)
             cost = self.counter.text(_line(excerpt)) + 1
-            if used + cost > budget:  # too long: only its lines that name a term
-                narrow = _narrow(hit, terms)
-                if narrow is None:
+            if used + cost > budget:  # too long: its lines, else sentences, naming a term
+                narrowed = self._narrowed(hit, terms, asked, chat, budget - used)
+                if narrowed is None:
                     continue
-                excerpt = Excerpt(hit.message_id, chat.label(narrow), narrow.text)
-                cost = self.counter.text(_line(excerpt)) + 1
-                if used + cost > budget:
-                    continue
+                excerpt, cost = narrowed
             used += cost
             seen.add(key)
             chosen.append((chat.order[hit.message_id], hit.first, excerpt))
@@ -258,6 +260,33 @@ class Recall:
         excerpts = tuple(e for _, _, e in chosen)
         text = heading + "\n" + "\n".join(_line(e) for e in excerpts)
         return RecallBlock(text, excerpts, self.counter.text(text), latest.id)
+
+
+    def _narrowed(
+        self, hit: Found, terms: Sequence[str], asked: Sequence[str], chat: _ChatMap,
+        room: int,
+    ) -> tuple[Excerpt, int] | None:
+        """``hit`` cut to fit ``room`` tokens: the lines naming a searched term
+        (:func:`_narrow`), else (a line of prose holding several facts) its sentences naming
+        the most of them, then of all the question's words ``asked`` (:func:`_sentences`);
+        with the excerpt's cost, or None when nothing fits."""
+        narrow = _narrow(hit, terms)
+        if narrow is not None:
+            excerpt = Excerpt(hit.message_id, chat.label(narrow), narrow.text)
+            cost = self.counter.text(_line(excerpt)) + 1
+            if cost <= room:
+                return excerpt, cost
+        source = narrow if narrow is not None else hit
+        label = chat.label(source)
+        base = self.counter.text(_line(Excerpt(hit.message_id, label, ""))) + 1
+        picked = _sentences(
+            source.text, terms, asked, lambda t: self.counter.text(t) + 1, room - base
+        )
+        if picked is None:
+            return None
+        excerpt = Excerpt(hit.message_id, label, picked)
+        cost = self.counter.text(_line(excerpt)) + 1
+        return (excerpt, cost) if cost <= room else None
 
 
 @dataclass(frozen=True)
@@ -284,6 +313,60 @@ def _narrow(hit: Found, terms: Sequence[str]) -> _Narrowed | None:
         hit.message_id, hit.role, hit.first + lo, hit.first + hi,
         "\n".join(lines[lo : hi + 1]), hit.rank,
     )
+
+
+def _stem(word: str) -> str:
+    """``word`` without a plural or tense ending ("checked", "checks" -> "check")."""
+    for end in ("ing", "ed", "s"):
+        if word.endswith(end) and len(word) - len(end) >= 3:
+            return word[: -len(end)]
+    return word
+
+
+def _names(text: str, term: str) -> bool:
+    """Whether ``text`` names ``term`` or a form of it ("checked" names "checks", not
+    "checklist")."""
+    stem = _stem(term)
+    return any(_stem(w) == stem for w in _WORD.findall(text.lower()))
+
+
+def _sentences(
+    text: str, terms: Sequence[str], asked: Sequence[str], cost: Callable[[str], int],
+    room: int,
+) -> str | None:
+    """The sentences of ``text`` that name the most of ``terms`` (ties: of all the
+    question's words ``asked``): the best one, and those as good while they fit in
+    ``room`` tokens; in their order, joined by "..." where sentences were left out. None
+    when no sentence names a term or the best one does not fit. A sentence naming more of
+    the question's words is more likely the one holding its answer ("The local cache is
+    checked every 15 minutes." for "How often is the local cache checked?")."""
+    sentences = [s for s in _SENTENCE_END.split(text.replace("\n", " ").strip()) if s]
+    if len(sentences) < 2:
+        return None
+    named = [
+        (sum(_names(s, t) for t in terms), sum(_names(s, t) for t in asked), -i, i)
+        for i, s in enumerate(sentences)
+    ]
+    ranked = sorted((n for n in named if n[0] > 0), reverse=True)
+    kept: list[int] = []
+    for *score, i in ranked:
+        if kept and tuple(score[:2]) < ranked[0][:2]:
+            break  # only as good as the best: a weaker match is a distractor for a small model
+        trial = _join(sentences, sorted([*kept, i]))
+        if cost(trial) <= room:
+            kept.append(i)
+        elif not kept:
+            return None
+    return _join(sentences, sorted(kept)) if kept else None
+
+
+def _join(sentences: Sequence[str], kept: Sequence[int]) -> str:
+    out: list[str] = []
+    for j, i in enumerate(kept):
+        if j and i != kept[j - 1] + 1:
+            out.append("...")
+        out.append(sentences[i])
+    return " ".join(out)
 
 
 def _line(excerpt: Excerpt) -> str:

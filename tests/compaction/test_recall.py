@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from assistant.compaction.controller import ContextController
-from assistant.compaction.recall import HEADING_BEFORE, Recall, recall_budget
+from assistant.compaction.recall import HEADING_BEFORE, Recall, _sentences, recall_budget
 from assistant.compaction.summarizer import ExtractiveSummarizer
 from assistant.config import default_local
 from assistant.conversation import Conversation, Message, ToolCall
@@ -158,3 +158,51 @@ def test_retrieval_at_ten_thousand_messages_finds_the_one_fact() -> None:
                         limit=5)
     assert hits[0].text == "Our staging server port is 12345."
     index.close()
+
+
+#: One long line of prose holding several facts, as users write them (the answer benchmark's
+#: W2 chat): its passage is over a small window's recall budget.
+PROSE = (
+    "Quick update on the support rota. About 23 percent of the cache records are large. "
+    "The local cache is checked every 15 minutes before we export it. The empty channel "
+    "is checked every 66 minutes before we validate it. About 93 percent of the index "
+    "records are legacy. We agreed to collect each channel in Porto once the copy is "
+    "ready. Sunniva said the index for the release checklist needs 2 more hours."
+)
+
+
+def test_a_fact_in_a_long_line_of_prose_comes_back_as_its_sentence() -> None:
+    ctrl, _ = _controller(window=1_536)
+    conv = Conversation()
+    conv.append(Message(role="user", content=PROSE))
+    conv.append(Message(role="assistant", content="Noted."))
+    for i in range(30):
+        conv.append(Message(role="user", content=f"Tell me about the history of tea {i}. " * 8))
+        conv.append(Message(role="assistant", content="Tea was first grown in China. " * 15))
+        ctrl.prepare(conv, system_prompt=SYSTEM)
+    assert conv.compactions and "every 15 minutes" not in conv.compactions[-1].summary
+    assert ctrl.counter.text(PROSE) > recall_budget(ctrl.policy())  # whole, it cannot fit
+    conv.append(Message(role="user", content="How often is the local cache checked?"))
+    req = ctrl.prepare(conv, system_prompt=SYSTEM)
+    assert req.recall is not None
+    head, excerpt, question = req.messages[-1]["content"].split("\n", 2)
+    assert head == HEADING_BEFORE and question == "\nHow often is the local cache checked?"
+    assert excerpt == (
+        "- (turn 1, I said) The local cache is checked every 15 minutes before we export it."
+    )
+    assert req.prompt_tokens + req.reserve <= req.window
+
+
+def test_sentences_naming_a_term_only_as_well_as_the_best_come_back() -> None:
+    terms = query_terms("In which city did we agree to collect each channel?")
+    # "channel" alone names two sentences; "collect ... channel" only one: that one is kept.
+    got = _sentences(PROSE, ["collect", "channel", "city"], terms, lambda t: len(t) // 4, 60)
+    assert got == "We agreed to collect each channel in Porto once the copy is ready."
+    # Two sentences as good as each other are both kept, in order, the gap marked.
+    both = _sentences(PROSE, ["checked"], ["checked"], lambda t: len(t) // 4, 60)
+    assert both == (
+        "The local cache is checked every 15 minutes before we export it. The empty channel "
+        "is checked every 66 minutes before we validate it."
+    )
+    assert _sentences(PROSE, ["budget"], ["budget"], lambda t: len(t) // 4, 60) is None
+    assert _sentences(PROSE, ["checked"], ["checked"], lambda t: len(t) // 4, 5) is None
