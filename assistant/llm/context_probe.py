@@ -254,13 +254,15 @@ def probe_effective_context(
 def _ask(
     backend: LLMBackend, messages: list[dict[str, Any]], options: GenerationOptions
 ) -> tuple[str, int]:
+    """The whole reply (the final result's text: streamed pieces can hold back a tail, and
+    a code cut short, "789" for 7890, must not be scored from them) and the prompt's size."""
     text: list[str] = []
     prompt_tokens = 0
     for event in backend.generate(messages, options):
         text.append(event.delta)
         if event.result is not None:
             prompt_tokens = event.result.prompt_tokens
-            if not "".join(text).strip():
+            if event.result.text.strip():
                 text = [event.result.text]
     return "".join(text), prompt_tokens
 

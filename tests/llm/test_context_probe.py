@@ -116,3 +116,24 @@ def test_probe_on_the_embedded_model(real_backend: Any) -> None:
 def test_a_model_that_answers_nothing_is_described_as_such() -> None:
     result = EffectiveContext("m", 8_192, 0, {1024: [0, 3]}, "2026-11-26T07:00:00+00:00")
     assert result.describe() == "no size answered (accuracy 0/3 at 1,024)"
+
+
+class _TailHeldBack(ScriptedBackend):
+    """Streams every piece of the reply but the last; the final result has all of it (as a
+    backend holding back a tail that could start a stop string does)."""
+
+    def generate(self, messages: Any, options: Any, **kwargs: Any) -> Any:
+        events = list(super().generate(messages, options, **kwargs))
+        deltas = [e for e in events if e.result is None]
+        yield from deltas[:-1]
+        yield events[-1]
+
+
+def test_a_reply_is_scored_whole_not_from_its_streamed_pieces() -> None:
+    backend = _TailHeldBack(window=4_096)
+    backend.default_reply = ""
+    for _ in range(3):
+        backend.enqueue(_reader(4_096, backend))
+    result = probe_effective_context(backend, (1024,), trials=1)
+    assert result.accuracy == {1024: [3, 3]}
+    assert all(t["reply"].endswith(f"{t['code']}.") for t in result.trials)
