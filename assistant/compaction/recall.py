@@ -147,10 +147,16 @@ class Recall:
         index_for: IndexFor,
         *,
         placement: Placement = "before",
+        focus: bool = True,
     ) -> None:
         self.counter = counter
         self.index_for = index_for
         self.placement: Placement = placement
+        #: What the user said comes back as the sentences naming the question's words, and
+        #: also when it is still in the prompt: a small model misses a fact in the middle of
+        #: a long prompt that it answers when the sentence is next to the question
+        #: ("Lost in the Middle"; measured with the answer benchmark, docs/ANSWERS.md).
+        self.focus = focus
         self._last: tuple[tuple[int, str, int], RecallBlock | None] | None = None
         self._chat = _ChatMap()
         self._synced: PassageIndex | None = None
@@ -227,7 +233,7 @@ class Recall:
         hits = [
             h for h in hits
             if h.message_id != latest.id and h.message_id in chat.order and h.role != "assistant"
-            and normalize(h.text) not in visible
+            and (normalize(h.text) not in visible or self._focusable(h))
         ]
         if not hits:
             return None
@@ -246,6 +252,15 @@ class Recall:
                 continue
             excerpt = Excerpt(hit.message_id, chat.label(hit), hit.text)
             cost = self.counter.text(_line(excerpt)) + 1
+            if self._focusable(hit):  # the sentences that answer, not the rest
+                focused = _sentences(
+                    hit.text, terms, asked, lambda t: self.counter.text(t) + 1, budget - used
+                )
+                if focused is not None:
+                    excerpt = Excerpt(hit.message_id, excerpt.label, focused)
+                    cost = self.counter.text(_line(excerpt)) + 1
+                elif normalize(hit.text) in visible:
+                    continue  # still in the prompt and nothing to focus on
             if used + cost > budget:  # too long: its lines, else sentences, naming a term
                 narrowed = self._narrowed(hit, terms, asked, chat, budget - used)
                 if narrowed is None:
@@ -261,6 +276,11 @@ class Recall:
         text = heading + "\n" + "\n".join(_line(e) for e in excerpts)
         return RecallBlock(text, excerpts, self.counter.text(text), latest.id)
 
+
+    def _focusable(self, hit: Found) -> bool:
+        """Whether ``hit`` is what the user said in several sentences, to be focused on the
+        ones naming the question's words (see :attr:`focus`)."""
+        return self.focus and hit.role == "user" and len(_split_sentences(hit.text)) > 1
 
     def _narrowed(
         self, hit: Found, terms: Sequence[str], asked: Sequence[str], chat: _ChatMap,
@@ -340,7 +360,7 @@ def _sentences(
     when no sentence names a term or the best one does not fit. A sentence naming more of
     the question's words is more likely the one holding its answer ("The local cache is
     checked every 15 minutes." for "How often is the local cache checked?")."""
-    sentences = [s for s in _SENTENCE_END.split(text.replace("\n", " ").strip()) if s]
+    sentences = _split_sentences(text)
     if len(sentences) < 2:
         return None
     named = [
@@ -358,6 +378,10 @@ def _sentences(
         elif not kept:
             return None
     return _join(sentences, sorted(kept)) if kept else None
+
+
+def _split_sentences(text: str) -> list[str]:
+    return [s for s in _SENTENCE_END.split(text.replace("\n", " ").strip()) if s]
 
 
 def _join(sentences: Sequence[str], kept: Sequence[int]) -> str:

@@ -206,3 +206,25 @@ def test_sentences_naming_a_term_only_as_well_as_the_best_come_back() -> None:
     )
     assert _sentences(PROSE, ["budget"], ["budget"], lambda t: len(t) // 4, 60) is None
     assert _sentences(PROSE, ["checked"], ["checked"], lambda t: len(t) // 4, 5) is None
+
+
+def test_a_fact_still_in_the_prompt_is_repeated_beside_the_question_as_its_sentence() -> None:
+    ctrl, _ = _controller(window=8_192)
+    conv = Conversation()
+    conv.append(Message(role="user", content=PROSE))
+    conv.append(Message(role="assistant", content="Noted."))
+    for i in range(6):  # the fact is still in the prompt, in the middle of it
+        conv.append(Message(role="user", content=f"Tell me about the history of tea {i}. " * 8))
+        conv.append(Message(role="assistant", content="Tea was first grown in China. " * 15))
+    conv.append(Message(role="user", content="How often is the local cache checked?"))
+    req = ctrl.prepare(conv, system_prompt=SYSTEM)
+    assert not conv.compactions and req.messages[1]["content"] == PROSE
+    assert req.recall is not None
+    assert req.messages[-1]["content"] == (
+        f"{HEADING_BEFORE}\n- (turn 1, I said) The local cache is checked every 15 minutes "
+        "before we export it.\n\nHow often is the local cache checked?"
+    )
+    assert ctrl.recall is not None
+    ctrl.recall.focus = False  # the passage is visible whole: nothing is added
+    again = Conversation(messages=[m.model_copy() for m in conv.messages])
+    assert ctrl.prepare(again, system_prompt=SYSTEM).recall is None
