@@ -25,6 +25,7 @@ before every model call (:meth:`Recall.apply`, from the controller's ``prepare``
 
 from __future__ import annotations
 
+import itertools
 import logging
 import re
 from collections.abc import Callable, Sequence
@@ -50,6 +51,12 @@ RELATIVE_SCORE = 0.35
 #: is not searched for.
 COMMON_SHARE = 0.03
 COMMON_MIN = 6
+#: Words of a pair searched for may be this many tokens apart ("cache is checked").
+NEAR_TOKENS = 4
+#: Passages of the latest message itself holding its own words (it is indexed too).
+OWN = 1
+#: Pairs searched for at most (the rarest).
+MAX_PAIRS = 6
 #: A budget smaller than this brings nothing back (one excerpt and its label need more).
 MIN_BUDGET = 40
 #: Where a sentence ends (narrowing a line of prose to the sentences naming a term).
@@ -84,6 +91,8 @@ class PassageIndex(Protocol):
     def search(self, expression: str, *, limit: int) -> Sequence[Found]: ...
 
     def counts(self, terms: Sequence[str]) -> dict[str, int]: ...
+
+    def matching(self, expressions: Sequence[str]) -> dict[str, int]: ...
 
     @property
     def passages(self) -> int: ...
@@ -125,9 +134,24 @@ def distinctive(terms: Sequence[str], index: PassageIndex) -> list[str]:
     """``terms`` less those common in this chat (in more than :data:`COMMON_SHARE` of its
     passages, and more than :data:`COMMON_MIN`): words every message of a long chat shares
     ("talk", "code", a recurring name) point at nothing in particular, and only bring back
-    noise the model then imitates."""
+    noise the model then imitates. The terms come from the latest message, which is indexed
+    too: its own passage is not counted (a word found only there brings back nothing)."""
     limit = max(COMMON_MIN, int(index.passages * COMMON_SHARE))
-    return [t for t, n in index.counts(terms).items() if 0 < n <= limit]
+    return [t for t, n in index.counts(terms).items() if 0 < n - OWN <= limit]
+
+
+def distinctive_pairs(terms: Sequence[str], index: PassageIndex) -> list[str]:
+    """FTS5 expressions for the pairs of ``terms`` next to each other in the question that
+    are found near each other (:data:`NEAR_TOKENS`) in this chat, the rarest first (at most
+    :data:`MAX_PAIRS`). For a question whose every word is common in the chat ("How often is
+    the local cache checked?" in a chat of caches, checks and minutes): a pair is rarer than
+    its words, and the sentence naming most of them is chosen after (:func:`_score`)."""
+    pairs = [
+        f'NEAR("{a.replace(chr(34), "")}" "{b.replace(chr(34), "")}", {NEAR_TOKENS})'
+        for a, b in itertools.pairwise(terms)
+    ]
+    found = sorted((n, e) for e, n in index.matching(pairs).items() if n - OWN > 0)
+    return [e for _n, e in found[:MAX_PAIRS]]
 
 
 def latest_user(conv: Conversation) -> Message | None:
@@ -220,7 +244,12 @@ class Recall:
             index.sync(new)
             self._synced = index
             terms = distinctive(terms, index)
-            hits = index.search(match_expression(terms), limit=SEARCH_LIMIT) if terms else []
+            expression = match_expression(terms) if terms else ""
+            fallback = not terms
+            if fallback:  # every word is common here: pairs of them are rarer
+                expression = " OR ".join(distinctive_pairs(asked, index))
+                terms = asked
+            hits = index.search(expression, limit=SEARCH_LIMIT) if expression else []
         except Exception:  # recall is an aid: a broken index must not stop the reply
             log.warning("Recall skipped: the chat's index failed", exc_info=True)
             self._synced = None
@@ -238,6 +267,11 @@ class Recall:
         if not hits:
             return None
         best = hits[0].rank
+        # What the user said comes back only where it answers as well as the best of it: a
+        # sentence naming fewer of the question's words is a distractor ("the ticket records
+        # are secondary" beside "... are final").
+        scores = {id(h): _score(h.text, terms, asked) for h in hits if self._focusable(h)}
+        top = max(scores.values(), default=(0, 0))
         heading = HEADING_BEFORE if self.placement == "before" else HEADING_AFTER
         used = self.counter.text(heading) + 2
         chosen: list[tuple[int, int, Excerpt]] = []
@@ -252,6 +286,8 @@ class Recall:
                 continue
             excerpt = Excerpt(hit.message_id, chat.label(hit), hit.text)
             cost = self.counter.text(_line(excerpt)) + 1
+            if id(hit) in scores and (scores[id(hit)] < top or (fallback and top[1] < 2)):
+                continue  # weaker; or common words, and no sentence names two of them
             if self._focusable(hit):  # the sentences that answer, not the rest
                 focused = _sentences(
                     hit.text, terms, asked, lambda t: self.counter.text(t) + 1, budget - used
@@ -378,6 +414,16 @@ def _sentences(
         elif not kept:
             return None
     return _join(sentences, sorted(kept)) if kept else None
+
+
+def _score(text: str, terms: Sequence[str], asked: Sequence[str]) -> tuple[int, int]:
+    """How well the best sentence of ``text`` matches: (searched terms, question words)
+    it names."""
+    return max(
+        ((sum(_names(s, t) for t in terms), sum(_names(s, t) for t in asked))
+         for s in _split_sentences(text)),
+        default=(0, 0),
+    )
 
 
 def _split_sentences(text: str) -> list[str]:

@@ -29,6 +29,7 @@ from typing import Any
 from assistant import paths
 from assistant.atomicfile import make_dirs, write_atomically
 from assistant.llm.base import GenerationOptions, LLMBackend, ModelInfo
+from assistant.llm.registry import ModelEntry as RegistryEntry
 
 DEFAULT_SIZES = (1024, 2048, 4096, 8192)
 DEFAULT_DEPTHS = (0.1, 0.5, 0.9)
@@ -272,16 +273,26 @@ def model_id(info: ModelInfo) -> str:
     return file_model_id(Path(info.path).name, info.size_bytes)
 
 
-def file_model_id(name: str, size: int) -> str:
+def _registered(name: str, size: int) -> RegistryEntry | None:
     from assistant.llm.registry import load_registry
 
     try:
         entry = load_registry().by_file(name)
     except (OSError, ValueError, KeyError):
-        entry = None
-    if entry is not None and entry.size == size:
-        return f"sha256:{entry.sha256}"
-    return f"file:{name}|{size}"
+        return None
+    return entry if entry is not None and entry.size == size else None
+
+
+def file_model_id(name: str, size: int) -> str:
+    entry = _registered(name, size)
+    return f"sha256:{entry.sha256}" if entry is not None else f"file:{name}|{size}"
+
+
+def registry_context(name: str, size: int) -> int | None:
+    """The size the registry says this model file answers well from (measured with the
+    answer benchmark), or None."""
+    entry = _registered(name, size)
+    return entry.effective_context if entry is not None else None
 
 
 def store_key(info: ModelInfo, window: int | None = None) -> str:
@@ -332,10 +343,14 @@ class EffectiveContextStore:
 
 
 def measured_context(info: ModelInfo, store: EffectiveContextStore | None = None) -> int | None:
-    """The size this model uses well, where a probe found one below the window: the result
-    for this window, else one for the same model with another window that found a limit
-    (a model that loses facts past 4,096 tokens loses them in a larger window too). None
-    when not measured, when no size was answered, or when the model used every size."""
+    """The size this model uses well, where one was measured below the window: the smaller of
+    the probe's result on this machine and the registry's ``effective_context`` (measured
+    with the answer benchmark, a harder test than one planted fact: SmolLM2-135M finds a
+    code in 8,000 tokens of filler yet answers nothing about a chat of that size). The
+    probe's result for this window counts, else one for the same model with another window
+    that found a limit (a model that loses facts past 4,096 tokens loses them in a larger
+    window too). None when neither is known, when the probe answered nothing and the
+    registry says nothing, or when the model used every size."""
     store = store or EffectiveContextStore()
     found = store.get(store_key(info))
     if found is None:
@@ -347,9 +362,13 @@ def measured_context(info: ModelInfo, store: EffectiveContextStore | None = None
             if other is not None and other.effective and other.effective < max(other.accuracy):
                 found = other
                 break
-    if found is None or found.effective <= 0 or found.effective >= info.context_window:
+    sizes = [found.effective] if found is not None and found.effective > 0 else []
+    listed = registry_context(Path(info.path).name, info.size_bytes)
+    if listed:
+        sizes.append(listed)
+    if not sizes or min(sizes) >= info.context_window:
         return None
-    return found.effective
+    return min(sizes)
 
 
 def measured_line(
@@ -357,11 +376,23 @@ def measured_line(
 ) -> str:
     """What Settings and the models page say about a model file's effective context."""
     found = (store or EffectiveContextStore()).latest(file_model_id(file.name, size))
+    listed = registry_context(file.name, size)
+    answers = (
+        f"; answers were measured best with prompts within {listed:,} tokens, "
+        "and prompts are kept within the smaller size" if listed else ""
+    )
     if found is None:
+        if listed:
+            return (
+                f"Prompts are kept within {listed:,} tokens: the size this model answered "
+                f"best from (answer benchmark). Measure it here: python -m assistant probe {key}"
+            )
         return f"Effective context not measured yet: python -m assistant probe {key}"
     if found.effective <= 0:
         return (
             f"Effective context: no planted fact was found even at {min(found.accuracy):,} "
-            f"tokens (measured {found.date}); the window is used as is"
+            f"tokens (measured {found.date}); "
+            + (f"prompts are kept within {listed:,} tokens (answer benchmark)" if listed
+               else "the window is used as is")
         )
-    return f"Uses about {found.effective:,} tokens well (measured {found.date})"
+    return f"Uses about {found.effective:,} tokens well (measured {found.date}){answers}"

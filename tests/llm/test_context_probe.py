@@ -137,3 +137,35 @@ def test_a_reply_is_scored_whole_not_from_its_streamed_pieces() -> None:
     result = probe_effective_context(backend, (1024,), trials=1)
     assert result.accuracy == {1024: [3, 3]}
     assert all(t["reply"].endswith(f"{t['code']}.") for t in result.trials)
+
+
+def _registered_info(window: int) -> Any:
+    """The registry's default model as a loaded backend describes it."""
+    from dataclasses import replace
+
+    from assistant.llm.registry import load_registry
+
+    registry = load_registry()
+    entry = registry.get(registry.default)
+    assert entry is not None
+    info = replace(ScriptedBackend(window=window).info, path=f"/models/{entry.file}",
+                   size_bytes=entry.size, trained_context=entry.context_length)
+    return info, entry
+
+
+def test_the_registry_size_caps_prompts_until_a_probe_finds_a_smaller_one() -> None:
+    info, entry = _registered_info(8_192)
+    assert entry.effective_context is not None  # measured with the answer benchmark
+    store = EffectiveContextStore()
+    assert measured_context(info, store) == entry.effective_context  # nothing probed here
+    # A probe that found the model using every size does not lift the registry's limit...
+    store.put(store_key(info), EffectiveContext(
+        "m", 8_192, 8_192, {1024: [6, 6], 8192: [6, 6]}, "2026-11-26T07:00:00+00:00"))
+    assert measured_context(info, store) == entry.effective_context
+    # ...one that found a smaller size wins.
+    store.put(store_key(info), EffectiveContext(
+        "m", 8_192, 1_024, {1024: [6, 6], 8192: [0, 6]}, "2026-11-26T07:00:00+00:00"))
+    assert measured_context(info, store) == 1_024
+    # A window no larger than the size: nothing to cap.
+    small, _ = _registered_info(entry.effective_context)
+    assert measured_context(small, EffectiveContextStore(store.path.with_name("x.json"))) is None
