@@ -374,25 +374,22 @@ def measured_context(info: ModelInfo, store: EffectiveContextStore | None = None
 def measured_line(
     file: Path, size: int, key: str, store: EffectiveContextStore | None = None
 ) -> str:
-    """What Settings and the models page say about a model file's effective context."""
+    """What Settings and the models page say about a model file's effective context: the
+    probe's result on this machine, and the registry's size when prompts are kept within it."""
     found = (store or EffectiveContextStore()).latest(file_model_id(file.name, size))
     listed = registry_context(file.name, size)
-    answers = (
-        f"; answers were measured best with prompts within {listed:,} tokens, "
-        "and prompts are kept within the smaller size" if listed else ""
+    kept = (
+        f"prompts are kept within {listed:,} tokens, where it answered best (answer benchmark)"
+        if listed else ""
     )
     if found is None:
-        if listed:
-            return (
-                f"Prompts are kept within {listed:,} tokens: the size this model answered "
-                f"best from (answer benchmark). Measure it here: python -m assistant probe {key}"
-            )
+        if kept:
+            return f"{kept[0].upper()}{kept[1:]}; measure it here: python -m assistant probe {key}"
         return f"Effective context not measured yet: python -m assistant probe {key}"
     if found.effective <= 0:
         return (
             f"Effective context: no planted fact was found even at {min(found.accuracy):,} "
-            f"tokens (measured {found.date}); "
-            + (f"prompts are kept within {listed:,} tokens (answer benchmark)" if listed
-               else "the window is used as is")
+            f"tokens (measured {found.date}); " + (kept or "the window is used as is")
         )
-    return f"Uses about {found.effective:,} tokens well (measured {found.date}){answers}"
+    line = f"Uses about {found.effective:,} tokens well (measured {found.date})"
+    return f"{line}; {kept}" if listed and listed < found.effective else line
