@@ -27,11 +27,11 @@ from __future__ import annotations
 
 import itertools
 import logging
-import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
+from assistant.compaction.recall_sentences import best_sentences, score, split_sentences
 from assistant.compaction.tokens import TokenCounter
 from assistant.config import EffectivePolicy
 from assistant.conversation import Conversation, Message, ToolCall
@@ -59,9 +59,6 @@ OWN = 1
 MAX_PAIRS = 6
 #: A budget smaller than this brings nothing back (one excerpt and its label need more).
 MIN_BUDGET = 40
-#: Where a sentence ends (narrowing a line of prose to the sentences naming a term).
-_SENTENCE_END = re.compile(r"(?<=[.!?;])\s+")
-_WORD = re.compile(r"[^\W_]+", re.UNICODE)
 HEADING_BEFORE = "Earlier in this chat (excerpts that may help with my message below):"
 HEADING_AFTER = "Earlier in this chat (excerpts that may help with my message above):"
 
@@ -145,7 +142,7 @@ def distinctive_pairs(terms: Sequence[str], index: PassageIndex) -> list[str]:
     are found near each other (:data:`NEAR_TOKENS`) in this chat, the rarest first (at most
     :data:`MAX_PAIRS`). For a question whose every word is common in the chat ("How often is
     the local cache checked?" in a chat of caches, checks and minutes): a pair is rarer than
-    its words, and the sentence naming most of them is chosen after (:func:`_score`)."""
+    its words, and the sentence naming most of them is chosen after (:func:`.recall_sentences.score`)."""
     pairs = [
         f'NEAR("{a.replace(chr(34), "")}" "{b.replace(chr(34), "")}", {NEAR_TOKENS})'
         for a, b in itertools.pairwise(terms)
@@ -270,7 +267,7 @@ class Recall:
         # What the user said comes back only where it answers as well as the best of it: a
         # sentence naming fewer of the question's words is a distractor ("the ticket records
         # are secondary" beside "... are final").
-        scores = {id(h): _score(h.text, terms, asked) for h in hits if self._focusable(h)}
+        scores = {id(h): score(h.text, terms, asked) for h in hits if self._focusable(h)}
         top = max(scores.values(), default=(0, 0))
         heading = HEADING_BEFORE if self.placement == "before" else HEADING_AFTER
         used = self.counter.text(heading) + 2
@@ -289,7 +286,7 @@ class Recall:
             if id(hit) in scores and (scores[id(hit)] < top or (fallback and top[1] < 2)):
                 continue  # weaker; or common words, and no sentence names two of them
             if self._focusable(hit):  # the sentences that answer, not the rest
-                focused = _sentences(
+                focused = best_sentences(
                     hit.text, terms, asked, lambda t: self.counter.text(t) + 1, budget - used
                 )
                 if focused is not None:
@@ -316,7 +313,7 @@ class Recall:
     def _focusable(self, hit: Found) -> bool:
         """Whether ``hit`` is what the user said in several sentences, to be focused on the
         ones naming the question's words (see :attr:`focus`)."""
-        return self.focus and hit.role == "user" and len(_split_sentences(hit.text)) > 1
+        return self.focus and hit.role == "user" and len(split_sentences(hit.text)) > 1
 
     def _narrowed(
         self, hit: Found, terms: Sequence[str], asked: Sequence[str], chat: _ChatMap,
@@ -324,7 +321,7 @@ class Recall:
     ) -> tuple[Excerpt, int] | None:
         """``hit`` cut to fit ``room`` tokens: the lines naming a searched term
         (:func:`_narrow`), else (a line of prose holding several facts) its sentences naming
-        the most of them, then of all the question's words ``asked`` (:func:`_sentences`);
+        the most of them, then of all the question's words ``asked`` (:func:`.best_sentences`);
         with the excerpt's cost, or None when nothing fits."""
         narrow = _narrow(hit, terms)
         if narrow is not None:
@@ -335,7 +332,7 @@ class Recall:
         source = narrow if narrow is not None else hit
         label = chat.label(source)
         base = self.counter.text(_line(Excerpt(hit.message_id, label, ""))) + 1
-        picked = _sentences(
+        picked = best_sentences(
             source.text, terms, asked, lambda t: self.counter.text(t) + 1, room - base
         )
         if picked is None:
@@ -369,74 +366,6 @@ def _narrow(hit: Found, terms: Sequence[str]) -> _Narrowed | None:
         hit.message_id, hit.role, hit.first + lo, hit.first + hi,
         "\n".join(lines[lo : hi + 1]), hit.rank,
     )
-
-
-def _stem(word: str) -> str:
-    """``word`` without a plural or tense ending ("checked", "checks" -> "check")."""
-    for end in ("ing", "ed", "s"):
-        if word.endswith(end) and len(word) - len(end) >= 3:
-            return word[: -len(end)]
-    return word
-
-
-def _names(text: str, term: str) -> bool:
-    """Whether ``text`` names ``term`` or a form of it ("checked" names "checks", not
-    "checklist")."""
-    stem = _stem(term)
-    return any(_stem(w) == stem for w in _WORD.findall(text.lower()))
-
-
-def _sentences(
-    text: str, terms: Sequence[str], asked: Sequence[str], cost: Callable[[str], int],
-    room: int,
-) -> str | None:
-    """The sentences of ``text`` that name the most of ``terms`` (ties: of all the
-    question's words ``asked``): the best one, and those as good while they fit in
-    ``room`` tokens; in their order, joined by "..." where sentences were left out. None
-    when no sentence names a term or the best one does not fit. A sentence naming more of
-    the question's words is more likely the one holding its answer ("The local cache is
-    checked every 15 minutes." for "How often is the local cache checked?")."""
-    sentences = _split_sentences(text)
-    if len(sentences) < 2:
-        return None
-    named = [
-        (sum(_names(s, t) for t in terms), sum(_names(s, t) for t in asked), -i, i)
-        for i, s in enumerate(sentences)
-    ]
-    ranked = sorted((n for n in named if n[0] > 0), reverse=True)
-    kept: list[int] = []
-    for *score, i in ranked:
-        if kept and tuple(score[:2]) < ranked[0][:2]:
-            break  # only as good as the best: a weaker match is a distractor for a small model
-        trial = _join(sentences, sorted([*kept, i]))
-        if cost(trial) <= room:
-            kept.append(i)
-        elif not kept:
-            return None
-    return _join(sentences, sorted(kept)) if kept else None
-
-
-def _score(text: str, terms: Sequence[str], asked: Sequence[str]) -> tuple[int, int]:
-    """How well the best sentence of ``text`` matches: (searched terms, question words)
-    it names."""
-    return max(
-        ((sum(_names(s, t) for t in terms), sum(_names(s, t) for t in asked))
-         for s in _split_sentences(text)),
-        default=(0, 0),
-    )
-
-
-def _split_sentences(text: str) -> list[str]:
-    return [s for s in _SENTENCE_END.split(text.replace("\n", " ").strip()) if s]
-
-
-def _join(sentences: Sequence[str], kept: Sequence[int]) -> str:
-    out: list[str] = []
-    for j, i in enumerate(kept):
-        if j and i != kept[j - 1] + 1:
-            out.append("...")
-        out.append(sentences[i])
-    return " ".join(out)
 
 
 def _line(excerpt: Excerpt) -> str:

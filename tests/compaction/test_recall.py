@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from assistant.compaction.controller import ContextController
-from assistant.compaction.recall import HEADING_BEFORE, Recall, _sentences, recall_budget
+from assistant.compaction.recall import HEADING_BEFORE, Recall, recall_budget
 from assistant.compaction.summarizer import ExtractiveSummarizer
 from assistant.config import default_local
 from assistant.conversation import Conversation, Message, ToolCall
@@ -191,21 +191,6 @@ def test_a_fact_in_a_long_line_of_prose_comes_back_as_its_sentence() -> None:
         "- (turn 1, I said) The local cache is checked every 15 minutes before we export it."
     )
     assert req.prompt_tokens + req.reserve <= req.window
-
-
-def test_sentences_naming_a_term_only_as_well_as_the_best_come_back() -> None:
-    terms = query_terms("In which city did we agree to collect each channel?")
-    # "channel" alone names two sentences; "collect ... channel" only one: that one is kept.
-    got = _sentences(PROSE, ["collect", "channel", "city"], terms, lambda t: len(t) // 4, 60)
-    assert got == "We agreed to collect each channel in Porto once the copy is ready."
-    # Two sentences as good as each other are both kept, in order, the gap marked.
-    both = _sentences(PROSE, ["checked"], ["checked"], lambda t: len(t) // 4, 60)
-    assert both == (
-        "The local cache is checked every 15 minutes before we export it. The empty channel "
-        "is checked every 66 minutes before we validate it."
-    )
-    assert _sentences(PROSE, ["budget"], ["budget"], lambda t: len(t) // 4, 60) is None
-    assert _sentences(PROSE, ["checked"], ["checked"], lambda t: len(t) // 4, 5) is None
 
 
 def test_a_fact_still_in_the_prompt_is_repeated_beside_the_question_as_its_sentence() -> None:
