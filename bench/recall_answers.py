@@ -213,7 +213,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--window", type=int, default=8_192)
     p.add_argument("--shipped", action="store_true",
                    help="the settings as shipped (local mode, the model's measured effective "
-                   "context, recall as its switch says); --recall and --window are ignored")
+                   "context, recall as its switch says unless --recall on/off); --window is "
+                   "ignored")
     p.add_argument("--no-measured", action="store_true",
                    help="with --shipped: without the measured effective context (as before)")
     p.add_argument("--chatter", type=int, default=36)
@@ -228,7 +229,8 @@ def main(argv: list[str] | None = None) -> int:
         os.environ["ASSISTANT_HOME"] = home
         os.environ.setdefault("ASSISTANT_CALIBRATE", "0")
         if args.shipped:
-            result = run(args.model, window=None, chatter_turns=args.chatter, recall=None,
+            recall = None if args.recall == "both" else args.recall == "on"
+            result = run(args.model, window=None, chatter_turns=args.chatter, recall=recall,
                          placement=args.placement, max_reply=args.max_reply,
                          threads=args.threads, measured=not args.no_measured)
             print(json.dumps(asdict(result)), flush=True)
