@@ -142,7 +142,7 @@ def distinctive_pairs(terms: Sequence[str], index: PassageIndex) -> list[str]:
     are found near each other (:data:`NEAR_TOKENS`) in this chat, the rarest first (at most
     :data:`MAX_PAIRS`). For a question whose every word is common in the chat ("How often is
     the local cache checked?" in a chat of caches, checks and minutes): a pair is rarer than
-    its words, and the sentence naming most of them is chosen after (:func:`.recall_sentences.score`)."""
+    its words, and the sentence naming most of them is chosen after (:func:`.score`)."""
     pairs = [
         f'NEAR("{a.replace(chr(34), "")}" "{b.replace(chr(34), "")}", {NEAR_TOKENS})'
         for a, b in itertools.pairwise(terms)
