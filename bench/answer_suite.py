@@ -17,13 +17,19 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from assistant.config import Settings
 from assistant.llm.base import LLMBackend, LLMError
 
-from .answers import TranscriptRun, run_transcript, session_transcript, workload_transcript
+from .answers import (
+    Transcript,
+    TranscriptRun,
+    run_transcript,
+    session_transcript,
+    workload_transcript,
+)
 from .questions import QuestionsError
 from .real_sessions import find_sessions
 from .strategies import ANSWER_STRATEGIES, AnswerStrategy
@@ -52,6 +58,18 @@ class SuiteOptions:
     variants: Sequence[AnswerStrategy] = tuple(ANSWER_STRATEGIES)
     questions: int | None = None
     oracle_context: int = ORACLE_CONTEXT
+    #: Prompt sizes to keep within (each its own run of every transcript); None: the mode's
+    #: window (a quick workload's own cap still applies).
+    windows: Sequence[int | None] = (None,)
+
+
+def capped(t: Transcript, window: int | None) -> Transcript:
+    """``t`` with its prompts kept within ``window`` tokens (its own cap when smaller), named
+    ``"W2 @2048"``; ``t`` itself when ``window`` is None."""
+    if window is None:
+        return t
+    cap = window if t.window_cap is None else min(window, t.window_cap)
+    return replace(t, name=f"{t.name} @{window}", window_cap=cap)
 
 
 def trained_window(name: str) -> int | None:
@@ -84,14 +102,15 @@ def run_suite(
     hears of each finished transcript (so a long run can save what it has)."""
     limit = options.questions or (QUICK_QUESTIONS if options.quick else FULL_QUESTIONS)
     runs: list[TranscriptRun] = []
-    transcripts = [workload_transcript(wl, limit=limit) for wl in workloads]
+    found = [workload_transcript(wl, limit=limit) for wl in workloads]
     for path in find_sessions([p for p in sessions if p.is_dir()]) + [
         p for p in sessions if p.is_file()
     ]:
         try:
-            transcripts.append(session_transcript(path, limit=limit))
+            found.append(session_transcript(path, limit=limit))
         except (QuestionsError, OSError, ValueError) as exc:
             notes.append(f"answers: real session {path.name} left out: {exc}")
+    transcripts = [capped(t, w) for t in found for w in options.windows]
     for name in options.models:
         trained = trained_window(name) if name != "scripted" else None
         for t in transcripts:

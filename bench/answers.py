@@ -47,6 +47,7 @@ from assistant.compaction.transcript import load_transcript
 from assistant.config import DEFAULT_SYSTEM_PROMPT, Mode, Settings
 from assistant.conversation import Conversation, Message
 from assistant.llm.base import GenerationOptions, LLMBackend, LLMError
+from assistant.llm.context_probe import measured_context
 
 from .questions import (
     Question,
@@ -202,6 +203,19 @@ def _controller(
     return answer_controller(variant, backend, Settings(mode=transcript.mode))
 
 
+def app_window_cap(backend: LLMBackend, transcript: Transcript) -> int | None:
+    """The window the prompts are kept within: the transcript's cap (a quick workload, or
+    ``--answer-window``), else what the app's engine uses for this model
+    (:func:`assistant.engine.build_engine`: the measured effective context, the probe's or
+    the registry's, when it is below the window)."""
+    if transcript.window_cap is not None:
+        return transcript.window_cap
+    settings = Settings(mode=transcript.mode)
+    trained = backend.info.trained_context
+    measured = settings.effective_policy(trained, measured_context(backend.info)).window
+    return measured if measured < settings.effective_policy(trained).window else None
+
+
 def _prepare(ctl: ContextController, conv: Conversation, system: str) -> tuple[int, bool]:
     """One model call's preparation as the replay does it: (prompt tokens, fits)."""
     pol = ctl.policy()
@@ -333,7 +347,7 @@ def run_transcript(
         f"{sum(oracle_i.values())}/{len(oracle_i)}")
     oracle_ii: dict[tuple[int, str], bool | None] = {}
     limit = _history_limit(backend)
-    capped = recording_backend(backend, transcript.window_cap)
+    capped = recording_backend(backend, app_window_cap(backend, transcript))
     for variant in variants:
         ctl = _controller(capped, transcript, variant)
         points, made = replay_points(ctl, transcript)

@@ -152,6 +152,10 @@ def _parser() -> argparse.ArgumentParser:
                    help="questions per transcript (default 48, or 4 with --quick)")
     a.add_argument("--answers-report", type=Path, metavar="PATH",
                    help="also write the answer benchmark's section alone there (markdown)")
+    a.add_argument("--answer-window", type=int, action="append", metavar="TOKENS",
+                   help="keep the prompts within TOKENS (the compaction window capped there, as "
+                   "a measured effective context does in the app); repeatable: each size is "
+                   "its own run, named 'W2 @2048' (default: the mode's window)")
     p.add_argument("--reuse-seam", type=int, action="append", metavar="N",
                    help="chunk-reuse quality: evaluate N tokens after each seam again instead "
                    "of moving them (default 0; repeat to compare several on the same calls, "
@@ -619,10 +623,10 @@ def _answers(
     options = SuiteOptions(
         quick=args.quick, models=usable,
         variants=args.answer_strategy or list(QUICK_VARIANTS if args.quick else ANSWER_STRATEGIES),
-        questions=args.questions,
+        questions=args.questions, windows=args.answer_window or [None],
     )
     result.options["answers"] = {"models": usable, "variants": list(options.variants),
-                                 "questions": args.questions}
+                                 "questions": args.questions, "windows": args.answer_window}
     started = time.perf_counter()
 
     def save(run: TranscriptRun) -> None:  # after each transcript: an interrupted run keeps it

@@ -30,6 +30,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from assistant.agent.events import ContextUsage
 from assistant.compaction.recall import Placement, Recall
 from assistant.config import ModePolicy, Settings
 from assistant.llm.base import LLMBackend
@@ -95,31 +96,39 @@ class Run:
     answered: int = 0
     replies: list[dict[str, Any]] = field(default_factory=list)
     compactions: int = 0
+    #: The largest prompt of the chat's replies (tokens).
+    largest_prompt: int = 0
     summarizers: list[str] = field(default_factory=list)
     seconds: float = 0.0
 
 
 def settings_for(
-    model: str, window: int, max_reply: int, recall: bool, threads: int = 1
+    model: str, window: int | None, max_reply: int, recall: bool | None, threads: int = 1,
+    measured: bool = True,
 ) -> Settings:
-    """Local mode at ``window`` (the policy's values scaled as the app scales them),
-    temperature 0, no saved model states (nothing kept beyond the run)."""
-    base = Settings().local
-    factor = window / base.window
-    local = ModePolicy(
-        window=window,
-        protect=int(base.protect * factor),
-        minimum=int(base.minimum * factor),
-        reserve=max(256, int(base.reserve * factor)),
-        keep_recent=max(256, int(base.keep_recent * factor)),
-        summary_budget=max(128, int(base.summary_budget * factor)),
-    )
-    settings = Settings(model=model, mode="local", local=local)
+    """Local mode at ``window`` (the policy's values scaled as the app scales them; None: the
+    mode as shipped, so the model's measured effective context applies as in the app unless
+    ``measured`` is False), recall on, off or as shipped (None), temperature 0, no saved
+    model states (nothing kept beyond the run)."""
+    settings = Settings(model=model, mode="local")
+    if window is not None:
+        base = settings.local
+        factor = window / base.window
+        settings.local = ModePolicy(
+            window=window,
+            protect=int(base.protect * factor),
+            minimum=int(base.minimum * factor),
+            reserve=max(256, int(base.reserve * factor)),
+            keep_recent=max(256, int(base.keep_recent * factor)),
+            summary_budget=max(128, int(base.summary_budget * factor)),
+        )
     settings.sampling.temperature = 0.0
     settings.sampling.max_reply_tokens = max_reply
     settings.performance.resume_state = False
     settings.sampling.threads = threads
-    settings.compaction.recall = recall
+    if recall is not None:
+        settings.compaction.recall = recall
+    settings.compaction.use_measured_context = measured
     return settings
 
 
@@ -132,23 +141,32 @@ def _factory(model: str, n_ctx: int, threads: int) -> LLMBackend:
 def run(
     model: str,
     *,
-    window: int = 8_192,
+    window: int | None = 8_192,
     chatter_turns: int = 36,
-    recall: bool = True,
+    recall: bool | None = True,
     placement: Placement = "before",
     max_reply: int = 48,
     threads: int = 1,
     folder: Path | None = None,
+    measured: bool = True,
 ) -> Run:
-    """One chat of the scenario; the replies to the five questions and how many answer."""
+    """One chat of the scenario; the replies to the five questions and how many answer.
+    ``window`` None and ``recall`` None: the settings as shipped (``measured`` False: without
+    the model's measured effective context, as before it was applied)."""
     started = time.perf_counter()
-    out = Run(recall, placement, window, chatter_turns)
+    settings = settings_for(model, window, max_reply, recall, threads, measured)
+    out = Run(settings.compaction.recall, placement, window or 0, chatter_turns)
     with tempfile.TemporaryDirectory() as tmp:
         root = folder or Path(tmp)
-        settings = settings_for(model, window, max_reply, recall, threads)
+        sizes: list[int] = []
+
+        def heard(event: object) -> None:
+            if isinstance(event, ContextUsage):
+                sizes.append(event.prompt_tokens)
+
         service = ChatService(
             settings, SessionStore(root / "sessions"), ModelWorker(_factory, InlineExecutor()),
-            None, lambda _event: None, persist_settings=None,
+            None, heard, persist_settings=None,
         )
         try:
             service.load_model()
@@ -157,6 +175,7 @@ def run(
                 raise RuntimeError(f"the model did not load: {service.model_error}")
             if isinstance(engine.controller.recall, Recall):
                 engine.controller.recall.placement = placement
+            out.window = engine.controller.policy().window
             for fact in FACTS:
                 service.submit(fact.statement)
             for i in range(chatter_turns):
@@ -169,6 +188,7 @@ def run(
                 out.replies.append({"question": fact.question, "reply": reply, "ok": ok})
             conv = service.conversation
             out.compactions = len(conv.compactions)
+            out.largest_prompt = max(sizes, default=0)
             out.summarizers = [r.summarizer for r in conv.compactions]
         finally:
             service.shutdown()
@@ -191,6 +211,12 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m bench.recall_answers", description=__doc__)
     p.add_argument("--model", default=str(default_model_path()), help="GGUF file")
     p.add_argument("--window", type=int, default=8_192)
+    p.add_argument("--shipped", action="store_true",
+                   help="the settings as shipped (local mode, the model's measured effective "
+                   "context, recall as its switch says unless --recall on/off); --window is "
+                   "ignored")
+    p.add_argument("--no-measured", action="store_true",
+                   help="with --shipped: without the measured effective context (as before)")
     p.add_argument("--chatter", type=int, default=36)
     p.add_argument("--recall", choices=["on", "off", "both"], default="both")
     p.add_argument("--placement", choices=["before", "after"], default="before")
@@ -202,6 +228,13 @@ def main(argv: list[str] | None = None) -> int:
         os.environ.setdefault("ASSISTANT_MODEL_DIR", str(Path(args.model).parent))
         os.environ["ASSISTANT_HOME"] = home
         os.environ.setdefault("ASSISTANT_CALIBRATE", "0")
+        if args.shipped:
+            recall = None if args.recall == "both" else args.recall == "on"
+            result = run(args.model, window=None, chatter_turns=args.chatter, recall=recall,
+                         placement=args.placement, max_reply=args.max_reply,
+                         threads=args.threads, measured=not args.no_measured)
+            print(json.dumps(asdict(result)), flush=True)
+            return 0
         modes: list[Literal["on", "off"]] = ["off", "on"] if args.recall == "both" else [
             args.recall
         ]

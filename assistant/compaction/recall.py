@@ -25,11 +25,13 @@ before every model call (:meth:`Recall.apply`, from the controller's ``prepare``
 
 from __future__ import annotations
 
+import itertools
 import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
+from assistant.compaction.recall_sentences import best_sentences, score, split_sentences
 from assistant.compaction.tokens import TokenCounter
 from assistant.config import EffectivePolicy
 from assistant.conversation import Conversation, Message, ToolCall
@@ -49,6 +51,12 @@ RELATIVE_SCORE = 0.35
 #: is not searched for.
 COMMON_SHARE = 0.03
 COMMON_MIN = 6
+#: Words of a pair searched for may be this many tokens apart ("cache is checked").
+NEAR_TOKENS = 4
+#: Passages of the latest message itself holding its own words (it is indexed too).
+OWN = 1
+#: Pairs searched for at most (the rarest).
+MAX_PAIRS = 6
 #: A budget smaller than this brings nothing back (one excerpt and its label need more).
 MIN_BUDGET = 40
 HEADING_BEFORE = "Earlier in this chat (excerpts that may help with my message below):"
@@ -80,6 +88,8 @@ class PassageIndex(Protocol):
     def search(self, expression: str, *, limit: int) -> Sequence[Found]: ...
 
     def counts(self, terms: Sequence[str]) -> dict[str, int]: ...
+
+    def matching(self, expressions: Sequence[str]) -> dict[str, int]: ...
 
     @property
     def passages(self) -> int: ...
@@ -121,9 +131,24 @@ def distinctive(terms: Sequence[str], index: PassageIndex) -> list[str]:
     """``terms`` less those common in this chat (in more than :data:`COMMON_SHARE` of its
     passages, and more than :data:`COMMON_MIN`): words every message of a long chat shares
     ("talk", "code", a recurring name) point at nothing in particular, and only bring back
-    noise the model then imitates."""
+    noise the model then imitates. The terms come from the latest message, which is indexed
+    too: its own passage is not counted (a word found only there brings back nothing)."""
     limit = max(COMMON_MIN, int(index.passages * COMMON_SHARE))
-    return [t for t, n in index.counts(terms).items() if 0 < n <= limit]
+    return [t for t, n in index.counts(terms).items() if 0 < n - OWN <= limit]
+
+
+def distinctive_pairs(terms: Sequence[str], index: PassageIndex) -> list[str]:
+    """FTS5 expressions for the pairs of ``terms`` next to each other in the question that
+    are found near each other (:data:`NEAR_TOKENS`) in this chat, the rarest first (at most
+    :data:`MAX_PAIRS`). For a question whose every word is common in the chat ("How often is
+    the local cache checked?" in a chat of caches, checks and minutes): a pair is rarer than
+    its words, and the sentence naming most of them is chosen after (:func:`.score`)."""
+    pairs = [
+        f'NEAR("{a.replace(chr(34), "")}" "{b.replace(chr(34), "")}", {NEAR_TOKENS})'
+        for a, b in itertools.pairwise(terms)
+    ]
+    found = sorted((n, e) for e, n in index.matching(pairs).items() if n - OWN > 0)
+    return [e for _n, e in found[:MAX_PAIRS]]
 
 
 def latest_user(conv: Conversation) -> Message | None:
@@ -143,10 +168,16 @@ class Recall:
         index_for: IndexFor,
         *,
         placement: Placement = "before",
+        focus: bool = True,
     ) -> None:
         self.counter = counter
         self.index_for = index_for
         self.placement: Placement = placement
+        #: What the user said comes back as the sentences naming the question's words, and
+        #: also when it is still in the prompt: a small model misses a fact in the middle of
+        #: a long prompt that it answers when the sentence is next to the question
+        #: ("Lost in the Middle"; measured with the answer benchmark, docs/ANSWERS.md).
+        self.focus = focus
         self._last: tuple[tuple[int, str, int], RecallBlock | None] | None = None
         self._chat = _ChatMap()
         self._synced: PassageIndex | None = None
@@ -195,7 +226,8 @@ class Recall:
         budget: int,
     ) -> RecallBlock | None:
         """The block for ``latest`` within ``budget`` tokens, or None."""
-        terms = query_terms(latest.content)
+        asked = query_terms(latest.content)
+        terms = asked
         if not terms:
             return None
         chat = self._chat
@@ -209,7 +241,12 @@ class Recall:
             index.sync(new)
             self._synced = index
             terms = distinctive(terms, index)
-            hits = index.search(match_expression(terms), limit=SEARCH_LIMIT) if terms else []
+            expression = match_expression(terms) if terms else ""
+            fallback = not terms
+            if fallback:  # every word is common here: pairs of them are rarer
+                expression = " OR ".join(distinctive_pairs(asked, index))
+                terms = asked
+            hits = index.search(expression, limit=SEARCH_LIMIT) if expression else []
         except Exception:  # recall is an aid: a broken index must not stop the reply
             log.warning("Recall skipped: the chat's index failed", exc_info=True)
             self._synced = None
@@ -222,11 +259,16 @@ class Recall:
         hits = [
             h for h in hits
             if h.message_id != latest.id and h.message_id in chat.order and h.role != "assistant"
-            and normalize(h.text) not in visible
+            and (normalize(h.text) not in visible or self._focusable(h))
         ]
         if not hits:
             return None
         best = hits[0].rank
+        # What the user said comes back only where it answers as well as the best of it: a
+        # sentence naming fewer of the question's words is a distractor ("the ticket records
+        # are secondary" beside "... are final").
+        scores = {id(h): score(h.text, terms, asked) for h in hits if self._focusable(h)}
+        top = max(scores.values(), default=(0, 0))
         heading = HEADING_BEFORE if self.placement == "before" else HEADING_AFTER
         used = self.counter.text(heading) + 2
         chosen: list[tuple[int, int, Excerpt]] = []
@@ -241,14 +283,22 @@ class Recall:
                 continue
             excerpt = Excerpt(hit.message_id, chat.label(hit), hit.text)
             cost = self.counter.text(_line(excerpt)) + 1
-            if used + cost > budget:  # too long: only its lines that name a term
-                narrow = _narrow(hit, terms)
-                if narrow is None:
+            if id(hit) in scores and (scores[id(hit)] < top or (fallback and top[1] < 2)):
+                continue  # weaker; or common words, and no sentence names two of them
+            if self._focusable(hit):  # the sentences that answer, not the rest
+                focused = best_sentences(
+                    hit.text, terms, asked, lambda t: self.counter.text(t) + 1, budget - used
+                )
+                if focused is not None:
+                    excerpt = Excerpt(hit.message_id, excerpt.label, focused)
+                    cost = self.counter.text(_line(excerpt)) + 1
+                elif normalize(hit.text) in visible:
+                    continue  # still in the prompt and nothing to focus on
+            if used + cost > budget:  # too long: its lines, else sentences, naming a term
+                narrowed = self._narrowed(hit, terms, asked, chat, budget - used)
+                if narrowed is None:
                     continue
-                excerpt = Excerpt(hit.message_id, chat.label(narrow), narrow.text)
-                cost = self.counter.text(_line(excerpt)) + 1
-                if used + cost > budget:
-                    continue
+                excerpt, cost = narrowed
             used += cost
             seen.add(key)
             chosen.append((chat.order[hit.message_id], hit.first, excerpt))
@@ -258,6 +308,38 @@ class Recall:
         excerpts = tuple(e for _, _, e in chosen)
         text = heading + "\n" + "\n".join(_line(e) for e in excerpts)
         return RecallBlock(text, excerpts, self.counter.text(text), latest.id)
+
+
+    def _focusable(self, hit: Found) -> bool:
+        """Whether ``hit`` is what the user said in several sentences, to be focused on the
+        ones naming the question's words (see :attr:`focus`)."""
+        return self.focus and hit.role == "user" and len(split_sentences(hit.text)) > 1
+
+    def _narrowed(
+        self, hit: Found, terms: Sequence[str], asked: Sequence[str], chat: _ChatMap,
+        room: int,
+    ) -> tuple[Excerpt, int] | None:
+        """``hit`` cut to fit ``room`` tokens: the lines naming a searched term
+        (:func:`_narrow`), else (a line of prose holding several facts) its sentences naming
+        the most of them, then of all the question's words ``asked`` (:func:`.best_sentences`);
+        with the excerpt's cost, or None when nothing fits."""
+        narrow = _narrow(hit, terms)
+        if narrow is not None:
+            excerpt = Excerpt(hit.message_id, chat.label(narrow), narrow.text)
+            cost = self.counter.text(_line(excerpt)) + 1
+            if cost <= room:
+                return excerpt, cost
+        source = narrow if narrow is not None else hit
+        label = chat.label(source)
+        base = self.counter.text(_line(Excerpt(hit.message_id, label, ""))) + 1
+        picked = best_sentences(
+            source.text, terms, asked, lambda t: self.counter.text(t) + 1, room - base
+        )
+        if picked is None:
+            return None
+        excerpt = Excerpt(hit.message_id, label, picked)
+        cost = self.counter.text(_line(excerpt)) + 1
+        return (excerpt, cost) if cost <= room else None
 
 
 @dataclass(frozen=True)

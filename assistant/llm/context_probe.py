@@ -28,6 +28,7 @@ from typing import Any
 from assistant import paths
 from assistant.atomicfile import JsonStore
 from assistant.llm.base import GenerationOptions, LLMBackend, ModelInfo
+from assistant.llm.registry import ModelEntry as RegistryEntry
 
 DEFAULT_SIZES = (1024, 2048, 4096, 8192)
 DEFAULT_DEPTHS = (0.1, 0.5, 0.9)
@@ -253,13 +254,15 @@ def probe_effective_context(
 def _ask(
     backend: LLMBackend, messages: list[dict[str, Any]], options: GenerationOptions
 ) -> tuple[str, int]:
+    """The whole reply (the final result's text: streamed pieces can hold back a tail, and
+    a code cut short, "789" for 7890, must not be scored from them) and the prompt's size."""
     text: list[str] = []
     prompt_tokens = 0
     for event in backend.generate(messages, options):
         text.append(event.delta)
         if event.result is not None:
             prompt_tokens = event.result.prompt_tokens
-            if not "".join(text).strip():
+            if event.result.text.strip():
                 text = [event.result.text]
     return "".join(text), prompt_tokens
 
@@ -269,16 +272,26 @@ def model_id(info: ModelInfo) -> str:
     return file_model_id(Path(info.path).name, info.size_bytes)
 
 
-def file_model_id(name: str, size: int) -> str:
+def _registered(name: str, size: int) -> RegistryEntry | None:
     from assistant.llm.registry import load_registry
 
     try:
         entry = load_registry().by_file(name)
     except (OSError, ValueError, KeyError):
-        entry = None
-    if entry is not None and entry.size == size:
-        return f"sha256:{entry.sha256}"
-    return f"file:{name}|{size}"
+        return None
+    return entry if entry is not None and entry.size == size else None
+
+
+def file_model_id(name: str, size: int) -> str:
+    entry = _registered(name, size)
+    return f"sha256:{entry.sha256}" if entry is not None else f"file:{name}|{size}"
+
+
+def registry_context(name: str, size: int) -> int | None:
+    """The size the registry says this model file answers well from (measured with the
+    answer benchmark), or None."""
+    entry = _registered(name, size)
+    return entry.effective_context if entry is not None else None
 
 
 def store_key(info: ModelInfo, window: int | None = None) -> str:
@@ -315,10 +328,14 @@ class EffectiveContextStore(JsonStore):
 
 
 def measured_context(info: ModelInfo, store: EffectiveContextStore | None = None) -> int | None:
-    """The size this model uses well, where a probe found one below the window: the result
-    for this window, else one for the same model with another window that found a limit
-    (a model that loses facts past 4,096 tokens loses them in a larger window too). None
-    when not measured, when no size was answered, or when the model used every size."""
+    """The size this model uses well, where one was measured below the window: the smaller of
+    the probe's result on this machine and the registry's ``effective_context`` (measured
+    with the answer benchmark, a harder test than one planted fact: SmolLM2-135M finds a
+    code in 8,000 tokens of filler yet answers nothing about a chat of that size). The
+    probe's result for this window counts, else one for the same model with another window
+    that found a limit (a model that loses facts past 4,096 tokens loses them in a larger
+    window too). None when neither is known, when the probe answered nothing and the
+    registry says nothing, or when the model used every size."""
     store = store or EffectiveContextStore()
     found = store.get(store_key(info))
     if found is None:
@@ -330,21 +347,34 @@ def measured_context(info: ModelInfo, store: EffectiveContextStore | None = None
             if other is not None and other.effective and other.effective < max(other.accuracy):
                 found = other
                 break
-    if found is None or found.effective <= 0 or found.effective >= info.context_window:
+    sizes = [found.effective] if found is not None and found.effective > 0 else []
+    listed = registry_context(Path(info.path).name, info.size_bytes)
+    if listed:
+        sizes.append(listed)
+    if not sizes or min(sizes) >= info.context_window:
         return None
-    return found.effective
+    return min(sizes)
 
 
 def measured_line(
     file: Path, size: int, key: str, store: EffectiveContextStore | None = None
 ) -> str:
-    """What Settings and the models page say about a model file's effective context."""
+    """What Settings and the models page say about a model file's effective context: the
+    probe's result on this machine, and the registry's size when prompts are kept within it."""
     found = (store or EffectiveContextStore()).latest(file_model_id(file.name, size))
+    listed = registry_context(file.name, size)
+    kept = (
+        f"prompts are kept within {listed:,} tokens, where it answered best (answer benchmark)"
+        if listed else ""
+    )
     if found is None:
+        if kept:
+            return f"{kept[0].upper()}{kept[1:]}; measure it here: python -m assistant probe {key}"
         return f"Effective context not measured yet: python -m assistant probe {key}"
     if found.effective <= 0:
         return (
             f"Effective context: no planted fact was found even at {min(found.accuracy):,} "
-            f"tokens (measured {found.date}); the window is used as is"
+            f"tokens (measured {found.date}); " + (kept or "the window is used as is")
         )
-    return f"Uses about {found.effective:,} tokens well (measured {found.date})"
+    line = f"Uses about {found.effective:,} tokens well (measured {found.date})"
+    return f"{line}; {kept}" if listed and listed < found.effective else line

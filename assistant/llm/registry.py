@@ -36,6 +36,10 @@ class ModelEntry:
     #: Prompt-lookup decoding measured faster than plain decoding with this model (the
     #: default of the "auto" setting; ``python -m bench --speculative``).
     prompt_lookup: bool = False
+    #: The prompt size this model answers well from, measured with the answer benchmark
+    #: (``python -m bench --answers-only --answer-window N``); prompts are kept within it
+    #: (with the probe's result on this machine, the smaller): see ``context_probe``.
+    effective_context: int | None = None
 
 
 @dataclass(frozen=True)
@@ -103,6 +107,7 @@ def load_registry(path: Path | None = None) -> Registry:
             chat_template_source=m.get("chat_template_source", "gguf"),
             source=m.get("source", {}),
             prompt_lookup=bool(m.get("prompt_lookup", False)),
+            effective_context=int(m["effective_context"]) if m.get("effective_context") else None,
         )
         for m in raw["models"]
     )

@@ -198,6 +198,16 @@ class RecallIndex:
                 for term in terms
             }
 
+    def matching(self, expressions: Sequence[str]) -> dict[str, int]:
+        """How many passages match each FTS5 expression (``NEAR("local" "cache", 4)``)."""
+        with self._lock:
+            return {
+                e: int(self._conn.execute(
+                    "SELECT count(*) FROM passages WHERE passages MATCH ?", (e,)
+                ).fetchone()[0])
+                for e in expressions
+            }
+
     def __contains__(self, message_id: object) -> bool:
         return message_id in self._ids
 

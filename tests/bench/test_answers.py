@@ -213,3 +213,19 @@ def test_the_recall_variant_puts_an_excerpt_of_the_source_beside_the_question() 
     run = run_transcript(reader(t), t, ["record", "record+recall"], model_label="reader")
     at_end = {r.strategy: r.correct for r in run.rows if r.point == "end" and r.question == "c1"}
     assert at_end == {"record": False, "record+recall": True}
+
+
+def test_answer_window_runs_each_size_with_prompts_kept_within_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code = main(["--model", "scripted", "--answers-only", "--workload", "W2",
+                 "--no-real-sessions", "--questions", "3", "--json", "--answer-strategy",
+                 "record", "--answer-window", "2048", "--answer-window", "4096"])
+    assert code == 0
+    data = json.loads(capsys.readouterr().out)
+    runs = {r["source"]: r for r in data["answers"]}
+    assert set(runs) == {"W2 @2048", "W2 @4096"}
+    for size, run in ((2_048, runs["W2 @2048"]), (4_096, runs["W2 @4096"])):
+        assert run["rows"] and all(r["prompt_tokens"] <= size for r in run["rows"])
+    # The smaller size compacts more often over the same chat.
+    assert runs["W2 @2048"]["compactions"]["record"] > runs["W2 @4096"]["compactions"]["record"]

@@ -158,3 +158,58 @@ def test_retrieval_at_ten_thousand_messages_finds_the_one_fact() -> None:
                         limit=5)
     assert hits[0].text == "Our staging server port is 12345."
     index.close()
+
+
+#: One long line of prose holding several facts, as users write them (the answer benchmark's
+#: W2 chat): its passage is over a small window's recall budget.
+PROSE = (
+    "Quick update on the support rota. About 23 percent of the cache records are large. "
+    "The local cache is checked every 15 minutes before we export it. The empty channel "
+    "is checked every 66 minutes before we validate it. About 93 percent of the index "
+    "records are legacy. We agreed to collect each channel in Porto once the copy is "
+    "ready. Sunniva said the index for the release checklist needs 2 more hours."
+)
+
+
+def test_a_fact_in_a_long_line_of_prose_comes_back_as_its_sentence() -> None:
+    ctrl, _ = _controller(window=1_536)
+    conv = Conversation()
+    conv.append(Message(role="user", content=PROSE))
+    conv.append(Message(role="assistant", content="Noted."))
+    for i in range(30):
+        conv.append(Message(role="user", content=f"Tell me about the history of tea {i}. " * 8))
+        conv.append(Message(role="assistant", content="Tea was first grown in China. " * 15))
+        ctrl.prepare(conv, system_prompt=SYSTEM)
+    assert conv.compactions and "every 15 minutes" not in conv.compactions[-1].summary
+    assert ctrl.counter.text(PROSE) > recall_budget(ctrl.policy())  # whole, it cannot fit
+    conv.append(Message(role="user", content="How often is the local cache checked?"))
+    req = ctrl.prepare(conv, system_prompt=SYSTEM)
+    assert req.recall is not None
+    head, excerpt, question = req.messages[-1]["content"].split("\n", 2)
+    assert head == HEADING_BEFORE and question == "\nHow often is the local cache checked?"
+    assert excerpt == (
+        "- (turn 1, I said) The local cache is checked every 15 minutes before we export it."
+    )
+    assert req.prompt_tokens + req.reserve <= req.window
+
+
+def test_a_fact_still_in_the_prompt_is_repeated_beside_the_question_as_its_sentence() -> None:
+    ctrl, _ = _controller(window=8_192)
+    conv = Conversation()
+    conv.append(Message(role="user", content=PROSE))
+    conv.append(Message(role="assistant", content="Noted."))
+    for i in range(6):  # the fact is still in the prompt, in the middle of it
+        conv.append(Message(role="user", content=f"Tell me about the history of tea {i}. " * 8))
+        conv.append(Message(role="assistant", content="Tea was first grown in China. " * 15))
+    conv.append(Message(role="user", content="How often is the local cache checked?"))
+    req = ctrl.prepare(conv, system_prompt=SYSTEM)
+    assert not conv.compactions and req.messages[1]["content"] == PROSE
+    assert req.recall is not None
+    assert req.messages[-1]["content"] == (
+        f"{HEADING_BEFORE}\n- (turn 1, I said) The local cache is checked every 15 minutes "
+        "before we export it.\n\nHow often is the local cache checked?"
+    )
+    assert ctrl.recall is not None
+    ctrl.recall.focus = False  # the passage is visible whole: nothing is added
+    again = Conversation(messages=[m.model_copy() for m in conv.messages])
+    assert ctrl.prepare(again, system_prompt=SYSTEM).recall is None

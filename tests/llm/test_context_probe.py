@@ -116,3 +116,56 @@ def test_probe_on_the_embedded_model(real_backend: Any) -> None:
 def test_a_model_that_answers_nothing_is_described_as_such() -> None:
     result = EffectiveContext("m", 8_192, 0, {1024: [0, 3]}, "2026-11-26T07:00:00+00:00")
     assert result.describe() == "no size answered (accuracy 0/3 at 1,024)"
+
+
+class _TailHeldBack(ScriptedBackend):
+    """Streams every piece of the reply but the last; the final result has all of it (as a
+    backend holding back a tail that could start a stop string does)."""
+
+    def generate(self, messages: Any, options: Any, **kwargs: Any) -> Any:
+        events = list(super().generate(messages, options, **kwargs))
+        deltas = [e for e in events if e.result is None]
+        yield from deltas[:-1]
+        yield events[-1]
+
+
+def test_a_reply_is_scored_whole_not_from_its_streamed_pieces() -> None:
+    backend = _TailHeldBack(window=4_096)
+    backend.default_reply = ""
+    for _ in range(3):
+        backend.enqueue(_reader(4_096, backend))
+    result = probe_effective_context(backend, (1024,), trials=1)
+    assert result.accuracy == {1024: [3, 3]}
+    assert all(t["reply"].endswith(f"{t['code']}.") for t in result.trials)
+
+
+def _registered_info(window: int) -> Any:
+    """The registry's default model as a loaded backend describes it."""
+    from dataclasses import replace
+
+    from assistant.llm.registry import load_registry
+
+    registry = load_registry()
+    entry = registry.get(registry.default)
+    assert entry is not None
+    info = replace(ScriptedBackend(window=window).info, path=f"/models/{entry.file}",
+                   size_bytes=entry.size, trained_context=entry.context_length)
+    return info, entry
+
+
+def test_the_registry_size_caps_prompts_until_a_probe_finds_a_smaller_one() -> None:
+    info, entry = _registered_info(8_192)
+    assert entry.effective_context is not None  # measured with the answer benchmark
+    store = EffectiveContextStore()
+    assert measured_context(info, store) == entry.effective_context  # nothing probed here
+    # A probe that found the model using every size does not lift the registry's limit...
+    store.put(store_key(info), EffectiveContext(
+        "m", 8_192, 8_192, {1024: [6, 6], 8192: [6, 6]}, "2026-11-26T07:00:00+00:00"))
+    assert measured_context(info, store) == entry.effective_context
+    # ...one that found a smaller size wins.
+    store.put(store_key(info), EffectiveContext(
+        "m", 8_192, 1_024, {1024: [6, 6], 8192: [0, 6]}, "2026-11-26T07:00:00+00:00"))
+    assert measured_context(info, store) == 1_024
+    # A window no larger than the size: nothing to cap.
+    small, _ = _registered_info(entry.effective_context)
+    assert measured_context(small, EffectiveContextStore(store.path.with_name("x.json"))) is None

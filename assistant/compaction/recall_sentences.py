@@ -1,0 +1,86 @@
+"""Sentences of what the user said that answer a question (for :mod:`.recall`).
+
+A user often writes one paragraph holding several facts ("The local cache is checked every
+15 minutes before we export it. The empty channel is checked every 66 minutes ..."). Recall
+puts only the sentences naming the most of the question's words next to the question:
+:func:`best_sentences` picks them within a token budget, :func:`score` says how well a
+passage's best sentence matches (to drop weaker passages), and :func:`names` matches a word
+in any of its plain forms ("checked" names "checks", not "checklist").
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+
+#: Where a sentence ends.
+_SENTENCE_END = re.compile(r"(?<=[.!?;])\s+")
+_WORD = re.compile(r"[^\W_]+", re.UNICODE)
+
+
+def stem(word: str) -> str:
+    """``word`` without a plural or tense ending ("checked", "checks" -> "check")."""
+    for end in ("ing", "ed", "s"):
+        if word.endswith(end) and len(word) - len(end) >= 3:
+            return word[: -len(end)]
+    return word
+
+
+def names(text: str, term: str) -> bool:
+    """Whether ``text`` names ``term`` or a form of it ("checked" names "checks", not
+    "checklist")."""
+    root = stem(term)
+    return any(stem(w) == root for w in _WORD.findall(text.lower()))
+
+
+def best_sentences(
+    text: str, terms: Sequence[str], asked: Sequence[str], cost: Callable[[str], int],
+    room: int,
+) -> str | None:
+    """The sentences of ``text`` that name the most of ``terms`` (ties: of all the
+    question's words ``asked``): the best one, and those as good while they fit in
+    ``room`` tokens; in their order, joined by "..." where sentences were left out. None
+    when no sentence names a term or the best one does not fit. A sentence naming more of
+    the question's words is more likely the one holding its answer ("The local cache is
+    checked every 15 minutes." for "How often is the local cache checked?")."""
+    sentences = split_sentences(text)
+    if len(sentences) < 2:
+        return None
+    named = [
+        (sum(names(s, t) for t in terms), sum(names(s, t) for t in asked), -i, i)
+        for i, s in enumerate(sentences)
+    ]
+    ranked = sorted((n for n in named if n[0] > 0), reverse=True)
+    kept: list[int] = []
+    for *score, i in ranked:
+        if kept and tuple(score[:2]) < ranked[0][:2]:
+            break  # only as good as the best: a weaker match is a distractor for a small model
+        trial = _join(sentences, sorted([*kept, i]))
+        if cost(trial) <= room:
+            kept.append(i)
+        elif not kept:
+            return None
+    return _join(sentences, sorted(kept)) if kept else None
+
+
+def score(text: str, terms: Sequence[str], asked: Sequence[str]) -> tuple[int, int]:
+    """How well the best sentence of ``text`` matches: (searched terms, question words)
+    it names."""
+    return max(
+        ((sum(names(s, t) for t in terms), sum(names(s, t) for t in asked))
+         for s in split_sentences(text)),
+        default=(0, 0),
+    )
+
+
+def split_sentences(text: str) -> list[str]:
+    return [s for s in _SENTENCE_END.split(text.replace("\n", " ").strip()) if s]
+
+
+def _join(sentences: Sequence[str], kept: Sequence[int]) -> str:
+    out: list[str] = []
+    for j, i in enumerate(kept):
+        if j and i != kept[j - 1] + 1:
+            out.append("...")
+        out.append(sentences[i])
+    return " ".join(out)
