@@ -43,6 +43,7 @@ from assistant.agent.commands import (
 from assistant.agent.events import (
     AgentEvent,
     ContextUsage,
+    MessageRefused,
     ModelCallFinished,
     Notice,
     PromptProgress,
@@ -56,7 +57,7 @@ from assistant.conversation import CompactionRecord, Conversation, Message
 from assistant.engine import Engine, build_engine
 from assistant.llm.base import CancelToken, LLMBackend, ModelInfo, Tunable
 from assistant.llm.worker import ModelWorker
-from assistant.service import chat_options, chats
+from assistant.service import chat_options, chats, latest_fit
 from assistant.service.chat_options import ChatOptions
 from assistant.service.chat_slot import ChatSlot
 from assistant.service.commands import AppCommands
@@ -752,12 +753,23 @@ class ChatService:
 
     # -- branches ----------------------------------------------------------------------
     def edit_message(self, message_id: str, text: str) -> None:
-        """Replace a user message with ``text`` on a new branch and answer it."""
-        self._branch_and_answer(lambda h: h.edit_user_message(message_id, text))
+        """Replace a user message with ``text`` on a new branch and answer it. A text that
+        does not fit the window whole is refused before anything is written, as a new
+        message is (``MessageRefused`` and a notice with its size and the room)."""
+        self._branch_and_answer(
+            lambda h: h.edit_user_message(message_id, text),
+            lambda h, fit: latest_fit.edit_refusal(h, message_id, text, fit),
+        )
 
     def regenerate(self, message_id: str) -> None:
-        """Write an assistant reply again (the old one stays as branch 1)."""
-        self._branch_and_answer(lambda h: h.regenerate_from(message_id))
+        """Write an assistant reply again (the old one stays as branch 1). When the user
+        message it answers no longer fits the window whole (a smaller window since), it is
+        refused like an edit: nothing is written, and the message is offered for editing."""
+        self._branch_and_answer(
+            lambda h: h.regenerate_from(message_id),
+            lambda h, fit: latest_fit.regenerate_refusal(h, message_id, fit),
+            regenerate=True,
+        )
 
     def switch_branch(self, message_id: str, step: int) -> None:
         """Show another version of a message (``< >``). Nothing is written: the chat moves
@@ -821,7 +833,13 @@ class ChatService:
 
         self.jobs.run(self._on_shown_branch(job), then, "Deleting")
 
-    def _branch_and_answer(self, branch: Callable[[ChatHandle], object]) -> None:
+    def _branch_and_answer(
+        self,
+        branch: Callable[[ChatHandle], object],
+        check: Callable[[ChatHandle, latest_fit.FitCheck], MessageRefused | None],
+        *,
+        regenerate: bool = False,
+    ) -> None:
         if self.busy:
             self.notice("warning", "Wait for the reply to finish (or press Esc).")
             return
@@ -830,7 +848,21 @@ class ChatService:
             self.notice("warning", "The model is not loaded yet.")
             return
 
-        def answer(_result: Any) -> bool:
+        fit = latest_fit.FitCheck(engine.controller, self.effective_settings().system_prompt,
+                                  engine.agent.registry.schemas())
+
+        def job(_cancel: CancelToken) -> MessageRefused | None:
+            refused = check(handle, fit)  # on the worker: counting uses the model
+            if refused is None:
+                branch(handle)
+            return refused
+
+        def answer(refused: MessageRefused | None) -> bool:
+            if refused is not None:  # nothing was written: the face offers it for editing
+                self.emit(refused)
+                self.notice("error", latest_fit.refusal_text(refused, regenerate=regenerate))
+                return False
+            self.chat.view = None  # the edit or the new reply made its own branch
             self.emit(ConversationReset(handle.chat_id))
             self.jobs.run(
                 lambda c: engine.agent.respond(handle.conversation, c), self._after_reply,
@@ -838,8 +870,7 @@ class ChatService:
             )
             return True
 
-        self.chat.view = None  # the edit or the new reply makes its own branch
-        self.jobs.run(lambda _c: branch(handle), answer, "Branching")
+        self.jobs.run(job, answer, "Branching")
 
     # -- shutdown ----------------------------------------------------------------------
     def shutdown(self) -> None:

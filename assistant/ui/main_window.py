@@ -382,9 +382,13 @@ class MainWindow(WindowDialogs):
 
     def _message_refused(self, event: MessageRefused) -> None:
         """A message too large for the window was not sent (a notice says its size and the
-        room): it goes back into the input box, unless the user is typing another."""
+        room): it goes back into the input box, unless the user is typing another. An edit
+        or a regeneration that was refused goes back as an edit of that message."""
         if not self.input.toPlainText():
-            self.input.setPlainText(event.text)
+            if event.replaces is not None and event.replaces in self.chat_view.message_widgets:
+                self._enter_edit(event.replaces, event.text)
+            else:
+                self.input.setPlainText(event.text)
         self._update_composer()
 
     def _send_clicked(self) -> None:
@@ -412,8 +416,11 @@ class MainWindow(WindowDialogs):
         widget = self.chat_view.message_widgets.get(message_id)
         if widget is None or self.service.busy:
             return
+        self._enter_edit(message_id, widget.message.content)
+
+    def _enter_edit(self, message_id: str, text: str) -> None:
         self.editing_id = message_id
-        self.input.setPlainText(widget.message.content)
+        self.input.setPlainText(text)
         cursor = self.input.textCursor()
         cursor.movePosition(cursor.MoveOperation.End)
         self.input.setTextCursor(cursor)
