@@ -340,6 +340,11 @@ class ChatService:
                     self._restore_state()  # new batch sizes start with an empty cache
             self._status(self.status_machine.note("Settings saved"))
             self.measure_context()
+            if new.compaction.compact_ahead != old.compaction.compact_ahead:
+                if new.compaction.compact_ahead:
+                    self._start_ahead()
+                else:
+                    self._cancel_ahead()
         return reload
 
     # -- prompt evaluation and saved states --------------------------------------------
@@ -481,7 +486,8 @@ class ChatService:
         compaction will need once the chat passes the fill level
         (``ContextController.precompute``). Anything the user does first cancels it."""
         engine, handle = self.engine, self.handle
-        if (not self.compact_ahead or engine is None or handle is None or self.busy
+        if (not self.compact_ahead or not self.settings.compaction.compact_ahead
+                or engine is None or handle is None or self.busy
                 or self._queue or self.browsing or self._closed
                 or handle.read_only is not None):
             return
