@@ -245,6 +245,11 @@ class ChatService:
     def branch_info(self, message_id: str) -> tuple[int, int]:
         return self.chat.branch_info(message_id)
 
+    def branch_end(self) -> tuple[int, int, str] | None:
+        """The switcher under the shown chat's last message when other versions go on
+        after it (see :meth:`ChatSlot.branch_end`)."""
+        return self.chat.branch_end()
+
     # -- events ------------------------------------------------------------------------
     def emit(self, event: ServiceEvent) -> None:
         if not self._closed:

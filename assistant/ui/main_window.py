@@ -332,6 +332,7 @@ class MainWindow(WindowDialogs):
     def _render_conversation(self) -> None:
         c = self.service
         self.chat_view.branch_info = c.branch_info if c.handle is not None else None
+        self.chat_view.branch_end = c.branch_end if c.handle is not None else None
         self.chat_view.set_conversation(c.shown_conversation)
         self.chat_view.set_actions_enabled(not c.busy)
         prunes, tokens = c.prune_count()
