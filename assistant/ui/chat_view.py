@@ -24,7 +24,7 @@ from PySide6.QtWidgets import QFrame, QPushButton, QScrollArea, QVBoxLayout, QWi
 from assistant.conversation import CompactionRecord, Conversation, Message, ToolCall
 from assistant.sessions.summary import is_branch_summary, summary_text
 from assistant.ui.message_widgets import BranchEndRow, MessageWidget
-from assistant.ui.notices import CompactionNotice, NoticeWidget, PruneNotice
+from assistant.ui.notices import CompactionLine, CompactionNotice, NoticeWidget, PruneNotice
 from assistant.ui.theme import zoomed_font
 from assistant.ui.tool_card import ToolCard
 
@@ -389,6 +389,30 @@ class ChatView(QScrollArea):
         notice = CompactionNotice(record)
         self._append(notice)
         return notice
+
+    def add_compaction_line(self, record: CompactionRecord) -> CompactionLine:
+        """After a compaction re-rendered the chat: a line at the bottom saying older
+        messages were summarized, with a button to the divider (often out of view)."""
+        line = CompactionLine(record)
+        line.show_button.clicked.connect(lambda: self.show_divider(record.id))
+        self._append(line)
+        return line
+
+    def show_divider(self, record_id: str) -> CompactionNotice | None:
+        """Scroll to a compaction's divider (rendering older pages if needed) and open it."""
+        while True:
+            found = [e for e in self.entries()
+                     if isinstance(e, CompactionNotice) and e.record.id == record_id]
+            if found or not self._pending:
+                break
+            self.show_earlier()
+        if not found:
+            return None
+        divider = found[0]
+        divider.set_expanded(True)
+        self._stick = False
+        self.ensureWidgetVisible(divider.header, 0, 60)
+        return divider
 
     def set_actions_enabled(self, enabled: bool) -> None:
         """Edit/regenerate/branch buttons are off while a reply is running."""
