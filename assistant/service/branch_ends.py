@@ -41,7 +41,7 @@ class BranchEnds:
 
     def __init__(self, entries: Sequence[Entry]) -> None:
         self.size = len(entries)
-        by_id = {e.id: e for e in entries}
+        self._parent = {e.id: e.parent_id for e in entries}
         #: Nearest message ancestor-or-self of each entry (None: no message above it).
         self._anchor: dict[str, str | None] = {}
         self._children: dict[str | None, list[str]] = {}
@@ -62,7 +62,6 @@ class BranchEnds:
         for entry in entries:  # newest last: it wins
             if isinstance(entry, CheckoutEntry) and entry.id not in with_message_below:
                 self._ends[self._anchor[entry.id]] = entry.id
-        self._parent = {e.id: e.parent_id for e in by_id.values()}
 
     def slot_after(self, entry_id: str | None) -> Slot:
         """The versions of what follows the position ``entry_id`` (its nearest message)."""
