@@ -46,8 +46,13 @@ def elapsed_text(seconds: float) -> str:
     return f"{s // 60} min {s % 60:02d} s" if s >= 60 else f"{s} s"
 
 
-def compaction_text(event: PrefillProgress | None, writing_for: float | None = None) -> str:
-    """The strip's words: reading (tokens, speed, time left) or writing (time so far)."""
+def compaction_text(
+    event: PrefillProgress | None,
+    writing_for: float | None = None,
+    waited: float | None = None,
+) -> str:
+    """The strip's words: reading (tokens, speed, time left, or the time so far until the
+    speed is known) or writing (its time so far)."""
     if event is None:
         return f"{TITLE}…"
     if reading_over(event):
@@ -58,6 +63,8 @@ def compaction_text(event: PrefillProgress | None, writing_for: float | None = N
     text = f"{TITLE}: reading {event.done:,} of {event.total:,} tokens"
     if event.eta_s is not None and event.tokens_per_s is not None:
         text += f" · {event.tokens_per_s:,.0f} tokens/s · {eta_text(event.eta_s)}"
+    elif waited is not None and waited >= 1:
+        text += f" · estimating the time left… {elapsed_text(waited)} so far"
     return text
 
 
@@ -85,6 +92,7 @@ class CompactionStrip(QFrame):
         self.setToolTip(TOOLTIP)
         self.last: PrefillProgress | None = None
         self._last_at = 0.0
+        self._started = 0.0
         self._writing_since: float | None = None
         self._tick = QTimer(self)
         self._tick.setInterval(1000)
@@ -93,6 +101,7 @@ class CompactionStrip(QFrame):
 
     def start(self) -> None:
         self.last, self._writing_since = None, None
+        self._started = time.monotonic()
         self.bar.setRange(0, 0)  # busy until the first count arrives
         self._refresh()
         self.setVisible(True)
@@ -127,5 +136,5 @@ class CompactionStrip(QFrame):
         shown = self.last
         if shown is not None and shown.eta_s is not None and writing is None:
             shown = replace(shown, eta_s=max(0.0, shown.eta_s - (now - self._last_at)))
-        self.label.setText(compaction_text(shown, writing))
+        self.label.setText(compaction_text(shown, writing, now - self._started))
         self.setAccessibleDescription(self.label.text())

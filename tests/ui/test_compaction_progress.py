@@ -21,6 +21,9 @@ def test_compaction_text() -> None:
     # llama.cpp reads all but the last token before writing: the reading is over there
     writing = compaction_text(PrefillProgress(999, 1000, tokens_per_s=50.0, eta_s=0.0), 75.0)
     assert writing.endswith("writing the summary… 1 min 15 s so far")
+    # Before the first batch is read there is no speed yet: the time so far, ticking.
+    first = compaction_text(PrefillProgress(4, 1567), None, 12.0)
+    assert first.endswith("reading 4 of 1,567 tokens · estimating the time left… 12 s so far")
 
 
 def test_the_compaction_strip_shows_the_summary_prompt_being_read(
