@@ -158,7 +158,7 @@ def _tiny(window: int) -> Settings:
         "keep_recent": int(base.keep_recent * scale),
         "summary_budget": int(base.summary_budget * scale),
     })
-    return Settings(local=local, sampling=Sampling(max_reply_tokens=12, temperature=0.0))
+    return Settings(local=local, sampling=Sampling(max_reply_tokens=16, temperature=0.0))
 
 
 @pytest.mark.integration
