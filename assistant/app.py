@@ -25,6 +25,7 @@ from assistant.ui import theme
 from assistant.ui.approval import GuiApprover
 from assistant.ui.bridge import ServiceBridge
 from assistant.ui.main_window import SHORTCUTS_HELP, MainWindow
+from assistant.ui.none_guard import protect_none
 
 APP_NAME = "Offline Assistant"
 
@@ -48,6 +49,7 @@ def build_main_window(
 
     ``backend_factory(model, n_ctx, threads)`` runs on the worker thread.
     """
+    protect_none()  # PySide6 6.12 on Python 3.11: see assistant.ui.none_guard
     app = QApplication.instance()
     if isinstance(app, QApplication):
         theme.apply_theme(app, settings.theme)
@@ -88,6 +90,7 @@ def run_gui(argv: list[str]) -> int:
     app = QApplication.instance()
     if not isinstance(app, QApplication):
         app = QApplication([sys.argv[0], *argv])
+    protect_none()  # before the calls below: see assistant.ui.none_guard
     app.setApplicationName(APP_NAME)
     app.setApplicationDisplayName("Offline Assistant")
     app.setDesktopFileName("offline-assistant")

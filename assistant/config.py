@@ -65,6 +65,7 @@ SETTING_LABELS: dict[str, str] = {
     "auto_compact": "Summarize older messages when the window is full",
     "compact_on_overflow": "On a context overflow, summarize and retry once",
     "prune": "Clear old tool outputs before every model call",
+    "compact_ahead": "Write the next summary ahead of time, while the model is idle",
     "use_measured_context": "Keep prompts within the size the model was measured to use well",
     "sampling": "",
     "threads": "CPU threads",
@@ -219,6 +220,15 @@ class CompactionSwitches(BaseModel):
     auto_compact: bool = Field(True, description="Summarize when prompt + reserve > window.")
     compact_on_overflow: bool = Field(True, description="Compact and retry once on overflow.")
     prune: bool = Field(True, description="Clear old tool outputs before every model call.")
+    compact_ahead: bool = Field(
+        True,
+        description="Once the chat is 70% of the way to its next summary and the model is "
+        "idle (you are reading or typing), write that summary in the background, so the "
+        "compaction does not make you wait inside your next turn. Costs: the CPU work of one "
+        "summary while idle (fan, battery), wasted when the chat changes before it is used. "
+        "Saves: the summary's wait (seconds to minutes on a laptop). Anything you do stops "
+        "it at once. The terminal chat never does it.",
+    )
     use_measured_context: bool = Field(
         True,
         description="When `python -m assistant probe` measured that the model uses fewer "

@@ -81,11 +81,14 @@ class ModelCallFinished:
 @dataclass(frozen=True)
 class MessageRefused:
     """A message was not sent: it does not fit the model's window whole (``tokens`` of it,
-    ``room`` for it). Nothing was saved; a face gives ``text`` back to the user."""
+    ``room`` for it). Nothing was saved; a face gives ``text`` back to the user.
+    ``replaces``: the user message an edit or a regeneration would have answered (a face
+    offers to edit it); None for a new message."""
 
     text: str
     tokens: int
     room: int
+    replaces: str | None = None
 
 
 @dataclass(frozen=True)

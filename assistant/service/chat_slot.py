@@ -19,6 +19,7 @@ from pathlib import Path
 from assistant.agent.events import Notice
 from assistant.conversation import CompactionRecord, Conversation, Message
 from assistant.service import chat_options, chats
+from assistant.service.branch_ends import BranchEnds
 from assistant.service.chat_options import BranchView, ChatOptions
 from assistant.service.events import ChatsChanged, ConversationReset, ServiceEvent
 from assistant.sessions.entries import PruneEntry
@@ -38,6 +39,8 @@ class ChatSlot:
         self.prompt: str | None = None
         #: Options chosen for a new chat before its file exists.
         self.pending: ChatOptions | None = None
+        #: The open chat's branch ends, for the state it was computed for.
+        self._ends: tuple[str, BranchEnds] | None = None
 
     def _error(self, text: str) -> None:
         self.emit(Notice("error", text))
@@ -85,10 +88,36 @@ class ChatSlot:
             return []
 
     def branch_info(self, message_id: str) -> tuple[int, int]:
-        if self.handle is None:
+        """``(index, count)`` of a message among the versions of its place in the chat
+        (its siblings, and a version that ends before it: see :mod:`.branch_ends`)."""
+        ends = self._branch_ends()
+        if ends is None:
             return 1, 1
-        info = self.handle.branch_info(message_id)
-        return info.index, info.count
+        return ends.position(message_id)
+
+    def branch_end(self) -> tuple[int, int, str] | None:
+        """When the shown chat ends where other versions go on (its last message was
+        deleted): ``(index, count, the newest other version's first message)`` for the
+        switcher under its last message; else None."""
+        ends, handle = self._branch_ends(), self.handle
+        if ends is None or handle is None:
+            return None
+        slot = ends.slot_after(self.view.leaf if self.view is not None else handle.leaf_id)
+        if not slot.messages:
+            return None
+        count = len(slot.messages) + 1
+        return count, count, slot.messages[-1]
+
+    def _branch_ends(self) -> BranchEnds | None:
+        handle = self.handle
+        if handle is None:
+            return None
+        entries = handle.entries
+        cached = self._ends
+        if cached is None or cached[0] != handle.chat_id or cached[1].size != len(entries):
+            cached = (handle.chat_id, BranchEnds(entries))
+            self._ends = cached
+        return cached[1]
 
     # -- changing ----------------------------------------------------------------------
     def close(self) -> None:
@@ -149,7 +178,7 @@ class ChatSlot:
         if handle is None:
             return None
         try:
-            target = handle.branch_target(message_id, step)
+            target = self._target(handle, message_id, step)
             shown = handle.conversation_at(target)
         except (KeyError, ValueError, SessionError) as exc:
             self._error(f"Cannot show that branch: {exc}")
@@ -159,6 +188,18 @@ class ChatSlot:
         self.view = None if same else BranchView(target, shown)
         self.emit(ConversationReset(handle.chat_id))
         return not same
+
+    def _target(self, handle: ChatHandle, message_id: str, step: int) -> str:
+        """Where stepping ``step`` from ``message_id`` lands: the newest entry of that
+        version, or the end after the message versions (see :mod:`.branch_ends`)."""
+        ends = self._branch_ends()
+        if ends is not None and step:
+            slot = ends.slot_of(message_id)
+            if slot.end is not None and slot.messages.index(message_id) + step == len(
+                slot.messages
+            ):
+                return slot.end
+        return handle.branch_target(message_id, step)
 
     def rename(self, chat_id: str, title: str) -> None:
         try:

@@ -43,6 +43,7 @@ from assistant.agent.commands import (
 from assistant.agent.events import (
     AgentEvent,
     ContextUsage,
+    MessageRefused,
     ModelCallFinished,
     Notice,
     PromptProgress,
@@ -56,7 +57,7 @@ from assistant.conversation import CompactionRecord, Conversation, Message
 from assistant.engine import Engine, build_engine
 from assistant.llm.base import CancelToken, LLMBackend, ModelInfo, Tunable
 from assistant.llm.worker import ModelWorker
-from assistant.service import chat_options, chats
+from assistant.service import chat_options, chats, latest_fit
 from assistant.service.chat_options import ChatOptions
 from assistant.service.chat_slot import ChatSlot
 from assistant.service.commands import AppCommands
@@ -244,6 +245,11 @@ class ChatService:
     def branch_info(self, message_id: str) -> tuple[int, int]:
         return self.chat.branch_info(message_id)
 
+    def branch_end(self) -> tuple[int, int, str] | None:
+        """The switcher under the shown chat's last message when other versions go on
+        after it (see :meth:`ChatSlot.branch_end`)."""
+        return self.chat.branch_end()
+
     # -- events ------------------------------------------------------------------------
     def emit(self, event: ServiceEvent) -> None:
         if not self._closed:
@@ -339,6 +345,11 @@ class ChatService:
                     self._restore_state()  # new batch sizes start with an empty cache
             self._status(self.status_machine.note("Settings saved"))
             self.measure_context()
+            if new.compaction.compact_ahead != old.compaction.compact_ahead:
+                if new.compaction.compact_ahead:
+                    self._start_ahead()
+                else:
+                    self._cancel_ahead()
         return reload
 
     # -- prompt evaluation and saved states --------------------------------------------
@@ -480,7 +491,8 @@ class ChatService:
         compaction will need once the chat passes the fill level
         (``ContextController.precompute``). Anything the user does first cancels it."""
         engine, handle = self.engine, self.handle
-        if (not self.compact_ahead or engine is None or handle is None or self.busy
+        if (not self.compact_ahead or not self.settings.compaction.compact_ahead
+                or engine is None or handle is None or self.busy
                 or self._queue or self.browsing or self._closed
                 or handle.read_only is not None):
             return
@@ -752,12 +764,23 @@ class ChatService:
 
     # -- branches ----------------------------------------------------------------------
     def edit_message(self, message_id: str, text: str) -> None:
-        """Replace a user message with ``text`` on a new branch and answer it."""
-        self._branch_and_answer(lambda h: h.edit_user_message(message_id, text))
+        """Replace a user message with ``text`` on a new branch and answer it. A text that
+        does not fit the window whole is refused before anything is written, as a new
+        message is (``MessageRefused`` and a notice with its size and the room)."""
+        self._branch_and_answer(
+            lambda h: h.edit_user_message(message_id, text),
+            lambda h, fit: latest_fit.edit_refusal(h, message_id, text, fit),
+        )
 
     def regenerate(self, message_id: str) -> None:
-        """Write an assistant reply again (the old one stays as branch 1)."""
-        self._branch_and_answer(lambda h: h.regenerate_from(message_id))
+        """Write an assistant reply again (the old one stays as branch 1). When the user
+        message it answers no longer fits the window whole (a smaller window since), it is
+        refused like an edit: nothing is written, and the message is offered for editing."""
+        self._branch_and_answer(
+            lambda h: h.regenerate_from(message_id),
+            lambda h, fit: latest_fit.regenerate_refusal(h, message_id, fit),
+            regenerate=True,
+        )
 
     def switch_branch(self, message_id: str, step: int) -> None:
         """Show another version of a message (``< >``). Nothing is written: the chat moves
@@ -821,7 +844,13 @@ class ChatService:
 
         self.jobs.run(self._on_shown_branch(job), then, "Deleting")
 
-    def _branch_and_answer(self, branch: Callable[[ChatHandle], object]) -> None:
+    def _branch_and_answer(
+        self,
+        branch: Callable[[ChatHandle], object],
+        check: Callable[[ChatHandle, latest_fit.FitCheck], MessageRefused | None],
+        *,
+        regenerate: bool = False,
+    ) -> None:
         if self.busy:
             self.notice("warning", "Wait for the reply to finish (or press Esc).")
             return
@@ -830,7 +859,21 @@ class ChatService:
             self.notice("warning", "The model is not loaded yet.")
             return
 
-        def answer(_result: Any) -> bool:
+        fit = latest_fit.FitCheck(engine.controller, self.effective_settings().system_prompt,
+                                  engine.agent.registry.schemas())
+
+        def job(_cancel: CancelToken) -> MessageRefused | None:
+            refused = check(handle, fit)  # on the worker: counting uses the model
+            if refused is None:
+                branch(handle)
+            return refused
+
+        def answer(refused: MessageRefused | None) -> bool:
+            if refused is not None:  # nothing was written: the face offers it for editing
+                self.emit(refused)
+                self.notice("error", latest_fit.refusal_text(refused, regenerate=regenerate))
+                return False
+            self.chat.view = None  # the edit or the new reply made its own branch
             self.emit(ConversationReset(handle.chat_id))
             self.jobs.run(
                 lambda c: engine.agent.respond(handle.conversation, c), self._after_reply,
@@ -838,8 +881,7 @@ class ChatService:
             )
             return True
 
-        self.chat.view = None  # the edit or the new reply makes its own branch
-        self.jobs.run(lambda _c: branch(handle), answer, "Branching")
+        self.jobs.run(job, answer, "Branching")
 
     # -- shutdown ----------------------------------------------------------------------
     def shutdown(self) -> None:

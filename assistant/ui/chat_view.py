@@ -23,8 +23,8 @@ from PySide6.QtWidgets import QFrame, QPushButton, QScrollArea, QVBoxLayout, QWi
 
 from assistant.conversation import CompactionRecord, Conversation, Message, ToolCall
 from assistant.sessions.summary import is_branch_summary, summary_text
-from assistant.ui.message_widgets import MessageWidget
-from assistant.ui.notices import CompactionNotice, NoticeWidget, PruneNotice
+from assistant.ui.message_widgets import BranchEndRow, MessageWidget
+from assistant.ui.notices import CompactionLine, CompactionNotice, NoticeWidget, PruneNotice
 from assistant.ui.theme import zoomed_font
 from assistant.ui.tool_card import ToolCard
 
@@ -34,6 +34,9 @@ PAGE = 80
 
 Builder = Callable[[], list[QWidget]]
 BranchInfoProvider = Callable[[str], tuple[int, int]]
+#: ``(index, count, previous version's first message)`` when the shown chat ends where
+#: other versions go on, else None (see ``ChatService.branch_end``).
+BranchEndProvider = Callable[[], tuple[int, int, str] | None]
 
 
 def cut_index(conv: Conversation, record: CompactionRecord) -> int | None:
@@ -80,6 +83,8 @@ class ChatView(QScrollArea):
         bar.actionTriggered.connect(self._user_scrolled)
 
         self.branch_info: BranchInfoProvider | None = None
+        self.branch_end: BranchEndProvider | None = None
+        self.end_row: BranchEndRow | None = None
         self._pending: list[Builder] = []
         #: Distance from the bottom to keep while earlier entries are laid out above.
         self._anchor: int | None = None
@@ -148,6 +153,7 @@ class ChatView(QScrollArea):
             self._layout.removeWidget(widget)
             widget.deleteLater()
         self.message_widgets.clear()
+        self.end_row = None
         self.cards.clear()
         self._rendered.clear()
         self.streaming = None
@@ -169,6 +175,7 @@ class ChatView(QScrollArea):
             for build in builders[-page:]:
                 for widget in build():
                     self._append(widget)
+            self._add_end_row()
             self.more_button.setVisible(bool(self._pending))
         finally:
             self.setUpdatesEnabled(True)
@@ -224,6 +231,22 @@ class ChatView(QScrollArea):
         return builders
 
     # -- entries -----------------------------------------------------------------------
+    def _add_end_row(self) -> None:
+        """The switcher under the last message when this version ends where others go on."""
+        end = self.branch_end() if self.branch_end is not None else None
+        if end is None or not self.message_widgets:
+            return
+        self.end_row = BranchEndRow(*end)
+        self.end_row.step_requested.connect(self.branch_step_requested)
+        self.end_row.switcher.setEnabled(self._actions_enabled)
+        self._append(self.end_row)
+
+    def _drop_end_row(self) -> None:
+        """The chat goes on here: the new message is a version of its own (``< >``)."""
+        row, self.end_row = self.end_row, None
+        if row is not None:
+            self._remove(row)
+
     def _make_compaction(self, record: CompactionRecord, superseded: bool) -> list[QWidget]:
         return [CompactionNotice(record, superseded=superseded)]
 
@@ -267,6 +290,7 @@ class ChatView(QScrollArea):
     # -- live events -------------------------------------------------------------------
     def add_message(self, msg: Message) -> None:
         """A message was appended to the conversation."""
+        self._drop_end_row()
         if msg.id in self._rendered:
             # Already shown by a re-render (a compaction mid-turn); drop the live copy.
             self._drop_streaming()
@@ -302,6 +326,7 @@ class ChatView(QScrollArea):
     def append_delta(self, text: str) -> None:
         """More streamed text of the reply being written."""
         if self.streaming is None:
+            self._drop_end_row()
             self.streaming = MessageWidget(Message(role="assistant", content=""))
             self.streaming.set_actions_enabled(False)
             self._append(self.streaming)
@@ -356,11 +381,37 @@ class ChatView(QScrollArea):
         self._append(notice)
         return notice
 
+    def add_compaction_line(self, record: CompactionRecord) -> CompactionLine:
+        """After a compaction re-rendered the chat: a line at the bottom saying older
+        messages were summarized, with a button to the divider (often out of view)."""
+        line = CompactionLine(record)
+        line.show_button.clicked.connect(lambda: self.show_divider(record.id))
+        self._append(line)
+        return line
+
+    def show_divider(self, record_id: str) -> CompactionNotice | None:
+        """Scroll to a compaction's divider (rendering older pages if needed) and open it."""
+        while True:
+            found = [e for e in self.entries()
+                     if isinstance(e, CompactionNotice) and e.record.id == record_id]
+            if found or not self._pending:
+                break
+            self.show_earlier()
+        if not found:
+            return None
+        divider = found[0]
+        divider.set_expanded(True)
+        self._stick = False
+        self.ensureWidgetVisible(divider.header, 0, 60)
+        return divider
+
     def set_actions_enabled(self, enabled: bool) -> None:
         """Edit/regenerate/branch buttons are off while a reply is running."""
         self._actions_enabled = enabled
         for widget in self.message_widgets.values():
             widget.set_actions_enabled(enabled)
+        if self.end_row is not None:
+            self.end_row.switcher.setEnabled(enabled)
 
     def last_user_message(self) -> Message | None:
         for widget in reversed(list(self.message_widgets.values())):

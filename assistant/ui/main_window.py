@@ -70,16 +70,16 @@ from assistant.ui.bridge import ServiceBridge
 from assistant.ui.chat_input import ChatInput
 from assistant.ui.chat_options_dialog import ChatOptionsDialog
 from assistant.ui.chat_view import ChatView
+from assistant.ui.compaction_strip import CompactionStrip
 from assistant.ui.context_bar import ContextBar
 from assistant.ui.damage_banner import DamageBanner
 from assistant.ui.file_drop import FileDropHandler
 from assistant.ui.focus_keeper import FocusKeeper
 from assistant.ui.menu_bar import AppMenus
 from assistant.ui.models_page import ModelsPage
-from assistant.ui.prompt_progress import PromptProgress, compaction_text
+from assistant.ui.prompt_progress import PromptProgress
 from assistant.ui.settings_dialog import SettingsDialog
 from assistant.ui.sidebar import ChatEntry, Sidebar
-from assistant.ui.spinner import Spinner
 from assistant.ui.welcome_view import WelcomeView
 from assistant.ui.window_dialogs import WindowDialogs
 from assistant.ui.window_state import (
@@ -178,15 +178,9 @@ class MainWindow(WindowDialogs):
         self.transcript.addWidget(self.chat_view)
         right_layout.addWidget(self.transcript, 1)
 
-        self.status_strip = QFrame()
-        self.status_strip.setObjectName("StatusStrip")
-        strip = QHBoxLayout(self.status_strip)
-        strip.setContentsMargins(16, 6, 16, 6)
-        self.spinner = Spinner()
-        self.strip_label = QLabel("Compacting… (Esc to cancel)")
-        strip.addWidget(self.spinner)
-        strip.addWidget(self.strip_label, 1)
-        self.status_strip.setVisible(False)
+        self.status_strip = CompactionStrip()
+        self.strip_label = self.status_strip.label
+        self.spinner = self.status_strip.spinner
         right_layout.addWidget(self.status_strip)
         self.prompt_progress = PromptProgress()
         right_layout.addWidget(self.prompt_progress)
@@ -332,6 +326,7 @@ class MainWindow(WindowDialogs):
     def _render_conversation(self) -> None:
         c = self.service
         self.chat_view.branch_info = c.branch_info if c.handle is not None else None
+        self.chat_view.branch_end = c.branch_end if c.handle is not None else None
         self.chat_view.set_conversation(c.shown_conversation)
         self.chat_view.set_actions_enabled(not c.busy)
         prunes, tokens = c.prune_count()
@@ -382,9 +377,13 @@ class MainWindow(WindowDialogs):
 
     def _message_refused(self, event: MessageRefused) -> None:
         """A message too large for the window was not sent (a notice says its size and the
-        room): it goes back into the input box, unless the user is typing another."""
+        room): it goes back into the input box, unless the user is typing another. An edit
+        or a regeneration that was refused goes back as an edit of that message."""
         if not self.input.toPlainText():
-            self.input.setPlainText(event.text)
+            if event.replaces is not None and event.replaces in self.chat_view.message_widgets:
+                self._enter_edit(event.replaces, event.text)
+            else:
+                self.input.setPlainText(event.text)
         self._update_composer()
 
     def _send_clicked(self) -> None:
@@ -412,8 +411,11 @@ class MainWindow(WindowDialogs):
         widget = self.chat_view.message_widgets.get(message_id)
         if widget is None or self.service.busy:
             return
+        self._enter_edit(message_id, widget.message.content)
+
+    def _enter_edit(self, message_id: str, text: str) -> None:
         self.editing_id = message_id
-        self.input.setPlainText(widget.message.content)
+        self.input.setPlainText(text)
         cursor = self.input.textCursor()
         cursor.movePosition(cursor.MoveOperation.End)
         self.input.setTextCursor(cursor)
@@ -465,6 +467,7 @@ class MainWindow(WindowDialogs):
             self.show_notice("info", trim_text(event))
         elif isinstance(event, CompactionFinished):
             self._render_conversation()
+            self.chat_view.add_compaction_line(event.record)
         elif isinstance(event, CompactionFailed):
             self.show_notice("error", f"Compaction failed: {event.error}")
         elif isinstance(event, CompactionCancelled):
@@ -477,7 +480,7 @@ class MainWindow(WindowDialogs):
         if self.status.phase is Phase.EVALUATING_PROMPT:
             self.prompt_progress.update_progress(event)
         elif self.status.phase is Phase.COMPACTING:  # a summary written inside the turn
-            self.strip_label.setText(compaction_text(event))
+            self.status_strip.update_progress(event)
 
     def _reply_stats(self, stats: ReplyStats) -> None:
         self.chat_view.set_reply_footer(stats_text(stats))
@@ -490,12 +493,10 @@ class MainWindow(WindowDialogs):
         self.status_label.setText(status.text)
         compacting = status.phase is Phase.COMPACTING
         if compacting != self.status_strip.isVisible():
-            self.status_strip.setVisible(compacting)
             if compacting:
-                self.strip_label.setText(status.text)
-                self.spinner.start()
+                self.status_strip.start()
             else:
-                self.spinner.stop()
+                self.status_strip.stop()
         if status.phase is not Phase.EVALUATING_PROMPT:
             self.prompt_progress.finish()
         loading = status.phase is Phase.LOADING_MODEL

@@ -195,3 +195,35 @@ class MessageWidget(QFrame):
 
     def copy(self) -> None:
         QGuiApplication.clipboard().setText(self.message.content)
+
+
+class BranchEndRow(QFrame):
+    """Under the last message when this version of the chat ends there and another goes
+    on after it (its last message was deleted): "This version ends here" and ``< n/n``;
+    ``<`` shows the newest other version (``step_requested(previous_id, 0)``)."""
+
+    step_requested = Signal(str, int)
+
+    def __init__(
+        self, index: int, count: int, previous_id: str, parent: QWidget | None = None
+    ) -> None:
+        super().__init__(parent)
+        self.setObjectName("BranchEnd")
+        layout = QHBoxLayout(self)
+        layout.setContentsMargins(14, 0, 14, 0)
+        layout.setSpacing(6)
+        others = count - 1
+        self.label = QLabel(
+            "This version ends here; "
+            + ("another goes on after this message (< shows it)." if others == 1
+               else f"{others} others go on after this message (< shows them).")
+        )
+        self.label.setObjectName("MutedLabel")
+        self.label.setWordWrap(True)
+        layout.addWidget(self.label, 1)
+        self.switcher = BranchSwitcher()
+        self.switcher.set_position(index - 1, count)
+        self.switcher.stepped.connect(
+            lambda step: self.step_requested.emit(previous_id, 0) if step < 0 else None
+        )
+        layout.addWidget(self.switcher)

@@ -178,6 +178,32 @@ class CompactionNotice(QFrame):
         self.header.setText(f"{arrow}  {self.divider_text}")
 
 
+class CompactionLine(QFrame):
+    """A line under the message a compaction made room for: older messages were
+    summarized, every message stays on screen, and where the model's view now begins
+    ("Show where" scrolls to the divider and opens it). Shown live, after the compaction
+    of the turn; the divider is what stays."""
+
+    def __init__(self, record: CompactionRecord, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.record = record
+        self.setObjectName("CompactionLine")
+        layout = QHBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.setSpacing(8)
+        self.label = QLabel(
+            f"Older messages were summarized to make room ({record.tokens_before:,} → "
+            f"{record.tokens_after:,} tokens). They all stay in the chat; the model now sees "
+            "a summary of the ones above the divider."
+        )
+        self.label.setObjectName("MutedLabel")
+        self.label.setWordWrap(True)
+        self.label.setAlignment(Qt.AlignmentFlag.AlignHCenter)
+        layout.addWidget(self.label, 1)
+        self.show_button = action_button("Show where", "Scroll to the divider and open it")
+        layout.addWidget(self.show_button, 0, Qt.AlignmentFlag.AlignVCenter)
+
+
 def _rule() -> QFrame:
     line = QFrame()
     line.setObjectName("DividerRule")

@@ -30,17 +30,6 @@ def progress_text(event: PrefillProgress) -> str:
     return text + " · Esc to stop"
 
 
-def compaction_text(event: PrefillProgress) -> str:
-    """The compaction strip while the model reads the summary's prompt (then writes it).
-    Short enough for a narrow window: the status bar and the Stop button say Esc stops it."""
-    if event.done >= event.total:
-        return "Compacting: writing the summary…"
-    text = f"Compacting: reading {event.done:,} of {event.total:,} tokens"
-    if event.eta_s is not None and event.tokens_per_s is not None:
-        text += f" · {event.tokens_per_s:,.0f} tokens/s · {eta_text(event.eta_s)}"
-    return text
-
-
 class PromptProgress(QFrame):
     def __init__(self, parent: QWidget | None = None, show_after_ms: int = SHOW_AFTER_MS) -> None:
         super().__init__(parent)

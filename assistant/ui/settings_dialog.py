@@ -44,7 +44,14 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from assistant.config import SETTING_LABELS, EngineSettings, ModePolicy, Settings, setting_name
+from assistant.config import (
+    SETTING_LABELS,
+    CompactionSwitches,
+    EngineSettings,
+    ModePolicy,
+    Settings,
+    setting_name,
+)
 from assistant.llm import gguf
 from assistant.llm.catalog import list_models
 from assistant.llm.context_probe import measured_line
@@ -272,7 +279,14 @@ class SettingsDialog(QDialog):
         self.auto_compact = QCheckBox("Summarize older messages when the window is full")
         self.compact_on_overflow = QCheckBox("On a context overflow, summarize and retry once")
         self.prune = QCheckBox("Clear old tool outputs before every model call (pruning)")
-        for box_ in (self.auto_compact, self.compact_on_overflow, self.prune):
+        self.compact_ahead = QCheckBox(
+            "Write the next summary ahead of time, while the model is idle"
+        )
+        ahead_help = CompactionSwitches.model_fields["compact_ahead"].description or ""
+        self.compact_ahead.setToolTip(ahead_help)
+        self.compact_ahead.setAccessibleDescription(ahead_help)
+        for box_ in (self.auto_compact, self.compact_on_overflow, self.prune,
+                     self.compact_ahead):
             sw.addWidget(box_)
         outer.addWidget(switches)
         outer.addStretch(1)
@@ -327,6 +341,7 @@ class SettingsDialog(QDialog):
         self.auto_compact.setChecked(s.compaction.auto_compact)
         self.compact_on_overflow.setChecked(s.compaction.compact_on_overflow)
         self.prune.setChecked(s.compaction.prune)
+        self.compact_ahead.setChecked(s.compaction.compact_ahead)
         self.system_prompt.setPlainText(s.system_prompt)
         self.workspace.setText(s.workspace)
         self.approval.setCurrentIndex(max(0, self.approval.findData(s.tool_approval)))
@@ -361,6 +376,7 @@ class SettingsDialog(QDialog):
             auto_compact=self.auto_compact.isChecked(),
             compact_on_overflow=self.compact_on_overflow.isChecked(),
             prune=self.prune.isChecked(),
+            compact_ahead=self.compact_ahead.isChecked(),
         )
         data["system_prompt"] = self.system_prompt.toPlainText()
         data["workspace"] = self.workspace.text().strip()
@@ -639,7 +655,8 @@ class SettingsDialog(QDialog):
             box.valueChanged.connect(self.validate)
         for dbox in (self.temperature, self.top_p):
             dbox.valueChanged.connect(self.validate)
-        for check in (self.auto_compact, self.compact_on_overflow, self.prune, self.enter_sends):
+        for check in (self.auto_compact, self.compact_on_overflow, self.prune,
+                      self.compact_ahead, self.enter_sends):
             check.toggled.connect(self.validate)
         self.mode_group.buttonToggled.connect(lambda *_a: self.validate())
         self.system_prompt.textChanged.connect(self.validate)

@@ -56,3 +56,91 @@ def test_a_message_that_fits_is_sent_whole(make_rig: Make) -> None:
     assert not rig.of(MessageRefused)
     sent = backend.calls[-1].messages[-1]
     assert sent == {"role": "user", "content": text}
+
+
+def _entries(rig: Rig) -> str:
+    chat_id = rig.service.chat_id
+    assert chat_id is not None
+    return rig.service.store.path_of(chat_id).read_text(encoding="utf-8")
+
+
+def test_an_edit_too_large_is_refused_before_anything_is_written(make_rig: Make) -> None:
+    backend = ScriptedBackend(["Hello back.", "Line 3 says hello."], window=4096)
+    rig = make_rig(backend=backend)
+    assert rig.service.submit("Hello")
+    user = rig.service.conversation.messages[0]
+    calls, saved, file = len(backend.calls), _contents(rig), _entries(rig)
+    huge = _lines(600) + "\nWhat does line 3 say?"
+    rig.service.edit_message(user.id, huge)
+    rig.idle()
+    [got] = rig.of(MessageRefused)
+    assert got.text == huge and got.replaces == user.id and got.tokens > got.room > 0
+    assert any(f"{got.tokens:,} tokens" in e and f"room for {got.room:,}" in e
+               for e in rig.notices("error"))
+    # Nothing was written or asked: no new branch, the same file, no model call.
+    assert _contents(rig) == saved and _entries(rig) == file
+    assert len(backend.calls) == calls
+    assert rig.service.branch_info(user.id) == (1, 1)
+    assert not rig.service.busy and rig.service.status.phase == Phase.IDLE
+    # A shorter edit is sent whole and answered on a new branch.
+    short = "\n".join(huge.splitlines()[:5]) + "\nWhat does line 3 say?"
+    rig.service.edit_message(user.id, short)
+    rig.idle()
+    assert _contents(rig) == [short, "Line 3 says hello."]
+    assert backend.calls[-1].messages[-1] == {"role": "user", "content": short}
+    assert rig.service.branch_info(rig.service.conversation.messages[0].id) == (2, 2)
+
+
+def test_an_edit_that_fits_after_a_long_chat_is_answered(make_rig: Make) -> None:
+    """The room is the room beside what comes before the edited message: the first message
+    of a chat needs no summary beside it, so an edit of it may be larger than a new message
+    at the end of the same chat could be."""
+    backend = ScriptedBackend(["One.", "Two.", "Three.", "Edited."], window=4096)
+    rig = make_rig(backend=backend)
+    for text in ("First question", _lines(150) + "\nsecond", _lines(150) + "\nthird"):
+        assert rig.service.submit(text)
+        rig.idle()
+    first = rig.service.conversation.messages[0]
+    longer = _lines(220) + "\nthe first, longer"
+    engine = rig.service.engine
+    assert engine is not None
+    at_end = engine.controller.message_fit(
+        rig.service.conversation, longer, system_prompt=rig.service.settings.system_prompt,
+        tools=engine.agent.registry.schemas(),
+    )
+    assert not at_end.fits  # as a new message it would be refused
+    rig.service.edit_message(first.id, longer)
+    rig.idle()
+    assert not rig.of(MessageRefused)
+    assert backend.calls[-1].messages[-1] == {"role": "user", "content": longer}
+    assert _contents(rig)[-1] == "Edited."
+
+
+def test_regenerating_a_reply_to_a_message_that_no_longer_fits_is_refused(
+    make_rig: Make,
+) -> None:
+    backend = ScriptedBackend(["Seen.", "Seen again."], window=8192)
+    rig = make_rig(backend=backend)
+    text = _lines(300) + "\nWhat does line 3 say?"
+    assert rig.service.submit(text)
+    rig.idle()
+    user, reply = rig.service.conversation.messages[:2]
+    backend.window = 3072  # a smaller window since (another model, a smaller setting)
+    calls, file = len(backend.calls), _entries(rig)
+    rig.service.regenerate(reply.id)
+    rig.idle()
+    [got] = rig.of(MessageRefused)
+    assert got.text == text and got.replaces == user.id and got.tokens > got.room > 0
+    assert any(e.startswith("Not regenerated") and f"room for {got.room:,}" in e
+               for e in rig.notices("error"))
+    assert _entries(rig) == file and len(backend.calls) == calls
+    assert rig.service.branch_info(reply.id) == (1, 1)
+    # With the window back, regenerating works as before.
+    backend.window = 8192
+    rig.service.regenerate(reply.id)
+    rig.idle()
+    assert _contents(rig) == [text, "Seen again."]
+
+
+def _contents(rig: Rig) -> list[str]:
+    return [m.content for m in rig.service.conversation.messages]

@@ -6,7 +6,7 @@ from __future__ import annotations
 from PySide6.QtCore import Qt
 
 from assistant.service.events import PrefillProgress
-from assistant.ui.prompt_progress import compaction_text
+from assistant.ui.compaction_strip import compaction_text
 from tests.fakes.scripted import ScriptedBackend
 
 from .test_context_and_compaction import LOREM_SUMMARY
@@ -14,10 +14,16 @@ from .test_context_and_compaction import LOREM_SUMMARY
 
 def test_compaction_text() -> None:
     assert compaction_text(PrefillProgress(100, 1000)).startswith(
-        "Compacting: reading 100 of 1,000 tokens")
+        "Summarizing older messages to make room: reading 100 of 1,000 tokens")
     timed = compaction_text(PrefillProgress(500, 1000, tokens_per_s=50.0, eta_s=10.0))
     assert "50 tokens/s" in timed and "about 10 s left" in timed
     assert "writing the summary" in compaction_text(PrefillProgress(1000, 1000))
+    # llama.cpp reads all but the last token before writing: the reading is over there
+    writing = compaction_text(PrefillProgress(999, 1000, tokens_per_s=50.0, eta_s=0.0), 75.0)
+    assert writing.endswith("writing the summary… 1 min 15 s so far")
+    # Before the first batch is read there is no speed yet: the time so far, ticking.
+    first = compaction_text(PrefillProgress(4, 1567), None, 12.0)
+    assert first.endswith("reading 4 of 1,567 tokens · estimating the time left… 12 s so far")
 
 
 def test_the_compaction_strip_shows_the_summary_prompt_being_read(
@@ -36,7 +42,8 @@ def test_the_compaction_strip_shows_the_summary_prompt_being_read(
     h.type_and_send("/compact")
     h.qtbot.waitUntil(lambda: "tokens/s" in h.window.strip_label.text(), timeout=30_000)
     text = h.window.strip_label.text()
-    assert text.startswith("Compacting: reading ") and "left" in text
+    assert text.startswith("Summarizing older messages to make room: reading ")
+    assert "left" in text
     h.window.grab().save(str(artifacts_dir / "compaction-progress.png"))
     h.qtbot.keyClick(h.window.input, Qt.Key.Key_Escape)
     h.wait_idle()
@@ -46,3 +53,24 @@ def test_the_compaction_strip_shows_the_summary_prompt_being_read(
     h.wait_idle()
     last = h.controller.conversation.messages[-2:]
     assert last[0].content == "Hello?" and last[1].role == "assistant" and last[1].content
+
+
+def test_the_strip_counts_down_between_reports_and_then_counts_the_writing(qtbot) -> None:
+    from assistant.ui.compaction_strip import CompactionStrip
+
+    strip = CompactionStrip()
+    qtbot.addWidget(strip)
+    strip.start()
+    assert strip.text == "Summarizing older messages to make room…"
+    assert strip.bar.maximum() == 0  # busy until the first count
+    strip.update_progress(PrefillProgress(512, 1567, tokens_per_s=200.0, eta_s=5.0))
+    assert "about 5 s left" in strip.text and strip.bar.value() == round(512 / 1567 * 1000)
+    qtbot.waitUntil(lambda: "about 3 s left" in strip.text, timeout=5_000)  # no new report
+    strip.update_progress(PrefillProgress(1566, 1567, tokens_per_s=200.0, eta_s=0.0))
+    assert strip.text.endswith("writing the summary…") and strip.bar.maximum() == 0
+    qtbot.waitUntil(lambda: "1 s so far" in strip.text, timeout=5_000)
+    # A second call of the summarizer reads its prompt anew: back to the count.
+    strip.update_progress(PrefillProgress(100, 900, tokens_per_s=200.0, eta_s=4.0))
+    assert "reading 100 of 900" in strip.text and strip.bar.maximum() == 1000
+    strip.stop()
+    assert not strip.isVisible() and not strip.spinner.spinning

@@ -216,7 +216,7 @@ def test_compacting_strip_shows_and_input_stays_usable(make_window) -> None:
     h.type_and_send("/compact")
     h.qtbot.waitUntil(lambda: h.window.status_strip.isVisible(), timeout=20_000)
     # The strip says what the summary is at (its prompt read, now written).
-    assert h.window.strip_label.text().startswith("Compacting")
+    assert h.window.strip_label.text().startswith("Summarizing older messages to make room")
     assert h.window.status_label.text() == "Compacting… (Esc to cancel)"
     assert h.window.spinner.spinning
     assert h.window.send_button.text() == "Stop"

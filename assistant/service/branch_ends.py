@@ -1,0 +1,78 @@
+"""Versions of a chat that end where another goes on, for the ``< >`` switcher.
+
+The switcher shows the versions of one place in the chat: the messages that follow the same
+message (siblings in the tree). Deleting the last message of a branch makes a version with
+*nothing* after that message: the chat moves back to the message before (a checkout entry)
+and writes nothing after it, so the deleted message has no sibling and no switcher would
+lead back to it. (A regeneration stopped before it wrote anything leaves the same.)
+
+Such a position, a checkout with no message after it, counts here as one more version of
+what follows its message, an *end*, placed after the message versions. The chat view shows
+it as a row under the last message ("this version ends here", ``< n/n``), and the switcher
+of a message that follows the same message counts it (``>`` past the last message version
+shows the chat ending there). Nothing is written by looking, as with any other branch.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from assistant.sessions.entries import CheckoutEntry, Entry, MessageEntry
+
+
+@dataclass(frozen=True)
+class Slot:
+    """The versions of what follows one message (``after``; None: the chat's start)."""
+
+    after: str | None
+    #: Message versions, in file order (the siblings a switcher steps through).
+    messages: tuple[str, ...]
+    #: The newest end: a position after ``after`` with no message below it, or None.
+    end: str | None
+
+    @property
+    def count(self) -> int:
+        return len(self.messages) + (self.end is not None)
+
+
+class BranchEnds:
+    """The slots of one chat's entries (all branches), computed once per state."""
+
+    def __init__(self, entries: Sequence[Entry]) -> None:
+        self.size = len(entries)
+        self._parent = {e.id: e.parent_id for e in entries}
+        #: Nearest message ancestor-or-self of each entry (None: no message above it).
+        self._anchor: dict[str, str | None] = {}
+        self._children: dict[str | None, list[str]] = {}
+        for entry in entries:  # a parent is always earlier in the file
+            above = None if entry.parent_id is None else self._anchor.get(entry.parent_id)
+            if isinstance(entry, MessageEntry):
+                self._anchor[entry.id] = entry.id
+                self._children.setdefault(above, []).append(entry.id)
+            else:
+                self._anchor[entry.id] = above
+        with_message_below: set[str] = set()
+        for entry in reversed(entries):
+            if (isinstance(entry, MessageEntry) or entry.id in with_message_below) and (
+                entry.parent_id is not None
+            ):
+                with_message_below.add(entry.parent_id)
+        self._ends: dict[str | None, str] = {}
+        for entry in entries:  # newest last: it wins
+            if isinstance(entry, CheckoutEntry) and entry.id not in with_message_below:
+                self._ends[self._anchor[entry.id]] = entry.id
+
+    def slot_after(self, entry_id: str | None) -> Slot:
+        """The versions of what follows the position ``entry_id`` (its nearest message)."""
+        after = None if entry_id is None else self._anchor.get(entry_id, entry_id)
+        return Slot(after, tuple(self._children.get(after, ())), self._ends.get(after))
+
+    def slot_of(self, message_id: str) -> Slot:
+        """The slot ``message_id`` is one version of."""
+        return self.slot_after(self._parent[message_id])
+
+    def position(self, message_id: str) -> tuple[int, int]:
+        """``(index, count)``, 1-based, of a message among its slot's versions."""
+        slot = self.slot_of(message_id)
+        return slot.messages.index(message_id) + 1, slot.count

@@ -1,0 +1,81 @@
+"""Whether the message an edit or a regeneration would answer fits the window whole.
+
+A new message is checked by ``Agent.chat`` before it is saved (``MessageRefused``). An edit
+(edit and resend) and a regeneration answer a user message too, through
+``Agent.respond``, which never sees a new text: they are checked here, on the worker, before
+the branch is written. The latest message is never cut, so one that cannot fit beside the
+system prompt, the tools, the reply's reserve and the smallest summary of what came before
+it is refused with its size and the room, and nothing is written.
+
+A regeneration can meet a message that no longer fits when the window shrank since it was
+sent (another model, a smaller window setting) or the chat was imported.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from assistant.agent.controller_api import ContextManager
+from assistant.agent.events import MessageRefused
+from assistant.conversation import Conversation
+from assistant.llm.base import LLMError
+from assistant.sessions.handle import ChatHandle
+
+
+@dataclass(frozen=True)
+class FitCheck:
+    """What the room depends on besides the chat (taken on the owner thread)."""
+
+    controller: ContextManager
+    system_prompt: str
+    tools: Sequence[dict[str, Any]]
+
+    def refusal(self, before: Conversation, text: str, replaces: str) -> MessageRefused | None:
+        """``MessageRefused`` when ``text`` after ``before`` does not fit whole; else None."""
+        try:
+            fit = self.controller.message_fit(
+                before, text, system_prompt=self.system_prompt, tools=self.tools
+            )
+        except LLMError:  # an engine that cannot count now: the model call says what is wrong
+            return None
+        # No room at all: the system prompt or the tools are what does not fit; the model
+        # call says so (as for a new message).
+        if fit.fits or fit.room <= 0:
+            return None
+        return MessageRefused(text, fit.tokens, fit.room, replaces=replaces)
+
+
+def edit_refusal(
+    handle: ChatHandle, message_id: str, text: str, fit: FitCheck
+) -> MessageRefused | None:
+    """``MessageRefused`` when ``text``, replacing the user message ``message_id``, does
+    not fit the window whole beside what comes before that message; else None."""
+    upto = handle.conversation_at(message_id)
+    before = Conversation(messages=upto.messages[:-1], compactions=upto.compactions)
+    return fit.refusal(before, text, message_id)
+
+
+def regenerate_refusal(handle: ChatHandle, reply_id: str, fit: FitCheck) -> MessageRefused | None:
+    """``MessageRefused`` (with the user message's text and id) when the user message the
+    reply ``reply_id`` answers does not fit the window whole; else None."""
+    upto = handle.conversation_at(reply_id)
+    for index in range(len(upto.messages) - 2, -1, -1):
+        message = upto.messages[index]
+        if message.role == "user" and not handle.is_branch_summary(message.id):
+            before = Conversation(messages=upto.messages[:index], compactions=upto.compactions)
+            return fit.refusal(before, message.content, message.id)
+    return None
+
+
+def refusal_text(refused: MessageRefused, *, regenerate: bool) -> str:
+    """What the user is told (nothing was written)."""
+    head = "Not regenerated: the message it answers" if regenerate else "Not sent: your message"
+    return (
+        f"{head} is {refused.tokens:,} tokens and the model's window has room for "
+        f"{refused.room:,} (after the system prompt, the tools, the room kept for the reply "
+        "and a short summary of the chat). It is back in the input box to edit: shorten it, "
+        "split it over several messages, or put it in a file in the workspace and ask about "
+        "it (/read PATH)."
+    )

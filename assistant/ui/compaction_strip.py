@@ -1,0 +1,140 @@
+"""The strip above the input while a compaction runs inside the user's turn.
+
+A compaction has two phases the user waits through: the model reads the summary's prompt
+(the older messages: tokens done, speed, time left, like prompt reading) and then writes
+the summary, token by token, for which no count is known ahead. The backend reports the
+reading up to the prompt's last token but one (the last is read with the first word it
+writes), so "almost done" would otherwise stay on screen for the whole writing phase.
+Here the reading counts as over at that point, and the writing phase says so, with a
+busy bar and the seconds it has taken so far, ticking, so a long wait never looks stuck.
+Reading is reported once per batch (512 tokens: half a minute on a busy laptop), so the
+time left counts down between reports too.
+
+The words avoid the jargon: "Summarizing older messages to make room" says what happens
+and why; the chat view keeps every message on screen (the divider marks where the summary
+takes over), which the strip's tooltip says.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import replace
+
+from PySide6.QtCore import QTimer
+from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QProgressBar, QWidget
+
+from assistant.service.events import PrefillProgress
+from assistant.service.progress import eta_text
+from assistant.ui.spinner import Spinner
+
+TITLE = "Summarizing older messages to make room"
+TOOLTIP = (
+    "The chat is larger than the model's window: the model is writing a summary of the "
+    "older messages, and will then answer your message with the summary and the recent "
+    "messages. Every message stays in the chat and on screen. Esc (or Stop) cancels; "
+    "Settings → Context can write the summary ahead of time, while you read."
+)
+
+
+def reading_over(event: PrefillProgress) -> bool:
+    """The summary's prompt is read (all but the last token: see the module docstring)."""
+    return event.done >= event.total - 1
+
+
+def elapsed_text(seconds: float) -> str:
+    s = int(seconds)
+    return f"{s // 60} min {s % 60:02d} s" if s >= 60 else f"{s} s"
+
+
+def compaction_text(
+    event: PrefillProgress | None,
+    writing_for: float | None = None,
+    waited: float | None = None,
+) -> str:
+    """The strip's words: reading (tokens, speed, time left, or the time so far until the
+    speed is known) or writing (its time so far)."""
+    if event is None:
+        return f"{TITLE}…"
+    if reading_over(event):
+        text = f"{TITLE}: writing the summary…"
+        if writing_for is not None and writing_for >= 1:
+            text += f" {elapsed_text(writing_for)} so far"
+        return text
+    text = f"{TITLE}: reading {event.done:,} of {event.total:,} tokens"
+    if event.eta_s is not None and event.tokens_per_s is not None:
+        text += f" · {event.tokens_per_s:,.0f} tokens/s · {eta_text(event.eta_s)}"
+    elif waited is not None and waited >= 1:
+        text += f" · estimating the time left… {elapsed_text(waited)} so far"
+    return text
+
+
+class CompactionStrip(QFrame):
+    """Spinner, words and a bar; :meth:`start` when the compaction begins, :meth:`update`
+    with each progress event, :meth:`stop` when it ends."""
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setObjectName("StatusStrip")
+        layout = QHBoxLayout(self)
+        layout.setContentsMargins(16, 6, 16, 6)
+        self.spinner = Spinner()
+        self.label = QLabel(compaction_text(None))
+        self.label.setWordWrap(True)
+        self.bar = QProgressBar()
+        self.bar.setObjectName("PromptProgressBar")
+        self.bar.setAccessibleName("Summary progress")
+        self.bar.setTextVisible(False)
+        self.bar.setMinimumWidth(120)
+        self.bar.setMaximumWidth(240)
+        layout.addWidget(self.spinner)
+        layout.addWidget(self.label, 1)
+        layout.addWidget(self.bar)
+        self.setToolTip(TOOLTIP)
+        self.last: PrefillProgress | None = None
+        self._last_at = 0.0
+        self._started = 0.0
+        self._writing_since: float | None = None
+        self._tick = QTimer(self)
+        self._tick.setInterval(1000)
+        self._tick.timeout.connect(self._refresh)
+        self.setVisible(False)
+
+    def start(self) -> None:
+        self.last, self._writing_since = None, None
+        self._started = time.monotonic()
+        self.bar.setRange(0, 0)  # busy until the first count arrives
+        self._refresh()
+        self.setVisible(True)
+        self.spinner.start()
+        self._tick.start()
+
+    def update_progress(self, event: PrefillProgress) -> None:
+        if reading_over(event):
+            if self._writing_since is None:
+                self._writing_since = time.monotonic()
+            self.bar.setRange(0, 0)
+        else:  # reading (again: a second call of the summarizer reads its prompt anew)
+            self._writing_since = None
+            self.bar.setRange(0, 1000)
+            self.bar.setValue(round(event.done / event.total * 1000) if event.total else 0)
+        self.last, self._last_at = event, time.monotonic()
+        self._refresh()
+
+    def stop(self) -> None:
+        self._tick.stop()
+        self.spinner.stop()
+        self.setVisible(False)
+        self.last, self._writing_since = None, None
+
+    @property
+    def text(self) -> str:
+        return self.label.text()
+
+    def _refresh(self) -> None:
+        now = time.monotonic()
+        writing = now - self._writing_since if self._writing_since is not None else None
+        shown = self.last
+        if shown is not None and shown.eta_s is not None and writing is None:
+            shown = replace(shown, eta_s=max(0.0, shown.eta_s - (now - self._last_at)))
+        self.label.setText(compaction_text(shown, writing, now - self._started))
+        self.setAccessibleDescription(self.label.text())
