@@ -62,8 +62,8 @@ from assistant.agent.events import (
 from assistant.agent.overflow import overflow_message
 from assistant.agent.tool_steps import CANCELLED_RESULT, ToolRunner, result_message
 from assistant.agent.usage import context_usage, reply_figures
-from assistant.compaction.controller import PreparedRequest
 from assistant.compaction.events import ContextEvent
+from assistant.compaction.request import CallRequest, PreparedRequest
 from assistant.config import Settings
 from assistant.conversation import (
     CompactionReason,
@@ -142,7 +142,7 @@ class Agent:
         settings = self.settings()
         try:
             fit = self.controller.message_fit(
-                conv, text, system_prompt=settings.system_prompt, tools=self.registry.schemas()
+                CallRequest(conv, settings.system_prompt, self.registry.schemas()), text
             )
         except LLMError:  # an engine that cannot count now (a server gone away): the
             fit = None    # message is kept, and the model call says what is wrong
@@ -203,17 +203,13 @@ class Agent:
             compactions=list(conv.compactions),
         )
         prefix = can_continue_in_place(self.backend)
+        call = CallRequest(conv, settings.system_prompt, tools, cancel)
         try:
-            prepared = self.controller.prepare(
-                conv if prefix else asked,
-                system_prompt=settings.system_prompt, tools=tools, cancel=cancel,
-            )
+            prepared = self.controller.prepare(call if prefix else call.on(asked))
             tokens = open_turn(self.backend, prepared.messages, tools, reply) if prefix else None
             if prefix and tokens is None:  # the template rewrites the reply: ask instead
                 prefix = False
-                prepared = self.controller.prepare(
-                    asked, system_prompt=settings.system_prompt, tools=tools, cancel=cancel
-                )
+                prepared = self.controller.prepare(call.on(asked))
             max_tokens = max(1, min(settings.sampling.max_reply_tokens, prepared.reserve))
             self._emit(context_usage(prepared, estimated=not self.backend.info.exact_counts))
             gen_start = time.perf_counter()
@@ -298,12 +294,8 @@ class Agent:
         settings = self.settings()
         try:
             record = self.controller.compact(
-                conv,
-                system_prompt=settings.system_prompt,
-                reason=CompactionReason.MANUAL,
-                focus=focus,
-                tools=self.registry.schemas(),
-                cancel=cancel,
+                CallRequest(conv, settings.system_prompt, self.registry.schemas(), cancel, focus),
+                CompactionReason.MANUAL,
             )
         except GenerationCancelled:
             self._emit(TurnFinished(stopped=True))
@@ -332,6 +324,7 @@ class Agent:
         failed_rounds = 0
         overflow_retried = False
         retry: PreparedRequest | None = None
+        call = CallRequest(conv, settings.system_prompt, tools, cancel)
         call_start = time.perf_counter()
         while True:
             if cancel.cancelled:
@@ -339,9 +332,7 @@ class Agent:
             if retry is None:  # a retry after overflow counts from the failed call
                 call_start = time.perf_counter()
             try:
-                prepared = retry or self.controller.prepare(
-                    conv, system_prompt=settings.system_prompt, tools=tools, cancel=cancel
-                )
+                prepared = retry or self.controller.prepare(call)
             except GenerationCancelled:
                 return True, None
             except LLMError as exc:  # e.g. a server engine that cannot count: it went away
@@ -370,9 +361,7 @@ class Agent:
                     return False, message
                 overflow_retried = True
                 try:
-                    retry = self.controller.handle_overflow(
-                        conv, system_prompt=settings.system_prompt, tools=tools, cancel=cancel
-                    )
+                    retry = self.controller.handle_overflow(call)
                 except GenerationCancelled:
                     return True, None
                 except (LLMError, OSError):
