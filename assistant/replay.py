@@ -110,7 +110,7 @@ def ask_questions(
         text = ""
         tokens = req.prompt_tokens
         try:
-            for event in backend.generate(req.messages, options):
+            for event in backend.generate(req.messages, options, prompt=req.prompt):
                 text += event.delta
                 if event.result is not None:
                     text = event.result.text or text

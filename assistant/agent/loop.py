@@ -213,9 +213,7 @@ class Agent:
             max_tokens = max(1, min(settings.sampling.max_reply_tokens, prepared.reserve))
             self._emit(context_usage(prepared, estimated=not self.backend.info.exact_counts))
             gen_start = time.perf_counter()
-            text, result = self._generate(
-                prepared.messages, tools, max_tokens, settings, cancel, tokens=tokens
-            )
+            text, result = self._generate(prepared, tools, max_tokens, settings, cancel, tokens)
         except GenerationCancelled:
             self._emit(TurnFinished(stopped=True))
             return
@@ -347,9 +345,7 @@ class Agent:
             max_tokens = max(1, min(settings.sampling.max_reply_tokens, prepared.reserve))
             gen_start = time.perf_counter()
             try:
-                text, result = self._generate(
-                    prepared.messages, tools, max_tokens, settings, cancel
-                )
+                text, result = self._generate(prepared, tools, max_tokens, settings, cancel)
             except ContextOverflowError:
                 if overflow_retried or not settings.switches().compact_on_overflow:
                     message = (
@@ -433,16 +429,16 @@ class Agent:
 
     def _generate(
         self,
-        messages: list[dict[str, Any]],
+        prepared: PreparedRequest,
         tools: Sequence[dict[str, Any]],
         max_tokens: int,
         settings: Settings,
         cancel: CancelToken,
-        *,
         tokens: list[int] | None = None,
     ) -> tuple[str, GenerationResult | None]:
-        """Stream one reply (from exact prompt ``tokens`` when given: a continuation).
-        Overflow propagates; other failures become _StreamFailed."""
+        """Stream one reply to ``prepared`` (its prompt as the controller encoded it, so
+        the backend does not tokenize it again), or from exact prompt ``tokens`` when given
+        (a continuation). Overflow propagates; other failures become _StreamFailed."""
         pieces: list[str] = []
         result: GenerationResult | None = None
         stop = () if self.backend.info.supports_native_tools else TEXT_PROTOCOL_STOP
@@ -460,7 +456,8 @@ class Agent:
             stream = backend.generate_tokens(tokens, options, cancel=cancel, on_prefill=progress)
         else:
             stream = backend.generate(
-                messages, options, tools=tools, cancel=cancel, on_prefill=progress
+                prepared.messages, options, tools=tools, cancel=cancel, on_prefill=progress,
+                prompt=prepared.prompt,
             )
         try:
             for event in stream:

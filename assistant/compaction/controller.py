@@ -233,6 +233,7 @@ class ContextController:
             reserve=min(policy.reserve, max(policy.window - n, 0)),
             segments=segments,
             trimmed=fitted.trimmed,
+            prompt=fitted.prompt,
         )
 
     def _report_trims(self, conv: Conversation, trimmed: dict[str, tuple[int, int]]) -> None:
@@ -394,7 +395,8 @@ class ContextController:
         block = self.recall.apply(call.conv, messages, budget)
         if block is None:
             return req
-        tokens = self.counter.exact(messages, call.tools)
+        prompt = self.counter.encode(messages, call.tools)
+        tokens = prompt.count
         if tokens > pol.window - pol.reserve // 2:  # counted alone it fitted; joined not
             log.info("Recall block left out: the prompt would be %d tokens", tokens)
             return req
@@ -404,6 +406,7 @@ class ContextController:
         req.reserve = min(pol.reserve, max(pol.window - tokens, 0))
         req.segments["conversation"] = req.segments.get("conversation", 0) + added
         req.recall = block
+        req.prompt = prompt
         log.info("Recall: %d excerpt(s), %d tokens", len(block.excerpts), added)
         return req
 

@@ -20,7 +20,7 @@ from typing import Any
 
 from assistant.compaction.recall import RecallBlock
 from assistant.conversation import CompactionRecord, Conversation
-from assistant.llm.base import CancelToken
+from assistant.llm.base import CancelToken, EncodedPrompt
 
 __all__ = ["CallRequest", "MessageFit", "PreparedRequest"]
 
@@ -62,6 +62,9 @@ class PreparedRequest:
     trimmed: dict[str, tuple[int, int]] = field(default_factory=dict)
     #: Excerpts of earlier messages put beside the latest question (:mod:`.recall`).
     recall: RecallBlock | None = None
+    #: ``messages`` rendered and tokenized as counted (``prompt_tokens``): given to
+    #: ``generate`` so the backend does not tokenize them again.
+    prompt: EncodedPrompt | None = None
 
     @property
     def reply_room(self) -> int:

@@ -25,6 +25,7 @@ from assistant.compaction.visibility import (
     unanswered_ids,
 )
 from assistant.conversation import Conversation, Message, ToolCall
+from assistant.llm.base import EncodedPrompt
 
 #: Rounds of cutting before giving up on fitting unanswered outputs.
 TRIM_ROUNDS = 4
@@ -39,6 +40,8 @@ class Fitted:
     built: list[Message]
     messages: list[dict[str, Any]]
     tokens: int
+    #: The prompt as the backend encoded it (its text and tokens, for ``generate``).
+    prompt: EncodedPrompt | None = None
     #: Outputs cut to fit: message id -> (segment tokens before, after).
     trimmed: dict[str, tuple[int, int]] = field(default_factory=dict)
 
@@ -128,7 +131,8 @@ class ViewBuilder:
     ) -> Fitted:
         built = context.build_context(conv, system_prompt, view=view)
         messages = context.to_openai(built)
-        return Fitted(view, built, messages, self.counter.exact(messages, tools))
+        prompt = self.counter.encode(messages, tools)
+        return Fitted(view, built, messages, prompt.count, prompt)
 
     def fit(
         self,

@@ -42,6 +42,7 @@ from assistant.llm.base import (
     CancelToken,
     ChatMessages,
     ContextOverflowError,
+    EncodedPrompt,
     EngineTuning,
     GenerationOptions,
     GenerationResult,
@@ -475,6 +476,14 @@ class LlamaBackend:
     ) -> str:
         return self._template.render(messages, tools)
 
+    def encode_prompt(
+        self, messages: ChatMessages, tools: Sequence[dict[str, Any]] | None = None
+    ) -> EncodedPrompt:
+        """The rendered prompt and its tokens, for ``generate(..., prompt=...)``."""
+        text = self.render_prompt(messages, tools)
+        tokens = self.tokenize_prompt(text)
+        return EncodedPrompt(count=len(tokens), text=text, tokens=tuple(tokens))
+
     def count_prompt(
         self, messages: ChatMessages, tools: Sequence[dict[str, Any]] | None = None
     ) -> int:
@@ -606,8 +615,12 @@ class LlamaBackend:
         tools: Sequence[dict[str, Any]] | None = None,
         cancel: CancelToken | None = None,
         on_prefill: Callable[[int, int], None] | None = None,
+        prompt: EncodedPrompt | None = None,
     ) -> Iterator[StreamEvent]:
-        tokens = self.tokenize_prompt(self.render_prompt(messages, tools))
+        if prompt is not None and prompt.tokens is not None:
+            tokens = list(prompt.tokens)  # encoded by the controller: not tokenized again
+        else:
+            tokens = self.tokenize_prompt(self.render_prompt(messages, tools))
         return self.generate_tokens(tokens, options, cancel=cancel, on_prefill=on_prefill)
 
     def generate_tokens(
