@@ -47,6 +47,7 @@ from assistant.compaction.events import (
     PruneEvent,
     TrimEvent,
 )
+from assistant.compaction.facts import FactsCache
 from assistant.compaction.prune import count_user_turns, plan_prune
 from assistant.compaction.recall import Recall, recall_budget, recall_room
 from assistant.compaction.request import CallRequest, MessageFit, PreparedRequest
@@ -145,7 +146,10 @@ class ContextController:
         self.recall = recall
         self.recall_enabled = recall_enabled
         self._overhead_memo: dict[tuple[str, str], int] = {}
-        self.views = ViewBuilder(self.counter)
+        #: The facts of the conversation (kept messages, calls, unanswered ids, files),
+        #: computed once per state and shared by the rules (:mod:`.facts`).
+        self.facts = FactsCache()
+        self.views = ViewBuilder(self.counter, self.facts)
         #: Conversation states where compaction did not help (never retried automatically).
         self._no_retry: set[tuple[int, int, int]] = set()
         self._overflow_done: set[tuple[int, int, int]] = set()
@@ -173,7 +177,8 @@ class ContextController:
 
     def build_messages(self, conv: Conversation, system_prompt: str) -> list[Message]:
         """System prompt + summary (synthetic user message) + kept messages, as shown."""
-        return context.build_context(conv, system_prompt, view=self.view(conv))
+        kept = self.facts.of(conv).kept
+        return context.build_context(conv, system_prompt, kept=kept, view=self.view(conv))
 
     def overhead(self, system_prompt: str, tools: Sequence[dict[str, Any]] | None) -> int:
         """Tokens of the system prompt, tool schemas and generation prompt (memoized)."""
@@ -206,7 +211,7 @@ class ContextController:
             )
         if base_view.trims:  # messages too long for any prompt: cut in every view
             shown = {m.id: m for m in fitted.built}
-            for m in conv.kept_messages():
+            for m in self.facts.of(conv).kept:
                 if m.id in base_view.trims and m.id in shown:
                     after = self.counter.message(shown[m.id])
                     fitted.trimmed[m.id] = (self.counter.message(m), after)
@@ -277,7 +282,7 @@ class ContextController:
         window = min(pol.window, self.backend.info.context_window)
         tokens = self.counter.message(Message(role="user", content=text))
         conv = call.conv
-        before = bool(conv.kept_messages()) or conv.last_compaction is not None
+        before = bool(self.facts.of(conv).kept) or conv.last_compaction is not None
         summary = minimal_summary(pol, self.counter.text) if before else 0
         room = window - pol.reserve - self.overhead(call.system_prompt, call.tools) - summary
         if len(text) > MAX_SHOWN_CHARS:  # counted on what is shown of it: scale to the whole
@@ -319,19 +324,21 @@ class ContextController:
         return req
 
     def _remember_sent(self, conv: Conversation, req: PreparedRequest) -> None:
-        pruned = frozenset(m.id for m in conv.kept_messages() if m.pruned)
+        pruned = frozenset(m.id for m in self.facts.of(conv).kept if m.pruned)
         self._sent_view = (id(conv), pruned, dict(self._last_cuts))
 
     def prune(self, conv: Conversation) -> int:
         """Apply the prune rule (see :mod:`.prune`); returns the tokens freed."""
         pol = self.policy()
+        facts = self.facts.of(conv)
         plan = plan_prune(
-            conv.kept_messages(),
+            facts.kept,
             self.counter,
             protect=pol.protect,
             minimum=pol.minimum,
             user_turns=count_user_turns(conv.messages),
             cleared_size=self.views.cleared_size(conv),
+            waiting=facts.unanswered,
         )
         if not plan.applies:
             return 0
@@ -392,7 +399,7 @@ class ContextController:
             return req
         budget = min(recall_budget(pol), recall_room(pol, req.prompt_tokens))
         messages = list(req.messages)
-        block = self.recall.apply(call.conv, messages, budget)
+        block = self.recall.apply(call.conv, messages, budget, self.facts.of(call.conv).kept)
         if block is None:
             return req
         prompt = self.counter.encode(messages, call.tools)
@@ -419,7 +426,7 @@ class ContextController:
         written, or cancelled (``cancel``: the user sent something)."""
         pol = self.policy()
         conv = call.conv
-        if not self.auto_compact() or not conv.kept_messages():
+        if not self.auto_compact() or not self.facts.of(conv).kept:
             return None
         req = self._request(call, pol, trim=False)
         if req.prompt_tokens < AHEAD_FILL * (pol.window - pol.reserve):
@@ -470,10 +477,12 @@ class ContextController:
             window=lambda: min(pol.window, self.backend.info.context_window),
             before_compact=self.before_compact,
             cache=self.summary_cache,
+            facts=self.facts,
         )
 
     def _kept(self, conv: Conversation) -> tuple[list[Message], list[int]]:
-        kept = [context.shown(m, self.view(conv)) for m in conv.kept_messages()]
+        view = self.view(conv)  # once: it is the same for every message
+        kept = [context.shown(m, view) for m in self.facts.of(conv).kept]
         return kept, [self.counter.message(m) for m in kept]
 
     def _run(self, conv: Conversation, job: CompactionJob, tokens_before: int) -> CompactionOutcome:
