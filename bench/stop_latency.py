@@ -158,7 +158,7 @@ def main(argv: list[str] | None = None) -> int:
 
     backend = LlamaBackend.load(args.model, n_ctx=8192, calibrate=True)
     if args.no_abort:
-        backend._abort.install = lambda ctx: None  # type: ignore[method-assign]
+        backend.use_abort_callback(False)
     try:
         got = run(backend, args.repeat, tuple(args.phase or PHASES),
                   lambda s: print(s, file=sys.stderr, flush=True))

@@ -355,7 +355,7 @@ class EngineTuning:
     #: :mod:`assistant.llm.cache_reuse`); only runs of at least ``min_chunk`` tokens.
     chunk_reuse: bool = False
     min_chunk: int = 64
-    #: Prompt-lookup speculative decoding (see :mod:`assistant.llm.speculative`); None: the
+    #: Prompt-lookup speculative decoding (see :mod:`assistant.llm.llama_speculative`); None: the
     #: model's measured default.
     prompt_lookup: bool | None = None
 

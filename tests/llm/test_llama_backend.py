@@ -105,6 +105,18 @@ def test_an_encoded_prompt_is_evaluated_without_tokenizing_again(
     assert real_backend.cached_prefix(list(encoded.tokens)) == encoded.count
 
 
+def test_raw_prefill_times_pieces_without_touching_the_chat_cache(real_backend: Any) -> None:
+    """``raw_prefill`` (the benchmark's raw llama.cpp rate, through a public method)."""
+    msgs = [{"role": "system", "content": SYSTEM}, {"role": "user", "content": "Say hi."}]
+    _run(real_backend, msgs, max_tokens=2, temperature=0.0)
+    cached = real_backend.cached_tokens()
+    tokens = (real_backend.tokenize(SYSTEM) * 8)[:64]
+    pieces = real_backend.raw_prefill(tokens, piece=32)
+    assert [n for n, _ in pieces] == [32, 32]
+    assert all(seconds > 0 for _, seconds in pieces)
+    assert real_backend.cached_tokens() == cached
+
+
 def test_kv_state_saved_and_restored_is_reused(real_backend: Any) -> None:
     """The KVCacheAware protocol on the real model: a saved cache, restored after another
     prompt replaced it, makes the first prompt cost one token again, with the same reply."""
