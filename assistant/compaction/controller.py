@@ -1,4 +1,4 @@
-# Over 500 lines: every call path shares one view; a request value (issue 27) shrinks it.
+# Over 500 lines: the one entry point of context management; all paths share one view and facts.
 """The single entry point of context management.
 
 ``prepare`` runs before every model call:
