@@ -42,6 +42,7 @@ from typing import Any, TextIO
 
 from assistant.compaction.controller import ContextController, ContextTooLargeError
 from assistant.compaction.file_tracking import FileOps, extract_file_ops
+from assistant.compaction.request import CallRequest
 from assistant.compaction.summary import ExtractiveSummarizer, ModelSummarizer, Summarizer
 from assistant.compaction.tokens import CountingBackend, TokenCounter
 from assistant.compaction.transcript import TranscriptError, load_transcript
@@ -105,11 +106,11 @@ def ask_questions(
     for question in questions:
         copy = conv.model_copy(deep=True)
         copy.append(Message(role="user", content=question))
-        req = make_controller().prepare(copy, system_prompt=system_prompt)
+        req = make_controller().prepare(CallRequest(copy, system_prompt))
         text = ""
         tokens = req.prompt_tokens
         try:
-            for event in backend.generate(req.messages, options):
+            for event in backend.generate(req.messages, options, prompt=req.prompt):
                 text += event.delta
                 if event.result is not None:
                     text = event.result.text or text
@@ -161,12 +162,12 @@ def replay(
     for msg in messages:
         if msg.role == "assistant":
             call += 1
-            req = controller.prepare(conv, system_prompt=system_prompt)
+            req = controller.prepare(CallRequest(conv, system_prompt))
             overflow = req.prompt_tokens >= policy.window
             record = req.compaction
             if overflow:
                 try:
-                    req = controller.handle_overflow(conv, system_prompt=system_prompt)
+                    req = controller.handle_overflow(CallRequest(conv, system_prompt))
                     record = req.compaction
                 except (ContextTooLargeError, LLMError):
                     pass
@@ -193,7 +194,7 @@ def replay(
             _write(out, line, as_json)
         conv.append(msg.model_copy(deep=True))
     # What the next model call would send: the pipeline applied to the finished transcript.
-    upcoming = controller.prepare(conv, system_prompt=system_prompt)
+    upcoming = controller.prepare(CallRequest(conv, system_prompt))
     last = conv.last_compaction
     files = extract_file_ops(
         conv.messages, FileOps(list(last.files_read), list(last.files_modified)) if last else None

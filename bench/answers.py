@@ -42,6 +42,7 @@ from typing import Any
 
 from assistant.compaction import context
 from assistant.compaction.controller import ContextController, ContextTooLargeError
+from assistant.compaction.request import CallRequest
 from assistant.compaction.tokens import TokenCounter
 from assistant.compaction.transcript import load_transcript
 from assistant.config import DEFAULT_SYSTEM_PROMPT, Mode, Settings
@@ -219,10 +220,10 @@ def app_window_cap(backend: LLMBackend, transcript: Transcript) -> int | None:
 def _prepare(ctl: ContextController, conv: Conversation, system: str) -> tuple[int, bool]:
     """One model call's preparation as the replay does it: (prompt tokens, fits)."""
     pol = ctl.policy()
-    req = ctl.prepare(conv, system_prompt=system)
+    req = ctl.prepare(CallRequest(conv, system))
     if req.prompt_tokens >= pol.window:
         try:
-            req = ctl.handle_overflow(conv, system_prompt=system)
+            req = ctl.handle_overflow(CallRequest(conv, system))
         except (ContextTooLargeError, LLMError):
             return req.prompt_tokens, False
     return req.prompt_tokens, req.prompt_tokens < pol.window
@@ -359,7 +360,7 @@ def run_transcript(
                 conv.append(Message(role="user", content=q.question))
                 asker = _controller(capped, transcript, variant)
                 try:
-                    req = asker.prepare(conv, system_prompt=transcript.system)
+                    req = asker.prepare(CallRequest(conv, transcript.system))
                     reply, tokens = _safe_ask(capped, req.messages)
                 except (ContextTooLargeError, LLMError) as exc:
                     reply, tokens = f"[error: {exc}]", 0

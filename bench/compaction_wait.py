@@ -26,6 +26,7 @@ from typing import Any
 
 from assistant.agent.events import AgentEvent, ContextChanged
 from assistant.compaction.events import CompactionFinished
+from assistant.compaction.request import CallRequest
 from assistant.config import Sampling, Settings, default_local
 from assistant.conversation import Conversation
 from assistant.engine import build_engine
@@ -97,7 +98,7 @@ def run_chat(backend: LLMBackend, *, window: int, turns: int, reply: int, ahead:
         if ahead:
             start = time.perf_counter()
             got = engine.controller.precompute(
-                conv, system_prompt=settings.system_prompt, tools=tools
+                CallRequest(conv, settings.system_prompt, tools=tools)
             )
             if got is not None:
                 out.ahead_s.append(time.perf_counter() - start)

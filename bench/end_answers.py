@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 
 from assistant.agent.controller_api import ContextManager
 from assistant.compaction.controller import ContextTooLargeError
+from assistant.compaction.request import CallRequest
 from assistant.conversation import Conversation, Message
 from assistant.llm.base import LLMBackend, LLMError
 
@@ -62,9 +63,10 @@ class EndAnswers:
 def _fit(manager: ContextManager, conv: Conversation, system: str) -> list[dict[str, object]]:
     """The prompt for the next model call, as the replay and the app build it (raises
     ``ContextTooLargeError`` when nothing makes it fit)."""
-    req = manager.prepare(conv, system_prompt=system)
+    call = CallRequest(conv, system)
+    req = manager.prepare(call)
     if req.prompt_tokens >= manager.policy().window:
-        req = manager.handle_overflow(conv, system_prompt=system)
+        req = manager.handle_overflow(call)
     return list(req.messages)
 
 

@@ -25,6 +25,7 @@ from typing import Any
 from assistant.compaction.controller import ContextController
 from assistant.compaction.cut_point import find_cut
 from assistant.compaction.prune import count_user_turns, plan_prune
+from assistant.compaction.request import CallRequest
 from assistant.compaction.summary import ExtractiveSummarizer, ModelSummarizer
 from assistant.compaction.tokens import CountingBackend, TokenCounter
 from assistant.config import EffectivePolicy, default_local
@@ -100,7 +101,7 @@ def measure_policy(
         controller.counter.exact([m.to_openai() for m in controller.build_messages(conv, SYSTEM)])
 
     def prepare() -> None:
-        controller.prepare(conv, system_prompt=SYSTEM)
+        controller.prepare(CallRequest(conv, SYSTEM))
 
     decide()  # warm the memo
     return {
@@ -135,11 +136,11 @@ def summary_prefill(
         summarizer=_Spy(), counter=counter,
     )
     if warm:  # the chat's last call, as the app made it (not timed)
-        sent = controller.prepare(conv, system_prompt=SYSTEM)
+        sent = controller.prepare(CallRequest(conv, SYSTEM))
         for _event in backend.generate(sent.messages, GenerationOptions(1, temperature=0.0)):
             pass
     start = time.perf_counter()
-    record = controller.compact(conv, system_prompt=SYSTEM, reason=CompactionReason.MANUAL)
+    record = controller.compact(CallRequest(conv, SYSTEM), CompactionReason.MANUAL)
     took = time.perf_counter() - start
     outcome = outcomes[0] if outcomes else None
     return {

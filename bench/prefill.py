@@ -23,7 +23,7 @@ from typing import Any
 
 from assistant.config import DEFAULT_SYSTEM_PROMPT
 from assistant.llm.base import GenerationResult
-from assistant.llm.calibration import decode_timed, logical_cpus, measure_prefill
+from assistant.llm.calibration import logical_cpus
 from assistant.llm.kv_state import StateCache
 from assistant.llm.llama_backend import LlamaBackend
 from assistant.llm.llama_kv import PrefillConfig
@@ -74,11 +74,19 @@ def _timed_chat(backend: LlamaBackend, msgs: list[dict[str, Any]], max_tokens: i
     return result, ready + (result.first_token_s or result.prefill_s)
 
 
+def _raw_rate(
+    backend: LlamaBackend, tokens: list[int], config: PrefillConfig | None = None
+) -> float:
+    """Tokens per second of raw ``llama_decode`` on ``tokens`` (``LlamaBackend.raw_prefill``)."""
+    elapsed = sum(seconds for _n, seconds in backend.raw_prefill(tokens, config))
+    return len(tokens) / elapsed if elapsed > 0 else 0.0
+
+
 def raw_prefill_rate(backend: LlamaBackend, tokens: int = 512, reps: int = 2) -> float:
     """Raw llama.cpp prompt tokens/s of ``backend``'s model with its settings."""
     probe = backend.tokenize(backend.render_prompt(history_messages(backend, tokens + 200)))
     probe = probe[:tokens]
-    rates = [measure_prefill(backend._llm, backend.prefill_config, probe) for _ in range(reps)]
+    rates = [_raw_rate(backend, probe) for _ in range(reps)]
     return median(rates) or 0.0
 
 
@@ -92,8 +100,7 @@ def raw_prefill_curve(
     these rates, not the rate of an empty context."""
     probe = backend.tokenize(backend.render_prompt(history_messages(backend, tokens + 300)))
     probe = probe[:tokens]
-    passes = [decode_timed(backend._llm, backend.prefill_config, probe, piece)
-              for _ in range(reps)]
+    passes = [backend.raw_prefill(probe, piece=piece) for _ in range(reps)]
     curve: list[list[float]] = []
     for i in range(len(passes[0])):
         rates = [p[i][0] / p[i][1] for p in passes if p[i][1] > 0]
@@ -116,9 +123,9 @@ def prefill_speed(backend: LlamaBackend, *, prompt_tokens: int = 2_000, reps: in
         res = greedy_call(backend, tokens, 1)
         if res.prefill_s > 0:
             app.append((len(tokens) - 1) / res.prefill_s)  # the last token comes with the reply
-        raw.append(measure_prefill(backend._llm, config, tokens[:-1]))
+        raw.append(_raw_rate(backend, tokens[:-1], config))
         if default != config:
-            raw_default.append(measure_prefill(backend._llm, default, tokens[:-1]))
+            raw_default.append(_raw_rate(backend, tokens[:-1], default))
     backend.reset_kv_cache()
     app_tps, raw_tps = median(app) or 0.0, median(raw) or 0.0
     cal = backend.calibration

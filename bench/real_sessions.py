@@ -26,6 +26,7 @@ from typing import Literal
 
 from assistant.compaction.controller import ContextController
 from assistant.compaction.events import CompactionFinished, ContextEvent
+from assistant.compaction.request import CallRequest
 from assistant.compaction.summary import ExtractiveSummarizer, ModelSummarizer, Summarizer
 from assistant.compaction.tokens import CountingBackend, TokenCounter
 from assistant.compaction.transcript import load_transcript
@@ -135,9 +136,9 @@ def run_real_session(
     conv = Conversation()
     for msg in messages:
         if msg.role == "assistant":
-            manager.prepare(conv, system_prompt=prompt)
+            manager.prepare(CallRequest(conv, prompt))
         conv.append(msg.model_copy(deep=True))
-    final = manager.prepare(conv, system_prompt=prompt)
+    final = manager.prepare(CallRequest(conv, prompt))
     window = built.policy.window
     overflowed = final.prompt_tokens > window
     seen = [False] * len(must) if overflowed else facts_in_text(

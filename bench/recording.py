@@ -17,12 +17,14 @@ from assistant.llm.base import (
     CancelToken,
     ChatMessages,
     ContextOverflowError,
+    EncodedPrompt,
     GenerationOptions,
     GenerationResult,
     KVCacheAware,
     KVState,
     LLMBackend,
     ModelInfo,
+    PromptEncoder,
     StreamEvent,
 )
 from assistant.llm.llama_backend import LlamaBackend
@@ -88,6 +90,13 @@ class RecordingBackend:
     ) -> int:
         return self.inner.count_prompt(messages, tools)
 
+    def encode_prompt(
+        self, messages: ChatMessages, tools: Sequence[dict[str, Any]] | None = None
+    ) -> EncodedPrompt:
+        if isinstance(self.inner, PromptEncoder):
+            return self.inner.encode_prompt(messages, tools)
+        return EncodedPrompt(count=self.inner.count_prompt(messages, tools))
+
     def generate(
         self,
         messages: ChatMessages,
@@ -96,17 +105,22 @@ class RecordingBackend:
         tools: Sequence[dict[str, Any]] | None = None,
         cancel: CancelToken | None = None,
         on_prefill: Callable[[int, int], None] | None = None,
+        prompt: EncodedPrompt | None = None,
     ) -> Iterator[StreamEvent]:
         rec = self.recorder
         kind: CallKind = rec.call_kind() if rec is not None else "chat"
         if rec is not None:
             rec.call_started(kind, messages)
         if self.pairs is not None and kind == "chat" and isinstance(self.inner, LlamaBackend):
-            prompt = self.inner.tokenize_prompt(self.inner.render_prompt(messages, tools))
-            self.pairs.append((self.inner.cached_tokens(), prompt))
+            tokens = (
+                list(prompt.tokens) if prompt is not None and prompt.tokens is not None
+                else self.inner.tokenize_prompt(self.inner.render_prompt(messages, tools))
+            )
+            self.pairs.append((self.inner.cached_tokens(), tokens))
         try:
             for event in self.inner.generate(
-                messages, options, tools=tools, cancel=cancel, on_prefill=on_prefill
+                messages, options, tools=tools, cancel=cancel, on_prefill=on_prefill,
+                prompt=prompt,
             ):
                 if event.result is not None and rec is not None:
                     rec.call_finished(kind, event.result)

@@ -32,7 +32,7 @@ import numpy as np
 
 from assistant.llm.cache_reuse import plan_reuse
 from assistant.llm.llama_backend import LlamaBackend
-from assistant.llm.logit_probe import LogitProbe, Logits
+from assistant.llm.llama_probe import LogitProbe, Logits
 
 #: Chunk reuse is on by default only if the greedy agreement reaches this (issue 14).
 DEFAULT_ON_AGREEMENT = 0.95

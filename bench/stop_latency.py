@@ -31,6 +31,7 @@ from typing import Any
 
 from assistant.agent.events import AgentEvent, ContextChanged, PromptProgress
 from assistant.compaction.events import CompactionStarted
+from assistant.compaction.request import CallRequest
 from assistant.config import Sampling, Settings
 from assistant.conversation import Conversation, Message
 from assistant.engine import Engine, build_engine
@@ -122,8 +123,8 @@ def measure(engine: Engine, settings: Settings, phase: str) -> float | None:
         return clock.latency()
     # background: the summary written ahead of time, stopped as a sent message stops it
     clock.arm()
-    engine.controller.precompute(conv, system_prompt=settings.system_prompt,
-                                 tools=engine.agent.registry.schemas(), cancel=token)
+    tools = engine.agent.registry.schemas()
+    engine.controller.precompute(CallRequest(conv, settings.system_prompt, tools, token))
     return clock.latency()
 
 
@@ -157,7 +158,7 @@ def main(argv: list[str] | None = None) -> int:
 
     backend = LlamaBackend.load(args.model, n_ctx=8192, calibrate=True)
     if args.no_abort:
-        backend._abort.install = lambda ctx: None  # type: ignore[method-assign]
+        backend.use_abort_callback(False)
     try:
         got = run(backend, args.repeat, tuple(args.phase or PHASES),
                   lambda s: print(s, file=sys.stderr, flush=True))

@@ -51,6 +51,7 @@ from assistant.compaction.controller import (
     PreparedRequest,
 )
 from assistant.compaction.events import ContextEvent
+from assistant.compaction.request import CallRequest
 from assistant.compaction.summary import (
     ExtractiveSummarizer,
     ModelSummarizer,
@@ -178,44 +179,15 @@ class TimedManager:
     def on_event(self, value: Callable[[ContextEvent], None] | None) -> None:
         self.inner.on_event = value
 
-    def message_fit(
-        self,
-        conv: Conversation,
-        text: str,
-        *,
-        system_prompt: str,
-        tools: Sequence[dict[str, Any]] | None = None,
-    ) -> MessageFit:
-        return self.inner.message_fit(conv, text, system_prompt=system_prompt, tools=tools)
+    def message_fit(self, call: CallRequest, text: str) -> MessageFit:
+        return self.inner.message_fit(call, text)
 
-    def prepare(
-        self,
-        conv: Conversation,
-        *,
-        system_prompt: str,
-        tools: Sequence[dict[str, Any]] | None = None,
-        cancel: CancelToken | None = None,
-    ) -> PreparedRequest:
-        return self._timed(
-            lambda: self.inner.prepare(
-                conv, system_prompt=system_prompt, tools=tools, cancel=cancel
-            )
-        )
+    def prepare(self, call: CallRequest) -> PreparedRequest:
+        return self._timed(lambda: self.inner.prepare(call))
 
-    def handle_overflow(
-        self,
-        conv: Conversation,
-        *,
-        system_prompt: str,
-        tools: Sequence[dict[str, Any]] | None = None,
-        cancel: CancelToken | None = None,
-    ) -> PreparedRequest:
+    def handle_overflow(self, call: CallRequest) -> PreparedRequest:
         """The retry request after an overflow (timed like ``prepare``)."""
-        return self._timed(
-            lambda: self.inner.handle_overflow(
-                conv, system_prompt=system_prompt, tools=tools, cancel=cancel
-            )
-        )
+        return self._timed(lambda: self.inner.handle_overflow(call))
 
     def _timed(self, fn: Callable[[], PreparedRequest]) -> PreparedRequest:
         cpu0, wall0 = time.thread_time(), time.perf_counter()
@@ -234,20 +206,8 @@ class TimedManager:
         self.last = req
         return req
 
-    def compact(
-        self,
-        conv: Conversation,
-        *,
-        system_prompt: str,
-        reason: CompactReason,
-        focus: str | None = None,
-        tools: Sequence[dict[str, Any]] | None = None,
-        cancel: CancelToken | None = None,
-    ) -> CompactionRecord | None:
-        return self.inner.compact(
-            conv, system_prompt=system_prompt, reason=reason, focus=focus, tools=tools,
-            cancel=cancel,
-        )
+    def compact(self, call: CallRequest, reason: CompactReason) -> CompactionRecord | None:
+        return self.inner.compact(call, reason)
 
 
 # -- (d) and (e) -----------------------------------------------------------------------------
@@ -275,14 +235,7 @@ class _Baseline:
     def __post_init__(self) -> None:
         self.counter = TokenCounter(self.backend)
 
-    def message_fit(
-        self,
-        conv: Conversation,
-        text: str,
-        *,
-        system_prompt: str,
-        tools: Sequence[dict[str, Any]] | None = None,
-    ) -> MessageFit:
+    def message_fit(self, call: CallRequest, text: str) -> MessageFit:
         """Baselines send what they are given (they refuse nothing the window could hold)."""
         pol = self.policy()
         size = self.counter.message(Message(role="user", content=text))
@@ -307,36 +260,13 @@ class _Baseline:
 class NoManagement(_Baseline):
     """(e) The whole conversation, every call. ``compact`` never does anything."""
 
-    def prepare(
-        self,
-        conv: Conversation,
-        *,
-        system_prompt: str,
-        tools: Sequence[dict[str, Any]] | None = None,
-        cancel: CancelToken | None = None,
-    ) -> PreparedRequest:
-        return self._request(system_prompt, conv.messages, tools)
+    def prepare(self, call: CallRequest) -> PreparedRequest:
+        return self._request(call.system_prompt, call.conv.messages, call.tools)
 
-    def compact(
-        self,
-        conv: Conversation,
-        *,
-        system_prompt: str,
-        reason: CompactReason,
-        focus: str | None = None,
-        tools: Sequence[dict[str, Any]] | None = None,
-        cancel: CancelToken | None = None,
-    ) -> CompactionRecord | None:
+    def compact(self, call: CallRequest, reason: CompactReason) -> CompactionRecord | None:
         return None
 
-    def handle_overflow(
-        self,
-        conv: Conversation,
-        *,
-        system_prompt: str,
-        tools: Sequence[dict[str, Any]] | None = None,
-        cancel: CancelToken | None = None,
-    ) -> PreparedRequest:
+    def handle_overflow(self, call: CallRequest) -> PreparedRequest:
         raise ContextTooLargeError("no context management")
 
 
@@ -380,10 +310,10 @@ class DropHalf(_Baseline):
             cut += 1  # a tool result must not lose its call
         return max(cut, 1) if len(kept) > 1 else 0
 
-    def _shrink(self, conv: Conversation, system_prompt: str,
-                tools: Sequence[dict[str, Any]] | None, once: bool) -> PreparedRequest:
+    def _shrink(self, call: CallRequest, once: bool) -> PreparedRequest:
         pol = self.policy()
-        kept = self._kept(conv)
+        system_prompt, tools = call.system_prompt, call.tools
+        kept = self._kept(call.conv)
         req = self._request(system_prompt, kept, tools)
         while (once or req.prompt_tokens + pol.reserve > pol.window) and len(kept) > 1:
             started = time.perf_counter()
@@ -401,30 +331,14 @@ class DropHalf(_Baseline):
                 break
         return req
 
-    def prepare(
-        self,
-        conv: Conversation,
-        *,
-        system_prompt: str,
-        tools: Sequence[dict[str, Any]] | None = None,
-        cancel: CancelToken | None = None,
-    ) -> PreparedRequest:
-        return self._shrink(conv, system_prompt, tools, once=False)
+    def prepare(self, call: CallRequest) -> PreparedRequest:
+        return self._shrink(call, once=False)
 
-    def compact(
-        self,
-        conv: Conversation,
-        *,
-        system_prompt: str,
-        reason: CompactReason,
-        focus: str | None = None,
-        tools: Sequence[dict[str, Any]] | None = None,
-        cancel: CancelToken | None = None,
-    ) -> CompactionRecord | None:
+    def compact(self, call: CallRequest, reason: CompactReason) -> CompactionRecord | None:
         """Drop half once more. The record is returned (so the agent retries) but never
         stored in the conversation: this strategy writes no summary."""
         before = len(self.drops)
-        self._shrink(conv, system_prompt, tools, once=True)
+        self._shrink(call, once=True)
         if len(self.drops) == before:
             return None
         drop = self.drops[-1]
@@ -434,18 +348,11 @@ class DropHalf(_Baseline):
             summarizer="extractive",
         )
 
-    def handle_overflow(
-        self,
-        conv: Conversation,
-        *,
-        system_prompt: str,
-        tools: Sequence[dict[str, Any]] | None = None,
-        cancel: CancelToken | None = None,
-    ) -> PreparedRequest:
+    def handle_overflow(self, call: CallRequest) -> PreparedRequest:
         """Drop half once more and return the smaller request (what a context shift does
         when the model runs out of room)."""
         before = len(self.drops)
-        req = self._shrink(conv, system_prompt, tools, once=True)
+        req = self._shrink(call, once=True)
         if len(self.drops) == before:
             raise ContextTooLargeError("nothing left to drop")
         return req

@@ -62,8 +62,8 @@ from assistant.agent.events import (
 from assistant.agent.overflow import overflow_message
 from assistant.agent.tool_steps import CANCELLED_RESULT, ToolRunner, result_message
 from assistant.agent.usage import context_usage, reply_figures
-from assistant.compaction.controller import PreparedRequest
 from assistant.compaction.events import ContextEvent
+from assistant.compaction.request import CallRequest, PreparedRequest
 from assistant.config import Settings
 from assistant.conversation import (
     CompactionReason,
@@ -142,7 +142,7 @@ class Agent:
         settings = self.settings()
         try:
             fit = self.controller.message_fit(
-                conv, text, system_prompt=settings.system_prompt, tools=self.registry.schemas()
+                CallRequest(conv, settings.system_prompt, self.registry.schemas()), text
             )
         except LLMError:  # an engine that cannot count now (a server gone away): the
             fit = None    # message is kept, and the model call says what is wrong
@@ -203,23 +203,17 @@ class Agent:
             compactions=list(conv.compactions),
         )
         prefix = can_continue_in_place(self.backend)
+        call = CallRequest(conv, settings.system_prompt, tools, cancel)
         try:
-            prepared = self.controller.prepare(
-                conv if prefix else asked,
-                system_prompt=settings.system_prompt, tools=tools, cancel=cancel,
-            )
+            prepared = self.controller.prepare(call if prefix else call.on(asked))
             tokens = open_turn(self.backend, prepared.messages, tools, reply) if prefix else None
             if prefix and tokens is None:  # the template rewrites the reply: ask instead
                 prefix = False
-                prepared = self.controller.prepare(
-                    asked, system_prompt=settings.system_prompt, tools=tools, cancel=cancel
-                )
+                prepared = self.controller.prepare(call.on(asked))
             max_tokens = max(1, min(settings.sampling.max_reply_tokens, prepared.reserve))
             self._emit(context_usage(prepared, estimated=not self.backend.info.exact_counts))
             gen_start = time.perf_counter()
-            text, result = self._generate(
-                prepared.messages, tools, max_tokens, settings, cancel, tokens=tokens
-            )
+            text, result = self._generate(prepared, tools, max_tokens, settings, cancel, tokens)
         except GenerationCancelled:
             self._emit(TurnFinished(stopped=True))
             return
@@ -298,12 +292,8 @@ class Agent:
         settings = self.settings()
         try:
             record = self.controller.compact(
-                conv,
-                system_prompt=settings.system_prompt,
-                reason=CompactionReason.MANUAL,
-                focus=focus,
-                tools=self.registry.schemas(),
-                cancel=cancel,
+                CallRequest(conv, settings.system_prompt, self.registry.schemas(), cancel, focus),
+                CompactionReason.MANUAL,
             )
         except GenerationCancelled:
             self._emit(TurnFinished(stopped=True))
@@ -332,6 +322,7 @@ class Agent:
         failed_rounds = 0
         overflow_retried = False
         retry: PreparedRequest | None = None
+        call = CallRequest(conv, settings.system_prompt, tools, cancel)
         call_start = time.perf_counter()
         while True:
             if cancel.cancelled:
@@ -339,9 +330,7 @@ class Agent:
             if retry is None:  # a retry after overflow counts from the failed call
                 call_start = time.perf_counter()
             try:
-                prepared = retry or self.controller.prepare(
-                    conv, system_prompt=settings.system_prompt, tools=tools, cancel=cancel
-                )
+                prepared = retry or self.controller.prepare(call)
             except GenerationCancelled:
                 return True, None
             except LLMError as exc:  # e.g. a server engine that cannot count: it went away
@@ -356,9 +345,7 @@ class Agent:
             max_tokens = max(1, min(settings.sampling.max_reply_tokens, prepared.reserve))
             gen_start = time.perf_counter()
             try:
-                text, result = self._generate(
-                    prepared.messages, tools, max_tokens, settings, cancel
-                )
+                text, result = self._generate(prepared, tools, max_tokens, settings, cancel)
             except ContextOverflowError:
                 if overflow_retried or not settings.switches().compact_on_overflow:
                     message = (
@@ -370,9 +357,7 @@ class Agent:
                     return False, message
                 overflow_retried = True
                 try:
-                    retry = self.controller.handle_overflow(
-                        conv, system_prompt=settings.system_prompt, tools=tools, cancel=cancel
-                    )
+                    retry = self.controller.handle_overflow(call)
                 except GenerationCancelled:
                     return True, None
                 except (LLMError, OSError):
@@ -444,16 +429,16 @@ class Agent:
 
     def _generate(
         self,
-        messages: list[dict[str, Any]],
+        prepared: PreparedRequest,
         tools: Sequence[dict[str, Any]],
         max_tokens: int,
         settings: Settings,
         cancel: CancelToken,
-        *,
         tokens: list[int] | None = None,
     ) -> tuple[str, GenerationResult | None]:
-        """Stream one reply (from exact prompt ``tokens`` when given: a continuation).
-        Overflow propagates; other failures become _StreamFailed."""
+        """Stream one reply to ``prepared`` (its prompt as the controller encoded it, so
+        the backend does not tokenize it again), or from exact prompt ``tokens`` when given
+        (a continuation). Overflow propagates; other failures become _StreamFailed."""
         pieces: list[str] = []
         result: GenerationResult | None = None
         stop = () if self.backend.info.supports_native_tools else TEXT_PROTOCOL_STOP
@@ -471,7 +456,8 @@ class Agent:
             stream = backend.generate_tokens(tokens, options, cancel=cancel, on_prefill=progress)
         else:
             stream = backend.generate(
-                messages, options, tools=tools, cancel=cancel, on_prefill=progress
+                prepared.messages, options, tools=tools, cancel=cancel, on_prefill=progress,
+                prompt=prepared.prompt,
             )
         try:
             for event in stream:

@@ -4,7 +4,7 @@ figures saved with each reply."""
 from __future__ import annotations
 
 from assistant.agent.events import ContextUsage
-from assistant.compaction.controller import PreparedRequest
+from assistant.compaction.request import PreparedRequest
 from assistant.conversation import ReplyFigures
 from assistant.llm.base import GenerationResult
 

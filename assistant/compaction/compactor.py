@@ -40,7 +40,8 @@ from assistant.compaction.budget import (
     tail_bounds,
 )
 from assistant.compaction.cut_point import CutPlan, find_cut, valid_cuts
-from assistant.compaction.file_tracking import FileOps, extract_file_ops
+from assistant.compaction.facts import FactsCache
+from assistant.compaction.file_tracking import FileOps
 from assistant.compaction.summary import (
     MechanicalState,
     Summarizer,
@@ -48,7 +49,6 @@ from assistant.compaction.summary import (
     SummaryKind,
     SummaryOutcome,
     SummaryRequest,
-    collect_state,
     compose_summary,
     model_part,
     render_mechanical,
@@ -58,7 +58,6 @@ from assistant.compaction.visibility import (
     TRIM_FLOOR,
     current_turn_start,
     pending_start,
-    unanswered_ids,
 )
 from assistant.config import EffectivePolicy
 from assistant.conversation import CompactionReason, CompactionRecord, Conversation, Message
@@ -146,8 +145,11 @@ class Compactor:
         window: Callable[[], int],
         before_compact: BeforeCompactHook | None = None,
         cache: SummaryCache | None = None,
+        facts: FactsCache | None = None,
     ) -> None:
         self.cache = cache
+        #: The conversation's facts, shared with the controller (:mod:`.facts`).
+        self.facts = facts or FactsCache()
         self.counter = counter
         self.summarizer = summarizer
         self.measure = measure
@@ -197,14 +199,15 @@ class Compactor:
         the summary and the tail would not fit beside the reply even after cutting the
         tail's unanswered outputs to the floor."""
         count = self.counter.text
-        kept = conv.kept_messages()
+        facts = self.facts.of(conv)
+        kept = facts.kept
         base = len(conv.messages) - len(kept)
         budget = compaction_budget(policy, overhead, count, grammar_floor=grammar_floor)
         manual = job.reason == CompactionReason.MANUAL
         if manual:  # /compact asks for room now: the record keeps the policy's size
             fixed = max(policy.summary_budget - budget.model - budget.header, MIN_MODEL_BUDGET)
             budget = replace(budget, record=min(budget.record, fixed))
-        waiting = unanswered_ids(kept)
+        waiting = facts.unanswered
         # The user's latest message is never summarized: the summary gives way to it (its
         # model part first), as long as it fits beside the smallest summary (the service
         # refuses a message larger than that before it is sent).
@@ -226,7 +229,6 @@ class Compactor:
                 # before: the message goes into the summary's record (whole when it fits the
                 # record's budget).
                 latest = None
-        prev_files = FileOps(list(prev.files_read), list(prev.files_modified)) if prev else None
         pending = pending_start(kept)
         # The record is at most the one for summarizing everything up to the pending part
         # (everything, when that holds no user message): size the tail for that, then
@@ -234,9 +236,7 @@ class Compactor:
         upto = base + pending
         if not any(m.role == "user" for m in conv.messages[:upto]):
             upto = len(conv.messages)
-        widest = collect_state(
-            conv.messages[:upto], extract_file_ops(kept, prev_files), last_request_visible=False
-        )
+        widest = facts.record_state(upto, None, last_request_visible=False)
         record_max = count(render_mechanical(widest, budget.record, count))
         summary_est = budget.header + budget.model + record_max
         keep, floor, limit = tail_bounds(policy, budget, overhead, summary_est, manual=manual)
@@ -255,7 +255,7 @@ class Compactor:
             # pending part only has to fit beside what is there now. Otherwise a new summary
             # (which takes in the current one) will stand beside it.
             room = fits_now if pending == 0 and prev is None else min(limit, fits_now)
-            allowed = self._allowed(kept, counts, pending, room)
+            allowed = self._allowed(kept, counts, pending, room, waiting)
             if latest is not None:
                 allowed[latest + 1 :] = [False] * (len(allowed) - latest - 1)
             cut = find_cut(
@@ -265,10 +265,9 @@ class Compactor:
             if not cut.summarizes_anything:
                 return plan, budget
             tail = kept[cut.cut :]
-            files = extract_file_ops(kept[: cut.cut], prev_files)
-            state = collect_state(
-                conv.messages[: base + cut.cut], files,
-                last_request_visible=any(m.role == "user" for m in tail),
+            files = facts.files_before(cut.cut)
+            state = facts.record_state(
+                base + cut.cut, cut.cut, last_request_visible=any(m.role == "user" for m in tail)
             )
             mechanical = render_mechanical(state, budget.record, count)
             plan = Plan(
@@ -304,7 +303,11 @@ class Compactor:
 
     @staticmethod
     def _allowed(
-        kept: Sequence[Message], counts: Sequence[int], pending: int, limit: int
+        kept: Sequence[Message],
+        counts: Sequence[int],
+        pending: int,
+        limit: int,
+        waiting: frozenset[str],
     ) -> list[bool]:
         """Cut positions that summarize no unanswered output, with two exceptions. When the
         pending part does not fit whole, the turns before the latest one (asked already, with
@@ -313,7 +316,6 @@ class Compactor:
         floor, it may be split (the cut then keeps its newest outputs that fit)."""
         n = len(kept)
         allowed = [i <= pending for i in range(n + 1)]
-        waiting = unanswered_ids(kept)
 
         def at_floor(start: int) -> int:
             return sum(
@@ -449,12 +451,9 @@ class Compactor:
                 break
         if choice is None:
             return None
-        prev = conv.last_compaction
-        prev_files = FileOps(list(prev.files_read), list(prev.files_modified)) if prev else None
         new_tail = kept[choice:]
-        files = extract_file_ops(kept[: plan.cut.cut], prev_files)
-        state = collect_state(
-            conv.messages[: plan.base + choice], files,
+        state = self.facts.of(conv).record_state(
+            plan.base + choice, plan.cut.cut,
             last_request_visible=any(m.role == "user" for m in new_tail),
         )
         mechanical = render_mechanical(state, budget.record, self.counter.text)

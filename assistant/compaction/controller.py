@@ -1,4 +1,4 @@
-# Over 500 lines: every call path shares one view; a request value (issue 27) shrinks it.
+# Over 500 lines: the one entry point of context management; all paths share one view and facts.
 """The single entry point of context management.
 
 ``prepare`` runs before every model call:
@@ -23,7 +23,6 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
 from assistant.compaction import context
@@ -48,8 +47,10 @@ from assistant.compaction.events import (
     PruneEvent,
     TrimEvent,
 )
+from assistant.compaction.facts import FactsCache
 from assistant.compaction.prune import count_user_turns, plan_prune
-from assistant.compaction.recall import Recall, RecallBlock, recall_budget, recall_room
+from assistant.compaction.recall import Recall, recall_budget, recall_room
+from assistant.compaction.request import CallRequest, MessageFit, PreparedRequest
 from assistant.compaction.summary import ExtractiveSummarizer, ModelSummarizer, Summarizer
 from assistant.compaction.tokens import TokenCounter
 from assistant.compaction.view import ViewBuilder
@@ -62,7 +63,6 @@ from assistant.conversation import (
     Message,
 )
 from assistant.llm.base import (
-    CancelToken,
     GenerationCancelled,
     KVCacheAware,
     LLMBackend,
@@ -73,6 +73,7 @@ from assistant.llm.base import (
 __all__ = [
     "BeforeCompactHook",
     "BeforeCompactResult",
+    "CallRequest",
     "CompactionPreparation",
     "ContextController",
     "ContextTooLargeError",
@@ -97,54 +98,6 @@ class ContextTooLargeError(LLMError):
     def __init__(self, detail: str = "") -> None:
         self.detail = detail
         super().__init__(self.MESSAGE)
-
-
-@dataclass
-class PreparedRequest:
-    """What to send: the messages exactly as the model will see them."""
-
-    messages: list[dict[str, Any]]
-    prompt_tokens: int
-    window: int
-    pruned_tokens: int = 0
-    compaction: CompactionRecord | None = None
-    notices: list[str] = field(default_factory=list)
-    #: Room the policy leaves for the reply (``window - prompt_tokens``, at most reserve).
-    reserve: int = 0
-    #: "system", "tools", "summary", "conversation", "tool_outputs" -> tokens (sums to
-    #: prompt_tokens).
-    segments: dict[str, int] = field(default_factory=dict)
-    #: Unanswered outputs cut to fit: message id -> (tokens before, tokens after).
-    trimmed: dict[str, tuple[int, int]] = field(default_factory=dict)
-    #: Excerpts of earlier messages put beside the latest question (:mod:`.recall`).
-    recall: RecallBlock | None = None
-
-    @property
-    def reply_room(self) -> int:
-        return max(self.window - self.prompt_tokens, 0)
-
-
-@dataclass(frozen=True)
-class MessageFit:
-    """Whether a new user message can go to the model whole: its ``tokens`` and the
-    ``room`` the window has for it (window - reply reserve - system prompt and tools - the
-    smallest summary of what came before, when something came before)."""
-
-    tokens: int
-    room: int
-
-    @property
-    def fits(self) -> bool:
-        return self.tokens <= self.room
-
-    def refusal(self) -> str:
-        """What the user is told when it does not fit (nothing was sent)."""
-        return (
-            f"Not sent: your message is {self.tokens:,} tokens and the model's window has "
-            f"room for {self.room:,} (after the system prompt, the tools, the room kept for "
-            "the reply and a short summary of the chat). Shorten it, split it over several "
-            "messages, or put it in a file in the workspace and ask about it (/read PATH)."
-        )
 
 
 class ContextController:
@@ -193,7 +146,10 @@ class ContextController:
         self.recall = recall
         self.recall_enabled = recall_enabled
         self._overhead_memo: dict[tuple[str, str], int] = {}
-        self.views = ViewBuilder(self.counter)
+        #: The facts of the conversation (kept messages, calls, unanswered ids, files),
+        #: computed once per state and shared by the rules (:mod:`.facts`).
+        self.facts = FactsCache()
+        self.views = ViewBuilder(self.counter, self.facts)
         #: Conversation states where compaction did not help (never retried automatically).
         self._no_retry: set[tuple[int, int, int]] = set()
         self._overflow_done: set[tuple[int, int, int]] = set()
@@ -221,7 +177,8 @@ class ContextController:
 
     def build_messages(self, conv: Conversation, system_prompt: str) -> list[Message]:
         """System prompt + summary (synthetic user message) + kept messages, as shown."""
-        return context.build_context(conv, system_prompt, view=self.view(conv))
+        kept = self.facts.of(conv).kept
+        return context.build_context(conv, system_prompt, kept=kept, view=self.view(conv))
 
     def overhead(self, system_prompt: str, tools: Sequence[dict[str, Any]] | None) -> int:
         """Tokens of the system prompt, tool schemas and generation prompt (memoized)."""
@@ -242,14 +199,9 @@ class ContextController:
         return self.overhead(system_prompt, tools) + sum(self.counter.message(m) for m in msgs)
 
     def _request(
-        self,
-        conv: Conversation,
-        system_prompt: str,
-        tools: Sequence[dict[str, Any]] | None,
-        policy: EffectivePolicy,
-        *,
-        trim: bool = True,
+        self, call: CallRequest, policy: EffectivePolicy, *, trim: bool = True
     ) -> PreparedRequest:
+        conv, system_prompt, tools = call.conv, call.system_prompt, call.tools
         base_view = self.view(conv)
         fitted = self.views.build(conv, system_prompt, tools, base_view)
         over = fitted.tokens + policy.reserve > policy.window
@@ -259,7 +211,7 @@ class ContextController:
             )
         if base_view.trims:  # messages too long for any prompt: cut in every view
             shown = {m.id: m for m in fitted.built}
-            for m in conv.kept_messages():
+            for m in self.facts.of(conv).kept:
                 if m.id in base_view.trims and m.id in shown:
                     after = self.counter.message(shown[m.id])
                     fitted.trimmed[m.id] = (self.counter.message(m), after)
@@ -286,6 +238,7 @@ class ContextController:
             reserve=min(policy.reserve, max(policy.window - n, 0)),
             segments=segments,
             trimmed=fitted.trimmed,
+            prompt=fitted.prompt,
         )
 
     def _report_trims(self, conv: Conversation, trimmed: dict[str, tuple[int, int]]) -> None:
@@ -312,56 +265,38 @@ class ContextController:
         )
         return self.counter.exact(context.to_openai(built), tools)
 
-    def measure(
-        self,
-        conv: Conversation,
-        *,
-        system_prompt: str,
-        tools: Sequence[dict[str, Any]] | None = None,
-    ) -> PreparedRequest:
+    def measure(self, call: CallRequest) -> PreparedRequest:
         """The prompt as it stands, counted exactly and split into segments, for the
         context bar between calls. Changes nothing: no pruning, compaction or cut is made,
         recorded or reported."""
         cuts = self._last_cuts
         try:
-            return self._request(conv, system_prompt, tools, self.policy(), trim=False)
+            return self._request(call, self.policy(), trim=False)
         finally:
             self._last_cuts = cuts
 
-    def message_fit(
-        self,
-        conv: Conversation,
-        text: str,
-        *,
-        system_prompt: str,
-        tools: Sequence[dict[str, Any]] | None = None,
-    ) -> MessageFit:
+    def message_fit(self, call: CallRequest, text: str) -> MessageFit:
         """Whether ``text`` as the next user message fits the window whole (the latest
         message is never cut: compaction makes room for it, down to the smallest summary)."""
         pol = self.policy()
         window = min(pol.window, self.backend.info.context_window)
         tokens = self.counter.message(Message(role="user", content=text))
-        before = bool(conv.kept_messages()) or conv.last_compaction is not None
+        conv = call.conv
+        before = bool(self.facts.of(conv).kept) or conv.last_compaction is not None
         summary = minimal_summary(pol, self.counter.text) if before else 0
-        room = window - pol.reserve - self.overhead(system_prompt, tools) - summary
+        room = window - pol.reserve - self.overhead(call.system_prompt, call.tools) - summary
         if len(text) > MAX_SHOWN_CHARS:  # counted on what is shown of it: scale to the whole
             tokens = tokens * len(text) // MAX_SHOWN_CHARS
         return MessageFit(tokens, max(room, 0))
 
     # -- the per-call path ---------------------------------------------------------------
-    def prepare(
-        self,
-        conv: Conversation,
-        *,
-        system_prompt: str,
-        tools: Sequence[dict[str, Any]] | None = None,
-        cancel: CancelToken | None = None,
-    ) -> PreparedRequest:
+    def prepare(self, call: CallRequest) -> PreparedRequest:
         """Prune, count exactly, compact when ``prompt + reserve > window``, then cut
         unanswered outputs that still do not fit."""
         pol = self.policy()
+        conv = call.conv
         pruned = self.prune(conv) if self.prune_enabled() else 0
-        req = self._request(conv, system_prompt, tools, pol, trim=False)
+        req = self._request(call, pol, trim=False)
         notices: list[str] = []
         record: CompactionRecord | None = None
         if req.prompt_tokens + pol.reserve > pol.window:
@@ -373,17 +308,15 @@ class ContextController:
             elif self._state(conv) in self._no_retry:
                 log.info("Compaction did not shrink this chat earlier; not retried")
             else:
-                job = CompactionJob(
-                    CompactionReason.THRESHOLD, system_prompt, tools, None, cancel
-                )
+                job = _job(call, CompactionReason.THRESHOLD)
                 record = self._run(conv, job, req.prompt_tokens).record
-        req = self._request(conv, system_prompt, tools, pol)
+        req = self._request(call, pol)
         if req.prompt_tokens + pol.reserve > pol.window:
             notices.append(
                 f"The prompt ({req.prompt_tokens:,} tokens) leaves less than the "
                 f"reserve of {pol.reserve:,} for the reply."
             )
-        req = self._with_recall(conv, req, pol, tools)
+        req = self._with_recall(call, req, pol)
         req.pruned_tokens = pruned
         req.compaction = record
         req.notices = notices
@@ -391,19 +324,21 @@ class ContextController:
         return req
 
     def _remember_sent(self, conv: Conversation, req: PreparedRequest) -> None:
-        pruned = frozenset(m.id for m in conv.kept_messages() if m.pruned)
+        pruned = frozenset(m.id for m in self.facts.of(conv).kept if m.pruned)
         self._sent_view = (id(conv), pruned, dict(self._last_cuts))
 
     def prune(self, conv: Conversation) -> int:
         """Apply the prune rule (see :mod:`.prune`); returns the tokens freed."""
         pol = self.policy()
+        facts = self.facts.of(conv)
         plan = plan_prune(
-            conv.kept_messages(),
+            facts.kept,
             self.counter,
             protect=pol.protect,
             minimum=pol.minimum,
             user_turns=count_user_turns(conv.messages),
             cleared_size=self.views.cleared_size(conv),
+            waiting=facts.unanswered,
         )
         if not plan.applies:
             return 0
@@ -417,32 +352,17 @@ class ContextController:
         return plan.tokens_freed
 
     # -- forced paths ------------------------------------------------------------------
-    def compact(
-        self,
-        conv: Conversation,
-        *,
-        system_prompt: str,
-        reason: CompactionReason,
-        focus: str | None = None,
-        tools: Sequence[dict[str, Any]] | None = None,
-        cancel: CancelToken | None = None,
-    ) -> CompactionRecord | None:
-        """Summarize older turns now. None when cancelled, failed or nothing to do."""
+    def compact(self, call: CallRequest, reason: CompactionReason) -> CompactionRecord | None:
+        """Summarize older turns now (``call.focus``: what to keep most). None when
+        cancelled, failed or nothing to do."""
         if reason != CompactionReason.MANUAL and not self._switch_on(reason):
             log.info("Compaction (%s) skipped: switched off", reason)
             return None
-        before = self._request(conv, system_prompt, tools, self.policy(), trim=False)
-        job = CompactionJob(CompactionReason(reason), system_prompt, tools, focus, cancel)
-        return self._run(conv, job, before.prompt_tokens).record
+        before = self._request(call, self.policy(), trim=False)
+        job = _job(call, CompactionReason(reason), focus=call.focus)
+        return self._run(call.conv, job, before.prompt_tokens).record
 
-    def handle_overflow(
-        self,
-        conv: Conversation,
-        *,
-        system_prompt: str,
-        tools: Sequence[dict[str, Any]] | None = None,
-        cancel: CancelToken | None = None,
-    ) -> PreparedRequest:
+    def handle_overflow(self, call: CallRequest) -> PreparedRequest:
         """After ContextOverflowError: compact (reason "overflow") and return the retry.
 
         Raises :class:`ContextTooLargeError` when compaction on overflow is off, fails, or
@@ -450,31 +370,28 @@ class ContextController:
         :class:`GenerationCancelled` when the user cancelled the summary.
         """
         pol = self.policy()
+        conv = call.conv
         state = self._state(conv)
         if not self.compact_on_overflow():
             raise ContextTooLargeError("compaction on overflow is switched off")
         if state in self._overflow_done:
             raise ContextTooLargeError("already compacted once for this request")
         self._overflow_done.add(state)
-        before = self._request(conv, system_prompt, tools, pol, trim=False)
-        job = CompactionJob(CompactionReason.OVERFLOW, system_prompt, tools, None, cancel)
+        before = self._request(call, pol, trim=False)
+        job = _job(call, CompactionReason.OVERFLOW)
         outcome = self._run(conv, job, before.prompt_tokens)
         if outcome.status == Status.CANCELLED:
             raise GenerationCancelled("Compaction cancelled")
         if outcome.record is None:
             raise ContextTooLargeError(outcome.error or "the summary did not make it smaller")
         self._overflow_done.add(self._state(conv))
-        req = self._with_recall(conv, self._request(conv, system_prompt, tools, pol), pol, tools)
+        req = self._with_recall(call, self._request(call, pol), pol)
         req.compaction = outcome.record
         self._remember_sent(conv, req)
         return req
 
     def _with_recall(
-        self,
-        conv: Conversation,
-        req: PreparedRequest,
-        pol: EffectivePolicy,
-        tools: Sequence[dict[str, Any]] | None,
+        self, call: CallRequest, req: PreparedRequest, pol: EffectivePolicy
     ) -> PreparedRequest:
         """``req`` with the recall block in its latest user message (see :mod:`.recall`),
         counted exactly; ``req`` unchanged when recall is off or brings nothing back."""
@@ -482,10 +399,11 @@ class ContextController:
             return req
         budget = min(recall_budget(pol), recall_room(pol, req.prompt_tokens))
         messages = list(req.messages)
-        block = self.recall.apply(conv, messages, budget)
+        block = self.recall.apply(call.conv, messages, budget, self.facts.of(call.conv).kept)
         if block is None:
             return req
-        tokens = self.counter.exact(messages, tools)
+        prompt = self.counter.encode(messages, call.tools)
+        tokens = prompt.count
         if tokens > pol.window - pol.reserve // 2:  # counted alone it fitted; joined not
             log.info("Recall block left out: the prompt would be %d tokens", tokens)
             return req
@@ -495,27 +413,22 @@ class ContextController:
         req.reserve = min(pol.reserve, max(pol.window - tokens, 0))
         req.segments["conversation"] = req.segments.get("conversation", 0) + added
         req.recall = block
+        req.prompt = prompt
         log.info("Recall: %d excerpt(s), %d tokens", len(block.excerpts), added)
         return req
 
     # -- ahead of time -------------------------------------------------------------------
-    def precompute(
-        self,
-        conv: Conversation,
-        *,
-        system_prompt: str,
-        tools: Sequence[dict[str, Any]] | None = None,
-        cancel: CancelToken | None = None,
-    ) -> Precomputed | None:
+    def precompute(self, call: CallRequest) -> Precomputed | None:
         """While the model is idle: once the prompt passes :data:`~.ahead.AHEAD_FILL` of the
         compaction threshold, write the summary the next compaction would need (see
         :mod:`.ahead`). Nothing is recorded or reported; the chat's KV cache is put back as
         it was (the next turn reuses it as if nothing ran). None when not needed, already
         written, or cancelled (``cancel``: the user sent something)."""
         pol = self.policy()
-        if not self.auto_compact() or not conv.kept_messages():
+        conv = call.conv
+        if not self.auto_compact() or not self.facts.of(conv).kept:
             return None
-        req = self._request(conv, system_prompt, tools, pol, trim=False)
+        req = self._request(call, pol, trim=False)
         if req.prompt_tokens < AHEAD_FILL * (pol.window - pol.reserve):
             return None
         # The compaction comes with the user's next message, which its kept tail will hold:
@@ -527,7 +440,7 @@ class ContextController:
         )
         be = self.backend
         state = be.save_state() if isinstance(be, KVCacheAware) else None
-        job = CompactionJob(CompactionReason.THRESHOLD, system_prompt, tools, None, cancel)
+        job = _job(call, CompactionReason.THRESHOLD)
         kept, counts = self._kept(trial)
         sent = self._sent_view
         if sent is not None and sent[0] == id(conv):  # the trial chat was sent as this one
@@ -535,7 +448,8 @@ class ContextController:
         self._quiet = True
         try:
             got = self._compactor(pol).ahead(
-                trial, job, pol, overhead=self.overhead(system_prompt, tools), counts=counts
+                trial, job, pol, overhead=self.overhead(call.system_prompt, call.tools),
+                counts=counts,
             )
         finally:
             self._quiet = False
@@ -563,10 +477,12 @@ class ContextController:
             window=lambda: min(pol.window, self.backend.info.context_window),
             before_compact=self.before_compact,
             cache=self.summary_cache,
+            facts=self.facts,
         )
 
     def _kept(self, conv: Conversation) -> tuple[list[Message], list[int]]:
-        kept = [context.shown(m, self.view(conv)) for m in conv.kept_messages()]
+        view = self.view(conv)  # once: it is the same for every message
+        kept = [context.shown(m, view) for m in self.facts.of(conv).kept]
         return kept, [self.counter.message(m) for m in kept]
 
     def _run(self, conv: Conversation, job: CompactionJob, tokens_before: int) -> CompactionOutcome:
@@ -631,3 +547,8 @@ class ContextController:
     def _emit(self, event: ContextEvent) -> None:
         if self.on_event is not None:
             self.on_event(event)
+
+
+def _job(call: CallRequest, reason: CompactionReason, focus: str | None = None) -> CompactionJob:
+    """The compactor's job for ``call`` (only a manual compaction takes a focus)."""
+    return CompactionJob(reason, call.system_prompt, call.tools, focus, call.cancel)

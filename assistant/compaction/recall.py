@@ -151,8 +151,8 @@ def distinctive_pairs(terms: Sequence[str], index: PassageIndex) -> list[str]:
     return [e for _n, e in found[:MAX_PAIRS]]
 
 
-def latest_user(conv: Conversation) -> Message | None:
-    for msg in reversed(conv.kept_messages()):
+def latest_user(conv: Conversation, kept: Sequence[Message] | None = None) -> Message | None:
+    for msg in reversed(conv.kept_messages() if kept is None else kept):
         if msg.role == "user":
             return msg
     return None
@@ -183,15 +183,21 @@ class Recall:
         self._synced: PassageIndex | None = None
 
     def apply(
-        self, conv: Conversation, messages: list[dict[str, Any]], budget: int
+        self,
+        conv: Conversation,
+        messages: list[dict[str, Any]],
+        budget: int,
+        kept: Sequence[Message] | None = None,
     ) -> RecallBlock | None:
         """Put the block into ``messages`` (the prompt as built from ``conv``: system,
         summary when there is one, kept messages); returns it, or None when nothing was
-        added. Never raises for a failing index (logged; the call goes on without)."""
-        latest = latest_user(conv)
+        added. Never raises for a failing index (logged; the call goes on without).
+        ``kept``: ``conv``'s kept messages, when the caller has them."""
+        if kept is None:
+            kept = conv.kept_messages()
+        latest = latest_user(conv, kept)
         if latest is None or budget < MIN_BUDGET:
             return None
-        kept = conv.kept_messages()
         offset = len(messages) - len(kept)
         try:
             pos = offset + next(i for i, m in enumerate(kept) if m.id == latest.id)

@@ -9,7 +9,9 @@ Every count goes through the backend's own chat template and tokenizer:
 * the fixed overhead is ``count_prompt([system], tools)``: system prompt, tool schemas (however
   the template carries them) and the generation prompt;
 * the exact full count (:meth:`TokenCounter.exact`, i.e. ``backend.count_prompt``) remains the
-  authority for the threshold check right before a call.
+  authority for the threshold check right before a call; :meth:`TokenCounter.encode` gives
+  it with the rendered text and tokens (a backend that is a ``PromptEncoder``), which the
+  prepared request carries to ``generate``, so the prompt sent is tokenized once.
 
 For ChatML-style templates (SmolLM2, the fallback) ``overhead + sum(segments)`` equals the
 exact count token for token (tests check it). Templates that merge consecutive messages of
@@ -25,11 +27,12 @@ characters-per-token guess is never used.
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable, Sequence
 from typing import Any
 
 from assistant.conversation import Message
-from assistant.llm.base import ChatMessages, ModelInfo, PromptCounter
+from assistant.llm.base import ChatMessages, EncodedPrompt, ModelInfo, PromptCounter, PromptEncoder
 from assistant.llm.fallback_tokenizer import Cl100kTokenizer
 from assistant.llm.template import ChatTemplate
 
@@ -56,6 +59,8 @@ class TokenCounter:
         self._text_memo: dict[str, int] = {}
         self.misses = 0
         self.hits = 0
+        #: The last whole prompt encoded: (messages, tools, what it gave).
+        self._last: tuple[list[dict[str, Any]], list[dict[str, Any]], EncodedPrompt] | None = None
 
     # -- single pieces -----------------------------------------------------------------
     def text(self, text: str) -> int:
@@ -121,7 +126,27 @@ class TokenCounter:
         self, messages: ChatMessages, tools: Sequence[dict[str, Any]] | None = None
     ) -> int:
         """The authority: the backend's count of the rendered prompt."""
-        return self.backend.count_prompt(messages, tools)
+        return self.encode(messages, tools).count
+
+    def encode(
+        self, messages: ChatMessages, tools: Sequence[dict[str, Any]] | None = None
+    ) -> EncodedPrompt:
+        """The whole prompt rendered and counted, with its text and tokens when the backend
+        is a ``PromptEncoder`` (``generate`` then evaluates them as they are). The last one
+        is remembered: the same prompt asked for again (``prepare`` counts before it
+        decides whether to compact, and again after) is not tokenized twice."""
+        shown = list(tools or [])
+        last = self._last
+        if last is not None and last[1] == shown and last[0] == list(messages):
+            return last[2]
+        be = self.backend
+        if isinstance(be, PromptEncoder):
+            got = be.encode_prompt(messages, tools)
+        else:
+            got = EncodedPrompt(count=be.count_prompt(messages, tools))
+        # A copy: a caller may change its message dicts after (recall adds to the last one).
+        self._last = (copy.deepcopy(list(messages)), copy.deepcopy(shown), got)
+        return got
 
 
 def truncate_to_tokens(

@@ -15,16 +15,11 @@ from typing import Any
 
 from assistant.compaction import context
 from assistant.compaction.context import View
+from assistant.compaction.facts import FactsCache
 from assistant.compaction.tokens import TokenCounter
-from assistant.compaction.visibility import (
-    calls_by_id,
-    cleared_note,
-    pending_user_ids,
-    plan_trims,
-    trim_output,
-    unanswered_ids,
-)
+from assistant.compaction.visibility import cleared_note, plan_trims, trim_output
 from assistant.conversation import Conversation, Message, ToolCall
+from assistant.llm.base import EncodedPrompt
 
 #: Rounds of cutting before giving up on fitting unanswered outputs.
 TRIM_ROUNDS = 4
@@ -39,13 +34,19 @@ class Fitted:
     built: list[Message]
     messages: list[dict[str, Any]]
     tokens: int
+    #: The prompt as the backend encoded it (its text and tokens, for ``generate``).
+    prompt: EncodedPrompt | None = None
     #: Outputs cut to fit: message id -> (segment tokens before, after).
     trimmed: dict[str, tuple[int, int]] = field(default_factory=dict)
 
 
 class ViewBuilder:
-    def __init__(self, counter: TokenCounter) -> None:
+    """Views of one conversation; its facts (kept messages, calls, unanswered ids) come
+    from ``facts``, shared with the controller, so each is computed once per state."""
+
+    def __init__(self, counter: TokenCounter, facts: FactsCache | None = None) -> None:
         self.counter = counter
+        self.facts = facts or FactsCache()
         self._notes: dict[tuple[str, int], str] = {}
         self._cuts: dict[tuple[str, int, int], str] = {}
 
@@ -57,10 +58,10 @@ class ViewBuilder:
         (:meth:`oversize_cut`). The user's latest message has its own cap, ``latest_cap``
         (the whole room beside the reply: a message the app let through is never cut; one
         larger still, held by an older or imported chat, is cut to ``message_cap``)."""
-        kept = conv.kept_messages()
+        facts = self.facts.of(conv)
+        kept = facts.kept
         pruned = [m for m in kept if m.role == "tool" and m.pruned]
         trims: dict[str, str] = {}
-        calls: dict[str, ToolCall] | None = None
         if message_cap is not None:
             latest = next((m.id for m in reversed(kept) if m.role == "user"), None)
             for m in kept:
@@ -70,14 +71,10 @@ class ViewBuilder:
                         keep = max(keep, latest_cap)
                     if self.counter.message(m) <= keep:
                         continue
-                    if calls is None:
-                        calls = calls_by_id(conv.messages)
-                    trims[m.id] = self.oversize_cut(m, message_cap, calls)
+                    trims[m.id] = self.oversize_cut(m, message_cap, facts.calls)
         if not pruned and not trims:
             return View()
-        if calls is None:
-            calls = calls_by_id(conv.messages) if pruned else {}
-        return View(notes={m.id: self.note(m, calls) for m in pruned}, trims=trims)
+        return View(notes={m.id: self.note(m, facts.calls) for m in pruned}, trims=trims)
 
     def oversize_cut(self, msg: Message, cap: int, calls: dict[str, ToolCall]) -> str:
         """``msg`` cut to at most ``cap`` tokens (head and tail around a marker that says
@@ -111,7 +108,7 @@ class ViewBuilder:
 
     def cleared_size(self, conv: Conversation) -> Callable[[Message], int]:
         """Segment tokens of a result once cleared (what pruning weighs against)."""
-        calls = calls_by_id(conv.messages)
+        calls = self.facts.of(conv).calls
 
         def size(msg: Message) -> int:
             note = self.note(msg, calls)
@@ -126,9 +123,12 @@ class ViewBuilder:
         tools: Sequence[dict[str, Any]] | None,
         view: View,
     ) -> Fitted:
-        built = context.build_context(conv, system_prompt, view=view)
+        built = context.build_context(
+            conv, system_prompt, kept=self.facts.of(conv).kept, view=view
+        )
         messages = context.to_openai(built)
-        return Fitted(view, built, messages, self.counter.exact(messages, tools))
+        prompt = self.counter.encode(messages, tools)
+        return Fitted(view, built, messages, prompt.count, prompt)
 
     def fit(
         self,
@@ -141,16 +141,17 @@ class ViewBuilder:
         """Cut unanswered outputs and user messages (head and tail kept) until the prompt
         is at most ``room`` tokens, or the cuts reach their floor (the best found is
         returned either way)."""
-        kept = conv.kept_messages()
+        facts = self.facts.of(conv)
+        kept = facts.kept
         # The user's latest message is never cut to fit (compaction gives way for it, and
         # one too large is refused before it is sent), unless it was already cut for being
         # longer than any prompt (a chat that holds a pasted log of tens of MB).
         latest = next((m.id for m in reversed(kept) if m.role == "user"), None)
-        users = pending_user_ids(kept)
+        users = facts.pending_users
         if latest is not None and latest not in start.view.trims:
             users = users - {latest}
-        waiting = unanswered_ids(kept) | users
-        calls = calls_by_id(conv.messages)
+        waiting = facts.unanswered | users
+        calls = facts.calls
         shown_now = [context.shown(m, start.view) for m in kept]  # users maybe cut already
         outputs = [
             (m, self.counter.message(m), self.counter.text(m.model_view_content()))
@@ -199,7 +200,7 @@ class ViewBuilder:
         msgs = [context.system_message(system_prompt)]
         if conv.last_compaction is not None:
             msgs.append(context.summary_message(conv.last_compaction.summary))
-        calls = calls_by_id(conv.messages)
+        calls = self.facts.of(conv).calls
         for m in span:
             if sent is None or m.role not in ("tool", "user", "assistant"):
                 msgs.append(context.shown(m, view))

@@ -17,6 +17,9 @@ Everything above ``llm/`` talks to a model only through these:
   :class:`EngineTuning` (threads, batch sizes, chunk reuse).
 * :class:`TokenGenerator` is optional: a backend that generates from exact prompt tokens
   (a reply continued in place).
+* :class:`PromptEncoder` is optional: a backend that renders and tokenizes a prompt in one
+  step (:class:`EncodedPrompt`); the controller counts with it, and ``generate`` then takes
+  the encoded prompt, so a prompt is tokenized once per model call.
 
 Prompts are lists of OpenAI-format message dicts (``Message.to_openai()``).
 """
@@ -239,6 +242,33 @@ class PromptCounter(Tokenizer, Protocol):
         ...
 
 
+@dataclass(frozen=True)
+class EncodedPrompt:
+    """A chat prompt as a backend renders and counts it: what the context controller
+    measured before a call (``PreparedRequest.prompt``), handed to ``generate`` so the
+    prompt is rendered and tokenized once per model call.
+
+    ``tokens`` is None for an engine that counts without giving token ids to evaluate (a
+    server takes the messages); ``text`` is None when rendering here would cost more than
+    it saves (a server that renders)."""
+
+    count: int
+    text: str | None = None
+    tokens: tuple[int, ...] | None = None
+
+
+@runtime_checkable
+class PromptEncoder(Protocol):
+    """Optional (check with ``isinstance``): renders and tokenizes a prompt in one step,
+    for a ``generate(..., prompt=...)`` of the same messages and tools to reuse."""
+
+    def encode_prompt(
+        self, messages: ChatMessages, tools: Sequence[dict[str, Any]] | None = None
+    ) -> EncodedPrompt:
+        """``render_prompt`` and its tokens; ``count`` equals ``count_prompt``."""
+        ...
+
+
 @runtime_checkable
 class ChatGenerator(Protocol):
     """Streams replies. Used from one thread at a time."""
@@ -251,8 +281,13 @@ class ChatGenerator(Protocol):
         tools: Sequence[dict[str, Any]] | None = None,
         cancel: CancelToken | None = None,
         on_prefill: Callable[[int, int], None] | None = None,
+        prompt: EncodedPrompt | None = None,
     ) -> Iterator[StreamEvent]:
         """Stream a reply; the last event carries the :class:`GenerationResult`.
+
+        ``prompt``: these ``messages`` and ``tools`` as this backend's ``encode_prompt``
+        gave them (the prepared request carries it); the backend evaluates its tokens
+        instead of rendering and tokenizing the messages again.
 
         Raises :class:`ContextOverflowError` before evaluating anything when the prompt
         does not fit. ``cancel`` stops within one token, and between prompt batches.
@@ -320,7 +355,7 @@ class EngineTuning:
     #: :mod:`assistant.llm.cache_reuse`); only runs of at least ``min_chunk`` tokens.
     chunk_reuse: bool = False
     min_chunk: int = 64
-    #: Prompt-lookup speculative decoding (see :mod:`assistant.llm.speculative`); None: the
+    #: Prompt-lookup speculative decoding (see :mod:`assistant.llm.llama_speculative`); None: the
     #: model's measured default.
     prompt_lookup: bool | None = None
 

@@ -9,9 +9,11 @@ then ``n_ubatch``, then ``n_batch``), within a time budget, and keeps the fastes
 the CPU and the llama.cpp build, so later loads reuse it. Settings can override each value.
 
 Each trial evaluates the same tokens in a fresh temporary context on the loaded model (the
-weights are shared), so a trial never disturbs the chat's cache. :func:`measure_prefill` is
-also the benchmark's "raw llama.cpp" rate: ``llama_decode`` on the whole prompt, with no
-Python work between calls.
+weights are shared), so a trial never disturbs the chat's cache. The timing itself
+(:func:`~assistant.llm.llama_kv.measure_prefill`, ``llama_decode`` on the whole prompt with
+no Python work between calls) lives with the other llama.cpp internals in
+:mod:`.llama_kv`; the benchmark reads the same "raw llama.cpp" rate through
+``LlamaBackend.raw_prefill``.
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ from typing import Any
 
 from assistant import paths
 from assistant.atomicfile import JsonStore
-from assistant.llm.llama_kv import PrefillConfig
+from assistant.llm.llama_kv import PrefillConfig, measure_prefill
 
 log = logging.getLogger(__name__)
 
@@ -125,65 +127,6 @@ def probe_tokens(llm: Any, count: int, seed: int = 0) -> list[int]:
     rng = random.Random(seed)
     low = min(100, n_vocab // 4)
     return [rng.randrange(low, n_vocab - 1) for _ in range(count)]
-
-
-def measure_prefill(llm: Any, config: PrefillConfig, tokens: list[int]) -> float:
-    """Tokens per second of ``llama_decode`` on ``tokens`` from an empty cache, in a
-    temporary context with ``config`` (the chat's context is not touched)."""
-    pieces = decode_timed(llm, config, tokens)
-    elapsed = sum(seconds for _n, seconds in pieces)
-    return len(tokens) / elapsed if elapsed > 0 else 0.0
-
-
-def decode_timed(
-    llm: Any, config: PrefillConfig, tokens: list[int], piece: int | None = None
-) -> list[tuple[int, float]]:
-    """``llama_decode`` of ``tokens`` in order from an empty cache, in a temporary context
-    with ``config``: (tokens, seconds) of each ``piece`` of them (one piece by default).
-    The pieces show how the rate falls as the context fills (attention reads every cached
-    position)."""
-    import ctypes
-
-    import llama_cpp
-
-    base = llm.context_params
-    params = llama_cpp.llama_context_default_params()
-    for name in ("type_k", "type_v", "flash_attn_type", "rope_scaling_type", "rope_freq_base",
-                 "rope_freq_scale", "swa_full"):
-        setattr(params, name, getattr(base, name))
-    params.n_ctx = len(tokens) + 64
-    params.n_batch = config.n_batch
-    params.n_ubatch = min(config.n_ubatch, config.n_batch)
-    params.n_threads = params.n_threads_batch = config.threads
-    params.no_perf = True
-    ctx = llama_cpp.llama_init_from_model(llm._model.model, params)
-    if ctx is None:
-        raise RuntimeError(f"llama.cpp could not make a context for {config.describe()}")
-    step = piece or len(tokens)
-    out: list[tuple[int, float]] = []
-    try:
-        arr = (llama_cpp.llama_token * len(tokens))(*tokens)
-        done = 0
-        while done < len(tokens):
-            begin, end = done, min(done + step, len(tokens))
-            start = time.perf_counter()
-            while done < end:
-                n = min(config.n_batch, end - done)
-                batch = llama_cpp.llama_batch_get_one(
-                    ctypes.cast(
-                        ctypes.addressof(arr) + done * ctypes.sizeof(llama_cpp.llama_token),
-                        llama_cpp.llama_token_p,
-                    ),
-                    n,
-                )
-                rc = int(llama_cpp.llama_decode(ctx, batch))
-                if rc != 0:
-                    raise RuntimeError(f"llama_decode returned {rc}")
-                done += n
-            out.append((done - begin, time.perf_counter() - start))
-    finally:
-        llama_cpp.llama_free(ctx)
-    return out
 
 
 @dataclass

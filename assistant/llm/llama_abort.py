@@ -63,6 +63,9 @@ class AbortSwitch:
             self.kind = "python"
         self._data = ctypes.cast(self._flag, ctypes.c_void_p)
         self._installed_on: int | None = None
+        #: False: llama.cpp is not given the callback (for comparison measurements; Stop is
+        #: then seen only between batches and tokens).
+        self.enabled = True
 
     @property
     def raised(self) -> bool:
@@ -72,7 +75,7 @@ class AbortSwitch:
     def install(self, ctx: Any) -> None:
         """Give llama.cpp context ``ctx`` the callback (again after a new context)."""
         address = ctypes.cast(ctx, ctypes.c_void_p).value
-        if address != self._installed_on:
+        if self.enabled and address != self._installed_on:
             self._lc.llama_set_abort_callback(ctx, self._callback, self._data)
             self._installed_on = address
 
@@ -84,7 +87,7 @@ class AbortSwitch:
         """While the block runs, cancelling ``cancel`` aborts llama.cpp's current decode."""
         self.install(ctx)
         self._flag[0] = b"\x00"
-        remove = cancel.on_cancel(self._raise) if cancel is not None else None
+        remove = cancel.on_cancel(self._raise) if cancel is not None and self.enabled else None
         try:
             yield
         finally:

@@ -1,4 +1,4 @@
-# Over 500 lines: the one owner of llama.cpp's internals, so none leaks elsewhere.
+# Over 500 lines: the owner of llama.cpp's internals (with the llama_* modules beside it).
 """The real backend: a GGUF model through llama-cpp-python.
 
 One :class:`LlamaBackend` owns one ``Llama`` object and must be used from one thread at a
@@ -18,9 +18,12 @@ tokenizes prompts incrementally (:mod:`.incremental_tokenizer`), saves and resto
 state, and resets it.
 
 Why this module is longer than most (about 600 lines): everything that reads the ``Llama``
-object's internals (its context, vocabulary, token buffers) is here, so that no other module
-reaches into them. Loading and file checks, the incremental tokenizer's vocabulary checks,
-token-level generation and the KV state are each a section of the one class that owns it.
+object's internals (its context, vocabulary, token buffers) is here or in the ``llama_*``
+modules it uses (:mod:`.llama_kv`, :mod:`.llama_abort`, :mod:`.llama_constrained`,
+:mod:`.llama_speculative`, and :mod:`.llama_probe` for the benchmark), so that no other
+module reaches into them: callers outside use public methods (``raw_prefill``, the probe).
+Loading and file checks, the incremental tokenizer's vocabulary checks, token-level
+generation and the KV state are each a section of the one class that owns it.
 """
 
 from __future__ import annotations
@@ -42,6 +45,7 @@ from assistant.llm.base import (
     CancelToken,
     ChatMessages,
     ContextOverflowError,
+    EncodedPrompt,
     EngineTuning,
     GenerationOptions,
     GenerationResult,
@@ -67,7 +71,6 @@ from assistant.llm.calibration import (
     default_config,
 )
 from assistant.llm.calibration import calibrate as run_calibration
-from assistant.llm.constrained import GrammarSampler, grammar_accepts
 from assistant.llm.gguf import GGUFHeaderError, read_header
 from assistant.llm.incremental_tokenizer import (
     PROBE_CONVERSATIONS,
@@ -80,10 +83,12 @@ from assistant.llm.incremental_tokenizer import (
 )
 from assistant.llm.kv_state import file_sha256
 from assistant.llm.llama_abort import AbortSwitch
+from assistant.llm.llama_constrained import GrammarSampler, grammar_accepts
 from assistant.llm.llama_kv import (
     LlamaMemory,
     PrefillConfig,
     current_config,
+    decode_timed,
     evaluation_settings,
     open_context,
     read_state,
@@ -91,9 +96,9 @@ from assistant.llm.llama_kv import (
     set_threads,
     write_state,
 )
+from assistant.llm.llama_speculative import DRAFT_TOKENS, DraftStats, lookup_generate, make_drafter
 from assistant.llm.provision import is_verified
 from assistant.llm.registry import ModelEntry, resolve_model
-from assistant.llm.speculative import DRAFT_TOKENS, DraftStats, lookup_generate, make_drafter
 from assistant.llm.template import ChatTemplate
 
 log = logging.getLogger(__name__)
@@ -206,10 +211,10 @@ class LlamaBackend:
         #: GBNF text -> whether llama.cpp parses it (see :meth:`check_grammar`).
         self._grammars: dict[str, bool] = {}
         #: Under a grammar, avoid tokens that repeat an n-gram of the reply this long
-        #: (when the grammar allows another token; 0: off). See :mod:`.constrained`.
+        #: (when the grammar allows another token; 0: off). See :mod:`.llama_constrained`.
         self.grammar_no_repeat_ngram = 0
         #: Prompt-lookup speculative decoding: tokens drafted per step (0: off), and what
-        #: the last reply's drafts did. See :mod:`.speculative`.
+        #: the last reply's drafts did. See :mod:`.llama_speculative`.
         self.prompt_lookup = DRAFT_TOKENS if entry is not None and entry.prompt_lookup else 0
         self.draft_stats: DraftStats | None = None
         #: Stop aborts llama.cpp inside a decode (see :mod:`.llama_abort`).
@@ -475,6 +480,14 @@ class LlamaBackend:
     ) -> str:
         return self._template.render(messages, tools)
 
+    def encode_prompt(
+        self, messages: ChatMessages, tools: Sequence[dict[str, Any]] | None = None
+    ) -> EncodedPrompt:
+        """The rendered prompt and its tokens, for ``generate(..., prompt=...)``."""
+        text = self.render_prompt(messages, tools)
+        tokens = self.tokenize_prompt(text)
+        return EncodedPrompt(count=len(tokens), text=text, tokens=tuple(tokens))
+
     def count_prompt(
         self, messages: ChatMessages, tools: Sequence[dict[str, Any]] | None = None
     ) -> int:
@@ -543,6 +556,21 @@ class LlamaBackend:
     def prefill_config(self) -> PrefillConfig:
         return current_config(self._llm)
 
+    def use_abort_callback(self, on: bool) -> None:
+        """Whether Stop aborts llama.cpp inside a decode (on by default; off only to measure
+        what the callback gains: Stop is then seen between batches and tokens). Applies from
+        the next call."""
+        self._abort.enabled = on
+
+    def raw_prefill(
+        self, tokens: list[int], config: PrefillConfig | None = None, piece: int | None = None
+    ) -> list[tuple[int, float]]:
+        """Raw ``llama_decode`` of ``tokens`` from an empty cache in a temporary context
+        with ``config`` (the one in force by default): (tokens, seconds) of each ``piece``
+        (one by default). The chat's cache is not touched. What the benchmark compares the
+        app's prefill with."""
+        return decode_timed(self._llm, config or self.prefill_config, tokens, piece)
+
     @property
     def chunk_reuse(self) -> int:
         """The smallest chunk moved after a changed span; 0 when chunk reuse is off."""
@@ -606,8 +634,12 @@ class LlamaBackend:
         tools: Sequence[dict[str, Any]] | None = None,
         cancel: CancelToken | None = None,
         on_prefill: Callable[[int, int], None] | None = None,
+        prompt: EncodedPrompt | None = None,
     ) -> Iterator[StreamEvent]:
-        tokens = self.tokenize_prompt(self.render_prompt(messages, tools))
+        if prompt is not None and prompt.tokens is not None:
+            tokens = list(prompt.tokens)  # encoded by the controller: not tokenized again
+        else:
+            tokens = self.tokenize_prompt(self.render_prompt(messages, tools))
         return self.generate_tokens(tokens, options, cancel=cancel, on_prefill=on_prefill)
 
     def generate_tokens(
@@ -660,7 +692,8 @@ class LlamaBackend:
     def _constrained(
         self, tokens: list[int], grammar: str, temperature: float, top_p: float
     ) -> Generator[int, Any, None]:
-        """Tokens sampled under ``grammar`` after :meth:`_prefill` (see :mod:`.constrained`)."""
+        """Tokens sampled under ``grammar`` after :meth:`_prefill` (see
+        :mod:`.llama_constrained`)."""
         llm = self._llm
         sampler = GrammarSampler(
             llm, grammar, temperature=temperature, top_p=top_p,
@@ -913,7 +946,7 @@ class LlamaBackend:
 
     def _sampled(self, tokens: list[int], options: GenerationOptions) -> Generator[int, Any, None]:
         """The reply's tokens: with prompt-lookup drafts when :attr:`prompt_lookup` is on
-        (see :mod:`.speculative`), else llama-cpp-python's own loop."""
+        (see :mod:`.llama_speculative`), else llama-cpp-python's own loop."""
         sampling = {**_SAMPLER, "top_p": options.top_p, "temp": options.temperature}
         if self.prompt_lookup > 0:
             self.draft_stats = DraftStats()

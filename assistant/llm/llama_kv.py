@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from importlib import metadata
@@ -238,3 +239,61 @@ def evaluation_settings(llm: Any) -> dict[str, str]:
         "swa_full": str(bool(p.swa_full)),
         "llama_cpp_python": version,
     }
+
+
+# -- raw prompt evaluation, timed (calibration and the benchmark) ---------------------------
+def measure_prefill(llm: Any, config: PrefillConfig, tokens: list[int]) -> float:
+    """Tokens per second of ``llama_decode`` on ``tokens`` from an empty cache, in a
+    temporary context with ``config`` (the chat's context is not touched)."""
+    pieces = decode_timed(llm, config, tokens)
+    elapsed = sum(seconds for _n, seconds in pieces)
+    return len(tokens) / elapsed if elapsed > 0 else 0.0
+
+
+def decode_timed(
+    llm: Any, config: PrefillConfig, tokens: list[int], piece: int | None = None
+) -> list[tuple[int, float]]:
+    """``llama_decode`` of ``tokens`` in order from an empty cache, in a temporary context
+    with ``config``: (tokens, seconds) of each ``piece`` of them (one piece by default).
+    The pieces show how the rate falls as the context fills (attention reads every cached
+    position)."""
+    import llama_cpp
+
+    base = llm.context_params
+    params = llama_cpp.llama_context_default_params()
+    for name in ("type_k", "type_v", "flash_attn_type", "rope_scaling_type", "rope_freq_base",
+                 "rope_freq_scale", "swa_full"):
+        setattr(params, name, getattr(base, name))
+    params.n_ctx = len(tokens) + 64
+    params.n_batch = config.n_batch
+    params.n_ubatch = min(config.n_ubatch, config.n_batch)
+    params.n_threads = params.n_threads_batch = config.threads
+    params.no_perf = True
+    ctx = llama_cpp.llama_init_from_model(llm._model.model, params)
+    if ctx is None:
+        raise RuntimeError(f"llama.cpp could not make a context for {config.describe()}")
+    step = piece or len(tokens)
+    out: list[tuple[int, float]] = []
+    try:
+        arr = (llama_cpp.llama_token * len(tokens))(*tokens)
+        done = 0
+        while done < len(tokens):
+            begin, end = done, min(done + step, len(tokens))
+            start = time.perf_counter()
+            while done < end:
+                n = min(config.n_batch, end - done)
+                batch = llama_cpp.llama_batch_get_one(
+                    ctypes.cast(
+                        ctypes.addressof(arr) + done * ctypes.sizeof(llama_cpp.llama_token),
+                        llama_cpp.llama_token_p,
+                    ),
+                    n,
+                )
+                rc = int(llama_cpp.llama_decode(ctx, batch))
+                if rc != 0:
+                    raise RuntimeError(f"llama_decode returned {rc}")
+                done += n
+            out.append((done - begin, time.perf_counter() - start))
+    finally:
+        llama_cpp.llama_free(ctx)
+    return out

@@ -33,6 +33,7 @@ from assistant.llm.base import (
     CancelToken,
     ChatMessages,
     ContextOverflowError,
+    EncodedPrompt,
     GenerationOptions,
     GenerationResult,
     ModelInfo,
@@ -274,6 +275,13 @@ class ServerBackend:
     ) -> int:
         return self._counting.count(*self._wire(messages, tools))
 
+    def encode_prompt(
+        self, messages: ChatMessages, tools: Sequence[dict[str, Any]] | None = None
+    ) -> EncodedPrompt:
+        """The count only: the server tokenizes what it is sent, and rendering here (an
+        HTTP call for a server that renders) is left to the call that needs the text."""
+        return EncodedPrompt(count=self.count_prompt(messages, tools))
+
     # -- generation -----------------------------------------------------------------------
     def _body(
         self,
@@ -316,10 +324,15 @@ class ServerBackend:
         tools: Sequence[dict[str, Any]] | None = None,
         cancel: CancelToken | None = None,
         on_prefill: Callable[[int, int], None] | None = None,
+        prompt: EncodedPrompt | None = None,
     ) -> Iterator[StreamEvent]:
-        """Open the request now (errors, an overflow too, are raised here) and stream it."""
+        """Open the request now (errors, an overflow too, are raised here) and stream it.
+        ``prompt`` (counted by the controller) saves counting the messages again."""
         sent, sent_tools = self._wire(messages, tools)
-        prompt_tokens = self._counting.count(sent, sent_tools)
+        if prompt is not None:
+            prompt_tokens = prompt.count
+        else:
+            prompt_tokens = self._counting.count(sent, sent_tools)
         if self._counting.exact and self._window and prompt_tokens >= self._window:
             raise ContextOverflowError(prompt_tokens, self._window)
         body = self._body(sent, sent_tools, options)
@@ -331,7 +344,10 @@ class ServerBackend:
             )
         except ContextOverflowError as exc:
             raise self._learned(exc, prompt_tokens) from None
-        rendered = self._rendered_or_empty(sent, sent_tools)
+        if prompt is not None and prompt.text is not None:
+            rendered = prompt.text
+        else:
+            rendered = self._rendered_or_empty(sent, sent_tools)
         return self._events(
             stream, body, start, prompt_tokens, rendered, ignored, cancel, on_prefill
         )

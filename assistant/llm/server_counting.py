@@ -33,7 +33,7 @@ from typing import Any
 
 from assistant.llm.base import ChatMessages, LLMError
 from assistant.llm.fallback_tokenizer import Cl100kTokenizer
-from assistant.llm.gguf_vocab import GGUFVocab
+from assistant.llm.llama_vocab import GGUFVocab
 from assistant.llm.server_http import ServerHTTP
 from assistant.llm.server_probe import ServerProfile
 from assistant.llm.template import ChatTemplate

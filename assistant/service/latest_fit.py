@@ -19,6 +19,7 @@ from typing import Any
 
 from assistant.agent.controller_api import ContextManager
 from assistant.agent.events import MessageRefused
+from assistant.compaction.request import CallRequest
 from assistant.conversation import Conversation
 from assistant.llm.base import LLMError
 from assistant.sessions.handle import ChatHandle
@@ -36,7 +37,7 @@ class FitCheck:
         """``MessageRefused`` when ``text`` after ``before`` does not fit whole; else None."""
         try:
             fit = self.controller.message_fit(
-                before, text, system_prompt=self.system_prompt, tools=self.tools
+                CallRequest(before, self.system_prompt, self.tools), text
             )
         except LLMError:  # an engine that cannot count now: the model call says what is wrong
             return None

@@ -52,6 +52,7 @@ from assistant.agent.usage import context_usage
 from assistant.compaction.ahead import Precomputed
 from assistant.compaction.branch import BranchSummarizer
 from assistant.compaction.recall import PassageIndex
+from assistant.compaction.request import CallRequest
 from assistant.config import Settings, save_settings
 from assistant.conversation import CompactionRecord, Conversation, Message
 from assistant.engine import Engine, build_engine
@@ -480,7 +481,7 @@ class ChatService:
         seq = self._measure_seq
 
         def job() -> AgentEvent:
-            return context_usage(engine.controller.measure(conv, system_prompt=prompt, tools=tools))
+            return context_usage(engine.controller.measure(CallRequest(conv, prompt, tools=tools)))
 
         future = self.worker.submit(job)
         future.add_done_callback(lambda f: self.dispatch(lambda: self._measured(seq, f)))
@@ -506,9 +507,7 @@ class ChatService:
         def job() -> Precomputed | None:
             if token.cancelled:
                 return None
-            return engine.controller.precompute(
-                conv, system_prompt=prompt, tools=tools, cancel=token
-            )
+            return engine.controller.precompute(CallRequest(conv, prompt, tools, token))
 
         future = self.worker.submit(job)
         future.add_done_callback(lambda f: self.dispatch(lambda: self._ahead_done(token, f)))

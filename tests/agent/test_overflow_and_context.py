@@ -2,17 +2,18 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from assistant.agent.events import ContextChanged, ContextUsage, Notice, TurnFinished
 from assistant.agent.loop import OVERFLOW_FAILED, OVERFLOW_NO_COMPACT
-from assistant.compaction.controller import ContextTooLargeError, MessageFit, PreparedRequest
+from assistant.compaction.controller import ContextTooLargeError
 from assistant.compaction.events import ContextEvent, PruneEvent
+from assistant.compaction.request import CallRequest, MessageFit, PreparedRequest
 from assistant.config import EffectivePolicy, Settings
-from assistant.conversation import CompactionRecord, Conversation
+from assistant.conversation import CompactionRecord
 from assistant.engine import build_engine
-from assistant.llm.base import CancelToken, ContextOverflowError, StreamEvent
+from assistant.llm.base import ContextOverflowError, StreamEvent
 from tests.fakes.scripted import ScriptedBackend
 
 from .conftest import Harness
@@ -47,57 +48,32 @@ class StubController:
     def policy(self) -> EffectivePolicy:
         return Settings().effective_policy(self.window)
 
-    def _request(self, conv: Conversation, system_prompt: str, tools: Any) -> PreparedRequest:
-        msgs = [{"role": "system", "content": system_prompt}]
-        msgs += [m.to_openai() for m in conv.kept_messages()]
-        n = self.backend.count_prompt(msgs, tools)
+    def _request(self, call: CallRequest) -> PreparedRequest:
+        msgs = [{"role": "system", "content": call.system_prompt}]
+        msgs += [m.to_openai() for m in call.conv.kept_messages()]
+        n = self.backend.count_prompt(msgs, call.tools)
         return PreparedRequest(
             messages=msgs, prompt_tokens=n, window=self.window, reserve=self.reserve
         )
 
-    def message_fit(
-        self, conv: Conversation, text: str, *, system_prompt: str, tools: Any = None
-    ) -> MessageFit:
+    def message_fit(self, call: CallRequest, text: str) -> MessageFit:
         return MessageFit(self.backend.count(text), self.window - self.reserve)
 
-    def prepare(
-        self,
-        conv: Conversation,
-        *,
-        system_prompt: str,
-        tools: Sequence[dict[str, Any]] | None = None,
-        cancel: CancelToken | None = None,
-    ) -> PreparedRequest:
+    def prepare(self, call: CallRequest) -> PreparedRequest:
         self.prepared += 1
         if self.emit_on_prepare is not None and self.on_event is not None:
             self.on_event(self.emit_on_prepare)
-        return self._request(conv, system_prompt, tools)
+        return self._request(call)
 
-    def compact(
-        self,
-        conv: Conversation,
-        *,
-        system_prompt: str,
-        reason: Any,
-        focus: str | None = None,
-        tools: Sequence[dict[str, Any]] | None = None,
-        cancel: CancelToken | None = None,
-    ) -> CompactionRecord | None:
-        self.compact_calls.append((reason, focus))
+    def compact(self, call: CallRequest, reason: Any) -> CompactionRecord | None:
+        self.compact_calls.append((reason, call.focus))
         return None
 
-    def handle_overflow(
-        self,
-        conv: Conversation,
-        *,
-        system_prompt: str,
-        tools: Sequence[dict[str, Any]] | None = None,
-        cancel: CancelToken | None = None,
-    ) -> PreparedRequest:
+    def handle_overflow(self, call: CallRequest) -> PreparedRequest:
         self.overflow_calls += 1
         if not self.overflow_ok:
             raise ContextTooLargeError("the summary did not make the prompt smaller")
-        return self._request(conv, system_prompt, tools)
+        return self._request(call)
 
 
 def _make(settings: Settings, overflows: int, *, ok: bool = True) -> tuple[Harness, Any, Any]:

@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from assistant.compaction.request import CallRequest
 from assistant.conversation import Message
 from assistant.llm.base import GenerationOptions
 from bench.answer_suite import QUICK_VARIANTS
@@ -194,7 +195,7 @@ def test_the_recall_variant_puts_an_excerpt_of_the_source_beside_the_question() 
     for variant in ("record", "record+recall"):
         conv = end.conv.model_copy(deep=True)
         conv.append(Message(role="user", content=q.question))
-        req = _controller(backend, t, variant).prepare(conv, system_prompt=t.system)
+        req = _controller(backend, t, variant).prepare(CallRequest(conv, t.system))
         prompts[variant] = (req, str(req.messages[-1]["content"]))
     plain, plain_last = prompts["record"]
     assert plain_last == q.question

@@ -4,6 +4,7 @@ tests/bench/test_integration.py; the questions: test_end_answers.py)."""
 
 from __future__ import annotations
 
+from assistant.compaction.request import CallRequest
 from assistant.compaction.tokens import TokenCounter
 from assistant.config import EffectivePolicy, Settings
 from assistant.conversation import Conversation, Message, ToolCall
@@ -43,7 +44,7 @@ def test_front_cut_drops_only_the_oldest_messages_that_do_not_fit() -> None:
     overhead = counter.overhead(SYSTEM, None)
     pol = _policy(window=overhead + 7 * size + 100, reserve=100)  # 7 of the 10 fit
     manager = FrontCut(backend, lambda: pol)
-    req = manager.prepare(conv, system_prompt=SYSTEM)
+    req = manager.prepare(CallRequest(conv, SYSTEM))
     assert [m["content"] for m in req.messages[1:]] == [m.content for m in msgs[3:]]
     assert req.prompt_tokens + pol.reserve <= pol.window
     assert len(manager.drops) == 3 and all(d.messages_dropped == 1 for d in manager.drops)
@@ -61,7 +62,7 @@ def test_front_cut_never_orphans_a_tool_result() -> None:
     counter = TokenCounter(backend)
     total = counter.overhead(SYSTEM, None) + sum(counter.message(m) for m in conv.messages)
     manager = FrontCut(backend, lambda: _policy(window=total, reserve=50))
-    req = manager.prepare(conv, system_prompt=SYSTEM)
+    req = manager.prepare(CallRequest(conv, SYSTEM))
     assert all(m["role"] != "tool" for m in req.messages)
     assert req.messages[-1]["content"] == "what is x?"
 

@@ -6,6 +6,7 @@ import time
 
 import pytest
 
+from assistant.compaction.request import CallRequest
 from assistant.compaction.summary.summarizer import (
     ExtractiveSummarizer,
     Summarizer,
@@ -91,7 +92,7 @@ def test_drop_half_drops_the_oldest_half_by_tokens() -> None:
     overhead = counter.overhead(SYSTEM, None)
     pol = _policy(window=overhead + 7 * size + 100, reserve=100)  # 10 do not fit, 5 do
     manager = DropHalf(backend, lambda: pol)
-    req = manager.prepare(conv, system_prompt=SYSTEM)
+    req = manager.prepare(CallRequest(conv, SYSTEM))
     assert len(manager.drops) == 1
     assert manager.drops[0].messages_dropped == 5
     assert manager.first_kept_id == msgs[5].id
@@ -100,7 +101,7 @@ def test_drop_half_drops_the_oldest_half_by_tokens() -> None:
     assert manager.drops[0].tokens_before - manager.drops[0].tokens_after == 5 * size
     # The cut is remembered: the next call starts from the same message.
     conv.append(Message(role="user", content="short"))
-    again = manager.prepare(conv, system_prompt=SYSTEM)
+    again = manager.prepare(CallRequest(conv, SYSTEM))
     assert again.messages[1]["content"] == msgs[5].content and len(manager.drops) == 1
 
 
@@ -116,7 +117,7 @@ def test_drop_half_never_orphans_a_tool_result() -> None:
     counter = TokenCounter(backend)
     total = counter.overhead(SYSTEM, None) + sum(counter.message(m) for m in conv.messages)
     manager = DropHalf(backend, lambda: _policy(window=total, reserve=100))
-    req = manager.prepare(conv, system_prompt=SYSTEM)
+    req = manager.prepare(CallRequest(conv, SYSTEM))
     assert req.messages[1]["role"] != "tool"
     assert manager.first_kept_id == conv.messages[3].id
 
@@ -177,7 +178,7 @@ def test_policy_time_excludes_the_summarizer() -> None:
         conv.append(Message(role="user", content=f"message {i} " + "words " * 300))
         conv.append(Message(role="assistant", content="noted"))
     start = time.perf_counter()
-    strategy.manager.prepare(conv, system_prompt=SYSTEM)
+    strategy.manager.prepare(CallRequest(conv, SYSTEM))
     elapsed = time.perf_counter() - start
     timing = strategy.manager.timings[-1]
     assert conv.compactions, "the conversation was over the threshold"
@@ -198,8 +199,8 @@ def test_wrappers_keep_the_protocol() -> None:
     assert strategy.inner.on_event is not None  # forwarded to the wrapped manager
     conv = Conversation()
     conv.append(Message(role="user", content="hi"))
-    assert inner.compact(conv, system_prompt=SYSTEM, reason="manual") is None
-    req = strategy.manager.prepare(conv, system_prompt=SYSTEM)
+    assert inner.compact(CallRequest(conv, SYSTEM), "manual") is None
+    req = strategy.manager.prepare(CallRequest(conv, SYSTEM))
     assert strategy.manager.pending is not None and strategy.manager.last is req
 
 
@@ -211,11 +212,11 @@ def test_overflow_handling_of_the_baselines() -> None:
     for _ in range(6):
         conv.append(Message(role="user", content="same words " * 40))
     with pytest.raises(ContextTooLargeError):
-        NoManagement(backend, lambda: _policy(8_192)).handle_overflow(conv, system_prompt=SYSTEM)
+        NoManagement(backend, lambda: _policy(8_192)).handle_overflow(CallRequest(conv, SYSTEM))
     drop = DropHalf(backend, lambda: _policy(8_192))
-    req = drop.handle_overflow(conv, system_prompt=SYSTEM)  # fits, but overflow forces a drop
+    req = drop.handle_overflow(CallRequest(conv, SYSTEM))  # fits, but overflow forces a drop
     assert len(drop.drops) == 1 and len(req.messages) == 1 + 3
-    record = drop.compact(conv, system_prompt=SYSTEM, reason="manual")
+    record = drop.compact(CallRequest(conv, SYSTEM), "manual")
     assert record is not None and not conv.compactions  # never stored: no summary exists
 
 

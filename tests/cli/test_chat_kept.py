@@ -78,5 +78,7 @@ def test_the_first_message_is_on_disk_before_any_connection_is_tried(
     finally:
         proc.kill()
         proc.wait()
+        if proc.stdin is not None:  # the pipe is ours to close (else: an unclosed file)
+            proc.stdin.close()
         listener.close()
     assert b"keep me safe" in saved

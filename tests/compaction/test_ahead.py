@@ -4,6 +4,7 @@ written while the model is idle, used at the threshold when its span is unchange
 from __future__ import annotations
 
 from assistant.compaction.ahead import AHEAD_FILL
+from assistant.compaction.request import CallRequest
 from assistant.conversation import CompactionReason, Conversation, Message
 from assistant.llm.base import CancelToken, GenerationOptions
 from tests.fakes.scripted import ScriptedBackend
@@ -17,7 +18,7 @@ def _fill(ctl, conv: Conversation, share: float) -> None:  # type: ignore[no-unt
     """Tool turns until the prompt passes ``share`` of the compaction threshold."""
     threshold = POLICY.window - POLICY.reserve
     i = 0
-    while ctl.measure(conv, system_prompt=SYSTEM).prompt_tokens < share * threshold:
+    while ctl.measure(CallRequest(conv, SYSTEM)).prompt_tokens < share * threshold:
         tool_turn(conv, i, size=12)
         i += 1
 
@@ -30,7 +31,7 @@ def test_nothing_is_written_below_the_fill_level() -> None:
     ctl, backend, _ = controller(ScriptedBackend([writes(GOOD_SUMMARY)]), POLICY)
     conv = Conversation()
     _fill(ctl, conv, AHEAD_FILL - 0.2)
-    assert ctl.precompute(conv, system_prompt=SYSTEM) is None
+    assert ctl.precompute(CallRequest(conv, SYSTEM)) is None
     assert backend.calls == []
 
 
@@ -38,24 +39,24 @@ def test_the_summary_written_ahead_is_used_at_the_threshold() -> None:
     ctl, backend, _ = controller(ScriptedBackend([writes(GOOD_SUMMARY)] * 30), POLICY)
     conv = Conversation()
     _fill(ctl, conv, AHEAD_FILL + 0.05)
-    got = ctl.precompute(conv, system_prompt=SYSTEM)
+    got = ctl.precompute(CallRequest(conv, SYSTEM))
     assert got is not None and got.outcome.kind == "model"
     calls = len(backend.calls)
     assert calls >= 1
     # Written again only when something changed: the same span is not summarized twice.
-    assert ctl.precompute(conv, system_prompt=SYSTEM) is None
+    assert ctl.precompute(CallRequest(conv, SYSTEM)) is None
     assert len(backend.calls) == calls
     # The chat grows turn by turn (the summary is written again after each turn that moves
     # the cut), until a message takes it past the threshold.
     threshold = POLICY.window - POLICY.reserve
     i = 100
-    while ctl.measure(conv, system_prompt=SYSTEM).prompt_tokens < threshold - 40:
+    while ctl.measure(CallRequest(conv, SYSTEM)).prompt_tokens < threshold - 40:
         tool_turn(conv, i, size=4)
         i += 1
-        got = ctl.precompute(conv, system_prompt=SYSTEM) or got
+        got = ctl.precompute(CallRequest(conv, SYSTEM)) or got
     calls = len(backend.calls)
     conv.append(Message(role="user", content="And what about file 3?"))
-    req = ctl.prepare(conv, system_prompt=SYSTEM)
+    req = ctl.prepare(CallRequest(conv, SYSTEM))
     record = req.compaction
     assert record is not None and record.reason == CompactionReason.THRESHOLD
     assert len(backend.calls) == calls  # no summary was written inside the turn
@@ -70,11 +71,12 @@ def test_a_changed_span_is_summarized_again() -> None:
     ctl, backend, _ = controller(ScriptedBackend([writes(GOOD_SUMMARY)] * 4), POLICY)
     conv = Conversation()
     _fill(ctl, conv, AHEAD_FILL + 0.05)
-    assert ctl.precompute(conv, system_prompt=SYSTEM) is not None
+    assert ctl.precompute(CallRequest(conv, SYSTEM)) is not None
     calls = len(backend.calls)
     # /compact with a focus asks for another summary: the one written ahead is not used.
-    record = ctl.compact(conv, system_prompt=SYSTEM, reason=CompactionReason.MANUAL,
-                         focus="the files under src/")
+    record = ctl.compact(
+        CallRequest(conv, SYSTEM, focus="the files under src/"), CompactionReason.MANUAL
+    )
     assert record is not None
     assert len(backend.calls) > calls
     assert "ahead of time" not in record.summarizer_note
@@ -86,15 +88,15 @@ def test_cancelling_stops_it_and_the_cache_is_put_back() -> None:
     conv = Conversation()
     _fill(ctl, conv, AHEAD_FILL + 0.05)
     # The chat's last prompt is in the KV cache, as after a reply.
-    req = ctl.prepare(conv, system_prompt=SYSTEM)
+    req = ctl.prepare(CallRequest(conv, SYSTEM))
     for _ in backend.generate(req.messages, GenerationOptions(8)):
         pass
     before = backend.save_state().tokens
     cancel = CancelToken()
     cancel.cancel()  # the user sent a message before it started
-    assert ctl.precompute(conv, system_prompt=SYSTEM, cancel=cancel) is None
+    assert ctl.precompute(CallRequest(conv, SYSTEM, cancel=cancel)) is None
     assert ctl.summary_cache.preferred_cuts() == []
     assert backend.save_state().tokens == before
     # Written to the end, the summary also leaves the chat's cache as it was.
-    assert ctl.precompute(conv, system_prompt=SYSTEM) is not None
+    assert ctl.precompute(CallRequest(conv, SYSTEM)) is not None
     assert backend.save_state().tokens == before

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from assistant.compaction.controller import ContextController
+from assistant.compaction.request import CallRequest
 from assistant.compaction.summary.summarizer import SummaryOutcome, SummaryRequest
 from assistant.conversation import Conversation, Message
 from assistant.llm.base import CancelToken, GenerationOptions
@@ -51,21 +52,21 @@ def test_the_summary_written_ahead_keeps_the_chat_cache(real_backend: Any) -> No
                             summarizer=OneLine(backend))
     conv = Conversation()
     i = 0
-    while ctl.measure(conv, system_prompt=SYSTEM).prompt_tokens < 0.75 * (1400 - 200):
+    while ctl.measure(CallRequest(conv, SYSTEM)).prompt_tokens < 0.75 * (1400 - 200):
         _turn(conv, i)
         i += 1
     # The chat's last call: its prompt is what llama.cpp holds.
-    req = ctl.prepare(conv, system_prompt=SYSTEM)
+    req = ctl.prepare(CallRequest(conv, SYSTEM))
     assert req.compaction is None
     for _ in backend.generate(req.messages, GenerationOptions(1), cancel=CancelToken()):
         pass
     held = backend.cached_tokens()
-    got = ctl.precompute(conv, system_prompt=SYSTEM)
+    got = ctl.precompute(CallRequest(conv, SYSTEM))
     assert got is not None and got.outcome.text  # the model wrote on top of the chat
     # Put back: the next turn reuses the chat's prompt as if nothing had run.
     assert backend.cached_tokens() == held
     _turn(conv, i)
-    nxt = ctl.prepare(conv, system_prompt=SYSTEM)
+    nxt = ctl.prepare(CallRequest(conv, SYSTEM))
     tokens = backend.tokenize_prompt(backend.render_prompt(nxt.messages))
     common = 0
     while common < min(len(held), len(tokens)) and held[common] == tokens[common]:

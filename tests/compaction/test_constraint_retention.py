@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from assistant.compaction.controller import ContextController
+from assistant.compaction.request import CallRequest
 from assistant.compaction.summary.summarizer import ExtractiveSummarizer
 from assistant.compaction.tokens import TokenCounter
 from assistant.config import Settings
@@ -28,11 +29,11 @@ def test_constraints_stated_first_survive_many_compactions() -> None:
     for turn in range(40):
         text = RULES if turn == 0 else f"Turn {turn}: tell me more about topic {turn}. " * 6
         conv.append(Message(role="user", content=text))
-        prepared = ctl.prepare(conv, system_prompt="sys")
+        prepared = ctl.prepare(CallRequest(conv, "sys"))
         compactions += prepared.compaction is not None
         assert prepared.prompt_tokens + policy.reserve <= policy.window
         conv.append(Message(role="assistant", content="A reply about the topic. " * 8))
-    final = ctl.prepare(conv, system_prompt="sys")
+    final = ctl.prepare(CallRequest(conv, "sys"))
     seen = " ".join(m["content"] for m in final.messages).lower()
     assert compactions >= 3
     assert conv.messages[0].content == RULES  # the original is never rewritten
@@ -66,10 +67,10 @@ def test_constraints_and_paths_survive_in_a_tiny_window() -> None:
             conv.append(Message(role="assistant", tool_calls=[call]))
             conv.append(Message(role="tool", tool_call_id=call.id, name=tool,
                                 content="def route(x):\n    return x\n" * 20))
-        prepared = ctl.prepare(conv, system_prompt="sys")
+        prepared = ctl.prepare(CallRequest(conv, "sys"))
         compactions += prepared.compaction is not None
         conv.append(Message(role="assistant", content="A reply about that part. " * 6))
-    final = ctl.prepare(conv, system_prompt="sys")
+    final = ctl.prepare(CallRequest(conv, "sys"))
     seen = " ".join(m["content"] for m in final.messages).lower()
     assert compactions >= 2
     for probe in (*PROBES, *paths):

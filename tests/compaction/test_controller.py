@@ -19,6 +19,7 @@ from assistant.compaction.events import (
     CompactionFinished,
     CompactionStarted,
 )
+from assistant.compaction.request import CallRequest
 from assistant.compaction.summary.prompts import MECHANICAL_MARKER, SUMMARY_HEADER
 from assistant.compaction.summary.summarizer import (
     ExtractiveSummarizer,
@@ -69,7 +70,7 @@ def _policy_for(conv: Conversation, extra: int = 0, **kw: Any) -> Any:
 def test_threshold_exactly_at_the_window_does_not_compact() -> None:
     conv = _long_chat()
     ctl, be, events = controller(policy=_policy_for(conv), **NO_PRUNE)
-    req = ctl.prepare(conv, system_prompt=SYSTEM)
+    req = ctl.prepare(CallRequest(conv, SYSTEM))
     assert req.compaction is None and not be.calls and not events
 
 
@@ -77,7 +78,7 @@ def test_threshold_one_over_compacts() -> None:
     conv = _long_chat()
     pol = _policy_for(conv, extra=-1)
     ctl, _be, events = controller(ScriptedBackend([GOOD_SUMMARY]), pol, **NO_PRUNE)
-    req = ctl.prepare(conv, system_prompt=SYSTEM)
+    req = ctl.prepare(CallRequest(conv, SYSTEM))
     rec = req.compaction
     assert rec is not None and rec.reason == "threshold" and rec.summarizer == "model"
     assert rec.tokens_after < rec.tokens_before and rec.tokens_after == req.prompt_tokens
@@ -90,7 +91,7 @@ def test_summary_is_injected_as_a_synthetic_user_message_never_stored() -> None:
     conv = _long_chat()
     n_messages = len(conv.messages)
     ctl, _, _ = controller(ScriptedBackend([GOOD_SUMMARY]), _policy_for(conv, -1), **NO_PRUNE)
-    req = ctl.prepare(conv, system_prompt=SYSTEM)
+    req = ctl.prepare(CallRequest(conv, SYSTEM))
     assert len(conv.messages) == n_messages
     assert req.messages[0] == {"role": "system", "content": SYSTEM}
     assert req.messages[1]["role"] == "user"
@@ -108,7 +109,7 @@ def test_record_fields() -> None:
     conv = _long_chat()
     conv.append(Message(role="user", content="Please finish the refactor."))
     ctl, _, _ = controller(ScriptedBackend([GOOD_SUMMARY]), _policy_for(conv, -1), **NO_PRUNE)
-    rec = ctl.compact(conv, system_prompt=SYSTEM, reason="manual", focus="the parser")
+    rec = ctl.compact(CallRequest(conv, SYSTEM, focus="the parser"), "manual")
     assert rec is not None
     assert rec.reason == "manual" and rec.focus == "the parser"
     assert rec.previous_summary is None and rec.duration_s >= 0
@@ -122,7 +123,7 @@ def test_focus_reaches_the_prompt() -> None:
     conv = _long_chat()
     be = ScriptedBackend([GOOD_SUMMARY])
     ctl, _, _ = controller(be, _policy_for(conv, -1), **NO_PRUNE)
-    ctl.compact(conv, system_prompt=SYSTEM, reason="manual", focus="database schema")
+    ctl.compact(CallRequest(conv, SYSTEM, focus="database schema"), "manual")
     prompt = be.calls[0].messages[-1]["content"]
     assert "Pay special attention to: database schema" in prompt
     assert "<conversation>" in prompt and "[User]: Always answer in French." in prompt
@@ -133,11 +134,11 @@ def test_second_compaction_updates_the_previous_summary_and_files_accumulate() -
     be = ScriptedBackend([GOOD_SUMMARY, GOOD_SUMMARY])
     pol = _policy_for(conv, -1)
     ctl, _, _ = controller(be, pol, **NO_PRUNE)
-    first = ctl.prepare(conv, system_prompt=SYSTEM).compaction
+    first = ctl.prepare(CallRequest(conv, SYSTEM)).compaction
     assert first is not None
     for i in range(8, 16):
         tool_turn(conv, i, size=60, path=f"lib/more_{i}.py")
-    second = ctl.prepare(conv, system_prompt=SYSTEM).compaction
+    second = ctl.prepare(CallRequest(conv, SYSTEM)).compaction
     assert second is not None and second.count == 2
     assert second.previous_summary == first.summary
     update_prompt = be.calls[-1].messages[-1]["content"]
@@ -153,7 +154,7 @@ def test_rejected_summary_is_retried_with_a_stricter_prompt() -> None:
     contradicting = GOOD_SUMMARY.replace("- Read src/file_0.py whole", "- Touch setup.cfg")
     be = ScriptedBackend([contradicting, GOOD_SUMMARY])
     ctl, _, _ = controller(be, _policy_for(conv, -1), **NO_PRUNE)
-    rec = ctl.compact(conv, system_prompt=SYSTEM, reason="manual")
+    rec = ctl.compact(CallRequest(conv, SYSTEM), "manual")
     assert rec is not None and rec.summarizer == "model"
     assert all(c.grammar is not None for c in be.calls)
     assert be.calls[0].grammar == be.calls[1].grammar
@@ -172,7 +173,7 @@ def test_sections_that_said_nothing_are_asked_for_again_alone() -> None:
                                    "## Constraints & Preferences\n- Answer in French")
     be = ScriptedBackend([first, repair_from(GOOD_SUMMARY)])
     ctl, _, _ = controller(be, _policy_for(conv, -1), **NO_PRUNE)
-    rec = ctl.compact(conv, system_prompt=SYSTEM, reason="manual")
+    rec = ctl.compact(CallRequest(conv, SYSTEM), "manual")
     assert rec is not None and rec.summarizer == "model", rec and rec.rejected
     assert rec.rejected and "names nothing" in rec.rejected[0]
     retry = be.calls[1]
@@ -195,7 +196,7 @@ def test_rejected_free_prompt_summary_is_retried_with_a_stricter_prompt() -> Non
     conv = _long_chat()
     be = ScriptedBackend(["blah", GOOD_SUMMARY])
     ctl, _, _ = controller(be, _policy_for(conv, -1), **_free(be))
-    rec = ctl.compact(conv, system_prompt=SYSTEM, reason="manual")
+    rec = ctl.compact(CallRequest(conv, SYSTEM), "manual")
     assert rec is not None and rec.summarizer == "model"
     assert all(c.grammar is None for c in be.calls)
     assert "IMPORTANT" not in be.calls[0].messages[-1]["content"]
@@ -207,14 +208,14 @@ def test_twice_rejected_summary_falls_back_to_extractive() -> None:
     conv = _long_chat()
     be = ScriptedBackend([FILLER_SUMMARY, repair_from(FILLER_SUMMARY)])
     ctl, _, _ = controller(be, _policy_for(conv, -1), **NO_PRUNE)
-    rec = ctl.compact(conv, system_prompt=SYSTEM, reason="manual")
+    rec = ctl.compact(CallRequest(conv, SYSTEM), "manual")
     assert rec is not None and rec.summarizer == "extractive" and len(be.calls) == 2
     for section in ("## Goal", "## Constraints & Preferences", "## Progress", "## Next Steps"):
         assert section in rec.summary
     echo = lambda msgs: msgs[-1]["content"]  # noqa: E731 - repeats its input
     be2 = ScriptedBackend(["", echo])
     ctl2, _, _ = controller(be2, _policy_for(conv, -1), **_free(be2))
-    rec2 = ctl2.compact(_long_chat(), system_prompt=SYSTEM, reason="manual")
+    rec2 = ctl2.compact(CallRequest(_long_chat(), SYSTEM), "manual")
     assert rec2 is not None and rec2.summarizer == "extractive" and len(be2.calls) == 2
     assert "Always answer in French." in rec.summary
 
@@ -224,7 +225,7 @@ def test_summary_stays_within_budget() -> None:
     pol = _policy_for(conv, -1)
     be = ScriptedBackend([GOOD_SUMMARY * 5, GOOD_SUMMARY])  # too long: only without a grammar
     ctl, be, _ = controller(be, pol, **_free(be))
-    rec = ctl.compact(conv, system_prompt=SYSTEM, reason="manual")
+    rec = ctl.compact(CallRequest(conv, SYSTEM), "manual")
     assert rec is not None
     assert be.count(rec.summary) <= pol.summary_budget
     assert be.calls[0].max_tokens < pol.summary_budget
@@ -236,7 +237,7 @@ def test_cancel_before_and_during_summary() -> None:
     token = CancelToken()
     token.cancel()
     ctl, _be, events = controller(ScriptedBackend([GOOD_SUMMARY]), pol, **NO_PRUNE)
-    req = ctl.prepare(conv, system_prompt=SYSTEM, cancel=token)
+    req = ctl.prepare(CallRequest(conv, SYSTEM, cancel=token))
     assert req.compaction is None and not conv.compactions
     assert isinstance(events[-1], CompactionCancelled)
     assert len(req.messages) == len(conv.messages) + 1  # proceeds uncompacted
@@ -248,7 +249,7 @@ def test_cancel_before_and_during_summary() -> None:
         return GOOD_SUMMARY
 
     ctl2, _, events2 = controller(ScriptedBackend([cancel_mid]), pol, **NO_PRUNE)
-    assert ctl2.compact(conv, system_prompt=SYSTEM, reason="manual", cancel=token2) is None
+    assert ctl2.compact(CallRequest(conv, SYSTEM, cancel=token2), "manual") is None
     assert isinstance(events2[-1], CompactionCancelled)
     assert not any(isinstance(e, CompactionFailed) for e in events2)
 
@@ -261,7 +262,7 @@ def test_summarizer_failure_is_logged_and_reported(caplog: pytest.LogCaptureFixt
     conv = _long_chat()
     ctl, _, events = controller(policy=_policy_for(conv, -1), summarizer=Boom(), **NO_PRUNE)
     with caplog.at_level(logging.ERROR, logger="assistant.compaction"):
-        req = ctl.prepare(conv, system_prompt=SYSTEM)
+        req = ctl.prepare(CallRequest(conv, SYSTEM))
     assert req.compaction is None
     failed = [e for e in events if isinstance(e, CompactionFailed)]
     assert failed and "model crashed" in failed[0].error
@@ -275,27 +276,27 @@ def test_auto_compact_off_really_off() -> None:
         be, _policy_for(conv, -1), auto_compact=lambda: False,
         compact_on_overflow=lambda: False, **NO_PRUNE,
     )
-    req = ctl.prepare(conv, system_prompt=SYSTEM)
+    req = ctl.prepare(CallRequest(conv, SYSTEM))
     assert req.compaction is None and not be.calls and not events
     assert any("automatic compaction is off" in n for n in req.notices)
-    assert ctl.compact(conv, system_prompt=SYSTEM, reason="overflow") is None
+    assert ctl.compact(CallRequest(conv, SYSTEM), "overflow") is None
     with pytest.raises(ContextTooLargeError) as err:
-        ctl.handle_overflow(conv, system_prompt=SYSTEM)
+        ctl.handle_overflow(CallRequest(conv, SYSTEM))
     assert str(err.value).startswith("Context too large; compaction failed.")
     assert "system prompt" in str(err.value)  # says what cannot be compacted
     assert not be.calls
-    assert ctl.compact(conv, system_prompt=SYSTEM, reason="manual") is not None  # /compact
+    assert ctl.compact(CallRequest(conv, SYSTEM), "manual") is not None  # /compact
 
 
 def test_handle_overflow_compacts_once_then_refuses() -> None:
     conv = _long_chat()
     ctl, _, _ = controller(ScriptedBackend([GOOD_SUMMARY]), local_policy(), **NO_PRUNE)
-    before = ctl.prepare(conv, system_prompt=SYSTEM).prompt_tokens
-    retry = ctl.handle_overflow(conv, system_prompt=SYSTEM)
+    before = ctl.prepare(CallRequest(conv, SYSTEM)).prompt_tokens
+    retry = ctl.handle_overflow(CallRequest(conv, SYSTEM))
     assert retry.compaction is not None and retry.compaction.reason == "overflow"
     assert retry.prompt_tokens < before
     with pytest.raises(ContextTooLargeError):
-        ctl.handle_overflow(conv, system_prompt=SYSTEM)
+        ctl.handle_overflow(CallRequest(conv, SYSTEM))
 
 
 def test_handle_overflow_cancelled_raises_generation_cancelled() -> None:
@@ -304,7 +305,7 @@ def test_handle_overflow_cancelled_raises_generation_cancelled() -> None:
     token.cancel()
     ctl, _, _ = controller(ScriptedBackend([GOOD_SUMMARY]), local_policy(), **NO_PRUNE)
     with pytest.raises(GenerationCancelled):
-        ctl.handle_overflow(conv, system_prompt=SYSTEM, cancel=token)
+        ctl.handle_overflow(CallRequest(conv, SYSTEM, cancel=token))
 
 
 def test_a_summary_too_long_for_the_reply_room_gives_way_to_the_record() -> None:
@@ -325,7 +326,7 @@ def test_a_summary_too_long_for_the_reply_room_gives_way_to_the_record() -> None
     conv.append(Message(role="user", content="again"))
     pol = local_policy(window=2_000, reserve=1_990, keep_recent=10, summary_budget=60)
     ctl, _, events = controller(policy=pol, summarizer=Verbose(), **NO_PRUNE)
-    req = ctl.prepare(conv, system_prompt=SYSTEM)
+    req = ctl.prepare(CallRequest(conv, SYSTEM))
     assert len(calls) == 1 and not [e for e in events if isinstance(e, CompactionFailed)]
     rec = conv.compactions[-1]
     assert rec.tokens_after < rec.tokens_before and req.prompt_tokens == rec.tokens_after
@@ -338,7 +339,7 @@ def test_manual_compact_with_nothing_to_summarize_reports() -> None:
     conv = Conversation()
     conv.append(Message(role="user", content="hi"))
     ctl, _, events = controller()
-    assert ctl.compact(conv, system_prompt=SYSTEM, reason="manual") is None
+    assert ctl.compact(CallRequest(conv, SYSTEM), "manual") is None
     assert isinstance(events[-1], CompactionFailed)
 
 
@@ -352,7 +353,7 @@ def test_before_compact_hook_can_cancel_or_supply_the_summary() -> None:
         return BeforeCompactResult(cancel=True)
 
     ctl, be, events = controller(policy=pol, before_compact=cancel_hook, **NO_PRUNE)
-    assert ctl.compact(conv, system_prompt=SYSTEM, reason="manual") is None
+    assert ctl.compact(CallRequest(conv, SYSTEM), "manual") is None
     assert isinstance(events[-1], CompactionCancelled) and not be.calls
     assert seen[0].to_summarize and seen[0].kept and seen[0].tokens_before > 0
 
@@ -363,7 +364,7 @@ def test_before_compact_hook_can_cancel_or_supply_the_summary() -> None:
         after_compact=after.append,
         **NO_PRUNE,
     )
-    rec = ctl2.compact(conv, system_prompt=SYSTEM, reason="manual")
+    rec = ctl2.compact(CallRequest(conv, SYSTEM), "manual")
     assert rec is not None and rec.summarizer == "hook" and not be2.calls
     assert "From the hook." in rec.summary and after == [rec]
 
@@ -388,7 +389,7 @@ def test_split_turn_summarizes_the_prefix_separately() -> None:
     )
     be = ScriptedBackend([setup, GOOD_SUMMARY])
     ctl, _, _ = controller(be, pol, **_free(be))
-    rec = ctl.compact(conv, system_prompt=SYSTEM, reason="manual")
+    rec = ctl.compact(CallRequest(conv, SYSTEM), "manual")
     assert rec is not None and len(be.calls) == 2, rec and rec.rejected
     assert "FIRST PART of one long request" in be.calls[1].messages[-1]["content"]
     assert "Context of the current request" in rec.summary
@@ -411,7 +412,7 @@ def test_span_larger_than_the_window_is_summarized_in_chunks() -> None:
     )
     be = ScriptedBackend([notes] * 20, window=3_000)
     ctl, _, _ = controller(be, pol, **_free(be))
-    rec = ctl.compact(conv, system_prompt=SYSTEM, reason="manual")
+    rec = ctl.compact(CallRequest(conv, SYSTEM), "manual")
     assert rec is not None and rec.summarizer == "model"
     assert len(be.calls) >= 3
     assert all(c.prompt_tokens + c.max_tokens <= 3_000 for c in be.calls)
@@ -422,7 +423,7 @@ def test_extractive_summarizer_needs_no_model() -> None:
     conv = _long_chat()
     ctl, be, _ = controller(policy=_policy_for(conv, -1), **NO_PRUNE)
     ctl.summarizer = ExtractiveSummarizer(ctl.counter)
-    rec = ctl.compact(conv, system_prompt=SYSTEM, reason="manual")
+    rec = ctl.compact(CallRequest(conv, SYSTEM), "manual")
     assert rec is not None and rec.summarizer == "extractive" and not be.calls
 
 
@@ -431,7 +432,7 @@ def test_failed_and_cancelled_events_carry_numbers() -> None:
     token = CancelToken()
     token.cancel()
     ctl, _, events = controller(policy=_policy_for(conv, -1), **NO_PRUNE)
-    ctl.compact(conv, system_prompt=SYSTEM, reason="manual", cancel=token)
+    ctl.compact(CallRequest(conv, SYSTEM, cancel=token), "manual")
     assert isinstance(events[-1], CompactionCancelled) and events[-1].tokens_before > 0
 
 
@@ -444,7 +445,7 @@ def test_one_tool_output_bigger_than_the_window() -> None:
     pol = local_policy()
     ctl, _be, _ = controller(ScriptedBackend([GOOD_SUMMARY]), pol)
     assert ctl.counter.message(res) > pol.window
-    req = ctl.prepare(conv, system_prompt=SYSTEM)
+    req = ctl.prepare(CallRequest(conv, SYSTEM))
     # The model has not answered the read yet: it is cut to fit, never summarized away.
     assert req.compaction is None
     assert req.prompt_tokens + pol.reserve <= pol.window
@@ -463,7 +464,7 @@ def test_a_looping_summary_is_stopped_early_and_rejected() -> None:
     loop = GOOD_SUMMARY.split("## Critical")[0] + "- the very same line again and again\n" * 50
     be = ScriptedBackend([loop, GOOD_SUMMARY])
     ctl, _, _ = controller(be, _policy_for(conv, -1), **_free(be))
-    rec = ctl.compact(conv, system_prompt=SYSTEM, reason="manual")
+    rec = ctl.compact(CallRequest(conv, SYSTEM), "manual")
     assert rec is not None and rec.summarizer == "model"
     first = be.calls[0]
     assert first.result is None or first.result.completion_tokens < 120  # stopped early

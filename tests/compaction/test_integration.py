@@ -18,6 +18,7 @@ import pytest
 
 from assistant.compaction.controller import ContextController
 from assistant.compaction.events import CompactionFinished, ContextEvent
+from assistant.compaction.request import CallRequest
 from assistant.compaction.tokens import TokenCounter
 from assistant.config import default_local
 from assistant.conversation import Conversation, Message, ToolCall
@@ -83,7 +84,7 @@ def test_thirty_turn_local_session_never_overflows_and_keeps_constraints(
 
     def call(max_tokens: int, force_real: bool = False) -> None:
         nonlocal final, real_calls
-        req = ctl.prepare(conv, system_prompt=SYSTEM)
+        req = ctl.prepare(CallRequest(conv, SYSTEM))
         assert req.prompt_tokens + policy.reserve <= policy.window, req.notices
         assert req.prompt_tokens == backend.count_prompt(req.messages)
         final = req.messages
@@ -173,10 +174,10 @@ def test_summary_on_the_cached_chat_evaluates_only_the_request(backend: Any) -> 
                             content=file_body(i, lines=40)))
         conv.append(Message(role="assistant", content=f"I read {path}."))
         conv.append(Message(role="user", content=f"Thanks. What about part {i}?"))
-    sent = ctl.prepare(conv, system_prompt=SYSTEM)
+    sent = ctl.prepare(CallRequest(conv, SYSTEM))
     assert sent.prompt_tokens > 1_000
     _generate(backend, sent.messages, 4)  # the chat's call: its prompt is now cached
-    record = ctl.compact(conv, system_prompt=SYSTEM, reason="manual")
+    record = ctl.compact(CallRequest(conv, SYSTEM), "manual")
     assert record is not None and outcomes
     out = outcomes[0]
     assert out.approach == "in-context" and out.calls >= 1

@@ -4,6 +4,7 @@ kept), and one that cannot fit beside the smallest summary is refused before it 
 from __future__ import annotations
 
 from assistant.compaction.budget import minimal_summary
+from assistant.compaction.request import CallRequest
 from assistant.compaction.summary.user_record import LAST_REQUEST_HEADING
 from assistant.config import default_local
 from assistant.conversation import Conversation, Message
@@ -41,10 +42,10 @@ def test_a_long_latest_message_goes_to_the_model_whole() -> None:
     _history(conv, 12)
     text = _long_message(backend, 4_400)
     assert backend.count(text) >= 4_400 and text.count("\n") > 150
-    fit = ctl.message_fit(conv, text, system_prompt=SYSTEM)
+    fit = ctl.message_fit(CallRequest(conv, SYSTEM), text)
     assert fit.fits, fit
     conv.append(Message(role="user", content=text))
-    req = ctl.prepare(conv, system_prompt=SYSTEM)
+    req = ctl.prepare(CallRequest(conv, SYSTEM))
     assert req.compaction is not None  # the history had to give way
     # The message is the last one the model sees, byte for byte (every line break kept).
     assert req.messages[-1] == {"role": "user", "content": text}
@@ -58,12 +59,12 @@ def test_the_summary_gives_way_for_a_message_that_just_fits() -> None:
     ctl, _, _ = controller(backend, _policy())
     conv = Conversation()
     _history(conv, 12)
-    room = ctl.message_fit(conv, "x", system_prompt=SYSTEM).room
+    room = ctl.message_fit(CallRequest(conv, SYSTEM), "x").room
     text = _long_message(backend, room - 40)
-    fit = ctl.message_fit(conv, text, system_prompt=SYSTEM)
+    fit = ctl.message_fit(CallRequest(conv, SYSTEM), text)
     assert fit.fits and fit.room - fit.tokens < 80
     conv.append(Message(role="user", content=text))
-    req = ctl.prepare(conv, system_prompt=SYSTEM)
+    req = ctl.prepare(CallRequest(conv, SYSTEM))
     assert req.messages[-1]["content"] == text
     assert req.prompt_tokens + _policy().reserve <= WINDOW
     # Only the smallest summary stands before it: a short record (the files read, where
@@ -83,9 +84,9 @@ def test_a_message_larger_than_the_room_is_refused_with_its_size_and_the_room() 
         pol, backend.count
     )
     text = _long_message(backend, room + 10)
-    fit = ctl.message_fit(conv, text, system_prompt=SYSTEM)
+    fit = ctl.message_fit(CallRequest(conv, SYSTEM), text)
     assert not fit.fits and fit.room == room and fit.tokens > room
     refusal = fit.refusal()
     assert f"{fit.tokens:,} tokens" in refusal and f"room for {room:,}" in refusal
     # A first message needs no summary beside it: its room is larger.
-    assert ctl.message_fit(Conversation(), text, system_prompt=SYSTEM).fits
+    assert ctl.message_fit(CallRequest(Conversation(), SYSTEM), text).fits

@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 
 from assistant.compaction.budget import compaction_budget
 from assistant.compaction.controller import ContextController
+from assistant.compaction.request import CallRequest
 from assistant.compaction.summary.prompts import MECHANICAL_MARKER, SUMMARY_HEADER_SHORT
 from assistant.compaction.summary.user_record import USER_RECORD_HEADING
 from assistant.conversation import Conversation, Message, ToolCall
@@ -97,7 +98,7 @@ def test_prompt_never_exceeds_the_window_and_pairs_stay_together(
     conv = Conversation()
 
     def call_model() -> None:
-        req = ctl.prepare(conv, system_prompt=SYSTEM)
+        req = ctl.prepare(CallRequest(conv, SYSTEM))
         assert req.prompt_tokens <= WINDOW
         if req.prompt_tokens + POLICY.reserve > WINDOW:
             # Only when what is before the newest message is smaller than the smallest

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from assistant.compaction.events import PruneEvent
 from assistant.compaction.prune import plan_prune
+from assistant.compaction.request import CallRequest
 from assistant.compaction.tokens import TokenCounter
 from assistant.conversation import PRUNED_PLACEHOLDER, Conversation, Message, ToolCall
 from tests.fakes.scripted import ScriptedBackend
@@ -121,7 +122,7 @@ def test_prune_switch_off_prunes_nothing() -> None:
     ctl, _, events = controller(
         policy=local_policy(protect=0, minimum=1), prune_enabled=lambda: False
     )
-    req = ctl.prepare(conv, system_prompt=SYSTEM)
+    req = ctl.prepare(CallRequest(conv, SYSTEM))
     assert req.pruned_tokens == 0 and not any(r.pruned for r in results) and not events
 
 
@@ -129,7 +130,7 @@ def test_prepare_prunes_and_reports_tokens() -> None:
     conv, _, _results = _three_turns()
     ctl, _, _ = controller(policy=local_policy(protect=0, minimum=1))
     before = ctl.estimate(conv, SYSTEM)
-    req = ctl.prepare(conv, system_prompt=SYSTEM)
+    req = ctl.prepare(CallRequest(conv, SYSTEM))
     assert req.pruned_tokens > 0
     assert req.prompt_tokens == before - req.pruned_tokens
     cleared = [m["content"] for m in req.messages if m["role"] == "tool"]
@@ -138,6 +139,6 @@ def test_prepare_prunes_and_reports_tokens() -> None:
 
 def test_empty_history() -> None:
     ctl, _, events = controller()
-    req = ctl.prepare(Conversation(), system_prompt=SYSTEM)
+    req = ctl.prepare(CallRequest(Conversation(), SYSTEM))
     assert req.pruned_tokens == 0 and req.compaction is None and len(req.messages) == 1
     assert not events

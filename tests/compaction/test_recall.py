@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from assistant.compaction.controller import ContextController
 from assistant.compaction.recall import HEADING_BEFORE, Recall, recall_budget
+from assistant.compaction.request import CallRequest
 from assistant.compaction.summary.summarizer import ExtractiveSummarizer
 from assistant.config import default_local
 from assistant.conversation import Conversation, Message, ToolCall
@@ -51,7 +52,7 @@ def _long_chat(ctrl: ContextController, turns: int = 30) -> Conversation:
     for i in range(turns):
         conv.append(Message(role="user", content=f"Tell me about the history of tea {i}. " * 8))
         conv.append(Message(role="assistant", content="Tea was first grown in China. " * 15))
-        ctrl.prepare(conv, system_prompt=SYSTEM)
+        ctrl.prepare(CallRequest(conv, SYSTEM))
     assert conv.compactions  # the facts are out of the kept messages
     return conv
 
@@ -81,7 +82,7 @@ def test_a_compacted_fact_comes_back_beside_the_question_with_its_source() -> No
     summary = conv.compactions[-1].summary
     assert "4,200 euros" not in summary
     conv.append(Message(role="user", content="How much is the budget?"))
-    req = ctrl.prepare(conv, system_prompt=SYSTEM)
+    req = ctrl.prepare(CallRequest(conv, SYSTEM))
     assert req.recall is not None
     last = req.messages[-1]
     assert last["role"] == "user"
@@ -93,7 +94,7 @@ def test_a_compacted_fact_comes_back_beside_the_question_with_its_source() -> No
         "- (turn 1, read_file notes.txt, line 17) Note 17: the project budget is 4,200 euros."
     )
     # Everything before the question is the prompt without recall: the cached prefix holds.
-    plain = ctrl.measure(conv, system_prompt=SYSTEM)
+    plain = ctrl.measure(CallRequest(conv, SYSTEM))
     assert req.messages[:-1] == plain.messages[:-1]
     assert req.prompt_tokens == ctrl.counter.exact(req.messages)
     assert req.prompt_tokens + req.reserve <= req.window
@@ -106,7 +107,7 @@ def test_what_is_visible_and_the_question_itself_are_not_brought_back() -> None:
     conv.append(Message(role="user", content=FACTS[0]))
     conv.append(Message(role="assistant", content="Noted."))
     conv.append(Message(role="user", content="What is our staging server port?"))
-    req = ctrl.prepare(conv, system_prompt=SYSTEM)
+    req = ctrl.prepare(CallRequest(conv, SYSTEM))
     assert req.recall is None  # the fact is in the prompt verbatim
     assert req.messages[-1]["content"] == "What is our staging server port?"
 
@@ -115,13 +116,13 @@ def test_the_block_stays_the_same_through_a_turn_and_keeps_its_budget() -> None:
     ctrl, _ = _controller()
     conv = _long_chat(ctrl)
     conv.append(Message(role="user", content="Remind me of the staging port and the budget."))
-    first = ctrl.prepare(conv, system_prompt=SYSTEM)
+    first = ctrl.prepare(CallRequest(conv, SYSTEM))
     assert first.recall is not None
     assert first.recall.tokens <= recall_budget(ctrl.policy())
     call = ToolCall(name="list_dir", arguments={"path": "."})
     conv.append(Message(role="assistant", tool_calls=[call]))
     conv.append(Message(role="tool", tool_call_id=call.id, name="list_dir", content="a.txt"))
-    second = ctrl.prepare(conv, system_prompt=SYSTEM)
+    second = ctrl.prepare(CallRequest(conv, SYSTEM))
     assert second.recall == first.recall
     assert second.messages[: len(first.messages)] == first.messages  # same prefix
 
@@ -131,7 +132,7 @@ def test_recall_switched_off_changes_nothing() -> None:
     conv = _long_chat(ctrl)
     conv.append(Message(role="user", content="How much is the budget?"))
     ctrl.recall_enabled = lambda: False
-    req = ctrl.prepare(conv, system_prompt=SYSTEM)
+    req = ctrl.prepare(CallRequest(conv, SYSTEM))
     assert req.recall is None and req.messages[-1]["content"] == "How much is the budget?"
 
 
@@ -140,7 +141,7 @@ def test_a_failing_index_never_stops_the_call() -> None:
     conv = _long_chat(ctrl)
     indexes.get(conv).close()  # every use now raises sqlite3.ProgrammingError
     conv.append(Message(role="user", content="How much is the budget?"))
-    req = ctrl.prepare(conv, system_prompt=SYSTEM)
+    req = ctrl.prepare(CallRequest(conv, SYSTEM))
     assert req.recall is None and req.messages[-1]["content"] == "How much is the budget?"
 
 

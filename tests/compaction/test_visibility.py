@@ -9,6 +9,7 @@ import pytest
 
 from assistant.compaction.controller import BeforeCompactResult, CompactionPreparation
 from assistant.compaction.prune import plan_prune
+from assistant.compaction.request import CallRequest
 from assistant.compaction.tokens import TokenCounter
 from assistant.compaction.visibility import (
     cap_ladder,
@@ -98,7 +99,7 @@ def test_the_question_call_holds_the_file_the_user_read() -> None:
     conv.append(Message(role="user", content="What is on line 7 of notes.txt?"))
     pol = local_policy(protect=500, minimum=100)
     ctl, _, _ = controller(ScriptedBackend(), pol)
-    req = ctl.prepare(conv, system_prompt=SYSTEM)
+    req = ctl.prepare(CallRequest(conv, SYSTEM))
     assert body in [m["content"] for m in req.messages]
     assert not req.trimmed and req.compaction is None
 
@@ -134,7 +135,7 @@ def test_the_model_sees_the_note_for_a_pruned_output() -> None:
     results = [tool_turn(conv, i, size=80)[2] for i in range(3)]
     conv.append(Message(role="user", content="next"))
     ctl, _, _ = controller(policy=local_policy(protect=0, minimum=1))
-    req = ctl.prepare(conv, system_prompt=SYSTEM)
+    req = ctl.prepare(CallRequest(conv, SYSTEM))
     shown = [m["content"] for m in req.messages if m["role"] == "tool"]
     assert all(r.pruned for r in results)
     assert shown[0].startswith("[Old tool result content cleared: read_file src/file_0.py ")
@@ -186,7 +187,7 @@ def test_an_output_larger_than_the_window_is_cut_to_fit_not_cleared() -> None:
     conv.append(Message(role="user", content="Which step took the longest?"))
     pol = local_policy()
     ctl, _, events = controller(ScriptedBackend([GOOD_SUMMARY]), pol)
-    req = ctl.prepare(conv, system_prompt=SYSTEM)
+    req = ctl.prepare(CallRequest(conv, SYSTEM))
     assert req.prompt_tokens + pol.reserve <= pol.window
     shown = next(m["content"] for m in req.messages if m.get("tool_call_id") == res.tool_call_id)
     assert shown.startswith("logs/build.log (2,500 lines)\n1: value_1")
@@ -195,7 +196,7 @@ def test_an_output_larger_than_the_window_is_cut_to_fit_not_cleared() -> None:
     assert req.messages[-1]["content"] == "Which step took the longest?"
     assert any(type(e).__name__ == "TrimEvent" for e in events)
     # The same state gives the same prompt (the KV cache keeps its prefix).
-    assert ctl.prepare(conv, system_prompt=SYSTEM).messages == req.messages
+    assert ctl.prepare(CallRequest(conv, SYSTEM)).messages == req.messages
 
 
 # -- compaction keeps pending outputs and fills the window --------------------------------
@@ -209,7 +210,7 @@ def test_compaction_never_summarizes_a_read_the_user_is_asking_about() -> None:
     pol = local_policy(window=4_000, protect=3_000, minimum=10_000, reserve=400,
                        keep_recent=600, summary_budget=300)
     ctl, _, _ = controller(ScriptedBackend([GOOD_SUMMARY] * 3), pol)
-    req = ctl.prepare(conv, system_prompt=SYSTEM)
+    req = ctl.prepare(CallRequest(conv, SYSTEM))
     assert req.compaction is not None
     assert body in [m["content"] for m in req.messages]
     assert req.compaction.first_kept_id is not None
@@ -225,7 +226,7 @@ def test_no_compaction_leaves_more_than_half_the_window_empty() -> None:
     for i in range(40):
         tool_turn(conv, i, size=40)
         conv.append(Message(role="user", content=f"Follow-up {i}: what changed in file {i}?"))
-        req = ctl.prepare(conv, system_prompt=SYSTEM)
+        req = ctl.prepare(CallRequest(conv, SYSTEM))
         if req.compaction is not None:
             afters.append(req.compaction.tokens_after)
         conv.append(Message(role="assistant", content=f"Reply {i}."))
@@ -248,7 +249,7 @@ def test_a_before_compact_hook_that_raises_is_logged_and_the_default_runs(
     ctl, _, _ = controller(ScriptedBackend([GOOD_SUMMARY]), local_policy(),
                            before_compact=hook)
     with caplog.at_level(logging.ERROR, logger="assistant.compaction"):
-        rec = ctl.compact(conv, system_prompt=SYSTEM, reason=CompactionReason.MANUAL)
+        rec = ctl.compact(CallRequest(conv, SYSTEM), CompactionReason.MANUAL)
     assert seen and rec is not None and rec.summarizer == "model"
     assert "before_compact hook failed" in caplog.text
 
@@ -271,7 +272,7 @@ def test_a_question_left_without_reply_gives_way_to_the_latest_turns_reads() -> 
                        keep_recent=600, summary_budget=300)
     assert COUNT(b_body) + COUNT(c_body) < pol.window // 2
     ctl, _, _ = controller(ScriptedBackend([GOOD_SUMMARY] * 3), pol)
-    req = ctl.prepare(conv, system_prompt=SYSTEM)
+    req = ctl.prepare(CallRequest(conv, SYSTEM))
     assert req.prompt_tokens + pol.reserve <= pol.window
     assert req.compaction is not None
     contents = [m["content"] for m in req.messages]

@@ -32,6 +32,7 @@ from assistant.llm.base import (
     CancelToken,
     ChatMessages,
     ContextOverflowError,
+    EncodedPrompt,
     GenerationOptions,
     GenerationResult,
     GrammarError,
@@ -121,6 +122,14 @@ class ScriptedBackend:
     ) -> int:
         return self.count(self.render_prompt(messages, tools))
 
+    def encode_prompt(
+        self, messages: ChatMessages, tools: Sequence[dict[str, Any]] | None = None
+    ) -> EncodedPrompt:
+        """``PromptEncoder``: rendered and tokenized once, as the real backend does."""
+        text = self.render_prompt(messages, tools)
+        tokens = self.tokenize(text)
+        return EncodedPrompt(count=len(tokens), text=text, tokens=tuple(tokens))
+
     # -- KVCacheAware ---------------------------------------------------------------------
     def tokenize_prompt(self, text: str) -> list[int]:
         return self.tokenize(text)
@@ -164,12 +173,18 @@ class ScriptedBackend:
         tools: Sequence[dict[str, Any]] | None = None,
         cancel: CancelToken | None = None,
         on_prefill: Callable[[int, int], None] | None = None,
+        prompt: EncodedPrompt | None = None,
     ) -> Iterator[StreamEvent]:
-        """Stream the next scripted reply (held to a grammar: see the module docstring)."""
+        """Stream the next scripted reply (held to a grammar: see the module docstring).
+        With ``prompt`` (encoded by :meth:`encode_prompt`) its text and tokens are used, as
+        the real backend does."""
         max_tokens = options.max_tokens
         msgs = [dict(m) for m in messages]
-        text = self.render_prompt(msgs, tools)
-        tokens = self.tokenize(text)
+        if prompt is not None and prompt.text is not None and prompt.tokens is not None:
+            text, tokens = prompt.text, list(prompt.tokens)
+        else:
+            text = self.render_prompt(msgs, tools)
+            tokens = self.tokenize(text)
         record = RecordedCall(
             msgs, list(tools) if tools else None, len(tokens), max_tokens, prompt_text=text,
             options=options,

@@ -82,6 +82,26 @@ def _stream(backend: Any, msgs: list[dict[str, str]], cancel: CancelToken,
     return text, result
 
 
+def test_a_switch_turned_off_is_never_raised_nor_installed(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``LlamaBackend.use_abort_callback(False)`` (the benchmark's comparison): Stop no
+    longer reaches llama.cpp inside a decode."""
+    import ctypes
+
+    import llama_cpp
+
+    calls: list[Any] = []
+    monkeypatch.setattr(llama_cpp, "llama_set_abort_callback", lambda *a: calls.append(a))
+    switch = AbortSwitch()
+    switch.enabled = False
+    token = CancelToken()
+    with switch.armed(ctypes.c_void_p(4321), token):
+        token.cancel()
+        assert not switch.raised
+    assert calls == []
+
+
 @pytest.mark.integration
 def test_stop_aborts_a_prefill_inside_its_decode(one_chunk_backend: Any) -> None:
     backend = one_chunk_backend

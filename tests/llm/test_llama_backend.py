@@ -74,6 +74,49 @@ def test_streams_a_reply_and_reports_cache_reuse(real_backend: Any) -> None:
     assert second.prompt_evaluated == 1
 
 
+def test_an_encoded_prompt_is_evaluated_without_tokenizing_again(
+    real_backend: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The controller encodes a prompt once (``encode_prompt``); ``generate`` given it
+    neither renders nor tokenizes the messages again, and evaluates exactly those tokens."""
+    msgs = [{"role": "system", "content": SYSTEM}, {"role": "user", "content": "Say hi."}]
+    encoded = real_backend.encode_prompt(msgs)
+    assert encoded.text == real_backend.render_prompt(msgs)
+    assert list(encoded.tokens) == real_backend.tokenize(encoded.text)
+    assert encoded.count == real_backend.count_prompt(msgs)
+    real_backend.reset_kv_cache()
+    calls: list[str] = []
+    for name in ("render_prompt", "tokenize_prompt", "tokenize"):
+        original = getattr(real_backend, name)
+
+        def spy(*args: Any, _name: str = name, _original: Any = original, **kw: Any) -> Any:
+            calls.append(_name)
+            return _original(*args, **kw)
+
+        monkeypatch.setattr(real_backend, name, spy)
+    stream = real_backend.generate(
+        msgs, GenerationOptions(max_tokens=2, temperature=0.0), prompt=encoded
+    )
+    results = [ev.result for ev in stream if ev.result is not None]
+    assert len(results) == 1
+    result = results[0]
+    assert calls == []
+    assert result.prompt_tokens == encoded.count
+    assert real_backend.cached_prefix(list(encoded.tokens)) == encoded.count
+
+
+def test_raw_prefill_times_pieces_without_touching_the_chat_cache(real_backend: Any) -> None:
+    """``raw_prefill`` (the benchmark's raw llama.cpp rate, through a public method)."""
+    msgs = [{"role": "system", "content": SYSTEM}, {"role": "user", "content": "Say hi."}]
+    _run(real_backend, msgs, max_tokens=2, temperature=0.0)
+    cached = real_backend.cached_tokens()
+    tokens = (real_backend.tokenize(SYSTEM) * 8)[:64]
+    pieces = real_backend.raw_prefill(tokens, piece=32)
+    assert [n for n, _ in pieces] == [32, 32]
+    assert all(seconds > 0 for _, seconds in pieces)
+    assert real_backend.cached_tokens() == cached
+
+
 def test_kv_state_saved_and_restored_is_reused(real_backend: Any) -> None:
     """The KVCacheAware protocol on the real model: a saved cache, restored after another
     prompt replaced it, makes the first prompt cost one token again, with the same reply."""

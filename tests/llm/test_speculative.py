@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from assistant.llm.base import CancelToken, EngineTuning, GenerationOptions, GenerationResult
-from assistant.llm.speculative import DRAFT_TOKENS, PromptLookup
+from assistant.llm.llama_speculative import DRAFT_TOKENS, PromptLookup
 
 
 def _ctx(*tokens: int) -> np.ndarray:

@@ -10,6 +10,7 @@ from typing import Any
 
 from assistant.agent.events import ContextChanged
 from assistant.compaction.events import CompactionFinished
+from assistant.compaction.request import CallRequest
 from assistant.config import Settings
 from assistant.service.status import Phase
 from tests.fakes.scripted import ScriptedBackend
@@ -88,7 +89,7 @@ def test_sending_stops_the_summary_being_written_ahead(make_rig: Make, tmp_path:
     assert engine is not None
     i = 0
     threshold = 4000 - engine.controller.policy().reserve
-    while engine.controller.measure(rig.service.conversation, system_prompt="x").prompt_tokens \
+    while engine.controller.measure(CallRequest(rig.service.conversation, "x")).prompt_tokens \
             < 0.75 * threshold:
         _ask(rig, i)
         i += 1

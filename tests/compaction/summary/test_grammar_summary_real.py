@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 
 from assistant.compaction.controller import ContextController
+from assistant.compaction.request import CallRequest
 from assistant.compaction.summary.grammar import follows_skeleton
 from assistant.compaction.summary.summarizer import ModelSummarizer, SummaryOutcome, SummaryRequest
 from assistant.config import default_local
@@ -59,7 +60,7 @@ def _fill(ctl: ContextController, conv: Conversation, start: int) -> int:
     while True:
         _turn(conv, i)
         i += 1
-        req = ctl.prepare(conv, system_prompt=SYSTEM)
+        req = ctl.prepare(CallRequest(conv, SYSTEM))
         if req.compaction is not None:
             return i
         assert i < start + 12, "the local window never filled"

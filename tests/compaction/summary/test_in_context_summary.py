@@ -12,6 +12,7 @@ from typing import Any
 
 from assistant.compaction import context
 from assistant.compaction.controller import ContextController
+from assistant.compaction.request import CallRequest
 from assistant.compaction.summary.summarizer import ModelSummarizer, SummaryOutcome, SummaryRequest
 from assistant.conversation import Conversation, Message
 from assistant.llm.base import CancelToken, GenerationOptions
@@ -67,7 +68,7 @@ def _setup(
 
 def _send(ctl: ContextController, be: ScriptedBackend, conv: Conversation) -> None:
     """A chat call the way the agent makes it: prepare, then generate (fills the cache)."""
-    req = ctl.prepare(conv, system_prompt=SYSTEM)
+    req = ctl.prepare(CallRequest(conv, SYSTEM))
     for _ in be.generate(req.messages, GenerationOptions(8)):
         pass
 
@@ -79,7 +80,7 @@ def test_cached_chat_is_summarized_in_context_evaluating_only_the_request() -> N
     conv.append(Message(role="user", content="Continue please, and summarize the parser."))
     ctl_pol = ctl.policy()
     ctl.policy = lambda: replace(ctl_pol, window=ctl_pol.window - 260)  # now over threshold
-    req = ctl.prepare(conv, system_prompt=SYSTEM)
+    req = ctl.prepare(CallRequest(conv, SYSTEM))
     assert req.compaction is not None and req.compaction.summarizer == "model"
     out = spy.outcomes[0]
     assert out.approach == "in-context" and out.calls == 1
@@ -99,7 +100,7 @@ def test_cached_chat_is_summarized_in_context_evaluating_only_the_request() -> N
 def test_nothing_cached_uses_the_transcript() -> None:
     conv = _chat()
     ctl, be, spy, _ = _setup(conv, [GOOD_SUMMARY])
-    rec = ctl.compact(conv, system_prompt=SYSTEM, reason="manual")
+    rec = ctl.compact(CallRequest(conv, SYSTEM), "manual")
     assert rec is not None and rec.summarizer == "model"
     assert spy.outcomes[0].approach == "transcript"
     assert "<conversation>" in be.calls[0].messages[-1]["content"]
@@ -115,7 +116,7 @@ def test_the_prefix_shows_results_as_last_sent_not_as_pruned_since() -> None:
     _send(ctl, be, conv)
     ctl.policy = lambda: replace(pol, protect=200, minimum=50)
     assert ctl.prune(conv) > 0
-    rec = ctl.compact(conv, system_prompt=SYSTEM, reason="manual")
+    rec = ctl.compact(CallRequest(conv, SYSTEM), "manual")
     assert rec is not None and rec.summarizer == "model"
     chat = spy.requests[0].chat or []
     tool_contents = [m["content"] for m in chat if m["role"] == "tool"]
@@ -132,7 +133,7 @@ def test_retry_reuses_the_first_attempts_prefix() -> None:
                                extra=200)
     _send(ctl, be, conv)
     ctl.policy = lambda: replace(pol, window=pol.window - 260)
-    rec = ctl.compact(conv, system_prompt=SYSTEM, reason="manual")
+    rec = ctl.compact(CallRequest(conv, SYSTEM), "manual")
     assert rec is not None and rec.summarizer == "model"
     out = spy.outcomes[0]
     assert out.approach == "in-context" and out.calls == 2 and out.rejected
@@ -148,7 +149,7 @@ def test_twice_rejected_in_context_falls_back_to_extractive() -> None:
                                extra=200)
     _send(ctl, be, conv)
     ctl.policy = lambda: replace(pol, window=pol.window - 260)
-    rec = ctl.compact(conv, system_prompt=SYSTEM, reason="manual")
+    rec = ctl.compact(CallRequest(conv, SYSTEM), "manual")
     assert rec is not None and rec.summarizer == "extractive"
     assert spy.outcomes[0].approach == "in-context" and spy.outcomes[0].calls == 2
     assert "Always answer in French." in rec.summary

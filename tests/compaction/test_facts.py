@@ -1,0 +1,150 @@
+"""The facts of a conversation are computed once per ``prepare`` (issue 27): each of the
+functions that compute them is wrapped, and one prepare (plain, then one that compacts) is
+walked; no fact is computed twice for the same input."""
+
+from __future__ import annotations
+
+import sys
+from collections import Counter
+from collections.abc import Callable, Hashable
+from dataclasses import replace
+from typing import Any
+
+import pytest
+
+from assistant.compaction import extractive, file_tracking, visibility
+from assistant.compaction.facts import ConversationFacts, FactsCache
+from assistant.compaction.request import CallRequest
+from assistant.conversation import CompactionRecord, Conversation, Message
+from tests.fakes.scripted import ScriptedBackend
+
+from .helpers import GOOD_SUMMARY, SYSTEM, controller, local_policy, tool_turn
+
+Computed = Counter[tuple[str, Hashable]]
+
+
+def _ids(messages: Any) -> tuple[str, ...]:
+    return tuple(m.id for m in messages)
+
+
+#: fact -> (the function that computes it, the key of its input)
+FACTS: dict[str, tuple[Callable[..., Any], Callable[..., Hashable]]] = {
+    "calls_by_id": (visibility.calls_by_id, lambda msgs: _ids(msgs)),
+    "unanswered_ids": (visibility.unanswered_ids, lambda msgs: _ids(msgs)),
+    "pending_user_ids": (visibility.pending_user_ids, lambda msgs: _ids(msgs)),
+    "extract_file_ops": (
+        file_tracking.extract_file_ops, lambda msgs, prev=None: (_ids(msgs), repr(prev))
+    ),
+    "collect_state": (
+        extractive.collect_state,
+        lambda msgs, files, **kw: (_ids(msgs), repr(files), repr(sorted(kw.items()))),
+    ),
+}
+
+
+@pytest.fixture
+def computed(monkeypatch: pytest.MonkeyPatch) -> Computed:
+    """Every computation of a fact, by fact and input, wherever it is called from."""
+    seen: Computed = Counter()
+    for name, (fn, key) in FACTS.items():
+        def wrapper(*args: Any, _fn: Any = fn, _key: Any = key, _name: str = name,
+                    **kw: Any) -> Any:
+            seen[(_name, _key(*args, **kw))] += 1
+            return _fn(*args, **kw)
+
+        for mod in list(sys.modules.values()):
+            if getattr(mod, "__name__", "").startswith("assistant.") and \
+                    getattr(mod, name, None) is fn:
+                monkeypatch.setattr(mod, name, wrapper)
+    original = Conversation.kept_messages
+
+    def kept(self: Conversation) -> list[Message]:
+        seen[("kept_messages", (id(self), len(self.messages), len(self.compactions)))] += 1
+        return original(self)
+
+    monkeypatch.setattr(Conversation, "kept_messages", kept)
+    return seen
+
+
+def _chat() -> Conversation:
+    conv = Conversation()
+    conv.append(Message(role="user", content="Always answer in French. Never touch setup.cfg."))
+    conv.append(Message(role="assistant", content="D'accord."))
+    for i in range(8):
+        tool_turn(conv, i, size=60)
+    conv.append(Message(role="user", content="Which file was the longest?"))
+    return conv
+
+
+def _repeated(computed: Computed) -> dict[tuple[str, Hashable], int]:
+    return {key: n for key, n in computed.items() if n > 1}
+
+
+def _policy(conv: Conversation, extra: int) -> Any:
+    ctl, _, _ = controller()
+    n = ctl.estimate(conv, SYSTEM)
+    base = local_policy(reserve=300, keep_recent=1_000, summary_budget=400)
+    return replace(base, window=n + base.reserve + extra)
+
+
+def test_a_prepare_that_prunes_computes_each_fact_once(computed: Computed) -> None:
+    conv = _chat()
+    ctl, _be, _ = controller(policy=_policy(conv, 200))
+    computed.clear()
+    req = ctl.prepare(CallRequest(conv, SYSTEM))
+    assert req.pruned_tokens > 0 and req.compaction is None  # the rules ran
+    names = {name for name, _ in computed}
+    assert {"kept_messages", "calls_by_id", "unanswered_ids"} <= names
+    assert _repeated(computed) == {}
+
+
+def test_a_prepare_that_compacts_computes_each_fact_once(computed: Computed) -> None:
+    conv = _chat()
+    pol = _policy(conv, -1)
+    ctl, _be, _ = controller(
+        ScriptedBackend([GOOD_SUMMARY]), pol, prune_enabled=lambda: False
+    )
+    computed.clear()
+    req = ctl.prepare(CallRequest(conv, SYSTEM))
+    assert req.compaction is not None
+    names = {name for name, _ in computed}
+    assert {"kept_messages", "unanswered_ids", "extract_file_ops", "collect_state"} <= names
+    assert _repeated(computed) == {}
+    # Twice in all: the chat before the compaction, and after it (a new state).
+    assert sum(n for (name, _), n in computed.items() if name == "kept_messages") == 2
+
+
+def test_the_walk_finds_a_fact_computed_twice(
+    computed: Computed, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The walk can fail: with facts that are never kept, the kept messages and the calls
+    are computed again by each rule."""
+    monkeypatch.setattr(FactsCache, "of", lambda self, conv: ConversationFacts(conv))
+    conv = _chat()
+    ctl, _be, _ = controller(policy=_policy(conv, 200))
+    computed.clear()
+    ctl.prepare(CallRequest(conv, SYSTEM))
+    assert {name for name, _ in _repeated(computed)} >= {"kept_messages", "calls_by_id"}
+
+
+def test_facts_follow_the_conversation() -> None:
+    conv = _chat()
+    cache = FactsCache()
+    facts = cache.of(conv)
+    assert cache.of(conv) is facts and facts.kept == conv.messages
+    assert facts.unanswered == frozenset()
+    conv.mark_pruned([conv.messages[4].id], 10)  # pruning changes none of the facts
+    assert cache.of(conv) is facts
+    conv.append(Message(role="assistant", content="file_0.py."))
+    moved = cache.of(conv)
+    assert moved is not facts and moved.kept[-1].content == "file_0.py."
+    conv.add_compaction(CompactionRecord(
+        summary="s", first_kept_id=conv.messages[-2].id, tokens_before=1, tokens_after=1,
+        reason="manual", count=1,
+    ))
+    after = cache.of(conv)
+    assert after is not moved and [m.content for m in after.kept] == [
+        "Which file was the longest?", "file_0.py."
+    ]
+    other = _chat()
+    assert cache.of(other).conv is other
