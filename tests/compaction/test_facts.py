@@ -12,9 +12,10 @@ from typing import Any
 
 import pytest
 
-from assistant.compaction import extractive, file_tracking, visibility
+from assistant.compaction import file_tracking, visibility
 from assistant.compaction.facts import ConversationFacts, FactsCache
 from assistant.compaction.request import CallRequest
+from assistant.compaction.summary import extractive
 from assistant.conversation import CompactionRecord, Conversation, Message
 from tests.fakes.scripted import ScriptedBackend
 

@@ -180,11 +180,11 @@ def test_a_fact_in_a_long_line_of_prose_comes_back_as_its_sentence() -> None:
     for i in range(30):
         conv.append(Message(role="user", content=f"Tell me about the history of tea {i}. " * 8))
         conv.append(Message(role="assistant", content="Tea was first grown in China. " * 15))
-        ctrl.prepare(conv, system_prompt=SYSTEM)
+        ctrl.prepare(CallRequest(conv, SYSTEM))
     assert conv.compactions and "every 15 minutes" not in conv.compactions[-1].summary
     assert ctrl.counter.text(PROSE) > recall_budget(ctrl.policy())  # whole, it cannot fit
     conv.append(Message(role="user", content="How often is the local cache checked?"))
-    req = ctrl.prepare(conv, system_prompt=SYSTEM)
+    req = ctrl.prepare(CallRequest(conv, SYSTEM))
     assert req.recall is not None
     head, excerpt, question = req.messages[-1]["content"].split("\n", 2)
     assert head == HEADING_BEFORE and question == "\nHow often is the local cache checked?"
@@ -203,7 +203,7 @@ def test_a_fact_still_in_the_prompt_is_repeated_beside_the_question_as_its_sente
         conv.append(Message(role="user", content=f"Tell me about the history of tea {i}. " * 8))
         conv.append(Message(role="assistant", content="Tea was first grown in China. " * 15))
     conv.append(Message(role="user", content="How often is the local cache checked?"))
-    req = ctrl.prepare(conv, system_prompt=SYSTEM)
+    req = ctrl.prepare(CallRequest(conv, SYSTEM))
     assert not conv.compactions and req.messages[1]["content"] == PROSE
     assert req.recall is not None
     assert req.messages[-1]["content"] == (
@@ -213,4 +213,4 @@ def test_a_fact_still_in_the_prompt_is_repeated_beside_the_question_as_its_sente
     assert ctrl.recall is not None
     ctrl.recall.focus = False  # the passage is visible whole: nothing is added
     again = Conversation(messages=[m.model_copy() for m in conv.messages])
-    assert ctrl.prepare(again, system_prompt=SYSTEM).recall is None
+    assert ctrl.prepare(CallRequest(again, SYSTEM)).recall is None

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from assistant.agent.events import MessageAdded, MessageRefused, TurnFinished
+from assistant.compaction.request import CallRequest
 from assistant.service.status import Phase
 from tests.fakes.scripted import ScriptedBackend
 
@@ -105,8 +106,9 @@ def test_an_edit_that_fits_after_a_long_chat_is_answered(make_rig: Make) -> None
     engine = rig.service.engine
     assert engine is not None
     at_end = engine.controller.message_fit(
-        rig.service.conversation, longer, system_prompt=rig.service.settings.system_prompt,
-        tools=engine.agent.registry.schemas(),
+        CallRequest(rig.service.conversation, rig.service.settings.system_prompt,
+                    engine.agent.registry.schemas()),
+        longer,
     )
     assert not at_end.fits  # as a new message it would be refused
     rig.service.edit_message(first.id, longer)

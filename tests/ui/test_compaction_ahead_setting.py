@@ -11,6 +11,7 @@ from typing import Any
 from PySide6.QtCore import Qt
 
 from assistant import paths
+from assistant.compaction.request import CallRequest
 from assistant.config import Settings, load_settings
 from tests.fakes.scripted import ScriptedBackend
 
@@ -43,8 +44,8 @@ def _fill_past_ahead_level(h: Harness) -> None:
     assert engine is not None
     threshold = engine.controller.policy().window - engine.controller.policy().reserve
     i = 0
-    while engine.controller.measure(h.controller.conversation,
-                                    system_prompt="").prompt_tokens < 0.75 * threshold:
+    call = CallRequest(h.controller.conversation, "")
+    while engine.controller.measure(call).prompt_tokens < 0.75 * threshold:
         h.type_and_send(f"Question {i}: " + "lorem ipsum dolor sit amet " * 30)
         h.wait_idle()
         i += 1

@@ -17,6 +17,7 @@ from typing import Any
 
 from PySide6.QtCore import Qt
 
+from assistant.compaction.request import CallRequest
 from assistant.config import Settings
 from assistant.ui.message_widgets import MessageWidget
 from assistant.ui.notices import CompactionLine, CompactionNotice
@@ -111,10 +112,9 @@ def test_a_compaction_inside_the_turn_as_the_user_sees_it(
     pol = engine.controller.policy()
 
     def next_fits(i: int) -> bool:
-        prompt = engine.controller.measure(
-            h.controller.conversation, system_prompt=settings.system_prompt,
-            tools=engine.agent.registry.schemas(),
-        ).prompt_tokens
+        prompt = engine.controller.measure(CallRequest(
+            h.controller.conversation, settings.system_prompt, engine.agent.registry.schemas()
+        )).prompt_tokens
         return prompt + backend.count(note(i)) + 20 + pol.reserve <= pol.window
 
     i = 0
