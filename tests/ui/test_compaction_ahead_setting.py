@@ -44,8 +44,10 @@ def _fill_past_ahead_level(h: Harness) -> None:
     assert engine is not None
     threshold = engine.controller.policy().window - engine.controller.policy().reserve
     i = 0
-    call = CallRequest(h.controller.conversation, "")
-    while engine.controller.measure(call).prompt_tokens < 0.75 * threshold:
+    def filled() -> int:
+        return engine.controller.measure(CallRequest(h.controller.conversation, "")).prompt_tokens
+
+    while filled() < 0.75 * threshold:
         h.type_and_send(f"Question {i}: " + "lorem ipsum dolor sit amet " * 30)
         h.wait_idle()
         i += 1
