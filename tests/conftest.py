@@ -60,6 +60,12 @@ class _GroupIdShim:
 
 def pytest_configure(config: pytest.Config) -> None:
     config.pluginmanager.register(_GroupIdShim(), "xdist-group-id-shim")
+    # PySide6 6.12 on Python 3.11 takes a reference from None with each Qt call: a long run
+    # of widget tests aborts the interpreter unless guarded before the first one, as the
+    # app guards itself (assistant/ui/none_guard.py).
+    from assistant.ui.none_guard import protect_none
+
+    protect_none()
 
 
 def _module_fixtures(item: pytest.Item) -> list[str]:
