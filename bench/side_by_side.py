@@ -46,11 +46,12 @@ from .workloads import Workload
 #: llama-server's --cache-reuse chunk size for the front-cut baseline (tokens; llama.cpp's
 #: server docs use 256 as the example value).
 CACHE_REUSE = 256
-#: The policy the questions are asked through: the code-written record, recall off (as the
-#: app ships). The workload runs use the app's model summarizer; in the quick windows its
-#: summaries are rejected and the app falls back to this record anyway (bench/answer_suite.py),
-#: so asking through the model summarizer would cost minutes for the same prompts.
-APP_VARIANT: AnswerStrategy = "record"
+#: The policy the questions are asked through: the code-written record with recall (as the
+#: app ships: ``CompactionSwitches.recall``). The workload runs use the app's model
+#: summarizer; in the quick windows its summaries are rejected and the app falls back to this
+#: record anyway (bench/answer_suite.py), so asking through the model summarizer would cost
+#: minutes for the same prompts.
+APP_VARIANT: AnswerStrategy = "record+recall"
 
 EMBEDDED = "embedded engine, app policy"
 SERVER_POLICY = "llama-server, app policy"
