@@ -149,6 +149,7 @@ def test_ten_thousand_raced_tool_calls_never_leave_the_workspace(tmp_path: Path)
     finally:
         racer.kill()
         racer.wait()
+        racer.stdout.close()
 
     after = {**_snapshot(outside), **{f"etc/{k}": v for k, v in _snapshot(etc).items()}}
     changed = sorted(k for k in before.keys() | after.keys() if before.get(k) != after.get(k))
