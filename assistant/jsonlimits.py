@@ -18,6 +18,7 @@ chat and settings files, transcripts): it never raises anything but ``ValueError
 from __future__ import annotations
 
 import json
+import math
 import re
 from typing import Any
 
@@ -105,6 +106,22 @@ def check_text(text: str | bytes, what: str, limit: int = MAX_DOCUMENT_DEPTH) ->
         raise TooDeepError(what, limit)
 
 
+def reject_constant(name: str) -> Any:
+    """``parse_constant`` for ``json.loads``: NaN and Infinity are not JSON (our writers use
+    ``allow_nan=False``), so a line holding them is refused like any other bad JSON rather
+    than read and then impossible to write back."""
+    raise ValueError(f"{name} is not a JSON number")
+
+
+def finite_float(text: str) -> float:
+    """``parse_float`` for ``json.loads``: a number too large for a float (``1e999``) would
+    become infinity, which cannot be written back; refused like NaN."""
+    value = float(text)
+    if not math.isfinite(value):
+        raise ValueError(f"{text[:40]} is out of range")
+    return value
+
+
 def loads(
     text: str | bytes,
     what: str,
@@ -118,7 +135,7 @@ def loads(
         raise TooLargeError(what, max_chars)
     check_text(text, what, limit)
     try:
-        return json.loads(text)
+        return json.loads(text, parse_constant=reject_constant, parse_float=finite_float)
     except RecursionError:  # pragma: no cover - the depth check comes first
         raise TooDeepError(what, limit) from None
 
