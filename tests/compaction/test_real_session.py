@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from assistant.compaction.tokens import CountingBackend
+from assistant.llm.registry import load_registry
 from assistant.replay import load_transcript, replay, resolve_policy
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "real-sessions"
@@ -46,3 +47,21 @@ def test_every_must_fact_survives(mode: str) -> None:
         # (a 12k-token write_file call) leaves no older history that could stay.
         filled = [c["tokens_after"] >= policy.window // 2 for c in compactions]
         assert sum(filled) >= len(filled) - 1
+
+
+def test_every_must_fact_survives_at_the_embedded_models_shipped_size() -> None:
+    """The embedded model's prompts are kept within its measured effective context (2,048
+    tokens for SmolLM2): there the record of what the user said is small, and the chat's
+    first instructions ("code sharing between the different run modes") and its short
+    decisions ("ok, create a branch refactor") must still be in it."""
+    registry = load_registry()
+    entry = registry.get(registry.default)
+    assert entry is not None and entry.effective_context
+    system, messages = load_transcript(SESSION)
+    policy = resolve_policy("local", entry.effective_context, None)
+    assert policy.window == entry.effective_context
+    out = io.StringIO()
+    final = replay(messages, backend=CountingBackend(window=policy.window), policy=policy,
+                   system_prompt=system or "sys", use_model=False, out=out)
+    seen = _seen(final)
+    assert [fact for fact in FACTS["must"] if fact.lower() not in seen] == []

@@ -11,7 +11,7 @@ first is chatter, and what stays is what the user cannot expect the model to gue
   Friday, right?", "shall we drop the cache?"), a hedge that defers or settles something
   ("not sure about the cache, maybe we can postpone that"), a correction ("no, use pnpm not
   npm", "actually, make it 3"), a short reply that chooses ("call it main-new", "go with
-  the second one").
+  the second one", "ok, create a branch refactor").
 
 :func:`pins_down` is True for either. It looks at shape and a few marker words only, never
 at the topic.
@@ -52,7 +52,12 @@ _CORRECTION = re.compile(
     r"(^\W*(no|nope|actually|wait|sorry|correction|rather|instead)\b|\bnot\s+\S+\s*,?\s*but\b|"
     r",\s*not\s+\w+|\b(use|using|it'?s|is)\s+\S+\s+not\s+\S+|\binstead( of)?\b|\bi meant\b|"
     r"\bmake it\b|\bchange it to\b|"
-    r"\b(call|name) (it|this|that|the \w+)\b|\brename\b)",
+    r"\b(call|name) (it|this|that|the \w+)\b|\brename\b|"
+    # creating a named thing: "create a branch refactor", "make a new folder drafts"
+    r"\b(create|make|open|start|add|set up|switch to|check ?out)\s+(an?\s+|the\s+)?(new\s+)?"
+    r"(branch|folder|directory|file|project|repo(sitory)?|module|package|tag|table|database|"
+    r"account|channel|list|page|section)\s+(called\s+|named\s+)?"
+    r"(?!(?:and|or|to|about|with|for|in|on|of|from|that|this|it|so|then|as|at|by)\b)[\w.-]+)",
     re.IGNORECASE,
 )
 

@@ -24,6 +24,8 @@ FACTS_AND_DECISIONS = (
     "call it main-new",
     "Let's go with the second option.",
     "Shall we drop the old importer?",
+    "ok, create a branch refactor",
+    "make a new folder called drafts",
 )
 CHATTER = (
     "Tell me about the history of tea.",
@@ -32,6 +34,8 @@ CHATTER = (
     "I was reading about volcanoes last weekend and found it fascinating.",
     "What are three surprising things about bees that most people do not know?",
     "My neighbour spent years on it and still says she is a beginner.",
+    "open the file and read it to me",
+    "add a section about costs",
 )
 
 
