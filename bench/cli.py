@@ -1,3 +1,4 @@
+# Over 500 lines: every flag of `python -m bench` and the order its sections run in.
 """``python -m bench``: run workloads x strategies and report.
 
     python -m bench [--workload NAME ...] [--strategy NAME ...]

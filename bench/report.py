@@ -1,3 +1,4 @@
+# Over 500 lines: one writer for every section and plot of docs/BENCHMARKS.md.
 """The benchmark report: ``docs/BENCHMARKS.md`` with tables and PNG plots, plus JSON.
 
 :class:`BenchResult` is everything one ``assistant bench`` invocation measured.

@@ -1,3 +1,4 @@
+# Over 500 lines: the five workloads are data (their messages and files), kept together.
 """Deterministic benchmark workloads with planted facts.
 
 A :class:`Workload` is a list of steps the user takes: chat messages (:class:`ChatStep`) and
