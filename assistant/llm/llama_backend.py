@@ -368,14 +368,6 @@ class LlamaBackend:
         """("on" | "off" | "unchecked", marker or the reason it is off)."""
         return self._incremental_state, self._incremental_reason
 
-    def reset_prompt_cache(self) -> None:
-        """Drop memoized pieces and redo the setup checks on next use."""
-        with self._prompt_lock:
-            self._incremental = None
-            self._incremental_state = "unchecked"
-            self._incremental_reason = ""
-            self._verify_prompts = 3
-
     def _prompt_tokenizer(self) -> IncrementalTokenizer | None:
         if self._incremental_state == "unchecked":
             with self._prompt_lock:
@@ -658,7 +650,7 @@ class LlamaBackend:
             raise ValueError("empty prompt")
         if options.grammar is not None:
             self.check_grammar(options.grammar)
-        return self._stream(tokens, options, cancel, on_prefill)
+        return self._armed(self._stream_call(tokens, options, cancel, on_prefill), cancel)
 
     def check_grammar(self, grammar: str) -> None:
         """Raise :class:`GrammarError` unless llama.cpp parses GBNF ``grammar`` (root rule
@@ -821,16 +813,12 @@ class LlamaBackend:
             llm.reset()
         return ReusePlan(int(llm.n_tokens)) if finished else None
 
-    def _stream(
-        self,
-        tokens: list[int],
-        options: GenerationOptions,
-        cancel: CancelToken | None,
-        on_prefill: Callable[[int, int], None] | None,
+    def _armed(
+        self, events: Iterator[StreamEvent], cancel: CancelToken | None
     ) -> Iterator[StreamEvent]:
-        """One call with Stop armed: cancelling aborts llama.cpp's current decode."""
+        """``events`` (one call) with Stop armed: cancelling aborts llama.cpp's current decode."""
         with self._abort.armed(self._llm._ctx.ctx, cancel):
-            yield from self._stream_call(tokens, options, cancel, on_prefill)
+            yield from events
 
     def _aborted(self) -> None:
         """After an aborted decode: drop the cells of the ubatches it finished (llama.cpp
