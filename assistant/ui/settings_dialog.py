@@ -56,7 +56,7 @@ from assistant.llm import gguf
 from assistant.llm.catalog import list_models
 from assistant.llm.context_probe import measured_line
 from assistant.llm.registry import ModelEntry, Registry
-from assistant.secrets import SecretStore, SecretStoreError
+from assistant.secrets import SecretStoreError
 from assistant.settings_check import check_against_model
 from assistant.ui.engine_settings import EnginePage
 from assistant.ui.form_parts import format_size, help_label, spin_box
@@ -103,7 +103,6 @@ class SettingsDialog(QDialog):
         *,
         loaded_trained_context: int | None = None,
         model_present: Callable[[ModelEntry], bool] = lambda _e: True,
-        secrets: SecretStore | None = None,
         count_tokens: Callable[[str], int] | None = None,
         state_usage: Callable[[], Usage] | None = None,
         clear_states: Callable[[], Usage] | None = None,
@@ -134,7 +133,7 @@ class SettingsDialog(QDialog):
         layout.setSpacing(10)
         self.tabs = QTabWidget()
         self.tabs.addTab(self._build_model_tab(), "Model")
-        self.engine_page = EnginePage(secrets)
+        self.engine_page = EnginePage()
         self.tabs.addTab(self.engine_page, "Engine")
         self.tabs.addTab(self._build_context_tab(), "Context")
         self.tabs.addTab(self._build_chat_tab(), "Chat && look")
