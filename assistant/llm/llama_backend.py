@@ -168,10 +168,7 @@ class LlamaBackend:
         self._meta = meta
         model = llama._model
         self._vocab = getattr(model, "vocab", None)
-        bos_id, eos_id = llama.token_bos(), llama.token_eos()
-        self._bos_text = self._piece(bos_id) if bos_id >= 0 else ""
-        self._eos_text = self._piece(eos_id) if eos_id >= 0 else ""
-        self._add_bos = bool(model.add_bos_token()) if hasattr(model, "add_bos_token") else False
+        self._bos_text, self._eos_text, self._add_bos = special_tokens(llama)
         source = meta.get("tokenizer.chat_template")
         self._template = ChatTemplate(
             source, bos_token=self._bos_text, eos_token=self._eos_text, origin="gguf"
@@ -302,10 +299,6 @@ class LlamaBackend:
         return backend
 
     # -- tokenizer ------------------------------------------------------------------------
-    def _piece(self, token: int) -> str:
-        data: bytes = self._llm.detokenize([token], special=True)
-        return data.decode("utf-8", errors="replace")
-
     def tokenize(self, text: str) -> list[int]:
         add_bos = self._add_bos and not (self._bos_text and text.startswith(self._bos_text))
         tokens: list[int] = self._llm.tokenize(text.encode("utf-8"), add_bos=add_bos, special=True)
@@ -367,14 +360,6 @@ class LlamaBackend:
     def incremental_status(self) -> tuple[str, str]:
         """("on" | "off" | "unchecked", marker or the reason it is off)."""
         return self._incremental_state, self._incremental_reason
-
-    def reset_prompt_cache(self) -> None:
-        """Drop memoized pieces and redo the setup checks on next use."""
-        with self._prompt_lock:
-            self._incremental = None
-            self._incremental_state = "unchecked"
-            self._incremental_reason = ""
-            self._verify_prompts = 3
 
     def _prompt_tokenizer(self) -> IncrementalTokenizer | None:
         if self._incremental_state == "unchecked":
@@ -658,7 +643,7 @@ class LlamaBackend:
             raise ValueError("empty prompt")
         if options.grammar is not None:
             self.check_grammar(options.grammar)
-        return self._stream(tokens, options, cancel, on_prefill)
+        return self._armed(self._stream_call(tokens, options, cancel, on_prefill), cancel)
 
     def check_grammar(self, grammar: str) -> None:
         """Raise :class:`GrammarError` unless llama.cpp parses GBNF ``grammar`` (root rule
@@ -821,16 +806,12 @@ class LlamaBackend:
             llm.reset()
         return ReusePlan(int(llm.n_tokens)) if finished else None
 
-    def _stream(
-        self,
-        tokens: list[int],
-        options: GenerationOptions,
-        cancel: CancelToken | None,
-        on_prefill: Callable[[int, int], None] | None,
+    def _armed(
+        self, events: Iterator[StreamEvent], cancel: CancelToken | None
     ) -> Iterator[StreamEvent]:
-        """One call with Stop armed: cancelling aborts llama.cpp's current decode."""
+        """``events`` (one call) with Stop armed: cancelling aborts llama.cpp's current decode."""
         with self._abort.armed(self._llm._ctx.ctx, cancel):
-            yield from self._stream_call(tokens, options, cancel, on_prefill)
+            yield from events
 
     def _aborted(self) -> None:
         """After an aborted decode: drop the cells of the ubatches it finished (llama.cpp
@@ -1045,6 +1026,20 @@ def _weights_off_amx() -> Iterator[None]:
             yield
         finally:
             native.llama_model_default_params = original
+
+
+def special_tokens(llama: Any) -> tuple[str, str, bool]:
+    """A loaded model's BOS text, EOS text ("" when it has none) and whether it adds BOS."""
+
+    def piece(token: int) -> str:
+        if token < 0:
+            return ""
+        data: bytes = llama.detokenize([token], special=True)
+        return data.decode("utf-8", errors="replace")
+
+    model = llama._model
+    add_bos = bool(model.add_bos_token()) if hasattr(model, "add_bos_token") else False
+    return piece(llama.token_bos()), piece(llama.token_eos()), add_bos
 
 
 @contextlib.contextmanager

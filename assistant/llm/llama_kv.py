@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from importlib import metadata
 from typing import Any
 
-from assistant.llm.cache_reuse import HELPER_SEQ, MAIN_SEQ, ReuseFailed
+from assistant.llm.cache_reuse import MAIN_SEQ, ReuseFailed
 
 #: K-cache types whose cells can be rotated exactly (f32, f16, bf16).
 _FLOAT_TYPES = frozenset({0, 1, 30})
@@ -181,9 +181,6 @@ class LlamaMemory:
         return int(lc.llama_memory_seq_pos_min(self._mem, seq)), int(
             lc.llama_memory_seq_pos_max(self._mem, seq)
         )
-
-    def clear_helper(self) -> None:
-        self.seq_rm(HELPER_SEQ, -1, -1)
 
 
 def read_state(llm: Any) -> bytearray:

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from assistant.llm.base import ModelLoadError
-from assistant.llm.llama_backend import GGUF_MAGIC, _quiet_stderr
+from assistant.llm.llama_backend import GGUF_MAGIC, _quiet_stderr, special_tokens
 from assistant.llm.template import ChatTemplate
 
 
@@ -40,11 +40,7 @@ class GGUFVocab:
             raise ModelLoadError(str(self.path), f"llama.cpp could not read it ({exc})") from exc
         self._lock = threading.Lock()
         meta: dict[str, str] = dict(self._llm.metadata or {})
-        bos, eos = self._llm.token_bos(), self._llm.token_eos()
-        self.bos_text = self._piece(bos) if bos >= 0 else ""
-        self.eos_text = self._piece(eos) if eos >= 0 else ""
-        model = self._llm._model
-        self._add_bos = bool(model.add_bos_token()) if hasattr(model, "add_bos_token") else False
+        self.bos_text, self.eos_text, self._add_bos = special_tokens(self._llm)
         self.template = ChatTemplate(
             meta.get("tokenizer.chat_template"),
             bos_token=self.bos_text,
@@ -52,10 +48,6 @@ class GGUFVocab:
             origin=f"gguf:{self.path.name}",
         )
         self.name = f"{self.path.name} tokenizer"
-
-    def _piece(self, token: int) -> str:
-        data: bytes = self._llm.detokenize([token], special=True)
-        return data.decode("utf-8", errors="replace")
 
     def tokenize_prompt(self, text: str) -> list[int]:
         """A rendered prompt's tokens: BOS added when the vocabulary asks for it and the

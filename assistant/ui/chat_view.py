@@ -376,11 +376,6 @@ class ChatView(QScrollArea):
         self._append(notice)
         return notice
 
-    def add_compaction_notice(self, record: CompactionRecord) -> CompactionNotice:
-        notice = CompactionNotice(record)
-        self._append(notice)
-        return notice
-
     def add_compaction_line(self, record: CompactionRecord) -> CompactionLine:
         """After a compaction re-rendered the chat: a line at the bottom saying older
         messages were summarized, with a button to the divider (often out of view)."""

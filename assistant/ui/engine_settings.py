@@ -63,12 +63,10 @@ class EnginePage(QWidget):
     #: The connection test finished: a :class:`ConnectionReport` or an error message.
     tested = Signal(object)
 
-    def __init__(
-        self, secrets: SecretStore | None = None, parent: QWidget | None = None
-    ) -> None:
+    def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.setObjectName("EnginePage")
-        self._secrets = secrets or SecretStore()
+        self._secrets = SecretStore()
         self._settings = Settings()
         self._thread: threading.Thread | None = None
         self._relay = _Relay(self)

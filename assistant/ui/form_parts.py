@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from PySide6.QtWidgets import QLabel
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QLabel, QSpinBox
 
 
 def help_label(text: str) -> QLabel:
@@ -11,6 +12,23 @@ def help_label(text: str) -> QLabel:
     label.setObjectName("FieldHelp")
     label.setWordWrap(True)
     return label
+
+
+def spin_box(
+    minimum: int, maximum: int, suffix: str = "", special: str = "", width: int = 96
+) -> QSpinBox:
+    """A right-aligned number field with thousands separators; ``special`` names its minimum."""
+    box = QSpinBox()
+    box.setRange(minimum, maximum)
+    box.setGroupSeparatorShown(True)
+    box.setAlignment(Qt.AlignmentFlag.AlignRight)
+    box.setMinimumWidth(width)
+    box.setMinimumHeight(28)
+    if suffix:
+        box.setSuffix(suffix)
+    if special:
+        box.setSpecialValueText(special)
+    return box
 
 
 def format_size(size: int) -> str:

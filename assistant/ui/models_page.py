@@ -154,7 +154,6 @@ class ModelsPage(QDialog):
         registry: Registry | None,
         current_model: Callable[[], str],
         *,
-        trial_load: Callable[[Path], None] | None = None,
         parent: QWidget | None = None,
     ) -> None:
         super().__init__(parent)
@@ -164,7 +163,6 @@ class ModelsPage(QDialog):
         self.resize(760, 560)
         self._registry = registry
         self._current = current_model
-        self._trial_load = trial_load
         self._pool: ThreadPoolExecutor | None = None
         self._done = _Done(self)
         self._done.finished.connect(self._finished)
@@ -270,7 +268,7 @@ class ModelsPage(QDialog):
     def add_file(self, path: Path) -> None:
         """Check ``path`` in the background and add it (or say what is wrong with it)."""
         self.say(f"Checking {path.name}… (llama.cpp loads it once to be sure)")
-        self._start(lambda: catalog.add_model(path, self._trial_load, self._registry), self._added)
+        self._start(lambda: catalog.add_model(path, registry=self._registry), self._added)
 
     def _added(self, model: CatalogModel) -> None:
         self.refresh()

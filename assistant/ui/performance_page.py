@@ -11,7 +11,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from PySide6.QtCore import Qt
 from PySide6.QtWidgets import (
     QCheckBox,
     QComboBox,
@@ -27,24 +26,14 @@ from PySide6.QtWidgets import (
 )
 
 from assistant.config import Performance
-from assistant.ui.form_parts import format_size, help_label
+from assistant.ui.form_parts import format_size, help_label, spin_box
 
 #: (files, bytes) of the saved states, and deleting them (returns what was freed).
 Usage = tuple[int, int]
 
 
 def _spin(maximum: int, suffix: str = "", special: str = "") -> QSpinBox:
-    box = QSpinBox()
-    box.setRange(0, maximum)
-    box.setGroupSeparatorShown(True)
-    box.setAlignment(Qt.AlignmentFlag.AlignRight)
-    box.setMinimumWidth(110)
-    box.setMinimumHeight(28)
-    if suffix:
-        box.setSuffix(suffix)
-    if special:
-        box.setSpecialValueText(special)
-    return box
+    return spin_box(0, maximum, suffix, special, width=110)
 
 
 def describe_usage(usage: Usage) -> str:

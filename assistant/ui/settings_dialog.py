@@ -56,10 +56,10 @@ from assistant.llm import gguf
 from assistant.llm.catalog import list_models
 from assistant.llm.context_probe import measured_line
 from assistant.llm.registry import ModelEntry, Registry
-from assistant.secrets import SecretStore, SecretStoreError
+from assistant.secrets import SecretStoreError
 from assistant.settings_check import check_against_model
 from assistant.ui.engine_settings import EnginePage
-from assistant.ui.form_parts import format_size, help_label
+from assistant.ui.form_parts import format_size, help_label, spin_box
 from assistant.ui.performance_page import PerformancePage, Usage
 
 POLICY_FIELDS: tuple[tuple[str, str], ...] = tuple(
@@ -79,18 +79,6 @@ def _form_page() -> tuple[QWidget, QFormLayout]:
     form.setVerticalSpacing(10)
     form.setHorizontalSpacing(16)
     return page, form
-
-
-def _spin(minimum: int = -1, maximum: int = BIG, suffix: str = "") -> QSpinBox:
-    box = QSpinBox()
-    box.setRange(minimum, maximum)
-    box.setGroupSeparatorShown(True)
-    box.setAlignment(Qt.AlignmentFlag.AlignRight)
-    box.setMinimumWidth(96)
-    box.setMinimumHeight(28)
-    if suffix:
-        box.setSuffix(suffix)
-    return box
 
 
 def _dspin(minimum: float, maximum: float, step: float, decimals: int = 2) -> QDoubleSpinBox:
@@ -115,7 +103,6 @@ class SettingsDialog(QDialog):
         *,
         loaded_trained_context: int | None = None,
         model_present: Callable[[ModelEntry], bool] = lambda _e: True,
-        secrets: SecretStore | None = None,
         count_tokens: Callable[[str], int] | None = None,
         state_usage: Callable[[], Usage] | None = None,
         clear_states: Callable[[], Usage] | None = None,
@@ -146,7 +133,7 @@ class SettingsDialog(QDialog):
         layout.setSpacing(10)
         self.tabs = QTabWidget()
         self.tabs.addTab(self._build_model_tab(), "Model")
-        self.engine_page = EnginePage(secrets)
+        self.engine_page = EnginePage()
         self.tabs.addTab(self.engine_page, "Engine")
         self.tabs.addTab(self._build_context_tab(), "Context")
         self.tabs.addTab(self._build_chat_tab(), "Chat && look")
@@ -198,7 +185,7 @@ class SettingsDialog(QDialog):
         #: The measured effective context (``python -m assistant probe``), read only.
         self.effective_context_info = help_label("")
         form.addRow("", self.effective_context_info)
-        self.threads = _spin(-1, 1024)
+        self.threads = spin_box(-1, 1024)
         form.addRow("CPU threads", self.threads)
         threads_help = help_label(
             threads_help_text(self._prefill_text) + " Changing the model, the threads or the "
@@ -211,7 +198,7 @@ class SettingsDialog(QDialog):
         form.addRow("Temperature", self.temperature)
         self.top_p = _dspin(0.0, 1.5, 0.05)
         form.addRow("Top p", self.top_p)
-        self.max_reply = _spin(0, 1_000_000)
+        self.max_reply = spin_box(0, 1_000_000)
         form.addRow("Longest reply (tokens)", self.max_reply)
         return page
 
@@ -258,7 +245,7 @@ class SettingsDialog(QDialog):
             label.setToolTip(ModePolicy.model_fields[field].description or "")
             grid.addWidget(label, row, 0)
             for col, (mode, _title) in enumerate(MODES, start=1):
-                spin = _spin()
+                spin = spin_box(-1, BIG)
                 spin.setObjectName(f"{mode}_{field}")
                 spin.setToolTip(ModePolicy.model_fields[field].description or "")
                 self.policy_spins[(mode, field)] = spin
@@ -317,7 +304,7 @@ class SettingsDialog(QDialog):
         form.addRow("Theme", self.theme)
         self.enter_sends = QCheckBox("Enter sends, Shift+Enter adds a line")
         form.addRow("Input", self.enter_sends)
-        self.step_limit = _spin(0, 1000)
+        self.step_limit = spin_box(0, 1000)
         form.addRow("Tool steps per reply", self.step_limit)
         return page
 

@@ -8,9 +8,9 @@
 * the messages, in context (the chat as last sent plus the request: llama.cpp still holds
   the chat, so only the request is evaluated) or as a transcript (one labelled text of the
   span, its oldest messages left out when it does not fit; the facts cover all of them);
-* what validation needs (:func:`~assistant.compaction.summary.validate.validate_summary`): the
-  span as the model saw it, the user's rules, and the other text a summary may draw on
-  (previous summary, the user's record, the file lists).
+* what validation compares a reply with: the span as the model saw it (the user's rules
+  and the other text a summary may draw on are the summarizer's, computed once per
+  compaction).
 """
 
 from __future__ import annotations
@@ -65,8 +65,6 @@ class GuidedRequest:
     previous: str | None
     #: What validation compares the summary with.
     source: str
-    rules: list[str]
-    reference: str
 
     @classmethod
     def build(
@@ -78,7 +76,6 @@ class GuidedRequest:
         focus: str | None,
         budget: int,
         recorded_rules: Sequence[str] = (),
-        record: Sequence[str] = (),
     ) -> GuidedRequest:
         span = [*history, *turn_prefix]
         digest = gather(span, previous, recorded_rules)
@@ -104,8 +101,6 @@ class GuidedRequest:
             focus=focus,
             previous=previous,
             source=serialize(span, tool_chars=1 << 30),
-            rules=user_rules(span, recorded_rules),
-            reference="\n".join([previous or "", *record]),
         )
 
     def ask(

@@ -334,7 +334,7 @@ class ModelSummarizer:
         guided = GuidedRequest.build(
             request.history, request.turn_prefix, previous=request.previous,
             focus=request.focus, budget=request.budget,
-            recorded_rules=request.state.constraints, record=_record(request.state),
+            recorded_rules=request.state.constraints,
         )
         checks = _Checks(checks.rules, checks.reference, guided, checks.users)
         overhead = self.counter.exact(guided.transcript_messages("", _PROBE_PROBLEMS))

@@ -123,16 +123,12 @@ def _in(piece: Piece, stage: Stage) -> bool:
     return piece.kind in kinds and (salient is None or piece.salient == salient)
 
 
-def shorten_messages(
-    texts: Sequence[str], budget: int, count: Count, *, first_number: int = 1
-) -> str:
+def shorten_messages(texts: Sequence[str], budget: int, count: Count) -> str:
     """Bullets of ``texts`` (oldest first) within ``budget`` tokens, shortened by the rules
     of the module docstring. Returns "" when ``texts`` is empty or nothing fits."""
     if not texts or budget <= 0:
         return ""
-    entries = [
-        _Entry(split_user_text(t.strip()), first_number + i) for i, t in enumerate(texts)
-    ]
+    entries = [_Entry(split_user_text(t.strip()), i) for i, t in enumerate(texts, 1)]
     for e in entries:
         e.size = count(_bullet(e)) + 1
 
