@@ -79,7 +79,7 @@ def test_the_history_stays_within_the_target_while_the_latest_message_exceeds_it
     latest = backend.count_prompt([{"role": "user", "content": text}]) - backend.count_prompt([])
     # Sent whole, byte for byte, beyond the target and within the window.
     assert req.messages[-1] == {"role": "user", "content": text}
-    assert TARGET < req.prompt_tokens and req.prompt_tokens + req.reserve <= WINDOW
+    assert req.prompt_tokens > TARGET and req.prompt_tokens + req.reserve <= WINDOW
     assert req.reserve == _policy().reserve
     # What comes before it is within the target: at its smallest form here.
     assert req.prompt_tokens - latest + _policy().reserve <= TARGET
