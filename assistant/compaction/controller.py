@@ -58,6 +58,7 @@ from assistant.compaction.request import CallRequest, MessageFit, PreparedReques
 from assistant.compaction.summary import ExtractiveSummarizer, ModelSummarizer, Summarizer
 from assistant.compaction.tokens import TokenCounter
 from assistant.compaction.view import ViewBuilder
+from assistant.compaction.visibility import pending_start
 from assistant.config import EffectivePolicy
 from assistant.conversation import (
     MAX_SHOWN_CHARS,
@@ -334,21 +335,19 @@ class ContextController:
 
     def turn_policy(self, call: CallRequest) -> EffectivePolicy:
         """The policy for this call: the target as the window, grown up to the hard limit
-        when the latest turn (the newest user message and what follows it, as shown) does
+        when the latest turn (what the model has not answered yet, as shown: the newest
+        user message, a file the user read before it, the tool outputs of the turn) does
         not fit in the target beside the system prompt, the tools, the reserve and the
         smallest summary (:meth:`~assistant.config.EffectivePolicy.for_turn`)."""
         pol = self.policy()
         if pol.limit <= pol.window:
             return pol
         kept, counts = self._kept(call.conv)
-        latest = next((i for i in range(len(kept) - 1, -1, -1) if kept[i].role == "user"), None)
-        if latest is None:
-            return pol.for_turn(0, 0)
-        before = latest > 0 or call.conv.last_compaction is not None
+        start = pending_start(kept)
         beside = self.overhead(call.system_prompt, call.tools)
-        if before:
+        if start > 0 or call.conv.last_compaction is not None:
             beside += minimal_summary(pol, self.counter.text)
-        return pol.for_turn(sum(counts[latest:]), beside)
+        return pol.for_turn(sum(counts[start:]), beside)
 
     def _remember_sent(self, conv: Conversation, req: PreparedRequest) -> None:
         pruned = frozenset(m.id for m in self.facts.of(conv).kept if m.pruned)
