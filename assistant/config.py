@@ -8,7 +8,11 @@ file is backed up beside itself and defaults are used; :func:`load_settings` say
 The two context policies (``local`` and ``standard``) hold what the user configured. What the
 engine uses for a given model is :meth:`ModePolicy.effective`, derived by one documented rule
 (see there) so a model whose window is smaller than the configured one is never silently
-given values that cannot fit.
+given values that cannot fit. When the model was measured to use fewer tokens well than its
+window holds (:meth:`Settings.effective_policy`), that size is the *target* the history is
+kept within (``EffectivePolicy.window``) and the window stays the *hard limit*
+(``EffectivePolicy.hard_window``) that the latest turn may use whole
+(:meth:`EffectivePolicy.for_turn`).
 """
 
 from __future__ import annotations
@@ -18,7 +22,7 @@ import os
 import shutil
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Literal
 from urllib.parse import urlsplit
@@ -172,7 +176,16 @@ class ModePolicy(BaseModel):
 
 @dataclass(frozen=True)
 class EffectivePolicy:
-    """The values in force for the loaded model (see :meth:`ModePolicy.effective`)."""
+    """The values in force for the loaded model (see :meth:`ModePolicy.effective`).
+
+    ``window`` is the target prompts are built within: compaction triggers when the prompt
+    and the reply's reserve pass it, and compacts to it; every other value is scaled from
+    it. ``hard_window`` (0: the same) is the model's window, the hard limit for the whole
+    prompt and reserve: the latest turn (the user's newest message and the tool outputs of
+    the turn it starts) may go beyond the target up to it, see :meth:`for_turn`. Protect
+    and minimum stay scaled from the target: they clear answered tool outputs, which are
+    history (the current turn's outputs are never pruned before the model answers them).
+    """
 
     mode: Mode
     window: int
@@ -182,11 +195,34 @@ class EffectivePolicy:
     keep_recent: int
     summary_budget: int
     scaled: bool = False
+    hard_window: int = 0
+
+    @property
+    def limit(self) -> int:
+        """The hard limit for prompt + reserve: the model's window."""
+        return max(self.hard_window, self.window)
+
+    def for_turn(self, latest: int, beside: int) -> EffectivePolicy:
+        """The policy for one model call whose latest turn takes ``latest`` tokens, beside
+        ``beside`` tokens that cannot be compacted away (system prompt, tools and the
+        smallest summary). Its window is the target, or, when the latest turn does not fit
+        in the target beside those and the reserve, exactly what it needs, up to the hard
+        limit: the history is then compacted to its smallest form, so what comes before
+        the latest turn never takes more than the target, and the turn may use the whole
+        window."""
+        need = latest + beside + self.reserve
+        return replace(self, window=min(self.limit, max(self.window, need)),
+                       hard_window=self.limit)
 
     def describe(self) -> str:
         note = " (scaled to the model's window)" if self.scaled else ""
+        within = (
+            f"prompts kept within {self.window:,} of the {self.limit:,} window (a long "
+            f"latest message may use the whole window)"
+            if self.limit > self.window else f"window {self.window:,}"
+        )
         return (
-            f"{self.mode}: window {self.window:,}, protect {self.protect:,}, minimum "
+            f"{self.mode}: {within}, protect {self.protect:,}, minimum "
             f"{self.minimum:,}, reserve {self.reserve:,}, keep recent {self.keep_recent:,}, "
             f"summary budget {self.summary_budget:,}{note}"
         )
@@ -231,9 +267,10 @@ class CompactionSwitches(BaseModel):
     )
     use_measured_context: bool = Field(
         True,
-        description="When `python -m assistant probe` measured that the model uses fewer "
-        "tokens well than its window holds, keep prompts within that size (never below "
-        "2,048 tokens); the window stays the hard limit.",
+        description="When the model was measured to use fewer tokens well than its window "
+        "holds (models/registry.json, `python -m assistant probe`), keep the history within "
+        "that size (never below 2,048 tokens); the window stays the hard limit, and a long "
+        "latest message may use all of it.",
     )
     recall: bool = Field(
         True,
@@ -440,13 +477,21 @@ class Settings(BaseModel):
     ) -> EffectivePolicy:
         """The policy for a model with ``trained_context`` tokens. ``measured_context``,
         the size the model was measured to use well (:mod:`assistant.llm.context_probe`),
-        caps the window too when the ``use_measured_context`` switch is on, never below
-        :data:`MIN_MEASURED_WINDOW` (so a weak probe cannot make the app unusable)."""
-        cap = trained_context
-        if measured_context and self.compaction.use_measured_context:
-            usable = max(measured_context, MIN_MEASURED_WINDOW)
-            cap = usable if not cap else min(cap, usable)
-        return self.policy().effective(self.mode, cap)
+        becomes the target prompts are built within when the ``use_measured_context``
+        switch is on (never below :data:`MIN_MEASURED_WINDOW`, so a weak probe cannot make
+        the app unusable): every value is scaled from it by :meth:`ModePolicy.effective`,
+        while ``hard_window`` stays the window without it (the hard limit, which the latest
+        turn may use whole)."""
+        hard = self.policy().effective(self.mode, trained_context)
+        if not (measured_context and self.compaction.use_measured_context):
+            return hard
+        usable = max(measured_context, MIN_MEASURED_WINDOW)
+        if usable >= hard.window:
+            return hard
+        cap = usable if not trained_context else min(trained_context, usable)
+        return replace(
+            self.policy().effective(self.mode, cap), hard_window=hard.window
+        )
 
     def switches(self) -> CompactionSwitches:
         """The switches with the environment overrides applied."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -170,3 +171,37 @@ def test_engine_settings_round_trip(tmp_path: Path) -> None:
     assert loaded.notice is None
     assert loaded.settings.engine == s.engine
     assert loaded.settings.engine.server.base_url == "http://h:1"
+
+
+# -- the measured target and the hard window (issue 25/26) ------------------------------
+
+
+def test_a_measured_context_is_the_target_and_the_window_the_hard_limit() -> None:
+    settings = Settings()
+    pol = settings.effective_policy(8_192, 2_048)
+    # Every value is scaled from the target, as for a 2,048-token window...
+    assert replace(pol, hard_window=0) == default_local().effective("local", 2_048)
+    # ...and the model's window stays the hard limit.
+    assert (pol.window, pol.hard_window, pol.limit) == (2_048, 8_192, 8_192)
+    text = pol.describe()
+    assert "prompts kept within 2,048 of the 8,192 window" in text
+    assert "a long latest message may use the whole window" in text
+    # Without a measurement (or with the switch off) the window is both.
+    plain = settings.effective_policy(8_192)
+    assert (plain.window, plain.limit) == (8_192, 8_192) and "window 8,192" in plain.describe()
+    settings.compaction.use_measured_context = False
+    assert settings.effective_policy(8_192, 2_048).limit == 8_192
+    assert settings.effective_policy(8_192, 2_048).window == 8_192
+
+
+def test_the_latest_turn_grows_the_call_window_up_to_the_hard_limit_only() -> None:
+    pol = Settings().effective_policy(8_192, 2_048)
+    beside = 200  # system prompt, tools, the smallest summary
+    # A turn that fits in the target beside the rest: the target is the window.
+    assert pol.for_turn(1_000, beside).window == 2_048
+    # A larger one gets exactly what it needs: the history beside it is the smallest.
+    assert pol.for_turn(4_000, beside).window == 4_000 + beside + pol.reserve
+    # Never beyond the hard limit; the hard limit itself never moves.
+    big = pol.for_turn(9_000, beside)
+    assert big.window == 8_192 and big.limit == 8_192
+    assert pol.for_turn(4_000, beside).protect == pol.protect  # history values unchanged

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from assistant.agent.events import MessageRefused
 from assistant.config import Settings
 from assistant.conversation import Conversation
 from assistant.engine import build_engine
@@ -57,3 +58,35 @@ def test_the_measured_context_has_a_floor_and_a_switch(tmp_path: Path) -> None:
     backend = ScriptedBackend()
     _measure(backend, 3_000)
     assert _largest_prompts(settings, backend) > 4_000  # switched off: not applied
+
+
+def test_a_long_message_may_use_the_window_beyond_the_measured_target(tmp_path: Path) -> None:
+    """Issue 26 item 2 with the measured target: a 4,000-token message to a model kept
+    within 2,048 is sent whole (not refused), the history beside it is compacted to its
+    smallest form; one over the window's room is refused with its size and the room."""
+    settings = Settings(workspace=str(tmp_path))
+    backend = ScriptedBackend(window=8_192)
+    _measure(backend, 2_048)
+    events: list[object] = []
+    engine = build_engine(backend, lambda: settings, None, events.append)
+    assert engine.controller.policy().window == 2_048
+    assert engine.controller.policy().limit == 8_192
+    conv = Conversation()
+    for turn in range(6):
+        engine.agent.chat(conv, f"Note {turn}: the harbour master waited at dawn. " * 12)
+    long = "\n".join(
+        f"{i:04d} worker-{i % 7} served id={i * 37} in {i % 90} ms" for i in range(330)
+    )
+    assert 3_500 < backend.count(long) < 5_000
+    engine.agent.chat(conv, long + "\nWhich worker served id=74?")
+    assert not any(isinstance(e, MessageRefused) for e in events)
+    sent = backend.calls[-1]
+    assert sent.prompt_tokens > 2_048 and sent.prompt_tokens <= 8_192
+    assert conv.messages[-2].content.endswith("Which worker served id=74?")
+    huge = "\n".join(f"{i:05d} worker-{i % 7} served id={i * 37}" for i in range(900))
+    assert backend.count(huge) > 8_192
+    before = len(conv.messages)
+    engine.agent.chat(conv, huge)
+    refused = [e for e in events if isinstance(e, MessageRefused)]
+    assert len(refused) == 1 and refused[0].room > 7_000 and refused[0].tokens > 8_192
+    assert len(conv.messages) == before  # nothing saved

@@ -51,6 +51,9 @@ class ContextUsage:
     segments: dict[str, int] = field(default_factory=dict)
     #: The counts are estimates (a server engine whose tokenizer is not known).
     estimated: bool = False
+    #: The size the history is kept within (0: the window); the latest turn may use the
+    #: whole ``window``.
+    target: int = 0
 
 
 @dataclass(frozen=True)

@@ -507,7 +507,9 @@ class Agent:
         return out
 
     def _limits(self) -> ToolLimits:
-        return ToolLimits.for_window(self.controller.policy().window)
+        # Sized from the hard limit: an output is part of the latest turn, which may use
+        # the whole window (once answered it is history: pruned or compacted to the target).
+        return ToolLimits.for_window(self.controller.policy().limit)
 
     # -- plumbing ---------------------------------------------------------------------------
     def _bind(self, conv: Conversation) -> None:

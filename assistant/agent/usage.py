@@ -18,7 +18,7 @@ def context_usage(prepared: PreparedRequest, *, estimated: bool = False) -> Cont
     segments = dict(prepared.segments) or {"conversation": total}
     return ContextUsage(
         prompt_tokens=total, window=prepared.window, reserve=prepared.reserve,
-        segments=segments, estimated=estimated,
+        segments=segments, estimated=estimated, target=prepared.target,
     )
 
 

@@ -303,7 +303,10 @@ def _run(service: ChatService, printer: TerminalPrinter, resume: str | None) -> 
         err.flush()
         _keep_the_rest(service, err, kept)
         return 1
-    policy = service.settings.effective_policy(info.trained_context)
+    # The engine's policy: the measured target beside the window (the hard limit).
+    engine = service.engine
+    policy = (engine.controller.policy() if engine is not None
+              else service.settings.effective_policy(info.trained_context))
     err.write(
         f"[model] {info.name}, window {info.context_window:,} tokens; {policy.describe()}\n"
     )

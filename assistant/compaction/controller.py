@@ -5,11 +5,15 @@
 
 1. prune old tool outputs the model has already answered (layer 1, :mod:`.prune`);
 2. count the exact prompt with the model's tokenizer;
-3. when ``prompt + reserve > window``, compact (layer 2, :mod:`.compactor`): older turns are
-   summarized by the same model, the user's words kept verbatim beside the summary;
-4. when the prompt still does not fit, cut the outputs the model has not answered yet to
-   fit, keeping head and tail (:mod:`.visibility`); none is ever cleared whole before the
-   model has answered it.
+3. when ``prompt + reserve`` passes the call's window, compact (layer 2, :mod:`.compactor`):
+   older turns are summarized by the same model, the user's words kept verbatim beside the
+   summary. The call's window is the policy's target (the size the model was measured to
+   use well), grown for a latest turn too large for it up to the hard limit, the model's
+   window (:meth:`~assistant.config.EffectivePolicy.for_turn`): what comes before the
+   latest turn is kept within the target, the latest turn may use the whole window;
+4. when the prompt still does not fit the hard limit, cut the outputs the model has not
+   answered yet to fit, keeping head and tail (:mod:`.visibility`); none is ever cleared
+   whole before the model has answered it.
 
 ``compact`` is the forced path (``/compact [focus]``); the agent calls ``handle_overflow``
 when the backend raises :class:`ContextOverflowError` and retries once with what it returns.
@@ -54,6 +58,7 @@ from assistant.compaction.request import CallRequest, MessageFit, PreparedReques
 from assistant.compaction.summary import ExtractiveSummarizer, ModelSummarizer, Summarizer
 from assistant.compaction.tokens import TokenCounter
 from assistant.compaction.view import ViewBuilder
+from assistant.compaction.visibility import pending_start
 from assistant.config import EffectivePolicy
 from assistant.conversation import (
     MAX_SHOWN_CHARS,
@@ -165,15 +170,16 @@ class ContextController:
         too long for the window cut to :meth:`message_cap` (the user's latest one only when
         it is longer than the whole room beside the reply)."""
         pol = self.policy()
-        return self.views.view(conv, self.message_cap(), latest_cap=pol.window - pol.reserve)
+        return self.views.view(conv, self.message_cap(), latest_cap=pol.limit - pol.reserve)
 
     def message_cap(self) -> int:
         """Most tokens one message (the user's, a tool output, a reply) is shown with:
-        three quarters of the room beside the reply (a longer one could not fit whole
-        beside the system prompt and tools; it is cut like an unanswered tool output,
-        head and tail around a note, and kept whole in the chat)."""
+        three quarters of the room beside the reply in the model's window, the hard limit
+        (a longer one could not fit whole beside the system prompt and tools; it is cut
+        like an unanswered tool output, head and tail around a note, and kept whole in the
+        chat). Older ones are history: compaction keeps that within the target."""
         pol = self.policy()
-        return max((pol.window - pol.reserve) * 3 // 4, 1)
+        return max((pol.limit - pol.reserve) * 3 // 4, 1)
 
     def build_messages(self, conv: Conversation, system_prompt: str) -> list[Message]:
         """System prompt + summary (synthetic user message) + kept messages, as shown."""
@@ -204,11 +210,10 @@ class ContextController:
         conv, system_prompt, tools = call.conv, call.system_prompt, call.tools
         base_view = self.view(conv)
         fitted = self.views.build(conv, system_prompt, tools, base_view)
-        over = fitted.tokens + policy.reserve > policy.window
+        limit = policy.limit  # outputs are cut only to fit the hard limit
+        over = fitted.tokens + policy.reserve > limit
         if trim and over:
-            fitted = self.views.fit(
-                conv, system_prompt, tools, fitted, policy.window - policy.reserve
-            )
+            fitted = self.views.fit(conv, system_prompt, tools, fitted, limit - policy.reserve)
         if base_view.trims:  # messages too long for any prompt: cut in every view
             shown = {m.id: m for m in fitted.built}
             for m in self.facts.of(conv).kept:
@@ -234,8 +239,9 @@ class ContextController:
         return PreparedRequest(
             messages=fitted.messages,
             prompt_tokens=n,
-            window=policy.window,
-            reserve=min(policy.reserve, max(policy.window - n, 0)),
+            window=limit,
+            target=self.policy().window,
+            reserve=min(policy.reserve, max(limit - n, 0)),
             segments=segments,
             trimmed=fitted.trimmed,
             prompt=fitted.prompt,
@@ -277,9 +283,11 @@ class ContextController:
 
     def message_fit(self, call: CallRequest, text: str) -> MessageFit:
         """Whether ``text`` as the next user message fits the window whole (the latest
-        message is never cut: compaction makes room for it, down to the smallest summary)."""
+        message is never cut: compaction makes room for it, down to the smallest summary).
+        The room is measured in the hard limit, the model's window: the latest message may
+        go beyond the target the history is kept within."""
         pol = self.policy()
-        window = min(pol.window, self.backend.info.context_window)
+        window = min(pol.limit, self.backend.info.context_window)
         tokens = self.counter.message(Message(role="user", content=text))
         conv = call.conv
         before = bool(self.facts.of(conv).kept) or conv.last_compaction is not None
@@ -291,27 +299,29 @@ class ContextController:
 
     # -- the per-call path ---------------------------------------------------------------
     def prepare(self, call: CallRequest) -> PreparedRequest:
-        """Prune, count exactly, compact when ``prompt + reserve > window``, then cut
-        unanswered outputs that still do not fit."""
-        pol = self.policy()
+        """Prune, count exactly, compact when ``prompt + reserve`` passes the call's window
+        (:meth:`turn_policy`), then cut unanswered outputs that still do not fit the hard
+        limit."""
         conv = call.conv
         pruned = self.prune(conv) if self.prune_enabled() else 0
+        pol = self.turn_policy(call)
         req = self._request(call, pol, trim=False)
         notices: list[str] = []
         record: CompactionRecord | None = None
         if req.prompt_tokens + pol.reserve > pol.window:
             if not self.auto_compact():
-                notices.append(
-                    f"The context is nearly full ({req.prompt_tokens:,} of {pol.window:,} "
-                    "tokens) and automatic compaction is off; use /compact."
-                )
+                if req.prompt_tokens + pol.reserve > pol.limit:
+                    notices.append(
+                        f"The context is nearly full ({req.prompt_tokens:,} of {pol.limit:,} "
+                        "tokens) and automatic compaction is off; use /compact."
+                    )
             elif self._state(conv) in self._no_retry:
                 log.info("Compaction did not shrink this chat earlier; not retried")
             else:
                 job = _job(call, CompactionReason.THRESHOLD)
-                record = self._run(conv, job, req.prompt_tokens).record
+                record = self._run(conv, job, req.prompt_tokens, pol).record
         req = self._request(call, pol)
-        if req.prompt_tokens + pol.reserve > pol.window:
+        if req.prompt_tokens + pol.reserve > pol.limit:
             notices.append(
                 f"The prompt ({req.prompt_tokens:,} tokens) leaves less than the "
                 f"reserve of {pol.reserve:,} for the reply."
@@ -322,6 +332,22 @@ class ContextController:
         req.notices = notices
         self._remember_sent(conv, req)
         return req
+
+    def turn_policy(self, call: CallRequest) -> EffectivePolicy:
+        """The policy for this call: the target as the window, grown up to the hard limit
+        when the latest turn (what the model has not answered yet, as shown: the newest
+        user message, a file the user read before it, the tool outputs of the turn) does
+        not fit in the target beside the system prompt, the tools, the reserve and the
+        smallest summary (:meth:`~assistant.config.EffectivePolicy.for_turn`)."""
+        pol = self.policy()
+        if pol.limit <= pol.window:
+            return pol
+        kept, counts = self._kept(call.conv)
+        start = pending_start(kept)
+        beside = self.overhead(call.system_prompt, call.tools)
+        if start > 0 or call.conv.last_compaction is not None:
+            beside += minimal_summary(pol, self.counter.text)
+        return pol.for_turn(sum(counts[start:]), beside)
 
     def _remember_sent(self, conv: Conversation, req: PreparedRequest) -> None:
         pruned = frozenset(m.id for m in self.facts.of(conv).kept if m.pruned)
@@ -369,7 +395,7 @@ class ContextController:
         was already done for this conversation state (so the agent never loops), and
         :class:`GenerationCancelled` when the user cancelled the summary.
         """
-        pol = self.policy()
+        pol = self.turn_policy(call)
         conv = call.conv
         state = self._state(conv)
         if not self.compact_on_overflow():
@@ -379,7 +405,7 @@ class ContextController:
         self._overflow_done.add(state)
         before = self._request(call, pol, trim=False)
         job = _job(call, CompactionReason.OVERFLOW)
-        outcome = self._run(conv, job, before.prompt_tokens)
+        outcome = self._run(conv, job, before.prompt_tokens, pol)
         if outcome.status == Status.CANCELLED:
             raise GenerationCancelled("Compaction cancelled")
         if outcome.record is None:
@@ -410,7 +436,7 @@ class ContextController:
         added = tokens - req.prompt_tokens
         req.messages = messages
         req.prompt_tokens = tokens
-        req.reserve = min(pol.reserve, max(pol.window - tokens, 0))
+        req.reserve = min(pol.reserve, max(pol.limit - tokens, 0))
         req.segments["conversation"] = req.segments.get("conversation", 0) + added
         req.recall = block
         req.prompt = prompt
@@ -469,12 +495,14 @@ class ContextController:
 
     # -- internals -----------------------------------------------------------------------
     def _compactor(self, pol: EffectivePolicy) -> Compactor:
+        # The summary's own prompt is history: it is written within the target.
+        target = self.policy().window
         return Compactor(
             self.counter,
             lambda: self.summarizer,
             measure=self._measure,
             chat_prefix=self._chat_prefix,
-            window=lambda: min(pol.window, self.backend.info.context_window),
+            window=lambda: min(pol.window, target, self.backend.info.context_window),
             before_compact=self.before_compact,
             cache=self.summary_cache,
             facts=self.facts,
@@ -485,9 +513,13 @@ class ContextController:
         kept = [context.shown(m, view) for m in self.facts.of(conv).kept]
         return kept, [self.counter.message(m) for m in kept]
 
-    def _run(self, conv: Conversation, job: CompactionJob, tokens_before: int) -> CompactionOutcome:
-        """One compaction through the :class:`Compactor`, with events and the record."""
-        pol = self.policy()
+    def _run(
+        self, conv: Conversation, job: CompactionJob, tokens_before: int,
+        pol: EffectivePolicy | None = None,
+    ) -> CompactionOutcome:
+        """One compaction through the :class:`Compactor`, with events and the record
+        (``pol``: the call's policy, by default the target's)."""
+        pol = pol or self.policy()
         compactor = self._compactor(pol)
         _kept, counts = self._kept(conv)
 

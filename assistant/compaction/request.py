@@ -49,6 +49,7 @@ class PreparedRequest:
 
     messages: list[dict[str, Any]]
     prompt_tokens: int
+    #: The hard limit: the model's window (the whole prompt and reserve fit in it).
     window: int
     pruned_tokens: int = 0
     compaction: CompactionRecord | None = None
@@ -65,6 +66,9 @@ class PreparedRequest:
     #: ``messages`` rendered and tokenized as counted (``prompt_tokens``): given to
     #: ``generate`` so the backend does not tokenize them again.
     prompt: EncodedPrompt | None = None
+    #: The target the history is kept within (the size the model was measured to use
+    #: well; 0: the window). The latest turn may go beyond it, up to ``window``.
+    target: int = 0
 
     @property
     def reply_room(self) -> int:

@@ -364,7 +364,8 @@ def measured_line(
     found = (store or EffectiveContextStore()).latest(file_model_id(file.name, size))
     listed = registry_context(file.name, size)
     kept = (
-        f"prompts are kept within {listed:,} tokens, where it answered best (answer benchmark)"
+        f"the history is kept within {listed:,} tokens, where it answered best (answer "
+        "benchmark; a long latest message may use the whole window)"
         if listed else ""
     )
     if found is None:

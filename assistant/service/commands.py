@@ -79,7 +79,9 @@ class AppCommands:
             s.notice("error", "Usage: /mode local or /mode standard")
             return
         trained = s.model_info.trained_context if s.model_info else None
-        s.notice("info", "Mode " + s.settings.effective_policy(trained).describe())
+        policy = (s.engine.controller.policy() if s.engine is not None
+                  else s.settings.effective_policy(trained))
+        s.notice("info", "Mode " + policy.describe())
 
     def resume(self, arg: str) -> None:
         s = self.service

@@ -3,6 +3,9 @@
 It draws one bar split into the prompt's segments as the context controller counted them
 (``PreparedRequest.segments``: system prompt, summary, conversation, tool outputs, tool
 schemas), the reserve kept for the reply, and free room, with "used / window" beside it.
+The bar's width is the model's window, the hard limit; when the history is kept within a
+smaller target (the size the model was measured to use well), a mark shows where: the
+chat is compacted as it passes the mark, and only a long latest turn goes beyond it.
 The level turns yellow above 70 % and red above 90 %. The tooltip gives the exact numbers
 of each, the active mode's thresholds and how often this chat was pruned and compacted.
 """
@@ -96,6 +99,11 @@ class _Bar(QWidget):
                 QRectF(reserve_x, rect.top(), rect.right() - reserve_x, rect.height()),
                 Qt.BrushStyle.BDiagPattern,
             )
+            mark = self._owner.target_mark()
+            if mark is not None:
+                mark_x = rect.left() + mark * rect.width()
+                painter.fillRect(QRectF(mark_x - 1, rect.top(), 2, rect.height()),
+                                 QColor(c.text))
         painter.end()
 
 
@@ -141,6 +149,14 @@ class ContextBar(QWidget):
         if self.usage is None or self.usage.window <= 0:
             return 0.0
         return self.usage.prompt_tokens / self.usage.window
+
+    def target_mark(self) -> float | None:
+        """Where the target the history is kept within lies, as a share of the bar (None:
+        the window is the target)."""
+        usage = self.usage
+        if usage is None or usage.window <= 0 or not 0 < usage.target < usage.window:
+            return None
+        return usage.target / usage.window
 
     @property
     def level(self) -> Level:
@@ -198,6 +214,12 @@ class ContextBar(QWidget):
                 lines.append(f"  {title}: {usage.segments.get(key, 0):,}")
             lines.append(f"Reserved for the reply: {usage.reserve:,}")
             lines.append(f"Free: {free:,}")
+            if self.target_mark() is not None:
+                lines.append(
+                    f"History kept within {usage.target:,} tokens (the mark), the size this "
+                    "model was measured to use well; a long latest message may use the "
+                    "whole window."
+                )
             if usage.estimated:
                 lines.append(ESTIMATE_NOTE)
         lines.append(

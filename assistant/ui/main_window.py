@@ -556,7 +556,9 @@ class MainWindow(WindowDialogs):
     def _update_mode_label(self) -> None:
         c = self.service
         trained = c.model_info.trained_context if c.model_info is not None else None
-        policy = c.settings.effective_policy(trained)
+        # The engine's policy holds the measured target beside the window (the hard limit).
+        policy = (c.engine.controller.policy() if c.engine is not None
+                  else c.settings.effective_policy(trained))
         self.mode_label.setText(f"{c.settings.mode.capitalize()} mode")
         self.mode_label.setToolTip(policy.describe())
         self.context_bar.set_policy_text(policy.describe())

@@ -7,6 +7,7 @@ from collections.abc import Callable
 
 from assistant.agent.events import MessageAdded, MessageRefused, TurnFinished
 from assistant.compaction.request import CallRequest
+from assistant.llm.context_probe import EffectiveContext, EffectiveContextStore, store_key
 from assistant.service.status import Phase
 from tests.fakes.scripted import ScriptedBackend
 
@@ -146,3 +147,26 @@ def test_regenerating_a_reply_to_a_message_that_no_longer_fits_is_refused(
 
 def _contents(rig: Rig) -> list[str]:
     return [m.content for m in rig.service.conversation.messages]
+
+
+def test_an_edit_beyond_the_measured_target_is_sent_whole(make_rig: Make) -> None:
+    """The model was measured to use 2,048 tokens well: its history is kept within that,
+    but an edited message of about 3,600 tokens still fits its 8,192 window and is sent."""
+    backend = ScriptedBackend(["Hello back.", "Seen."], window=8192)
+    EffectiveContextStore().put(
+        store_key(backend.info),
+        EffectiveContext(model="scripted", window=8192, effective=2048,
+                         accuracy={2048: [5, 6]}, measured="2026-11-26T07:00:00+00:00"),
+    )
+    rig = make_rig(backend=backend)
+    assert rig.service.submit("Hello")
+    engine = rig.service.engine
+    assert engine is not None and engine.controller.policy().window == 2048
+    user = rig.service.conversation.messages[0]
+    text = _lines(300) + "\nWhat does line 3 say?"
+    assert 2048 < backend.count(text) < 8192
+    rig.service.edit_message(user.id, text)
+    rig.idle()
+    assert not rig.of(MessageRefused)
+    assert backend.calls[-1].messages[-1] == {"role": "user", "content": text}
+    assert rig.service.conversation.messages[-1].content == "Seen."

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 from typing import Any
 
 from PySide6.QtCore import Qt
+from PySide6.QtGui import QColor
 
 from assistant.agent.events import ContextChanged, ContextUsage
 from assistant.compaction.summary.clean import parse_sections
@@ -84,6 +86,27 @@ def test_context_bar_levels_and_colors(qtbot) -> None:
     assert current_colors().error in bar.label.styleSheet()
     bar.set_usage(_usage(7_000))
     assert bar.level == "ok"  # "above 70 %"
+
+
+def test_the_bar_is_the_window_with_a_mark_where_the_history_is_kept_within(qtbot) -> None:
+    """The measured target (2,048 of 10,000 here) is drawn as a mark on the window's bar
+    and said in the tooltip; a prompt past it (a long latest message) is not a warning."""
+    bar = ContextBar()
+    qtbot.addWidget(bar)
+    bar.resize(600, 20)
+    bar.show()
+    bar.set_usage(replace(_usage(1_800), target=2_048))
+    assert bar.target_mark() == 2_048 / 10_000
+    assert bar.label.text() == "1,800 / 10,000 (18%)"
+    assert "History kept within 2,048 tokens (the mark)" in bar.toolTip()
+    image = bar.bar.grab().toImage()
+    x = round(bar.target_mark() * (image.width() - 1))  # type: ignore[operator]
+    y = image.height() // 2
+    assert image.pixelColor(x, y).name() == QColor(current_colors().text).name()
+    bar.set_usage(replace(_usage(5_000), target=2_048))  # a 3,000-token latest message
+    assert bar.level == "ok" and bar.target_mark() is not None
+    bar.set_usage(_usage(1_800))  # no target: no mark, no line
+    assert bar.target_mark() is None and "History kept within" not in bar.toolTip()
 
 
 def test_context_bar_tooltip_has_exact_numbers_thresholds_and_counts(qtbot) -> None:

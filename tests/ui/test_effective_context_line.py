@@ -48,15 +48,17 @@ def test_the_models_page_card_shows_the_stored_result(qtbot) -> None:  # type: i
     qtbot.addWidget(before)
     # Not probed here: the registry's size, measured with the answer benchmark.
     assert before.effective.text() == (
-        "Prompts are kept within 2,048 tokens, where it answered best (answer benchmark); "
-        "measure it here: python -m assistant probe smollm2-135m-instruct"
+        "The history is kept within 2,048 tokens, where it answered best (answer benchmark; "
+        "a long latest message may use the whole window); measure it here: "
+        "python -m assistant probe smollm2-135m-instruct"
     )
     _store_smollm2()
     card = _card("smollm2-135m-instruct")
     qtbot.addWidget(card)
     assert card.effective.text() == (
-        "Uses about 4,096 tokens well (measured 2026-11-26); prompts are kept within 2,048 "
-        "tokens, where it answered best (answer benchmark)"
+        "Uses about 4,096 tokens well (measured 2026-11-26); the history is kept within "
+        "2,048 tokens, where it answered best (answer benchmark; a long latest message may "
+        "use the whole window)"
     )
     other = _card("gemma-3-270m")  # another model's result is not shown for it
     qtbot.addWidget(other)

@@ -29,9 +29,13 @@ def test_real_model_streams_an_answer(make_window, embedded_model_path: Path) ->
     assert answer.strip()
     widget = h.window.chat_view.message_widgets[msgs[-1].id]
     assert isinstance(widget, MessageWidget) and widget.body.markdown == answer
-    # The bar's window is the size prompts are kept within: the model's measured effective
-    # context (models/registry.json), inside the 8,192 it was loaded with.
+    # The bar is the 8,192 window the model was loaded with (the hard limit), marked at the
+    # size the history is kept within: its measured effective context (models/registry.json).
     entry = load_registry().by_file(embedded_model_path.name)
     kept_within = min(8192, entry.effective_context or 8192) if entry is not None else 8192
     usage = h.window.context_bar.usage
-    assert usage is not None and usage.window == kept_within and usage.prompt_tokens > 20
+    assert usage is not None and usage.window == 8192 and usage.prompt_tokens > 20
+    assert usage.target == kept_within
+    assert h.window.context_bar.target_mark() == (
+        kept_within / 8192 if kept_within < 8192 else None
+    )
