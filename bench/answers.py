@@ -332,8 +332,11 @@ def run_transcript(
     *,
     model_label: str,
     progress: Callable[[str], None] | None = None,
+    history_oracle: bool = True,
 ) -> TranscriptRun:
-    """Replay and ask ``transcript`` with each variant on ``backend``; oracles once."""
+    """Replay and ask ``transcript`` with each variant on ``backend``; oracles once
+    (``history_oracle=False``: oracle (ii) is not asked, every row's ``oracle_ii`` is None;
+    it prefills the whole history once per point, the largest cost of a bounded run)."""
     started = time.perf_counter()
     say = progress or (lambda _text: None)
     run = TranscriptRun(transcript.name, transcript.kind, model_label,
@@ -371,7 +374,9 @@ def run_transcript(
                     point.upto, q.id, q.kind, _accepted(reply, q), reply[:200], tokens,
                     oracle_i[q.id], None,
                 ))
-            _history_oracle(backend, counter, transcript, point.upto, asked, limit, oracle_ii)
+            if history_oracle:
+                _history_oracle(backend, counter, transcript, point.upto, asked, limit,
+                                oracle_ii)
             for row in run.rows[-len(asked):] if asked else []:
                 row.oracle_ii = oracle_ii.get((point.upto, row.question))
             rows = run.rows[-len(asked):] if asked else []

@@ -11,7 +11,8 @@ before every model call (:meth:`Recall.apply`, from the controller's ``prepare``
    best passages by BM25;
 3. passages are kept while they are relevant (at least :data:`RELATIVE_SCORE` of the best
    one's score), on the active branch, not the latest message itself, not the model's own
-   replies (measured: a small model imitates what it said and drifts), and not already
+   replies (measured: a small model imitates what it said and drifts; its tool calls, the
+   commands run and files written, are facts and do come back), and not already
    visible verbatim in the prompt; at most :data:`MAX_EXCERPTS`, within the token budget
    (:func:`recall_budget`, scaled by the window: small in local mode, and never more than the
    room the prompt leaves beside three quarters of the reply's reserve);
@@ -362,8 +363,8 @@ def _narrow(hit: Found, terms: Sequence[str]) -> _Narrowed | None:
     """The lines of a multi-line passage from its first to its last line naming one of
     ``terms`` (None when that is the whole passage or no line names one)."""
     lines = hit.text.split("\n")
-    if len(lines) < 2 or hit.last - hit.first + 1 != len(lines):
-        return None
+    if len(lines) < 2 or hit.last - hit.first + 1 != len(lines) or hit.role == "call":
+        return None  # (a call's passage starts with its header line: kept whole)
     named = [i for i, line in enumerate(lines) if any(t in line.lower() for t in terms)]
     if not named or (named[0] == 0 and named[-1] == len(lines) - 1):
         return None
@@ -424,6 +425,8 @@ class _ChatMap:
         """"turn 3, I said", "turn 5, read_file a.py, lines 10-15"."""
         msg = self.by_id[hit.message_id]
         where = f"turn {self.turns.get(hit.message_id, 1)}"
+        if hit.role == "call":  # a tool call: its text starts with the tool and its target
+            return f"{where}, you called"
         lines = "" if hit.first == hit.last == 1 and "\n" not in msg.content else (
             f", line {hit.first}" if hit.first == hit.last else f", lines {hit.first}-{hit.last}"
         )

@@ -17,6 +17,12 @@ model no longer sees: originals of pruned outputs and of compacted turns include
 Passages are cut by :func:`assistant.sessions.recall_text.split_passages`; ranking is FTS5's
 ``bm25()``, with an assistant reply's passages weighted down (the user's words and the tools'
 outputs are what a question is usually about; a small model's replies may be wrong).
+
+The tool calls of an assistant message are indexed too, as passages of role ``call``
+(:func:`call_text`: the tool, its target, then its other text arguments): the command that
+was run ("git commit -m ..."), the file written and what was written into it are facts of
+the chat found nowhere else (a ``write_file``'s output only says how many bytes), and the
+answer benchmark asks about them ("What commit message was used?").
 """
 
 from __future__ import annotations
@@ -30,12 +36,15 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from assistant.conversation import Conversation, Message
+from assistant.conversation import Conversation, Message, ToolCall
 from assistant.sessions.recall_text import split_passages
 
 log = logging.getLogger("assistant.sessions.recall")
 
-SCHEMA_VERSION = "1"
+#: "2": tool calls are indexed (role ``call``); an index of "1" is rebuilt.
+SCHEMA_VERSION = "2"
+#: Arguments naming what a call acts on, in the order looked for (its header line).
+TARGET_KEYS = ("path", "file_path", "command", "pattern", "query", "url")
 #: bm25 weight of an assistant reply's passages (bm25 is negative: smaller ranks first).
 ASSISTANT_WEIGHT = 0.6
 
@@ -158,6 +167,8 @@ class RecallIndex:
                     (p.text, msg.id, msg.role, p.first, p.last)
                     for p in split_passages(msg.content, tool=tool)
                 )
+                for call in msg.tool_calls:
+                    rows.extend(call_passages(call, msg.id))
             ids = []
             for msg in new:
                 self._seq += 1
@@ -228,6 +239,38 @@ class RecallIndex:
     def close(self) -> None:
         with self._lock:
             self._conn.close()
+
+
+def call_text(call: ToolCall) -> tuple[str, str]:
+    """A tool call as (header, body): the header is the tool and its target ("run_command
+    git commit -m 'x'", "write_file src/a.py"), the body its other text arguments, one per
+    line ("content: ..."). A call whose arguments are not a JSON object keeps its raw text."""
+    if not call.arguments:
+        return call.name, (call.raw_arguments or "").strip()
+    target_key = next(
+        (k for k in TARGET_KEYS if isinstance(call.arguments.get(k), str) and call.arguments[k]),
+        None,
+    )
+    header = call.name
+    if target_key is not None:
+        header += " " + " ".join(str(call.arguments[target_key]).split())
+    body = "\n".join(
+        f"{key}: {value}" for key, value in call.arguments.items()
+        if key != target_key and isinstance(value, str) and value.strip()
+    )
+    return header, body
+
+
+def call_passages(call: ToolCall, message_id: str) -> list[tuple[str, str, str, int, int]]:
+    """Index rows of one tool call: its header alone when it has no body, else each passage
+    of the body under the header (so every passage of a written file names the file)."""
+    header, body = call_text(call)
+    if not body:
+        return [(header, message_id, "call", 1, 1)]
+    return [
+        (f"{header}\n{p.text}", message_id, "call", p.first, p.last)
+        for p in split_passages(body)
+    ]
 
 
 def remove_index(path: Path | None) -> None:

@@ -214,3 +214,29 @@ def test_a_fact_still_in_the_prompt_is_repeated_beside_the_question_as_its_sente
     ctrl.recall.focus = False  # the passage is visible whole: nothing is added
     again = Conversation(messages=[m.model_copy() for m in conv.messages])
     assert ctrl.prepare(CallRequest(again, SYSTEM)).recall is None
+
+
+def test_a_command_run_before_the_compaction_comes_back_as_the_call() -> None:
+    """The model's own prose is never recalled, but its tool calls (what was run, what was
+    written where) are facts of the chat and come back, labeled as calls."""
+    ctrl, _ = _controller()
+    conv = Conversation()
+    conv.append(Message(role="user", content="Please commit the plan."))
+    call = ToolCall(name="run_command",
+                    arguments={"command": 'git commit -m "Add refactoring plan for agent"'})
+    conv.append(Message(role="assistant", tool_calls=[call], initiated_by="user"))
+    conv.append(Message(role="tool", tool_call_id=call.id, name="run_command",
+                        content="[main 1a2b3c4] 1 file changed"))
+    conv.append(Message(role="assistant", content="Committed."))
+    for i in range(30):
+        conv.append(Message(role="user", content=f"Tell me about the history of tea {i}. " * 8))
+        conv.append(Message(role="assistant", content="Tea was first grown in China. " * 15))
+        ctrl.prepare(CallRequest(conv, SYSTEM))
+    assert conv.compactions and "Add refactoring plan" not in conv.compactions[-1].summary
+    conv.append(Message(role="user", content="Which commit message did you use?"))
+    req = ctrl.prepare(CallRequest(conv, SYSTEM))
+    assert req.recall is not None
+    assert (
+        '- (turn 1, you called) run_command git commit -m "Add refactoring plan for agent"'
+        in req.messages[-1]["content"]
+    )
