@@ -230,3 +230,18 @@ def test_answer_window_runs_each_size_with_prompts_kept_within_it(
         assert run["rows"] and all(r["prompt_tokens"] <= size for r in run["rows"])
     # The smaller size compacts more often over the same chat.
     assert runs["W2 @2048"]["compactions"]["record"] > runs["W2 @4096"]["compactions"]["record"]
+
+
+def test_a_real_session_alone_without_the_history_oracle(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """--real-session without --workload asks only the session; --no-history-oracle leaves
+    oracle (ii) out (n/a) and keeps oracle (i)."""
+    session = Path("tests/data/real-sessions/pi_refactor_session.jsonl")
+    code = main(["--quick", "--model", "scripted", "--answers-only", "--real-session",
+                 str(session), "--questions", "2", "--no-history-oracle", "--json"])
+    assert code == 0
+    data = json.loads(capsys.readouterr().out)
+    (answers,) = data["answers"]
+    assert answers["source"] == "pi_refactor_session" and answers["questions"] == 2
+    assert answers["rows"] and all(r["oracle_ii"] is None for r in answers["rows"])
