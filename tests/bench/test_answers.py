@@ -245,3 +245,18 @@ def test_a_real_session_alone_without_the_history_oracle(
     (answers,) = data["answers"]
     assert answers["source"] == "pi_refactor_session" and answers["questions"] == 2
     assert answers["rows"] and all(r["oracle_ii"] is None for r in answers["rows"])
+
+
+def test_a_workload_question_with_a_known_answer_is_answered_in_the_transcript() -> None:
+    """W5's user asks about each file it reads; a content-free reply to each of those
+    questions teaches a small model to dodge the benchmark's own questions."""
+    t = workload_transcript(generate("W5", 0, quick=True), limit=4)
+    asked = [i for i, m in enumerate(t.messages)
+             if m.role == "user" and m.content.startswith("In data/")]
+    assert asked
+    for i in asked:
+        reply = t.messages[i + 1]
+        assert reply.role == "assistant" and reply.content.startswith("It is QX-")
+    others = [t.messages[i + 1].content for i, m in enumerate(t.messages)
+              if m.role == "user" and i not in asked]
+    assert others and all(not c.startswith("It is") for c in others)
