@@ -61,6 +61,8 @@ class SuiteOptions:
     #: Prompt sizes to keep within (each its own run of every transcript); None: the mode's
     #: window (a quick workload's own cap still applies).
     windows: Sequence[int | None] = (None,)
+    #: Ask oracle (ii) (the whole history, where it fits the trained window).
+    history_oracle: bool = True
 
 
 def capped(t: Transcript, window: int | None) -> Transcript:
@@ -133,7 +135,8 @@ def run_suite(
                      f"{', '.join(variants)} on {name} ...")
             try:
                 runs.append(run_transcript(backend, t, variants, model_label=name,
-                                           progress=progress))
+                                           progress=progress,
+                                           history_oracle=options.history_oracle))
                 if on_run is not None:
                     on_run(runs[-1])
             except Exception as exc:  # one transcript failing must not lose the others

@@ -63,7 +63,7 @@ from .questions import (
 )
 from .recording import recording_backend
 from .strategies import AnswerStrategy, answer_controller
-from .workloads import Workload
+from .workloads import ChatStep, Workload
 
 log = logging.getLogger("bench")
 
@@ -76,6 +76,8 @@ REPLIES = (
     "Thanks for the update. I would review it again before the deadline.",
     "Makes sense. A short checklist would keep this on track.",
 )
+#: The reply to a user question whose answer the workload knows.
+ANSWERED = "It is {answer}."
 #: Tokens a question and its answer need beside a point's prompt (point ``0`` keeps them).
 QUESTION_ROOM = 300
 #: Longest answer generated.
@@ -148,12 +150,23 @@ class TranscriptRun:
 
 
 def workload_transcript(wl: Workload, *, limit: int | None = None) -> Transcript:
-    """A workload's user side with :data:`REPLIES` after its user messages, and its questions."""
+    """A workload's user side with :data:`REPLIES` after its user messages, and its questions.
+
+    A user message that is a question with a known answer (W5's "In data/part_01.txt, what
+    is the code of item 94?") is answered (:data:`ANSWERED`), as the model does with the file
+    in view: eleven content-free replies to eleven such questions taught SmolLM2 to answer
+    the benchmark's own questions with "Understood. I would start with ..." (measured)."""
+    known = {step.text: step.answers for step in wl.steps
+             if isinstance(step, ChatStep) and step.answers}
     messages: list[Message] = []
     for raw in wl.messages():
         messages.append(Message.from_openai(raw))
         if raw["role"] == "user":
-            reply = REPLIES[sum(m.role == "assistant" for m in messages) % len(REPLIES)]
+            answers = known.get(str(raw.get("content") or ""))
+            reply = (
+                ANSWERED.format(answer=answers[0]) if answers
+                else REPLIES[sum(m.role == "assistant" for m in messages) % len(REPLIES)]
+            )
             messages.append(Message(role="assistant", content=reply))
     questions = workload_questions(messages, wl.facts, limit=limit)
     return Transcript(wl.name, "workload", wl.mode, DEFAULT_SYSTEM_PROMPT, messages, questions,
@@ -332,8 +345,11 @@ def run_transcript(
     *,
     model_label: str,
     progress: Callable[[str], None] | None = None,
+    history_oracle: bool = True,
 ) -> TranscriptRun:
-    """Replay and ask ``transcript`` with each variant on ``backend``; oracles once."""
+    """Replay and ask ``transcript`` with each variant on ``backend``; oracles once
+    (``history_oracle=False``: oracle (ii) is not asked, every row's ``oracle_ii`` is None;
+    it prefills the whole history once per point, the largest cost of a bounded run)."""
     started = time.perf_counter()
     say = progress or (lambda _text: None)
     run = TranscriptRun(transcript.name, transcript.kind, model_label,
@@ -371,7 +387,9 @@ def run_transcript(
                     point.upto, q.id, q.kind, _accepted(reply, q), reply[:200], tokens,
                     oracle_i[q.id], None,
                 ))
-            _history_oracle(backend, counter, transcript, point.upto, asked, limit, oracle_ii)
+            if history_oracle:
+                _history_oracle(backend, counter, transcript, point.upto, asked, limit,
+                                oracle_ii)
             for row in run.rows[-len(asked):] if asked else []:
                 row.oracle_ii = oracle_ii.get((point.upto, row.question))
             rows = run.rows[-len(asked):] if asked else []

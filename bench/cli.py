@@ -125,7 +125,8 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--real-session", type=Path, action="append", metavar="PATH",
                    help="a real session (JSONL with a .facts.json beside it) or a folder of "
                         "them to replay through each strategy (default: tests/data/"
-                        "real-sessions and ../shared/real-sessions when present)")
+                        "real-sessions and ../shared/real-sessions when present; with "
+                        "--answers-only and no --workload, only the sessions are asked)")
     p.add_argument("--no-real-sessions", action="store_true",
                    help="skip the real-session replays")
     p.add_argument("--chunk-reuse", action="store_true",
@@ -157,6 +158,9 @@ def _parser() -> argparse.ArgumentParser:
                    help="keep the prompts within TOKENS (the compaction window capped there, as "
                    "a measured effective context does in the app); repeatable: each size is "
                    "its own run, named 'W2 @2048' (default: the mode's window)")
+    a.add_argument("--no-history-oracle", action="store_true",
+                   help="do not ask oracle (ii) (the whole history; it prefills up to the "
+                   "trained window once per ask point); oracle (i) is always asked")
     p.add_argument("--reuse-seam", type=int, action="append", metavar="N",
                    help="chunk-reuse quality: evaluate N tokens after each seam again instead "
                    "of moving them (default 0; repeat to compare several on the same calls, "
@@ -625,6 +629,7 @@ def _answers(
         quick=args.quick, models=usable,
         variants=args.answer_strategy or list(QUICK_VARIANTS if args.quick else ANSWER_STRATEGIES),
         questions=args.questions, windows=args.answer_window or [None],
+        history_oracle=not args.no_history_oracle,
     )
     result.options["answers"] = {"models": usable, "variants": list(options.variants),
                                  "questions": args.questions, "windows": args.answer_window}
@@ -642,6 +647,8 @@ def _answers(
                 encoding="utf-8",
             )
 
+    if args.real_session and not args.workload:  # a session named alone: only it is asked
+        workloads = []
     run_suite(workloads, sessions, options, models.load, progress=_progress,
               notes=result.notes, on_run=save)
     if args.answers_report is not None:

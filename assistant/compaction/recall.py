@@ -11,7 +11,8 @@ before every model call (:meth:`Recall.apply`, from the controller's ``prepare``
    best passages by BM25;
 3. passages are kept while they are relevant (at least :data:`RELATIVE_SCORE` of the best
    one's score), on the active branch, not the latest message itself, not the model's own
-   replies (measured: a small model imitates what it said and drifts), and not already
+   replies (measured: a small model imitates what it said and drifts; its tool calls, the
+   commands run and files written, are facts and do come back), and not already
    visible verbatim in the prompt; at most :data:`MAX_EXCERPTS`, within the token budget
    (:func:`recall_budget`, scaled by the window: small in local mode, and never more than the
    room the prompt leaves beside three quarters of the reply's reserve);
@@ -31,7 +32,12 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
-from assistant.compaction.recall_sentences import best_sentences, score, split_sentences
+from assistant.compaction.recall_sentences import (
+    best_sentences,
+    names,
+    score,
+    split_sentences,
+)
 from assistant.compaction.tokens import TokenCounter
 from assistant.config import EffectivePolicy
 from assistant.conversation import Conversation, Message, ToolCall
@@ -57,6 +63,11 @@ NEAR_TOKENS = 4
 OWN = 1
 #: Pairs searched for at most (the rarest).
 MAX_PAIRS = 6
+#: Weight of the bm25 score of an earlier question of the user (a message ending in "?"): a
+#: question asked before ("In a.txt, what is the code of item 11?") shares the new one's
+#: words and is short, so bm25 ranks it first, yet it holds no answer; at an equal match a
+#: statement comes first (a decision asked as a question, "port 80, right?", still comes).
+QUESTION_WEIGHT = 0.5
 #: A budget smaller than this brings nothing back (one excerpt and its label need more).
 MIN_BUDGET = 40
 HEADING_BEFORE = "Earlier in this chat (excerpts that may help with my message below):"
@@ -149,6 +160,26 @@ def distinctive_pairs(terms: Sequence[str], index: PassageIndex) -> list[str]:
     ]
     found = sorted((n, e) for e, n in index.matching(pairs).items() if n - OWN > 0)
     return [e for _n, e in found[:MAX_PAIRS]]
+
+
+def ranked_expression(terms: Sequence[str], asked: Sequence[str]) -> str:
+    """The FTS5 query for distinctive ``terms``, ranked by all the question's words
+    ``asked``: ``(terms) AND (asked)`` matches what ``terms`` match (a passage needs one
+    distinctive word, so common words bring back no chatter), and bm25 sums over every
+    phrase of the query, so a passage that also names the common words ranks first ("item
+    51" of part_04 before part_04's other lines, when "04" is the one rare word).
+    The ranking clause also holds the question's neighbouring words as phrases ("item 85"),
+    so the line naming them together ranks before one with "batch 85". "" for no terms."""
+    if not terms:
+        return ""
+    expression = match_expression(list(terms))
+    phrases = [
+        '"' + f"{a} {b}".replace('"', '""') + '"' for a, b in itertools.pairwise(asked)
+    ]
+    if set(terms) == set(asked) and not phrases:
+        return expression
+    ranking = " OR ".join([match_expression(list(asked)), *phrases])
+    return f"({expression}) AND ({ranking})"
 
 
 def latest_user(conv: Conversation, kept: Sequence[Message] | None = None) -> Message | None:
@@ -247,7 +278,7 @@ class Recall:
             index.sync(new)
             self._synced = index
             terms = distinctive(terms, index)
-            expression = match_expression(terms) if terms else ""
+            expression = ranked_expression(terms, asked)
             fallback = not terms
             if fallback:  # every word is common here: pairs of them are rarer
                 expression = " OR ".join(distinctive_pairs(asked, index))
@@ -269,7 +300,8 @@ class Recall:
         ]
         if not hits:
             return None
-        best = hits[0].rank
+        hits.sort(key=_weighted)
+        best = _weighted(hits[0])
         # What the user said comes back only where it answers as well as the best of it: a
         # sentence naming fewer of the question's words is a distractor ("the ticket records
         # are secondary" beside "... are final").
@@ -282,7 +314,7 @@ class Recall:
         for hit in hits:
             if len(chosen) >= MAX_EXCERPTS:
                 break
-            if best < 0 and hit.rank > best * RELATIVE_SCORE:
+            if best < 0 and _weighted(hit) > best * RELATIVE_SCORE:
                 break  # ranked: the rest are weaker still
             key = normalize(hit.text)
             if not key or key in seen:
@@ -338,14 +370,26 @@ class Recall:
         source = narrow if narrow is not None else hit
         label = chat.label(source)
         base = self.counter.text(_line(Excerpt(hit.message_id, label, ""))) + 1
-        picked = best_sentences(
-            source.text, terms, asked, lambda t: self.counter.text(t) + 1, room - base
-        )
+        picked = None
+        # The searched terms first; a passage found by its file's name (the ``source``
+        # column) names none of them in its text: then the question's words choose the line.
+        for words in (terms, asked):
+            picked = best_sentences(
+                source.text, words, asked, lambda t: self.counter.text(t) + 1, room - base
+            )
+            if picked is not None:
+                break
         if picked is None:
             return None
         excerpt = Excerpt(hit.message_id, label, picked)
         cost = self.counter.text(_line(excerpt)) + 1
         return (excerpt, cost) if cost <= room else None
+
+
+def _weighted(hit: Found) -> float:
+    """``hit``'s bm25 rank (negative: lower first), an earlier question's weighted down."""
+    asks = hit.role == "user" and hit.text.rstrip().endswith("?")
+    return hit.rank * QUESTION_WEIGHT if asks else hit.rank
 
 
 @dataclass(frozen=True)
@@ -362,9 +406,9 @@ def _narrow(hit: Found, terms: Sequence[str]) -> _Narrowed | None:
     """The lines of a multi-line passage from its first to its last line naming one of
     ``terms`` (None when that is the whole passage or no line names one)."""
     lines = hit.text.split("\n")
-    if len(lines) < 2 or hit.last - hit.first + 1 != len(lines):
-        return None
-    named = [i for i, line in enumerate(lines) if any(t in line.lower() for t in terms)]
+    if len(lines) < 2 or hit.last - hit.first + 1 != len(lines) or hit.role == "call":
+        return None  # (a call's passage starts with its header line: kept whole)
+    named = [i for i, line in enumerate(lines) if any(names(line, t) for t in terms)]
     if not named or (named[0] == 0 and named[-1] == len(lines) - 1):
         return None
     lo, hi = named[0], named[-1]
@@ -424,6 +468,8 @@ class _ChatMap:
         """"turn 3, I said", "turn 5, read_file a.py, lines 10-15"."""
         msg = self.by_id[hit.message_id]
         where = f"turn {self.turns.get(hit.message_id, 1)}"
+        if hit.role == "call":  # a tool call: its text starts with the tool and its target
+            return f"{where}, you called"
         lines = "" if hit.first == hit.last == 1 and "\n" not in msg.content else (
             f", line {hit.first}" if hit.first == hit.last else f", lines {hit.first}-{hit.last}"
         )

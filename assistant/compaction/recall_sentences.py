@@ -10,6 +10,7 @@ in any of its plain forms ("checked" names "checks", not "checklist").
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections.abc import Callable, Sequence
 
@@ -38,7 +39,8 @@ def best_sentences(
     room: int,
 ) -> str | None:
     """The sentences of ``text`` that name the most of ``terms`` (ties: of all the
-    question's words ``asked``): the best one, and those as good while they fit in
+    question's words ``asked``, then of its neighbouring words side by side,
+    :func:`pairs`): the best one, and those as good while they fit in
     ``room`` tokens; in their order, joined by "..." where sentences were left out. None
     when no sentence names a term or the best one does not fit. A sentence naming more of
     the question's words is more likely the one holding its answer ("The local cache is
@@ -47,13 +49,14 @@ def best_sentences(
     if len(sentences) < 2:
         return None
     named = [
-        (sum(names(s, t) for t in terms), sum(names(s, t) for t in asked), -i, i)
+        (sum(names(s, t) for t in terms), sum(names(s, t) for t in asked), pairs(s, asked),
+         -i, i)
         for i, s in enumerate(sentences)
     ]
     ranked = sorted((n for n in named if n[0] > 0), reverse=True)
     kept: list[int] = []
     for *score, i in ranked:
-        if kept and tuple(score[:2]) < ranked[0][:2]:
+        if kept and tuple(score[:3]) < ranked[0][:3]:
             break  # only as good as the best: a weaker match is a distractor for a small model
         trial = _join(sentences, sorted([*kept, i]))
         if cost(trial) <= room:
@@ -71,6 +74,14 @@ def score(text: str, terms: Sequence[str], asked: Sequence[str]) -> tuple[int, i
          for s in split_sentences(text)),
         default=(0, 0),
     )
+
+
+def pairs(text: str, asked: Sequence[str]) -> int:
+    """How many pairs of neighbouring question words ``asked`` stand side by side in
+    ``text`` ("item 85" in "Item 85: code QX-7139", not in "Item 19: ..., batch 85")."""
+    words = [stem(w) for w in _WORD.findall(text.lower())]
+    found = set(itertools.pairwise(words))
+    return sum((stem(a), stem(b)) in found for a, b in itertools.pairwise(asked))
 
 
 def split_sentences(text: str) -> list[str]:

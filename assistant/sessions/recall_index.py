@@ -17,6 +17,18 @@ model no longer sees: originals of pruned outputs and of compacted turns include
 Passages are cut by :func:`assistant.sessions.recall_text.split_passages`; ranking is FTS5's
 ``bm25()``, with an assistant reply's passages weighted down (the user's words and the tools'
 outputs are what a question is usually about; a small model's replies may be wrong).
+
+The tool calls of an assistant message are indexed too, as passages of role ``call``
+(:func:`call_text`: the tool, its target, then its other text arguments): the command that
+was run ("git commit -m ..."), the file written and what was written into it are facts of
+the chat found nowhere else (a ``write_file``'s output only says how many bytes), and the
+answer benchmark asks about them ("What commit message was used?").
+
+Every passage of a tool output is indexed with its call's header in a second column,
+``source`` ("read_file data/part_04.txt"): lines 49-54 of a file do not name the file, and
+"In data/part_04.txt, where is item 51 stored?" must find item 51 of that file, not of the
+eleven others read in the same chat. The text shown is the passage alone; :meth:`counts`
+counts a term in the text (a file's name is not common because the file is long).
 """
 
 from __future__ import annotations
@@ -30,19 +42,24 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from assistant.conversation import Conversation, Message
+from assistant.conversation import Conversation, Message, ToolCall
 from assistant.sessions.recall_text import split_passages
 
 log = logging.getLogger("assistant.sessions.recall")
 
-SCHEMA_VERSION = "1"
+#: "2": tool calls are indexed (role ``call``), and a tool output's passages carry their
+#: call (``source``); an index of "1" is rebuilt.
+SCHEMA_VERSION = "2"
+#: Arguments naming what a call acts on, in the order looked for (its header line).
+TARGET_KEYS = ("path", "file_path", "command", "pattern", "query", "url")
+PATH_KEYS = frozenset({"path", "file_path"})
 #: bm25 weight of an assistant reply's passages (bm25 is negative: smaller ranks first).
 ASSISTANT_WEIGHT = 0.6
 
 _SCHEMA = (
     "CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL)",
     "CREATE TABLE IF NOT EXISTS indexed(message_id TEXT PRIMARY KEY, seq INTEGER NOT NULL)",
-    "CREATE VIRTUAL TABLE IF NOT EXISTS passages USING fts5(text, message_id UNINDEXED, "
+    "CREATE VIRTUAL TABLE IF NOT EXISTS passages USING fts5(text, source, message_id UNINDEXED, "
     "role UNINDEXED, first UNINDEXED, last UNINDEXED, tokenize='porter unicode61')",
 )
 
@@ -148,24 +165,29 @@ class RecallIndex:
             new = [m for m in messages if m.id not in self._ids and m.role != "system"]
             if not new:
                 return 0
-            rows: list[tuple[str, str, str, int, int]] = []
-            calls = {c.id: c.name for m in new for c in m.tool_calls}
+            rows: list[tuple[str, str, str, str, int, int]] = []
+            calls = {c.id: c for m in new for c in m.tool_calls}
             for msg in new:
                 tool = None
+                source = ""
                 if msg.role == "tool":
-                    tool = msg.name or calls.get(msg.tool_call_id or "")
+                    call = calls.get(msg.tool_call_id or "")
+                    tool = msg.name or (call.name if call is not None else None)
+                    source = call_text(call)[0] if call is not None else (tool or "")
                 rows.extend(
-                    (p.text, msg.id, msg.role, p.first, p.last)
+                    (p.text, source, msg.id, msg.role, p.first, p.last)
                     for p in split_passages(msg.content, tool=tool)
                 )
+                for call in msg.tool_calls:
+                    rows.extend(call_passages(call, msg.id))
             ids = []
             for msg in new:
                 self._seq += 1
                 ids.append((msg.id, self._seq))
             with self._conn:
                 self._conn.executemany(
-                    "INSERT INTO passages(text, message_id, role, first, last) "
-                    "VALUES(?, ?, ?, ?, ?)",
+                    "INSERT INTO passages(text, source, message_id, role, first, last) "
+                    "VALUES(?, ?, ?, ?, ?, ?)",
                     rows,
                 )
                 self._conn.executemany("INSERT OR IGNORE INTO indexed VALUES(?, ?)", ids)
@@ -188,15 +210,21 @@ class RecallIndex:
         return self._passages
 
     def counts(self, terms: Sequence[str]) -> dict[str, int]:
-        """How many passages hold each term (as the tokenizer stems it)."""
+        """How many passages hold each term (as the tokenizer stems it) in their text; a term
+        found only in the ``source`` column (a file's name) counts where it is found there."""
         with self._lock:
-            return {
-                term: int(self._conn.execute(
-                    "SELECT count(*) FROM passages WHERE passages MATCH ?",
-                    ('"' + term.replace('"', '""') + '"',),
+            out: dict[str, int] = {}
+            for term in terms:
+                quoted = '"' + term.replace('"', '""') + '"'
+                n = int(self._conn.execute(
+                    "SELECT count(*) FROM passages WHERE passages MATCH ?", ("text : " + quoted,)
                 ).fetchone()[0])
-                for term in terms
-            }
+                if n == 0:
+                    n = int(self._conn.execute(
+                        "SELECT count(*) FROM passages WHERE passages MATCH ?", (quoted,)
+                    ).fetchone()[0])
+                out[term] = n
+            return out
 
     def matching(self, expressions: Sequence[str]) -> dict[str, int]:
         """How many passages match each FTS5 expression (``NEAR("local" "cache", 4)``)."""
@@ -228,6 +256,45 @@ class RecallIndex:
     def close(self) -> None:
         with self._lock:
             self._conn.close()
+
+
+def call_text(call: ToolCall) -> tuple[str, str]:
+    """A tool call as (header, body): the header is the tool and its target ("run_command
+    git commit -m 'x'", "write_file src/a.py"), the body its other text arguments, one per
+    line ("content: ..."). A call whose arguments are not a JSON object keeps its raw text."""
+    if not call.arguments:
+        return call.name, (call.raw_arguments or "").strip()
+    target_key = next(
+        (k for k in TARGET_KEYS if isinstance(call.arguments.get(k), str) and call.arguments[k]),
+        None,
+    )
+    header = call.name
+    if target_key is not None:
+        header += " " + " ".join(str(call.arguments[target_key]).split())
+    body = "\n".join(
+        f"{key}: {value}" for key, value in call.arguments.items()
+        if key != target_key and isinstance(value, str) and value.strip()
+    )
+    return header, body
+
+
+def call_passages(
+    call: ToolCall, message_id: str
+) -> list[tuple[str, str, str, str, int, int]]:
+    """Index rows of one tool call: its header alone when it has no body, else each passage
+    of the body under the header (so every passage of a written file names the file). A call
+    that only names a path (``read_file a.py``) has none: its output's passages carry it in
+    their ``source`` column, and as an excerpt it would say nothing."""
+    header, body = call_text(call)
+    if not body:
+        only_path = bool(call.arguments) and all(
+            k in PATH_KEYS for k, v in call.arguments.items() if isinstance(v, str)
+        )
+        return [] if only_path else [(header, "", message_id, "call", 1, 1)]
+    return [
+        (f"{header}\n{p.text}", "", message_id, "call", p.first, p.last)
+        for p in split_passages(body)
+    ]
 
 
 def remove_index(path: Path | None) -> None:

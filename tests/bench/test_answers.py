@@ -230,3 +230,33 @@ def test_answer_window_runs_each_size_with_prompts_kept_within_it(
         assert run["rows"] and all(r["prompt_tokens"] <= size for r in run["rows"])
     # The smaller size compacts more often over the same chat.
     assert runs["W2 @2048"]["compactions"]["record"] > runs["W2 @4096"]["compactions"]["record"]
+
+
+def test_a_real_session_alone_without_the_history_oracle(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """--real-session without --workload asks only the session; --no-history-oracle leaves
+    oracle (ii) out (n/a) and keeps oracle (i)."""
+    session = Path("tests/data/real-sessions/pi_refactor_session.jsonl")
+    code = main(["--quick", "--model", "scripted", "--answers-only", "--real-session",
+                 str(session), "--questions", "2", "--no-history-oracle", "--json"])
+    assert code == 0
+    data = json.loads(capsys.readouterr().out)
+    (answers,) = data["answers"]
+    assert answers["source"] == "pi_refactor_session" and answers["questions"] == 2
+    assert answers["rows"] and all(r["oracle_ii"] is None for r in answers["rows"])
+
+
+def test_a_workload_question_with_a_known_answer_is_answered_in_the_transcript() -> None:
+    """W5's user asks about each file it reads; a content-free reply to each of those
+    questions teaches a small model to dodge the benchmark's own questions."""
+    t = workload_transcript(generate("W5", 0, quick=True), limit=4)
+    asked = [i for i, m in enumerate(t.messages)
+             if m.role == "user" and m.content.startswith("In data/")]
+    assert asked
+    for i in asked:
+        reply = t.messages[i + 1]
+        assert reply.role == "assistant" and reply.content.startswith("It is QX-")
+    others = [t.messages[i + 1].content for i, m in enumerate(t.messages)
+              if m.role == "user" and i not in asked]
+    assert others and all(not c.startswith("It is") for c in others)

@@ -214,3 +214,57 @@ def test_a_fact_still_in_the_prompt_is_repeated_beside_the_question_as_its_sente
     ctrl.recall.focus = False  # the passage is visible whole: nothing is added
     again = Conversation(messages=[m.model_copy() for m in conv.messages])
     assert ctrl.prepare(CallRequest(again, SYSTEM)).recall is None
+
+
+def test_a_command_run_before_the_compaction_comes_back_as_the_call() -> None:
+    """The model's own prose is never recalled, but its tool calls (what was run, what was
+    written where) are facts of the chat and come back, labeled as calls."""
+    ctrl, _ = _controller()
+    conv = Conversation()
+    conv.append(Message(role="user", content="Please commit the plan."))
+    call = ToolCall(name="run_command",
+                    arguments={"command": 'git commit -m "Add refactoring plan for agent"'})
+    conv.append(Message(role="assistant", tool_calls=[call], initiated_by="user"))
+    conv.append(Message(role="tool", tool_call_id=call.id, name="run_command",
+                        content="[main 1a2b3c4] 1 file changed"))
+    conv.append(Message(role="assistant", content="Committed."))
+    for i in range(30):
+        conv.append(Message(role="user", content=f"Tell me about the history of tea {i}. " * 8))
+        conv.append(Message(role="assistant", content="Tea was first grown in China. " * 15))
+        ctrl.prepare(CallRequest(conv, SYSTEM))
+    assert conv.compactions and "Add refactoring plan" not in conv.compactions[-1].summary
+    conv.append(Message(role="user", content="Which commit message did you use?"))
+    req = ctrl.prepare(CallRequest(conv, SYSTEM))
+    assert req.recall is not None
+    assert (
+        '- (turn 1, you called) run_command git commit -m "Add refactoring plan for agent"'
+        in req.messages[-1]["content"]
+    )
+
+
+def test_a_line_of_one_of_many_files_read_is_found_by_the_file_name_and_its_words() -> None:
+    """Twelve files hold an "Item 17" each; the file's name is only in the read's header,
+    and an earlier question about the same file shares more words than the answer."""
+    ctrl, _ = _controller()
+    conv = Conversation()
+    places = ["Oslo", "Graz", "Kyoto", "Bergen", "Cusco", "Lisbon"]
+    for part in range(1, 13):
+        path = f"data/part_{part:02d}.txt"
+        call = ToolCall(name="read_file", arguments={"path": path})
+        conv.append(Message(role="assistant", tool_calls=[call], initiated_by="user"))
+        lines = [
+            f"Item {i}: code QX-{1000 + part * 117 + i}, stored in {places[(i + part) % 6]}, "
+            f"batch {(i * 7 + part) % 100}." for i in range(1, 61)
+        ]
+        conv.append(Message(role="tool", tool_call_id=call.id, name="read_file",
+                            content=f"{path} (60 lines)\n" + "\n".join(lines)))
+        conv.append(Message(role="user", content=f"In {path}, what is the code of item 5?"))
+        conv.append(Message(role="assistant", content="Noted."))
+        ctrl.prepare(CallRequest(conv, SYSTEM))
+    conv.append(Message(role="user", content="In data/part_06.txt, where is item 17 stored?"))
+    req = ctrl.prepare(CallRequest(conv, SYSTEM))
+    assert req.recall is not None
+    found = [e for e in req.recall.excerpts if "Item 17:" in e.text]
+    assert [e.label for e in found] == ["turn 5, read_file data/part_06.txt, lines 13-18"]
+    assert found[0].text == "Item 17: code QX-1719, stored in Lisbon, batch 25."
+    assert "batch 17." not in req.recall.text  # the same number in another field

@@ -131,3 +131,24 @@ def test_memory_indexes_are_one_per_conversation() -> None:
     a, b = Conversation(), Conversation()
     assert indexes.get(a) is indexes.get(a)
     assert indexes.get(a) is not indexes.get(b)
+
+
+def test_tool_calls_are_indexed_with_their_target_on_every_passage() -> None:
+    """The command run and the file written are facts found only in the call's arguments."""
+    index = RecallIndex(None)
+    commit = ToolCall(name="run_command",
+                      arguments={"command": 'git commit -m "Add refactoring plan"'})
+    body = "\n".join(f"line {i}: nothing to see" for i in range(1, 9)) + "\nexport MODE = 'rpc'"
+    write = ToolCall(name="write_file", arguments={"path": "src/rpc-mode.ts", "content": body})
+    index.sync([
+        Message(role="user", content="Save the plan, then write the rpc file."),
+        Message(role="assistant", content="Done.", tool_calls=[commit, write]),
+    ])
+    hits = index.search(match_expression(query_terms("Which commit message was used?")), limit=5)
+    assert [(h.role, h.text) for h in hits] == [
+        ("call", 'run_command git commit -m "Add refactoring plan"')
+    ]
+    hits = index.search(match_expression(query_terms("Which mode is exported?")), limit=5)
+    assert hits[0].role == "call"
+    assert hits[0].text.startswith("write_file src/rpc-mode.ts\n")  # the path on every part
+    assert "export MODE" in hits[0].text and hits[0].first > 1
