@@ -38,12 +38,15 @@ LAUNCH = (
 
 
 def _writes(messages: Messages) -> str:
-    """The scripted model: a write of the named file when asked, else "Done."."""
+    """The scripted model: a write of the named file when asked, else "Done.". The ask is
+    the user message's last line (recall may put excerpts of the chat before it)."""
     last = messages[-1]
     content = last.get("content") or ""
-    if last.get("role") == "user" and isinstance(content, str) and content.startswith(ASK):
-        return tool_call_text("write_file", {"path": content[len(ASK):].strip(),
-                                             "content": CONTENT})
+    if last.get("role") == "user" and isinstance(content, str):
+        line = content.strip().splitlines()[-1] if content.strip() else ""
+        if line.startswith(ASK):
+            return tool_call_text("write_file", {"path": line[len(ASK):].strip(),
+                                                 "content": CONTENT})
     return "Done."
 
 
