@@ -36,11 +36,17 @@ from assistant.llm.base import LLMBackend, LLMError
 from assistant.llm.local_server import LocalServer
 from assistant.llm.openai_backend import ServerBackend, ServerConfig
 
-from .answers import Transcript, workload_transcript
+from .answers import Transcript, app_window_cap, workload_transcript
 from .end_answers import EndAnswers, ManagerFactory, ask_at_end, passage_answers
 from .metrics import RunRecord, median, summarize
 from .runner import RunOptions, run_workload
-from .strategies import AnswerStrategy, StrategyName, answer_controller, build_strategy
+from .strategies import (
+    AnswerStrategy,
+    StrategyName,
+    answer_controller,
+    build_strategy,
+    uses_recall,
+)
 from .workloads import Workload
 
 #: llama-server's --cache-reuse chunk size for the front-cut baseline (tokens; llama.cpp's
@@ -56,6 +62,7 @@ APP_VARIANT: AnswerStrategy = "record+recall"
 EMBEDDED = "embedded engine, app policy"
 SERVER_POLICY = "llama-server, app policy"
 SERVER_FRONT_CUT = f"llama-server --cache-reuse {CACHE_REUSE}, front cut"
+SERVER_POLICY_REUSE = f"llama-server --cache-reuse {CACHE_REUSE}, app policy"
 
 
 @dataclass
@@ -141,15 +148,28 @@ def measure(
     label: str, options: RunOptions, pid: int | str,
     progress: Callable[[str], None],
 ) -> EngineRow:
-    """The workload, then the questions, on one engine; peak memory of process ``pid``."""
+    """The workload, then the questions, on one engine; peak memory of process ``pid``.
+    The policy runs as the app ships it: with recall (:data:`APP_VARIANT`) and its prompts
+    within ``transcript.window_cap`` (see :func:`policy_transcript`)."""
     _reset_hwm(pid)
+    policy = strategy == "policy"
     run_rec = run_workload(backend, wl, strategy, options=options,
-                           model_label=f"{backend.info.name} ({label})")
+                           model_label=f"{backend.info.name} ({label})",
+                           recall=policy and uses_recall(APP_VARIANT),
+                           window_cap=transcript.window_cap if policy else None)
     answers = (ask_at_end(backend, transcript, manager_factory(strategy, transcript),
                           progress=progress) if transcript.questions else EndAnswers())
     row = make_row(label, run_rec, answers, _hwm_mb(pid))
     progress(f"side by side: {row}")
     return row
+
+
+def policy_transcript(backend: LLMBackend, transcript: Transcript) -> Transcript:
+    """``transcript`` with the window the app keeps its prompts within on ``backend``'s
+    model: the quick workload's window, else the measured effective context when it is
+    below the window (:func:`bench.answers.app_window_cap`, as the app's engine does). The
+    front ends' cut fills the server's whole window instead."""
+    return replace(transcript, window_cap=app_window_cap(backend, transcript))
 
 
 def run(
@@ -164,11 +184,15 @@ def run(
     progress: Callable[[str], None] | None = None,
     errors: list[str] | None = None,
     wait_s: float = 0.0,
+    policy_reuse: Sequence[bool] = (False, True),
 ) -> list[EngineRow]:
     """The three runs of each workload on ``model`` (a registry name or a GGUF path), and
     up to ``questions`` of its answer-benchmark questions (None: all) after each. A run
     that fails is left out and described in ``errors``. ``wait_s``: how long the server
     runs wait for the binary to appear (``make llama-server`` building it meanwhile).
+    ``policy_reuse``: the app-policy runs on llama-server, without and with
+    ``--cache-reuse`` (the app's server engine sends ``cache_prompt``, so the server can
+    move the cached text a compaction shifted instead of evaluating it again).
     The workload runs ask no end-of-run questions of their own (``options.ask_questions``
     is ignored): the answer benchmark's questions are asked instead."""
     errors = errors if errors is not None else []
@@ -184,13 +208,15 @@ def run(
     for wl in workloads:
         n_ctx = window_for(wl)
         transcript = workload_transcript(wl, limit=questions)
+        app_transcript: Transcript | None = None
         say(f"side by side: {wl.name} on {path.name}, window {n_ctx}, "
             f"{len(transcript.questions)} questions: {EMBEDDED} ...")
         try:
             backend = LlamaBackend.load(str(path), n_ctx=n_ctx, threads=threads,
                                         calibrate=True)
             try:
-                rows.append(measure(backend, wl, transcript, "policy", EMBEDDED, opts,
+                app_transcript = policy_transcript(backend, transcript)
+                rows.append(measure(backend, wl, app_transcript, "policy", EMBEDDED, opts,
                                     "self", say))
                 rows[-1].passage_answered = passage_answers(backend, transcript)
             finally:
@@ -203,9 +229,11 @@ def run(
             say(f"side by side: waiting for {llama_server} (make llama-server) ...")
             time.sleep(min(30.0, max(0.0, deadline - time.monotonic())))
         # The front ends' way first: beside the embedded run it is the comparison users make.
+        reuse = ("--cache-reuse", str(CACHE_REUSE))
         plans: list[tuple[str, StrategyName, tuple[str, ...]]] = [
-            (SERVER_FRONT_CUT, "front-cut", ("--cache-reuse", str(CACHE_REUSE))),
-            (SERVER_POLICY, "policy", ()),
+            (SERVER_FRONT_CUT, "front-cut", reuse),
+            *[(SERVER_POLICY_REUSE if on else SERVER_POLICY, "policy", reuse if on else ())
+              for on in policy_reuse],
         ]
         for label, strategy, extra in plans:
             say(f"side by side: {wl.name}: {label} ...")
@@ -218,7 +246,12 @@ def run(
                     )
                     try:
                         assert server.pid is not None
-                        rows.append(measure(server_backend, wl, transcript, strategy, label,
+                        asked = transcript
+                        if strategy == "policy":
+                            app_transcript = app_transcript or policy_transcript(
+                                server_backend, transcript)
+                            asked = app_transcript
+                        rows.append(measure(server_backend, wl, asked, strategy, label,
                                             opts, server.pid, say))
                     finally:
                         server_backend.close()

@@ -4,10 +4,16 @@ tests/bench/test_integration.py; the questions: test_end_answers.py)."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
+import pytest
+
+from assistant.compaction.recall import HEADING_BEFORE
 from assistant.compaction.request import CallRequest
 from assistant.compaction.tokens import TokenCounter
 from assistant.config import EffectivePolicy, Settings
 from assistant.conversation import Conversation, Message, ToolCall
+from bench.answers import Transcript
 from bench.metrics import summarize
 from bench.runner import RunOptions, run_workload
 from bench.side_by_side import (
@@ -19,11 +25,13 @@ from bench.side_by_side import (
     SERVER_POLICY,
     EngineRow,
     insert_section,
+    policy_transcript,
     render,
     window_for,
     worth,
 )
 from bench.strategies import FrontCut, build_strategy
+from bench.workloads import ChatStep, Workload
 
 from .helpers import chat_workload, scripted
 
@@ -78,6 +86,50 @@ def test_front_cut_on_a_workload_never_overflows_and_forgets_the_start() -> None
     assert strategy.settings.compaction.compact_on_overflow
     switches = strategy.settings.compaction
     assert not switches.auto_compact and not switches.prune
+
+
+def _workload_asking_the_port(turns: int) -> Workload:
+    """A chat that outgrows a 2,048 window, then asks for the port of its first turn."""
+    wl = chat_workload(turns)
+    wl.steps.append(ChatStep("Which port did I give you at the start?"))
+    return wl
+
+
+def test_the_policy_runs_the_workload_with_the_apps_recall_only_when_asked() -> None:
+    """The side-by-side's policy rows run as the app ships: after a compaction the latest
+    question gets the excerpts of the whole chat (the port, from the compacted first turn)."""
+    prompts: dict[bool, str] = {}
+    for recall in (False, True):
+        backend = scripted(window=2_048)
+        run = run_workload(backend, _workload_asking_the_port(14), "policy",
+                           options=RunOptions(ask_questions=False), recall=recall)
+        assert summarize(run).compactions >= 1
+        chat = [c for c in backend.calls if c.options is None or c.options.grammar is None]
+        prompts[recall] = chat[-1].prompt_text or ""
+    assert HEADING_BEFORE in prompts[True] and "4321" in prompts[True]
+    assert HEADING_BEFORE not in prompts[False]
+
+
+def test_the_policy_keeps_its_prompts_within_the_cap_it_is_given() -> None:
+    """``window_cap``: the measured effective context below the model's window (the app's
+    engine builds prompts within it; the front ends' cut fills the server's window)."""
+    backend = scripted(window=8_192)
+    run = run_workload(backend, chat_workload(14), "policy",
+                       options=RunOptions(ask_questions=False), window_cap=2_048)
+    assert run.window == 2_048 and summarize(run).compactions >= 1
+    assert max(c.prompt_tokens for c in backend.calls) < 2_048
+
+
+def test_the_policy_transcript_keeps_a_quick_window_and_caps_at_the_measured_context(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    quick = Transcript("W2", "workload", "local", SYSTEM, [], [], window_cap=1_280)
+    assert policy_transcript(scripted(), quick).window_cap == 1_280
+    full = replace(quick, window_cap=None)
+    monkeypatch.setattr("bench.answers.measured_context", lambda _info: 2_048)
+    assert policy_transcript(scripted(), full).window_cap == 2_048
+    monkeypatch.setattr("bench.answers.measured_context", lambda _info: None)
+    assert policy_transcript(scripted(), full).window_cap is None
 
 
 def _row(label: str, answered: int, ttft: float, workload: str = "W2") -> EngineRow:
