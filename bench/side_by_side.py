@@ -273,18 +273,21 @@ def _answers(r: EngineRow) -> str:
 
 
 def worth(rows: Sequence[EngineRow]) -> list[str]:
-    """Per workload, the app's policy against the front cut, both on llama-server."""
+    """Per workload, the app's policy against the front cut, both on llama-server (the
+    policy's run on the same server as the front cut's, ``--cache-reuse``, when it ran)."""
     out: list[str] = []
     for wl in dict.fromkeys(r.workload for r in rows):
         by = {r.label: r for r in rows if r.workload == wl}
-        policy, cut = by.get(SERVER_POLICY), by.get(SERVER_FRONT_CUT)
+        policy = by.get(SERVER_POLICY_REUSE) or by.get(SERVER_POLICY)
+        cut = by.get(SERVER_FRONT_CUT)
         if policy is None or cut is None or not policy.asked or not cut.asked:
             continue
         gain = policy.answered / policy.asked - cut.answered / cut.asked
         ceiling = next((r.passage_answered for r in rows if r.workload == wl
                         and r.passage_answered is not None), None)
         out.append(
-            f"- {wl}: on llama-server the app's policy answered {_answers(policy)} "
+            f"- {wl}: on {policy.label.removesuffix(', app policy')} the app's policy "
+            f"answered {_answers(policy)} "
             f"({gain:+.0%} against the front cut's {_answers(cut)}), first token median "
             f"{_s(policy.ttft_median_s)} s against {_s(cut.ttft_median_s)} s, "
             f"{policy.evaluated + policy.summary_evaluated:,} prompt tokens evaluated "

@@ -23,6 +23,7 @@ from bench.side_by_side import (
     HEADING,
     SERVER_FRONT_CUT,
     SERVER_POLICY,
+    SERVER_POLICY_REUSE,
     EngineRow,
     insert_section,
     policy_transcript,
@@ -156,6 +157,13 @@ def test_the_table_ends_with_the_answers_and_says_what_the_policy_is_worth() -> 
             "prompt tokens evaluated (summaries included) against 1,200. Given each question's "
             "source passage alone, the model answers 6/8.") in table
     assert "Not measured: W1, x: gone" in table
+    # With the policy on the front cut's server too (--cache-reuse), that run is compared.
+    reuse = _row(SERVER_POLICY_REUSE, 6, 0.4)
+    assert worth([*rows, reuse]) == [
+        "- W2: on llama-server --cache-reuse 256 the app's policy answered 6/8 (+50% against "
+        "the front cut's 2/8 (1 not askable)), first token median 0.40 s against 0.60 s, "
+        "1,500 prompt tokens evaluated (summaries included) against 1,200. Given each "
+        "question's source passage alone, the model answers 6/8."]
     # A workload without both server rows says nothing about the worth.
     assert worth([_row(EMBEDDED, 5, 0.5, "W1"), _row(SERVER_POLICY, 5, 0.5, "W1")]) == []
 
