@@ -62,7 +62,11 @@ APP_VARIANT: AnswerStrategy = "record+recall"
 EMBEDDED = "embedded engine, app policy"
 SERVER_POLICY = "llama-server, app policy"
 SERVER_FRONT_CUT = f"llama-server --cache-reuse {CACHE_REUSE}, front cut"
-SERVER_POLICY_REUSE = f"llama-server --cache-reuse {CACHE_REUSE}, app policy"
+
+
+def embedded_reuse_label(min_chunk: int) -> str:
+    """The row of the embedded engine with its chunk reuse on (``--chunk-reuse``)."""
+    return f"{EMBEDDED}, chunk reuse {min_chunk}"
 
 
 @dataclass
@@ -184,15 +188,15 @@ def run(
     progress: Callable[[str], None] | None = None,
     errors: list[str] | None = None,
     wait_s: float = 0.0,
-    policy_reuse: Sequence[bool] = (False, True),
+    chunk_reuse: int = 0,
 ) -> list[EngineRow]:
     """The three runs of each workload on ``model`` (a registry name or a GGUF path), and
     up to ``questions`` of its answer-benchmark questions (None: all) after each. A run
     that fails is left out and described in ``errors``. ``wait_s``: how long the server
     runs wait for the binary to appear (``make llama-server`` building it meanwhile).
-    ``policy_reuse``: the app-policy runs on llama-server, without and with
-    ``--cache-reuse`` (the app's server engine sends ``cache_prompt``, so the server can
-    move the cached text a compaction shifted instead of evaluating it again).
+    ``chunk_reuse`` (tokens, 0: none) adds a run of the embedded engine with its chunk reuse
+    on (the setting, off by default: the cached text after a compaction's record or a
+    recall block is moved instead of evaluated again; approximate).
     The workload runs ask no end-of-run questions of their own (``options.ask_questions``
     is ignored): the answer benchmark's questions are asked instead."""
     errors = errors if errors is not None else []
@@ -219,6 +223,11 @@ def run(
                 rows.append(measure(backend, wl, app_transcript, "policy", EMBEDDED, opts,
                                     "self", say))
                 rows[-1].passage_answered = passage_answers(backend, transcript)
+                if chunk_reuse and backend.chunk_reuse_blocker is None:
+                    backend.reset_kv_cache()
+                    backend.tune_chunk_reuse(chunk_reuse)
+                    rows.append(measure(backend, wl, app_transcript, "policy",
+                                        embedded_reuse_label(chunk_reuse), opts, "self", say))
             finally:
                 backend.close()
         except LLMError as exc:
@@ -232,8 +241,7 @@ def run(
         reuse = ("--cache-reuse", str(CACHE_REUSE))
         plans: list[tuple[str, StrategyName, tuple[str, ...]]] = [
             (SERVER_FRONT_CUT, "front-cut", reuse),
-            *[(SERVER_POLICY_REUSE if on else SERVER_POLICY, "policy", reuse if on else ())
-              for on in policy_reuse],
+            (SERVER_POLICY, "policy", ()),
         ]
         for label, strategy, extra in plans:
             say(f"side by side: {wl.name}: {label} ...")
@@ -273,21 +281,18 @@ def _answers(r: EngineRow) -> str:
 
 
 def worth(rows: Sequence[EngineRow]) -> list[str]:
-    """Per workload, the app's policy against the front cut, both on llama-server (the
-    policy's run on the same server as the front cut's, ``--cache-reuse``, when it ran)."""
+    """Per workload, the app's policy against the front cut, both on llama-server."""
     out: list[str] = []
     for wl in dict.fromkeys(r.workload for r in rows):
         by = {r.label: r for r in rows if r.workload == wl}
-        policy = by.get(SERVER_POLICY_REUSE) or by.get(SERVER_POLICY)
-        cut = by.get(SERVER_FRONT_CUT)
+        policy, cut = by.get(SERVER_POLICY), by.get(SERVER_FRONT_CUT)
         if policy is None or cut is None or not policy.asked or not cut.asked:
             continue
         gain = policy.answered / policy.asked - cut.answered / cut.asked
         ceiling = next((r.passage_answered for r in rows if r.workload == wl
                         and r.passage_answered is not None), None)
         out.append(
-            f"- {wl}: on {policy.label.removesuffix(', app policy')} the app's policy "
-            f"answered {_answers(policy)} "
+            f"- {wl}: on llama-server the app's policy answered {_answers(policy)} "
             f"({gain:+.0%} against the front cut's {_answers(cut)}), first token median "
             f"{_s(policy.ttft_median_s)} s against {_s(cut.ttft_median_s)} s, "
             f"{policy.evaluated + policy.summary_evaluated:,} prompt tokens evaluated "

@@ -4,7 +4,10 @@ tests/bench/test_integration.py; the questions: test_end_answers.py)."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import replace
+from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -13,6 +16,8 @@ from assistant.compaction.request import CallRequest
 from assistant.compaction.tokens import TokenCounter
 from assistant.config import EffectivePolicy, Settings
 from assistant.conversation import Conversation, Message, ToolCall
+from assistant.llm.base import StreamEvent
+from bench import side_by_side
 from bench.answers import Transcript
 from bench.metrics import summarize
 from bench.runner import RunOptions, run_workload
@@ -23,8 +28,8 @@ from bench.side_by_side import (
     HEADING,
     SERVER_FRONT_CUT,
     SERVER_POLICY,
-    SERVER_POLICY_REUSE,
     EngineRow,
+    embedded_reuse_label,
     insert_section,
     policy_transcript,
     render,
@@ -33,8 +38,9 @@ from bench.side_by_side import (
 )
 from bench.strategies import FrontCut, build_strategy
 from bench.workloads import ChatStep, Workload
+from tests.fakes.scripted import ScriptedBackend
 
-from .helpers import chat_workload, scripted
+from .helpers import REPLY, chat_workload, scripted
 
 SYSTEM = "You are a test assistant."
 
@@ -157,13 +163,6 @@ def test_the_table_ends_with_the_answers_and_says_what_the_policy_is_worth() -> 
             "prompt tokens evaluated (summaries included) against 1,200. Given each question's "
             "source passage alone, the model answers 6/8.") in table
     assert "Not measured: W1, x: gone" in table
-    # With the policy on the front cut's server too (--cache-reuse), that run is compared.
-    reuse = _row(SERVER_POLICY_REUSE, 6, 0.4)
-    assert worth([*rows, reuse]) == [
-        "- W2: on llama-server --cache-reuse 256 the app's policy answered 6/8 (+50% against "
-        "the front cut's 2/8 (1 not askable)), first token median 0.40 s against 0.60 s, "
-        "1,500 prompt tokens evaluated (summaries included) against 1,200. Given each "
-        "question's source passage alone, the model answers 6/8."]
     # A workload without both server rows says nothing about the worth.
     assert worth([_row(EMBEDDED, 5, 0.5, "W1"), _row(SERVER_POLICY, 5, 0.5, "W1")]) == []
 
@@ -176,3 +175,46 @@ def test_the_report_gets_the_table_in_its_own_part_and_keeps_the_rest() -> None:
     assert "| first |" not in twice and "| second |" in twice
     assert twice.count(BEGIN) == 1 and twice.endswith("## Later\n\nkept\n")
     assert twice.count(HEADING) == 1
+
+
+class _TunableScripted(ScriptedBackend):
+    """The scripted model with the embedded engine's chunk-reuse switch: each call records
+    the setting it ran with."""
+
+    chunk_reuse_blocker: str | None = None
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        self.chunk_reuse = 0
+        self.reuse_at_call: list[int] = []
+
+    def tune_chunk_reuse(self, min_chunk: int) -> None:
+        self.chunk_reuse = min_chunk
+
+    def generate(self, *args: Any, **kwargs: Any) -> Iterator[StreamEvent]:
+        self.reuse_at_call.append(self.chunk_reuse)
+        return super().generate(*args, **kwargs)
+
+
+def test_chunk_reuse_adds_a_run_of_the_embedded_engine_with_it_on(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """``--side-by-side --chunk-reuse``: the same workload and questions again on the embedded
+    engine with its chunk reuse on, from an empty cache; a server that cannot start is said
+    and the embedded rows stay."""
+    import assistant.llm.registry as registry
+    from assistant.llm.llama_backend import LlamaBackend
+
+    backend = _TunableScripted(window=2_048, trained_context=2_048, default_reply=REPLY)
+    monkeypatch.setattr(LlamaBackend, "load", classmethod(lambda _cls, *_a, **_k: backend))
+    monkeypatch.setattr(registry, "resolve_model", lambda _m: (tmp_path / "m.gguf", None))
+    monkeypatch.setattr(side_by_side, "passage_answers", lambda _b, _t: 0)
+    wl = _workload_asking_the_port(14)
+    errors: list[str] = []
+    rows = side_by_side.run("m", [wl], RunOptions(), llama_server=str(tmp_path / "none"),
+                            log_dir=tmp_path, questions=0, errors=errors, chunk_reuse=64)
+    assert [r.label for r in rows] == [EMBEDDED, embedded_reuse_label(64)]
+    assert rows[0].evaluated == rows[1].evaluated  # the scripted model reuses prefixes only
+    assert backend.reuse_at_call[0] == 0 and backend.reuse_at_call[-1] == 64
+    assert backend.reuse_at_call.count(0) == backend.reuse_at_call.count(64)
+    assert len(errors) == 2 and all("llama-server" in e for e in errors)
