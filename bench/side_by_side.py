@@ -69,6 +69,11 @@ def embedded_reuse_label(min_chunk: int) -> str:
     return f"{EMBEDDED}, chunk reuse {min_chunk}"
 
 
+def server_reuse_label(min_chunk: int) -> str:
+    """The row of the app's policy on llama-server sending ``n_cache_reuse``."""
+    return f"{SERVER_POLICY}, n_cache_reuse {min_chunk}"
+
+
 @dataclass
 class EngineRow:
     """One way of running one workload, summarized."""
@@ -196,7 +201,9 @@ def run(
     runs wait for the binary to appear (``make llama-server`` building it meanwhile).
     ``chunk_reuse`` (tokens, 0: none) adds a run of the embedded engine with its chunk reuse
     on (the setting, off by default: the cached text after a compaction's record or a
-    recall block is moved instead of evaluated again; approximate).
+    recall block is moved instead of evaluated again; approximate), and one of the policy
+    on llama-server with ``n_cache_reuse`` in its requests (the server only skips removed
+    text: it keeps what followed a recall block, not what follows a record).
     The workload runs ask no end-of-run questions of their own (``options.ask_questions``
     is ignored): the answer benchmark's questions are asked instead."""
     errors = errors if errors is not None else []
@@ -239,18 +246,21 @@ def run(
             time.sleep(min(30.0, max(0.0, deadline - time.monotonic())))
         # The front ends' way first: beside the embedded run it is the comparison users make.
         reuse = ("--cache-reuse", str(CACHE_REUSE))
-        plans: list[tuple[str, StrategyName, tuple[str, ...]]] = [
-            (SERVER_FRONT_CUT, "front-cut", reuse),
-            (SERVER_POLICY, "policy", ()),
+        plans: list[tuple[str, StrategyName, tuple[str, ...], int]] = [
+            (SERVER_FRONT_CUT, "front-cut", reuse, 0),
+            (SERVER_POLICY, "policy", (), 0),
         ]
-        for label, strategy, extra in plans:
+        if chunk_reuse:
+            plans.append((server_reuse_label(chunk_reuse), "policy", (), chunk_reuse))
+        for label, strategy, extra, n_reuse in plans:
             say(f"side by side: {wl.name}: {label} ...")
             log = log_dir / f"llama-server-{wl.name}-{strategy}.log"
             try:
                 with LocalServer(path, n_ctx=n_ctx, threads=threads, log_path=log,
                                  llama_server_bin=llama_server, extra_args=extra) as server:
                     server_backend = ServerBackend.connect(
-                        ServerConfig(server.url, window=n_ctx, timeout_s=600, seed=0)
+                        ServerConfig(server.url, window=n_ctx, timeout_s=600, seed=0,
+                                     cache_reuse=n_reuse)
                     )
                     try:
                         assert server.pid is not None

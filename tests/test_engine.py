@@ -6,7 +6,7 @@ from pathlib import Path
 
 from assistant.config import Settings
 from assistant.conversation import Conversation
-from assistant.engine import build_engine
+from assistant.engine import build_engine, server_config
 from assistant.llm.context_probe import EffectiveContext, EffectiveContextStore, store_key
 from tests.fakes.scripted import ScriptedBackend
 
@@ -57,3 +57,13 @@ def test_the_measured_context_has_a_floor_and_a_switch(tmp_path: Path) -> None:
     backend = ScriptedBackend()
     _measure(backend, 3_000)
     assert _largest_prompts(settings, backend) > 4_000  # switched off: not applied
+
+
+def test_the_server_engine_asks_for_cache_reuse_only_with_chunk_reuse_on() -> None:
+    """The chunk reuse setting (off by default: approximate) reaches llama-server as its
+    ``n_cache_reuse`` (tests/llm/test_llama_server.py measures what the server then keeps)."""
+    settings = Settings()
+    assert server_config(settings).cache_reuse == 0
+    settings.performance.chunk_reuse = True
+    settings.performance.chunk_reuse_min = 48
+    assert server_config(settings).cache_reuse == 48
