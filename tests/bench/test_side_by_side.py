@@ -217,4 +217,6 @@ def test_chunk_reuse_adds_a_run_of_the_embedded_engine_with_it_on(
     assert rows[0].evaluated == rows[1].evaluated  # the scripted model reuses prefixes only
     assert backend.reuse_at_call[0] == 0 and backend.reuse_at_call[-1] == 64
     assert backend.reuse_at_call.count(0) == backend.reuse_at_call.count(64)
-    assert len(errors) == 2 and all("llama-server" in e for e in errors)
+    # The three server runs (front cut, policy, policy with n_cache_reuse) could not start.
+    assert len(errors) == 3 and all("llama-server" in e for e in errors)
+    assert "n_cache_reuse 64" in errors[-1]
