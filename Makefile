@@ -102,7 +102,7 @@ bench: setup models llama-server
 	$(PY) -m bench --quick --engine server --report docs/BENCHMARKS.md
 	$(PY) -m bench --strategy policy --strategy none --report docs/BENCHMARKS.md
 	ASSISTANT_LLAMA_SERVER=$(LLAMA_SERVER) $(PY) -m bench --side-by-side --quick \
-	  --report docs/BENCHMARKS.md
+	  --chunk-reuse --report docs/BENCHMARKS.md
 
 package: setup
 	$(PY) -m pip install --quiet -e '.[package]'

@@ -131,7 +131,8 @@ def _parser() -> argparse.ArgumentParser:
                    help="skip the real-session replays")
     p.add_argument("--chunk-reuse", action="store_true",
                    help="run with chunk reuse on (cached text after a pruned or summarized "
-                   "span is moved, not evaluated again)")
+                   "span is moved, not evaluated again); with --side-by-side, one more run "
+                   "of the embedded engine with it on")
     p.add_argument("--no-reuse-quality", action="store_true",
                    help="skip measuring chunk reuse against full evaluation on the policy's "
                    "calls")
@@ -240,7 +241,8 @@ def _side_by_side(args: argparse.Namespace) -> int:
             rows = side_by_side.run(model, workloads, opts, llama_server=binary,
                                     threads=args.threads, log_dir=work_dir,
                                     questions=questions, progress=_progress,
-                                    errors=errors, wait_s=args.llama_server_wait)
+                                    errors=errors, wait_s=args.llama_server_wait,
+                                    chunk_reuse=64 if args.chunk_reuse else 0)
     except LLMError as exc:
         print(f"bench: {exc}", file=sys.stderr)
         return 1

@@ -33,11 +33,13 @@ from assistant.agent.events import (
     TurnFinished,
 )
 from assistant.agent.loop import Agent
+from assistant.compaction.controller import ContextController
 from assistant.compaction.events import CompactionFailed, CompactionFinished, PruneEvent
 from assistant.compaction.summary import MECHANICAL_MARKER, TOO_SMALL_FOR_GRAMMAR, Summarizer
 from assistant.compaction.tokens import TokenCounter
 from assistant.config import Sampling, Settings
 from assistant.conversation import Conversation, Message, ToolCall
+from assistant.engine import attach_recall
 from assistant.llm.base import (
     GenerationResult,
     LLMBackend,
@@ -268,12 +270,17 @@ def run_workload(
     model_label: str = "",
     summarizer: SummarizerFactory | None = None,
     pairs: list[tuple[list[int], list[int]]] | None = None,
+    recall: bool = False,
+    window_cap: int | None = None,
 ) -> RunRecord:
     """Run ``workload`` with one strategy on ``backend``; returns everything recorded.
-    With ``pairs``, each chat call's (cached tokens, prompt tokens) is appended to it."""
+    With ``pairs``, each chat call's (cached tokens, prompt tokens) is appended to it.
+    ``recall`` gives the policy the app's recall (:func:`assistant.engine.attach_recall`);
+    ``window_cap`` keeps the prompts within that many tokens instead of the workload's cap
+    (the app's measured effective context)."""
     opts = options or RunOptions()
     started = time.perf_counter()
-    rec_backend = recording_backend(backend, workload.window_cap)
+    rec_backend = recording_backend(backend, window_cap or workload.window_cap)
     rec_backend.pairs = pairs
     with tempfile.TemporaryDirectory(prefix=f"bench-{workload.name}-") as tmp:
         workspace = Path(tmp)
@@ -287,6 +294,8 @@ def run_workload(
             workspace=str(workspace),
         )
         strategy = build_strategy(strategy_name, rec_backend, base, summarizer=summarizer)
+        if recall and isinstance(strategy.inner, ContextController):
+            attach_recall(strategy.inner)
         settings = strategy.settings
         conv = Conversation()
         recorder = Recorder(TokenCounter(backend), strategy, conv, workload.facts)

@@ -36,11 +36,17 @@ from assistant.llm.base import LLMBackend, LLMError
 from assistant.llm.local_server import LocalServer
 from assistant.llm.openai_backend import ServerBackend, ServerConfig
 
-from .answers import Transcript, workload_transcript
+from .answers import Transcript, app_window_cap, workload_transcript
 from .end_answers import EndAnswers, ManagerFactory, ask_at_end, passage_answers
 from .metrics import RunRecord, median, summarize
 from .runner import RunOptions, run_workload
-from .strategies import AnswerStrategy, StrategyName, answer_controller, build_strategy
+from .strategies import (
+    AnswerStrategy,
+    StrategyName,
+    answer_controller,
+    build_strategy,
+    uses_recall,
+)
 from .workloads import Workload
 
 #: llama-server's --cache-reuse chunk size for the front-cut baseline (tokens; llama.cpp's
@@ -56,6 +62,16 @@ APP_VARIANT: AnswerStrategy = "record+recall"
 EMBEDDED = "embedded engine, app policy"
 SERVER_POLICY = "llama-server, app policy"
 SERVER_FRONT_CUT = f"llama-server --cache-reuse {CACHE_REUSE}, front cut"
+
+
+def embedded_reuse_label(min_chunk: int) -> str:
+    """The row of the embedded engine with its chunk reuse on (``--chunk-reuse``)."""
+    return f"{EMBEDDED}, chunk reuse {min_chunk}"
+
+
+def server_reuse_label(min_chunk: int) -> str:
+    """The row of the app's policy on llama-server sending ``n_cache_reuse``."""
+    return f"{SERVER_POLICY}, n_cache_reuse {min_chunk}"
 
 
 @dataclass
@@ -141,15 +157,28 @@ def measure(
     label: str, options: RunOptions, pid: int | str,
     progress: Callable[[str], None],
 ) -> EngineRow:
-    """The workload, then the questions, on one engine; peak memory of process ``pid``."""
+    """The workload, then the questions, on one engine; peak memory of process ``pid``.
+    The policy runs as the app ships it: with recall (:data:`APP_VARIANT`) and its prompts
+    within ``transcript.window_cap`` (see :func:`policy_transcript`)."""
     _reset_hwm(pid)
+    policy = strategy == "policy"
     run_rec = run_workload(backend, wl, strategy, options=options,
-                           model_label=f"{backend.info.name} ({label})")
+                           model_label=f"{backend.info.name} ({label})",
+                           recall=policy and uses_recall(APP_VARIANT),
+                           window_cap=transcript.window_cap if policy else None)
     answers = (ask_at_end(backend, transcript, manager_factory(strategy, transcript),
                           progress=progress) if transcript.questions else EndAnswers())
     row = make_row(label, run_rec, answers, _hwm_mb(pid))
     progress(f"side by side: {row}")
     return row
+
+
+def policy_transcript(backend: LLMBackend, transcript: Transcript) -> Transcript:
+    """``transcript`` with the window the app keeps its prompts within on ``backend``'s
+    model: the quick workload's window, else the measured effective context when it is
+    below the window (:func:`bench.answers.app_window_cap`, as the app's engine does). The
+    front ends' cut fills the server's whole window instead."""
+    return replace(transcript, window_cap=app_window_cap(backend, transcript))
 
 
 def run(
@@ -164,11 +193,17 @@ def run(
     progress: Callable[[str], None] | None = None,
     errors: list[str] | None = None,
     wait_s: float = 0.0,
+    chunk_reuse: int = 0,
 ) -> list[EngineRow]:
     """The three runs of each workload on ``model`` (a registry name or a GGUF path), and
     up to ``questions`` of its answer-benchmark questions (None: all) after each. A run
     that fails is left out and described in ``errors``. ``wait_s``: how long the server
     runs wait for the binary to appear (``make llama-server`` building it meanwhile).
+    ``chunk_reuse`` (tokens, 0: none) adds a run of the embedded engine with its chunk reuse
+    on (the setting, off by default: the cached text after a compaction's record or a
+    recall block is moved instead of evaluated again; approximate), and one of the policy
+    on llama-server with ``n_cache_reuse`` in its requests (the server only skips removed
+    text: it keeps what followed a recall block, not what follows a record).
     The workload runs ask no end-of-run questions of their own (``options.ask_questions``
     is ignored): the answer benchmark's questions are asked instead."""
     errors = errors if errors is not None else []
@@ -184,15 +219,22 @@ def run(
     for wl in workloads:
         n_ctx = window_for(wl)
         transcript = workload_transcript(wl, limit=questions)
+        app_transcript: Transcript | None = None
         say(f"side by side: {wl.name} on {path.name}, window {n_ctx}, "
             f"{len(transcript.questions)} questions: {EMBEDDED} ...")
         try:
             backend = LlamaBackend.load(str(path), n_ctx=n_ctx, threads=threads,
                                         calibrate=True)
             try:
-                rows.append(measure(backend, wl, transcript, "policy", EMBEDDED, opts,
+                app_transcript = policy_transcript(backend, transcript)
+                rows.append(measure(backend, wl, app_transcript, "policy", EMBEDDED, opts,
                                     "self", say))
                 rows[-1].passage_answered = passage_answers(backend, transcript)
+                if chunk_reuse and backend.chunk_reuse_blocker is None:
+                    backend.reset_kv_cache()
+                    backend.tune_chunk_reuse(chunk_reuse)
+                    rows.append(measure(backend, wl, app_transcript, "policy",
+                                        embedded_reuse_label(chunk_reuse), opts, "self", say))
             finally:
                 backend.close()
         except LLMError as exc:
@@ -203,22 +245,31 @@ def run(
             say(f"side by side: waiting for {llama_server} (make llama-server) ...")
             time.sleep(min(30.0, max(0.0, deadline - time.monotonic())))
         # The front ends' way first: beside the embedded run it is the comparison users make.
-        plans: list[tuple[str, StrategyName, tuple[str, ...]]] = [
-            (SERVER_FRONT_CUT, "front-cut", ("--cache-reuse", str(CACHE_REUSE))),
-            (SERVER_POLICY, "policy", ()),
+        reuse = ("--cache-reuse", str(CACHE_REUSE))
+        plans: list[tuple[str, StrategyName, tuple[str, ...], int]] = [
+            (SERVER_FRONT_CUT, "front-cut", reuse, 0),
+            (SERVER_POLICY, "policy", (), 0),
         ]
-        for label, strategy, extra in plans:
+        if chunk_reuse:
+            plans.append((server_reuse_label(chunk_reuse), "policy", (), chunk_reuse))
+        for label, strategy, extra, n_reuse in plans:
             say(f"side by side: {wl.name}: {label} ...")
             log = log_dir / f"llama-server-{wl.name}-{strategy}.log"
             try:
                 with LocalServer(path, n_ctx=n_ctx, threads=threads, log_path=log,
                                  llama_server_bin=llama_server, extra_args=extra) as server:
                     server_backend = ServerBackend.connect(
-                        ServerConfig(server.url, window=n_ctx, timeout_s=600, seed=0)
+                        ServerConfig(server.url, window=n_ctx, timeout_s=600, seed=0,
+                                     cache_reuse=n_reuse)
                     )
                     try:
                         assert server.pid is not None
-                        rows.append(measure(server_backend, wl, transcript, strategy, label,
+                        asked = transcript
+                        if strategy == "policy":
+                            app_transcript = app_transcript or policy_transcript(
+                                server_backend, transcript)
+                            asked = app_transcript
+                        rows.append(measure(server_backend, wl, asked, strategy, label,
                                             opts, server.pid, say))
                     finally:
                         server_backend.close()

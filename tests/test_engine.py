@@ -7,7 +7,7 @@ from pathlib import Path
 from assistant.agent.events import MessageRefused
 from assistant.config import Settings
 from assistant.conversation import Conversation
-from assistant.engine import build_engine
+from assistant.engine import build_engine, server_config
 from assistant.llm.context_probe import EffectiveContext, EffectiveContextStore, store_key
 from tests.fakes.scripted import ScriptedBackend
 
@@ -90,3 +90,13 @@ def test_a_long_message_may_use_the_window_beyond_the_measured_target(tmp_path: 
     refused = [e for e in events if isinstance(e, MessageRefused)]
     assert len(refused) == 1 and refused[0].room > 7_000 and refused[0].tokens > 8_192
     assert len(conv.messages) == before  # nothing saved
+
+
+def test_the_server_engine_asks_for_cache_reuse_only_with_chunk_reuse_on() -> None:
+    """The chunk reuse setting (off by default: approximate) reaches llama-server as its
+    ``n_cache_reuse`` (tests/llm/test_llama_server.py measures what the server then keeps)."""
+    settings = Settings()
+    assert server_config(settings).cache_reuse == 0
+    settings.performance.chunk_reuse = True
+    settings.performance.chunk_reuse_min = 48
+    assert server_config(settings).cache_reuse == 48

@@ -84,6 +84,11 @@ class ServerConfig:
     #: Check the counts against the server's prompt sizes (three one-token requests).
     verify: bool = True
     seed: int | None = None
+    #: llama.cpp's ``n_cache_reuse`` per request (tokens; 0: not sent): the server moves
+    #: cached runs of at least this many tokens past text removed before them (a recall
+    #: block the next question no longer has) instead of evaluating them again. The
+    #: embedded engine's chunk reuse setting, approximate in the same way.
+    cache_reuse: int = 0
 
 
 @dataclass(frozen=True)
@@ -312,6 +317,8 @@ class ServerBackend:
         if kind == "llama.cpp":
             body["cache_prompt"] = True  # reuse the KV cache of the previous request
             body["return_progress"] = True
+            if self._config.cache_reuse > 0:
+                body["n_cache_reuse"] = self._config.cache_reuse
         if options.grammar is not None and kind in LLAMA_FAMILY:
             body["grammar"] = options.grammar
         return body

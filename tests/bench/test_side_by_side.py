@@ -4,10 +4,21 @@ tests/bench/test_integration.py; the questions: test_end_answers.py)."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from assistant.compaction.recall import HEADING_BEFORE
 from assistant.compaction.request import CallRequest
 from assistant.compaction.tokens import TokenCounter
 from assistant.config import EffectivePolicy, Settings
 from assistant.conversation import Conversation, Message, ToolCall
+from assistant.llm.base import StreamEvent
+from bench import side_by_side
+from bench.answers import Transcript
 from bench.metrics import summarize
 from bench.runner import RunOptions, run_workload
 from bench.side_by_side import (
@@ -18,14 +29,18 @@ from bench.side_by_side import (
     SERVER_FRONT_CUT,
     SERVER_POLICY,
     EngineRow,
+    embedded_reuse_label,
     insert_section,
+    policy_transcript,
     render,
     window_for,
     worth,
 )
 from bench.strategies import FrontCut, build_strategy
+from bench.workloads import ChatStep, Workload
+from tests.fakes.scripted import ScriptedBackend
 
-from .helpers import chat_workload, scripted
+from .helpers import REPLY, chat_workload, scripted
 
 SYSTEM = "You are a test assistant."
 
@@ -80,6 +95,50 @@ def test_front_cut_on_a_workload_never_overflows_and_forgets_the_start() -> None
     assert not switches.auto_compact and not switches.prune
 
 
+def _workload_asking_the_port(turns: int) -> Workload:
+    """A chat that outgrows a 2,048 window, then asks for the port of its first turn."""
+    wl = chat_workload(turns)
+    wl.steps.append(ChatStep("Which port did I give you at the start?"))
+    return wl
+
+
+def test_the_policy_runs_the_workload_with_the_apps_recall_only_when_asked() -> None:
+    """The side-by-side's policy rows run as the app ships: after a compaction the latest
+    question gets the excerpts of the whole chat (the port, from the compacted first turn)."""
+    prompts: dict[bool, str] = {}
+    for recall in (False, True):
+        backend = scripted(window=2_048)
+        run = run_workload(backend, _workload_asking_the_port(14), "policy",
+                           options=RunOptions(ask_questions=False), recall=recall)
+        assert summarize(run).compactions >= 1
+        chat = [c for c in backend.calls if c.options is None or c.options.grammar is None]
+        prompts[recall] = chat[-1].prompt_text or ""
+    assert HEADING_BEFORE in prompts[True] and "4321" in prompts[True]
+    assert HEADING_BEFORE not in prompts[False]
+
+
+def test_the_policy_keeps_its_prompts_within_the_cap_it_is_given() -> None:
+    """``window_cap``: the measured effective context below the model's window (the app's
+    engine builds prompts within it; the front ends' cut fills the server's window)."""
+    backend = scripted(window=8_192)
+    run = run_workload(backend, chat_workload(14), "policy",
+                       options=RunOptions(ask_questions=False), window_cap=2_048)
+    assert run.window == 2_048 and summarize(run).compactions >= 1
+    assert max(c.prompt_tokens for c in backend.calls) < 2_048
+
+
+def test_the_policy_transcript_keeps_a_quick_window_and_caps_at_the_measured_context(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    quick = Transcript("W2", "workload", "local", SYSTEM, [], [], window_cap=1_280)
+    assert policy_transcript(scripted(), quick).window_cap == 1_280
+    full = replace(quick, window_cap=None)
+    monkeypatch.setattr("bench.answers.measured_context", lambda _info: 2_048)
+    assert policy_transcript(scripted(), full).window_cap == 2_048
+    monkeypatch.setattr("bench.answers.measured_context", lambda _info: None)
+    assert policy_transcript(scripted(), full).window_cap is None
+
+
 def _row(label: str, answered: int, ttft: float, workload: str = "W2") -> EngineRow:
     return EngineRow(workload, label, "policy" if "policy" in label else "front-cut", ttft,
                      ttft * 2, 1200, 60, 0.05, 300 if "policy" in label else 0, 310.0, 0, 42.0,
@@ -116,3 +175,48 @@ def test_the_report_gets_the_table_in_its_own_part_and_keeps_the_rest() -> None:
     assert "| first |" not in twice and "| second |" in twice
     assert twice.count(BEGIN) == 1 and twice.endswith("## Later\n\nkept\n")
     assert twice.count(HEADING) == 1
+
+
+class _TunableScripted(ScriptedBackend):
+    """The scripted model with the embedded engine's chunk-reuse switch: each call records
+    the setting it ran with."""
+
+    chunk_reuse_blocker: str | None = None
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        self.chunk_reuse = 0
+        self.reuse_at_call: list[int] = []
+
+    def tune_chunk_reuse(self, min_chunk: int) -> None:
+        self.chunk_reuse = min_chunk
+
+    def generate(self, *args: Any, **kwargs: Any) -> Iterator[StreamEvent]:
+        self.reuse_at_call.append(self.chunk_reuse)
+        return super().generate(*args, **kwargs)
+
+
+def test_chunk_reuse_adds_a_run_of_the_embedded_engine_with_it_on(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """``--side-by-side --chunk-reuse``: the same workload and questions again on the embedded
+    engine with its chunk reuse on, from an empty cache; a server that cannot start is said
+    and the embedded rows stay."""
+    import assistant.llm.registry as registry
+    from assistant.llm.llama_backend import LlamaBackend
+
+    backend = _TunableScripted(window=2_048, trained_context=2_048, default_reply=REPLY)
+    monkeypatch.setattr(LlamaBackend, "load", classmethod(lambda _cls, *_a, **_k: backend))
+    monkeypatch.setattr(registry, "resolve_model", lambda _m: (tmp_path / "m.gguf", None))
+    monkeypatch.setattr(side_by_side, "passage_answers", lambda _b, _t: 0)
+    wl = _workload_asking_the_port(14)
+    errors: list[str] = []
+    rows = side_by_side.run("m", [wl], RunOptions(), llama_server=str(tmp_path / "none"),
+                            log_dir=tmp_path, questions=0, errors=errors, chunk_reuse=64)
+    assert [r.label for r in rows] == [EMBEDDED, embedded_reuse_label(64)]
+    assert rows[0].evaluated == rows[1].evaluated  # the scripted model reuses prefixes only
+    assert backend.reuse_at_call[0] == 0 and backend.reuse_at_call[-1] == 64
+    assert backend.reuse_at_call.count(0) == backend.reuse_at_call.count(64)
+    # The three server runs (front cut, policy, policy with n_cache_reuse) could not start.
+    assert len(errors) == 3 and all("llama-server" in e for e in errors)
+    assert "n_cache_reuse 64" in errors[-1]

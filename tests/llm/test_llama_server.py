@@ -102,6 +102,44 @@ def test_the_prompt_cache_is_kept_warm(backend: ServerBackend) -> None:
     assert second.prompt_evaluated < second.prompt_tokens
 
 
+def test_cache_reuse_keeps_what_followed_text_the_next_prompt_no_longer_has(
+    llama_cpp_server: LocalServer,
+) -> None:
+    """``cache_reuse``: the request asks the server to move the cached question that followed
+    a recall block the next prompt drops, instead of evaluating it again (the server's
+    ``n_cache_reuse``); without it everything after the dropped block is evaluated again."""
+    block = "Earlier in this chat: " + " ".join(
+        f"note {i} is about item {i * 3}." for i in range(40))
+    question = ("Here is my question about the garden plan: " + " ".join(
+        f"bed {i} holds {i * 2} tomato plants and {i + 1} rows of beans," for i in range(12))
+        + " which bed holds the most plants?")
+    options = GenerationOptions(max_tokens=4, temperature=0.0)
+    evaluated: dict[int, int] = {}
+    for reuse in (0, 32):
+        be = ServerBackend.connect(ServerConfig(llama_cpp_server.url, timeout_s=120,
+                                                cache_reuse=reuse))
+        try:
+            with_block = [CHAT[0], {"role": "user", "content": f"{block}\n\n{question}"}]
+            first = list(be.generate(with_block, options))[-1].result
+            assert first is not None
+            later = [CHAT[0], {"role": "user", "content": question},
+                     {"role": "assistant", "content": first.text},
+                     {"role": "user", "content": "And the fewest?"}]
+            second = list(be.generate(later, options))[-1].result
+            assert second is not None and second.text
+            evaluated[reuse] = second.prompt_evaluated
+        finally:
+            be.close()
+    asked = ServerBackend.connect(ServerConfig(llama_cpp_server.url, verify=False))
+    try:
+        question_tokens = (asked.count_prompt([CHAT[0], {"role": "user", "content": question}])
+                           - asked.count_prompt([CHAT[0], {"role": "user", "content": ""}]))
+    finally:
+        asked.close()
+    assert evaluated[0] > question_tokens, evaluated
+    assert evaluated[32] < evaluated[0] - question_tokens // 2, evaluated
+
+
 def test_stop_and_overflow(backend: ServerBackend) -> None:
     cancel = CancelToken()
     deltas: list[str] = []
