@@ -212,8 +212,8 @@ def _speculative(args: argparse.Namespace) -> int:
 def _side_by_side(args: argparse.Namespace) -> int:
     """``--side-by-side``: the workloads (default W1 and W2) through the app and through
     llama-server (bench/side_by_side.py)."""
-    from assistant.llm.local_server import find_llama_server
     from assistant.llm.registry import load_registry
+    from bench.local_server import find_llama_server
 
     from . import side_by_side
 

@@ -3,7 +3,7 @@
 ``python -m bench --engine server`` runs one workload/strategy pair (W1 with the
 policy when they are in the run) twice: in this process through llama.cpp (the embedded
 engine, as every run does) and through
-llama-cpp-python's OpenAI-compatible server on 127.0.0.1 (:class:`~assistant.llm.
+llama-cpp-python's OpenAI-compatible server on 127.0.0.1 (:class:`~bench.
 local_server.LocalServer`), started with the same model file, window and threads and driven
 by the app's server engine (:class:`~assistant.llm.openai_backend.ServerBackend`, the same
 sampler settings). The runs happen one after the other, never at the same time.
@@ -33,8 +33,8 @@ from pathlib import Path
 from typing import Any
 
 from assistant.llm.base import GenerationOptions, LLMBackend
-from assistant.llm.local_server import LocalServer
 from assistant.llm.openai_backend import ServerBackend, ServerConfig
+from bench.local_server import LocalServer
 
 from .metrics import CallRecord, RunRecord, median
 from .runner import RunOptions, run_workload

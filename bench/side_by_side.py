@@ -33,8 +33,8 @@ from typing import Any
 from assistant.agent.controller_api import ContextManager
 from assistant.config import Settings
 from assistant.llm.base import LLMBackend, LLMError
-from assistant.llm.local_server import LocalServer
 from assistant.llm.openai_backend import ServerBackend, ServerConfig
+from bench.local_server import LocalServer
 
 from .answers import Transcript, app_window_cap, workload_transcript
 from .end_answers import EndAnswers, ManagerFactory, ask_at_end, passage_answers

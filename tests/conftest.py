@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from assistant.llm.local_server import LocalServer
 from assistant.llm.registry import default_model_path
+from bench.local_server import LocalServer
 
 EMBEDDED_MODEL: Path = default_model_path()
 os.environ.setdefault("ASSISTANT_MODEL_DIR", str(EMBEDDED_MODEL.parent))

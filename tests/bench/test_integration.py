@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from assistant.llm.local_server import find_llama_server
 from assistant.llm.registry import resolve_model
 from bench.cli import main
+from bench.local_server import find_llama_server
 from bench.strategies import STRATEGY_NAMES
 from bench.workloads import WORKLOAD_NAMES, ChatStep, generate, load_workload
 

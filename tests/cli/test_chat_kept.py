@@ -10,8 +10,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from assistant.llm.local_server import free_port
 from assistant.sessions import SessionStore
+from bench.local_server import free_port
 from tests.fakes.openai_server import Messages, fake_openai_server
 
 

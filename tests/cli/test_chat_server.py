@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from assistant.llm.local_server import LocalServer, free_port
+from bench.local_server import LocalServer, free_port
 
 pytestmark = pytest.mark.integration
 

@@ -16,8 +16,8 @@ import httpx
 import pytest
 
 from assistant.llm.base import CancelToken, ContextOverflowError, GenerationOptions
-from assistant.llm.local_server import LocalServer, find_llama_server
 from assistant.llm.openai_backend import ServerBackend, ServerConfig
+from bench.local_server import LocalServer, find_llama_server
 
 BINARY = find_llama_server()
 

@@ -17,9 +17,9 @@ import httpx
 import pytest
 
 from assistant.llm.base import CancelToken, ContextOverflowError, GenerationOptions, ModelLoadError
-from assistant.llm.local_server import LocalServer
 from assistant.llm.openai_backend import ServerBackend, ServerConfig
 from assistant.llm.server_http import ServerHTTPError, ServerStreamError, ServerUnreachable
+from bench.local_server import LocalServer
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
@@ -258,7 +258,7 @@ def test_a_forgotten_local_server_ends_with_its_owner(embedded_model_path: Path)
 
     code = (
         "import sys\n"
-        "from assistant.llm.local_server import LocalServer\n"
+        "from bench.local_server import LocalServer\n"
         "s = LocalServer(sys.argv[1], n_ctx=128, threads=1)\n"
         "s.start()\n"
         "print(s.pid, flush=True)\n"  # and exit without stopping it

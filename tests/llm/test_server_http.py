@@ -11,7 +11,6 @@ from collections.abc import Iterator
 import pytest
 
 from assistant.llm.base import ContextOverflowError
-from assistant.llm.local_server import free_port
 from assistant.llm.server_http import (
     ServerHTTP,
     ServerTimeout,
@@ -20,6 +19,7 @@ from assistant.llm.server_http import (
     error_message,
     overflow_from,
 )
+from bench.local_server import free_port
 
 
 def test_nothing_listening_is_a_clear_error_naming_the_address() -> None:

@@ -25,9 +25,9 @@ from assistant.agent.events import (
 from assistant.compaction.events import CompactionFinished, CompactionStarted
 from assistant.config import Settings
 from assistant.conversation import CompactionReason
-from assistant.llm.local_server import LocalServer, free_port
 from assistant.llm.openai_backend import ServerBackend
 from assistant.service.events import ModelChanged
+from bench.local_server import LocalServer, free_port
 
 from .conftest import Rig
 

@@ -13,13 +13,13 @@ from PySide6.QtCore import QPoint, Qt
 from assistant import paths
 from assistant.agent.events import ContextUsage
 from assistant.config import Settings
-from assistant.llm.local_server import LocalServer, free_port
 from assistant.llm.openai_backend import ConnectionReport
 from assistant.llm.registry import load_registry
 from assistant.secrets import SecretStore
 from assistant.ui.context_bar import ESTIMATE_NOTE
 from assistant.ui.settings_dialog import SettingsDialog
 from assistant.ui.welcome_view import OFFLINE_INTRO
+from bench.local_server import LocalServer, free_port
 
 
 def _dialog(qtbot, settings: Settings | None = None) -> SettingsDialog:  # type: ignore[no-untyped-def]

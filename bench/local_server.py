@@ -29,7 +29,7 @@ HOST = "127.0.0.1"
 
 #: Where ``make llama-server`` puts llama.cpp's server in a checkout
 #: (packaging/build-llama-server.sh).
-CHECKOUT_LLAMA_SERVER = Path(__file__).resolve().parents[2] / "build/llama-server/llama-server"
+CHECKOUT_LLAMA_SERVER = Path(__file__).resolve().parents[1] / "build/llama-server/llama-server"
 
 
 def find_llama_server() -> str | None:

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from assistant.llm import local_server
-from assistant.llm.local_server import find_llama_server
+from bench import local_server
+from bench.local_server import find_llama_server
 
 
 def _exe(path: Path) -> Path:
