@@ -2,8 +2,8 @@
 happens (summarizing older messages to make room) and how far it is, the status bar does not
 repeat it nor say "Compacting"; it says only how to cancel. After the compaction it moves on
 with the turn (reading the prompt, writing the reply) and ends on "Ready": the line under the
-reply says what happened, and nothing of the compaction stays in the status bar. Cancelling says so and ends on
-"Stopped". Screenshots: test-artifacts/compaction-status-bar-*.png."""
+reply says what happened, and nothing of the compaction stays in the status bar. Cancelling
+says so and ends on "Stopped". Screenshots: test-artifacts/compaction-status-bar-*.png."""
 
 from __future__ import annotations
 
@@ -93,6 +93,7 @@ def test_the_status_bar_during_and_after_a_compaction_in_the_turn(
     assert h.controller.conversation.compactions
     final = h.window.status_label.text()
     assert final == "Ready"
+    h.qtbot.wait(300)  # the chat view renders its messages on demand after the re-render
     assert h.window.grab().save(str(artifacts_dir / "compaction-status-bar-after.png"))
     assert not any("compacting" in text.lower() for text in shown), shown
     assert not any(TITLE.lower() in text.lower() for text in shown), shown
