@@ -8,11 +8,13 @@ ahead on or off): a chat message is typed text, a ``read_file`` step is the user
 themselves (no chat message). The service runs on its real model worker thread; its
 completions run on this thread, as the window's event loop runs them.
 
-The user reads each reply: after a reply the next message is sent once the service's
+The user reads each reply: after a reply the next step is sent once the service's
 precompute (the summary written ahead of time, which starts when the model goes idle) has
 finished, or after ``pause_cap`` seconds (the next message then cancels it, as in the app).
 That is a user who reads for as long as the summary takes; the time is reported per pause
-(:attr:`Pause.seconds`) so the reader sees what "ahead" needs. Per compaction the run
+(:attr:`Pause.seconds`) so the reader sees what "ahead" needs. After a ``/read`` (no reply)
+the user types on at once: a summary started then is cancelled by the next step, as in the
+app. Per compaction the run
 records its time inside the turn (``CompactionRecord.duration_s``, what the user waits for
 before the prompt is read) and whether the summary written ahead was used.
 """
@@ -212,7 +214,8 @@ def run_workload(
                             rec.summarizer, rec.summarizer_note))
                 log(f"  step {n}/{len(steps)}: {len(out.compactions)} compaction(s), "
                     f"{time.perf_counter() - started:.0f} s")
-                if ahead and n < len(steps):
+                if ahead and isinstance(step, ChatStep) and n < len(steps):
+                    # The user reads the reply (after a /read they type on at once).
                     out.pauses.append(_read(service, loop, heard, n, pause_cap))
         finally:
             service.shutdown()

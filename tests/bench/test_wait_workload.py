@@ -59,6 +59,8 @@ def test_w1_runs_its_reads_and_messages_through_the_service() -> None:
     got = run_workload(generate("W1"), settings, scripted, ahead=True, turns=4)
     assert got.messages == 4 and got.steps == len(user_steps(generate("W1"), 4))
     assert got.compactions, "W1's files fill a 2,048-token window within four turns"
+    # The user reads after each reply (not after a /read): three pauses before the last.
+    assert len(got.pauses) == 3
 
 
 def test_a_budget_cuts_the_run_and_says_where() -> None:
