@@ -11,17 +11,24 @@ check), which is what the user waits for before the prompt is read; the time spe
 window (``--window``), short replies and a fixed number of turns.
 
     python -m bench.compaction_wait [--window 3072] [--turns 14] [--reply 24] [--json]
+
+``--workload W1|W2`` runs a benchmark workload's user messages instead, through the session
+service as the window drives it, with the shipped settings (see :mod:`bench.wait_workload`):
+
+    python -m bench.compaction_wait --workload W2 --mode ahead --reply 16 [--turns 20]
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import sys
 import tempfile
 import time
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 from typing import Any
 
 from assistant.agent.events import AgentEvent, ContextChanged
@@ -32,6 +39,7 @@ from assistant.conversation import Conversation
 from assistant.engine import build_engine
 from assistant.llm.base import CancelToken, LLMBackend
 
+_DEFAULT_TURNS = 14
 TOPICS = ("invoices", "the parser", "deploy scripts", "the cache", "user accounts",
           "the report job", "search", "backups")
 
@@ -109,12 +117,27 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.compaction_wait")
     parser.add_argument("--model", default="smollm2-135m-instruct")
     parser.add_argument("--window", type=int, default=3072)
-    parser.add_argument("--turns", type=int, default=14)
+    parser.add_argument("--turns", type=int, default=None,
+                        help="chat turns (with --workload: cut the workload after this many "
+                        "messages; default: all of it)")
     parser.add_argument("--reply", type=int, default=24, help="longest reply (tokens)")
     parser.add_argument("--mode", choices=("inside", "ahead", "both"), default="both",
                         help="run the chat with summaries inside the turn, ahead, or both")
     parser.add_argument("--json", action="store_true")
+    parser.add_argument("--workload", choices=("W1", "W2"),
+                        help="the workload's user messages through the session service with "
+                        "the shipped settings (--window is then ignored; --turns cuts it)")
+    parser.add_argument("--pause-cap", type=float, default=600.0,
+                        help="with --workload: the longest the user reads after a reply "
+                        "while the summary is written ahead (s)")
+    parser.add_argument("--budget", type=float, default=None,
+                        help="with --workload: send no new step after this many seconds")
+    parser.add_argument("--threads", type=int, default=1,
+                        help="with --workload: CPU threads (1 on a loaded machine)")
     args = parser.parse_args(argv)
+    if args.workload:
+        return _main_workload(args)
+    args.turns = _DEFAULT_TURNS if args.turns is None else args.turns
     from assistant.llm.llama_backend import LlamaBackend
 
     backend = LlamaBackend.load(args.model, n_ctx=args.window, calibrate=True)
@@ -146,6 +169,67 @@ def main(argv: list[str] | None = None) -> int:
             used = sum("written ahead" in n for n in r.notes)
             print(f"  compactions that used a summary written ahead: {used} of {len(r.waits)}")
     return 0
+
+
+def _main_workload(args: argparse.Namespace) -> int:
+    from bench.recall_answers import settings_for
+    from bench.wait_workload import run_workload
+    from bench.workloads import generate
+
+    modes = {"inside": (False,), "ahead": (True,), "both": (False, True)}[args.mode]
+    turns = args.turns
+    with tempfile.TemporaryDirectory(prefix="bench-wait-home-") as home:
+        model = _model_path(args.model)
+        os.environ.setdefault("ASSISTANT_MODEL_DIR", str(model.parent))
+        os.environ["ASSISTANT_HOME"] = home
+        os.environ.setdefault("ASSISTANT_CALIBRATE", "0")
+        # Local mode as shipped: the model's measured effective context applies.
+        settings = settings_for(str(model), None, args.reply, None, args.threads)
+        runs = [
+            run_workload(generate(args.workload), settings, _load, ahead=ahead, turns=turns,
+                         pause_cap=args.pause_cap, budget_s=args.budget,
+                         log=lambda line: print(line, file=sys.stderr, flush=True))
+            for ahead in modes
+        ]
+    if args.json:
+        print(json.dumps([{**asdict(r), "median": r.median} for r in runs], indent=2))
+        return 0
+    for r in runs:
+        label = "summary written ahead" if r.ahead else "summary inside the turn"
+        median = "-" if r.median is None else f"{r.median:.2f} s"
+        print(f"{r.workload} {label} (window {r.window:,}): {r.steps} step(s), {r.messages} "
+              f"message(s), {r.seconds:.0f} s; {len(r.compactions)} compaction(s), "
+              f"median wait {median}" + (f"; cut: {r.cut}" if r.cut else ""))
+        for c in r.compactions:
+            used = ("summary written ahead used" if c.ahead_used
+                    else f"written in the turn ({c.summarizer})")
+            print(f"  step {c.step}: wait {c.wait_s:.2f} s, {used}")
+        if r.ahead:
+            wrote = [p for p in r.pauses if p.wrote]
+            print(f"  reading pauses that wrote a summary ahead: {len(wrote)} of "
+                  f"{len(r.pauses)}; their length [s]: "
+                  + (", ".join(f"{p.seconds:.1f}" for p in wrote) or "none")
+                  + f"; capped: {sum(p.capped for p in r.pauses)}")
+    return 0
+
+
+def _model_path(model: str) -> Path:
+    """A GGUF file path from a path or a registry name (the bench's --model)."""
+    path = Path(model)
+    if path.suffix == ".gguf":
+        return path
+    from assistant.llm.registry import default_model_path, resolve_model
+
+    try:
+        return resolve_model(model)[0]
+    except (OSError, ValueError, KeyError):  # an unknown name: the default model
+        return default_model_path()
+
+
+def _load(model: str, n_ctx: int, threads: int) -> LLMBackend:
+    from assistant.llm.llama_backend import LlamaBackend
+
+    return LlamaBackend.load(model, n_ctx=n_ctx, threads=threads)
 
 
 if __name__ == "__main__":  # pragma: no cover

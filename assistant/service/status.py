@@ -126,7 +126,7 @@ class Status:
         if p is Phase.RUNNING_TOOL:
             return f"Running {d}…"
         if p is Phase.COMPACTING:
-            return "Compacting… (Esc to cancel)"
+            return "Summarizing older messages… (Esc to cancel)"
         return d or "Stopping…"
 
 
@@ -191,7 +191,7 @@ class StatusMachine:
             if not self._job:
                 return None
             what = (
-                "Cancelling the compaction…"
+                "Cancelling the summary…"
                 if self._status.phase is Phase.COMPACTING
                 else "Stopping…"
             )
@@ -248,7 +248,9 @@ class StatusMachine:
             self._note = prune_note(len(ev.message_ids), ev.tokens_freed)
             return None
         if isinstance(ev, CompactionFinished):
-            self._note = compaction_note(ev.record)
+            # No note after the turn: the chat says it (the window's line under the reply,
+            # the terminal's [context] line), and an earlier prune's note is summarized too.
+            self._note = ""
         if not self._job or self._status.phase is Phase.STOPPING:
             return None
         if isinstance(ev, CompactionStarted):

@@ -98,6 +98,10 @@ SHORTCUTS_HELP = (
 )
 
 
+#: The status bar while the compaction strip is shown (the strip has the words and progress).
+COMPACTING_STATUS = "Esc cancels the summary"
+
+
 class MainWindow(WindowDialogs):
     def __init__(
         self,
@@ -490,8 +494,10 @@ class MainWindow(WindowDialogs):
         """Render the service's status: the status bar, the compaction strip, the load
         progress and the Send/Stop button all follow it."""
         self.status = status
-        self.status_label.setText(status.text)
         compacting = status.phase is Phase.COMPACTING
+        # The strip above the input says what a compaction does and how far it is; the
+        # status bar adds only what the strip does not say.
+        self.status_label.setText(COMPACTING_STATUS if compacting else status.text)
         if compacting != self.status_strip.isVisible():
             if compacting:
                 self.status_strip.start()

@@ -79,9 +79,9 @@ def test_stopping_a_compaction_says_so(make_rig: Make) -> None:
     service.compact()
     assert rig.loop is not None
     rig.loop.run_until(lambda: service.status.phase is Phase.COMPACTING)
-    assert service.status.text == "Compacting… (Esc to cancel)"
+    assert service.status.text == "Summarizing older messages… (Esc to cancel)"
     service.stop()
-    assert service.status.text == "Cancelling the compaction…"
+    assert service.status.text == "Cancelling the summary…"
     rig.idle()
     assert service.status.text == "Stopped"
     assert service.conversation.compactions == []
