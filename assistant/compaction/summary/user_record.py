@@ -116,6 +116,13 @@ STAGES: tuple[Stage, ...] = (
     (("command", "question", "statement"), True),  # facts, decisions, "..., right?"
 )
 LAST_STAGES: tuple[Stage, ...] = ((("request",), None), (("rule",), None))
+#: The first stages drop what pins nothing down (pasted material and chatter): it is kept
+#: only within this share of the record's budget, so a chat of long chatty messages does not
+#: fill the record (and compact more often) while facts and instructions may use all of it.
+#: Measured: with the record at 0.4 of the room, all 16 must-facts of the real session stay
+#: at SmolLM2's 2,048 tokens, and W2 compacts as often as with a 0.3 record.
+CHATTER_STAGES = 4
+CHATTER_SHARE = 0.75
 
 
 def _in(piece: Piece, stage: Stage) -> bool:
@@ -125,7 +132,9 @@ def _in(piece: Piece, stage: Stage) -> bool:
 
 def shorten_messages(texts: Sequence[str], budget: int, count: Count) -> str:
     """Bullets of ``texts`` (oldest first) within ``budget`` tokens, shortened by the rules
-    of the module docstring. Returns "" when ``texts`` is empty or nothing fits."""
+    of the module docstring. Returns "" when ``texts`` is empty or nothing fits. Chatter
+    (the stages that pin nothing down) is kept only within :data:`CHATTER_SHARE` of
+    ``budget``; facts, decisions and instructions may use all of it."""
     if not texts or budget <= 0:
         return ""
     entries = [_Entry(split_user_text(t.strip()), i) for i, t in enumerate(texts, 1)]
@@ -150,18 +159,20 @@ def shorten_messages(texts: Sequence[str], budget: int, count: Count) -> str:
                     piece.kept = False
                 seen.add(key)
             refresh(e)
-    def drop(stages: Sequence[Stage]) -> None:
-        """Drop the pieces of ``stages``, stage by stage, oldest first, until the record fits."""
+    def drop(stages: Sequence[Stage], within: int = budget) -> None:
+        """Drop the pieces of ``stages``, stage by stage, oldest first, until the record
+        takes at most ``within`` tokens."""
         for stage in stages:
             for e in entries:
                 for piece in e.pieces:
-                    if total() <= budget:
+                    if total() <= within:
                         return
                     if piece.kept and _in(piece, stage):
                         piece.kept = False
                         refresh(e)
 
-    drop(STAGES)
+    drop(STAGES[:CHATTER_STAGES], int(budget * CHATTER_SHARE))
+    drop(STAGES[CHATTER_STAGES:])
     if total() > budget:  # clip long instructions, oldest first
         for e in entries:
             for piece in e.pieces:
