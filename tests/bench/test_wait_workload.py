@@ -31,7 +31,11 @@ def test_w2_compacts_inside_the_turn_or_with_the_summary_written_while_the_user_
     assert inside.window == ahead.window == 2048
     assert inside.messages == ahead.messages == 20 and not inside.cut and not ahead.cut
     assert len(inside.compactions) >= 2
-    assert [c.step for c in inside.compactions] == [c.step for c in ahead.compactions]
+    # The chat is the same up to the first compaction; after it the summary written ahead
+    # (for the span planned while the user read) can differ in size from the one written
+    # in the turn, and the next compactions may fall on other steps.
+    assert inside.compactions[0].step == ahead.compactions[0].step
+    assert len(ahead.compactions) >= 2
     assert not any(c.ahead_used for c in inside.compactions) and not inside.pauses
     assert all(c.ahead_used for c in ahead.compactions)
     # The user read after every reply but the last; some pauses wrote the next summary.
