@@ -132,9 +132,10 @@ def _in(piece: Piece, stage: Stage) -> bool:
 
 def shorten_messages(texts: Sequence[str], budget: int, count: Count) -> str:
     """Bullets of ``texts`` (oldest first) within ``budget`` tokens, shortened by the rules
-    of the module docstring. Returns "" when ``texts`` is empty or nothing fits. Chatter
-    (the stages that pin nothing down) is kept only within :data:`CHATTER_SHARE` of
-    ``budget``; facts, decisions and instructions may use all of it."""
+    of the module docstring. Returns "" when ``texts`` is empty or nothing fits. A record
+    that must be shortened keeps its chatter (the stages that pin nothing down) only within
+    :data:`CHATTER_SHARE` of ``budget``; facts, decisions and instructions may use all of
+    it."""
     if not texts or budget <= 0:
         return ""
     entries = [_Entry(split_user_text(t.strip()), i) for i, t in enumerate(texts, 1)]
@@ -171,7 +172,8 @@ def shorten_messages(texts: Sequence[str], budget: int, count: Count) -> str:
                         piece.kept = False
                         refresh(e)
 
-    drop(STAGES[:CHATTER_STAGES], int(budget * CHATTER_SHARE))
+    if total() > budget:  # shortening: chatter first, down to its share
+        drop(STAGES[:CHATTER_STAGES], int(budget * CHATTER_SHARE))
     drop(STAGES[CHATTER_STAGES:])
     if total() > budget:  # clip long instructions, oldest first
         for e in entries:

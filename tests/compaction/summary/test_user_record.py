@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import pytest
+
 from assistant.compaction.file_tracking import FileOps
+from assistant.compaction.summary import user_record
 from assistant.compaction.summary.extractive import collect_state, extractive_summary
 from assistant.compaction.summary.user_record import (
     instructions,
@@ -83,7 +86,11 @@ def test_shortening_drops_pasted_then_questions_then_statements_then_old_request
     full = COUNT(shorten_messages(msgs, 10_000, COUNT))
     step1 = shorten_messages(msgs, full - 5, COUNT)  # the pasted block goes first
     assert "[pasted 42 lines omitted]" in step1 and "What is a lockfile?" in step1
-    step2 = shorten_messages(msgs, COUNT(step1) - 2, COUNT)
+    # Questions go before statements (seen with chatter allowed the whole budget; with its
+    # share, both go at once in a record this small: see the next test).
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(user_record, "CHATTER_SHARE", 1.0)
+        step2 = shorten_messages(msgs, COUNT(step1) - 2, COUNT)
     assert "What is a lockfile?" not in step2 and "I had a long day." in step2
     tight = shorten_messages(msgs, 40, COUNT)
     assert COUNT(tight) <= 40
@@ -92,6 +99,23 @@ def test_shortening_drops_pasted_then_questions_then_statements_then_old_request
     # Requests go before rules, oldest first: the branch request is dropped first.
     assert "Create a branch named refactor." not in tighter
     assert "Call it main-new." in tighter
+
+
+def test_a_record_that_must_shrink_keeps_chatter_within_its_share_and_facts_beyond() -> None:
+    facts = [f"The server for team {i} runs on port {8000 + i}." for i in range(6)]
+    chatter = [f"I was reading about {t} last weekend, it was lovely." for t in
+               ("tea", "bees", "jazz", "castles", "whales", "origami")]
+    msgs = [m for pair in zip(facts, chatter, strict=True) for m in pair]
+    full = shorten_messages(msgs, 10_000, COUNT)
+    fits = COUNT(full)
+    while shorten_messages(msgs, fits, COUNT) != full:  # bullets count a little apart
+        fits += 1
+    budget = fits - 1  # over by one token: chatter goes down to its share, facts all stay
+    text = shorten_messages(msgs, budget, COUNT)
+    assert all(f in text for f in facts)
+    kept_chatter = [c for c in chatter if c in text]
+    assert len(kept_chatter) < len(chatter) - 1
+    assert COUNT(text) <= budget
 
 
 def test_the_newest_instructions_are_never_dropped_to_keep_the_oldest() -> None:
