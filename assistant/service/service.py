@@ -564,6 +564,9 @@ class ChatService:
         self._cancel_ahead()
         if not self.chat.open(chat_id):
             return False
+        # A note about the chat left ("Summary for the next compaction ready") is not about
+        # this one.
+        self._status(self.status_machine.note(""))
         chat_model = self.chat.recorded(chat_options.MODEL)
         if chat_model is not None and chat_model != self.settings.model:
             self.emit(ModelSwitchSuggested(chat_id, chat_model, self.settings.model))

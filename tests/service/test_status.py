@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 
+import pytest
+
 from assistant.agent.events import ContextChanged
 from assistant.compaction.events import PruneEvent
 from assistant.compaction.summary.grammar import SKELETON
@@ -106,3 +108,21 @@ def test_a_prune_is_the_note_left_after_the_turn(make_rig: Make) -> None:
     assert len(prunes) == 1
     notes = [s.text for s in rig.statuses() if s.phase is Phase.IDLE]
     assert prune_note(1, prunes[0].tokens_freed) in notes
+
+
+def test_a_note_about_one_chat_is_gone_after_opening_another(
+    make_rig: Make, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    rig = make_rig("First answer.", "Second answer.")
+    service = rig.service
+    service.submit("Hello from the first chat.")
+    first = service.chat_id
+    service.new_chat()
+    service.submit("Hello from the second chat.")
+    assert first is not None and service.chat_id != first
+    service._status(service.status_machine.note("Summary for the next compaction ready"))
+    assert rig.statuses()[-1].detail == "Summary for the next compaction ready"
+    # The chat opened has no saved model state (nothing else says anything on opening it).
+    monkeypatch.setattr(service.saved_states, "restore_job", lambda *a, **k: None)
+    assert service.open_chat(first)
+    assert "next compaction" not in (rig.statuses()[-1].detail or "")
