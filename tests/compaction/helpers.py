@@ -165,3 +165,14 @@ def session_transcript(turns: int = 30, lines: int = 120) -> list[dict[str, Any]
                     "content": file_body(i, lines)})
         out.append({"role": "assistant", "content": f"File {path} defines simple helpers."})
     return out
+
+
+def long_message(backend: ScriptedBackend, tokens: int) -> str:
+    """A pasted log of many short lines, about ``tokens`` tokens, ending with the question."""
+    lines: list[str] = []
+    i = 0
+    while backend.count("\n".join(lines)) < tokens:
+        lines.append(f"{i:04d} worker-{i % 7} handled request id={i * 37} in {i % 90} ms")
+        i += 1
+    lines.append("Which worker handled request id=74 and how long did it take?")
+    return "\n".join(lines)

@@ -10,7 +10,7 @@ from assistant.config import default_local
 from assistant.conversation import Conversation, Message
 from tests.fakes.scripted import ScriptedBackend
 
-from .helpers import GOOD_SUMMARY, SYSTEM, controller, tool_turn, writes
+from .helpers import GOOD_SUMMARY, SYSTEM, controller, long_message, tool_turn, writes
 
 WINDOW = 8192
 
@@ -18,16 +18,6 @@ WINDOW = 8192
 def _policy():  # type: ignore[no-untyped-def]
     return default_local().effective("local", WINDOW)
 
-
-def _long_message(backend: ScriptedBackend, tokens: int) -> str:
-    """A pasted log of many short lines, about ``tokens`` tokens, ending with the question."""
-    lines: list[str] = []
-    i = 0
-    while backend.count("\n".join(lines)) < tokens:
-        lines.append(f"{i:04d} worker-{i % 7} handled request id={i * 37} in {i % 90} ms")
-        i += 1
-    lines.append("Which worker handled request id=74 and how long did it take?")
-    return "\n".join(lines)
 
 
 def _history(conv: Conversation, turns: int) -> None:
@@ -40,7 +30,7 @@ def test_a_long_latest_message_goes_to_the_model_whole() -> None:
     ctl, _, _ = controller(backend, _policy())
     conv = Conversation()
     _history(conv, 12)
-    text = _long_message(backend, 4_400)
+    text = long_message(backend, 4_400)
     assert backend.count(text) >= 4_400 and text.count("\n") > 150
     fit = ctl.message_fit(CallRequest(conv, SYSTEM), text)
     assert fit.fits, fit
@@ -60,7 +50,7 @@ def test_the_summary_gives_way_for_a_message_that_just_fits() -> None:
     conv = Conversation()
     _history(conv, 12)
     room = ctl.message_fit(CallRequest(conv, SYSTEM), "x").room
-    text = _long_message(backend, room - 40)
+    text = long_message(backend, room - 40)
     fit = ctl.message_fit(CallRequest(conv, SYSTEM), text)
     assert fit.fits and fit.room - fit.tokens < 80
     conv.append(Message(role="user", content=text))
@@ -83,7 +73,7 @@ def test_a_message_larger_than_the_room_is_refused_with_its_size_and_the_room() 
     room = WINDOW - pol.reserve - ctl.overhead(SYSTEM, None) - minimal_summary(
         pol, backend.count
     )
-    text = _long_message(backend, room + 10)
+    text = long_message(backend, room + 10)
     fit = ctl.message_fit(CallRequest(conv, SYSTEM), text)
     assert not fit.fits and fit.room == room and fit.tokens > room
     refusal = fit.refusal()

@@ -17,7 +17,7 @@ from assistant.config import default_local
 from assistant.conversation import Conversation, Message, ToolCall
 from tests.fakes.scripted import ScriptedBackend
 
-from .helpers import GOOD_SUMMARY, SYSTEM, controller, tool_turn, writes
+from .helpers import GOOD_SUMMARY, SYSTEM, controller, long_message, tool_turn, writes
 
 WINDOW = 8_192
 TARGET = 2_048
@@ -26,15 +26,6 @@ TARGET = 2_048
 def _policy():  # type: ignore[no-untyped-def]
     return replace(default_local().effective("local", TARGET), hard_window=WINDOW)
 
-
-def _long_message(backend: ScriptedBackend, tokens: int) -> str:
-    lines: list[str] = []
-    i = 0
-    while backend.count("\n".join(lines)) < tokens:
-        lines.append(f"{i:04d} worker-{i % 7} handled request id={i * 37} in {i % 90} ms")
-        i += 1
-    lines.append("Which worker handled request id=74 and how long did it take?")
-    return "\n".join(lines)
 
 
 def _chat(turns: int) -> Conversation:
@@ -48,7 +39,7 @@ def test_a_message_between_target_and_window_is_accepted_one_over_the_window_ref
     backend = ScriptedBackend([], window=WINDOW)
     ctl, _, _ = controller(backend, _policy())
     conv = _chat(6)
-    text = _long_message(backend, 4_000)
+    text = long_message(backend, 4_000)
     fit = ctl.message_fit(CallRequest(conv, SYSTEM), text)
     assert fit.fits and fit.tokens > TARGET
     pol = _policy()
@@ -56,7 +47,7 @@ def test_a_message_between_target_and_window_is_accepted_one_over_the_window_ref
         pol, backend.count
     )
     assert fit.room == room  # measured in the window, not in the target
-    over = _long_message(backend, room + 10)
+    over = long_message(backend, room + 10)
     refused = ctl.message_fit(CallRequest(conv, SYSTEM), over)
     assert not refused.fits and refused.room == room and refused.tokens > room
     assert f"room for {room:,}" in refused.refusal()
@@ -73,7 +64,7 @@ def test_the_history_stays_within_the_target_while_the_latest_message_exceeds_it
     assert (small.window, small.target) == (WINDOW, TARGET)
     conv.append(Message(role="assistant", content="Answer."))
 
-    text = _long_message(backend, 3_500)
+    text = long_message(backend, 3_500)
     conv.append(Message(role="user", content=text))
     req = ctl.prepare(CallRequest(conv, SYSTEM))
     latest = backend.count_prompt([{"role": "user", "content": text}]) - backend.count_prompt([])

@@ -11,7 +11,6 @@ from pathlib import Path
 
 from PySide6.QtCore import Qt
 
-from assistant.compaction.request import CallRequest
 from assistant.config import Settings
 from assistant.service.status import Status
 from assistant.ui.compaction_strip import TITLE
@@ -19,7 +18,7 @@ from assistant.ui.main_window import COMPACTING_STATUS
 from tests.fakes.scripted import ScriptedBackend
 
 from .conftest import Harness
-from .test_compaction_wait_on_screen import _model, note, send
+from .test_compaction_wait_on_screen import _model, fill_until_next_compacts, note, send
 from .test_context_and_compaction import LOREM_SUMMARY
 
 
@@ -33,28 +32,6 @@ def record_status_bar(h: Harness) -> list[str]:
 
     h.window.bridge.status_changed.connect(heard)
     return shown
-
-
-def fill_until_next_compacts(h: Harness, backend: ScriptedBackend, settings: Settings) -> int:
-    """Send notes while the next one still fits; the index of the note that will compact."""
-    engine = h.controller.engine
-    assert engine is not None
-    pol = engine.controller.policy()
-
-    def next_fits(i: int) -> bool:
-        prompt = engine.controller.measure(CallRequest(
-            h.controller.conversation, settings.system_prompt, engine.agent.registry.schemas()
-        )).prompt_tokens
-        return prompt + backend.count(note(i)) + 20 + pol.reserve <= pol.window
-
-    i = 0
-    while next_fits(i):
-        send(h, note(i))
-        h.wait_idle()
-        i += 1
-        assert i < 20
-    assert not h.controller.conversation.compactions
-    return i
 
 
 def test_the_status_bar_during_and_after_a_compaction_in_the_turn(

@@ -99,14 +99,8 @@ def check_after(h: Harness, sent: str, artifacts_dir: Path, name: str) -> None:
     assert h.window.grab().save(str(artifacts_dir / f"{name}-summary-open.png"))
 
 
-def test_a_compaction_inside_the_turn_as_the_user_sees_it(
-    make_window, artifacts_dir: Path, tmp_path: Path
-) -> None:
-    backend = ScriptedBackend([_model] * 40, window=4000, trained_context=4000)
-    settings = Settings(workspace=str(tmp_path / "ws"))
-    settings.compaction.compact_ahead = False  # the wait is inside the turn
-    h = make_window(backend=backend, settings=settings)
-    h.window.resize(1000, 700)
+def fill_until_next_compacts(h: Harness, backend: ScriptedBackend, settings: Settings) -> int:
+    """Send notes while the next one still fits; the index of the note that will compact."""
     engine = h.controller.engine
     assert engine is not None
     pol = engine.controller.policy()
@@ -124,6 +118,18 @@ def test_a_compaction_inside_the_turn_as_the_user_sees_it(
         i += 1
         assert i < 20
     assert not h.controller.conversation.compactions
+    return i
+
+
+def test_a_compaction_inside_the_turn_as_the_user_sees_it(
+    make_window, artifacts_dir: Path, tmp_path: Path
+) -> None:
+    backend = ScriptedBackend([_model] * 40, window=4000, trained_context=4000)
+    settings = Settings(workspace=str(tmp_path / "ws"))
+    settings.compaction.compact_ahead = False  # the wait is inside the turn
+    h = make_window(backend=backend, settings=settings)
+    h.window.resize(1000, 700)
+    i = fill_until_next_compacts(h, backend, settings)
     backend.reset_kv_cache()  # nothing cached: the summary's whole prompt is read
     backend.prefill_batch, backend.delay_per_batch = 64, 0.06
     backend.delay_per_token = 0.03
