@@ -143,6 +143,11 @@ class SummaryCache:
             self._items = [i for i in self._items if i.key != item.key][-(self._size - 1):]
             self._items.append(item)
 
+    def newest(self) -> Precomputed | None:
+        """The summary written ahead most recently (None: none is kept)."""
+        with self._lock:
+            return self._items[-1] if self._items else None
+
     def get(self, key: str) -> Precomputed | None:
         with self._lock:
             return next((i for i in self._items if i.key == key), None)
