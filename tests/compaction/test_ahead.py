@@ -206,3 +206,47 @@ def test_a_summary_of_a_chat_that_changed_under_it_is_not_used() -> None:
         assert len(backend.calls) > calls  # written in the turn, for the chat as it is
         assert "ahead of time" not in record.summarizer_note
         assert ctl.summary_cache.hits == 0 and ctl.summary_cache.misses == 1
+
+
+def test_which_summary_written_ahead_fits_a_span() -> None:
+    """SummaryCache.take: the whole span or its start (at least half of it), the same
+    previous summary, focus and window, and a text within the model part's budget."""
+    from assistant.compaction.ahead import Precomputed, SummaryCache
+    from assistant.compaction.summary import MechanicalState, SummaryOutcome, SummaryRequest
+
+    chat = [Message(role="user" if i % 2 == 0 else "assistant", content=f"message {i}")
+            for i in range(10)]
+
+    def request(n: int, *, budget: int = 100, focus: str | None = None) -> SummaryRequest:
+        return SummaryRequest(history=chat[:n], turn_prefix=(), previous=None, focus=focus,
+                              budget=budget, state=MechanicalState(), window=2048)
+
+    def written(n: int, text: str, budget: int = 100) -> Precomputed:
+        return Precomputed.of(request(n, budget=budget), chat[n].id,
+                              SummaryOutcome(text=text, kind="model"), 1.0)
+
+    def short(text: str) -> bool:
+        return len(text) <= 10
+
+    cache = SummaryCache()
+    cache.put(written(4, "four"))
+    cache.put(written(6, "six"))
+    whole = cache.take(request(6), short)
+    assert whole is not None and whole.whole and whole.outcome.text == "six"
+    start = cache.take(request(8), short)  # the longest start: 6 of 8
+    assert start is not None and (start.covered, start.span, start.outcome.text) == (6, 8, "six")
+    assert cache.take(request(5), short) is not None  # "four" covers 4 of 5
+    assert cache.take(request(3), short) is None  # none is a start of a shorter span
+    assert cache.take(request(6, focus="the tests"), short) is None  # another focus
+    cache.clear()
+    cache.put(written(2, "two"))
+    assert cache.take(request(5), short) is None  # 2 of 5: less than half
+    assert cache.preferred_cuts(chat) == [2]
+    cache.clear()
+    cache.put(written(4, "a long summary", budget=200))
+    assert cache.take(request(4), short) is None  # written for a larger model part
+    assert cache.take(request(4, budget=200), short) is not None
+    assert (cache.hits, cache.misses) == (4, 4)
+    assert cache.preferred_cuts(chat) == [4]
+    edited = [*chat[:1], chat[1].model_copy(update={"content": "changed"}), *chat[2:]]
+    assert cache.preferred_cuts(edited) == []
