@@ -173,7 +173,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def _main_workload(args: argparse.Namespace) -> int:
     from bench.recall_answers import settings_for
-    from bench.wait_workload import run_workload
+    from bench.wait_workload import run_workload, sources
     from bench.workloads import generate
 
     modes = {"inside": (False,), "ahead": (True,), "both": (False, True)}[args.mode]
@@ -202,10 +202,17 @@ def _main_workload(args: argparse.Namespace) -> int:
               f"median wait {median}" + (f"; cut: {r.cut}" if r.cut else ""))
         for c in r.compactions:
             used = ("summary written ahead used" if c.ahead_used
-                    else f"written in the turn ({c.summarizer})")
-            print(f"  step {c.step}: wait {c.wait_s:.2f} s, {used}")
+                    else "written in the turn")
+            print(f"  step {c.step}: wait {c.wait_s:.2f} s, {used} ({c.summarizer})")
+        if r.compactions:
+            print(f"  summary written ahead used: {sum(c.ahead_used for c in r.compactions)} "
+                  f"of {len(r.compactions)}; the compactions' summaries: "
+                  + sources([(c.summarizer, c.note) for c in r.compactions]))
         if r.ahead:
             wrote = [p for p in r.pauses if p.wrote]
+            if wrote:
+                print("  summaries written in the reading pauses: "
+                      + sources([(p.kind, p.note) for p in wrote]))
             print(f"  reading pauses that wrote a summary ahead: {len(wrote)} of "
                   f"{len(r.pauses)}; their length [s]: "
                   + (", ".join(f"{p.seconds:.1f}" for p in wrote) or "none")

@@ -46,6 +46,32 @@ AHEAD_NOTE = "written ahead of time"
 READY_NOTE = "Summary for the next compaction ready"
 
 
+def source(kind: str, note: str) -> str:
+    """Who wrote a summary, from its kind and note (``SummaryOutcome``): "model" (the
+    model's summary, accepted), "rejected" (the extractive fallback after the model's
+    summaries were rejected), "not asked" (extractive: the model was no longer asked or the
+    window was too small for it) or "record" (only the record of what the user said)."""
+    if kind == "model":
+        return "model"
+    if "rejected twice" in note:
+        return "rejected"
+    if "only the record" in note:
+        return "record"
+    return "not asked" if kind == "extractive" else kind
+
+
+def sources(pairs: list[tuple[str, str]]) -> str:
+    """``source`` counted over (kind, note) pairs, in words."""
+    counts: dict[str, int] = {}
+    for kind, note in pairs:
+        got = source(kind, note)
+        counts[got] = counts.get(got, 0) + 1
+    words = {"model": "the model's (accepted)", "rejected": "extractive after rejection",
+             "not asked": "extractive, model not asked", "record": "record only"}
+    order = [*words, *sorted(set(counts) - set(words))]
+    return ", ".join(f"{counts[k]} {words.get(k, k)}" for k in order if k in counts)
+
+
 class OwnerLoop:
     """The owner thread's queue: the service's ``dispatch`` puts, :meth:`run_until` runs
     them on this thread (the window's event loop, without Qt)."""
@@ -101,6 +127,9 @@ class Pause:
     #: Whether a summary was written (False: not needed yet, or cut off by the cap).
     wrote: bool
     capped: bool
+    #: The written summary's kind and note (``SummaryOutcome``), when one was written.
+    kind: str = ""
+    note: str = ""
 
 
 @dataclass
@@ -235,5 +264,8 @@ def _read(service: ChatService, loop: OwnerLoop, heard: list[ServiceEvent], step
     loop.drain()
     wrote = any(isinstance(ev, StatusChanged) and ev.status.detail.startswith(READY_NOTE)
                 for ev in heard)
-    return Pause(step, round(seconds, 2), wrote, not finished)
+    newest = (service.engine.controller.summary_cache.newest()
+              if wrote and service.engine is not None else None)
+    kind, note = (newest.outcome.kind, newest.outcome.note) if newest is not None else ("", "")
+    return Pause(step, round(seconds, 2), wrote, not finished, kind, note)
 

@@ -5,12 +5,25 @@ A compaction inside a turn makes the user wait for a whole summary (10-23 s on a
 laptop, minutes under load). Once the chat passes :data:`AHEAD_FILL` of the point where it
 must compact, the service asks the controller (``ContextController.precompute``) on the
 idle worker, at low priority (the user's next message cancels it at once), to plan the
-compaction the chat would get now and write its summary. When the threshold comes, the
-compactor prefers that plan's cut when it is still a good one (:func:`~.cut_point.find_cut`
-``prefer``), and the summary is used at once when its :func:`summary_key` is unchanged:
-the span's first and last message ids, every id in it, the text of the span, and the other
-summarizer inputs (the previous summary, the focus, the model part's budget, the window).
-A summary is never reused for a span that changed in any way.
+compaction the chat would get with one more message the size of the user's last one and
+write its summary. The real message is rarely that size, so the cut the real compaction
+would choose on its own often moves (W2's first compaction: a 202-token message where the
+plan assumed 89 tokens pushed the planned tail 82 tokens past its limit). Two rules keep
+the summary in use:
+
+* the compactor prefers the planned cut (:func:`~.cut_point.find_cut` ``prefer``) while its
+  tail is within the limit plus :data:`PREFER_SLACK` of the window (half the room left for
+  the chat to grow), and only when the summary written for it still matches the messages
+  before it (:meth:`SummaryCache.preferred_cuts`);
+* a summary is used when the messages it was written for are the summarized span or the
+  start of it (:meth:`SummaryCache.take`): every message the same (id, role, text, tool
+  calls, in order) and the other summarizer inputs the same (the previous summary, the
+  focus, the window), its text within the model part's budget. When the span goes further,
+  the messages after the summary's part are covered by the verbatim record of what the user
+  said that code writes for the whole span; the record's note says so.
+
+A summary is never used for a span whose messages changed in any way (an edited or
+branched chat has other ids or text).
 """
 
 from __future__ import annotations
@@ -18,7 +31,7 @@ from __future__ import annotations
 import hashlib
 import json
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from assistant.compaction.summary import SummaryOutcome, SummaryRequest
@@ -27,6 +40,30 @@ from assistant.conversation import Message
 #: Share of the compaction threshold (window - reserve) past which the next compaction's
 #: summary is written ahead of time.
 AHEAD_FILL = 0.7
+#: Share of the window a tail may pass its limit by when its cut is the one a summary was
+#: written ahead for (half of ``budget.GROWTH_SHARE``: the next compaction comes that much
+#: sooner, this one needs no model call).
+PREFER_SLACK = 0.06
+#: A summary written for the start of the span is used only when it covers at least this
+#: share of the span's messages (the rest is in the verbatim record only).
+MIN_COVERED = 0.5
+
+
+def message_digest(m: Message) -> str:
+    """One message as a summary depends on it: id, role, text, tool call id and calls."""
+    calls = ",".join(f"{c.name}:{json.dumps(c.arguments, sort_keys=True)}" for c in m.tool_calls)
+    text = f"{m.id}\x00{m.role}\x00{m.content}\x00{m.tool_call_id or ''}\x00{calls}"
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:24]
+
+
+def span_digests(span: Sequence[Message]) -> tuple[str, ...]:
+    return tuple(message_digest(m) for m in span)
+
+
+def context_key(request: SummaryRequest) -> str:
+    """The summarizer's inputs besides the span and the budget, as a short digest."""
+    body = {"previous": request.previous, "focus": request.focus, "window": request.window}
+    return hashlib.sha256(json.dumps(body, sort_keys=True).encode("utf-8")).hexdigest()[:24]
 
 
 def summary_key(request: SummaryRequest) -> str:
@@ -62,6 +99,32 @@ class Precomputed:
     first_kept_id: str
     outcome: SummaryOutcome
     seconds: float
+    #: :func:`span_digests` of the messages it summarizes, in order.
+    span: tuple[str, ...] = ()
+    #: :func:`context_key` of its request, and the model part's budget it was written for.
+    context: str = ""
+    budget: int = 0
+
+    @classmethod
+    def of(cls, request: SummaryRequest, first_kept_id: str, outcome: SummaryOutcome,
+           seconds: float) -> Precomputed:
+        return cls(summary_key(request), first_kept_id, outcome, seconds,
+                   span_digests([*request.history, *request.turn_prefix]),
+                   context_key(request), request.budget)
+
+
+@dataclass(frozen=True)
+class Reuse:
+    """A summary written ahead, used for a compaction's span (or the start of it)."""
+
+    outcome: SummaryOutcome
+    #: Messages of the span it was written for, and messages the compaction summarizes.
+    covered: int
+    span: int
+
+    @property
+    def whole(self) -> bool:
+        return self.covered == self.span
 
 
 class SummaryCache:
@@ -80,24 +143,60 @@ class SummaryCache:
             self._items = [i for i in self._items if i.key != item.key][-(self._size - 1):]
             self._items.append(item)
 
+    def newest(self) -> Precomputed | None:
+        """The summary written ahead most recently (None: none is kept)."""
+        with self._lock:
+            return self._items[-1] if self._items else None
+
     def get(self, key: str) -> Precomputed | None:
         with self._lock:
             return next((i for i in self._items if i.key == key), None)
 
-    def preferred_cuts(self) -> list[str]:
-        """First kept ids of the plans summaries were written for, newest first."""
+    def preferred_cuts(self, kept: Sequence[Message]) -> list[int]:
+        """Cuts in ``kept`` that summaries were written for, newest first: those whose
+        first kept message is in ``kept`` and whose messages are exactly the ones before it
+        (a summary of a chat that changed under it gives its cut no preference)."""
+        where = {m.id: i for i, m in enumerate(kept)}
         with self._lock:
-            return [i.first_kept_id for i in reversed(self._items)]
+            items = list(reversed(self._items))
+        cuts: list[int] = []
+        digests: tuple[str, ...] | None = None
+        for item in items:
+            at = where.get(item.first_kept_id)
+            if at is None or len(item.span) != at:
+                continue
+            if digests is None:
+                digests = span_digests(kept)
+            if digests[:at] == item.span:
+                cuts.append(at)
+        return cuts
 
-    def take(self, key: str) -> SummaryOutcome | None:
-        """The summary for ``key`` (counted as a hit), or None (a miss)."""
-        got = self.get(key)
+    def take(self, request: SummaryRequest, fits: Callable[[str], bool]) -> Reuse | None:
+        """A summary for ``request``'s span (counted as a hit), or None (a miss): written
+        for that span, or for its start (the longest such, covering at least
+        :data:`MIN_COVERED` of it), with the same :func:`context_key`, and its text within
+        the request's budget (``fits``)."""
+        span = span_digests([*request.history, *request.turn_prefix])
+        context = context_key(request)
         with self._lock:
-            if got is None:
+            items = list(reversed(self._items))
+        best: Precomputed | None = None
+        for item in items:
+            n = len(item.span)
+            if (item.context != context or not n or n > len(span) or span[:n] != item.span
+                    or n < MIN_COVERED * len(span)):
+                continue
+            if best is not None and len(best.span) >= n:
+                continue
+            if item.budget > request.budget and not fits(item.outcome.text):
+                continue
+            best = item
+        with self._lock:
+            if best is None:
                 self.misses += 1
                 return None
             self.hits += 1
-        return got.outcome
+        return Reuse(best.outcome, len(best.span), len(span))
 
     def clear(self) -> None:
         with self._lock:

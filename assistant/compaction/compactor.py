@@ -27,7 +27,7 @@ from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from typing import Any
 
-from assistant.compaction.ahead import Precomputed, SummaryCache, summary_key
+from assistant.compaction.ahead import PREFER_SLACK, Precomputed, SummaryCache, summary_key
 from assistant.compaction.budget import (
     GROWTH_SHARE,
     MIN_FILL,
@@ -130,6 +130,19 @@ class Plan:
     #: Index in ``conv.messages`` of the first message the plan's ``kept`` list starts at.
     base: int
     kept: Sequence[Message] = field(default_factory=tuple)
+    #: The tail's (keep, floor, limit) the cut was chosen with (for the log).
+    bounds: tuple[int, int, int] = (0, 0, 0)
+    #: Tokens of the user's latest message (for the log).
+    latest_tokens: int = 0
+
+    def describe(self, budget: Budget) -> str:
+        """The plan in one line for the log (why a summary written ahead was not used)."""
+        first = self.tail[0].id if self.tail else None
+        keep, floor, limit = self.bounds
+        return (f"first kept {first} (message {self.cut.cut + 1} of {len(self.kept)}), tail "
+                f"{self.cut.kept_tokens} of {self.cut.total} tokens (keep {keep}, floor "
+                f"{floor}, limit {limit}), model part {budget.model} tokens, latest user "
+                f"message {self.latest_tokens} tokens")
 
 
 class Compactor:
@@ -165,20 +178,25 @@ class Compactor:
         policy: EffectivePolicy,
         overhead: int,
         counts: Sequence[int],
+        *,
+        prefer_slack: int = 0,
     ) -> tuple[Plan | None, Budget]:
-        """The cut and the record (:meth:`_plan`). When the room the summary grammar needs
-        (:func:`~assistant.compaction.budget.compaction_budget`'s floor) would make the cut
-        summarize outputs the model has not answered yet, the model part keeps the policy's
-        share instead: the files of the question asked now come before a model-written
+        """The cut and the record (:meth:`_plan`; ``prefer_slack``: tokens the tail may pass
+        its limit by at the cut a summary was written ahead for). When the room the summary
+        grammar needs (:func:`~assistant.compaction.budget.compaction_budget`'s floor) would
+        make the cut summarize outputs the model has not answered yet, the model part keeps
+        the policy's share instead: the files of the question asked now come before a model-written
         summary (a reply that small is cut at the length limit and rejected, so the
         extractive fallback writes that summary)."""
-        plan, budget = self._plan(conv, job, policy, overhead, counts, grammar_floor=True)
+        plan, budget = self._plan(conv, job, policy, overhead, counts, grammar_floor=True,
+                                  prefer_slack=prefer_slack)
         if plan is None or plan.cut.cut <= pending_start(plan.kept):
             return plan, budget
         plain = compaction_budget(policy, overhead, self.counter.text, grammar_floor=False)
         if plain.model == budget.model:
             return plan, budget
-        other, smaller = self._plan(conv, job, policy, overhead, counts, grammar_floor=False)
+        other, smaller = self._plan(conv, job, policy, overhead, counts, grammar_floor=False,
+                                    prefer_slack=prefer_slack)
         if other is not None and other.cut.cut < plan.cut.cut:
             log.info("The summary grammar's room would summarize unanswered outputs; the "
                      "model part keeps %d tokens", smaller.model)
@@ -194,6 +212,7 @@ class Compactor:
         counts: Sequence[int],
         *,
         grammar_floor: bool,
+        prefer_slack: int = 0,
     ) -> tuple[Plan | None, Budget]:
         """The cut and the record; re-planned with a smaller tail (at most a few times) when
         the summary and the tail would not fit beside the reply even after cutting the
@@ -250,6 +269,7 @@ class Compactor:
         fits_now = policy.window - policy.reserve - overhead - current
         plan: Plan | None = None
         raised = False
+        prefer = self._preferred(kept)
         for _ in range(4):
             # With nothing before the pending part and no summary yet, nothing needs one: the
             # pending part only has to fit beside what is there now. Otherwise a new summary
@@ -260,7 +280,7 @@ class Compactor:
                 allowed[latest + 1 :] = [False] * (len(allowed) - latest - 1)
             cut = find_cut(
                 kept, counts, keep=min(keep, limit), limit=limit, floor=min(floor, limit),
-                allowed=allowed, prefer=self._preferred(kept),
+                allowed=allowed, prefer=prefer, prefer_limit=min(limit + prefer_slack, fits_now),
             )
             if not cut.summarizes_anything:
                 return plan, budget
@@ -273,6 +293,9 @@ class Compactor:
             plan = Plan(
                 cut=cut, history=kept[: cut.history_end], prefix=kept[cut.history_end : cut.cut],
                 tail=tail, files=files, state=state, mechanical=mechanical, base=base, kept=kept,
+                bounds=(min(keep, limit), min(floor, limit), limit),
+                latest_tokens=next((c for m, c in zip(reversed(kept), reversed(counts),
+                                                      strict=True) if m.role == "user"), 0),
             )
             summary_max = budget.header + budget.model + count(mechanical)
             least = overhead + summary_max + cut.kept_tokens - sum(trimmable[cut.cut :])
@@ -280,6 +303,7 @@ class Compactor:
             if excess > 0 and cut.cut < len(kept):
                 limit = max(cut.kept_tokens - excess, 0)  # the tail must shrink
                 floor = 0
+                prefer_slack = 0
                 continue
             # The real record is often smaller than the one the tail was sized for: keep
             # more of the tail while the window would otherwise stay more than half empty.
@@ -292,14 +316,12 @@ class Compactor:
         return plan, budget
 
     def _preferred(self, kept: Sequence[Message]) -> int | None:
-        """The cut a summary was written ahead of time for, when it is among ``kept``."""
+        """The cut the newest summary written ahead of time for these messages was planned
+        for (None: there is none)."""
         if self.cache is None:
             return None
-        where = {m.id: i for i, m in enumerate(kept)}
-        for first_kept in self.cache.preferred_cuts():
-            if first_kept in where:
-                return where[first_kept]
-        return None
+        cuts = self.cache.preferred_cuts(kept)
+        return cuts[0] if cuts else None
 
     @staticmethod
     def _allowed(
@@ -361,14 +383,21 @@ class Compactor:
                     return answer.summary, "hook", None
         request = self.request(conv, job, plan, budget)
         if self.cache is not None:
-            ready = self.cache.take(summary_key(request))
-            if ready is not None:
-                log.info("Using the summary written ahead of time (span unchanged)")
+            reuse = self.cache.take(
+                request, lambda text: self.counter.text(text) <= request.budget)
+            if reuse is not None:
+                ready = reuse.outcome
+                ahead = "written ahead of time, while the chat was idle"
+                if not reuse.whole:
+                    ahead += (f", for the first {reuse.covered} of the {reuse.span} messages "
+                              "summarized (the others are in the record of what the user said)")
+                log.info("Using the summary written ahead of time (%d of %d message(s) of "
+                         "the span): %s", reuse.covered, reuse.span, plan.describe(budget))
                 return ready.text, ready.kind, replace(
                     ready, rejected=list(ready.rejected),
-                    note=(ready.note + "; written ahead of time, while the chat was idle"
-                          if ready.note else "written ahead of time, while the chat was idle"),
+                    note=f"{ready.note}; {ahead}" if ready.note else ahead,
                 )
+            log.info("No summary written ahead for this plan: %s", plan.describe(budget))
         try:
             outcome = self.summarizer().summarize(request, job.cancel)
         except SummaryCancelled:
@@ -401,13 +430,14 @@ class Compactor:
             return None
         request = self.request(conv, job, plan, budget)
         key = summary_key(request)
+        log.info("Plan written ahead for: %s", plan.describe(budget))
         if self.cache is not None and self.cache.get(key) is not None:
             return None
         try:
             outcome = self.summarizer().summarize(request, job.cancel)
         except SummaryCancelled:
             return None
-        return Precomputed(key, plan.tail[0].id, outcome, time.perf_counter() - started)
+        return Precomputed.of(request, plan.tail[0].id, outcome, time.perf_counter() - started)
 
     # -- 4: verify ------------------------------------------------------------------------
     def verify(
@@ -479,7 +509,11 @@ class Compactor:
         started = time.perf_counter()
         if job.cancel is not None and job.cancel.cancelled:
             return CompactionOutcome(Status.CANCELLED, tokens_before)
-        plan, budget = self.plan(conv, job, policy, overhead, counts)
+        # At the threshold the cut a summary was written ahead for may keep a little more
+        # than the tail's limit (the summary is then used as written: no wait).
+        slack = (int(policy.window * PREFER_SLACK)
+                 if job.reason == CompactionReason.THRESHOLD else 0)
+        plan, budget = self.plan(conv, job, policy, overhead, counts, prefer_slack=slack)
         if plan is None:
             return CompactionOutcome(
                 Status.NOTHING, tokens_before,

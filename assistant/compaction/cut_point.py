@@ -18,7 +18,9 @@ Rule (pi-mono's, with real token counts, a hard limit and a floor):
    smallest tail there is (the caller cuts unanswered outputs to fit). Summarizing the
    whole chat (``i == len``) is the last resort.
 4. ``prefer``: a cut a summary was already written for (ahead of time) wins over the rule
-   of 3 when it is allowed and its tail is in ``[floor, limit]``.
+   of 3 when it is allowed and its tail is in ``[floor, prefer_limit]`` (``prefer_limit``
+   defaults to ``limit``; the compactor lets it pass ``limit`` a little: see
+   :data:`~.ahead.PREFER_SLACK`).
 """
 
 from __future__ import annotations
@@ -98,6 +100,7 @@ def find_cut(
     floor: int = 0,
     allowed: Sequence[bool] | None = None,
     prefer: int | None = None,
+    prefer_limit: int | None = None,
 ) -> CutPlan:
     """Plan a cut of ``messages`` (with their segment ``counts``); see the module docstring."""
     n = len(messages)
@@ -115,7 +118,8 @@ def find_cut(
     ok = [valid[i] and (allowed is None or allowed[i]) for i in range(n + 1)]
     inner = [i for i in range(1, n) if ok[i]]
     cut: int | None
-    if prefer is not None and prefer in inner and floor <= suffix[prefer] <= hard:
+    prefer_hard = hard if prefer_limit is None else max(hard, prefer_limit)
+    if prefer is not None and prefer in inner and floor <= suffix[prefer] <= prefer_hard:
         cut = prefer
     else:
         cut = _choose(inner, messages, suffix, keep=keep, floor=floor, hard=hard)

@@ -10,6 +10,11 @@ busy bar and the seconds it has taken so far, ticking, so a long wait never look
 Reading is reported once per batch (512 tokens: half a minute on a busy laptop), so the
 time left counts down between reports too.
 
+The words wrap onto a second line in a narrow window. A label that wraps only asks for its
+new height (a layout request handled on the next event-loop pass), so for one pass the
+strip kept its old height and clipped the second line; :meth:`CompactionStrip._settle`
+lays the window out at once whenever the text's height changes.
+
 The words avoid the jargon: "Summarizing older messages to make room" says what happens
 and why; the chat view keeps every message on screen (the divider marks where the summary
 takes over), which the strip's tooltip says.
@@ -105,6 +110,7 @@ class CompactionStrip(QFrame):
         self.bar.setRange(0, 0)  # busy until the first count arrives
         self._refresh()
         self.setVisible(True)
+        self._settle()
         self.spinner.start()
         self._tick.start()
 
@@ -136,5 +142,23 @@ class CompactionStrip(QFrame):
         shown = self.last
         if shown is not None and shown.eta_s is not None and writing is None:
             shown = replace(shown, eta_s=max(0.0, shown.eta_s - (now - self._last_at)))
-        self.label.setText(compaction_text(shown, writing, now - self._started))
-        self.setAccessibleDescription(self.label.text())
+        text = compaction_text(shown, writing, now - self._started)
+        if text == self.label.text():
+            return
+        self.label.setText(text)
+        self.setAccessibleDescription(text)
+        if self.label.heightForWidth(self.label.width()) != self.label.height():
+            self._settle()
+
+    def _settle(self) -> None:
+        """Lay out the strip and the widgets around it now, for the label's height (see the
+        module docstring). From the strip up: a layout that is redone asks its widget's
+        parent for a new size, and the parent's layout, redone next, gives it at once."""
+        if not self.isVisible():
+            return
+        widget: QWidget | None = self
+        while widget is not None:
+            layout = widget.layout()
+            if layout is not None:
+                layout.activate()
+            widget = None if widget.isWindow() else widget.parentWidget()

@@ -40,6 +40,7 @@ def test_w2_compacts_inside_the_turn_or_with_the_summary_written_while_the_user_
     assert all(c.ahead_used for c in ahead.compactions)
     # The user read after every reply but the last; some pauses wrote the next summary.
     assert len(ahead.pauses) == 19 and any(p.wrote for p in ahead.pauses)
+    assert all(p.kind for p in ahead.pauses if p.wrote)
     assert not any(p.capped for p in ahead.pauses)
     assert ahead.median is not None and inside.median is not None
 
@@ -90,3 +91,19 @@ def test_the_command_line_reports_both_modes(
     text = capsys.readouterr().out
     assert "W2 summary written ahead (window 2,048): 20 step(s), 20 message(s)" in text
     assert "summary written ahead used" in text and "reading pauses that wrote" in text
+
+
+def test_the_summaries_are_counted_by_who_wrote_them() -> None:
+    from bench.wait_workload import source, sources
+
+    rejected = "by the extractive fallback: the model's summaries were rejected twice (x)"
+    not_asked = ("by the extractive fallback: the model was not asked, its summaries were "
+                 "rejected in 2 compactions in a row")
+    record = "is only the record of what the user said: the newest messages leave no room"
+    assert source("model", "written by the model under the summary grammar") == "model"
+    assert source("extractive", rejected) == "rejected"
+    assert source("extractive", not_asked) == "not asked"
+    assert source("extractive", record) == "record"
+    assert sources([("extractive", not_asked), ("model", ""), ("extractive", rejected),
+                    ("model", "")]) == (
+        "2 the model's (accepted), 1 extractive after rejection, 1 extractive, model not asked")
