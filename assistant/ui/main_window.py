@@ -29,7 +29,6 @@ from PySide6.QtWidgets import (
     QPushButton,
     QSplitter,
     QStackedWidget,
-    QVBoxLayout,
     QWidget,
 )
 
@@ -66,6 +65,7 @@ from assistant.service.status import Phase, Status
 from assistant.sessions.store import ChatSummary
 from assistant.ui import theme
 from assistant.ui.approval import GuiApprover
+from assistant.ui.boxes import hbox, vbox
 from assistant.ui.bridge import ServiceBridge
 from assistant.ui.chat_input import ChatInput
 from assistant.ui.chat_options_dialog import ChatOptionsDialog
@@ -148,14 +148,11 @@ class MainWindow(WindowDialogs):
     def _build(self) -> None:
         self.sidebar = Sidebar()
         right = QWidget()
-        right_layout = QVBoxLayout(right)
-        right_layout.setContentsMargins(0, 0, 0, 0)
-        right_layout.setSpacing(0)
+        right_layout = vbox(right, (0, 0, 0, 0), 0)
 
         self.model_banner = QFrame()
         self.model_banner.setObjectName("ModelBanner")
-        banner = QHBoxLayout(self.model_banner)
-        banner.setContentsMargins(16, 8, 12, 8)
+        banner = hbox(self.model_banner, (16, 8, 12, 8))
         self.model_banner_label = QLabel("")
         self.model_banner_label.setWordWrap(True)
         self.model_banner_label.setTextInteractionFlags(
@@ -191,9 +188,7 @@ class MainWindow(WindowDialogs):
 
         composer = QFrame()
         composer.setObjectName("ComposerFrame")
-        comp = QVBoxLayout(composer)
-        comp.setContentsMargins(16, 10, 16, 10)
-        comp.setSpacing(8)
+        comp = vbox(composer, (16, 10, 16, 10), 8)
         self.edit_banner = QLabel(
             "Editing your message: Enter sends it as a new branch · Esc cancels"
         )

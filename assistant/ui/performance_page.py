@@ -21,11 +21,11 @@ from PySide6.QtWidgets import (
     QPushButton,
     QScrollArea,
     QSpinBox,
-    QVBoxLayout,
     QWidget,
 )
 
 from assistant.config import Performance
+from assistant.ui.boxes import vbox
 from assistant.ui.form_parts import format_size, help_label, spin_box
 
 #: (files, bytes) of the saved states, and deleting them (returns what was freed).
@@ -70,9 +70,7 @@ class PerformancePage(QScrollArea):
         self.setFrameShape(QScrollArea.Shape.NoFrame)
         inner = QWidget()
         self.setWidget(inner)
-        outer = QVBoxLayout(inner)
-        outer.setContentsMargins(16, 12, 16, 12)
-        outer.setSpacing(10)
+        outer = vbox(inner, (16, 12, 16, 12), 10)
 
         resume = QGroupBox("Instant resume")
         form = _form(resume)

@@ -58,6 +58,7 @@ from assistant.llm.context_probe import measured_line
 from assistant.llm.registry import ModelEntry, Registry
 from assistant.secrets import SecretStoreError
 from assistant.settings_check import check_against_model
+from assistant.ui.boxes import vbox
 from assistant.ui.engine_settings import EnginePage
 from assistant.ui.form_parts import format_size, help_label, spin_box
 from assistant.ui.performance_page import PerformancePage, Usage
@@ -128,9 +129,7 @@ class SettingsDialog(QDialog):
         self._previous_model_index = 0
         self._prefill_text = prefill_text
 
-        layout = QVBoxLayout(self)
-        layout.setContentsMargins(16, 14, 16, 12)
-        layout.setSpacing(10)
+        layout = vbox(self, (16, 14, 16, 12), 10)
         self.tabs = QTabWidget()
         self.tabs.addTab(self._build_model_tab(), "Model")
         self.engine_page = EnginePage()
@@ -204,9 +203,7 @@ class SettingsDialog(QDialog):
 
     def _build_context_tab(self) -> QWidget:
         page = QWidget()
-        outer = QVBoxLayout(page)
-        outer.setContentsMargins(16, 12, 16, 12)
-        outer.setSpacing(10)
+        outer = vbox(page, (16, 12, 16, 12), 10)
         mode_row = QHBoxLayout()
         mode_row.addWidget(QLabel("Active mode"))
         self.mode_group = QButtonGroup(self)
