@@ -77,6 +77,7 @@ from assistant.ui.file_drop import FileDropHandler
 from assistant.ui.focus_keeper import FocusKeeper
 from assistant.ui.menu_bar import AppMenus
 from assistant.ui.models_page import ModelsPage
+from assistant.ui.performance_page import SpeedHooks
 from assistant.ui.prompt_progress import PromptProgress
 from assistant.ui.settings_dialog import SettingsDialog
 from assistant.ui.sidebar import ChatEntry, Sidebar
@@ -576,10 +577,12 @@ class MainWindow(WindowDialogs):
             loaded_trained_context=c.model_info.trained_context if c.model_info else None,
             model_present=lambda entry: model_path(entry).is_file(),
             count_tokens=c.engine.backend.count if c.engine is not None else None,
-            state_usage=lambda: _usage(c.saved_states.usage()),
-            clear_states=lambda: _usage(c.saved_states.clear()),
-            forget_calibration=forget_calibration,
-            prefill_text=c.prefill_text,
+            speed=SpeedHooks(
+                state_usage=lambda: _usage(c.saved_states.usage()),
+                clear_states=lambda: _usage(c.saved_states.clear()),
+                forget_calibration=forget_calibration,
+                prefill_text=c.prefill_text,
+            ),
             parent=self,
         )
         dialog.accepted.connect(lambda: self._settings_accepted(dialog))
