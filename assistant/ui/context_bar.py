@@ -182,9 +182,6 @@ class ContextBar(QWidget):
     def add_prune(self, tokens: int) -> None:
         self.set_counts(self.prunes + 1, self.pruned_tokens + tokens, self.compactions)
 
-    def add_compaction(self) -> None:
-        self.set_counts(self.prunes, self.pruned_tokens, self.compactions + 1)
-
     # -- rendering ---------------------------------------------------------------------
     def _refresh(self) -> None:
         usage = self.usage
