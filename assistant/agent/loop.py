@@ -306,10 +306,6 @@ class Agent:
         self._emit(TurnFinished(stopped=cancel.cancelled))
         return record
 
-    def reset_approvals(self) -> None:
-        """Forget "Allow for this chat" answers (the app calls it for a new chat)."""
-        self.gate.reset()
-
     def workspace(self) -> Workspace:
         return Workspace(self.settings().workspace_path())
 

@@ -70,10 +70,6 @@ class PreparedRequest:
     #: well; 0: the window). The latest turn may go beyond it, up to ``window``.
     target: int = 0
 
-    @property
-    def reply_room(self) -> int:
-        return max(self.window - self.prompt_tokens, 0)
-
 
 @dataclass(frozen=True)
 class MessageFit:

@@ -300,8 +300,8 @@ class LlamaBackend:
 
     # -- tokenizer ------------------------------------------------------------------------
     def tokenize(self, text: str) -> list[int]:
-        add_bos = self._add_bos and not (self._bos_text and text.startswith(self._bos_text))
-        tokens: list[int] = self._llm.tokenize(text.encode("utf-8"), add_bos=add_bos, special=True)
+        data = text.encode("utf-8")
+        tokens: list[int] = self._llm.tokenize(data, add_bos=self._adds_bos(text), special=True)
         return tokens
 
     def count(self, text: str) -> int:

@@ -161,7 +161,6 @@ class ServerHTTP:
         api_key: str | None = None,
         *,
         timeout_s: float = 300.0,
-        connect_timeout_s: float = CONNECT_TIMEOUT_S,
         reply_deadline_s: float = REPLY_DEADLINE_S,
         max_line_bytes: int = MAX_LINE_BYTES,
         max_reply_bytes: int = MAX_REPLY_BYTES,
@@ -172,7 +171,6 @@ class ServerHTTP:
         if api_key:
             headers["Authorization"] = f"Bearer {api_key}"
         self.timeout_s = timeout_s
-        self.connect_timeout_s = connect_timeout_s
         self.reply_deadline_s = reply_deadline_s
         self.max_line_bytes = max_line_bytes
         self.max_reply_bytes = max_reply_bytes
@@ -180,7 +178,7 @@ class ServerHTTP:
         common: dict[str, Any] = {
             "base_url": self.base_url,
             "headers": headers,
-            "timeout": httpx.Timeout(timeout_s, connect=min(connect_timeout_s, timeout_s)),
+            "timeout": httpx.Timeout(timeout_s, connect=min(CONNECT_TIMEOUT_S, timeout_s)),
             "trust_env": False,  # no proxy or .netrc from the environment: only this address
             "follow_redirects": False,
         }
@@ -200,31 +198,17 @@ class ServerHTTP:
 
     def try_get(self, path: str) -> Any | None:
         """GET, or None when the server does not have ``path`` (any 4xx but 401/403)."""
-        try:
-            return self.get(path)
-        except ServerHTTPError as exc:
-            if 400 <= exc.status < 500 and exc.status not in (401, 403):
-                return None
-            raise
-        except ServerStreamError:  # an answer that is not JSON: not the endpoint we meant
-            return None
+        return _unless_missing(lambda: self.get(path))
 
     def try_post(self, path: str, body: dict[str, Any]) -> Any | None:
         """POST, or None when the server does not have ``path`` or refuses the body."""
-        try:
-            return self.post(path, body)
-        except ServerHTTPError as exc:
-            if 400 <= exc.status < 500 and exc.status not in (401, 403):
-                return None
-            raise
-        except ServerStreamError:
-            return None
+        return _unless_missing(lambda: self.post(path, body))
 
     def _timeout(self, watch: Watch, timeout_s: float | None = None) -> httpx.Timeout:
         """Per-read timeouts that never reach past the request's deadline."""
         left = max(0.01, watch.remaining())
         per_read = min(timeout_s if timeout_s is not None else self.timeout_s, left)
-        return httpx.Timeout(per_read, connect=min(self.connect_timeout_s, per_read))
+        return httpx.Timeout(per_read, connect=min(CONNECT_TIMEOUT_S, per_read))
 
     def _send(
         self, method: str, path: str, body: dict[str, Any] | None = None,
@@ -386,6 +370,19 @@ class ServerHTTP:
     def close(self) -> None:
         self._client.close()
         self._stream_client.close()
+
+
+def _unless_missing(request: Callable[[], Any]) -> Any | None:
+    """``request()``, or None when the server has no such endpoint: any 4xx but 401/403,
+    or an answer that is not JSON (not the endpoint we meant)."""
+    try:
+        return request()
+    except ServerHTTPError as exc:
+        if 400 <= exc.status < 500 and exc.status not in (401, 403):
+            return None
+        raise
+    except ServerStreamError:
+        return None
 
 
 def _short_reason(exc: BaseException) -> str:

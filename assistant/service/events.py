@@ -37,8 +37,8 @@ class ChatsChanged:
 
 @dataclass(frozen=True)
 class ConversationReset:
-    """Render the open conversation again from scratch (opened, new, branch, compaction
-    undone). ``chat_id`` is None for a new chat that has no file yet."""
+    """Render the open conversation again from scratch (opened, new, branch switched).
+    ``chat_id`` is None for a new chat that has no file yet."""
 
     chat_id: str | None
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from concurrent.futures import Future
+from dataclasses import dataclass, field
 from typing import Any
 
 from assistant.llm.base import CancelToken
@@ -25,27 +26,18 @@ Job = Callable[[CancelToken], Any]
 Then = Callable[[Any], bool]
 
 
+@dataclass(eq=False)
 class JobRunner:
-    def __init__(
-        self,
-        worker: ModelWorker,
-        dispatch: Callable[[Callable[[], None]], None],
-        status: StatusMachine,
-        on_status: Callable[[Status | None], None],
-        on_error: Callable[[str], None],
-        on_idle: Callable[[], None],
-        on_start: Callable[[], None] | None = None,
-    ) -> None:
-        self.on_start = on_start
-        self.worker = worker
-        self.dispatch = dispatch
-        self.status = status
-        self.on_status = on_status
-        self.on_error = on_error
-        self.on_idle = on_idle
-        self.busy = False
-        self.closed = False
-        self._cancel: CancelToken | None = None
+    worker: ModelWorker
+    dispatch: Callable[[Callable[[], None]], None]
+    status: StatusMachine
+    on_status: Callable[[Status | None], None]
+    on_error: Callable[[str], None]
+    on_idle: Callable[[], None]
+    on_start: Callable[[], None] | None = None
+    busy: bool = field(default=False, init=False)
+    closed: bool = field(default=False, init=False)
+    _cancel: CancelToken | None = field(default=None, init=False)
 
     def run(
         self, job: Job, then: Then | None = None, what: str = "", *, model_call: bool = False

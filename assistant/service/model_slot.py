@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Callable
 from concurrent.futures import Future
+from dataclasses import dataclass, field
 
 from assistant.config import EngineSettings, Settings
 from assistant.engine import Engine, engine_label, server_builder, uses_server
@@ -22,31 +23,23 @@ from assistant.service.events import ModelChanged, ServiceEvent, StatusChanged
 from assistant.service.status import Status, StatusMachine
 
 
+@dataclass(eq=False)
 class ModelSlot:
-    def __init__(
-        self,
-        worker: ModelWorker,
-        dispatch: Callable[[Callable[[], None]], None],
-        status: StatusMachine,
-        emit: Callable[[ServiceEvent], None],
-        build: Callable[[LLMBackend], Engine],
-        on_ready: Callable[[], None],
-    ) -> None:
-        self.worker = worker
-        self.dispatch = dispatch
-        self.status = status
-        self.emit = emit
-        self.build = build
-        self.on_ready = on_ready
-        self.engine: Engine | None = None
-        self.info: ModelInfo | None = None
-        #: "loading" | "ready" | "failed"
-        self.state = "loading"
-        self.error = ""
-        self.closed = False
-        self._seq = 0
-        #: The engine settings the current model was loaded (or connected) with.
-        self._engine: EngineSettings | None = None
+    worker: ModelWorker
+    dispatch: Callable[[Callable[[], None]], None]
+    status: StatusMachine
+    emit: Callable[[ServiceEvent], None]
+    build: Callable[[LLMBackend], Engine]
+    on_ready: Callable[[], None]
+    engine: Engine | None = field(default=None, init=False)
+    info: ModelInfo | None = field(default=None, init=False)
+    #: "loading" | "ready" | "failed"
+    state: str = field(default="loading", init=False)
+    error: str = field(default="", init=False)
+    closed: bool = field(default=False, init=False)
+    _seq: int = field(default=0, init=False)
+    #: The engine settings the current model was loaded (or connected) with.
+    _engine: EngineSettings | None = field(default=None, init=False)
 
     def window_for(self, settings: Settings, loaded_model: str) -> int:
         """The n_ctx a model loaded with ``settings`` gets (``loaded_model``: the name the

@@ -1,6 +1,6 @@
 """Chat storage: append-only JSONL files, a session tree with branches, crash safety.
 
-Start with :class:`SessionStore` (list, create, open, rename, trash, export, import) and
+Start with :class:`SessionStore` (list, create, open, rename, trash, export) and
 :class:`ChatHandle` (one open chat; its ``conversation`` is the active branch and every
 change to it is on disk before it is applied). The file format is described in
 :mod:`assistant.sessions.entries`, branch summaries in :mod:`assistant.sessions.summary`,
@@ -11,13 +11,11 @@ from assistant.sessions.entries import SCHEMA_VERSION, ChatHeader, Entry
 from assistant.sessions.errors import (
     ChatClosedError,
     ChatCorruptError,
-    ChatImportError,
     ChatLoadError,
     ChatLockedError,
     ChatNotFoundError,
     ChatReadOnlyError,
     ChatVersionError,
-    CompactionUndoRefused,
     SessionError,
 )
 from assistant.sessions.handle import BranchInfo, ChatHandle
@@ -36,14 +34,12 @@ __all__ = [
     "ChatCorruptError",
     "ChatHandle",
     "ChatHeader",
-    "ChatImportError",
     "ChatLoadError",
     "ChatLockedError",
     "ChatNotFoundError",
     "ChatReadOnlyError",
     "ChatSummary",
     "ChatVersionError",
-    "CompactionUndoRefused",
     "Entry",
     "SessionError",
     "SessionStore",

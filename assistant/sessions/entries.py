@@ -8,14 +8,13 @@ an entry's parent is always on an earlier line. Entry types:
 ``message``          a :class:`Message` as it was appended (entry id == message id)
 ``prune``            tool results cleared from the model's view (``message_ids``)
 ``compaction``       a :class:`CompactionRecord` (entry id == record id)
-``compaction_undo``  the named compaction no longer applies on this branch
 ``branch_summary``   summary of an abandoned branch, carried into the new branch's context
 ``checkout``         the user moved to another branch; its ``parent_id`` is the new position
 ``setting``          a per-chat setting changed (``name``, ``value``), e.g. the mode
 ``title``            the chat was renamed
 
 Every entry is a tree node, and the active position (leaf) is the last line's entry. Prune,
-compaction, undo, summary and checkout entries apply to the branch they are on.
+compaction, summary and checkout entries apply to the branch they are on.
 """
 
 from __future__ import annotations
@@ -93,11 +92,6 @@ class CompactionEntry(EntryBase):
         return self
 
 
-class CompactionUndoEntry(EntryBase):
-    type: Literal["compaction_undo"] = "compaction_undo"
-    record_id: str
-
-
 class BranchSummaryEntry(EntryBase):
     type: Literal["branch_summary"] = "branch_summary"
     summary: str
@@ -124,7 +118,6 @@ AnyEntry = (
     MessageEntry
     | PruneEntry
     | CompactionEntry
-    | CompactionUndoEntry
     | BranchSummaryEntry
     | CheckoutEntry
     | SettingEntry
@@ -140,7 +133,6 @@ ENTRY_TYPES = frozenset(
         "message",
         "prune",
         "compaction",
-        "compaction_undo",
         "branch_summary",
         "checkout",
         "setting",

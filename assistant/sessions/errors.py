@@ -57,11 +57,3 @@ class ChatClosedError(SessionError):
 class ChatReadOnlyError(SessionError, PermissionError):
     """The chat has damaged lines and is open read-only (repair it to continue). An
     ``OSError`` too, so code that reports a failed save reports this the same way."""
-
-
-class ChatImportError(SessionError, ValueError):
-    """An import file is not a chat this app can read."""
-
-
-class CompactionUndoRefused(SessionError):
-    """There is no compaction to undo, or the restored view would not fit the window."""

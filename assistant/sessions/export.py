@@ -1,4 +1,4 @@
-"""Export a chat's active branch as Markdown or OpenAI-format JSON, and import that JSON.
+"""Export a chat's active branch as Markdown or OpenAI-format JSON.
 
 The JSON is ``{"format", "version", "title", "messages", "annotations"}``. ``messages`` are
 plain OpenAI chat messages (``Message.to_openai(as_model_sees=False)``: full contents,
@@ -13,7 +13,7 @@ no place for is in ``annotations``, each ``{"type": ...}`` and addressing messag
 ``branch_summary``  ``message_index`` of a user message that is a branch summary
 ``message_meta``    ``message_index``, ``timestamp``, ``is_error``, ``stopped``, ``initiated_by``
 
-Importing restores all of it, so the imported chat shows and sends the same as the original.
+The annotations carry all a reader needs to show and send the chat as the app did.
 """
 
 from __future__ import annotations
@@ -21,15 +21,10 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Collection, Mapping
-from dataclasses import dataclass, field
 from typing import Any
 
-from pydantic import ValidationError
-
-from assistant.conversation import CompactionRecord, Conversation, Message, new_id
-from assistant.sessions.entries import short_reason
-from assistant.sessions.errors import ChatImportError
-from assistant.sessions.summary import BRANCH_SUMMARY_PREFIX, summary_text
+from assistant.conversation import CompactionRecord, Conversation, Message
+from assistant.sessions.summary import summary_text
 
 EXPORT_FORMAT = "offline-assistant.chat"
 EXPORT_VERSION = 1
@@ -90,111 +85,6 @@ def _index_of(index: Mapping[str, int], message_id: str | None) -> int | None:
     if message_id is None:
         return None
     return index.get(message_id, -1)
-
-
-@dataclass
-class ImportedChat:
-    """A parsed export: what to write into a new chat, in order."""
-
-    title: str | None
-    messages: list[Message]
-    #: Indices of ``messages`` that are branch summaries (their text without the prefix).
-    branch_summaries: dict[int, str] = field(default_factory=dict)
-    #: (number of messages before it, record), in order.
-    compactions: list[tuple[int, CompactionRecord]] = field(default_factory=list)
-    pruned_ids: list[str] = field(default_factory=list)
-
-
-def parse_openai_export(data: Any) -> ImportedChat:
-    """Parse our export, or any ``{"messages": [...]}`` / bare list of OpenAI messages."""
-    if isinstance(data, list):
-        data = {"messages": data}
-    if not isinstance(data, dict):
-        raise ChatImportError("The file is not a chat export (expected a JSON object)")
-    if data.get("format") == EXPORT_FORMAT:
-        version = data.get("version")
-        if not isinstance(version, int) or version > EXPORT_VERSION:
-            raise ChatImportError(f"This export's version {version!r} is newer than the app")
-    raw_messages = data.get("messages")
-    if not isinstance(raw_messages, list):
-        raise ChatImportError('The file has no "messages" list')
-    messages: list[Message] = []
-    for i, raw in enumerate(raw_messages):
-        try:
-            messages.append(Message.from_openai(raw))
-        except (ValueError, TypeError, AttributeError) as exc:
-            reason = short_reason(exc) if isinstance(exc, ValidationError) else str(exc)
-            raise ChatImportError(f"Message {i + 1}: {reason}") from None
-    title = data.get("title")
-    out = ImportedChat(
-        title=title if isinstance(title, str) and title.strip() else None, messages=messages
-    )
-    raw_annotations = data.get("annotations") or []
-    if not isinstance(raw_annotations, list):
-        raise ChatImportError('"annotations" must be a list')
-    for n, ann in enumerate(raw_annotations):
-        try:
-            _apply_annotation(out, ann)
-        except (ValueError, TypeError, KeyError, IndexError) as exc:
-            reason = short_reason(exc) if isinstance(exc, ValidationError) else str(exc)
-            raise ChatImportError(f"Annotation {n + 1}: {reason}") from None
-    return out
-
-
-def _message_at(chat: ImportedChat, value: Any) -> Message:
-    if not isinstance(value, int) or isinstance(value, bool) or not 0 <= value < len(chat.messages):
-        raise ValueError(f"no message at index {value!r}")
-    return chat.messages[value]
-
-
-def _id_at(chat: ImportedChat, value: Any) -> str | None:
-    if value is None:
-        return None
-    if value == -1:
-        return "missing-" + new_id()
-    return _message_at(chat, value).id
-
-
-def _apply_annotation(chat: ImportedChat, ann: Any) -> None:
-    if not isinstance(ann, dict):
-        raise ValueError("an annotation must be an object")
-    kind = ann.get("type")
-    if kind == "compaction":
-        rest = dict(ann.get("record") or {})
-        rest.setdefault("summary", ann.get("summary", ""))
-        record = CompactionRecord.model_validate(
-            {
-                **{k: v for k, v in rest.items() if k not in _ID_FIELDS},
-                "first_kept_id": _id_at(chat, ann.get("first_kept_index")),
-                "last_summarized_id": _id_at(chat, ann.get("last_summarized_index")),
-            }
-        )
-        after = ann.get("after_message", len(chat.messages))
-        if not isinstance(after, int) or not 0 <= after <= len(chat.messages):
-            raise ValueError(f"after_message {after!r} is out of range")
-        chat.compactions.append((after, record))
-    elif kind == "pruned":
-        indices = ann.get("message_indices") or []
-        if not isinstance(indices, list):
-            raise ValueError("message_indices must be a list")
-        for value in indices:
-            msg = _message_at(chat, value)
-            msg.pruned = True
-            chat.pruned_ids.append(msg.id)
-    elif kind == "branch_summary":
-        msg = _message_at(chat, ann.get("message_index"))
-        if msg.role != "user" or not msg.content.startswith(BRANCH_SUMMARY_PREFIX + "\n"):
-            raise ValueError("a branch summary must be a user message with the summary prefix")
-        chat.branch_summaries[ann["message_index"]] = summary_text(msg)
-    elif kind == "message_meta":
-        msg = _message_at(chat, ann.get("message_index"))
-        updates = {
-            k: ann[k] for k in ("timestamp", "is_error", "stopped", "initiated_by") if k in ann
-        }
-        chat.messages[ann["message_index"]] = Message.model_validate(
-            {**msg.model_dump(), **updates}
-        )
-    # Unknown annotation types are ignored: they may come from a newer version.
 
 
 # -- Markdown --------------------------------------------------------------------------------

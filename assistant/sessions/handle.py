@@ -28,14 +28,13 @@ from assistant.sessions.entries import (
     ChatHeader,
     CheckoutEntry,
     CompactionEntry,
-    CompactionUndoEntry,
     Entry,
     MessageEntry,
     PruneEntry,
     SettingEntry,
     TitleEntry,
 )
-from assistant.sessions.errors import ChatClosedError, ChatReadOnlyError, CompactionUndoRefused
+from assistant.sessions.errors import ChatClosedError, ChatReadOnlyError
 from assistant.sessions.export import to_markdown, to_openai_export
 from assistant.sessions.journal import JournalWriter
 from assistant.sessions.lock import ChatLock
@@ -166,15 +165,6 @@ class ChatHandle:
         """Record a per-chat setting change (e.g. ``record_setting("mode", "standard")``)."""
         with self._mutex:
             self._write(self._new(SettingEntry, name=name, value=value))
-
-    def append_branch_summary(self, summary: str, *, timestamp: float | None = None) -> Message:
-        """Attach a branch summary at the active position (used by import); returns its
-        message, which is now the last message of :attr:`conversation`."""
-        with self._mutex:
-            when = time.time() if timestamp is None else timestamp
-            self._write(self._new(BranchSummaryEntry, timestamp=when, summary=summary))
-            self._reload()
-            return self.conversation.messages[-1]
 
     # -- export ----------------------------------------------------------------------------
     def export_markdown(self) -> str:
@@ -381,28 +371,6 @@ class ChatHandle:
     def compacted_originals(self, record_id: str, *, cumulative: bool = False) -> list[Message]:
         """The original messages a compaction replaced (copies, for a collapsed view)."""
         return self._tree.compacted_originals(record_id, cumulative=cumulative)
-
-    def undo_last_compaction(self, fits: Callable[[Conversation], bool]) -> CompactionRecord:
-        """Restore the view before the latest compaction, if ``fits(restored)`` says it fits.
-
-        Appends a ``compaction_undo`` entry; the record and the originals stay in the file.
-        Raises :class:`CompactionUndoRefused` when there is none or it would not fit.
-        """
-        with self._mutex:
-            record = self.conversation.last_compaction
-            if record is None:
-                raise CompactionUndoRefused("There is no compaction to undo in this chat.")
-            restored = Conversation(
-                messages=[m.model_copy(deep=True) for m in self.conversation.messages],
-                compactions=[r.model_copy(deep=True) for r in self.conversation.compactions[:-1]],
-            )
-            if not fits(restored):
-                raise CompactionUndoRefused(
-                    "Undoing the last compaction would not fit the context window."
-                )
-            self._write(self._new(CompactionUndoEntry, record_id=record.id))
-            self.conversation.compactions.pop()
-            return record
 
     # -- lifecycle -------------------------------------------------------------------------
     def close(self) -> None:

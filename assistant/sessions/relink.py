@@ -317,15 +317,15 @@ class _Salvage:
         return False, None
 
 
-def _matches(a: str, b: str) -> bool:
-    """``a`` is ``b`` with at most two characters changed, or cut keeping at least its
-    first or last characters."""
+def _matches(a: str, b: str, shortest: int = _SHORTEST) -> bool:
+    """``a`` is ``b`` with at most two characters changed, or cut keeping its first or last
+    ``_PIECE`` characters (or all of them, when it has ``shortest`` or more)."""
     if a == b:
         return True
     if len(a) == len(b) and sum(x != y for x, y in zip(a, b, strict=True)) <= 2:
         return True
     k = min(_PIECE, len(a), len(b))
-    return k >= _SHORTEST and (a[:k] == b[:k] or a[-k:] == b[-k:])
+    return k >= shortest and (a[:k] == b[:k] or a[-k:] == b[-k:])
 
 
 def _closest(entry_id: str, pool: Iterable[str], *, weak: bool = True) -> str | None:
@@ -333,7 +333,7 @@ def _closest(entry_id: str, pool: Iterable[str], *, weak: bool = True) -> str | 
     characters changed, or cut keeping its first or last eight characters; ``weak``: or
     fewer, down to four (the most that match one id only)."""
     ids = list(pool)
-    found = [other for other in ids if _strong_match(entry_id, other)]
+    found = [other for other in ids if _matches(entry_id, other, shortest=_PIECE)]
     if len(found) == 1:
         return found[0]
     if found or not weak:
@@ -348,16 +348,6 @@ def _closest(entry_id: str, pool: Iterable[str], *, weak: bool = True) -> str | 
         if hits:
             return None
     return None
-
-
-def _strong_match(a: str, b: str) -> bool:
-    if a == b:
-        return True
-    if len(a) == len(b) and sum(x != y for x, y in zip(a, b, strict=True)) <= 2:
-        return True
-    if min(len(a), len(b)) < _PIECE:
-        return False
-    return a[:_PIECE] == b[:_PIECE] or a[-_PIECE:] == b[-_PIECE:]
 
 
 def _closest_end(token: str, pool: Iterable[str]) -> str | None:

@@ -1,6 +1,6 @@
 """The chat store: one JSONL file per chat in ``paths.sessions_dir()``.
 
-:class:`SessionStore` lists, creates, opens, renames, trashes, restores, exports and imports
+:class:`SessionStore` lists, creates, opens, renames, trashes, restores and exports
 chats. Opening takes the chat's lock and returns a :class:`ChatHandle`; everything else only
 reads, except ``rename`` (takes the lock briefly) and ``delete``/``restore`` (move files).
 A chat that cannot be read shows up in :meth:`SessionStore.list_chats` with ``error`` set;
@@ -18,27 +18,23 @@ Layout of the sessions folder::
 
 from __future__ import annotations
 
-import contextlib
 import json
 import re
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
-from assistant import jsonlimits, paths
+from assistant import paths
 from assistant.atomicfile import make_dirs, replace_durably, write_atomically
 from assistant.conversation import Conversation, new_id
-from assistant.jsonlimits import MAX_DOCUMENT_DEPTH
 from assistant.sessions.entries import SCHEMA_VERSION, ChatHeader
 from assistant.sessions.errors import (
-    ChatImportError,
     ChatLoadError,
     ChatLockedError,
     ChatNotFoundError,
     SessionError,
 )
-from assistant.sessions.export import parse_openai_export, to_markdown, to_openai_export
+from assistant.sessions.export import to_markdown, to_openai_export
 from assistant.sessions.handle import ChatHandle
 from assistant.sessions.journal import (
     ChatFile,
@@ -329,7 +325,7 @@ class SessionStore:
         if chat_id in self._deleted:
             self._deleted.remove(chat_id)
 
-    # -- export / import -------------------------------------------------------------------
+    # -- export -------------------------------------------------------------------------
     def _snapshot(self, chat_id: str) -> tuple[str, Conversation, set[str], dict[str, int]]:
         chat = read_chat_file(self._existing(chat_id))
         tree = ChatTree(chat.entries)
@@ -370,43 +366,6 @@ class SessionStore:
         else:
             text = self.export_markdown(chat_id)
         return write_atomically(path, text)
-
-    def import_openai_json(self, data: str | bytes | dict[str, Any] | list[Any]) -> str:
-        """Create a chat from an export (ours, or any OpenAI message list); returns its id."""
-        if isinstance(data, str | bytes):
-            try:
-                data = jsonlimits.loads(data, "The file")
-            except jsonlimits.TooDeepError as exc:
-                raise ChatImportError(str(exc)) from None
-            except (ValueError, RecursionError):
-                raise ChatImportError("The file is not valid JSON") from None
-        elif jsonlimits.value_depth(data, MAX_DOCUMENT_DEPTH) > MAX_DOCUMENT_DEPTH:
-            raise ChatImportError(f"The chat is nested more than {MAX_DOCUMENT_DEPTH} levels deep")
-        imported = parse_openai_export(data)
-        handle = self.create(title=imported.title)
-        try:
-            conv = handle.conversation
-            pending = sorted(imported.compactions, key=lambda item: item[0])
-            for i, msg in enumerate(imported.messages):
-                while pending and pending[0][0] <= i:
-                    conv.add_compaction(pending.pop(0)[1])
-                if i in imported.branch_summaries:
-                    handle.append_branch_summary(
-                        imported.branch_summaries[i], timestamp=msg.timestamp
-                    )
-                else:
-                    conv.append(msg.model_copy(update={"pruned": False}))
-            for _, record in pending:
-                conv.add_compaction(record)
-            if imported.pruned_ids:
-                conv.mark_pruned(imported.pruned_ids, 0)
-        except BaseException:
-            handle.close()
-            with contextlib.suppress(OSError):
-                handle.path.unlink()
-            raise
-        handle.close()
-        return handle.chat_id
 
     def close_all(self) -> None:
         """Close every chat this store opened."""

@@ -17,7 +17,6 @@ from assistant.conversation import CompactionRecord, Conversation, Message
 from assistant.sessions.entries import (
     BranchSummaryEntry,
     CompactionEntry,
-    CompactionUndoEntry,
     Entry,
     MessageEntry,
     PruneEntry,
@@ -154,8 +153,6 @@ class ChatTree:
                         msg.pruned = True
             elif isinstance(entry, CompactionEntry):
                 compactions.append(entry.record.model_copy(deep=True))
-            elif isinstance(entry, CompactionUndoEntry):
-                compactions = [r for r in compactions if r.id != entry.record_id]
             elif isinstance(entry, BranchSummaryEntry):
                 messages.append(branch_summary_message(entry.id, entry.summary, entry.timestamp))
         return Conversation(messages=messages, compactions=compactions)

@@ -12,7 +12,6 @@ from assistant.tools.approval import (
     ApprovalRequest,
     Approver,
     AutoApprover,
-    DenyingApprover,
 )
 from assistant.tools.base import Tool, ToolArgs, ToolContext, ToolLimits, ToolResult
 from assistant.tools.registry import CheckedCall, ToolRegistry, tool_schema
@@ -25,7 +24,6 @@ __all__ = [
     "Approver",
     "AutoApprover",
     "CheckedCall",
-    "DenyingApprover",
     "SandboxError",
     "Tool",
     "ToolArgs",

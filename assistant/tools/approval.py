@@ -59,13 +59,6 @@ class AutoApprover:
         return ApprovalDecision.ALLOW_ONCE
 
 
-class DenyingApprover:
-    """Denies everything (no user to ask)."""
-
-    def request_approval(self, request: ApprovalRequest) -> ApprovalDecision:
-        return ApprovalDecision.DENY
-
-
 class ApprovalGate:
     """Decides whether one call may run; remembers "Allow for this chat" per tool."""
 

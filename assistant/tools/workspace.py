@@ -130,14 +130,12 @@ class Workspace:
                 f"{place.shown!r} is a directory, not a file; use list_dir."
             ) from None
 
-    def resolve(self, path: str, *, kind: Kind = "any", must_exist: bool = True) -> Path:
+    def resolve(self, path: str, *, kind: Kind = "any") -> Path:
         """Where ``path`` leads, as a path under the root, or :class:`SandboxError`.
 
         For showing and comparing paths only: tools open files through :meth:`open`.
-        ``must_exist=False`` allows a file that does not exist yet (its folder must).
         """
-        mode: Mode = "parent" if not must_exist else kind
-        with self.open(path, mode) as found:
+        with self.open(path, kind) as found:
             return self.root.joinpath(*found.parts, *([found.name] if found.name else []))
 
     def display(self, path: Path) -> str:

@@ -21,11 +21,11 @@ from PySide6.QtWidgets import (
     QLabel,
     QPlainTextEdit,
     QPushButton,
-    QVBoxLayout,
     QWidget,
 )
 
 from assistant.tools.approval import ApprovalDecision, ApprovalRequest
+from assistant.ui.boxes import vbox
 from assistant.ui.theme import monospace_font
 
 
@@ -49,9 +49,7 @@ class ApprovalDialog(QDialog):
         self.setWindowTitle("Allow this tool call?")
         self.setModal(True)
         self.setMinimumWidth(540)
-        layout = QVBoxLayout(self)
-        layout.setContentsMargins(18, 16, 18, 14)
-        layout.setSpacing(10)
+        layout = vbox(self, (18, 16, 18, 14), 10)
         title = QLabel(f"The assistant wants to use <b>{request.tool}</b>")
         title.setTextFormat(Qt.TextFormat.RichText)
         layout.addWidget(title)

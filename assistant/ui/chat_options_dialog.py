@@ -18,13 +18,13 @@ from PySide6.QtWidgets import (
     QLabel,
     QPlainTextEdit,
     QPushButton,
-    QVBoxLayout,
     QWidget,
 )
 
 from assistant.llm.catalog import list_models
 from assistant.llm.registry import Registry
 from assistant.service.chat_options import ChatOptions
+from assistant.ui.boxes import vbox
 
 
 class ChatOptionsDialog(QDialog):
@@ -43,9 +43,7 @@ class ChatOptionsDialog(QDialog):
         self.setWindowTitle("Model and system prompt")
         self.setMinimumWidth(560)
         self._original = options
-        layout = QVBoxLayout(self)
-        layout.setContentsMargins(16, 14, 16, 12)
-        layout.setSpacing(10)
+        layout = vbox(self, (16, 14, 16, 12), 10)
         where = f"“{chat_title}”" if chat_title else "the new chat"
         intro = QLabel(f"For {where}. The chat remembers them.")
         intro.setObjectName("MutedLabel")

@@ -19,10 +19,11 @@ from collections.abc import Callable
 from functools import partial
 
 from PySide6.QtCore import Qt, Signal
-from PySide6.QtWidgets import QFrame, QPushButton, QScrollArea, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QFrame, QPushButton, QScrollArea, QWidget
 
 from assistant.conversation import CompactionRecord, Conversation, Message, ToolCall
 from assistant.sessions.summary import is_branch_summary, summary_text
+from assistant.ui.boxes import vbox
 from assistant.ui.message_widgets import BranchEndRow, MessageWidget
 from assistant.ui.notices import CompactionLine, CompactionNotice, NoticeWidget, PruneNotice
 from assistant.ui.theme import zoomed_font
@@ -67,9 +68,7 @@ class ChatView(QScrollArea):
         self.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
         self._inner = QWidget()
         self._inner.setObjectName("ChatViewport")
-        self._layout = QVBoxLayout(self._inner)
-        self._layout.setContentsMargins(24, 16, 24, 16)
-        self._layout.setSpacing(12)
+        self._layout = vbox(self._inner, (24, 16, 24, 16), 12)
         self.more_button = QPushButton("Show earlier messages")
         self.more_button.clicked.connect(self.show_earlier)
         self.more_button.setVisible(False)

@@ -16,9 +16,10 @@ from typing import Literal
 
 from PySide6.QtCore import QRectF, QSize, Qt
 from PySide6.QtGui import QColor, QPainter, QPainterPath, QPaintEvent
-from PySide6.QtWidgets import QHBoxLayout, QLabel, QSizePolicy, QWidget
+from PySide6.QtWidgets import QLabel, QSizePolicy, QWidget
 
 from assistant.agent.events import ContextUsage
+from assistant.ui.boxes import hbox
 from assistant.ui.theme import Colors, current_colors
 
 Level = Literal["ok", "warning", "critical"]
@@ -128,9 +129,7 @@ class ContextBar(QWidget):
         self.prunes = 0
         self.pruned_tokens = 0
         self.compactions = 0
-        layout = QHBoxLayout(self)
-        layout.setContentsMargins(0, 0, 0, 0)
-        layout.setSpacing(8)
+        layout = hbox(self, (0, 0, 0, 0), 8)
         self.caption = QLabel("Context")
         self.caption.setObjectName("MutedLabel")
         self.bar = _Bar(self)
@@ -182,9 +181,6 @@ class ContextBar(QWidget):
 
     def add_prune(self, tokens: int) -> None:
         self.set_counts(self.prunes + 1, self.pruned_tokens + tokens, self.compactions)
-
-    def add_compaction(self) -> None:
-        self.set_counts(self.prunes, self.pruned_tokens, self.compactions + 1)
 
     # -- rendering ---------------------------------------------------------------------
     def _refresh(self) -> None:

@@ -14,9 +14,10 @@ the open chat changes, and connect :attr:`DamageBanner.repair_requested`.
 from __future__ import annotations
 
 from PySide6.QtCore import Qt, Signal
-from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QPushButton, QWidget
+from PySide6.QtWidgets import QFrame, QLabel, QPushButton, QWidget
 
 from assistant.sessions.handle import ChatHandle
+from assistant.ui.boxes import hbox
 
 
 class DamageBanner(QFrame):
@@ -28,8 +29,7 @@ class DamageBanner(QFrame):
         super().__init__(parent)
         self.setObjectName("Notice")
         self.setProperty("level", "warning")
-        layout = QHBoxLayout(self)
-        layout.setContentsMargins(16, 8, 12, 8)
+        layout = hbox(self, (16, 8, 12, 8))
         self.label = QLabel("")
         self.label.setWordWrap(True)
         self.label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)

@@ -30,7 +30,6 @@ from PySide6.QtWidgets import (
     QPushButton,
     QRadioButton,
     QSpinBox,
-    QVBoxLayout,
     QWidget,
 )
 
@@ -40,6 +39,7 @@ from assistant.llm.base import LLMError
 from assistant.llm.openai_backend import ConnectionReport, ServerBackend
 from assistant.llm.server_probe import model_label
 from assistant.secrets import SecretStore, SecretStoreError
+from assistant.ui.boxes import vbox
 from assistant.ui.form_parts import help_label
 from assistant.ui.theme import current_colors
 
@@ -73,9 +73,7 @@ class EnginePage(QWidget):
         self._relay.done.connect(self._show_result)
         self.report: ConnectionReport | None = None
 
-        outer = QVBoxLayout(self)
-        outer.setContentsMargins(16, 12, 16, 12)
-        outer.setSpacing(10)
+        outer = vbox(self, (16, 12, 16, 12), 10)
         self.kind_group = QButtonGroup(self)
         self.embedded_button = QRadioButton("Embedded model: runs in this app, no network")
         self.server_button = QRadioButton(

@@ -29,7 +29,6 @@ from PySide6.QtWidgets import (
     QPushButton,
     QSplitter,
     QStackedWidget,
-    QVBoxLayout,
     QWidget,
 )
 
@@ -66,6 +65,7 @@ from assistant.service.status import Phase, Status
 from assistant.sessions.store import ChatSummary
 from assistant.ui import theme
 from assistant.ui.approval import GuiApprover
+from assistant.ui.boxes import hbox, vbox
 from assistant.ui.bridge import ServiceBridge
 from assistant.ui.chat_input import ChatInput
 from assistant.ui.chat_options_dialog import ChatOptionsDialog
@@ -77,6 +77,7 @@ from assistant.ui.file_drop import FileDropHandler
 from assistant.ui.focus_keeper import FocusKeeper
 from assistant.ui.menu_bar import AppMenus
 from assistant.ui.models_page import ModelsPage
+from assistant.ui.performance_page import SpeedHooks
 from assistant.ui.prompt_progress import PromptProgress
 from assistant.ui.settings_dialog import SettingsDialog
 from assistant.ui.sidebar import ChatEntry, Sidebar
@@ -148,14 +149,11 @@ class MainWindow(WindowDialogs):
     def _build(self) -> None:
         self.sidebar = Sidebar()
         right = QWidget()
-        right_layout = QVBoxLayout(right)
-        right_layout.setContentsMargins(0, 0, 0, 0)
-        right_layout.setSpacing(0)
+        right_layout = vbox(right, (0, 0, 0, 0), 0)
 
         self.model_banner = QFrame()
         self.model_banner.setObjectName("ModelBanner")
-        banner = QHBoxLayout(self.model_banner)
-        banner.setContentsMargins(16, 8, 12, 8)
+        banner = hbox(self.model_banner, (16, 8, 12, 8))
         self.model_banner_label = QLabel("")
         self.model_banner_label.setWordWrap(True)
         self.model_banner_label.setTextInteractionFlags(
@@ -191,9 +189,7 @@ class MainWindow(WindowDialogs):
 
         composer = QFrame()
         composer.setObjectName("ComposerFrame")
-        comp = QVBoxLayout(composer)
-        comp.setContentsMargins(16, 10, 16, 10)
-        comp.setSpacing(8)
+        comp = vbox(composer, (16, 10, 16, 10), 8)
         self.edit_banner = QLabel(
             "Editing your message: Enter sends it as a new branch · Esc cancels"
         )
@@ -581,10 +577,12 @@ class MainWindow(WindowDialogs):
             loaded_trained_context=c.model_info.trained_context if c.model_info else None,
             model_present=lambda entry: model_path(entry).is_file(),
             count_tokens=c.engine.backend.count if c.engine is not None else None,
-            state_usage=lambda: _usage(c.saved_states.usage()),
-            clear_states=lambda: _usage(c.saved_states.clear()),
-            forget_calibration=forget_calibration,
-            prefill_text=c.prefill_text,
+            speed=SpeedHooks(
+                state_usage=lambda: _usage(c.saved_states.usage()),
+                clear_states=lambda: _usage(c.saved_states.clear()),
+                forget_calibration=forget_calibration,
+                prefill_text=c.prefill_text,
+            ),
             parent=self,
         )
         dialog.accepted.connect(lambda: self._settings_accepted(dialog))

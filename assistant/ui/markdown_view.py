@@ -21,10 +21,10 @@ from PySide6.QtWidgets import (
     QPlainTextEdit,
     QSizePolicy,
     QToolButton,
-    QVBoxLayout,
     QWidget,
 )
 
+from assistant.ui.boxes import vbox
 from assistant.ui.theme import monospace_font
 
 _FENCE = re.compile(r"^(?P<indent> {0,3})(?P<fence>`{3,}|~{3,})(?P<lang>[^\n`]*)$")
@@ -113,9 +113,7 @@ class CodeBlock(QFrame):
     def __init__(self, code: str, lang: str = "", parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.setObjectName("CodeBlock")
-        layout = QVBoxLayout(self)
-        layout.setContentsMargins(8, 4, 4, 6)
-        layout.setSpacing(2)
+        layout = vbox(self, (8, 4, 4, 6), 2)
         header = QHBoxLayout()
         self.lang_label = QLabel(lang or "code")
         self.lang_label.setObjectName("CodeLang")
@@ -193,9 +191,7 @@ class MarkdownView(QWidget):
     ) -> None:
         super().__init__(parent)
         self.plain_prose = plain_prose
-        self._layout = QVBoxLayout(self)
-        self._layout.setContentsMargins(0, 0, 0, 0)
-        self._layout.setSpacing(6)
+        self._layout = vbox(self, (0, 0, 0, 0), 6)
         self._widgets: list[QWidget] = []
         self._segments: list[Segment] = []
         self._markdown = ""

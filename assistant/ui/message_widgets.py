@@ -10,7 +10,6 @@ from PySide6.QtCore import Signal
 from PySide6.QtGui import QGuiApplication
 from PySide6.QtWidgets import (
     QFrame,
-    QHBoxLayout,
     QLabel,
     QSizePolicy,
     QToolButton,
@@ -20,6 +19,7 @@ from PySide6.QtWidgets import (
 
 from assistant.conversation import Message, ToolCall
 from assistant.service.progress import stats_text
+from assistant.ui.boxes import hbox, vbox
 from assistant.ui.buttons import action_button
 from assistant.ui.markdown_view import MarkdownView
 from assistant.ui.tool_card import ToolCard
@@ -34,9 +34,7 @@ class BranchSwitcher(QWidget):
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
-        layout = QHBoxLayout(self)
-        layout.setContentsMargins(0, 0, 0, 0)
-        layout.setSpacing(0)
+        layout = hbox(self, (0, 0, 0, 0), 0)
         self.prev_button = QToolButton()
         self.prev_button.setObjectName("BranchButton")
         self.prev_button.setText("<")
@@ -80,14 +78,10 @@ class MessageWidget(QFrame):
         self.setObjectName("Bubble")
         self.setProperty("role", message.role)
         self.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Preferred)
-        layout = QVBoxLayout(self)
-        layout.setContentsMargins(14, 8, 14, 8)
-        layout.setSpacing(4)
+        layout = vbox(self, (14, 8, 14, 8), 4)
 
         self.header_row = QWidget()
-        header = QHBoxLayout(self.header_row)
-        header.setContentsMargins(0, 0, 0, 0)
-        header.setSpacing(6)
+        header = hbox(self.header_row, (0, 0, 0, 0), 6)
         self.role_label = QLabel(ROLE_TITLES.get(message.role, message.role))
         self.role_label.setObjectName("RoleLabel")
         header.addWidget(self.role_label)
@@ -209,9 +203,7 @@ class BranchEndRow(QFrame):
     ) -> None:
         super().__init__(parent)
         self.setObjectName("BranchEnd")
-        layout = QHBoxLayout(self)
-        layout.setContentsMargins(14, 0, 14, 0)
-        layout.setSpacing(6)
+        layout = hbox(self, (14, 0, 14, 0), 6)
         others = count - 1
         self.label = QLabel(
             "This version ends here; "

@@ -29,7 +29,6 @@ from PySide6.QtWidgets import (
     QProgressBar,
     QPushButton,
     QScrollArea,
-    QVBoxLayout,
     QWidget,
 )
 
@@ -37,6 +36,7 @@ from assistant.llm import catalog
 from assistant.llm.catalog import CatalogModel, ModelFileError
 from assistant.llm.context_probe import measured_line
 from assistant.llm.registry import Registry
+from assistant.ui.boxes import vbox
 from assistant.ui.elided_label import ElidedLabel
 from assistant.ui.form_parts import format_size
 
@@ -69,9 +69,7 @@ class ModelCard(QFrame):
         self.model = model
         self.setObjectName("ModelCard")
         self.setProperty("loaded", loaded)
-        layout = QVBoxLayout(self)
-        layout.setContentsMargins(14, 10, 14, 10)
-        layout.setSpacing(4)
+        layout = vbox(self, (14, 10, 14, 10), 4)
         top = QHBoxLayout()
         top.setSpacing(8)
         self.title = QLabel(model.display_name)
@@ -171,9 +169,7 @@ class ModelsPage(QDialog):
         #: The model whose load this window asked for (its "Loading …" line is shown).
         self._loading: str | None = None
 
-        layout = QVBoxLayout(self)
-        layout.setContentsMargins(16, 14, 16, 12)
-        layout.setSpacing(10)
+        layout = vbox(self, (16, 14, 16, 12), 10)
         intro = QLabel(
             "Models run on this computer. Registered models install from the files set up "
             "with the app (no network); any other GGUF model file can be added from disk."
@@ -187,9 +183,7 @@ class ModelsPage(QDialog):
         self.list_area.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
         self._list = QWidget()
         self._list.setObjectName("ModelList")
-        self._list_layout = QVBoxLayout(self._list)
-        self._list_layout.setContentsMargins(0, 0, 0, 0)
-        self._list_layout.setSpacing(8)
+        self._list_layout = vbox(self._list, (0, 0, 0, 0), 8)
         self.list_area.setWidget(self._list)
         layout.addWidget(self.list_area, 1)
 

@@ -16,12 +16,12 @@ from PySide6.QtWidgets import (
     QHBoxLayout,
     QLabel,
     QPushButton,
-    QVBoxLayout,
     QWidget,
 )
 
 from assistant.conversation import CompactionRecord
 from assistant.service.status import compaction_note, prune_note, summarizer_line
+from assistant.ui.boxes import hbox, vbox
 from assistant.ui.buttons import action_button
 from assistant.ui.theme import monospace_font
 
@@ -44,8 +44,7 @@ class NoticeWidget(QFrame):
         self.level = level
         self.setObjectName("Notice")
         self.setProperty("level", level)
-        layout = QHBoxLayout(self)
-        layout.setContentsMargins(12, 8, 12, 8)
+        layout = hbox(self, (12, 8, 12, 8))
         icon = QLabel(self.PREFIX.get(level, "ℹ"))
         icon.setAlignment(Qt.AlignmentFlag.AlignTop)
         layout.addWidget(icon)
@@ -98,9 +97,7 @@ class CompactionNotice(QFrame):
         self.record = record
         self.superseded = superseded
         self.setObjectName("CompactionNotice")
-        layout = QVBoxLayout(self)
-        layout.setContentsMargins(0, 4, 0, 4)
-        layout.setSpacing(4)
+        layout = vbox(self, (0, 4, 0, 4), 4)
         row = QHBoxLayout()
         row.setSpacing(8)
         row.addWidget(_rule(), 1)
@@ -136,9 +133,7 @@ class CompactionNotice(QFrame):
         layout.addWidget(self.summarizer_label)
         self.details = QFrame()
         self.details.setObjectName("SummaryBox")
-        details = QVBoxLayout(self.details)
-        details.setContentsMargins(12, 8, 12, 10)
-        details.setSpacing(6)
+        details = vbox(self.details, (12, 8, 12, 10), 6)
         summary_title = QLabel(
             "What the model receives instead of the messages above (word for word):"
         )
@@ -188,9 +183,7 @@ class CompactionLine(QFrame):
         super().__init__(parent)
         self.record = record
         self.setObjectName("CompactionLine")
-        layout = QHBoxLayout(self)
-        layout.setContentsMargins(0, 0, 0, 0)
-        layout.setSpacing(8)
+        layout = hbox(self, (0, 0, 0, 0), 8)
         self.label = QLabel(
             f"Older messages were summarized to make room ({record.tokens_before:,} → "
             f"{record.tokens_after:,} tokens). They all stay in the chat; the model now sees "

@@ -9,6 +9,7 @@ at once (they do not wait for Save), through callables the window passes in.
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from PySide6.QtWidgets import (
@@ -21,15 +22,27 @@ from PySide6.QtWidgets import (
     QPushButton,
     QScrollArea,
     QSpinBox,
-    QVBoxLayout,
     QWidget,
 )
 
 from assistant.config import Performance
+from assistant.ui.boxes import vbox
 from assistant.ui.form_parts import format_size, help_label, spin_box
 
 #: (files, bytes) of the saved states, and deleting them (returns what was freed).
 Usage = tuple[int, int]
+
+
+@dataclass(frozen=True)
+class SpeedHooks:
+    """What the Speed tab reads and does at once, from the window (None: not available):
+    the saved states' usage, deleting them, forgetting the measured prompt settings; and
+    the prompt settings in force (``prefill_text``)."""
+
+    state_usage: Callable[[], Usage] | None = None
+    clear_states: Callable[[], Usage] | None = None
+    forget_calibration: Callable[[], None] | None = None
+    prefill_text: str = ""
 
 
 def _spin(maximum: int, suffix: str = "", special: str = "") -> QSpinBox:
@@ -53,26 +66,17 @@ def _form(box: QGroupBox) -> QFormLayout:
 
 
 class PerformancePage(QScrollArea):
-    def __init__(
-        self,
-        *,
-        state_usage: Callable[[], Usage] | None = None,
-        clear_states: Callable[[], Usage] | None = None,
-        forget_calibration: Callable[[], None] | None = None,
-        prefill_text: str = "",
-        parent: QWidget | None = None,
-    ) -> None:
+    def __init__(self, hooks: SpeedHooks, parent: QWidget | None = None) -> None:
         super().__init__(parent)
-        self._usage = state_usage
-        self._clear = clear_states
-        self._forget = forget_calibration
+        self._usage = hooks.state_usage
+        self._clear = hooks.clear_states
+        self._forget = hooks.forget_calibration
+        prefill_text = hooks.prefill_text
         self.setWidgetResizable(True)
         self.setFrameShape(QScrollArea.Shape.NoFrame)
         inner = QWidget()
         self.setWidget(inner)
-        outer = QVBoxLayout(inner)
-        outer.setContentsMargins(16, 12, 16, 12)
-        outer.setSpacing(10)
+        outer = vbox(inner, (16, 12, 16, 12), 10)
 
         resume = QGroupBox("Instant resume")
         form = _form(resume)
@@ -87,7 +91,7 @@ class PerformancePage(QScrollArea):
         self.usage_label.setObjectName("MutedLabel")
         row.addWidget(self.usage_label, 1)
         self.clear_button = QPushButton("Delete saved states")
-        self.clear_button.setEnabled(clear_states is not None)
+        self.clear_button.setEnabled(self._clear is not None)
         self.clear_button.clicked.connect(self._clear_states)
         row.addWidget(self.clear_button)
         form.addRow(row)
@@ -135,7 +139,7 @@ class PerformancePage(QScrollArea):
             "value here overrides the measurement."
         ), 1)
         self.measure_button = QPushButton("Measure again")
-        self.measure_button.setEnabled(forget_calibration is not None)
+        self.measure_button.setEnabled(self._forget is not None)
         self.measure_button.clicked.connect(self._forget_calibration)
         measure_row.addWidget(self.measure_button)
         sform.addRow(measure_row)

@@ -58,9 +58,10 @@ from assistant.llm.context_probe import measured_line
 from assistant.llm.registry import ModelEntry, Registry
 from assistant.secrets import SecretStoreError
 from assistant.settings_check import check_against_model
+from assistant.ui.boxes import vbox
 from assistant.ui.engine_settings import EnginePage
 from assistant.ui.form_parts import format_size, help_label, spin_box
-from assistant.ui.performance_page import PerformancePage, Usage
+from assistant.ui.performance_page import PerformancePage, SpeedHooks
 
 POLICY_FIELDS: tuple[tuple[str, str], ...] = tuple(
     (field, SETTING_LABELS[field])
@@ -104,10 +105,7 @@ class SettingsDialog(QDialog):
         loaded_trained_context: int | None = None,
         model_present: Callable[[ModelEntry], bool] = lambda _e: True,
         count_tokens: Callable[[str], int] | None = None,
-        state_usage: Callable[[], Usage] | None = None,
-        clear_states: Callable[[], Usage] | None = None,
-        forget_calibration: Callable[[], None] | None = None,
-        prefill_text: str = "",
+        speed: SpeedHooks | None = None,
         parent: QWidget | None = None,
     ) -> None:
         super().__init__(parent)
@@ -126,21 +124,17 @@ class SettingsDialog(QDialog):
         self._result: Settings | None = settings.model_copy(deep=True)
         self.errors: list[str] = []
         self._previous_model_index = 0
-        self._prefill_text = prefill_text
+        speed = speed or SpeedHooks()
+        self._prefill_text = speed.prefill_text
 
-        layout = QVBoxLayout(self)
-        layout.setContentsMargins(16, 14, 16, 12)
-        layout.setSpacing(10)
+        layout = vbox(self, (16, 14, 16, 12), 10)
         self.tabs = QTabWidget()
         self.tabs.addTab(self._build_model_tab(), "Model")
         self.engine_page = EnginePage()
         self.tabs.addTab(self.engine_page, "Engine")
         self.tabs.addTab(self._build_context_tab(), "Context")
         self.tabs.addTab(self._build_chat_tab(), "Chat && look")
-        self.performance_page = PerformancePage(
-            state_usage=state_usage, clear_states=clear_states,
-            forget_calibration=forget_calibration, prefill_text=prefill_text,
-        )
+        self.performance_page = PerformancePage(speed)
         self.tabs.addTab(self.performance_page, "Speed")
         layout.addWidget(self.tabs, 1)
         self.error_label = QLabel("")
@@ -204,9 +198,7 @@ class SettingsDialog(QDialog):
 
     def _build_context_tab(self) -> QWidget:
         page = QWidget()
-        outer = QVBoxLayout(page)
-        outer.setContentsMargins(16, 12, 16, 12)
-        outer.setSpacing(10)
+        outer = vbox(page, (16, 12, 16, 12), 10)
         mode_row = QHBoxLayout()
         mode_row.addWidget(QLabel("Active mode"))
         self.mode_group = QButtonGroup(self)

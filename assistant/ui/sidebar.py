@@ -26,9 +26,10 @@ from PySide6.QtWidgets import (
     QMenu,
     QPushButton,
     QToolButton,
-    QVBoxLayout,
     QWidget,
 )
+
+from assistant.ui.boxes import hbox, vbox
 
 UNDO_SECONDS = 8
 ID_ROLE = Qt.ItemDataRole.UserRole
@@ -75,9 +76,7 @@ class Sidebar(QFrame):
         super().__init__(parent)
         self.setObjectName("Sidebar")
         self.setMinimumWidth(180)
-        layout = QVBoxLayout(self)
-        layout.setContentsMargins(10, 12, 10, 10)
-        layout.setSpacing(8)
+        layout = vbox(self, (10, 12, 10, 10), 8)
         top = QHBoxLayout()
         title = QLabel("Chats")
         title.setObjectName("SidebarTitle")
@@ -121,8 +120,7 @@ class Sidebar(QFrame):
 
         self.undo_bar = QFrame()
         self.undo_bar.setObjectName("UndoBar")
-        undo = QHBoxLayout(self.undo_bar)
-        undo.setContentsMargins(10, 6, 6, 6)
+        undo = hbox(self.undo_bar, (10, 6, 6, 6))
         self.undo_label = QLabel("Chat deleted")
         self.undo_button = QPushButton("Undo")
         self.undo_button.setAccessibleName("Undo the delete")

@@ -9,16 +9,15 @@ import re
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import (
     QFrame,
-    QHBoxLayout,
     QLabel,
     QPlainTextEdit,
     QPushButton,
     QSizePolicy,
-    QVBoxLayout,
     QWidget,
 )
 
 from assistant.conversation import Message, ToolCall
+from assistant.ui.boxes import hbox, vbox
 from assistant.ui.buttons import action_button
 from assistant.ui.theme import monospace_font
 
@@ -75,9 +74,7 @@ class ToolCard(QFrame):
         self.call = call
         self.result: Message | None = None
         self.setObjectName("ToolCard")
-        layout = QVBoxLayout(self)
-        layout.setContentsMargins(8, 4, 8, 6)
-        layout.setSpacing(4)
+        layout = vbox(self, (8, 4, 8, 6), 4)
         self.header = QPushButton()
         self.header.setObjectName("CardHeader")
         self.header.setCheckable(True)
@@ -87,9 +84,7 @@ class ToolCard(QFrame):
         layout.addWidget(self.header)
 
         self.details = QWidget()
-        details = QVBoxLayout(self.details)
-        details.setContentsMargins(14, 0, 0, 0)
-        details.setSpacing(4)
+        details = vbox(self.details, (14, 0, 0, 0), 4)
         args_title = QLabel("Arguments")
         args_title.setObjectName("MutedLabel")
         details.addWidget(args_title)
@@ -100,8 +95,7 @@ class ToolCard(QFrame):
         self.result_title.setObjectName("MutedLabel")
         details.addWidget(self.result_title)
         self.pruned_row = QWidget()
-        pruned = QHBoxLayout(self.pruned_row)
-        pruned.setContentsMargins(0, 0, 0, 0)
+        pruned = hbox(self.pruned_row, (0, 0, 0, 0))
         self.pruned_note = QLabel(
             "Cleared from the model's context to save room (pruned). The model now sees "
             "“[Old tool result content cleared]”."

@@ -20,10 +20,10 @@ from PySide6.QtWidgets import (
     QPushButton,
     QScrollArea,
     QSizePolicy,
-    QVBoxLayout,
     QWidget,
 )
 
+from assistant.ui.boxes import hbox, vbox
 from assistant.ui.elided_label import ElidedLabel
 
 #: Prompts a small local model answers well (no files or tools needed).
@@ -79,17 +79,14 @@ class WelcomeView(QScrollArea):
         self.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
         inner = QWidget()
         inner.setObjectName("WelcomeInner")
-        outer = QHBoxLayout(inner)
-        outer.setContentsMargins(24, 24, 24, 24)
+        outer = hbox(inner, (24, 24, 24, 24))
         column = QWidget()
         column.setMaximumWidth(680)
         column.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Preferred)
         outer.addStretch(1)
         outer.addWidget(column, 100)
         outer.addStretch(1)
-        layout = QVBoxLayout(column)
-        layout.setContentsMargins(0, 0, 0, 0)
-        layout.setSpacing(10)
+        layout = vbox(column, (0, 0, 0, 0), 10)
 
         title = QLabel("Offline Assistant")
         title.setObjectName("WelcomeTitle")

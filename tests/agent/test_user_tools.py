@@ -7,7 +7,7 @@ from pathlib import Path
 
 from assistant.agent.events import MessageAdded, Notice, ToolCallStarted, TurnFinished
 from assistant.config import Settings
-from assistant.tools.approval import DenyingApprover
+from tests.fakes.approval import DenyingApprover
 
 from .conftest import Harness
 

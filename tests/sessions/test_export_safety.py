@@ -49,9 +49,6 @@ def test_lone_surrogates_are_escaped_over_an_existing_file(
         # In JSON the escape is the standard one: the reply reads back unchanged.
         doc = json.loads(data)
         assert SURROGATE_REPLY in [m["content"] for m in doc["messages"]]
-        new_id = store.import_openai_json(data)
-        with store.open(new_id) as imported:
-            assert imported.conversation.messages[-1].content == SURROGATE_REPLY
 
 
 def _fail_fsync(fd: int) -> None:

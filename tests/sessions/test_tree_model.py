@@ -1,9 +1,8 @@
-"""Random edit/regenerate/switch/prune/compact/undo sequences: a reopened chat is always
+"""Random edit/regenerate/switch/prune/compact sequences: a reopened chat is always
 exactly the conversation that was live, and the switcher is consistent."""
 
 from __future__ import annotations
 
-import contextlib
 import tempfile
 from pathlib import Path
 
@@ -11,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from assistant.conversation import CompactionRecord, Message, ToolCall
-from assistant.sessions import ChatHandle, CompactionUndoRefused, SessionStore
+from assistant.sessions import ChatHandle, SessionStore
 
 from .chatdata import model_prompt_tokens
 
@@ -21,7 +20,6 @@ op = st.one_of(
     st.tuples(st.just("tool"), st.integers(0, 9)),
     st.tuples(st.just("prune"), st.integers(0, 99)),
     st.tuples(st.just("compact"), st.integers(0, 99)),
-    st.tuples(st.just("undo"), st.booleans()),
     st.tuples(st.just("edit"), st.integers(0, 99), st.booleans()),
     st.tuples(st.just("regen"), st.integers(0, 99), st.booleans()),
     st.tuples(st.just("switch"), st.integers(0, 99), st.sampled_from([-1, 1]), st.booleans()),
@@ -62,9 +60,6 @@ def _apply(chat: ChatHandle, step: tuple[object, ...]) -> None:
                     count=len(conv.compactions) + 1,
                 )
             )
-    elif kind == "undo":
-        with contextlib.suppress(CompactionUndoRefused):
-            chat.undo_last_compaction(lambda c: bool(step[1]))
     elif kind == "edit":
         target = _pick([m for m in plain if m.role == "user"], int(str(step[1])))
         if target is not None:

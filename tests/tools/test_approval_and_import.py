@@ -13,10 +13,10 @@ from assistant.tools.approval import (
     ApprovalGate,
     ApprovalRequest,
     AutoApprover,
-    DenyingApprover,
 )
 from assistant.tools.importing import import_file
 from assistant.tools.workspace import SandboxError, Workspace
+from tests.fakes.approval import DenyingApprover
 
 
 class Scripted:

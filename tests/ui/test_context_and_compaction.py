@@ -116,7 +116,7 @@ def test_context_bar_tooltip_has_exact_numbers_thresholds_and_counts(qtbot) -> N
     bar.set_policy_text(policy.describe())
     bar.set_usage(_usage(7_512))
     bar.add_prune(1_240)
-    bar.add_compaction()
+    bar.set_counts(bar.prunes, bar.pruned_tokens, 1)  # the window recounts after a compaction
     tip = bar.toolTip()
     assert "Prompt: 7,512 of 10,000 tokens" in tip
     assert "System prompt: 300" in tip and "Tool schemas: 200" in tip

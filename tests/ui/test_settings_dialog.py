@@ -9,6 +9,7 @@ from PySide6.QtCore import Qt
 from assistant import paths
 from assistant.config import Settings
 from assistant.llm.registry import load_registry
+from assistant.ui.performance_page import SpeedHooks
 from assistant.ui.settings_dialog import SettingsDialog
 
 
@@ -210,7 +211,9 @@ def test_the_threads_setting_says_how_many_are_in_force(qtbot) -> None:  # type:
 
     dialog = SettingsDialog(
         Settings(), load_registry(),
-        prefill_text="2 threads, n_batch 512, n_ubatch 512 (measured); chunk reuse off",
+        speed=SpeedHooks(
+            prefill_text="2 threads, n_batch 512, n_ubatch 512 (measured); chunk reuse off"
+        ),
     )
     qtbot.addWidget(dialog)
     assert dialog.threads_help.text().startswith(
