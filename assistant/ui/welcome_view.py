@@ -12,7 +12,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from PySide6.QtCore import Qt, Signal
+from PySide6.QtCore import QRect, QSize, Qt, Signal
+from PySide6.QtGui import QPaintEvent
 from PySide6.QtWidgets import (
     QFrame,
     QHBoxLayout,
@@ -20,6 +21,9 @@ from PySide6.QtWidgets import (
     QPushButton,
     QScrollArea,
     QSizePolicy,
+    QStyle,
+    QStyleOptionButton,
+    QStylePainter,
     QWidget,
 )
 
@@ -62,6 +66,56 @@ def _section(title: str) -> QLabel:
     label.setObjectName("WelcomeSection")
     label.setAccessibleName(title)
     return label
+
+
+class WrappingButton(QPushButton):
+    """A push button whose text wraps onto more lines when the page is narrow (a plain
+    QPushButton asks for its whole text on one line, which pushed the page wider than a
+    700-pixel window's chat area and cut every paragraph at the right edge)."""
+
+    #: The style sheet's padding of ``QPushButton#ExamplePrompt`` (theme.py).
+    PAD_X, PAD_Y = 12, 8
+    #: The narrowest it gets, in average characters.
+    MIN_CHARS = 16
+
+    def __init__(self, text: str, parent: QWidget | None = None) -> None:
+        super().__init__(text, parent)
+        policy = QSizePolicy(QSizePolicy.Policy.Preferred, QSizePolicy.Policy.Preferred)
+        policy.setHeightForWidth(True)
+        self.setSizePolicy(policy)
+
+    def _text_rect(self, width: int) -> QRect:
+        inner = QRect(0, 0, max(width - 2 * self.PAD_X, 1), 100_000)
+        flags = Qt.AlignmentFlag.AlignLeft | Qt.TextFlag.TextWordWrap
+        return self.fontMetrics().boundingRect(inner, int(flags), self.text())
+
+    def hasHeightForWidth(self) -> bool:
+        return True
+
+    def heightForWidth(self, width: int) -> int:
+        return self._text_rect(width).height() + 2 * self.PAD_Y + 2
+
+    def sizeHint(self) -> QSize:
+        width = self.fontMetrics().horizontalAdvance(self.text()) + 2 * self.PAD_X + 2
+        return QSize(width, self.heightForWidth(width))
+
+    def minimumSizeHint(self) -> QSize:
+        width = min(self.sizeHint().width(),
+                    self.fontMetrics().averageCharWidth() * self.MIN_CHARS + 2 * self.PAD_X)
+        return QSize(width, self.heightForWidth(width))
+
+    def paintEvent(self, event: QPaintEvent) -> None:
+        painter = QStylePainter(self)
+        option = QStyleOptionButton()
+        self.initStyleOption(option)
+        option.text = ""
+        painter.drawControl(QStyle.ControlElement.CE_PushButton, option)
+        area = self.rect().adjusted(self.PAD_X, self.PAD_Y, -self.PAD_X, -self.PAD_Y)
+        painter.setPen(self.palette().buttonText().color())
+        flags = (
+            Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter | Qt.TextFlag.TextWordWrap
+        )
+        painter.drawText(area, int(flags), self.text())
 
 
 class WelcomeView(QScrollArea):
@@ -144,7 +198,7 @@ class WelcomeView(QScrollArea):
         layout.addWidget(_section("Try asking"))
         self.example_buttons: list[QPushButton] = []
         for prompt in EXAMPLE_PROMPTS:
-            button = QPushButton(prompt)
+            button = WrappingButton(prompt)
             button.setObjectName("ExamplePrompt")
             button.setToolTip("Send this message")
             button.setAccessibleName(f"Send the example: {prompt}")

@@ -59,6 +59,31 @@ def test_a_new_chat_shows_the_welcome_page(make_window, tmp_path: Path, artifact
     assert w.grab().save(str(artifacts_dir / "welcome-view.png"))
 
 
+def test_the_welcome_page_fits_a_narrow_window(make_window, artifacts_dir) -> None:
+    """At 700 pixels the chat area is about 440 wide: the page wraps into it (nothing cut at
+    the right edge), and each example prompt shows its whole text over as many lines as it
+    needs."""
+    h = make_window()
+    w = h.window
+    w.resize(700, 640)
+    h.qtbot.wait(100)
+    page = w.welcome
+    inner = page.widget()
+    assert inner.width() <= page.viewport().width()
+    for button in page.example_buttons:
+        assert button.geometry().right() <= inner.width()
+        assert button.height() >= button.heightForWidth(button.width())
+    # The longest prompt no longer fits on one line: it wraps instead of widening the page.
+    assert max(b.height() for b in page.example_buttons) > min(
+        b.height() for b in page.example_buttons
+    )
+    for label in inner.findChildren(QLabel):
+        if label.isVisible():
+            right = label.mapTo(inner, label.rect().topRight()).x()
+            assert right <= page.viewport().width(), label.text()[:40]
+    assert w.grab().save(str(artifacts_dir / "welcome-narrow.png"))
+
+
 def test_an_example_prompt_is_sent_with_one_click(make_window) -> None:
     h = make_window(backend=ScriptedBackend(["A context window is what the model sees."]))
     w = h.window
