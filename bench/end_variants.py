@@ -8,11 +8,11 @@ temporary folder by default; reused by the next run) and asks only one point's q
 (``--point``, the end by default): each through a fresh controller's ``prepare`` (the app's
 prompt path), then through each variant, a function of the prepared messages (and of the
 controller, for recall's placement). One variant costs 1-5 minutes on the loaded machine.
-``shipped`` is the app's prompt path; ``as-built`` is it without
-:mod:`assistant.compaction.context_render` (the prompt before it); the others are the
-alternatives measured against them (docs/ANSWERS.md).
+``shipped`` is the app's prompt path; ``notes`` is it with
+:mod:`assistant.compaction.context_render` (``ContextController.render_earlier``, off in the
+app); the others are the alternatives measured against them (docs/ANSWERS.md).
 
-    python -m bench.end_variants --workload W5 --variant shipped --variant as-built
+    python -m bench.end_variants --workload W5 --variant shipped --variant notes
     python -m bench.end_variants --real-session \\
         tests/data/real-sessions/pi_refactor_session.jsonl --point 1 --show
 """
@@ -52,8 +52,12 @@ def _shipped(_ctl: Any) -> None:
     return None
 
 
+def _notes(ctl: Any) -> None:
+    """Earlier turns written by :mod:`assistant.compaction.context_render`."""
+    ctl.render_earlier = True
+
+
 def _as_built(ctl: Any) -> None:
-    """The prompt as built before :mod:`assistant.compaction.context_render`."""
     ctl.render_earlier = False
 
 
@@ -115,7 +119,7 @@ def _answers_only(msgs: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 VARIANTS: dict[str, tuple[Setup, Transform]] = {
     "shipped": (_shipped, _same),
-    "as-built": (_as_built, _same),
+    "notes": (_notes, _same),
     "after": (_after, _same),
     "sandwich": (_as_built, _sandwich),
     "hint": (_as_built, _hint),

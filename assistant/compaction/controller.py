@@ -445,8 +445,10 @@ class ContextController:
         return req
 
     #: Earlier turns' tool calls as notes, and earlier one-line answers left out beside
-    #: recall's excerpts (:mod:`.context_render`); False: the prompt as built.
-    render_earlier = True
+    #: recall's excerpts (:mod:`.context_render`). Off (the prompt as built) until the
+    #: in-context summary and the record's token counts use the prompt as rendered: with
+    #: it on, the summary request no longer extends the prompt last sent (docs/ANSWERS.md).
+    render_earlier = False
 
     def _rendered(
         self, call: CallRequest, req: PreparedRequest, pol: EffectivePolicy

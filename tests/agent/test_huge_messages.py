@@ -120,9 +120,7 @@ def test_a_chat_holding_a_50_mb_tool_output_reopens_and_answers(harness: Make) -
         h.say("What went wrong?")
         assert h.conv.messages[-1].content == "The disk is full."
         assert backend.tokenized_chars < WORK_BOUND
-        # An earlier turn's output is shown after its call's note (compaction/context_render.py).
-        shown = next(str(m["content"]) for m in backend.calls[-1].messages
-                     if str(m["content"]).startswith("[Output of "))
+        shown = next(m for m in backend.calls[-1].messages if m["role"] == "tool")["content"]
         assert "omitted here" in shown and "read_file" in shown
     with store.open(chat_id) as chat:
         assert chat.conversation.messages[2].content == output

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from assistant.compaction.context_render import render_history
+from assistant.compaction.context_render import call_note, render_history
 from assistant.compaction.controller import ContextController
 from assistant.compaction.recall import Recall
 from assistant.compaction.request import CallRequest
@@ -88,10 +88,18 @@ def test_a_long_argument_is_left_out_of_the_note_and_the_summary_is_never_touche
     assert out[3]["content"] == "[I ran write_file path=a.txt]"
 
 
-def _controller() -> ContextController:
+def test_a_hostile_call_is_noted_by_its_name() -> None:
+    deep = '{"path": "a.txt", "content": ' + "[" * 5_000 + "]" * 5_000 + "}"
+    assert call_note("write_file", deep) == "write_file"
+    assert call_note("write_file", "not json") == "write_file"
+    assert call_note("run_command", '{"command": "ls"}') == "run_command command=ls"
+
+
+def _controller(render: bool = True) -> ContextController:
     backend = ScriptedBackend()
     pol = default_local().effective("local", 2_048)
     ctrl = ContextController(backend, lambda: pol)
+    ctrl.render_earlier = render
     ctrl.summarizer = ExtractiveSummarizer(ctrl.counter)
     ctrl.recall = Recall(ctrl.counter, MemoryIndexes().get)
     return ctrl
@@ -135,9 +143,9 @@ def test_prepare_renders_earlier_turns_and_counts_what_is_sent() -> None:
     assert sum(m.content.startswith("It is QX-") for m in conv.messages) == 8
 
 
-def test_prepare_as_built_when_switched_off() -> None:
-    ctrl = _controller()
-    ctrl.render_earlier = False
+def test_prepare_as_built_when_switched_off_as_the_app_ships() -> None:
+    assert ContextController.render_earlier is False
+    ctrl = _controller(render=False)
     req = ctrl.prepare(CallRequest(_data_chat(ctrl), SYSTEM))
     assert any(m.get("tool_calls") for m in req.messages)
     assert any(str(m["content"]).startswith("It is QX-") for m in req.messages)
