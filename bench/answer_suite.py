@@ -32,7 +32,7 @@ from .answers import (
 )
 from .questions import QuestionsError
 from .real_sessions import find_sessions
-from .strategies import ANSWER_STRATEGIES, AnswerStrategy
+from .strategies import DEFAULT_ANSWER_STRATEGIES, AnswerStrategy
 from .workloads import Workload
 
 log = logging.getLogger("bench")
@@ -55,7 +55,7 @@ Loader = Callable[[str, int], LLMBackend]
 class SuiteOptions:
     quick: bool
     models: Sequence[str] = DEFAULT_MODELS
-    variants: Sequence[AnswerStrategy] = tuple(ANSWER_STRATEGIES)
+    variants: Sequence[AnswerStrategy] = DEFAULT_ANSWER_STRATEGIES
     questions: int | None = None
     oracle_context: int = ORACLE_CONTEXT
     #: Prompt sizes to keep within (each its own run of every transcript); None: the mode's

@@ -57,6 +57,7 @@ from .report import (
 from .runner import RunOptions, run_workload
 from .strategies import (
     ANSWER_STRATEGIES,
+    DEFAULT_ANSWER_STRATEGIES,
     LABELS,
     STRATEGY_NAMES,
     StrategyName,
@@ -150,7 +151,8 @@ def _parser() -> argparse.ArgumentParser:
                    "gemma-3-270m when provisioned, or --model's PATH)")
     a.add_argument("--answer-strategy", action="append", metavar="NAME",
                    choices=list(ANSWER_STRATEGIES),
-                   help=f"{', '.join(ANSWER_STRATEGIES)} (repeatable; default all)")
+                   help=f"{', '.join(ANSWER_STRATEGIES)} (repeatable; default all but "
+                        "record+recall+notes)")
     a.add_argument("--questions", type=int, default=None, metavar="N",
                    help="questions per transcript (default 48, or 4 with --quick)")
     a.add_argument("--answers-report", type=Path, metavar="PATH",
@@ -629,7 +631,8 @@ def _answers(
     sessions = [] if args.no_real_sessions else (args.real_session or default_folders())
     options = SuiteOptions(
         quick=args.quick, models=usable,
-        variants=args.answer_strategy or list(QUICK_VARIANTS if args.quick else ANSWER_STRATEGIES),
+        variants=args.answer_strategy
+        or list(QUICK_VARIANTS if args.quick else DEFAULT_ANSWER_STRATEGIES),
         questions=args.questions, windows=args.answer_window or [None],
         history_oracle=not args.no_history_oracle,
     )

@@ -401,17 +401,26 @@ def strategy_settings(name: StrategyName, base: Settings) -> Settings:
 #: Answer-benchmark variants: name -> (strategy, summarizer kind). The ``+recall`` ones add
 #: recall at question time exactly as the app wires it (:func:`answer_controller`);
 #: ``model-summary+recall`` is the configuration the app ships.
-AnswerStrategy = Literal["model-summary", "record", "model-summary+recall", "record+recall"]
+AnswerStrategy = Literal[
+    "model-summary", "record", "model-summary+recall", "record+recall", "record+recall+notes"
+]
 ANSWER_STRATEGIES: dict[AnswerStrategy, tuple[StrategyName, Literal["model", "extractive"]]] = {
     "model-summary+recall": ("policy", "model"),
     "model-summary": ("policy", "model"),
     "record": ("policy", "extractive"),
     "record+recall": ("policy", "extractive"),
+    # record+recall with earlier turns written as notes (ContextController.render_earlier,
+    # off in the app until the in-context summary uses the prompt as rendered).
+    "record+recall+notes": ("policy", "extractive"),
 }
+#: The variants a run asks when none is named.
+DEFAULT_ANSWER_STRATEGIES: tuple[AnswerStrategy, ...] = (
+    "model-summary+recall", "model-summary", "record", "record+recall",
+)
 
 
 def uses_recall(variant: AnswerStrategy) -> bool:
-    return variant.endswith("+recall")
+    return "+recall" in variant
 
 
 def answer_controller(
@@ -428,6 +437,7 @@ def answer_controller(
         attach_recall(inner)
     else:
         inner.recall_enabled = lambda: False
+    inner.render_earlier = variant.endswith("+notes")
     return inner
 
 

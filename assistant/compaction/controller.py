@@ -42,6 +42,7 @@ from assistant.compaction.compactor import (
     Status,
 )
 from assistant.compaction.context import View
+from assistant.compaction.context_render import render_history
 from assistant.compaction.events import (
     CompactionCancelled,
     CompactionFailed,
@@ -326,7 +327,7 @@ class ContextController:
                 f"The prompt ({req.prompt_tokens:,} tokens) leaves less than the "
                 f"reserve of {pol.reserve:,} for the reply."
             )
-        req = self._with_recall(call, req, pol)
+        req = self._rendered(call, self._with_recall(call, req, pol), pol)
         req.pruned_tokens = pruned
         req.compaction = record
         req.notices = notices
@@ -411,7 +412,7 @@ class ContextController:
         if outcome.record is None:
             raise ContextTooLargeError(outcome.error or "the summary did not make it smaller")
         self._overflow_done.add(self._state(conv))
-        req = self._with_recall(call, self._request(call, pol), pol)
+        req = self._rendered(call, self._with_recall(call, self._request(call, pol), pol), pol)
         req.compaction = outcome.record
         self._remember_sent(conv, req)
         return req
@@ -441,6 +442,36 @@ class ContextController:
         req.recall = block
         req.prompt = prompt
         log.info("Recall: %d excerpt(s), %d tokens", len(block.excerpts), added)
+        return req
+
+    #: Earlier turns' tool calls as notes, and earlier one-line answers left out beside
+    #: recall's excerpts (:mod:`.context_render`). Off (the prompt as built) until the
+    #: in-context summary and the record's token counts use the prompt as rendered: with
+    #: it on, the summary request no longer extends the prompt last sent (docs/ANSWERS.md).
+    render_earlier = False
+
+    def _rendered(
+        self, call: CallRequest, req: PreparedRequest, pol: EffectivePolicy
+    ) -> PreparedRequest:
+        """``req`` with the history before the latest user message written as
+        :func:`.context_render.render_history` does, counted exactly."""
+        if not self.render_earlier:
+            return req
+        kept = self.facts.of(call.conv).kept
+        users = {c.id for m in kept if m.initiated_by == "user" for c in m.tool_calls}
+        messages = render_history(req.messages, first=len(req.messages) - len(kept),
+                                  excerpts=req.recall is not None, user_calls=users)
+        if messages == req.messages:
+            return req
+        prompt = self.counter.encode(messages, call.tools)
+        if prompt.count > req.prompt_tokens and prompt.count > pol.window - pol.reserve // 2:
+            return req  # the notes are longer than the calls and it no longer fits
+        added = prompt.count - req.prompt_tokens
+        req.messages = messages
+        req.prompt_tokens = prompt.count
+        req.reserve = min(pol.reserve, max(pol.limit - prompt.count, 0))
+        req.segments["conversation"] = req.segments.get("conversation", 0) + added
+        req.prompt = prompt
         return req
 
     # -- ahead of time -------------------------------------------------------------------

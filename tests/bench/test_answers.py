@@ -265,3 +265,15 @@ def test_a_workload_question_with_a_known_answer_is_answered_in_the_transcript()
     others = [t.messages[i + 1].content for i, m in enumerate(t.messages)
               if m.role == "user" and i not in asked]
     assert others and all(not c.startswith("It is") for c in others)
+
+
+def test_the_notes_variant_renders_earlier_turns_and_is_not_run_by_default() -> None:
+    from assistant.config import Settings
+    from bench.answer_suite import SuiteOptions
+    from bench.strategies import answer_controller
+
+    notes = answer_controller("record+recall+notes", ScriptedBackend(), Settings())
+    plain = answer_controller("record+recall", ScriptedBackend(), Settings())
+    assert notes.render_earlier and notes.recall is not None
+    assert not plain.render_earlier
+    assert "record+recall+notes" not in SuiteOptions(quick=False).variants

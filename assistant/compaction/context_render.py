@@ -1,0 +1,124 @@
+"""How the history before the latest user message is written for the model.
+
+A small model imitates the form of what it sees itself say. Measured with SmolLM2-135M on
+the answer benchmark's end questions (docs/ANSWERS.md, "What the prompt shows of earlier
+turns"):
+
+* after a chat of file questions answered "It is QX-1184.", it answers the next question
+  with the latest such answer ("It is QX-6051." for six different questions) although the
+  recall block above the question holds the line that answers it;
+* with that answer left out, the latest assistant message in the prompt was a literal tool
+  call, and it answered questions with a tool call of its own.
+
+So, on the prompt as built (after recall placed its excerpts), :func:`render_history`:
+
+1. writes the tool calls of earlier turns (before the latest user message) as a note in
+   the assistant's message, ``[I ran read_file path=src/x.ts]`` (``[At your request I ran
+   ...]`` for the user's own ``/read``), and their results as
+   ``[Output of read_file path=src/x.ts]`` followed by the output, instead of the literal
+   call syntax the model would copy. The latest turn's calls and results stay exactly as
+   they are: the model reads its own calls there and the tool loop depends on them;
+2. when ``excerpts`` is true (recall put excerpts beside the latest user message), leaves
+   out earlier exchanges in which the user asked a question and the assistant answered in
+   one short line (:data:`SHORT_ANSWER_CHARS`): the excerpts stand in for them, and such an
+   answer is what the model copies. The chat is unchanged: the question stays in the chat
+   and its index (recall finds it), and the answer is the model's own words, which recall
+   never brings back.
+
+Nothing here changes the conversation; the rendering depends only on the messages, so the
+same chat gives the same prompt (a turn's calls change form once, when the next user
+message arrives).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Sequence
+from typing import Any
+
+from assistant import jsonlimits
+
+#: An assistant reply up to this many characters on one line is a "short answer".
+SHORT_ANSWER_CHARS = 80
+#: An argument longer than this is left out of a call's note (file contents, edits).
+NOTE_ARGUMENT_CHARS = 200
+
+
+def latest_user_index(messages: Sequence[dict[str, Any]]) -> int | None:
+    """Index of the latest user message (None: there is none)."""
+    for i in range(len(messages) - 1, -1, -1):
+        if messages[i].get("role") == "user":
+            return i
+    return None
+
+
+def call_note(name: str, arguments: str) -> str:
+    """``read_file path=src/x.ts``: the tool and its short arguments, for a note."""
+    try:
+        args: Any = jsonlimits.loads(
+            arguments or "{}", "arguments", jsonlimits.MAX_ARGUMENT_DEPTH,
+            max_chars=jsonlimits.MAX_ARGUMENT_CHARS,
+        )
+    except ValueError:  # a hostile or broken call: its name is enough
+        args = None
+    if not isinstance(args, dict):
+        return name
+    shown = [f"{key}={value}" for key, value in args.items()
+             if len(str(value)) <= NOTE_ARGUMENT_CHARS]
+    return " ".join([name, *shown])
+
+
+def _short_answer(msg: dict[str, Any]) -> bool:
+    text = str(msg.get("content") or "").strip()
+    return (
+        msg.get("role") == "assistant" and not msg.get("tool_calls") and bool(text)
+        and len(text) <= SHORT_ANSWER_CHARS and "\n" not in text
+    )
+
+
+def _question(msg: dict[str, Any]) -> bool:
+    return msg.get("role") == "user" and str(msg.get("content") or "").rstrip().endswith("?")
+
+
+def render_history(
+    messages: Sequence[dict[str, Any]],
+    *,
+    first: int = 1,
+    excerpts: bool = False,
+    user_calls: Collection[str] = (),
+) -> list[dict[str, Any]]:
+    """``messages`` (OpenAI format, as the controller prepared them) with earlier turns'
+    tool calls written as notes and, when ``excerpts``, earlier question-and-short-answer
+    exchanges left out (see the module's docstring). ``first``: the index of the first
+    chat message (after the system prompt and the summary, which are never touched);
+    ``user_calls``: ids of the calls the user ran (``/read``), noted as run at the user's
+    request. A new list; the input is unchanged."""
+    last = latest_user_index(messages)
+    if last is None or last < first:
+        return [dict(m) for m in messages]
+    dropped: set[int] = set()
+    if excerpts:
+        for i in range(first + 1, last):
+            if _short_answer(messages[i]) and _question(messages[i - 1]):
+                dropped |= {i - 1, i}
+    out: list[dict[str, Any]] = []
+    notes: dict[str, str] = {}
+    for i, msg in enumerate(messages):
+        if i in dropped:
+            continue
+        if first <= i < last and msg.get("role") == "assistant" and msg.get("tool_calls"):
+            lines = []
+            for call in msg["tool_calls"]:
+                fn = call.get("function") or {}
+                note = call_note(str(fn.get("name") or "tool"), str(fn.get("arguments") or ""))
+                notes[str(call.get("id"))] = note
+                who = "At your request I ran" if call.get("id") in user_calls else "I ran"
+                lines.append(f"[{who} {note}]")
+            text = str(msg.get("content") or "").strip()
+            out.append({"role": "assistant", "content": "\n".join([text, *lines]).strip()})
+        elif first <= i < last and msg.get("role") == "tool":
+            note = notes.get(str(msg.get("tool_call_id")), str(msg.get("name") or "tool"))
+            output = str(msg.get("content") or "")
+            out.append({"role": "user", "content": f"[Output of {note}]\n{output}"})
+        else:
+            out.append(dict(msg))
+    return out
