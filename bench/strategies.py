@@ -409,8 +409,7 @@ ANSWER_STRATEGIES: dict[AnswerStrategy, tuple[StrategyName, Literal["model", "ex
     "model-summary": ("policy", "model"),
     "record": ("policy", "extractive"),
     "record+recall": ("policy", "extractive"),
-    # record+recall with earlier turns written as notes (ContextController.render_earlier,
-    # off in the app until the in-context summary uses the prompt as rendered).
+    # earlier turns written as notes (ContextController.render_earlier, off in the app)
     "record+recall+notes": ("policy", "extractive"),
 }
 #: The variants a run asks when none is named.
