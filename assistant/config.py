@@ -298,10 +298,11 @@ class Performance(BaseModel):
         "first; 0 saves none).",
     )
     chunk_reuse: bool = Field(
-        False,
+        True,
         description="After a prune or a compaction, keep the cached text that follows the "
-        "changed part by moving it instead of evaluating it again (faster, approximate: see "
-        "docs/PERFORMANCE.md).",
+        "changed part by moving it instead of evaluating it again (faster, approximate: the "
+        "greedy token agreed with a full evaluation in 97% of 202 measured positions, see "
+        "docs/PERFORMANCE.md). Not used with sliding-window, recurrent or quantized-K models.",
     )
     chunk_reuse_min: int = Field(
         64, ge=8, le=100_000, description="Shortest run of cached tokens worth moving."

@@ -119,7 +119,7 @@ def server_config(settings: Settings, api_key: str | None = None) -> ServerConfi
         timeout_s=server.timeout_s,
         reply_deadline_s=server.reply_limit_s,
         seed=settings.sampling.seed,
-        # Chunk reuse (off by default, approximate) asks llama-server to move cached text too.
+        # Chunk reuse (on by default, approximate) asks llama-server to move cached text too.
         cache_reuse=(settings.performance.chunk_reuse_min
                      if settings.performance.chunk_reuse else 0),
     )

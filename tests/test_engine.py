@@ -93,10 +93,12 @@ def test_a_long_message_may_use_the_window_beyond_the_measured_target(tmp_path: 
 
 
 def test_the_server_engine_asks_for_cache_reuse_only_with_chunk_reuse_on() -> None:
-    """The chunk reuse setting (off by default: approximate) reaches llama-server as its
-    ``n_cache_reuse`` (tests/llm/test_llama_server.py measures what the server then keeps)."""
+    """The chunk reuse setting (on by default since its quality measurement met the 95%
+    rule) reaches llama-server as its ``n_cache_reuse`` (tests/llm/test_llama_server.py
+    measures what the server then keeps); turned off, the server moves nothing."""
     settings = Settings()
-    assert server_config(settings).cache_reuse == 0
-    settings.performance.chunk_reuse = True
+    assert server_config(settings).cache_reuse == 64
     settings.performance.chunk_reuse_min = 48
     assert server_config(settings).cache_reuse == 48
+    settings.performance.chunk_reuse = False
+    assert server_config(settings).cache_reuse == 0

@@ -110,9 +110,10 @@ class PerformancePage(QScrollArea):
         self.chunk_reuse_min.setMinimum(8)
         rform.addRow("Shortest run kept", self.chunk_reuse_min)
         rform.addRow(help_label(
-            "Moves the text after a cleared output or a summary instead of evaluating it "
-            "again: faster, but approximate (docs/PERFORMANCE.md has the measured cost). "
-            "Not used with sliding-window or recurrent models."
+            "On by default: moves the text after a cleared output or a summary instead of "
+            "evaluating it again. Faster, but approximate: the model's next token matched a "
+            "full evaluation in 97% of measured positions (docs/PERFORMANCE.md). Not used "
+            "with sliding-window or recurrent models."
         ))
         outer.addWidget(reuse)
 

@@ -45,8 +45,8 @@ def test_speed_settings_are_validated_and_saved(make_window) -> None:  # type: i
     dialog = h.window.open_settings()
     page = _speed_tab(dialog)
     assert page.n_batch.text() == "measured" and page.state_cache_mb.value() == 2048
-    assert not page.chunk_reuse.isChecked()
-    page.chunk_reuse.setChecked(True)
+    assert page.chunk_reuse.isChecked()  # on by default (docs/PERFORMANCE.md)
+    page.chunk_reuse.setChecked(False)
     page.state_cache_mb.setValue(512)
     page.n_batch.setValue(256)
     page.n_ubatch.setValue(128)
@@ -57,10 +57,10 @@ def test_speed_settings_are_validated_and_saved(make_window) -> None:  # type: i
     h.qtbot.mouseClick(dialog.save_button, Qt.MouseButton.LeftButton)
     saved = json.loads(paths.settings_file().read_text(encoding="utf-8"))["performance"]
     assert saved == {
-        "resume_state": False, "state_cache_mb": 512, "chunk_reuse": True,
+        "resume_state": False, "state_cache_mb": 512, "chunk_reuse": False,
         "chunk_reuse_min": 64, "n_batch": 256, "n_ubatch": 128, "prompt_lookup": "off",
     }
-    assert h.controller.settings.performance.chunk_reuse
+    assert not h.controller.settings.performance.chunk_reuse
     assert h.controller.settings.performance.prompt_lookup == "off"
     assert h.controller.saved_states.cache.limit_bytes == 512 * 1024 * 1024
     assert not h.controller.saved_states.enabled
