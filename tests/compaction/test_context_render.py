@@ -9,7 +9,7 @@ from assistant.compaction.controller import ContextController
 from assistant.compaction.recall import Recall
 from assistant.compaction.request import CallRequest
 from assistant.compaction.summary.summarizer import ExtractiveSummarizer
-from assistant.config import default_local
+from assistant.config import Settings, default_local
 from assistant.conversation import Conversation, Message, ToolCall
 from assistant.llm.template import ChatTemplate
 from assistant.sessions.recall_index import MemoryIndexes
@@ -98,8 +98,7 @@ def test_a_hostile_call_is_noted_by_its_name() -> None:
 def _controller(render: bool = True) -> ContextController:
     backend = ScriptedBackend()
     pol = default_local().effective("local", 2_048)
-    ctrl = ContextController(backend, lambda: pol)
-    ctrl.render_earlier = render
+    ctrl = ContextController(backend, lambda: pol, render_earlier=lambda: render)
     ctrl.summarizer = ExtractiveSummarizer(ctrl.counter)
     ctrl.recall = Recall(ctrl.counter, MemoryIndexes().get)
     return ctrl
@@ -143,8 +142,10 @@ def test_prepare_renders_earlier_turns_and_counts_what_is_sent() -> None:
     assert sum(m.content.startswith("It is QX-") for m in conv.messages) == 8
 
 
-def test_prepare_as_built_when_switched_off_as_the_app_ships() -> None:
-    assert ContextController.render_earlier is False
+def test_the_app_ships_it_on_and_switched_off_the_prompt_is_as_built() -> None:
+    assert Settings().switches().earlier_as_notes
+    pol = default_local().effective("local", 2_048)
+    assert ContextController(ScriptedBackend(), lambda: pol).render_earlier()
     ctrl = _controller(render=False)
     req = ctrl.prepare(CallRequest(_data_chat(ctrl), SYSTEM))
     assert any(m.get("tool_calls") for m in req.messages)
