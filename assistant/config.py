@@ -280,6 +280,14 @@ class CompactionSwitches(BaseModel):
         "prompt. On by default: the answer benchmark measured the embedded model answering "
         "more with it (docs/ANSWERS.md).",
     )
+    earlier_as_notes: bool = Field(
+        True,
+        description="Show the model the tool calls of earlier turns as notes (\"[I ran "
+        "read_file path=...]\") rather than as calls it would copy, and, beside recall's "
+        "excerpts, leave out earlier one-line answers it would repeat (the chat itself is "
+        "unchanged). On by default: the answer benchmark measured more right answers with "
+        "it (docs/ANSWERS.md).",
+    )
 
 
 class Performance(BaseModel):
@@ -502,6 +510,9 @@ class Settings(BaseModel):
         if _env_flag("ASSISTANT_DISABLE_AUTOCOMPACT"):
             sw.auto_compact = False
             sw.compact_on_overflow = False
+        notes = os.environ.get("ASSISTANT_EARLIER_AS_NOTES", "").strip()
+        if notes:  # the benchmark's switch, either way
+            sw.earlier_as_notes = _env_flag("ASSISTANT_EARLIER_AS_NOTES")
         return sw
 
     def workspace_path(self) -> Path:

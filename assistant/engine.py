@@ -62,6 +62,7 @@ def build_engine(
         auto_compact=lambda: settings().switches().auto_compact,
         compact_on_overflow=lambda: settings().switches().compact_on_overflow,
         recall_enabled=lambda: settings().switches().recall,
+        render_earlier=lambda: settings().switches().earlier_as_notes,
     )
     attach_recall(controller, recall_index)
     agent = Agent(backend, controller, ToolRegistry.default(), settings, approver, on_event)

@@ -8,8 +8,8 @@ temporary folder by default; reused by the next run) and asks only one point's q
 (``--point``, the end by default): each through a fresh controller's ``prepare`` (the app's
 prompt path), then through each variant, a function of the prepared messages (and of the
 controller, for recall's placement). One variant costs 1-5 minutes on the loaded machine.
-``shipped`` is the app's prompt path; ``notes`` is it with
-:mod:`assistant.compaction.context_render` (``ContextController.render_earlier``, off in the
+``shipped`` is the app's prompt path as it was before ``notes``; ``notes`` is it with
+:mod:`assistant.compaction.context_render` (``compaction.earlier_as_notes``, now on in the
 app); the others are the alternatives measured against them (docs/ANSWERS.md).
 
     python -m bench.end_variants --workload W5 --variant shipped --variant notes
@@ -54,15 +54,15 @@ def _shipped(_ctl: Any) -> None:
 
 def _notes(ctl: Any) -> None:
     """Earlier turns written by :mod:`assistant.compaction.context_render`."""
-    ctl.render_earlier = True
+    ctl.render_earlier = lambda: True
 
 
 def _as_built(ctl: Any) -> None:
-    ctl.render_earlier = False
+    ctl.render_earlier = lambda: False
 
 
 def _after(ctl: Any) -> None:
-    ctl.render_earlier = False
+    ctl.render_earlier = lambda: False
     ctl.recall.placement = "after"
 
 

@@ -409,7 +409,7 @@ ANSWER_STRATEGIES: dict[AnswerStrategy, tuple[StrategyName, Literal["model", "ex
     "model-summary": ("policy", "model"),
     "record": ("policy", "extractive"),
     "record+recall": ("policy", "extractive"),
-    # earlier turns written as notes (ContextController.render_earlier, off in the app)
+    # earlier turns written as notes (compaction.earlier_as_notes, on in the app)
     "record+recall+notes": ("policy", "extractive"),
 }
 #: The variants a run asks when none is named.
@@ -436,7 +436,7 @@ def answer_controller(
         attach_recall(inner)
     else:
         inner.recall_enabled = lambda: False
-    inner.render_earlier = variant.endswith("+notes")
+    inner.render_earlier = (lambda: True) if variant.endswith("+notes") else (lambda: False)
     return inner
 
 
@@ -489,7 +489,7 @@ def build_strategy(
             auto_compact=lambda: summarizes,
             compact_on_overflow=lambda: summarizes,
             summarizer=TimedSummarizer(made, clock),
-            counter=counter,
+            counter=counter, render_earlier=lambda: settings.switches().earlier_as_notes,
         )
     elif name == "drop-half":
         inner = DropHalf(backend, lambda: policy)

@@ -81,6 +81,20 @@ def test_env_overrides(monkeypatch: pytest.MonkeyPatch) -> None:
     assert s.compaction.prune  # the stored setting is unchanged
 
 
+def test_earlier_turns_as_notes_is_on_and_the_environment_switches_it_either_way(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    s = Settings()
+    assert s.switches().earlier_as_notes
+    monkeypatch.setenv("ASSISTANT_EARLIER_AS_NOTES", "0")
+    assert not s.switches().earlier_as_notes and s.compaction.earlier_as_notes
+    s.compaction.earlier_as_notes = False
+    monkeypatch.setenv("ASSISTANT_EARLIER_AS_NOTES", "1")
+    assert s.switches().earlier_as_notes
+    monkeypatch.delenv("ASSISTANT_EARLIER_AS_NOTES")
+    assert not s.switches().earlier_as_notes
+
+
 def test_round_trip_and_corrupt_file_is_backed_up(tmp_path: Path) -> None:
     path = tmp_path / "settings.json"
     s = Settings(mode="standard", theme="dark")

@@ -102,3 +102,19 @@ def test_the_server_engine_asks_for_cache_reuse_only_with_chunk_reuse_on() -> No
     assert server_config(settings).cache_reuse == 48
     settings.performance.chunk_reuse = False
     assert server_config(settings).cache_reuse == 0
+
+
+def test_the_engine_follows_the_earlier_as_notes_setting(tmp_path: Path) -> None:
+    """Switched in the settings, the next prompt writes earlier turns' calls as notes or not."""
+    settings = Settings(workspace=str(tmp_path))
+    (tmp_path / "plan.md").write_text("Step 1: coffee\n", encoding="utf-8")
+    backend = ScriptedBackend(["```tool_call\n{\"name\": \"read_file\", \"arguments\": "
+                               "{\"path\": \"plan.md\"}}\n```", "Coffee.", "Yes.", "Yes."])
+    engine = build_engine(backend, lambda: settings, None, lambda _event: None)
+    conv = Conversation()
+    engine.agent.chat(conv, "Read plan.md.")
+    engine.agent.chat(conv, "Is coffee first?")
+    assert "[I ran read_file path=plan.md]" in backend.calls[-1].prompt_text
+    settings.compaction.earlier_as_notes = False
+    engine.agent.chat(conv, "Sure?")
+    assert "[I ran read_file" not in backend.calls[-1].prompt_text

@@ -85,14 +85,17 @@ def render_history(
     first: int = 1,
     excerpts: bool = False,
     user_calls: Collection[str] = (),
+    latest: int | None = None,
 ) -> list[dict[str, Any]]:
     """``messages`` (OpenAI format, as the controller prepared them) with earlier turns'
     tool calls written as notes and, when ``excerpts``, earlier question-and-short-answer
     exchanges left out (see the module's docstring). ``first``: the index of the first
     chat message (after the system prompt and the summary, which are never touched);
     ``user_calls``: ids of the calls the user ran (``/read``), noted as run at the user's
-    request. A new list; the input is unchanged."""
-    last = latest_user_index(messages)
+    request; ``latest``: the index of the message the rendering stops at (by default the
+    latest user message; ``len(messages)`` renders them all, as for a span of a prompt
+    whose latest user message came after it). A new list; the input is unchanged."""
+    last = latest_user_index(messages) if latest is None else latest
     if last is None or last < first:
         return [dict(m) for m in messages]
     dropped: set[int] = set()

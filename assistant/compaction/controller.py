@@ -90,6 +90,9 @@ __all__ = [
 log = logging.getLogger("assistant.compaction")
 
 AfterCompactHook = Callable[[CompactionRecord], None]
+#: How the last prompt rendered earlier turns: (id of its latest user message, whether recall's
+#: excerpts were beside it), or None when it showed them as built.
+_Render = tuple[str | None, bool] | None
 
 
 class ContextTooLargeError(LLMError):
@@ -122,6 +125,7 @@ class ContextController:
         counter: TokenCounter | None = None,
         recall: Recall | None = None,
         recall_enabled: Callable[[], bool] = lambda: True,
+        render_earlier: Callable[[], bool] = lambda: True,
     ) -> None:
         self.backend = backend
         self.policy = policy
@@ -151,6 +155,10 @@ class ContextController:
         #: Brings back excerpts of the whole chat beside the latest question (None: off).
         self.recall = recall
         self.recall_enabled = recall_enabled
+        #: Earlier turns' tool calls as notes, and earlier one-line answers left out beside
+        #: recall's excerpts (:mod:`.context_render`; docs/ANSWERS.md). The in-context
+        #: summary and the record's token counts use the prompt as rendered.
+        self.render_earlier = render_earlier
         self._overhead_memo: dict[tuple[str, str], int] = {}
         #: The facts of the conversation (kept messages, calls, unanswered ids, files),
         #: computed once per state and shared by the rules (:mod:`.facts`).
@@ -159,9 +167,11 @@ class ContextController:
         #: Conversation states where compaction did not help (never retried automatically).
         self._no_retry: set[tuple[int, int, int]] = set()
         self._overflow_done: set[tuple[int, int, int]] = set()
-        #: (id of the conversation, ids of pruned results, cut outputs) of the last prompt
-        #: sent: what llama.cpp holds in its KV cache, which an in-context summary reuses.
-        self._sent_view: tuple[int, frozenset[str], dict[str, str]] | None = None
+        #: (id of the conversation, ids of pruned results, cut outputs, how earlier turns
+        #: were rendered) of the last prompt sent: what llama.cpp holds in its KV cache,
+        #: which an in-context summary reuses.
+        self._sent_view: tuple[int, frozenset[str], dict[str, str], _Render] | None = None
+        self._last_render: _Render = None
         self._last_trims: tuple[int, frozenset[str]] = (0, frozenset())
         self._last_cuts: dict[str, str] = {}
 
@@ -270,7 +280,14 @@ class ContextController:
         built = context.build_context(
             conv, system_prompt, summary=summary, kept=kept, view=self.view(conv)
         )
-        return self.counter.exact(context.to_openai(built), tools)
+        messages = context.to_openai(built)
+        tokens = self.counter.exact(messages, tools)
+        if self.render_earlier():  # as the next prompt shows it (before recall's excerpts)
+            rendered = render_history(messages, first=len(messages) - len(kept),
+                                      user_calls=_user_calls(kept))
+            if rendered != messages:  # never longer: see _rendered
+                tokens = min(tokens, self.counter.exact(rendered, tools))
+        return tokens
 
     def measure(self, call: CallRequest) -> PreparedRequest:
         """The prompt as it stands, counted exactly and split into segments, for the
@@ -352,7 +369,7 @@ class ContextController:
 
     def _remember_sent(self, conv: Conversation, req: PreparedRequest) -> None:
         pruned = frozenset(m.id for m in self.facts.of(conv).kept if m.pruned)
-        self._sent_view = (id(conv), pruned, dict(self._last_cuts))
+        self._sent_view = (id(conv), pruned, dict(self._last_cuts), self._last_render)
 
     def prune(self, conv: Conversation) -> int:
         """Apply the prune rule (see :mod:`.prune`); returns the tokens freed."""
@@ -444,28 +461,27 @@ class ContextController:
         log.info("Recall: %d excerpt(s), %d tokens", len(block.excerpts), added)
         return req
 
-    #: Earlier turns' tool calls as notes, and earlier one-line answers left out beside
-    #: recall's excerpts (:mod:`.context_render`). Off (the prompt as built) until the
-    #: in-context summary and the record's token counts use the prompt as rendered: with
-    #: it on, the summary request no longer extends the prompt last sent (docs/ANSWERS.md).
-    render_earlier = False
-
     def _rendered(
         self, call: CallRequest, req: PreparedRequest, pol: EffectivePolicy
     ) -> PreparedRequest:
         """``req`` with the history before the latest user message written as
         :func:`.context_render.render_history` does, counted exactly."""
-        if not self.render_earlier:
+        self._last_render = None
+        if not self.render_earlier():
             return req
         kept = self.facts.of(call.conv).kept
-        users = {c.id for m in kept if m.initiated_by == "user" for c in m.tool_calls}
         messages = render_history(req.messages, first=len(req.messages) - len(kept),
-                                  excerpts=req.recall is not None, user_calls=users)
+                                  excerpts=req.recall is not None, user_calls=_user_calls(kept))
+        latest = next((m.id for m in reversed(kept) if m.role == "user"), None)
         if messages == req.messages:
+            self._last_render = (latest, req.recall is not None)
             return req
         prompt = self.counter.encode(messages, call.tools)
-        if prompt.count > req.prompt_tokens and prompt.count > pol.window - pol.reserve // 2:
-            return req  # the notes are longer than the calls and it no longer fits
+        if prompt.count > req.prompt_tokens:
+            # The notes are longer than the calls: the prompt as built, which compaction
+            # planned for (its measure takes the shorter of the two).
+            return req
+        self._last_render = (latest, req.recall is not None)
         added = prompt.count - req.prompt_tokens
         req.messages = messages
         req.prompt_tokens = prompt.count
@@ -501,7 +517,7 @@ class ContextController:
         kept, counts = self._kept(trial)
         sent = self._sent_view
         if sent is not None and sent[0] == id(conv):  # the trial chat was sent as this one
-            self._sent_view = (id(trial), sent[1], sent[2])
+            self._sent_view = (id(trial), sent[1], sent[2], sent[3])
         self._quiet = True
         try:
             got = self._compactor(pol).ahead(
@@ -592,9 +608,20 @@ class ContextController:
         """The chat prompt up to the cut as last sent, so an in-context summary starts
         with tokens llama.cpp still holds (see :meth:`ViewBuilder.as_sent`)."""
         sent = self._sent_view if self._sent_view and self._sent_view[0] == id(conv) else None
-        return self.views.as_sent(
+        messages = self.views.as_sent(
             conv, system_prompt, span, None if sent is None else (sent[1], sent[2])
         )
+        render = sent[3] if sent is not None else (
+            (None, False) if self.render_earlier() else None)
+        if render is None:  # the last prompt showed every turn as built
+            return messages
+        # Rendered as that prompt was: up to its latest user message (past the span when
+        # it came after), one-line answers left out when it had recall's excerpts.
+        latest, excerpts = render
+        first = len(messages) - len(span)
+        stop = next((first + i for i, m in enumerate(span) if m.id == latest), len(messages))
+        return render_history(messages, first=first, excerpts=excerpts,
+                              user_calls=_user_calls(span), latest=stop)
 
     def _switch_on(self, reason: CompactionReason) -> bool:
         if reason == CompactionReason.OVERFLOW:
@@ -610,6 +637,11 @@ class ContextController:
     def _emit(self, event: ContextEvent) -> None:
         if self.on_event is not None:
             self.on_event(event)
+
+
+def _user_calls(messages: Sequence[Message]) -> set[str]:
+    """Ids of the tool calls the user ran (``/read``), noted as run at their request."""
+    return {c.id for m in messages if m.initiated_by == "user" for c in m.tool_calls}
 
 
 def _job(call: CallRequest, reason: CompactionReason, focus: str | None = None) -> CompactionJob:

@@ -63,13 +63,15 @@ def test_arguments_thousands_deep_fail_that_call_only(
     assert tool.is_error
     assert "nested more than 16 levels deep" in tool.content
     assert h.conv.messages[1].tool_calls[0].raw_arguments is not None
-    # The next turn renders the stored call again: the model sees it as a short string.
-    h.say("Say hello.")
-    assert h.roles()[-2:] == ["user", "assistant"]
-    assert h.conv.messages[-1].content == "Hello again."
+    # Within the turn, the stored call is rendered again: the model sees it as a short string.
     shown = h.backend.calls[-1].messages[2]["tool_calls"][0]["function"]["arguments"]
     assert isinstance(json.loads(shown), str)
     assert len(shown) < 3 * RAW_ARGUMENTS_SHOWN
+    # In the next turn it is an earlier turn's call, written as a note without the arguments.
+    h.say("Say hello.")
+    assert h.roles()[-2:] == ["user", "assistant"]
+    assert h.conv.messages[-1].content == "Hello again."
+    assert h.backend.calls[-1].messages[2] == {"role": "assistant", "content": "[I ran write_file]"}
     assert h.events.of(TurnFinished)[-1].error is None
     h.conv.model_dump_json()
 

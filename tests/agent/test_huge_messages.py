@@ -14,6 +14,7 @@ from assistant.agent.events import ContextChanged, MessageRefused
 from assistant.compaction.events import TrimEvent, trim_text
 from assistant.conversation import MAX_SHOWN_CHARS, Message, ToolCall
 from assistant.sessions import SessionStore
+from tests.compaction.helpers import shown_outputs
 from tests.fakes.scripted import ScriptedBackend
 
 from .conftest import Harness
@@ -120,7 +121,7 @@ def test_a_chat_holding_a_50_mb_tool_output_reopens_and_answers(harness: Make) -
         h.say("What went wrong?")
         assert h.conv.messages[-1].content == "The disk is full."
         assert backend.tokenized_chars < WORK_BOUND
-        shown = next(m for m in backend.calls[-1].messages if m["role"] == "tool")["content"]
+        shown = shown_outputs(backend.calls[-1].messages)[0]  # an earlier turn's output
         assert "omitted here" in shown and "read_file" in shown
     with store.open(chat_id) as chat:
         assert chat.conversation.messages[2].content == output

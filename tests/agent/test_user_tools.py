@@ -39,7 +39,9 @@ def test_the_next_message_sees_the_user_tool_result(harness: Make, workspace: Pa
     h.say("/read plan.md")
     h.say("What is step 1?")
     prompt = h.backend.calls[0].prompt_text
-    assert "Step 1: coffee" in prompt and "[Tool result: read_file]" in prompt
+    # An earlier turn: the user's read is noted as theirs, its output whole.
+    assert "[At your request I ran read_file path=plan.md]" in prompt
+    assert "[Output of read_file path=plan.md]\nplan.md (1 lines)\nStep 1: coffee" in prompt
     assert h.roles() == ["assistant", "tool", "user", "assistant"]
 
 

@@ -176,3 +176,17 @@ def long_message(backend: ScriptedBackend, tokens: int) -> str:
         i += 1
     lines.append("Which worker handled request id=74 and how long did it take?")
     return "\n".join(lines)
+
+
+def shown_outputs(messages: list[dict[str, Any]]) -> list[str]:
+    """The tool outputs a prompt shows the model, in order: the latest turn's as tool
+    messages, earlier turns' as the ``[Output of ...]`` messages of
+    :mod:`assistant.compaction.context_render` (the output after the note line)."""
+    out = []
+    for m in messages:
+        text = str(m.get("content") or "")
+        if m.get("role") == "tool":
+            out.append(text)
+        elif m.get("role") == "user" and text.startswith("[Output of "):
+            out.append(text.partition("\n")[2])
+    return out

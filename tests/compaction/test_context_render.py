@@ -9,7 +9,7 @@ from assistant.compaction.controller import ContextController
 from assistant.compaction.recall import Recall
 from assistant.compaction.request import CallRequest
 from assistant.compaction.summary.summarizer import ExtractiveSummarizer
-from assistant.config import default_local
+from assistant.config import Settings, default_local
 from assistant.conversation import Conversation, Message, ToolCall
 from assistant.llm.template import ChatTemplate
 from assistant.sessions.recall_index import MemoryIndexes
@@ -98,8 +98,7 @@ def test_a_hostile_call_is_noted_by_its_name() -> None:
 def _controller(render: bool = True) -> ContextController:
     backend = ScriptedBackend()
     pol = default_local().effective("local", 2_048)
-    ctrl = ContextController(backend, lambda: pol)
-    ctrl.render_earlier = render
+    ctrl = ContextController(backend, lambda: pol, render_earlier=lambda: render)
     ctrl.summarizer = ExtractiveSummarizer(ctrl.counter)
     ctrl.recall = Recall(ctrl.counter, MemoryIndexes().get)
     return ctrl
@@ -143,9 +142,45 @@ def test_prepare_renders_earlier_turns_and_counts_what_is_sent() -> None:
     assert sum(m.content.startswith("It is QX-") for m in conv.messages) == 8
 
 
-def test_prepare_as_built_when_switched_off_as_the_app_ships() -> None:
-    assert ContextController.render_earlier is False
+def test_the_app_ships_it_on_and_switched_off_the_prompt_is_as_built() -> None:
+    assert Settings().switches().earlier_as_notes
+    pol = default_local().effective("local", 2_048)
+    assert ContextController(ScriptedBackend(), lambda: pol).render_earlier()
     ctrl = _controller(render=False)
     req = ctrl.prepare(CallRequest(_data_chat(ctrl), SYSTEM))
     assert any(m.get("tool_calls") for m in req.messages)
     assert any(str(m["content"]).startswith("It is QX-") for m in req.messages)
+
+
+def test_the_summary_request_starts_with_the_prompt_as_sent() -> None:
+    """An in-context summary extends what llama.cpp holds: the last prompt as rendered (calls
+    as notes, one-line answers left out beside recall's excerpts), not as built."""
+    ctrl = _controller()
+    conv = _data_chat(ctrl)
+    sent = ctrl.prepare(CallRequest(conv, SYSTEM)).messages
+    kept = ctrl.facts.of(conv).kept
+    users = [i for i, m in enumerate(kept) if m.role == "user"]
+    chat = ctrl._chat_prefix(conv, SYSTEM, kept[: users[-2]])  # the compactor's span
+    assert len(chat) > 3 and chat == sent[: len(chat)]
+    texts = [str(m["content"]) for m in chat]
+    assert any(t.startswith("[At your request I ran read_file") for t in texts)
+    assert not any(m.get("tool_calls") for m in chat)
+    assert not any(t.startswith("It is QX-") for t in texts)
+
+
+def test_the_summary_request_keeps_the_latest_turn_as_sent() -> None:
+    """The turn the last prompt ended with was sent as built (its calls literal): when the
+    summary's span reaches into it, that part of the prefix stays literal too."""
+    ctrl = _controller()
+    conv = Conversation()
+    for part in range(1, 4):
+        conv.append(Message(role="user", content=f"Read data/part_{part:02d}.txt please."))
+        call = ToolCall(name="read_file", arguments={"path": f"data/part_{part:02d}.txt"})
+        conv.append(Message(role="assistant", tool_calls=[call]))
+        conv.append(Message(role="tool", tool_call_id=call.id, name="read_file",
+                            content=f"Item {part}: code QX-{part}."))
+    sent = ctrl.prepare(CallRequest(conv, SYSTEM)).messages
+    assert sent[-2].get("tool_calls") and sent[-1]["role"] == "tool"  # the latest turn
+    span = ctrl.facts.of(conv).kept
+    chat = ctrl._chat_prefix(conv, SYSTEM, span)
+    assert chat == sent

@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from assistant.compaction.context_render import render_history
 from assistant.compaction.controller import (
     BeforeCompactResult,
     CompactionPreparation,
@@ -100,7 +101,8 @@ def test_summary_is_injected_as_a_synthetic_user_message_never_stored() -> None:
     rec = conv.last_compaction
     assert rec is not None and rec.first_kept_id is not None
     kept = conv.messages[conv.index_of(rec.first_kept_id) :]
-    assert req.messages[2:] == [m.to_openai() for m in kept]
+    # The kept messages follow it, earlier turns' calls written as notes.
+    assert req.messages[2:] == render_history([m.to_openai() for m in kept], first=0)
     assert req.segments["summary"] > 0
     assert sum(req.segments.values()) == req.prompt_tokens
 

@@ -12,7 +12,7 @@ import pytest
 
 from assistant.replay import main
 
-from .helpers import CONSTRAINTS, PLANTED_PATHS, session_transcript
+from .helpers import CONSTRAINTS, PLANTED_PATHS, session_transcript, shown_outputs
 
 
 def _write(tmp_path: Path, messages: list[dict[str, Any]]) -> Path:
@@ -140,8 +140,8 @@ def test_a_file_read_then_asked_about_is_in_the_prompt_of_the_question(
     assert code == 0
     question_call = lines[-2]  # the call that answers "What is on line 7?"
     assert question_call["pruned_tokens"] == 0
-    tool = [m for m in question_call["messages"] if m["role"] == "tool"]
-    assert tool and tool[0]["content"] == body  # the whole file, not a placeholder
+    tool = shown_outputs(question_call["messages"])
+    assert tool and tool[0] == body  # the whole file, not a placeholder
     assert question_call["prompt_tokens"] > 2_800
 
 
@@ -154,9 +154,9 @@ def test_final_context_is_what_the_next_call_sends(
     code, lines = _run(capsys, [str(_write(tmp_path, messages)), "--window", "8192", "--json"])
     assert code == 0
     final = lines[-1]
-    tool = next(m for m in final["final_context"] if m["role"] == "tool")
-    assert tool["content"].startswith("[Old tool result content cleared: read_file notes.txt")
-    assert "read it again if you need it]" in tool["content"]
+    tool = shown_outputs(final["final_context"])[0]
+    assert tool.startswith("[Old tool result content cleared: read_file notes.txt")
+    assert "read it again if you need it]" in tool
     assert final["final_context"][-1]["content"] == "Thanks! Now something else."
 
 

@@ -23,7 +23,7 @@ from assistant.compaction.visibility import (
 from assistant.conversation import CompactionReason, Conversation, Message, ToolCall
 from tests.fakes.scripted import ScriptedBackend
 
-from .helpers import GOOD_SUMMARY, SYSTEM, controller, local_policy, tool_turn
+from .helpers import GOOD_SUMMARY, SYSTEM, controller, local_policy, shown_outputs, tool_turn
 
 COUNT = ScriptedBackend().count
 
@@ -100,7 +100,7 @@ def test_the_question_call_holds_the_file_the_user_read() -> None:
     pol = local_policy(protect=500, minimum=100)
     ctl, _, _ = controller(ScriptedBackend(), pol)
     req = ctl.prepare(CallRequest(conv, SYSTEM))
-    assert body in [m["content"] for m in req.messages]
+    assert body in shown_outputs(req.messages)
     assert not req.trimmed and req.compaction is None
 
 
@@ -136,7 +136,7 @@ def test_the_model_sees_the_note_for_a_pruned_output() -> None:
     conv.append(Message(role="user", content="next"))
     ctl, _, _ = controller(policy=local_policy(protect=0, minimum=1))
     req = ctl.prepare(CallRequest(conv, SYSTEM))
-    shown = [m["content"] for m in req.messages if m["role"] == "tool"]
+    shown = shown_outputs(req.messages)
     assert all(r.pruned for r in results)
     assert shown[0].startswith("[Old tool result content cleared: read_file src/file_0.py ")
     assert shown[0].endswith("tokens; read it again if you need it]")
@@ -183,13 +183,15 @@ def test_an_output_larger_than_the_window_is_cut_to_fit_not_cleared() -> None:
     conv = Conversation()
     tool_turn(conv, 0, size=10)
     body = _numbered_file("logs/build.log", 2_500)  # ~30k tokens in a 10k window
-    res = _user_read(conv, "logs/build.log", body)
+    _user_read(conv, "logs/build.log", body)
     conv.append(Message(role="user", content="Which step took the longest?"))
     pol = local_policy()
     ctl, _, events = controller(ScriptedBackend([GOOD_SUMMARY]), pol)
     req = ctl.prepare(CallRequest(conv, SYSTEM))
     assert req.prompt_tokens + pol.reserve <= pol.window
-    shown = next(m["content"] for m in req.messages if m.get("tool_call_id") == res.tool_call_id)
+    contents = [m["content"] for m in req.messages]
+    assert "[At your request I ran read_file path=logs/build.log]" in contents
+    shown = next(o for o in shown_outputs(req.messages) if o.startswith("logs/build.log"))
     assert shown.startswith("logs/build.log (2,500 lines)\n1: value_1")
     assert shown.rstrip().endswith("compute(2500, scale=7500)")
     assert "call read_file path=logs/build.log start_line=" in shown
@@ -212,7 +214,7 @@ def test_compaction_never_summarizes_a_read_the_user_is_asking_about() -> None:
     ctl, _, _ = controller(ScriptedBackend([GOOD_SUMMARY] * 3), pol)
     req = ctl.prepare(CallRequest(conv, SYSTEM))
     assert req.compaction is not None
-    assert body in [m["content"] for m in req.messages]
+    assert body in shown_outputs(req.messages)
     assert req.compaction.first_kept_id is not None
     kept_ids = [m.id for m in conv.kept_messages()]
     assert read.id in kept_ids
@@ -276,7 +278,7 @@ def test_a_question_left_without_reply_gives_way_to_the_latest_turns_reads() -> 
     assert req.prompt_tokens + pol.reserve <= pol.window
     assert req.compaction is not None
     contents = [m["content"] for m in req.messages]
-    assert b_body in contents and c_body in contents
+    assert b_body in shown_outputs(req.messages) and c_body in shown_outputs(req.messages)
     assert not any(text.startswith("old/a0.txt") for text in contents)  # turn A: summarized
     assert {b.id, c.id} <= {m.id for m in conv.kept_messages()}
     assert contents[-1] == "Is there a bug in src/c.py?"

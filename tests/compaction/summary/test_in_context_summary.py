@@ -24,6 +24,7 @@ from ..helpers import (
     SYSTEM,
     local_policy,
     repair_from,
+    shown_outputs,
     tool_turn,
 )
 
@@ -119,7 +120,7 @@ def test_the_prefix_shows_results_as_last_sent_not_as_pruned_since() -> None:
     rec = ctl.compact(CallRequest(conv, SYSTEM), "manual")
     assert rec is not None and rec.summarizer == "model"
     chat = spy.requests[0].chat or []
-    tool_contents = [m["content"] for m in chat if m["role"] == "tool"]
+    tool_contents = shown_outputs(chat)  # earlier turns' outputs, as the prompt showed them
     assert tool_contents and all("line" in c for c in tool_contents)  # not the placeholder
     assert spy.outcomes[0].approach == "in-context"
     assert be.calls[-1].result is not None
