@@ -19,7 +19,9 @@ So, on the prompt as built (after recall placed its excerpts), :func:`render_his
    call syntax the model would copy. The latest turn's calls and results stay exactly as
    they are: the model reads its own calls there and the tool loop depends on them;
 2. when ``excerpts`` is true (recall put excerpts beside the latest user message), leaves
-   out earlier exchanges in which the user asked a question and the assistant answered in
+   out earlier exchanges in which the user asked a short question on one line
+   (:data:`SHORT_QUESTION_CHARS`; a message carrying pasted text or a statement is never left
+   out) and the assistant answered in
    one short line (:data:`SHORT_ANSWER_CHARS`): the excerpts stand in for them, and such an
    answer is what the model copies. The chat is unchanged: the question stays in the chat
    and its index (recall finds it), and the answer is the model's own words, which recall
@@ -39,6 +41,10 @@ from assistant import jsonlimits
 
 #: An assistant reply up to this many characters on one line is a "short answer".
 SHORT_ANSWER_CHARS = 80
+#: A user question up to this many characters on one line is a "short question".
+SHORT_QUESTION_CHARS = 200
+#: How an earlier turn's tool result starts, written as a note.
+OUTPUT_NOTE = "[Output of "
 #: An argument longer than this is left out of a call's note (file contents, edits).
 NOTE_ARGUMENT_CHARS = 200
 
@@ -49,6 +55,15 @@ def latest_user_index(messages: Sequence[dict[str, Any]]) -> int | None:
         if messages[i].get("role") == "user":
             return i
     return None
+
+
+def is_output(msg: dict[str, Any]) -> bool:
+    """Whether ``msg`` (as rendered) holds a tool's output: a result of the latest turn, or
+    an earlier one written as a note (the context bar counts both as tool outputs)."""
+    content = msg.get("content")
+    return msg.get("role") == "tool" or (
+        msg.get("role") == "user" and isinstance(content, str) and content.startswith(OUTPUT_NOTE)
+    )
 
 
 def call_note(name: str, arguments: str) -> str:
@@ -76,7 +91,13 @@ def _short_answer(msg: dict[str, Any]) -> bool:
 
 
 def _question(msg: dict[str, Any]) -> bool:
-    return msg.get("role") == "user" and str(msg.get("content") or "").rstrip().endswith("?")
+    """A short question on one line: a message that also carries what the user pasted or
+    said (a note, a log, a decision, then "which host...?") is never left out."""
+    text = str(msg.get("content") or "").strip()
+    return (
+        msg.get("role") == "user" and text.endswith("?") and "\n" not in text
+        and len(text) <= SHORT_QUESTION_CHARS
+    )
 
 
 def render_history(
@@ -121,7 +142,7 @@ def render_history(
         elif first <= i < last and msg.get("role") == "tool":
             note = notes.get(str(msg.get("tool_call_id")), str(msg.get("name") or "tool"))
             output = str(msg.get("content") or "")
-            out.append({"role": "user", "content": f"[Output of {note}]\n{output}"})
+            out.append({"role": "user", "content": f"{OUTPUT_NOTE}{note}]\n{output}"})
         else:
             out.append(dict(msg))
     return out

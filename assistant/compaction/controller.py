@@ -42,7 +42,7 @@ from assistant.compaction.compactor import (
     Status,
 )
 from assistant.compaction.context import View
-from assistant.compaction.context_render import render_history
+from assistant.compaction.context_render import is_output, render_history
 from assistant.compaction.events import (
     CompactionCancelled,
     CompactionFailed,
@@ -482,11 +482,15 @@ class ContextController:
             # planned for (its measure takes the shorter of the two).
             return req
         self._last_render = (latest, req.recall is not None)
-        added = prompt.count - req.prompt_tokens
         req.messages = messages
         req.prompt_tokens = prompt.count
         req.reserve = min(pol.reserve, max(pol.limit - prompt.count, 0))
-        req.segments["conversation"] = req.segments.get("conversation", 0) + added
+        # The outputs written as notes are still tool outputs on the context bar.
+        fixed = sum(req.segments.get(k, 0) for k in ("system", "tools", "summary"))
+        rest = max(prompt.count - fixed, 0)
+        outputs = min(sum(self.counter.segment(m) for m in messages if is_output(m)), rest)
+        req.segments["tool_outputs"] = outputs
+        req.segments["conversation"] = rest - outputs
         req.prompt = prompt
         return req
 

@@ -86,6 +86,9 @@ def _format_call_block(name: str, arguments: str) -> str:
     except ValueError:
         args = arguments
     payload = json.dumps({"name": name, "arguments": args}, ensure_ascii=False)
+    # A fence inside a string would end the block early when the reply is parsed again:
+    # backticks occur only inside JSON strings, where the escape reads the same.
+    payload = payload.replace("```", "\\u0060\\u0060\\u0060")
     return f"```tool_call\n{payload}\n```"
 
 

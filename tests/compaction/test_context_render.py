@@ -73,6 +73,24 @@ def test_one_line_answers_to_questions_are_left_out_beside_excerpts() -> None:
     assert len(out) == len(msgs) - 2
 
 
+def test_a_pasted_note_ending_in_a_question_is_never_left_out() -> None:
+    """A message that carries what the user pasted (a note, then "which host ...?") is
+    content, not a short question: it stays beside excerpts, and so does its answer (a chat
+    of such notes would otherwise lose every one of them, from the prompt and from the
+    in-context summary that extends it)."""
+    note = "Note 3 about the cache:\n- item 3.1: step 1 takes 9 ms on web-2.\nWhich host?"
+    long_line = "We agreed to ship on Friday and keep the old API for a month, " * 4 + "ok?"
+    msgs = [
+        {"role": "system", "content": SYSTEM},
+        {"role": "user", "content": note},
+        {"role": "assistant", "content": "Host web-2."},
+        {"role": "user", "content": long_line},
+        {"role": "assistant", "content": "Yes."},
+        {"role": "user", "content": "Which step is slowest?"},
+    ]
+    assert render_history(msgs, excerpts=True) == msgs
+
+
 def test_a_long_argument_is_left_out_of_the_note_and_the_summary_is_never_touched() -> None:
     msgs = [
         {"role": "system", "content": SYSTEM},
