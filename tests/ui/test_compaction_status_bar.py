@@ -11,14 +11,13 @@ from pathlib import Path
 
 from PySide6.QtCore import Qt
 
-from assistant.config import Settings
 from assistant.service.status import Status
 from assistant.ui.compaction_strip import TITLE
 from assistant.ui.main_window import COMPACTING_STATUS
 from tests.fakes.scripted import ScriptedBackend
 
 from .conftest import Harness
-from .test_compaction_wait_on_screen import _model, fill_until_next_compacts, note, send
+from .test_compaction_wait_on_screen import compacting_in_the_next_turn, note, send
 from .test_context_and_compaction import LOREM_SUMMARY
 
 
@@ -37,15 +36,7 @@ def record_status_bar(h: Harness) -> list[str]:
 def test_the_status_bar_during_and_after_a_compaction_in_the_turn(
     make_window, artifacts_dir: Path, tmp_path: Path
 ) -> None:
-    backend = ScriptedBackend([_model] * 40, window=4000, trained_context=4000)
-    settings = Settings(workspace=str(tmp_path / "ws"))
-    settings.compaction.compact_ahead = False  # the summary is written inside the turn
-    h = make_window(backend=backend, settings=settings)
-    h.window.resize(1000, 700)
-    i = fill_until_next_compacts(h, backend, settings)
-    backend.reset_kv_cache()
-    backend.prefill_batch, backend.delay_per_batch = 64, 0.06
-    backend.delay_per_token = 0.03
+    h, backend, i = compacting_in_the_next_turn(make_window, tmp_path)
     shown = record_status_bar(h)
     send(h, note(i))
     strip = h.window.status_strip

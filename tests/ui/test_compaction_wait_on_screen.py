@@ -12,6 +12,7 @@ not kept as a test yet.)"""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -121,9 +122,12 @@ def fill_until_next_compacts(h: Harness, backend: ScriptedBackend, settings: Set
     return i
 
 
-def test_a_compaction_inside_the_turn_as_the_user_sees_it(
-    make_window, artifacts_dir: Path, tmp_path: Path
-) -> None:
+def compacting_in_the_next_turn(
+    make_window: Callable[..., Harness], tmp_path: Path
+) -> tuple[Harness, ScriptedBackend, int]:
+    """A window whose next note compacts inside the turn (no summary written ahead), with
+    nothing cached and a paced backend, so the reading and the writing can be watched; the
+    harness, its backend and the index of the note that will compact."""
     backend = ScriptedBackend([_model] * 40, window=4000, trained_context=4000)
     settings = Settings(workspace=str(tmp_path / "ws"))
     settings.compaction.compact_ahead = False  # the wait is inside the turn
@@ -133,6 +137,13 @@ def test_a_compaction_inside_the_turn_as_the_user_sees_it(
     backend.reset_kv_cache()  # nothing cached: the summary's whole prompt is read
     backend.prefill_batch, backend.delay_per_batch = 64, 0.06
     backend.delay_per_token = 0.03
+    return h, backend, i
+
+
+def test_a_compaction_inside_the_turn_as_the_user_sees_it(
+    make_window, artifacts_dir: Path, tmp_path: Path
+) -> None:
+    h, backend, i = compacting_in_the_next_turn(make_window, tmp_path)
     sent = note(i)
     send(h, sent)
     strip = h.window.status_strip
