@@ -295,9 +295,20 @@ class ContextController:
         recorded or reported."""
         cuts = self._last_cuts
         try:
-            return self._request(call, self.policy(), trim=False)
+            pol = self.policy()
+            req = self._request(call, pol, trim=False)
         finally:
             self._last_cuts = cuts
+        if not self.render_earlier():
+            return req
+        # The next prompt writes every turn shown now as an earlier one (its user message
+        # comes after them): count them as it will.
+        kept = self.facts.of(call.conv).kept
+        messages = render_history(req.messages, first=len(req.messages) - len(kept),
+                                  user_calls=_user_calls(kept), latest=len(req.messages))
+        if messages != req.messages:
+            self._adopt(req, messages, call.tools, pol)
+        return req
 
     def message_fit(self, call: CallRequest, text: str) -> MessageFit:
         """Whether ``text`` as the next user message fits the window whole (the latest
@@ -476,12 +487,23 @@ class ContextController:
         if messages == req.messages:
             self._last_render = (latest, req.recall is not None)
             return req
-        prompt = self.counter.encode(messages, call.tools)
+        if self._adopt(req, messages, call.tools, pol):
+            self._last_render = (latest, req.recall is not None)
+        return req
+
+    def _adopt(
+        self,
+        req: PreparedRequest,
+        messages: list[dict[str, Any]],
+        tools: Sequence[dict[str, Any]] | None,
+        pol: EffectivePolicy,
+    ) -> bool:
+        """Make the rendered ``messages`` ``req``'s prompt, counted exactly, unless they are
+        longer than the prompt as built (compaction planned for that one; its measure takes
+        the shorter of the two). Whether they were adopted."""
+        prompt = self.counter.encode(messages, tools)
         if prompt.count > req.prompt_tokens:
-            # The notes are longer than the calls: the prompt as built, which compaction
-            # planned for (its measure takes the shorter of the two).
-            return req
-        self._last_render = (latest, req.recall is not None)
+            return False
         req.messages = messages
         req.prompt_tokens = prompt.count
         req.reserve = min(pol.reserve, max(pol.limit - prompt.count, 0))
@@ -492,7 +514,7 @@ class ContextController:
         req.segments["tool_outputs"] = outputs
         req.segments["conversation"] = rest - outputs
         req.prompt = prompt
-        return req
+        return True
 
     # -- ahead of time -------------------------------------------------------------------
     def precompute(self, call: CallRequest) -> Precomputed | None:

@@ -29,6 +29,7 @@ from assistant.agent.events import (
     AssistantDelta,
     ContextChanged,
     ContextUsage,
+    MessageAdded,
     PromptProgress,
     ToolCallStarted,
     TurnFinished,
@@ -240,6 +241,10 @@ class StatusMachine:
                 return None if phase is Phase.GENERATING else self._set(Status(Phase.GENERATING))
             if isinstance(event, ToolCallStarted):
                 return self._set(Status(Phase.RUNNING_TOOL, event.call.name))
+            if isinstance(event, MessageAdded) and event.message.tool_calls:
+                # The reply that asks for tools is done; its cards show before the first
+                # call starts (the message is saved in between): say what comes next.
+                return self._set(Status(Phase.RUNNING_TOOL, event.message.tool_calls[0].name))
             return None
 
     def _context(self, event: ContextChanged) -> Status | None:

@@ -4,6 +4,7 @@ as soon as a chat is shown, created or its branch switched."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -82,6 +83,27 @@ def test_a_regeneration_after_a_stop_is_not_shown_as_stopped(make_window) -> Non
 def test_the_model_writing_after_a_tool_is_not_shown_as_the_tool(
     make_window, tmp_path: Path
 ) -> None:
+    _tool_then_reply(make_window, tmp_path)
+
+
+def test_a_tool_card_shown_before_the_tool_starts_is_not_under_writing(
+    make_window, tmp_path: Path, monkeypatch
+) -> None:
+    """On a loaded machine the reply asking for the tool shows its card a moment before
+    the tool starts (seen in CI): that moment, made long here, reads as the tool's."""
+    import assistant.agent.loop as loop
+
+    slow = loop.Workspace
+
+    def opened_slowly(root: Path) -> loop.Workspace:
+        time.sleep(0.3)
+        return slow(root)
+
+    monkeypatch.setattr(loop, "Workspace", opened_slowly)
+    _tool_then_reply(make_window, tmp_path)
+
+
+def _tool_then_reply(make_window, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     ws = tmp_path / "ws"
     ws.mkdir()
     (ws / "notes.txt").write_text("Meeting at noon.\n", encoding="utf-8")
