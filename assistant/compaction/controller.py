@@ -289,17 +289,18 @@ class ContextController:
                 tokens = min(tokens, self.counter.exact(rendered, tools))
         return tokens
 
-    def measure(self, call: CallRequest) -> PreparedRequest:
-        """The prompt as it stands, counted exactly and split into segments, for the
-        context bar between calls. Changes nothing: no pruning, compaction or cut is made,
-        recorded or reported."""
+    def measure(self, call: CallRequest, *, as_next: bool = False) -> PreparedRequest:
+        """The prompt as it stands (as built), counted exactly and split into segments.
+        Changes nothing: no pruning, compaction or cut is made, recorded or reported.
+        ``as_next``: as the next call will write it, every turn shown now an earlier one
+        (the context bar between calls)."""
         cuts = self._last_cuts
         try:
             pol = self.policy()
             req = self._request(call, pol, trim=False)
         finally:
             self._last_cuts = cuts
-        if not self.render_earlier():
+        if not as_next or not self.render_earlier():
             return req
         # The next prompt writes every turn shown now as an earlier one (its user message
         # comes after them): count them as it will.

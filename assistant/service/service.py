@@ -481,7 +481,8 @@ class ChatService:
         seq = self._measure_seq
 
         def job() -> AgentEvent:
-            return context_usage(engine.controller.measure(CallRequest(conv, prompt, tools=tools)))
+            return context_usage(engine.controller.measure(
+                CallRequest(conv, prompt, tools=tools), as_next=True))
 
         future = self.worker.submit(job)
         future.add_done_callback(lambda f: self.dispatch(lambda: self._measured(seq, f)))

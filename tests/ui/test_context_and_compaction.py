@@ -159,6 +159,11 @@ def test_tool_outputs_and_tool_schemas_are_separate_segments(make_window) -> Non
     h.wait_idle()
     h.type_and_send("What is in it?")
     h.wait_idle()
+    # Between calls the bar is counted again (as when a reply finishes): what is checked
+    # is what stays on screen, not the last call's count.
+    during = h.window.context_bar.usage
+    h.controller.measure_context()
+    h.qtbot.waitUntil(lambda: h.window.context_bar.usage is not during, timeout=10_000)
     usage = h.window.context_bar.usage
     assert usage is not None
     backend = h.backend
