@@ -543,7 +543,8 @@ class MainWindow(WindowDialogs):
         self._update_mode_label()
         self._update_composer()
         if self.models_page is not None and self.models_page.isVisible():
-            self.models_page.model_changed(event.error)
+            self.models_page.model_changed(
+                event.error, started=event.info is None and not event.error)
 
     def _error_box(self, title: str, text: str) -> QMessageBox:
         box = QMessageBox(

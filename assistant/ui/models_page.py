@@ -232,13 +232,17 @@ class ModelsPage(QDialog):
         self._set_busy(self.busy)
 
     def use(self, key: str) -> None:
-        self.use_requested.emit(key)
+        # Said before the request: a quick load may finish while it is being handled.
         self._loading = self.cards[key].model.display_name
         self.say(f"Loading {self._loading}…")
+        self.use_requested.emit(key)
 
-    def model_changed(self, error: str = "") -> None:
-        """The app finished loading a model: the "Loading …" line gives way to the result."""
+    def model_changed(self, error: str = "", *, started: bool = False) -> None:
+        """The app started (``started``) or finished loading a model: once finished, the
+        "Loading …" line gives way to the result."""
         self.refresh()
+        if started:
+            return
         name, self._loading = self._loading, None
         if name is None:
             return

@@ -29,6 +29,23 @@ os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
 REPO = Path(__file__).resolve().parents[2]
 
+#: How long a wait for something on screen may take before the test fails. The waits are
+#: for events, so this only bounds a failure; pytest-qt's 5 s was passed on a loaded 2-core
+#: machine (a model switch's "Loading" line, seen 4 times in 12 under two busy loops).
+PATIENT_WAIT_MS = 30_000
+
+
+@pytest.fixture(autouse=True)
+def _patient_waits(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``qtbot.waitUntil`` without a timeout waits up to :data:`PATIENT_WAIT_MS`."""
+    original = QtBot.waitUntil
+
+    def wait_until(self: QtBot, callback: Callable[[], bool | None], *,
+                   timeout: int = PATIENT_WAIT_MS) -> None:
+        original(self, callback, timeout=timeout)
+
+    monkeypatch.setattr(QtBot, "waitUntil", wait_until)
+
 
 @dataclass
 class Harness:

@@ -232,6 +232,20 @@ def test_the_loading_line_gives_way_when_the_model_is_ready(make_window) -> None
     assert page.message.text() == "Gemma 3 270M base (Q4_K_M) is loaded and in use."
 
 
+def test_a_load_that_finishes_while_it_is_asked_for_still_says_loaded(make_window) -> None:
+    """On a loaded machine the load can finish (its events shown) before the button's
+    click is handled to the end: seen as a "Loading …" line that never went away."""
+    h = make_window()
+    page = h.window.open_models()
+    # Another slot on the request runs after the app's and shows what the load posted.
+    page.use_requested.connect(lambda _key: h.qtbot.waitUntil(
+        lambda: h.controller.ready and h.controller.settings.model == "gemma-3-270m"))
+    _press(h, page.cards["gemma-3-270m"].use_button)
+    h.qtbot.waitUntil(lambda: page.cards["gemma-3-270m"].state.text() == "Loaded")
+    h.qtbot.waitUntil(lambda: "Loading" not in page.message.text())
+    assert page.message.text() == "Gemma 3 270M base (Q4_K_M) is loaded and in use."
+
+
 class _NamedBackend(ScriptedBackend):
     @property
     def info(self):  # type: ignore[no-untyped-def]
