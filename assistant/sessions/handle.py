@@ -17,7 +17,6 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from types import TracebackType
 from typing import Any
 
 from pydantic import JsonValue
@@ -393,12 +392,7 @@ class ChatHandle:
     def __enter__(self) -> ChatHandle:
         return self
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
     # -- internals -------------------------------------------------------------------------
