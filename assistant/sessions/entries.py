@@ -167,12 +167,7 @@ def parse_header(data: Any) -> ChatHeader:
     try:
         return ChatHeader.model_validate(data)
     except ValidationError as exc:
-        raise ValueError(f"invalid header: {short_reason(exc)}") from None
-
-
-def short_reason(exc: ValidationError) -> str:
-    """The first validation error as ``field › path: message`` (see ``fieldnames``)."""
-    return first_error(exc)
+        raise ValueError(f"invalid header: {first_error(exc)}") from None
 
 
 def encode_line(item: ChatHeader | Entry) -> bytes:
