@@ -412,7 +412,7 @@ class SettingsDialog(QDialog):
             self._result = None
             for err in exc.errors():
                 loc = tuple(err.get("loc", ()))
-                where = _describe_loc(loc)
+                where = setting_name(loc)  # (as settings-file errors name it)
                 msg = str(err.get("msg", "invalid")).removeprefix("Value error, ")
                 self.errors.append(f"{where}: {msg}" if where else msg)
                 for widget in self._widgets_for(loc):
@@ -644,11 +644,6 @@ class SettingsDialog(QDialog):
             combo.currentIndexChanged.connect(self.validate)
         self.performance_page.connect_changed(self.validate)
         self.engine_page.changed.connect(self.validate)
-
-
-def _describe_loc(loc: tuple[Any, ...]) -> str:
-    """The field as this dialog names it (shared with settings-file errors)."""
-    return setting_name(loc)
 
 
 _IN_FORCE = re.compile(r"^(?P<n>\d+) threads?\b.*?\((?P<how>measured|default|set)\)")
