@@ -366,11 +366,6 @@ class ChatHandle:
                     self._recall = RecallIndex.open(None, messages)
             return self._recall
 
-    # -- compaction ------------------------------------------------------------------------
-    def compacted_originals(self, record_id: str, *, cumulative: bool = False) -> list[Message]:
-        """The original messages a compaction replaced (copies, for a collapsed view)."""
-        return self._tree.compacted_originals(record_id, cumulative=cumulative)
-
     # -- lifecycle -------------------------------------------------------------------------
     def close(self) -> None:
         """Release the file and the lock. Further changes to the conversation will fail."""
