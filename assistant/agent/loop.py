@@ -89,7 +89,6 @@ from assistant.tools.importing import import_file
 from assistant.tools.registry import ToolRegistry
 from assistant.tools.workspace import SandboxError, Workspace
 
-OVERFLOW_FAILED = "Context too large; compaction failed. Use /compact to retry."
 OVERFLOW_NO_COMPACT = (
     "Context too large, and compaction on overflow is turned off. Use /compact to retry."
 )
