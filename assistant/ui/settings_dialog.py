@@ -255,12 +255,10 @@ class SettingsDialog(QDialog):
 
         switches = QGroupBox("Automatic context management")
         sw = QVBoxLayout(switches)
-        self.auto_compact = QCheckBox("Summarize older messages when the window is full")
-        self.compact_on_overflow = QCheckBox("On a context overflow, summarize and retry once")
-        self.prune = QCheckBox("Clear old tool outputs before every model call (pruning)")
-        self.compact_ahead = QCheckBox(
-            "Write the next summary ahead of time, while the model is idle"
-        )
+        self.auto_compact = QCheckBox(SETTING_LABELS["auto_compact"])
+        self.compact_on_overflow = QCheckBox(SETTING_LABELS["compact_on_overflow"])
+        self.prune = QCheckBox(SETTING_LABELS["prune"] + " (pruning)")
+        self.compact_ahead = QCheckBox(SETTING_LABELS["compact_ahead"])
         ahead_help = CompactionSwitches.model_fields["compact_ahead"].description or ""
         self.compact_ahead.setToolTip(ahead_help)
         self.compact_ahead.setAccessibleDescription(ahead_help)
