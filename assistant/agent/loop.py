@@ -89,7 +89,6 @@ from assistant.tools.importing import import_file
 from assistant.tools.registry import ToolRegistry
 from assistant.tools.workspace import SandboxError, Workspace
 
-OVERFLOW_FAILED = "Context too large; compaction failed. Use /compact to retry."
 OVERFLOW_NO_COMPACT = (
     "Context too large, and compaction on overflow is turned off. Use /compact to retry."
 )
@@ -221,11 +220,7 @@ class Agent:
             self._emit(Notice("error", f"The model could not continue: {exc}"))
             self._emit(TurnFinished(error=str(exc)))
             return
-        ttft = None
-        if result is not None:
-            if result.first_token_s is not None:
-                ttft = gen_start - call_start + result.first_token_s
-            self._emit(ModelCallFinished(result, ttft))
+        ttft = self._call_finished(result, gen_start - call_start)
         stopped = cancel.cancelled or (result is not None and result.stopped)
         if not prefix:
             text = only_new(reply.content, text)
@@ -368,11 +363,7 @@ class Agent:
                     self._append(conv, Message(role="assistant", content=failed.text, stopped=True))
                 self._emit(Notice("error", f"The model failed: {failed.error}"))
                 return False, str(failed.error)
-            ttft = None
-            if result is not None:
-                if result.first_token_s is not None:
-                    ttft = gen_start - call_start + result.first_token_s
-                self._emit(ModelCallFinished(result, ttft))
+            ttft = self._call_finished(result, gen_start - call_start)
             figures = reply_figures(result, ttft)
             if cancel.cancelled or (result is not None and result.stopped):
                 if text:
@@ -522,6 +513,15 @@ class Agent:
     def _finish_failed(self, text: str) -> None:
         self._emit(Notice("error", text))
         self._emit(TurnFinished(error=text))
+
+    def _call_finished(self, result: GenerationResult | None, before: float) -> float | None:
+        """Report the model call that ended with ``result``; returns its time to the first
+        token, counted from the call's start (``before`` seconds ahead of generation)."""
+        if result is None:
+            return None
+        ttft = None if result.first_token_s is None else before + result.first_token_s
+        self._emit(ModelCallFinished(result, ttft))
+        return ttft
 
     def _emit(self, event: AgentEvent) -> None:
         self.on_event(event)

@@ -36,15 +36,7 @@ from assistant.agent.events import (
     ToolCallStarted,
     TurnFinished,
 )
-from assistant.compaction.events import (
-    CompactionCancelled,
-    CompactionFailed,
-    CompactionFinished,
-    CompactionStarted,
-    PruneEvent,
-    TrimEvent,
-    trim_text,
-)
+from assistant.compaction.events import CompactionStarted, context_line
 from assistant.config import Settings, load_settings
 from assistant.conversation import Conversation, Message
 from assistant.llm.openai_backend import ServerBackend
@@ -159,25 +151,10 @@ class TerminalPrinter:
         self.out.flush()
 
     def _context(self, event: ContextChanged) -> None:
-        ev = event.event
-        if isinstance(ev, PruneEvent):
-            self.err.write(
-                f"[context] Cleared {len(ev.message_ids)} old tool outputs, "
-                f"{ev.tokens_freed:,} tokens\n"
-            )
-        elif isinstance(ev, TrimEvent):
-            self.err.write(f"[context] {trim_text(ev)}\n")
-        elif isinstance(ev, CompactionStarted):
-            self.err.write(f"[context] Compacting ({ev.reason})... (Ctrl-C to cancel)\n")
-        elif isinstance(ev, CompactionFinished):
-            r = ev.record
-            self.err.write(
-                f"[context] Compacted from {r.tokens_before:,} to {r.tokens_after:,} tokens\n"
-            )
-        elif isinstance(ev, CompactionFailed):
-            self.err.write(f"[context] Compaction failed: {ev.error}\n")
-        elif isinstance(ev, CompactionCancelled):
-            self.err.write("[context] Compaction cancelled\n")
+        line = context_line(event.event)
+        if isinstance(event.event, CompactionStarted):
+            line += " (Ctrl-C to cancel)"
+        self.err.write(f"[context] {line}\n")
 
 
 def _parser() -> argparse.ArgumentParser:

@@ -1,4 +1,5 @@
-"""Events the context controller reports (for the UI, the CLI and the logs).
+"""Events the context controller reports (for the UI, the CLI and the logs), and the
+lines both faces show for them.
 
 Fields added after the first version have defaults, so older constructors keep working.
 """
@@ -71,3 +72,27 @@ ContextEvent = (
     | CompactionFailed
     | CompactionCancelled
 )
+
+
+def prune_note(count: int, tokens: int) -> str:
+    noun = "tool output" if count == 1 else "tool outputs"
+    return f"Cleared {count:,} old {noun}, {tokens:,} tokens"
+
+
+def compaction_note(record: CompactionRecord) -> str:
+    return f"Compacted from {record.tokens_before:,} to {record.tokens_after:,} tokens"
+
+
+def context_line(event: ContextEvent) -> str:
+    """What the window's notice and the terminal's ``[context]`` line say of ``event``."""
+    if isinstance(event, PruneEvent):
+        return prune_note(len(event.message_ids), event.tokens_freed)
+    if isinstance(event, TrimEvent):
+        return trim_text(event)
+    if isinstance(event, CompactionStarted):
+        return f"Compacting ({event.reason})..."
+    if isinstance(event, CompactionFinished):
+        return compaction_note(event.record)
+    if isinstance(event, CompactionFailed):
+        return f"Compaction failed: {event.error}"
+    return "Compaction cancelled."

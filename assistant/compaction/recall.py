@@ -29,7 +29,7 @@ from __future__ import annotations
 import itertools
 import logging
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Literal, Protocol
 
 from assistant.compaction.recall_sentences import (
@@ -41,6 +41,7 @@ from assistant.compaction.recall_sentences import (
 from assistant.compaction.tokens import TokenCounter
 from assistant.config import EffectivePolicy
 from assistant.conversation import Conversation, Message, ToolCall
+from assistant.sessions.recall_index import Hit
 from assistant.sessions.recall_text import match_expression, normalize, query_terms
 
 log = logging.getLogger("assistant.compaction.recall")
@@ -74,29 +75,12 @@ HEADING_BEFORE = "Earlier in this chat (excerpts that may help with my message b
 HEADING_AFTER = "Earlier in this chat (excerpts that may help with my message above):"
 
 
-class Found(Protocol):
-    """A passage the index returned."""
-
-    @property
-    def message_id(self) -> str: ...
-    @property
-    def role(self) -> str: ...
-    @property
-    def first(self) -> int: ...
-    @property
-    def last(self) -> int: ...
-    @property
-    def text(self) -> str: ...
-    @property
-    def rank(self) -> float: ...
-
-
 class PassageIndex(Protocol):
     """One chat's full-text index (see :class:`assistant.sessions.recall_index.RecallIndex`)."""
 
     def sync(self, messages: Sequence[Message]) -> int: ...
 
-    def search(self, expression: str, *, limit: int) -> Sequence[Found]: ...
+    def search(self, expression: str, *, limit: int) -> Sequence[Hit]: ...
 
     def counts(self, terms: Sequence[str]) -> dict[str, int]: ...
 
@@ -348,13 +332,13 @@ class Recall:
         return RecallBlock(text, excerpts, self.counter.text(text), latest.id)
 
 
-    def _focusable(self, hit: Found) -> bool:
+    def _focusable(self, hit: Hit) -> bool:
         """Whether ``hit`` is what the user said in several sentences, to be focused on the
         ones naming the question's words (see :attr:`focus`)."""
         return self.focus and hit.role == "user" and len(split_sentences(hit.text)) > 1
 
     def _narrowed(
-        self, hit: Found, terms: Sequence[str], asked: Sequence[str], chat: _ChatMap,
+        self, hit: Hit, terms: Sequence[str], asked: Sequence[str], chat: _ChatMap,
         room: int,
     ) -> tuple[Excerpt, int] | None:
         """``hit`` cut to fit ``room`` tokens: the lines naming a searched term
@@ -386,23 +370,13 @@ class Recall:
         return (excerpt, cost) if cost <= room else None
 
 
-def _weighted(hit: Found) -> float:
+def _weighted(hit: Hit) -> float:
     """``hit``'s bm25 rank (negative: lower first), an earlier question's weighted down."""
     asks = hit.role == "user" and hit.text.rstrip().endswith("?")
     return hit.rank * QUESTION_WEIGHT if asks else hit.rank
 
 
-@dataclass(frozen=True)
-class _Narrowed:
-    message_id: str
-    role: str
-    first: int
-    last: int
-    text: str
-    rank: float
-
-
-def _narrow(hit: Found, terms: Sequence[str]) -> _Narrowed | None:
+def _narrow(hit: Hit, terms: Sequence[str]) -> Hit | None:
     """The lines of a multi-line passage from its first to its last line naming one of
     ``terms`` (None when that is the whole passage or no line names one)."""
     lines = hit.text.split("\n")
@@ -412,10 +386,8 @@ def _narrow(hit: Found, terms: Sequence[str]) -> _Narrowed | None:
     if not named or (named[0] == 0 and named[-1] == len(lines) - 1):
         return None
     lo, hi = named[0], named[-1]
-    return _Narrowed(
-        hit.message_id, hit.role, hit.first + lo, hit.first + hi,
-        "\n".join(lines[lo : hi + 1]), hit.rank,
-    )
+    text = "\n".join(lines[lo : hi + 1])
+    return replace(hit, first=hit.first + lo, last=hit.first + hi, text=text)
 
 
 def _line(excerpt: Excerpt) -> str:
@@ -464,7 +436,7 @@ class _ChatMap:
                 self.calls[call.id] = call
         return new
 
-    def label(self, hit: Found) -> str:
+    def label(self, hit: Hit) -> str:
         """"turn 3, I said", "turn 5, read_file a.py, lines 10-15"."""
         msg = self.by_id[hit.message_id]
         where = f"turn {self.turns.get(hit.message_id, 1)}"

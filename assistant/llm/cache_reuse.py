@@ -95,25 +95,25 @@ class ReusePlan:
 
     def gaps(self) -> list[tuple[int, int]]:
         """Prompt spans before the chunks that must be evaluated: ``[start, end)``."""
-        out: list[tuple[int, int]] = []
-        at = self.prefix
-        for c in self.chunks:
-            if c.prompt_start > at:
-                out.append((at, c.prompt_start))
-            at = c.prompt_end
-        return out
+        return _uncovered(self.prefix, [(c.prompt_start, c.prompt_end) for c in self.chunks])
 
     def removed(self, n_cached: int) -> list[tuple[int, int]]:
         """Cache spans no chunk keeps: ``[start, end)`` in cache positions."""
-        out: list[tuple[int, int]] = []
-        at = self.prefix
-        for c in self.chunks:
-            if c.cache_start > at:
-                out.append((at, c.cache_start))
-            at = c.cache_end
-        if n_cached > at:
-            out.append((at, n_cached))
-        return out
+        kept = [(c.cache_start, c.cache_end) for c in self.chunks]
+        return _uncovered(self.prefix, kept, n_cached)
+
+
+def _uncovered(at: int, spans: Sequence[tuple[int, int]], end: int = 0) -> list[tuple[int, int]]:
+    """The stretches from ``at`` up to ``end`` (or the last span) that ``spans`` (in order,
+    not overlapping, each ``[start, stop)``) leave out."""
+    out: list[tuple[int, int]] = []
+    for start, stop in spans:
+        if start > at:
+            out.append((at, start))
+        at = stop
+    if end > at:
+        out.append((at, end))
+    return out
 
 
 def common_prefix(a: Sequence[int], b: Sequence[int]) -> int:

@@ -48,16 +48,10 @@ class Registry:
     models: tuple[ModelEntry, ...]
 
     def get(self, name: str) -> ModelEntry | None:
-        for entry in self.models:
-            if entry.name == name:
-                return entry
-        return None
+        return next((entry for entry in self.models if entry.name == name), None)
 
     def by_file(self, filename: str) -> ModelEntry | None:
-        for entry in self.models:
-            if entry.file == filename:
-                return entry
-        return None
+        return next((entry for entry in self.models if entry.file == filename), None)
 
 
 def bundle_dir() -> Path | None:

@@ -123,7 +123,7 @@ def probe(http: ServerHTTP, wanted_model: str = "") -> ServerProfile:
     if isinstance(props, dict) and (
         "default_generation_settings" in props or "chat_template" in props
     ):
-        return _llama_cpp(http, base, props, entry)
+        return _llama_cpp(base, props, entry)
     tokens = http.try_post("/extras/tokenize", {"input": "Hello", "model": model})
     if isinstance(tokens, dict) and isinstance(tokens.get("tokens"), list):
         return replace(base, kind="llama-cpp-python", tokenizer="llama-cpp-python")
@@ -144,9 +144,7 @@ def probe(http: ServerHTTP, wanted_model: str = "") -> ServerProfile:
     return replace(base, window=window, window_source=source)
 
 
-def _llama_cpp(
-    http: ServerHTTP, base: ServerProfile, props: dict[str, Any], entry: dict[str, Any]
-) -> ServerProfile:
+def _llama_cpp(base: ServerProfile, props: dict[str, Any], entry: dict[str, Any]) -> ServerProfile:
     settings = props.get("default_generation_settings")
     n_ctx = settings.get("n_ctx") if isinstance(settings, dict) else None
     if not isinstance(n_ctx, int):

@@ -114,31 +114,25 @@ class ChatTemplate:
         env.filters["tojson"] = _tojson
         try:
             self._template = env.from_string(self.source)
-            self._probe()
+            self._raw([{"role": "user", "content": "u"}], None)
         except Exception:  # a broken template in a file: fall back, say so in origin
             self.origin = "fallback:chatml (template in file failed to render)"
             self.source = CHATML_TEMPLATE
             self._template = env.from_string(self.source)
         self.native_tools = "tools" in self.source and "tool_calls" in self.source
-        self.strict_alternation = self._needs_alternation()
-        self.supports_system = self._supports_system()
+        two_users = [{"role": "user", "content": "a"}, {"role": "user", "content": "b"}]
+        self.strict_alternation = not self._renders(two_users)
+        self.supports_system = self._renders(
+            [{"role": "system", "content": "s"}, {"role": "user", "content": "u"}]
+        )
 
-    def _probe(self) -> None:
-        self._raw([{"role": "user", "content": "u"}], None)
-
-    def _supports_system(self) -> bool:
+    def _renders(self, messages: list[dict[str, Any]]) -> bool:
+        """Whether the template renders ``messages`` (some raise on a shape they refuse)."""
         try:
-            self._raw([{"role": "system", "content": "s"}, {"role": "user", "content": "u"}], None)
+            self._raw(messages, None)
         except Exception:
             return False
         return True
-
-    def _needs_alternation(self) -> bool:
-        try:
-            self._raw([{"role": "user", "content": "a"}, {"role": "user", "content": "b"}], None)
-        except Exception:
-            return True
-        return False
 
     def _raw(
         self,

@@ -17,7 +17,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from assistant.agent.events import Notice
-from assistant.conversation import CompactionRecord, Conversation, Message
+from assistant.conversation import Conversation
 from assistant.service import chat_options, chats
 from assistant.service.branch_ends import BranchEnds
 from assistant.service.chat_options import BranchView, ChatOptions
@@ -78,14 +78,6 @@ class ChatSlot:
             return 0, 0
         prunes = [e for e in self.handle.entries if isinstance(e, PruneEntry)]
         return len(prunes), sum(e.tokens_freed for e in prunes)
-
-    def originals(self, record: CompactionRecord) -> list[Message]:
-        if self.handle is None:
-            return []
-        try:
-            return self.handle.compacted_originals(record.id)
-        except (KeyError, SessionError):
-            return []
 
     def branch_info(self, message_id: str) -> tuple[int, int]:
         """``(index, count)`` of a message among the versions of its place in the chat

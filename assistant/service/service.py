@@ -54,7 +54,7 @@ from assistant.compaction.branch import BranchSummarizer
 from assistant.compaction.recall import PassageIndex
 from assistant.compaction.request import CallRequest
 from assistant.config import Settings, save_settings
-from assistant.conversation import CompactionRecord, Conversation, Message
+from assistant.conversation import Conversation, Message
 from assistant.engine import Engine, build_engine
 from assistant.llm.base import CancelToken, LLMBackend, ModelInfo, Tunable
 from assistant.llm.worker import ModelWorker
@@ -239,9 +239,6 @@ class ChatService:
 
     def prune_count(self) -> tuple[int, int]:
         return self.chat.prune_count()
-
-    def originals(self, record: CompactionRecord) -> list[Message]:
-        return self.chat.originals(record)
 
     def branch_info(self, message_id: str) -> tuple[int, int]:
         return self.chat.branch_info(message_id)

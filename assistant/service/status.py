@@ -40,6 +40,7 @@ from assistant.compaction.events import (
     CompactionFinished,
     CompactionStarted,
     PruneEvent,
+    prune_note,
 )
 from assistant.conversation import CompactionRecord
 
@@ -69,15 +70,6 @@ BUSY = frozenset(
         Phase.STOPPING,
     }
 )
-
-
-def prune_note(count: int, tokens: int) -> str:
-    noun = "tool output" if count == 1 else "tool outputs"
-    return f"Cleared {count:,} old {noun}, {tokens:,} tokens"
-
-
-def compaction_note(record: CompactionRecord) -> str:
-    return f"Compacted from {record.tokens_before:,} to {record.tokens_after:,} tokens"
 
 
 def summarizer_line(record: CompactionRecord) -> str:

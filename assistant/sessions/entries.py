@@ -20,7 +20,7 @@ compaction, summary and checkout entries apply to the branch they are on.
 from __future__ import annotations
 
 import json
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, ClassVar, Literal, Self
 
 from pydantic import (
     BaseModel,
@@ -58,21 +58,25 @@ class EntryBase(BaseModel):
     """Fields every entry has."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
+    #: The field holding what the entry stores under its own id (message, record), if any.
+    same_id_as: ClassVar[str] = ""
 
     id: str = Field(min_length=1)
     parent_id: str | None
     timestamp: FiniteFloat
 
+    @model_validator(mode="after")
+    def _same_id(self) -> Self:
+        if self.same_id_as and getattr(self, self.same_id_as).id != self.id:
+            kind = type(self).model_fields["type"].default
+            raise ValueError(f"a {kind} entry's id must be the {self.same_id_as}'s id")
+        return self
+
 
 class MessageEntry(EntryBase):
+    same_id_as = "message"
     type: Literal["message"] = "message"
     message: Message
-
-    @model_validator(mode="after")
-    def _same_id(self) -> MessageEntry:
-        if self.id != self.message.id:
-            raise ValueError("a message entry's id must be the message's id")
-        return self
 
 
 class PruneEntry(EntryBase):
@@ -82,14 +86,9 @@ class PruneEntry(EntryBase):
 
 
 class CompactionEntry(EntryBase):
+    same_id_as = "record"
     type: Literal["compaction"] = "compaction"
     record: CompactionRecord
-
-    @model_validator(mode="after")
-    def _same_id(self) -> CompactionEntry:
-        if self.id != self.record.id:
-            raise ValueError("a compaction entry's id must be the record's id")
-        return self
 
 
 class BranchSummaryEntry(EntryBase):
@@ -168,12 +167,7 @@ def parse_header(data: Any) -> ChatHeader:
     try:
         return ChatHeader.model_validate(data)
     except ValidationError as exc:
-        raise ValueError(f"invalid header: {short_reason(exc)}") from None
-
-
-def short_reason(exc: ValidationError) -> str:
-    """The first validation error as ``field › path: message`` (see ``fieldnames``)."""
-    return first_error(exc)
+        raise ValueError(f"invalid header: {first_error(exc)}") from None
 
 
 def encode_line(item: ChatHeader | Entry) -> bytes:

@@ -17,7 +17,6 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from types import TracebackType
 from typing import Any
 
 from pydantic import JsonValue
@@ -367,11 +366,6 @@ class ChatHandle:
                     self._recall = RecallIndex.open(None, messages)
             return self._recall
 
-    # -- compaction ------------------------------------------------------------------------
-    def compacted_originals(self, record_id: str, *, cumulative: bool = False) -> list[Message]:
-        """The original messages a compaction replaced (copies, for a collapsed view)."""
-        return self._tree.compacted_originals(record_id, cumulative=cumulative)
-
     # -- lifecycle -------------------------------------------------------------------------
     def close(self) -> None:
         """Release the file and the lock. Further changes to the conversation will fail."""
@@ -393,12 +387,7 @@ class ChatHandle:
     def __enter__(self) -> ChatHandle:
         return self
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
     # -- internals -------------------------------------------------------------------------

@@ -12,7 +12,6 @@ import contextlib
 import os
 import sys
 from pathlib import Path
-from types import TracebackType
 
 from assistant.sessions.errors import ChatLockedError
 
@@ -56,12 +55,7 @@ class ChatLock:
         self.acquire()
         return self
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.release()
 
 

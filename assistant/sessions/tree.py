@@ -171,20 +171,3 @@ class ChatTree:
             elif isinstance(entry, CompactionEntry):
                 out[entry.id] = count
         return out
-
-    def compacted_originals(self, record_id: str, *, cumulative: bool = False) -> list[Message]:
-        """Messages a compaction replaced, as they were when it ran.
-
-        By default only those this compaction newly summarized (the previous compaction's
-        kept messages that it did not keep); with ``cumulative`` every message before its cut.
-        """
-        entry = self.get(record_id)
-        if not isinstance(entry, CompactionEntry):
-            raise KeyError(f"{record_id!r} is not a compaction of this chat")
-        before = self.build(entry.parent_id)
-        previously_kept = before.kept_messages()
-        before.compactions.append(entry.record.model_copy(deep=True))
-        kept = before.kept_messages()
-        pool = before.messages if cumulative else previously_kept
-        kept_ids = {m.id for m in kept}
-        return [m for m in pool if m.id not in kept_ids]

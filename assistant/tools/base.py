@@ -56,6 +56,11 @@ class ToolLimits:
     max_search_depth: int = 64
     max_search_s: float = 30.0
 
+    def clip(self, text: str, note: str) -> str:
+        """``text`` cut to ``max_output_chars``, then ``[note]`` on a line of its own."""
+        cap = self.max_output_chars
+        return text if len(text) <= cap else f"{text[:cap]}\n[{note}]"
+
     def walk_budget(self, cancelled: Callable[[], bool]) -> WalkBudget:
         """A fresh budget for one search; ``cancelled`` is the user's Stop."""
         return WalkBudget(

@@ -55,6 +55,5 @@ class FindFilesTool(Tool[FindFilesArgs]):
         text = "\n".join(found)
         if more:
             text += f"\n[{more:,} more files match; use a narrower pattern or path.]"
-        if len(text) > ctx.limits.max_output_chars:
-            text = text[: ctx.limits.max_output_chars] + "\n[List cut; use a narrower pattern.]"
+        text = ctx.limits.clip(text, "List cut; use a narrower pattern.")
         return ToolResult(text + note)

@@ -145,8 +145,7 @@ def _report(pattern: str, hits: _Hits, budget: WalkBudget) -> str:
     if not hits.lines:
         return f"No matches for {pattern!r}{note}.{cut}"
     out = "\n".join(hits.lines)
-    if len(out) > limits.max_output_chars:
-        out = out[: limits.max_output_chars] + "\n[Output cut.]"
+    out = limits.clip(out, "Output cut.")
     if hits.extra:
         out += (
             f"\n[{hits.extra:,} more matches not shown; narrow the pattern or the path, or "

@@ -37,7 +37,10 @@ class ListDirTool(Tool[ListDirArgs]):
                 f"[{len(entries) - cap:,} more entries not shown; use find_files with a "
                 "pattern to narrow the list.]"
             )
-        return ToolResult(_clip("\n".join(lines), ctx.limits.max_output_chars))
+        listing = "\n".join(lines)
+        return ToolResult(
+            ctx.limits.clip(listing, "Listing cut; use find_files with a pattern to narrow it.")
+        )
 
 
 def _is_dir(entry: os.DirEntry[str]) -> bool:
@@ -67,9 +70,3 @@ def _size(n: int) -> str:
             return f"{int(size):,} {unit}" if unit == "bytes" else f"{size:.1f} {unit}"
         size /= 1024
     return f"{n} bytes"  # pragma: no cover
-
-
-def _clip(text: str, cap: int) -> str:
-    if len(text) <= cap:
-        return text
-    return text[:cap] + "\n[Listing cut; use find_files with a pattern to narrow it.]"

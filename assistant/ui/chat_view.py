@@ -19,11 +19,11 @@ from collections.abc import Callable
 from functools import partial
 
 from PySide6.QtCore import Qt, Signal
-from PySide6.QtWidgets import QFrame, QPushButton, QScrollArea, QWidget
+from PySide6.QtWidgets import QPushButton, QScrollArea, QWidget
 
 from assistant.conversation import CompactionRecord, Conversation, Message, ToolCall
 from assistant.sessions.summary import is_branch_summary, summary_text
-from assistant.ui.boxes import vbox
+from assistant.ui.boxes import vbox, vertical_scroller
 from assistant.ui.message_widgets import BranchEndRow, MessageWidget
 from assistant.ui.notices import CompactionLine, CompactionNotice, NoticeWidget, PruneNotice
 from assistant.ui.theme import zoomed_font
@@ -63,9 +63,7 @@ class ChatView(QScrollArea):
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.setObjectName("ChatView")
-        self.setWidgetResizable(True)
-        self.setFrameShape(QFrame.Shape.NoFrame)
-        self.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        vertical_scroller(self)
         self._inner = QWidget()
         self._inner.setObjectName("ChatViewport")
         self._layout = vbox(self._inner, (24, 16, 24, 16), 12)

@@ -40,13 +40,12 @@ from assistant.agent.events import (
     TurnFinished,
 )
 from assistant.compaction.events import (
-    CompactionCancelled,
     CompactionFailed,
     CompactionFinished,
+    CompactionStarted,
     ContextEvent,
     PruneEvent,
-    TrimEvent,
-    trim_text,
+    context_line,
 )
 from assistant.config import Settings
 from assistant.conversation import Message
@@ -463,15 +462,12 @@ class MainWindow(WindowDialogs):
         if isinstance(event, PruneEvent):
             self.chat_view.add_prune_notice(list(event.message_ids), event.tokens_freed)
             self.context_bar.add_prune(event.tokens_freed)
-        elif isinstance(event, TrimEvent):
-            self.show_notice("info", trim_text(event))
         elif isinstance(event, CompactionFinished):
             self._render_conversation()
             self.chat_view.add_compaction_line(event.record)
-        elif isinstance(event, CompactionFailed):
-            self.show_notice("error", f"Compaction failed: {event.error}")
-        elif isinstance(event, CompactionCancelled):
-            self.show_notice("info", "Compaction cancelled.")
+        elif not isinstance(event, CompactionStarted):  # (the status bar shows that one)
+            level = "error" if isinstance(event, CompactionFailed) else "info"
+            self.show_notice(level, context_line(event))
 
     def _turn_finished(self, event: TurnFinished) -> None:
         self.chat_view.end_streaming(stopped=event.stopped)

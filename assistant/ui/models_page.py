@@ -36,7 +36,7 @@ from assistant.llm import catalog
 from assistant.llm.catalog import CatalogModel, ModelFileError
 from assistant.llm.context_probe import measured_line
 from assistant.llm.registry import Registry
-from assistant.ui.boxes import vbox
+from assistant.ui.boxes import vbox, vertical_scroller
 from assistant.ui.elided_label import ElidedLabel
 from assistant.ui.form_parts import format_size
 
@@ -177,10 +177,7 @@ class ModelsPage(QDialog):
         intro.setWordWrap(True)
         intro.setObjectName("MutedLabel")
         layout.addWidget(intro)
-        self.list_area = QScrollArea()
-        self.list_area.setWidgetResizable(True)
-        self.list_area.setFrameShape(QFrame.Shape.NoFrame)
-        self.list_area.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        self.list_area = vertical_scroller(QScrollArea())
         self._list = QWidget()
         self._list.setObjectName("ModelList")
         self._list_layout = vbox(self._list, (0, 0, 0, 0), 8)

@@ -19,8 +19,9 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from assistant.compaction.events import compaction_note, prune_note
 from assistant.conversation import CompactionRecord
-from assistant.service.status import compaction_note, prune_note, summarizer_line
+from assistant.service.status import summarizer_line
 from assistant.ui.boxes import hbox, vbox
 from assistant.ui.buttons import action_button
 from assistant.ui.theme import monospace_font

@@ -255,12 +255,10 @@ class SettingsDialog(QDialog):
 
         switches = QGroupBox("Automatic context management")
         sw = QVBoxLayout(switches)
-        self.auto_compact = QCheckBox("Summarize older messages when the window is full")
-        self.compact_on_overflow = QCheckBox("On a context overflow, summarize and retry once")
-        self.prune = QCheckBox("Clear old tool outputs before every model call (pruning)")
-        self.compact_ahead = QCheckBox(
-            "Write the next summary ahead of time, while the model is idle"
-        )
+        self.auto_compact = QCheckBox(SETTING_LABELS["auto_compact"])
+        self.compact_on_overflow = QCheckBox(SETTING_LABELS["compact_on_overflow"])
+        self.prune = QCheckBox(SETTING_LABELS["prune"] + " (pruning)")
+        self.compact_ahead = QCheckBox(SETTING_LABELS["compact_ahead"])
         ahead_help = CompactionSwitches.model_fields["compact_ahead"].description or ""
         self.compact_ahead.setToolTip(ahead_help)
         self.compact_ahead.setAccessibleDescription(ahead_help)
@@ -412,7 +410,7 @@ class SettingsDialog(QDialog):
             self._result = None
             for err in exc.errors():
                 loc = tuple(err.get("loc", ()))
-                where = _describe_loc(loc)
+                where = setting_name(loc)  # (as settings-file errors name it)
                 msg = str(err.get("msg", "invalid")).removeprefix("Value error, ")
                 self.errors.append(f"{where}: {msg}" if where else msg)
                 for widget in self._widgets_for(loc):
@@ -644,11 +642,6 @@ class SettingsDialog(QDialog):
             combo.currentIndexChanged.connect(self.validate)
         self.performance_page.connect_changed(self.validate)
         self.engine_page.changed.connect(self.validate)
-
-
-def _describe_loc(loc: tuple[Any, ...]) -> str:
-    """The field as this dialog names it (shared with settings-file errors)."""
-    return setting_name(loc)
 
 
 _IN_FORCE = re.compile(r"^(?P<n>\d+) threads?\b.*?\((?P<how>measured|default|set)\)")

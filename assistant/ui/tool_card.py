@@ -104,7 +104,7 @@ class ToolCard(QFrame):
         self.pruned_note.setWordWrap(True)
         self.show_original_button = action_button("Show original", "Show the full output")
         self.show_original_button.setCheckable(True)
-        self.show_original_button.toggled.connect(self._show_original)
+        self.show_original_button.toggled.connect(lambda _shown: self._refresh())
         pruned.addWidget(self.pruned_note, 1)
         pruned.addWidget(self.show_original_button)
         details.addWidget(self.pruned_row)
@@ -139,9 +139,6 @@ class ToolCard(QFrame):
     @property
     def is_pruned(self) -> bool:
         return self.result is not None and self.result.pruned
-
-    def _show_original(self, shown: bool) -> None:
-        self._refresh()
 
     def _refresh(self) -> None:
         arrow = "▾" if self.header.isChecked() else "▸"

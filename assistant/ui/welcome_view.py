@@ -15,7 +15,6 @@ from pathlib import Path
 from PySide6.QtCore import QRect, QSize, Qt, Signal
 from PySide6.QtGui import QPaintEvent
 from PySide6.QtWidgets import (
-    QFrame,
     QHBoxLayout,
     QLabel,
     QPushButton,
@@ -27,7 +26,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from assistant.ui.boxes import hbox, vbox
+from assistant.ui.boxes import hbox, vbox, vertical_scroller
 from assistant.ui.elided_label import ElidedLabel
 
 #: Prompts a small local model answers well (no files or tools needed).
@@ -128,9 +127,7 @@ class WelcomeView(QScrollArea):
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.setObjectName("WelcomeView")
-        self.setWidgetResizable(True)
-        self.setFrameShape(QFrame.Shape.NoFrame)
-        self.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        vertical_scroller(self)
         inner = QWidget()
         inner.setObjectName("WelcomeInner")
         outer = hbox(inner, (24, 24, 24, 24))

@@ -6,7 +6,8 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from assistant.agent.events import ContextChanged, ContextUsage, Notice, TurnFinished
-from assistant.agent.loop import OVERFLOW_FAILED, OVERFLOW_NO_COMPACT
+from assistant.agent.loop import OVERFLOW_NO_COMPACT
+from assistant.agent.overflow import GENERIC as OVERFLOW_FAILED
 from assistant.compaction.controller import ContextTooLargeError
 from assistant.compaction.events import ContextEvent, PruneEvent
 from assistant.compaction.request import CallRequest, MessageFit, PreparedRequest

@@ -8,9 +8,9 @@ from collections.abc import Callable
 import pytest
 
 from assistant.agent.events import ContextChanged
-from assistant.compaction.events import PruneEvent
+from assistant.compaction.events import PruneEvent, prune_note
 from assistant.compaction.summary.grammar import SKELETON
-from assistant.service.status import Phase, Status, StatusMachine, prune_note
+from assistant.service.status import Phase, Status, StatusMachine
 from tests.fakes.scripted import ScriptedBackend
 
 from .conftest import Rig

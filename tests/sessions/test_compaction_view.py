@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import pytest
-
 from assistant.conversation import CompactionRecord, Message
 from assistant.sessions import SessionStore
 
@@ -33,16 +31,15 @@ def test_originals_stay_behind_each_compaction(store: SessionStore) -> None:
     conv.add_compaction(second)
     assert [m.id for m in conv.kept_messages()] == [msgs[4].id, msgs[5].id] + [m.id for m in more]
 
-    assert [m.content for m in chat.compacted_originals(first.id)] == ["turn 0", "turn 1"]
-    assert [m.content for m in chat.compacted_originals(second.id)] == ["turn 2", "turn 3"]
-    every = chat.compacted_originals(second.id, cumulative=True)
-    assert [m.content for m in every] == ["turn 0", "turn 1", "turn 2", "turn 3"]
-    with pytest.raises(KeyError):
-        chat.compacted_originals(msgs[0].id)
+    originals = ["turn 0", "turn 1", "turn 2", "turn 3", "turn 4", "turn 5", "later 0", "later 1"]
+    assert [m.content for m in conv.messages] == originals
 
     dump = conv.model_dump()
     chat.close()
 
     with store.open(chat.chat_id) as again:
         assert again.conversation.model_dump() == dump
-        assert [m.content for m in again.compacted_originals(second.id)] == ["turn 2", "turn 3"]
+        assert [m.content for m in again.conversation.messages] == originals
+        assert [m.id for m in again.conversation.kept_messages()] == [
+            msgs[4].id, msgs[5].id, *(m.id for m in more)
+        ]

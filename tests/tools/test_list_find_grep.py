@@ -126,3 +126,22 @@ def test_cancelled_search_stops(registry: ToolRegistry, ctx: ToolContext, root: 
     ctx.cancel.cancel()
     result = registry.run(ToolCall(name="grep", arguments={"pattern": "x"}), ctx)
     assert result.is_error and "cancelled" in result.text
+
+
+def test_long_outputs_are_cut_at_the_cap_with_a_note_on_how_to_narrow(
+    registry: ToolRegistry, ctx: ToolContext, root: Path
+) -> None:
+    for i in range(60):
+        (root / f"{'long_file_name_' * 3}{i:03d}.txt").write_text("needle here\n", encoding="utf-8")
+    small = ToolContext(ctx.workspace, ToolLimits(max_output_chars=500), ctx.cancel)
+    notes = {
+        "list_dir": ({}, "[Listing cut; use find_files with a pattern to narrow it.]"),
+        "find_files": ({"pattern": "*.txt"}, "[List cut; use a narrower pattern.]"),
+        "grep": ({"pattern": "needle"}, "[Output cut.]"),
+    }
+    for tool, (arguments, note) in notes.items():
+        result = registry.run(ToolCall(name=tool, arguments=arguments), small)
+        assert not result.is_error, tool
+        assert note in result.text, tool
+        shown = result.text.partition("\n" + note)[0]
+        assert len(shown) == 500, tool  # exactly the cap, then the note

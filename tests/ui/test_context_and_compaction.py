@@ -11,12 +11,19 @@ from PySide6.QtGui import QColor
 
 from assistant.agent.events import ContextChanged, ContextUsage
 from assistant.compaction.context_render import is_output
+from assistant.compaction.events import (
+    CompactionCancelled,
+    CompactionFailed,
+    TrimEvent,
+    trim_text,
+)
 from assistant.compaction.summary.clean import parse_sections
 from assistant.compaction.summary.grammar import SKELETON
 from assistant.config import Settings
+from assistant.conversation import CompactionReason
 from assistant.ui.context_bar import ContextBar
 from assistant.ui.message_widgets import MessageWidget
-from assistant.ui.notices import CompactionNotice, PruneNotice
+from assistant.ui.notices import CompactionNotice, NoticeWidget, PruneNotice
 from assistant.ui.theme import current_colors
 from assistant.ui.tool_card import ToolCard
 from tests.fakes.scripted import ScriptedBackend
@@ -237,6 +244,29 @@ def test_prune_notice_and_pruned_card_can_show_the_original(make_window) -> None
     assert card.result_box.isVisibleTo(card)
     assert "TODO book the venue" in card.result_box.toPlainText()
     assert h.window.context_bar.prunes == 1 and h.window.context_bar.pruned_tokens == 1240
+
+
+def test_failed_cancelled_and_cut_context_events_are_notices_in_the_chat(make_window) -> None:
+    h = make_window()
+    cut = TrimEvent(("c",), 900, 400)
+    events = (
+        cut,
+        CompactionFailed(CompactionReason.OVERFLOW, "the model stopped"),
+        CompactionCancelled(CompactionReason.MANUAL),
+    )
+    for event in events:
+        h.window.bridge.post(ContextChanged(event))
+
+    def notices() -> list[tuple[str, str]]:
+        entries = h.window.chat_view.entries()
+        return [(e.level, e.text) for e in entries if isinstance(e, NoticeWidget)]
+
+    h.qtbot.waitUntil(lambda: len(notices()) == 3)
+    assert notices() == [
+        ("info", trim_text(cut)),
+        ("error", "Compaction failed: the model stopped"),
+        ("info", "Compaction cancelled."),
+    ]
 
 
 def test_compacting_strip_shows_and_input_stays_usable(make_window) -> None:
