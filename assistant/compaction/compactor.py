@@ -241,8 +241,15 @@ class Compactor:
             # With nothing before the message left to summarize, the current summary stays
             # as it is: it must fit beside the turn too.
             stays = count(prev.summary) + SUMMARY_SLACK if prev is not None and latest == 0 else 0
-            if left >= max(budget.header + MIN_RECORD, stays):
+            smallest = budget.header + MIN_RECORD
+            if left >= max(smallest, stays):
                 budget = beside_latest(budget, left)
+            elif stays == 0 and budget.room - counts[latest] < smallest:
+                # The message alone leaves less than the smallest summary beside the reply:
+                # splitting its turn would put the message itself into the record, cut. The
+                # summary shrinks to the smallest instead; the reply gets what is left (the
+                # controller says so), or the prompt cannot fit at all (the overflow path).
+                budget = beside_latest(budget, smallest)
             else:
                 # A turn whose answered tool steps cannot fit beside any summary is split, as
                 # before: the message goes into the summary's record (whole when it fits the
