@@ -247,8 +247,16 @@ class Compactor:
             elif stays == 0 and budget.room - counts[latest] < smallest:
                 # The message alone leaves less than the smallest summary beside the reply:
                 # splitting its turn would put the message itself into the record, cut. The
-                # summary shrinks to the smallest instead; the reply gets what is left (the
-                # controller says so), or the prompt cannot fit at all (the overflow path).
+                # summary shrinks to the smallest instead, and the reply gets what is left
+                # (the controller says so).
+                if policy.limit - overhead - SUMMARY_SLACK - counts[latest] < smallest:
+                    # Not even the smallest summary fits beside it in the whole window:
+                    # nothing summarized makes room, and the message is never cut into a
+                    # record. The model call overflows and the user is told (the agent's
+                    # overflow message); the message stays in the chat.
+                    log.info("The latest message (%d tokens) leaves no room for the smallest "
+                             "summary in the window: nothing is summarized", counts[latest])
+                    return None, budget
                 budget = beside_latest(budget, smallest)
             else:
                 # A turn whose answered tool steps cannot fit beside any summary is split, as
