@@ -69,7 +69,8 @@ class Status(StrEnum):
     DONE = "done"
     CANCELLED = "cancelled"
     FAILED = "failed"
-    NOTHING = "nothing"  # nothing may be summarized (the recent messages fit, or all pending)
+    NOTHING = "nothing"  # nothing may be summarized (the recent messages fit, all pending, or
+    # shorter than any summary of them)
 
 
 @dataclass(frozen=True)
@@ -298,7 +299,7 @@ class Compactor:
                 allowed=allowed, prefer=prefer, prefer_limit=min(limit + prefer_slack, fits_now),
             )
             if not cut.summarizes_anything:
-                return plan, budget
+                return self._if_shrinks(plan, counts, prev, budget), budget
             tail = kept[cut.cut :]
             files = facts.files_before(cut.cut)
             state = facts.record_state(
@@ -328,7 +329,29 @@ class Compactor:
             floor = cut.kept_tokens + deficit
             keep = max(keep, floor)
             raised = True
-        return plan, budget
+        return self._if_shrinks(plan, counts, prev, budget), budget
+
+    def _if_shrinks(
+        self, plan: Plan | None, counts: Sequence[int], prev: CompactionRecord | None,
+        budget: Budget,
+    ) -> Plan | None:
+        """``plan``, or None when the smallest summary it can have (the header and its
+        record, with no summary proper) is no smaller than what it would replace: a few
+        short messages before a latest one that fills the window. The compaction could only
+        fail ("did not shrink") after asking the model for a summary."""
+        if plan is None:
+            return None
+        count = self.counter.message
+        replaced = sum(counts[: plan.cut.cut])
+        if prev is not None:
+            replaced += count(Message(role="user", content=prev.summary))
+        least = count(Message(role="user", content=compose_summary(
+            "", plan.mechanical, short=budget.short)))
+        if least < replaced:
+            return plan
+        log.info("Nothing summarized: the smallest summary (%d tokens) would replace %d",
+                 least, replaced)
+        return None
 
     def _preferred(self, kept: Sequence[Message]) -> int | None:
         """The cut the newest summary written ahead of time for these messages was planned
@@ -532,7 +555,8 @@ class Compactor:
         if plan is None:
             return CompactionOutcome(
                 Status.NOTHING, tokens_before,
-                error="nothing to summarize: the recent messages fit, or are not answered yet",
+                error=("nothing to summarize: the recent messages fit, are not answered yet, "
+                       "or are shorter than any summary of them"),
             )
         on_start(plan.cut.cut)
         log.info(
