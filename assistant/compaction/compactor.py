@@ -243,21 +243,22 @@ class Compactor:
             # as it is: it must fit beside the turn too.
             stays = count(prev.summary) + SUMMARY_SLACK if prev is not None and latest == 0 else 0
             smallest = budget.header + MIN_RECORD
+            hard = policy.limit - overhead - SUMMARY_SLACK  # the window, reserve included
             if left >= max(smallest, stays):
                 budget = beside_latest(budget, left)
-            elif stays == 0 and budget.room - counts[latest] < smallest:
+            elif stays == 0 and hard - counts[latest] < smallest:
+                # Not even the smallest summary fits beside the message in the whole window:
+                # nothing summarized makes room, and the message is never cut into a record.
+                # The model call overflows and the user is told (the agent's overflow
+                # message); the message stays in the chat.
+                log.info("The latest message (%d tokens) leaves no room for the smallest "
+                         "summary in the window: nothing is summarized", counts[latest])
+                return None, budget
+            elif stays == 0 and budget.room - counts[latest] < smallest and hard - need >= smallest:
                 # The message alone leaves less than the smallest summary beside the reply:
                 # splitting its turn would put the message itself into the record, cut. The
-                # summary shrinks to the smallest instead, and the reply gets what is left
-                # (the controller says so).
-                if policy.limit - overhead - SUMMARY_SLACK - counts[latest] < smallest:
-                    # Not even the smallest summary fits beside it in the whole window:
-                    # nothing summarized makes room, and the message is never cut into a
-                    # record. The model call overflows and the user is told (the agent's
-                    # overflow message); the message stays in the chat.
-                    log.info("The latest message (%d tokens) leaves no room for the smallest "
-                             "summary in the window: nothing is summarized", counts[latest])
-                    return None, budget
+                # summary shrinks to the smallest instead (the turn fits the window beside
+                # it), and the reply gets what is left (the controller says so).
                 budget = beside_latest(budget, smallest)
             else:
                 # A turn whose answered tool steps cannot fit beside any summary is split, as
