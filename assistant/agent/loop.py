@@ -341,10 +341,6 @@ class Agent:
             max_tokens = max(1, min(settings.sampling.max_reply_tokens, prepared.reserve))
             gen_start = time.perf_counter()
             try:
-                if self.backend.info.exact_counts and prepared.prompt_tokens >= prepared.window:
-                    # Counted exactly and over the window: the model would refuse it; it is
-                    # not sent, and the overflow path below runs as if it had been.
-                    raise ContextOverflowError(prepared.prompt_tokens, prepared.window)
                 text, result = self._generate(prepared, tools, max_tokens, settings, cancel)
             except ContextOverflowError:
                 if overflow_retried or not settings.switches().compact_on_overflow:

@@ -106,16 +106,16 @@ def test_a_message_too_large_for_any_summary_beside_it_gets_the_overflow_message
     settings: Settings, workspace: Path
 ) -> None:
     """With a longer system prompt not even the smallest summary fits beside the message:
-    it is not cut into a record, nothing over the window is sent to the model (the overflow
-    compaction is tried once), the user is told what does not fit, and the message stays in
-    the chat."""
+    it is not cut into a record; one model call is refused (before any token is read), the
+    user is told what does not fit, and the message stays in the chat."""
     settings.system_prompt += " Be brief." * 150
     h, backend = _after_a_tool_call(settings, workspace)
     text = _message(h, 2_300)
     h.conv.append(Message(role="user", content=text))
     calls = len(backend.calls)
     h.agent.respond(h.conv)
-    assert len(backend.calls) == calls  # nothing sent, no retry loop
+    assert len(backend.calls) == calls + 1  # one refused call: no retry loop
+    assert backend.calls[-1].result is None  # refused before it was read
     errors = [n.text for n in h.events.of(Notice) if n.level == "error"]
     assert len(errors) == 1
     assert "The newest message is too long for this window" in errors[0]
