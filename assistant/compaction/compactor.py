@@ -69,7 +69,8 @@ class Status(StrEnum):
     DONE = "done"
     CANCELLED = "cancelled"
     FAILED = "failed"
-    NOTHING = "nothing"  # nothing may be summarized (the recent messages fit, or all pending)
+    NOTHING = "nothing"  # nothing may be summarized (the recent messages fit, all pending, or
+    # shorter than any summary of them)
 
 
 @dataclass(frozen=True)
@@ -241,8 +242,24 @@ class Compactor:
             # With nothing before the message left to summarize, the current summary stays
             # as it is: it must fit beside the turn too.
             stays = count(prev.summary) + SUMMARY_SLACK if prev is not None and latest == 0 else 0
-            if left >= max(budget.header + MIN_RECORD, stays):
+            smallest = budget.header + MIN_RECORD
+            hard = policy.limit - overhead - SUMMARY_SLACK  # the window, reserve included
+            if left >= max(smallest, stays):
                 budget = beside_latest(budget, left)
+            elif stays == 0 and hard - counts[latest] < smallest:
+                # Not even the smallest summary fits beside the message in the whole window:
+                # nothing summarized makes room, and the message is never cut into a record.
+                # The model call overflows and the user is told (the agent's overflow
+                # message); the message stays in the chat.
+                log.info("The latest message (%d tokens) leaves no room for the smallest "
+                         "summary in the window: nothing is summarized", counts[latest])
+                return None, budget
+            elif stays == 0 and budget.room - counts[latest] < smallest and hard - need >= smallest:
+                # The message alone leaves less than the smallest summary beside the reply:
+                # splitting its turn would put the message itself into the record, cut. The
+                # summary shrinks to the smallest instead (the turn fits the window beside
+                # it), and the reply gets what is left (the controller says so).
+                budget = beside_latest(budget, smallest)
             else:
                 # A turn whose answered tool steps cannot fit beside any summary is split, as
                 # before: the message goes into the summary's record (whole when it fits the
@@ -283,7 +300,7 @@ class Compactor:
                 allowed=allowed, prefer=prefer, prefer_limit=min(limit + prefer_slack, fits_now),
             )
             if not cut.summarizes_anything:
-                return plan, budget
+                return self._if_shrinks(plan, counts, prev, budget), budget
             tail = kept[cut.cut :]
             files = facts.files_before(cut.cut)
             state = facts.record_state(
@@ -313,7 +330,29 @@ class Compactor:
             floor = cut.kept_tokens + deficit
             keep = max(keep, floor)
             raised = True
-        return plan, budget
+        return self._if_shrinks(plan, counts, prev, budget), budget
+
+    def _if_shrinks(
+        self, plan: Plan | None, counts: Sequence[int], prev: CompactionRecord | None,
+        budget: Budget,
+    ) -> Plan | None:
+        """``plan``, or None when the smallest summary it can have (the header and its
+        record, with no summary proper) is no smaller than what it would replace: a few
+        short messages before a latest one that fills the window. The compaction could only
+        fail ("did not shrink") after asking the model for a summary."""
+        if plan is None:
+            return None
+        count = self.counter.message
+        replaced = sum(counts[: plan.cut.cut])
+        if prev is not None:
+            replaced += count(Message(role="user", content=prev.summary))
+        least = count(Message(role="user", content=compose_summary(
+            "", plan.mechanical, short=budget.short)))
+        if least < replaced:
+            return plan
+        log.info("Nothing summarized: the smallest summary (%d tokens) would replace %d",
+                 least, replaced)
+        return None
 
     def _preferred(self, kept: Sequence[Message]) -> int | None:
         """The cut the newest summary written ahead of time for these messages was planned
@@ -517,7 +556,8 @@ class Compactor:
         if plan is None:
             return CompactionOutcome(
                 Status.NOTHING, tokens_before,
-                error="nothing to summarize: the recent messages fit, or are not answered yet",
+                error=("nothing to summarize: the recent messages fit, are not answered yet, "
+                       "or are shorter than any summary of them"),
             )
         on_start(plan.cut.cut)
         log.info(

@@ -10,7 +10,15 @@ from assistant.config import default_local
 from assistant.conversation import Conversation, Message
 from tests.fakes.scripted import ScriptedBackend
 
-from .helpers import GOOD_SUMMARY, SYSTEM, controller, long_message, tool_turn, writes
+from .helpers import (
+    GOOD_SUMMARY,
+    SYSTEM,
+    controller,
+    local_policy,
+    long_message,
+    tool_turn,
+    writes,
+)
 
 WINDOW = 8192
 
@@ -80,3 +88,24 @@ def test_a_message_larger_than_the_room_is_refused_with_its_size_and_the_room() 
     assert f"{fit.tokens:,} tokens" in refusal and f"room for {room:,}" in refusal
     # A first message needs no summary beside it: its room is larger.
     assert ctl.message_fit(CallRequest(Conversation(), SYSTEM), text).fits
+
+
+def test_a_short_exchange_before_a_message_that_fills_the_window_stays_as_it_is() -> None:
+    """Any summary of "hi" and its answer is larger than they are: nothing is summarized
+    (the model was asked for a summary, then "Compaction failed: the prompt did not
+    shrink" showed as an error); the reply gets what is left, and the user is told."""
+    policy = local_policy(window=3_000, protect=500, minimum=100, reserve=400,
+                          keep_recent=800, summary_budget=400)
+    backend = ScriptedBackend([writes(GOOD_SUMMARY)] * 4, window=3_000)
+    ctl, _, events = controller(backend, policy)
+    conv = Conversation()
+    conv.append(Message(role="user", content="hi"))
+    conv.append(Message(role="assistant", content="Hello.", stopped=True))
+    text = long_message(backend, 2_540)
+    conv.append(Message(role="user", content=text))
+    req = ctl.prepare(CallRequest(conv, SYSTEM))
+    assert not backend.calls  # no summary asked for
+    assert not events and req.compaction is None and not conv.compactions
+    assert [m["content"] for m in req.messages[1:]] == ["hi", "Hello.", text]
+    assert policy.reserve > 3_000 - req.prompt_tokens > 0
+    assert any("leaves less than the reserve" in n for n in req.notices)

@@ -89,6 +89,17 @@ def _t(user: int, tools: list[tuple[int, bool]], answer: int, stopped: bool) -> 
 @example(turns=[_t(1, [], 1, False), _t(1, [], 1, False), _t(1, [], 1, False),
                 _t(382, [], 1, False), _t(1046, [(1, False), (1, False), (247, False)], 1, False)],
          prune=False, good=[False])
+# A new message that nearly fills the window after a turn with a tool step: the summary
+# of that turn shrinks to the smallest one (the prompt was two tokens over the window).
+@example(turns=[_t(214, [(1, False)], 1, True), _t(1228, [], 1, False)], prune=False,
+         good=[False])
+# The same after a short stopped turn: the smallest summary, not a failed compaction
+# ("did not shrink 2601->2601").
+@example(turns=[_t(19, [], 19, True), _t(1228, [], 1, False)], prune=False, good=[False])
+# A first message too long to keep whole beside the outputs of its own tool steps: the turn
+# is split (the message goes into the record) rather than sent one token over the window.
+@example(turns=[_t(1278, [(37, False), (362, False), (362, False)], 1, False)], prune=False,
+         good=[False])
 def test_prompt_never_exceeds_the_window_and_pairs_stay_together(
     turns: list[dict[str, Any]], prune: bool, good: list[bool]
 ) -> None:
