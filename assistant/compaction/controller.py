@@ -391,7 +391,8 @@ class ContextController:
             else:
                 job = _job(call, CompactionReason.THRESHOLD)
                 record = self._run(conv, job, req.prompt_tokens, pol).record
-        req = self._request(call, pol, exact=exact)
+        if record is not None or req.prompt_tokens + pol.reserve > pol.limit or self._last_cuts:
+            req = self._request(call, pol, exact=exact)  # else: the same request again
         if req.prompt_tokens + pol.reserve > pol.limit:
             notices.append(
                 f"The prompt ({req.prompt_tokens:,} tokens) leaves less than the "

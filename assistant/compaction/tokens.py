@@ -30,7 +30,6 @@ characters-per-token guess is never used.
 from __future__ import annotations
 
 import copy
-import json
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -44,7 +43,7 @@ _ANCHOR: dict[str, Any] = {"role": "system", "content": "."}
 MEMO_LIMIT = 50_000
 
 MemoKey = tuple[str, bool, str, int, int, tuple[tuple[str, str], ...]]
-SegmentKey = tuple[int, int, str]
+SegmentKey = tuple[int, int, int]
 
 
 def _memo_key(msg: Message) -> MemoKey:
@@ -57,11 +56,10 @@ def _segment_key(message: dict[str, Any]) -> SegmentKey:
     """What a rendered message's segment depends on: its content (hashed; CPython caches a
     string's hash) and everything else in it (role, calls, ids: small)."""
     content = message.get("content")
-    text = content if isinstance(content, str) else json.dumps(content, default=str)
-    rest = json.dumps(
-        {k: v for k, v in message.items() if k != "content"}, sort_keys=True, default=str
-    )
-    return (hash(text), len(text), rest)
+    text = content if isinstance(content, str) else repr(content)
+    rest = sorted((k, v if isinstance(v, str) else repr(v))
+                  for k, v in message.items() if k != "content")
+    return (hash(text), len(text), hash(tuple(rest)))
 
 
 class TokenCounter:
