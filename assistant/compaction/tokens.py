@@ -29,7 +29,6 @@ characters-per-token guess is never used.
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -183,8 +182,10 @@ class TokenCounter:
             got = be.encode_prompt(messages, tools)
         else:
             got = EncodedPrompt(count=be.count_prompt(messages, tools))
-        # A copy: a caller may change its message dicts after (recall adds to the last one).
-        self._last = (copy.deepcopy(list(messages)), copy.deepcopy(shown), got)
+        # A copy of each message: a caller may change one after (a copy of the whole prompt
+        # cost more than its encode). What messages hold (calls, their arguments) is
+        # replaced, never changed in place: recall and the rendering write new dicts.
+        self._last = ([dict(m) for m in messages], [dict(t) for t in shown], got)
         return got
 
 
