@@ -301,22 +301,23 @@ class ContextController:
     def measure(self, call: CallRequest) -> PreparedRequest:
         """The prompt as it stands, counted exactly and split into segments, for the
         context bar between calls. Changes nothing: no pruning, compaction or cut is made,
-        recorded or reported."""
+        recorded or reported. Encoded once, as :meth:`prepare` does."""
         cuts = self._last_cuts
         try:
             pol = self.policy()
-            req = self._request(call, pol, trim=False)
+            req = self._request(call, pol, trim=False, exact=not self.counter.additive)
         finally:
             self._last_cuts = cuts
-        if not self.render_earlier():
-            return req
-        # The next prompt writes every turn shown now as an earlier one (its user message
-        # comes after them): count them as it will.
-        kept = self.facts.of(call.conv).kept
-        messages = render_history(req.messages, first=len(req.messages) - len(kept),
-                                  user_calls=_user_calls(kept), latest=len(req.messages))
-        if messages != req.messages:
-            self._adopt(req, messages, call, pol)
+        if self.render_earlier():
+            # The next prompt writes every turn shown now as an earlier one (its user
+            # message comes after them): count them as it will.
+            kept = self.facts.of(call.conv).kept
+            messages = render_history(req.messages, first=len(req.messages) - len(kept),
+                                      user_calls=_user_calls(kept), latest=len(req.messages))
+            if messages != req.messages:
+                self._adopt(req, messages, call, pol)
+        if req.prompt is None and not self._checked(call, req):
+            return self.measure(call)  # on exact counts now
         return req
 
     def message_fit(self, call: CallRequest, text: str) -> MessageFit:
@@ -352,22 +353,27 @@ class ContextController:
         pruned = self.prune(conv) if self.prune_enabled() else 0
         pol = self.turn_policy(call)
         req, record, notices = self._prepare(call, pol, exact=not self.counter.additive)
-        if req.prompt is None:  # decided on sums: the one encode, checked against them
-            prompt = self.counter.encode(req.messages, call.tools)
-            if prompt.count == req.prompt_tokens:
-                req.prompt = prompt
-            else:
-                self.counter.additive = False
-                log.warning("Segment sums differ from the exact count (%d, %d tokens): "
-                            "every prompt is counted whole from now on",
-                            req.prompt_tokens, prompt.count)
-                req, again, notices = self._prepare(call, pol, exact=True)
-                record = record or again
+        if req.prompt is None and not self._checked(call, req):  # decided on sums
+            req, again, notices = self._prepare(call, pol, exact=True)
+            record = record or again
         req.pruned_tokens = pruned
         req.compaction = record
         req.notices = notices
         self._remember_sent(conv, req)
         return req
+
+    def _checked(self, call: CallRequest, req: PreparedRequest) -> bool:
+        """Encode ``req``'s messages, the one whole-prompt encode of a request counted
+        from its segments; whether the exact count is the sum it was decided on (else
+        every prompt is counted whole from now on: :attr:`TokenCounter.additive`)."""
+        prompt = self.counter.encode(req.messages, call.tools)
+        if prompt.count == req.prompt_tokens:
+            req.prompt = prompt
+            return True
+        self.counter.additive = False
+        log.warning("Segment sums differ from the exact count (%d, %d tokens): every "
+                    "prompt is counted whole from now on", req.prompt_tokens, prompt.count)
+        return False
 
     def _prepare(
         self, call: CallRequest, pol: EffectivePolicy, *, exact: bool

@@ -8,6 +8,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import pytest
+
 from assistant.compaction.controller import ContextController
 from assistant.compaction.recall import Recall
 from assistant.compaction.request import CallRequest, PreparedRequest
@@ -128,18 +130,25 @@ def test_the_prompt_sent_is_counted_exactly_call_after_call() -> None:
         conv.append(Message(role="user", content=f"What is the port of staging? ({turn})"))
 
 
-def test_a_template_whose_pieces_do_not_add_up_is_counted_whole() -> None:
-    """The sums differ from the exact count: the call is made again on exact counts, as
-    every call after it, and what is reported is what is sent."""
+@pytest.mark.parametrize("first", ["prepare", "measure"])
+def test_a_template_whose_pieces_do_not_add_up_is_counted_whole(first: str) -> None:
+    """The sums differ from the exact count: the call (a model call's, or the context
+    bar's) is made again on exact counts, as every call after it, and what is reported is
+    what is sent."""
     backend = ScriptedBackend(template_source=MARKED_LAST)
+    fresh = ScriptedBackend(template_source=MARKED_LAST)
     ctl = _controller(backend)
     conv = _chat()
+    if first == "measure":
+        shown = ctl.measure(CallRequest(conv, SYSTEM, TOOLS))
+        assert not ctl.counter.additive
+        assert shown.prompt_tokens == fresh.count_prompt(shown.messages, TOOLS)
     for turn in range(2):
         req = ctl.prepare(CallRequest(conv, SYSTEM, TOOLS))
         assert not ctl.counter.additive
-        fresh = ScriptedBackend(template_source=MARKED_LAST)
         assert req.prompt == fresh.encode_prompt(req.messages, TOOLS)
         assert req.prompt_tokens == fresh.count_prompt(req.messages, TOOLS)
+        assert req.recall is not None  # the call made again kept what it adds
         tool_turn(conv, 30 + turn, size=2)
         conv.append(Message(role="user", content="And the staging port?"))
 
@@ -181,3 +190,17 @@ def test_the_same_prompts_are_sent_as_when_every_prompt_was_counted_whole() -> N
     summed = _session(ScriptedBackend(), summed=True, policy=pol)
     whole = _session(ScriptedBackend(), summed=False, policy=pol)
     assert summed == whole
+
+
+def test_the_context_bar_between_calls_is_one_exact_encode() -> None:
+    backend = CountingBackend()
+    ctl = _controller(backend)
+    conv = _chat()
+    ctl.prepare(CallRequest(conv, SYSTEM, TOOLS))
+    conv.append(Message(role="assistant", content="It is 12345."))
+    backend.take()
+    shown = ctl.measure(CallRequest(conv, SYSTEM, TOOLS))
+    assert backend.take() == 1
+    assert any("[I ran read_file" in str(m.get("content")) for m in shown.messages)
+    assert shown.prompt == _exact(shown, TOOLS)
+    assert sum(shown.segments.values()) == shown.prompt_tokens
