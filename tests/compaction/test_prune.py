@@ -134,7 +134,8 @@ def test_prepare_prunes_and_reports_tokens() -> None:
     assert req.pruned_tokens > 0
     # The prompt as built shrank by what was reported (earlier turns are then written
     # as notes, which only shortens it further).
-    assert ctl.measure(CallRequest(conv, SYSTEM)).prompt_tokens == before - req.pruned_tokens
+    assert ctl.estimate(conv, SYSTEM) == before - req.pruned_tokens
+    assert ctl.measure(CallRequest(conv, SYSTEM)).prompt_tokens <= before - req.pruned_tokens
     assert req.prompt_tokens <= before - req.pruned_tokens
     cleared = shown_outputs(req.messages)
     assert cleared and all(c.startswith(PRUNED_PLACEHOLDER[:-1]) for c in cleared)
