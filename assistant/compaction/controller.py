@@ -587,7 +587,9 @@ class ContextController:
         conv = call.conv
         if not self.auto_compact() or not self.facts.of(conv).kept:
             return None
-        req = self._request(call, pol, trim=False)
+        # Whether to write ahead: the segment sum (the exact count while it adds up) is
+        # enough; the prompt is encoded when it is sent.
+        req = self._request(call, pol, trim=False, exact=not self.counter.additive)
         if req.prompt_tokens < AHEAD_FILL * (pol.window - pol.reserve):
             return None
         # The compaction comes with the user's next message, which its kept tail will hold:
