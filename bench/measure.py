@@ -8,7 +8,11 @@ turns, warms the memo, then times (median over ``calls`` repetitions):
 * ``exact_count_ms``: the authoritative ``count_prompt`` of the whole prompt (template render
   plus tokenization; ``LlamaBackend`` tokenizes only the messages it has not seen, verified
   against a full tokenization, so this scales with what is new);
-* ``prepare_ms``: the whole ``ContextController.prepare`` (both of the above).
+* ``prepare_ms``: the whole ``ContextController.prepare`` (both of the above), of the same
+  chat again and again (a prompt encoded before is not encoded again);
+* ``prepare_turn_ms``: ``prepare`` as the app calls it, a new question every call (each one
+  a prompt never encoded before), in a chat of tool turns (written as notes) a little
+  below the threshold, with recall on (its excerpts beside the question).
 
 :func:`summary_prefill` times one model-written compaction of a full local window and records
 its KV-cache cost. ``warm=True`` (as in the app, where the chat's last call left the prompt
@@ -25,12 +29,14 @@ from typing import Any
 from assistant.compaction.controller import ContextController
 from assistant.compaction.cut_point import find_cut
 from assistant.compaction.prune import count_user_turns, plan_prune
+from assistant.compaction.recall import Recall
 from assistant.compaction.request import CallRequest
 from assistant.compaction.summary import ExtractiveSummarizer, ModelSummarizer
 from assistant.compaction.tokens import CountingBackend, TokenCounter
 from assistant.config import EffectivePolicy, default_local
 from assistant.conversation import CompactionReason, Conversation, Message, ToolCall
 from assistant.llm.base import GenerationOptions, LLMBackend, PromptCounter
+from assistant.sessions.recall_index import MemoryIndexes
 
 SYSTEM = "You are a helpful assistant running offline."
 _CODE = "def handler(request):\n    value = request.get('key', 0)\n    return value * 2\n"
@@ -112,7 +118,32 @@ def measure_policy(
         "policy_ms": _median_ms(decide, calls),
         "exact_count_ms": _median_ms(exact, max(calls // 4, 5)),
         "prepare_ms": _median_ms(prepare, max(calls // 4, 5)),
+        "prepare_turn_ms": _turn_ms(be, pol, max(fill - 0.3, 0.1), max(calls // 4, 5)),
     }
+
+
+def _turn_ms(backend: PromptCounter, pol: EffectivePolicy, fill: float, calls: int) -> float:
+    """Median milliseconds of ``prepare`` with a new question each call (about 40 tokens
+    a turn with its answer: 50 turns stay below the threshold from ``fill``, 0.3 below
+    it)."""
+    counter = TokenCounter(backend)
+    conv = synthetic_conversation(counter, int(pol.window * fill))
+    conv.messages.insert(0, Message(role="user", content=(
+        "Notes for later. The staging server listens on port 12345. We deploy on Fridays.")))
+    controller = ContextController(
+        backend, lambda: pol, prune_enabled=lambda: False, auto_compact=lambda: False,
+        summarizer=ExtractiveSummarizer(counter), counter=counter,
+    )
+    controller.recall = Recall(counter, MemoryIndexes().get)
+    controller.prepare(CallRequest(conv, SYSTEM))  # the chat as opened: indexed, counted
+    samples = []
+    for i in range(calls):
+        conv.append(Message(role="user", content=f"Which port does staging use for {i}?"))
+        start = time.perf_counter()
+        controller.prepare(CallRequest(conv, SYSTEM))
+        samples.append((time.perf_counter() - start) * 1000)
+        conv.append(Message(role="assistant", content=f"Port 12345 ({i})."))
+    return round(statistics.median(samples), 4)
 
 
 def summary_prefill(

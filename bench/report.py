@@ -609,8 +609,8 @@ def _run_header(result: BenchResult) -> list[str]:
             f"- Policy time at a full window ({pt.get('window')} tokens, "
             f"{pt.get('messages')} messages, {pt.get('prompt_tokens')} prompt tokens, "
             f"{pt.get('tokenizer')}): decision {pt.get('policy_ms')} ms, exact count "
-            f"{pt.get('exact_count_ms')} ms, whole `prepare` {pt.get('prepare_ms')} ms "
-            "(medians)."
+            f"{pt.get('exact_count_ms')} ms, whole `prepare` {pt.get('prepare_ms')} ms, "
+            f"`prepare` of a new question each call {pt.get('prepare_turn_ms')} ms (medians)."
         )
     if result.summary_time:
         st = result.summary_time

@@ -69,6 +69,7 @@ from assistant.conversation import (
     Message,
 )
 from assistant.llm.base import (
+    EncodedPrompt,
     GenerationCancelled,
     KVCacheAware,
     LLMBackend,
@@ -216,13 +217,21 @@ class ContextController:
         return self.overhead(system_prompt, tools) + sum(self.counter.message(m) for m in msgs)
 
     def _request(
-        self, call: CallRequest, policy: EffectivePolicy, *, trim: bool = True
+        self, call: CallRequest, policy: EffectivePolicy, *, trim: bool = True,
+        exact: bool = True,
     ) -> PreparedRequest:
+        """The prompt as built, counted exactly (encoded), or with ``exact`` False from its
+        memoized segments (``prompt`` None: see :meth:`prepare`), unless it passes the
+        hard limit: cutting outputs to fit rests on exact counts."""
         conv, system_prompt, tools = call.conv, call.system_prompt, call.tools
         base_view = self.view(conv)
-        fitted = self.views.build(conv, system_prompt, tools, base_view)
+        summed = None if exact else self.overhead(system_prompt, tools)
+        fitted = self.views.build(conv, system_prompt, tools, base_view, overhead=summed)
         limit = policy.limit  # outputs are cut only to fit the hard limit
         over = fitted.tokens + policy.reserve > limit
+        if over and fitted.prompt is None:
+            fitted = self.views.build(conv, system_prompt, tools, base_view)
+            over = fitted.tokens + policy.reserve > limit
         if trim and over:
             fitted = self.views.fit(conv, system_prompt, tools, fitted, limit - policy.reserve)
         if base_view.trims:  # messages too long for any prompt: cut in every view
@@ -292,23 +301,24 @@ class ContextController:
     def measure(self, call: CallRequest, *, as_next: bool = False) -> PreparedRequest:
         """The prompt as it stands (as built), counted exactly and split into segments.
         Changes nothing: no pruning, compaction or cut is made, recorded or reported.
-        ``as_next``: as the next call will write it, every turn shown now an earlier one
-        (the context bar between calls)."""
+        Encoded once, as :meth:`prepare` does. ``as_next``: as the next call will write
+        it, every turn shown now an earlier one (the context bar between calls)."""
         cuts = self._last_cuts
         try:
             pol = self.policy()
-            req = self._request(call, pol, trim=False)
+            req = self._request(call, pol, trim=False, exact=not self.counter.additive)
         finally:
             self._last_cuts = cuts
-        if not as_next or not self.render_earlier():
-            return req
-        # The next prompt writes every turn shown now as an earlier one (its user message
-        # comes after them): count them as it will.
-        kept = self.facts.of(call.conv).kept
-        messages = render_history(req.messages, first=len(req.messages) - len(kept),
-                                  user_calls=_user_calls(kept), latest=len(req.messages))
-        if messages != req.messages:
-            self._adopt(req, messages, call.tools, pol)
+        if as_next and self.render_earlier():
+            # The next prompt writes every turn shown now as an earlier one (its user
+            # message comes after them): count them as it will.
+            kept = self.facts.of(call.conv).kept
+            messages = render_history(req.messages, first=len(req.messages) - len(kept),
+                                      user_calls=_user_calls(kept), latest=len(req.messages))
+            if messages != req.messages:
+                self._adopt(req, messages, call, pol)
+        if req.prompt is None and not self._checked(call, req):
+            return self.measure(call, as_next=as_next)  # on exact counts now
         return req
 
     def message_fit(self, call: CallRequest, text: str) -> MessageFit:
@@ -331,13 +341,51 @@ class ContextController:
     def prepare(self, call: CallRequest) -> PreparedRequest:
         """Prune, count exactly, compact when ``prompt + reserve`` passes the call's window
         (:meth:`turn_policy`), then cut unanswered outputs that still do not fit the hard
-        limit."""
+        limit; recall's excerpts and the earlier turns' notes go in after.
+
+        The prompt is encoded once, the one sent (its tokens go to ``generate``): while the
+        template's segments add up (:attr:`TokenCounter.additive`, ChatML), the decisions
+        are made on the memoized segment sums, the changed messages (recall's question,
+        the notes) counted alone, and the sum is checked against the one exact count. A
+        sum near a limit is counted exactly before deciding (a compaction, a cut); one that
+        differs from the exact count makes this call again on exact counts, as every call
+        after it."""
         conv = call.conv
         pruned = self.prune(conv) if self.prune_enabled() else 0
         pol = self.turn_policy(call)
-        req = self._request(call, pol, trim=False)
+        req, record, notices = self._prepare(call, pol, exact=not self.counter.additive)
+        if req.prompt is None and not self._checked(call, req):  # decided on sums
+            req, again, notices = self._prepare(call, pol, exact=True)
+            record = record or again
+        req.pruned_tokens = pruned
+        req.compaction = record
+        req.notices = notices
+        self._remember_sent(conv, req)
+        return req
+
+    def _checked(self, call: CallRequest, req: PreparedRequest) -> bool:
+        """Encode ``req``'s messages, the one whole-prompt encode of a request counted
+        from its segments; whether the exact count is the sum it was decided on (else
+        every prompt is counted whole from now on: :attr:`TokenCounter.additive`)."""
+        prompt = self.counter.encode(req.messages, call.tools)
+        if prompt.count == req.prompt_tokens:
+            req.prompt = prompt
+            return True
+        self.counter.additive = False
+        log.warning("Segment sums differ from the exact count (%d, %d tokens): every "
+                    "prompt is counted whole from now on", req.prompt_tokens, prompt.count)
+        return False
+
+    def _prepare(
+        self, call: CallRequest, pol: EffectivePolicy, *, exact: bool
+    ) -> tuple[PreparedRequest, CompactionRecord | None, list[str]]:
+        """:meth:`prepare` after pruning: the request, the compaction made, the notices."""
+        conv = call.conv
+        req = self._request(call, pol, trim=False, exact=exact)
         notices: list[str] = []
         record: CompactionRecord | None = None
+        if req.prompt is None and req.prompt_tokens + pol.reserve > pol.window:
+            req = self._request(call, pol, trim=False)  # compaction decided on exact counts
         if req.prompt_tokens + pol.reserve > pol.window:
             if not self.auto_compact():
                 if req.prompt_tokens + pol.reserve > pol.limit:
@@ -350,18 +398,15 @@ class ContextController:
             else:
                 job = _job(call, CompactionReason.THRESHOLD)
                 record = self._run(conv, job, req.prompt_tokens, pol).record
-        req = self._request(call, pol)
+        if record is not None or req.prompt_tokens + pol.reserve > pol.limit or self._last_cuts:
+            req = self._request(call, pol, exact=exact)  # else: the same request again
         if req.prompt_tokens + pol.reserve > pol.limit:
             notices.append(
                 f"The prompt ({req.prompt_tokens:,} tokens) leaves less than the "
                 f"reserve of {pol.reserve:,} for the reply."
             )
         req = self._rendered(call, self._with_recall(call, req, pol), pol)
-        req.pruned_tokens = pruned
-        req.compaction = record
-        req.notices = notices
-        self._remember_sent(conv, req)
-        return req
+        return req, record, notices
 
     def turn_policy(self, call: CallRequest) -> EffectivePolicy:
         """The policy for this call: the target as the window, grown up to the hard limit
@@ -450,7 +495,8 @@ class ContextController:
         self, call: CallRequest, req: PreparedRequest, pol: EffectivePolicy
     ) -> PreparedRequest:
         """``req`` with the recall block in its latest user message (see :mod:`.recall`),
-        counted exactly; ``req`` unchanged when recall is off or brings nothing back."""
+        counted exactly (a request counted from its segments: the changed message alone);
+        ``req`` unchanged when recall is off or brings nothing back."""
         if self.recall is None or not self.recall_enabled():
             return req
         budget = min(recall_budget(pol), recall_room(pol, req.prompt_tokens))
@@ -458,8 +504,16 @@ class ContextController:
         block = self.recall.apply(call.conv, messages, budget, self.facts.of(call.conv).kept)
         if block is None:
             return req
-        prompt = self.counter.encode(messages, call.tools)
-        tokens = prompt.count
+        prompt: EncodedPrompt | None = None
+        if req.prompt is None:
+            seg = self.counter.segment_of
+            tokens = req.prompt_tokens + sum(
+                seg(new) - seg(old) for new, old in zip(messages, req.messages, strict=True)
+                if new is not old
+            )
+        else:
+            prompt = self.counter.encode(messages, call.tools)
+            tokens = prompt.count
         if tokens > pol.window - pol.reserve // 2:  # counted alone it fitted; joined not
             log.info("Recall block left out: the prompt would be %d tokens", tokens)
             return req
@@ -488,7 +542,7 @@ class ContextController:
         if messages == req.messages:
             self._last_render = (latest, req.recall is not None)
             return req
-        if self._adopt(req, messages, call.tools, pol):
+        if self._adopt(req, messages, call, pol):
             self._last_render = (latest, req.recall is not None)
         return req
 
@@ -496,22 +550,28 @@ class ContextController:
         self,
         req: PreparedRequest,
         messages: list[dict[str, Any]],
-        tools: Sequence[dict[str, Any]] | None,
+        call: CallRequest,
         pol: EffectivePolicy,
     ) -> bool:
-        """Make the rendered ``messages`` ``req``'s prompt, counted exactly, unless they are
-        longer than the prompt as built (compaction planned for that one; its measure takes
-        the shorter of the two). Whether they were adopted."""
-        prompt = self.counter.encode(messages, tools)
-        if prompt.count > req.prompt_tokens:
+        """Make the rendered ``messages`` ``req``'s prompt, counted exactly (from their
+        memoized segments when ``req`` was), unless they are longer than the prompt as
+        built (compaction planned for that one; its measure takes the shorter of the two).
+        Whether they were adopted."""
+        prompt: EncodedPrompt | None = None
+        if req.prompt is None:
+            count = self.counter.summed(self.overhead(call.system_prompt, call.tools), messages)
+        else:
+            prompt = self.counter.encode(messages, call.tools)
+            count = prompt.count
+        if count > req.prompt_tokens:
             return False
         req.messages = messages
-        req.prompt_tokens = prompt.count
-        req.reserve = min(pol.reserve, max(pol.limit - prompt.count, 0))
+        req.prompt_tokens = count
+        req.reserve = min(pol.reserve, max(pol.limit - count, 0))
         # The outputs written as notes are still tool outputs on the context bar.
         fixed = sum(req.segments.get(k, 0) for k in ("system", "tools", "summary"))
-        rest = max(prompt.count - fixed, 0)
-        outputs = min(sum(self.counter.segment(m) for m in messages if is_output(m)), rest)
+        rest = max(count - fixed, 0)
+        outputs = min(sum(self.counter.segment_of(m) for m in messages if is_output(m)), rest)
         req.segments["tool_outputs"] = outputs
         req.segments["conversation"] = rest - outputs
         req.prompt = prompt
@@ -528,7 +588,9 @@ class ContextController:
         conv = call.conv
         if not self.auto_compact() or not self.facts.of(conv).kept:
             return None
-        req = self._request(call, pol, trim=False)
+        # Whether to write ahead: the segment sum (the exact count while it adds up) is
+        # enough; the prompt is encoded when it is sent.
+        req = self._request(call, pol, trim=False, exact=not self.counter.additive)
         if req.prompt_tokens < AHEAD_FILL * (pol.window - pol.reserve):
             return None
         # The compaction comes with the user's next message, which its kept tail will hold:

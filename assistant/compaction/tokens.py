@@ -9,15 +9,17 @@ Every count goes through the backend's own chat template and tokenizer:
 * the fixed overhead is ``count_prompt([system], tools)``: system prompt, tool schemas (however
   the template carries them) and the generation prompt;
 * the exact full count (:meth:`TokenCounter.exact`, i.e. ``backend.count_prompt``) remains the
-  authority for the threshold check right before a call; :meth:`TokenCounter.encode` gives
-  it with the rendered text and tokens (a backend that is a ``PromptEncoder``), which the
-  prepared request carries to ``generate``, so the prompt sent is tokenized once.
+  authority: :meth:`TokenCounter.encode` gives it with the rendered text and tokens (a
+  backend that is a ``PromptEncoder``), which the prepared request carries to ``generate``,
+  so the prompt sent is tokenized once. The controller's per-call path decides on segment
+  sums (:meth:`TokenCounter.summed`) and encodes only the prompt it sends, checking that
+  the sum equals that exact count; at the first difference (:attr:`TokenCounter.additive`)
+  it redoes the call on exact counts and counts every prompt whole from then on.
 
 For ChatML-style templates (SmolLM2, the fallback) ``overhead + sum(segments)`` equals the
 exact count token for token (tests check it). Templates that merge consecutive messages of
 the same role (strict alternation) or inject text depending on position can differ by a few
-tokens per merge; the controller therefore decides with segment sums but re-checks with the
-exact count before every call.
+tokens per merge; the check above catches them on the first prompt that shows it.
 
 Segment counts are memoized per message, keyed by ``(id, pruned, role, content hash, tool
 calls)``, so a turn costs work proportional to what is new. :class:`CountingBackend` gives
@@ -27,7 +29,6 @@ characters-per-token guess is never used.
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -41,6 +42,7 @@ _ANCHOR: dict[str, Any] = {"role": "system", "content": "."}
 MEMO_LIMIT = 50_000
 
 MemoKey = tuple[str, bool, str, int, int, tuple[tuple[str, str], ...]]
+SegmentKey = tuple[int, int, int]
 
 
 def _memo_key(msg: Message) -> MemoKey:
@@ -49,18 +51,35 @@ def _memo_key(msg: Message) -> MemoKey:
     return (msg.id, msg.pruned, msg.role, hash(msg.content), len(msg.content), calls)
 
 
+def _segment_key(message: dict[str, Any]) -> SegmentKey:
+    """What a rendered message's segment depends on: its content (hashed; CPython caches a
+    string's hash) and everything else in it (role, calls, ids: small)."""
+    content = message.get("content")
+    text = content if isinstance(content, str) else repr(content)
+    rest = sorted((k, v if isinstance(v, str) else repr(v))
+                  for k, v in message.items() if k != "content")
+    return (hash(text), len(text), hash(tuple(rest)))
+
+
 class TokenCounter:
     """Memoized per-message token counts through one backend's template and tokenizer."""
 
     def __init__(self, backend: PromptCounter) -> None:
         self.backend = backend
         self._memo: dict[MemoKey, int] = {}
+        self._segments: dict[SegmentKey, int] = {}
         self._anchor_tokens: int | None = None
         self._text_memo: dict[str, int] = {}
         self.misses = 0
         self.hits = 0
         #: The last whole prompt encoded: (messages, tools, what it gave).
         self._last: tuple[list[dict[str, Any]], list[dict[str, Any]], EncodedPrompt] | None = None
+        #: Whether ``overhead + sum(segments)`` (:meth:`summed`) has equalled the exact count
+        #: of every prompt checked against it: the controller then decides on the sum and
+        #: encodes each prompt once, the one it sends, checking the sum against it. Set
+        #: False for good at the first difference (the controller then counts every prompt
+        #: whole before deciding).
+        self.additive = True
 
     # -- single pieces -----------------------------------------------------------------
     def text(self, text: str) -> int:
@@ -82,6 +101,25 @@ class TokenCounter:
         """Tokens one message adds to a prompt (not memoized)."""
         return self.backend.count_prompt([_ANCHOR, openai_message]) - self._anchor()
 
+    def segment_of(self, openai_message: dict[str, Any]) -> int:
+        """:meth:`segment`, memoized on what the message holds: the messages of a prompt
+        as rendered (earlier calls as notes, recall's block in the latest question) are
+        counted once each, not with the whole prompt every call."""
+        key = _segment_key(openai_message)
+        got = self._segments.get(key)
+        if got is None:
+            got = self.segment(openai_message)
+            if len(self._segments) >= MEMO_LIMIT:
+                self._segments.clear()
+            self._segments[key] = got
+        return got
+
+    def summed(self, overhead: int, messages: ChatMessages) -> int:
+        """``messages``' prompt from its pieces: ``overhead`` (system prompt, tools and
+        generation prompt: :meth:`overhead`) plus the memoized segment of every message
+        after the system prompt. Exact for ChatML-style templates (see :attr:`additive`)."""
+        return overhead + sum(self.segment_of(m) for m in messages[1:])
+
     def message(self, msg: Message) -> int:
         """Tokens ``msg`` adds to the prompt as the model sees it (memoized)."""
         key = _memo_key(msg)
@@ -90,7 +128,7 @@ class TokenCounter:
             self.hits += 1
             return got
         self.misses += 1
-        got = self.segment(msg.to_openai())
+        got = self.segment_of(msg.to_openai())
         if len(self._memo) >= MEMO_LIMIT:
             self._memo.clear()
         self._memo[key] = got
@@ -144,8 +182,10 @@ class TokenCounter:
             got = be.encode_prompt(messages, tools)
         else:
             got = EncodedPrompt(count=be.count_prompt(messages, tools))
-        # A copy: a caller may change its message dicts after (recall adds to the last one).
-        self._last = (copy.deepcopy(list(messages)), copy.deepcopy(shown), got)
+        # A copy of each message: a caller may change one after (a copy of the whole prompt
+        # cost more than its encode). What messages hold (calls, their arguments) is
+        # replaced, never changed in place: recall and the rendering write new dicts.
+        self._last = ([dict(m) for m in messages], [dict(t) for t in shown], got)
         return got
 
 

@@ -122,11 +122,18 @@ class ViewBuilder:
         system_prompt: str,
         tools: Sequence[dict[str, Any]] | None,
         view: View,
+        overhead: int | None = None,
     ) -> Fitted:
+        """The prompt under ``view``, encoded; with ``overhead`` (the system prompt's and
+        tools' tokens) counted from its memoized segments instead, not encoded (``prompt``
+        None: the controller encodes the prompt it sends)."""
         built = context.build_context(
             conv, system_prompt, kept=self.facts.of(conv).kept, view=view
         )
         messages = context.to_openai(built)
+        if overhead is not None:
+            tokens = overhead + sum(self.counter.message(m) for m in built[1:])
+            return Fitted(view, built, messages, tokens)
         prompt = self.counter.encode(messages, tools)
         return Fitted(view, built, messages, prompt.count, prompt)
 

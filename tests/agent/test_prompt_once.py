@@ -12,8 +12,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from assistant.compaction.recall import Recall
 from assistant.config import Settings
 from assistant.llm.base import ChatMessages
+from assistant.sessions.recall_index import MemoryIndexes
 from tests.fakes.scripted import ScriptedBackend
 
 from .conftest import Harness, call_block
@@ -85,3 +87,38 @@ def test_without_the_encoded_prompt_the_backend_tokenizes_again(
     h.say("Hi")
     (text,) = _sent(backend)
     assert backend.tokenized[text] == 2
+
+
+def _whole_prompts(backend: CountedBackend) -> int:
+    """Whole chat prompts rendered (to be counted, encoded or evaluated): not one message
+    counted alone beside the anchor, nor the system prompt and tools alone."""
+    return sum(
+        n for text, n in backend.rendered.items()
+        if "<|im_start|>user" in text and not text.startswith("<|im_start|>system\n.<|im_end|>")
+    )
+
+
+def test_each_model_call_renders_one_prompt_with_notes_and_recall(
+    settings: Settings, workspace: Path
+) -> None:
+    """The prompt changes after it is built (earlier turns' calls written as notes, recall's
+    excerpts beside the question): it is still rendered and tokenized once per model call,
+    not once per change."""
+    (workspace / "notes.txt").write_text("The code word is PELICAN.\n", encoding="utf-8")
+    backend = CountedBackend([
+        "Let me look.\n" + call_block("read_file", path="notes.txt"),
+        "The code word is PELICAN.",
+        "Noted.",
+        "It was PELICAN, from notes.txt.",
+    ])
+    h = Harness(settings, backend=backend)
+    h.controller.recall = Recall(h.controller.counter, MemoryIndexes().get)
+    h.say("What is the code word in notes.txt?")
+    h.say("Our staging server port is 12345. We deploy on Fridays. Please remember that.")
+    backend.rendered.clear()
+    h.say("Which port does the staging server use?")
+    last = backend.calls[-1]
+    assert "[I ran read_file" in last.prompt_text  # the earlier call, as a note
+    assert "Earlier in this chat" in last.prompt_text  # recall's excerpts
+    assert _whole_prompts(backend) == 1
+    assert backend.tokenized[last.prompt_text] == 1

@@ -21,7 +21,7 @@ def test_policy_and_summary_time_on_any_backend() -> None:
     pt = policy_time(backend, calls=5)
     assert pt["window"] == 10_000
     assert 0 < pt["prompt_tokens"] <= 10_000 - 1_024  # just below the compaction threshold
-    assert pt["policy_ms"] > 0 and pt["prepare_ms"] > 0
+    assert pt["policy_ms"] > 0 and pt["prepare_ms"] > 0 and pt["prepare_turn_ms"] > 0
     st = summary_time(scripted(window=8_192))
     assert st["seconds"] >= 0 and st["tokens_after"] < st["tokens_before"]
 

@@ -18,11 +18,13 @@ import pytest
 
 from assistant.compaction.controller import ContextController
 from assistant.compaction.events import CompactionFinished, ContextEvent
+from assistant.compaction.recall import Recall
 from assistant.compaction.request import CallRequest
 from assistant.compaction.tokens import TokenCounter
 from assistant.config import default_local
 from assistant.conversation import Conversation, Message, ToolCall
-from assistant.llm.base import GenerationOptions, LLMBackend
+from assistant.llm.base import GenerationOptions, LLMBackend, PromptEncoder
+from assistant.sessions.recall_index import MemoryIndexes
 
 from .helpers import CONSTRAINTS, PLANTED_PATHS, SYSTEM, file_body, session_transcript
 
@@ -66,6 +68,19 @@ def test_segment_sums_match_the_real_template(backend: LLMBackend) -> None:
     exact = backend.count_prompt([m.to_openai() for m in msgs])
     estimate = counter.overhead(SYSTEM, None) + sum(counter.message(m) for m in conv.messages)
     assert estimate == exact
+    # prepare decides on these sums and encodes only the prompt it sends (issue 27): with
+    # the earlier calls written as notes and recall's excerpts beside the question, the sum
+    # is still the exact count of what the model evaluates.
+    conv.append(Message(role="user", content="Which files must I never modify, again?"))
+    ctl = ContextController(backend, lambda: default_local().effective("local", None),
+                            counter=counter)
+    ctl.recall = Recall(counter, MemoryIndexes().get)
+    req = ctl.prepare(CallRequest(conv, SYSTEM))
+    assert req.recall is not None
+    assert any("[I ran read_file" in str(m.get("content")) for m in req.messages)
+    assert counter.additive
+    assert isinstance(backend, PromptEncoder)
+    assert req.prompt == backend.encode_prompt(req.messages)
 
 
 def test_thirty_turn_local_session_never_overflows_and_keeps_constraints(

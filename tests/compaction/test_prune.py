@@ -132,8 +132,9 @@ def test_prepare_prunes_and_reports_tokens() -> None:
     before = ctl.estimate(conv, SYSTEM)
     req = ctl.prepare(CallRequest(conv, SYSTEM))
     assert req.pruned_tokens > 0
-    # The prompt as built shrank by what was reported (earlier turns are then written
+    # The prompt as built shrank by what was reported (the one sent writes earlier turns
     # as notes, which only shortens it further).
+    assert ctl.estimate(conv, SYSTEM) == before - req.pruned_tokens
     assert ctl.measure(CallRequest(conv, SYSTEM)).prompt_tokens == before - req.pruned_tokens
     assert req.prompt_tokens <= before - req.pruned_tokens
     cleared = shown_outputs(req.messages)
