@@ -96,6 +96,14 @@ def valid_text(text: str) -> str:
     return _SURROGATE.sub("\ufffd", text)
 
 
+def paired_surrogates(text: str) -> str:
+    """``text`` with each adjacent high-low surrogate pair joined into its character, so
+    the text is the same after a JSON round trip; lone surrogates are kept."""
+    if text.isascii() or _SURROGATE.search(text) is None:
+        return text
+    return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "surrogatepass")
+
+
 def _valid_keys(value: Any, depth: int) -> Any:
     """``value`` with :func:`valid_text` applied to every dict key (the same object when
     nothing changes; values nested past 100 levels are left as they are)."""
@@ -193,6 +201,13 @@ class Message(BaseModel):
     #: For an assistant reply: the figures of the model call that wrote it (None for
     #: replies saved before figures were kept, and for messages no model call wrote).
     figures: ReplyFigures | None = None
+
+    @field_validator("content")
+    @classmethod
+    def _paired(cls, value: str) -> str:
+        """A high and a low surrogate side by side are the one character they spell (as
+        the chat file's JSON reads them back); lone ones stay as written."""
+        return paired_surrogates(value)
 
     @model_validator(mode="after")
     def _typed_by_the_user(self) -> Message:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import json
 
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from assistant.conversation import Message
@@ -35,6 +35,7 @@ NATIVE = ChatTemplate(
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(REPLIES)
+@example("\ud800\udcff")  # a pair the chat file's JSON reads back as one character
 def test_any_reply_parses_renders_and_serializes(reply: str) -> None:
     parsed = parse_tool_calls(reply)
     for p in parsed.calls:
