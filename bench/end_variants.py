@@ -117,6 +117,22 @@ def _answers_only(msgs: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [m for i, m in enumerate(msgs) if i not in drop]
 
 
+def _outputs_only(msgs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Earlier turns as notes, but an assistant message that holds only call notes
+    ("[I ran ...]") left out: the "[Output of ...]" message that follows names the call."""
+    last = _latest_user(msgs)
+
+    def only_notes(m: dict[str, Any]) -> bool:
+        lines = [ln for ln in str(m.get("content") or "").splitlines() if ln.strip()]
+        return bool(lines) and all(
+            ln.startswith(("[I ran ", "[At your request I ran ")) and ln.endswith("]")
+            for ln in lines)
+
+    return [m for i, m in enumerate(msgs)
+            if not (i < last and m["role"] == "assistant" and not m.get("tool_calls")
+                    and only_notes(m))]
+
+
 VARIANTS: dict[str, tuple[Setup, Transform]] = {
     "shipped": (_shipped, _same),
     "notes": (_notes, _same),
@@ -125,6 +141,7 @@ VARIANTS: dict[str, tuple[Setup, Transform]] = {
     "hint": (_as_built, _hint),
     "calls-only": (_as_built, _calls_only),
     "answers-only": (_as_built, _answers_only),
+    "outputs-only": (_notes, _outputs_only),
 }
 
 

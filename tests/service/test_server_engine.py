@@ -167,19 +167,31 @@ def test_compact_is_written_by_the_server_model(
     assert rig.service.conversation.compactions
 
 
+def _started(rig: Rig) -> list[CompactionStarted]:
+    return [e.event for e in rig.of(ContextChanged) if isinstance(e.event, CompactionStarted)]
+
+
 def test_overflow_on_the_server_compacts_and_retries_once(
     make_rig: Make, llama_server: LocalServer, tmp_path: Path
 ) -> None:
     # The window set (4,096) is larger than the server's (1,024): the server refuses the
-    # third prompt, the engine learns its window, older turns are summarized, the retry fits.
+    # prompt with the second note, the engine learns its window, older turns are
+    # summarized beside the note (kept whole: it is the latest message), the retry fits.
     rig = _connected(make_rig, _settings(tmp_path, llama_server.url, window=4096, reply=16))
     filler = " ".join(f"Line {i}: the orchard has {i} apple trees." for i in range(40))
     _send(rig, "Please remember this note. " + filler)
-    _send(rig, "And this second note. " + filler)
+    second = "And this second note. " + filler
+    _send(rig, second)
     assert not rig.notices("error")
+    assert [s.reason for s in _started(rig)] == [CompactionReason.OVERFLOW]
+    engine = rig.service.engine
+    assert engine is not None
+    kept = engine.controller.facts.of(rig.service.conversation).kept
+    assert any(m.role == "user" and m.content == second for m in kept)
     _send(rig, "What fruit grows in the orchard? Answer in one word.")
-    started = [e.event for e in rig.of(ContextChanged) if isinstance(e.event, CompactionStarted)]
-    assert [s.reason for s in started] == [CompactionReason.OVERFLOW]
+    # Now the note is history: at most one compaction more, at the threshold, no retry.
+    later = [s.reason for s in _started(rig)][1:]
+    assert later in ([], [CompactionReason.THRESHOLD])
     assert not rig.notices("error"), rig.notices()
     backend = rig.service.worker.backend
     assert backend is not None and backend.info.trained_context == llama_server.n_ctx
