@@ -400,7 +400,9 @@ class ContextController:
                 record = self._run(conv, job, req.prompt_tokens, pol).record
         if record is not None or req.prompt_tokens + pol.reserve > pol.limit or self._last_cuts:
             req = self._request(call, pol, exact=exact)  # else: the same request again
-        if req.prompt_tokens + pol.reserve > pol.limit:
+        if pol.limit > req.prompt_tokens > pol.limit - pol.reserve:
+            # At or over the window the backend refuses the call before reading a token,
+            # and the overflow message says what does not fit: a note here would be wrong.
             notices.append(
                 f"The prompt ({req.prompt_tokens:,} tokens) leaves less than the "
                 f"reserve of {pol.reserve:,} for the reply."

@@ -119,6 +119,8 @@ def test_a_message_too_large_for_any_summary_beside_it_gets_the_overflow_message
     errors = [n.text for n in h.events.of(Notice) if n.level == "error"]
     assert len(errors) == 1
     assert "The newest message is too long for this window" in errors[0]
+    # Only that: no note that the prompt "leaves less than the reserve" (it leaves none).
+    assert not [n for n in h.events.of(Notice) if n.level == "warning"]
     assert h.events.of(TurnFinished)[-1].error == errors[0]
     assert h.conv.messages[-1].role == "user" and h.conv.messages[-1].content == text
     assert not h.conv.compactions  # nothing of the message went into a summary

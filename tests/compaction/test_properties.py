@@ -111,7 +111,7 @@ def test_prompt_never_exceeds_the_window_and_pairs_stay_together(
     def call_model() -> None:
         req = ctl.prepare(CallRequest(conv, SYSTEM))
         assert req.prompt_tokens <= WINDOW
-        if req.prompt_tokens + POLICY.reserve > WINDOW:
+        if WINDOW > req.prompt_tokens > WINDOW - POLICY.reserve:  # (a full window: overflow)
             # Only when what is before the newest message is smaller than the smallest
             # summary could be (its header and the frame of the verbatim record): no summary
             # shrinks it, so the reply gets what is left, and the user is told. Or when only
