@@ -26,6 +26,7 @@ from PySide6.QtWidgets import (
 
 from assistant.tools.approval import ApprovalDecision, ApprovalRequest
 from assistant.ui.boxes import vbox
+from assistant.ui.form_parts import new_label
 from assistant.ui.theme import monospace_font
 
 
@@ -60,10 +61,8 @@ class ApprovalDialog(QDialog):
         help_text.setObjectName("FieldHelp")
         help_text.setWordWrap(True)
         layout.addWidget(help_text)
-        self.summary = QLabel(request.summary)
+        self.summary = new_label(request.summary, wrap=True, selectable=True)
         self.summary.setFont(monospace_font())
-        self.summary.setWordWrap(True)
-        self.summary.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         layout.addWidget(self.summary)
         self.preview = QPlainTextEdit(request.preview)
         self.preview.setReadOnly(True)

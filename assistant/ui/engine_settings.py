@@ -17,7 +17,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from PySide6.QtCore import QObject, Qt, Signal
+from PySide6.QtCore import QObject, Signal
 from PySide6.QtWidgets import (
     QButtonGroup,
     QComboBox,
@@ -25,7 +25,6 @@ from PySide6.QtWidgets import (
     QFormLayout,
     QGroupBox,
     QHBoxLayout,
-    QLabel,
     QLineEdit,
     QPushButton,
     QRadioButton,
@@ -40,7 +39,7 @@ from assistant.llm.openai_backend import ConnectionReport, ServerBackend
 from assistant.llm.server_probe import model_label
 from assistant.secrets import SecretStore, SecretStoreError
 from assistant.ui.boxes import vbox
-from assistant.ui.form_parts import help_label
+from assistant.ui.form_parts import help_label, new_label
 from assistant.ui.theme import current_colors
 
 TOOL_MODES = (
@@ -145,10 +144,7 @@ class EnginePage(QWidget):
         self.test_button.setObjectName("TestConnection")
         self.test_button.clicked.connect(self.test_connection)
         form.addRow("", self.test_button)
-        self.result = QLabel("")
-        self.result.setObjectName("ConnectionResult")
-        self.result.setWordWrap(True)
-        self.result.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.result = new_label("", "ConnectionResult", wrap=True, selectable=True)
         self.result.setMinimumWidth(440)
         form.addRow("", self.result)
         outer.addWidget(self.server_box)

@@ -1,4 +1,4 @@
-"""Small pieces the settings pages and the Models window share."""
+"""Small pieces the window's pages share: labels, number fields, sizes."""
 
 from __future__ import annotations
 
@@ -6,12 +6,23 @@ from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QLabel, QSpinBox
 
 
+def new_label(text: str, name: str = "", *, wrap: bool = False, selectable: bool = False
+              ) -> QLabel:
+    """A label styled by its object ``name`` (``MutedLabel``, ``RoleLabel``, ...), wrapped and
+    selectable with the mouse when asked."""
+    label = QLabel(text)
+    if name:
+        label.setObjectName(name)
+    if wrap:
+        label.setWordWrap(True)
+    if selectable:
+        label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+    return label
+
+
 def help_label(text: str) -> QLabel:
     """The grey, wrapped explanation under a field (styled as ``FieldHelp``)."""
-    label = QLabel(text)
-    label.setObjectName("FieldHelp")
-    label.setWordWrap(True)
-    return label
+    return new_label(text, "FieldHelp", wrap=True)
 
 
 def spin_box(

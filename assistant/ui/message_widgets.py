@@ -21,6 +21,7 @@ from assistant.conversation import Message, ToolCall
 from assistant.service.progress import stats_text
 from assistant.ui.boxes import hbox, vbox
 from assistant.ui.buttons import action_button
+from assistant.ui.form_parts import new_label
 from assistant.ui.markdown_view import MarkdownView
 from assistant.ui.tool_card import ToolCard
 
@@ -45,8 +46,7 @@ class BranchSwitcher(QWidget):
         self.next_button.setText(">")
         self.next_button.setToolTip("Next version")
         self.next_button.setAccessibleName("Show the next version")
-        self.label = QLabel("1/1")
-        self.label.setObjectName("BranchLabel")
+        self.label = new_label("1/1", "BranchLabel")
         layout.addWidget(self.prev_button)
         layout.addWidget(self.label)
         layout.addWidget(self.next_button)
@@ -82,11 +82,9 @@ class MessageWidget(QFrame):
 
         self.header_row = QWidget()
         header = hbox(self.header_row, (0, 0, 0, 0), 6)
-        self.role_label = QLabel(ROLE_TITLES.get(message.role, message.role))
-        self.role_label.setObjectName("RoleLabel")
+        self.role_label = new_label(ROLE_TITLES.get(message.role, message.role), "RoleLabel")
         header.addWidget(self.role_label)
-        self.state_label = QLabel("")
-        self.state_label.setObjectName("MutedLabel")
+        self.state_label = new_label("", "MutedLabel")
         header.addWidget(self.state_label)
         header.addStretch(1)
         self.branch_switcher = BranchSwitcher()
@@ -134,8 +132,7 @@ class MessageWidget(QFrame):
         self.cards: dict[str, ToolCard] = {}
         for call in message.tool_calls:
             self.add_tool_call(call)
-        self.footer = QLabel("")
-        self.footer.setObjectName("MessageFooter")
+        self.footer = new_label("", "MessageFooter")
         self.footer.setVisible(False)
         layout.addWidget(self.footer)
         self._show_figures()

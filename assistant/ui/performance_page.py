@@ -18,7 +18,6 @@ from PySide6.QtWidgets import (
     QFormLayout,
     QGroupBox,
     QHBoxLayout,
-    QLabel,
     QPushButton,
     QScrollArea,
     QSpinBox,
@@ -27,7 +26,7 @@ from PySide6.QtWidgets import (
 
 from assistant.config import Performance
 from assistant.ui.boxes import vbox
-from assistant.ui.form_parts import format_size, help_label, spin_box
+from assistant.ui.form_parts import format_size, help_label, new_label, spin_box
 
 #: (files, bytes) of the saved states, and deleting them (returns what was freed).
 Usage = tuple[int, int]
@@ -87,8 +86,7 @@ class PerformancePage(QScrollArea):
         self.state_cache_mb.setObjectName("state_cache_mb")
         form.addRow("Space for saved states", self.state_cache_mb)
         row = QHBoxLayout()
-        self.usage_label = QLabel("")
-        self.usage_label.setObjectName("MutedLabel")
+        self.usage_label = new_label("", "MutedLabel")
         row.addWidget(self.usage_label, 1)
         self.clear_button = QPushButton("Delete saved states")
         self.clear_button.setEnabled(self._clear is not None)

@@ -60,7 +60,7 @@ from assistant.secrets import SecretStoreError
 from assistant.settings_check import check_against_model
 from assistant.ui.boxes import vbox
 from assistant.ui.engine_settings import EnginePage
-from assistant.ui.form_parts import format_size, help_label, spin_box
+from assistant.ui.form_parts import format_size, help_label, new_label, spin_box
 from assistant.ui.performance_page import PerformancePage, SpeedHooks
 
 POLICY_FIELDS: tuple[tuple[str, str], ...] = tuple(
@@ -68,6 +68,7 @@ POLICY_FIELDS: tuple[tuple[str, str], ...] = tuple(
     for field in ("window", "protect", "minimum", "reserve", "keep_recent", "summary_budget")
 )
 MODES = (("local", "Local"), ("standard", "Standard"))
+SWITCHES = ("auto_compact", "compact_on_overflow", "prune", "compact_ahead")
 CHOOSE_FILE = "__choose__"
 BIG = 100_000_000
 
@@ -80,6 +81,15 @@ def _form_page() -> tuple[QWidget, QFormLayout]:
     form.setVerticalSpacing(10)
     form.setHorizontalSpacing(16)
     return page, form
+
+
+def _mark(widget: QWidget, reason: str | None) -> None:
+    """Outline ``widget`` in red with ``reason`` as its tooltip, or (None) take the outline off."""
+    widget.setProperty("invalid", reason is not None)
+    if reason is not None:
+        widget.setToolTip(reason)
+    widget.style().unpolish(widget)
+    widget.style().polish(widget)
 
 
 def _dspin(minimum: float, maximum: float, step: float, decimals: int = 2) -> QDoubleSpinBox:
@@ -137,10 +147,7 @@ class SettingsDialog(QDialog):
         self.performance_page = PerformancePage(speed)
         self.tabs.addTab(self.performance_page, "Speed")
         layout.addWidget(self.tabs, 1)
-        self.error_label = QLabel("")
-        self.error_label.setObjectName("ErrorText")
-        self.error_label.setWordWrap(True)
-        self.error_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.error_label = new_label("", "ErrorText", wrap=True, selectable=True)
         layout.addWidget(self.error_label)
         self.notes_label = help_label("")
         self.notes_label.setVisible(False)
@@ -223,11 +230,9 @@ class SettingsDialog(QDialog):
         grid.setVerticalSpacing(6)
         grid.addWidget(QLabel(""), 0, 0)
         for col, (_key, title) in enumerate(MODES, start=1):
-            header = QLabel(title)
-            header.setObjectName("RoleLabel")
+            header = new_label(title, "RoleLabel")
             grid.addWidget(header, 0, col, Qt.AlignmentFlag.AlignRight)
-        eff_header = QLabel("In effect")
-        eff_header.setObjectName("RoleLabel")
+        eff_header = new_label("In effect", "RoleLabel")
         eff_header.setToolTip("What the active mode uses for the selected model")
         grid.addWidget(eff_header, 0, 3, Qt.AlignmentFlag.AlignRight)
         self.policy_spins: dict[tuple[str, str], QSpinBox] = {}
@@ -242,8 +247,7 @@ class SettingsDialog(QDialog):
                 spin.setToolTip(ModePolicy.model_fields[field].description or "")
                 self.policy_spins[(mode, field)] = spin
                 grid.addWidget(spin, row, col)
-            eff = QLabel("")
-            eff.setObjectName("MutedLabel")
+            eff = new_label("", "MutedLabel")
             eff.setAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
             eff.setMinimumWidth(80)
             self.effective_labels[field] = eff
@@ -255,15 +259,16 @@ class SettingsDialog(QDialog):
 
         switches = QGroupBox("Automatic context management")
         sw = QVBoxLayout(switches)
-        self.auto_compact = QCheckBox(SETTING_LABELS["auto_compact"])
-        self.compact_on_overflow = QCheckBox(SETTING_LABELS["compact_on_overflow"])
-        self.prune = QCheckBox(SETTING_LABELS["prune"] + " (pruning)")
-        self.compact_ahead = QCheckBox(SETTING_LABELS["compact_ahead"])
+        #: The compaction switches the dialog edits, by their settings name.
+        self.switch_boxes = {key: QCheckBox(SETTING_LABELS[key]) for key in SWITCHES}
+        self.auto_compact, self.compact_on_overflow, self.prune, self.compact_ahead = (
+            self.switch_boxes.values()
+        )
+        self.prune.setText(SETTING_LABELS["prune"] + " (pruning)")
         ahead_help = CompactionSwitches.model_fields["compact_ahead"].description or ""
         self.compact_ahead.setToolTip(ahead_help)
         self.compact_ahead.setAccessibleDescription(ahead_help)
-        for box_ in (self.auto_compact, self.compact_on_overflow, self.prune,
-                     self.compact_ahead):
+        for box_ in self.switch_boxes.values():
             sw.addWidget(box_)
         outer.addWidget(switches)
         outer.addStretch(1)
@@ -300,12 +305,7 @@ class SettingsDialog(QDialog):
 
     # -- values ------------------------------------------------------------------------
     def _load(self, s: Settings) -> None:
-        index = self.model_combo.findData(s.model)
-        if index < 0:
-            self.model_combo.insertItem(self.model_combo.count() - 1, Path(s.model).name, s.model)
-            index = self.model_combo.findData(s.model)
-        self.model_combo.setCurrentIndex(index)
-        self._previous_model_index = index
+        self.set_model_path(s.model)
         self.threads.setValue(s.sampling.threads)
         self.temperature.setValue(s.sampling.temperature)
         self.top_p.setValue(s.sampling.top_p)
@@ -315,10 +315,8 @@ class SettingsDialog(QDialog):
             policy = s.local if mode == "local" else s.standard
             for field, _label in POLICY_FIELDS:
                 self.policy_spins[(mode, field)].setValue(getattr(policy, field))
-        self.auto_compact.setChecked(s.compaction.auto_compact)
-        self.compact_on_overflow.setChecked(s.compaction.compact_on_overflow)
-        self.prune.setChecked(s.compaction.prune)
-        self.compact_ahead.setChecked(s.compaction.compact_ahead)
+        for key, check in self.switch_boxes.items():
+            check.setChecked(getattr(s.compaction, key))
         self.system_prompt.setPlainText(s.system_prompt)
         self.workspace.setText(s.workspace)
         self.approval.setCurrentIndex(max(0, self.approval.findData(s.tool_approval)))
@@ -349,12 +347,7 @@ class SettingsDialog(QDialog):
         for mode, _title in MODES:
             for field, _label in POLICY_FIELDS:
                 data[mode][field] = self.policy_spins[(mode, field)].value()
-        data["compaction"].update(
-            auto_compact=self.auto_compact.isChecked(),
-            compact_on_overflow=self.compact_on_overflow.isChecked(),
-            prune=self.prune.isChecked(),
-            compact_ahead=self.compact_ahead.isChecked(),
-        )
+        data["compaction"].update({k: box.isChecked() for k, box in self.switch_boxes.items()})
         data["system_prompt"] = self.system_prompt.toPlainText()
         data["workspace"] = self.workspace.text().strip()
         data["tool_approval"] = self.approval.currentData()
@@ -400,9 +393,7 @@ class SettingsDialog(QDialog):
         """Validate the form; show the reasons inline. Returns whether it is valid."""
         for field_widget in self._all_inputs():
             if field_widget.property("invalid"):
-                field_widget.setProperty("invalid", False)
-                field_widget.style().unpolish(field_widget)
-                field_widget.style().polish(field_widget)
+                _mark(field_widget, None)
         self.errors = []
         try:
             self._result = Settings.model_validate(self.collect())
@@ -414,10 +405,7 @@ class SettingsDialog(QDialog):
                 msg = str(err.get("msg", "invalid")).removeprefix("Value error, ")
                 self.errors.append(f"{where}: {msg}" if where else msg)
                 for widget in self._widgets_for(loc):
-                    widget.setProperty("invalid", True)
-                    widget.setToolTip(msg)
-                    widget.style().unpolish(widget)
-                    widget.style().polish(widget)
+                    _mark(widget, msg)
         if self._result is not None:
             self._check_against_model(self._result)
         valid = self._result is not None
@@ -441,7 +429,7 @@ class SettingsDialog(QDialog):
         if check.errors:
             self._result = None
             self.errors.extend(check.errors)
-            self._mark_invalid(self.system_prompt, check.errors[0])
+            _mark(self.system_prompt, check.errors[0])
 
     def _count(self, text: str) -> int:
         """The loaded model's count of ``text`` (the last one is remembered)."""
@@ -449,13 +437,6 @@ class SettingsDialog(QDialog):
         if self._counted is None or self._counted[0] != text:
             self._counted = (text, self._count_tokens(text))
         return self._counted[1]
-
-    @staticmethod
-    def _mark_invalid(widget: QWidget, reason: str) -> None:
-        widget.setProperty("invalid", True)
-        widget.setToolTip(reason)
-        widget.style().unpolish(widget)
-        widget.style().polish(widget)
 
     def result_settings(self) -> Settings | None:
         """The validated settings (None while the form has an error)."""
@@ -626,14 +607,12 @@ class SettingsDialog(QDialog):
         ]
 
     def _connect_validation(self) -> None:
-        for spin in self.policy_spins.values():
-            spin.valueChanged.connect(self.validate)
-        for box in (self.threads, self.max_reply, self.step_limit):
+        numbers: list[QSpinBox | QDoubleSpinBox] = [*self.policy_spins.values(), self.threads,
+                                                    self.max_reply, self.step_limit,
+                                                    self.temperature, self.top_p]
+        for box in numbers:
             box.valueChanged.connect(self.validate)
-        for dbox in (self.temperature, self.top_p):
-            dbox.valueChanged.connect(self.validate)
-        for check in (self.auto_compact, self.compact_on_overflow, self.prune,
-                      self.compact_ahead, self.enter_sends):
+        for check in (*self.switch_boxes.values(), self.enter_sends):
             check.toggled.connect(self.validate)
         self.mode_group.buttonToggled.connect(lambda *_a: self.validate())
         self.system_prompt.textChanged.connect(self.validate)

@@ -19,6 +19,7 @@ from PySide6.QtWidgets import (
 from assistant.conversation import Message, ToolCall
 from assistant.ui.boxes import hbox, vbox
 from assistant.ui.buttons import action_button
+from assistant.ui.form_parts import new_label
 from assistant.ui.theme import monospace_font
 
 
@@ -85,14 +86,12 @@ class ToolCard(QFrame):
 
         self.details = QWidget()
         details = vbox(self.details, (14, 0, 0, 0), 4)
-        args_title = QLabel("Arguments")
-        args_title.setObjectName("MutedLabel")
+        args_title = new_label("Arguments", "MutedLabel")
         details.addWidget(args_title)
         self.arguments_box = MonoBox(_pretty_arguments(call), max_lines=8)
         self.arguments_box.setAccessibleName(f"Arguments of {call.name}")
         details.addWidget(self.arguments_box)
-        self.result_title = QLabel("Result")
-        self.result_title.setObjectName("MutedLabel")
+        self.result_title = new_label("Result", "MutedLabel")
         details.addWidget(self.result_title)
         self.pruned_row = QWidget()
         pruned = hbox(self.pruned_row, (0, 0, 0, 0))
