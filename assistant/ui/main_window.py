@@ -181,10 +181,9 @@ class MainWindow(WindowDialogs):
         composer = QFrame()
         composer.setObjectName("ComposerFrame")
         comp = vbox(composer, (16, 10, 16, 10), 8)
-        self.edit_banner = QLabel(
-            "Editing your message: Enter sends it as a new branch · Esc cancels"
+        self.edit_banner = new_label(
+            "Editing your message: Enter sends it as a new branch · Esc cancels", "MutedLabel"
         )
-        self.edit_banner.setObjectName("MutedLabel")
         self.edit_banner.setVisible(False)
         comp.addWidget(self.edit_banner)
         row = QHBoxLayout()

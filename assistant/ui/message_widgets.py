@@ -10,7 +10,6 @@ from PySide6.QtCore import Signal
 from PySide6.QtGui import QGuiApplication
 from PySide6.QtWidgets import (
     QFrame,
-    QLabel,
     QSizePolicy,
     QToolButton,
     QVBoxLayout,
@@ -202,13 +201,12 @@ class BranchEndRow(QFrame):
         self.setObjectName("BranchEnd")
         layout = hbox(self, (14, 0, 14, 0), 6)
         others = count - 1
-        self.label = QLabel(
+        self.label = new_label(
             "This version ends here; "
             + ("another goes on after this message (< shows it)." if others == 1
-               else f"{others} others go on after this message (< shows them).")
+               else f"{others} others go on after this message (< shows them)."),
+            "MutedLabel", wrap=True,
         )
-        self.label.setObjectName("MutedLabel")
-        self.label.setWordWrap(True)
         layout.addWidget(self.label, 1)
         self.switcher = BranchSwitcher()
         self.switcher.set_position(index - 1, count)

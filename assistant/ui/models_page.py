@@ -164,12 +164,11 @@ class ModelsPage(QDialog):
         self._loading: str | None = None
 
         layout = vbox(self, (16, 14, 16, 12), 10)
-        intro = QLabel(
+        intro = new_label(
             "Models run on this computer. Registered models install from the files set up "
-            "with the app (no network); any other GGUF model file can be added from disk."
+            "with the app (no network); any other GGUF model file can be added from disk.",
+            "MutedLabel", wrap=True,
         )
-        intro.setWordWrap(True)
-        intro.setObjectName("MutedLabel")
         layout.addWidget(intro)
         self.list_area = vertical_scroller(QScrollArea())
         self._list = QWidget()

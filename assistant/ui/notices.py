@@ -130,16 +130,13 @@ class CompactionNotice(QFrame):
         self.details = QFrame()
         self.details.setObjectName("SummaryBox")
         details = vbox(self.details, (12, 8, 12, 10), 6)
-        summary_title = QLabel(
-            "What the model receives instead of the messages above (word for word):"
+        summary_title = new_label(
+            "What the model receives instead of the messages above (word for word):",
+            "RoleLabel", wrap=True,
         )
-        summary_title.setObjectName("RoleLabel")
-        summary_title.setWordWrap(True)
         details.addWidget(summary_title)
-        self.summary_view = new_label(record.summary, "SummaryText")
+        self.summary_view = new_label(record.summary, "SummaryText", wrap=True, selectable=True)
         self.summary_view.setTextFormat(Qt.TextFormat.PlainText)
-        self.summary_view.setWordWrap(True)
-        self.summary_view.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         details.addWidget(self.summary_view)
         copy = action_button("Copy summary", "Copy the summary text")
         copy.clicked.connect(lambda: QGuiApplication.clipboard().setText(record.summary))

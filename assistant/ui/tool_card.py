@@ -9,7 +9,6 @@ import re
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import (
     QFrame,
-    QLabel,
     QPlainTextEdit,
     QPushButton,
     QSizePolicy,
@@ -95,12 +94,11 @@ class ToolCard(QFrame):
         details.addWidget(self.result_title)
         self.pruned_row = QWidget()
         pruned = hbox(self.pruned_row, (0, 0, 0, 0))
-        self.pruned_note = QLabel(
+        self.pruned_note = new_label(
             "Cleared from the model's context to save room (pruned). The model now sees "
-            "“[Old tool result content cleared]”."
+            "“[Old tool result content cleared]”.",
+            "PrunedNote", wrap=True,
         )
-        self.pruned_note.setObjectName("PrunedNote")
-        self.pruned_note.setWordWrap(True)
         self.show_original_button = action_button("Show original", "Show the full output")
         self.show_original_button.setCheckable(True)
         self.show_original_button.toggled.connect(lambda _shown: self._refresh())
