@@ -60,7 +60,16 @@ from assistant.secrets import SecretStoreError
 from assistant.settings_check import check_against_model
 from assistant.ui.boxes import vbox
 from assistant.ui.engine_settings import EnginePage
-from assistant.ui.form_parts import format_size, help_label, new_label, spin_box
+from assistant.ui.form_parts import (
+    Field,
+    field_value,
+    format_size,
+    help_label,
+    new_label,
+    on_change,
+    set_field,
+    spin_box,
+)
 from assistant.ui.performance_page import PerformancePage, SpeedHooks
 
 POLICY_FIELDS: tuple[tuple[str, str], ...] = tuple(
@@ -160,6 +169,21 @@ class SettingsDialog(QDialog):
         self.buttons.accepted.connect(self.accept)
         self.buttons.rejected.connect(self.reject)
         layout.addWidget(self.buttons)
+        #: Each input by where its value lives in the settings (``("sampling", "top_p")``).
+        self.fields: dict[tuple[str, ...], Field] = {
+            **{loc: spin for loc, spin in self.policy_spins.items()},
+            ("sampling", "threads"): self.threads,
+            ("sampling", "temperature"): self.temperature,
+            ("sampling", "top_p"): self.top_p,
+            ("sampling", "max_reply_tokens"): self.max_reply,
+            **{("compaction", key): box for key, box in self.switch_boxes.items()},
+            ("system_prompt",): self.system_prompt,
+            ("workspace",): self.workspace,
+            ("tool_approval",): self.approval,
+            ("theme",): self.theme,
+            ("enter_sends",): self.enter_sends,
+            ("step_limit",): self.step_limit,
+        }
 
         self._load(settings)
         self._connect_validation()
@@ -306,23 +330,12 @@ class SettingsDialog(QDialog):
     # -- values ------------------------------------------------------------------------
     def _load(self, s: Settings) -> None:
         self.set_model_path(s.model)
-        self.threads.setValue(s.sampling.threads)
-        self.temperature.setValue(s.sampling.temperature)
-        self.top_p.setValue(s.sampling.top_p)
-        self.max_reply.setValue(s.sampling.max_reply_tokens)
         self.mode_buttons[s.mode].setChecked(True)
-        for mode, _title in MODES:
-            policy = s.local if mode == "local" else s.standard
-            for field, _label in POLICY_FIELDS:
-                self.policy_spins[(mode, field)].setValue(getattr(policy, field))
-        for key, check in self.switch_boxes.items():
-            check.setChecked(getattr(s.compaction, key))
-        self.system_prompt.setPlainText(s.system_prompt)
-        self.workspace.setText(s.workspace)
-        self.approval.setCurrentIndex(max(0, self.approval.findData(s.tool_approval)))
-        self.theme.setCurrentIndex(max(0, self.theme.findData(s.theme)))
-        self.enter_sends.setChecked(s.enter_sends)
-        self.step_limit.setValue(s.step_limit)
+        for loc, widget in self.fields.items():
+            value: Any = s
+            for key in loc:
+                value = getattr(value, key)
+            set_field(widget, value)
         self.performance_page.load(s.performance)
         self.engine_page.load(s)
         self._update_model_info()
@@ -337,23 +350,12 @@ class SettingsDialog(QDialog):
         """The form as a plain dict, in the shape :class:`Settings` validates."""
         data = self._original.model_dump()
         data["model"] = str(self.model_combo.currentData() or self._original.model)
-        data["sampling"].update(
-            threads=self.threads.value(),
-            temperature=round(self.temperature.value(), 4),
-            top_p=round(self.top_p.value(), 4),
-            max_reply_tokens=self.max_reply.value(),
-        )
         data["mode"] = self.selected_mode()
-        for mode, _title in MODES:
-            for field, _label in POLICY_FIELDS:
-                data[mode][field] = self.policy_spins[(mode, field)].value()
-        data["compaction"].update({k: box.isChecked() for k, box in self.switch_boxes.items()})
-        data["system_prompt"] = self.system_prompt.toPlainText()
-        data["workspace"] = self.workspace.text().strip()
-        data["tool_approval"] = self.approval.currentData()
-        data["theme"] = self.theme.currentData()
-        data["enter_sends"] = self.enter_sends.isChecked()
-        data["step_limit"] = self.step_limit.value()
+        for (*path, last), widget in self.fields.items():
+            target = data
+            for key in path:
+                target = target[key]
+            target[last] = field_value(widget)
         data["performance"].update(self.performance_page.values())
         data["engine"] = self.engine_page.collect()
         return data
@@ -372,22 +374,9 @@ class SettingsDialog(QDialog):
         head = str(loc[0])
         if head == "engine":
             return self.engine_page.widget_for(loc[1:])
-        if head in ("local", "standard"):
-            return self.policy_spins.get((head, str(loc[1]))) if len(loc) > 1 else None
         if head == "performance" and len(loc) > 1:
             return self.performance_page.widget_for(str(loc[1]))
-        if head == "sampling" and len(loc) > 1:
-            return {
-                "threads": self.threads,
-                "temperature": self.temperature,
-                "top_p": self.top_p,
-                "max_reply_tokens": self.max_reply,
-            }.get(str(loc[1]))
-        return {
-            "system_prompt": self.system_prompt,
-            "workspace": self.workspace,
-            "step_limit": self.step_limit,
-        }.get(head)
+        return self.fields.get(tuple(str(part) for part in loc[:2]))
 
     def validate(self) -> bool:
         """Validate the form; show the reasons inline. Returns whether it is valid."""
@@ -590,14 +579,7 @@ class SettingsDialog(QDialog):
     # -- plumbing ----------------------------------------------------------------------
     def _all_inputs(self) -> list[QWidget]:
         return [
-            *self.policy_spins.values(),
-            self.threads,
-            self.temperature,
-            self.top_p,
-            self.max_reply,
-            self.system_prompt,
-            self.workspace,
-            self.step_limit,
+            *(w for w in self.fields.values() if not isinstance(w, QCheckBox | QComboBox)),
             *self.performance_page.inputs(),
             self.engine_page.url,
             self.engine_page.model,
@@ -607,18 +589,10 @@ class SettingsDialog(QDialog):
         ]
 
     def _connect_validation(self) -> None:
-        numbers: list[QSpinBox | QDoubleSpinBox] = [*self.policy_spins.values(), self.threads,
-                                                    self.max_reply, self.step_limit,
-                                                    self.temperature, self.top_p]
-        for box in numbers:
-            box.valueChanged.connect(self.validate)
-        for check in (*self.switch_boxes.values(), self.enter_sends):
-            check.toggled.connect(self.validate)
+        for widget in self.fields.values():
+            on_change(widget, self.validate)
         self.mode_group.buttonToggled.connect(lambda *_a: self.validate())
-        self.system_prompt.textChanged.connect(self.validate)
-        self.workspace.textChanged.connect(self.validate)
-        for combo in (self.model_combo, self.approval, self.theme):
-            combo.currentIndexChanged.connect(self.validate)
+        self.model_combo.currentIndexChanged.connect(self.validate)
         self.performance_page.connect_changed(self.validate)
         self.engine_page.changed.connect(self.validate)
 
