@@ -78,8 +78,10 @@ def set_field(widget: Field, value: Any) -> None:
     """Show ``value`` in the input (a combo box picks the item with that data, else text)."""
     if isinstance(widget, QCheckBox):
         widget.setChecked(bool(value))
-    elif isinstance(widget, QSpinBox | QDoubleSpinBox):
+    elif isinstance(widget, QDoubleSpinBox):
         widget.setValue(value)
+    elif isinstance(widget, QSpinBox):
+        widget.setValue(round(value))  # (a timeout in seconds is a float in the settings)
     elif isinstance(widget, QComboBox):
         index = widget.findData(value)
         widget.setCurrentIndex(max(0, index if index >= 0 else widget.findText(str(value))))
