@@ -18,7 +18,7 @@ application logic.
 from __future__ import annotations
 
 from PySide6.QtCore import Qt, QTimer
-from PySide6.QtGui import QAction, QCloseEvent, QKeySequence, QShortcut
+from PySide6.QtGui import QCloseEvent, QKeySequence, QShortcut
 from PySide6.QtWidgets import (
     QApplication,
     QFrame,
@@ -288,18 +288,7 @@ class MainWindow(WindowDialogs):
         b.chat_picker_requested.connect(lambda _chats: self.sidebar.focus_search())
 
     def _shortcuts(self) -> None:
-        def bind(keys: str, slot: object, name: str) -> QAction:
-            action = QAction(name, self)
-            action.setShortcut(QKeySequence(keys))
-            action.setShortcutContext(Qt.ShortcutContext.WindowShortcut)
-            action.triggered.connect(slot)
-            self.addAction(action)
-            return action
-
-        self.new_chat_action = bind("Ctrl+N", self.new_chat, "New chat")
-        self.search_action = bind("Ctrl+K", self.sidebar.focus_search, "Search chats")
-        self.settings_action = bind("Ctrl+,", self.open_settings, "Settings")
-        self.models_action = bind("Ctrl+M", self.open_models, "Models")
+        """Esc (the menus' actions carry the other shortcuts)."""
         self.escape_shortcut = QShortcut(QKeySequence(Qt.Key.Key_Escape), self)
         self.escape_shortcut.setContext(Qt.ShortcutContext.WindowShortcut)
         self.escape_shortcut.activated.connect(self.escape)
