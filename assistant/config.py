@@ -142,16 +142,7 @@ class ModePolicy(BaseModel):
         """
         eff_window = self.window if not trained_context else min(self.window, trained_context)
         if eff_window == self.window:
-            return EffectivePolicy(
-                mode=mode,
-                window=eff_window,
-                protect=self.protect,
-                minimum=self.minimum,
-                reserve=self.reserve,
-                keep_recent=self.keep_recent,
-                summary_budget=self.summary_budget,
-                scaled=False,
-            )
+            return EffectivePolicy(mode=mode, **self.model_dump())
         factor = eff_window / self.window
         reserve = max(MIN_RESERVE, int(self.reserve * factor))
         keep_recent = max(MIN_KEEP_RECENT, int(self.keep_recent * factor))

@@ -26,6 +26,7 @@ from PySide6.QtWidgets import (
 
 from assistant.tools.approval import ApprovalDecision, ApprovalRequest
 from assistant.ui.boxes import vbox
+from assistant.ui.form_parts import help_label, new_label
 from assistant.ui.theme import monospace_font
 
 
@@ -53,17 +54,13 @@ class ApprovalDialog(QDialog):
         title = QLabel(f"The assistant wants to use <b>{request.tool}</b>")
         title.setTextFormat(Qt.TextFormat.RichText)
         layout.addWidget(title)
-        help_text = QLabel(
+        help_text = help_label(
             "This tool can change files in your workspace or run a program. Check what it "
             f"will do before you allow it. Workspace: {request.workspace}"
         )
-        help_text.setObjectName("FieldHelp")
-        help_text.setWordWrap(True)
         layout.addWidget(help_text)
-        self.summary = QLabel(request.summary)
+        self.summary = new_label(request.summary, wrap=True, selectable=True)
         self.summary.setFont(monospace_font())
-        self.summary.setWordWrap(True)
-        self.summary.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         layout.addWidget(self.summary)
         self.preview = QPlainTextEdit(request.preview)
         self.preview.setReadOnly(True)

@@ -15,7 +15,6 @@ from PySide6.QtWidgets import (
     QDialog,
     QDialogButtonBox,
     QFormLayout,
-    QLabel,
     QPlainTextEdit,
     QPushButton,
     QWidget,
@@ -25,6 +24,7 @@ from assistant.llm.catalog import list_models
 from assistant.llm.registry import Registry
 from assistant.service.chat_options import ChatOptions
 from assistant.ui.boxes import vbox
+from assistant.ui.form_parts import new_label
 
 
 class ChatOptionsDialog(QDialog):
@@ -45,9 +45,7 @@ class ChatOptionsDialog(QDialog):
         self._original = options
         layout = vbox(self, (16, 14, 16, 12), 10)
         where = f"“{chat_title}”" if chat_title else "the new chat"
-        intro = QLabel(f"For {where}. The chat remembers them.")
-        intro.setObjectName("MutedLabel")
-        intro.setWordWrap(True)
+        intro = new_label(f"For {where}. The chat remembers them.", "MutedLabel", wrap=True)
         layout.addWidget(intro)
         form = QFormLayout()
         form.setVerticalSpacing(10)

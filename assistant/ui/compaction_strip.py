@@ -26,10 +26,11 @@ import time
 from dataclasses import replace
 
 from PySide6.QtCore import QTimer
-from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QProgressBar, QWidget
+from PySide6.QtWidgets import QFrame, QHBoxLayout, QProgressBar, QWidget
 
 from assistant.service.events import PrefillProgress
 from assistant.service.progress import eta_text
+from assistant.ui.form_parts import new_label
 from assistant.ui.spinner import Spinner
 
 TITLE = "Summarizing older messages to make room"
@@ -83,8 +84,7 @@ class CompactionStrip(QFrame):
         layout = QHBoxLayout(self)
         layout.setContentsMargins(16, 6, 16, 6)
         self.spinner = Spinner()
-        self.label = QLabel(compaction_text(None))
-        self.label.setWordWrap(True)
+        self.label = new_label(compaction_text(None), wrap=True)
         self.bar = QProgressBar()
         self.bar.setObjectName("PromptProgressBar")
         self.bar.setAccessibleName("Summary progress")

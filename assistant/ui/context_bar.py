@@ -16,10 +16,11 @@ from typing import Literal
 
 from PySide6.QtCore import QRectF, QSize, Qt
 from PySide6.QtGui import QColor, QPainter, QPainterPath, QPaintEvent
-from PySide6.QtWidgets import QLabel, QSizePolicy, QWidget
+from PySide6.QtWidgets import QSizePolicy, QWidget
 
 from assistant.agent.events import ContextUsage
 from assistant.ui.boxes import hbox
+from assistant.ui.form_parts import new_label
 from assistant.ui.theme import Colors, current_colors
 
 Level = Literal["ok", "warning", "critical"]
@@ -130,11 +131,9 @@ class ContextBar(QWidget):
         self.pruned_tokens = 0
         self.compactions = 0
         layout = hbox(self, (0, 0, 0, 0), 8)
-        self.caption = QLabel("Context")
-        self.caption.setObjectName("MutedLabel")
+        self.caption = new_label("Context", "MutedLabel")
         self.bar = _Bar(self)
-        self.label = QLabel("– / –")
-        self.label.setObjectName("ContextLabel")
+        self.label = new_label("– / –", "ContextLabel")
         self.label.setMinimumWidth(150)
         self.label.setAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
         layout.addWidget(self.caption)

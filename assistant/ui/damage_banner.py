@@ -14,10 +14,11 @@ the open chat changes, and connect :attr:`DamageBanner.repair_requested`.
 from __future__ import annotations
 
 from PySide6.QtCore import Qt, Signal
-from PySide6.QtWidgets import QFrame, QLabel, QPushButton, QWidget
+from PySide6.QtWidgets import QFrame, QPushButton, QWidget
 
 from assistant.sessions.handle import ChatHandle
 from assistant.ui.boxes import hbox
+from assistant.ui.form_parts import new_label
 
 
 class DamageBanner(QFrame):
@@ -30,9 +31,7 @@ class DamageBanner(QFrame):
         self.setObjectName("Notice")
         self.setProperty("level", "warning")
         layout = hbox(self, (16, 8, 12, 8))
-        self.label = QLabel("")
-        self.label.setWordWrap(True)
-        self.label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.label = new_label("", wrap=True, selectable=True)
         self.repair_button = QPushButton("Repair (keeps the original)")
         self.repair_button.setToolTip(
             "Write a copy of this chat without the damaged lines and open it; the original "

@@ -17,7 +17,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from PySide6.QtCore import QObject, Qt, Signal
+from PySide6.QtCore import QObject, Signal
 from PySide6.QtWidgets import (
     QButtonGroup,
     QComboBox,
@@ -25,7 +25,6 @@ from PySide6.QtWidgets import (
     QFormLayout,
     QGroupBox,
     QHBoxLayout,
-    QLabel,
     QLineEdit,
     QPushButton,
     QRadioButton,
@@ -40,7 +39,7 @@ from assistant.llm.openai_backend import ConnectionReport, ServerBackend
 from assistant.llm.server_probe import model_label
 from assistant.secrets import SecretStore, SecretStoreError
 from assistant.ui.boxes import vbox
-from assistant.ui.form_parts import help_label
+from assistant.ui.form_parts import Field, field_value, help_label, new_label, on_change, set_field
 from assistant.ui.theme import current_colors
 
 TOOL_MODES = (
@@ -145,22 +144,21 @@ class EnginePage(QWidget):
         self.test_button.setObjectName("TestConnection")
         self.test_button.clicked.connect(self.test_connection)
         form.addRow("", self.test_button)
-        self.result = QLabel("")
-        self.result.setObjectName("ConnectionResult")
-        self.result.setWordWrap(True)
-        self.result.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.result = new_label("", "ConnectionResult", wrap=True, selectable=True)
         self.result.setMinimumWidth(440)
         form.addRow("", self.result)
         outer.addWidget(self.server_box)
         outer.addStretch(1)
+        #: The inputs read and filled as they are, by their :class:`ServerEngine` field.
+        self.fields: dict[str, Field] = {
+            "base_url": self.url, "tokenizer_gguf": self.tokenizer,
+            "window": self.window_tokens, "tool_calls": self.tool_calls, "timeout_s": self.timeout,
+        }
 
         self.kind_group.buttonToggled.connect(lambda *_a: self._kind_changed())
-        for edit in (self.url, self.api_key, self.tokenizer):
-            edit.textChanged.connect(self.changed)
+        for widget in (*self.fields.values(), self.api_key):
+            on_change(widget, self.changed.emit)
         self.model.currentTextChanged.connect(self.changed)
-        self.window_tokens.valueChanged.connect(self.changed)
-        self.timeout.valueChanged.connect(self.changed)
-        self.tool_calls.currentIndexChanged.connect(self.changed)
 
     # -- values --------------------------------------------------------------------------
     def load(self, settings: Settings) -> None:
@@ -168,15 +166,12 @@ class EnginePage(QWidget):
         self._settings = settings
         server = engine.server
         (self.server_button if engine.kind == "server" else self.embedded_button).setChecked(True)
-        self.url.setText(server.base_url)
+        for name, widget in self.fields.items():
+            set_field(widget, getattr(server, name))
         self.model.clear()
         if server.model:
             self.model.addItem(model_label(server.model), server.model)
         self.model.setEditText(server.model)
-        self.tokenizer.setText(server.tokenizer_gguf)
-        self.window_tokens.setValue(server.window)
-        self.tool_calls.setCurrentIndex(max(0, self.tool_calls.findData(server.tool_calls)))
-        self.timeout.setValue(round(server.timeout_s))
         self.api_key.clear()
         self._update_key_help()
         self._kind_changed()
@@ -186,12 +181,8 @@ class EnginePage(QWidget):
         return {
             "kind": "server" if self.server_button.isChecked() else "embedded",
             "server": {
-                "base_url": self.url.text(),
+                **{name: field_value(widget) for name, widget in self.fields.items()},
                 "model": self.model_id(),
-                "tokenizer_gguf": self.tokenizer.text().strip(),
-                "window": self.window_tokens.value(),
-                "tool_calls": self.tool_calls.currentData(),
-                "timeout_s": float(self.timeout.value()),
             },
         }
 
@@ -224,10 +215,9 @@ class EnginePage(QWidget):
     def widget_for(self, loc: tuple[int | str, ...]) -> QWidget | None:
         """The input behind a validation error at ``engine.<loc>``."""
         name = str(loc[-1]) if loc else ""
-        return {
-            "base_url": self.url, "model": self.model, "tokenizer_gguf": self.tokenizer,
-            "window": self.window_tokens, "timeout_s": self.timeout,
-        }.get(name, self.url if self.server_button.isChecked() else None)
+        if name == "model":
+            return self.model
+        return self.fields.get(name, self.url if self.server_button.isChecked() else None)
 
     # -- the API key ---------------------------------------------------------------------
     @property

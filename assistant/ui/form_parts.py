@@ -1,17 +1,43 @@
-"""Small pieces the settings pages and the Models window share."""
+"""Small pieces the window's pages share: labels, number fields, sizes, and reading, filling
+and watching the inputs of the settings forms by one rule per kind of input."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 from PySide6.QtCore import Qt
-from PySide6.QtWidgets import QLabel, QSpinBox
+from PySide6.QtWidgets import (
+    QCheckBox,
+    QComboBox,
+    QDoubleSpinBox,
+    QLabel,
+    QLineEdit,
+    QPlainTextEdit,
+    QSpinBox,
+)
+
+#: An input of a settings form, read and filled by :func:`field_value` and :func:`set_field`.
+Field = QCheckBox | QSpinBox | QDoubleSpinBox | QComboBox | QLineEdit | QPlainTextEdit
+
+
+def new_label(text: str, name: str = "", *, wrap: bool = False, selectable: bool = False
+              ) -> QLabel:
+    """A label styled by its object ``name`` (``MutedLabel``, ``RoleLabel``, ...), wrapped and
+    selectable with the mouse when asked."""
+    label = QLabel(text)
+    if name:
+        label.setObjectName(name)
+    if wrap:
+        label.setWordWrap(True)
+    if selectable:
+        label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+    return label
 
 
 def help_label(text: str) -> QLabel:
     """The grey, wrapped explanation under a field (styled as ``FieldHelp``)."""
-    label = QLabel(text)
-    label.setObjectName("FieldHelp")
-    label.setWordWrap(True)
-    return label
+    return new_label(text, "FieldHelp", wrap=True)
 
 
 def spin_box(
@@ -29,6 +55,52 @@ def spin_box(
     if special:
         box.setSpecialValueText(special)
     return box
+
+
+def field_value(widget: Field) -> Any:
+    """What the input holds, as the settings keep it: a combo box's item data (its text when
+    the item has none), a line's text without the blanks around it."""
+    if isinstance(widget, QCheckBox):
+        return widget.isChecked()
+    if isinstance(widget, QDoubleSpinBox):
+        return round(widget.value(), 4)  # 0.15, not 0.15000000000000002, in the file
+    if isinstance(widget, QSpinBox):
+        return widget.value()
+    if isinstance(widget, QComboBox):
+        data = widget.currentData()
+        return widget.currentText() if data is None else data
+    if isinstance(widget, QPlainTextEdit):
+        return widget.toPlainText()
+    return widget.text().strip()
+
+
+def set_field(widget: Field, value: Any) -> None:
+    """Show ``value`` in the input (a combo box picks the item with that data, else text)."""
+    if isinstance(widget, QCheckBox):
+        widget.setChecked(bool(value))
+    elif isinstance(widget, QDoubleSpinBox):
+        widget.setValue(value)
+    elif isinstance(widget, QSpinBox):
+        widget.setValue(round(value))  # (a timeout in seconds is a float in the settings)
+    elif isinstance(widget, QComboBox):
+        index = widget.findData(value)
+        widget.setCurrentIndex(max(0, index if index >= 0 else widget.findText(str(value))))
+    elif isinstance(widget, QPlainTextEdit):
+        widget.setPlainText(str(value))
+    else:
+        widget.setText(str(value))
+
+
+def on_change(widget: Field, slot: Callable[[], object]) -> None:
+    """Call ``slot`` whenever the input changes."""
+    if isinstance(widget, QCheckBox):
+        widget.toggled.connect(lambda *_a: slot())
+    elif isinstance(widget, QSpinBox | QDoubleSpinBox):
+        widget.valueChanged.connect(lambda *_a: slot())
+    elif isinstance(widget, QComboBox):
+        widget.currentIndexChanged.connect(lambda *_a: slot())
+    else:
+        widget.textChanged.connect(lambda *_a: slot())
 
 
 def format_size(size: int) -> str:

@@ -18,7 +18,7 @@ application logic.
 from __future__ import annotations
 
 from PySide6.QtCore import Qt, QTimer
-from PySide6.QtGui import QAction, QCloseEvent, QKeySequence, QShortcut
+from PySide6.QtGui import QCloseEvent, QKeySequence, QShortcut
 from PySide6.QtWidgets import (
     QApplication,
     QFrame,
@@ -35,9 +35,6 @@ from PySide6.QtWidgets import (
 from assistant.agent.events import (
     ContextUsage,
     MessageRefused,
-    Notice,
-    ToolCallStarted,
-    TurnFinished,
 )
 from assistant.compaction.events import (
     CompactionFailed,
@@ -48,13 +45,11 @@ from assistant.compaction.events import (
     context_line,
 )
 from assistant.config import Settings
-from assistant.conversation import Message
 from assistant.llm.kv_state import Usage
 from assistant.llm.registry import Registry, model_path
 from assistant.service.events import (
     ModelChanged,
     PrefillProgress,
-    ReplyStats,
     SettingsChanged,
 )
 from assistant.service.progress import stats_text
@@ -74,6 +69,7 @@ from assistant.ui.context_bar import ContextBar
 from assistant.ui.damage_banner import DamageBanner
 from assistant.ui.file_drop import FileDropHandler
 from assistant.ui.focus_keeper import FocusKeeper
+from assistant.ui.form_parts import new_label
 from assistant.ui.menu_bar import AppMenus
 from assistant.ui.models_page import ModelsPage
 from assistant.ui.performance_page import SpeedHooks
@@ -153,11 +149,7 @@ class MainWindow(WindowDialogs):
         self.model_banner = QFrame()
         self.model_banner.setObjectName("ModelBanner")
         banner = hbox(self.model_banner, (16, 8, 12, 8))
-        self.model_banner_label = QLabel("")
-        self.model_banner_label.setWordWrap(True)
-        self.model_banner_label.setTextInteractionFlags(
-            Qt.TextInteractionFlag.TextSelectableByMouse
-        )
+        self.model_banner_label = new_label("", wrap=True, selectable=True)
         self.choose_model_button = QPushButton("Choose another model…")
         self.choose_model_button.clicked.connect(self._open_settings_for_the_engine)
         self.retry_button = QPushButton("Retry")
@@ -189,10 +181,9 @@ class MainWindow(WindowDialogs):
         composer = QFrame()
         composer.setObjectName("ComposerFrame")
         comp = vbox(composer, (16, 10, 16, 10), 8)
-        self.edit_banner = QLabel(
-            "Editing your message: Enter sends it as a new branch · Esc cancels"
+        self.edit_banner = new_label(
+            "Editing your message: Enter sends it as a new branch · Esc cancels", "MutedLabel"
         )
-        self.edit_banner.setObjectName("MutedLabel")
         self.edit_banner.setVisible(False)
         comp.addWidget(self.edit_banner)
         row = QHBoxLayout()
@@ -208,8 +199,7 @@ class MainWindow(WindowDialogs):
         info = QHBoxLayout()
         info.setSpacing(12)
         self.context_bar = ContextBar()
-        self.queue_label = QLabel("")
-        self.queue_label.setObjectName("MutedLabel")
+        self.queue_label = new_label("", "MutedLabel")
         info.addWidget(self.context_bar, 1)
         info.addWidget(self.queue_label)
         comp.addLayout(info)
@@ -256,7 +246,7 @@ class MainWindow(WindowDialogs):
         self.sidebar.chat_selected.connect(self.open_chat)
         self.sidebar.rename_requested.connect(c.rename_chat)
         self.sidebar.delete_requested.connect(c.delete_chat)
-        self.sidebar.undo_delete_requested.connect(self._undo_delete)
+        self.sidebar.undo_delete_requested.connect(lambda _chat_id: c.undo_delete())
         self.chat_view.edit_requested.connect(self.start_edit)
         self.chat_view.regenerate_requested.connect(c.regenerate)
         self.chat_view.delete_requested.connect(c.delete_message)
@@ -273,13 +263,13 @@ class MainWindow(WindowDialogs):
         if app is not None:
             app.installEventFilter(self.drop_handler)
             app.installEventFilter(self.focus_keeper)
-        b.message_added.connect(self._message_added)
+        b.message_added.connect(self.chat_view.add_message)
         b.assistant_delta.connect(self.chat_view.append_delta)
-        b.tool_call_started.connect(self._tool_call_started)
-        b.notice.connect(self._agent_notice)
+        b.tool_call_started.connect(lambda event: self.chat_view.tool_call_started(event.call))
+        b.notice.connect(lambda notice: self.show_notice(notice.level, notice.text))
         b.context_usage.connect(self._context_usage)
         b.context_changed.connect(self._context_changed)
-        b.turn_finished.connect(self._turn_finished)
+        b.turn_finished.connect(lambda event: self.chat_view.end_streaming(stopped=event.stopped))
         b.status_changed.connect(self._status_changed)
         b.queue_changed.connect(lambda _texts: self._update_composer())
         b.chats_changed.connect(self._refresh_chats)
@@ -289,27 +279,16 @@ class MainWindow(WindowDialogs):
         b.model_changed.connect(self._model_changed)
         b.settings_changed.connect(self._settings_changed)
         b.prefill_progress.connect(self._prefill_progress)
-        b.reply_stats.connect(self._reply_stats)
+        b.reply_stats.connect(lambda stats: self.chat_view.set_reply_footer(stats_text(stats)))
         b.model_switch_suggested.connect(self._model_switch_suggested)
         b.message_refused.connect(self._message_refused)
         self.sidebar.options_requested.connect(self._chat_options_for)
         self.sidebar.searcher = c.search_chats
         b.export_path_needed.connect(self._choose_export_path)
-        b.chat_picker_requested.connect(self._pick_chat)
+        b.chat_picker_requested.connect(lambda _chats: self.sidebar.focus_search())
 
     def _shortcuts(self) -> None:
-        def bind(keys: str, slot: object, name: str) -> QAction:
-            action = QAction(name, self)
-            action.setShortcut(QKeySequence(keys))
-            action.setShortcutContext(Qt.ShortcutContext.WindowShortcut)
-            action.triggered.connect(slot)
-            self.addAction(action)
-            return action
-
-        self.new_chat_action = bind("Ctrl+N", self.new_chat, "New chat")
-        self.search_action = bind("Ctrl+K", self.sidebar.focus_search, "Search chats")
-        self.settings_action = bind("Ctrl+,", self.open_settings, "Settings")
-        self.models_action = bind("Ctrl+M", self.open_models, "Models")
+        """Esc (the menus' actions carry the other shortcuts)."""
         self.escape_shortcut = QShortcut(QKeySequence(Qt.Key.Key_Escape), self)
         self.escape_shortcut.setContext(Qt.ShortcutContext.WindowShortcut)
         self.escape_shortcut.activated.connect(self.escape)
@@ -353,9 +332,6 @@ class MainWindow(WindowDialogs):
             self.input.setFocus()
         else:
             self.sidebar.set_current(self.service.chat_id)
-
-    def _undo_delete(self, _chat_id: str) -> None:
-        self.service.undo_delete()
 
     def _update_welcome(self) -> None:
         """The welcome page stands in for the transcript while the chat shows nothing."""
@@ -445,15 +421,6 @@ class MainWindow(WindowDialogs):
             self.queue_label.setText("")
 
     # -- agent events ------------------------------------------------------------------
-    def _message_added(self, message: Message) -> None:
-        self.chat_view.add_message(message)
-
-    def _tool_call_started(self, event: ToolCallStarted) -> None:
-        self.chat_view.tool_call_started(event.call)
-
-    def _agent_notice(self, notice: Notice) -> None:
-        self.show_notice(notice.level, notice.text)
-
     def _context_usage(self, usage: ContextUsage) -> None:
         self.context_bar.set_usage(usage)
         self._update_mode_label()
@@ -469,17 +436,12 @@ class MainWindow(WindowDialogs):
             level = "error" if isinstance(event, CompactionFailed) else "info"
             self.show_notice(level, context_line(event))
 
-    def _turn_finished(self, event: TurnFinished) -> None:
-        self.chat_view.end_streaming(stopped=event.stopped)
-
     def _prefill_progress(self, event: PrefillProgress) -> None:
         if self.status.phase is Phase.EVALUATING_PROMPT:
             self.prompt_progress.update_progress(event)
         elif self.status.phase is Phase.COMPACTING:  # a summary written inside the turn
             self.status_strip.update_progress(event)
 
-    def _reply_stats(self, stats: ReplyStats) -> None:
-        self.chat_view.set_reply_footer(stats_text(stats))
 
     # -- status and the model ----------------------------------------------------------
     def _status_changed(self, status: Status) -> None:
@@ -517,23 +479,20 @@ class MainWindow(WindowDialogs):
             where = event.info.extra.get("url", "") if on_server else ""
             at = f" · {where.split('://', 1)[-1]}" if where else ""
             self.model_label.setText(f"{self._loaded_name(event.info)}{at} · {window:,} ctx")
-        elif failed and on_server:
-            message = (
-                f"The server engine is not available: {event.error}\nStart the server and "
-                "press Retry, or change the address or the engine in Server settings. "
-                "What you type waits."
-            )
-            self.model_banner_label.setText(message)
-            self.model_label.setText("no server")
-            self._error_box("Server not available", message)
         elif failed:
-            message = (
-                f"The model could not be loaded: {event.error}\nChoose another model in "
-                "Settings, or install it with: python -m assistant provision"
+            title, short, message = (
+                ("Server not available", "no server",
+                 f"The server engine is not available: {event.error}\nStart the server and "
+                 "press Retry, or change the address or the engine in Server settings. "
+                 "What you type waits.")
+                if on_server else
+                ("Model not loaded", "no model",
+                 f"The model could not be loaded: {event.error}\nChoose another model in "
+                 "Settings, or install it with: python -m assistant provision")
             )
             self.model_banner_label.setText(message)
-            self.model_label.setText("no model")
-            self._error_box("Model not loaded", message)
+            self.model_label.setText(short)
+            self._error_box(title, message)
         else:
             self.model_label.setText("")
         self._update_mode_label()
@@ -620,10 +579,6 @@ class MainWindow(WindowDialogs):
     def _server_url(settings: Settings) -> str | None:
         """The server's address with the server engine, else None."""
         return settings.engine.server.base_url if settings.engine.kind == "server" else None
-
-    # -- requests from the service -------------------------------------------------------
-    def _pick_chat(self, _chats: tuple[ChatSummary, ...]) -> None:
-        self.sidebar.focus_search()
 
     # -- misc --------------------------------------------------------------------------
     def shutdown(self) -> None:

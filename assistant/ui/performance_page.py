@@ -18,7 +18,6 @@ from PySide6.QtWidgets import (
     QFormLayout,
     QGroupBox,
     QHBoxLayout,
-    QLabel,
     QPushButton,
     QScrollArea,
     QSpinBox,
@@ -27,7 +26,16 @@ from PySide6.QtWidgets import (
 
 from assistant.config import Performance
 from assistant.ui.boxes import vbox
-from assistant.ui.form_parts import format_size, help_label, spin_box
+from assistant.ui.form_parts import (
+    Field,
+    field_value,
+    format_size,
+    help_label,
+    new_label,
+    on_change,
+    set_field,
+    spin_box,
+)
 
 #: (files, bytes) of the saved states, and deleting them (returns what was freed).
 Usage = tuple[int, int]
@@ -87,8 +95,7 @@ class PerformancePage(QScrollArea):
         self.state_cache_mb.setObjectName("state_cache_mb")
         form.addRow("Space for saved states", self.state_cache_mb)
         row = QHBoxLayout()
-        self.usage_label = QLabel("")
-        self.usage_label.setObjectName("MutedLabel")
+        self.usage_label = new_label("", "MutedLabel")
         row.addWidget(self.usage_label, 1)
         self.clear_button = QPushButton("Delete saved states")
         self.clear_button.setEnabled(self._clear is not None)
@@ -146,31 +153,8 @@ class PerformancePage(QScrollArea):
         sform.addRow(measure_row)
         outer.addWidget(speed)
         outer.addStretch(1)
-        self.refresh_usage()
-
-    # -- values ------------------------------------------------------------------------
-    def load(self, perf: Performance) -> None:
-        self.resume_state.setChecked(perf.resume_state)
-        self.state_cache_mb.setValue(perf.state_cache_mb)
-        self.chunk_reuse.setChecked(perf.chunk_reuse)
-        self.chunk_reuse_min.setValue(perf.chunk_reuse_min)
-        self.n_batch.setValue(perf.n_batch)
-        self.n_ubatch.setValue(perf.n_ubatch)
-        self.prompt_lookup.setCurrentText(perf.prompt_lookup)
-
-    def values(self) -> dict[str, Any]:
-        return {
-            "resume_state": self.resume_state.isChecked(),
-            "state_cache_mb": self.state_cache_mb.value(),
-            "chunk_reuse": self.chunk_reuse.isChecked(),
-            "chunk_reuse_min": self.chunk_reuse_min.value(),
-            "n_batch": self.n_batch.value(),
-            "n_ubatch": self.n_ubatch.value(),
-            "prompt_lookup": self.prompt_lookup.currentText(),
-        }
-
-    def widget_for(self, field: str) -> QWidget | None:
-        return {
+        #: Each input by its :class:`Performance` field.
+        self.fields: dict[str, Field] = {
             "resume_state": self.resume_state,
             "state_cache_mb": self.state_cache_mb,
             "chunk_reuse": self.chunk_reuse,
@@ -178,17 +162,26 @@ class PerformancePage(QScrollArea):
             "n_batch": self.n_batch,
             "n_ubatch": self.n_ubatch,
             "prompt_lookup": self.prompt_lookup,
-        }.get(field)
+        }
+        self.refresh_usage()
+
+    # -- values ------------------------------------------------------------------------
+    def load(self, perf: Performance) -> None:
+        for name, widget in self.fields.items():
+            set_field(widget, getattr(perf, name))
+
+    def values(self) -> dict[str, Any]:
+        return {name: field_value(widget) for name, widget in self.fields.items()}
+
+    def widget_for(self, field: str) -> QWidget | None:
+        return self.fields.get(field)
 
     def inputs(self) -> list[QWidget]:
-        return [self.state_cache_mb, self.chunk_reuse_min, self.n_batch, self.n_ubatch]
+        return [w for w in self.fields.values() if isinstance(w, QSpinBox)]
 
     def connect_changed(self, slot: Callable[[], Any]) -> None:
-        for box in (self.state_cache_mb, self.chunk_reuse_min, self.n_batch, self.n_ubatch):
-            box.valueChanged.connect(lambda *_a: slot())
-        for check in (self.resume_state, self.chunk_reuse):
-            check.toggled.connect(lambda *_a: slot())
-        self.prompt_lookup.currentTextChanged.connect(lambda *_a: slot())
+        for widget in self.fields.values():
+            on_change(widget, slot)
 
     # -- actions -----------------------------------------------------------------------
     def refresh_usage(self) -> None:

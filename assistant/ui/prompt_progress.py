@@ -12,10 +12,11 @@ starts, the evaluation stops, or the job ends.
 from __future__ import annotations
 
 from PySide6.QtCore import QTimer
-from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QProgressBar, QWidget
+from PySide6.QtWidgets import QFrame, QHBoxLayout, QProgressBar, QWidget
 
 from assistant.service.events import PrefillProgress
 from assistant.service.progress import eta_text
+from assistant.ui.form_parts import new_label
 
 #: How long an evaluation must run before the strip appears.
 SHOW_AFTER_MS = 400
@@ -37,8 +38,7 @@ class PromptProgress(QFrame):
         layout = QHBoxLayout(self)
         layout.setContentsMargins(16, 6, 16, 6)
         layout.setSpacing(12)
-        self.label = QLabel("")
-        self.label.setObjectName("PromptProgressLabel")
+        self.label = new_label("", "PromptProgressLabel")
         self.bar = QProgressBar()
         self.bar.setObjectName("PromptProgressBar")
         self.bar.setAccessibleName("Prompt evaluation progress")

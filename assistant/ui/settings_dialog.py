@@ -60,7 +60,16 @@ from assistant.secrets import SecretStoreError
 from assistant.settings_check import check_against_model
 from assistant.ui.boxes import vbox
 from assistant.ui.engine_settings import EnginePage
-from assistant.ui.form_parts import format_size, help_label, spin_box
+from assistant.ui.form_parts import (
+    Field,
+    field_value,
+    format_size,
+    help_label,
+    new_label,
+    on_change,
+    set_field,
+    spin_box,
+)
 from assistant.ui.performance_page import PerformancePage, SpeedHooks
 
 POLICY_FIELDS: tuple[tuple[str, str], ...] = tuple(
@@ -68,6 +77,7 @@ POLICY_FIELDS: tuple[tuple[str, str], ...] = tuple(
     for field in ("window", "protect", "minimum", "reserve", "keep_recent", "summary_budget")
 )
 MODES = (("local", "Local"), ("standard", "Standard"))
+SWITCHES = ("auto_compact", "compact_on_overflow", "prune", "compact_ahead")
 CHOOSE_FILE = "__choose__"
 BIG = 100_000_000
 
@@ -80,6 +90,15 @@ def _form_page() -> tuple[QWidget, QFormLayout]:
     form.setVerticalSpacing(10)
     form.setHorizontalSpacing(16)
     return page, form
+
+
+def _mark(widget: QWidget, reason: str | None) -> None:
+    """Outline ``widget`` in red with ``reason`` as its tooltip, or (None) take the outline off."""
+    widget.setProperty("invalid", reason is not None)
+    if reason is not None:
+        widget.setToolTip(reason)
+    widget.style().unpolish(widget)
+    widget.style().polish(widget)
 
 
 def _dspin(minimum: float, maximum: float, step: float, decimals: int = 2) -> QDoubleSpinBox:
@@ -137,10 +156,7 @@ class SettingsDialog(QDialog):
         self.performance_page = PerformancePage(speed)
         self.tabs.addTab(self.performance_page, "Speed")
         layout.addWidget(self.tabs, 1)
-        self.error_label = QLabel("")
-        self.error_label.setObjectName("ErrorText")
-        self.error_label.setWordWrap(True)
-        self.error_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.error_label = new_label("", "ErrorText", wrap=True, selectable=True)
         layout.addWidget(self.error_label)
         self.notes_label = help_label("")
         self.notes_label.setVisible(False)
@@ -153,6 +169,21 @@ class SettingsDialog(QDialog):
         self.buttons.accepted.connect(self.accept)
         self.buttons.rejected.connect(self.reject)
         layout.addWidget(self.buttons)
+        #: Each input by where its value lives in the settings (``("sampling", "top_p")``).
+        self.fields: dict[tuple[str, ...], Field] = {
+            **{loc: spin for loc, spin in self.policy_spins.items()},
+            ("sampling", "threads"): self.threads,
+            ("sampling", "temperature"): self.temperature,
+            ("sampling", "top_p"): self.top_p,
+            ("sampling", "max_reply_tokens"): self.max_reply,
+            **{("compaction", key): box for key, box in self.switch_boxes.items()},
+            ("system_prompt",): self.system_prompt,
+            ("workspace",): self.workspace,
+            ("tool_approval",): self.approval,
+            ("theme",): self.theme,
+            ("enter_sends",): self.enter_sends,
+            ("step_limit",): self.step_limit,
+        }
 
         self._load(settings)
         self._connect_validation()
@@ -223,11 +254,9 @@ class SettingsDialog(QDialog):
         grid.setVerticalSpacing(6)
         grid.addWidget(QLabel(""), 0, 0)
         for col, (_key, title) in enumerate(MODES, start=1):
-            header = QLabel(title)
-            header.setObjectName("RoleLabel")
+            header = new_label(title, "RoleLabel")
             grid.addWidget(header, 0, col, Qt.AlignmentFlag.AlignRight)
-        eff_header = QLabel("In effect")
-        eff_header.setObjectName("RoleLabel")
+        eff_header = new_label("In effect", "RoleLabel")
         eff_header.setToolTip("What the active mode uses for the selected model")
         grid.addWidget(eff_header, 0, 3, Qt.AlignmentFlag.AlignRight)
         self.policy_spins: dict[tuple[str, str], QSpinBox] = {}
@@ -242,8 +271,7 @@ class SettingsDialog(QDialog):
                 spin.setToolTip(ModePolicy.model_fields[field].description or "")
                 self.policy_spins[(mode, field)] = spin
                 grid.addWidget(spin, row, col)
-            eff = QLabel("")
-            eff.setObjectName("MutedLabel")
+            eff = new_label("", "MutedLabel")
             eff.setAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
             eff.setMinimumWidth(80)
             self.effective_labels[field] = eff
@@ -255,15 +283,16 @@ class SettingsDialog(QDialog):
 
         switches = QGroupBox("Automatic context management")
         sw = QVBoxLayout(switches)
-        self.auto_compact = QCheckBox(SETTING_LABELS["auto_compact"])
-        self.compact_on_overflow = QCheckBox(SETTING_LABELS["compact_on_overflow"])
-        self.prune = QCheckBox(SETTING_LABELS["prune"] + " (pruning)")
-        self.compact_ahead = QCheckBox(SETTING_LABELS["compact_ahead"])
+        #: The compaction switches the dialog edits, by their settings name.
+        self.switch_boxes = {key: QCheckBox(SETTING_LABELS[key]) for key in SWITCHES}
+        self.auto_compact, self.compact_on_overflow, self.prune, self.compact_ahead = (
+            self.switch_boxes.values()
+        )
+        self.prune.setText(SETTING_LABELS["prune"] + " (pruning)")
         ahead_help = CompactionSwitches.model_fields["compact_ahead"].description or ""
         self.compact_ahead.setToolTip(ahead_help)
         self.compact_ahead.setAccessibleDescription(ahead_help)
-        for box_ in (self.auto_compact, self.compact_on_overflow, self.prune,
-                     self.compact_ahead):
+        for box_ in self.switch_boxes.values():
             sw.addWidget(box_)
         outer.addWidget(switches)
         outer.addStretch(1)
@@ -300,31 +329,13 @@ class SettingsDialog(QDialog):
 
     # -- values ------------------------------------------------------------------------
     def _load(self, s: Settings) -> None:
-        index = self.model_combo.findData(s.model)
-        if index < 0:
-            self.model_combo.insertItem(self.model_combo.count() - 1, Path(s.model).name, s.model)
-            index = self.model_combo.findData(s.model)
-        self.model_combo.setCurrentIndex(index)
-        self._previous_model_index = index
-        self.threads.setValue(s.sampling.threads)
-        self.temperature.setValue(s.sampling.temperature)
-        self.top_p.setValue(s.sampling.top_p)
-        self.max_reply.setValue(s.sampling.max_reply_tokens)
+        self.set_model_path(s.model)
         self.mode_buttons[s.mode].setChecked(True)
-        for mode, _title in MODES:
-            policy = s.local if mode == "local" else s.standard
-            for field, _label in POLICY_FIELDS:
-                self.policy_spins[(mode, field)].setValue(getattr(policy, field))
-        self.auto_compact.setChecked(s.compaction.auto_compact)
-        self.compact_on_overflow.setChecked(s.compaction.compact_on_overflow)
-        self.prune.setChecked(s.compaction.prune)
-        self.compact_ahead.setChecked(s.compaction.compact_ahead)
-        self.system_prompt.setPlainText(s.system_prompt)
-        self.workspace.setText(s.workspace)
-        self.approval.setCurrentIndex(max(0, self.approval.findData(s.tool_approval)))
-        self.theme.setCurrentIndex(max(0, self.theme.findData(s.theme)))
-        self.enter_sends.setChecked(s.enter_sends)
-        self.step_limit.setValue(s.step_limit)
+        for loc, widget in self.fields.items():
+            value: Any = s
+            for key in loc:
+                value = getattr(value, key)
+            set_field(widget, value)
         self.performance_page.load(s.performance)
         self.engine_page.load(s)
         self._update_model_info()
@@ -339,28 +350,12 @@ class SettingsDialog(QDialog):
         """The form as a plain dict, in the shape :class:`Settings` validates."""
         data = self._original.model_dump()
         data["model"] = str(self.model_combo.currentData() or self._original.model)
-        data["sampling"].update(
-            threads=self.threads.value(),
-            temperature=round(self.temperature.value(), 4),
-            top_p=round(self.top_p.value(), 4),
-            max_reply_tokens=self.max_reply.value(),
-        )
         data["mode"] = self.selected_mode()
-        for mode, _title in MODES:
-            for field, _label in POLICY_FIELDS:
-                data[mode][field] = self.policy_spins[(mode, field)].value()
-        data["compaction"].update(
-            auto_compact=self.auto_compact.isChecked(),
-            compact_on_overflow=self.compact_on_overflow.isChecked(),
-            prune=self.prune.isChecked(),
-            compact_ahead=self.compact_ahead.isChecked(),
-        )
-        data["system_prompt"] = self.system_prompt.toPlainText()
-        data["workspace"] = self.workspace.text().strip()
-        data["tool_approval"] = self.approval.currentData()
-        data["theme"] = self.theme.currentData()
-        data["enter_sends"] = self.enter_sends.isChecked()
-        data["step_limit"] = self.step_limit.value()
+        for (*path, last), widget in self.fields.items():
+            target = data
+            for key in path:
+                target = target[key]
+            target[last] = field_value(widget)
         data["performance"].update(self.performance_page.values())
         data["engine"] = self.engine_page.collect()
         return data
@@ -379,30 +374,15 @@ class SettingsDialog(QDialog):
         head = str(loc[0])
         if head == "engine":
             return self.engine_page.widget_for(loc[1:])
-        if head in ("local", "standard"):
-            return self.policy_spins.get((head, str(loc[1]))) if len(loc) > 1 else None
         if head == "performance" and len(loc) > 1:
             return self.performance_page.widget_for(str(loc[1]))
-        if head == "sampling" and len(loc) > 1:
-            return {
-                "threads": self.threads,
-                "temperature": self.temperature,
-                "top_p": self.top_p,
-                "max_reply_tokens": self.max_reply,
-            }.get(str(loc[1]))
-        return {
-            "system_prompt": self.system_prompt,
-            "workspace": self.workspace,
-            "step_limit": self.step_limit,
-        }.get(head)
+        return self.fields.get(tuple(str(part) for part in loc[:2]))
 
     def validate(self) -> bool:
         """Validate the form; show the reasons inline. Returns whether it is valid."""
         for field_widget in self._all_inputs():
             if field_widget.property("invalid"):
-                field_widget.setProperty("invalid", False)
-                field_widget.style().unpolish(field_widget)
-                field_widget.style().polish(field_widget)
+                _mark(field_widget, None)
         self.errors = []
         try:
             self._result = Settings.model_validate(self.collect())
@@ -414,10 +394,7 @@ class SettingsDialog(QDialog):
                 msg = str(err.get("msg", "invalid")).removeprefix("Value error, ")
                 self.errors.append(f"{where}: {msg}" if where else msg)
                 for widget in self._widgets_for(loc):
-                    widget.setProperty("invalid", True)
-                    widget.setToolTip(msg)
-                    widget.style().unpolish(widget)
-                    widget.style().polish(widget)
+                    _mark(widget, msg)
         if self._result is not None:
             self._check_against_model(self._result)
         valid = self._result is not None
@@ -441,7 +418,7 @@ class SettingsDialog(QDialog):
         if check.errors:
             self._result = None
             self.errors.extend(check.errors)
-            self._mark_invalid(self.system_prompt, check.errors[0])
+            _mark(self.system_prompt, check.errors[0])
 
     def _count(self, text: str) -> int:
         """The loaded model's count of ``text`` (the last one is remembered)."""
@@ -449,13 +426,6 @@ class SettingsDialog(QDialog):
         if self._counted is None or self._counted[0] != text:
             self._counted = (text, self._count_tokens(text))
         return self._counted[1]
-
-    @staticmethod
-    def _mark_invalid(widget: QWidget, reason: str) -> None:
-        widget.setProperty("invalid", True)
-        widget.setToolTip(reason)
-        widget.style().unpolish(widget)
-        widget.style().polish(widget)
 
     def result_settings(self) -> Settings | None:
         """The validated settings (None while the form has an error)."""
@@ -609,14 +579,7 @@ class SettingsDialog(QDialog):
     # -- plumbing ----------------------------------------------------------------------
     def _all_inputs(self) -> list[QWidget]:
         return [
-            *self.policy_spins.values(),
-            self.threads,
-            self.temperature,
-            self.top_p,
-            self.max_reply,
-            self.system_prompt,
-            self.workspace,
-            self.step_limit,
+            *(w for w in self.fields.values() if not isinstance(w, QCheckBox | QComboBox)),
             *self.performance_page.inputs(),
             self.engine_page.url,
             self.engine_page.model,
@@ -626,20 +589,10 @@ class SettingsDialog(QDialog):
         ]
 
     def _connect_validation(self) -> None:
-        for spin in self.policy_spins.values():
-            spin.valueChanged.connect(self.validate)
-        for box in (self.threads, self.max_reply, self.step_limit):
-            box.valueChanged.connect(self.validate)
-        for dbox in (self.temperature, self.top_p):
-            dbox.valueChanged.connect(self.validate)
-        for check in (self.auto_compact, self.compact_on_overflow, self.prune,
-                      self.compact_ahead, self.enter_sends):
-            check.toggled.connect(self.validate)
+        for widget in self.fields.values():
+            on_change(widget, self.validate)
         self.mode_group.buttonToggled.connect(lambda *_a: self.validate())
-        self.system_prompt.textChanged.connect(self.validate)
-        self.workspace.textChanged.connect(self.validate)
-        for combo in (self.model_combo, self.approval, self.theme):
-            combo.currentIndexChanged.connect(self.validate)
+        self.model_combo.currentIndexChanged.connect(self.validate)
         self.performance_page.connect_changed(self.validate)
         self.engine_page.changed.connect(self.validate)
 

@@ -30,6 +30,7 @@ from PySide6.QtWidgets import (
 )
 
 from assistant.ui.boxes import hbox, vbox
+from assistant.ui.form_parts import new_label
 
 UNDO_SECONDS = 8
 ID_ROLE = Qt.ItemDataRole.UserRole
@@ -78,8 +79,7 @@ class Sidebar(QFrame):
         self.setMinimumWidth(180)
         layout = vbox(self, (10, 12, 10, 10), 8)
         top = QHBoxLayout()
-        title = QLabel("Chats")
-        title.setObjectName("SidebarTitle")
+        title = new_label("Chats", "SidebarTitle")
         top.addWidget(title)
         top.addStretch(1)
         self.new_button = QPushButton("+ New chat")
@@ -97,9 +97,7 @@ class Sidebar(QFrame):
         self.search.textChanged.connect(self._search_later)
         self.search.returnPressed.connect(self._open_first_visible)
         layout.addWidget(self.search)
-        self.no_match = QLabel("")
-        self.no_match.setObjectName("MutedLabel")
-        self.no_match.setWordWrap(True)
+        self.no_match = new_label("", "MutedLabel", wrap=True)
         self.no_match.setVisible(False)
         layout.addWidget(self.no_match)
         self._search_timer = QTimer(self)

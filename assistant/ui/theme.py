@@ -144,11 +144,8 @@ def colors_for(name: ThemeName) -> Colors:
     return DARK if name == "dark" else LIGHT
 
 
-def monospace_font(point_size: float | None = None) -> QFont:
-    font = QFontDatabase.systemFont(QFontDatabase.SystemFont.FixedFont)
-    if point_size is not None:
-        font.setPointSizeF(point_size)
-    return font
+def monospace_font() -> QFont:
+    return QFontDatabase.systemFont(QFontDatabase.SystemFont.FixedFont)
 
 
 def zoomed_font(percent: int, *, mono: bool = False) -> QFont:

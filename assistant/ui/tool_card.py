@@ -9,7 +9,6 @@ import re
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import (
     QFrame,
-    QLabel,
     QPlainTextEdit,
     QPushButton,
     QSizePolicy,
@@ -19,6 +18,7 @@ from PySide6.QtWidgets import (
 from assistant.conversation import Message, ToolCall
 from assistant.ui.boxes import hbox, vbox
 from assistant.ui.buttons import action_button
+from assistant.ui.form_parts import new_label
 from assistant.ui.theme import monospace_font
 
 
@@ -85,23 +85,20 @@ class ToolCard(QFrame):
 
         self.details = QWidget()
         details = vbox(self.details, (14, 0, 0, 0), 4)
-        args_title = QLabel("Arguments")
-        args_title.setObjectName("MutedLabel")
+        args_title = new_label("Arguments", "MutedLabel")
         details.addWidget(args_title)
         self.arguments_box = MonoBox(_pretty_arguments(call), max_lines=8)
         self.arguments_box.setAccessibleName(f"Arguments of {call.name}")
         details.addWidget(self.arguments_box)
-        self.result_title = QLabel("Result")
-        self.result_title.setObjectName("MutedLabel")
+        self.result_title = new_label("Result", "MutedLabel")
         details.addWidget(self.result_title)
         self.pruned_row = QWidget()
         pruned = hbox(self.pruned_row, (0, 0, 0, 0))
-        self.pruned_note = QLabel(
+        self.pruned_note = new_label(
             "Cleared from the model's context to save room (pruned). The model now sees "
-            "“[Old tool result content cleared]”."
+            "“[Old tool result content cleared]”.",
+            "PrunedNote", wrap=True,
         )
-        self.pruned_note.setObjectName("PrunedNote")
-        self.pruned_note.setWordWrap(True)
         self.show_original_button = action_button("Show original", "Show the full output")
         self.show_original_button.setCheckable(True)
         self.show_original_button.toggled.connect(lambda _shown: self._refresh())

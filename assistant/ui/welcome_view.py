@@ -28,6 +28,7 @@ from PySide6.QtWidgets import (
 
 from assistant.ui.boxes import hbox, vbox, vertical_scroller
 from assistant.ui.elided_label import ElidedLabel
+from assistant.ui.form_parts import new_label
 
 #: Prompts a small local model answers well (no files or tools needed).
 EXAMPLE_PROMPTS = (
@@ -52,8 +53,7 @@ def server_intro(url: str) -> str:
 
 
 def _text(text: str, name: str = "") -> QLabel:
-    label = QLabel(text)
-    label.setWordWrap(True)
+    label = new_label(text, wrap=True)
     label.setTextFormat(Qt.TextFormat.PlainText)
     if name:
         label.setObjectName(name)
@@ -61,8 +61,7 @@ def _text(text: str, name: str = "") -> QLabel:
 
 
 def _section(title: str) -> QLabel:
-    label = QLabel(title)
-    label.setObjectName("WelcomeSection")
+    label = new_label(title, "WelcomeSection")
     label.setAccessibleName(title)
     return label
 
@@ -139,8 +138,7 @@ class WelcomeView(QScrollArea):
         outer.addStretch(1)
         layout = vbox(column, (0, 0, 0, 0), 10)
 
-        title = QLabel("Offline Assistant")
-        title.setObjectName("WelcomeTitle")
+        title = new_label("Offline Assistant", "WelcomeTitle")
         layout.addWidget(title)
         self.intro = _text(OFFLINE_INTRO, "WelcomeIntro")
         layout.addWidget(self.intro)
