@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import threading
 from pathlib import Path
 
 import pytest
@@ -223,10 +224,19 @@ def test_a_model_that_cannot_be_installed_says_why_in_the_window(
 
 
 def test_the_loading_line_gives_way_when_the_model_is_ready(make_window) -> None:
-    h = make_window()
+    scripted = ScriptedBackend()
+    gate = threading.Event()  # the load waits for it: "Loading …" is seen under any load
+
+    def factory(model: str, _n_ctx: int, _threads: int) -> ScriptedBackend:
+        if model == "gemma-3-270m":
+            gate.wait(60)
+        return scripted
+
+    h = make_window(backend=scripted, factory=factory)
     page = h.window.open_models()
     _press(h, page.cards["gemma-3-270m"].use_button)
     assert page.message.text() == "Loading Gemma 3 270M base (Q4_K_M)…"
+    gate.set()
     h.qtbot.waitUntil(lambda: page.cards["gemma-3-270m"].state.text() == "Loaded")
     h.qtbot.waitUntil(lambda: "Loading" not in page.message.text())
     assert page.message.text() == "Gemma 3 270M base (Q4_K_M) is loaded and in use."
