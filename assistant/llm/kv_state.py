@@ -40,8 +40,9 @@ from pathlib import Path
 from typing import Any
 
 from assistant import paths
-from assistant.atomicfile import fsync_dir, make_dirs, write_atomically
+from assistant.atomicfile import JsonStore, fsync_dir, make_dirs
 from assistant.llm.base import KVState
+from assistant.llm.provision import sha256_file
 
 log = logging.getLogger(__name__)
 
@@ -325,26 +326,14 @@ def file_sha256(path: Path, known: str | None = None) -> str:
         return known.lower()
     st = path.stat()
     key = f"{path.resolve()}|{st.st_size}|{st.st_mtime_ns}"
-    store = paths.cache_dir() / "file-sha256.json"
+    store = JsonStore(paths.cache_dir() / "file-sha256.json")
     with _digests_lock:
-        try:
-            saved = json.loads(store.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            saved = {}
-        if not isinstance(saved, dict):
-            saved = {}
-        got = saved.get(key)
+        got = store.read().get(key)
         if isinstance(got, str) and len(got) == 64:
             return got
-        h = hashlib.sha256()
-        with path.open("rb") as fh:
-            for block in iter(lambda: fh.read(4 * 1024 * 1024), b""):
-                h.update(block)
-        digest = h.hexdigest()
-        saved[key] = digest
+        digest = sha256_file(path)
         try:
-            make_dirs(store.parent)
-            write_atomically(store, json.dumps(saved))
+            store.put_json(key, digest)
         except OSError as exc:
             log.warning("could not remember the model's sha256: %s", exc)
         return digest

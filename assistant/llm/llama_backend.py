@@ -839,7 +839,6 @@ class LlamaBackend:
         on_prefill: Callable[[int, int], None] | None,
     ) -> Iterator[StreamEvent]:
         llm = self._llm
-        ignored: tuple[str, ...] = ()
         n_ctx = int(llm.n_ctx())
         start = time.perf_counter()
         plan, finished = self._prefill(tokens, cancel, on_prefill)
@@ -856,7 +855,6 @@ class LlamaBackend:
                     completion_tokens=0,
                     finish_reason="cancelled",
                     prefill_s=prefill_s,
-                    ignored=ignored,
                     prompt_shifted=plan.shifted,
                 )
             )
@@ -870,9 +868,7 @@ class LlamaBackend:
         finish = "length"
         first: float | None = None
         gen_start = time.perf_counter()
-        if budget == 0:
-            finish = "length"
-        else:
+        if budget > 0:
             sampled: Generator[int, Any, None] = (
                 self._constrained(tokens, options.grammar, options.temperature, options.top_p)
                 if options.grammar is not None
@@ -920,7 +916,6 @@ class LlamaBackend:
                 prefill_s=prefill_s,
                 generate_s=time.perf_counter() - gen_start,
                 first_token_s=first,
-                ignored=ignored,
                 prompt_shifted=plan.shifted,
             )
         )
