@@ -25,7 +25,6 @@ import random
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from importlib import metadata
 from pathlib import Path
 from typing import Any
 
@@ -33,7 +32,7 @@ from pydantic import TypeAdapter
 
 from assistant import paths
 from assistant.atomicfile import JsonStore
-from assistant.llm.llama_kv import PrefillConfig, measure_prefill
+from assistant.llm.llama_kv import PrefillConfig, llama_cpp_version, measure_prefill
 
 log = logging.getLogger(__name__)
 
@@ -277,11 +276,7 @@ def calibration_key(model_path: Path, flash_attn: bool) -> str:
         file_id = f"{model_path.resolve()}|{st.st_size}|{st.st_mtime_ns}"
     except OSError:
         file_id = str(model_path)
-    try:
-        version = metadata.version("llama-cpp-python")
-    except metadata.PackageNotFoundError:  # pragma: no cover
-        version = "unknown"
-    return f"{file_id}|{cpu_signature()}|{version}|flash={int(flash_attn)}"
+    return f"{file_id}|{cpu_signature()}|{llama_cpp_version()}|flash={int(flash_attn)}"
 
 
 class CalibrationStore(JsonStore):

@@ -188,19 +188,11 @@ class StateCache:
 
     @staticmethod
     def _read(fh: Any, chat_id: str, fingerprint: str, file_size: int) -> KVState | str:
-        if fh.read(len(MAGIC)) != MAGIC:
-            return "not a saved state (bad magic)"
-        raw_len = fh.read(4)
-        if len(raw_len) != 4:
-            return "truncated saved state"
-        (hlen,) = _LEN.unpack(raw_len)
-        if hlen > 64 * 1024:
-            return "damaged saved state (header length)"
-        try:
-            header = json.loads(fh.read(hlen))
-        except ValueError:
-            return "damaged saved state (header)"
-        if not isinstance(header, dict) or header.get("version") != FORMAT_VERSION:
+        got = _read_header(fh)
+        if isinstance(got, str):
+            return got
+        header, hlen = got
+        if header.get("version") != FORMAT_VERSION:
             return "saved state of another format"
         if header.get("fingerprint") != fingerprint or header.get("chat") != chat_id:
             return "saved state of another model or settings"
@@ -230,13 +222,10 @@ class StateCache:
             for _, _, path in self._files():
                 try:
                     with path.open("rb") as fh:
-                        if fh.read(len(MAGIC)) != MAGIC:
-                            continue
-                        (hlen,) = _LEN.unpack(fh.read(4))
-                        header = json.loads(fh.read(min(hlen, 64 * 1024)))
-                except (OSError, ValueError, struct.error):
+                        got = _read_header(fh)
+                except OSError:
                     continue
-                if isinstance(header, dict) and header.get("chat") == chat_id:
+                if not isinstance(got, str) and got[0].get("chat") == chat_id:
                     path.unlink(missing_ok=True)
                     removed += 1
         return removed
@@ -252,6 +241,25 @@ class StateCache:
             for _, _, path in files:
                 path.unlink(missing_ok=True)
         return Usage(len(files), sum(size for _, size, _ in files))
+
+
+def _read_header(fh: Any) -> tuple[dict[str, Any], int] | str:
+    """A saved state's header and its length in bytes, or why it cannot be read."""
+    if fh.read(len(MAGIC)) != MAGIC:
+        return "not a saved state (bad magic)"
+    raw_len = fh.read(4)
+    if len(raw_len) != 4:
+        return "truncated saved state"
+    (hlen,) = _LEN.unpack(raw_len)
+    if hlen > 64 * 1024:
+        return "damaged saved state (header length)"
+    try:
+        header = json.loads(fh.read(hlen))
+    except ValueError:
+        return "damaged saved state (header)"
+    if not isinstance(header, dict):
+        return "saved state of another format"
+    return header, hlen
 
 
 class StateWriter:

