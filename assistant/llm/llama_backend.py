@@ -107,6 +107,9 @@ log = logging.getLogger(__name__)
 _FIRST_CTX = 256
 
 GGUF_MAGIC = b"GGUF"
+#: End-of-turn texts of the usual templates: a reply stops at them even when the model
+#: writes one as text rather than its end-of-generation token.
+_STOP_TEXTS = ("<|im_end|>", "<end_of_turn>", "<|eot_id|>", "<|endoftext|>")
 #: Sampler settings besides the temperature (``top_p`` is overridden per call).
 _SAMPLER: dict[str, Any] = {"top_p": 0.95, "top_k": 40, "min_p": 0.05, "repeat_penalty": 1.1}
 
@@ -172,9 +175,6 @@ class LlamaBackend:
         source = meta.get("tokenizer.chat_template")
         self._template = ChatTemplate(
             source, bos_token=self._bos_text, eos_token=self._eos_text, origin="gguf"
-        )
-        self._stop_texts = tuple(
-            t for t in ("<|im_end|>", "<end_of_turn>", "<|eot_id|>", "<|endoftext|>") if t
         )
         arch = meta.get("general.architecture", "unknown")
         self._info = ModelInfo(
@@ -254,12 +254,12 @@ class LlamaBackend:
         # context exists: a window beyond it is never allocated.
         trained = entry.context_length if entry else _header_context(path)
         ctx = min(n_ctx, trained) if trained else n_ctx
-
-        def open_llama(n_ctx: int) -> Any:
+        try:
+            # A tiny context first: the real one is made once the prefill settings are known.
             with _quiet_stderr(), _weights_off_amx():
-                return Llama(
+                llama = Llama(
                     model_path=str(path),
-                    n_ctx=n_ctx,
+                    n_ctx=min(ctx, _FIRST_CTX),
                     n_threads=threads or 1,
                     n_threads_batch=threads or 1,
                     n_batch=DEFAULT_BATCH,
@@ -267,10 +267,6 @@ class LlamaBackend:
                     flash_attn=flash_attn,
                     verbose=False,
                 )
-
-        try:
-            # A tiny context first: the real one is made once the prefill settings are known.
-            llama = open_llama(min(ctx, _FIRST_CTX))
         except (ValueError, RuntimeError, OSError) as exc:
             raise ModelLoadError(
                 str(path), f"llama.cpp could not load it ({exc}); the file may be damaged."
@@ -850,7 +846,7 @@ class LlamaBackend:
         else:  # stopped while reading the prompt: only what reached the cache counts
             evaluated = max(0, llm.n_tokens - reuse)
             budget = 0
-        stops = options.stop + self._stop_texts
+        stops = options.stop + _STOP_TEXTS
         decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
         text = ""
         emitted = 0
