@@ -96,7 +96,12 @@ from assistant.llm.llama_kv import (
     set_threads,
     write_state,
 )
-from assistant.llm.llama_speculative import DRAFT_TOKENS, DraftStats, lookup_generate, make_drafter
+from assistant.llm.llama_speculative import (
+    DRAFT_TOKENS,
+    DraftStats,
+    PromptLookup,
+    lookup_generate,
+)
 from assistant.llm.provision import is_verified
 from assistant.llm.registry import ModelEntry, resolve_model
 from assistant.llm.template import ChatTemplate
@@ -912,7 +917,7 @@ class LlamaBackend:
         sampling = {**_SAMPLER, "top_p": options.top_p, "temp": options.temperature}
         if self.prompt_lookup > 0:
             self.draft_stats = DraftStats()
-            drafter = make_drafter(self.prompt_lookup)
+            drafter = PromptLookup(self.prompt_lookup)  # fresh for each reply
             return lookup_generate(self._llm, tokens, drafter, self.draft_stats, **sampling)
         stream: Generator[int, Any, None] = self._llm.generate(tokens, reset=True, **sampling)
         return stream
