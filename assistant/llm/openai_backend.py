@@ -141,10 +141,8 @@ class ServerBackend:
         self._counting = counting
         self._template = template
         self._verification = verification
-        if config.tool_calls == "auto":
-            self._native = profile.native_tools
-        else:
-            self._native = config.tool_calls == "native"
+        auto = config.tool_calls == "auto"
+        self._native = profile.native_tools if auto else config.tool_calls == "native"
         if config.window:
             self._window, self._window_source = config.window, "setting"
         elif profile.window:
