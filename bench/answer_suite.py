@@ -76,10 +76,9 @@ def capped(t: Transcript, window: int | None) -> Transcript:
 
 def trained_window(name: str) -> int | None:
     """The registry's trained window of model ``name`` (None: not a registered model)."""
-    from assistant.llm.registry import resolve_model
+    from assistant.llm.registry import registered_context
 
-    _path, entry = resolve_model(name)
-    return entry.context_length if entry is not None else None
+    return registered_context(name)
 
 
 def model_missing(name: str) -> str | None:

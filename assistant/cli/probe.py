@@ -10,7 +10,6 @@ read it. Prints one line per question and the result.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import sys
 from typing import TextIO
 
@@ -24,7 +23,7 @@ from assistant.llm.context_probe import (
     probe_effective_context,
     store_key,
 )
-from assistant.llm.registry import resolve_model
+from assistant.llm.registry import registered_context
 
 
 def _sizes(text: str) -> tuple[int, ...]:
@@ -56,11 +55,8 @@ def main(argv: list[str] | None = None, out: TextIO | None = None) -> int:
     out = out or sys.stdout
     settings = load_settings().settings
     model = args.model or settings.model
-    trained: int | None = None
-    with contextlib.suppress(OSError, ValueError, KeyError):
-        _path, entry = resolve_model(model)
-        trained = entry.context_length if entry is not None else None
-    window = settings.effective_policy(trained).window  # the window the app loads it with
+    # The window the app loads it with.
+    window = settings.effective_policy(registered_context(model)).window
     from assistant.llm.llama_backend import LlamaBackend
 
     try:

@@ -24,14 +24,15 @@ import os
 import random
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
-from importlib import metadata
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pydantic import TypeAdapter
+
 from assistant import paths
 from assistant.atomicfile import JsonStore
-from assistant.llm.llama_kv import PrefillConfig, measure_prefill
+from assistant.llm.llama_kv import PrefillConfig, llama_cpp_version, measure_prefill
 
 log = logging.getLogger(__name__)
 
@@ -150,25 +151,9 @@ class Calibration:
         """Measured while other programs kept the CPUs busy (measured again when idle)."""
         return self.load >= BUSY_LOAD
 
-    def to_json(self) -> dict[str, Any]:
-        out = asdict(self)
-        out["config"] = asdict(self.config)
-        return out
 
-    @classmethod
-    def from_json(cls, raw: dict[str, Any]) -> Calibration:
-        return cls(
-            config=PrefillConfig(**raw["config"]),
-            tokens_per_s=float(raw["tokens_per_s"]),
-            default_tokens_per_s=float(raw.get("default_tokens_per_s", 0.0)),
-            prompt_tokens=int(raw["prompt_tokens"]),
-            seconds=float(raw["seconds"]),
-            trials=[
-                (int(t[0]), int(t[1]), int(t[2]), float(t[3])) for t in raw.get("trials", [])
-            ],
-            load=float(raw.get("load", 0.0)),
-            threads_note=str(raw.get("threads_note", "")),
-        )
+#: Calibrations to and from their JSON form (checked: a damaged entry is measured again).
+_JSON = TypeAdapter(Calibration)
 
 
 def calibrate(
@@ -291,11 +276,7 @@ def calibration_key(model_path: Path, flash_attn: bool) -> str:
         file_id = f"{model_path.resolve()}|{st.st_size}|{st.st_mtime_ns}"
     except OSError:
         file_id = str(model_path)
-    try:
-        version = metadata.version("llama-cpp-python")
-    except metadata.PackageNotFoundError:  # pragma: no cover
-        version = "unknown"
-    return f"{file_id}|{cpu_signature()}|{version}|flash={int(flash_attn)}"
+    return f"{file_id}|{cpu_signature()}|{llama_cpp_version()}|flash={int(flash_attn)}"
 
 
 class CalibrationStore(JsonStore):
@@ -312,15 +293,15 @@ class CalibrationStore(JsonStore):
         if not isinstance(raw, dict) or "threads_note" not in raw:
             return None  # none, or made before the thread rule (it may hold a busy moment)
         try:
-            got = Calibration.from_json(raw)
-        except (KeyError, TypeError, ValueError):
+            got = _JSON.validate_python(raw)
+        except ValueError:
             return None
         if got.busy and (machine_load() if load is None else load) < BUSY_LOAD:
             return None
         return got
 
     def put(self, key: str, calibration: Calibration) -> None:
-        self.put_json(key, calibration.to_json())
+        self.put_json(key, _JSON.dump_python(calibration, mode="json"))
 
     def clear(self) -> None:
         self.path.unlink(missing_ok=True)

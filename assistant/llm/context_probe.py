@@ -25,6 +25,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from pydantic import TypeAdapter
+
 from assistant import paths
 from assistant.atomicfile import JsonStore
 from assistant.llm.base import GenerationOptions, LLMBackend, ModelInfo
@@ -69,16 +71,12 @@ _TAILS = (
 _DOORS = ("blue", "red", "green", "yellow", "white", "black", "orange", "purple")
 
 
-def filler_sentences(rng: random.Random) -> Callable[[], str]:
-    """An endless source of varied, neutral sentences (no numbers, no doors)."""
-
-    def next_sentence() -> str:
-        return (
-            f"{rng.choice(_SUBJECTS)} {rng.choice(_VERBS)} {rng.choice(_OBJECTS)} "
-            f"{rng.choice(_TAILS)}."
-        )
-
-    return next_sentence
+def filler_sentence(rng: random.Random) -> str:
+    """A varied, neutral sentence (no numbers, no doors)."""
+    return (
+        f"{rng.choice(_SUBJECTS)} {rng.choice(_VERBS)} {rng.choice(_OBJECTS)} "
+        f"{rng.choice(_TAILS)}."
+    )
 
 
 @dataclass(frozen=True)
@@ -119,22 +117,9 @@ class EffectiveContext:
     def date(self) -> str:
         return self.measured[:10]
 
-    def to_json(self) -> dict[str, Any]:
-        out = asdict(self)
-        out["accuracy"] = {str(k): v for k, v in self.accuracy.items()}
-        return out
 
-    @classmethod
-    def from_json(cls, raw: dict[str, Any]) -> EffectiveContext:
-        return cls(
-            model=str(raw["model"]),
-            window=int(raw["window"]),
-            effective=int(raw["effective"]),
-            accuracy={int(k): [int(v[0]), int(v[1])] for k, v in raw["accuracy"].items()},
-            measured=str(raw["measured"]),
-            seconds=float(raw.get("seconds", 0.0)),
-            trials=list(raw.get("trials", [])),
-        )
+#: Results to and from their JSON form (checked: a damaged entry reads as none).
+_JSON = TypeAdapter(EffectiveContext)
 
 
 def choose_effective(accuracy: dict[int, list[int]]) -> int:
@@ -168,16 +153,14 @@ def _messages(filler: list[str], fact: str, depth: float, door: str) -> list[dic
     ]
 
 
-def _fill_to(
-    backend: LLMBackend, target: int, next_sentence: Callable[[], str]
-) -> list[str]:
+def _fill_to(backend: LLMBackend, target: int, rng: random.Random) -> list[str]:
     """Filler sentences that make the probe prompt about ``target`` tokens (not more)."""
     probe_fact = "The access code for the blue door is 4817."
     base = backend.count_prompt(_messages([], probe_fact, 0.5, "blue"))
     filler: list[str] = []
     used = base
     while True:
-        sentence = next_sentence()
+        sentence = filler_sentence(rng)
         cost = backend.count(" " + sentence)
         if used + cost > target:
             break
@@ -192,7 +175,6 @@ def _fill_to(
 def probe_effective_context(
     backend: LLMBackend,
     sizes: Sequence[int] = DEFAULT_SIZES,
-    depths: Sequence[float] = DEFAULT_DEPTHS,
     *,
     trials: int = DEFAULT_TRIALS,
     seed: int = 0,
@@ -201,7 +183,7 @@ def probe_effective_context(
     """Measure the effective context of ``backend``'s model (see the module docstring).
 
     Sizes above the backend's window are skipped (the window's own size is tried, less a
-    small margin for the reply). Work: ``len(sizes) * len(depths) * trials`` replies of at
+    small margin for the reply). Work: ``len(sizes) * len(DEFAULT_DEPTHS) * trials`` replies of at
     most :data:`MAX_REPLY` tokens. The trials of one size share their filler, the deepest
     fact first, so a backend that reuses its KV cache evaluates far less than every prompt
     whole.
@@ -220,9 +202,9 @@ def probe_effective_context(
     done: list[Trial] = []
     for size in kept:
         target = min(size, usable)
-        filler = _fill_to(backend, target, filler_sentences(random.Random(f"{seed}|{size}")))
+        filler = _fill_to(backend, target, random.Random(f"{seed}|{size}"))
         correct = asked = 0
-        for depth in sorted(depths, reverse=True):
+        for depth in sorted(DEFAULT_DEPTHS, reverse=True):
             for _ in range(trials):
                 door = rng.choice(_DOORS)
                 code = str(rng.randrange(1000, 10_000))
@@ -294,8 +276,8 @@ def registry_context(name: str, size: int) -> int | None:
     return entry.effective_context if entry is not None else None
 
 
-def store_key(info: ModelInfo, window: int | None = None) -> str:
-    return f"{model_id(info)}|window={window or info.context_window}"
+def store_key(info: ModelInfo) -> str:
+    return f"{model_id(info)}|window={info.context_window}"
 
 
 class EffectiveContextStore(JsonStore):
@@ -309,8 +291,8 @@ class EffectiveContextStore(JsonStore):
         if not isinstance(raw, dict):
             return None
         try:
-            return EffectiveContext.from_json(raw)
-        except (KeyError, TypeError, ValueError, IndexError, AttributeError):
+            return _JSON.validate_python(raw)
+        except ValueError:
             return None
 
     def latest(self, model: str) -> EffectiveContext | None:
@@ -324,7 +306,7 @@ class EffectiveContextStore(JsonStore):
         return max(found, key=lambda r: r.measured) if found else None
 
     def put(self, key: str, result: EffectiveContext) -> None:
-        self.put_json(key, result.to_json())
+        self.put_json(key, _JSON.dump_python(result, mode="json"))
 
 
 def measured_context(info: ModelInfo, store: EffectiveContextStore | None = None) -> int | None:

@@ -167,6 +167,10 @@ def trained_context(path: Path) -> int | None:
         return None
 
 
+def _past_end(what: str) -> GGUFHeaderError:
+    return GGUFHeaderError(f"the header is cut short or damaged ({what} runs past the end)")
+
+
 class _Reader:
     """Reads the header through a buffer of :data:`_CHUNK` bytes (a vocabulary of 250,000
     strings is walked in well under a second, and never held whole)."""
@@ -192,7 +196,7 @@ class _Reader:
 
     def _read(self, n: int, what: str) -> bytes:
         if n < 0 or self.pos + n > self.size:
-            raise GGUFHeaderError(f"the header is cut short or damaged ({what} runs past the end)")
+            raise _past_end(what)
         start = self.pos - self.buf_start
         if start + n > len(self.buf):
             self._fill(n)
@@ -215,7 +219,7 @@ class _Reader:
 
     def _skip(self, n: int, what: str) -> None:
         if n < 0 or self.pos + n > self.size:
-            raise GGUFHeaderError(f"the header is cut short or damaged ({what} runs past the end)")
+            raise _past_end(what)
         self.pos += n
 
     def _skip_strings(self, count: int, key: str) -> None:
@@ -227,17 +231,12 @@ class _Reader:
             start = self.pos - self.buf_start
             if start < 0 or start + width > len(self.buf):
                 if self.pos + width > self.size:
-                    raise GGUFHeaderError(
-                        f"the header is cut short or damaged (the array {key!r} runs past "
-                        "the end)"
-                    )
+                    raise _past_end(f"the array {key!r}")
                 self._fill(width)
                 start = 0
             self.pos += width + unpack_from(fmt, self.buf, start)[0]
             if self.pos > self.size:
-                raise GGUFHeaderError(
-                    f"the header is cut short or damaged (the array {key!r} runs past the end)"
-                )
+                raise _past_end(f"the array {key!r}")
 
     # -- structure -------------------------------------------------------------------------
     def header(self) -> GGUFHeader:
@@ -373,10 +372,7 @@ class _Reader:
                 self._skip(count * struct.calcsize(_SCALARS[item]), f"the array {key!r}")
             elif item == _STRING:
                 if count * 8 > self.size - self.pos:  # each string has a length
-                    raise GGUFHeaderError(
-                        f"the header is cut short or damaged (the array {key!r} runs past "
-                        "the end)"
-                    )
+                    raise _past_end(f"the array {key!r}")
                 self._skip_strings(count, key)
             else:
                 for _ in range(count):  # each costs bytes: a bad count ends at the file's end

@@ -10,6 +10,7 @@ vocabulary checks (they need llama.cpp) with the helpers and probe conversations
 
 from __future__ import annotations
 
+import itertools
 import threading
 from array import array
 from collections import OrderedDict
@@ -177,15 +178,7 @@ class IncrementalTokenizer:
         ]
 
     def tokens(self, text: str, add_special: bool) -> list[int]:
-        out: list[int] = []
-        for arr in self.pieces(text, add_special):
-            out.extend(arr)
-        return out
+        return list(itertools.chain.from_iterable(self.pieces(text, add_special)))
 
     def count(self, text: str, add_special: bool) -> int:
         return sum(len(arr) for arr in self.pieces(text, add_special))
-
-    def clear(self) -> None:
-        with self._lock:
-            self._memo.clear()
-            self._held = 0

@@ -40,8 +40,9 @@ from pathlib import Path
 from typing import Any
 
 from assistant import paths
-from assistant.atomicfile import fsync_dir, make_dirs, write_atomically
+from assistant.atomicfile import JsonStore, fsync_dir, make_dirs
 from assistant.llm.base import KVState
+from assistant.llm.provision import sha256_file
 
 log = logging.getLogger(__name__)
 
@@ -187,19 +188,11 @@ class StateCache:
 
     @staticmethod
     def _read(fh: Any, chat_id: str, fingerprint: str, file_size: int) -> KVState | str:
-        if fh.read(len(MAGIC)) != MAGIC:
-            return "not a saved state (bad magic)"
-        raw_len = fh.read(4)
-        if len(raw_len) != 4:
-            return "truncated saved state"
-        (hlen,) = _LEN.unpack(raw_len)
-        if hlen > 64 * 1024:
-            return "damaged saved state (header length)"
-        try:
-            header = json.loads(fh.read(hlen))
-        except ValueError:
-            return "damaged saved state (header)"
-        if not isinstance(header, dict) or header.get("version") != FORMAT_VERSION:
+        got = _read_header(fh)
+        if isinstance(got, str):
+            return got
+        header, hlen = got
+        if header.get("version") != FORMAT_VERSION:
             return "saved state of another format"
         if header.get("fingerprint") != fingerprint or header.get("chat") != chat_id:
             return "saved state of another model or settings"
@@ -229,13 +222,10 @@ class StateCache:
             for _, _, path in self._files():
                 try:
                     with path.open("rb") as fh:
-                        if fh.read(len(MAGIC)) != MAGIC:
-                            continue
-                        (hlen,) = _LEN.unpack(fh.read(4))
-                        header = json.loads(fh.read(min(hlen, 64 * 1024)))
-                except (OSError, ValueError, struct.error):
+                        got = _read_header(fh)
+                except OSError:
                     continue
-                if isinstance(header, dict) and header.get("chat") == chat_id:
+                if not isinstance(got, str) and got[0].get("chat") == chat_id:
                     path.unlink(missing_ok=True)
                     removed += 1
         return removed
@@ -251,6 +241,25 @@ class StateCache:
             for _, _, path in files:
                 path.unlink(missing_ok=True)
         return Usage(len(files), sum(size for _, size, _ in files))
+
+
+def _read_header(fh: Any) -> tuple[dict[str, Any], int] | str:
+    """A saved state's header and its length in bytes, or why it cannot be read."""
+    if fh.read(len(MAGIC)) != MAGIC:
+        return "not a saved state (bad magic)"
+    raw_len = fh.read(4)
+    if len(raw_len) != 4:
+        return "truncated saved state"
+    (hlen,) = _LEN.unpack(raw_len)
+    if hlen > 64 * 1024:
+        return "damaged saved state (header length)"
+    try:
+        header = json.loads(fh.read(hlen))
+    except ValueError:
+        return "damaged saved state (header)"
+    if not isinstance(header, dict):
+        return "saved state of another format"
+    return header, hlen
 
 
 class StateWriter:
@@ -325,26 +334,14 @@ def file_sha256(path: Path, known: str | None = None) -> str:
         return known.lower()
     st = path.stat()
     key = f"{path.resolve()}|{st.st_size}|{st.st_mtime_ns}"
-    store = paths.cache_dir() / "file-sha256.json"
+    store = JsonStore(paths.cache_dir() / "file-sha256.json")
     with _digests_lock:
-        try:
-            saved = json.loads(store.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            saved = {}
-        if not isinstance(saved, dict):
-            saved = {}
-        got = saved.get(key)
+        got = store.read().get(key)
         if isinstance(got, str) and len(got) == 64:
             return got
-        h = hashlib.sha256()
-        with path.open("rb") as fh:
-            for block in iter(lambda: fh.read(4 * 1024 * 1024), b""):
-                h.update(block)
-        digest = h.hexdigest()
-        saved[key] = digest
+        digest = sha256_file(path)
         try:
-            make_dirs(store.parent)
-            write_atomically(store, json.dumps(saved))
+            store.put_json(key, digest)
         except OSError as exc:
             log.warning("could not remember the model's sha256: %s", exc)
         return digest

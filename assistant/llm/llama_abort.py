@@ -55,11 +55,7 @@ class AbortSwitch:
             self._callback: Any = ctypes.cast(strlen, llama_cpp.ggml_abort_callback)
             self.kind = "c"
         else:  # pragma: no cover - platforms without a libc strlen
-
-            def python_check(_data: Any) -> bool:
-                return self._flag.raw[0] != 0
-
-            self._callback = llama_cpp.ggml_abort_callback(python_check)
+            self._callback = llama_cpp.ggml_abort_callback(lambda _data: self.raised)
             self.kind = "python"
         self._data = ctypes.cast(self._flag, ctypes.c_void_p)
         self._installed_on: int | None = None

@@ -96,7 +96,12 @@ from assistant.llm.llama_kv import (
     set_threads,
     write_state,
 )
-from assistant.llm.llama_speculative import DRAFT_TOKENS, DraftStats, lookup_generate, make_drafter
+from assistant.llm.llama_speculative import (
+    DRAFT_TOKENS,
+    DraftStats,
+    PromptLookup,
+    lookup_generate,
+)
 from assistant.llm.provision import is_verified
 from assistant.llm.registry import ModelEntry, resolve_model
 from assistant.llm.template import ChatTemplate
@@ -107,6 +112,9 @@ log = logging.getLogger(__name__)
 _FIRST_CTX = 256
 
 GGUF_MAGIC = b"GGUF"
+#: End-of-turn texts of the usual templates: a reply stops at them even when the model
+#: writes one as text rather than its end-of-generation token.
+_STOP_TEXTS = ("<|im_end|>", "<end_of_turn>", "<|eot_id|>", "<|endoftext|>")
 #: Sampler settings besides the temperature (``top_p`` is overridden per call).
 _SAMPLER: dict[str, Any] = {"top_p": 0.95, "top_k": 40, "min_p": 0.05, "repeat_penalty": 1.1}
 
@@ -172,9 +180,6 @@ class LlamaBackend:
         source = meta.get("tokenizer.chat_template")
         self._template = ChatTemplate(
             source, bos_token=self._bos_text, eos_token=self._eos_text, origin="gguf"
-        )
-        self._stop_texts = tuple(
-            t for t in ("<|im_end|>", "<end_of_turn>", "<|eot_id|>", "<|endoftext|>") if t
         )
         arch = meta.get("general.architecture", "unknown")
         self._info = ModelInfo(
@@ -254,12 +259,12 @@ class LlamaBackend:
         # context exists: a window beyond it is never allocated.
         trained = entry.context_length if entry else _header_context(path)
         ctx = min(n_ctx, trained) if trained else n_ctx
-
-        def open_llama(n_ctx: int) -> Any:
+        try:
+            # A tiny context first: the real one is made once the prefill settings are known.
             with _quiet_stderr(), _weights_off_amx():
-                return Llama(
+                llama = Llama(
                     model_path=str(path),
-                    n_ctx=n_ctx,
+                    n_ctx=min(ctx, _FIRST_CTX),
                     n_threads=threads or 1,
                     n_threads_batch=threads or 1,
                     n_batch=DEFAULT_BATCH,
@@ -267,10 +272,6 @@ class LlamaBackend:
                     flash_attn=flash_attn,
                     verbose=False,
                 )
-
-        try:
-            # A tiny context first: the real one is made once the prefill settings are known.
-            llama = open_llama(min(ctx, _FIRST_CTX))
         except (ValueError, RuntimeError, OSError) as exc:
             raise ModelLoadError(
                 str(path), f"llama.cpp could not load it ({exc}); the file may be damaged."
@@ -839,40 +840,26 @@ class LlamaBackend:
         on_prefill: Callable[[int, int], None] | None,
     ) -> Iterator[StreamEvent]:
         llm = self._llm
-        ignored: tuple[str, ...] = ()
         n_ctx = int(llm.n_ctx())
         start = time.perf_counter()
         plan, finished = self._prefill(tokens, cancel, on_prefill)
         prefill_s = time.perf_counter() - start
         reuse = plan.reused
-        evaluated = len(tokens) - reuse
-        if not finished:
-            yield StreamEvent(
-                result=GenerationResult(
-                    text="",
-                    prompt_tokens=len(tokens),
-                    prompt_evaluated=max(0, llm.n_tokens - reuse),
-                    prompt_reused=reuse,
-                    completion_tokens=0,
-                    finish_reason="cancelled",
-                    prefill_s=prefill_s,
-                    ignored=ignored,
-                    prompt_shifted=plan.shifted,
-                )
-            )
-            return
-        budget = max(0, min(options.max_tokens, n_ctx - len(tokens)))
-        stops = options.stop + self._stop_texts
+        if finished:
+            evaluated = len(tokens) - reuse
+            budget = max(0, min(options.max_tokens, n_ctx - len(tokens)))
+        else:  # stopped while reading the prompt: only what reached the cache counts
+            evaluated = max(0, llm.n_tokens - reuse)
+            budget = 0
+        stops = options.stop + _STOP_TEXTS
         decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
         text = ""
         emitted = 0
         count = 0
-        finish = "length"
+        finish = "length" if finished else "cancelled"
         first: float | None = None
         gen_start = time.perf_counter()
-        if budget == 0:
-            finish = "length"
-        else:
+        if budget > 0:
             sampled: Generator[int, Any, None] = (
                 self._constrained(tokens, options.grammar, options.temperature, options.top_p)
                 if options.grammar is not None
@@ -920,7 +907,6 @@ class LlamaBackend:
                 prefill_s=prefill_s,
                 generate_s=time.perf_counter() - gen_start,
                 first_token_s=first,
-                ignored=ignored,
                 prompt_shifted=plan.shifted,
             )
         )
@@ -931,7 +917,7 @@ class LlamaBackend:
         sampling = {**_SAMPLER, "top_p": options.top_p, "temp": options.temperature}
         if self.prompt_lookup > 0:
             self.draft_stats = DraftStats()
-            drafter = make_drafter(self.prompt_lookup)
+            drafter = PromptLookup(self.prompt_lookup)  # fresh for each reply
             return lookup_generate(self._llm, tokens, drafter, self.draft_stats, **sampling)
         stream: Generator[int, Any, None] = self._llm.generate(tokens, reset=True, **sampling)
         return stream

@@ -65,6 +65,12 @@ class _Candidates:
     def selected(self) -> int:
         return int(self.buf["id"][self.array.selected])
 
+    def allows(self, lc: Any, grammar: Any, token: int) -> bool:
+        """Whether the ``grammar`` sampler allows ``token`` next (loads it alone)."""
+        self.load(np.array([token], dtype=np.intc), np.array([1.0], dtype=np.single))
+        lc.llama_sampler_apply(grammar, self.ref)
+        return bool(np.isfinite(self.buf["logit"][0]))
+
 
 class GrammarSampler:
     """Picks the next token of a ``Llama`` under ``grammar`` (see the module docstring).
@@ -135,11 +141,6 @@ class GrammarSampler:
         out[self._all.buf["id"][: self._all.array.size]] = self._all.logits()
         return out
 
-    def _allowed(self, token: int) -> bool:
-        self._one.load(np.array([token], dtype=np.intc), np.array([1.0], dtype=np.single))
-        self._lc.llama_sampler_apply(self._grammar, self._one.ref)
-        return bool(np.isfinite(self._one.buf["logit"][0]))
-
     def _pick_from(self, cand: _Candidates) -> int | None:
         """Apply the grammar then the sampler to ``cand``; None if nothing is allowed."""
         lc = self._lc
@@ -176,7 +177,7 @@ class GrammarSampler:
         self._all.load(self._ids, logits)
         lc.llama_sampler_apply(self._pick.sampler, self._all.ref)
         token = self._all.selected()
-        if self._allowed(token):
+        if self._one.allows(lc, self._grammar, token):
             self.stats["direct"] += 1
             return token
         n = len(self._short.buf)
@@ -220,17 +221,11 @@ def grammar_accepts(llama: Any, grammar: str, tokens: list[int]) -> bool:
     if not sampler:
         raise GrammarError("llama.cpp cannot parse the grammar")
     one = _Candidates(llama_cpp, 1)
-
-    def allowed(token: int) -> bool:
-        one.load(np.array([token], dtype=np.intc), np.array([1.0], dtype=np.single))
-        llama_cpp.llama_sampler_apply(sampler, one.ref)
-        return bool(np.isfinite(one.buf["logit"][0]))
-
     try:
         for token in tokens:
-            if not allowed(token):
+            if not one.allows(llama_cpp, sampler, token):
                 return False
             llama_cpp.llama_sampler_accept(sampler, token)
-        return allowed(int(llama.token_eos()))
+        return one.allows(llama_cpp, sampler, int(llama.token_eos()))
     finally:
         llama_cpp.llama_sampler_free(sampler)

@@ -222,10 +222,6 @@ def evaluation_settings(llm: Any) -> dict[str, str]:
     cache types, attention kernel, RoPE scaling, and the llama.cpp build that wrote it.
     Threads and batch sizes are left out: they change rounding, not what a cell means."""
     p = llm.context_params
-    try:
-        version = metadata.version("llama-cpp-python")
-    except metadata.PackageNotFoundError:  # pragma: no cover - vendored build
-        version = "unknown"
     return {
         "n_ctx": str(int(p.n_ctx)),
         "type_k": str(int(p.type_k)),
@@ -234,8 +230,16 @@ def evaluation_settings(llm: Any) -> dict[str, str]:
         "rope": f"{p.rope_scaling_type}/{p.rope_freq_base}/{p.rope_freq_scale}",
         "yarn": f"{p.yarn_ext_factor}/{p.yarn_attn_factor}/{p.yarn_orig_ctx}",
         "swa_full": str(bool(p.swa_full)),
-        "llama_cpp_python": version,
+        "llama_cpp_python": llama_cpp_version(),
     }
+
+
+def llama_cpp_version() -> str:
+    """The installed llama-cpp-python's version ("unknown" for a vendored build)."""
+    try:
+        return metadata.version("llama-cpp-python")
+    except metadata.PackageNotFoundError:  # pragma: no cover - vendored build
+        return "unknown"
 
 
 # -- raw prompt evaluation, timed (calibration and the benchmark) ---------------------------

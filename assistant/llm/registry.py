@@ -131,3 +131,13 @@ def resolve_model(name_or_path: str) -> tuple[Path, ModelEntry | None]:
         return model_path(entry), entry
     path = Path(name_or_path).expanduser()
     return path, reg.by_file(path.name)
+
+
+def registered_context(name_or_path: str) -> int | None:
+    """The trained context the registry gives a model (None: not registered, or the
+    registry cannot be read)."""
+    try:
+        entry = resolve_model(name_or_path)[1]
+    except (OSError, ValueError, KeyError):
+        return None
+    return entry.context_length if entry is not None else None

@@ -177,22 +177,12 @@ class ServerRendered(Counting):
         return int(got)
 
     def tokenize_prompt(self, text: str) -> list[int]:
-        if self._vllm:
-            body: dict[str, Any] = {"model": self._model, "prompt": text,
-                                    "add_special_tokens": True}
-        else:
-            body = {"content": text, "add_special": True, "parse_special": True}
-        return _ids(self._http.post("/tokenize", body))
+        return _server_tokens(self._http, text, True, self._model if self._vllm else None)
 
     def count_text(self, text: str) -> int:
         if not text:
             return 0
-        if self._vllm:
-            body: dict[str, Any] = {"model": self._model, "prompt": text,
-                                    "add_special_tokens": False}
-        else:
-            body = {"content": text, "add_special": False, "parse_special": True}
-        return len(_ids(self._http.post("/tokenize", body)))
+        return len(_server_tokens(self._http, text, False, self._model if self._vllm else None))
 
 
 class LocalRendered(Counting):
@@ -266,6 +256,19 @@ class ServerTextTokenizer:
         return len(self._strip(self._raw(text)))
 
 
+def _server_tokens(
+    http: ServerHTTP, text: str, special: bool, vllm_model: str | None = None
+) -> list[int]:
+    """The server's ``POST /tokenize`` of ``text`` (in vLLM's shape when ``vllm_model``)."""
+    if vllm_model is not None:
+        body: dict[str, Any] = {
+            "model": vllm_model, "prompt": text, "add_special_tokens": special
+        }
+    else:
+        body = {"content": text, "add_special": special, "parse_special": True}
+    return _ids(http.post("/tokenize", body))
+
+
 def _ids(answer: Any) -> list[int]:
     tokens = answer.get("tokens") if isinstance(answer, dict) else None
     if not isinstance(tokens, list):
@@ -292,17 +295,17 @@ def choose_counting(
             gguf.close()
         return ServerRendered(http, profile), props_template or ChatTemplate(None)
     if profile.tokenizer == "llama.cpp":  # an older llama-server: no /apply-template
-        counter = _LlamaServerText(http)
         return LocalRendered(
-            template, counter.tokenize_prompt, counter.count,
-            description=f"the server's /tokenize, {_template_name(template)}",
+            template, lambda text: _server_tokens(http, text, True),
+            lambda text: len(_server_tokens(http, text, False)),
+            description=f"the server's /tokenize, template from {template.origin}",
             exact=True, owned=gguf,
         ), template
     if profile.tokenizer == "llama-cpp-python":
         text = ServerTextTokenizer(http, profile.model)
         return LocalRendered(
             template, text.tokenize_prompt, text.count,
-            description=f"the server's /extras/tokenize, {_template_name(template)}",
+            description=f"the server's /extras/tokenize, template from {template.origin}",
             exact=True, owned=gguf,
         ), template
     if gguf is not None:
@@ -320,28 +323,11 @@ def choose_counting(
     ), template
 
 
-def _template_name(template: ChatTemplate) -> str:
-    return f"template from {template.origin}"
-
-
 def _can_render(http: ServerHTTP, profile: ServerProfile) -> bool:
     if profile.tokenizer == "vllm":
         return True
     got = http.try_post("/apply-template", {"messages": [{"role": "user", "content": "hi"}]})
     return isinstance(got, dict) and isinstance(got.get("prompt"), str)
-
-
-class _LlamaServerText:
-    def __init__(self, http: ServerHTTP) -> None:
-        self._http = http
-
-    def tokenize_prompt(self, text: str) -> list[int]:
-        body = {"content": text, "add_special": True, "parse_special": True}
-        return _ids(self._http.post("/tokenize", body))
-
-    def count(self, text: str) -> int:
-        body = {"content": text, "add_special": False, "parse_special": True}
-        return len(_ids(self._http.post("/tokenize", body)))
 
 
 # -- checking the counts against the server ------------------------------------------------------

@@ -223,11 +223,14 @@ class ChatSlot:
         return chat_id
 
     def export(self, target: Path) -> Path | None:
+        """Write the chat to ``target`` (``~`` expanded): ``.json`` as OpenAI-format JSON,
+        anything else as Markdown; a failed export leaves an existing file as it was."""
         if self.chat_id is None:
             self._error("Nothing to export yet: this chat is empty.")
             return None
+        path = target.expanduser()
         try:
-            path = chats.export_chat(self.store, self.chat_id, target)
+            self.store.export_to_file(self.chat_id, path)
         except (OSError, SessionError) as exc:
             self._error(f"Export failed: {exc}")
             return None

@@ -11,7 +11,7 @@ from assistant import paths
 from assistant.sessions.entries import MessageEntry
 from assistant.sessions.errors import SessionError
 from assistant.sessions.reader import read_chat_file
-from assistant.sessions.store import ChatSummary, SessionStore
+from assistant.sessions.store import ChatSummary
 
 #: ``--resume last`` / ``/resume last``: the most recently updated chat.
 LAST = "last"
@@ -26,11 +26,9 @@ def find_chat(chats: Sequence[ChatSummary], ref: str) -> ChatSummary | None:
         return None
     if ref.lower() == LAST:
         return readable[0] if readable else None
-    for chat in readable:
-        if chat.id == ref:
-            return chat
     needle = ref.lower()
-    return next((c for c in readable if needle in c.title.lower()), None)
+    by_id = (c for c in readable if c.id == ref)
+    return next(by_id, next((c for c in readable if needle in c.title.lower()), None))
 
 
 def _when(timestamp: float) -> str:
@@ -62,16 +60,6 @@ def export_file_name(title: str, suffix: str = ".md") -> str:
 def suggested_export_path(title: str) -> Path:
     """Where ``/export`` offers to save: the chat's title, in the user's documents."""
     return paths.documents_dir() / export_file_name(title)
-
-
-def export_chat(store: SessionStore, chat_id: str, target: Path) -> Path:
-    """Write a chat to ``target``: ``.json`` as OpenAI-format JSON, anything else as
-    Markdown, through a temporary file renamed into place (a failed export leaves an
-    existing file as it was; see ``SessionStore.export_to_file``). Returns the path
-    written (``~`` expanded)."""
-    path = target.expanduser()
-    store.export_to_file(chat_id, path)
-    return path
 
 
 #: Characters of context either side of a search hit in its snippet.

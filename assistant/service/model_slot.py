@@ -9,7 +9,6 @@ was overtaken by a newer one is ignored when it finishes. With the server engine
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import Callable
 from concurrent.futures import Future
 from dataclasses import dataclass, field
@@ -17,7 +16,7 @@ from dataclasses import dataclass, field
 from assistant.config import EngineSettings, Settings
 from assistant.engine import Engine, engine_label, server_builder, uses_server
 from assistant.llm.base import LLMBackend, ModelInfo
-from assistant.llm.registry import resolve_model
+from assistant.llm.registry import registered_context
 from assistant.llm.worker import ModelWorker
 from assistant.service.events import ModelChanged, ServiceEvent, StatusChanged
 from assistant.service.status import Status, StatusMachine
@@ -54,9 +53,7 @@ class ModelSlot:
         elif self.info is not None and same_engine and settings.model == loaded_model:
             trained = self.info.trained_context
         else:
-            with contextlib.suppress(OSError, ValueError, KeyError):
-                _path, entry = resolve_model(settings.model)
-                trained = entry.context_length if entry is not None else None
+            trained = registered_context(settings.model)
         return settings.effective_policy(trained).window
 
     def needs_reload(self, old: Settings, new: Settings, *, reconnect: bool = False) -> bool:

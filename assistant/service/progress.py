@@ -58,10 +58,7 @@ def reply_stats(result: GenerationResult, ttft_s: float | None = None) -> ReplyS
     (from the call's preparation: pruning, counting, any compaction); by default the
     backend's (from the start of prompt evaluation)."""
     figures = figures_of(result, ttft_s)
-    prefill = result.prompt_evaluated / result.prefill_s if result.prefill_s > 0 else None
-    return ReplyStats(
-        **figures.model_dump(), prefill_tokens_per_s=prefill if result.prompt_evaluated else None
-    )
+    return ReplyStats(**figures.model_dump(), prefill_tokens_per_s=result.prefill_tokens_per_s)
 
 
 def _num(value: float | None, digits: int) -> str:

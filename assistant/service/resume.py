@@ -19,7 +19,6 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 
 from assistant.config import Settings
@@ -32,6 +31,7 @@ from assistant.llm.base import (
 )
 from assistant.llm.calibration import CalibrationStore
 from assistant.llm.kv_state import StateCache, StateWriter, Usage
+from assistant.service.events import ModelStateRestored as Restored
 
 log = logging.getLogger(__name__)
 
@@ -53,17 +53,6 @@ def engine_tuning(settings: Settings) -> EngineTuning:
 def forget_calibration() -> None:
     """Forget the measured prompt settings: the next model load measures them again."""
     CalibrationStore().clear()
-
-
-@dataclass(frozen=True)
-class Restored:
-    """What a restore did: ``tokens`` loaded (0: nothing) in ``seconds``; ``miss`` says why
-    nothing was loaded."""
-
-    chat_id: str
-    tokens: int
-    seconds: float
-    miss: str = ""
 
 
 class ChatResume:

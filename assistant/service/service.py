@@ -76,7 +76,7 @@ from assistant.service.events import (
 from assistant.service.jobs import Job, JobRunner
 from assistant.service.model_slot import ModelSlot
 from assistant.service.progress import PrefillTracker, reply_stats
-from assistant.service.resume import ChatResume, Restored, engine_tuning
+from assistant.service.resume import ChatResume, engine_tuning
 from assistant.service.status import Status, StatusMachine
 from assistant.sessions.errors import SessionError
 from assistant.sessions.handle import ChatHandle
@@ -396,7 +396,7 @@ class ChatService:
         future = self.worker.submit(job, CancelToken())
         future.add_done_callback(lambda f: self.dispatch(lambda: self._restored(f)))
 
-    def _restored(self, future: Future[Restored]) -> None:
+    def _restored(self, future: Future[ModelStateRestored]) -> None:
         if self._closed:
             return
         exc = future.exception()
@@ -404,7 +404,7 @@ class ChatService:
             self.notice("warning", f"The chat's saved model state was not used: {exc}")
             return
         got = future.result()
-        self.emit(ModelStateRestored(got.chat_id, got.tokens, got.seconds, got.miss))
+        self.emit(got)
         if got.tokens and not self.busy:
             self._status(self.status_machine.note(
                 f"Chat resumed from its saved state ({got.tokens:,} tokens ready)"

@@ -60,16 +60,7 @@ class Phase(StrEnum):
 
 
 #: Phases in which a job runs (Stop means something, input is queued).
-BUSY = frozenset(
-    {
-        Phase.WORKING,
-        Phase.EVALUATING_PROMPT,
-        Phase.GENERATING,
-        Phase.RUNNING_TOOL,
-        Phase.COMPACTING,
-        Phase.STOPPING,
-    }
-)
+BUSY = frozenset(Phase) - {Phase.LOADING_MODEL, Phase.FAILED, Phase.IDLE}
 
 
 def summarizer_line(record: CompactionRecord) -> str:
