@@ -89,6 +89,8 @@ def run_chat(backend: LLMBackend, *, window: int, turns: int, reply: int, ahead:
                         sampling=Sampling(max_reply_tokens=reply, temperature=0.0))
     events: list[AgentEvent] = []
     engine = build_engine(backend, lambda: settings, None, events.append)
+    # As the window: writing ahead, a compaction in the turn does not wait for the model.
+    engine.controller.defer_model = lambda: ahead
     conv = Conversation()
     out = Run(ahead=ahead)
     tools = engine.agent.registry.schemas()

@@ -31,6 +31,7 @@ from pathlib import Path
 
 from assistant.agent.events import ContextChanged
 from assistant.compaction.events import CompactionFinished
+from assistant.compaction.summary import DEFERRED_NOTE
 from assistant.config import Settings
 from assistant.llm.base import LLMBackend
 from assistant.llm.worker import ModelWorker
@@ -48,11 +49,15 @@ READY_NOTE = "Summary for the next compaction ready"
 
 def source(kind: str, note: str) -> str:
     """Who wrote a summary, from its kind and note (``SummaryOutcome``): "model" (the
-    model's summary, accepted), "rejected" (the extractive fallback after the model's
-    summaries were rejected), "not asked" (extractive: the model was no longer asked or the
-    window was too small for it) or "record" (only the record of what the user said)."""
+    model's summary, accepted), "code now" (extractive, written in the turn while the
+    model's is left to the reading pauses), "rejected" (the extractive fallback after the
+    model's summaries were rejected), "not asked" (extractive: the model was no longer
+    asked or the window was too small for it) or "record" (only the record of what the
+    user said)."""
     if kind == "model":
         return "model"
+    if note == DEFERRED_NOTE:
+        return "code now"
     if "rejected twice" in note:
         return "rejected"
     if "only the record" in note:
@@ -66,7 +71,9 @@ def sources(pairs: list[tuple[str, str]]) -> str:
     for kind, note in pairs:
         got = source(kind, note)
         counts[got] = counts.get(got, 0) + 1
-    words = {"model": "the model's (accepted)", "rejected": "extractive after rejection",
+    words = {"model": "the model's (accepted)",
+             "code now": "the code's at once (the model's left to the reading pauses)",
+             "rejected": "extractive after rejection",
              "not asked": "extractive, model not asked", "record": "record only"}
     order = [*words, *sorted(set(counts) - set(words))]
     return ", ".join(f"{counts[k]} {words.get(k, k)}" for k in order if k in counts)

@@ -104,6 +104,12 @@ def test_the_summaries_are_counted_by_who_wrote_them() -> None:
     assert source("extractive", rejected) == "rejected"
     assert source("extractive", not_asked) == "not asked"
     assert source("extractive", record) == "record"
+    from assistant.compaction.summary import DEFERRED_NOTE
+
+    assert source("extractive", DEFERRED_NOTE) == "code now"
+    assert sources([("extractive", DEFERRED_NOTE), ("model", "")]) == (
+        "1 the model's (accepted), 1 the code's at once (the model's left to the reading "
+        "pauses)")
     assert sources([("extractive", not_asked), ("model", ""), ("extractive", rejected),
                     ("model", "")]) == (
         "2 the model's (accepted), 1 extractive after rejection, 1 extractive, model not asked")
