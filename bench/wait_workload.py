@@ -35,7 +35,7 @@ from assistant.compaction.summary import DEFERRED_NOTE
 from assistant.config import Settings
 from assistant.llm.base import LLMBackend
 from assistant.llm.worker import ModelWorker
-from assistant.service.events import ServiceEvent, StatusChanged
+from assistant.service.events import ReplyStats, ServiceEvent, StatusChanged
 from assistant.service.service import ChatService
 from assistant.sessions.store import SessionStore
 from bench.workloads import ChatStep, ToolStep, Workload
@@ -123,6 +123,11 @@ class Compaction:
     ahead_used: bool
     summarizer: str
     note: str
+    #: The turn's first model call after it: prompt tokens evaluated (not from the cache)
+    #: and seconds to its first token. A summary that changed between compactions would
+    #: make the next turn evaluate about as much again.
+    evaluated: int = 0
+    ttft_s: float | None = None
 
 
 @dataclass
@@ -241,13 +246,18 @@ def run_workload(
                     break
                 out.steps = n
                 out.messages += isinstance(step, ChatStep)
+                compacted: Compaction | None = None
                 for ev in heard:
                     if isinstance(ev, ContextChanged) and isinstance(ev.event,
                                                                      CompactionFinished):
                         rec = ev.event.record
-                        out.compactions.append(Compaction(
+                        compacted = Compaction(
                             n, rec.duration_s, AHEAD_NOTE in rec.summarizer_note,
-                            rec.summarizer, rec.summarizer_note))
+                            rec.summarizer, rec.summarizer_note)
+                        out.compactions.append(compacted)
+                    elif isinstance(ev, ReplyStats) and compacted is not None:
+                        compacted.evaluated, compacted.ttft_s = ev.evaluated, ev.ttft_s
+                        compacted = None
                 log(f"  step {n}/{len(steps)}: {len(out.compactions)} compaction(s), "
                     f"{time.perf_counter() - started:.0f} s")
                 if ahead and isinstance(step, ChatStep) and n < len(steps):

@@ -43,6 +43,9 @@ def test_w2_compacts_inside_the_turn_or_with_the_summary_written_while_the_user_
     assert all(p.kind for p in ahead.pauses if p.wrote)
     assert not any(p.capped for p in ahead.pauses)
     assert ahead.median is not None and inside.median is not None
+    # The prompt the compacting turn evaluated after its summary (what a summary changed
+    # between compactions would cost the next turn again).
+    assert all(c.evaluated > 0 and c.ttft_s is not None for c in inside.compactions)
 
 
 def test_w1_steps_are_typed_as_the_user_types_them(tmp_path: Path) -> None:
@@ -91,6 +94,7 @@ def test_the_command_line_reports_both_modes(
     text = capsys.readouterr().out
     assert "W2 summary written ahead (window 2,048): 20 step(s), 20 message(s)" in text
     assert "summary written ahead used" in text and "reading pauses that wrote" in text
+    assert "the turn then evaluated" in text
 
 
 def test_the_summaries_are_counted_by_who_wrote_them() -> None:
