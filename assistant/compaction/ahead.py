@@ -32,12 +32,14 @@ user's words, the files; milliseconds) and the model is not asked inside the tur
 reading pause writes the model's summary of the *next* span on top of it, used by the next
 compaction (design (a) of issue 26). The other design, writing the model's summary of the
 span just compacted and letting it supersede the code's from the next call on, would change
-the start of the prompt between compactions, so the next call would evaluate the whole
-prompt after it again (about a thousand tokens at SmolLM2's 2,048: seconds idle, tens of
-seconds loaded) unless the idle time also rebuilt the cache; the answer benchmark found the
-code's record with recall answering as well as the model's summary (docs/ANSWERS.md), so
-that cost buys nothing measured. ``/compact`` still asks the model in the turn (the user
-asked for it, with a focus), as do the terminal chat (no idle time) and the setting off.
+the start of the prompt between compactions, so the next call would evaluate the prompt
+after it again (what the compacting turn evaluates: 175-599 tokens in W2 at SmolLM2's
+2,048 with chunk reuse, 2.7-8.8 s on a loaded machine; docs/BENCHMARKS.md) unless the idle
+time also rebuilt the cache, idle time the next summary needs too; the answer benchmark
+found the code's record with recall answering as well as the model's summary
+(docs/ANSWERS.md), so that cost buys nothing measured. ``/compact`` still asks the model
+in the turn (the user asked for it, with a focus), as do the terminal chat (no idle time)
+and the setting off.
 """
 
 from __future__ import annotations
