@@ -34,7 +34,7 @@ compaction (design (a) of issue 26). The other design, writing the model's summa
 span just compacted and letting it supersede the code's from the next call on, would change
 the start of the prompt between compactions, so the next call would evaluate the prompt
 after it again (what the compacting turn evaluates: 175-599 tokens in W2 at SmolLM2's
-2,048 with chunk reuse, 2.7-8.8 s on a loaded machine; docs/BENCHMARKS.md) unless the idle
+2,048 with chunk reuse, 2.7-10.0 s on a loaded machine; docs/BENCHMARKS.md) unless the idle
 time also rebuilt the cache, idle time the next summary needs too; the answer benchmark
 found the code's record with recall answering as well as the model's summary
 (docs/ANSWERS.md), so that cost buys nothing measured. ``/compact`` still asks the model
