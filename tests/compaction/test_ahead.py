@@ -349,3 +349,18 @@ def test_a_model_given_up_on_keeps_its_own_note() -> None:
     record = ctl.prepare(CallRequest(conv, SYSTEM)).compaction
     assert record is not None and backend.calls == []
     assert record.summarizer_note != DEFERRED_NOTE and "was not asked" in record.summarizer_note
+
+
+def test_an_overflow_in_the_turn_does_not_wait_for_the_model_either() -> None:
+    """The model's window was smaller than counted (the backend said so): the compaction
+    and retry happen inside the turn, with the code's summary."""
+    from assistant.compaction.summary import DEFERRED_NOTE
+
+    ctl, backend, _ = controller(ScriptedBackend([writes(GOOD_SUMMARY)] * 30), POLICY,
+                                 defer_model=lambda: True)
+    conv = Conversation()
+    _to_threshold(ctl, conv, 0)
+    conv.append(Message(role="user", content="And what about file 3?"))
+    retry = ctl.handle_overflow(CallRequest(conv, SYSTEM))
+    assert retry.compaction is not None and retry.compaction.reason == "overflow"
+    assert retry.compaction.summarizer_note == DEFERRED_NOTE and backend.calls == []
