@@ -254,7 +254,9 @@ class CompactionSwitches(BaseModel):
         "compaction does not make you wait inside your next turn. Costs: the CPU work of one "
         "summary while idle (fan, battery), wasted when the chat changes before it is used. "
         "Saves: the summary's wait (seconds to minutes on a laptop). Anything you do stops "
-        "it at once. The terminal chat never does it.",
+        "it at once. When no summary written ahead fits, the compaction takes the one code "
+        "writes (your words, the files) at once and the model writes the next one while you "
+        "read; off, the model writes it inside your turn. The terminal chat never does it.",
     )
     use_measured_context: bool = Field(
         True,

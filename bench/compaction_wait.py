@@ -89,6 +89,8 @@ def run_chat(backend: LLMBackend, *, window: int, turns: int, reply: int, ahead:
                         sampling=Sampling(max_reply_tokens=reply, temperature=0.0))
     events: list[AgentEvent] = []
     engine = build_engine(backend, lambda: settings, None, events.append)
+    # As the window: writing ahead, a compaction in the turn does not wait for the model.
+    engine.controller.defer_model = lambda: ahead
     conv = Conversation()
     out = Run(ahead=ahead)
     tools = engine.agent.registry.schemas()
@@ -203,7 +205,9 @@ def _main_workload(args: argparse.Namespace) -> int:
         for c in r.compactions:
             used = ("summary written ahead used" if c.ahead_used
                     else "written in the turn")
-            print(f"  step {c.step}: wait {c.wait_s:.2f} s, {used} ({c.summarizer})")
+            after = (f"; the turn then evaluated {c.evaluated:,} prompt tokens in "
+                     f"{c.ttft_s:.1f} s" if c.ttft_s is not None else "")
+            print(f"  step {c.step}: wait {c.wait_s:.2f} s, {used} ({c.summarizer}){after}")
         if r.compactions:
             print(f"  summary written ahead used: {sum(c.ahead_used for c in r.compactions)} "
                   f"of {len(r.compactions)}; the compactions' summaries: "

@@ -31,10 +31,11 @@ from pathlib import Path
 
 from assistant.agent.events import ContextChanged
 from assistant.compaction.events import CompactionFinished
+from assistant.compaction.summary import DEFERRED_NOTE
 from assistant.config import Settings
 from assistant.llm.base import LLMBackend
 from assistant.llm.worker import ModelWorker
-from assistant.service.events import ServiceEvent, StatusChanged
+from assistant.service.events import ReplyStats, ServiceEvent, StatusChanged
 from assistant.service.service import ChatService
 from assistant.sessions.store import SessionStore
 from bench.workloads import ChatStep, ToolStep, Workload
@@ -48,11 +49,15 @@ READY_NOTE = "Summary for the next compaction ready"
 
 def source(kind: str, note: str) -> str:
     """Who wrote a summary, from its kind and note (``SummaryOutcome``): "model" (the
-    model's summary, accepted), "rejected" (the extractive fallback after the model's
-    summaries were rejected), "not asked" (extractive: the model was no longer asked or the
-    window was too small for it) or "record" (only the record of what the user said)."""
+    model's summary, accepted), "code now" (extractive, written in the turn while the
+    model's is left to the reading pauses), "rejected" (the extractive fallback after the
+    model's summaries were rejected), "not asked" (extractive: the model was no longer
+    asked or the window was too small for it) or "record" (only the record of what the
+    user said)."""
     if kind == "model":
         return "model"
+    if note == DEFERRED_NOTE:
+        return "code now"
     if "rejected twice" in note:
         return "rejected"
     if "only the record" in note:
@@ -66,7 +71,9 @@ def sources(pairs: list[tuple[str, str]]) -> str:
     for kind, note in pairs:
         got = source(kind, note)
         counts[got] = counts.get(got, 0) + 1
-    words = {"model": "the model's (accepted)", "rejected": "extractive after rejection",
+    words = {"model": "the model's (accepted)",
+             "code now": "the code's at once (the model's left to the reading pauses)",
+             "rejected": "extractive after rejection",
              "not asked": "extractive, model not asked", "record": "record only"}
     order = [*words, *sorted(set(counts) - set(words))]
     return ", ".join(f"{counts[k]} {words.get(k, k)}" for k in order if k in counts)
@@ -116,6 +123,11 @@ class Compaction:
     ahead_used: bool
     summarizer: str
     note: str
+    #: The turn's first model call after it: prompt tokens evaluated (not from the cache)
+    #: and seconds to its first token. A summary that changed between compactions would
+    #: make the next turn evaluate about as much again.
+    evaluated: int = 0
+    ttft_s: float | None = None
 
 
 @dataclass
@@ -234,13 +246,18 @@ def run_workload(
                     break
                 out.steps = n
                 out.messages += isinstance(step, ChatStep)
+                compacted: Compaction | None = None
                 for ev in heard:
                     if isinstance(ev, ContextChanged) and isinstance(ev.event,
                                                                      CompactionFinished):
                         rec = ev.event.record
-                        out.compactions.append(Compaction(
+                        compacted = Compaction(
                             n, rec.duration_s, AHEAD_NOTE in rec.summarizer_note,
-                            rec.summarizer, rec.summarizer_note))
+                            rec.summarizer, rec.summarizer_note)
+                        out.compactions.append(compacted)
+                    elif isinstance(ev, ReplyStats) and compacted is not None:
+                        compacted.evaluated, compacted.ttft_s = ev.evaluated, ev.ttft_s
+                        compacted = None
                 log(f"  step {n}/{len(steps)}: {len(out.compactions)} compaction(s), "
                     f"{time.perf_counter() - started:.0f} s")
                 if ahead and isinstance(step, ChatStep) and n < len(steps):

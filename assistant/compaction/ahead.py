@@ -24,6 +24,22 @@ the summary in use:
 
 A summary is never used for a span whose messages changed in any way (an edited or
 branched chat has other ids or text).
+
+**The turn never waits for the model** (the window with writing ahead on:
+``ContextController.defer_model``). When no summary written ahead fits, a compaction at the
+threshold (or after an overflow) takes the summary code writes (the extractive summary: the
+user's words, the files; milliseconds) and the model is not asked inside the turn; the next
+reading pause writes the model's summary of the *next* span on top of it, used by the next
+compaction (design (a) of issue 26). The other design, writing the model's summary of the
+span just compacted and letting it supersede the code's from the next call on, would change
+the start of the prompt between compactions, so the next call would evaluate the prompt
+after it again (what the compacting turn evaluates: 175-599 tokens in W2 at SmolLM2's
+2,048 with chunk reuse, 2.7-10.0 s on a loaded machine; docs/BENCHMARKS.md) unless the idle
+time also rebuilt the cache, idle time the next summary needs too; the answer benchmark
+found the code's record with recall answering as well as the model's summary
+(docs/ANSWERS.md), so that cost buys nothing measured. ``/compact`` still asks the model
+in the turn (the user asked for it, with a focus), as do the terminal chat (no idle time)
+and the setting off.
 """
 
 from __future__ import annotations

@@ -44,12 +44,14 @@ from assistant.compaction.facts import FactsCache
 from assistant.compaction.file_tracking import FileOps
 from assistant.compaction.summary import (
     MechanicalState,
+    ModelSummarizer,
     Summarizer,
     SummaryCancelled,
     SummaryKind,
     SummaryOutcome,
     SummaryRequest,
     compose_summary,
+    deferred_summary,
     model_part,
     render_mechanical,
 )
@@ -160,8 +162,12 @@ class Compactor:
         before_compact: BeforeCompactHook | None = None,
         cache: SummaryCache | None = None,
         facts: FactsCache | None = None,
+        defer: Callable[[], bool] = lambda: False,
     ) -> None:
         self.cache = cache
+        #: Whether a compaction inside the turn leaves the model's summary to idle time
+        #: (:meth:`defers`).
+        self.defer = defer
         #: The conversation's facts, shared with the controller (:mod:`.facts`).
         self.facts = facts or FactsCache()
         self.counter = counter
@@ -437,11 +443,25 @@ class Compactor:
                     note=f"{ready.note}; {ahead}" if ready.note else ahead,
                 )
             log.info("No summary written ahead for this plan: %s", plan.describe(budget))
+        summarizer = self.summarizer()
         try:
-            outcome = self.summarizer().summarize(request, job.cancel)
+            if self.defers(job, summarizer, request):
+                log.info("Summary written by the code in the turn; the model's is left to "
+                         "the time the user reads")
+                outcome = deferred_summary(self.counter, request, job.cancel)
+            else:
+                outcome = summarizer.summarize(request, job.cancel)
         except SummaryCancelled:
             return Status.CANCELLED
         return outcome.text, outcome.kind, outcome
+
+    def defers(self, job: CompactionJob, summarizer: Summarizer, request: SummaryRequest) -> bool:
+        """Whether the code writes this compaction's summary at once instead of the model:
+        the app writes summaries ahead while the user reads (``defer``), the compaction is
+        one the user waits for inside a turn (the threshold or an overflow, not /compact),
+        and the model would be asked (no summary written ahead matched)."""
+        return (job.reason != CompactionReason.MANUAL and self.defer()
+                and isinstance(summarizer, ModelSummarizer) and summarizer.asks_model(request))
 
     def request(
         self, conv: Conversation, job: CompactionJob, plan: Plan, budget: Budget

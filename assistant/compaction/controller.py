@@ -127,6 +127,7 @@ class ContextController:
         recall: Recall | None = None,
         recall_enabled: Callable[[], bool] = lambda: True,
         render_earlier: Callable[[], bool] = lambda: True,
+        defer_model: Callable[[], bool] = lambda: False,
     ) -> None:
         self.backend = backend
         self.policy = policy
@@ -151,6 +152,10 @@ class ContextController:
         #: Summaries written ahead of time (:meth:`precompute`), used when their span is
         #: unchanged at the threshold.
         self.summary_cache = SummaryCache()
+        #: Whether a compaction inside a turn takes the code-written summary at once when
+        #: none written ahead matches, leaving the model's to idle time (the window with
+        #: "write the next summary ahead" on: :meth:`precompute` writes the next one).
+        self.defer_model = defer_model
         self.before_compact = before_compact
         self.after_compact = after_compact
         #: Brings back excerpts of the whole chat beside the latest question (None: off).
@@ -644,6 +649,7 @@ class ContextController:
             before_compact=self.before_compact,
             cache=self.summary_cache,
             facts=self.facts,
+            defer=self.defer_model,
         )
 
     def _kept(self, conv: Conversation) -> tuple[list[Message], list[int]]:

@@ -281,6 +281,7 @@ class ChatService:
             backend, self.effective_settings, self.approver, self._agent_event,
             recall_index=self._recall_index,
         )
+        engine.controller.defer_model = self._defers_summary
         # Branch summaries are measured with the loaded model's tokenizer from now on.
         branches = BranchSummarizer(engine.controller.counter, window=backend.info.context_window)
         self.store.summarizer = branches
@@ -509,6 +510,12 @@ class ChatService:
 
         future = self.worker.submit(job)
         future.add_done_callback(lambda f: self.dispatch(lambda: self._ahead_done(token, f)))
+
+    def _defers_summary(self) -> bool:
+        """Whether a compaction inside a turn takes the code's summary at once, leaving the
+        model's to the time the user reads (written ahead: not in the terminal chat, whose
+        jobs run inline, nor with the setting off)."""
+        return self.compact_ahead and self.settings.compaction.compact_ahead
 
     def _cancel_ahead(self) -> None:
         if self._ahead is not None:

@@ -20,6 +20,7 @@ from PySide6.QtWidgets import (
 )
 
 from assistant.compaction.events import compaction_note, prune_note
+from assistant.compaction.summary import DEFERRED_NOTE
 from assistant.conversation import CompactionRecord
 from assistant.service.status import summarizer_line
 from assistant.ui.boxes import hbox, vbox
@@ -179,7 +180,9 @@ class CompactionLine(QFrame):
         self.label = new_label(
             f"Older messages were summarized to make room ({record.tokens_before:,} → "
             f"{record.tokens_after:,} tokens). They all stay in the chat; the model now sees "
-            "a summary of the ones above the divider.",
+            "a summary of the ones above the divider."
+            + (" The code wrote it at once; the model writes the next one while you read."
+               if record.summarizer_note == DEFERRED_NOTE else ""),
             "MutedLabel", wrap=True,
         )
         self.label.setAlignment(Qt.AlignmentFlag.AlignHCenter)

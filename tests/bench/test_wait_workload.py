@@ -43,6 +43,9 @@ def test_w2_compacts_inside_the_turn_or_with_the_summary_written_while_the_user_
     assert all(p.kind for p in ahead.pauses if p.wrote)
     assert not any(p.capped for p in ahead.pauses)
     assert ahead.median is not None and inside.median is not None
+    # The prompt the compacting turn evaluated after its summary (what a summary changed
+    # between compactions would cost the next turn again).
+    assert all(c.evaluated > 0 and c.ttft_s is not None for c in inside.compactions)
 
 
 def test_w1_steps_are_typed_as_the_user_types_them(tmp_path: Path) -> None:
@@ -91,6 +94,7 @@ def test_the_command_line_reports_both_modes(
     text = capsys.readouterr().out
     assert "W2 summary written ahead (window 2,048): 20 step(s), 20 message(s)" in text
     assert "summary written ahead used" in text and "reading pauses that wrote" in text
+    assert "the turn then evaluated" in text
 
 
 def test_the_summaries_are_counted_by_who_wrote_them() -> None:
@@ -104,6 +108,12 @@ def test_the_summaries_are_counted_by_who_wrote_them() -> None:
     assert source("extractive", rejected) == "rejected"
     assert source("extractive", not_asked) == "not asked"
     assert source("extractive", record) == "record"
+    from assistant.compaction.summary import DEFERRED_NOTE
+
+    assert source("extractive", DEFERRED_NOTE) == "code now"
+    assert sources([("extractive", DEFERRED_NOTE), ("model", "")]) == (
+        "1 the model's (accepted), 1 the code's at once (the model's left to the reading "
+        "pauses)")
     assert sources([("extractive", not_asked), ("model", ""), ("extractive", rejected),
                     ("model", "")]) == (
         "2 the model's (accepted), 1 extractive after rejection, 1 extractive, model not asked")

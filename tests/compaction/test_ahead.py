@@ -250,3 +250,117 @@ def test_which_summary_written_ahead_fits_a_span() -> None:
     assert cache.preferred_cuts(chat) == [4]
     edited = [*chat[:1], chat[1].model_copy(update={"content": "changed"}), *chat[2:]]
     assert cache.preferred_cuts(edited) == []
+
+
+# -- the model's summary left to idle time (issue 26) --------------------------------------
+
+
+def _to_threshold(ctl: ContextController, conv: Conversation, start: int) -> int:
+    """Tool turns until one more question takes the chat past the threshold."""
+    threshold = POLICY.window - POLICY.reserve
+    i = start
+    while ctl.measure(CallRequest(conv, SYSTEM)).prompt_tokens < threshold - 40:
+        tool_turn(conv, i, size=4)
+        i += 1
+    return i
+
+
+def test_the_turn_takes_the_code_summary_and_the_model_writes_the_next_one_ahead() -> None:
+    """With the model's summary left to idle time (the window, writing ahead on): a
+    compaction in the turn that has no summary written ahead takes the code's summary at
+    once, without asking the model; the next reading pause writes the model's summary of
+    the next span on top of it, and the next compaction uses that one (design (a):
+    ``compaction/ahead.py``)."""
+    from assistant.compaction.summary import DEFERRED_NOTE, model_part
+
+    ctl, backend, _ = controller(ScriptedBackend([writes(GOOD_SUMMARY)] * 30), POLICY,
+                                 defer_model=lambda: True)
+    conv = Conversation()
+    i = _to_threshold(ctl, conv, 0)  # no reading pause wrote anything ahead
+    conv.append(Message(role="user", content="And what about file 3?"))
+    req = ctl.prepare(CallRequest(conv, SYSTEM))
+    first = req.compaction
+    assert first is not None and first.reason == CompactionReason.THRESHOLD
+    assert backend.calls == []  # the model was not asked for a summary inside the turn
+    assert first.summarizer == "extractive" and first.summarizer_note == DEFERRED_NOTE
+    assert "Question 0 about src/file_0.py." in first.summary  # the user's words, verbatim
+    assert req.prompt_tokens + POLICY.reserve <= POLICY.window
+    # The user reads the reply: once the chat is near its next compaction, the idle writer
+    # asks the model, on top of the code's summary.
+    conv.append(Message(role="assistant", content="Answer."))
+    got = None
+    while got is None:
+        tool_turn(conv, i, size=4)
+        i += 1
+        got = ctl.precompute(CallRequest(conv, SYSTEM))
+        assert i < 200, "nothing was written ahead"
+    assert got.outcome.kind == "model"
+    asked = [c for c in backend.calls if c.grammar is not None]
+    assert asked and model_part(first.summary).splitlines()[0] in asked[-1].prompt_text
+    # Turn after turn, each reading pause writing ahead, until a question compacts.
+    second = None
+    while second is None:
+        tool_turn(conv, i, size=4)
+        i += 1
+        ctl.precompute(CallRequest(conv, SYSTEM))
+        calls = len(backend.calls)
+        conv.append(Message(role="user", content=f"And file {i}?"))
+        second = ctl.prepare(CallRequest(conv, SYSTEM)).compaction
+        conv.append(Message(role="assistant", content="Answer."))
+        assert i < 300, "the chat never compacted again"
+    assert len(conv.compactions) == 2
+    assert len(backend.calls) == calls  # nothing written inside this turn either
+    assert second.summarizer == "model"
+    assert "written ahead of time" in second.summarizer_note
+    assert "src/file_0.py has words" in second.summary  # the model's part
+
+
+def test_the_model_writes_it_in_the_turn_when_not_deferred_or_asked_for() -> None:
+    """Deferring off (the terminal chat, the setting off) asks the model inside the turn, as
+    does /compact (the user asked for it, with a focus) with deferring on."""
+    for defer in (False, True):
+        ctl, backend, _ = controller(ScriptedBackend([writes(GOOD_SUMMARY)] * 30), POLICY,
+                                     defer_model=lambda defer=defer: defer)
+        conv = Conversation()
+        _to_threshold(ctl, conv, 0)
+        if defer:
+            record = ctl.compact(CallRequest(conv, SYSTEM, focus="the files under src/"),
+                                 CompactionReason.MANUAL)
+        else:
+            conv.append(Message(role="user", content="And what about file 3?"))
+            record = ctl.prepare(CallRequest(conv, SYSTEM)).compaction
+        assert record is not None
+        assert _summary_calls(backend) >= 1
+        assert record.summarizer == "model" and "written by the model" in record.summarizer_note
+
+
+def test_a_model_given_up_on_keeps_its_own_note() -> None:
+    """When the model is no longer asked (its summaries rejected in compactions in a row)
+    the card says so, not that the model writes the next one."""
+    from assistant.compaction.summary import DEFERRED_NOTE, ModelSummarizer
+
+    ctl, backend, _ = controller(ScriptedBackend([writes(GOOD_SUMMARY)] * 30), POLICY,
+                                 defer_model=lambda: True)
+    assert isinstance(ctl.summarizer, ModelSummarizer)
+    ctl.summarizer.consecutive_fallbacks = ctl.summarizer.give_up_after
+    conv = Conversation()
+    _to_threshold(ctl, conv, 0)
+    conv.append(Message(role="user", content="And what about file 3?"))
+    record = ctl.prepare(CallRequest(conv, SYSTEM)).compaction
+    assert record is not None and backend.calls == []
+    assert record.summarizer_note != DEFERRED_NOTE and "was not asked" in record.summarizer_note
+
+
+def test_an_overflow_in_the_turn_does_not_wait_for_the_model_either() -> None:
+    """The model's window was smaller than counted (the backend said so): the compaction
+    and retry happen inside the turn, with the code's summary."""
+    from assistant.compaction.summary import DEFERRED_NOTE
+
+    ctl, backend, _ = controller(ScriptedBackend([writes(GOOD_SUMMARY)] * 30), POLICY,
+                                 defer_model=lambda: True)
+    conv = Conversation()
+    _to_threshold(ctl, conv, 0)
+    conv.append(Message(role="user", content="And what about file 3?"))
+    retry = ctl.handle_overflow(CallRequest(conv, SYSTEM))
+    assert retry.compaction is not None and retry.compaction.reason == "overflow"
+    assert retry.compaction.summarizer_note == DEFERRED_NOTE and backend.calls == []

@@ -8,6 +8,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from assistant.agent.events import ContextChanged
 from assistant.compaction.events import CompactionFinished
 from assistant.compaction.request import CallRequest
@@ -116,3 +118,80 @@ def test_sending_stops_the_summary_being_written_ahead(make_rig: Make, tmp_path:
     assert rig.service.conversation.messages[-1].content == "Noted."
     assert rig.service.status.phase is Phase.IDLE
     print(f"background summary stopped and the turn answered in {waited:.2f} s")
+
+
+# -- the model's summary left to the time the user reads (issue 26) ------------------------
+
+
+def _slow_model(msgs: list[dict[str, Any]]) -> str:
+    """A summary takes a while (0.3 s before its first word): a user who sends at once
+    stops every one being written ahead."""
+    if "summar" in str(msgs[-1].get("content") or "").lower():
+        time.sleep(0.3)
+    return _model(msgs)
+
+
+def _summary_calls(backend: ScriptedBackend) -> list[str]:
+    """How each summary call ended (finish reason), in order."""
+    return [c.result.finish_reason if c.result is not None else "running"
+            for c in backend.calls if "summar" in str(c.messages[-1].get("content", "")).lower()]
+
+
+def _until_compaction(rig: Rig, start: int, *, read: bool) -> tuple[int, CompactionFinished]:
+    """Questions until one compacts; ``read``: after each reply the user reads until the
+    summary written ahead is done (else they send the next one at once)."""
+    assert rig.loop is not None
+    i, before = start, len(_compactions(rig))
+    while len(_compactions(rig)) == before:
+        _ask(rig, i)
+        i += 1
+        if read:
+            rig.loop.run_until(lambda: rig.service._ahead is None)
+        assert i < start + 60, "the chat never compacted"
+    return i, _compactions(rig)[-1]
+
+
+def test_the_turn_never_waits_for_the_model_and_the_next_pause_writes_its_summary(
+    make_rig: Make, tmp_path: Path
+) -> None:
+    """Writing ahead on, a user who always sends before the summary ahead is written: the
+    compaction in the turn takes the code's summary, the model is not asked inside the
+    turn; once they read, the model writes the next summary and the next compaction uses
+    it."""
+    from assistant.compaction.summary import DEFERRED_NOTE
+
+    backend = ScriptedBackend([_slow_model] * 400, window=4000, trained_context=4000)
+    rig = make_rig(backend=backend, threaded=True,
+                   settings=Settings(workspace=str(tmp_path / "ws")))
+    i, first = _until_compaction(rig, 0, read=False)
+    record = first.record
+    assert record.summarizer == "extractive" and record.summarizer_note == DEFERRED_NOTE
+    # No summary by the model was finished: those begun ahead were stopped by the next
+    # message.
+    assert "stop" not in _summary_calls(backend)
+    assert rig.service.engine is not None
+    assert rig.service.engine.controller.summary_cache.hits == 0
+    # From now on the user reads every reply to the end: the model writes ahead.
+    _i, second = _until_compaction(rig, i, read=True)
+    assert "stop" in _summary_calls(backend)
+    assert second.record.summarizer == "model"
+    assert "written ahead of time" in second.record.summarizer_note
+
+
+@pytest.mark.parametrize("off", ["setting", "terminal"])
+def test_off_or_in_the_terminal_the_model_writes_it_in_the_turn(
+    make_rig: Make, tmp_path: Path, off: str
+) -> None:
+    """The setting off, or the terminal chat (no idle time: service.compact_ahead off):
+    the compaction asks the model inside the turn, as before."""
+    settings = Settings(workspace=str(tmp_path / "ws"))
+    settings.compaction.compact_ahead = off != "setting"
+    backend = ScriptedBackend([_slow_model] * 400, window=4000, trained_context=4000)
+    rig = make_rig(backend=backend, threaded=True, settings=settings)
+    if off == "terminal":
+        rig.service.compact_ahead = False
+    _i, first = _until_compaction(rig, 0, read=False)
+    record = first.record
+    assert record.summarizer == "model" and "written by the model" in record.summarizer_note
+    assert record.duration_s >= 0.3  # the model's summary was written inside the turn
+    assert _summary_calls(backend) == ["stop"]

@@ -5,6 +5,7 @@ turned off it is saved and the idle model writes no summary in the background.""
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 from typing import Any
 
@@ -12,7 +13,9 @@ from PySide6.QtCore import Qt
 
 from assistant import paths
 from assistant.compaction.request import CallRequest
+from assistant.compaction.summary import DEFERRED_NOTE
 from assistant.config import Settings, load_settings
+from assistant.ui.notices import CompactionLine, CompactionNotice
 from tests.fakes.scripted import ScriptedBackend
 
 from .conftest import Harness
@@ -89,3 +92,43 @@ def test_turned_off_it_is_saved_and_no_summary_is_written_ahead(
     h.qtbot.waitUntil(lambda: _summary_calls(backend) > 0, timeout=20_000)
     h.qtbot.waitUntil(lambda: h.controller._ahead is None, timeout=20_000)
     assert "Summary for the next compaction ready" in h.window.status_label.text()
+
+
+def _slow_model(msgs: list[dict[str, Any]]) -> str:
+    """A summary takes 0.3 s before its first word: a user who sends at once stops every
+    one being written ahead."""
+    if "summar" in str(msgs[-1].get("content") or "").lower():
+        time.sleep(0.3)
+    return _model(msgs)
+
+
+def test_a_compaction_with_nothing_written_ahead_says_the_code_wrote_it(
+    make_window, tmp_path: Path, artifacts_dir: Path
+) -> None:
+    """The user sends every message at once (no summary is ever written ahead): the
+    compaction does not wait for the model, and its card and the line under the message
+    say that the code wrote the summary and the model writes the next one while they read."""
+    backend = ScriptedBackend([_slow_model] * 100, window=4000, trained_context=4000)
+    h = make_window(backend=backend, settings=Settings(workspace=str(tmp_path / "ws")))
+    i = 0
+    while not h.controller.conversation.compactions:
+        # Pasted and sent at once (typing it key by key takes longer than a summary).
+        h.window.input.setPlainText(f"Question {i}: " + "lorem ipsum dolor sit amet " * 30)
+        h.qtbot.keyClick(h.window.input, Qt.Key.Key_Return)
+        h.wait_idle()
+        i += 1
+        assert i < 30, "the chat never compacted"
+    # The code wrote it in the turn (the model's summary, 0.3 s, was not waited for).
+    record = h.controller.conversation.compactions[0]
+    assert record.summarizer == "extractive" and record.summarizer_note == DEFERRED_NOTE
+    card = next(e for e in h.window.chat_view.entries() if isinstance(e, CompactionNotice))
+    words = ("Summary written by the code at once, without waiting for the model; the "
+             "model writes the next summary while you read.")
+    assert card.summarizer_label.text() == words
+    assert card.summarizer_label.isVisibleTo(card)
+    line = h.window.chat_view.findChildren(CompactionLine)
+    assert line and "the model writes the next one while you read" in line[-1].label.text()
+    h.qtbot.wait(100)
+    h.window.chat_view.ensureWidgetVisible(card, 0, 0)
+    h.qtbot.wait(100)
+    assert h.window.grab().save(str(artifacts_dir / "compaction-card-code-now.png"))

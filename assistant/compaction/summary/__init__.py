@@ -30,6 +30,7 @@ from assistant.compaction.summary.prompts import (
     SUMMARY_HEADER_SHORT,
 )
 from assistant.compaction.summary.summarizer import (
+    DEFERRED_NOTE,
     TOO_SMALL_FOR_GRAMMAR,
     ExtractiveSummarizer,
     ModelSummarizer,
@@ -38,9 +39,11 @@ from assistant.compaction.summary.summarizer import (
     SummaryKind,
     SummaryOutcome,
     SummaryRequest,
+    deferred_summary,
 )
 
 __all__ = [
+    "DEFERRED_NOTE",
     "MECHANICAL_MARKER",
     "SUMMARY_HEADER",
     "SUMMARY_HEADER_SHORT",
@@ -55,6 +58,7 @@ __all__ = [
     "SummaryRequest",
     "collect_state",
     "compose_summary",
+    "deferred_summary",
     "min_budget",
     "model_part",
     "render_mechanical",

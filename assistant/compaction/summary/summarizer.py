@@ -142,6 +142,25 @@ class ExtractiveSummarizer:
         )
 
 
+#: The note of a summary code wrote inside the turn instead of the model (the model's work
+#: moved to the time the user reads: :func:`deferred_summary`).
+DEFERRED_NOTE = (
+    "written by the code at once, without waiting for the model; the model writes the "
+    "next summary while you read"
+)
+
+
+def deferred_summary(
+    counter: TokenCounter, request: SummaryRequest, cancel: CancelToken | None
+) -> SummaryOutcome:
+    """The extractive summary for a compaction inside the turn whose model summary is left
+    to idle time (the app writes the next compaction's summary ahead, while the user
+    reads: ``compaction/ahead.py``); takes milliseconds."""
+    out = ExtractiveSummarizer(counter).summarize(request, cancel)
+    out.note = DEFERRED_NOTE
+    return out
+
+
 #: After this many compactions in a row in which the model's summary was rejected twice,
 #: the model is not asked again (for this model): each attempt costs a full prefill and
 #: generation (about a minute for SmolLM2-135M on 2 cores) only to be thrown away. Any
@@ -217,6 +236,14 @@ class ModelSummarizer:
         self.on_prefill: Callable[[int, int], None] | None = None
 
     # -- public ------------------------------------------------------------------------
+    def asks_model(self, request: SummaryRequest) -> bool:
+        """Whether :meth:`summarize` would ask the model for ``request`` (False: it writes
+        the extractive summary at once, the model given up on or its part too small for
+        the summary grammar)."""
+        if self.give_up_after and self.consecutive_fallbacks >= self.give_up_after:
+            return False
+        return self.grammar_state == "off" or request.budget >= min_budget()
+
     def summarize(self, request: SummaryRequest, cancel: CancelToken | None) -> SummaryOutcome:
         if self.give_up_after and self.consecutive_fallbacks >= self.give_up_after:
             log.info(
