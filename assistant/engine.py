@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 from assistant.agent.events import AgentEvent, PromptProgress
 from assistant.agent.loop import Agent
+from assistant.compaction.context_render import FOCUS_TOKENS
 from assistant.compaction.controller import ContextController
 from assistant.compaction.recall import IndexFor, PassageIndex, Recall
 from assistant.config import EffectivePolicy, Settings
@@ -63,6 +64,7 @@ def build_engine(
         compact_on_overflow=lambda: settings().switches().compact_on_overflow,
         recall_enabled=lambda: settings().switches().recall,
         render_earlier=lambda: settings().switches().earlier_as_notes,
+        focus_tokens=lambda: FOCUS_TOKENS if settings().switches().recall_focus else None,
     )
     attach_recall(controller, recall_index)
     agent = Agent(backend, controller, ToolRegistry.default(), settings, approver, on_event)

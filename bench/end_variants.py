@@ -29,7 +29,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from assistant.compaction.context_render import SHORT_ANSWER_CHARS, render_history
+from assistant.compaction.context_render import (
+    FOCUS_TOKENS,
+    SHORT_ANSWER_CHARS,
+    render_history,
+)
 from assistant.compaction.request import CallRequest
 from assistant.config import Settings
 from assistant.conversation import Conversation, Message
@@ -70,6 +74,12 @@ def _notes(ctl: Any) -> None:
 
 def _as_built(ctl: Any) -> None:
     ctl.render_earlier = lambda: False
+
+
+def _focus_app(ctl: Any) -> None:
+    """The app's path with ``compaction.recall_focus`` on (``context_render.focus_history``)."""
+    ctl.render_earlier = lambda: True
+    ctl.focus_tokens = lambda: FOCUS_TOKENS
 
 
 def _after(ctl: Any) -> None:
@@ -251,6 +261,7 @@ VARIANTS: dict[str, tuple[Setup, Shaper]] = {
     "oracle-bare": (_notes, _oracle_form(sources=False)),
     "wider": (_notes, _oracle_form(wide=WIDE_CHARS, keep=2)),
     "wider-1": (_notes, _oracle_form(wide=WIDE_CHARS, keep=1)),
+    "focus-app": (_focus_app, _plain(_same)),
     "focus-0": (_notes, _focus(0)),
     "focus-300": (_notes, _focus(300)),
     "focus-800": (_notes, _focus(800)),

@@ -44,6 +44,7 @@ from typing import Any, Literal
 
 from assistant.agent.controller_api import CompactReason, ContextManager
 from assistant.compaction import context
+from assistant.compaction.context_render import FOCUS_TOKENS
 from assistant.compaction.controller import (
     ContextController,
     ContextTooLargeError,
@@ -490,6 +491,7 @@ def build_strategy(
             compact_on_overflow=lambda: summarizes,
             summarizer=TimedSummarizer(made, clock),
             counter=counter, render_earlier=lambda: settings.switches().earlier_as_notes,
+            focus_tokens=lambda: FOCUS_TOKENS if settings.switches().recall_focus else None,
         )
     elif name == "drop-half":
         inner = DropHalf(backend, lambda: policy)
