@@ -44,7 +44,6 @@ from typing import Any, Literal
 
 from assistant.agent.controller_api import CompactReason, ContextManager
 from assistant.compaction import context
-from assistant.compaction.context_render import FOCUS_TOKENS
 from assistant.compaction.controller import (
     ContextController,
     ContextTooLargeError,
@@ -63,7 +62,7 @@ from assistant.compaction.summary import (
 from assistant.compaction.tokens import TokenCounter
 from assistant.config import EffectivePolicy, Mode, ModePolicy, Settings
 from assistant.conversation import CompactionRecord, Conversation, Message
-from assistant.engine import attach_recall
+from assistant.engine import attach_recall, recall_focus
 from assistant.llm.base import CancelToken, LLMBackend, PromptCounter
 
 StrategyName = Literal[
@@ -434,7 +433,7 @@ def answer_controller(
     inner = built.inner
     assert isinstance(inner, ContextController)
     if uses_recall(variant):
-        attach_recall(inner)
+        attach_recall(inner, focus=recall_focus(lambda: settings))
     else:
         inner.recall_enabled = lambda: False
     inner.render_earlier = (lambda: True) if variant.endswith("+notes") else (lambda: False)
@@ -491,7 +490,6 @@ def build_strategy(
             compact_on_overflow=lambda: summarizes,
             summarizer=TimedSummarizer(made, clock),
             counter=counter, render_earlier=lambda: settings.switches().earlier_as_notes,
-            focus_tokens=lambda: FOCUS_TOKENS if settings.switches().recall_focus else None,
         )
     elif name == "drop-half":
         inner = DropHalf(backend, lambda: policy)
