@@ -27,6 +27,9 @@ def _measure(backend: ScriptedBackend, effective: int) -> None:
 
 
 def _largest_prompts(settings: Settings, backend: ScriptedBackend, turns: int = 14) -> int:
+    # The whole history in every call (recall's focus would show only the newest turns
+    # beside its excerpts): what grows here is what compaction keeps.
+    settings.compaction.recall_focus = False
     engine = build_engine(backend, lambda: settings, None, lambda _event: None)
     conv = Conversation()
     filler = "The harbour master waited beside the stone bridge at dawn. " * 30  # ~350 tokens
@@ -121,9 +124,11 @@ def test_the_engine_follows_the_earlier_as_notes_setting(tmp_path: Path) -> None
 
 
 def test_the_engine_follows_the_recall_focus_setting(tmp_path: Path) -> None:
-    """Off (the default) every call shows the whole history; on, a question that brings back
-    an excerpt is asked beside the latest exchange and the newest turns only."""
+    """Off, every call shows the whole history; on (the default), a question that brings
+    back an excerpt is asked beside the latest exchange and the newest turns only."""
     settings = Settings(workspace=str(tmp_path))
+    assert settings.compaction.recall_focus
+    settings.compaction.recall_focus = False
     backend = ScriptedBackend(["Noted."] * 9)
     engine = build_engine(backend, lambda: settings, None, lambda _event: None)
     conv = Conversation()

@@ -237,8 +237,8 @@ def test_focus_keeps_the_system_prompt_the_latest_exchange_and_the_newest_histor
 def test_recall_focus_shows_only_the_excerpts_and_the_newest_turns() -> None:
     """With ``compaction.recall_focus`` the call beside recall's excerpts holds the system
     prompt, the newest turns and the question with its excerpts; no summary, no older turns.
-    Off (the default), the prompt is the rendered history as before."""
-    assert not Settings().switches().recall_focus
+    Off, the prompt is the rendered history as before (the app ships it on)."""
+    assert Settings().switches().recall_focus
     ctrl = _controller()
     conv = _data_chat(ctrl)
     full = ctrl.prepare(CallRequest(conv, SYSTEM))
@@ -262,11 +262,11 @@ def test_recall_focus_shows_only_the_excerpts_and_the_newest_turns() -> None:
 def test_recall_focus_is_a_setting_and_the_benchmark_switch() -> None:
     import os
 
-    assert Settings().model_copy(
-        update={"compaction": Settings().compaction.model_copy(update={"recall_focus": True})}
+    assert not Settings().model_copy(
+        update={"compaction": Settings().compaction.model_copy(update={"recall_focus": False})}
     ).switches().recall_focus
-    os.environ["ASSISTANT_RECALL_FOCUS"] = "1"
+    os.environ["ASSISTANT_RECALL_FOCUS"] = "0"
     try:
-        assert Settings().switches().recall_focus
+        assert not Settings().switches().recall_focus
     finally:
         del os.environ["ASSISTANT_RECALL_FOCUS"]
