@@ -10,9 +10,17 @@ prompt path), then through each variant, a function of the prepared messages (an
 controller, for recall's placement). One variant costs 1-5 minutes on the loaded machine.
 ``shipped`` is the app's prompt path as it was before ``notes``; ``notes`` is it with
 :mod:`assistant.compaction.context_render` (``compaction.earlier_as_notes``, now on in the
-app); the others are the alternatives measured against them (docs/ANSWERS.md).
+app); the others are the alternatives measured against them (docs/ANSWERS.md). The prompt
+at question time: ``oracle-form``/``oracle-bare`` (recall's excerpts as plain passages, as
+oracle (i) shows its passage), ``wider`` (fewer excerpts, each 800 characters of its
+message), ``focus-N`` (only the newest N tokens of history beside the excerpts, the latest
+exchange always; ``focus-app`` is the app's ``compaction.recall_focus``) and combinations;
+``oracle`` asks oracle (i) on the same questions. ``--all`` asks every question before the
+point rather than ``--questions`` of them.
 
     python -m bench.end_variants --workload W5 --variant shipped --variant notes
+    python -m bench.end_variants --real-session \\
+        tests/data/real-sessions/pi_refactor_session.jsonl --all --variant notes --variant focus-300
     python -m bench.end_variants --real-session \\
         tests/data/real-sessions/pi_refactor_session.jsonl --point 1 --show
 """

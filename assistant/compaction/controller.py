@@ -536,7 +536,8 @@ class ContextController:
         self, call: CallRequest, req: PreparedRequest, pol: EffectivePolicy
     ) -> PreparedRequest:
         """``req`` with the history before the latest user message written as
-        :func:`.context_render.render_history` does, counted exactly."""
+        :func:`.context_render.render_history` does and, beside recall's excerpts, cut to
+        :attr:`focus_tokens` (:func:`.context_render.focus_history`), counted exactly."""
         self._last_render = None
         if not self.render_earlier():
             return req
