@@ -281,6 +281,14 @@ class CompactionSwitches(BaseModel):
         "unchanged). On by default: the answer benchmark measured more right answers with "
         "it (docs/ANSWERS.md).",
     )
+    recall_focus: bool = Field(
+        True,
+        description="When recall puts excerpts beside your message, show the model only "
+        "them, the latest exchange and the newest few hundred tokens of the chat for that "
+        "reply (the summary and older turns stay in the chat and come back on the next "
+        "message). On by default: the answer benchmark measured the embedded model answering "
+        "more from the smaller prompt (docs/ANSWERS.md).",
+    )
 
 
 class Performance(BaseModel):
@@ -506,6 +514,9 @@ class Settings(BaseModel):
         notes = os.environ.get("ASSISTANT_EARLIER_AS_NOTES", "").strip()
         if notes:  # the benchmark's switch, either way
             sw.earlier_as_notes = _env_flag("ASSISTANT_EARLIER_AS_NOTES")
+        focus = os.environ.get("ASSISTANT_RECALL_FOCUS", "").strip()
+        if focus:  # the benchmark's switch, either way
+            sw.recall_focus = _env_flag("ASSISTANT_RECALL_FOCUS")
         return sw
 
     def workspace_path(self) -> Path:

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 from assistant.agent.events import AgentEvent, PromptProgress
 from assistant.agent.loop import Agent
+from assistant.compaction.context_render import FOCUS_TOKENS
 from assistant.compaction.controller import ContextController
 from assistant.compaction.recall import IndexFor, PassageIndex, Recall
 from assistant.config import EffectivePolicy, Settings
@@ -64,7 +65,7 @@ def build_engine(
         recall_enabled=lambda: settings().switches().recall,
         render_earlier=lambda: settings().switches().earlier_as_notes,
     )
-    attach_recall(controller, recall_index)
+    attach_recall(controller, recall_index, focus=recall_focus(settings))
     agent = Agent(backend, controller, ToolRegistry.default(), settings, approver, on_event)
     controller.on_event = agent.on_context_event
     # A summary written inside a turn shows its prompt evaluation like the chat's own.
@@ -72,13 +73,22 @@ def build_engine(
     return Engine(backend, controller, agent)
 
 
+def recall_focus(settings: Callable[[], Settings]) -> Callable[[], int | None]:
+    """The tokens of history shown beside recall's excerpts: :data:`FOCUS_TOKENS` with the
+    setting ``compaction.recall_focus`` on, else None (all of it)."""
+    return lambda: FOCUS_TOKENS if settings().switches().recall_focus else None
+
+
 def attach_recall(
-    controller: ContextController, recall_index: IndexFor | None = None
+    controller: ContextController,
+    recall_index: IndexFor | None = None,
+    focus: Callable[[], int | None] | None = None,
 ) -> Recall:
     """Give ``controller`` recall at question time as the app has it: ``recall_index`` gives
     a conversation's full-text index (the open chat's, kept by the session store); a
     conversation it has none for (a replay, the benchmark) is indexed in memory. Whether
-    recall runs stays the controller's ``recall_enabled`` switch."""
+    recall runs stays the controller's ``recall_enabled`` switch; ``focus``, when given, how
+    much history is shown beside its excerpts (:func:`recall_focus`)."""
     in_memory = MemoryIndexes()
 
     def index_for(conv: Conversation) -> PassageIndex | None:
@@ -86,6 +96,8 @@ def attach_recall(
         return found if found is not None else in_memory.get(conv)
 
     controller.recall = Recall(controller.counter, index_for)
+    if focus is not None:
+        controller.focus_tokens = focus
     return controller.recall
 
 

@@ -62,7 +62,7 @@ from assistant.compaction.summary import (
 from assistant.compaction.tokens import TokenCounter
 from assistant.config import EffectivePolicy, Mode, ModePolicy, Settings
 from assistant.conversation import CompactionRecord, Conversation, Message
-from assistant.engine import attach_recall
+from assistant.engine import attach_recall, recall_focus
 from assistant.llm.base import CancelToken, LLMBackend, PromptCounter
 
 StrategyName = Literal[
@@ -433,7 +433,7 @@ def answer_controller(
     inner = built.inner
     assert isinstance(inner, ContextController)
     if uses_recall(variant):
-        attach_recall(inner)
+        attach_recall(inner, focus=recall_focus(lambda: settings))
     else:
         inner.recall_enabled = lambda: False
     inner.render_earlier = (lambda: True) if variant.endswith("+notes") else (lambda: False)

@@ -27,6 +27,9 @@ def _measure(backend: ScriptedBackend, effective: int) -> None:
 
 
 def _largest_prompts(settings: Settings, backend: ScriptedBackend, turns: int = 14) -> int:
+    # The whole history in every call (recall's focus would show only the newest turns
+    # beside its excerpts): what grows here is what compaction keeps.
+    settings.compaction.recall_focus = False
     engine = build_engine(backend, lambda: settings, None, lambda _event: None)
     conv = Conversation()
     filler = "The harbour master waited beside the stone bridge at dawn. " * 30  # ~350 tokens
@@ -118,3 +121,26 @@ def test_the_engine_follows_the_earlier_as_notes_setting(tmp_path: Path) -> None
     settings.compaction.earlier_as_notes = False
     engine.agent.chat(conv, "Sure?")
     assert "[I ran read_file" not in backend.calls[-1].prompt_text
+
+
+def test_the_engine_follows_the_recall_focus_setting(tmp_path: Path) -> None:
+    """Off, every call shows the whole history; on (the default), a question that brings
+    back an excerpt is asked beside the latest exchange and the newest turns only."""
+    settings = Settings(workspace=str(tmp_path))
+    assert settings.compaction.recall_focus
+    settings.compaction.recall_focus = False
+    backend = ScriptedBackend(["Noted."] * 9)
+    engine = build_engine(backend, lambda: settings, None, lambda _event: None)
+    conv = Conversation()
+    engine.agent.chat(conv, "The staging server listens on port 4321. Remember it.")
+    for day in ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday"):
+        engine.agent.chat(conv, f"On {day} we talked about the weather. " * 12)
+    engine.agent.chat(conv, "Lunch is at noon in Oslo.")
+    engine.agent.chat(conv, "Which port does the staging server use?")
+    assert "On Monday we talked" in backend.calls[-1].prompt_text
+    settings.compaction.recall_focus = True
+    engine.agent.chat(conv, "Which port does the staging server listen on?")
+    prompt = backend.calls[-1].prompt_text
+    assert "port 4321" in prompt  # the excerpt beside the question
+    assert "Lunch is at noon in Oslo." in prompt  # the newest turns
+    assert "On Monday we talked" not in prompt

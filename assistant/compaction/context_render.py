@@ -30,11 +30,18 @@ So, on the prompt as built (after recall placed its excerpts), :func:`render_his
 Nothing here changes the conversation; the rendering depends only on the messages, so the
 same chat gives the same prompt (a turn's calls change form once, when the next user
 message arrives).
+
+:func:`focus_history` (the setting ``compaction.recall_focus``) goes further when recall
+placed excerpts: the call shows only the newest :data:`FOCUS_TOKENS` of the history before
+the latest user message, and always the latest exchange (a follow-up, "and the other
+one?", leans on it); the summary and older turns are left out of that call only. A small
+model answers best from a small prompt (RULER; "Lost in the Middle"); measured on the real
+session's end in docs/ANSWERS.md ("What the prompt shows at question time").
 """
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
+from collections.abc import Callable, Collection, Sequence
 from typing import Any
 
 from assistant import jsonlimits
@@ -47,6 +54,9 @@ SHORT_QUESTION_CHARS = 200
 OUTPUT_NOTE = "[Output of "
 #: An argument longer than this is left out of a call's note (file contents, edits).
 NOTE_ARGUMENT_CHARS = 200
+#: Tokens of history :func:`focus_history` keeps beside recall's excerpts (measured best of
+#: 0, 300 and 800 on the real session's end: docs/ANSWERS.md).
+FOCUS_TOKENS = 300
 
 
 def latest_user_index(messages: Sequence[dict[str, Any]]) -> int | None:
@@ -146,3 +156,41 @@ def render_history(
         else:
             out.append(dict(msg))
     return out
+
+
+def focus_history(
+    messages: Sequence[dict[str, Any]],
+    *,
+    first: int,
+    tokens: int,
+    count: Callable[[dict[str, Any]], int],
+) -> list[dict[str, Any]]:
+    """``messages`` (as rendered: earlier calls already notes) with the history before the
+    latest user message cut to its newest whole messages within ``tokens`` (``count``
+    gives a message's tokens), always keeping the latest exchange: the previous user
+    message and the last reply after it. The system prompt (index 0) and everything from
+    the latest user message on stay; what sits between them before ``first`` (the summary)
+    goes. A new list; unchanged when there is no earlier history."""
+    last = latest_user_index(messages)
+    if last is None or last <= first:
+        return [dict(m) for m in messages]
+    history = range(first, last)
+    asked = [i for i in history if messages[i].get("role") == "user"
+             and not is_output(messages[i])]
+    keep: set[int] = set()
+    if asked:
+        keep.add(asked[-1])
+        replies = [i for i in history if i > asked[-1] and messages[i].get("role") == "assistant"]
+        keep.update(replies[-1:])
+    used = sum(count(messages[i]) for i in keep)
+    for i in reversed(history):
+        if i in keep:
+            continue
+        cost = count(messages[i])
+        if used + cost > tokens:
+            break
+        keep.add(i)
+        used += cost
+    head = [dict(messages[0])] if first > 0 else []
+    return [*head, *(dict(messages[i]) for i in history if i in keep),
+            *(dict(m) for m in messages[last:])]

@@ -42,7 +42,7 @@ from assistant.compaction.compactor import (
     Status,
 )
 from assistant.compaction.context import View
-from assistant.compaction.context_render import is_output, render_history
+from assistant.compaction.context_render import focus_history, is_output, render_history
 from assistant.compaction.events import (
     CompactionCancelled,
     CompactionFailed,
@@ -128,6 +128,7 @@ class ContextController:
         recall_enabled: Callable[[], bool] = lambda: True,
         render_earlier: Callable[[], bool] = lambda: True,
         defer_model: Callable[[], bool] = lambda: False,
+        focus_tokens: Callable[[], int | None] = lambda: None,
     ) -> None:
         self.backend = backend
         self.policy = policy
@@ -165,6 +166,10 @@ class ContextController:
         #: recall's excerpts (:mod:`.context_render`; docs/ANSWERS.md). The in-context
         #: summary and the record's token counts use the prompt as rendered.
         self.render_earlier = render_earlier
+        #: Beside recall's excerpts, only this many tokens of the history before the latest
+        #: user message (the latest exchange always) go into that call (None: all of it;
+        #: :func:`.context_render.focus_history`).
+        self.focus_tokens = focus_tokens
         self._overhead_memo: dict[tuple[str, str], int] = {}
         #: The facts of the conversation (kept messages, calls, unanswered ids, files),
         #: computed once per state and shared by the rules (:mod:`.facts`).
@@ -538,13 +543,21 @@ class ContextController:
         self, call: CallRequest, req: PreparedRequest, pol: EffectivePolicy
     ) -> PreparedRequest:
         """``req`` with the history before the latest user message written as
-        :func:`.context_render.render_history` does, counted exactly."""
+        :func:`.context_render.render_history` does and, beside recall's excerpts, cut to
+        :attr:`focus_tokens` (:func:`.context_render.focus_history`), counted exactly."""
         self._last_render = None
         if not self.render_earlier():
             return req
         kept = self.facts.of(call.conv).kept
-        messages = render_history(req.messages, first=len(req.messages) - len(kept),
+        first = len(req.messages) - len(kept)
+        messages = render_history(req.messages, first=first,
                                   excerpts=req.recall is not None, user_calls=_user_calls(kept))
+        focus = self.focus_tokens() if req.recall is not None else None
+        if focus is not None:
+            messages = focus_history(messages, first=first, tokens=focus,
+                                     count=self.counter.segment_of)
+            if first > 1:  # the summary is not in this call
+                req.segments["summary"] = 0
         latest = next((m.id for m in reversed(kept) if m.role == "user"), None)
         if messages == req.messages:
             self._last_render = (latest, req.recall is not None)

@@ -4,7 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from assistant.compaction.context_render import call_note, render_history
+from assistant.compaction.context_render import (
+    FOCUS_TOKENS,
+    call_note,
+    focus_history,
+    render_history,
+)
 from assistant.compaction.controller import ContextController
 from assistant.compaction.recall import Recall
 from assistant.compaction.request import CallRequest
@@ -202,3 +207,66 @@ def test_the_summary_request_keeps_the_latest_turn_as_sent() -> None:
     span = ctrl.facts.of(conv).kept
     chat = ctrl._chat_prefix(conv, SYSTEM, span)
     assert chat == sent
+
+
+def test_focus_keeps_the_system_prompt_the_latest_exchange_and_the_newest_history() -> None:
+    msgs = [
+        {"role": "system", "content": SYSTEM},
+        {"role": "user", "content": "[Context summary]\nThe user fixes ports."},
+        {"role": "user", "content": "An old message " + "x " * 400},
+        {"role": "assistant", "content": "An old reply."},
+        {"role": "user", "content": "Which of the two files is longer?"},
+        {"role": "user", "content": "[Output of run_command command=wc -l]\n12 a.ts\n30 b.ts"},
+        {"role": "assistant", "content": "b.ts is longer."},
+        {"role": "user", "content": "Earlier in this chat ...\n- (turn 1) x\n\nAnd the other?"},
+    ]
+    count = lambda m: len(str(m["content"])) // 4 + 4  # noqa: E731
+    out = focus_history(msgs, first=2, tokens=0, count=count)
+    # Nothing of the history fits 0 tokens, but the latest exchange stays: a follow-up
+    # leans on it; the summary and the older turns are not in this call.
+    assert [m["content"] for m in out] == [
+        SYSTEM, "Which of the two files is longer?", "b.ts is longer.", msgs[-1]["content"]]
+    # Within a budget the newest whole messages come too, in order; the old one does not fit.
+    out = focus_history(msgs, first=2, tokens=60, count=count)
+    assert [m["content"] for m in out] == [SYSTEM, *[m["content"] for m in msgs[3:]]]
+    assert focus_history(msgs, first=2, tokens=10_000, count=count) == [msgs[0], *msgs[2:]]
+    assert focus_history(msgs[:1] + msgs[-1:], first=1, tokens=0, count=count) == [
+        msgs[0], msgs[-1]]
+
+
+def test_recall_focus_shows_only_the_excerpts_and_the_newest_turns() -> None:
+    """With ``compaction.recall_focus`` the call beside recall's excerpts holds the system
+    prompt, the newest turns and the question with its excerpts; no summary, no older turns.
+    Off, the prompt is the rendered history as before (the app ships it on)."""
+    assert Settings().switches().recall_focus
+    ctrl = _controller()
+    conv = _data_chat(ctrl)
+    full = ctrl.prepare(CallRequest(conv, SYSTEM))
+    before = [m.model_copy() for m in conv.messages]
+    ctrl.focus_tokens = lambda: FOCUS_TOKENS
+    req = ctrl.prepare(CallRequest(conv, SYSTEM))
+    assert req.recall is not None
+    texts = [str(m["content"]) for m in req.messages]
+    assert texts[0] == SYSTEM and not any("[Context summary]" in t for t in texts)
+    assert any("[Context summary]" in str(m["content"]) for m in full.messages)
+    assert "QX-1017" in texts[-1] and texts[-1].endswith("what is the code of item 17?")
+    assert "[At your request I ran read_file path=data/part_08.txt]" in texts
+    assert "Read data/part_08.txt please." in texts  # the latest exchange
+    assert req.prompt_tokens < full.prompt_tokens // 2
+    assert req.prompt_tokens == ctrl.counter.exact(req.messages, None)
+    assert req.segments["summary"] == 0 and sum(req.segments.values()) == req.prompt_tokens
+    # Only this call: the chat (and its summary) is unchanged.
+    assert conv.messages == before and len(conv.compactions) == 1
+
+
+def test_recall_focus_is_a_setting_and_the_benchmark_switch() -> None:
+    import os
+
+    assert not Settings().model_copy(
+        update={"compaction": Settings().compaction.model_copy(update={"recall_focus": False})}
+    ).switches().recall_focus
+    os.environ["ASSISTANT_RECALL_FOCUS"] = "0"
+    try:
+        assert not Settings().switches().recall_focus
+    finally:
+        del os.environ["ASSISTANT_RECALL_FOCUS"]
