@@ -39,7 +39,7 @@ from assistant.compaction.summary import MECHANICAL_MARKER, TOO_SMALL_FOR_GRAMMA
 from assistant.compaction.tokens import TokenCounter
 from assistant.config import Sampling, Settings
 from assistant.conversation import Conversation, Message, ToolCall
-from assistant.engine import attach_recall
+from assistant.engine import attach_recall, recall_focus
 from assistant.llm.base import (
     GenerationResult,
     LLMBackend,
@@ -294,9 +294,10 @@ def run_workload(
             workspace=str(workspace),
         )
         strategy = build_strategy(strategy_name, rec_backend, base, summarizer=summarizer)
-        if recall and isinstance(strategy.inner, ContextController):
-            attach_recall(strategy.inner)
         settings = strategy.settings
+        if recall and isinstance(strategy.inner, ContextController):
+            # As the app: the history beside recall's excerpts follows compaction.recall_focus.
+            attach_recall(strategy.inner, focus=recall_focus(lambda: settings))
         conv = Conversation()
         recorder = Recorder(TokenCounter(backend), strategy, conv, workload.facts)
         rec_backend.recorder = recorder
