@@ -511,12 +511,11 @@ class Settings(BaseModel):
         if _env_flag("ASSISTANT_DISABLE_AUTOCOMPACT"):
             sw.auto_compact = False
             sw.compact_on_overflow = False
-        notes = os.environ.get("ASSISTANT_EARLIER_AS_NOTES", "").strip()
-        if notes:  # the benchmark's switch, either way
-            sw.earlier_as_notes = _env_flag("ASSISTANT_EARLIER_AS_NOTES")
-        focus = os.environ.get("ASSISTANT_RECALL_FOCUS", "").strip()
-        if focus:  # the benchmark's switch, either way
-            sw.recall_focus = _env_flag("ASSISTANT_RECALL_FOCUS")
+        # The benchmark's switches, either way when set.
+        for name, field in (("ASSISTANT_EARLIER_AS_NOTES", "earlier_as_notes"),
+                            ("ASSISTANT_RECALL_FOCUS", "recall_focus")):
+            if os.environ.get(name, "").strip():
+                setattr(sw, field, _env_flag(name))
         return sw
 
     def workspace_path(self) -> Path:

@@ -240,12 +240,16 @@ class ModelSummarizer:
         """Whether :meth:`summarize` would ask the model for ``request`` (False: it writes
         the extractive summary at once, the model given up on or its part too small for
         the summary grammar)."""
-        if self.give_up_after and self.consecutive_fallbacks >= self.give_up_after:
-            return False
-        return self.grammar_state == "off" or request.budget >= min_budget()
+        return not self._given_up() and not self._too_small(request)
+
+    def _given_up(self) -> bool:
+        return bool(self.give_up_after) and self.consecutive_fallbacks >= self.give_up_after
+
+    def _too_small(self, request: SummaryRequest) -> bool:
+        return self.grammar_state != "off" and request.budget < min_budget()
 
     def summarize(self, request: SummaryRequest, cancel: CancelToken | None) -> SummaryOutcome:
-        if self.give_up_after and self.consecutive_fallbacks >= self.give_up_after:
+        if self._given_up():
             log.info(
                 "model summaries were rejected in %d compactions in a row; using the "
                 "extractive summary without asking the model",
@@ -255,7 +259,7 @@ class ModelSummarizer:
                 request, cancel, "by the extractive fallback: the model was not asked, its "
                 f"summaries were rejected in {self.consecutive_fallbacks} compactions in a row",
             )
-        if self.grammar_state != "off" and request.budget < min_budget():
+        if self._too_small(request):
             # Every reply would be cut at the length limit: do not spend a prefill on it.
             log.info(
                 "the summary's model part has %d tokens, fewer than the %d the summary "
