@@ -82,6 +82,8 @@ class ChatView(QScrollArea):
         self.branch_info: BranchInfoProvider | None = None
         self.branch_end: BranchEndProvider | None = None
         self.end_row: BranchEndRow | None = None
+        #: Recall's focus is on: the compaction cards say which replies leave the summary out.
+        self.recall_focus = False
         self._pending: list[Builder] = []
         #: Distance from the bottom to keep while earlier entries are laid out above.
         self._anchor: int | None = None
@@ -245,7 +247,7 @@ class ChatView(QScrollArea):
             self._remove(row)
 
     def _make_compaction(self, record: CompactionRecord, superseded: bool) -> list[QWidget]:
-        return [CompactionNotice(record, superseded=superseded)]
+        return [CompactionNotice(record, superseded=superseded, recall_focus=self.recall_focus)]
 
     def _make_unit(self, messages: list[Message]) -> list[QWidget]:
         return [w for msg in messages if (w := self._make_message(msg)) is not None]

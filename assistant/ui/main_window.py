@@ -305,6 +305,8 @@ class MainWindow(WindowDialogs):
         c = self.service
         self.chat_view.branch_info = c.branch_info if c.handle is not None else None
         self.chat_view.branch_end = c.branch_end if c.handle is not None else None
+        sw = c.settings.switches()
+        self.chat_view.recall_focus = sw.recall and sw.earlier_as_notes and sw.recall_focus
         self.chat_view.set_conversation(c.shown_conversation)
         self.chat_view.set_actions_enabled(not c.busy)
         prunes, tokens = c.prune_count()

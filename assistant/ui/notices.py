@@ -75,6 +75,14 @@ class PruneNotice(QLabel):
         )
 
 
+#: Under the summary when recall's focus is on: the one kind of reply written without it.
+FOCUS_NOTE = (
+    "Except for a reply to a message that brings back passages from earlier in the chat: "
+    "that reply is written from those passages, the newest messages and your message, "
+    "without this summary."
+)
+
+
 class CompactionNotice(QFrame):
     """A divider where a compaction cut the chat: "The model now sees a summary of
     everything above". Every message stays on screen above it (the chat file is lossless);
@@ -92,6 +100,7 @@ class CompactionNotice(QFrame):
         record: CompactionRecord,
         *,
         superseded: bool = False,
+        recall_focus: bool = False,
         parent: QWidget | None = None,
     ) -> None:
         super().__init__(parent)
@@ -139,6 +148,11 @@ class CompactionNotice(QFrame):
         self.summary_view = new_label(record.summary, "SummaryText", wrap=True, selectable=True)
         self.summary_view.setTextFormat(Qt.TextFormat.PlainText)
         details.addWidget(self.summary_view)
+        # Recall's focus leaves the summary out of a call that brought excerpts back
+        # (compaction.context_render.focus_history): the card says so, not "always".
+        self.focus_note = new_label(FOCUS_NOTE, "MutedLabel", wrap=True)
+        self.focus_note.setVisible(recall_focus)
+        details.addWidget(self.focus_note)
         copy = action_button("Copy summary", "Copy the summary text")
         copy.clicked.connect(lambda: QGuiApplication.clipboard().setText(record.summary))
         details.addWidget(copy, 0, Qt.AlignmentFlag.AlignLeft)

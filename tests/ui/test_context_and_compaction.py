@@ -202,7 +202,7 @@ def _open_sample(h):  # type: ignore[no-untyped-def]
 
 
 def test_compaction_is_a_divider_below_every_message_and_expands_to_the_summary(
-    make_window,
+    make_window, artifacts_dir
 ) -> None:
     h = make_window()
     _open_sample(h)
@@ -226,6 +226,26 @@ def test_compaction_is_a_divider_below_every_message_and_expands_to_the_summary(
     record = h.controller.conversation.compactions[-1]
     assert notice.summary_view.text() == record.summary
     assert h.window.context_bar.compactions == 1
+    # recall's focus is on by default: the card names the replies written without it
+    assert notice.focus_note.isVisibleTo(notice)
+    assert "without this summary" in notice.focus_note.text()
+    h.qtbot.wait(100)
+    h.window.chat_view.ensureWidgetVisible(notice.focus_note, 0, 60)
+    h.qtbot.wait(100)
+    assert h.window.grab().save(str(artifacts_dir / "compaction-card-focus-note.png"))
+
+
+def test_the_card_claims_the_summary_for_every_reply_when_recall_focus_is_off(
+    make_window, tmp_path
+) -> None:
+    settings = Settings(workspace=str(tmp_path / "workspace"))
+    settings.compaction.recall_focus = False
+    h = make_window(settings=settings)
+    _open_sample(h)
+    [notice] = [e for e in h.window.chat_view.entries() if isinstance(e, CompactionNotice)]
+    notice.set_expanded(True)
+    assert notice.summary_view.isVisibleTo(notice)
+    assert not notice.focus_note.isVisibleTo(notice)
 
 
 def test_prune_notice_and_pruned_card_can_show_the_original(make_window) -> None:
