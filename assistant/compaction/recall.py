@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import itertools
 import logging
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Literal, Protocol
@@ -69,6 +70,14 @@ MAX_PAIRS = 6
 #: words and is short, so bm25 ranks it first, yet it holds no answer; at an equal match a
 #: statement comes first (a decision asked as a question, "port 80, right?", still comes).
 QUESTION_WEIGHT = 0.5
+#: Weight of the bm25 score of the user's own words when the question asks what the user
+#: said (:func:`speaks_of_user`).
+USER_WEIGHT = 2.0
+_SPEAKS_OF_USER = re.compile(
+    r"\b(?:did|do|have|had|should|would|could|was|were|am) (?:I|we)\b|\b(?:I|we) "
+    r"(?:said|asked|told|gave|wanted|want|suggested|mentioned|wrote|decided|agreed|chose|"
+    r"picked|named|called|questioned|stated|gave)\b|\bmy\b",
+)
 #: A budget smaller than this brings nothing back (one excerpt and its label need more).
 MIN_BUDGET = 40
 HEADING_BEFORE = "Earlier in this chat (excerpts that may help with my message below):"
@@ -91,6 +100,8 @@ class PassageIndex(Protocol):
 
 
 IndexFor = Callable[[Conversation], "PassageIndex | None"]
+#: The prompt's messages as the call will show them beside excerpts (see :meth:`Recall.apply`).
+Shown = Callable[[Sequence[dict[str, Any]]], Sequence[dict[str, Any]]]
 
 
 @dataclass(frozen=True)
@@ -203,11 +214,16 @@ class Recall:
         messages: list[dict[str, Any]],
         budget: int,
         kept: Sequence[Message] | None = None,
+        shown: Shown | None = None,
     ) -> RecallBlock | None:
         """Put the block into ``messages`` (the prompt as built from ``conv``: system,
         summary when there is one, kept messages); returns it, or None when nothing was
         added. Never raises for a failing index (logged; the call goes on without).
-        ``kept``: ``conv``'s kept messages, when the caller has them."""
+        ``kept``: ``conv``'s kept messages, when the caller has them. ``shown``: what the
+        call will show of ``messages`` when excerpts are placed (the summary and older turns
+        left out beside them, :func:`.context_render.focus_history`): a passage counts as
+        "visible verbatim" only where it is still there (a user's instruction kept in the
+        summary is not seen by a call that leaves the summary out)."""
         if kept is None:
             kept = conv.kept_messages()
         latest = latest_user(conv, kept)
@@ -224,9 +240,9 @@ class Recall:
         if self._last is not None and self._last[0] == key:
             block = self._last[1]
             if block is not None and block.tokens > budget:
-                block = self.find(conv, latest, messages, pos, budget)
+                block = self.find(conv, latest, messages, pos, budget, shown)
         else:
-            block = self.find(conv, latest, messages, pos, budget)
+            block = self.find(conv, latest, messages, pos, budget, shown)
         self._last = (key, block)
         if block is None:
             return None
@@ -245,8 +261,10 @@ class Recall:
         messages: Sequence[dict[str, Any]],
         pos: int,
         budget: int,
+        shown: Shown | None = None,
     ) -> RecallBlock | None:
-        """The block for ``latest`` within ``budget`` tokens, or None."""
+        """The block for ``latest`` within ``budget`` tokens, or None (``shown``: see
+        :meth:`apply`)."""
         asked = query_terms(latest.content)
         terms = asked
         if not terms:
@@ -274,9 +292,7 @@ class Recall:
             return None
         if not hits:
             return None
-        visible = normalize(
-            "\n".join(str(m.get("content") or "") for i, m in enumerate(messages) if i != pos)
-        )
+        visible = _visible(messages, pos, shown)
         hits = [
             h for h in hits
             if h.message_id != latest.id and h.message_id in chat.order and h.role != "assistant"
@@ -284,8 +300,10 @@ class Recall:
         ]
         if not hits:
             return None
-        hits.sort(key=_weighted)
-        best = _weighted(hits[0])
+        mine = speaks_of_user(latest.content)
+        weighted = {id(h): _weighted(h, mine) for h in hits}
+        hits.sort(key=lambda h: weighted[id(h)])
+        best = weighted[id(hits[0])]
         # What the user said comes back only where it answers as well as the best of it: a
         # sentence naming fewer of the question's words is a distractor ("the ticket records
         # are secondary" beside "... are final").
@@ -298,15 +316,16 @@ class Recall:
         for hit in hits:
             if len(chosen) >= MAX_EXCERPTS:
                 break
-            if best < 0 and _weighted(hit) > best * RELATIVE_SCORE:
+            if best < 0 and weighted[id(hit)] > best * RELATIVE_SCORE:
                 break  # ranked: the rest are weaker still
-            key = normalize(hit.text)
+            key = _same_key(hit)
             if not key or key in seen:
                 continue
-            excerpt = Excerpt(hit.message_id, chat.label(hit), hit.text)
+            excerpt = Excerpt(hit.message_id, chat.label(hit), _shown_text(hit))
             cost = self.counter.text(_line(excerpt)) + 1
             if id(hit) in scores and (scores[id(hit)] < top or (fallback and top[1] < 2)):
                 continue  # weaker; or common words, and no sentence names two of them
+            focused = None
             if self._focusable(hit):  # the sentences that answer, not the rest
                 focused = best_sentences(
                     hit.text, terms, asked, lambda t: self.counter.text(t) + 1, budget - used
@@ -316,11 +335,18 @@ class Recall:
                     cost = self.counter.text(_line(excerpt)) + 1
                 elif normalize(hit.text) in visible:
                     continue  # still in the prompt and nothing to focus on
-            if used + cost > budget:  # too long: its lines, else sentences, naming a term
-                narrowed = self._narrowed(hit, terms, asked, chat, budget - used)
-                if narrowed is None:
-                    continue
-                excerpt, cost = narrowed
+            room = budget - used
+            share = room if focused is not None else min(room, budget // 2)
+            if cost > share:  # too long: its lines, else sentences, naming a term; one
+                # excerpt takes at most half the budget when that is enough for its lines
+                # (four lines of indented code must not leave no room for the answer)
+                narrowed = self._narrowed(hit, terms, asked, chat, share)
+                if narrowed is None and cost > room:
+                    narrowed = self._narrowed(hit, terms, asked, chat, room)
+                    if narrowed is None:
+                        continue
+                if narrowed is not None:
+                    excerpt, cost = narrowed
             used += cost
             seen.add(key)
             chosen.append((chat.order[hit.message_id], hit.first, excerpt))
@@ -370,10 +396,50 @@ class Recall:
         return (excerpt, cost) if cost <= room else None
 
 
-def _weighted(hit: Hit) -> float:
-    """``hit``'s bm25 rank (negative: lower first), an earlier question's weighted down."""
+def _visible(messages: Sequence[dict[str, Any]], pos: int, shown: Shown | None) -> str:
+    """The text of the prompt the call shows, less the latest user message (at ``pos`` of
+    ``messages``), normalized: everything when ``shown`` is None, else what it keeps."""
+    if shown is None:
+        return normalize(
+            "\n".join(str(m.get("content") or "") for i, m in enumerate(messages) if i != pos)
+        )
+    view = shown(messages)
+    last = max((i for i, m in enumerate(view) if m.get("role") == "user"), default=-1)
+    return normalize("\n".join(str(m.get("content") or "") for i, m in enumerate(view)
+                                if i != last))
+
+
+def _same_key(hit: Hit) -> str:
+    """What makes two passages the same excerpt: their text, without a call's header line (a
+    file written, then read back, is one excerpt, not two)."""
+    text = hit.text.partition("\n")[2] if hit.role == "call" and "\n" in hit.text else hit.text
+    return normalize(text)
+
+
+def _shown_text(hit: Hit) -> str:
+    """``hit``'s text as an excerpt shows it: a call's header line (the tool and its target)
+    as :func:`short_target` writes it."""
+    if hit.role != "call":
+        return hit.text
+    header, sep, body = hit.text.partition("\n")
+    tool, _, target = header.partition(" ")
+    return f"{tool} {short_target(target, None)}".rstrip() + sep + body
+
+
+def speaks_of_user(question: str) -> bool:
+    """Whether ``question`` asks about what the user said, asked or decided ("What name did
+    I give the branch?", "Which file did I ask you to read?", "What did we agree on?")."""
+    return _SPEAKS_OF_USER.search(question) is not None
+
+
+def _weighted(hit: Hit, mine: bool = False) -> float:
+    """``hit``'s bm25 rank (negative: lower first), an earlier question's weighted down; the
+    user's words weighted up when the question asks about them (``mine``): "What name did
+    I give the branch?" is answered by "ok, create a branch refactor", not by code naming
+    branches."""
+    rank = hit.rank * USER_WEIGHT if mine and hit.role == "user" else hit.rank
     asks = hit.role == "user" and hit.text.rstrip().endswith("?")
-    return hit.rank * QUESTION_WEIGHT if asks else hit.rank
+    return rank * QUESTION_WEIGHT if asks else rank
 
 
 def _narrow(hit: Hit, terms: Sequence[str]) -> Hit | None:
@@ -456,6 +522,32 @@ class _ChatMap:
             for key in ("path", "file_path", "command", "pattern", "query"):
                 value = call.arguments.get(key)
                 if value:
-                    target = " " + " ".join(str(value).split())[:80]
+                    target = " " + short_target(str(value))
                     break
         return f"{where}, {tool}{target}{lines}"
+
+
+#: Characters of a command shown in a label, at most.
+LABEL_COMMAND_CHARS = 60
+#: Path components shown of a long path ("…/core/bash-executor.ts").
+PATH_PARTS = 3
+_CD_PREFIX = re.compile(r"^cd\s+\S+\s*(?:&&|;)\s*")
+_LONG_PATH = re.compile(r"(?<![\w.])[~/]?(?:[\w.@-]+/){" + str(PATH_PARTS) + r",}[\w.@-]+")
+
+
+def short_target(text: str, limit: int | None = LABEL_COMMAND_CHARS) -> str:
+    """A call's target as a label or an excerpt's header shows it: one line, a leading
+    ``cd DIR &&`` left out, long paths cut to their last :data:`PATH_PARTS` parts, at most
+    ``limit`` characters (a label; an excerpt's header is whole: a commit message is in it).
+    An absolute path costs a small model's tokenizer 30 tokens, a fifth of recall's budget
+    in a 2,048-token window, and says no more than its last parts."""
+    text = _CD_PREFIX.sub("", " ".join(text.split()))
+
+    def cut(m: re.Match[str]) -> str:
+        parts = m.group(0).split("/")
+        return m.group(0) if len(parts) <= PATH_PARTS else ".../" + "/".join(parts[-PATH_PARTS:])
+
+    text = _LONG_PATH.sub(cut, text)
+    if limit is not None and len(text) > limit:
+        text = text[: limit - 3].rstrip() + "..."
+    return text
