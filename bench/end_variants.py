@@ -318,7 +318,7 @@ def recall_hits(
     holds an accepted answer. (hits, asked, lines: one per question, marked ``P`` when the
     answer is also in the rest of the prompt the call shows, the misses with what came
     back)."""
-    hits = 0
+    hits = excerpts = tokens = 0
     asked = [q for q in t.questions if q.source < upto]
     lines: list[str] = []
     for q in asked:
@@ -328,6 +328,9 @@ def recall_hits(
         _focus_app(ctl)
         req = ctl.prepare(CallRequest(c, t.system))
         block = req.recall
+        if block is not None:
+            excerpts += len(block.excerpts)
+            tokens += block.tokens
         ok = block is not None and accepted(block.text, q.answers)
         hits += ok
         # "P": the answer is also elsewhere in the prompt the call shows (the newest turns)
@@ -338,6 +341,8 @@ def recall_hits(
         if not ok:
             lines.append("      (nothing)" if block is None else "\n".join(
                 f"      ({e.label}) {e.text[:160]!r}" for e in block.excerpts))
+    lines.append(f"  blocks: {excerpts / max(len(asked), 1):.2f} excerpts and "
+                 f"{tokens / max(len(asked), 1):.0f} tokens per question")
     return hits, len(asked), lines
 
 

@@ -38,6 +38,7 @@ from assistant.compaction.recall_sentences import (
     names,
     score,
     split_sentences,
+    stem,
 )
 from assistant.compaction.tokens import TokenCounter
 from assistant.config import EffectivePolicy
@@ -70,6 +71,10 @@ MAX_PAIRS = 6
 #: words and is short, so bm25 ranks it first, yet it holds no answer; at an equal match a
 #: statement comes first (a decision asked as a question, "port 80, right?", still comes).
 QUESTION_WEIGHT = 0.5
+#: An excerpt whose :func:`fit` is below this share of the best one's is left out: a small
+#: model given the answer's line and an unrelated one beside it answers from either
+#: (measured on the answer benchmark, docs/ANSWERS.md).
+FIT_SHARE = 0.5
 #: Weight of the bm25 score of the user's own words when the question asks what the user
 #: said (:func:`speaks_of_user`).
 USER_WEIGHT = 2.0
@@ -78,6 +83,11 @@ _SPEAKS_OF_USER = re.compile(
     r"(?:said|asked|told|gave|wanted|want|suggested|mentioned|wrote|decided|agreed|chose|"
     r"picked|named|called|questioned|stated|gave)\b|\bmy\b",
 )
+_WANTS_NUMBER = re.compile(
+    r"\bhow (?:many|much|often|long|old|far|big|large)\b|"
+    r"\b(?:what|which) (?:percent|percentage|number|version|size|port|year)\b"
+)
+_WORD = re.compile(r"[^\W_]+", re.UNICODE)
 #: A budget smaller than this brings nothing back (one excerpt and its label need more).
 MIN_BUDGET = 40
 HEADING_BEFORE = "Earlier in this chat (excerpts that may help with my message below):"
@@ -302,8 +312,14 @@ class Recall:
             return None
         mine = speaks_of_user(latest.content)
         weighted = {id(h): _weighted(h, mine) for h in hits}
-        hits.sort(key=lambda h: weighted[id(h)])
-        best = weighted[id(hits[0])]
+        best = min(weighted.values())
+        # Among the passages bm25 found, the one with a line naming the most of the
+        # question's words first (:func:`fit`); bm25 orders those alike.
+        question = Question(asked, wants_number(latest.content))
+        fits = {id(h): fit(h, question) * (QUESTION_WEIGHT if _asks(h) else 1.0)
+                for h in hits}
+        hits.sort(key=lambda h: (-fits[id(h)], weighted[id(h)]))
+        top_fit = fits[id(hits[0])]
         # What the user said comes back only where it answers as well as the best of it: a
         # sentence naming fewer of the question's words is a distractor ("the ticket records
         # are secondary" beside "... are final").
@@ -317,7 +333,9 @@ class Recall:
             if len(chosen) >= MAX_EXCERPTS:
                 break
             if best < 0 and weighted[id(hit)] > best * RELATIVE_SCORE:
-                break  # ranked: the rest are weaker still
+                continue  # too weak a match
+            if fits[id(hit)] < top_fit * FIT_SHARE:
+                break  # ranked by fit: the rest name fewer of the question's words still
             key = _same_key(hit)
             if not key or key in seen:
                 continue
@@ -426,6 +444,50 @@ def _shown_text(hit: Hit) -> str:
     return f"{tool} {short_target(target, None)}".rstrip() + sep + body
 
 
+@dataclass(frozen=True)
+class Question:
+    """What :func:`fit` needs of the question: its words, and whether a number answers it."""
+
+    asked: Sequence[str]
+    number: bool
+
+
+def wants_number(question: str) -> bool:
+    """Whether ``question`` is answered by a number ("How many lines ...?", "How often
+    ...?", "What percent ...?")."""
+    return _WANTS_NUMBER.search(question.lower()) is not None
+
+
+def fit(hit: Hit, question: Question) -> float:
+    """How well ``hit`` answers ``question`` by its best unit (a line of a multi-line
+    passage, else a sentence): the question's words it names, its neighbouring pairs side by
+    side, one more for a number not in the question when a number answers it; and half a
+    point for each other question word the passage names elsewhere (or its source says:
+    "lines" for ``wc -l``'s output). bm25 ranks a short passage that names a file's name
+    ("Successfully wrote 5370 bytes to a.ts") before the longer one holding the answer
+    ("=== Line counts === ... 177 a.ts") for "How many lines does a.ts have?"."""
+    asked = [stem(t) for t in question.asked]
+    if not asked:
+        return 0.0
+    units = hit.text.split("\n") if "\n" in hit.text.strip() else split_sentences(hit.text)
+    own = set(asked) & {stem(w) for w in _WORD.findall(hit.source.lower())}
+    seen = set(asked) & {stem(w) for w in _WORD.findall(hit.text.lower())}
+    numbers = {w for t in question.asked for w in [t] if any(c.isdigit() for c in w)}
+    best = 0.0
+    for unit in units:
+        words = [stem(w) for w in _WORD.findall(unit.lower())]
+        if not words:
+            continue
+        named = set(asked) & set(words)
+        pairs = set(itertools.pairwise(words))
+        value = len(named) + sum((a, b) in pairs for a, b in itertools.pairwise(asked))
+        if question.number and any(w[0].isdigit() and w not in numbers for w in words):
+            value += 1
+        value += 0.5 * len((seen | own) - named)
+        best = max(best, value)
+    return best
+
+
 def speaks_of_user(question: str) -> bool:
     """Whether ``question`` asks about what the user said, asked or decided ("What name did
     I give the branch?", "Which file did I ask you to read?", "What did we agree on?")."""
@@ -438,8 +500,13 @@ def _weighted(hit: Hit, mine: bool = False) -> float:
     I give the branch?" is answered by "ok, create a branch refactor", not by code naming
     branches."""
     rank = hit.rank * USER_WEIGHT if mine and hit.role == "user" else hit.rank
-    asks = hit.role == "user" and hit.text.rstrip().endswith("?")
-    return rank * QUESTION_WEIGHT if asks else rank
+    return rank * QUESTION_WEIGHT if _asks(hit) else rank
+
+
+def _asks(hit: Hit) -> bool:
+    """Whether ``hit`` is an earlier question of the user (it shares the new question's
+    words, and holds no answer)."""
+    return hit.role == "user" and hit.text.rstrip().endswith("?")
 
 
 def _narrow(hit: Hit, terms: Sequence[str]) -> Hit | None:
