@@ -88,6 +88,8 @@ _WANTS_NUMBER = re.compile(
     r"\b(?:what|which) (?:percent|percentage|number|version|size|port|year)\b"
 )
 _WORD = re.compile(r"[^\W_]+", re.UNICODE)
+#: A path in a call's header ("data/part_04.txt", "src/a.py", "/home/x/y").
+_PATH = re.compile(r"\S*[\w*]\.\w+\b|\S*/\S*")
 #: A budget smaller than this brings nothing back (one excerpt and its label need more).
 MIN_BUDGET = 40
 HEADING_BEFORE = "Earlier in this chat (excerpts that may help with my message below):"
@@ -316,10 +318,13 @@ class Recall:
         # Among the passages bm25 found, the one with a line naming the most of the
         # question's words first (:func:`fit`); bm25 orders those alike.
         question = Question(asked, wants_number(latest.content))
-        fits = {id(h): fit(h, question) * (QUESTION_WEIGHT if _asks(h) else 1.0)
-                for h in hits}
-        hits.sort(key=lambda h: (-fits[id(h)], weighted[id(h)]))
-        top_fit = fits[id(hits[0])]
+        # An earlier question of the user comes back only when nothing else does: beside the
+        # passage that answers, a small model copies it ("- (turn 2, I said) In a.txt, what
+        # is the code of item 94?" as its answer, measured on W5).
+        fits = {id(h): fit(h, question) for h in hits}
+        hits.sort(key=lambda h: (_asks(h), -fits[id(h)], weighted[id(h)]))
+        top_fit = {asks: max((fits[id(h)] for h in hits if _asks(h) == asks), default=0.0)
+                   for asks in (False, True)}
         # What the user said comes back only where it answers as well as the best of it: a
         # sentence naming fewer of the question's words is a distractor ("the ticket records
         # are secondary" beside "... are final").
@@ -334,8 +339,10 @@ class Recall:
                 break
             if best < 0 and weighted[id(hit)] > best * RELATIVE_SCORE:
                 continue  # too weak a match
-            if fits[id(hit)] < top_fit * FIT_SHARE:
-                break  # ranked by fit: the rest name fewer of the question's words still
+            if _asks(hit) and chosen:
+                break
+            if fits[id(hit)] < top_fit[_asks(hit)] * FIT_SHARE:
+                continue  # it names far fewer of the question's words than the best
             key = _same_key(hit)
             if not key or key in seen:
                 continue
@@ -358,9 +365,9 @@ class Recall:
             if cost > share:  # too long: its lines, else sentences, naming a term; one
                 # excerpt takes at most half the budget when that is enough for its lines
                 # (four lines of indented code must not leave no room for the answer)
-                narrowed = self._narrowed(hit, terms, asked, chat, share)
+                narrowed = self._narrowed(hit, terms, asked, chat, share, question)
                 if narrowed is None and cost > room:
-                    narrowed = self._narrowed(hit, terms, asked, chat, room)
+                    narrowed = self._narrowed(hit, terms, asked, chat, room, question)
                     if narrowed is None:
                         continue
                 if narrowed is not None:
@@ -383,18 +390,21 @@ class Recall:
 
     def _narrowed(
         self, hit: Hit, terms: Sequence[str], asked: Sequence[str], chat: _ChatMap,
-        room: int,
+        room: int, question: Question,
     ) -> tuple[Excerpt, int] | None:
-        """``hit`` cut to fit ``room`` tokens: the lines naming a searched term
-        (:func:`_narrow`), else (a line of prose holding several facts) its sentences naming
+        """``hit`` cut to fit ``room`` tokens: the lines naming a searched term and its line
+        that best answers ``question`` (:func:`_narrow`), else that line alone, else (a line
+        of prose holding several facts) its sentences naming
         the most of them, then of all the question's words ``asked`` (:func:`.best_sentences`);
         with the excerpt's cost, or None when nothing fits."""
-        narrow = _narrow(hit, terms)
-        if narrow is not None:
-            excerpt = Excerpt(hit.message_id, chat.label(narrow), narrow.text)
-            cost = self.counter.text(_line(excerpt)) + 1
-            if cost <= room:
-                return excerpt, cost
+        best = _best_line(hit, question)
+        narrow = _narrow(hit, terms, best)
+        for cut in (narrow, None if best is None else _lines(hit, best, best)):
+            if cut is not None:
+                excerpt = Excerpt(hit.message_id, chat.label(cut), cut.text)
+                cost = self.counter.text(_line(excerpt)) + 1
+                if cost <= room:
+                    return excerpt, cost
         source = narrow if narrow is not None else hit
         label = chat.label(source)
         base = self.counter.text(_line(Excerpt(hit.message_id, label, ""))) + 1
@@ -471,6 +481,13 @@ def fit(hit: Hit, question: Question) -> float:
         return 0.0
     units = hit.text.split("\n") if "\n" in hit.text.strip() else split_sentences(hit.text)
     own = set(asked) & {stem(w) for w in _WORD.findall(hit.source.lower())}
+    # The words of the file a passage came from do not tell its lines apart: a line naming
+    # the file again ("# partial_route.txt", a docstring) is not the one that answers.
+    # (A file's own: a call on one path, "read_file src/a.py"; a command's output names the
+    # paths it was given as its answer, "177 src/a.py".)
+    header = hit.source.split()
+    target = header[1] if len(header) == 2 and _PATH.fullmatch(header[1]) else ""
+    where = {stem(w) for w in _WORD.findall(target.lower())}
     seen = set(asked) & {stem(w) for w in _WORD.findall(hit.text.lower())}
     numbers = {w for t in question.asked for w in [t] if any(c.isdigit() for c in w)}
     best = 0.0
@@ -478,9 +495,10 @@ def fit(hit: Hit, question: Question) -> float:
         words = [stem(w) for w in _WORD.findall(unit.lower())]
         if not words:
             continue
-        named = set(asked) & set(words)
+        named = (set(asked) & set(words)) - where
         pairs = set(itertools.pairwise(words))
-        value = len(named) + sum((a, b) in pairs for a, b in itertools.pairwise(asked))
+        value = len(named) + sum((a, b) in pairs and not {a, b} <= where
+                                 for a, b in itertools.pairwise(asked))
         if question.number and any(w[0].isdigit() and w not in numbers for w in words):
             value += 1
         value += 0.5 * len((seen | own) - named)
@@ -509,18 +527,43 @@ def _asks(hit: Hit) -> bool:
     return hit.role == "user" and hit.text.rstrip().endswith("?")
 
 
-def _narrow(hit: Hit, terms: Sequence[str]) -> Hit | None:
-    """The lines of a multi-line passage from its first to its last line naming one of
-    ``terms`` (None when that is the whole passage or no line names one)."""
+def _numbered(hit: Hit) -> list[str] | None:
+    """The lines of a multi-line passage whose line numbers are exact (None for one line,
+    or a call's passage, which starts with its header line: kept whole)."""
     lines = hit.text.split("\n")
     if len(lines) < 2 or hit.last - hit.first + 1 != len(lines) or hit.role == "call":
-        return None  # (a call's passage starts with its header line: kept whole)
+        return None
+    return lines
+
+
+def _best_line(hit: Hit, question: Question) -> int | None:
+    """The index of the line of ``hit`` that best answers ``question`` (:func:`fit`)."""
+    lines = _numbered(hit)
+    if lines is None:
+        return None
+    values = [fit(replace(hit, text=line), question) for line in lines]
+    return max(range(len(lines)), key=lambda i: (values[i], -i))
+
+
+def _lines(hit: Hit, lo: int, hi: int) -> Hit:
+    lines = hit.text.split("\n")
+    return replace(hit, first=hit.first + lo, last=hit.first + hi,
+                   text="\n".join(lines[lo : hi + 1]))
+
+
+def _narrow(hit: Hit, terms: Sequence[str], best: int | None = None) -> Hit | None:
+    """The lines of a multi-line passage from its first to its last line naming one of
+    ``terms``, widened to line ``best`` (None when that is the whole passage or no line
+    names one)."""
+    lines = _numbered(hit)
+    if lines is None:
+        return None
     named = [i for i, line in enumerate(lines) if any(names(line, t) for t in terms)]
+    if best is not None:
+        named = sorted({*named, best})
     if not named or (named[0] == 0 and named[-1] == len(lines) - 1):
         return None
-    lo, hi = named[0], named[-1]
-    text = "\n".join(lines[lo : hi + 1])
-    return replace(hit, first=hit.first + lo, last=hit.first + hi, text=text)
+    return _lines(hit, named[0], named[-1])
 
 
 def _line(excerpt: Excerpt) -> str:
