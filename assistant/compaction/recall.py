@@ -497,8 +497,8 @@ def fit(hit: Hit, question: Question) -> float:
             continue
         named = (set(asked) & set(words)) - where
         pairs = set(itertools.pairwise(words))
-        value = len(named) + sum((a, b) in pairs and not {a, b} <= where
-                                 for a, b in itertools.pairwise(asked))
+        value = float(len(named) + sum((a, b) in pairs and not {a, b} <= where
+                                       for a, b in itertools.pairwise(asked)))
         if question.number and any(w[0].isdigit() and w not in numbers for w in words):
             value += 1
         value += 0.5 * len((seen | own) - named)
