@@ -26,6 +26,7 @@ before every model call (:meth:`Recall.apply`, from the controller's ``prepare``
 
 from __future__ import annotations
 
+import functools
 import itertools
 import logging
 import re
@@ -88,6 +89,8 @@ _WANTS_NUMBER = re.compile(
     r"\b(?:what|which) (?:percent|percentage|number|version|size|port|year)\b"
 )
 _WORD = re.compile(r"[^\W_]+", re.UNICODE)
+#: :func:`.stem`, remembered: :func:`fit` stems every word of forty passages per question.
+_stem = functools.lru_cache(maxsize=1 << 16)(stem)
 #: A path in a call's header ("data/part_04.txt", "src/a.py", "/home/x/y").
 _PATH = re.compile(r"\S*[\w*]\.\w+\b|\S*/\S*")
 #: A budget smaller than this brings nothing back (one excerpt and its label need more).
@@ -476,29 +479,31 @@ def fit(hit: Hit, question: Question) -> float:
     "lines" for ``wc -l``'s output). bm25 ranks a short passage that names a file's name
     ("Successfully wrote 5370 bytes to a.ts") before the longer one holding the answer
     ("=== Line counts === ... 177 a.ts") for "How many lines does a.ts have?"."""
-    asked = [stem(t) for t in question.asked]
+    asked = [_stem(t) for t in question.asked]
     if not asked:
         return 0.0
+    wanted = set(asked)
     units = hit.text.split("\n") if "\n" in hit.text.strip() else split_sentences(hit.text)
-    own = set(asked) & {stem(w) for w in _WORD.findall(hit.source.lower())}
+    unit_words = [[_stem(w) for w in _WORD.findall(u.lower())] for u in units]
+    own = wanted & {_stem(w) for w in _WORD.findall(hit.source.lower())}
     # The words of the file a passage came from do not tell its lines apart: a line naming
     # the file again ("# partial_route.txt", a docstring) is not the one that answers.
     # (A file's own: a call on one path, "read_file src/a.py"; a command's output names the
     # paths it was given as its answer, "177 src/a.py".)
     header = hit.source.split()
     target = header[1] if len(header) == 2 and _PATH.fullmatch(header[1]) else ""
-    where = {stem(w) for w in _WORD.findall(target.lower())}
-    seen = set(asked) & {stem(w) for w in _WORD.findall(hit.text.lower())}
-    numbers = {w for t in question.asked for w in [t] if any(c.isdigit() for c in w)}
+    where = {_stem(w) for w in _WORD.findall(target.lower())}
+    seen: set[str] = set().union(*(wanted.intersection(words) for words in unit_words))
+    numbers = {t for t in question.asked if any(c.isdigit() for c in t)}
+    neighbours = list(itertools.pairwise(asked))
     best = 0.0
-    for unit in units:
-        words = [stem(w) for w in _WORD.findall(unit.lower())]
+    for words in unit_words:
         if not words:
             continue
-        named = (set(asked) & set(words)) - where
+        named = (wanted & set(words)) - where
         pairs = set(itertools.pairwise(words))
         value = float(len(named) + sum((a, b) in pairs and not {a, b} <= where
-                                       for a, b in itertools.pairwise(asked)))
+                                       for a, b in neighbours))
         if question.number and any(w[0].isdigit() and w not in numbers for w in words):
             value += 1
         value += 0.5 * len((seen | own) - named)
