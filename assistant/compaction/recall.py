@@ -9,11 +9,15 @@ before every model call (:meth:`Recall.apply`, from the controller's ``prepare``
 2. the latest user message becomes a query (:func:`.recall_text.query_terms`: stop words
    dropped, and words common in this chat: :func:`distinctive`) and the index returns its
    best passages by BM25;
-3. passages are kept while they are relevant (at least :data:`RELATIVE_SCORE` of the best
-   one's score), on the active branch, not the latest message itself, not the model's own
-   replies (measured: a small model imitates what it said and drifts; its tool calls, the
-   commands run and files written, are facts and do come back), and not already
-   visible verbatim in the prompt; at most :data:`MAX_EXCERPTS`, within the token budget
+3. they are ordered by the line that best answers the question (:func:`.recall_rank.fit`;
+   bm25 among equals; the user's words first when the question asks what the user said,
+   an earlier question of the user only when nothing else comes back) and kept while they
+   are relevant (at least :data:`RELATIVE_SCORE` of the best bm25 score and
+   :data:`FIT_SHARE` of the best fit), on the active branch, not the latest message itself,
+   not the model's own replies (measured: a small model imitates what it said and drifts;
+   its tool calls, the commands run and files written, are facts and do come back), and not
+   visible verbatim in what the call will show; at most :data:`MAX_EXCERPTS`, one at most
+   half the budget when its lines fit in that, within the token budget
    (:func:`recall_budget`, scaled by the window: small in local mode, and never more than the
    room the prompt leaves beside three quarters of the reply's reserve);
 4. they are written, oldest first, as one short labeled block (turn, who said it or which tool
@@ -26,20 +30,24 @@ before every model call (:meth:`Recall.apply`, from the controller's ``prepare``
 
 from __future__ import annotations
 
-import functools
 import itertools
 import logging
-import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Literal, Protocol
 
+from assistant.compaction.recall_rank import (
+    Question,
+    fit,
+    short_target,
+    speaks_of_user,
+    wants_number,
+)
 from assistant.compaction.recall_sentences import (
     best_sentences,
     names,
     score,
     split_sentences,
-    stem,
 )
 from assistant.compaction.tokens import TokenCounter
 from assistant.config import EffectivePolicy
@@ -79,20 +87,6 @@ FIT_SHARE = 0.5
 #: Weight of the bm25 score of the user's own words when the question asks what the user
 #: said (:func:`speaks_of_user`).
 USER_WEIGHT = 2.0
-_SPEAKS_OF_USER = re.compile(
-    r"\b(?:did|do|have|had|should|would|could|was|were|am) (?:I|we)\b|\b(?:I|we) "
-    r"(?:said|asked|told|gave|wanted|want|suggested|mentioned|wrote|decided|agreed|chose|"
-    r"picked|named|called|questioned|stated|gave)\b|\bmy\b",
-)
-_WANTS_NUMBER = re.compile(
-    r"\bhow (?:many|much|often|long|old|far|big|large)\b|"
-    r"\b(?:what|which) (?:percent|percentage|number|version|size|port|year)\b"
-)
-_WORD = re.compile(r"[^\W_]+", re.UNICODE)
-#: :func:`.stem`, remembered: :func:`fit` stems every word of forty passages per question.
-_stem = functools.lru_cache(maxsize=1 << 16)(stem)
-#: A path in a call's header ("data/part_04.txt", "src/a.py", "/home/x/y").
-_PATH = re.compile(r"\S*[\w*]\.\w+\b|\S*/\S*")
 #: A budget smaller than this brings nothing back (one excerpt and its label need more).
 MIN_BUDGET = 40
 HEADING_BEFORE = "Earlier in this chat (excerpts that may help with my message below):"
@@ -457,66 +451,6 @@ def _shown_text(hit: Hit) -> str:
     return f"{tool} {short_target(target, None)}".rstrip() + sep + body
 
 
-@dataclass(frozen=True)
-class Question:
-    """What :func:`fit` needs of the question: its words, and whether a number answers it."""
-
-    asked: Sequence[str]
-    number: bool
-
-
-def wants_number(question: str) -> bool:
-    """Whether ``question`` is answered by a number ("How many lines ...?", "How often
-    ...?", "What percent ...?")."""
-    return _WANTS_NUMBER.search(question.lower()) is not None
-
-
-def fit(hit: Hit, question: Question) -> float:
-    """How well ``hit`` answers ``question`` by its best unit (a line of a multi-line
-    passage, else a sentence): the question's words it names, its neighbouring pairs side by
-    side, one more for a number not in the question when a number answers it; and half a
-    point for each other question word the passage names elsewhere (or its source says:
-    "lines" for ``wc -l``'s output). bm25 ranks a short passage that names a file's name
-    ("Successfully wrote 5370 bytes to a.ts") before the longer one holding the answer
-    ("=== Line counts === ... 177 a.ts") for "How many lines does a.ts have?"."""
-    asked = [_stem(t) for t in question.asked]
-    if not asked:
-        return 0.0
-    wanted = set(asked)
-    units = hit.text.split("\n") if "\n" in hit.text.strip() else split_sentences(hit.text)
-    unit_words = [[_stem(w) for w in _WORD.findall(u.lower())] for u in units]
-    own = wanted & {_stem(w) for w in _WORD.findall(hit.source.lower())}
-    # The words of the file a passage came from do not tell its lines apart: a line naming
-    # the file again ("# partial_route.txt", a docstring) is not the one that answers.
-    # (A file's own: a call on one path, "read_file src/a.py"; a command's output names the
-    # paths it was given as its answer, "177 src/a.py".)
-    header = hit.source.split()
-    target = header[1] if len(header) == 2 and _PATH.fullmatch(header[1]) else ""
-    where = {_stem(w) for w in _WORD.findall(target.lower())}
-    seen: set[str] = set().union(*(wanted.intersection(words) for words in unit_words))
-    numbers = {t for t in question.asked if any(c.isdigit() for c in t)}
-    neighbours = list(itertools.pairwise(asked))
-    best = 0.0
-    for words in unit_words:
-        if not words:
-            continue
-        named = (wanted & set(words)) - where
-        pairs = set(itertools.pairwise(words))
-        value = float(len(named) + sum((a, b) in pairs and not {a, b} <= where
-                                       for a, b in neighbours))
-        if question.number and any(w[0].isdigit() and w not in numbers for w in words):
-            value += 1
-        value += 0.5 * len((seen | own) - named)
-        best = max(best, value)
-    return best
-
-
-def speaks_of_user(question: str) -> bool:
-    """Whether ``question`` asks about what the user said, asked or decided ("What name did
-    I give the branch?", "Which file did I ask you to read?", "What did we agree on?")."""
-    return _SPEAKS_OF_USER.search(question) is not None
-
-
 def _weighted(hit: Hit, mine: bool = False) -> float:
     """``hit``'s bm25 rank (negative: lower first), an earlier question's weighted down; the
     user's words weighted up when the question asks about them (``mine``): "What name did
@@ -641,28 +575,3 @@ class _ChatMap:
                     break
         return f"{where}, {tool}{target}{lines}"
 
-
-#: Characters of a command shown in a label, at most.
-LABEL_COMMAND_CHARS = 60
-#: Path components shown of a long path ("…/core/bash-executor.ts").
-PATH_PARTS = 3
-_CD_PREFIX = re.compile(r"^cd\s+\S+\s*(?:&&|;)\s*")
-_LONG_PATH = re.compile(r"(?<![\w.])[~/]?(?:[\w.@-]+/){" + str(PATH_PARTS) + r",}[\w.@-]+")
-
-
-def short_target(text: str, limit: int | None = LABEL_COMMAND_CHARS) -> str:
-    """A call's target as a label or an excerpt's header shows it: one line, a leading
-    ``cd DIR &&`` left out, long paths cut to their last :data:`PATH_PARTS` parts, at most
-    ``limit`` characters (a label; an excerpt's header is whole: a commit message is in it).
-    An absolute path costs a small model's tokenizer 30 tokens, a fifth of recall's budget
-    in a 2,048-token window, and says no more than its last parts."""
-    text = _CD_PREFIX.sub("", " ".join(text.split()))
-
-    def cut(m: re.Match[str]) -> str:
-        parts = m.group(0).split("/")
-        return m.group(0) if len(parts) <= PATH_PARTS else ".../" + "/".join(parts[-PATH_PARTS:])
-
-    text = _LONG_PATH.sub(cut, text)
-    if limit is not None and len(text) > limit:
-        text = text[: limit - 3].rstrip() + "..."
-    return text

@@ -4,14 +4,7 @@ from __future__ import annotations
 
 from assistant.compaction.context_render import FOCUS_TOKENS
 from assistant.compaction.controller import ContextController
-from assistant.compaction.recall import (
-    HEADING_BEFORE,
-    Recall,
-    recall_budget,
-    short_target,
-    speaks_of_user,
-    wants_number,
-)
+from assistant.compaction.recall import HEADING_BEFORE, Recall, recall_budget
 from assistant.compaction.request import CallRequest
 from assistant.compaction.summary.summarizer import ExtractiveSummarizer
 from assistant.config import default_local
@@ -368,22 +361,3 @@ def test_a_name_the_user_gave_comes_back_as_their_message() -> None:
     assert req.recall.excerpts[0].label == "turn 1, I said"
     assert not any("[Context summary]" in str(m["content"]) for m in req.messages)
 
-
-def test_labels_and_call_headers_shorten_long_paths_and_the_cd() -> None:
-    assert short_target("cd /Users/ana/work/mono && git checkout -b refactor") == (
-        "git checkout -b refactor")
-    assert short_target("/Users/ana/work/mono/packages/agent/src/core/bash-executor.ts") == (
-        ".../src/core/bash-executor.ts")
-    assert short_target("data/part_04.txt") == "data/part_04.txt"
-    message = 'git commit -m "' + "a long message " * 10 + '"'
-    assert short_target(message).endswith("...") and len(short_target(message)) == 60
-    assert short_target(message, None) == message  # an excerpt's header is whole
-
-
-def test_what_a_question_asks_for() -> None:
-    assert speaks_of_user("What name did I give the branch?")
-    assert speaks_of_user("Which file did I ask you to read first?")
-    assert not speaks_of_user("Which git command created the branch?")
-    assert wants_number("How many lines does a.ts have?")
-    assert wants_number("What percent of the records are cached?")
-    assert not wants_number("Which file holds the barrel export?")
