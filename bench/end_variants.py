@@ -16,13 +16,17 @@ oracle (i) shows its passage), ``wider`` (fewer excerpts, each 800 characters of
 message), ``focus-N`` (only the newest N tokens of history beside the excerpts, the latest
 exchange always; ``focus-app`` is the app's ``compaction.recall_focus``) and combinations;
 ``oracle`` asks oracle (i) on the same questions. ``--all`` asks every question before the
-point rather than ``--questions`` of them.
+point rather than ``--questions`` of them. ``--hits`` asks no model (it loads it for its
+tokenizer only, a few seconds): for each question, whether recall's block (the app's path,
+the controller's ``prepare``) holds an accepted answer, the misses printed with what came back.
 
     python -m bench.end_variants --workload W5 --variant shipped --variant notes
     python -m bench.end_variants --real-session \\
         tests/data/real-sessions/pi_refactor_session.jsonl --all --variant notes --variant focus-300
     python -m bench.end_variants --real-session \\
         tests/data/real-sessions/pi_refactor_session.jsonl --point 1 --show
+    python -m bench.end_variants --real-session \\
+        tests/data/real-sessions/pi_refactor_session.jsonl --all --hits
 """
 
 from __future__ import annotations
@@ -306,6 +310,42 @@ def point_conv(
     return Conversation.model_validate(data["conv"]), int(data["upto"])
 
 
+def recall_hits(
+    t: Transcript, conv: Conversation, upto: int, backend: Any
+) -> tuple[int, int, list[str]]:
+    """Retrieval alone: for each question asked at the point (source before ``upto``), whether
+    the block recall puts into its prompt (a fresh controller's ``prepare``, as the app does)
+    holds an accepted answer. (hits, asked, lines: one per question, marked ``P`` when the
+    answer is also in the rest of the prompt the call shows, the misses with what came
+    back)."""
+    hits = excerpts = tokens = 0
+    asked = [q for q in t.questions if q.source < upto]
+    lines: list[str] = []
+    for q in asked:
+        c = conv.model_copy(deep=True)
+        c.append(Message(role="user", content=q.question))
+        ctl = answer_controller("record+recall", backend, Settings(mode=t.mode))
+        _focus_app(ctl)
+        req = ctl.prepare(CallRequest(c, t.system))
+        block = req.recall
+        if block is not None:
+            excerpts += len(block.excerpts)
+            tokens += block.tokens
+        ok = block is not None and accepted(block.text, q.answers)
+        hits += ok
+        # "P": the answer is also elsewhere in the prompt the call shows (the newest turns)
+        shown = accepted("\n".join(str(m.get("content") or "") for m in req.messages[:-1]),
+                         q.answers)
+        lines.append(f"  {q.id} {'HIT ' if ok else 'miss'} {'P' if shown else '-'} "
+                     f"{q.question!r} -> {q.answers[0]!r}")
+        if not ok:
+            lines.append("      (nothing)" if block is None else "\n".join(
+                f"      ({e.label}) {e.text[:160]!r}" for e in block.excerpts))
+    lines.append(f"  blocks: {excerpts / max(len(asked), 1):.2f} excerpts and "
+                 f"{tokens / max(len(asked), 1):.0f} tokens per question")
+    return hits, len(asked), lines
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m bench.end_variants")
     p.add_argument("--workload", default="W5")
@@ -321,18 +361,25 @@ def main(argv: list[str] | None = None) -> int:
                    default=Path(tempfile.gettempdir()) / "bench-end-variants")
     p.add_argument("--point", default="end", help="ask point: 0, 1, 2 or end")
     p.add_argument("--show", action="store_true", help="print each prompt's last message")
+    p.add_argument("--hits", action="store_true",
+                   help="no answers: whether recall's block holds each accepted answer")
     args = p.parse_args(argv)
     logging.basicConfig(level=logging.WARNING)
     from assistant.llm.llama_backend import LlamaBackend
 
     t = _transcript(args)
     model = LlamaBackend.load("smollm2-135m-instruct", n_ctx=8192, threads=args.threads,
-                              calibrate=True)
+                              calibrate=not args.hits)
     backend = recording_backend(model, t.window_cap)
     started = time.perf_counter()
     conv, upto = point_conv(t, backend, args.cache, args.point)
     print(f"{t.name}: point {args.point} at message {upto}, {len(conv.compactions)} compactions "
           f"({time.perf_counter() - started:.0f} s)", flush=True)
+    if args.hits:
+        hits, n, lines = recall_hits(t, conv, upto, backend)
+        print("\n".join(lines))
+        print(f"{t.name} recall hits: {hits}/{n} ({time.perf_counter() - started:.0f} s)")
+        return 0
     asked = [q for q in t.questions if q.source < upto]
     for name in args.variant or list(VARIANTS):
         got = 0

@@ -513,7 +513,9 @@ class ContextController:
             return req
         budget = min(recall_budget(pol), recall_room(pol, req.prompt_tokens))
         messages = list(req.messages)
-        block = self.recall.apply(call.conv, messages, budget, self.facts.of(call.conv).kept)
+        kept = self.facts.of(call.conv).kept
+        block = self.recall.apply(call.conv, messages, budget, kept,
+                                  shown=self._shown_beside_excerpts(kept))
         if block is None:
             return req
         prompt: EncodedPrompt | None = None
@@ -538,6 +540,26 @@ class ContextController:
         req.prompt = prompt
         log.info("Recall: %d excerpt(s), %d tokens", len(block.excerpts), added)
         return req
+
+    def _shown_beside_excerpts(
+        self, kept: Sequence[Message]
+    ) -> Callable[[Sequence[dict[str, Any]]], list[dict[str, Any]]] | None:
+        """What a call with recall's excerpts will show of its prompt as built, as
+        :meth:`_rendered` cuts it (None: all of it), so recall does not leave out a passage
+        as "still in the prompt" that the call then leaves out (a summary's)."""
+        if not self.render_earlier():
+            return None
+        focus = self.focus_tokens()
+        calls = _user_calls(kept)
+
+        def shown(messages: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+            first = len(messages) - len(kept)
+            view = render_history(messages, first=first, excerpts=True, user_calls=calls)
+            if focus is None:
+                return view
+            return focus_history(view, first=first, tokens=focus, count=self.counter.segment_of)
+
+        return shown
 
     def _rendered(
         self, call: CallRequest, req: PreparedRequest, pol: EffectivePolicy

@@ -9,11 +9,15 @@ before every model call (:meth:`Recall.apply`, from the controller's ``prepare``
 2. the latest user message becomes a query (:func:`.recall_text.query_terms`: stop words
    dropped, and words common in this chat: :func:`distinctive`) and the index returns its
    best passages by BM25;
-3. passages are kept while they are relevant (at least :data:`RELATIVE_SCORE` of the best
-   one's score), on the active branch, not the latest message itself, not the model's own
-   replies (measured: a small model imitates what it said and drifts; its tool calls, the
-   commands run and files written, are facts and do come back), and not already
-   visible verbatim in the prompt; at most :data:`MAX_EXCERPTS`, within the token budget
+3. they are ordered by the line that best answers the question (:func:`.recall_rank.fit`;
+   bm25 among equals; the user's words first when the question asks what the user said,
+   an earlier question of the user only when nothing else comes back) and kept while they
+   are relevant (at least :data:`RELATIVE_SCORE` of the best bm25 score and
+   :data:`FIT_SHARE` of the best fit), on the active branch, not the latest message itself,
+   not the model's own replies (measured: a small model imitates what it said and drifts;
+   its tool calls, the commands run and files written, are facts and do come back), and not
+   visible verbatim in what the call will show; at most :data:`MAX_EXCERPTS`, one at most
+   half the budget when its lines fit in that, within the token budget
    (:func:`recall_budget`, scaled by the window: small in local mode, and never more than the
    room the prompt leaves beside three quarters of the reply's reserve);
 4. they are written, oldest first, as one short labeled block (turn, who said it or which tool
@@ -32,6 +36,13 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Literal, Protocol
 
+from assistant.compaction.recall_rank import (
+    Question,
+    fit,
+    short_target,
+    speaks_of_user,
+    wants_number,
+)
 from assistant.compaction.recall_sentences import (
     best_sentences,
     names,
@@ -69,6 +80,13 @@ MAX_PAIRS = 6
 #: words and is short, so bm25 ranks it first, yet it holds no answer; at an equal match a
 #: statement comes first (a decision asked as a question, "port 80, right?", still comes).
 QUESTION_WEIGHT = 0.5
+#: An excerpt whose :func:`fit` is below this share of the best one's is left out: a small
+#: model given the answer's line and an unrelated one beside it answers from either
+#: (measured on the answer benchmark, docs/ANSWERS.md).
+FIT_SHARE = 0.5
+#: Weight of the bm25 score of the user's own words when the question asks what the user
+#: said (:func:`speaks_of_user`).
+USER_WEIGHT = 2.0
 #: A budget smaller than this brings nothing back (one excerpt and its label need more).
 MIN_BUDGET = 40
 HEADING_BEFORE = "Earlier in this chat (excerpts that may help with my message below):"
@@ -91,6 +109,8 @@ class PassageIndex(Protocol):
 
 
 IndexFor = Callable[[Conversation], "PassageIndex | None"]
+#: The prompt's messages as the call will show them beside excerpts (see :meth:`Recall.apply`).
+Shown = Callable[[Sequence[dict[str, Any]]], Sequence[dict[str, Any]]]
 
 
 @dataclass(frozen=True)
@@ -203,11 +223,16 @@ class Recall:
         messages: list[dict[str, Any]],
         budget: int,
         kept: Sequence[Message] | None = None,
+        shown: Shown | None = None,
     ) -> RecallBlock | None:
         """Put the block into ``messages`` (the prompt as built from ``conv``: system,
         summary when there is one, kept messages); returns it, or None when nothing was
         added. Never raises for a failing index (logged; the call goes on without).
-        ``kept``: ``conv``'s kept messages, when the caller has them."""
+        ``kept``: ``conv``'s kept messages, when the caller has them. ``shown``: what the
+        call will show of ``messages`` when excerpts are placed (the summary and older turns
+        left out beside them, :func:`.context_render.focus_history`): a passage counts as
+        "visible verbatim" only where it is still there (a user's instruction kept in the
+        summary is not seen by a call that leaves the summary out)."""
         if kept is None:
             kept = conv.kept_messages()
         latest = latest_user(conv, kept)
@@ -224,9 +249,9 @@ class Recall:
         if self._last is not None and self._last[0] == key:
             block = self._last[1]
             if block is not None and block.tokens > budget:
-                block = self.find(conv, latest, messages, pos, budget)
+                block = self.find(conv, latest, messages, pos, budget, shown)
         else:
-            block = self.find(conv, latest, messages, pos, budget)
+            block = self.find(conv, latest, messages, pos, budget, shown)
         self._last = (key, block)
         if block is None:
             return None
@@ -245,8 +270,10 @@ class Recall:
         messages: Sequence[dict[str, Any]],
         pos: int,
         budget: int,
+        shown: Shown | None = None,
     ) -> RecallBlock | None:
-        """The block for ``latest`` within ``budget`` tokens, or None."""
+        """The block for ``latest`` within ``budget`` tokens, or None (``shown``: see
+        :meth:`apply`)."""
         asked = query_terms(latest.content)
         terms = asked
         if not terms:
@@ -274,9 +301,7 @@ class Recall:
             return None
         if not hits:
             return None
-        visible = normalize(
-            "\n".join(str(m.get("content") or "") for i, m in enumerate(messages) if i != pos)
-        )
+        visible = _visible(messages, pos, shown)
         hits = [
             h for h in hits
             if h.message_id != latest.id and h.message_id in chat.order and h.role != "assistant"
@@ -284,8 +309,19 @@ class Recall:
         ]
         if not hits:
             return None
-        hits.sort(key=_weighted)
-        best = _weighted(hits[0])
+        mine = speaks_of_user(latest.content)
+        weighted = {id(h): _weighted(h, mine) for h in hits}
+        best = min(weighted.values())
+        # Among the passages bm25 found, the one with a line naming the most of the
+        # question's words first (:func:`fit`); bm25 orders those alike.
+        question = Question(asked, wants_number(latest.content))
+        # An earlier question of the user comes back only when nothing else does: beside the
+        # passage that answers, a small model copies it ("- (turn 2, I said) In a.txt, what
+        # is the code of item 94?" as its answer, measured on W5).
+        fits = {id(h): fit(h, question) for h in hits}
+        hits.sort(key=lambda h: (_asks(h), -fits[id(h)], weighted[id(h)]))
+        top_fit = {asks: max((fits[id(h)] for h in hits if _asks(h) == asks), default=0.0)
+                   for asks in (False, True)}
         # What the user said comes back only where it answers as well as the best of it: a
         # sentence naming fewer of the question's words is a distractor ("the ticket records
         # are secondary" beside "... are final").
@@ -298,15 +334,20 @@ class Recall:
         for hit in hits:
             if len(chosen) >= MAX_EXCERPTS:
                 break
-            if best < 0 and _weighted(hit) > best * RELATIVE_SCORE:
-                break  # ranked: the rest are weaker still
-            key = normalize(hit.text)
+            if best < 0 and weighted[id(hit)] > best * RELATIVE_SCORE:
+                continue  # too weak a match
+            if _asks(hit) and chosen:
+                break
+            if fits[id(hit)] < top_fit[_asks(hit)] * FIT_SHARE:
+                continue  # it names far fewer of the question's words than the best
+            key = _same_key(hit)
             if not key or key in seen:
                 continue
-            excerpt = Excerpt(hit.message_id, chat.label(hit), hit.text)
+            excerpt = Excerpt(hit.message_id, chat.label(hit), _shown_text(hit))
             cost = self.counter.text(_line(excerpt)) + 1
             if id(hit) in scores and (scores[id(hit)] < top or (fallback and top[1] < 2)):
                 continue  # weaker; or common words, and no sentence names two of them
+            focused = None
             if self._focusable(hit):  # the sentences that answer, not the rest
                 focused = best_sentences(
                     hit.text, terms, asked, lambda t: self.counter.text(t) + 1, budget - used
@@ -316,11 +357,18 @@ class Recall:
                     cost = self.counter.text(_line(excerpt)) + 1
                 elif normalize(hit.text) in visible:
                     continue  # still in the prompt and nothing to focus on
-            if used + cost > budget:  # too long: its lines, else sentences, naming a term
-                narrowed = self._narrowed(hit, terms, asked, chat, budget - used)
-                if narrowed is None:
-                    continue
-                excerpt, cost = narrowed
+            room = budget - used
+            share = room if focused is not None else min(room, budget // 2)
+            if cost > share:  # too long: its lines, else sentences, naming a term; one
+                # excerpt takes at most half the budget when that is enough for its lines
+                # (four lines of indented code must not leave no room for the answer)
+                narrowed = self._narrowed(hit, terms, asked, chat, share, question)
+                if narrowed is None and cost > room:
+                    narrowed = self._narrowed(hit, terms, asked, chat, room, question)
+                    if narrowed is None:
+                        continue
+                if narrowed is not None:
+                    excerpt, cost = narrowed
             used += cost
             seen.add(key)
             chosen.append((chat.order[hit.message_id], hit.first, excerpt))
@@ -339,18 +387,21 @@ class Recall:
 
     def _narrowed(
         self, hit: Hit, terms: Sequence[str], asked: Sequence[str], chat: _ChatMap,
-        room: int,
+        room: int, question: Question,
     ) -> tuple[Excerpt, int] | None:
-        """``hit`` cut to fit ``room`` tokens: the lines naming a searched term
-        (:func:`_narrow`), else (a line of prose holding several facts) its sentences naming
+        """``hit`` cut to fit ``room`` tokens: the lines naming a searched term and its line
+        that best answers ``question`` (:func:`_narrow`), else that line alone, else (a line
+        of prose holding several facts) its sentences naming
         the most of them, then of all the question's words ``asked`` (:func:`.best_sentences`);
         with the excerpt's cost, or None when nothing fits."""
-        narrow = _narrow(hit, terms)
-        if narrow is not None:
-            excerpt = Excerpt(hit.message_id, chat.label(narrow), narrow.text)
-            cost = self.counter.text(_line(excerpt)) + 1
-            if cost <= room:
-                return excerpt, cost
+        best = _best_line(hit, question)
+        narrow = _narrow(hit, terms, best)
+        for cut in (narrow, None if best is None else _lines(hit, best, best)):
+            if cut is not None:
+                excerpt = Excerpt(hit.message_id, chat.label(cut), cut.text)
+                cost = self.counter.text(_line(excerpt)) + 1
+                if cost <= room:
+                    return excerpt, cost
         source = narrow if narrow is not None else hit
         label = chat.label(source)
         base = self.counter.text(_line(Excerpt(hit.message_id, label, ""))) + 1
@@ -370,24 +421,88 @@ class Recall:
         return (excerpt, cost) if cost <= room else None
 
 
-def _weighted(hit: Hit) -> float:
-    """``hit``'s bm25 rank (negative: lower first), an earlier question's weighted down."""
-    asks = hit.role == "user" and hit.text.rstrip().endswith("?")
-    return hit.rank * QUESTION_WEIGHT if asks else hit.rank
+def _visible(messages: Sequence[dict[str, Any]], pos: int, shown: Shown | None) -> str:
+    """The text of the prompt the call shows, less the latest user message (at ``pos`` of
+    ``messages``), normalized: everything when ``shown`` is None, else what it keeps."""
+    if shown is None:
+        return normalize(
+            "\n".join(str(m.get("content") or "") for i, m in enumerate(messages) if i != pos)
+        )
+    view = shown(messages)
+    last = max((i for i, m in enumerate(view) if m.get("role") == "user"), default=-1)
+    return normalize("\n".join(str(m.get("content") or "") for i, m in enumerate(view)
+                                if i != last))
 
 
-def _narrow(hit: Hit, terms: Sequence[str]) -> Hit | None:
-    """The lines of a multi-line passage from its first to its last line naming one of
-    ``terms`` (None when that is the whole passage or no line names one)."""
+def _same_key(hit: Hit) -> str:
+    """What makes two passages the same excerpt: their text, without a call's header line (a
+    file written, then read back, is one excerpt, not two)."""
+    text = hit.text.partition("\n")[2] if hit.role == "call" and "\n" in hit.text else hit.text
+    return normalize(text)
+
+
+def _shown_text(hit: Hit) -> str:
+    """``hit``'s text as an excerpt shows it: a call's header line (the tool and its target)
+    as :func:`short_target` writes it."""
+    if hit.role != "call":
+        return hit.text
+    header, sep, body = hit.text.partition("\n")
+    tool, _, target = header.partition(" ")
+    return f"{tool} {short_target(target, None)}".rstrip() + sep + body
+
+
+def _weighted(hit: Hit, mine: bool = False) -> float:
+    """``hit``'s bm25 rank (negative: lower first), an earlier question's weighted down; the
+    user's words weighted up when the question asks about them (``mine``): "What name did
+    I give the branch?" is answered by "ok, create a branch refactor", not by code naming
+    branches."""
+    rank = hit.rank * USER_WEIGHT if mine and hit.role == "user" else hit.rank
+    return rank * QUESTION_WEIGHT if _asks(hit) else rank
+
+
+def _asks(hit: Hit) -> bool:
+    """Whether ``hit`` is an earlier question of the user (it shares the new question's
+    words, and holds no answer)."""
+    return hit.role == "user" and hit.text.rstrip().endswith("?")
+
+
+def _numbered(hit: Hit) -> list[str] | None:
+    """The lines of a multi-line passage whose line numbers are exact (None for one line,
+    or a call's passage, which starts with its header line: kept whole)."""
     lines = hit.text.split("\n")
     if len(lines) < 2 or hit.last - hit.first + 1 != len(lines) or hit.role == "call":
-        return None  # (a call's passage starts with its header line: kept whole)
+        return None
+    return lines
+
+
+def _best_line(hit: Hit, question: Question) -> int | None:
+    """The index of the line of ``hit`` that best answers ``question`` (:func:`fit`)."""
+    lines = _numbered(hit)
+    if lines is None:
+        return None
+    values = [fit(replace(hit, text=line), question) for line in lines]
+    return max(range(len(lines)), key=lambda i: (values[i], -i))
+
+
+def _lines(hit: Hit, lo: int, hi: int) -> Hit:
+    lines = hit.text.split("\n")
+    return replace(hit, first=hit.first + lo, last=hit.first + hi,
+                   text="\n".join(lines[lo : hi + 1]))
+
+
+def _narrow(hit: Hit, terms: Sequence[str], best: int | None = None) -> Hit | None:
+    """The lines of a multi-line passage from its first to its last line naming one of
+    ``terms``, widened to line ``best`` (None when that is the whole passage or no line
+    names one)."""
+    lines = _numbered(hit)
+    if lines is None:
+        return None
     named = [i for i, line in enumerate(lines) if any(names(line, t) for t in terms)]
+    if best is not None:
+        named = sorted({*named, best})
     if not named or (named[0] == 0 and named[-1] == len(lines) - 1):
         return None
-    lo, hi = named[0], named[-1]
-    text = "\n".join(lines[lo : hi + 1])
-    return replace(hit, first=hit.first + lo, last=hit.first + hi, text=text)
+    return _lines(hit, named[0], named[-1])
 
 
 def _line(excerpt: Excerpt) -> str:
@@ -456,6 +571,7 @@ class _ChatMap:
             for key in ("path", "file_path", "command", "pattern", "query"):
                 value = call.arguments.get(key)
                 if value:
-                    target = " " + " ".join(str(value).split())[:80]
+                    target = " " + short_target(str(value))
                     break
         return f"{where}, {tool}{target}{lines}"
+

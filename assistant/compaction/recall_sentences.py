@@ -69,11 +69,12 @@ def best_sentences(
 def score(text: str, terms: Sequence[str], asked: Sequence[str]) -> tuple[int, int]:
     """How well the best sentence of ``text`` matches: (searched terms, question words)
     it names."""
-    return max(
-        ((sum(names(s, t) for t in terms), sum(names(s, t) for t in asked))
-         for s in split_sentences(text)),
-        default=(0, 0),
-    )
+    roots = [stem(t) for t in terms], [stem(t) for t in asked]
+    best = (0, 0)
+    for sentence in split_sentences(text):  # each sentence's words stemmed once
+        have = {stem(w) for w in _WORD.findall(sentence.lower())}
+        best = max(best, (sum(r in have for r in roots[0]), sum(r in have for r in roots[1])))
+    return best
 
 
 def pairs(text: str, asked: Sequence[str]) -> int:

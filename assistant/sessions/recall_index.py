@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import re
 import sqlite3
 import threading
 import weakref
@@ -48,8 +49,10 @@ from assistant.sessions.recall_text import split_passages
 log = logging.getLogger("assistant.sessions.recall")
 
 #: "2": tool calls are indexed (role ``call``), and a tool output's passages carry their
-#: call (``source``); an index of "1" is rebuilt.
-SCHEMA_VERSION = "2"
+#: call (``source``); "3": a passage's line numbers leave out blank lines at its edges, and
+#: the source names what a common command's output is about (:data:`COMMAND_WORDS`). An
+#: index of an older schema is rebuilt from the chat file.
+SCHEMA_VERSION = "3"
 #: Arguments naming what a call acts on, in the order looked for (its header line).
 TARGET_KEYS = ("path", "file_path", "command", "pattern", "query", "url")
 PATH_KEYS = frozenset({"path", "file_path"})
@@ -74,6 +77,8 @@ class Hit:
     last: int
     text: str
     rank: float
+    #: The call a tool output's passage came from ("read_file data/part_04.txt"), "" else.
+    source: str = ""
 
 
 class IndexDamaged(Exception):
@@ -173,7 +178,7 @@ class RecallIndex:
                 if msg.role == "tool":
                     call = calls.get(msg.tool_call_id or "")
                     tool = msg.name or (call.name if call is not None else None)
-                    source = call_text(call)[0] if call is not None else (tool or "")
+                    source = source_text(call) if call is not None else (tool or "")
                 rows.extend(
                     (p.text, source, msg.id, msg.role, p.first, p.last)
                     for p in split_passages(msg.content, tool=tool)
@@ -246,12 +251,12 @@ class RecallIndex:
         with self._lock:
             rows = self._conn.execute(
                 "SELECT message_id, role, first, last, text, bm25(passages) * "
-                "CASE role WHEN 'assistant' THEN ? ELSE 1.0 END AS score "
+                "CASE role WHEN 'assistant' THEN ? ELSE 1.0 END AS score, source "
                 "FROM passages WHERE passages MATCH ? ORDER BY score LIMIT ?",
                 (ASSISTANT_WEIGHT, expression, limit),
             ).fetchall()
-        return [Hit(str(r[0]), str(r[1]), int(r[2]), int(r[3]), str(r[4]), float(r[5]))
-                for r in rows]
+        return [Hit(str(r[0]), str(r[1]), int(r[2]), int(r[3]), str(r[4]), float(r[5]),
+                    str(r[6] or "")) for r in rows]
 
     def close(self) -> None:
         with self._lock:
@@ -276,6 +281,27 @@ def call_text(call: ToolCall) -> tuple[str, str]:
         if key != target_key and isinstance(value, str) and value.strip()
     )
     return header, body
+
+
+#: What the output of a common command is about, in the words a question uses ("How many
+#: lines does a.py have?" is answered by ``wc -l``'s "177 a.py", which says "lines" nowhere).
+COMMAND_WORDS: tuple[tuple[re.Pattern[str], str], ...] = (
+    (re.compile(r"\bwc\s+(?:-\w*l|--lines)\b"), "lines line count"),
+    (re.compile(r"\bwc\s+(?:-\w*w|--words)\b"), "words count"),
+    (re.compile(r"\bwc\s+(?:-\w*c|--bytes)\b"), "bytes size"),
+    (re.compile(r"\b(?:du|ls\s+-\w*l\w*|stat)\b"), "size bytes"),
+    (re.compile(r"\bgit\s+(?:log|show)\b"), "commit hash message"),
+    (re.compile(r"\bgit\s+(?:status|diff)\b"), "changed modified files"),
+    (re.compile(r"\bgit\s+(?:branch|checkout|switch)\b"), "branch"),
+)
+
+
+def source_text(call: ToolCall) -> str:
+    """The ``source`` column of a tool output's passages: its call's header, and what a
+    common command's output is about (:data:`COMMAND_WORDS`)."""
+    header = call_text(call)[0]
+    extra = [words for pattern, words in COMMAND_WORDS if pattern.search(header)]
+    return " ".join([header, *extra])
 
 
 def call_passages(

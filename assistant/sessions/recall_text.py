@@ -102,9 +102,16 @@ def split_passages(text: str, *, tool: str | None = None) -> list[Passage]:
     chars = 0
 
     def flush(last: int) -> None:
-        body = "\n".join(window).strip()
-        if body:
-            out.append(Passage(first + offset, last + offset, body))
+        # Blank lines at the window's edges are left out, and its numbers say so: a
+        # passage's lines are exactly lines ``first``..``last`` (recall narrows it by line).
+        lo, hi = 0, len(window)
+        while lo < hi and not window[lo].strip():
+            lo += 1
+        while hi > lo and not window[hi - 1].strip():
+            hi -= 1
+        if lo < hi:
+            body = "\n".join(window[lo:hi])
+            out.append(Passage(first + lo + offset, last - (len(window) - hi) + offset, body))
         window.clear()
 
     for i, line in enumerate(lines, start=1):

@@ -77,3 +77,30 @@ def test_without_excerpts_every_variant_leaves_the_prompt_alone() -> None:
         before = [dict(m) for m in msgs]
         assert VARIANTS[name][1]([dict(m) for m in msgs], SimpleNamespace(recall=None),
                                  ctl, conv) == before
+
+
+def test_hits_says_whether_recall_s_block_holds_each_answer() -> None:
+    """``--hits``: retrieval alone, no model: each question through the app's ``prepare``;
+    a miss is printed with what came back."""
+    from bench.answers import Transcript
+    from bench.end_variants import recall_hits
+    from bench.questions import Question
+    from tests.fakes.scripted import ScriptedBackend
+
+    conv = Conversation()
+    conv.append(Message(role="user", content="Our staging server port is 12345."))
+    conv.append(Message(role="assistant", content="Noted."))
+    for i in range(40):
+        conv.append(Message(role="user", content=f"Tell me about the history of tea {i}. " * 8))
+        conv.append(Message(role="assistant", content="Tea was first grown in China. " * 15))
+    questions = [
+        Question("q1", "number", "Which port does the staging server use?", ("12345",), 0),
+        Question("q2", "name", "Which volcano did I climb?", ("Etna",), 0),
+    ]
+    t = Transcript("chat", "workload", "local", "You are a test assistant.",
+                   list(conv.messages), questions, 2_048)
+    hits, asked, lines = recall_hits(t, conv, len(conv.messages), ScriptedBackend())
+    assert (hits, asked) == (1, 2)
+    assert lines[0].startswith("  q1 HIT ")
+    assert lines[1].startswith("  q2 miss ") and lines[2].strip() == "(nothing)"
+    assert lines[-1].startswith("  blocks: 0.50 excerpts")

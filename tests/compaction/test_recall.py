@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from assistant.compaction.context_render import FOCUS_TOKENS
 from assistant.compaction.controller import ContextController
 from assistant.compaction.recall import HEADING_BEFORE, Recall, recall_budget
 from assistant.compaction.request import CallRequest
@@ -265,6 +266,98 @@ def test_a_line_of_one_of_many_files_read_is_found_by_the_file_name_and_its_word
     req = ctrl.prepare(CallRequest(conv, SYSTEM))
     assert req.recall is not None
     found = [e for e in req.recall.excerpts if "Item 17:" in e.text]
-    assert [e.label for e in found] == ["turn 5, read_file data/part_06.txt, lines 13-18"]
+    assert [e.label for e in found] == ["turn 5, read_file data/part_06.txt, line 17"]
     assert found[0].text == "Item 17: code QX-1719, stored in Lisbon, batch 25."
     assert "batch 17." not in req.recall.text  # the same number in another field
+
+
+# -- what ranks first (issue 25: the real session's retrieval misses) --------------------------
+
+
+def _compacted(ctrl: ContextController, conv: Conversation, turns: int = 30) -> None:
+    for i in range(turns):
+        conv.append(Message(role="user", content=f"Tell me about the history of tea {i}. " * 8))
+        conv.append(Message(role="assistant", content="Tea was first grown in China. " * 15))
+        ctrl.prepare(CallRequest(conv, SYSTEM))
+    assert conv.compactions
+
+
+def _run(conv: Conversation, tool: str, args: dict[str, str], output: str) -> None:
+    call = ToolCall(name=tool, arguments=args)
+    conv.append(Message(role="assistant", tool_calls=[call]))
+    conv.append(Message(role="tool", tool_call_id=call.id, name=tool, content=output))
+
+
+def test_how_many_lines_brings_back_the_line_count_not_the_write() -> None:
+    """"How many lines does X have?" after X was written and then counted with ``wc -l``: the
+    write's output names X and is short, so bm25 ranks it first; the count's line answers.
+    It comes first, and it is what a one-excerpt budget brings back."""
+    ctrl, _ = _controller()
+    root = "/home/ana/work/agent/packages/coding-agent/src"
+    conv = Conversation()
+    conv.append(Message(role="user", content="Extract the bash execution into its own file."))
+    code = "\n".join(f"export function step{i}(input: string): string {{ return input; }}"
+                     for i in range(40))
+    _run(conv, "write_file", {"path": f"{root}/core/bash-executor.ts", "content": code},
+         f"Successfully wrote 5370 bytes to {root}/core/bash-executor.ts")
+    _run(conv, "write_file", {"path": f"{root}/modes/print-mode.ts", "content": code},
+         f"Successfully wrote 1999 bytes to {root}/modes/print-mode.ts")
+    conv.append(Message(role="assistant", content="Both files are written."))
+    conv.append(Message(role="user", content="Show me what we have so far."))
+    _run(conv, "run_command", {"command": f"cd {root} && wc -l core/*.ts modes/*.ts"},
+         "\n".join([
+             "=== Line counts ===",
+             f"     885 {root}/core/agent-session.ts",
+             f"     177 {root}/core/bash-executor.ts",
+             f"      14 {root}/core/index.ts",
+             f"      69 {root}/modes/print-mode.ts",
+             f"      84 {root}/modes/rpc-mode.ts",
+             "    1229 total",
+         ]))
+    conv.append(Message(role="assistant", content="Good progress."))
+    _compacted(ctrl, conv)
+    conv.append(Message(role="user", content="How many lines does bash-executor.ts have?"))
+    req = ctrl.prepare(CallRequest(conv, SYSTEM))
+    assert req.recall is not None
+    assert f"177 {root}/core/bash-executor.ts" in req.recall.text
+    # Ranked first, and alone: a prompt of the question only (nothing visible), recall's
+    # budget at a 2,048-token window.
+    recall = Recall(ctrl.counter, MemoryIndexes().get)
+    question = conv.messages[-1]
+    messages = [{"role": "system", "content": SYSTEM},
+                {"role": "user", "content": question.content}]
+    block = recall.apply(conv, messages, budget=recall_budget(ctrl.policy()), kept=[question])
+    assert block is not None and len(block.excerpts) == 1
+    assert block.excerpts[0].text.strip().startswith("177 ")
+    assert "wc -l" in block.excerpts[0].label and "/home/ana" not in block.excerpts[0].label
+
+
+def test_a_name_the_user_gave_comes_back_as_their_message() -> None:
+    """"What name did I give the branch?" is answered by what the user said ("ok, create a
+    branch refactor"), not by code that names branches; and it comes back although the
+    summary still holds it, since the call beside recall's excerpts leaves the summary out
+    (``compaction.recall_focus``)."""
+    ctrl, _ = _controller()
+    ctrl.focus_tokens = lambda: FOCUS_TOKENS
+    conv = Conversation()
+    conv.append(Message(role="user", content="ok, create a branch refactor"))
+    _run(conv, "run_command", {"command": "git checkout -b refactor"},
+         "Switched to a new branch 'refactor'")
+    conv.append(Message(role="assistant", content="Done."))
+    conv.append(Message(role="user", content="Read the renderer."))
+    commands = "\n".join(
+        f'const {n}Command = {{ name: "{n}", description: "Create a new {n} from a message" }};'
+        for n in ("branch", "fork", "copy", "export", "queue", "model")
+    )
+    _run(conv, "read_file", {"path": "src/tui/renderer.ts"},
+         "src/tui/renderer.ts (6 lines)\n" + commands)
+    conv.append(Message(role="assistant", content="It defines the slash commands."))
+    _compacted(ctrl, conv)
+    assert "create a branch refactor" in conv.compactions[-1].summary  # the record keeps it
+    conv.append(Message(role="user", content="What name did I give the branch you should create?"))
+    req = ctrl.prepare(CallRequest(conv, SYSTEM))
+    assert req.recall is not None
+    assert req.recall.excerpts[0].text == "ok, create a branch refactor"
+    assert req.recall.excerpts[0].label == "turn 1, I said"
+    assert not any("[Context summary]" in str(m["content"]) for m in req.messages)
+

@@ -152,3 +152,50 @@ def test_tool_calls_are_indexed_with_their_target_on_every_passage() -> None:
     assert hits[0].role == "call"
     assert hits[0].text.startswith("write_file src/rpc-mode.ts\n")  # the path on every part
     assert "export MODE" in hits[0].text and hits[0].first > 1
+
+
+def test_an_index_of_an_older_schema_is_rebuilt_with_exact_line_numbers(
+    store: SessionStore,
+) -> None:
+    """Schema 3 numbers a passage without the blank lines at its edges; an index written by
+    an older version is rebuilt from the chat file when opened, not read as it is."""
+    chat_id, path = _chat(store)
+    conn = sqlite3.connect(path)
+    conn.execute("UPDATE meta SET value='2' WHERE key='schema'")
+    conn.commit()
+    conn.close()
+    with store.open(chat_id) as chat:
+        index = chat.recall_index()
+        assert index.state == "rebuilt: schema 2, expected 3"
+        assert index.count == 12
+        assert _search(index, "staging port")[0] == "Our staging server port is 12345."
+
+
+def test_a_passage_is_numbered_without_its_blank_edge_lines() -> None:
+    call = ToolCall(name="run_command", arguments={"command": "cd /srv/app && git commit"})
+    messages = [
+        Message(role="assistant", tool_calls=[call]),
+        Message(role="tool", tool_call_id=call.id, name="run_command",
+                content="\n\n[main 94ff0b0] Add the bash executor\n 3 files changed\n\n"),
+    ]
+    index = RecallIndex(None)
+    index.sync(messages)
+    hit = index.search(match_expression(["94ff0b0"]), limit=1)[0]
+    assert (hit.first, hit.last) == (3, 4)
+    assert hit.text.split("\n") == ["[main 94ff0b0] Add the bash executor", " 3 files changed"]
+    assert hit.source.startswith("run_command cd /srv/app && git commit")
+    index.close()
+
+
+def test_a_common_command_s_output_is_found_by_what_it_is_about() -> None:
+    """``wc -l``'s output says "lines" nowhere; "How many lines ..." finds it."""
+    call = ToolCall(name="run_command", arguments={"command": "wc -l src/a.py src/b.py"})
+    messages = [
+        Message(role="assistant", tool_calls=[call]),
+        Message(role="tool", tool_call_id=call.id, name="run_command",
+                content="  120 src/a.py\n   80 src/b.py\n  200 total"),
+    ]
+    index = RecallIndex(None)
+    index.sync(messages)
+    assert [h.text.split("\n")[0] for h in index.search('"lines"', limit=2)] == ["  120 src/a.py"]
+    index.close()

@@ -1,0 +1,127 @@
+"""What ranks first among the passages recall found, and how an excerpt's source is written.
+
+The index ranks passages by bm25 (:mod:`assistant.sessions.recall_index`), which prefers a
+short passage naming the question's rare words. For "How many lines does a.ts have?" that is
+"Successfully wrote 5370 bytes to a.ts", not the ``wc -l`` listing whose line "177 a.ts"
+answers it; for a question about one of many files read, it is the file's header line. So
+recall (:mod:`.recall`) orders the passages bm25 found by :func:`fit`, the question's words
+that one line of a passage names, and keeps bm25's order among equals. What a question asks
+for is read from its words: whether a number answers it (:func:`wants_number`) and whether it
+asks what the user said (:func:`speaks_of_user`). :func:`short_target` writes a call's target
+as a label shows it (a small model's tokenizer spends 30 tokens on an absolute path).
+Measured with the answer benchmark's hit rate and answers (docs/ANSWERS.md, "Retrieval").
+"""
+
+from __future__ import annotations
+
+import functools
+import itertools
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from assistant.compaction.recall_sentences import split_sentences, stem
+from assistant.sessions.recall_index import Hit
+
+#: Words of a question about what the user said, asked or decided.
+_SPEAKS_OF_USER = re.compile(
+    r"\b(?:did|do|have|had|should|would|could|was|were|am) (?:I|we)\b|\b(?:I|we) "
+    r"(?:said|asked|told|gave|wanted|want|suggested|mentioned|wrote|decided|agreed|chose|"
+    r"picked|named|called|questioned|stated|gave)\b|\bmy\b",
+)
+#: Words of a question a number answers.
+_WANTS_NUMBER = re.compile(
+    r"\bhow (?:many|much|often|long|old|far|big|large)\b|"
+    r"\b(?:what|which) (?:percent|percentage|number|version|size|port|year)\b"
+)
+_WORD = re.compile(r"[^\W_]+", re.UNICODE)
+#: :func:`.stem`, remembered: :func:`fit` stems every word of forty passages per question.
+_stem = functools.lru_cache(maxsize=1 << 16)(stem)
+#: A path in a call's header ("data/part_04.txt", "src/a.py", "/home/x/y").
+_PATH = re.compile(r"\S*[\w*]\.\w+\b|\S*/\S*")
+
+
+@dataclass(frozen=True)
+class Question:
+    """What :func:`fit` needs of the question: its words, and whether a number answers it."""
+
+    asked: Sequence[str]
+    number: bool
+
+
+def wants_number(question: str) -> bool:
+    """Whether ``question`` is answered by a number ("How many lines ...?", "How often
+    ...?", "What percent ...?")."""
+    return _WANTS_NUMBER.search(question.lower()) is not None
+
+
+def fit(hit: Hit, question: Question) -> float:
+    """How well ``hit`` answers ``question`` by its best unit (a line of a multi-line
+    passage, else a sentence): the question's words it names, its neighbouring pairs side by
+    side, one more for a number not in the question when a number answers it; and half a
+    point for each other question word the passage names elsewhere (or its source says:
+    "lines" for ``wc -l``'s output). bm25 ranks a short passage that names a file's name
+    ("Successfully wrote 5370 bytes to a.ts") before the longer one holding the answer
+    ("=== Line counts === ... 177 a.ts") for "How many lines does a.ts have?"."""
+    asked = [_stem(t) for t in question.asked]
+    if not asked:
+        return 0.0
+    wanted = set(asked)
+    units = hit.text.split("\n") if "\n" in hit.text.strip() else split_sentences(hit.text)
+    unit_words = [[_stem(w) for w in _WORD.findall(u.lower())] for u in units]
+    own = wanted & {_stem(w) for w in _WORD.findall(hit.source.lower())}
+    # The words of the file a passage came from do not tell its lines apart: a line naming
+    # the file again ("# partial_route.txt", a docstring) is not the one that answers.
+    # (A file's own: a call on one path, "read_file src/a.py"; a command's output names the
+    # paths it was given as its answer, "177 src/a.py".)
+    header = hit.source.split()
+    target = header[1] if len(header) == 2 and _PATH.fullmatch(header[1]) else ""
+    where = {_stem(w) for w in _WORD.findall(target.lower())}
+    seen: set[str] = set().union(*(wanted.intersection(words) for words in unit_words))
+    numbers = {t for t in question.asked if any(c.isdigit() for c in t)}
+    neighbours = list(itertools.pairwise(asked))
+    best = 0.0
+    for words in unit_words:
+        if not words:
+            continue
+        named = (wanted & set(words)) - where
+        pairs = set(itertools.pairwise(words))
+        value = float(len(named) + sum((a, b) in pairs and not {a, b} <= where
+                                       for a, b in neighbours))
+        if question.number and any(w[0].isdigit() and w not in numbers for w in words):
+            value += 1
+        value += 0.5 * len((seen | own) - named)
+        best = max(best, value)
+    return best
+
+
+def speaks_of_user(question: str) -> bool:
+    """Whether ``question`` asks about what the user said, asked or decided ("What name did
+    I give the branch?", "Which file did I ask you to read?", "What did we agree on?")."""
+    return _SPEAKS_OF_USER.search(question) is not None
+
+
+#: Characters of a command shown in a label, at most.
+LABEL_COMMAND_CHARS = 60
+#: Path components shown of a long path ("…/core/bash-executor.ts").
+PATH_PARTS = 3
+_CD_PREFIX = re.compile(r"^cd\s+\S+\s*(?:&&|;)\s*")
+_LONG_PATH = re.compile(r"(?<![\w.])[~/]?(?:[\w.@-]+/){" + str(PATH_PARTS) + r",}[\w.@-]+")
+
+
+def short_target(text: str, limit: int | None = LABEL_COMMAND_CHARS) -> str:
+    """A call's target as a label or an excerpt's header shows it: one line, a leading
+    ``cd DIR &&`` left out, long paths cut to their last :data:`PATH_PARTS` parts, at most
+    ``limit`` characters (a label; an excerpt's header is whole: a commit message is in it).
+    An absolute path costs a small model's tokenizer 30 tokens, a fifth of recall's budget
+    in a 2,048-token window, and says no more than its last parts."""
+    text = _CD_PREFIX.sub("", " ".join(text.split()))
+
+    def cut(m: re.Match[str]) -> str:
+        parts = m.group(0).split("/")
+        return m.group(0) if len(parts) <= PATH_PARTS else ".../" + "/".join(parts[-PATH_PARTS:])
+
+    text = _LONG_PATH.sub(cut, text)
+    if limit is not None and len(text) > limit:
+        text = text[: limit - 3].rstrip() + "..."
+    return text
