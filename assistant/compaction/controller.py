@@ -296,16 +296,26 @@ class ContextController:
         kept: Sequence[Message],
         tools: Sequence[dict[str, Any]] | None,
     ) -> int:
+        """The prompt with ``summary`` before ``kept``, as the next call writes it (the
+        shorter of as built and as rendered: :meth:`_adopt`). While segments add up it is
+        counted from them, as :meth:`prepare` decides; the prompt sent is encoded once,
+        when it is sent, not here as built and again as rendered."""
         built = context.build_context(
             conv, system_prompt, summary=summary, kept=kept, view=self.view(conv)
         )
         messages = context.to_openai(built)
-        tokens = self.counter.exact(messages, tools)
+        if self.counter.additive:
+            def count(msgs: list[dict[str, Any]]) -> int:
+                return self.counter.summed(self.overhead(system_prompt, tools), msgs)
+        else:
+            def count(msgs: list[dict[str, Any]]) -> int:
+                return self.counter.exact(msgs, tools)
+        tokens = count(messages)
         if self.render_earlier():  # as the next prompt shows it (before recall's excerpts)
             rendered = render_history(messages, first=len(messages) - len(kept),
                                       user_calls=_user_calls(kept))
-            if rendered != messages:  # never longer: see _rendered
-                tokens = min(tokens, self.counter.exact(rendered, tools))
+            if rendered != messages:
+                tokens = min(tokens, count(rendered))
         return tokens
 
     def measure(self, call: CallRequest, *, as_next: bool = False) -> PreparedRequest:

@@ -1,6 +1,8 @@
 """The facts of a conversation are computed once per ``prepare`` (issue 27): each of the
 functions that compute them is wrapped, and one prepare (plain, then one that compacts) is
-walked; no fact is computed twice for the same input."""
+walked; no fact is computed twice for the same input. The prompt's measure is one of them:
+the chat's whole prompt is counted once per state: the one sent (and, in a prepare that
+compacts, the one that passed the window)."""
 
 from __future__ import annotations
 
@@ -16,7 +18,9 @@ from assistant.compaction import file_tracking, visibility
 from assistant.compaction.facts import ConversationFacts, FactsCache
 from assistant.compaction.request import CallRequest
 from assistant.compaction.summary import extractive
+from assistant.compaction.tokens import TokenCounter
 from assistant.conversation import CompactionRecord, Conversation, Message
+from assistant.llm.base import EncodedPrompt
 from tests.fakes.scripted import ScriptedBackend
 
 from .helpers import GOOD_SUMMARY, SYSTEM, controller, local_policy, tool_turn
@@ -64,7 +68,20 @@ def computed(monkeypatch: pytest.MonkeyPatch) -> Computed:
         return original(self)
 
     monkeypatch.setattr(Conversation, "kept_messages", kept)
+    encode = TokenCounter.encode
+
+    def encoded(self: TokenCounter, messages: Any, tools: Any = None) -> EncodedPrompt:
+        if len(messages) > 1 and messages[0].get("content") == SYSTEM:  # the chat's prompt
+            seen[("measure", repr(messages))] += 1
+        return encode(self, messages, tools)
+
+    monkeypatch.setattr(TokenCounter, "encode", encoded)
     return seen
+
+
+def _measured(computed: Computed) -> list[str]:
+    """The chat prompts counted whole (to decide or to be sent), one entry a count."""
+    return [key for (name, key), n in computed.items() if name == "measure" for _ in range(n)]
 
 
 def _chat() -> Conversation:
@@ -97,6 +114,7 @@ def test_a_prepare_that_prunes_computes_each_fact_once(computed: Computed) -> No
     names = {name for name, _ in computed}
     assert {"kept_messages", "calls_by_id", "unanswered_ids"} <= names
     assert _repeated(computed) == {}
+    assert _measured(computed) == [repr(req.messages)]  # only the prompt sent
 
 
 def test_a_prepare_that_compacts_computes_each_fact_once(computed: Computed) -> None:
@@ -113,6 +131,10 @@ def test_a_prepare_that_compacts_computes_each_fact_once(computed: Computed) -> 
     assert _repeated(computed) == {}
     # Twice in all: the chat before the compaction, and after it (a new state).
     assert sum(n for (name, _), n in computed.items() if name == "kept_messages") == 2
+    # The prompt that passed the window, then the prompt sent; the summary's candidate is
+    # counted from its segments, not as built and again as rendered.
+    measured = _measured(computed)
+    assert len(measured) == 2 and measured[-1] == repr(req.messages)
 
 
 def test_the_walk_finds_a_fact_computed_twice(
@@ -149,3 +171,4 @@ def test_facts_follow_the_conversation() -> None:
     ]
     other = _chat()
     assert cache.of(other).conv is other
+
