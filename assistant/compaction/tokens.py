@@ -40,6 +40,9 @@ from assistant.llm.template import ChatTemplate
 _ANCHOR: dict[str, Any] = {"role": "system", "content": "."}
 #: Entries kept before the memo is cleared (a long session has a few thousand messages).
 MEMO_LIMIT = 50_000
+#: Whole prompts remembered by :meth:`TokenCounter.encode` (one ``prepare`` asks for at
+#: most this many different ones: before and after a compaction, as built and rendered).
+ENCODED_KEPT = 4
 
 MemoKey = tuple[str, bool, str, int, int, tuple[tuple[str, str], ...]]
 SegmentKey = tuple[int, int, int]
@@ -72,8 +75,8 @@ class TokenCounter:
         self._text_memo: dict[str, int] = {}
         self.misses = 0
         self.hits = 0
-        #: The last whole prompt encoded: (messages, tools, what it gave).
-        self._last: tuple[list[dict[str, Any]], list[dict[str, Any]], EncodedPrompt] | None = None
+        #: The last whole prompts encoded, newest last: (messages, tools, what it gave).
+        self._last: list[tuple[list[dict[str, Any]], list[dict[str, Any]], EncodedPrompt]] = []
         #: Whether ``overhead + sum(segments)`` (:meth:`summed`) has equalled the exact count
         #: of every prompt checked against it: the controller then decides on the sum and
         #: encodes each prompt once, the one it sends, checking the sum against it. Set
@@ -170,13 +173,15 @@ class TokenCounter:
         self, messages: ChatMessages, tools: Sequence[dict[str, Any]] | None = None
     ) -> EncodedPrompt:
         """The whole prompt rendered and counted, with its text and tokens when the backend
-        is a ``PromptEncoder`` (``generate`` then evaluates them as they are). The last one
-        is remembered: the same prompt asked for again (``prepare`` counts before it
-        decides whether to compact, and again after) is not tokenized twice."""
+        is a ``PromptEncoder`` (``generate`` then evaluates them as they are). The last
+        few are remembered: a prompt asked for again (``prepare`` counts before it decides
+        whether to compact, and again after; a summary's candidate, as built and as
+        rendered, is then the prompt built and adopted) is not tokenized twice."""
         shown = list(tools or [])
-        last = self._last
-        if last is not None and last[1] == shown and last[0] == list(messages):
-            return last[2]
+        wanted = list(messages)
+        for old_messages, old_tools, got in reversed(self._last):
+            if old_tools == shown and old_messages == wanted:
+                return got
         be = self.backend
         if isinstance(be, PromptEncoder):
             got = be.encode_prompt(messages, tools)
@@ -185,7 +190,8 @@ class TokenCounter:
         # A copy of each message: a caller may change one after (a copy of the whole prompt
         # cost more than its encode). What messages hold (calls, their arguments) is
         # replaced, never changed in place: recall and the rendering write new dicts.
-        self._last = ([dict(m) for m in messages], [dict(t) for t in shown], got)
+        self._last = [*self._last[-(ENCODED_KEPT - 1):],
+                      ([dict(m) for m in messages], [dict(t) for t in shown], got)]
         return got
 
 

@@ -18,9 +18,7 @@ from assistant.compaction import file_tracking, visibility
 from assistant.compaction.facts import ConversationFacts, FactsCache
 from assistant.compaction.request import CallRequest
 from assistant.compaction.summary import extractive
-from assistant.compaction.tokens import TokenCounter
 from assistant.conversation import CompactionRecord, Conversation, Message
-from assistant.llm.base import EncodedPrompt
 from tests.fakes.scripted import ScriptedBackend
 
 from .helpers import GOOD_SUMMARY, SYSTEM, controller, local_policy, tool_turn
@@ -68,14 +66,16 @@ def computed(monkeypatch: pytest.MonkeyPatch) -> Computed:
         return original(self)
 
     monkeypatch.setattr(Conversation, "kept_messages", kept)
-    encode = TokenCounter.encode
+    # What TokenCounter asks a backend for a whole prompt.
+    for method, whole in (("encode_prompt", ScriptedBackend.encode_prompt),
+                          ("count_prompt", ScriptedBackend.count_prompt)):
+        def counted(self: ScriptedBackend, messages: Any, tools: Any = None,
+                    _fn: Any = whole) -> Any:
+            if len(messages) > 1 and messages[0].get("content") == SYSTEM:  # the chat's prompt
+                seen[("measure", repr(messages))] += 1
+            return _fn(self, messages, tools)
 
-    def encoded(self: TokenCounter, messages: Any, tools: Any = None) -> EncodedPrompt:
-        if len(messages) > 1 and messages[0].get("content") == SYSTEM:  # the chat's prompt
-            seen[("measure", repr(messages))] += 1
-        return encode(self, messages, tools)
-
-    monkeypatch.setattr(TokenCounter, "encode", encoded)
+        monkeypatch.setattr(ScriptedBackend, method, counted)
     return seen
 
 
@@ -117,12 +117,16 @@ def test_a_prepare_that_prunes_computes_each_fact_once(computed: Computed) -> No
     assert _measured(computed) == [repr(req.messages)]  # only the prompt sent
 
 
-def test_a_prepare_that_compacts_computes_each_fact_once(computed: Computed) -> None:
+@pytest.mark.parametrize("additive", [True, False])
+def test_a_prepare_that_compacts_computes_each_fact_once(
+    computed: Computed, additive: bool
+) -> None:
     conv = _chat()
     pol = _policy(conv, -1)
     ctl, _be, _ = controller(
         ScriptedBackend([GOOD_SUMMARY]), pol, prune_enabled=lambda: False
     )
+    ctl.counter.additive = additive  # False: a template whose segments do not add up
     computed.clear()
     req = ctl.prepare(CallRequest(conv, SYSTEM))
     assert req.compaction is not None
@@ -131,10 +135,11 @@ def test_a_prepare_that_compacts_computes_each_fact_once(computed: Computed) -> 
     assert _repeated(computed) == {}
     # Twice in all: the chat before the compaction, and after it (a new state).
     assert sum(n for (name, _), n in computed.items() if name == "kept_messages") == 2
-    # The prompt that passed the window, then the prompt sent; the summary's candidate is
-    # counted from its segments, not as built and again as rendered.
+    # The prompt that passed the window, then the prompt sent. The summary's candidate is
+    # counted from its segments while they add up; else counted whole as built and as
+    # rendered (the shorter is sent), each once.
     measured = _measured(computed)
-    assert len(measured) == 2 and measured[-1] == repr(req.messages)
+    assert len(measured) == (2 if additive else 3) and repr(req.messages) in measured[1:]
 
 
 def test_the_walk_finds_a_fact_computed_twice(
