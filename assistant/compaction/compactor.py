@@ -148,34 +148,25 @@ class Plan:
                 f"message {self.latest_tokens} tokens")
 
 
+@dataclass
 class Compactor:
     """Runs one compaction over a conversation (see the module docstring)."""
 
-    def __init__(
-        self,
-        counter: TokenCounter,
-        summarizer: Callable[[], Summarizer],
-        *,
-        measure: Callable[[Conversation, str, str, Sequence[Message], Any], int],
-        chat_prefix: Callable[[Conversation, str, Sequence[Message]], list[dict[str, Any]]],
-        window: Callable[[], int],
-        before_compact: BeforeCompactHook | None = None,
-        cache: SummaryCache | None = None,
-        facts: FactsCache | None = None,
-        defer: Callable[[], bool] = lambda: False,
-    ) -> None:
-        self.cache = cache
-        #: Whether a compaction inside the turn leaves the model's summary to idle time
-        #: (:meth:`defers`).
-        self.defer = defer
-        #: The conversation's facts, shared with the controller (:mod:`.facts`).
-        self.facts = facts or FactsCache()
-        self.counter = counter
-        self.summarizer = summarizer
-        self.measure = measure
-        self.chat_prefix = chat_prefix
-        self.window = window
-        self.before_compact = before_compact
+    counter: TokenCounter
+    summarizer: Callable[[], Summarizer]
+    #: The prompt's tokens with a summary before the kept messages (the controller's).
+    measure: Callable[[Conversation, str, str, Sequence[Message], Any], int]
+    chat_prefix: Callable[[Conversation, str, Sequence[Message]], list[dict[str, Any]]]
+    #: The window for the summarizer's own calls.
+    window: Callable[[], int]
+    before_compact: BeforeCompactHook | None
+    #: Summaries written ahead of time (:mod:`.ahead`).
+    cache: SummaryCache
+    #: The conversation's facts, shared with the controller (:mod:`.facts`).
+    facts: FactsCache
+    #: Whether a compaction inside the turn leaves the model's summary to idle time
+    #: (:meth:`defers`).
+    defer: Callable[[], bool]
 
     # -- 1: plan (with 2: budget) ---------------------------------------------------------
     def plan(
@@ -363,8 +354,6 @@ class Compactor:
     def _preferred(self, kept: Sequence[Message]) -> int | None:
         """The cut the newest summary written ahead of time for these messages was planned
         for (None: there is none)."""
-        if self.cache is None:
-            return None
         cuts = self.cache.preferred_cuts(kept)
         return cuts[0] if cuts else None
 
@@ -427,22 +416,20 @@ class Compactor:
                 if answer.summary is not None:
                     return answer.summary, "hook", None
         request = self.request(conv, job, plan, budget)
-        if self.cache is not None:
-            reuse = self.cache.take(
-                request, lambda text: self.counter.text(text) <= request.budget)
-            if reuse is not None:
-                ready = reuse.outcome
-                ahead = "written ahead of time, while the chat was idle"
-                if not reuse.whole:
-                    ahead += (f", for the first {reuse.covered} of the {reuse.span} messages "
-                              "summarized (the others are in the record of what the user said)")
-                log.info("Using the summary written ahead of time (%d of %d message(s) of "
-                         "the span): %s", reuse.covered, reuse.span, plan.describe(budget))
-                return ready.text, ready.kind, replace(
-                    ready, rejected=list(ready.rejected),
-                    note=f"{ready.note}; {ahead}" if ready.note else ahead,
-                )
-            log.info("No summary written ahead for this plan: %s", plan.describe(budget))
+        reuse = self.cache.take(request, lambda text: self.counter.text(text) <= request.budget)
+        if reuse is not None:
+            ready = reuse.outcome
+            ahead = "written ahead of time, while the chat was idle"
+            if not reuse.whole:
+                ahead += (f", for the first {reuse.covered} of the {reuse.span} messages "
+                          "summarized (the others are in the record of what the user said)")
+            log.info("Using the summary written ahead of time (%d of %d message(s) of "
+                     "the span): %s", reuse.covered, reuse.span, plan.describe(budget))
+            return ready.text, ready.kind, replace(
+                ready, rejected=list(ready.rejected),
+                note=f"{ready.note}; {ahead}" if ready.note else ahead,
+            )
+        log.info("No summary written ahead for this plan: %s", plan.describe(budget))
         summarizer = self.summarizer()
         try:
             if self.defers(job, summarizer, request):
@@ -490,7 +477,7 @@ class Compactor:
         request = self.request(conv, job, plan, budget)
         key = summary_key(request)
         log.info("Plan written ahead for: %s", plan.describe(budget))
-        if self.cache is not None and self.cache.get(key) is not None:
+        if self.cache.get(key) is not None:
             return None
         try:
             outcome = self.summarizer().summarize(request, job.cancel)

@@ -157,7 +157,6 @@ class ContextController:
         #: none written ahead matches, leaving the model's to idle time (the window with
         #: "write the next summary ahead" on: :meth:`precompute` writes the next one).
         self.defer_model = defer_model
-        self.before_compact = before_compact
         self.after_compact = after_compact
         #: Brings back excerpts of the whole chat beside the latest question (None: off).
         self.recall = recall
@@ -175,6 +174,12 @@ class ContextController:
         #: computed once per state and shared by the rules (:mod:`.facts`).
         self.facts = FactsCache()
         self.views = ViewBuilder(self.counter, self.facts)
+        self.compactor = Compactor(
+            self.counter, lambda: self.summarizer, self._measure, self._chat_prefix,
+            # The summary's own prompt is history: it is written within the target.
+            lambda: min(self.policy().window, self.backend.info.context_window),
+            before_compact, self.summary_cache, self.facts, lambda: self.defer_model(),
+        )
         #: Conversation states where compaction did not help (never retried automatically).
         self._no_retry: set[tuple[int, int, int]] = set()
         self._overflow_done: set[tuple[int, int, int]] = set()
@@ -639,7 +644,7 @@ class ContextController:
             self._sent_view = (id(trial), sent[1], sent[2], sent[3])
         self._quiet = True
         try:
-            got = self._compactor(pol).ahead(
+            got = self.compactor.ahead(
                 trial, job, pol, overhead=self.overhead(call.system_prompt, call.tools),
                 counts=counts,
             )
@@ -660,21 +665,6 @@ class ContextController:
             self.on_summary_prefill(done, total)
 
     # -- internals -----------------------------------------------------------------------
-    def _compactor(self, pol: EffectivePolicy) -> Compactor:
-        # The summary's own prompt is history: it is written within the target.
-        target = self.policy().window
-        return Compactor(
-            self.counter,
-            lambda: self.summarizer,
-            measure=self._measure,
-            chat_prefix=self._chat_prefix,
-            window=lambda: min(pol.window, target, self.backend.info.context_window),
-            before_compact=self.before_compact,
-            cache=self.summary_cache,
-            facts=self.facts,
-            defer=self.defer_model,
-        )
-
     def _kept(self, conv: Conversation) -> tuple[list[Message], list[int]]:
         view = self.view(conv)  # once: it is the same for every message
         kept = [context.shown(m, view) for m in self.facts.of(conv).kept]
@@ -687,13 +677,12 @@ class ContextController:
         """One compaction through the :class:`Compactor`, with events and the record
         (``pol``: the call's policy, by default the target's)."""
         pol = pol or self.policy()
-        compactor = self._compactor(pol)
         _kept, counts = self._kept(conv)
 
         def started(messages: int) -> None:
             self._emit(CompactionStarted(job.reason, tokens_before, messages=messages))
 
-        outcome = compactor.run(
+        outcome = self.compactor.run(
             conv, job, pol, overhead=self.overhead(job.system_prompt, job.tools),
             counts=counts, tokens_before=tokens_before, on_start=started,
         )
