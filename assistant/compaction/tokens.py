@@ -154,15 +154,6 @@ class TokenCounter:
         return self.backend.count_prompt([{"role": "system", "content": system_prompt}], tools)
 
     # -- whole prompts -----------------------------------------------------------------
-    def estimate(
-        self,
-        system_prompt: str,
-        messages: Sequence[Message],
-        tools: Sequence[dict[str, Any]] | None = None,
-    ) -> int:
-        """Overhead plus memoized segments (exact for ChatML; see the module docstring)."""
-        return self.overhead(system_prompt, tools) + sum(self.message(m) for m in messages)
-
     def exact(
         self, messages: ChatMessages, tools: Sequence[dict[str, Any]] | None = None
     ) -> int:

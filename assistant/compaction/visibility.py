@@ -296,9 +296,6 @@ class TrimPlan:
 
     caps: Mapping[str, int]
     cap: int = 0
-    #: Tokens the cut outputs had before and after cutting (message segments).
-    before: int = 0
-    after: int = 0
 
     @property
     def applies(self) -> bool:
@@ -331,11 +328,5 @@ def plan_trims(
                 caps[msg.id] = max(cap - (seg - content), 1)
         chosen = caps
         if freed >= excess:
-            return _plan(outputs, chosen, cap)
-    return _plan(outputs, chosen, ladder[-1]) if ladder else TrimPlan(caps={})
-
-
-def _plan(outputs: Sequence[tuple[Message, int, int]], caps: dict[str, int], cap: int) -> TrimPlan:
-    before = sum(seg for m, seg, _ in outputs if m.id in caps)
-    after = sum(min(seg, cap) for m, seg, _ in outputs if m.id in caps)
-    return TrimPlan(caps=caps, cap=cap, before=before, after=after)
+            return TrimPlan(caps=chosen, cap=cap)
+    return TrimPlan(caps=chosen, cap=ladder[-1]) if ladder else TrimPlan(caps={})
