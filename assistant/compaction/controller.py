@@ -531,26 +531,14 @@ class ContextController:
         block = self.recall.apply(call.conv, messages, budget, self.facts.of(call.conv).kept)
         if block is None:
             return req
-        prompt: EncodedPrompt | None = None
-        if req.prompt is None:
-            seg = self.counter.segment_of
-            tokens = req.prompt_tokens + sum(
-                seg(new) - seg(old) for new, old in zip(messages, req.messages, strict=True)
-                if new is not old
-            )
-        else:
-            prompt = self.counter.encode(messages, call.tools)
-            tokens = prompt.count
+        tokens, prompt = self._count(call, req, messages)
         if tokens > pol.window - pol.reserve // 2:  # counted alone it fitted; joined not
             log.info("Recall block left out: the prompt would be %d tokens", tokens)
             return req
         added = tokens - req.prompt_tokens
-        req.messages = messages
-        req.prompt_tokens = tokens
-        req.reserve = min(pol.reserve, max(pol.limit - tokens, 0))
+        _set_prompt(req, messages, tokens, prompt, pol)
         req.segments["conversation"] = req.segments.get("conversation", 0) + added
         req.recall = block
-        req.prompt = prompt
         log.info("Recall: %d excerpt(s), %d tokens", len(block.excerpts), added)
         return req
 
@@ -592,25 +580,28 @@ class ContextController:
         memoized segments when ``req`` was), unless they are longer than the prompt as
         built (compaction planned for that one; its measure takes the shorter of the two).
         Whether they were adopted."""
-        prompt: EncodedPrompt | None = None
-        if req.prompt is None:
-            count = self.counter.summed(self.overhead(call.system_prompt, call.tools), messages)
-        else:
-            prompt = self.counter.encode(messages, call.tools)
-            count = prompt.count
+        count, prompt = self._count(call, req, messages)
         if count > req.prompt_tokens:
             return False
-        req.messages = messages
-        req.prompt_tokens = count
-        req.reserve = min(pol.reserve, max(pol.limit - count, 0))
+        _set_prompt(req, messages, count, prompt, pol)
         # The outputs written as notes are still tool outputs on the context bar.
         fixed = sum(req.segments.get(k, 0) for k in ("system", "tools", "summary"))
         rest = max(count - fixed, 0)
         outputs = min(sum(self.counter.segment_of(m) for m in messages if is_output(m)), rest)
         req.segments["tool_outputs"] = outputs
         req.segments["conversation"] = rest - outputs
-        req.prompt = prompt
         return True
+
+    def _count(
+        self, call: CallRequest, req: PreparedRequest, messages: list[dict[str, Any]]
+    ) -> tuple[int, EncodedPrompt | None]:
+        """``messages`` (a changed ``req``) counted as ``req`` was: encoded, or from their
+        memoized segments (no prompt)."""
+        if req.prompt is None:
+            overhead = self.overhead(call.system_prompt, call.tools)
+            return self.counter.summed(overhead, messages), None
+        prompt = self.counter.encode(messages, call.tools)
+        return prompt.count, prompt
 
     # -- ahead of time -------------------------------------------------------------------
     def precompute(self, call: CallRequest) -> Precomputed | None:
@@ -746,6 +737,17 @@ class ContextController:
     def _emit(self, event: ContextEvent) -> None:
         if self.on_event is not None:
             self.on_event(event)
+
+
+def _set_prompt(
+    req: PreparedRequest, messages: list[dict[str, Any]], tokens: int,
+    prompt: EncodedPrompt | None, pol: EffectivePolicy,
+) -> None:
+    """``req`` sends ``messages`` (``tokens``, encoded as ``prompt``) from now on."""
+    req.messages = messages
+    req.prompt_tokens = tokens
+    req.prompt = prompt
+    req.reserve = min(pol.reserve, max(pol.limit - tokens, 0))
 
 
 def _user_calls(messages: Sequence[Message]) -> set[str]:
