@@ -57,7 +57,7 @@ from assistant.compaction.prune import count_user_turns, plan_prune
 from assistant.compaction.recall import Recall, recall_budget, recall_room
 from assistant.compaction.request import CallRequest, MessageFit, PreparedRequest
 from assistant.compaction.summary import ExtractiveSummarizer, ModelSummarizer, Summarizer
-from assistant.compaction.tokens import TokenCounter
+from assistant.compaction.tokens import Memo, TokenCounter
 from assistant.compaction.view import ViewBuilder
 from assistant.compaction.visibility import pending_start
 from assistant.config import EffectivePolicy
@@ -169,7 +169,7 @@ class ContextController:
         #: user message (the latest exchange always) go into that call (None: all of it;
         #: :func:`.context_render.focus_history`).
         self.focus_tokens = focus_tokens
-        self._overhead_memo: dict[tuple[str, str], int] = {}
+        self._overhead_memo: Memo[tuple[str, str], int] = Memo(64)
         #: The facts of the conversation (kept messages, calls, unanswered ids, files),
         #: computed once per state and shared by the rules (:mod:`.facts`).
         self.facts = FactsCache()
@@ -216,13 +216,7 @@ class ContextController:
     def overhead(self, system_prompt: str, tools: Sequence[dict[str, Any]] | None) -> int:
         """Tokens of the system prompt, tool schemas and generation prompt (memoized)."""
         key = (system_prompt, json.dumps(list(tools or []), sort_keys=True, default=str))
-        got = self._overhead_memo.get(key)
-        if got is None:
-            if len(self._overhead_memo) > 64:
-                self._overhead_memo.clear()
-            got = self.counter.overhead(system_prompt, tools)
-            self._overhead_memo[key] = got
-        return got
+        return self._overhead_memo.get(key, lambda: self.counter.overhead(system_prompt, tools))
 
     def estimate(
         self, conv: Conversation, system_prompt: str, tools: Sequence[dict[str, Any]] | None = None

@@ -29,8 +29,8 @@ characters-per-token guess is never used.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from typing import Any
+from collections.abc import Callable, Hashable, Sequence
+from typing import Any, Generic, TypeVar
 
 from assistant.conversation import Message
 from assistant.llm.base import ChatMessages, EncodedPrompt, ModelInfo, PromptCounter, PromptEncoder
@@ -46,6 +46,26 @@ ENCODED_KEPT = 4
 
 MemoKey = tuple[str, bool, str, int, int, tuple[tuple[str, str], ...]]
 SegmentKey = tuple[int, int, int]
+K = TypeVar("K", bound=Hashable)
+V = TypeVar("V")
+
+
+class Memo(Generic[K, V]):
+    """Values computed once per key, cleared whole at ``limit`` entries: the memos of a
+    long session stay bounded, and what is asked again after a clear is computed again."""
+
+    def __init__(self, limit: int = MEMO_LIMIT) -> None:
+        self.limit = limit
+        self._items: dict[K, V] = {}
+
+    def get(self, key: K, make: Callable[[], V]) -> V:
+        got = self._items.get(key)
+        if got is None:
+            if len(self._items) >= self.limit:
+                self._items.clear()
+            got = make()
+            self._items[key] = got
+        return got
 
 
 def _memo_key(msg: Message) -> MemoKey:
@@ -69,12 +89,10 @@ class TokenCounter:
 
     def __init__(self, backend: PromptCounter) -> None:
         self.backend = backend
-        self._memo: dict[MemoKey, int] = {}
-        self._segments: dict[SegmentKey, int] = {}
+        self._memo: Memo[MemoKey, int] = Memo()
+        self._segments: Memo[SegmentKey, int] = Memo()
         self._anchor_tokens: int | None = None
-        self._text_memo: dict[str, int] = {}
-        self.misses = 0
-        self.hits = 0
+        self._text_memo: Memo[str, int] = Memo(4_096)
         #: The last whole prompts encoded, newest last: (messages, tools, what it gave).
         self._last: list[tuple[list[dict[str, Any]], list[dict[str, Any]], EncodedPrompt]] = []
         #: Whether ``overhead + sum(segments)`` (:meth:`summed`) has equalled the exact count
@@ -87,13 +105,7 @@ class TokenCounter:
     # -- single pieces -----------------------------------------------------------------
     def text(self, text: str) -> int:
         """Tokens of plain ``text`` (no template), memoized for repeated strings."""
-        got = self._text_memo.get(text)
-        if got is None:
-            got = self.backend.count(text)
-            if len(self._text_memo) > 4_096:
-                self._text_memo.clear()
-            self._text_memo[text] = got
-        return got
+        return self._text_memo.get(text, lambda: self.backend.count(text))
 
     def _anchor(self) -> int:
         if self._anchor_tokens is None:
@@ -108,14 +120,8 @@ class TokenCounter:
         """:meth:`segment`, memoized on what the message holds: the messages of a prompt
         as rendered (earlier calls as notes, recall's block in the latest question) are
         counted once each, not with the whole prompt every call."""
-        key = _segment_key(openai_message)
-        got = self._segments.get(key)
-        if got is None:
-            got = self.segment(openai_message)
-            if len(self._segments) >= MEMO_LIMIT:
-                self._segments.clear()
-            self._segments[key] = got
-        return got
+        return self._segments.get(
+            _segment_key(openai_message), lambda: self.segment(openai_message))
 
     def summed(self, overhead: int, messages: ChatMessages) -> int:
         """``messages``' prompt from its pieces: ``overhead`` (system prompt, tools and
@@ -125,17 +131,7 @@ class TokenCounter:
 
     def message(self, msg: Message) -> int:
         """Tokens ``msg`` adds to the prompt as the model sees it (memoized)."""
-        key = _memo_key(msg)
-        got = self._memo.get(key)
-        if got is not None:
-            self.hits += 1
-            return got
-        self.misses += 1
-        got = self.segment_of(msg.to_openai())
-        if len(self._memo) >= MEMO_LIMIT:
-            self._memo.clear()
-        self._memo[key] = got
-        return got
+        return self._memo.get(_memo_key(msg), lambda: self.segment_of(msg.to_openai()))
 
     def unpruned(self, msg: Message) -> int:
         """Tokens of ``msg`` with its full content (what pruning it would free from)."""

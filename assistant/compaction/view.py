@@ -16,7 +16,7 @@ from typing import Any
 from assistant.compaction import context
 from assistant.compaction.context import View
 from assistant.compaction.facts import FactsCache
-from assistant.compaction.tokens import TokenCounter
+from assistant.compaction.tokens import Memo, TokenCounter
 from assistant.compaction.visibility import cleared_note, plan_trims, trim_output
 from assistant.conversation import Conversation, Message, ToolCall
 from assistant.llm.base import EncodedPrompt
@@ -47,8 +47,8 @@ class ViewBuilder:
     def __init__(self, counter: TokenCounter, facts: FactsCache | None = None) -> None:
         self.counter = counter
         self.facts = facts or FactsCache()
-        self._notes: dict[tuple[str, int], str] = {}
-        self._cuts: dict[tuple[str, int, int], str] = {}
+        self._notes: Memo[tuple[str, int], str] = Memo(NOTE_MEMO_LIMIT)
+        self._cuts: Memo[tuple[str, int, int], str] = Memo(NOTE_MEMO_LIMIT)
 
     def view(
         self, conv: Conversation, message_cap: int | None = None, latest_cap: int | None = None
@@ -81,30 +81,16 @@ class ViewBuilder:
         how to get the rest). A message this long could not fit whole beside the system
         prompt; cutting it the same way in every call keeps what the model saw (and the
         KV cache) stable until the window changes. Memoized per message and cap."""
-        key = (msg.id, len(msg.content), cap)
-        got = self._cuts.get(key)
-        if got is None:
-            if len(self._cuts) > NOTE_MEMO_LIMIT:
-                self._cuts.clear()
-            got = trim_output(
-                msg.model_view_content(), cap, self.counter.text,
-                calls.get(msg.tool_call_id or ""),
-                kind={"user": "message", "assistant": "reply"}.get(msg.role, "output"),
-            )
-            self._cuts[key] = got
-        return got
+        return self._cuts.get((msg.id, len(msg.content), cap), lambda: trim_output(
+            msg.model_view_content(), cap, self.counter.text, calls.get(msg.tool_call_id or ""),
+            kind={"user": "message", "assistant": "reply"}.get(msg.role, "output"),
+        ))
 
     def note(self, msg: Message, calls: dict[str, ToolCall]) -> str:
         """``msg``'s cleared note (memoized; its size is counted on the original content)."""
         tokens = self.counter.unpruned(msg)
-        key = (msg.id, tokens)
-        got = self._notes.get(key)
-        if got is None:
-            if len(self._notes) > NOTE_MEMO_LIMIT:
-                self._notes.clear()
-            got = cleared_note(msg, calls.get(msg.tool_call_id or ""), tokens)
-            self._notes[key] = got
-        return got
+        return self._notes.get(
+            (msg.id, tokens), lambda: cleared_note(msg, calls.get(msg.tool_call_id or ""), tokens))
 
     def cleared_size(self, conv: Conversation) -> Callable[[Message], int]:
         """Segment tokens of a result once cleared (what pruning weighs against)."""
