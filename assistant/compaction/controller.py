@@ -415,8 +415,7 @@ class ContextController:
             elif self._state(conv) in self._no_retry:
                 log.info("Compaction did not shrink this chat earlier; not retried")
             else:
-                job = _job(call, CompactionReason.THRESHOLD)
-                record = self._run(conv, job, req.prompt_tokens, pol).record
+                record = self._run(call, CompactionReason.THRESHOLD, req.prompt_tokens, pol).record
         if record is not None or req.prompt_tokens + pol.reserve > pol.limit or self._last_cuts:
             req = self._request(call, pol, exact=exact)  # else: the same request again
         if pol.limit > req.prompt_tokens > pol.limit - pol.reserve:
@@ -481,8 +480,8 @@ class ContextController:
             log.info("Compaction (%s) skipped: switched off", reason)
             return None
         before = self._request(call, self.policy(), trim=False)
-        job = _job(call, CompactionReason(reason), focus=call.focus)
-        return self._run(call.conv, job, before.prompt_tokens).record
+        return self._run(call, CompactionReason(reason), before.prompt_tokens,
+                         focus=call.focus).record
 
     def handle_overflow(self, call: CallRequest) -> PreparedRequest:
         """After ContextOverflowError: compact (reason "overflow") and return the retry.
@@ -500,8 +499,7 @@ class ContextController:
             raise ContextTooLargeError("already compacted once for this request")
         self._overflow_done.add(state)
         before = self._request(call, pol, trim=False)
-        job = _job(call, CompactionReason.OVERFLOW)
-        outcome = self._run(conv, job, before.prompt_tokens, pol)
+        outcome = self._run(call, CompactionReason.OVERFLOW, before.prompt_tokens, pol)
         if outcome.status == Status.CANCELLED:
             raise GenerationCancelled("Compaction cancelled")
         if outcome.record is None:
@@ -622,17 +620,13 @@ class ContextController:
         )
         be = self.backend
         state = be.save_state() if isinstance(be, KVCacheAware) else None
-        job = _job(call, CompactionReason.THRESHOLD)
-        kept, counts = self._kept(trial)
+        job, kept = self._job(call, CompactionReason.THRESHOLD, pol, conv=trial)
         sent = self._sent_view
         if sent is not None and sent[0] == id(conv):  # the trial chat was sent as this one
             self._sent_view = (id(trial), sent[1], sent[2], sent[3])
         self._quiet = True
         try:
-            got = self.compactor.ahead(
-                trial, job, pol, overhead=self.overhead(call.system_prompt, call.tools),
-                counts=counts,
-            )
+            got = self.compactor.ahead(job)
         finally:
             self._quiet = False
             self._sent_view = sent
@@ -655,22 +649,32 @@ class ContextController:
         kept = [context.shown(m, view) for m in self.facts.of(conv).kept]
         return kept, [self.counter.message(m) for m in kept]
 
+    def _job(
+        self, call: CallRequest, reason: CompactionReason, pol: EffectivePolicy, *,
+        conv: Conversation | None = None, focus: str | None = None,
+    ) -> tuple[CompactionJob, list[Message]]:
+        """The compactor's job for ``call`` (or for ``conv`` in its place; only a manual
+        compaction takes a focus), and the kept messages as shown."""
+        conv = conv or call.conv
+        kept, counts = self._kept(conv)
+        overhead = self.overhead(call.system_prompt, call.tools)
+        job = CompactionJob(reason, conv, pol, overhead, counts, call.system_prompt,
+                            call.tools, focus, call.cancel)
+        return job, kept
+
     def _run(
-        self, conv: Conversation, job: CompactionJob, tokens_before: int,
-        pol: EffectivePolicy | None = None,
+        self, call: CallRequest, reason: CompactionReason, tokens_before: int,
+        pol: EffectivePolicy | None = None, focus: str | None = None,
     ) -> CompactionOutcome:
         """One compaction through the :class:`Compactor`, with events and the record
         (``pol``: the call's policy, by default the target's)."""
-        pol = pol or self.policy()
-        _kept, counts = self._kept(conv)
+        conv = call.conv
+        job, _kept = self._job(call, reason, pol or self.policy(), focus=focus)
 
         def started(messages: int) -> None:
             self._emit(CompactionStarted(job.reason, tokens_before, messages=messages))
 
-        outcome = self.compactor.run(
-            conv, job, pol, overhead=self.overhead(job.system_prompt, job.tools),
-            counts=counts, tokens_before=tokens_before, on_start=started,
-        )
+        outcome = self.compactor.run(job, tokens_before=tokens_before, on_start=started)
         if outcome.status == Status.CANCELLED:
             log.info("Compaction (%s) cancelled; the request proceeds uncompacted", job.reason)
             self._emit(CompactionCancelled(job.reason, tokens_before=tokens_before))
@@ -748,7 +752,3 @@ def _user_calls(messages: Sequence[Message]) -> set[str]:
     """Ids of the tool calls the user ran (``/read``), noted as run at their request."""
     return {c.id for m in messages if m.initiated_by == "user" for c in m.tool_calls}
 
-
-def _job(call: CallRequest, reason: CompactionReason, focus: str | None = None) -> CompactionJob:
-    """The compactor's job for ``call`` (only a manual compaction takes a focus)."""
-    return CompactionJob(reason, call.system_prompt, call.tools, focus, call.cancel)
