@@ -49,7 +49,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Literal, Protocol
 
 from assistant.compaction.summary import prompts
-from assistant.compaction.summary.clean import clean_summary, vocabulary
+from assistant.compaction.summary.clean import Known, clean_summary
 from assistant.compaction.summary.extractive import MechanicalState, extractive_summary
 from assistant.compaction.summary.grammar import follows_skeleton, min_budget, summary_grammar
 from assistant.compaction.summary.guided import GuidedRequest, user_rules
@@ -548,13 +548,13 @@ class ModelSummarizer:
         """
         guided = checks.guided
         grammar = guided.grammar if guided is not None else None
-        known = vocabulary(source + "\n" + checks.reference)
+        known = Known(source + "\n" + checks.reference)
         problems: list[str] = []
         text = ""
         for attempt in range(2):
             names: list[str] = []
             if attempt and repair is not None and guided is not None and repairable(problems):
-                users = vocabulary(checks.users) if checks.users else None
+                users = Known(checks.users) if checks.users else None
                 names = sections_to_repair(text, known, users, guided.fact_groups)
             if names and repair is not None:
                 msgs = repair(names)
