@@ -44,6 +44,7 @@ MEMO_LIMIT = 50_000
 #: most this many different ones: before and after a compaction, as built and rendered).
 ENCODED_KEPT = 4
 
+Count = Callable[[str], int]
 MemoKey = tuple[str, bool, str, int, int, tuple[tuple[str, str], ...]]
 SegmentKey = tuple[int, int, int]
 K = TypeVar("K", bound=Hashable)
@@ -183,7 +184,7 @@ class TokenCounter:
 
 
 def truncate_to_tokens(
-    text: str, limit: int, count: Callable[[str], int], marker: str = " [...truncated]"
+    text: str, limit: int, count: Count, marker: str = " [...truncated]"
 ) -> str:
     """The longest prefix of ``text`` (plus ``marker``) with at most ``limit`` tokens."""
     if limit <= 0:
@@ -193,14 +194,20 @@ def truncate_to_tokens(
     room = limit - count(marker)
     if room <= 0:
         return ""
-    lo, hi = 0, len(text)
-    while lo < hi:  # largest prefix length whose count fits
+    return text[: largest_fitting(lambda k: text[:k], len(text), room, count)].rstrip() + marker
+
+
+def largest_fitting(build: Callable[[int], str], most: int, limit: int, count: Count) -> int:
+    """The largest ``k`` in ``[0, most]`` whose ``build(k)`` (growing with ``k``) counts at
+    most ``limit`` tokens (0 when none does)."""
+    lo, hi = 0, most
+    while lo < hi:
         mid = (lo + hi + 1) // 2
-        if count(text[:mid]) <= room:
+        if count(build(mid)) <= limit:
             lo = mid
         else:
             hi = mid - 1
-    return text[:lo].rstrip() + marker
+    return lo
 
 
 class CountingBackend:

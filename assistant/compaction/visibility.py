@@ -32,6 +32,7 @@ from dataclasses import dataclass
 
 from assistant.compaction.cut_point import is_turn_start
 from assistant.compaction.file_tracking import READ_TOOLS, call_target
+from assistant.compaction.tokens import largest_fitting
 from assistant.conversation import PRUNED_PLACEHOLDER, Message, ToolCall
 
 Count = Callable[[str], int]
@@ -252,7 +253,7 @@ def trim_output(
             )
             return "\n".join([*lines[:head], marker, *lines[len(lines) - tail :]])
 
-        cut = _largest(build, len(lines) - 1, cap, count)
+        cut = build(largest_fitting(build, len(lines) - 1, cap, count))
         return cut if count(cut) < size else text
 
     def build_chars(keep: int) -> str:
@@ -262,20 +263,8 @@ def trim_output(
         marker = _char_marker(len(omitted), count(omitted), kind)
         return text[:head] + marker + text[len(text) - tail :]
 
-    cut = _largest(build_chars, len(text) - 1, cap, count)
+    cut = build_chars(largest_fitting(build_chars, len(text) - 1, cap, count))
     return cut if count(cut) < size else text
-
-
-def _largest(build: Callable[[int], str], most: int, cap: int, count: Count) -> str:
-    """``build(k)`` for the largest ``k`` in ``[0, most]`` whose count fits ``cap``."""
-    lo, hi = 0, most
-    while lo < hi:
-        mid = (lo + hi + 1) // 2
-        if count(build(mid)) <= cap:
-            lo = mid
-        else:
-            hi = mid - 1
-    return build(lo)
 
 
 def cap_ladder(largest: int, floor: int = TRIM_FLOOR) -> list[int]:
