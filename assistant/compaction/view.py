@@ -44,9 +44,9 @@ class ViewBuilder:
     """Views of one conversation; its facts (kept messages, calls, unanswered ids) come
     from ``facts``, shared with the controller, so each is computed once per state."""
 
-    def __init__(self, counter: TokenCounter, facts: FactsCache | None = None) -> None:
+    def __init__(self, counter: TokenCounter, facts: FactsCache) -> None:
         self.counter = counter
-        self.facts = facts or FactsCache()
+        self.facts = facts
         self._notes: Memo[tuple[str, int], str] = Memo(NOTE_MEMO_LIMIT)
         self._cuts: Memo[tuple[str, int, int], str] = Memo(NOTE_MEMO_LIMIT)
 
