@@ -442,14 +442,10 @@ class ModelSummarizer:
                               request.budget, request)
 
         def text_messages(problems: str | None) -> list[dict[str, Any]]:
-            content = prompts.build_prompt(
+            return _free_prompt(prompts.build_prompt(
                 chunks[0] if chunks else "", previous=request.previous,
                 kind="update" if update else "initial", focus=request.focus, words=words,
-            )
-            return [
-                {"role": "system", "content": prompts.SYSTEM},
-                {"role": "user", "content": content},
-            ]
+            ))
 
         if not self._prefer_in_context(request, messages, text_messages):
             return None
@@ -482,14 +478,10 @@ class ModelSummarizer:
                 problems: str | None, chunk: str = chunk, running: str | None = running,
                 this_kind: str = this_kind,
             ) -> list[dict[str, Any]]:
-                content = prompts.build_prompt(
+                return _free_prompt(prompts.build_prompt(
                     chunk, previous=running, kind=this_kind, focus=request.focus,
                     words=_words(budget), problems=problems,
-                )
-                return [
-                    {"role": "system", "content": prompts.SYSTEM},
-                    {"role": "user", "content": content},
-                ]
+                ))
 
             running = self._attempts(ask, chunk, budget, out, cancel, None, "summary", checks)
         return running or ""
@@ -499,9 +491,7 @@ class ModelSummarizer:
             "", previous="x", kind=kind, focus=request.focus, words=_words(budget),
             problems=_PROBE_PROBLEMS,
         )
-        base = self.counter.exact(
-            [{"role": "system", "content": prompts.SYSTEM}, {"role": "user", "content": probe}]
-        )
+        base = self.counter.exact(_free_prompt(probe))
         return base + budget  # room for a previous summary of up to ``budget`` tokens
 
     def _chunks(
@@ -647,6 +637,11 @@ def _prompt_tokens(
     """The prompt's tokens, through the backend's incremental prompt tokenizer if it has one."""
     text = be.render_prompt(messages, tools)
     return be.tokenize_prompt(text) if isinstance(be, KVCacheAware) else be.tokenize(text)
+
+
+def _free_prompt(ask: str) -> list[dict[str, Any]]:
+    """A free-prompt request: the summarizer's system prompt, then ``ask``."""
+    return [{"role": "system", "content": prompts.SYSTEM}, {"role": "user", "content": ask}]
 
 
 def _looping(text: str) -> bool:
