@@ -218,12 +218,9 @@ class Compactor:
         # model part first), as long as it fits beside the smallest summary (the service
         # refuses a message larger than that before it is sent).
         prev = conv.last_compaction
-        latest = latest_user_index(kept)
+        latest = facts.latest_user
         if latest is not None:
-            need = sum(
-                min(c, TRIM_FLOOR) if m.id in waiting else c
-                for m, c in zip(kept[latest:], counts[latest:], strict=True)
-            )
+            need = _at_floor(kept, counts, latest, waiting)
             left = budget.room - need
             # With nothing before the message left to summarize, the current summary stays
             # as it is: it must fit beside the turn too.
@@ -361,19 +358,12 @@ class Compactor:
         floor, it may be split (the cut then keeps its newest outputs that fit)."""
         n = len(kept)
         allowed = [i <= pending for i in range(n + 1)]
-
-        def at_floor(start: int) -> int:
-            return sum(
-                min(c, TRIM_FLOOR) if m.id in waiting else c
-                for m, c in zip(kept[start:], counts[start:], strict=True)
-            )
-
         if sum(counts[pending:]) <= limit:
             return allowed
         latest = current_turn_start(kept)
         for i in range(pending + 1, latest + 1):
             allowed[i] = True
-        if at_floor(latest) > limit:
+        if _at_floor(kept, counts, latest, waiting) > limit:
             # The oldest outputs of the turn go first: the cut keeps the newest that fit.
             for i in range(latest + 1, n + 1):
                 allowed[i] = True
@@ -612,9 +602,10 @@ class Compactor:
         )
 
 
-def latest_user_index(kept: Sequence[Message]) -> int | None:
-    """Index of the newest user message among the kept messages (None: there is none)."""
-    for i in range(len(kept) - 1, -1, -1):
-        if kept[i].role == "user":
-            return i
-    return None
+def _at_floor(
+    kept: Sequence[Message], counts: Sequence[int], start: int, waiting: frozenset[str]
+) -> int:
+    """Tokens of ``kept[start:]`` with the unanswered outputs cut to the floor."""
+    return sum(min(c, TRIM_FLOOR) if m.id in waiting else c
+               for m, c in zip(kept[start:], counts[start:], strict=True))
+

@@ -543,7 +543,8 @@ class ContextController:
         self._last_render = None
         if not self.render_earlier():
             return req
-        kept = self.facts.of(call.conv).kept
+        facts = self.facts.of(call.conv)
+        kept = facts.kept
         first = len(req.messages) - len(kept)
         messages = render_history(req.messages, first=first,
                                   excerpts=req.recall is not None, user_calls=_user_calls(kept))
@@ -553,7 +554,7 @@ class ContextController:
                                      count=self.counter.segment_of)
             if first > 1:  # the summary is not in this call
                 req.segments["summary"] = 0
-        latest = next((m.id for m in reversed(kept) if m.role == "user"), None)
+        latest = facts.latest_user_id
         if messages == req.messages:
             self._last_render = (latest, req.recall is not None)
             return req

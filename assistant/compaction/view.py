@@ -63,7 +63,7 @@ class ViewBuilder:
         pruned = [m for m in kept if m.role == "tool" and m.pruned]
         trims: dict[str, str] = {}
         if message_cap is not None:
-            latest = next((m.id for m in reversed(kept) if m.role == "user"), None)
+            latest = facts.latest_user_id
             for m in kept:
                 if m.role in ("user", "tool", "assistant") and not m.pruned:
                     keep = message_cap
@@ -139,7 +139,7 @@ class ViewBuilder:
         # The user's latest message is never cut to fit (compaction gives way for it, and
         # one too large is refused before it is sent), unless it was already cut for being
         # longer than any prompt (a chat that holds a pasted log of tens of MB).
-        latest = next((m.id for m in reversed(kept) if m.role == "user"), None)
+        latest = facts.latest_user_id
         users = facts.pending_users
         if latest is not None and latest not in start.view.trims:
             users = users - {latest}
