@@ -17,7 +17,8 @@ import pytest
 from assistant.compaction import file_tracking, visibility
 from assistant.compaction.facts import ConversationFacts, FactsCache
 from assistant.compaction.request import CallRequest
-from assistant.compaction.summary import extractive
+from assistant.compaction.summary import extractive, user_text
+from assistant.compaction.tokens import Memo
 from assistant.conversation import CompactionRecord, Conversation, Message
 from tests.fakes.scripted import ScriptedBackend
 
@@ -42,6 +43,9 @@ FACTS: dict[str, tuple[Callable[..., Any], Callable[..., Hashable]]] = {
         extractive.collect_state,
         lambda msgs, files, **kw: (_ids(msgs), repr(files), repr(sorted(kw.items()))),
     ),
+    # A user message split into sentences (``split_user_text`` memoizes it): what the
+    # user's rules, instructions and record are read from.
+    "_split": (user_text._split, lambda text: text),
 }
 
 
@@ -49,6 +53,7 @@ FACTS: dict[str, tuple[Callable[..., Any], Callable[..., Hashable]]] = {
 def computed(monkeypatch: pytest.MonkeyPatch) -> Computed:
     """Every computation of a fact, by fact and input, wherever it is called from."""
     seen: Computed = Counter()
+    monkeypatch.setattr(user_text, "_SPLIT", Memo(4_096))  # nothing split before the walk
     for name, (fn, key) in FACTS.items():
         def wrapper(*args: Any, _fn: Any = fn, _key: Any = key, _name: str = name,
                     **kw: Any) -> Any:
@@ -131,7 +136,8 @@ def test_a_prepare_that_compacts_computes_each_fact_once(
     req = ctl.prepare(CallRequest(conv, SYSTEM))
     assert req.compaction is not None
     names = {name for name, _ in computed}
-    assert {"kept_messages", "unanswered_ids", "extract_file_ops", "collect_state"} <= names
+    assert {"kept_messages", "unanswered_ids", "extract_file_ops", "collect_state",
+            "_split"} <= names
     assert _repeated(computed) == {}
     # Twice in all: the chat before the compaction, and after it (a new state).
     assert sum(n for (name, _), n in computed.items() if name == "kept_messages") == 2
