@@ -55,7 +55,7 @@ from assistant.compaction.summary import (
     model_part,
     render_mechanical,
 )
-from assistant.compaction.tokens import TokenCounter, truncate_to_tokens
+from assistant.compaction.tokens import TokenCounter, shrink_to_fit, truncate_to_tokens
 from assistant.compaction.visibility import (
     TRIM_FLOOR,
     current_turn_start,
@@ -466,12 +466,10 @@ class Compactor:
         tokens with it)."""
         count = self.counter.text
         limit = budget.header + budget.model + count(plan.mechanical)
-        text = truncate_to_tokens(text, budget.model, count)
-        summary = compose_summary(text, plan.mechanical, short=budget.short)
-        while count(summary) > limit and text:
-            over = count(summary) - limit
-            text = truncate_to_tokens(text, max(count(text) - over - 4, 0), count)
-            summary = compose_summary(text, plan.mechanical, short=budget.short)
+        text, summary = shrink_to_fit(
+            truncate_to_tokens(text, budget.model, count),
+            lambda part: compose_summary(part, plan.mechanical, short=budget.short), limit, count,
+        )
         after = self.measure(job.conv, job.system_prompt, summary, plan.tail, job.tools)
         return text, summary, after
 

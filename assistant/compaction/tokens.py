@@ -197,6 +197,18 @@ def truncate_to_tokens(
     return text[: largest_fitting(lambda k: text[:k], len(text), room, count)].rstrip() + marker
 
 
+def shrink_to_fit(
+    part: str, whole: Callable[[str], str], limit: int, count: Count
+) -> tuple[str, str]:
+    """``part`` cut until ``whole(part)`` (a text it is one part of) counts at most ``limit``
+    tokens, or ``part`` is empty: (``part``, ``whole(part)``)."""
+    text = whole(part)
+    while part and count(text) > limit:
+        part = truncate_to_tokens(part, max(count(part) - (count(text) - limit) - 4, 0), count)
+        text = whole(part)
+    return part, text
+
+
 def largest_fitting(build: Callable[[int], str], most: int, limit: int, count: Count) -> int:
     """The largest ``k`` in ``[0, most]`` whose ``build(k)`` (growing with ``k``) counts at
     most ``limit`` tokens (0 when none does)."""

@@ -15,7 +15,7 @@ from typing import Any
 
 from assistant.compaction import context
 from assistant.compaction.context import View
-from assistant.compaction.facts import FactsCache
+from assistant.compaction.facts import ConversationFacts, FactsCache
 from assistant.compaction.tokens import Memo, TokenCounter
 from assistant.compaction.visibility import cleared_note, plan_trims, trim_output
 from assistant.conversation import Conversation, Message, ToolCall
@@ -49,6 +49,8 @@ class ViewBuilder:
         self.facts = facts
         self._notes: Memo[tuple[str, int], str] = Memo(NOTE_MEMO_LIMIT)
         self._cuts: Memo[tuple[str, int, int], str] = Memo(NOTE_MEMO_LIMIT)
+        #: The latest views by (their facts' state, the pruned ids, the caps).
+        self._views: Memo[tuple[Any, ...], View] = Memo(16)
 
     def view(
         self, conv: Conversation, message_cap: int | None = None, latest_cap: int | None = None
@@ -61,6 +63,15 @@ class ViewBuilder:
         facts = self.facts.of(conv)
         kept = facts.kept
         pruned = [m for m in kept if m.role == "tool" and m.pruned]
+        # Pruning changes no fact but changes the view.
+        key = (facts.state, tuple(m.id for m in pruned), message_cap, latest_cap)
+        return self._views.get(key, lambda: self._view(facts, pruned, message_cap, latest_cap))
+
+    def _view(
+        self, facts: ConversationFacts, pruned: list[Message], message_cap: int | None,
+        latest_cap: int | None,
+    ) -> View:
+        kept = facts.kept
         trims: dict[str, str] = {}
         if message_cap is not None:
             latest = facts.latest_user_id

@@ -19,6 +19,7 @@ from assistant.compaction.facts import ConversationFacts, FactsCache
 from assistant.compaction.request import CallRequest
 from assistant.compaction.summary import extractive, user_text
 from assistant.compaction.tokens import Memo
+from assistant.compaction.view import ViewBuilder
 from assistant.conversation import CompactionRecord, Conversation, Message
 from tests.fakes.scripted import ScriptedBackend
 
@@ -71,6 +72,14 @@ def computed(monkeypatch: pytest.MonkeyPatch) -> Computed:
         return original(self)
 
     monkeypatch.setattr(Conversation, "kept_messages", kept)
+    view = ViewBuilder._view
+
+    def viewed(self: ViewBuilder, facts: ConversationFacts, pruned: list[Message],
+               *caps: int | None) -> Any:
+        seen[("view", (facts.state, _ids(pruned), caps))] += 1  # cleared notes and cuts
+        return view(self, facts, pruned, *caps)
+
+    monkeypatch.setattr(ViewBuilder, "_view", viewed)
     # What TokenCounter asks a backend for a whole prompt.
     for method, whole in (("encode_prompt", ScriptedBackend.encode_prompt),
                           ("count_prompt", ScriptedBackend.count_prompt)):
@@ -117,7 +126,7 @@ def test_a_prepare_that_prunes_computes_each_fact_once(computed: Computed) -> No
     req = ctl.prepare(CallRequest(conv, SYSTEM))
     assert req.pruned_tokens > 0 and req.compaction is None  # the rules ran
     names = {name for name, _ in computed}
-    assert {"kept_messages", "calls_by_id", "unanswered_ids"} <= names
+    assert {"kept_messages", "calls_by_id", "unanswered_ids", "view"} <= names
     assert _repeated(computed) == {}
     assert _measured(computed) == [repr(req.messages)]  # only the prompt sent
 
@@ -137,7 +146,7 @@ def test_a_prepare_that_compacts_computes_each_fact_once(
     assert req.compaction is not None
     names = {name for name, _ in computed}
     assert {"kept_messages", "unanswered_ids", "extract_file_ops", "collect_state",
-            "_split"} <= names
+            "_split", "view"} <= names
     assert _repeated(computed) == {}
     # Twice in all: the chat before the compaction, and after it (a new state).
     assert sum(n for (name, _), n in computed.items() if name == "kept_messages") == 2
