@@ -52,7 +52,7 @@ from assistant.compaction.events import (
     PruneEvent,
     TrimEvent,
 )
-from assistant.compaction.facts import FactsCache
+from assistant.compaction.facts import FactsCache, State, state_of
 from assistant.compaction.prune import count_user_turns, plan_prune
 from assistant.compaction.recall import Recall, recall_budget, recall_room
 from assistant.compaction.request import CallRequest, MessageFit, PreparedRequest
@@ -181,8 +181,8 @@ class ContextController:
             before_compact, self.summary_cache, self.facts, lambda: self.defer_model(),
         )
         #: Conversation states where compaction did not help (never retried automatically).
-        self._no_retry: set[tuple[int, int, int]] = set()
-        self._overflow_done: set[tuple[int, int, int]] = set()
+        self._no_retry: set[State] = set()
+        self._overflow_done: set[State] = set()
         #: (id of the conversation, ids of pruned results, cut outputs, how earlier turns
         #: were rendered) of the last prompt sent: what llama.cpp holds in its KV cache,
         #: which an in-context summary reuses.
@@ -412,7 +412,7 @@ class ContextController:
                         f"The context is nearly full ({req.prompt_tokens:,} of {pol.limit:,} "
                         "tokens) and automatic compaction is off; use /compact."
                     )
-            elif self._state(conv) in self._no_retry:
+            elif state_of(conv) in self._no_retry:
                 log.info("Compaction did not shrink this chat earlier; not retried")
             else:
                 record = self._run(call, CompactionReason.THRESHOLD, req.prompt_tokens, pol).record
@@ -492,7 +492,7 @@ class ContextController:
         """
         pol = self.turn_policy(call)
         conv = call.conv
-        state = self._state(conv)
+        state = state_of(conv)
         if not self.compact_on_overflow():
             raise ContextTooLargeError("compaction on overflow is switched off")
         if state in self._overflow_done:
@@ -504,7 +504,7 @@ class ContextController:
             raise GenerationCancelled("Compaction cancelled")
         if outcome.record is None:
             raise ContextTooLargeError(outcome.error or "the summary did not make it smaller")
-        self._overflow_done.add(self._state(conv))
+        self._overflow_done.add(state_of(conv))
         req = self._rendered(call, self._with_recall(call, self._request(call, pol), pol), pol)
         req.compaction = outcome.record
         self._remember_sent(conv, req)
@@ -685,7 +685,7 @@ class ContextController:
                 self._emit(CompactionFailed(job.reason, outcome.error, tokens_before))
         elif outcome.status == Status.FAILED:
             log.warning("Compaction (%s) failed: %s", job.reason, outcome.error)
-            self._no_retry.add(self._state(conv))
+            self._no_retry.add(state_of(conv))
             self._emit(CompactionFailed(job.reason, outcome.error, tokens_before))
         elif outcome.record is not None:
             record = outcome.record
@@ -728,10 +728,6 @@ class ContextController:
         if reason == CompactionReason.THRESHOLD:
             return self.auto_compact()
         return True
-
-    @staticmethod
-    def _state(conv: Conversation) -> tuple[int, int, int]:
-        return (id(conv), len(conv.messages), len(conv.compactions))
 
     def _emit(self, event: ContextEvent) -> None:
         if self.on_event is not None:
