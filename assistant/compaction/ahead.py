@@ -84,24 +84,11 @@ def context_key(request: SummaryRequest) -> str:
 
 def summary_key(request: SummaryRequest) -> str:
     """What a summary depends on (see the module docstring), as a short digest."""
-    span: Sequence[Message] = [*request.history, *request.turn_prefix]
     body = {
-        "first": span[0].id if span else None,
-        "last": span[-1].id if span else None,
-        "ids": [m.id for m in span],
+        "span": span_digests([*request.history, *request.turn_prefix]),
         "split": len(request.history),
-        "text": hashlib.sha256(
-            "\x00".join(
-                f"{m.role}\x01{m.content}\x01{m.tool_call_id or ''}\x01"
-                + ",".join(f"{c.name}:{json.dumps(c.arguments, sort_keys=True)}"
-                           for c in m.tool_calls)
-                for m in span
-            ).encode("utf-8")
-        ).hexdigest(),
-        "previous": request.previous,
-        "focus": request.focus,
+        "context": context_key(request),
         "budget": request.budget,
-        "window": request.window,
     }
     return hashlib.sha256(json.dumps(body, sort_keys=True).encode("utf-8")).hexdigest()[:32]
 

@@ -27,7 +27,12 @@ from assistant.compaction.summary import (
     collect_state,
     render_mechanical,
 )
-from assistant.compaction.tokens import CountingBackend, TokenCounter, truncate_to_tokens
+from assistant.compaction.tokens import (
+    CountingBackend,
+    TokenCounter,
+    shrink_to_fit,
+    truncate_to_tokens,
+)
 from assistant.conversation import Message
 
 BRANCH_HEADER = "The user explored another branch of this chat and left it."
@@ -85,11 +90,8 @@ class BranchSummarizer:
                 budget=proper_budget, state=state, window=self.window,
             )
             proper = self.summarizer.summarize(request, None).text.strip()
-        text = _compose(header, proper, record)
-        while proper and count(text) > budget:  # template joins cost a token here and there
-            over = count(text) - budget
-            proper = truncate_to_tokens(proper, max(count(proper) - over - 4, 0), count)
-            text = _compose(header, proper, record)
+        # Template joins cost a token here and there.
+        proper, text = shrink_to_fit(proper, lambda p: _compose(header, p, record), budget, count)
         if count(text) > budget:
             text = truncate_to_tokens(text, budget, count)
         return text

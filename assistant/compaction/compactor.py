@@ -55,7 +55,7 @@ from assistant.compaction.summary import (
     model_part,
     render_mechanical,
 )
-from assistant.compaction.tokens import TokenCounter, truncate_to_tokens
+from assistant.compaction.tokens import TokenCounter, shrink_to_fit, truncate_to_tokens
 from assistant.compaction.visibility import (
     TRIM_FLOOR,
     current_turn_start,
@@ -77,7 +77,14 @@ class Status(StrEnum):
 
 @dataclass(frozen=True)
 class CompactionJob:
+    """One compaction's input: the chat, the call's policy, the tokens of what stands
+    beside the history (system prompt, tools) and of each kept message as shown."""
+
     reason: CompactionReason
+    conv: Conversation
+    policy: EffectivePolicy
+    overhead: int
+    counts: Sequence[int]
     system_prompt: str
     tools: Sequence[dict[str, Any]] | None = None
     focus: str | None = None
@@ -148,46 +155,28 @@ class Plan:
                 f"message {self.latest_tokens} tokens")
 
 
+@dataclass
 class Compactor:
     """Runs one compaction over a conversation (see the module docstring)."""
 
-    def __init__(
-        self,
-        counter: TokenCounter,
-        summarizer: Callable[[], Summarizer],
-        *,
-        measure: Callable[[Conversation, str, str, Sequence[Message], Any], int],
-        chat_prefix: Callable[[Conversation, str, Sequence[Message]], list[dict[str, Any]]],
-        window: Callable[[], int],
-        before_compact: BeforeCompactHook | None = None,
-        cache: SummaryCache | None = None,
-        facts: FactsCache | None = None,
-        defer: Callable[[], bool] = lambda: False,
-    ) -> None:
-        self.cache = cache
-        #: Whether a compaction inside the turn leaves the model's summary to idle time
-        #: (:meth:`defers`).
-        self.defer = defer
-        #: The conversation's facts, shared with the controller (:mod:`.facts`).
-        self.facts = facts or FactsCache()
-        self.counter = counter
-        self.summarizer = summarizer
-        self.measure = measure
-        self.chat_prefix = chat_prefix
-        self.window = window
-        self.before_compact = before_compact
+    counter: TokenCounter
+    summarizer: Callable[[], Summarizer]
+    #: The prompt's tokens with a summary before the kept messages (the controller's).
+    measure: Callable[[Conversation, str, str, Sequence[Message], Any], int]
+    chat_prefix: Callable[[Conversation, str, Sequence[Message]], list[dict[str, Any]]]
+    #: The window for the summarizer's own calls.
+    window: Callable[[], int]
+    before_compact: BeforeCompactHook | None
+    #: Summaries written ahead of time (:mod:`.ahead`).
+    cache: SummaryCache
+    #: The conversation's facts, shared with the controller (:mod:`.facts`).
+    facts: FactsCache
+    #: Whether a compaction inside the turn leaves the model's summary to idle time
+    #: (:meth:`defers`).
+    defer: Callable[[], bool]
 
     # -- 1: plan (with 2: budget) ---------------------------------------------------------
-    def plan(
-        self,
-        conv: Conversation,
-        job: CompactionJob,
-        policy: EffectivePolicy,
-        overhead: int,
-        counts: Sequence[int],
-        *,
-        prefer_slack: int = 0,
-    ) -> tuple[Plan | None, Budget]:
+    def plan(self, job: CompactionJob, *, prefer_slack: int = 0) -> tuple[Plan | None, Budget]:
         """The cut and the record (:meth:`_plan`; ``prefer_slack``: tokens the tail may pass
         its limit by at the cut a summary was written ahead for). When the room the summary
         grammar needs (:func:`~assistant.compaction.budget.compaction_budget`'s floor) would
@@ -195,15 +184,13 @@ class Compactor:
         the policy's share instead: the files of the question asked now come before a model-written
         summary (a reply that small is cut at the length limit and rejected, so the
         extractive fallback writes that summary)."""
-        plan, budget = self._plan(conv, job, policy, overhead, counts, grammar_floor=True,
-                                  prefer_slack=prefer_slack)
+        plan, budget = self._plan(job, grammar_floor=True, prefer_slack=prefer_slack)
         if plan is None or plan.cut.cut <= pending_start(plan.kept):
             return plan, budget
-        plain = compaction_budget(policy, overhead, self.counter.text, grammar_floor=False)
+        plain = compaction_budget(job.policy, job.overhead, self.counter.text, grammar_floor=False)
         if plain.model == budget.model:
             return plan, budget
-        other, smaller = self._plan(conv, job, policy, overhead, counts, grammar_floor=False,
-                                    prefer_slack=prefer_slack)
+        other, smaller = self._plan(job, grammar_floor=False, prefer_slack=prefer_slack)
         if other is not None and other.cut.cut < plan.cut.cut:
             log.info("The summary grammar's room would summarize unanswered outputs; the "
                      "model part keeps %d tokens", smaller.model)
@@ -211,19 +198,12 @@ class Compactor:
         return plan, budget
 
     def _plan(
-        self,
-        conv: Conversation,
-        job: CompactionJob,
-        policy: EffectivePolicy,
-        overhead: int,
-        counts: Sequence[int],
-        *,
-        grammar_floor: bool,
-        prefer_slack: int = 0,
+        self, job: CompactionJob, *, grammar_floor: bool, prefer_slack: int = 0
     ) -> tuple[Plan | None, Budget]:
         """The cut and the record; re-planned with a smaller tail (at most a few times) when
         the summary and the tail would not fit beside the reply even after cutting the
         tail's unanswered outputs to the floor."""
+        conv, policy, overhead, counts = job.conv, job.policy, job.overhead, job.counts
         count = self.counter.text
         facts = self.facts.of(conv)
         kept = facts.kept
@@ -238,12 +218,9 @@ class Compactor:
         # model part first), as long as it fits beside the smallest summary (the service
         # refuses a message larger than that before it is sent).
         prev = conv.last_compaction
-        latest = latest_user_index(kept)
+        latest = facts.latest_user
         if latest is not None:
-            need = sum(
-                min(c, TRIM_FLOOR) if m.id in waiting else c
-                for m, c in zip(kept[latest:], counts[latest:], strict=True)
-            )
+            need = _at_floor(kept, counts, latest, waiting)
             left = budget.room - need
             # With nothing before the message left to summarize, the current summary stays
             # as it is: it must fit beside the turn too.
@@ -363,8 +340,6 @@ class Compactor:
     def _preferred(self, kept: Sequence[Message]) -> int | None:
         """The cut the newest summary written ahead of time for these messages was planned
         for (None: there is none)."""
-        if self.cache is None:
-            return None
         cuts = self.cache.preferred_cuts(kept)
         return cuts[0] if cuts else None
 
@@ -383,19 +358,12 @@ class Compactor:
         floor, it may be split (the cut then keeps its newest outputs that fit)."""
         n = len(kept)
         allowed = [i <= pending for i in range(n + 1)]
-
-        def at_floor(start: int) -> int:
-            return sum(
-                min(c, TRIM_FLOOR) if m.id in waiting else c
-                for m, c in zip(kept[start:], counts[start:], strict=True)
-            )
-
         if sum(counts[pending:]) <= limit:
             return allowed
         latest = current_turn_start(kept)
         for i in range(pending + 1, latest + 1):
             allowed[i] = True
-        if at_floor(latest) > limit:
+        if _at_floor(kept, counts, latest, waiting) > limit:
             # The oldest outputs of the turn go first: the cut keeps the newest that fit.
             for i in range(latest + 1, n + 1):
                 allowed[i] = True
@@ -403,11 +371,10 @@ class Compactor:
 
     # -- 3: summarize ---------------------------------------------------------------------
     def summarize(
-        self, conv: Conversation, job: CompactionJob, plan: Plan, budget: Budget,
-        tokens_before: int,
+        self, job: CompactionJob, plan: Plan, budget: Budget, tokens_before: int
     ) -> tuple[str, SummaryKind, SummaryOutcome | None] | Status:
         """(summary proper, summarizer kind, outcome) or CANCELLED."""
-        prev = conv.last_compaction
+        prev = job.conv.last_compaction
         if self.before_compact is not None:
             prep = CompactionPreparation(
                 reason=job.reason, focus=job.focus, to_summarize=tuple(plan.history),
@@ -426,23 +393,21 @@ class Compactor:
                     return Status.CANCELLED
                 if answer.summary is not None:
                     return answer.summary, "hook", None
-        request = self.request(conv, job, plan, budget)
-        if self.cache is not None:
-            reuse = self.cache.take(
-                request, lambda text: self.counter.text(text) <= request.budget)
-            if reuse is not None:
-                ready = reuse.outcome
-                ahead = "written ahead of time, while the chat was idle"
-                if not reuse.whole:
-                    ahead += (f", for the first {reuse.covered} of the {reuse.span} messages "
-                              "summarized (the others are in the record of what the user said)")
-                log.info("Using the summary written ahead of time (%d of %d message(s) of "
-                         "the span): %s", reuse.covered, reuse.span, plan.describe(budget))
-                return ready.text, ready.kind, replace(
-                    ready, rejected=list(ready.rejected),
-                    note=f"{ready.note}; {ahead}" if ready.note else ahead,
-                )
-            log.info("No summary written ahead for this plan: %s", plan.describe(budget))
+        request = self.request(job, plan, budget)
+        reuse = self.cache.take(request, lambda text: self.counter.text(text) <= request.budget)
+        if reuse is not None:
+            ready = reuse.outcome
+            ahead = "written ahead of time, while the chat was idle"
+            if not reuse.whole:
+                ahead += (f", for the first {reuse.covered} of the {reuse.span} messages "
+                          "summarized (the others are in the record of what the user said)")
+            log.info("Using the summary written ahead of time (%d of %d message(s) of "
+                     "the span): %s", reuse.covered, reuse.span, plan.describe(budget))
+            return ready.text, ready.kind, replace(
+                ready, rejected=list(ready.rejected),
+                note=f"{ready.note}; {ahead}" if ready.note else ahead,
+            )
+        log.info("No summary written ahead for this plan: %s", plan.describe(budget))
         summarizer = self.summarizer()
         try:
             if self.defers(job, summarizer, request):
@@ -463,34 +428,29 @@ class Compactor:
         return (job.reason != CompactionReason.MANUAL and self.defer()
                 and isinstance(summarizer, ModelSummarizer) and summarizer.asks_model(request))
 
-    def request(
-        self, conv: Conversation, job: CompactionJob, plan: Plan, budget: Budget
-    ) -> SummaryRequest:
+    def request(self, job: CompactionJob, plan: Plan, budget: Budget) -> SummaryRequest:
         """What the summarizer is asked for this plan."""
-        prev = conv.last_compaction
+        prev = job.conv.last_compaction
         return SummaryRequest(
             history=plan.history, turn_prefix=plan.prefix,
             previous=model_part(prev.summary) if prev else None, focus=job.focus,
             budget=budget.model, state=plan.state, window=self.window(),
-            chat=self.chat_prefix(conv, job.system_prompt, plan.kept[: plan.cut.cut]),
+            chat=self.chat_prefix(job.conv, job.system_prompt, plan.kept[: plan.cut.cut]),
             tools=job.tools,
         )
 
-    def ahead(
-        self, conv: Conversation, job: CompactionJob, policy: EffectivePolicy, *,
-        overhead: int, counts: Sequence[int],
-    ) -> Precomputed | None:
+    def ahead(self, job: CompactionJob) -> Precomputed | None:
         """Plan the compaction the chat would get now and write its summary (for
         :class:`~.ahead.SummaryCache`); None when there is nothing to summarize, the summary
         is already there, or it was cancelled."""
         started = time.perf_counter()
-        plan, budget = self.plan(conv, job, policy, overhead, counts)
+        plan, budget = self.plan(job)
         if plan is None or not plan.tail:
             return None
-        request = self.request(conv, job, plan, budget)
+        request = self.request(job, plan, budget)
         key = summary_key(request)
         log.info("Plan written ahead for: %s", plan.describe(budget))
-        if self.cache is not None and self.cache.get(key) is not None:
+        if self.cache.get(key) is not None:
             return None
         try:
             outcome = self.summarizer().summarize(request, job.cancel)
@@ -500,29 +460,26 @@ class Compactor:
 
     # -- 4: verify ------------------------------------------------------------------------
     def verify(
-        self, conv: Conversation, job: CompactionJob, plan: Plan, budget: Budget, text: str
+        self, job: CompactionJob, plan: Plan, budget: Budget, text: str
     ) -> tuple[str, str, int]:
         """(the model part and the whole summary fitted to the budget, the prompt's exact
         tokens with it)."""
         count = self.counter.text
         limit = budget.header + budget.model + count(plan.mechanical)
-        text = truncate_to_tokens(text, budget.model, count)
-        summary = compose_summary(text, plan.mechanical, short=budget.short)
-        while count(summary) > limit and text:
-            over = count(summary) - limit
-            text = truncate_to_tokens(text, max(count(text) - over - 4, 0), count)
-            summary = compose_summary(text, plan.mechanical, short=budget.short)
-        after = self.measure(conv, job.system_prompt, summary, plan.tail, job.tools)
+        text, summary = shrink_to_fit(
+            truncate_to_tokens(text, budget.model, count),
+            lambda part: compose_summary(part, plan.mechanical, short=budget.short), limit, count,
+        )
+        after = self.measure(job.conv, job.system_prompt, summary, plan.tail, job.tools)
         return text, summary, after
 
     def widen(
-        self, conv: Conversation, job: CompactionJob, plan: Plan, budget: Budget,
-        policy: EffectivePolicy, counts: Sequence[int], text: str, after: int,
+        self, job: CompactionJob, plan: Plan, budget: Budget, text: str, after: int
     ) -> tuple[Plan, str, int] | None:
         """Keep more of the tail when the written summary left the window more than half
         empty (the tail was sized for the largest summary it could be). The summary stays
         as written; it then also covers a few messages that are kept verbatim."""
-        kept = plan.kept
+        kept, policy = plan.kept, job.policy
         low = int(policy.window * MIN_FILL)
         high = policy.window - policy.reserve - int(policy.window * GROWTH_SHARE)
         valid = valid_cuts(kept)
@@ -530,7 +487,7 @@ class Compactor:
         choice: int | None = None
         tail = base_tail
         for i in range(plan.cut.cut - 1, 0, -1):
-            tail += counts[i]
+            tail += job.counts[i]
             if after + tail - base_tail > high:
                 break
             if not valid[i] or (plan.cut.turn_start is not None and i <= plan.cut.turn_start):
@@ -541,38 +498,31 @@ class Compactor:
         if choice is None:
             return None
         new_tail = kept[choice:]
-        state = self.facts.of(conv).record_state(
+        state = self.facts.of(job.conv).record_state(
             plan.base + choice, plan.cut.cut,
             last_request_visible=any(m.role == "user" for m in new_tail),
         )
         mechanical = render_mechanical(state, budget.record, self.counter.text)
         wider = replace(plan, tail=new_tail, state=state, mechanical=mechanical)
         summary = compose_summary(text, mechanical, short=budget.short)
-        measured = self.measure(conv, job.system_prompt, summary, new_tail, job.tools)
+        measured = self.measure(job.conv, job.system_prompt, summary, new_tail, job.tools)
         if measured + policy.reserve > policy.window or measured <= after:
             return None
         return wider, summary, measured
 
     # -- all four -------------------------------------------------------------------------
     def run(
-        self,
-        conv: Conversation,
-        job: CompactionJob,
-        policy: EffectivePolicy,
-        *,
-        overhead: int,
-        counts: Sequence[int],
-        tokens_before: int,
-        on_start: Callable[[int], None],
+        self, job: CompactionJob, *, tokens_before: int, on_start: Callable[[int], None]
     ) -> CompactionOutcome:
         started = time.perf_counter()
+        conv, policy = job.conv, job.policy
         if job.cancel is not None and job.cancel.cancelled:
             return CompactionOutcome(Status.CANCELLED, tokens_before)
         # At the threshold the cut a summary was written ahead for may keep a little more
         # than the tail's limit (the summary is then used as written: no wait).
         slack = (int(policy.window * PREFER_SLACK)
                  if job.reason == CompactionReason.THRESHOLD else 0)
-        plan, budget = self.plan(conv, job, policy, overhead, counts, prefer_slack=slack)
+        plan, budget = self.plan(job, prefer_slack=slack)
         if plan is None:
             return CompactionOutcome(
                 Status.NOTHING, tokens_before,
@@ -585,16 +535,16 @@ class Compactor:
             job.reason, tokens_before, plan.cut.cut, " (split turn)" if plan.cut.split_turn else "",
         )
         try:
-            got = self.summarize(conv, job, plan, budget, tokens_before)
+            got = self.summarize(job, plan, budget, tokens_before)
         except Exception as exc:
             log.exception("Summarizer failed during compaction (%s)", job.reason)
             return CompactionOutcome(Status.FAILED, tokens_before, error=f"summarizer error: {exc}")
         if isinstance(got, Status):
             return CompactionOutcome(got, tokens_before)
         text, kind, summary_outcome = got
-        text, summary, after = self.verify(conv, job, plan, budget, text)
+        text, summary, after = self.verify(job, plan, budget, text)
         if job.reason != CompactionReason.MANUAL and after < int(policy.window * MIN_FILL):
-            wider = self.widen(conv, job, plan, budget, policy, counts, text, after)
+            wider = self.widen(job, plan, budget, text, after)
             if wider is not None:
                 plan, summary, after = wider
         excess = after + policy.reserve - policy.window
@@ -650,9 +600,10 @@ class Compactor:
         )
 
 
-def latest_user_index(kept: Sequence[Message]) -> int | None:
-    """Index of the newest user message among the kept messages (None: there is none)."""
-    for i in range(len(kept) - 1, -1, -1):
-        if kept[i].role == "user":
-            return i
-    return None
+def _at_floor(
+    kept: Sequence[Message], counts: Sequence[int], start: int, waiting: frozenset[str]
+) -> int:
+    """Tokens of ``kept[start:]`` with the unanswered outputs cut to the floor."""
+    return sum(min(c, TRIM_FLOOR) if m.id in waiting else c
+               for m, c in zip(kept[start:], counts[start:], strict=True))
+

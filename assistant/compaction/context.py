@@ -75,21 +75,21 @@ def build_context(
     conv: Conversation,
     system_prompt: str,
     *,
+    kept: Sequence[Message],
     summary: str | None = None,
-    kept: Sequence[Message] | None = None,
     view: View = EMPTY_VIEW,
 ) -> list[Message]:
-    """System prompt + summary (synthetic user message) + kept messages under ``view``.
+    """System prompt + summary (synthetic user message) + ``kept`` under ``view``.
 
-    ``summary`` and ``kept`` override the conversation's latest compaction (used to measure
-    a compaction before it is stored).
+    ``summary`` overrides the conversation's latest compaction's (to measure a compaction
+    before it is stored, with the ``kept`` messages it leaves).
     """
     out = [system_message(system_prompt)]
     rec = conv.last_compaction
     text = summary if summary is not None else (rec.summary if rec is not None else None)
     if text is not None:
         out.append(summary_message(text))
-    out.extend(shown(m, view) for m in (conv.kept_messages() if kept is None else kept))
+    out.extend(shown(m, view) for m in kept)
     return out
 
 

@@ -52,12 +52,12 @@ from assistant.compaction.events import (
     PruneEvent,
     TrimEvent,
 )
-from assistant.compaction.facts import FactsCache
+from assistant.compaction.facts import FactsCache, State, state_of
 from assistant.compaction.prune import count_user_turns, plan_prune
 from assistant.compaction.recall import Recall, recall_budget, recall_room
 from assistant.compaction.request import CallRequest, MessageFit, PreparedRequest
 from assistant.compaction.summary import ExtractiveSummarizer, ModelSummarizer, Summarizer
-from assistant.compaction.tokens import TokenCounter
+from assistant.compaction.tokens import Memo, TokenCounter
 from assistant.compaction.view import ViewBuilder
 from assistant.compaction.visibility import pending_start
 from assistant.config import EffectivePolicy
@@ -157,7 +157,6 @@ class ContextController:
         #: none written ahead matches, leaving the model's to idle time (the window with
         #: "write the next summary ahead" on: :meth:`precompute` writes the next one).
         self.defer_model = defer_model
-        self.before_compact = before_compact
         self.after_compact = after_compact
         #: Brings back excerpts of the whole chat beside the latest question (None: off).
         self.recall = recall
@@ -170,14 +169,20 @@ class ContextController:
         #: user message (the latest exchange always) go into that call (None: all of it;
         #: :func:`.context_render.focus_history`).
         self.focus_tokens = focus_tokens
-        self._overhead_memo: dict[tuple[str, str], int] = {}
+        self._overhead_memo: Memo[tuple[str, str], int] = Memo(64)
         #: The facts of the conversation (kept messages, calls, unanswered ids, files),
         #: computed once per state and shared by the rules (:mod:`.facts`).
         self.facts = FactsCache()
         self.views = ViewBuilder(self.counter, self.facts)
+        self.compactor = Compactor(
+            self.counter, lambda: self.summarizer, self._measure, self._chat_prefix,
+            # The summary's own prompt is history: it is written within the target.
+            lambda: min(self.policy().window, self.backend.info.context_window),
+            before_compact, self.summary_cache, self.facts, lambda: self.defer_model(),
+        )
         #: Conversation states where compaction did not help (never retried automatically).
-        self._no_retry: set[tuple[int, int, int]] = set()
-        self._overflow_done: set[tuple[int, int, int]] = set()
+        self._no_retry: set[State] = set()
+        self._overflow_done: set[State] = set()
         #: (id of the conversation, ids of pruned results, cut outputs, how earlier turns
         #: were rendered) of the last prompt sent: what llama.cpp holds in its KV cache,
         #: which an in-context summary reuses.
@@ -211,13 +216,7 @@ class ContextController:
     def overhead(self, system_prompt: str, tools: Sequence[dict[str, Any]] | None) -> int:
         """Tokens of the system prompt, tool schemas and generation prompt (memoized)."""
         key = (system_prompt, json.dumps(list(tools or []), sort_keys=True, default=str))
-        got = self._overhead_memo.get(key)
-        if got is None:
-            if len(self._overhead_memo) > 64:
-                self._overhead_memo.clear()
-            got = self.counter.overhead(system_prompt, tools)
-            self._overhead_memo[key] = got
-        return got
+        return self._overhead_memo.get(key, lambda: self.counter.overhead(system_prompt, tools))
 
     def estimate(
         self, conv: Conversation, system_prompt: str, tools: Sequence[dict[str, Any]] | None = None
@@ -296,16 +295,26 @@ class ContextController:
         kept: Sequence[Message],
         tools: Sequence[dict[str, Any]] | None,
     ) -> int:
+        """The prompt with ``summary`` before ``kept``, as the next call writes it (the
+        shorter of as built and as rendered: :meth:`_adopt`). While segments add up it is
+        counted from them, as :meth:`prepare` decides; the prompt sent is encoded once,
+        when it is sent, not here as built and again as rendered."""
         built = context.build_context(
             conv, system_prompt, summary=summary, kept=kept, view=self.view(conv)
         )
         messages = context.to_openai(built)
-        tokens = self.counter.exact(messages, tools)
+        if self.counter.additive:
+            def count(msgs: list[dict[str, Any]]) -> int:
+                return self.counter.summed(self.overhead(system_prompt, tools), msgs)
+        else:
+            def count(msgs: list[dict[str, Any]]) -> int:
+                return self.counter.exact(msgs, tools)
+        tokens = count(messages)
         if self.render_earlier():  # as the next prompt shows it (before recall's excerpts)
             rendered = render_history(messages, first=len(messages) - len(kept),
                                       user_calls=_user_calls(kept))
-            if rendered != messages:  # never longer: see _rendered
-                tokens = min(tokens, self.counter.exact(rendered, tools))
+            if rendered != messages:
+                tokens = min(tokens, count(rendered))
         return tokens
 
     def measure(self, call: CallRequest, *, as_next: bool = False) -> PreparedRequest:
@@ -403,11 +412,10 @@ class ContextController:
                         f"The context is nearly full ({req.prompt_tokens:,} of {pol.limit:,} "
                         "tokens) and automatic compaction is off; use /compact."
                     )
-            elif self._state(conv) in self._no_retry:
+            elif state_of(conv) in self._no_retry:
                 log.info("Compaction did not shrink this chat earlier; not retried")
             else:
-                job = _job(call, CompactionReason.THRESHOLD)
-                record = self._run(conv, job, req.prompt_tokens, pol).record
+                record = self._run(call, CompactionReason.THRESHOLD, req.prompt_tokens, pol).record
         if record is not None or req.prompt_tokens + pol.reserve > pol.limit or self._last_cuts:
             req = self._request(call, pol, exact=exact)  # else: the same request again
         if pol.limit > req.prompt_tokens > pol.limit - pol.reserve:
@@ -472,8 +480,8 @@ class ContextController:
             log.info("Compaction (%s) skipped: switched off", reason)
             return None
         before = self._request(call, self.policy(), trim=False)
-        job = _job(call, CompactionReason(reason), focus=call.focus)
-        return self._run(call.conv, job, before.prompt_tokens).record
+        return self._run(call, CompactionReason(reason), before.prompt_tokens,
+                         focus=call.focus).record
 
     def handle_overflow(self, call: CallRequest) -> PreparedRequest:
         """After ContextOverflowError: compact (reason "overflow") and return the retry.
@@ -484,20 +492,19 @@ class ContextController:
         """
         pol = self.turn_policy(call)
         conv = call.conv
-        state = self._state(conv)
+        state = state_of(conv)
         if not self.compact_on_overflow():
             raise ContextTooLargeError("compaction on overflow is switched off")
         if state in self._overflow_done:
             raise ContextTooLargeError("already compacted once for this request")
         self._overflow_done.add(state)
         before = self._request(call, pol, trim=False)
-        job = _job(call, CompactionReason.OVERFLOW)
-        outcome = self._run(conv, job, before.prompt_tokens, pol)
+        outcome = self._run(call, CompactionReason.OVERFLOW, before.prompt_tokens, pol)
         if outcome.status == Status.CANCELLED:
             raise GenerationCancelled("Compaction cancelled")
         if outcome.record is None:
             raise ContextTooLargeError(outcome.error or "the summary did not make it smaller")
-        self._overflow_done.add(self._state(conv))
+        self._overflow_done.add(state_of(conv))
         req = self._rendered(call, self._with_recall(call, self._request(call, pol), pol), pol)
         req.compaction = outcome.record
         self._remember_sent(conv, req)
@@ -518,26 +525,14 @@ class ContextController:
                                   shown=self._shown_beside_excerpts(kept))
         if block is None:
             return req
-        prompt: EncodedPrompt | None = None
-        if req.prompt is None:
-            seg = self.counter.segment_of
-            tokens = req.prompt_tokens + sum(
-                seg(new) - seg(old) for new, old in zip(messages, req.messages, strict=True)
-                if new is not old
-            )
-        else:
-            prompt = self.counter.encode(messages, call.tools)
-            tokens = prompt.count
+        tokens, prompt = self._count(call, req, messages)
         if tokens > pol.window - pol.reserve // 2:  # counted alone it fitted; joined not
             log.info("Recall block left out: the prompt would be %d tokens", tokens)
             return req
         added = tokens - req.prompt_tokens
-        req.messages = messages
-        req.prompt_tokens = tokens
-        req.reserve = min(pol.reserve, max(pol.limit - tokens, 0))
+        _set_prompt(req, messages, tokens, prompt, pol)
         req.segments["conversation"] = req.segments.get("conversation", 0) + added
         req.recall = block
-        req.prompt = prompt
         log.info("Recall: %d excerpt(s), %d tokens", len(block.excerpts), added)
         return req
 
@@ -570,7 +565,8 @@ class ContextController:
         self._last_render = None
         if not self.render_earlier():
             return req
-        kept = self.facts.of(call.conv).kept
+        facts = self.facts.of(call.conv)
+        kept = facts.kept
         first = len(req.messages) - len(kept)
         messages = render_history(req.messages, first=first,
                                   excerpts=req.recall is not None, user_calls=_user_calls(kept))
@@ -580,7 +576,7 @@ class ContextController:
                                      count=self.counter.segment_of)
             if first > 1:  # the summary is not in this call
                 req.segments["summary"] = 0
-        latest = next((m.id for m in reversed(kept) if m.role == "user"), None)
+        latest = facts.latest_user_id
         if messages == req.messages:
             self._last_render = (latest, req.recall is not None)
             return req
@@ -599,25 +595,28 @@ class ContextController:
         memoized segments when ``req`` was), unless they are longer than the prompt as
         built (compaction planned for that one; its measure takes the shorter of the two).
         Whether they were adopted."""
-        prompt: EncodedPrompt | None = None
-        if req.prompt is None:
-            count = self.counter.summed(self.overhead(call.system_prompt, call.tools), messages)
-        else:
-            prompt = self.counter.encode(messages, call.tools)
-            count = prompt.count
+        count, prompt = self._count(call, req, messages)
         if count > req.prompt_tokens:
             return False
-        req.messages = messages
-        req.prompt_tokens = count
-        req.reserve = min(pol.reserve, max(pol.limit - count, 0))
+        _set_prompt(req, messages, count, prompt, pol)
         # The outputs written as notes are still tool outputs on the context bar.
         fixed = sum(req.segments.get(k, 0) for k in ("system", "tools", "summary"))
         rest = max(count - fixed, 0)
         outputs = min(sum(self.counter.segment_of(m) for m in messages if is_output(m)), rest)
         req.segments["tool_outputs"] = outputs
         req.segments["conversation"] = rest - outputs
-        req.prompt = prompt
         return True
+
+    def _count(
+        self, call: CallRequest, req: PreparedRequest, messages: list[dict[str, Any]]
+    ) -> tuple[int, EncodedPrompt | None]:
+        """``messages`` (a changed ``req``) counted as ``req`` was: encoded, or from their
+        memoized segments (no prompt)."""
+        if req.prompt is None:
+            overhead = self.overhead(call.system_prompt, call.tools)
+            return self.counter.summed(overhead, messages), None
+        prompt = self.counter.encode(messages, call.tools)
+        return prompt.count, prompt
 
     # -- ahead of time -------------------------------------------------------------------
     def precompute(self, call: CallRequest) -> Precomputed | None:
@@ -644,17 +643,13 @@ class ContextController:
         )
         be = self.backend
         state = be.save_state() if isinstance(be, KVCacheAware) else None
-        job = _job(call, CompactionReason.THRESHOLD)
-        kept, counts = self._kept(trial)
+        job, kept = self._job(call, CompactionReason.THRESHOLD, pol, conv=trial)
         sent = self._sent_view
         if sent is not None and sent[0] == id(conv):  # the trial chat was sent as this one
             self._sent_view = (id(trial), sent[1], sent[2], sent[3])
         self._quiet = True
         try:
-            got = self._compactor(pol).ahead(
-                trial, job, pol, overhead=self.overhead(call.system_prompt, call.tools),
-                counts=counts,
-            )
+            got = self.compactor.ahead(job)
         finally:
             self._quiet = False
             self._sent_view = sent
@@ -672,43 +667,37 @@ class ContextController:
             self.on_summary_prefill(done, total)
 
     # -- internals -----------------------------------------------------------------------
-    def _compactor(self, pol: EffectivePolicy) -> Compactor:
-        # The summary's own prompt is history: it is written within the target.
-        target = self.policy().window
-        return Compactor(
-            self.counter,
-            lambda: self.summarizer,
-            measure=self._measure,
-            chat_prefix=self._chat_prefix,
-            window=lambda: min(pol.window, target, self.backend.info.context_window),
-            before_compact=self.before_compact,
-            cache=self.summary_cache,
-            facts=self.facts,
-            defer=self.defer_model,
-        )
-
     def _kept(self, conv: Conversation) -> tuple[list[Message], list[int]]:
         view = self.view(conv)  # once: it is the same for every message
         kept = [context.shown(m, view) for m in self.facts.of(conv).kept]
         return kept, [self.counter.message(m) for m in kept]
 
+    def _job(
+        self, call: CallRequest, reason: CompactionReason, pol: EffectivePolicy, *,
+        conv: Conversation | None = None, focus: str | None = None,
+    ) -> tuple[CompactionJob, list[Message]]:
+        """The compactor's job for ``call`` (or for ``conv`` in its place; only a manual
+        compaction takes a focus), and the kept messages as shown."""
+        conv = conv or call.conv
+        kept, counts = self._kept(conv)
+        overhead = self.overhead(call.system_prompt, call.tools)
+        job = CompactionJob(reason, conv, pol, overhead, counts, call.system_prompt,
+                            call.tools, focus, call.cancel)
+        return job, kept
+
     def _run(
-        self, conv: Conversation, job: CompactionJob, tokens_before: int,
-        pol: EffectivePolicy | None = None,
+        self, call: CallRequest, reason: CompactionReason, tokens_before: int,
+        pol: EffectivePolicy | None = None, focus: str | None = None,
     ) -> CompactionOutcome:
         """One compaction through the :class:`Compactor`, with events and the record
         (``pol``: the call's policy, by default the target's)."""
-        pol = pol or self.policy()
-        compactor = self._compactor(pol)
-        _kept, counts = self._kept(conv)
+        conv = call.conv
+        job, _kept = self._job(call, reason, pol or self.policy(), focus=focus)
 
         def started(messages: int) -> None:
             self._emit(CompactionStarted(job.reason, tokens_before, messages=messages))
 
-        outcome = compactor.run(
-            conv, job, pol, overhead=self.overhead(job.system_prompt, job.tools),
-            counts=counts, tokens_before=tokens_before, on_start=started,
-        )
+        outcome = self.compactor.run(job, tokens_before=tokens_before, on_start=started)
         if outcome.status == Status.CANCELLED:
             log.info("Compaction (%s) cancelled; the request proceeds uncompacted", job.reason)
             self._emit(CompactionCancelled(job.reason, tokens_before=tokens_before))
@@ -718,7 +707,7 @@ class ContextController:
                 self._emit(CompactionFailed(job.reason, outcome.error, tokens_before))
         elif outcome.status == Status.FAILED:
             log.warning("Compaction (%s) failed: %s", job.reason, outcome.error)
-            self._no_retry.add(self._state(conv))
+            self._no_retry.add(state_of(conv))
             self._emit(CompactionFailed(job.reason, outcome.error, tokens_before))
         elif outcome.record is not None:
             record = outcome.record
@@ -762,20 +751,23 @@ class ContextController:
             return self.auto_compact()
         return True
 
-    @staticmethod
-    def _state(conv: Conversation) -> tuple[int, int, int]:
-        return (id(conv), len(conv.messages), len(conv.compactions))
-
     def _emit(self, event: ContextEvent) -> None:
         if self.on_event is not None:
             self.on_event(event)
+
+
+def _set_prompt(
+    req: PreparedRequest, messages: list[dict[str, Any]], tokens: int,
+    prompt: EncodedPrompt | None, pol: EffectivePolicy,
+) -> None:
+    """``req`` sends ``messages`` (``tokens``, encoded as ``prompt``) from now on."""
+    req.messages = messages
+    req.prompt_tokens = tokens
+    req.prompt = prompt
+    req.reserve = min(pol.reserve, max(pol.limit - tokens, 0))
 
 
 def _user_calls(messages: Sequence[Message]) -> set[str]:
     """Ids of the tool calls the user ran (``/read``), noted as run at their request."""
     return {c.id for m in messages if m.initiated_by == "user" for c in m.tool_calls}
 
-
-def _job(call: CallRequest, reason: CompactionReason, focus: str | None = None) -> CompactionJob:
-    """The compactor's job for ``call`` (only a manual compaction takes a focus)."""
-    return CompactionJob(reason, call.system_prompt, call.tools, focus, call.cancel)

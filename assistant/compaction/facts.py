@@ -55,6 +55,16 @@ class ConversationFacts:
         return self.conv.kept_messages()
 
     @cached_property
+    def latest_user(self) -> int | None:
+        """Index in :attr:`kept` of the newest user message (None: there is none)."""
+        return next((i for i in range(len(self.kept) - 1, -1, -1)
+                     if self.kept[i].role == "user"), None)
+
+    @property
+    def latest_user_id(self) -> str | None:
+        return None if self.latest_user is None else self.kept[self.latest_user].id
+
+    @cached_property
     def calls(self) -> dict[str, ToolCall]:
         """Every tool call of the conversation by its id (what an output answers)."""
         return calls_by_id(self.conv.messages)

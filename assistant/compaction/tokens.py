@@ -29,8 +29,8 @@ characters-per-token guess is never used.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from typing import Any
+from collections.abc import Callable, Hashable, Sequence
+from typing import Any, Generic, TypeVar
 
 from assistant.conversation import Message
 from assistant.llm.base import ChatMessages, EncodedPrompt, ModelInfo, PromptCounter, PromptEncoder
@@ -40,9 +40,33 @@ from assistant.llm.template import ChatTemplate
 _ANCHOR: dict[str, Any] = {"role": "system", "content": "."}
 #: Entries kept before the memo is cleared (a long session has a few thousand messages).
 MEMO_LIMIT = 50_000
+#: Whole prompts remembered by :meth:`TokenCounter.encode` (one ``prepare`` asks for at
+#: most this many different ones: before and after a compaction, as built and rendered).
+ENCODED_KEPT = 4
 
+Count = Callable[[str], int]
 MemoKey = tuple[str, bool, str, int, int, tuple[tuple[str, str], ...]]
 SegmentKey = tuple[int, int, int]
+K = TypeVar("K", bound=Hashable)
+V = TypeVar("V")
+
+
+class Memo(Generic[K, V]):
+    """Values computed once per key, cleared whole at ``limit`` entries: the memos of a
+    long session stay bounded, and what is asked again after a clear is computed again."""
+
+    def __init__(self, limit: int = MEMO_LIMIT) -> None:
+        self.limit = limit
+        self._items: dict[K, V] = {}
+
+    def get(self, key: K, make: Callable[[], V]) -> V:
+        got = self._items.get(key)
+        if got is None:
+            if len(self._items) >= self.limit:
+                self._items.clear()
+            got = make()
+            self._items[key] = got
+        return got
 
 
 def _memo_key(msg: Message) -> MemoKey:
@@ -66,14 +90,12 @@ class TokenCounter:
 
     def __init__(self, backend: PromptCounter) -> None:
         self.backend = backend
-        self._memo: dict[MemoKey, int] = {}
-        self._segments: dict[SegmentKey, int] = {}
+        self._memo: Memo[MemoKey, int] = Memo()
+        self._segments: Memo[SegmentKey, int] = Memo()
         self._anchor_tokens: int | None = None
-        self._text_memo: dict[str, int] = {}
-        self.misses = 0
-        self.hits = 0
-        #: The last whole prompt encoded: (messages, tools, what it gave).
-        self._last: tuple[list[dict[str, Any]], list[dict[str, Any]], EncodedPrompt] | None = None
+        self._text_memo: Memo[str, int] = Memo(4_096)
+        #: The last whole prompts encoded, newest last: (messages, tools, what it gave).
+        self._last: list[tuple[list[dict[str, Any]], list[dict[str, Any]], EncodedPrompt]] = []
         #: Whether ``overhead + sum(segments)`` (:meth:`summed`) has equalled the exact count
         #: of every prompt checked against it: the controller then decides on the sum and
         #: encodes each prompt once, the one it sends, checking the sum against it. Set
@@ -84,13 +106,7 @@ class TokenCounter:
     # -- single pieces -----------------------------------------------------------------
     def text(self, text: str) -> int:
         """Tokens of plain ``text`` (no template), memoized for repeated strings."""
-        got = self._text_memo.get(text)
-        if got is None:
-            got = self.backend.count(text)
-            if len(self._text_memo) > 4_096:
-                self._text_memo.clear()
-            self._text_memo[text] = got
-        return got
+        return self._text_memo.get(text, lambda: self.backend.count(text))
 
     def _anchor(self) -> int:
         if self._anchor_tokens is None:
@@ -105,14 +121,8 @@ class TokenCounter:
         """:meth:`segment`, memoized on what the message holds: the messages of a prompt
         as rendered (earlier calls as notes, recall's block in the latest question) are
         counted once each, not with the whole prompt every call."""
-        key = _segment_key(openai_message)
-        got = self._segments.get(key)
-        if got is None:
-            got = self.segment(openai_message)
-            if len(self._segments) >= MEMO_LIMIT:
-                self._segments.clear()
-            self._segments[key] = got
-        return got
+        return self._segments.get(
+            _segment_key(openai_message), lambda: self.segment(openai_message))
 
     def summed(self, overhead: int, messages: ChatMessages) -> int:
         """``messages``' prompt from its pieces: ``overhead`` (system prompt, tools and
@@ -122,17 +132,7 @@ class TokenCounter:
 
     def message(self, msg: Message) -> int:
         """Tokens ``msg`` adds to the prompt as the model sees it (memoized)."""
-        key = _memo_key(msg)
-        got = self._memo.get(key)
-        if got is not None:
-            self.hits += 1
-            return got
-        self.misses += 1
-        got = self.segment_of(msg.to_openai())
-        if len(self._memo) >= MEMO_LIMIT:
-            self._memo.clear()
-        self._memo[key] = got
-        return got
+        return self._memo.get(_memo_key(msg), lambda: self.segment_of(msg.to_openai()))
 
     def unpruned(self, msg: Message) -> int:
         """Tokens of ``msg`` with its full content (what pruning it would free from)."""
@@ -151,15 +151,6 @@ class TokenCounter:
         return self.backend.count_prompt([{"role": "system", "content": system_prompt}], tools)
 
     # -- whole prompts -----------------------------------------------------------------
-    def estimate(
-        self,
-        system_prompt: str,
-        messages: Sequence[Message],
-        tools: Sequence[dict[str, Any]] | None = None,
-    ) -> int:
-        """Overhead plus memoized segments (exact for ChatML; see the module docstring)."""
-        return self.overhead(system_prompt, tools) + sum(self.message(m) for m in messages)
-
     def exact(
         self, messages: ChatMessages, tools: Sequence[dict[str, Any]] | None = None
     ) -> int:
@@ -170,13 +161,15 @@ class TokenCounter:
         self, messages: ChatMessages, tools: Sequence[dict[str, Any]] | None = None
     ) -> EncodedPrompt:
         """The whole prompt rendered and counted, with its text and tokens when the backend
-        is a ``PromptEncoder`` (``generate`` then evaluates them as they are). The last one
-        is remembered: the same prompt asked for again (``prepare`` counts before it
-        decides whether to compact, and again after) is not tokenized twice."""
+        is a ``PromptEncoder`` (``generate`` then evaluates them as they are). The last
+        few are remembered: a prompt asked for again (``prepare`` counts before it decides
+        whether to compact, and again after; a summary's candidate, as built and as
+        rendered, is then the prompt built and adopted) is not tokenized twice."""
         shown = list(tools or [])
-        last = self._last
-        if last is not None and last[1] == shown and last[0] == list(messages):
-            return last[2]
+        wanted = list(messages)
+        for old_messages, old_tools, got in reversed(self._last):
+            if old_tools == shown and old_messages == wanted:
+                return got
         be = self.backend
         if isinstance(be, PromptEncoder):
             got = be.encode_prompt(messages, tools)
@@ -185,12 +178,13 @@ class TokenCounter:
         # A copy of each message: a caller may change one after (a copy of the whole prompt
         # cost more than its encode). What messages hold (calls, their arguments) is
         # replaced, never changed in place: recall and the rendering write new dicts.
-        self._last = ([dict(m) for m in messages], [dict(t) for t in shown], got)
+        self._last = [*self._last[-(ENCODED_KEPT - 1):],
+                      ([dict(m) for m in messages], [dict(t) for t in shown], got)]
         return got
 
 
 def truncate_to_tokens(
-    text: str, limit: int, count: Callable[[str], int], marker: str = " [...truncated]"
+    text: str, limit: int, count: Count, marker: str = " [...truncated]"
 ) -> str:
     """The longest prefix of ``text`` (plus ``marker``) with at most ``limit`` tokens."""
     if limit <= 0:
@@ -200,14 +194,32 @@ def truncate_to_tokens(
     room = limit - count(marker)
     if room <= 0:
         return ""
-    lo, hi = 0, len(text)
-    while lo < hi:  # largest prefix length whose count fits
+    return text[: largest_fitting(lambda k: text[:k], len(text), room, count)].rstrip() + marker
+
+
+def shrink_to_fit(
+    part: str, whole: Callable[[str], str], limit: int, count: Count
+) -> tuple[str, str]:
+    """``part`` cut until ``whole(part)`` (a text it is one part of) counts at most ``limit``
+    tokens, or ``part`` is empty: (``part``, ``whole(part)``)."""
+    text = whole(part)
+    while part and count(text) > limit:
+        part = truncate_to_tokens(part, max(count(part) - (count(text) - limit) - 4, 0), count)
+        text = whole(part)
+    return part, text
+
+
+def largest_fitting(build: Callable[[int], str], most: int, limit: int, count: Count) -> int:
+    """The largest ``k`` in ``[0, most]`` whose ``build(k)`` (growing with ``k``) counts at
+    most ``limit`` tokens (0 when none does)."""
+    lo, hi = 0, most
+    while lo < hi:
         mid = (lo + hi + 1) // 2
-        if count(text[:mid]) <= room:
+        if count(build(mid)) <= limit:
             lo = mid
         else:
             hi = mid - 1
-    return text[:lo].rstrip() + marker
+    return lo
 
 
 class CountingBackend:

@@ -15,8 +15,8 @@ from typing import Any
 
 from assistant.compaction import context
 from assistant.compaction.context import View
-from assistant.compaction.facts import FactsCache
-from assistant.compaction.tokens import TokenCounter
+from assistant.compaction.facts import ConversationFacts, FactsCache
+from assistant.compaction.tokens import Memo, TokenCounter
 from assistant.compaction.visibility import cleared_note, plan_trims, trim_output
 from assistant.conversation import Conversation, Message, ToolCall
 from assistant.llm.base import EncodedPrompt
@@ -44,11 +44,13 @@ class ViewBuilder:
     """Views of one conversation; its facts (kept messages, calls, unanswered ids) come
     from ``facts``, shared with the controller, so each is computed once per state."""
 
-    def __init__(self, counter: TokenCounter, facts: FactsCache | None = None) -> None:
+    def __init__(self, counter: TokenCounter, facts: FactsCache) -> None:
         self.counter = counter
-        self.facts = facts or FactsCache()
-        self._notes: dict[tuple[str, int], str] = {}
-        self._cuts: dict[tuple[str, int, int], str] = {}
+        self.facts = facts
+        self._notes: Memo[tuple[str, int], str] = Memo(NOTE_MEMO_LIMIT)
+        self._cuts: Memo[tuple[str, int, int], str] = Memo(NOTE_MEMO_LIMIT)
+        #: The latest views by (their facts' state, the pruned ids, the caps).
+        self._views: Memo[tuple[Any, ...], View] = Memo(16)
 
     def view(
         self, conv: Conversation, message_cap: int | None = None, latest_cap: int | None = None
@@ -61,9 +63,18 @@ class ViewBuilder:
         facts = self.facts.of(conv)
         kept = facts.kept
         pruned = [m for m in kept if m.role == "tool" and m.pruned]
+        # Pruning changes no fact but changes the view.
+        key = (facts.state, tuple(m.id for m in pruned), message_cap, latest_cap)
+        return self._views.get(key, lambda: self._view(facts, pruned, message_cap, latest_cap))
+
+    def _view(
+        self, facts: ConversationFacts, pruned: list[Message], message_cap: int | None,
+        latest_cap: int | None,
+    ) -> View:
+        kept = facts.kept
         trims: dict[str, str] = {}
         if message_cap is not None:
-            latest = next((m.id for m in reversed(kept) if m.role == "user"), None)
+            latest = facts.latest_user_id
             for m in kept:
                 if m.role in ("user", "tool", "assistant") and not m.pruned:
                     keep = message_cap
@@ -81,30 +92,16 @@ class ViewBuilder:
         how to get the rest). A message this long could not fit whole beside the system
         prompt; cutting it the same way in every call keeps what the model saw (and the
         KV cache) stable until the window changes. Memoized per message and cap."""
-        key = (msg.id, len(msg.content), cap)
-        got = self._cuts.get(key)
-        if got is None:
-            if len(self._cuts) > NOTE_MEMO_LIMIT:
-                self._cuts.clear()
-            got = trim_output(
-                msg.model_view_content(), cap, self.counter.text,
-                calls.get(msg.tool_call_id or ""),
-                kind={"user": "message", "assistant": "reply"}.get(msg.role, "output"),
-            )
-            self._cuts[key] = got
-        return got
+        return self._cuts.get((msg.id, len(msg.content), cap), lambda: trim_output(
+            msg.model_view_content(), cap, self.counter.text, calls.get(msg.tool_call_id or ""),
+            kind={"user": "message", "assistant": "reply"}.get(msg.role, "output"),
+        ))
 
     def note(self, msg: Message, calls: dict[str, ToolCall]) -> str:
         """``msg``'s cleared note (memoized; its size is counted on the original content)."""
         tokens = self.counter.unpruned(msg)
-        key = (msg.id, tokens)
-        got = self._notes.get(key)
-        if got is None:
-            if len(self._notes) > NOTE_MEMO_LIMIT:
-                self._notes.clear()
-            got = cleared_note(msg, calls.get(msg.tool_call_id or ""), tokens)
-            self._notes[key] = got
-        return got
+        return self._notes.get(
+            (msg.id, tokens), lambda: cleared_note(msg, calls.get(msg.tool_call_id or ""), tokens))
 
     def cleared_size(self, conv: Conversation) -> Callable[[Message], int]:
         """Segment tokens of a result once cleared (what pruning weighs against)."""
@@ -153,7 +150,7 @@ class ViewBuilder:
         # The user's latest message is never cut to fit (compaction gives way for it, and
         # one too large is refused before it is sent), unless it was already cut for being
         # longer than any prompt (a chat that holds a pasted log of tens of MB).
-        latest = next((m.id for m in reversed(kept) if m.role == "user"), None)
+        latest = facts.latest_user_id
         users = facts.pending_users
         if latest is not None and latest not in start.view.trims:
             users = users - {latest}

@@ -32,6 +32,7 @@ from dataclasses import dataclass
 
 from assistant.compaction.cut_point import is_turn_start
 from assistant.compaction.file_tracking import READ_TOOLS, call_target
+from assistant.compaction.tokens import largest_fitting
 from assistant.conversation import PRUNED_PLACEHOLDER, Message, ToolCall
 
 Count = Callable[[str], int]
@@ -252,7 +253,7 @@ def trim_output(
             )
             return "\n".join([*lines[:head], marker, *lines[len(lines) - tail :]])
 
-        cut = _largest(build, len(lines) - 1, cap, count)
+        cut = build(largest_fitting(build, len(lines) - 1, cap, count))
         return cut if count(cut) < size else text
 
     def build_chars(keep: int) -> str:
@@ -262,20 +263,8 @@ def trim_output(
         marker = _char_marker(len(omitted), count(omitted), kind)
         return text[:head] + marker + text[len(text) - tail :]
 
-    cut = _largest(build_chars, len(text) - 1, cap, count)
+    cut = build_chars(largest_fitting(build_chars, len(text) - 1, cap, count))
     return cut if count(cut) < size else text
-
-
-def _largest(build: Callable[[int], str], most: int, cap: int, count: Count) -> str:
-    """``build(k)`` for the largest ``k`` in ``[0, most]`` whose count fits ``cap``."""
-    lo, hi = 0, most
-    while lo < hi:
-        mid = (lo + hi + 1) // 2
-        if count(build(mid)) <= cap:
-            lo = mid
-        else:
-            hi = mid - 1
-    return build(lo)
 
 
 def cap_ladder(largest: int, floor: int = TRIM_FLOOR) -> list[int]:
@@ -296,9 +285,6 @@ class TrimPlan:
 
     caps: Mapping[str, int]
     cap: int = 0
-    #: Tokens the cut outputs had before and after cutting (message segments).
-    before: int = 0
-    after: int = 0
 
     @property
     def applies(self) -> bool:
@@ -331,11 +317,5 @@ def plan_trims(
                 caps[msg.id] = max(cap - (seg - content), 1)
         chosen = caps
         if freed >= excess:
-            return _plan(outputs, chosen, cap)
-    return _plan(outputs, chosen, ladder[-1]) if ladder else TrimPlan(caps={})
-
-
-def _plan(outputs: Sequence[tuple[Message, int, int]], caps: dict[str, int], cap: int) -> TrimPlan:
-    before = sum(seg for m, seg, _ in outputs if m.id in caps)
-    after = sum(min(seg, cap) for m, seg, _ in outputs if m.id in caps)
-    return TrimPlan(caps=caps, cap=cap, before=before, after=after)
+            return TrimPlan(caps=chosen, cap=cap)
+    return TrimPlan(caps=chosen, cap=ladder[-1]) if ladder else TrimPlan(caps={})

@@ -6,6 +6,7 @@ from __future__ import annotations
 from assistant.compaction.ahead import AHEAD_FILL
 from assistant.compaction.controller import ContextController
 from assistant.compaction.request import CallRequest
+from assistant.compaction.summary.summarizer import GIVE_UP_AFTER
 from assistant.conversation import CompactionReason, CompactionRecord, Conversation, Message
 from assistant.llm.base import CancelToken, GenerationOptions
 from tests.fakes.scripted import ScriptedBackend
@@ -342,7 +343,7 @@ def test_a_model_given_up_on_keeps_its_own_note() -> None:
     ctl, backend, _ = controller(ScriptedBackend([writes(GOOD_SUMMARY)] * 30), POLICY,
                                  defer_model=lambda: True)
     assert isinstance(ctl.summarizer, ModelSummarizer)
-    ctl.summarizer.consecutive_fallbacks = ctl.summarizer.give_up_after
+    ctl.summarizer.consecutive_fallbacks = GIVE_UP_AFTER
     conv = Conversation()
     _to_threshold(ctl, conv, 0)
     conv.append(Message(role="user", content="And what about file 3?"))

@@ -1,6 +1,8 @@
 """The facts of a conversation are computed once per ``prepare`` (issue 27): each of the
 functions that compute them is wrapped, and one prepare (plain, then one that compacts) is
-walked; no fact is computed twice for the same input."""
+walked; no fact is computed twice for the same input. The prompt's measure is one of them:
+the chat's whole prompt is counted once per state: the one sent (and, in a prepare that
+compacts, the one that passed the window)."""
 
 from __future__ import annotations
 
@@ -15,7 +17,9 @@ import pytest
 from assistant.compaction import file_tracking, visibility
 from assistant.compaction.facts import ConversationFacts, FactsCache
 from assistant.compaction.request import CallRequest
-from assistant.compaction.summary import extractive
+from assistant.compaction.summary import extractive, user_text
+from assistant.compaction.tokens import Memo
+from assistant.compaction.view import ViewBuilder
 from assistant.conversation import CompactionRecord, Conversation, Message
 from tests.fakes.scripted import ScriptedBackend
 
@@ -40,6 +44,9 @@ FACTS: dict[str, tuple[Callable[..., Any], Callable[..., Hashable]]] = {
         extractive.collect_state,
         lambda msgs, files, **kw: (_ids(msgs), repr(files), repr(sorted(kw.items()))),
     ),
+    # A user message split into sentences (``split_user_text`` memoizes it): what the
+    # user's rules, instructions and record are read from.
+    "_split": (user_text._split, lambda text: text),
 }
 
 
@@ -47,6 +54,7 @@ FACTS: dict[str, tuple[Callable[..., Any], Callable[..., Hashable]]] = {
 def computed(monkeypatch: pytest.MonkeyPatch) -> Computed:
     """Every computation of a fact, by fact and input, wherever it is called from."""
     seen: Computed = Counter()
+    monkeypatch.setattr(user_text, "_SPLIT", Memo(4_096))  # nothing split before the walk
     for name, (fn, key) in FACTS.items():
         def wrapper(*args: Any, _fn: Any = fn, _key: Any = key, _name: str = name,
                     **kw: Any) -> Any:
@@ -64,7 +72,30 @@ def computed(monkeypatch: pytest.MonkeyPatch) -> Computed:
         return original(self)
 
     monkeypatch.setattr(Conversation, "kept_messages", kept)
+    view = ViewBuilder._view
+
+    def viewed(self: ViewBuilder, facts: ConversationFacts, pruned: list[Message],
+               *caps: int | None) -> Any:
+        seen[("view", (facts.state, _ids(pruned), caps))] += 1  # cleared notes and cuts
+        return view(self, facts, pruned, *caps)
+
+    monkeypatch.setattr(ViewBuilder, "_view", viewed)
+    # What TokenCounter asks a backend for a whole prompt.
+    for method, whole in (("encode_prompt", ScriptedBackend.encode_prompt),
+                          ("count_prompt", ScriptedBackend.count_prompt)):
+        def counted(self: ScriptedBackend, messages: Any, tools: Any = None,
+                    _fn: Any = whole) -> Any:
+            if len(messages) > 1 and messages[0].get("content") == SYSTEM:  # the chat's prompt
+                seen[("measure", repr(messages))] += 1
+            return _fn(self, messages, tools)
+
+        monkeypatch.setattr(ScriptedBackend, method, counted)
     return seen
+
+
+def _measured(computed: Computed) -> list[str]:
+    """The chat prompts counted whole (to decide or to be sent), one entry a count."""
+    return [key for (name, key), n in computed.items() if name == "measure" for _ in range(n)]
 
 
 def _chat() -> Conversation:
@@ -95,24 +126,35 @@ def test_a_prepare_that_prunes_computes_each_fact_once(computed: Computed) -> No
     req = ctl.prepare(CallRequest(conv, SYSTEM))
     assert req.pruned_tokens > 0 and req.compaction is None  # the rules ran
     names = {name for name, _ in computed}
-    assert {"kept_messages", "calls_by_id", "unanswered_ids"} <= names
+    assert {"kept_messages", "calls_by_id", "unanswered_ids", "view"} <= names
     assert _repeated(computed) == {}
+    assert _measured(computed) == [repr(req.messages)]  # only the prompt sent
 
 
-def test_a_prepare_that_compacts_computes_each_fact_once(computed: Computed) -> None:
+@pytest.mark.parametrize("additive", [True, False])
+def test_a_prepare_that_compacts_computes_each_fact_once(
+    computed: Computed, additive: bool
+) -> None:
     conv = _chat()
     pol = _policy(conv, -1)
     ctl, _be, _ = controller(
         ScriptedBackend([GOOD_SUMMARY]), pol, prune_enabled=lambda: False
     )
+    ctl.counter.additive = additive  # False: a template whose segments do not add up
     computed.clear()
     req = ctl.prepare(CallRequest(conv, SYSTEM))
     assert req.compaction is not None
     names = {name for name, _ in computed}
-    assert {"kept_messages", "unanswered_ids", "extract_file_ops", "collect_state"} <= names
+    assert {"kept_messages", "unanswered_ids", "extract_file_ops", "collect_state",
+            "_split", "view"} <= names
     assert _repeated(computed) == {}
     # Twice in all: the chat before the compaction, and after it (a new state).
     assert sum(n for (name, _), n in computed.items() if name == "kept_messages") == 2
+    # The prompt that passed the window, then the prompt sent. The summary's candidate is
+    # counted from its segments while they add up; else counted whole as built and as
+    # rendered (the shorter is sent), each once.
+    measured = _measured(computed)
+    assert len(measured) == (2 if additive else 3) and repr(req.messages) in measured[1:]
 
 
 def test_the_walk_finds_a_fact_computed_twice(
@@ -149,3 +191,4 @@ def test_facts_follow_the_conversation() -> None:
     ]
     other = _chat()
     assert cache.of(other).conv is other
+

@@ -93,9 +93,8 @@ _NEGATION = re.compile(
     re.IGNORECASE,
 )
 _CLAUSE = re.compile(r"[,;:.!?]\s+|\s+(?:and|but|or|instead of)\s+|\n")
-_HEADING = re.compile(r"^\s*(?:#{1,6}\s*|\*\*)([^*\n#]+?)(?:\*\*)?\s*:?\s*$")
 #: A heading line ("## Goal", "**Goal:**"); group 1 is its name.
-HEADING = _HEADING
+HEADING = re.compile(r"^\s*(?:#{1,6}\s*|\*\*)([^*\n#]+?)(?:\*\*)?\s*:?\s*$")
 _NONE = re.compile(r"^\W*none\W*$", re.IGNORECASE)
 _BULLET_MARK = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+(?:\[[ xX]\]\s*)?")
 
@@ -161,7 +160,7 @@ def parse_sections(text: str) -> dict[str, list[str]]:
     sections: dict[str, list[str]] = {}
     current: list[str] | None = None
     for raw in text.splitlines():
-        m = _HEADING.match(raw)
+        m = HEADING.match(raw)
         if m:
             name = m.group(1).strip()
             key = next((s for s in (*REQUIRED_SECTIONS, *CONTENT_SECTIONS, "Blocked")
@@ -217,11 +216,6 @@ class Known:
         return len(w) >= 6 and any(c in w for c in "/._") and w.strip("/.") in self.text
 
 
-def vocabulary(text: str) -> Known:
-    """What ``text`` names (see :class:`Known`)."""
-    return Known(text)
-
-
 def _term(word: str) -> bool:
     if word in _STOP or _stem(word) in _STOP:
         return False
@@ -239,7 +233,7 @@ def _specific(raw: str, first: bool) -> bool:
 
 def grounded_terms(line: str, known: Known) -> tuple[list[str], list[str]]:
     """(terms of ``line`` found in the conversation, those not found); ``known`` is
-    :func:`vocabulary` of the conversation. Filler ("none", "n/a", placeholders) has none."""
+    :class:`Known` of the conversation. Filler ("none", "n/a", placeholders) has none."""
     if _FILLER.match(line.strip()):
         return [], []
     found: list[str] = []
@@ -267,7 +261,7 @@ def informative(line: str, known: Known) -> bool:
 
 def about_the_user(line: str, users: Known) -> bool:
     """Whether a Goal ``line`` names something of what the user wrote (``users``:
-    :func:`vocabulary` of the user's messages): the goal is the user's, said in other words
+    :class:`Known` of the user's messages): the goal is the user's, said in other words
     ("Refactor the code to make it easier to maintain" for "could be refactored to be
     nicer")."""
     found, missing = grounded_terms(line, users)
@@ -428,7 +422,7 @@ def clean_summary(
 
     A loop is cut two ways: a bullet that repeats an earlier one (same words) is dropped,
     and a bullet in which the same three words come back a third time is cut before their
-    second occurrence. With ``known`` (:func:`vocabulary` of the conversation), a last word
+    second occurrence. With ``known`` (:class:`Known` of the conversation), a last word
     the bullet's character limit cut in two is removed (:func:`cut_partial_word`), a
     misspelled path of the conversation is put back (:func:`respell`), and a bullet still
     naming a path, identifier or number the conversation never names (:func:`invented`) is
@@ -456,7 +450,7 @@ def clean_summary(
     pending_heading = False
     heading_at = -1
     for raw in text.splitlines():
-        heading = _HEADING.match(raw)
+        heading = HEADING.match(raw)
         if heading:
             section = heading.group(1).strip()
             if pending_heading and _level(raw) <= _level(out[heading_at]):

@@ -43,11 +43,6 @@ TRUNC = " [...truncated]"
 FILES_SHARE = 0.35
 
 
-def constraint_sentences(text: str) -> list[str]:
-    """The user's instruction sentences in ``text``, verbatim (pasted material excluded)."""
-    return instructions(text)
-
-
 @dataclass
 class MechanicalState:
     files: FileOps = field(default_factory=FileOps)
@@ -72,7 +67,7 @@ def collect_state(
     ]
     constraints: list[str] = []
     for text in users:
-        for sentence in constraint_sentences(text):
+        for sentence in instructions(text):  # verbatim, pasted material excluded
             if sentence not in constraints:
                 constraints.append(sentence)
     last = None if last_request_visible or not users else users[-1]

@@ -49,7 +49,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Literal, Protocol
 
 from assistant.compaction.summary import prompts
-from assistant.compaction.summary.clean import clean_summary, vocabulary
+from assistant.compaction.summary.clean import Known, clean_summary
 from assistant.compaction.summary.extractive import MechanicalState, extractive_summary
 from assistant.compaction.summary.grammar import follows_skeleton, min_budget, summary_grammar
 from assistant.compaction.summary.guided import GuidedRequest, user_rules
@@ -156,9 +156,13 @@ def deferred_summary(
     """The extractive summary for a compaction inside the turn whose model summary is left
     to idle time (the app writes the next compaction's summary ahead, while the user
     reads: ``compaction/ahead.py``); takes milliseconds."""
-    out = ExtractiveSummarizer(counter).summarize(request, cancel)
-    out.note = DEFERRED_NOTE
-    return out
+    return _extractive(counter, request, cancel, DEFERRED_NOTE)
+
+
+def _extractive(
+    counter: TokenCounter, request: SummaryRequest, cancel: CancelToken | None, note: str
+) -> SummaryOutcome:
+    return replace(ExtractiveSummarizer(counter).summarize(request, cancel), note=note)
 
 
 #: After this many compactions in a row in which the model's summary was rejected twice,
@@ -216,16 +220,10 @@ class ModelSummarizer:
         backend: LLMBackend,
         counter: TokenCounter | None = None,
         *,
-        temperature: float = 0.0,
-        tool_chars: int = 500,
-        give_up_after: int = GIVE_UP_AFTER,
         grammar: bool = True,
     ) -> None:
         self.backend = backend
         self.counter = counter or TokenCounter(backend)
-        self.temperature = temperature
-        self.tool_chars = tool_chars
-        self.give_up_after = give_up_after
         #: Compactions in a row whose model summaries were rejected twice.
         self.consecutive_fallbacks = 0
         #: "auto" (try the summary grammar), "on" (it works with this model), "off" (the
@@ -243,7 +241,7 @@ class ModelSummarizer:
         return not self._given_up() and not self._too_small(request)
 
     def _given_up(self) -> bool:
-        return bool(self.give_up_after) and self.consecutive_fallbacks >= self.give_up_after
+        return self.consecutive_fallbacks >= GIVE_UP_AFTER
 
     def _too_small(self, request: SummaryRequest) -> bool:
         return self.grammar_state != "off" and request.budget < min_budget()
@@ -255,9 +253,10 @@ class ModelSummarizer:
                 "extractive summary without asking the model",
                 self.consecutive_fallbacks,
             )
-            return self._extractive(
-                request, cancel, "by the extractive fallback: the model was not asked, its "
-                f"summaries were rejected in {self.consecutive_fallbacks} compactions in a row",
+            return _extractive(
+                self.counter, request, cancel, "by the extractive fallback: the model was not "
+                f"asked, its summaries were rejected in {self.consecutive_fallbacks} compactions "
+                "in a row",
             )
         if self._too_small(request):
             # Every reply would be cut at the length limit: do not spend a prefill on it.
@@ -265,10 +264,10 @@ class ModelSummarizer:
                 "the summary's model part has %d tokens, fewer than the %d the summary "
                 "grammar needs; using the extractive summary", request.budget, min_budget(),
             )
-            return self._extractive(
-                request, cancel, f"by the extractive summarizer: {TOO_SMALL_FOR_GRAMMAR}, its "
-                f"part of the summary has {request.budget} tokens and the summary grammar "
-                f"needs {min_budget()}",
+            return _extractive(
+                self.counter, request, cancel, f"by the extractive summarizer: "
+                f"{TOO_SMALL_FOR_GRAMMAR}, its part of the summary has {request.budget} tokens "
+                f"and the summary grammar needs {min_budget()}",
             )
         out = SummaryOutcome(text="", kind="model")
         span = [*request.history, *request.turn_prefix]
@@ -291,8 +290,8 @@ class ModelSummarizer:
         except _Rejected as exc:
             self.consecutive_fallbacks += 1
             log.warning("model summary rejected twice (%s); using the extractive summary", exc)
-            fallback = self._extractive(
-                request, cancel,
+            fallback = _extractive(
+                self.counter, request, cancel,
                 f"by the extractive fallback: the model's summaries were rejected twice ({exc})",
             )
             # What the model's attempts cost and why they failed stay on the outcome.
@@ -302,13 +301,6 @@ class ModelSummarizer:
             f"with the free prompts (no grammar: {self.grammar_note})")
         retried = " after one rejected attempt" if out.rejected else ""
         out.note = f"written by the model {how}{retried}"
-        return out
-
-    def _extractive(
-        self, request: SummaryRequest, cancel: CancelToken | None, note: str
-    ) -> SummaryOutcome:
-        out = ExtractiveSummarizer(self.counter).summarize(request, cancel)
-        out.note = note
         return out
 
     def _grammar_off(self, reason: str) -> None:
@@ -450,14 +442,10 @@ class ModelSummarizer:
                               request.budget, request)
 
         def text_messages(problems: str | None) -> list[dict[str, Any]]:
-            content = prompts.build_prompt(
+            return _free_prompt(prompts.build_prompt(
                 chunks[0] if chunks else "", previous=request.previous,
                 kind="update" if update else "initial", focus=request.focus, words=words,
-            )
-            return [
-                {"role": "system", "content": prompts.SYSTEM},
-                {"role": "user", "content": content},
-            ]
+            ))
 
         if not self._prefer_in_context(request, messages, text_messages):
             return None
@@ -490,14 +478,10 @@ class ModelSummarizer:
                 problems: str | None, chunk: str = chunk, running: str | None = running,
                 this_kind: str = this_kind,
             ) -> list[dict[str, Any]]:
-                content = prompts.build_prompt(
+                return _free_prompt(prompts.build_prompt(
                     chunk, previous=running, kind=this_kind, focus=request.focus,
                     words=_words(budget), problems=problems,
-                )
-                return [
-                    {"role": "system", "content": prompts.SYSTEM},
-                    {"role": "user", "content": content},
-                ]
+                ))
 
             running = self._attempts(ask, chunk, budget, out, cancel, None, "summary", checks)
         return running or ""
@@ -507,9 +491,7 @@ class ModelSummarizer:
             "", previous="x", kind=kind, focus=request.focus, words=_words(budget),
             problems=_PROBE_PROBLEMS,
         )
-        base = self.counter.exact(
-            [{"role": "system", "content": prompts.SYSTEM}, {"role": "user", "content": probe}]
-        )
+        base = self.counter.exact(_free_prompt(probe))
         return base + budget  # room for a previous summary of up to ``budget`` tokens
 
     def _chunks(
@@ -521,7 +503,7 @@ class ModelSummarizer:
         current: list[str] = []
         used = 0
         for msg in messages:
-            text = serialize_message(msg, tool_chars=self.tool_chars)
+            text = serialize_message(msg)
             size = self.counter.text(text) + 2
             if size > limit:
                 text = truncate_to_tokens(text, limit - 2, self.counter.text)
@@ -556,13 +538,13 @@ class ModelSummarizer:
         """
         guided = checks.guided
         grammar = guided.grammar if guided is not None else None
-        known = vocabulary(source + "\n" + checks.reference)
+        known = Known(source + "\n" + checks.reference)
         problems: list[str] = []
         text = ""
         for attempt in range(2):
             names: list[str] = []
             if attempt and repair is not None and guided is not None and repairable(problems):
-                users = vocabulary(checks.users) if checks.users else None
+                users = Known(checks.users) if checks.users else None
                 names = sections_to_repair(text, known, users, guided.fact_groups)
             if names and repair is not None:
                 msgs = repair(names)
@@ -626,7 +608,7 @@ class ModelSummarizer:
         ignored: tuple[str, ...] = ()
         out.calls += 1
         options = GenerationOptions(
-            max_tokens=budget, temperature=self.temperature, stop=("[User]:",), grammar=grammar
+            max_tokens=budget, temperature=0.0, stop=("[User]:",), grammar=grammar
         )
         stream = self.backend.generate(
             messages, options, tools=tools, cancel=cancel, on_prefill=self.on_prefill
@@ -655,6 +637,11 @@ def _prompt_tokens(
     """The prompt's tokens, through the backend's incremental prompt tokenizer if it has one."""
     text = be.render_prompt(messages, tools)
     return be.tokenize_prompt(text) if isinstance(be, KVCacheAware) else be.tokenize(text)
+
+
+def _free_prompt(ask: str) -> list[dict[str, Any]]:
+    """A free-prompt request: the summarizer's system prompt, then ``ask``."""
+    return [{"role": "system", "content": prompts.SYSTEM}, {"role": "user", "content": ask}]
 
 
 def _looping(text: str) -> bool:

@@ -36,7 +36,7 @@ from assistant.compaction.summary.user_text import (
     split_user_text,
     task_statement,
 )
-from assistant.compaction.tokens import truncate_to_tokens
+from assistant.compaction.tokens import largest_fitting, truncate_to_tokens
 
 __all__ = [
     "INSTRUCTION_KINDS",
@@ -218,14 +218,8 @@ def _clip(text: str, limit: int, count: Count) -> str:
     words = text.split(" ")
     if count(words[0] + TRUNC) > limit:
         return truncate_to_tokens(text, limit, count, TRUNC)
-    lo, hi = 1, len(words)
-    while lo < hi:
-        mid = (lo + hi + 1) // 2
-        if count(" ".join(words[:mid]) + TRUNC) <= limit:
-            lo = mid
-        else:
-            hi = mid - 1
-    return " ".join(words[:lo]) + TRUNC
+    fit = largest_fitting(lambda k: " ".join(words[:k]) + TRUNC, len(words), limit, count)
+    return " ".join(words[:fit]) + TRUNC
 
 
 def render_user_record(

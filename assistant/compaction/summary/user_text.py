@@ -17,10 +17,11 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Literal
 
 from assistant.compaction.summary.user_facts import pins_down
+from assistant.compaction.tokens import Memo
 
 Count = Callable[[str], int]
 Kind = Literal["rule", "request", "question", "statement", "pasted", "command"]
@@ -202,8 +203,17 @@ def _prose_pieces(block: str) -> list[Piece]:
     return out
 
 
+#: Each text is split once: the record, the rules, the digest and the checks all ask.
+_SPLIT: Memo[str, tuple[Piece, ...]] = Memo(4_096)
+
+
 def split_user_text(text: str) -> list[Piece]:
-    """``text`` as pieces (sentences and pasted blocks) in order; see the module docstring."""
+    """``text`` as pieces (sentences and pasted blocks) in order; see the module docstring.
+    Split once per text; each caller gets its own copies (the record marks them)."""
+    return [replace(p) for p in _SPLIT.get(text, lambda: tuple(_split(text)))]
+
+
+def _split(text: str) -> list[Piece]:
     lines = text.split("\n")
     marks = [False] * len(lines)
     i = 0

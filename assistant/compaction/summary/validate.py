@@ -36,7 +36,6 @@ from assistant.compaction.summary.clean import (
     invented,
     parse_sections,
     silent_sections,
-    vocabulary,
 )
 from assistant.compaction.summary.prompts import REQUIRED_SECTIONS
 from assistant.compaction.summary.serialize import TRANSCRIPT_MARKERS
@@ -67,7 +66,7 @@ class Draft:
 
     @cached_property
     def known(self) -> Known:
-        return vocabulary(self.source + "\n" + self.reference)
+        return Known(self.source + "\n" + self.reference)
 
     @cached_property
     def missing(self) -> list[str]:
@@ -124,7 +123,7 @@ def _acts(d: Draft) -> str | None:
 def _says_nothing(d: Draft) -> str | None:
     if d.missing:
         return None  # judged by ``missing_sections``
-    users = vocabulary(d.user_text) if d.user_text else None
+    users = Known(d.user_text) if d.user_text else None
     goal_silent, empty = silent_sections(d.sections, d.known, users)
     if goal_silent:
         return GOAL_SILENT

@@ -160,7 +160,7 @@ def test_span_that_does_not_fit_beside_the_reply_uses_the_transcript() -> None:
     conv = _chat(turns=12, size=30)
     be = ScriptedBackend(["Bien.", GOOD_SUMMARY, GOOD_SUMMARY, GOOD_SUMMARY], window=20_000)
     summarizer = ModelSummarizer(be)
-    chat = context.to_openai(context.build_context(conv, SYSTEM))
+    chat = context.to_openai(context.build_context(conv, SYSTEM, kept=conv.kept_messages()))
     for _ in be.generate(chat, GenerationOptions(4)):
         pass
     tokens = be.count_prompt(chat)

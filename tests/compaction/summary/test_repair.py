@@ -5,8 +5,8 @@ from __future__ import annotations
 from assistant.compaction.summary import repair
 from assistant.compaction.summary.clean import (
     GOAL_SILENT,
+    Known,
     parse_sections,
-    vocabulary,
 )
 
 from ..helpers import FILLER_SUMMARY, GOOD_SUMMARY
@@ -28,7 +28,7 @@ def test_only_sections_that_say_nothing_are_repairable_problems() -> None:
 
 
 def test_the_silent_goal_and_silent_sections_with_facts_are_asked_again() -> None:
-    known = vocabulary(SOURCE)
+    known = Known(SOURCE)
     names = repair.sections_to_repair(FILLER_SUMMARY, known, None, FACTS)
     # Key Decisions has no fact to go on: asking again would get the same nothing.
     assert names == ["Goal", "Done", "In Progress", "Next Steps"]

@@ -6,13 +6,13 @@ from assistant.compaction.file_tracking import FileOps, extract_file_ops
 from assistant.compaction.summary.extractive import (
     collect_state,
     compose_summary,
-    constraint_sentences,
     extractive_summary,
     model_part,
     render_mechanical,
 )
 from assistant.compaction.summary.prompts import REQUIRED_SECTIONS, build_prompt
 from assistant.compaction.summary.serialize import serialize
+from assistant.compaction.summary.user_record import instructions
 from assistant.compaction.summary.validate import missing_sections, validate_summary
 from assistant.compaction.tokens import CountingBackend
 from assistant.conversation import Message, ToolCall
@@ -83,7 +83,7 @@ def test_file_tracking_read_modified_errors_and_cumulative() -> None:
 
 def test_constraint_sentences() -> None:
     text = "Hello there. You must keep tests green! I like tea.\nNever edit vendor/ files."
-    assert constraint_sentences(text) == ["You must keep tests green!", "Never edit vendor/ files."]
+    assert instructions(text) == ["You must keep tests green!", "Never edit vendor/ files."]
 
 
 def test_mechanical_state_keeps_constraints_files_and_requests_within_budget() -> None:

@@ -15,12 +15,12 @@ import pytest
 
 from assistant.compaction.budget import compaction_budget
 from assistant.compaction.summary.clean import (
+    Known,
     clean_summary,
     contradiction,
     cut_partial_word,
     parse_sections,
     respell,
-    vocabulary,
 )
 from assistant.compaction.summary.extractive import MechanicalState
 from assistant.compaction.summary.grammar import min_budget
@@ -158,14 +158,14 @@ def test_bullets_copied_from_the_conversation_are_dropped_outside_goal_and_const
                     "bucket", summary)
     summary = _with("Critical Context", "- writes invoices into the archive bucket for the "
                     "finance team", summary)
-    text, notes = clean_summary(summary, vocabulary(source + GOOD_SUMMARY), source)
+    text, notes = clean_summary(summary, Known(source + GOOD_SUMMARY), source)
     assert "dropped 2 bullet(s) copied from the conversation" in notes
     sections = parse_sections(text)
     assert sections["Goal"] == [said]  # the user's goal in the user's words stays
     assert sections["Key Decisions"] == ["none"] and sections["Critical Context"] == ["none"]
     assert sections["Done"] == ["Read src/file_0.py"]  # short or own words: kept
     # Without the conversation nothing is judged a copy.
-    kept = clean_summary(summary, vocabulary(source + GOOD_SUMMARY))[0]
+    kept = clean_summary(summary, Known(source + GOOD_SUMMARY))[0]
     assert "runs nightly at two" in parse_sections(kept)["Key Decisions"][0]
 
 
@@ -255,7 +255,7 @@ def test_a_backend_that_ignores_the_grammar_is_noticed() -> None:
 
 
 def test_a_word_cut_at_the_bullet_limit_is_removed_not_taken_for_an_invented_name() -> None:
-    known = vocabulary("read src/validators/schema_check.py and src/core/draft_schedule.py")
+    known = Known("read src/validators/schema_check.py and src/core/draft_schedule.py")
     # The grammar stopped the bullet inside a path: the piece goes, the bullet stays.
     assert cut_partial_word("Read src/core/draft_schedule.py, src/v", known) == (
         "Read src/core/draft_schedule.py")
@@ -270,7 +270,7 @@ def test_a_word_cut_at_the_bullet_limit_is_removed_not_taken_for_an_invented_nam
 
 
 def test_a_misspelled_path_of_the_conversation_is_put_back_not_dropped() -> None:
-    known = vocabulary("read docs/architecture_notes.md, src/billing/invoice.py and "
+    known = Known("read docs/architecture_notes.md, src/billing/invoice.py and "
                        "src/billing/invoices.py; order 48213")
     # What SmolLM2 wrote for the file it had read (the real-model summary test's chat).
     assert respell("docs/architection_notes.md", known) == "docs/architecture_notes.md"
@@ -292,7 +292,7 @@ def test_a_misspelled_path_of_the_conversation_is_put_back_not_dropped() -> None
 
 def test_a_tool_action_restated_as_a_next_step_or_decision_is_dropped() -> None:
     # Under Next Steps "The assistant used edit_file on ..." would have the model redo it.
-    known = vocabulary("edit_file src/core/agent-session.ts; read_file docs/refactor.md")
+    known = Known("edit_file src/core/agent-session.ts; read_file docs/refactor.md")
     text, notes = clean_summary(
         "## Progress\n### Done\n- The assistant used edit_file on src/core/agent-session.ts\n"
         "### Blocked\n- read_file docs/refactor.md failed: not found\n\n## Key Decisions\n"
@@ -307,7 +307,7 @@ def test_a_tool_action_restated_as_a_next_step_or_decision_is_dropped() -> None:
 
 def test_a_bullet_naming_nothing_of_the_conversation_is_dropped() -> None:
     # What SmolLM2 copied from a previous extractive summary in the real session's replay.
-    known = vocabulary("read src/main.ts; now add the bash abort controller to class fields")
+    known = Known("read src/main.ts; now add the bash abort controller to class fields")
     text, notes = clean_summary(
         "## Progress\n### Done\n- extracted summary of what came before:\n"
         "- Read src/main.ts\n### In Progress\n- not recorded (extractive summary)\n"
