@@ -5,7 +5,9 @@ source passage alone, then the question: :func:`bench.answers.oracle_passage_mes
 is asked of a model in several prompt forms, at temperature 0, and scored the way the
 answer benchmark scores replies (:func:`bench.questions.accepted`):
 
-* ``chat``: the app's chat prompt (the GGUF's chat template, through ``generate``);
+* ``chat``: the GGUF's chat template, through ``generate`` (the app's prompt before
+  :mod:`assistant.llm.transcript`);
+* ``app``: what the app does now (the automatic prompt form, through ``generate``);
 * ``plain``: ``PASSAGE\\n\\nQuestion: Q\\nAnswer:`` stopping at the end of the line;
 * ``fewshot``: the same after two short, generic worked examples (not from the benchmark);
 * ``turns``: the template's turn markers with the system prompt left out (Gemma's
@@ -61,7 +63,7 @@ def _bos(backend: LlamaBackend) -> str:
     return backend.template.bos_token
 
 
-def form_chat(backend: LlamaBackend, t: Transcript, q: Question) -> str:
+def _through_app(backend: LlamaBackend, t: Transcript, q: Question) -> str:
     messages = oracle_passage_messages(t, q)
     options = GenerationOptions(max_tokens=ANSWER_TOKENS, temperature=0.0)
     out = ""
@@ -69,6 +71,18 @@ def form_chat(backend: LlamaBackend, t: Transcript, q: Question) -> str:
         if event.result is not None:
             out = event.result.text
     return out.strip()
+
+
+def form_chat(backend: LlamaBackend, t: Transcript, q: Question) -> str:
+    """The model's chat template, whatever the automatic choice."""
+    backend.use_prompt_form("chat")
+    return _through_app(backend, t, q)
+
+
+def form_app(backend: LlamaBackend, t: Transcript, q: Question) -> str:
+    """What the app does with this model (its automatic prompt form)."""
+    backend.use_prompt_form(None)
+    return _through_app(backend, t, q)
 
 
 def form_plain(backend: LlamaBackend, t: Transcript, q: Question) -> str:
@@ -85,6 +99,7 @@ def form_fewshot(backend: LlamaBackend, t: Transcript, q: Question) -> str:
 
 def form_turns(backend: LlamaBackend, t: Transcript, q: Question) -> str:
     messages = oracle_passage_messages(t, q)[1:]  # no system message
+    backend.use_prompt_form("chat")
     text = backend.template.render(messages)
     return _complete(backend, text, ())
 
@@ -105,6 +120,7 @@ def form_bare(backend: LlamaBackend, t: Transcript, q: Question) -> str:
 
 FORMS: dict[str, Form] = {
     "chat": form_chat,
+    "app": form_app,
     "plain": form_plain,
     "fewshot": form_fewshot,
     "turns": form_turns,
