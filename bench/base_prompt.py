@@ -5,14 +5,13 @@ source passage alone, then the question: :func:`bench.answers.oracle_passage_mes
 is asked of a model in several prompt forms, at temperature 0, and scored the way the
 answer benchmark scores replies (:func:`bench.questions.accepted`):
 
-* ``chat``: the GGUF's chat template, through ``generate`` (the app's prompt before
-  :mod:`assistant.llm.transcript`);
+* ``chat``: the GGUF's chat template (ChatML when it has none), through ``generate``
+  (the app's prompt before :mod:`assistant.llm.transcript`);
 * ``app``: what the app does now (the automatic prompt form, through ``generate``);
 * ``plain``: ``PASSAGE\\n\\nQuestion: Q\\nAnswer:`` stopping at the end of the line;
 * ``fewshot``: the same after two short, generic worked examples (not from the benchmark);
-* ``turns``: the template's turn markers with the system prompt left out (Gemma's
-  ``<start_of_turn>user`` ... ``<start_of_turn>model``), as the chat template would be
-  without the system part;
+* ``turns``: Gemma's turn markers (``<start_of_turn>user`` ... ``<start_of_turn>model``)
+  without a system part (the gemma-3-270m GGUF has no chat template of its own);
 * ``transcript``: what the app shows a base model (:mod:`assistant.llm.transcript`): the
   system prompt, two worked ``User:``/``Assistant:`` exchanges, ``User: ...`` lines and
   ``Assistant:`` to continue, stopping at the next ``User:`` line;
@@ -98,10 +97,12 @@ def form_fewshot(backend: LlamaBackend, t: Transcript, q: Question) -> str:
 
 
 def form_turns(backend: LlamaBackend, t: Transcript, q: Question) -> str:
-    messages = oracle_passage_messages(t, q)[1:]  # no system message
-    backend.use_prompt_form("chat")
-    text = backend.template.render(messages)
-    return _complete(backend, text, ())
+    """Gemma's turn markers, user turn only (the gemma-3-270m GGUF carries no chat template:
+    the app's chat form for it was the ChatML fallback)."""
+    msg = f"{passage(t.messages, q)}\n\n{q.question}"
+    text = (f"{_bos(backend)}<start_of_turn>user\n{msg}<end_of_turn>\n"
+            "<start_of_turn>model\n")
+    return _complete(backend, text, ("<end_of_turn>",))
 
 
 def form_transcript(backend: LlamaBackend, t: Transcript, q: Question) -> str:

@@ -893,6 +893,9 @@ class LlamaBackend:
             evaluated = max(0, llm.n_tokens - reuse)
             budget = 0
         stops = options.stop + _STOP_TEXTS + self._template.stops
+        # The transcript form's reply follows "Assistant:" and ends before a blank line and
+        # "User:": the space before it and the line ends after it are not the reply's.
+        trim = bool(self._template.stops)
         decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
         text = ""
         emitted = 0
@@ -916,9 +919,11 @@ class LlamaBackend:
                         break
                     count += 1
                     text += decoder.decode(llm.detokenize([token], special=False))
+                    if trim and not emitted:
+                        text = text.lstrip()
                     hit = _find_stop(text, stops)
                     if hit is not None:
-                        text = text[:hit]
+                        text = text[:hit].rstrip() if trim else text[:hit]
                         finish = "stop"
                         break
                     # Hold back a tail that could be the start of a stop string.
