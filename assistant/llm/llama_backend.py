@@ -667,7 +667,9 @@ class LlamaBackend:
             tokens = list(prompt.tokens)  # encoded by the controller: not tokenized again
         else:
             tokens = self.tokenize_prompt(self.render_prompt(messages, tools))
-        return self.generate_tokens(tokens, options, cancel=cancel, on_prefill=on_prefill)
+        # A new reply in the transcript form follows "Assistant:": the space the model
+        # writes first is not the reply's (a continuation's, in generate_tokens, may be).
+        return self._start(tokens, options, cancel, on_prefill, bool(self._template.stops))
 
     def generate_tokens(
         self,
@@ -678,6 +680,16 @@ class LlamaBackend:
         on_prefill: Callable[[int, int], None] | None = None,
     ) -> Iterator[StreamEvent]:
         """Generate from exact prompt tokens (validation happens before the first event)."""
+        return self._start(tokens, options, cancel, on_prefill, False)
+
+    def _start(
+        self,
+        tokens: list[int],
+        options: GenerationOptions,
+        cancel: CancelToken | None,
+        on_prefill: Callable[[int, int], None] | None,
+        trim_start: bool,
+    ) -> Iterator[StreamEvent]:
         n_ctx = int(self._llm.n_ctx())
         if len(tokens) >= n_ctx:
             raise ContextOverflowError(len(tokens), n_ctx)
@@ -685,7 +697,9 @@ class LlamaBackend:
             raise ValueError("empty prompt")
         if options.grammar is not None:
             self.check_grammar(options.grammar)
-        return self._armed(self._stream_call(tokens, options, cancel, on_prefill), cancel)
+        return self._armed(
+            self._stream_call(tokens, options, cancel, on_prefill, trim_start), cancel
+        )
 
     def check_grammar(self, grammar: str) -> None:
         """Raise :class:`GrammarError` unless llama.cpp parses GBNF ``grammar`` (root rule
@@ -879,6 +893,7 @@ class LlamaBackend:
         options: GenerationOptions,
         cancel: CancelToken | None,
         on_prefill: Callable[[int, int], None] | None,
+        trim_start: bool = False,
     ) -> Iterator[StreamEvent]:
         llm = self._llm
         n_ctx = int(llm.n_ctx())
@@ -893,8 +908,8 @@ class LlamaBackend:
             evaluated = max(0, llm.n_tokens - reuse)
             budget = 0
         stops = options.stop + _STOP_TEXTS + self._template.stops
-        # The transcript form's reply follows "Assistant:" and ends before a blank line and
-        # "User:": the space before it and the line ends after it are not the reply's.
+        # The transcript form's reply ends before a blank line and "User:": those line
+        # ends are not the reply's (nor, with ``trim_start``, the space it starts with).
         trim = bool(self._template.stops)
         decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
         text = ""
@@ -919,7 +934,7 @@ class LlamaBackend:
                         break
                     count += 1
                     text += decoder.decode(llm.detokenize([token], special=False))
-                    if trim and not emitted:
+                    if trim_start and not emitted:
                         text = text.lstrip()
                     hit = _find_stop(text, stops)
                     if hit is not None:
