@@ -62,6 +62,12 @@ TRANSCRIPT_STOPS = ("\nUser:",)
 #: :attr:`ChatTemplate.origin` of the transcript form.
 TRANSCRIPT_ORIGIN = "transcript (base model: User:/Assistant: lines)"
 
+#: What the models page and Settings say of a base model.
+BASE_MODEL_NOTE = (
+    "base model (not instruction tuned): shown the chat as User:/Assistant: lines; it does "
+    "not call tools (use /read)"
+)
+
 #: Two worked exchanges shown before the conversation: (what the user says, the answer).
 #: Generic on purpose: they teach the form (answer the question from what was said, in a
 #: few words), not any fact of a chat.
