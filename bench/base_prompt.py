@@ -31,18 +31,21 @@ from collections.abc import Callable
 from assistant.llm.base import GenerationOptions
 from assistant.llm.llama_backend import LlamaBackend
 from assistant.llm.template import ChatTemplate
-from assistant.llm.transcript import TRANSCRIPT_STOPS, TRANSCRIPT_TEMPLATE, TranscriptTemplate
+from assistant.llm.transcript import (
+    TRANSCRIPT_STOPS,
+    TRANSCRIPT_TEMPLATE,
+    WORKED_EXAMPLES,
+    TranscriptTemplate,
+)
 
 from .answers import ANSWER_TOKENS, Transcript, oracle_passage_messages, workload_transcript
 from .questions import Question, accepted, passage
 from .workloads import generate
 
-#: Two worked examples for the few-shot form: generic, about nothing in the benchmark.
-FEW_SHOT = (
-    ("The library opens at 9 am on weekdays and at 11 am on Saturdays.",
-     "When does the library open on Saturdays?", "At 11 am."),
-    ("Our team uses tabs for indentation and the deploy window is Thursday.",
-     "Which day is the deploy window?", "Thursday."),
+#: The few-shot form's examples: the transcript form's worked exchanges as (passage,
+#: question, answer), so both forms teach with the same generic facts.
+FEW_SHOT = tuple(
+    (*said.split("\n\n", 1), answer) for said, answer in WORKED_EXAMPLES
 )
 
 Form = Callable[[LlamaBackend, Transcript, Question], str]
@@ -130,16 +133,22 @@ FORMS: dict[str, Form] = {
 }
 
 
+def score(backend: LlamaBackend, t: Transcript, form: str) -> list[tuple[bool, str]]:
+    """(accepted, reply) for each of ``t``'s questions asked in ``form``."""
+    replies: list[tuple[bool, str]] = []
+    for q in t.questions:
+        reply = FORMS[form](backend, t, q)
+        replies.append((accepted(reply, q.answers), reply))
+    return replies
+
+
 def run(model: str, forms: list[str], workload: str, questions: int, threads: int) -> None:
     t = workload_transcript(generate(workload, 0), limit=questions)
     backend = LlamaBackend.load(model, n_ctx=2048, threads=threads)
     try:
         for name in forms:
             start = time.perf_counter()
-            replies: list[tuple[bool, str]] = []
-            for q in t.questions:
-                reply = FORMS[name](backend, t, q)
-                replies.append((accepted(reply, q.answers), reply))
+            replies = score(backend, t, name)
             got = sum(ok for ok, _ in replies)
             print(f"{model} {workload} form={name}: oracle (i) {got}/{len(replies)} "
                   f"({time.perf_counter() - start:.0f} s)", flush=True)
