@@ -8,13 +8,15 @@ for it to continue::
 
     <system message: system prompt, summary/record, recall excerpts, tool protocol>
 
-    User: <worked example 1>
-    Assistant: <its answer>
-    ... (the two :data:`WORKED_EXAMPLES`)
-
     User: <message>
 
     Assistant: <reply>
+
+    User: <worked example 1>
+
+    Assistant: <its answer>
+
+    ... (the two :data:`WORKED_EXAMPLES`)
 
     User: <latest message>
 
@@ -22,8 +24,10 @@ for it to continue::
 
 and the reply stops at the model's next ``User:`` line (:data:`TRANSCRIPT_STOPS`). The two
 short worked exchanges (generic facts, nothing from the user's chat) show the model that
-an assistant line answers the question above it: without them gemma answered 3 of the 12,
-with them 7 (``python -m bench.base_prompt``).
+an assistant line answers the question above it: on W2's oracle passages gemma answered 3
+of 12 without them and 7 with them (``python -m bench.base_prompt``). They sit right before
+the latest message (:func:`examples_at`), so each turn evaluates them again (68
+tokens for gemma) with the previous message.
 
 :class:`TranscriptTemplate` is a :class:`~assistant.llm.template.ChatTemplate` with this
 form as its Jinja source, so everything else holds unchanged: tool calls and results use
@@ -41,6 +45,9 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
 from assistant.llm.template import ChatTemplate
+
+#: How the text protocol starts a tool result sent as a user message.
+TOOL_RESULT = "[Tool result:"
 
 PromptForm = Literal["chat", "transcript"]
 
@@ -97,13 +104,29 @@ class TranscriptTemplate(ChatTemplate):
     def adapt(
         self, messages: Sequence[dict[str, Any]], tools: Sequence[dict[str, Any]] | None
     ) -> list[dict[str, Any]]:
-        """The text protocol's messages with the worked examples after the system one."""
+        """The text protocol's messages with the worked examples just before the latest
+        user message (:func:`examples_at`)."""
         out = super().adapt(messages, tools)
-        at = 1 if out and out[0]["role"] == "system" else 0
+        at = examples_at(out)
         shots: list[dict[str, Any]] = []
         for said, answer in WORKED_EXAMPLES:
             shots += [{"role": "user", "content": said}, {"role": "assistant", "content": answer}]
         return out[:at] + shots + out[at:]
+
+
+def examples_at(messages: Sequence[dict[str, Any]]) -> int:
+    """Where the worked examples go: before the latest message the user wrote (a tool
+    result stays right after its call), else after the system message.
+
+    Next to the question, because a base model continues the pattern nearest to it: with
+    the examples after the system message, gemma answered W1's questions by writing the
+    latest assistant line again ("[I ran write_file ...]"), 0.58 of oracle (i) after
+    compactions; before the latest message 1.00 (docs/ANSWERS.md, "gemma-3-270m")."""
+    for i in range(len(messages) - 1, -1, -1):
+        m = messages[i]
+        if m["role"] == "user" and not str(m.get("content") or "").startswith(TOOL_RESULT):
+            return i
+    return 1 if messages and messages[0]["role"] == "system" else 0
 
 
 def choose_form(

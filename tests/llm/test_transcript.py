@@ -15,6 +15,7 @@ from assistant.llm.transcript import (
     WORKED_EXAMPLES,
     TranscriptTemplate,
     choose_form,
+    examples_at,
 )
 
 from .test_template import TOOLS
@@ -32,14 +33,35 @@ def test_the_chat_is_a_transcript_ending_where_the_assistant_answers() -> None:
     ]
     assert t.render(msgs) == (
         "<bos>Be brief.\n\nSummary of the earlier chat: port 4406.\n\n"
+        "User: Our budget is 61700 euros.\n\nAssistant: Noted.\n\n"
         + EXAMPLES
-        + "User: Our budget is 61700 euros.\n\nAssistant: Noted.\n\n"
-        "User: What is the budget?\n\nAssistant:"
+        + "User: What is the budget?\n\nAssistant:"
     )
     assert t.origin == TRANSCRIPT_ORIGIN and t.stops == TRANSCRIPT_STOPS
     assert t.supports_system and not t.strict_alternation and not t.native_tools
     # Without the generation prompt (what a summary's prefix check renders).
     assert t.render(msgs, add_generation_prompt=False).endswith("User: What is the budget?\n\n")
+
+
+def test_the_examples_stay_before_the_users_latest_message_across_tool_rounds() -> None:
+    t = TranscriptTemplate()
+    msgs: list[dict[str, Any]] = [
+        {"role": "system", "content": "S"},
+        {"role": "user", "content": "hi"},
+        {"role": "assistant", "content": "Hello."},
+        {"role": "user", "content": "read a.txt"},
+        {"role": "assistant", "content": "", "tool_calls": [
+            {"id": "c1", "type": "function",
+             "function": {"name": "read_file", "arguments": '{"path": "a.txt"}'}}]},
+        {"role": "tool", "tool_call_id": "c1", "name": "read_file", "content": "hello"},
+    ]
+    out = t.render(msgs, TOOLS)
+    before, _, after = out.partition(EXAMPLES)
+    assert before.endswith("User: hi\n\nAssistant: Hello.\n\n")
+    assert after.startswith("User: read a.txt\n\nAssistant: ```tool_call\n")
+    assert after.endswith("User: [Tool result: read_file]\nhello\n\nAssistant:")
+    assert examples_at([{"role": "system", "content": "S"}]) == 1
+    assert examples_at([]) == 0
 
 
 def test_without_a_system_message_the_examples_come_first() -> None:
