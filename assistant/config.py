@@ -322,6 +322,15 @@ class Performance(BaseModel):
         "file, code being edited), several tokens are checked per model call. 'auto' uses it "
         "with the models it was measured faster on (docs/PERFORMANCE.md).",
     )
+    prompt_form: Literal["auto", "chat", "transcript"] = Field(
+        "auto",
+        description="How the chat is shown to the embedded model: 'chat' uses the chat "
+        "template in its file (instruction-tuned models); 'transcript' writes it as "
+        "User:/Assistant: lines the model continues, after two short worked examples (base "
+        "models, which answer nothing through a chat template; tools are offered in the "
+        "same text protocol, which base models rarely follow). 'auto' takes the registry's "
+        "word, else the file's: no chat template or a base-model name gives 'transcript'.",
+    )
     n_batch: int = Field(
         0, ge=0, le=65_536,
         description="Prompt tokens per llama.cpp call; 0 takes the value measured on first "

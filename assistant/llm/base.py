@@ -29,7 +29,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Literal, Protocol, runtime_checkable
 
 ChatMessages = Sequence[dict[str, Any]]
 
@@ -358,6 +358,10 @@ class EngineTuning:
     #: Prompt-lookup speculative decoding (see :mod:`assistant.llm.llama_speculative`); None: the
     #: model's measured default.
     prompt_lookup: bool | None = None
+    #: How the chat is shown to the model: "chat" (its chat template) or "transcript"
+    #: (User:/Assistant: lines, for base models: :mod:`assistant.llm.transcript`); None:
+    #: chosen from the registry or the file.
+    prompt_form: Literal["chat", "transcript"] | None = None
 
 
 @runtime_checkable

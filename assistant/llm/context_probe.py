@@ -18,6 +18,7 @@ never on every start.
 from __future__ import annotations
 
 import random
+import re
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
@@ -90,7 +91,8 @@ class Trial:
 
     @property
     def correct(self) -> bool:
-        return self.code in self.reply
+        """The reply gives the code as a number of its own ("15242" is not 5242)."""
+        return re.search(rf"(?<!\d){re.escape(self.code)}(?!\d)", self.reply) is not None
 
 
 @dataclass

@@ -105,6 +105,7 @@ from assistant.llm.llama_speculative import (
 from assistant.llm.provision import is_verified
 from assistant.llm.registry import ModelEntry, resolve_model
 from assistant.llm.template import ChatTemplate
+from assistant.llm.transcript import PromptForm, TranscriptTemplate, choose_form
 
 log = logging.getLogger(__name__)
 
@@ -177,10 +178,12 @@ class LlamaBackend:
         model = llama._model
         self._vocab = getattr(model, "vocab", None)
         self._bos_text, self._eos_text, self._add_bos = special_tokens(llama)
-        source = meta.get("tokenizer.chat_template")
-        self._template = ChatTemplate(
-            source, bos_token=self._bos_text, eos_token=self._eos_text, origin="gguf"
+        #: What "auto" gives this model (see :mod:`.transcript`) and why.
+        self._auto_form = choose_form(
+            entry.instruction_tuned if entry else None, meta, path.name
         )
+        self._form: PromptForm = self._auto_form[0]
+        self._template = self._make_template(self._form)
         arch = meta.get("general.architecture", "unknown")
         self._info = ModelInfo(
             name=entry.name if entry else path.stem,
@@ -191,7 +194,8 @@ class LlamaBackend:
             chat_template_source=self._template.origin,
             supports_native_tools=self._template.native_tools,
             size_bytes=path.stat().st_size,
-            extra={"general.name": meta.get("general.name", "")},
+            extra={"general.name": meta.get("general.name", ""),
+                   "prompt_form": self._describe_form()},
         )
         self.name = f"{self._info.name} tokenizer"
         # Incremental prompt tokenization (see IncrementalTokenizer), set up on first use.
@@ -458,6 +462,42 @@ class LlamaBackend:
         return self._info
 
     @property
+    def prompt_form(self) -> PromptForm:
+        """How the chat is shown to the model: its chat template or the transcript form."""
+        return self._form
+
+    def _make_template(self, form: PromptForm) -> ChatTemplate:
+        if form == "transcript":
+            return TranscriptTemplate(bos_token=self._bos_text, eos_token=self._eos_text)
+        return ChatTemplate(
+            self._meta.get("tokenizer.chat_template"), bos_token=self._bos_text,
+            eos_token=self._eos_text, origin="gguf",
+        )
+
+    def _describe_form(self) -> str:
+        auto, why = self._auto_form
+        if self._form == auto:
+            return f"{self._form} ({why})"
+        return f"{self._form} (set in Settings; automatic would be {auto}: {why})"
+
+    def use_prompt_form(self, form: PromptForm | None) -> None:
+        """Show the chat in ``form`` (None: the automatic choice). Call it before the
+        first prompt is counted: counts made in another form do not hold."""
+        form = form or self._auto_form[0]
+        if form == self._form:
+            return
+        with self._prompt_lock:
+            self._form = form
+            self._template = self._make_template(form)
+            self._incremental, self._incremental_state = None, "unchecked"
+            self._verify_prompts = 3
+        self._info = dataclasses.replace(
+            self._info, chat_template_source=self._template.origin,
+            supports_native_tools=self._template.native_tools,
+            extra={**self._info.extra, "prompt_form": self._describe_form()},
+        )
+
+    @property
     def template(self) -> ChatTemplate:
         return self._template
 
@@ -597,6 +637,7 @@ class LlamaBackend:
         if lookup is None:
             lookup = self._entry is not None and self._entry.prompt_lookup
         self.prompt_lookup = DRAFT_TOKENS if lookup else 0
+        self.use_prompt_form(tuning.prompt_form)
         return self.describe_tuning()
 
     def describe_tuning(self) -> str:
@@ -626,7 +667,9 @@ class LlamaBackend:
             tokens = list(prompt.tokens)  # encoded by the controller: not tokenized again
         else:
             tokens = self.tokenize_prompt(self.render_prompt(messages, tools))
-        return self.generate_tokens(tokens, options, cancel=cancel, on_prefill=on_prefill)
+        # A new reply in the transcript form follows "Assistant:": the space the model
+        # writes first is not the reply's (a continuation's, in generate_tokens, may be).
+        return self._start(tokens, options, cancel, on_prefill, bool(self._template.stops))
 
     def generate_tokens(
         self,
@@ -637,6 +680,16 @@ class LlamaBackend:
         on_prefill: Callable[[int, int], None] | None = None,
     ) -> Iterator[StreamEvent]:
         """Generate from exact prompt tokens (validation happens before the first event)."""
+        return self._start(tokens, options, cancel, on_prefill, False)
+
+    def _start(
+        self,
+        tokens: list[int],
+        options: GenerationOptions,
+        cancel: CancelToken | None,
+        on_prefill: Callable[[int, int], None] | None,
+        trim_start: bool,
+    ) -> Iterator[StreamEvent]:
         n_ctx = int(self._llm.n_ctx())
         if len(tokens) >= n_ctx:
             raise ContextOverflowError(len(tokens), n_ctx)
@@ -644,7 +697,9 @@ class LlamaBackend:
             raise ValueError("empty prompt")
         if options.grammar is not None:
             self.check_grammar(options.grammar)
-        return self._armed(self._stream_call(tokens, options, cancel, on_prefill), cancel)
+        return self._armed(
+            self._stream_call(tokens, options, cancel, on_prefill, trim_start), cancel
+        )
 
     def check_grammar(self, grammar: str) -> None:
         """Raise :class:`GrammarError` unless llama.cpp parses GBNF ``grammar`` (root rule
@@ -838,6 +893,7 @@ class LlamaBackend:
         options: GenerationOptions,
         cancel: CancelToken | None,
         on_prefill: Callable[[int, int], None] | None,
+        trim_start: bool = False,
     ) -> Iterator[StreamEvent]:
         llm = self._llm
         n_ctx = int(llm.n_ctx())
@@ -851,7 +907,10 @@ class LlamaBackend:
         else:  # stopped while reading the prompt: only what reached the cache counts
             evaluated = max(0, llm.n_tokens - reuse)
             budget = 0
-        stops = options.stop + _STOP_TEXTS
+        stops = options.stop + _STOP_TEXTS + self._template.stops
+        # The transcript form's reply ends before a blank line and "User:": those line
+        # ends are not the reply's (nor, with ``trim_start``, the space it starts with).
+        trim = bool(self._template.stops)
         decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
         text = ""
         emitted = 0
@@ -875,9 +934,11 @@ class LlamaBackend:
                         break
                     count += 1
                     text += decoder.decode(llm.detokenize([token], special=False))
+                    if trim_start and not emitted:
+                        text = text.lstrip()
                     hit = _find_stop(text, stops)
                     if hit is not None:
-                        text = text[:hit]
+                        text = text[:hit].rstrip() if trim else text[:hit]
                         finish = "stop"
                         break
                     # Hold back a tail that could be the start of a stop string.

@@ -107,6 +107,8 @@ class ChatTemplate:
         self.source = source or CHATML_TEMPLATE
         self.bos_token = bos_token
         self.eos_token = eos_token
+        #: Texts a reply stops at besides the end-of-turn markers (the transcript form's).
+        self.stops: tuple[str, ...] = ()
         env = jinja2.sandbox.ImmutableSandboxedEnvironment(
             trim_blocks=True, lstrip_blocks=True, undefined=jinja2.ChainableUndefined
         )

@@ -84,11 +84,19 @@ class ModelWorker:
         n_ctx: int,
         threads: int = 0,
         on_progress: Callable[[float], None] | None = None,
+        prepare: Callable[[LLMBackend], None] | None = None,
     ) -> Future[LLMBackend]:
-        """Close the current backend (if any) and load ``model`` on the worker thread."""
-        return self.load_with(
-            lambda: self._factory(str(model), n_ctx, threads), on_progress=on_progress
-        )
+        """Close the current backend (if any) and load ``model`` on the worker thread;
+        ``prepare`` runs there on the new backend before it is handed out (settings that
+        change how prompts are counted)."""
+
+        def build() -> LLMBackend:
+            backend = self._factory(str(model), n_ctx, threads)
+            if prepare is not None:
+                prepare(backend)
+            return backend
+
+        return self.load_with(build, on_progress=on_progress)
 
     def load_with(
         self,

@@ -19,6 +19,7 @@ from assistant.llm.base import LLMBackend, ModelInfo
 from assistant.llm.registry import registered_context
 from assistant.llm.worker import ModelWorker
 from assistant.service.events import ModelChanged, ServiceEvent, StatusChanged
+from assistant.service.resume import engine_tuning
 from assistant.service.status import Status, StatusMachine
 
 
@@ -57,8 +58,9 @@ class ModelSlot:
         return settings.effective_policy(trained).window
 
     def needs_reload(self, old: Settings, new: Settings, *, reconnect: bool = False) -> bool:
-        """Another engine, a new model file, thread count or window, or a failed last load;
-        for a server: any change of its settings, or ``reconnect`` (a new API key)."""
+        """Another engine, a new model file, thread count, window or prompt form, or a failed
+        last load; for a server: any change of its settings, or ``reconnect`` (a new API
+        key)."""
         if self.state == "failed" or new.engine.kind != old.engine.kind:
             return True
         if uses_server(new):
@@ -66,6 +68,8 @@ class ModelSlot:
         return (
             new.model != old.model
             or new.sampling.threads != old.sampling.threads
+            # a new prompt form: counts and the engine are made again with the backend
+            or new.performance.prompt_form != old.performance.prompt_form
             or self.window_for(new, old.model) != self.window_for(old, old.model)
         )
 
@@ -93,6 +97,7 @@ class ModelSlot:
                 n_ctx=self.window_for(settings, settings.model),
                 threads=settings.sampling.threads,
                 on_progress=progress,
+                prepare=lambda backend: _prompt_form(backend, settings),
             )
         self._engine = settings.engine.model_copy(deep=True)
         future.add_done_callback(lambda f: self.dispatch(lambda: self._loaded(seq, f)))
@@ -122,3 +127,11 @@ class ModelSlot:
         self.emit(ModelChanged(info=backend.info))
         self._status(self.status.loaded(backend.info.name))
         self.on_ready()
+
+
+def _prompt_form(backend: LLMBackend, settings: Settings) -> None:
+    """The prompt form of ``settings`` on a just-loaded backend, before anything is counted
+    (the rest of the tuning follows when the model is ready)."""
+    use = getattr(backend, "use_prompt_form", None)
+    if callable(use):
+        use(engine_tuning(settings).prompt_form)

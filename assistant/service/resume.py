@@ -47,6 +47,7 @@ def engine_tuning(settings: Settings) -> EngineTuning:
         chunk_reuse=perf.chunk_reuse,
         min_chunk=perf.chunk_reuse_min,
         prompt_lookup={"auto": None, "on": True, "off": False}[perf.prompt_lookup],
+        prompt_form=None if perf.prompt_form == "auto" else perf.prompt_form,
     )
 
 

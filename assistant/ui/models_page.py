@@ -36,6 +36,7 @@ from assistant.llm import catalog
 from assistant.llm.catalog import CatalogModel, ModelFileError
 from assistant.llm.context_probe import measured_line
 from assistant.llm.registry import Registry
+from assistant.llm.transcript import BASE_MODEL_NOTE
 from assistant.ui.boxes import vbox, vertical_scroller
 from assistant.ui.elided_label import ElidedLabel
 from assistant.ui.form_parts import format_size, new_label
@@ -51,7 +52,7 @@ def facts(model: CatalogModel) -> str:
     if model.gguf_name and model.gguf_name != model.display_name:
         parts.append(f"named “{model.gguf_name}” inside the file")
     if model.instruction_tuned is False:
-        parts.append("base model (not instruction tuned)")
+        parts.append(BASE_MODEL_NOTE)
     elif model.instruction_tuned:
         parts.append("instruction tuned")
     return " · ".join(parts)

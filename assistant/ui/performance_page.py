@@ -136,6 +136,10 @@ class PerformancePage(QScrollArea):
         self.prompt_lookup.addItems(["auto", "on", "off"])
         self.prompt_lookup.setToolTip(Performance.model_fields["prompt_lookup"].description or "")
         sform.addRow("Speculative decoding (prompt lookup)", self.prompt_lookup)
+        self.prompt_form = QComboBox()
+        self.prompt_form.addItems(["auto", "chat", "transcript"])
+        self.prompt_form.setToolTip(Performance.model_fields["prompt_form"].description or "")
+        sform.addRow("Prompt form (chat template or transcript)", self.prompt_form)
         self.prefill_label = help_label(
             f"In force: {prefill_text}" if prefill_text
             else "Measured when a model is loaded for the first time."
@@ -162,6 +166,7 @@ class PerformancePage(QScrollArea):
             "n_batch": self.n_batch,
             "n_ubatch": self.n_ubatch,
             "prompt_lookup": self.prompt_lookup,
+            "prompt_form": self.prompt_form,
         }
         self.refresh_usage()
 

@@ -56,6 +56,7 @@ from assistant.llm import gguf
 from assistant.llm.catalog import list_models
 from assistant.llm.context_probe import measured_line
 from assistant.llm.registry import ModelEntry, Registry
+from assistant.llm.transcript import BASE_MODEL_NOTE
 from assistant.secrets import SecretStoreError
 from assistant.settings_check import check_against_model
 from assistant.ui.boxes import vbox
@@ -509,7 +510,7 @@ class SettingsDialog(QDialog):
                 f"License: {entry.license}",
             ]
             if not entry.instruction_tuned:
-                parts.append("base model (not instruction tuned)")
+                parts.append(BASE_MODEL_NOTE)
             if not self._model_present(entry):
                 parts.append("file not installed yet (run: python -m assistant provision)")
             self.model_info.setText(" · ".join(parts))

@@ -10,6 +10,7 @@ import pytest
 from assistant.llm.context_probe import (
     EffectiveContext,
     EffectiveContextStore,
+    Trial,
     choose_effective,
     measured_context,
     probe_effective_context,
@@ -169,3 +170,13 @@ def test_the_registry_size_caps_prompts_until_a_probe_finds_a_smaller_one() -> N
     # A window no larger than the size: nothing to cap.
     small, _ = _registered_info(entry.effective_context)
     assert measured_context(small, EffectiveContextStore(store.path.with_name("x.json"))) is None
+
+
+def test_a_code_counts_only_as_a_number_of_its_own() -> None:
+    def trial(reply: str) -> Trial:
+        return Trial(size=1024, depth=0.5, door="orange", code="5242", prompt_tokens=1000,
+                     reply=reply)
+
+    assert trial("5242.").correct and trial("The orange door is 5242").correct
+    assert not trial("15242.").correct and not trial("52421").correct  # gemma wrote the first
+

@@ -145,8 +145,26 @@ def gemma_backend() -> Iterator[Any]:
     if not _gemma_path().exists():
         pytest.skip("gemma-3-270m is not provisioned")
     backend = LlamaBackend.load("gemma-3-270m", n_ctx=2048)
+    # The app shows this base model the transcript form, which has no message marker (its
+    # prompts are tokenized whole: tests/llm/test_transcript_real.py); the ChatML form
+    # keeps these tests on a second vocabulary.
+    backend.use_prompt_form("chat")
     yield backend
     backend.close()
+
+
+@pytest.mark.integration
+def test_the_transcript_form_is_tokenized_whole_and_exactly(gemma_backend: Any) -> None:
+    gemma_backend.use_prompt_form("transcript")
+    try:
+        rng = random.Random(99)
+        for _ in range(10):
+            _assert_exact(gemma_backend, _conversation(rng), None)
+        state, reason = gemma_backend.incremental_status
+        assert state == "off" and "marker" in reason
+    finally:
+        gemma_backend.use_prompt_form("chat")
+    assert gemma_backend.incremental_status[0] == "unchecked"
 
 
 @pytest.fixture(params=["smollm2", "gemma"])

@@ -138,6 +138,10 @@ def test_settings_turn_into_the_backend_tuning() -> None:
     assert engine_tuning(s).prompt_lookup is True
     s.performance.prompt_lookup = "off"
     assert engine_tuning(s).prompt_lookup is False
+    # The prompt form: "auto" leaves it to the registry or the file.
+    assert engine_tuning(s).prompt_form is None
+    s.performance.prompt_form = "transcript"
+    assert engine_tuning(s).prompt_form == "transcript"
 
 
 def _state_dir() -> Path:

@@ -153,6 +153,25 @@ def test_model_reload_only_when_model_threads_or_window_change(make_rig: Make) -
     assert service.ready and service.status.phase is Phase.IDLE
 
 
+def test_a_new_prompt_form_reloads_the_model_and_is_set_before_it_is_used(
+    make_rig: Make,
+) -> None:
+    forms: list[str | None] = []
+
+    class FormBackend(ScriptedBackend):
+        def use_prompt_form(self, form: str | None) -> None:
+            forms.append(form)
+
+    backend = FormBackend(["ok"])
+    rig = make_rig(backend=backend)
+    assert forms == [None]  # "auto": the registry's or the file's choice
+    base = rig.service.settings.model_copy(deep=True)
+    base.performance.prompt_form = "transcript"
+    assert rig.service.apply_settings(base)  # counts made in the old form do not hold
+    assert len(rig.loads) == 2 and forms[-1] == "transcript"
+    assert rig.service.ready
+
+
 def test_failed_load_keeps_input_and_a_new_model_answers_it(make_rig: Make) -> None:
     good = ScriptedBackend(["Working now."])
 

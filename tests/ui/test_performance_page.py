@@ -53,12 +53,14 @@ def test_speed_settings_are_validated_and_saved(make_window) -> None:  # type: i
     page.resume_state.setChecked(False)
     assert page.prompt_lookup.currentText() == "auto"
     page.prompt_lookup.setCurrentText("off")
+    assert page.prompt_form.currentText() == "auto"
     assert dialog.save_button.isEnabled()
     h.qtbot.mouseClick(dialog.save_button, Qt.MouseButton.LeftButton)
     saved = json.loads(paths.settings_file().read_text(encoding="utf-8"))["performance"]
     assert saved == {
         "resume_state": False, "state_cache_mb": 512, "chunk_reuse": False,
         "chunk_reuse_min": 64, "n_batch": 256, "n_ubatch": 128, "prompt_lookup": "off",
+        "prompt_form": "auto",
     }
     assert not h.controller.settings.performance.chunk_reuse
     assert h.controller.settings.performance.prompt_lookup == "off"
