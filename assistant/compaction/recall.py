@@ -33,25 +33,28 @@ from __future__ import annotations
 import itertools
 import logging
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
 from assistant.compaction.recall_rank import (
+    ChatMap,
     Question,
+    best_line,
     fit,
+    line_span,
+    narrow_lines,
     short_target,
     speaks_of_user,
     wants_number,
 )
 from assistant.compaction.recall_sentences import (
     best_sentences,
-    names,
     score,
     split_sentences,
 )
 from assistant.compaction.tokens import TokenCounter
 from assistant.config import EffectivePolicy
-from assistant.conversation import Conversation, Message, ToolCall
+from assistant.conversation import Conversation, Message
 from assistant.sessions.recall_index import Hit
 from assistant.sessions.recall_text import match_expression, normalize, query_terms
 
@@ -214,7 +217,7 @@ class Recall:
         #: ("Lost in the Middle"; measured with the answer benchmark, docs/ANSWERS.md).
         self.focus = focus
         self._last: tuple[tuple[int, str, int], RecallBlock | None] | None = None
-        self._chat = _ChatMap()
+        self._chat = ChatMap()
         self._synced: PassageIndex | None = None
 
     def apply(
@@ -386,17 +389,17 @@ class Recall:
         return self.focus and hit.role == "user" and len(split_sentences(hit.text)) > 1
 
     def _narrowed(
-        self, hit: Hit, terms: Sequence[str], asked: Sequence[str], chat: _ChatMap,
+        self, hit: Hit, terms: Sequence[str], asked: Sequence[str], chat: ChatMap,
         room: int, question: Question,
     ) -> tuple[Excerpt, int] | None:
         """``hit`` cut to fit ``room`` tokens: the lines naming a searched term and its line
-        that best answers ``question`` (:func:`_narrow`), else that line alone, else (a line
-        of prose holding several facts) its sentences naming
-        the most of them, then of all the question's words ``asked`` (:func:`.best_sentences`);
+        that best answers ``question`` (:func:`.recall_rank.narrow_lines`), else that line
+        alone, else (a line of prose holding several facts) its sentences naming the most
+        of them, then of all the question's words ``asked`` (:func:`.best_sentences`);
         with the excerpt's cost, or None when nothing fits."""
-        best = _best_line(hit, question)
-        narrow = _narrow(hit, terms, best)
-        for cut in (narrow, None if best is None else _lines(hit, best, best)):
+        best = best_line(hit, question)
+        narrow = narrow_lines(hit, terms, best)
+        for cut in (narrow, None if best is None else line_span(hit, best, best)):
             if cut is not None:
                 excerpt = Excerpt(hit.message_id, chat.label(cut), cut.text)
                 cost = self.counter.text(_line(excerpt)) + 1
@@ -466,112 +469,6 @@ def _asks(hit: Hit) -> bool:
     return hit.role == "user" and hit.text.rstrip().endswith("?")
 
 
-def _numbered(hit: Hit) -> list[str] | None:
-    """The lines of a multi-line passage whose line numbers are exact (None for one line,
-    or a call's passage, which starts with its header line: kept whole)."""
-    lines = hit.text.split("\n")
-    if len(lines) < 2 or hit.last - hit.first + 1 != len(lines) or hit.role == "call":
-        return None
-    return lines
-
-
-def _best_line(hit: Hit, question: Question) -> int | None:
-    """The index of the line of ``hit`` that best answers ``question`` (:func:`fit`)."""
-    lines = _numbered(hit)
-    if lines is None:
-        return None
-    values = [fit(replace(hit, text=line), question) for line in lines]
-    return max(range(len(lines)), key=lambda i: (values[i], -i))
-
-
-def _lines(hit: Hit, lo: int, hi: int) -> Hit:
-    lines = hit.text.split("\n")
-    return replace(hit, first=hit.first + lo, last=hit.first + hi,
-                   text="\n".join(lines[lo : hi + 1]))
-
-
-def _narrow(hit: Hit, terms: Sequence[str], best: int | None = None) -> Hit | None:
-    """The lines of a multi-line passage from its first to its last line naming one of
-    ``terms``, widened to line ``best`` (None when that is the whole passage or no line
-    names one)."""
-    lines = _numbered(hit)
-    if lines is None:
-        return None
-    named = [i for i, line in enumerate(lines) if any(names(line, t) for t in terms)]
-    if best is not None:
-        named = sorted({*named, best})
-    if not named or (named[0] == 0 and named[-1] == len(lines) - 1):
-        return None
-    return _lines(hit, named[0], named[-1])
-
-
 def _line(excerpt: Excerpt) -> str:
     body = excerpt.text.strip().replace("\n", "\n  ")
     return f"- ({excerpt.label}) {body}"
-
-
-class _ChatMap:
-    """Where each message of the conversation sits (position, turn) and where a passage
-    came from, in words; kept up to date with the messages appended since the last call
-    (a 10,000-message chat is not walked again for every question)."""
-
-    def __init__(self) -> None:
-        self._reset(0)
-
-    def _reset(self, conv_id: int) -> None:
-        self.conv_id = conv_id
-        self.ids: list[str] = []
-        self.order: dict[str, int] = {}
-        self.turns: dict[str, int] = {}
-        self.by_id: dict[str, Message] = {}
-        self.calls: dict[str, ToolCall] = {}
-        self.turn = 0
-
-    def update(self, conv: Conversation) -> Sequence[Message]:
-        """Take in the messages new since the last call; returns them (all of them when the
-        conversation is another one or changed other than by appending)."""
-        msgs = conv.messages
-        n = len(self.ids)
-        same = (
-            self.conv_id == id(conv) and len(msgs) >= n
-            and (n == 0 or (msgs[0].id == self.ids[0] and msgs[n - 1].id == self.ids[-1]))
-        )
-        if not same:
-            self._reset(id(conv))
-            n = 0
-        new = msgs[n:]
-        for i, msg in enumerate(new, start=n):
-            if msg.role == "user":
-                self.turn += 1
-            self.ids.append(msg.id)
-            self.order[msg.id] = i
-            self.turns[msg.id] = max(self.turn, 1)
-            self.by_id[msg.id] = msg
-            for call in msg.tool_calls:
-                self.calls[call.id] = call
-        return new
-
-    def label(self, hit: Hit) -> str:
-        """"turn 3, I said", "turn 5, read_file a.py, lines 10-15"."""
-        msg = self.by_id[hit.message_id]
-        where = f"turn {self.turns.get(hit.message_id, 1)}"
-        if hit.role == "call":  # a tool call: its text starts with the tool and its target
-            return f"{where}, you called"
-        lines = "" if hit.first == hit.last == 1 and "\n" not in msg.content else (
-            f", line {hit.first}" if hit.first == hit.last else f", lines {hit.first}-{hit.last}"
-        )
-        if msg.role == "user":
-            return f"{where}, I said{lines}"
-        if msg.role == "assistant":
-            return f"{where}, you replied{lines}"
-        call = self.calls.get(msg.tool_call_id or "")
-        tool = msg.name or (call.name if call else "tool")
-        target = ""
-        if call is not None:
-            for key in ("path", "file_path", "command", "pattern", "query"):
-                value = call.arguments.get(key)
-                if value:
-                    target = " " + short_target(str(value))
-                    break
-        return f"{where}, {tool}{target}{lines}"
-

@@ -8,7 +8,9 @@ recall (:mod:`.recall`) orders the passages bm25 found by :func:`fit`, the quest
 that one line of a passage names, and keeps bm25's order among equals. What a question asks
 for is read from its words: whether a number answers it (:func:`wants_number`) and whether it
 asks what the user said (:func:`speaks_of_user`). :func:`short_target` writes a call's target
-as a label shows it (a small model's tokenizer spends 30 tokens on an absolute path).
+as a label shows it (a small model's tokenizer spends 30 tokens on an absolute path), and
+:class:`ChatMap` where each passage came from; :func:`narrow_lines` cuts a long passage to
+the lines that answer.
 Measured with the answer benchmark's hit rate and answers (docs/ANSWERS.md, "Retrieval").
 """
 
@@ -18,9 +20,10 @@ import functools
 import itertools
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
-from assistant.compaction.recall_sentences import split_sentences, stem
+from assistant.compaction.recall_sentences import names, split_sentences, stem
+from assistant.conversation import Conversation, Message, ToolCall
 from assistant.sessions.recall_index import Hit
 
 #: Words of a question about what the user said, asked or decided.
@@ -125,3 +128,108 @@ def short_target(text: str, limit: int | None = LABEL_COMMAND_CHARS) -> str:
     if limit is not None and len(text) > limit:
         text = text[: limit - 3].rstrip() + "..."
     return text
+
+
+def numbered_lines(hit: Hit) -> list[str] | None:
+    """The lines of a multi-line passage whose line numbers are exact (None for one line,
+    or a call's passage, which starts with its header line: kept whole)."""
+    lines = hit.text.split("\n")
+    if len(lines) < 2 or hit.last - hit.first + 1 != len(lines) or hit.role == "call":
+        return None
+    return lines
+
+
+def best_line(hit: Hit, question: Question) -> int | None:
+    """The index of the line of ``hit`` that best answers ``question`` (:func:`fit`)."""
+    lines = numbered_lines(hit)
+    if lines is None:
+        return None
+    values = [fit(replace(hit, text=line), question) for line in lines]
+    return max(range(len(lines)), key=lambda i: (values[i], -i))
+
+
+def line_span(hit: Hit, lo: int, hi: int) -> Hit:
+    lines = hit.text.split("\n")
+    return replace(hit, first=hit.first + lo, last=hit.first + hi,
+                   text="\n".join(lines[lo : hi + 1]))
+
+
+def narrow_lines(hit: Hit, terms: Sequence[str], best: int | None = None) -> Hit | None:
+    """The lines of a multi-line passage from its first to its last line naming one of
+    ``terms``, widened to line ``best`` (None when that is the whole passage or no line
+    names one)."""
+    lines = numbered_lines(hit)
+    if lines is None:
+        return None
+    named = [i for i, line in enumerate(lines) if any(names(line, t) for t in terms)]
+    if best is not None:
+        named = sorted({*named, best})
+    if not named or (named[0] == 0 and named[-1] == len(lines) - 1):
+        return None
+    return line_span(hit, named[0], named[-1])
+
+
+class ChatMap:
+    """Where each message of the conversation sits (position, turn) and where a passage
+    came from, in words; kept up to date with the messages appended since the last call
+    (a 10,000-message chat is not walked again for every question)."""
+
+    def __init__(self) -> None:
+        self._reset(0)
+
+    def _reset(self, conv_id: int) -> None:
+        self.conv_id = conv_id
+        self.ids: list[str] = []
+        self.order: dict[str, int] = {}
+        self.turns: dict[str, int] = {}
+        self.by_id: dict[str, Message] = {}
+        self.calls: dict[str, ToolCall] = {}
+        self.turn = 0
+
+    def update(self, conv: Conversation) -> Sequence[Message]:
+        """Take in the messages new since the last call; returns them (all of them when the
+        conversation is another one or changed other than by appending)."""
+        msgs = conv.messages
+        n = len(self.ids)
+        same = (
+            self.conv_id == id(conv) and len(msgs) >= n
+            and (n == 0 or (msgs[0].id == self.ids[0] and msgs[n - 1].id == self.ids[-1]))
+        )
+        if not same:
+            self._reset(id(conv))
+            n = 0
+        new = msgs[n:]
+        for i, msg in enumerate(new, start=n):
+            if msg.role == "user":
+                self.turn += 1
+            self.ids.append(msg.id)
+            self.order[msg.id] = i
+            self.turns[msg.id] = max(self.turn, 1)
+            self.by_id[msg.id] = msg
+            for call in msg.tool_calls:
+                self.calls[call.id] = call
+        return new
+
+    def label(self, hit: Hit) -> str:
+        """"turn 3, I said", "turn 5, read_file a.py, lines 10-15"."""
+        msg = self.by_id[hit.message_id]
+        where = f"turn {self.turns.get(hit.message_id, 1)}"
+        if hit.role == "call":  # a tool call: its text starts with the tool and its target
+            return f"{where}, you called"
+        lines = "" if hit.first == hit.last == 1 and "\n" not in msg.content else (
+            f", line {hit.first}" if hit.first == hit.last else f", lines {hit.first}-{hit.last}"
+        )
+        if msg.role == "user":
+            return f"{where}, I said{lines}"
+        if msg.role == "assistant":
+            return f"{where}, you replied{lines}"
+        call = self.calls.get(msg.tool_call_id or "")
+        tool = msg.name or (call.name if call else "tool")
+        target = ""
+        if call is not None:
+            for key in ("path", "file_path", "command", "pattern", "query"):
+                value = call.arguments.get(key)
+                if value:
+                    target = " " + short_target(str(value))
+                    break
+        return f"{where}, {tool}{target}{lines}"
