@@ -211,8 +211,13 @@ def read_chat_file(path: Path) -> ChatFile:
     last_line = len(lines) - (1 if out.torn is not None else 0)
     if any(d.line == last_line and d.reason.startswith(UNKNOWN_TYPE) for d in out.damaged):
         last_line = 0  # an entry this version does not know (not damage): nothing to follow
+    # A torn last line still names its entry and the entry's parent: what hung from it
+    # (lines moved above it) is followed through it like through any damaged line.
+    unreadable = [(d.line, d.data) for d in out.damaged]
+    if out.torn is not None:
+        unreadable.append((out.torn.line, out.torn.data))
     out.entries, out.reattached, out.active, out.out_of_order = relink(
-        readable, [(d.line, d.data) for d in out.damaged], last_line, _window(path, out.header)
+        readable, unreadable, last_line, _window(path, out.header)
     )
     if header is None and not out.entries:
         raise ChatCorruptError(path, header_problem or "no entries", 1)

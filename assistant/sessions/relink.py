@@ -218,10 +218,7 @@ class _Salvage:
         for raw in damaged:
             end = _HEAD_END.search(raw, 0, 400)
             head = raw[: end.start() if end else 160]
-            self.tokens.append([
-                t for t in (m.group().decode("ascii") for m in _TOKEN.finditer(head))
-                if t not in _KEYS
-            ])
+            self.tokens.append([t for t in _id_runs(head) if t not in _KEYS])
             self.nulls.append(b"null" in head)
             self.ids.append({m.group(1).decode("ascii") for m in _INNER_ID.finditer(raw)})
             stamp = _TIMESTAMP.search(raw, 0, 400)
@@ -243,7 +240,9 @@ class _Salvage:
             if current is None or current in self.known:
                 return True, current, None
             close = _closest(current, self.known, weak=False)
-            line = self._line_of(current, fuzzy=False) if close is None else None
+            line = self._line_of(current, shortest=None) if close is None else None
+            if close is None and line is None:  # a damaged line that surely was it first
+                line = self._line_of(current, shortest=_PIECE)
             if close is None and line is None:
                 close = _closest(current, self.known)
                 line = self._line_of(current) if close is None else None
@@ -271,16 +270,17 @@ class _Salvage:
             return tokens[0]
         return None
 
-    def _line_of(self, entry_id: str, *, fuzzy: bool = True) -> int | None:
+    def _line_of(self, entry_id: str, *, shortest: int | None = _SHORTEST) -> int | None:
         """The damaged line that was entry ``entry_id`` (its own id comes first; a later
-        run is the parent it names)."""
+        run is the parent it names); ``shortest``: the fewest characters of a damaged own
+        id that still match (:func:`_matches`; None: the id whole only)."""
         for n, tokens in enumerate(self.tokens):
             if tokens[:1] == [entry_id] or entry_id in self.ids[n]:
                 return n
-        if not fuzzy:
+        if shortest is None:
             return None
         for n, tokens in enumerate(self.tokens):  # the line's own id damaged
-            if tokens and _matches(tokens[0], entry_id):
+            if tokens and _matches(tokens[0], entry_id, shortest):
                 return n
         return None
 
@@ -295,7 +295,7 @@ class _Salvage:
                 rest = tokens
             else:
                 mine = tokens[at]
-                if mine != own and mine[-_PIECE:] != own[-_PIECE:]:
+                if mine[-_PIECE:] != own[-_PIECE:] and not _flipped(mine, own):
                     joined = _closest_end(mine, self.known - {own})
                     if joined is not None:
                         return True, joined
@@ -307,7 +307,14 @@ class _Salvage:
         for token in rest:
             if token in self.known:
                 return True, token
-            close = _closest(token, self.known)
+            # Surest first: an id barely changed, a damaged line that is it whole, and only
+            # then an id by its first or last few characters (four of sixteen can be
+            # another entry's).
+            close = _closest(token, self.known, weak=False)
+            if close is None and self._line_of(token, shortest=None) is not None:
+                return True, token
+            if close is None:
+                close = _closest(token, self.known)
             if close is not None:
                 return True, close
             if self._line_of(token) is not None:
@@ -317,12 +324,34 @@ class _Salvage:
         return False, None
 
 
+def _id_runs(head: bytes) -> list[str]:
+    """The id-like runs of a damaged line's head. Two runs one byte apart are one id whose
+    byte there was flipped to a character no id has (``5aa36aac\xa8ff64af9``): they come
+    back as one run with ``?`` there, which :func:`_matches` takes for a changed character.
+    Read as two, the id's tail would be taken for the parent it names and matched, by its
+    last four characters, to an unrelated entry. Fields are at least three bytes apart
+    (``":"``)."""
+    runs: list[str] = []
+    end = -2
+    for m in _TOKEN.finditer(head):
+        text = m.group().decode("ascii")
+        if runs and m.start() == end + 1 and runs[-1] not in _KEYS and text not in _KEYS:
+            runs[-1] += "?" + text
+        else:
+            runs.append(text)
+        end = m.end()
+    return runs
+
+
+def _flipped(a: str, b: str) -> bool:
+    """``a`` is ``b``, or ``b`` with at most two characters changed."""
+    return len(a) == len(b) and sum(x != y for x, y in zip(a, b, strict=True)) <= 2
+
+
 def _matches(a: str, b: str, shortest: int = _SHORTEST) -> bool:
     """``a`` is ``b`` with at most two characters changed, or cut keeping its first or last
     ``_PIECE`` characters (or all of them, when it has ``shortest`` or more)."""
-    if a == b:
-        return True
-    if len(a) == len(b) and sum(x != y for x, y in zip(a, b, strict=True)) <= 2:
+    if _flipped(a, b):
         return True
     k = min(_PIECE, len(a), len(b))
     return k >= shortest and (a[:k] == b[:k] or a[-k:] == b[-k:])

@@ -68,6 +68,51 @@ def test_an_id_changed_by_a_flipped_byte_is_still_followed(store: SessionStore) 
     assert _active(path) == ["q1", "a1", "q2", "a2", "q3"]
 
 
+def test_an_id_split_by_a_flipped_byte_is_not_read_as_its_parent(store: SessionStore) -> None:
+    """A byte no id has, flipped into the checkout's own id, splits it in two runs; the
+    second is not the parent it names, even where another entry's id ends like it (here
+    the other branch's q2b, renamed so: with random ids that happens one chat in a few
+    hundred)."""
+    path, ids, lines = _two_branches(store)
+    back = ids["back"]
+    assert len(back) == 16
+    twin = ids["q2b"][:-4] + back[-4:]  # the other branch's message ends like the checkout
+    data = b"\n".join(lines).replace(ids["q2b"].encode(), twin.encode())
+    lines = data.split(b"\n")
+    n = _line(lines, back)
+    split = back[:8].encode() + b"\xa8" + back[9:].encode()
+    lines[n] = lines[n].replace(back.encode(), split, 1)
+    _write(path, lines)
+    assert read_chat_file(path).needs_repair
+    assert _active(path) == ["q1", "a1", "q2", "a2", "q3"]
+
+
+def test_a_damaged_parent_line_is_followed_before_an_id_that_only_ends_alike(
+    store: SessionStore,
+) -> None:
+    """q2 and a2 both unreadable: the way up from the checkout goes a2 -> q2 -> a1 through
+    the two damaged lines, not to q2b, whose id ends in the same four characters as q2's."""
+    path, ids, lines = _two_branches(store)
+    twin = ids["q2b"][:-4] + ids["q2"][-4:]
+    lines = b"\n".join(lines).replace(ids["q2b"].encode(), twin.encode()).split(b"\n")
+    for name in ("q2", "a2"):
+        n = _line(lines, ids[name])
+        lines[n] = lines[n][:-20] + b"\xff"  # cut near its end: the head still reads
+    _write(path, lines)
+    assert _active(path) == ["q1", "a1", "q3"]
+
+
+def test_a_torn_last_line_still_leads_up_from_what_hung_from_it(store: SessionStore) -> None:
+    """a2's line moved to the end and torn there: the checkout back to it (above) still
+    leads up through it to q2, not to q2b, the entry written just before the checkout."""
+    path, ids, lines = _two_branches(store)
+    n = _line(lines, ids["a2"])
+    moved = lines.pop(n)
+    lines.append(moved[: moved.index(b'"timestamp"') + 5])
+    path.write_bytes(b"\n".join(lines))  # no newline: the last line is torn
+    assert _active(path) == ["q1", "a1", "q2", "q3"]
+
+
 def test_a_lost_last_line_leads_back_to_where_it_hung(store: SessionStore) -> None:
     path, ids, lines = _two_branches(store)
     lines = lines[:-1]  # q3 gone: the checkout back to a2 is the last line, and damaged
