@@ -31,6 +31,9 @@ import jinja2.sandbox
 from assistant import jsonlimits
 from assistant.conversation import valid_text
 
+#: How the text protocol starts a tool result sent as a user message.
+TOOL_RESULT = "[Tool result:"
+
 CHATML_TEMPLATE = (
     "{% for message in messages %}"
     "{{ '<|im_start|>' + message['role'] + '\\n' + message['content'] + '<|im_end|>\\n' }}"
@@ -169,7 +172,7 @@ class ChatTemplate:
                 out.append({"role": "assistant", "content": content})
             elif role == "tool":
                 name = m.get("name") or "tool"
-                out.append({"role": "user", "content": f"[Tool result: {name}]\n{content}"})
+                out.append({"role": "user", "content": f"{TOOL_RESULT} {name}]\n{content}"})
             else:
                 out.append({"role": role, "content": content})
         if tools:

@@ -44,10 +44,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
-from assistant.llm.template import ChatTemplate
-
-#: How the text protocol starts a tool result sent as a user message.
-TOOL_RESULT = "[Tool result:"
+from assistant.llm.template import TOOL_RESULT, ChatTemplate
 
 PromptForm = Literal["chat", "transcript"]
 

@@ -43,17 +43,23 @@ def test_the_chat_is_a_transcript_ending_where_the_assistant_answers() -> None:
     assert t.render(msgs, add_generation_prompt=False).endswith("User: What is the budget?\n\n")
 
 
+#: The user asks for a file; the model calls read_file; the result comes back.
+READ_ROUND: list[dict[str, Any]] = [
+    {"role": "user", "content": "read a.txt"},
+    {"role": "assistant", "content": "", "tool_calls": [
+        {"id": "c1", "type": "function",
+         "function": {"name": "read_file", "arguments": '{"path": "a.txt"}'}}]},
+    {"role": "tool", "tool_call_id": "c1", "name": "read_file", "content": "hello"},
+]
+
+
 def test_the_examples_stay_before_the_users_latest_message_across_tool_rounds() -> None:
     t = TranscriptTemplate()
     msgs: list[dict[str, Any]] = [
         {"role": "system", "content": "S"},
         {"role": "user", "content": "hi"},
         {"role": "assistant", "content": "Hello."},
-        {"role": "user", "content": "read a.txt"},
-        {"role": "assistant", "content": "", "tool_calls": [
-            {"id": "c1", "type": "function",
-             "function": {"name": "read_file", "arguments": '{"path": "a.txt"}'}}]},
-        {"role": "tool", "tool_call_id": "c1", "name": "read_file", "content": "hello"},
+        *READ_ROUND,
     ]
     out = t.render(msgs, TOOLS)
     before, _, after = out.partition(EXAMPLES)
@@ -73,11 +79,7 @@ def test_tools_use_the_text_protocol_in_the_transcript() -> None:
     t = TranscriptTemplate()
     msgs: list[dict[str, Any]] = [
         {"role": "system", "content": "Be brief."},
-        {"role": "user", "content": "read a.txt"},
-        {"role": "assistant", "content": "", "tool_calls": [
-            {"id": "c1", "type": "function",
-             "function": {"name": "read_file", "arguments": '{"path": "a.txt"}'}}]},
-        {"role": "tool", "tool_call_id": "c1", "name": "read_file", "content": "hello"},
+        *READ_ROUND,
     ]
     out = t.render(msgs, TOOLS)
     head, _, rest = out.partition(EXAMPLES)
