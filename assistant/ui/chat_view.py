@@ -246,6 +246,13 @@ class ChatView(QScrollArea):
         if row is not None:
             self._remove(row)
 
+    def set_recall_focus(self, on: bool) -> None:
+        """Recall's focus on or off (the settings): the compaction cards on screen and
+        those to come say which replies leave the summary out."""
+        self.recall_focus = on
+        for card in self._inner.findChildren(CompactionNotice):
+            card.focus_note.setVisible(on)
+
     def _make_compaction(self, record: CompactionRecord, superseded: bool) -> list[QWidget]:
         return [CompactionNotice(record, superseded=superseded, recall_focus=self.recall_focus)]
 

@@ -305,8 +305,7 @@ class MainWindow(WindowDialogs):
         c = self.service
         self.chat_view.branch_info = c.branch_info if c.handle is not None else None
         self.chat_view.branch_end = c.branch_end if c.handle is not None else None
-        sw = c.settings.switches()
-        self.chat_view.recall_focus = sw.recall and sw.earlier_as_notes and sw.recall_focus
+        self._show_recall_focus(c.settings)
         self.chat_view.set_conversation(c.shown_conversation)
         self.chat_view.set_actions_enabled(not c.busy)
         prunes, tokens = c.prune_count()
@@ -568,9 +567,15 @@ class MainWindow(WindowDialogs):
             theme.apply_theme(app, new.theme)
         self._theme = new.theme
         self._apply_zoom(new.zoom)
+        self._show_recall_focus(new)
         self._update_mode_label()
         self.welcome.set_workspace(new.workspace_path())
         self.welcome.set_server(self._server_url(new))
+
+    def _show_recall_focus(self, settings: Settings) -> None:
+        """Whether a reply that brings excerpts back is written without the summary."""
+        sw = settings.switches()
+        self.chat_view.set_recall_focus(sw.recall and sw.earlier_as_notes and sw.recall_focus)
 
     def _apply_zoom(self, percent: int) -> None:
         """The chat's and the input's text size (View → Zoom), from the settings."""

@@ -246,6 +246,11 @@ def test_the_card_claims_the_summary_for_every_reply_when_recall_focus_is_off(
     notice.set_expanded(True)
     assert notice.summary_view.isVisibleTo(notice)
     assert not notice.focus_note.isVisibleTo(notice)
+    # turned on in Settings: the card on screen says it at once
+    on = settings.model_copy(deep=True)
+    on.compaction.recall_focus = True
+    h.window.apply_settings(on)
+    h.qtbot.waitUntil(lambda: notice.focus_note.isVisibleTo(notice))
 
 
 def test_prune_notice_and_pruned_card_can_show_the_original(make_window) -> None:
