@@ -158,39 +158,93 @@ def render_history(
     return out
 
 
+def _latest_exchange(messages: Sequence[dict[str, Any]], first: int, last: int) -> set[int]:
+    """Indexes of the latest exchange before ``last``: the previous user message and the
+    last reply after it (what a follow-up leans on)."""
+    asked = [i for i in range(first, last) if messages[i].get("role") == "user"
+             and not is_output(messages[i])]
+    if not asked:
+        return set()
+    replies = [i for i in range(asked[-1], last) if messages[i].get("role") == "assistant"]
+    return {asked[-1], *replies[-1:]}
+
+
+def focus_start(
+    messages: Sequence[dict[str, Any]],
+    *,
+    first: int,
+    tokens: int,
+    count: Callable[[dict[str, Any]], int],
+) -> int:
+    """Index of the oldest message of the newest whole messages before the latest user
+    message that fit ``tokens`` beside the latest exchange (``count`` gives a message's
+    tokens); the latest user message's index when none fits, ``first`` when all do."""
+    last = latest_user_index(messages)
+    if last is None or last <= first:
+        return first
+    keep = _latest_exchange(messages, first, last)
+    used = sum(count(messages[i]) for i in keep)
+    start = last
+    for i in reversed(range(first, last)):
+        cost = 0 if i in keep else count(messages[i])
+        if used + cost > tokens:
+            break
+        used += cost
+        start = i
+    return start
+
+
+def focus_bounds(tokens: int) -> tuple[int, int]:
+    """(restart, ceiling) of a sticky focus window averaging about ``tokens``: a window
+    restarts at two thirds of it and keeps its start while it shows up to four thirds."""
+    return tokens * 2 // 3, tokens * 4 // 3
+
+
+def sticky_focus_start(
+    messages: Sequence[dict[str, Any]],
+    *,
+    first: int,
+    tokens: int,
+    count: Callable[[dict[str, Any]], int],
+    anchor: int | None,
+) -> int:
+    """The start :func:`focus_history` shows from: ``anchor`` (the start of the previous
+    call's window) while the history from it, with the latest exchange, still fits the
+    ceiling of :func:`focus_bounds`, so consecutive prompts share their prefix (the
+    engine's cache keeps it); else (no anchor, or it fell out of the history) the newest
+    messages within the restart, so the window grows again for several turns."""
+    restart, ceiling = focus_bounds(tokens)
+    last = latest_user_index(messages)
+    if last is None or last <= first:
+        return first
+    if anchor is not None and first <= anchor <= last:
+        keep = _latest_exchange(messages, first, last) | set(range(anchor, last))
+        if sum(count(messages[i]) for i in keep) <= ceiling:
+            return anchor
+    return focus_start(messages, first=first, tokens=restart, count=count)
+
+
 def focus_history(
     messages: Sequence[dict[str, Any]],
     *,
     first: int,
     tokens: int,
     count: Callable[[dict[str, Any]], int],
+    start: int | None = None,
 ) -> list[dict[str, Any]]:
     """``messages`` (as rendered: earlier calls already notes) with the history before the
     latest user message cut to its newest whole messages within ``tokens`` (``count``
-    gives a message's tokens), always keeping the latest exchange: the previous user
+    gives a message's tokens), or to those from index ``start`` on when given
+    (:func:`sticky_focus_start`), always keeping the latest exchange: the previous user
     message and the last reply after it. The system prompt (index 0) and everything from
     the latest user message on stay; what sits between them before ``first`` (the summary)
     goes. A new list; unchanged when there is no earlier history."""
     last = latest_user_index(messages)
     if last is None or last <= first:
         return [dict(m) for m in messages]
-    history = range(first, last)
-    asked = [i for i in history if messages[i].get("role") == "user"
-             and not is_output(messages[i])]
-    keep: set[int] = set()
-    if asked:
-        keep.add(asked[-1])
-        replies = [i for i in history if i > asked[-1] and messages[i].get("role") == "assistant"]
-        keep.update(replies[-1:])
-    used = sum(count(messages[i]) for i in keep)
-    for i in reversed(history):
-        if i in keep:
-            continue
-        cost = count(messages[i])
-        if used + cost > tokens:
-            break
-        keep.add(i)
-        used += cost
+    if start is None:
+        start = focus_start(messages, first=first, tokens=tokens, count=count)
+    keep = _latest_exchange(messages, first, last) | set(range(max(start, first), last))
     head = [dict(messages[0])] if first > 0 else []
-    return [*head, *(dict(messages[i]) for i in history if i in keep),
+    return [*head, *(dict(messages[i]) for i in range(first, last) if i in keep),
             *(dict(m) for m in messages[last:])]

@@ -24,6 +24,7 @@ the conversation and a :class:`~.context.View` computed here (cleared notes, cut
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 from collections.abc import Callable, Sequence
@@ -42,7 +43,13 @@ from assistant.compaction.compactor import (
     Status,
 )
 from assistant.compaction.context import View
-from assistant.compaction.context_render import focus_history, is_output, render_history
+from assistant.compaction.context_render import (
+    focus_history,
+    is_output,
+    latest_user_index,
+    render_history,
+    sticky_focus_start,
+)
 from assistant.compaction.events import (
     CompactionCancelled,
     CompactionFailed,
@@ -169,6 +176,12 @@ class ContextController:
         #: user message (the latest exchange always) go into that call (None: all of it;
         #: :func:`.context_render.focus_history`).
         self.focus_tokens = focus_tokens
+        #: Per chat (``id`` of its conversation), where the last focused call's history
+        #: started: (its index in the rendered prompt, a digest of the prompt from the
+        #: summary to that message). Kept while that much is unchanged, so the next calls
+        #: share the prefix (:func:`.context_render.sticky_focus_start`); a compaction, an
+        #: edit or a branch switch changes the digest and the window starts afresh.
+        self._focus_anchors: dict[int, tuple[int, str]] = {}
         self._overhead_memo: Memo[tuple[str, str], int] = Memo(64)
         #: The facts of the conversation (kept messages, calls, unanswered ids, files),
         #: computed once per state and shared by the rules (:mod:`.facts`).
@@ -522,7 +535,7 @@ class ContextController:
         messages = list(req.messages)
         kept = self.facts.of(call.conv).kept
         block = self.recall.apply(call.conv, messages, budget, kept,
-                                  shown=self._shown_beside_excerpts(kept))
+                                  shown=self._shown_beside_excerpts(call.conv, kept))
         if block is None:
             return req
         tokens, prompt = self._count(call, req, messages)
@@ -537,7 +550,7 @@ class ContextController:
         return req
 
     def _shown_beside_excerpts(
-        self, kept: Sequence[Message]
+        self, conv: Conversation, kept: Sequence[Message]
     ) -> Callable[[Sequence[dict[str, Any]]], list[dict[str, Any]]] | None:
         """What a call with recall's excerpts will show of its prompt as built, as
         :meth:`_rendered` cuts it (None: all of it), so recall does not leave out a passage
@@ -552,9 +565,36 @@ class ContextController:
             view = render_history(messages, first=first, excerpts=True, user_calls=calls)
             if focus is None:
                 return view
-            return focus_history(view, first=first, tokens=focus, count=self.counter.segment_of)
+            start = self._focus_start(conv, view, first, focus)
+            return focus_history(view, first=first, tokens=focus,
+                                 count=self.counter.segment_of, start=start)
 
         return shown
+
+    def _focus_start(
+        self, conv: Conversation, view: list[dict[str, Any]], first: int, focus: int
+    ) -> int:
+        """Where the focused history of ``view`` (the prompt as rendered) starts: the
+        chat's anchor while the prompt up to it is unchanged and the window fits
+        (:func:`.context_render.sticky_focus_start`)."""
+        anchor = None
+        held = self._focus_anchors.get(id(conv))
+        if (held is not None and first <= held[0] < len(view)
+                and _digest(view[1:held[0] + 1]) == held[1]):
+            anchor = held[0]
+        return sticky_focus_start(view, first=first, tokens=focus,
+                                  count=self.counter.segment_of, anchor=anchor)
+
+    def _anchor_focus(self, conv: Conversation, view: list[dict[str, Any]], start: int) -> None:
+        """Remember ``start`` as the chat's focus anchor (a start at the latest user
+        message is not one: that message is shown differently next turn)."""
+        last = latest_user_index(view)
+        key = id(conv)
+        self._focus_anchors.pop(key, None)
+        if last is not None and start < last:
+            self._focus_anchors[key] = (start, _digest(view[1:start + 1]))
+            while len(self._focus_anchors) > 32:  # the oldest chats' go first
+                del self._focus_anchors[next(iter(self._focus_anchors))]
 
     def _rendered(
         self, call: CallRequest, req: PreparedRequest, pol: EffectivePolicy
@@ -571,17 +611,18 @@ class ContextController:
         messages = render_history(req.messages, first=first,
                                   excerpts=req.recall is not None, user_calls=_user_calls(kept))
         focus = self.focus_tokens() if req.recall is not None else None
+        start, rendered = None, messages
         if focus is not None:
+            start = self._focus_start(call.conv, messages, first, focus)
             messages = focus_history(messages, first=first, tokens=focus,
-                                     count=self.counter.segment_of)
+                                     count=self.counter.segment_of, start=start)
             if first > 1:  # the summary is not in this call
                 req.segments["summary"] = 0
         latest = facts.latest_user_id
-        if messages == req.messages:
+        if messages == req.messages or self._adopt(req, messages, call, pol):
             self._last_render = (latest, req.recall is not None)
-            return req
-        if self._adopt(req, messages, call, pol):
-            self._last_render = (latest, req.recall is not None)
+            if start is not None:
+                self._anchor_focus(call.conv, rendered, start)
         return req
 
     def _adopt(
@@ -771,3 +812,8 @@ def _user_calls(messages: Sequence[Message]) -> set[str]:
     """Ids of the tool calls the user ran (``/read``), noted as run at their request."""
     return {c.id for m in messages if m.initiated_by == "user" for c in m.tool_calls}
 
+
+def _digest(messages: Sequence[dict[str, Any]]) -> str:
+    """A digest of ``messages`` (as rendered): equal digests, the same prompt text."""
+    text = json.dumps(list(messages), sort_keys=True, default=str)
+    return hashlib.blake2b(text.encode("utf-8"), digest_size=16).hexdigest()

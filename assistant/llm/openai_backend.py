@@ -89,6 +89,9 @@ class ServerConfig:
     #: block the next question no longer has) instead of evaluating them again. The
     #: embedded engine's chunk reuse setting, approximate in the same way.
     cache_reuse: int = 0
+    #: The sampler fields sent to a llama.cpp-family server (None: :data:`LLAMA_SAMPLER`,
+    #: the app's; the benchmark's front-end baseline sends its own).
+    sampler: dict[str, Any] | None = None
 
 
 @dataclass(frozen=True)
@@ -308,7 +311,7 @@ class ServerBackend:
             body["tool_choice"] = self._config.tool_choice
         kind = self.profile.kind
         if kind in LLAMA_FAMILY:
-            body.update(LLAMA_SAMPLER)
+            body.update(LLAMA_SAMPLER if self._config.sampler is None else self._config.sampler)
             if self._config.seed is not None:
                 body["seed"] = self._config.seed
         if kind == "llama.cpp":
