@@ -32,11 +32,15 @@ same chat gives the same prompt (a turn's calls change form once, when the next 
 message arrives).
 
 :func:`focus_history` (the setting ``compaction.recall_focus``) goes further when recall
-placed excerpts: the call shows only the newest :data:`FOCUS_TOKENS` of the history before
+placed excerpts: the call shows only about :data:`FOCUS_TOKENS` of the newest history before
 the latest user message, and always the latest exchange (a follow-up, "and the other
 one?", leans on it); the summary and older turns are left out of that call only. A small
 model answers best from a small prompt (RULER; "Lost in the Middle"); measured on the real
-session's end in docs/ANSWERS.md ("What the prompt shows at question time").
+session's end in docs/ANSWERS.md ("What the prompt shows at question time"). The window's
+start is kept from one call to the next (:func:`sticky_focus_start`) while the history from
+it fits a ceiling, then restarts lower (:func:`focus_bounds`): consecutive prompts share
+their prefix, which the engine's prompt cache holds (docs/BENCHMARKS.md, engines side by
+side).
 """
 
 from __future__ import annotations
@@ -55,7 +59,8 @@ OUTPUT_NOTE = "[Output of "
 #: An argument longer than this is left out of a call's note (file contents, edits).
 NOTE_ARGUMENT_CHARS = 200
 #: Tokens of history :func:`focus_history` keeps beside recall's excerpts (measured best of
-#: 0, 300 and 800 on the real session's end: docs/ANSWERS.md).
+#: 0, 300 and 800 on the real session's end: docs/ANSWERS.md); the sticky window averages
+#: about this (:func:`focus_bounds`).
 FOCUS_TOKENS = 300
 
 
@@ -196,7 +201,7 @@ def focus_start(
 
 def focus_bounds(tokens: int) -> tuple[int, int]:
     """(restart, ceiling) of a sticky focus window averaging about ``tokens``: a window
-    restarts at two thirds of it and keeps its start while it shows up to four thirds."""
+    that outgrew four thirds of it restarts at two thirds (half the ceiling)."""
     return tokens * 2 // 3, tokens * 4 // 3
 
 
@@ -211,16 +216,18 @@ def sticky_focus_start(
     """The start :func:`focus_history` shows from: ``anchor`` (the start of the previous
     call's window) while the history from it, with the latest exchange, still fits the
     ceiling of :func:`focus_bounds`, so consecutive prompts share their prefix (the
-    engine's cache keeps it); else (no anchor, or it fell out of the history) the newest
-    messages within the restart, so the window grows again for several turns."""
+    engine's cache keeps it); past the ceiling, the newest messages within the restart, so
+    the window grows again for several turns. Without an anchor (a chat's first focused
+    call, or its prompt before the anchor changed) the newest within ``tokens``."""
     restart, ceiling = focus_bounds(tokens)
     last = latest_user_index(messages)
     if last is None or last <= first:
         return first
-    if anchor is not None and first <= anchor <= last:
-        keep = _latest_exchange(messages, first, last) | set(range(anchor, last))
-        if sum(count(messages[i]) for i in keep) <= ceiling:
-            return anchor
+    if anchor is None or not first <= anchor <= last:
+        return focus_start(messages, first=first, tokens=tokens, count=count)
+    keep = _latest_exchange(messages, first, last) | set(range(anchor, last))
+    if sum(count(messages[i]) for i in keep) <= ceiling:
+        return anchor
     return focus_start(messages, first=first, tokens=restart, count=count)
 
 
