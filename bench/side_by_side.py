@@ -59,6 +59,13 @@ CACHE_REUSE = 256
 #: minutes for the same prompts.
 APP_VARIANT: AnswerStrategy = "record+recall"
 
+#: What the front-cut baseline sends llama-server besides temperature 0 and a seed: what the
+#: app sent before its own sampler changed (issue 29), kept apart so the baseline never takes
+#: the app's settings silently. llama.cpp's top-k and min-p defaults, and the repeat
+#: penalty 1.1 over the last 64 tokens that LM Studio and Ollama set by default
+#: (llama-server's own default, which a front end sending no sampler gets, is 1.0).
+FRONT_END_SAMPLER: dict[str, Any] = {"top_k": 40, "min_p": 0.05, "repeat_penalty": 1.1}
+
 EMBEDDED = "embedded engine, app policy"
 SERVER_POLICY = "llama-server, app policy"
 SERVER_FRONT_CUT = f"llama-server --cache-reuse {CACHE_REUSE}, front cut"
@@ -260,7 +267,9 @@ def run(
                                  llama_server_bin=llama_server, extra_args=extra) as server:
                     server_backend = ServerBackend.connect(
                         ServerConfig(server.url, window=n_ctx, timeout_s=600, seed=0,
-                                     cache_reuse=n_reuse)
+                                     cache_reuse=n_reuse,
+                                     sampler=FRONT_END_SAMPLER if strategy == "front-cut"
+                                     else None)
                     )
                     try:
                         assert server.pid is not None

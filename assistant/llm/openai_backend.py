@@ -59,6 +59,14 @@ ToolCallMode = Literal["auto", "native", "text"]
 #: llama.cpp-family servers take the embedded engine's sampler settings too, so both
 #: engines sample alike (see ``llama_backend._SAMPLER``).
 LLAMA_SAMPLER: dict[str, Any] = {"top_k": 40, "min_p": 0.05, "repeat_penalty": 1.1}
+#: llama.cpp's own ``llama-server`` feeds every prompt token into its sampler before the
+#: reply (``init_sampler`` in tools/server/server-context.cpp), so its repeat-penalty
+#: window (64 tokens by default) starts on the end of the prompt: recall's excerpts and the
+#: question, the very tokens an answer copies. llama-cpp-python penalizes only the tokens
+#: it samples. Over the last 8 tokens the penalty covers the chat template's tail and the
+#: reply's own latest tokens (docs/BENCHMARKS.md, engines side by side: W1 2/12 -> 6/12,
+#: W2 6/12 -> 8/12; a penalty of 1.0 answered the same and leaves loops unchecked).
+LLAMA_SERVER_SAMPLER: dict[str, Any] = {**LLAMA_SAMPLER, "repeat_last_n": 8}
 LLAMA_FAMILY = ("llama.cpp", "llama-cpp-python")
 
 
@@ -89,8 +97,9 @@ class ServerConfig:
     #: block the next question no longer has) instead of evaluating them again. The
     #: embedded engine's chunk reuse setting, approximate in the same way.
     cache_reuse: int = 0
-    #: The sampler fields sent to a llama.cpp-family server (None: :data:`LLAMA_SAMPLER`,
-    #: the app's; the benchmark's front-end baseline sends its own).
+    #: The sampler fields sent to a llama.cpp-family server (None: the app's,
+    #: :data:`LLAMA_SERVER_SAMPLER` or :data:`LLAMA_SAMPLER`; the benchmark's front-end
+    #: baseline sends its own).
     sampler: dict[str, Any] | None = None
 
 
@@ -311,7 +320,8 @@ class ServerBackend:
             body["tool_choice"] = self._config.tool_choice
         kind = self.profile.kind
         if kind in LLAMA_FAMILY:
-            body.update(LLAMA_SAMPLER if self._config.sampler is None else self._config.sampler)
+            ours = LLAMA_SERVER_SAMPLER if kind == "llama.cpp" else LLAMA_SAMPLER
+            body.update(ours if self._config.sampler is None else self._config.sampler)
             if self._config.seed is not None:
                 body["seed"] = self._config.seed
         if kind == "llama.cpp":

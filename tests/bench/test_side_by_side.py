@@ -220,3 +220,45 @@ def test_chunk_reuse_adds_a_run_of_the_embedded_engine_with_it_on(
     # The three server runs (front cut, policy, policy with n_cache_reuse) could not start.
     assert len(errors) == 3 and all("llama-server" in e for e in errors)
     assert "n_cache_reuse 64" in errors[-1]
+
+
+def test_the_front_cut_sends_the_front_ends_sampler_and_the_policy_the_apps(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """The baseline drives llama-server as front ends do (their repeat penalty), never with
+    the app's server sampler (issue 29); the policy's runs send the app's."""
+    import contextlib
+
+    import assistant.llm.registry as registry
+    from assistant.llm.base import LLMError
+    from assistant.llm.llama_backend import LlamaBackend
+    from assistant.llm.openai_backend import LLAMA_SERVER_SAMPLER, ServerBackend, ServerConfig
+
+    monkeypatch.setattr(LlamaBackend, "load", classmethod(
+        lambda _cls, *_a, **_k: (_ for _ in ()).throw(LLMError("no embedded run here"))))
+    monkeypatch.setattr(registry, "resolve_model", lambda _m: (tmp_path / "m.gguf", None))
+
+    class _Server(contextlib.AbstractContextManager[Any]):
+        url, pid = "http://127.0.0.1:9", 1
+
+        def __init__(self, *_a: Any, **_k: Any) -> None: ...
+
+        def __exit__(self, *_exc: object) -> None: ...
+
+    sent: list[ServerConfig] = []
+
+    def connect(config: ServerConfig, *_a: Any) -> ServerBackend:
+        sent.append(config)
+        raise LLMError("not started")
+
+    monkeypatch.setattr(side_by_side, "LocalServer", _Server)
+    monkeypatch.setattr(ServerBackend, "connect", staticmethod(connect))
+    (tmp_path / "llama-server").write_text("")
+    errors: list[str] = []
+    side_by_side.run("m", [_workload_asking_the_port(4)], RunOptions(),
+                     llama_server=str(tmp_path / "llama-server"), log_dir=tmp_path,
+                     questions=0, errors=errors)
+    assert [c.sampler for c in sent] == [side_by_side.FRONT_END_SAMPLER, None]
+    assert side_by_side.FRONT_END_SAMPLER["repeat_penalty"] == 1.1
+    assert side_by_side.FRONT_END_SAMPLER != LLAMA_SERVER_SAMPLER
+    assert len(errors) == 3
