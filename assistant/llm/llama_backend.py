@@ -83,7 +83,7 @@ from assistant.llm.incremental_tokenizer import (
 )
 from assistant.llm.kv_state import file_sha256
 from assistant.llm.llama_abort import AbortSwitch
-from assistant.llm.llama_constrained import GrammarSampler, grammar_accepts
+from assistant.llm.llama_constrained import GrammarSampler
 from assistant.llm.llama_kv import (
     LlamaMemory,
     PrefillConfig,
@@ -216,9 +216,6 @@ class LlamaBackend:
         self._fingerprint: str | None = None
         #: GBNF text -> whether llama.cpp parses it (see :meth:`check_grammar`).
         self._grammars: dict[str, bool] = {}
-        #: Under a grammar, avoid tokens that repeat an n-gram of the reply this long
-        #: (when the grammar allows another token; 0: off). See :mod:`.llama_constrained`.
-        self.grammar_no_repeat_ngram = 0
         #: Prompt-lookup speculative decoding: tokens drafted per step (0: off), and what
         #: the last reply's drafts did. See :mod:`.llama_speculative`.
         self.prompt_lookup = DRAFT_TOKENS if entry is not None and entry.prompt_lookup else 0
@@ -724,12 +721,6 @@ class LlamaBackend:
         if not known:
             raise GrammarError(f"{self._info.name}: llama.cpp cannot parse the grammar")
 
-    def grammar_accepts(self, grammar: str, text: str) -> bool:
-        """Whether ``grammar`` allows this model to write exactly ``text`` (and stop)."""
-        self.check_grammar(grammar)
-        tokens = self._llm.tokenize(text.encode("utf-8"), add_bos=False, special=False)
-        return grammar_accepts(self._llm, grammar, tokens)
-
     def _constrained(
         self, tokens: list[int], grammar: str, temperature: float, top_p: float
     ) -> Generator[int, Any, None]:
@@ -741,7 +732,6 @@ class LlamaBackend:
             top_k=int(_SAMPLER["top_k"]), min_p=float(_SAMPLER["min_p"]),
             repeat_penalty=float(_SAMPLER["repeat_penalty"]),
             seed=int(getattr(llm, "_seed", 0) or 0),
-            no_repeat_ngram=self.grammar_no_repeat_ngram,
         )
         try:
             llm.eval(tokens[llm.n_tokens :])
