@@ -17,13 +17,9 @@ It is :class:`~assistant.llm.base.KVCacheAware`: it tells how much of a prompt i
 tokenizes prompts incrementally (:mod:`.incremental_tokenizer`), saves and restores the KV
 state, and resets it.
 
-Why this module is longer than most (about 600 lines): everything that reads the ``Llama``
-object's internals (its context, vocabulary, token buffers) is here or in the ``llama_*``
-modules it uses (:mod:`.llama_kv`, :mod:`.llama_abort`, :mod:`.llama_constrained`,
-:mod:`.llama_speculative`, and :mod:`.llama_probe` for the benchmark), so that no other
-module reaches into them: callers outside use public methods (``raw_prefill``, the probe).
-Loading and file checks, the incremental tokenizer's vocabulary checks, token-level
-generation and the KV state are each a section of the one class that owns it.
+Only this module and the ``llm/llama_*`` modules read the ``Llama`` object's internals
+(docs/ARCHITECTURE.md, "Layers"); loading, the incremental tokenizer's vocabulary checks,
+token-level generation and the KV state are each a section of the one class that owns it.
 """
 
 from __future__ import annotations
