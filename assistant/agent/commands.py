@@ -1,22 +1,10 @@
 """What the user typed: a chat message, a tool command, or an app command.
 
-Shared by the window and the terminal chat so both understand the same input:
-
-=================  =============================================================
-``/read PATH [A-B]``  read a workspace file (optionally lines A to B)
-``/ls [PATH]``        list a folder
-``/find GLOB``        find files by name
-``/grep PATTERN [PATH]``  search file contents (quote a pattern with spaces)
-``!COMMAND``          run a shell command in the workspace
-``/help``, ``/clear``, ``/compact [focus]``, ``/model [name]``, ``/mode [local|standard]``,
-``/resume [id]``, ``/export [path]``: app commands, handled by the app layer
-(:data:`COMMANDS` is the one table of them all)
-``//text``            send ``/text`` as an ordinary message
-=================  =============================================================
-
-A line that starts with ``/`` followed by something that is not a command name (a path such
-as ``/etc/hosts is...``) is an ordinary message. An unknown ``/word`` is a
-:class:`CommandError` so a typo is not sent to the model.
+Shared by the window and the terminal chat so both understand the same input. The commands
+are listed once, in :data:`COMMANDS` (``/help`` and the completer read it too); ``//text``
+sends ``/text`` as an ordinary message, and so does a ``/`` that starts no command name (a
+path: ``/etc/hosts is...``). An unknown ``/word`` is a :class:`CommandError`, so a typo is
+not sent to the model.
 """
 
 from __future__ import annotations

@@ -1,35 +1,17 @@
 # Over 500 lines: chat, respond and continue share one turn's step and tool-round state.
 """The turn loop: user input -> context check -> model -> tool calls -> ... -> answer.
 
-:class:`Agent` is synchronous and UI-agnostic. The session service
-(:mod:`assistant.service`) calls it on its worker thread with input it has already parsed;
-the agent reports progress through ``on_event`` (see :mod:`assistant.agent.events`) from
-the calling thread, in order. The context controller's own events reach it through
-:meth:`Agent.on_context_event`, which the composition root (:func:`assistant.engine.
-build_engine`) sets as the controller's ``on_event``. For one chat message
-(:meth:`Agent.chat`):
-
-1. the user message is appended (observers save it before it is shown), ``MessageAdded``;
-2. before **every** model call the controller prepares the request (prune, exact count,
-   compaction when needed) and ``ContextUsage`` reports the exact prompt; the window and
-   the reply's room come from that prepared request only; ``PromptProgress`` reports the
-   prompt evaluation;
-3. the reply streams as ``AssistantDelta``; on ``ContextOverflowError`` the controller
-   compacts (reason "overflow", ``handle_overflow``) and the call is retried once, when the
-   switch allows it; a second failure is a ``Notice`` and the user's message stays;
-4. the reply is appended with its parsed tool calls; each call is checked, approved when it
-   changes something, run, and its result appended; then back to 2, until a reply has no
-   tool call or ``Settings.step_limit`` tool rounds ran (a ``Notice`` says so).
+:class:`Agent` is synchronous and UI-agnostic: the service calls it on its worker thread and
+it reports through ``on_event`` (:mod:`assistant.agent.events`), in order. The steps of one
+message are in docs/ARCHITECTURE.md ("One message, end to end").
 
 Stop (the cancel token) leaves a consistent history: a half-streamed reply is kept with
 ``stopped=True``, and every tool call that has no result yet gets a "cancelled" error
 result. Every public method ends with one ``TurnFinished``.
 
-User-started tools (``/read``, ``/ls``, ``/find``, ``/grep``, ``!cmd``, a dropped file)
-enter the history exactly like the model's calls (an assistant message with the call,
-``initiated_by="user"``, then the result), and do **not** start a model reply: the user
-asks about the result in their next message. This keeps a large /read from costing a model
-call the user did not ask for. They are not asked about (typing them is the approval).
+User-started tools (``/read``, ``!cmd``, a dropped file, ...) enter the history like the
+model's calls (``initiated_by="user"``) and start no model reply, so a large /read does not
+cost a model call the user did not ask for; typing them is the approval.
 """
 
 from __future__ import annotations

@@ -6,10 +6,8 @@ laptop, minutes under load). Once the chat passes :data:`AHEAD_FILL` of the poin
 must compact, the service asks the controller (``ContextController.precompute``) on the
 idle worker, at low priority (the user's next message cancels it at once), to plan the
 compaction the chat would get with one more message the size of the user's last one and
-write its summary. The real message is rarely that size, so the cut the real compaction
-would choose on its own often moves (W2's first compaction: a 202-token message where the
-plan assumed 89 tokens pushed the planned tail 82 tokens past its limit). Two rules keep
-the summary in use:
+write its summary. The real message is rarely that size, so the cut would often move
+(docs/BENCHMARKS.md, "The first compaction"). Two rules keep the summary in use:
 
 * the compactor prefers the planned cut (:func:`~.cut_point.find_cut` ``prefer``) while its
   tail is within the limit plus :data:`PREFER_SLACK` of the window (half the room left for
@@ -25,21 +23,12 @@ the summary in use:
 A summary is never used for a span whose messages changed in any way (an edited or
 branched chat has other ids or text).
 
-**The turn never waits for the model** (the window with writing ahead on:
-``ContextController.defer_model``). When no summary written ahead fits, a compaction at the
-threshold (or after an overflow) takes the summary code writes (the extractive summary: the
-user's words, the files; milliseconds) and the model is not asked inside the turn; the next
-reading pause writes the model's summary of the *next* span on top of it, used by the next
-compaction (design (a) of issue 26). The other design, writing the model's summary of the
-span just compacted and letting it supersede the code's from the next call on, would change
-the start of the prompt between compactions, so the next call would evaluate the prompt
-after it again (what the compacting turn evaluates: 175-599 tokens in W2 at SmolLM2's
-2,048 with chunk reuse, 2.7-10.0 s on a loaded machine; docs/BENCHMARKS.md) unless the idle
-time also rebuilt the cache, idle time the next summary needs too; the answer benchmark
-found the code's record with recall answering as well as the model's summary
-(docs/ANSWERS.md), so that cost buys nothing measured. ``/compact`` still asks the model
-in the turn (the user asked for it, with a focus), as do the terminal chat (no idle time)
-and the setting off.
+**The turn never waits for the model** (writing ahead on: ``ContextController.defer_model``).
+When no summary written ahead fits, a compaction in the turn takes the code's summary (the
+user's words, the files; milliseconds) and the next reading pause writes the model's summary
+of the *next* span on top of it. Why not let the model's summary replace the code's at once,
+and what it measured: docs/BENCHMARKS.md ("The turn never waits for the model").
+``/compact``, the terminal chat (no idle time) and the setting off ask the model in the turn.
 """
 
 from __future__ import annotations

@@ -9,17 +9,10 @@ Every count goes through the backend's own chat template and tokenizer:
 * the fixed overhead is ``count_prompt([system], tools)``: system prompt, tool schemas (however
   the template carries them) and the generation prompt;
 * the exact full count (:meth:`TokenCounter.exact`, i.e. ``backend.count_prompt``) remains the
-  authority: :meth:`TokenCounter.encode` gives it with the rendered text and tokens (a
-  backend that is a ``PromptEncoder``), which the prepared request carries to ``generate``,
-  so the prompt sent is tokenized once. The controller's per-call path decides on segment
-  sums (:meth:`TokenCounter.summed`) and encodes only the prompt it sends, checking that
-  the sum equals that exact count; at the first difference (:attr:`TokenCounter.additive`)
-  it redoes the call on exact counts and counts every prompt whole from then on.
-
-For ChatML-style templates (SmolLM2, the fallback) ``overhead + sum(segments)`` equals the
-exact count token for token (tests check it). Templates that merge consecutive messages of
-the same role (strict alternation) or inject text depending on position can differ by a few
-tokens per merge; the check above catches them on the first prompt that shows it.
+  authority: :meth:`TokenCounter.encode` gives it with the prompt's text and tokens, and the
+  sum of segments is checked against it (:attr:`TokenCounter.additive`; docs/ARCHITECTURE.md,
+  "Prepared"). Sums are exact for ChatML-style templates (tests check it); templates that
+  merge same-role messages or inject text by position can differ by a few tokens.
 
 Segment counts are memoized per message, keyed by ``(id, pruned, role, content hash, tool
 calls)``, so a turn costs work proportional to what is new. :class:`CountingBackend` gives

@@ -12,12 +12,9 @@ everything after the change again. Here the cached tokens after the change are k
 ``min_chunk`` tokens found again, in order, later in the prompt. Everything else in the cache
 (``X``, ``Y``, ``T``) is removed, each chunk is shifted to its new position (llama.cpp
 rotates the keys by the shift, which is exact for RoPE positions), and only the new tokens
-(``X'``, ``Y'``, ``N``) are evaluated. This is llama.cpp server's ``--cache-reuse`` idea,
-extended to replaced spans: the server only skips cached tokens, so a placeholder that
-replaces an output stops its reuse.
-
-It is an approximation: a shifted chunk's keys and values were computed attending to the
-text that is now gone. ``bench.reuse_quality`` measures what that costs.
+(``X'``, ``Y'``, ``N``) are evaluated: llama.cpp server's ``--cache-reuse`` idea, extended to
+replaced spans. It is an approximation (a shifted chunk attended to text now gone); what it
+costs, measured: docs/PERFORMANCE.md ("Chunk reuse").
 
 The new tokens of a gap (``X'``) must be evaluated at positions *before* the shifted chunks,
 but llama.cpp only appends to a sequence (a batch must start right after the sequence's

@@ -9,11 +9,8 @@ then ``n_ubatch``, then ``n_batch``), within a time budget, and keeps the fastes
 the CPU and the llama.cpp build, so later loads reuse it. Settings can override each value.
 
 Each trial evaluates the same tokens in a fresh temporary context on the loaded model (the
-weights are shared), so a trial never disturbs the chat's cache. The timing itself
-(:func:`~assistant.llm.llama_kv.measure_prefill`, ``llama_decode`` on the whole prompt with
-no Python work between calls) lives with the other llama.cpp internals in
-:mod:`.llama_kv`; the benchmark reads the same "raw llama.cpp" rate through
-``LlamaBackend.raw_prefill``.
+weights are shared), so a trial never disturbs the chat's cache; the timing itself is
+:func:`~assistant.llm.llama_kv.measure_prefill` (raw ``llama_decode``).
 """
 
 from __future__ import annotations

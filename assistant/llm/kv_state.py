@@ -1,10 +1,6 @@
 """Saved KV states of chats, so a reopened chat evaluates only what is new.
 
-After a reply, the model's KV cache for the chat (its used cells, from
-:meth:`~assistant.llm.base.KVCacheAware.save_state`) is written to the cache directory (never
-into the chat file); when the chat is opened again, it is loaded back and the next prompt
-reuses it as far as its tokens match. Saving a few thousand tokens takes a fraction of a
-second, against a minute of prompt evaluation on a laptop CPU for a long chat.
+What it does for the user and what it saves: docs/PERFORMANCE.md ("Instant resume").
 
 * One file per chat and *fingerprint*: the fingerprint is what the state depends on besides
   its tokens (the model file's sha256, the context size, the cache types, the llama.cpp

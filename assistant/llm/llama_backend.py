@@ -17,13 +17,9 @@ It is :class:`~assistant.llm.base.KVCacheAware`: it tells how much of a prompt i
 tokenizes prompts incrementally (:mod:`.incremental_tokenizer`), saves and restores the KV
 state, and resets it.
 
-Why this module is longer than most (about 600 lines): everything that reads the ``Llama``
-object's internals (its context, vocabulary, token buffers) is here or in the ``llama_*``
-modules it uses (:mod:`.llama_kv`, :mod:`.llama_abort`, :mod:`.llama_constrained`,
-:mod:`.llama_speculative`, and :mod:`.llama_probe` for the benchmark), so that no other
-module reaches into them: callers outside use public methods (``raw_prefill``, the probe).
-Loading and file checks, the incremental tokenizer's vocabulary checks, token-level
-generation and the KV state are each a section of the one class that owns it.
+Only this module and the ``llm/llama_*`` modules read the ``Llama`` object's internals
+(docs/ARCHITECTURE.md, "Layers"); loading, the incremental tokenizer's vocabulary checks,
+token-level generation and the KV state are each a section of the one class that owns it.
 """
 
 from __future__ import annotations
@@ -83,7 +79,7 @@ from assistant.llm.incremental_tokenizer import (
 )
 from assistant.llm.kv_state import file_sha256
 from assistant.llm.llama_abort import AbortSwitch
-from assistant.llm.llama_constrained import GrammarSampler, grammar_accepts
+from assistant.llm.llama_constrained import GrammarSampler
 from assistant.llm.llama_kv import (
     LlamaMemory,
     PrefillConfig,
@@ -216,9 +212,6 @@ class LlamaBackend:
         self._fingerprint: str | None = None
         #: GBNF text -> whether llama.cpp parses it (see :meth:`check_grammar`).
         self._grammars: dict[str, bool] = {}
-        #: Under a grammar, avoid tokens that repeat an n-gram of the reply this long
-        #: (when the grammar allows another token; 0: off). See :mod:`.llama_constrained`.
-        self.grammar_no_repeat_ngram = 0
         #: Prompt-lookup speculative decoding: tokens drafted per step (0: off), and what
         #: the last reply's drafts did. See :mod:`.llama_speculative`.
         self.prompt_lookup = DRAFT_TOKENS if entry is not None and entry.prompt_lookup else 0
@@ -724,12 +717,6 @@ class LlamaBackend:
         if not known:
             raise GrammarError(f"{self._info.name}: llama.cpp cannot parse the grammar")
 
-    def grammar_accepts(self, grammar: str, text: str) -> bool:
-        """Whether ``grammar`` allows this model to write exactly ``text`` (and stop)."""
-        self.check_grammar(grammar)
-        tokens = self._llm.tokenize(text.encode("utf-8"), add_bos=False, special=False)
-        return grammar_accepts(self._llm, grammar, tokens)
-
     def _constrained(
         self, tokens: list[int], grammar: str, temperature: float, top_p: float
     ) -> Generator[int, Any, None]:
@@ -741,7 +728,6 @@ class LlamaBackend:
             top_k=int(_SAMPLER["top_k"]), min_p=float(_SAMPLER["min_p"]),
             repeat_penalty=float(_SAMPLER["repeat_penalty"]),
             seed=int(getattr(llm, "_seed", 0) or 0),
-            no_repeat_ngram=self.grammar_no_repeat_ngram,
         )
         try:
             llm.eval(tokens[llm.n_tokens :])

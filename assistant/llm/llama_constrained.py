@@ -16,12 +16,6 @@ allows no token at all (a vocabulary that cannot spell what the grammar requires
 :class:`~assistant.llm.base.GrammarError` is raised instead of letting llama.cpp accept a
 forbidden token (which aborts the process).
 
-``no_repeat_ngram=n`` also keeps a small model out of loops: a token that would repeat an
-n-gram of the reply so far is avoided whenever the grammar allows any other token (fixed
-text the grammar requires, such as a heading, is still written).
-
-:func:`grammar_accepts` walks a text's tokens through a grammar the same way (tests use it
-to check what a grammar allows with a real vocabulary).
 """
 
 from __future__ import annotations
@@ -91,7 +85,6 @@ class GrammarSampler:
         min_p: float = 0.05,
         repeat_penalty: float = 1.1,
         seed: int = 0,
-        no_repeat_ngram: int = 0,
     ) -> None:
         llama_cpp: Any = importlib.import_module("llama_cpp")
         internals: Any = importlib.import_module("llama_cpp._internals")
@@ -125,11 +118,7 @@ class GrammarSampler:
         self._one = _Candidates(llama_cpp, 1)
         self._ids = np.arange(self._n_vocab, dtype=np.intc)
         #: Steps where the sampled token was allowed / needed the shortlist / the vocabulary.
-        self.stats = {"direct": 0, "shortlist": 0, "full": 0, "banned": 0}
-        self._n = no_repeat_ngram
-        self._history: list[int] = []
-        #: (n-1)-gram of the reply -> tokens that followed it (for ``no_repeat_ngram``).
-        self._followers: dict[tuple[int, ...], set[int]] = {}
+        self.stats = {"direct": 0, "shortlist": 0, "full": 0}
 
     def _penalized(self) -> np.ndarray[Any, Any]:
         """The last token's logits after the repetition penalty (indexed by token id)."""
@@ -150,30 +139,9 @@ class GrammarSampler:
         lc.llama_sampler_apply(self._pick.sampler, cand.ref)
         return cand.selected()
 
-    def _banned(self) -> list[int]:
-        """Tokens that would repeat an n-gram of the reply (``no_repeat_ngram``)."""
-        if self._n < 2 or len(self._history) < self._n - 1:
-            return []
-        key = tuple(self._history[len(self._history) - self._n + 1 :])
-        return sorted(self._followers.get(key, ()))
-
     def sample(self) -> int:
-        logits = self._penalized()
-        banned = self._banned()
-        if banned:
-            free = logits.copy()
-            free[banned] = -np.inf
-            got = self._sample(free)
-            if got is not None:
-                return got
-            self.stats["banned"] += 1  # only a repeat is allowed here (a fixed heading)
-        got = self._sample(logits)
-        if got is None:
-            raise GrammarError("the grammar allows no token of this model's vocabulary here")
-        return got
-
-    def _sample(self, logits: np.ndarray[Any, Any]) -> int | None:
         lc = self._lc
+        logits = self._penalized()
         self._all.load(self._ids, logits)
         lc.llama_sampler_apply(self._pick.sampler, self._all.ref)
         token = self._all.selected()
@@ -189,8 +157,9 @@ class GrammarSampler:
             return got
         self._all.load(self._ids, logits)
         got = self._pick_from(self._all)
-        if got is not None:
-            self.stats["full"] += 1
+        if got is None:
+            raise GrammarError("the grammar allows no token of this model's vocabulary here")
+        self.stats["full"] += 1
         return got
 
     def accept(self, token: int) -> None:
@@ -198,11 +167,6 @@ class GrammarSampler:
         lc.llama_sampler_accept(self._grammar, token)
         lc.llama_sampler_accept(self._penalty.sampler, token)
         lc.llama_sampler_accept(self._pick.sampler, token)
-        if self._n >= 2:
-            self._history.append(token)
-            if len(self._history) >= self._n:
-                key = tuple(self._history[-self._n : -1])
-                self._followers.setdefault(key, set()).add(token)
 
     def close(self) -> None:
         if self._grammar:
@@ -211,21 +175,3 @@ class GrammarSampler:
         self._penalty.close()
         self._pick.close()
 
-
-def grammar_accepts(llama: Any, grammar: str, tokens: list[int]) -> bool:
-    """Whether ``grammar`` allows exactly ``tokens`` followed by the end of the reply."""
-    llama_cpp: Any = importlib.import_module("llama_cpp")
-    sampler = llama_cpp.llama_sampler_init_grammar(
-        llama._model.vocab, grammar.encode("utf-8"), b"root"
-    )
-    if not sampler:
-        raise GrammarError("llama.cpp cannot parse the grammar")
-    one = _Candidates(llama_cpp, 1)
-    try:
-        for token in tokens:
-            if not one.allows(llama_cpp, sampler, token):
-                return False
-            llama_cpp.llama_sampler_accept(sampler, token)
-        return one.allows(llama_cpp, sampler, int(llama.token_eos()))
-    finally:
-        llama_cpp.llama_sampler_free(sampler)

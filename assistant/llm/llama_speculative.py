@@ -8,16 +8,9 @@ logits at every position, and the sampler picks each next token from the model's
 distribution at that position: a draft token is kept only when it is what was sampled, so the
 first mismatch ends the step and the cache is cut back after it. Every emitted token is
 sampled with the same sampler chain, in the same order, as :meth:`llama_cpp.Llama.generate`
-does; what changes is how many tokens each model call evaluates, and with it llama.cpp's
-arithmetic: a batch of several tokens goes through other matrix kernels than one token, so
-logits differ in the last digits and a near tie at temperature 0 can go the other way
-(measured: ``python -m bench --speculative``, docs/PERFORMANCE.md).
-
-llama-cpp-python has its own ``draft_model=`` path (with ``LlamaPromptLookupDecoding``), but
-it needs ``logits_all``: a logits row kept for every position of the window and computed for
-every prompt token (for gemma-3's 262,144-token vocabulary, 1 MB per position and an output
-matmul per prompt token). Here only the verified batch asks for logits, so prompt
-evaluation is unchanged.
+does; only the batches differ, so a near tie at temperature 0 can go the other way. Why not
+llama-cpp-python's ``draft_model=`` path (it needs ``logits_all``), and what it gains per
+model: docs/PERFORMANCE.md ("Prompt-lookup decoding").
 """
 
 from __future__ import annotations

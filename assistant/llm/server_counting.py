@@ -11,13 +11,10 @@ Three ways, best first (:func:`choose_counting`):
 3. **An estimate**: ChatML and the offline cl100k tokenizer; the counts are marked as
    estimates (:attr:`Counting.exact` is False) and the context bar says so.
 
-Whatever the way, :func:`verify_counting` then checks it against the server's own
-``usage.prompt_tokens`` on three short conversations (one with a tool call): counts that
-match are exact; counts off by the same number on every probe (a BOS the tokenize endpoint
-adds and the chat path does not) are corrected by that constant; anything else is an estimate.
-
-Counts are memoized per rendered prompt (and the server's renders per conversation), so the
-per-message accounting the context controller does costs one request per new message.
+:func:`verify_counting` checks the choice against the server's ``usage.prompt_tokens`` on
+three probes: a constant difference (a BOS only the tokenize endpoint adds) is corrected,
+any other makes the counts an estimate. Counts are memoized per rendered prompt, so a new
+message costs one request.
 """
 
 from __future__ import annotations

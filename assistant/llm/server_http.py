@@ -7,15 +7,10 @@ message), except a "context exceeded" answer, which is a
 :class:`~assistant.llm.base.ContextOverflowError` carrying the numbers the server gave
 (:func:`overflow_from`), so compaction and the single retry work as with the embedded model.
 
-A streamed reply (:meth:`ServerHTTP.stream`) is read as server-sent events. Stop closes the
-request: while the stream is open a small watcher thread checks the cancel token and shuts
-the socket down, which ends a read that is waiting for the server (a long prompt being
-evaluated sends nothing for a while) and tells the server the client has gone.
-
-Every request has an overall deadline and size caps (:mod:`assistant.llm.server_limits`):
-a reply that never ends, pings only, a drip, or a line of 100 MB ends with a clear
-:class:`ServerTimeout` or :class:`ServerReplyTooLarge` within the deadline, holding at most
-one line in memory.
+A streamed reply (:meth:`ServerHTTP.stream`) is read as server-sent events; Stop shuts the
+socket down and every request has a deadline and size caps (:mod:`.server_limits`, which
+ends them with :class:`ServerTimeout` or :class:`ServerReplyTooLarge`): docs/ARCHITECTURE.md,
+"The server engine".
 """
 
 from __future__ import annotations

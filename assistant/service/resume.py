@@ -1,15 +1,10 @@
 """Instant resume and prompt-evaluation settings, for the session service.
 
-* After each reply the chat's KV state is saved (:meth:`ChatResume.save_job`, run on the
-  model worker: copying the cache out takes a fraction of a second; the file is written by
-  :class:`~assistant.llm.kv_state.StateWriter` on its own thread). Never into the chat file:
-  into the cache folder, keyed by chat and by what the state depends on (the backend's
-  ``state_fingerprint``), LRU-capped by ``Settings.performance.state_cache_mb``.
-* When a chat is opened with the model loaded (or the model finishes loading with a chat
-  open), :meth:`ChatResume.restore_job` loads that state on the worker. The next prompt then
-  reuses it as far as its tokens match (the backend's prefix check), so a changed history or
-  template costs evaluation time, never a wrong answer; a missing, damaged or foreign file
-  loads nothing.
+* After each reply the chat's KV state is copied out on the model worker
+  (:meth:`ChatResume.save_job`) and written by :class:`~assistant.llm.kv_state.StateWriter`;
+  when a chat is opened with the model loaded (or the model loads with a chat open),
+  :meth:`ChatResume.restore_job` loads it back. What it saves and why it never gives a
+  wrong answer: docs/PERFORMANCE.md ("Instant resume").
 * :func:`engine_tuning` turns the settings into the backend's
   :class:`~assistant.llm.base.EngineTuning` (threads, batch sizes, chunk reuse).
 """

@@ -2,24 +2,11 @@
 """The chat session service: one chat's lifecycle, the input queue, commands, the model's
 lifecycle and saving. Qt-free; the window and the terminal chat are two faces of it.
 
-:class:`ChatService` lives on one *owner* thread (the GUI thread, or the terminal's main
-thread) and never waits on the model: every model job (a chat turn, a tool command,
-``/compact``, an edit or a regeneration, loading a model) goes to the one
-:class:`~assistant.llm.worker.ModelWorker`, and its completion comes back through
-``dispatch`` (which runs a function on the owner thread, after everything posted before
-it). Input that arrives while a job runs, or before the model has loaded, is parsed once and
-queued, then sent in order when the worker is free.
-
-Everything the service does is reported through one ``on_event`` callback as a
-:data:`~assistant.service.events.ServiceEvent`, including a :class:`~.status.Status` for
-the status bar from the one :class:`~.status.StatusMachine`. Chats are saved through the
-:class:`~assistant.sessions.store.SessionStore` (a chat file is created with the first
-message; every change is on disk before it is shown).
-
-Its parts: :mod:`.chat_slot` (the open chat and the store operations on it),
-:mod:`.model_slot` (loading the model and building the engine on it), :mod:`.jobs` (one
-job at a time on the worker), :mod:`.commands` (the app commands). This module holds what
-ties them together: the queue, sending, the rules for when what may happen, branches.
+It lives on one owner thread and never waits on the model: model jobs go to the one
+:class:`~assistant.llm.worker.ModelWorker` and come back through ``dispatch``; input that
+arrives meanwhile is parsed once and queued. Everything is reported through ``on_event``.
+Its parts and threads: docs/ARCHITECTURE.md ("The session service", "Threads"); this
+module ties them together: the queue, sending, the rules for when what may happen, branches.
 """
 
 from __future__ import annotations

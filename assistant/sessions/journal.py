@@ -4,7 +4,7 @@ Writing: an entry is one ``os.write`` loop of a newline-terminated line followed
 ``fsync``; :meth:`JournalWriter.append` returns only after that. A failed write is cut back
 off the file so a half line never sits before later entries.
 
-Reading is :mod:`assistant.sessions.reader` (re-exported here): a damaged *last* line is what
+Reading is :mod:`assistant.sessions.reader`: a damaged *last* line is what
 a crash mid-write leaves; it is reported as :class:`TornTail` (never an error) and
 :func:`move_torn_tail_aside` moves it to ``<file>.corrupt``. Other damaged lines are named
 and skipped, and the chat opens read-only.
@@ -17,23 +17,7 @@ from pathlib import Path
 
 from assistant.atomicfile import fsync_dir
 from assistant.sessions.entries import ChatHeader, Entry, encode_line
-from assistant.sessions.reader import (
-    ChatFile,
-    DamagedLine,
-    TornTail,
-    read_chat_file,
-)
-
-__all__ = [
-    "ChatFile",
-    "DamagedLine",
-    "JournalWriter",
-    "TornTail",
-    "create_chat_file",
-    "fsync_dir",
-    "move_torn_tail_aside",
-    "read_chat_file",
-]
+from assistant.sessions.reader import TornTail
 
 
 def move_torn_tail_aside(path: Path, torn: TornTail) -> Path:

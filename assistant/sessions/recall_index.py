@@ -4,31 +4,13 @@ The chat file stays the single source of truth; this index is a cache beside it
 (``<sessions>/.recall/<chat id>.sqlite``, or in memory), so recall can bring back what the
 model no longer sees: originals of pruned outputs and of compacted turns included.
 
-* **Incremental.** :meth:`RecallIndex.sync` indexes the messages it has not seen (ids kept in
-  memory and in the ``indexed`` table); an append costs its own passages only.
-* **Checked, rebuilt.** :meth:`RecallIndex.open` checks the file against the chat: its schema,
-  its stored message count against its rows, and that every message id it holds is in the
-  chat file. A file that is missing, unreadable (not a database, a torn write), of another
-  schema or out of step (an id the chat does not have) is deleted and rebuilt from the chat's
-  messages; messages the index has not seen yet are added.
-* **Deleted with the chat** by the store (:meth:`SessionStore.delete`); a restored chat gets a
-  new one when it is next opened.
-
-Passages are cut by :func:`assistant.sessions.recall_text.split_passages`; ranking is FTS5's
-``bm25()``, with an assistant reply's passages weighted down (the user's words and the tools'
-outputs are what a question is usually about; a small model's replies may be wrong).
-
-The tool calls of an assistant message are indexed too, as passages of role ``call``
-(:func:`call_text`: the tool, its target, then its other text arguments): the command that
-was run ("git commit -m ..."), the file written and what was written into it are facts of
-the chat found nowhere else (a ``write_file``'s output only says how many bytes), and the
-answer benchmark asks about them ("What commit message was used?").
-
-Every passage of a tool output is indexed with its call's header in a second column,
-``source`` ("read_file data/part_04.txt"): lines 49-54 of a file do not name the file, and
-"In data/part_04.txt, where is item 51 stored?" must find item 51 of that file, not of the
-eleven others read in the same chat. The text shown is the passage alone; :meth:`counts`
-counts a term in the text (a file's name is not common because the file is long).
+It is incremental (:meth:`RecallIndex.sync` indexes only messages it has not seen), checked
+when opened (:meth:`RecallIndex.open`: schema, row count, every id in the chat file) and
+rebuilt from the chat when missing, damaged or out of step, and deleted with the chat.
+Passages come from :func:`assistant.sessions.recall_text.split_passages`; ranking is FTS5's
+``bm25()`` with the assistant's replies weighted down. What is indexed besides the text (the
+tool calls as ``call`` passages, a tool output's call in the ``source`` column) and why:
+docs/RECALL.md ("How it works").
 """
 
 from __future__ import annotations

@@ -36,14 +36,9 @@ from assistant.sessions.errors import (
 )
 from assistant.sessions.export import to_markdown, to_openai_export
 from assistant.sessions.handle import ChatHandle
-from assistant.sessions.journal import (
-    ChatFile,
-    JournalWriter,
-    create_chat_file,
-    move_torn_tail_aside,
-    read_chat_file,
-)
+from assistant.sessions.journal import JournalWriter, create_chat_file, move_torn_tail_aside
 from assistant.sessions.lock import ChatLock
+from assistant.sessions.reader import ChatFile, read_chat_file
 from assistant.sessions.recall_index import remove_index
 from assistant.sessions.repair import repaired_copy
 from assistant.sessions.summary import DEFAULT_SUMMARY_BUDGET, Summarizer, resolve_title

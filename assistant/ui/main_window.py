@@ -7,12 +7,8 @@ the :class:`ServiceBridge` turns into signals: the status bar shows the service'
 status, the app commands run in the service (the window only answers its requests for a
 file dialog or the chat picker). An empty chat shows the welcome page; a long prompt shows
 its progress over the input. Shortcuts: Ctrl+N, Ctrl+K, Ctrl+,, Ctrl+M, Esc, Up to edit the
-last message. Its dialogs and file actions are in :mod:`.window_dialogs` (its base class).
-
-Why it is long (about 580 lines): it lays out the window and renders every kind of service
-event (chat list, transcript, welcome page, prompt progress, composer, context bar, status
-bar, model banner); the widgets themselves live in their own modules and hold no
-application logic.
+last message. Its dialogs and file actions are in :mod:`.window_dialogs` (its base class);
+the widgets live in their own modules and hold no application logic.
 """
 
 from __future__ import annotations

@@ -8,6 +8,7 @@ import pytest
 
 from assistant.llm.base import GenerationOptions, GenerationResult, GrammarError
 from tests.fakes.gbnf import accepts
+from tests.llm.helpers import grammar_accepts
 
 pytestmark = pytest.mark.integration
 
@@ -63,27 +64,7 @@ def test_a_broken_grammar_fails_before_anything_is_evaluated(real_backend: Any) 
 
 
 def test_grammar_accepts_walks_the_real_vocabulary(real_backend: Any) -> None:
-    assert real_backend.grammar_accepts(LIST, "- apples\n- pears, plums")
-    assert not real_backend.grammar_accepts(LIST, "- apples\n- pears\n- plums\n- figs")
-    assert not real_backend.grammar_accepts(LIST, "apples")
-    assert not real_backend.grammar_accepts(LIST, "- apples\n")
-
-
-def test_no_repeat_ngram_keeps_the_model_out_of_a_loop(real_backend: Any) -> None:
-    msgs = _ask("Write the word cat twenty times, separated by spaces.")
-    words = "root ::= [a-z] [a-z ]{0,80}\n"
-    looping, _ = _run(real_backend, msgs, max_tokens=40, temperature=0.0, grammar=words)
-    real_backend.grammar_no_repeat_ngram = 3
-    try:
-        varied, _ = _run(real_backend, msgs, max_tokens=40, temperature=0.0, grammar=words)
-    finally:
-        real_backend.grammar_no_repeat_ngram = 0
-    assert _repeated_trigram(looping), looping
-    assert not _repeated_trigram(varied), varied
-    assert accepts(words, varied)
-
-
-def _repeated_trigram(text: str) -> bool:
-    words = text.split()
-    grams = [tuple(words[i : i + 3]) for i in range(len(words) - 2)]
-    return len(set(grams)) < len(grams)
+    assert grammar_accepts(real_backend, LIST, "- apples\n- pears, plums")
+    assert not grammar_accepts(real_backend, LIST, "- apples\n- pears\n- plums\n- figs")
+    assert not grammar_accepts(real_backend, LIST, "apples")
+    assert not grammar_accepts(real_backend, LIST, "- apples\n")

@@ -22,7 +22,7 @@ from assistant.sessions import (
     SessionError,
     SessionStore,
 )
-from assistant.sessions.journal import read_chat_file
+from assistant.sessions.reader import read_chat_file
 
 from .chatdata import fill_chat
 

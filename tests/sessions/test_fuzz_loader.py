@@ -11,7 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from assistant.sessions import ChatLoadError, SessionError, SessionStore
-from assistant.sessions.journal import read_chat_file
+from assistant.sessions.reader import read_chat_file
 
 from .chatdata import fill_chat
 

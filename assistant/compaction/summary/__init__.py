@@ -4,16 +4,8 @@ The compactor (and the branch summarizer) call :meth:`Summarizer.summarize` with
 :class:`SummaryRequest` and get a :class:`SummaryOutcome`: the model's summary proper when it
 passed the checks (:mod:`.validate`, a table of named checks), else the deterministic
 extractive fallback, with ``kind`` saying which and ``note`` why. Code outside this package
-imports only the names below; the modules inside are its parts:
-
-* ``summarizer``: ask, clean, check, retry once, fall back (:class:`ModelSummarizer`,
-  :class:`ExtractiveSummarizer`);
-* ``grammar``, ``guided``, ``digest``, ``repair``, ``prompts``: the request the model sees
-  (the summary grammar, the facts picked from the span, the free prompts, a repair of the
-  silent sections);
-* ``validate``: cleaning and the checks; ``serialize``: the span as a labelled transcript;
-* ``extractive``, ``user_record``, ``user_text``, ``user_facts``: the verbatim record code
-  appends (what the user said, the files) and the extractive summary.
+imports only the names below (a contract holds it); its modules and their layers are drawn
+in docs/ARCHITECTURE.md ("Inside compaction/").
 """
 
 from assistant.compaction.summary.extractive import (

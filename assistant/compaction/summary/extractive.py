@@ -28,11 +28,8 @@ from assistant.compaction.summary.prompts import (
     SUMMARY_HEADER_SHORT,
 )
 from assistant.compaction.summary.serialize import format_call
-from assistant.compaction.summary.user_record import (
-    instructions,
-    render_user_record,
-    task_statement,
-)
+from assistant.compaction.summary.user_record import render_user_record
+from assistant.compaction.summary.user_text import instructions, task_statement
 from assistant.compaction.tokens import truncate_to_tokens
 from assistant.conversation import Message
 

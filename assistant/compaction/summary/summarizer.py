@@ -46,6 +46,7 @@ import logging
 from collections import Counter
 from collections.abc import Callable, Generator, Sequence
 from dataclasses import dataclass, field, replace
+from functools import partial
 from typing import Any, Literal, Protocol
 
 from assistant.compaction.summary import prompts
@@ -363,32 +364,20 @@ class ModelSummarizer:
         overhead = self.counter.exact(guided.transcript_messages("", _PROBE_PROBLEMS))
         room = request.window - request.budget - overhead - MARGIN
         transcript = guided.transcript(max(room, 64), self.counter.text)
-
-        def text_messages(problems: str | None) -> list[dict[str, Any]]:
-            return guided.transcript_messages(transcript, problems)
-
-        def text_repair(names: Sequence[str]) -> list[dict[str, Any]]:
-            return guided.transcript_messages(transcript, None, names)
-
+        text_messages = partial(guided.transcript_messages, transcript)
         chat = request.chat
         if chat is not None:
-
-            def chat_messages(problems: str | None) -> list[dict[str, Any]]:
-                return guided.in_context(chat, problems)
-
-            def chat_repair(names: Sequence[str]) -> list[dict[str, Any]]:
-                return guided.in_context(chat, None, names)
-
+            chat_messages = partial(guided.in_context, chat)
             if self._prefer_in_context(request, chat_messages, text_messages):
                 out.approach = "in-context"
                 return self._attempts(
                     chat_messages, guided.source, request.budget, out, cancel, request.tools,
-                    "in-context summary", checks, chat_repair,
+                    "in-context summary", checks, partial(guided.in_context, chat, None),
                 )
         out.approach = "transcript"
         return self._attempts(
             text_messages, guided.source, request.budget, out, cancel, None, "summary", checks,
-            text_repair,
+            partial(guided.transcript_messages, transcript, None),
         )
 
     def _prefer_in_context(

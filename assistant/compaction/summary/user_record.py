@@ -26,28 +26,8 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from assistant.compaction.summary.user_text import (
-    INSTRUCTION_KINDS,
-    Kind,
-    Piece,
-    instructions,
-    is_slash_command,
-    is_substantive,
-    split_user_text,
-    task_statement,
-)
+from assistant.compaction.summary.user_text import Kind, Piece, split_user_text
 from assistant.compaction.tokens import largest_fitting, truncate_to_tokens
-
-__all__ = [
-    "INSTRUCTION_KINDS",
-    "instructions",
-    "is_slash_command",
-    "is_substantive",
-    "render_user_record",
-    "shorten_messages",
-    "split_user_text",
-    "task_statement",
-]
 
 Count = Callable[[str], int]
 

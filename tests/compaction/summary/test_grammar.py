@@ -17,6 +17,7 @@ from assistant.compaction.summary.grammar import (
 )
 from assistant.compaction.summary.prompts import REQUIRED_SECTIONS
 from tests.fakes.gbnf import accepts
+from tests.llm.helpers import grammar_accepts
 
 from ..helpers import FILLER_SUMMARY, GOOD_SUMMARY
 
@@ -115,8 +116,8 @@ def test_llama_cpp_parses_the_grammar_and_agrees_on_samples(
 ) -> None:
     grammar = summary_grammar(budget)
     real_backend.check_grammar(grammar)  # llama.cpp builds a sampler from it
-    assert real_backend.grammar_accepts(grammar, _summary())
-    assert real_backend.grammar_accepts(grammar, GOOD_SUMMARY)
+    assert grammar_accepts(real_backend, grammar, _summary())
+    assert grammar_accepts(real_backend, grammar, GOOD_SUMMARY)
     for case in ("transcript label", "bare JSON call", "tool-call fence", "a nested list"):
-        assert not real_backend.grammar_accepts(grammar, _summary(**OUT_OF_LANGUAGE[case]))
-    assert not real_backend.grammar_accepts(grammar, _summary() + "\n")  # nothing after it
+        assert not grammar_accepts(real_backend, grammar, _summary(**OUT_OF_LANGUAGE[case]))
+    assert not grammar_accepts(real_backend, grammar, _summary() + "\n")  # nothing after it

@@ -12,7 +12,7 @@ from assistant.compaction.summary.extractive import (
 )
 from assistant.compaction.summary.prompts import REQUIRED_SECTIONS, build_prompt
 from assistant.compaction.summary.serialize import serialize
-from assistant.compaction.summary.user_record import instructions
+from assistant.compaction.summary.user_text import instructions
 from assistant.compaction.summary.validate import missing_sections, validate_summary
 from assistant.compaction.tokens import CountingBackend
 from assistant.conversation import Message, ToolCall

@@ -7,13 +7,8 @@ import pytest
 from assistant.compaction.file_tracking import FileOps
 from assistant.compaction.summary import user_record
 from assistant.compaction.summary.extractive import collect_state, extractive_summary
-from assistant.compaction.summary.user_record import (
-    instructions,
-    render_user_record,
-    shorten_messages,
-    split_user_text,
-    task_statement,
-)
+from assistant.compaction.summary.user_record import render_user_record, shorten_messages
+from assistant.compaction.summary.user_text import instructions, split_user_text, task_statement
 from assistant.conversation import Message
 from tests.fakes.scripted import ScriptedBackend
 
