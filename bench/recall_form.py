@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from assistant.compaction.controller import CallRequest
+from assistant.conversation import Message
 from assistant.llm.base import GenerationOptions
 from assistant.llm.llama_backend import LlamaBackend
 from assistant.llm.transcript import TranscriptTemplate
@@ -152,8 +153,6 @@ def capture(t: Transcript, model: str, variant: str, threads: int) -> list[dict[
                 continue
             for q in [q for q in t.questions if q.source < point.upto]:
                 conv = point.conv.model_copy(deep=True)
-                from assistant.conversation import Message
-
                 conv.append(Message(role="user", content=q.question))
                 asker = _controller(cap, t, variant)  # type: ignore[arg-type]
                 req = asker.prepare(CallRequest(conv, t.system))
