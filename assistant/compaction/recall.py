@@ -55,6 +55,7 @@ from assistant.compaction.recall_sentences import (
 from assistant.compaction.tokens import TokenCounter
 from assistant.config import EffectivePolicy
 from assistant.conversation import Conversation, Message
+from assistant.llm.transcript_recall import HEADING_AFTER, HEADING_BEFORE
 from assistant.sessions.recall_index import Hit
 from assistant.sessions.recall_text import match_expression, normalize, query_terms
 
@@ -92,8 +93,6 @@ FIT_SHARE = 0.5
 USER_WEIGHT = 2.0
 #: A budget smaller than this brings nothing back (one excerpt and its label need more).
 MIN_BUDGET = 40
-HEADING_BEFORE = "Earlier in this chat (excerpts that may help with my message below):"
-HEADING_AFTER = "Earlier in this chat (excerpts that may help with my message above):"
 
 
 class PassageIndex(Protocol):
@@ -470,5 +469,6 @@ def _asks(hit: Hit) -> bool:
 
 
 def _line(excerpt: Excerpt) -> str:
+    # The transcript form parses this (:func:`assistant.llm.transcript_recall.split_block`).
     body = excerpt.text.strip().replace("\n", "\n  ")
     return f"- ({excerpt.label}) {body}"

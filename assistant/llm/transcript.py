@@ -18,7 +18,8 @@ for it to continue::
 
     ... (the two :data:`WORKED_EXAMPLES`)
 
-    User: <latest message>
+    User: <latest message> (recall's excerpts in it as plain lines, the question again
+          after them: :mod:`.transcript_recall`)
 
     Assistant:
 
@@ -45,6 +46,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
 from assistant.llm.template import TOOL_RESULT, ChatTemplate
+from assistant.llm.transcript_recall import Layout, lay_out, split_block
 
 PromptForm = Literal["chat", "transcript"]
 
@@ -91,7 +93,12 @@ _BASE = re.compile(r"(?:^|[^a-z])(base|pretrain\w*|pt)(?:[^a-z]|$)")
 class TranscriptTemplate(ChatTemplate):
     """The transcript form as a chat template (see the module docstring)."""
 
-    def __init__(self, *, bos_token: str = "", eos_token: str = "") -> None:
+    def __init__(
+        self, *, bos_token: str = "", eos_token: str = "", recall_layout: Layout = lay_out
+    ) -> None:
+        #: How recall's excerpts are shown (:mod:`.transcript_recall`; a trial layout in
+        #: ``bench.recall_form``).
+        self.recall_layout = recall_layout
         super().__init__(
             TRANSCRIPT_TEMPLATE, bos_token=bos_token, eos_token=eos_token,
             origin=TRANSCRIPT_ORIGIN,
@@ -102,13 +109,17 @@ class TranscriptTemplate(ChatTemplate):
         self, messages: Sequence[dict[str, Any]], tools: Sequence[dict[str, Any]] | None
     ) -> list[dict[str, Any]]:
         """The text protocol's messages with the worked examples just before the latest
-        user message (:func:`examples_at`)."""
+        user message (:func:`examples_at`), and recall's excerpts in that message laid out
+        for a base model (:func:`.transcript_recall.lay_out`)."""
         out = super().adapt(messages, tools)
         at = examples_at(out)
         shots: list[dict[str, Any]] = []
         for said, answer in WORKED_EXAMPLES:
             shots += [{"role": "user", "content": said}, {"role": "assistant", "content": answer}]
-        return out[:at] + shots + out[at:]
+        block = split_block(str(out[at].get("content") or "")) if at < len(out) else None
+        if block is None:
+            return out[:at] + shots + out[at:]
+        return self.recall_layout(out, at, block, shots)
 
 
 def examples_at(messages: Sequence[dict[str, Any]]) -> int:

@@ -5,7 +5,8 @@ the same chat in the chat form the app used before (the gemma GGUF has no chat t
 so the ChatML fallback) gets the question repeated instead (measured first: "Which port
 does the staging server listen on?").
 
-The form's counts are the prompt's tokens exactly, and its reply ends before the model's
+The form's counts are the prompt's tokens exactly (also with recall's excerpts laid out for
+a base model: assistant/llm/transcript_recall.py), and its reply ends before the model's
 next "User:" line. Bounded: a 1,024-token window, one thread, temperature 0, two answers of
 at most 24 tokens (about 10 s of gemma work on the loaded 2-core machine).
 """
@@ -24,6 +25,7 @@ from assistant.llm.base import GenerationOptions, GenerationResult
 from assistant.llm.llama_backend import LlamaBackend
 from assistant.llm.registry import resolve_model
 from assistant.llm.transcript import TRANSCRIPT_ORIGIN
+from assistant.llm.transcript_recall import HEADING_BEFORE
 
 pytestmark = pytest.mark.integration
 
@@ -91,9 +93,11 @@ def test_the_transcript_form_is_counted_exactly_and_stops_at_the_next_user_line(
         {"role": "system", "content": "Answer briefly."},
         {"role": "user", "content": FACT},
         {"role": "assistant", "content": "Noted."},
-        {"role": "user", "content": QUESTION},
+        # As recall puts a fact back beside the question (shown as a plain line).
+        {"role": "user", "content": f"{HEADING_BEFORE}\n- (turn 1, I said) {FACT}\n\n{QUESTION}"},
     ]
     text = gemma.render_prompt(messages)
+    assert f"Earlier I said: {FACT}\n\n{QUESTION}\n\nAssistant:" in text
     count = gemma.count_prompt(messages)
     assert count == len(gemma.tokenize(text)) == gemma.encode_prompt(messages).count
     result: GenerationResult | None = None

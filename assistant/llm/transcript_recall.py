@@ -1,0 +1,145 @@
+"""Recall's excerpt block as the transcript form shows it to a base model.
+
+Recall (:mod:`assistant.compaction.recall`) writes its excerpts into the latest user
+message as one labeled block, the same for every prompt form::
+
+    Earlier in this chat (excerpts that may help with my message below):
+    - (turn 3, I said) The budget is 84400 euros.
+    - (turn 5, read_file notes.txt, line 17) port = 8080
+
+    Which port does the server use?
+
+An instruction-tuned model reads the labels as labels (SmolLM2's chat form keeps this text
+byte for byte). A 270M base model continues the text nearest to where it writes, and there
+it copied the block's form instead of answering ("(turn 1, I said)", "(turn 6, run_command
+git add ..."): docs/ANSWERS.md, "gemma-3-270m". :func:`split_block` finds the block by its
+constant markers (:data:`HEADING_BEFORE`, one ``- (label)`` line per excerpt, continuation
+lines indented by two spaces), and :func:`lay_out` writes it for the transcript form::
+
+    User: Earlier I said: <worked example's fact>      (the two worked examples, their
+                                                        facts written as excerpts are)
+    <its question>
+
+    Assistant: <its answer>
+
+    ...
+
+    User: Which port does the server use?
+
+    Earlier I said: The budget is 84400 euros.
+    From read_file notes.txt, line 17: port = 8080
+
+    Which port does the server use?
+
+    Assistant:
+
+Each excerpt a plain line of context without the parenthesised label, the question before
+and again after them. Measured on the app's own final prompts after compactions
+(``python -m bench.recall_form``): the real session 7/18 against 2/18 as recall wrote it,
+W4 11/22 against 8/22, W2 17/26 against 15/26 (docs/ANSWERS.md, "gemma-3-270m").
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+#: The first line of recall's block when it is placed before the user's message ...
+HEADING_BEFORE = "Earlier in this chat (excerpts that may help with my message below):"
+#: ... and after it (that placement is shown as recall wrote it).
+HEADING_AFTER = "Earlier in this chat (excerpts that may help with my message above):"
+
+_ITEM = re.compile(r"- \((turn \d+, .*?)\) ?(.*)")
+_LABEL = re.compile(r"(turn \d+), (.*?)(?:, (lines? [\d-]+))?")
+
+
+@dataclass(frozen=True)
+class Excerpt:
+    """One excerpt of the block: its label's parts and its text."""
+
+    turn: str  # "turn 3"
+    source: str  # "I said", "you called", "you replied", "read_file notes.txt"
+    lines: str  # "line 17", "lines 3-5", or ""
+    text: str
+
+
+@dataclass(frozen=True)
+class Block:
+    """A user message split into recall's excerpts and what the user wrote."""
+
+    excerpts: tuple[Excerpt, ...]
+    message: str
+
+
+#: A layout: (the adapted messages, the latest user message's index, its block, the worked
+#: examples as messages) -> the messages to render.
+Layout = Callable[[list[dict[str, Any]], int, Block, list[dict[str, Any]]], list[dict[str, Any]]]
+
+
+def split_block(content: str) -> Block | None:
+    """``content`` as recall wrote it (its block before the message); None when it does not
+    start with recall's block, or the block does not parse (it is then shown as it is)."""
+    head = HEADING_BEFORE + "\n"
+    if not content.startswith(head):
+        return None
+    block, sep, message = content[len(head):].partition("\n\n")
+    if not sep or not message.strip():
+        return None
+    items: list[list[str]] = []
+    for line in block.split("\n"):
+        if line.startswith("- ("):
+            items.append([line])
+        elif line.startswith("  ") and items:
+            items[-1].append(line[2:])
+        else:
+            return None
+    excerpts = []
+    for lines in items:
+        item = _ITEM.fullmatch(lines[0])
+        label = _LABEL.fullmatch(item.group(1)) if item else None
+        if item is None or label is None:
+            return None
+        text = "\n".join([item.group(2), *lines[1:]]).strip()
+        excerpts.append(Excerpt(label.group(1), label.group(2), label.group(3) or "", text))
+    return Block(tuple(excerpts), message)
+
+
+def plain_line(e: Excerpt) -> str:
+    """An excerpt as a plain line of context, without the parenthesised label: "Earlier I
+    said: ...", "Earlier you ran write_file a.py ...", "From read_file a.py, line 17: ..."."""
+    where = f", {e.lines}" if e.lines else ""
+    if e.source == "I said":
+        return f"Earlier I said{where}: {e.text}"
+    if e.source == "you replied":
+        return f"Earlier you replied{where}: {e.text}"
+    if e.source == "you called":
+        return f"Earlier you ran {e.text}"
+    return f"From {e.source}{where}: {e.text}"
+
+
+def plain_block(block: Block) -> str:
+    """The excerpts as plain lines, oldest first (recall's order)."""
+    return "\n".join(plain_line(e) for e in block.excerpts)
+
+
+def said_examples(shots: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The worked examples (``fact\\n\\nquestion``) with their facts written as the user's
+    excerpts are ("Earlier I said: ..."), so they show an answer read from such a line."""
+    out = []
+    for m in shots:
+        if m["role"] == "user":
+            fact, _, question = str(m["content"]).partition("\n\n")
+            m = {**m, "content": f"Earlier I said: {fact}\n\n{question}"}
+        out.append(m)
+    return out
+
+
+def lay_out(
+    out: list[dict[str, Any]], at: int, block: Block, shots: list[dict[str, Any]]
+) -> list[dict[str, Any]]:
+    """The shipped layout (see the module docstring): the examples as excerpts, then the
+    latest message as the question, its excerpts as plain lines, the question again."""
+    msg = {**out[at], "content": f"{block.message}\n\n{plain_block(block)}\n\n{block.message}"}
+    return out[:at] + said_examples(shots) + [msg] + out[at + 1:]
