@@ -244,7 +244,7 @@ def _side_by_side(args: argparse.Namespace) -> int:
                                     threads=args.threads, log_dir=work_dir,
                                     questions=questions, progress=_progress,
                                     errors=errors, wait_s=args.llama_server_wait,
-                                    chunk_reuse=64 if args.chunk_reuse else 0)
+                                    chunk_reuse=_chunk_reuse_min() if args.chunk_reuse else 0)
     except LLMError as exc:
         print(f"bench: {exc}", file=sys.stderr)
         return 1
@@ -287,6 +287,12 @@ def _machine(threads: int) -> dict[str, Any]:
         "llama_cpp_python": llama_version,
         "threads": threads or "auto",
     }
+
+
+def _chunk_reuse_min() -> int:
+    """The chunk size the app ships (``performance.chunk_reuse_min``): ``--chunk-reuse``
+    runs the embedded engine and llama-server's ``n_cache_reuse`` with it."""
+    return Settings().performance.chunk_reuse_min
 
 
 def _workloads(names: list[str], seed: int, quick: bool) -> list[Workload]:
