@@ -367,7 +367,7 @@ class _Models:
             # As the app loads it: prefill settings measured on the first load, then kept.
             backend = LlamaBackend.load(name, n_ctx=n_ctx, threads=self.threads, calibrate=True)
             if self.chunk_reuse:
-                backend.tune_chunk_reuse(64)
+                backend.tune_chunk_reuse(_chunk_reuse_min())
         self._loaded[key] = backend
         return backend
 
@@ -893,7 +893,8 @@ class _QualityPairs:
                   f"calls of {', '.join(self.source)} ...")
         for i, seam in enumerate(self.seams):
             try:
-                got = measure(backend, self.pairs, min_positions=self.positions, seam=seam,
+                got = measure(backend, self.pairs, min_chunk=_chunk_reuse_min(),
+                              min_positions=self.positions, seam=seam,
                               continuation=self.continuation, progress=_progress)
             except Exception as exc:  # a measurement failing must not lose the workloads
                 logging.getLogger("bench").exception("reuse quality failed")
