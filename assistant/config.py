@@ -313,11 +313,15 @@ class Performance(BaseModel):
         "greedy token agreed with a full evaluation in 97% of 202 measured positions, see "
         "docs/PERFORMANCE.md). Not used with sliding-window, recurrent or quantized-K models.",
     )
-    #: 32, not 64: on llama-server (which only skips cached text, never new prompt text) a
-    #: focus window that restarts starts with a short earlier reply, and a run shorter than
-    #: this ends the reuse there (docs/BENCHMARKS.md, "llama-server's chunk size").
     chunk_reuse_min: int = Field(
-        32, ge=8, le=100_000, description="Shortest run of cached tokens worth moving."
+        64, ge=8, le=100_000, description="Shortest run of cached tokens worth moving."
+    )
+    server_chunk_reuse_min: int = Field(
+        32, ge=8, le=100_000,
+        description="With chunk reuse on, the shortest run llama-server is asked to move "
+        "(its n_cache_reuse). Below the embedded engine's: the server only skips cached "
+        "text, and a focus window that restarts begins with a short earlier reply, which a "
+        "longer minimum stops at (docs/BENCHMARKS.md, engines side by side).",
     )
     prompt_lookup: Literal["auto", "on", "off"] = Field(
         "auto",

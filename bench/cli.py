@@ -244,7 +244,8 @@ def _side_by_side(args: argparse.Namespace) -> int:
                                     threads=args.threads, log_dir=work_dir,
                                     questions=questions, progress=_progress,
                                     errors=errors, wait_s=args.llama_server_wait,
-                                    chunk_reuse=_chunk_reuse_min() if args.chunk_reuse else 0)
+                                    chunk_reuse=_chunk_reuse_min() if args.chunk_reuse else 0,
+                                    server_reuse=Settings().performance.server_chunk_reuse_min)
     except LLMError as exc:
         print(f"bench: {exc}", file=sys.stderr)
         return 1
@@ -290,8 +291,8 @@ def _machine(threads: int) -> dict[str, Any]:
 
 
 def _chunk_reuse_min() -> int:
-    """The chunk size the app ships (``performance.chunk_reuse_min``): ``--chunk-reuse``
-    runs the embedded engine and llama-server's ``n_cache_reuse`` with it."""
+    """The embedded engine's chunk size as the app ships it (``performance.chunk_reuse_min``):
+    ``--chunk-reuse`` runs it and measures its quality with it."""
     return Settings().performance.chunk_reuse_min
 
 

@@ -101,7 +101,9 @@ def test_the_server_engine_asks_for_cache_reuse_only_with_chunk_reuse_on() -> No
     measures what the server then keeps); turned off, the server moves nothing."""
     settings = Settings()
     assert server_config(settings).cache_reuse == 32  # docs/BENCHMARKS.md: 32 keeps more
-    settings.performance.chunk_reuse_min = 48
+    settings.performance.server_chunk_reuse_min = 48
+    assert server_config(settings).cache_reuse == 48
+    settings.performance.chunk_reuse_min = 100  # the embedded engine's own size
     assert server_config(settings).cache_reuse == 48
     settings.performance.chunk_reuse = False
     assert server_config(settings).cache_reuse == 0

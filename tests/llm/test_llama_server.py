@@ -148,9 +148,9 @@ def test_the_shipped_chunk_size_keeps_the_history_after_a_focus_window_restart(
     """A focus window that restarts (recall's call shows the newest history from a later
     message) begins with a short earlier reply. llama-server only skips cached text, so a
     first run shorter than ``n_cache_reuse`` ends its reuse there and the rest of the
-    history is evaluated again. With the chunk size the app ships (32) the short reply is
-    moved and so is the question and answer after it; with 64 (the earlier default) they
-    are evaluated again."""
+    history is evaluated again. With the size the app sends llama-server (32) the short
+    reply is moved and so is the question and answer after it; with 64 (the embedded
+    engine's, sent before) they are evaluated again."""
     shipped = server_config(Settings()).cache_reuse
     reply = ("I'm sorry for the confusion. I'll be happy to help with any questions or "
              "issues you're facing. I'm")

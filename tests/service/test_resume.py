@@ -124,15 +124,14 @@ def test_deleting_a_chat_deletes_its_saved_state(make_rig: Make) -> None:
 
 def test_settings_turn_into_the_backend_tuning() -> None:
     s = Settings()
-    # Chunk reuse is on by default (docs/PERFORMANCE.md: 97% of 202 positions agreed; at
-    # runs of 32 tokens, 96.4% of 224).
+    # Chunk reuse is on by default (docs/PERFORMANCE.md: 97% of 202 positions agreed).
     assert engine_tuning(s) == EngineTuning(threads=0, n_batch=0, n_ubatch=0,
-                                            chunk_reuse=True, min_chunk=32)
+                                            chunk_reuse=True, min_chunk=64)
     s.sampling.threads = 3
     s.performance.n_batch = 256
     s.performance.chunk_reuse = False
-    s.performance.chunk_reuse_min = 48
-    assert engine_tuning(s) == EngineTuning(3, 256, 0, False, 48)
+    s.performance.chunk_reuse_min = 32
+    assert engine_tuning(s) == EngineTuning(3, 256, 0, False, 32)
     # Prompt lookup: "auto" leaves it to the model's measured default.
     assert engine_tuning(s).prompt_lookup is None
     s.performance.prompt_lookup = "on"
