@@ -316,6 +316,13 @@ class Performance(BaseModel):
     chunk_reuse_min: int = Field(
         64, ge=8, le=100_000, description="Shortest run of cached tokens worth moving."
     )
+    server_chunk_reuse_min: int = Field(
+        32, ge=8, le=100_000,
+        description="With chunk reuse on, the shortest run llama-server is asked to move "
+        "(its n_cache_reuse). Below the embedded engine's: the server only skips cached "
+        "text, and a focus window that restarts begins with a short earlier reply, which a "
+        "longer minimum stops at (docs/BENCHMARKS.md, engines side by side).",
+    )
     prompt_lookup: Literal["auto", "on", "off"] = Field(
         "auto",
         description="Speculative decoding from the context: when a reply quotes the chat (a "

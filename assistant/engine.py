@@ -133,7 +133,7 @@ def server_config(settings: Settings, api_key: str | None = None) -> ServerConfi
         reply_deadline_s=server.reply_limit_s,
         seed=settings.sampling.seed,
         # Chunk reuse (on by default, approximate) asks llama-server to move cached text too.
-        cache_reuse=(settings.performance.chunk_reuse_min
+        cache_reuse=(settings.performance.server_chunk_reuse_min
                      if settings.performance.chunk_reuse else 0),
     )
 

@@ -244,7 +244,8 @@ def _side_by_side(args: argparse.Namespace) -> int:
                                     threads=args.threads, log_dir=work_dir,
                                     questions=questions, progress=_progress,
                                     errors=errors, wait_s=args.llama_server_wait,
-                                    chunk_reuse=64 if args.chunk_reuse else 0)
+                                    chunk_reuse=_chunk_reuse_min() if args.chunk_reuse else 0,
+                                    server_reuse=Settings().performance.server_chunk_reuse_min)
     except LLMError as exc:
         print(f"bench: {exc}", file=sys.stderr)
         return 1
@@ -287,6 +288,12 @@ def _machine(threads: int) -> dict[str, Any]:
         "llama_cpp_python": llama_version,
         "threads": threads or "auto",
     }
+
+
+def _chunk_reuse_min() -> int:
+    """The embedded engine's chunk size as the app ships it (``performance.chunk_reuse_min``):
+    ``--chunk-reuse`` runs it and measures its quality with it."""
+    return Settings().performance.chunk_reuse_min
 
 
 def _workloads(names: list[str], seed: int, quick: bool) -> list[Workload]:
@@ -361,7 +368,7 @@ class _Models:
             # As the app loads it: prefill settings measured on the first load, then kept.
             backend = LlamaBackend.load(name, n_ctx=n_ctx, threads=self.threads, calibrate=True)
             if self.chunk_reuse:
-                backend.tune_chunk_reuse(64)
+                backend.tune_chunk_reuse(_chunk_reuse_min())
         self._loaded[key] = backend
         return backend
 
@@ -887,7 +894,8 @@ class _QualityPairs:
                   f"calls of {', '.join(self.source)} ...")
         for i, seam in enumerate(self.seams):
             try:
-                got = measure(backend, self.pairs, min_positions=self.positions, seam=seam,
+                got = measure(backend, self.pairs, min_chunk=_chunk_reuse_min(),
+                              min_positions=self.positions, seam=seam,
                               continuation=self.continuation, progress=_progress)
             except Exception as exc:  # a measurement failing must not lose the workloads
                 logging.getLogger("bench").exception("reuse quality failed")

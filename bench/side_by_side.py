@@ -201,6 +201,7 @@ def run(
     errors: list[str] | None = None,
     wait_s: float = 0.0,
     chunk_reuse: int = 0,
+    server_reuse: int | None = None,
 ) -> list[EngineRow]:
     """The three runs of each workload on ``model`` (a registry name or a GGUF path), and
     up to ``questions`` of its answer-benchmark questions (None: all) after each. A run
@@ -210,7 +211,9 @@ def run(
     on (the setting, off by default: the cached text after a compaction's record or a
     recall block is moved instead of evaluated again; approximate), and one of the policy
     on llama-server with ``n_cache_reuse`` in its requests (the server only skips removed
-    text: it keeps what followed a recall block, not what follows a record).
+    text: it keeps what followed a recall block, not what follows a record), sending
+    ``server_reuse`` (None: ``chunk_reuse``; the app sends a smaller size than the embedded
+    engine moves, ``performance.server_chunk_reuse_min``).
     The workload runs ask no end-of-run questions of their own (``options.ask_questions``
     is ignored): the answer benchmark's questions are asked instead."""
     errors = errors if errors is not None else []
@@ -258,7 +261,8 @@ def run(
             (SERVER_POLICY, "policy", (), 0),
         ]
         if chunk_reuse:
-            plans.append((server_reuse_label(chunk_reuse), "policy", (), chunk_reuse))
+            n_server = server_reuse or chunk_reuse
+            plans.append((server_reuse_label(n_server), "policy", (), n_server))
         for label, strategy, extra, n_reuse in plans:
             say(f"side by side: {wl.name}: {label} ...")
             log = log_dir / f"llama-server-{wl.name}-{strategy}.log"

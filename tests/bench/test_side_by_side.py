@@ -212,14 +212,15 @@ def test_chunk_reuse_adds_a_run_of_the_embedded_engine_with_it_on(
     wl = _workload_asking_the_port(14)
     errors: list[str] = []
     rows = side_by_side.run("m", [wl], RunOptions(), llama_server=str(tmp_path / "none"),
-                            log_dir=tmp_path, questions=0, errors=errors, chunk_reuse=64)
+                            log_dir=tmp_path, questions=0, errors=errors, chunk_reuse=64,
+                            server_reuse=32)
     assert [r.label for r in rows] == [EMBEDDED, embedded_reuse_label(64)]
     assert rows[0].evaluated == rows[1].evaluated  # the scripted model reuses prefixes only
     assert backend.reuse_at_call[0] == 0 and backend.reuse_at_call[-1] == 64
     assert backend.reuse_at_call.count(0) == backend.reuse_at_call.count(64)
     # The three server runs (front cut, policy, policy with n_cache_reuse) could not start.
     assert len(errors) == 3 and all("llama-server" in e for e in errors)
-    assert "n_cache_reuse 64" in errors[-1]
+    assert "n_cache_reuse 32" in errors[-1]  # the server is sent its own, smaller size
 
 
 def test_the_front_cut_sends_the_front_ends_sampler_and_the_policy_the_apps(

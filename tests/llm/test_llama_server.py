@@ -15,6 +15,8 @@ from typing import Any
 import httpx
 import pytest
 
+from assistant.config import Settings
+from assistant.engine import server_config
 from assistant.llm.base import CancelToken, ContextOverflowError, GenerationOptions
 from assistant.llm.openai_backend import ServerBackend, ServerConfig
 from bench.local_server import LocalServer, find_llama_server
@@ -138,6 +140,59 @@ def test_cache_reuse_keeps_what_followed_text_the_next_prompt_no_longer_has(
         asked.close()
     assert evaluated[0] > question_tokens, evaluated
     assert evaluated[32] < evaluated[0] - question_tokens // 2, evaluated
+
+
+def test_the_shipped_chunk_size_keeps_the_history_after_a_focus_window_restart(
+    llama_cpp_server: LocalServer,
+) -> None:
+    """A focus window that restarts (recall's call shows the newest history from a later
+    message) begins with a short earlier reply. llama-server only skips cached text, so a
+    first run shorter than ``n_cache_reuse`` ends its reuse there and the rest of the
+    history is evaluated again. With the size the app sends llama-server (32) the short
+    reply is moved and so is the question and answer after it; with 64 (the embedded
+    engine's, sent before) they are evaluated again."""
+    shipped = server_config(Settings()).cache_reuse
+    reply = ("I'm sorry for the confusion. I'll be happy to help with any questions or "
+             "issues you're facing. I'm")
+    rules = "Ground rules for this chat: " + " ".join(
+        f"rule {i} says item {i} stays in drawer {i * 7}." for i in range(12))
+    numbers = "Some numbers to remember: " + " ".join(
+        f"room {i} seats {i * 4} people," for i in range(12)) + " and that is all."
+    question = ("Let me think out loud about the offsite: " + " ".join(
+        f"day {i} starts at {i + 7} o'clock with {i * 3} talks," for i in range(10))
+        + " so which day starts latest?")
+    block = "Earlier in this chat (excerpts): " + " ".join(
+        f"note {i} is about room {i * 2}." for i in range(10))
+    options = GenerationOptions(max_tokens=4, temperature=0.0)
+    evaluated: dict[int, int] = {}
+    for reuse in (64, shipped):
+        be = ServerBackend.connect(ServerConfig(llama_cpp_server.url, timeout_s=120,
+                                                cache_reuse=reuse))
+        try:
+            before = [CHAT[0], {"role": "user", "content": rules},
+                      {"role": "assistant", "content": reply},
+                      {"role": "user", "content": numbers},
+                      {"role": "assistant", "content": reply},
+                      {"role": "user", "content": f"{block}\n\n{question}"}]
+            first = list(be.generate(before, options))[-1].result
+            assert first is not None
+            restarted = [CHAT[0], {"role": "assistant", "content": reply},
+                         {"role": "user", "content": question},
+                         {"role": "assistant", "content": first.text},
+                         {"role": "user", "content": f"{block}\n\nAnd the earliest?"}]
+            second = list(be.generate(restarted, options))[-1].result
+            assert second is not None and second.text
+            evaluated[reuse] = second.prompt_evaluated
+        finally:
+            be.close()
+    asked = ServerBackend.connect(ServerConfig(llama_cpp_server.url, verify=False))
+    try:
+        question_tokens = (asked.count_prompt([CHAT[0], {"role": "user", "content": question}])
+                           - asked.count_prompt([CHAT[0], {"role": "user", "content": ""}]))
+    finally:
+        asked.close()
+    assert shipped < 64
+    assert evaluated[shipped] < evaluated[64] - question_tokens // 2, evaluated
 
 
 def test_stop_and_overflow(backend: ServerBackend) -> None:

@@ -60,7 +60,7 @@ def test_speed_settings_are_validated_and_saved(make_window) -> None:  # type: i
     assert saved == {
         "resume_state": False, "state_cache_mb": 512, "chunk_reuse": False,
         "chunk_reuse_min": 64, "n_batch": 256, "n_ubatch": 128, "prompt_lookup": "off",
-        "prompt_form": "auto",
+        "prompt_form": "auto", "server_chunk_reuse_min": 32,  # kept (not on the page)
     }
     assert not h.controller.settings.performance.chunk_reuse
     assert h.controller.settings.performance.prompt_lookup == "off"
