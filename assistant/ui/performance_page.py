@@ -116,6 +116,11 @@ class PerformancePage(QScrollArea):
         self.chunk_reuse_min = _spin(100_000, " tokens")
         self.chunk_reuse_min.setMinimum(8)
         rform.addRow("Shortest run kept", self.chunk_reuse_min)
+        self.server_chunk_reuse_min = _spin(100_000, " tokens")
+        self.server_chunk_reuse_min.setMinimum(8)
+        self.server_chunk_reuse_min.setToolTip(
+            Performance.model_fields["server_chunk_reuse_min"].description or "")
+        rform.addRow("Shortest run kept (llama-server)", self.server_chunk_reuse_min)
         rform.addRow(help_label(
             "On by default: moves the text after a cleared output or a summary instead of "
             "evaluating it again. Faster, but approximate: the model's next token matched a "
@@ -163,6 +168,7 @@ class PerformancePage(QScrollArea):
             "state_cache_mb": self.state_cache_mb,
             "chunk_reuse": self.chunk_reuse,
             "chunk_reuse_min": self.chunk_reuse_min,
+            "server_chunk_reuse_min": self.server_chunk_reuse_min,
             "n_batch": self.n_batch,
             "n_ubatch": self.n_ubatch,
             "prompt_lookup": self.prompt_lookup,

@@ -51,6 +51,8 @@ def test_speed_settings_are_validated_and_saved(make_window) -> None:  # type: i
     page.n_batch.setValue(256)
     page.n_ubatch.setValue(128)
     page.resume_state.setChecked(False)
+    assert page.server_chunk_reuse_min.value() == 32  # llama-server's own size, shown
+    page.server_chunk_reuse_min.setValue(48)
     assert page.prompt_lookup.currentText() == "auto"
     page.prompt_lookup.setCurrentText("off")
     assert page.prompt_form.currentText() == "auto"
@@ -60,10 +62,11 @@ def test_speed_settings_are_validated_and_saved(make_window) -> None:  # type: i
     assert saved == {
         "resume_state": False, "state_cache_mb": 512, "chunk_reuse": False,
         "chunk_reuse_min": 64, "n_batch": 256, "n_ubatch": 128, "prompt_lookup": "off",
-        "prompt_form": "auto", "server_chunk_reuse_min": 32,  # kept (not on the page)
+        "prompt_form": "auto", "server_chunk_reuse_min": 48,
     }
     assert not h.controller.settings.performance.chunk_reuse
     assert h.controller.settings.performance.prompt_lookup == "off"
+    assert h.controller.settings.performance.server_chunk_reuse_min == 48
     assert h.controller.saved_states.cache.limit_bytes == 512 * 1024 * 1024
     assert not h.controller.saved_states.enabled
 
