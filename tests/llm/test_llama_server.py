@@ -8,7 +8,7 @@ slot, a 1,024-token window.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -104,6 +104,36 @@ def test_the_prompt_cache_is_kept_warm(backend: ServerBackend) -> None:
     assert second.prompt_evaluated < second.prompt_tokens
 
 
+def _evaluated_again(
+    server: LocalServer,
+    reuse: int,
+    first: list[dict[str, str]],
+    then: Callable[[str], list[dict[str, str]]],
+) -> int:
+    """Prompt tokens the server evaluates for ``then(first reply)`` right after ``first``,
+    on a fresh connection sending ``n_cache_reuse`` ``reuse`` (4-token replies)."""
+    options = GenerationOptions(max_tokens=4, temperature=0.0)
+    be = ServerBackend.connect(ServerConfig(server.url, timeout_s=120, cache_reuse=reuse))
+    try:
+        reply = list(be.generate(first, options))[-1].result
+        assert reply is not None
+        second = list(be.generate(then(reply.text), options))[-1].result
+        assert second is not None and second.text
+        return second.prompt_evaluated
+    finally:
+        be.close()
+
+
+def _tokens_of(server: LocalServer, text: str) -> int:
+    """The tokens ``text`` adds as a user message (the server's own count)."""
+    be = ServerBackend.connect(ServerConfig(server.url, verify=False))
+    try:
+        return (be.count_prompt([CHAT[0], {"role": "user", "content": text}])
+                - be.count_prompt([CHAT[0], {"role": "user", "content": ""}]))
+    finally:
+        be.close()
+
+
 def test_cache_reuse_keeps_what_followed_text_the_next_prompt_no_longer_has(
     llama_cpp_server: LocalServer,
 ) -> None:
@@ -115,29 +145,15 @@ def test_cache_reuse_keeps_what_followed_text_the_next_prompt_no_longer_has(
     question = ("Here is my question about the garden plan: " + " ".join(
         f"bed {i} holds {i * 2} tomato plants and {i + 1} rows of beans," for i in range(12))
         + " which bed holds the most plants?")
-    options = GenerationOptions(max_tokens=4, temperature=0.0)
-    evaluated: dict[int, int] = {}
-    for reuse in (0, 32):
-        be = ServerBackend.connect(ServerConfig(llama_cpp_server.url, timeout_s=120,
-                                                cache_reuse=reuse))
-        try:
-            with_block = [CHAT[0], {"role": "user", "content": f"{block}\n\n{question}"}]
-            first = list(be.generate(with_block, options))[-1].result
-            assert first is not None
-            later = [CHAT[0], {"role": "user", "content": question},
-                     {"role": "assistant", "content": first.text},
-                     {"role": "user", "content": "And the fewest?"}]
-            second = list(be.generate(later, options))[-1].result
-            assert second is not None and second.text
-            evaluated[reuse] = second.prompt_evaluated
-        finally:
-            be.close()
-    asked = ServerBackend.connect(ServerConfig(llama_cpp_server.url, verify=False))
-    try:
-        question_tokens = (asked.count_prompt([CHAT[0], {"role": "user", "content": question}])
-                           - asked.count_prompt([CHAT[0], {"role": "user", "content": ""}]))
-    finally:
-        asked.close()
+    def second_call(first_text: str) -> list[dict[str, str]]:
+        return [CHAT[0], {"role": "user", "content": question},
+                {"role": "assistant", "content": first_text},
+                {"role": "user", "content": "And the fewest?"}]
+
+    first = [CHAT[0], {"role": "user", "content": f"{block}\n\n{question}"}]
+    evaluated = {reuse: _evaluated_again(llama_cpp_server, reuse, first, second_call)
+                 for reuse in (0, 32)}
+    question_tokens = _tokens_of(llama_cpp_server, question)
     assert evaluated[0] > question_tokens, evaluated
     assert evaluated[32] < evaluated[0] - question_tokens // 2, evaluated
 
@@ -163,34 +179,21 @@ def test_the_shipped_chunk_size_keeps_the_history_after_a_focus_window_restart(
         + " so which day starts latest?")
     block = "Earlier in this chat (excerpts): " + " ".join(
         f"note {i} is about room {i * 2}." for i in range(10))
-    options = GenerationOptions(max_tokens=4, temperature=0.0)
-    evaluated: dict[int, int] = {}
-    for reuse in (64, shipped):
-        be = ServerBackend.connect(ServerConfig(llama_cpp_server.url, timeout_s=120,
-                                                cache_reuse=reuse))
-        try:
-            before = [CHAT[0], {"role": "user", "content": rules},
-                      {"role": "assistant", "content": reply},
-                      {"role": "user", "content": numbers},
-                      {"role": "assistant", "content": reply},
-                      {"role": "user", "content": f"{block}\n\n{question}"}]
-            first = list(be.generate(before, options))[-1].result
-            assert first is not None
-            restarted = [CHAT[0], {"role": "assistant", "content": reply},
-                         {"role": "user", "content": question},
-                         {"role": "assistant", "content": first.text},
-                         {"role": "user", "content": f"{block}\n\nAnd the earliest?"}]
-            second = list(be.generate(restarted, options))[-1].result
-            assert second is not None and second.text
-            evaluated[reuse] = second.prompt_evaluated
-        finally:
-            be.close()
-    asked = ServerBackend.connect(ServerConfig(llama_cpp_server.url, verify=False))
-    try:
-        question_tokens = (asked.count_prompt([CHAT[0], {"role": "user", "content": question}])
-                           - asked.count_prompt([CHAT[0], {"role": "user", "content": ""}]))
-    finally:
-        asked.close()
+    before = [CHAT[0], {"role": "user", "content": rules},
+              {"role": "assistant", "content": reply},
+              {"role": "user", "content": numbers},
+              {"role": "assistant", "content": reply},
+              {"role": "user", "content": f"{block}\n\n{question}"}]
+
+    def restarted(first_text: str) -> list[dict[str, str]]:
+        return [CHAT[0], {"role": "assistant", "content": reply},
+                {"role": "user", "content": question},
+                {"role": "assistant", "content": first_text},
+                {"role": "user", "content": f"{block}\n\nAnd the earliest?"}]
+
+    evaluated = {reuse: _evaluated_again(llama_cpp_server, reuse, before, restarted)
+                 for reuse in (64, shipped)}
+    question_tokens = _tokens_of(llama_cpp_server, question)
     assert shipped < 64
     assert evaluated[shipped] < evaluated[64] - question_tokens // 2, evaluated
 
