@@ -55,93 +55,55 @@ class Colors:
     seg_system: str
     seg_summary: str
     seg_conversation: str
-    #: Tool outputs (results in the conversation).
     seg_tools: str
-    #: Tool schemas (the tool descriptions the prompt carries).
     seg_schemas: str
     seg_reserve: str
     seg_free: str
-    #: Text of controls that cannot be used now (greyed out, clearly unlike enabled ones).
-    disabled_text: str = "#a3aab4"
+    disabled_text: str
 
 
-LIGHT = Colors(
-    name="light",
-    window="#f5f6f8",
-    surface="#ffffff",
-    sidebar="#eceef2",
-    text="#1f2328",
-    muted="#606a76",
-    border="#d5dae1",
-    accent="#2f6feb",
-    accent_text="#ffffff",
-    selection="#cfe0ff",
-    user_bubble="#e7efff",
-    assistant_bubble="#ffffff",
-    code_bg="#f3f4f6",
-    card_bg="#f8f9fb",
-    warning="#9a6700",
-    warning_bg="#fff6d6",
-    error="#c4232d",
-    error_bg="#ffebe9",
-    info_bg="#eef3fb",
-    ok="#1a7f37",
-    seg_system="#8c959f",
-    seg_summary="#8250df",
-    seg_conversation="#2f6feb",
-    seg_tools="#1a9e75",
-    seg_schemas="#bf8700",
-    seg_reserve="#c8ced6",
-    seg_free="#e9ecf0",
-)
-
-DARK = Colors(
-    name="dark",
-    window="#1c1d21",
-    surface="#25272c",
-    sidebar="#202226",
-    text="#e4e6eb",
-    muted="#9aa3ae",
-    border="#383b42",
-    accent="#5b8def",
-    accent_text="#ffffff",
-    selection="#2f4a78",
-    user_bubble="#2b3a55",
-    assistant_bubble="#282a30",
-    code_bg="#17181b",
-    card_bg="#2c2f35",
-    warning="#e3b341",
-    warning_bg="#3a3220",
-    error="#ff7b72",
-    error_bg="#3d2325",
-    info_bg="#24303f",
-    ok="#3fb950",
-    seg_system="#8b949e",
-    seg_summary="#a371f7",
-    seg_conversation="#5b8def",
-    seg_tools="#2ebd8f",
-    seg_schemas="#d29922",
-    seg_reserve="#4a4e57",
-    seg_free="#30333a",
-    disabled_text="#5d636c",
-)
+#: Each colour as (light, dark). The ``seg_`` colours are the context bar's segments
+#: (``seg_tools``: tool outputs; ``seg_schemas``: the tool descriptions the prompt carries);
+#: ``disabled_text`` greys out controls that cannot be used now, clearly unlike enabled ones.
+_COLOURS: dict[str, tuple[str, str]] = {
+    "window": ("#f5f6f8", "#1c1d21"),
+    "surface": ("#ffffff", "#25272c"),
+    "sidebar": ("#eceef2", "#202226"),
+    "text": ("#1f2328", "#e4e6eb"),
+    "muted": ("#606a76", "#9aa3ae"),
+    "border": ("#d5dae1", "#383b42"),
+    "accent": ("#2f6feb", "#5b8def"),
+    "accent_text": ("#ffffff", "#ffffff"),
+    "selection": ("#cfe0ff", "#2f4a78"),
+    "user_bubble": ("#e7efff", "#2b3a55"),
+    "assistant_bubble": ("#ffffff", "#282a30"),
+    "code_bg": ("#f3f4f6", "#17181b"),
+    "card_bg": ("#f8f9fb", "#2c2f35"),
+    "warning": ("#9a6700", "#e3b341"),
+    "warning_bg": ("#fff6d6", "#3a3220"),
+    "error": ("#c4232d", "#ff7b72"),
+    "error_bg": ("#ffebe9", "#3d2325"),
+    "info_bg": ("#eef3fb", "#24303f"),
+    "ok": ("#1a7f37", "#3fb950"),
+    "seg_system": ("#8c959f", "#8b949e"),
+    "seg_summary": ("#8250df", "#a371f7"),
+    "seg_conversation": ("#2f6feb", "#5b8def"),
+    "seg_tools": ("#1a9e75", "#2ebd8f"),
+    "seg_schemas": ("#bf8700", "#d29922"),
+    "seg_reserve": ("#c8ced6", "#4a4e57"),
+    "seg_free": ("#e9ecf0", "#30333a"),
+    "disabled_text": ("#a3aab4", "#5d636c"),
+}
+LIGHT = Colors(name="light", **{key: pair[0] for key, pair in _COLOURS.items()})
+DARK = Colors(name="dark", **{key: pair[1] for key, pair in _COLOURS.items()})
 
 
-def system_prefers_dark() -> bool:
-    """Whether the desktop asks for a dark colour scheme."""
-    hints = QGuiApplication.styleHints()
-    return bool(hints.colorScheme() == Qt.ColorScheme.Dark)
-
-
-def resolve(theme: Theme) -> ThemeName:
-    """The concrete theme for a setting (``system`` follows the desktop)."""
+def _colors_for(theme: Theme) -> Colors:
+    """The colours of a theme setting (``system`` follows the desktop's colour scheme)."""
     if theme == "system":
-        return "dark" if system_prefers_dark() else "light"
-    return theme
-
-
-def colors_for(name: ThemeName) -> Colors:
-    return DARK if name == "dark" else LIGHT
+        dark = QGuiApplication.styleHints().colorScheme() == Qt.ColorScheme.Dark
+        return DARK if dark else LIGHT
+    return DARK if theme == "dark" else LIGHT
 
 
 def monospace_font() -> QFont:
@@ -157,27 +119,23 @@ def zoomed_font(percent: int, *, mono: bool = False) -> QFont:
     return font
 
 
+_ROLE = QPalette.ColorRole
+#: Each palette role and the colour it takes (disabled text is muted).
+_PALETTE = (
+    (_ROLE.Window, "window"), (_ROLE.WindowText, "text"), (_ROLE.Base, "surface"),
+    (_ROLE.AlternateBase, "card_bg"), (_ROLE.Text, "text"), (_ROLE.PlaceholderText, "muted"),
+    (_ROLE.Button, "surface"), (_ROLE.ButtonText, "text"), (_ROLE.Highlight, "accent"),
+    (_ROLE.HighlightedText, "accent_text"), (_ROLE.ToolTipBase, "surface"),
+    (_ROLE.ToolTipText, "text"), (_ROLE.Link, "accent"), (_ROLE.Mid, "border"),
+)
+
+
 def _palette(c: Colors) -> QPalette:
     pal = QPalette()
-    role = QPalette.ColorRole
-    pal.setColor(role.Window, QColor(c.window))
-    pal.setColor(role.WindowText, QColor(c.text))
-    pal.setColor(role.Base, QColor(c.surface))
-    pal.setColor(role.AlternateBase, QColor(c.card_bg))
-    pal.setColor(role.Text, QColor(c.text))
-    pal.setColor(role.PlaceholderText, QColor(c.muted))
-    pal.setColor(role.Button, QColor(c.surface))
-    pal.setColor(role.ButtonText, QColor(c.text))
-    pal.setColor(role.Highlight, QColor(c.accent))
-    pal.setColor(role.HighlightedText, QColor(c.accent_text))
-    pal.setColor(role.ToolTipBase, QColor(c.surface))
-    pal.setColor(role.ToolTipText, QColor(c.text))
-    pal.setColor(role.Link, QColor(c.accent))
-    pal.setColor(role.Mid, QColor(c.border))
-    for group in (QPalette.ColorGroup.Disabled,):
-        pal.setColor(group, role.Text, QColor(c.muted))
-        pal.setColor(group, role.ButtonText, QColor(c.muted))
-        pal.setColor(group, role.WindowText, QColor(c.muted))
+    for role, colour in _PALETTE:
+        pal.setColor(role, QColor(getattr(c, colour)))
+    for role in (_ROLE.Text, _ROLE.ButtonText, _ROLE.WindowText):
+        pal.setColor(QPalette.ColorGroup.Disabled, role, QColor(c.muted))
     return pal
 
 
@@ -351,15 +309,15 @@ QPushButton#StatusButton:hover {{ color: {c.accent}; text-decoration: underline;
 
 def apply_theme(app: QApplication, theme: Theme) -> Colors:
     """Apply a theme to the whole application and return its colours."""
-    c = colors_for(resolve(theme))
+    c = _colors_for(theme)
     app.setProperty("assistantTheme", c.name)
     app.setPalette(_palette(c))
     app.setStyleSheet(stylesheet(c))
     return c
 
 
-def current_colors(app: QApplication | None = None) -> Colors:
+def current_colors() -> Colors:
     """The colours in force (read back from the application property)."""
-    inst = app or QApplication.instance()
-    name = inst.property("assistantTheme") if inst is not None else None
+    app = QApplication.instance()
+    name = app.property("assistantTheme") if app is not None else None
     return DARK if name == "dark" else LIGHT
