@@ -1,14 +1,8 @@
 """The Engine page of the settings dialog: the embedded model, or an OpenAI-compatible server.
 
-For a server it edits the address, the API key (kept in :class:`~assistant.secrets.
-SecretStore`, never in the settings file: it is stored when the dialog is saved), the model
-(picked from what the server lists), a GGUF whose tokenizer counts prompts when the server
-cannot, the window, tool calls and the timeout. **Test connection** connects exactly as the
-app would, on a background thread, and shows the server's model, its window and whether the
-token counts are exact; the models it found fill the model list.
-
-The page only edits values; :class:`~assistant.ui.settings_dialog.SettingsDialog` validates
-them with the rest of the settings (:meth:`EnginePage.collect`).
+The API key is kept in :class:`~assistant.secrets.SecretStore`, never in the settings file.
+**Test connection** connects as the app would, on a background thread, and fills the model
+list with what the server has. The settings dialog validates what the page collects.
 """
 
 from __future__ import annotations
@@ -17,6 +11,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
+from pydantic import ValidationError
 from PySide6.QtCore import QObject, Signal
 from PySide6.QtWidgets import (
     QButtonGroup,
@@ -26,7 +21,6 @@ from PySide6.QtWidgets import (
     QGroupBox,
     QHBoxLayout,
     QLineEdit,
-    QPushButton,
     QRadioButton,
     QSpinBox,
     QWidget,
@@ -39,6 +33,7 @@ from assistant.llm.openai_backend import ConnectionReport, ServerBackend
 from assistant.llm.server_probe import model_label
 from assistant.secrets import SecretStore, SecretStoreError
 from assistant.ui.boxes import vbox
+from assistant.ui.buttons import push_button
 from assistant.ui.form_parts import Field, field_value, help_label, new_label, on_change, set_field
 from assistant.ui.theme import current_colors
 
@@ -64,7 +59,6 @@ class EnginePage(QWidget):
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
-        self.setObjectName("EnginePage")
         self._secrets = SecretStore()
         self._settings = Settings()
         self._thread: threading.Thread | None = None
@@ -92,14 +86,11 @@ class EnginePage(QWidget):
         form.setVerticalSpacing(8)
         form.setHorizontalSpacing(14)
         self.url = QLineEdit()
-        self.url.setObjectName("ServerAddress")
         self.url.setPlaceholderText("http://127.0.0.1:8080")
         form.addRow("Address", self.url)
         self.api_key = QLineEdit()
-        self.api_key.setObjectName("ServerApiKey")
         self.api_key.setEchoMode(QLineEdit.EchoMode.Password)
-        self.forget_key = QPushButton("Forget stored key")
-        self.forget_key.clicked.connect(self._forget_key)
+        self.forget_key = push_button("Forget stored key", self._forget_key)
         key_row = QHBoxLayout()
         key_row.addWidget(self.api_key, 1)
         key_row.addWidget(self.forget_key)
@@ -107,7 +98,6 @@ class EnginePage(QWidget):
         self.key_help = help_label("")
         form.addRow("", self.key_help)
         self.model = QComboBox()
-        self.model.setObjectName("ServerModel")
         self.model.setEditable(True)
         self.model.setMinimumWidth(320)
         model_edit = self.model.lineEdit()
@@ -116,11 +106,9 @@ class EnginePage(QWidget):
         form.addRow("Model", self.model)
         self.tokenizer = QLineEdit()
         self.tokenizer.setPlaceholderText("optional: the GGUF file the server runs")
-        browse = QPushButton("Browse…")
-        browse.clicked.connect(self._browse_tokenizer)
         tok_row = QHBoxLayout()
         tok_row.addWidget(self.tokenizer, 1)
-        tok_row.addWidget(browse)
+        tok_row.addWidget(push_button("Browse…", self._browse_tokenizer))
         form.addRow("Tokenizer GGUF", tok_row)
         form.addRow("", help_label(
             "For exact token counts on servers that cannot count (Ollama, LM Studio). "
@@ -140,9 +128,8 @@ class EnginePage(QWidget):
         self.timeout.setRange(1, 3600)
         self.timeout.setSuffix(" s")
         form.addRow("Timeout", self.timeout)
-        self.test_button = QPushButton("Test connection")
-        self.test_button.setObjectName("TestConnection")
-        self.test_button.clicked.connect(self.test_connection)
+        self.test_button = push_button("Test connection", self.test_connection,
+                                       name="TestConnection")
         form.addRow("", self.test_button)
         self.result = new_label("", "ConnectionResult", wrap=True, selectable=True)
         self.result.setMinimumWidth(440)
@@ -237,20 +224,16 @@ class EnginePage(QWidget):
             return None
 
     def _update_key_help(self) -> None:
-        url = self._current_url()
-        stored = self._stored_key(url) is not None
+        stored = self._stored_key(self._current_url()) is not None
         self.forget_key.setEnabled(stored)
         self.api_key.setPlaceholderText(
             "a key is stored: type to replace it" if stored else "optional"
         )
-        self.key_help.setText(
-            f"Kept in {self._secrets.where}, never in the settings file."
-        )
+        self.key_help.setText(f"Kept in {self._secrets.where}, never in the settings file.")
 
     def _forget_key(self) -> None:
-        url = self._current_url()
         try:
-            self._secrets.delete(url)
+            self._secrets.delete(self._current_url())
         except SecretStoreError as exc:
             self.result.setText(str(exc))
         self.api_key.clear()
@@ -269,8 +252,9 @@ class EnginePage(QWidget):
             return
         try:
             engine = EngineSettings.model_validate({**self.collect(), "kind": "server"})
-        except ValueError as exc:
-            self._show_result(_first_error(exc))
+        except ValidationError as exc:
+            msg = str(exc.errors()[0]["msg"]).removeprefix("Value error, ")
+            self._show_result(msg if "address" in msg else f"Server address: {msg}")
             return
         settings = self._settings.model_copy(update={"engine": engine})
         url = engine.server.base_url
@@ -299,7 +283,6 @@ class EnginePage(QWidget):
         self._thread.start()
 
     def wait_for_test(self, timeout: float = 60.0) -> None:
-        """Join the test thread (tests; closing the dialog)."""
         if self._thread is not None:
             self._thread.join(timeout)
 
@@ -342,13 +325,3 @@ class EnginePage(QWidget):
         )
         if path:
             self.tokenizer.setText(path)
-
-
-def _first_error(exc: ValueError) -> str:
-    errors = getattr(exc, "errors", None)
-    if callable(errors):
-        found = errors()
-        if found:
-            msg = str(found[0].get("msg", exc)).removeprefix("Value error, ")
-            return f"Server address: {msg}" if "address" not in msg else msg
-    return str(exc)

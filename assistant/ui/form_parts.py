@@ -4,13 +4,14 @@ and watching the inputs of the settings forms by one rule per kind of input."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypeVar
 
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import (
     QCheckBox,
     QComboBox,
     QDoubleSpinBox,
+    QFormLayout,
     QLabel,
     QLineEdit,
     QPlainTextEdit,
@@ -19,6 +20,8 @@ from PySide6.QtWidgets import (
 
 #: An input of a settings form, read and filled by :func:`field_value` and :func:`set_field`.
 Field = QCheckBox | QSpinBox | QDoubleSpinBox | QComboBox | QLineEdit | QPlainTextEdit
+F = TypeVar("F", bound=Field)
+K = TypeVar("K")
 
 
 def new_label(text: str, name: str = "", *, wrap: bool = False, selectable: bool = False
@@ -55,6 +58,17 @@ def spin_box(
     if special:
         box.setSpecialValueText(special)
     return box
+
+
+def add_field(form: QFormLayout, label: str, widget: F, fields: dict[K, Field], key: K) -> F:
+    """Put ``widget`` in a row of ``form`` (the whole row without a ``label``) and in
+    ``fields`` under ``key``, where its value lives in the settings."""
+    fields[key] = widget
+    if label:
+        form.addRow(label, widget)
+    else:
+        form.addRow(widget)
+    return widget
 
 
 def field_value(widget: Field) -> Any:

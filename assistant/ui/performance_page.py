@@ -18,34 +18,31 @@ from PySide6.QtWidgets import (
     QFormLayout,
     QGroupBox,
     QHBoxLayout,
-    QPushButton,
     QScrollArea,
     QSpinBox,
     QWidget,
 )
 
 from assistant.config import Performance
+from assistant.llm.kv_state import Usage
 from assistant.ui.boxes import vbox
+from assistant.ui.buttons import push_button
 from assistant.ui.form_parts import (
     Field,
     field_value,
     format_size,
     help_label,
     new_label,
-    on_change,
     set_field,
     spin_box,
 )
-
-#: (files, bytes) of the saved states, and deleting them (returns what was freed).
-Usage = tuple[int, int]
 
 
 @dataclass(frozen=True)
 class SpeedHooks:
     """What the Speed tab reads and does at once, from the window (None: not available):
-    the saved states' usage, deleting them, forgetting the measured prompt settings; and
-    the prompt settings in force (``prefill_text``)."""
+    the saved states' usage, deleting them (returns what was freed), forgetting the measured
+    prompt settings; and the prompt settings in force (``prefill_text``)."""
 
     state_usage: Callable[[], Usage] | None = None
     clear_states: Callable[[], Usage] | None = None
@@ -58,11 +55,10 @@ def _spin(maximum: int, suffix: str = "", special: str = "") -> QSpinBox:
 
 
 def describe_usage(usage: Usage) -> str:
-    files, size = usage
-    if not files:
+    if not usage.files:
         return "No saved chat states."
-    plural = "s" if files != 1 else ""
-    return f"{format_size(size)} used by {files} saved chat state{plural}."
+    plural = "s" if usage.files != 1 else ""
+    return f"{format_size(usage.bytes)} used by {usage.files} saved chat state{plural}."
 
 
 def _form(box: QGroupBox) -> QFormLayout:
@@ -89,7 +85,6 @@ class PerformancePage(QScrollArea):
         resume = QGroupBox("Instant resume")
         form = _form(resume)
         self.resume_state = QCheckBox("Save each chat's model state after a reply")
-        self.resume_state.setToolTip(Performance.model_fields["resume_state"].description or "")
         form.addRow(self.resume_state)
         self.state_cache_mb = _spin(1_048_576, " MB", "none")
         self.state_cache_mb.setObjectName("state_cache_mb")
@@ -97,9 +92,8 @@ class PerformancePage(QScrollArea):
         row = QHBoxLayout()
         self.usage_label = new_label("", "MutedLabel")
         row.addWidget(self.usage_label, 1)
-        self.clear_button = QPushButton("Delete saved states")
+        self.clear_button = push_button("Delete saved states", self._clear_states)
         self.clear_button.setEnabled(self._clear is not None)
-        self.clear_button.clicked.connect(self._clear_states)
         row.addWidget(self.clear_button)
         form.addRow(row)
         form.addRow(help_label(
@@ -111,15 +105,12 @@ class PerformancePage(QScrollArea):
         reuse = QGroupBox("After pruning and compaction")
         rform = _form(reuse)
         self.chunk_reuse = QCheckBox("Keep the cached text after a changed part (approximate)")
-        self.chunk_reuse.setToolTip(Performance.model_fields["chunk_reuse"].description or "")
         rform.addRow(self.chunk_reuse)
         self.chunk_reuse_min = _spin(100_000, " tokens")
         self.chunk_reuse_min.setMinimum(8)
         rform.addRow("Shortest run kept", self.chunk_reuse_min)
         self.server_chunk_reuse_min = _spin(100_000, " tokens")
         self.server_chunk_reuse_min.setMinimum(8)
-        self.server_chunk_reuse_min.setToolTip(
-            Performance.model_fields["server_chunk_reuse_min"].description or "")
         rform.addRow("Shortest run kept (llama-server)", self.server_chunk_reuse_min)
         rform.addRow(help_label(
             "On by default: moves the text after a cleared output or a summary instead of "
@@ -139,11 +130,9 @@ class PerformancePage(QScrollArea):
         sform.addRow("Tokens per step (n_ubatch)", self.n_ubatch)
         self.prompt_lookup = QComboBox()
         self.prompt_lookup.addItems(["auto", "on", "off"])
-        self.prompt_lookup.setToolTip(Performance.model_fields["prompt_lookup"].description or "")
         sform.addRow("Speculative decoding (prompt lookup)", self.prompt_lookup)
         self.prompt_form = QComboBox()
         self.prompt_form.addItems(["auto", "chat", "transcript"])
-        self.prompt_form.setToolTip(Performance.model_fields["prompt_form"].description or "")
         sform.addRow("Prompt form (chat template or transcript)", self.prompt_form)
         self.prefill_label = help_label(
             f"In force: {prefill_text}" if prefill_text
@@ -155,25 +144,19 @@ class PerformancePage(QScrollArea):
             "Threads (Model tab) and these sizes are measured on a model's first load; a "
             "value here overrides the measurement."
         ), 1)
-        self.measure_button = QPushButton("Measure again")
+        self.measure_button = push_button("Measure again", self._forget_calibration)
         self.measure_button.setEnabled(self._forget is not None)
-        self.measure_button.clicked.connect(self._forget_calibration)
         measure_row.addWidget(self.measure_button)
         sform.addRow(measure_row)
         outer.addWidget(speed)
         outer.addStretch(1)
-        #: Each input by its :class:`Performance` field.
+        #: Each input by its :class:`Performance` field (the attribute of the same name).
         self.fields: dict[str, Field] = {
-            "resume_state": self.resume_state,
-            "state_cache_mb": self.state_cache_mb,
-            "chunk_reuse": self.chunk_reuse,
-            "chunk_reuse_min": self.chunk_reuse_min,
-            "server_chunk_reuse_min": self.server_chunk_reuse_min,
-            "n_batch": self.n_batch,
-            "n_ubatch": self.n_ubatch,
-            "prompt_lookup": self.prompt_lookup,
-            "prompt_form": self.prompt_form,
+            name: getattr(self, name) for name in Performance.model_fields
         }
+        for name in ("resume_state", "chunk_reuse", "server_chunk_reuse_min", "prompt_lookup",
+                     "prompt_form"):
+            self.fields[name].setToolTip(Performance.model_fields[name].description or "")
         self.refresh_usage()
 
     # -- values ------------------------------------------------------------------------
@@ -187,13 +170,6 @@ class PerformancePage(QScrollArea):
     def widget_for(self, field: str) -> QWidget | None:
         return self.fields.get(field)
 
-    def inputs(self) -> list[QWidget]:
-        return [w for w in self.fields.values() if isinstance(w, QSpinBox)]
-
-    def connect_changed(self, slot: Callable[[], Any]) -> None:
-        for widget in self.fields.values():
-            on_change(widget, slot)
-
     # -- actions -----------------------------------------------------------------------
     def refresh_usage(self) -> None:
         if self._usage is None:
@@ -201,15 +177,17 @@ class PerformancePage(QScrollArea):
             return
         usage = self._usage()
         self.usage_label.setText(describe_usage(usage))
-        self.clear_button.setEnabled(self._clear is not None and usage[0] > 0)
+        self.clear_button.setEnabled(self._clear is not None and usage.files > 0)
 
     def _clear_states(self) -> None:
         if self._clear is None:
             return
-        files, size = self._clear()
+        freed = self._clear()
         self.refresh_usage()
-        plural = "s" if files != 1 else ""
-        self.usage_label.setText(f"Deleted {files} saved chat state{plural} ({format_size(size)}).")
+        plural = "s" if freed.files != 1 else ""
+        self.usage_label.setText(
+            f"Deleted {freed.files} saved chat state{plural} ({format_size(freed.bytes)})."
+        )
 
     def _forget_calibration(self) -> None:
         if self._forget is None:

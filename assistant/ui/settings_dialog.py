@@ -1,15 +1,10 @@
 # Over 500 lines: one page per settings group; speed and engine pages are apart.
 """The settings dialog: model, engine, sampling, context modes and their policies, chat and
-look, speed (:mod:`assistant.ui.performance_page`).
+look, speed.
 
-Every change is validated by the pydantic :class:`Settings` model as you type; a refused
-value is outlined in red and the reason (pydantic's message) is shown under the form, and
-Save stays disabled until everything is valid. The dialog only edits a copy:
-:meth:`SettingsDialog.result_settings` is what the caller saves and applies.
-
-Why it is long (about 550 lines): one dialog whose pages share one validation pass over the
-whole settings copy (a value on one page can make another invalid); its pages are built by
-separate methods of the one class.
+Every change is validated by the pydantic :class:`Settings` model as you type (one pass over
+the whole copy: a value on one page can make another invalid); a refused value is outlined
+in red with pydantic's reason under the form, and Save stays disabled until all is valid.
 """
 
 from __future__ import annotations
@@ -20,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from pydantic import ValidationError
-from PySide6.QtCore import Qt, Signal
+from PySide6.QtCore import Qt
 from PySide6.QtWidgets import (
     QButtonGroup,
     QCheckBox,
@@ -36,7 +31,6 @@ from PySide6.QtWidgets import (
     QLabel,
     QLineEdit,
     QPlainTextEdit,
-    QPushButton,
     QRadioButton,
     QSpinBox,
     QTabWidget,
@@ -60,9 +54,11 @@ from assistant.llm.transcript import BASE_MODEL_NOTE
 from assistant.secrets import SecretStoreError
 from assistant.settings_check import check_against_model
 from assistant.ui.boxes import vbox
+from assistant.ui.buttons import push_button
 from assistant.ui.engine_settings import EnginePage
 from assistant.ui.form_parts import (
     Field,
+    add_field,
     field_value,
     format_size,
     help_label,
@@ -84,7 +80,6 @@ BIG = 100_000_000
 
 
 def _form_page() -> tuple[QWidget, QFormLayout]:
-    """A settings tab laid out as a form, with the spacing every form tab uses."""
     page = QWidget()
     form = QFormLayout(page)
     form.setContentsMargins(16, 16, 16, 16)
@@ -115,8 +110,6 @@ def _dspin(minimum: float, maximum: float, step: float, decimals: int = 2) -> QD
 class SettingsDialog(QDialog):
     """Edit a copy of :class:`Settings`; accepted only when valid."""
 
-    validity_changed = Signal(bool)
-
     def __init__(
         self,
         settings: Settings,
@@ -136,7 +129,7 @@ class SettingsDialog(QDialog):
         self._registry = registry
         self._loaded_trained = loaded_trained_context
         self._model_present = model_present
-        #: The loaded model's tokenizer: the system prompt is checked against its window.
+        #: The loaded model's tokenizer (the system prompt is checked against its window).
         self._count_tokens = count_tokens
         self._counted: tuple[str, int] | None = None
         #: What saving will cap (windows beyond the model's trained length).
@@ -146,6 +139,8 @@ class SettingsDialog(QDialog):
         self._previous_model_index = 0
         speed = speed or SpeedHooks()
         self._prefill_text = speed.prefill_text
+        #: Each input by where its value lives in the settings (``("sampling", "top_p")``).
+        self.fields: dict[tuple[str, ...], Field] = {}
 
         layout = vbox(self, (16, 14, 16, 12), 10)
         self.tabs = QTabWidget()
@@ -170,21 +165,6 @@ class SettingsDialog(QDialog):
         self.buttons.accepted.connect(self.accept)
         self.buttons.rejected.connect(self.reject)
         layout.addWidget(self.buttons)
-        #: Each input by where its value lives in the settings (``("sampling", "top_p")``).
-        self.fields: dict[tuple[str, ...], Field] = {
-            **{loc: spin for loc, spin in self.policy_spins.items()},
-            ("sampling", "threads"): self.threads,
-            ("sampling", "temperature"): self.temperature,
-            ("sampling", "top_p"): self.top_p,
-            ("sampling", "max_reply_tokens"): self.max_reply,
-            **{("compaction", key): box for key, box in self.switch_boxes.items()},
-            ("system_prompt",): self.system_prompt,
-            ("workspace",): self.workspace,
-            ("tool_approval",): self.approval,
-            ("theme",): self.theme,
-            ("enter_sends",): self.enter_sends,
-            ("step_limit",): self.step_limit,
-        }
 
         self._load(settings)
         self._connect_validation()
@@ -211,21 +191,21 @@ class SettingsDialog(QDialog):
         #: The measured effective context (``python -m assistant probe``), read only.
         self.effective_context_info = help_label("")
         form.addRow("", self.effective_context_info)
-        self.threads = spin_box(-1, 1024)
-        form.addRow("CPU threads", self.threads)
-        threads_help = help_label(
+        fields = self.fields
+        self.threads = add_field(form, "CPU threads", spin_box(-1, 1024),
+                                 fields, ("sampling", "threads"))
+        self.threads_help = help_label(
             threads_help_text(self._prefill_text) + " Changing the model, the threads or the "
             "window reloads the model in the background."
         )
-        self.threads_help = threads_help
-        threads_help.setMinimumWidth(440)
-        form.addRow("", threads_help)
-        self.temperature = _dspin(0.0, 5.0, 0.05)
-        form.addRow("Temperature", self.temperature)
-        self.top_p = _dspin(0.0, 1.5, 0.05)
-        form.addRow("Top p", self.top_p)
-        self.max_reply = spin_box(0, 1_000_000)
-        form.addRow("Longest reply (tokens)", self.max_reply)
+        self.threads_help.setMinimumWidth(440)
+        form.addRow("", self.threads_help)
+        self.temperature = add_field(form, "Temperature", _dspin(0.0, 5.0, 0.05),
+                                     fields, ("sampling", "temperature"))
+        self.top_p = add_field(form, "Top p", _dspin(0.0, 1.5, 0.05),
+                               fields, ("sampling", "top_p"))
+        self.max_reply = add_field(form, "Longest reply (tokens)", spin_box(0, 1_000_000),
+                                   fields, ("sampling", "max_reply_tokens"))
         return page
 
     def _build_context_tab(self) -> QWidget:
@@ -270,7 +250,7 @@ class SettingsDialog(QDialog):
                 spin = spin_box(-1, BIG)
                 spin.setObjectName(f"{mode}_{field}")
                 spin.setToolTip(ModePolicy.model_fields[field].description or "")
-                self.policy_spins[(mode, field)] = spin
+                self.policy_spins[(mode, field)] = self.fields[(mode, field)] = spin
                 grid.addWidget(spin, row, col)
             eff = new_label("", "MutedLabel")
             eff.setAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
@@ -293,39 +273,39 @@ class SettingsDialog(QDialog):
         ahead_help = CompactionSwitches.model_fields["compact_ahead"].description or ""
         self.compact_ahead.setToolTip(ahead_help)
         self.compact_ahead.setAccessibleDescription(ahead_help)
-        for box_ in self.switch_boxes.values():
+        for key, box_ in self.switch_boxes.items():
             sw.addWidget(box_)
+            self.fields[("compaction", key)] = box_
         outer.addWidget(switches)
         outer.addStretch(1)
         return page
 
     def _build_chat_tab(self) -> QWidget:
         page, form = _form_page()
-        self.system_prompt = QPlainTextEdit()
+        fields = self.fields
+        self.system_prompt = add_field(form, "System prompt", QPlainTextEdit(),
+                                       fields, ("system_prompt",))
         self.system_prompt.setMinimumHeight(110)
-        form.addRow("System prompt", self.system_prompt)
         ws_row = QHBoxLayout()
-        self.workspace = QLineEdit()
+        self.workspace = fields[("workspace",)] = QLineEdit()
         self.workspace.setAccessibleName("Workspace folder")
         self.workspace.setPlaceholderText("Default workspace folder")
-        browse = QPushButton("Browse…")
-        browse.clicked.connect(self._browse_workspace)
         ws_row.addWidget(self.workspace, 1)
-        ws_row.addWidget(browse)
+        ws_row.addWidget(push_button("Browse…", self._browse_workspace))
         form.addRow("Workspace folder", ws_row)
         form.addRow("", help_label("Tools read and write only inside this folder."))
-        self.approval = QComboBox()
+        self.approval = add_field(form, "Tool approval", QComboBox(), fields, ("tool_approval",))
         self.approval.addItem("Ask before changing files or running commands", "ask")
         self.approval.addItem("Allow without asking", "auto")
-        form.addRow("Tool approval", self.approval)
-        self.theme = QComboBox()
+        self.theme = add_field(form, "Theme", QComboBox(), fields, ("theme",))
         for key, title in (("system", "Follow the system"), ("light", "Light"), ("dark", "Dark")):
             self.theme.addItem(title, key)
-        form.addRow("Theme", self.theme)
-        self.enter_sends = QCheckBox("Enter sends, Shift+Enter adds a line")
-        form.addRow("Input", self.enter_sends)
-        self.step_limit = spin_box(0, 1000)
-        form.addRow("Tool steps per reply", self.step_limit)
+        self.enter_sends = add_field(
+            form, "Input", QCheckBox("Enter sends, Shift+Enter adds a line"),
+            fields, ("enter_sends",),
+        )
+        self.step_limit = add_field(form, "Tool steps per reply", spin_box(0, 1000),
+                                    fields, ("step_limit",))
         return page
 
     # -- values ------------------------------------------------------------------------
@@ -342,10 +322,7 @@ class SettingsDialog(QDialog):
         self._update_model_info()
 
     def selected_mode(self) -> str:
-        for key, button in self.mode_buttons.items():
-            if button.isChecked():
-                return key
-        return "local"
+        return next((key for key, b in self.mode_buttons.items() if b.isChecked()), "local")
 
     def collect(self) -> dict[str, Any]:
         """The form as a plain dict, in the shape :class:`Settings` validates."""
@@ -381,7 +358,10 @@ class SettingsDialog(QDialog):
 
     def validate(self) -> bool:
         """Validate the form; show the reasons inline. Returns whether it is valid."""
-        for field_widget in self._all_inputs():
+        engine = self.engine_page
+        inputs = (*self.fields.values(), *self.performance_page.fields.values(),
+                  *engine.fields.values(), engine.model)
+        for field_widget in inputs:
             if field_widget.property("invalid"):
                 _mark(field_widget, None)
         self.errors = []
@@ -403,7 +383,6 @@ class SettingsDialog(QDialog):
         self.error_label.setVisible(not valid)
         self.save_button.setEnabled(valid)
         self._update_effective()
-        self.validity_changed.emit(valid)
         return valid
 
     def _check_against_model(self, settings: Settings) -> None:
@@ -422,7 +401,7 @@ class SettingsDialog(QDialog):
             _mark(self.system_prompt, check.errors[0])
 
     def _count(self, text: str) -> int:
-        """The loaded model's count of ``text`` (the last one is remembered)."""
+        """The loaded model's count of ``text`` (the last one is kept)."""
         assert self._count_tokens is not None
         if self._counted is None or self._counted[0] != text:
             self._counted = (text, self._count_tokens(text))
@@ -459,10 +438,8 @@ class SettingsDialog(QDialog):
         return entry
 
     def trained_context(self) -> int | None:
-        """The selected model's trained context: the registry's, or read from the file's header
-        (None when neither tells). With the server engine: the server's window (the one
-        typed, found by the connection test, or that of the server the app is connected
-        to), not the embedded model's."""
+        """The selected model's trained context: the registry's, or the file header's (None:
+        unknown); with the server engine, the server's window as far as it is known."""
         page = self.engine_page
         if page.uses_server():
             known = page.known_window()
@@ -539,7 +516,7 @@ class SettingsDialog(QDialog):
             self.model_combo.setCurrentIndex(self._previous_model_index)
 
     def set_model_path(self, path: str) -> None:
-        """Select a model file by path (adds it to the list)."""
+        """Select a model file by path (added to the list if new)."""
         index = self.model_combo.findData(path)
         if index < 0:
             self.model_combo.insertItem(self.model_combo.count() - 1, Path(path).name, path)
@@ -578,23 +555,11 @@ class SettingsDialog(QDialog):
         self.effective_note.setText(note)
 
     # -- plumbing ----------------------------------------------------------------------
-    def _all_inputs(self) -> list[QWidget]:
-        return [
-            *(w for w in self.fields.values() if not isinstance(w, QCheckBox | QComboBox)),
-            *self.performance_page.inputs(),
-            self.engine_page.url,
-            self.engine_page.model,
-            self.engine_page.tokenizer,
-            self.engine_page.window_tokens,
-            self.engine_page.timeout,
-        ]
-
     def _connect_validation(self) -> None:
-        for widget in self.fields.values():
+        for widget in (*self.fields.values(), *self.performance_page.fields.values()):
             on_change(widget, self.validate)
         self.mode_group.buttonToggled.connect(lambda *_a: self.validate())
         self.model_combo.currentIndexChanged.connect(self.validate)
-        self.performance_page.connect_changed(self.validate)
         self.engine_page.changed.connect(self.validate)
 
 
