@@ -1,14 +1,8 @@
 # Over 500 lines: wires each service event to a widget; menus and views are apart.
 """The main window: chat list, transcript, composer, context bar and status bar.
 
-It builds the widgets, sends what the user does to the session service
-(:class:`~assistant.service.service.ChatService`) and renders the service's events, which
-the :class:`ServiceBridge` turns into signals: the status bar shows the service's one
-status, the app commands run in the service (the window only answers its requests for a
-file dialog or the chat picker). An empty chat shows the welcome page; a long prompt shows
-its progress over the input. Shortcuts: Ctrl+N, Ctrl+K, Ctrl+,, Ctrl+M, Esc, Up to edit the
-last message. Its dialogs and file actions are in :mod:`.window_dialogs` (its base class);
-the widgets live in their own modules and hold no application logic.
+It sends what the user does to the session service and renders the service's events (the
+:class:`ServiceBridge`'s signals); its dialogs are in :mod:`.window_dialogs` (its base class).
 """
 
 from __future__ import annotations
@@ -22,16 +16,12 @@ from PySide6.QtWidgets import (
     QLabel,
     QMessageBox,
     QProgressBar,
-    QPushButton,
     QSplitter,
     QStackedWidget,
     QWidget,
 )
 
-from assistant.agent.events import (
-    ContextUsage,
-    MessageRefused,
-)
+from assistant.agent.events import ContextUsage, MessageRefused
 from assistant.compaction.events import (
     CompactionFailed,
     CompactionFinished,
@@ -41,13 +31,8 @@ from assistant.compaction.events import (
     context_line,
 )
 from assistant.config import Settings
-from assistant.llm.kv_state import Usage
 from assistant.llm.registry import Registry, model_path
-from assistant.service.events import (
-    ModelChanged,
-    PrefillProgress,
-    SettingsChanged,
-)
+from assistant.service.events import ModelChanged, PrefillProgress, SettingsChanged
 from assistant.service.progress import stats_text
 from assistant.service.resume import forget_calibration
 from assistant.service.service import ChatService
@@ -57,6 +42,7 @@ from assistant.ui import theme
 from assistant.ui.approval import GuiApprover
 from assistant.ui.boxes import hbox, vbox
 from assistant.ui.bridge import ServiceBridge
+from assistant.ui.buttons import push_button
 from assistant.ui.chat_input import ChatInput
 from assistant.ui.chat_options_dialog import ChatOptionsDialog
 from assistant.ui.chat_view import ChatView
@@ -125,7 +111,10 @@ class MainWindow(WindowDialogs):
         self.resize(1180, 800)
         self._build()
         self._wire()
-        self._shortcuts()
+        # Esc is the window's own shortcut (the menus' actions carry the others).
+        self.escape_shortcut = QShortcut(QKeySequence(Qt.Key.Key_Escape), self)
+        self.escape_shortcut.setContext(Qt.ShortcutContext.WindowShortcut)
+        self.escape_shortcut.activated.connect(self.escape)
         self.menus = AppMenus(self)
         self._apply_zoom(service.settings.zoom)
         restore_window_state(self, self.splitter)
@@ -146,10 +135,10 @@ class MainWindow(WindowDialogs):
         self.model_banner.setObjectName("ModelBanner")
         banner = hbox(self.model_banner, (16, 8, 12, 8))
         self.model_banner_label = new_label("", wrap=True, selectable=True)
-        self.choose_model_button = QPushButton("Choose another model…")
-        self.choose_model_button.clicked.connect(self._open_settings_for_the_engine)
-        self.retry_button = QPushButton("Retry")
-        self.retry_button.clicked.connect(self.service.load_model)
+        self.choose_model_button = push_button(
+            "Choose another model…", self._open_settings_for_the_engine
+        )
+        self.retry_button = push_button("Retry", self.service.load_model)
         banner.addWidget(self.model_banner_label, 1)
         banner.addWidget(self.retry_button)
         banner.addWidget(self.choose_model_button)
@@ -168,8 +157,6 @@ class MainWindow(WindowDialogs):
         right_layout.addWidget(self.transcript, 1)
 
         self.status_strip = CompactionStrip()
-        self.strip_label = self.status_strip.label
-        self.spinner = self.status_strip.spinner
         right_layout.addWidget(self.status_strip)
         self.prompt_progress = PromptProgress()
         right_layout.addWidget(self.prompt_progress)
@@ -185,10 +172,8 @@ class MainWindow(WindowDialogs):
         row = QHBoxLayout()
         row.setSpacing(8)
         self.input = ChatInput(enter_sends=self.service.settings.enter_sends)
-        self.send_button = QPushButton("Send")
-        self.send_button.setObjectName("PrimaryButton")
+        self.send_button = push_button("Send", self._send_clicked, name="PrimaryButton")
         self.send_button.setMinimumWidth(84)
-        self.send_button.clicked.connect(self._send_clicked)
         row.addWidget(self.input, 1)
         row.addWidget(self.send_button, 0, Qt.AlignmentFlag.AlignBottom)
         comp.addLayout(row)
@@ -222,12 +207,12 @@ class MainWindow(WindowDialogs):
         self.load_progress.setTextVisible(False)
         self.load_progress.setVisible(False)
         status.addPermanentWidget(self.load_progress)
-        self.model_label = QPushButton("")
-        self.model_label.setObjectName("StatusButton")
+        self.model_label = push_button(
+            "", self.open_chat_options, name="StatusButton",
+            tip="This chat's model and system prompt",
+            accessible="Model and system prompt of this chat",
+        )
         self.model_label.setFlat(True)
-        self.model_label.setToolTip("This chat's model and system prompt")
-        self.model_label.setAccessibleName("Model and system prompt of this chat")
-        self.model_label.clicked.connect(self.open_chat_options)
         status.addPermanentWidget(self.model_label)
         self.mode_label = QLabel("")
         status.addPermanentWidget(self.mode_label)
@@ -283,12 +268,6 @@ class MainWindow(WindowDialogs):
         b.export_path_needed.connect(self._choose_export_path)
         b.chat_picker_requested.connect(lambda _chats: self.sidebar.focus_search())
 
-    def _shortcuts(self) -> None:
-        """Esc (the menus' actions carry the other shortcuts)."""
-        self.escape_shortcut = QShortcut(QKeySequence(Qt.Key.Key_Escape), self)
-        self.escape_shortcut.setContext(Qt.ShortcutContext.WindowShortcut)
-        self.escape_shortcut.activated.connect(self.escape)
-
     # -- chats -------------------------------------------------------------------------
     def _refresh_chats(self) -> None:
         entries = [
@@ -311,8 +290,7 @@ class MainWindow(WindowDialogs):
         self._shown_chat = c.chat_id
         self.sidebar.set_current(c.chat_id)
         self._cancel_edit()
-        if hasattr(self, "menus"):
-            self.menus.update()
+        self.menus.update()
 
     def _reopen_last_chat(self) -> None:
         """A restart continues where the user left off: the chat open at the last close."""
@@ -348,9 +326,8 @@ class MainWindow(WindowDialogs):
         self._update_composer()
 
     def _message_refused(self, event: MessageRefused) -> None:
-        """A message too large for the window was not sent (a notice says its size and the
-        room): it goes back into the input box, unless the user is typing another. An edit
-        or a regeneration that was refused goes back as an edit of that message."""
+        """A message too large for the window goes back into the empty input box (a refused
+        edit or regeneration as an edit of that message); a notice says why."""
         if not self.input.toPlainText():
             if event.replaces is not None and event.replaces in self.chat_view.message_widgets:
                 self._enter_edit(event.replaces, event.text)
@@ -362,7 +339,7 @@ class MainWindow(WindowDialogs):
         if self.service.busy:
             self.service.stop()
             return
-        self.input.submit()  # the same as pressing Enter
+        self.input.submit()
 
     def escape(self) -> None:
         if self.input.completer.popup_visible:
@@ -407,8 +384,7 @@ class MainWindow(WindowDialogs):
         self.send_button.style().unpolish(self.send_button)
         self.send_button.style().polish(self.send_button)
         self.chat_view.set_actions_enabled(not busy)
-        if hasattr(self, "menus"):
-            self.menus.update()
+        self.menus.update()
         queued = len(c.queue)
         if queued:
             waits_for = "connected" if c.settings.engine.kind == "server" else "loaded"
@@ -439,15 +415,12 @@ class MainWindow(WindowDialogs):
         elif self.status.phase is Phase.COMPACTING:  # a summary written inside the turn
             self.status_strip.update_progress(event)
 
-
     # -- status and the model ----------------------------------------------------------
     def _status_changed(self, status: Status) -> None:
-        """Render the service's status: the status bar, the compaction strip, the load
-        progress and the Send/Stop button all follow it."""
+        """The status bar, the compaction strip, the load progress and Send/Stop follow it
+        (while the strip shows a compaction, the status bar adds only what it does not say)."""
         self.status = status
         compacting = status.phase is Phase.COMPACTING
-        # The strip above the input says what a compaction does and how far it is; the
-        # status bar adds only what the strip does not say.
         self.status_label.setText(COMPACTING_STATUS if compacting else status.text)
         if compacting != self.status_strip.isVisible():
             if compacting:
@@ -502,7 +475,6 @@ class MainWindow(WindowDialogs):
         box = QMessageBox(
             QMessageBox.Icon.Warning, title, text, QMessageBox.StandardButton.Ok, self
         )
-        box.setObjectName("ErrorDialog")
         box.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
         box.open()
         self.error_box = box
@@ -531,8 +503,8 @@ class MainWindow(WindowDialogs):
             model_present=lambda entry: model_path(entry).is_file(),
             count_tokens=c.engine.backend.count if c.engine is not None else None,
             speed=SpeedHooks(
-                state_usage=lambda: _usage(c.saved_states.usage()),
-                clear_states=lambda: _usage(c.saved_states.clear()),
+                state_usage=c.saved_states.usage,
+                clear_states=c.saved_states.clear,
                 forget_calibration=forget_calibration,
                 prefill_text=c.prefill_text,
             ),
@@ -550,10 +522,8 @@ class MainWindow(WindowDialogs):
             dialog.tabs.setCurrentWidget(dialog.engine_page)
 
     def _settings_accepted(self, dialog: SettingsDialog) -> None:
-        new = dialog.result_settings()
-        if new is None:
-            return
-        self.apply_settings(new, reconnect=dialog.engine_page.key_changed)
+        if (new := dialog.result_settings()) is not None:
+            self.apply_settings(new, reconnect=dialog.engine_page.key_changed)
 
     def _settings_changed(self, event: SettingsChanged) -> None:
         new = event.settings
@@ -574,18 +544,15 @@ class MainWindow(WindowDialogs):
         self.chat_view.set_recall_focus(sw.recall and sw.earlier_as_notes and sw.recall_focus)
 
     def _apply_zoom(self, percent: int) -> None:
-        """The chat's and the input's text size (View → Zoom), from the settings."""
         self.chat_view.set_zoom(percent)
         self.input.set_zoom(percent)
 
     @staticmethod
     def _server_url(settings: Settings) -> str | None:
-        """The server's address with the server engine, else None."""
         return settings.engine.server.base_url if settings.engine.kind == "server" else None
 
     # -- misc --------------------------------------------------------------------------
     def shutdown(self) -> None:
-        """Deny pending approvals, drop late events, stop the service (and its worker)."""
         app = QApplication.instance()
         if app is not None:
             app.removeEventFilter(self.drop_handler)
@@ -606,15 +573,13 @@ class MainWindow(WindowDialogs):
         return frame.width() - inner.width(), frame.height() - inner.height()
 
     def _fit_framed(self) -> None:
-        """Fit again if the window manager has put a frame (title bar, borders) around the
-        window since it was shown; if the frame was known then, nothing changes."""
+        """Fit again if the window manager has framed the window since it was shown."""
         if self._frame_extra() != self._shown_frame:
             fit_to_screen(self)
 
     def showEvent(self, event: object) -> None:
         super().showEvent(event)  # type: ignore[arg-type]
         fit_to_screen(self)
-        # Again once the window manager has framed it (title bar and borders known).
         self._shown_frame = self._frame_extra()
         self._refit.start()
         QTimer.singleShot(0, self.input.setFocus)
@@ -624,7 +589,3 @@ def _list_mark(summary: ChatSummary) -> str:
     if summary.broken:
         return " (unreadable)"
     return " (damaged)" if summary.damaged else ""
-
-
-def _usage(usage: Usage) -> tuple[int, int]:
-    return usage.files, usage.bytes

@@ -1,15 +1,5 @@
-"""The window's menu bar, with the usual shortcuts.
-
-File: New chat (Ctrl+N), Export… (Ctrl+Shift+E: Markdown or JSON, a file dialog), Quit
-(Ctrl+Q). Edit: Copy chat (Ctrl+Shift+C, the shown branch as Markdown), Delete last message
-(a new branch without it), Search chats (Ctrl+K). Chat: Rename… (F2), Delete chat,
-Continue generation (Ctrl+Shift+Return), Regenerate (Ctrl+Shift+R), Stop (Esc). View: Zoom in
-(Ctrl+= or Ctrl++), Zoom out (Ctrl+-), Reset zoom (Ctrl+0), kept in the settings. Settings
-(Ctrl+,) and Models (Ctrl+M).
-
-Each action calls what the window or the session service already does; which ones are on
-follows the window's state (:meth:`AppMenus.update`), so a shortcut never acts when its menu
-entry is greyed out.
+"""The window's menu bar, with the usual shortcuts. Each action calls what the window or
+the session service already does; a shortcut never acts while its entry is greyed out.
 """
 
 from __future__ import annotations
@@ -44,7 +34,6 @@ class AppMenus:
     def __init__(self, window: MainWindow) -> None:
         self.window = window
         bar = window.menuBar()
-        bar.setObjectName("MenuBar")
         w = window
 
         file_menu = bar.addMenu("&File")
@@ -110,8 +99,7 @@ class AppMenus:
 
     # -- state -------------------------------------------------------------------------
     def update(self) -> None:
-        """Grey out what cannot be done now (no chat, a reply running, nothing to
-        continue)."""
+        """Grey out what cannot be done now."""
         c = self.window.service
         has_chat = c.handle is not None
         messages = [m for m in c.shown_conversation.messages if m.role != "system"]

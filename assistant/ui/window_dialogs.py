@@ -1,10 +1,6 @@
-"""The window's dialogs and file actions, apart from the window's layout and events.
-
-:class:`WindowDialogs` is the base of :class:`~assistant.ui.main_window.MainWindow`: files
-dropped on the window, the workspace folder (open it, choose another), the Models window,
-a chat's model and system prompt, the question before switching to the model a chat was
-last used with, and where ``/export`` writes. Every dialog is opened without blocking the
-event loop (``open()``), so the service keeps running and tests can drive it.
+"""The main window's dialogs and file actions (its base class). Every dialog is opened
+without blocking the event loop (``open()``), so the service keeps running and tests can
+drive it.
 """
 
 from __future__ import annotations
@@ -46,8 +42,6 @@ class WindowDialogs(QMainWindow):
 
     # -- files and the workspace -------------------------------------------------------
     def drop_files(self, files: list[Path]) -> None:
-        """Files dropped on the window: each is copied into the workspace (when it is
-        elsewhere) and read into the chat, in order."""
         for path in files:
             self.service.drop_file(path)
         self.input.setFocus()
@@ -66,9 +60,7 @@ class WindowDialogs(QMainWindow):
             self.show_notice("warning", f"No file manager could open {folder}.")
 
     def change_workspace(self) -> QFileDialog:
-        """Ask for another workspace folder (the dialog is not modal to the app loop)."""
         dialog = QFileDialog(self, "Choose the workspace folder")
-        dialog.setObjectName("WorkspaceDialog")
         dialog.setFileMode(QFileDialog.FileMode.Directory)
         dialog.setOption(QFileDialog.Option.ShowDirsOnly, True)
         current = self.service.settings.workspace_path()
@@ -97,7 +89,6 @@ class WindowDialogs(QMainWindow):
         return page
 
     def open_chat_options(self) -> ChatOptionsDialog:
-        """This chat's model and system prompt."""
         c = self.service
         title = c.handle.title if c.handle is not None else ""
         dialog = ChatOptionsDialog(c.chat_options(), self.registry, chat_title=title, parent=self)
@@ -127,7 +118,6 @@ class WindowDialogs(QMainWindow):
             f"Switch to {chat_name} for it?",
             parent=self,
         )
-        box.setObjectName("ModelSwitchBox")
         switch = box.addButton(f"Switch to {chat_name}", QMessageBox.ButtonRole.AcceptRole)
         box.addButton(f"Keep {loaded_name}", QMessageBox.ButtonRole.RejectRole)
         box.buttonClicked.connect(
@@ -158,17 +148,13 @@ class WindowDialogs(QMainWindow):
         return self._choose_export_path(suggested_export_path(handle.title))
 
     def _choose_export_path(self, suggested: Path) -> QFileDialog:
-        """``/export`` without a path: ask where (the chat's title in the documents folder
-        is offered), then let the service write it."""
+        """Ask where ``/export`` writes (``suggested`` is offered); the service writes it."""
         dialog = QFileDialog(self, "Export chat")
-        dialog.setObjectName("ExportDialog")
         dialog.setAcceptMode(QFileDialog.AcceptMode.AcceptSave)
         dialog.setNameFilters(["Markdown (*.md)", "OpenAI JSON (*.json)"])
         dialog.setDefaultSuffix("md")
         folder = suggested.parent
-        if not folder.is_dir():
-            folder = Path.home()
-        dialog.setDirectory(str(folder))
+        dialog.setDirectory(str(folder if folder.is_dir() else Path.home()))
         dialog.selectFile(suggested.name)
         dialog.filterSelected.connect(
             lambda chosen: dialog.setDefaultSuffix("json" if "json" in chosen else "md")
@@ -182,7 +168,6 @@ class WindowDialogs(QMainWindow):
         dialog.open()
         self.export_dialog = dialog
         return dialog
-
 
 
 def export_target(path: Path, name_filter: str) -> Path:

@@ -40,8 +40,8 @@ def test_the_compaction_strip_shows_the_summary_prompt_being_read(
     backend.delay_per_batch = 0.05
     backend.enqueue(LOREM_SUMMARY)
     h.type_and_send("/compact")
-    h.qtbot.waitUntil(lambda: "tokens/s" in h.window.strip_label.text(), timeout=30_000)
-    text = h.window.strip_label.text()
+    h.qtbot.waitUntil(lambda: "tokens/s" in h.window.status_strip.label.text(), timeout=30_000)
+    text = h.window.status_strip.label.text()
     assert text.startswith("Summarizing older messages to make room: reading ")
     assert "left" in text
     h.window.grab().save(str(artifacts_dir / "compaction-progress.png"))

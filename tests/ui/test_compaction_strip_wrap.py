@@ -29,7 +29,7 @@ def test_the_wrapped_second_line_is_shown_at_once(make_window, artifacts_dir: Pa
     h: Harness = make_window()
     h.window.resize(700, 640)
     h.qtbot.waitUntil(lambda: h.window.width() == 700)
-    strip, label = h.window.status_strip, h.window.strip_label
+    strip, label = h.window.status_strip, h.window.status_strip.label
     h.window.bridge.status_changed.emit(Status(Phase.COMPACTING))
     assert strip.isVisible() and _fully_shown(label)
     one_line = label.height()
