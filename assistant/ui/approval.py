@@ -1,11 +1,8 @@
 """Asking the user before a tool changes files or runs a program.
 
-The agent asks on its worker thread; :class:`GuiApprover` hands the question to the GUI
-thread (a queued signal), shows an :class:`ApprovalDialog` without blocking the event loop
-(``QDialog.open``), and the worker waits on a ``threading.Event`` for the answer: Allow
-once, Allow for this chat, or Deny. Closing the dialog, stopping the reply or closing the
-window all count as Deny, so the worker can never be left waiting. "Allow for this chat"
-and the "auto" policy are applied by the agent's ``ApprovalGate``; this module only asks.
+The worker thread waits while the GUI thread shows an :class:`ApprovalDialog` without
+blocking the event loop. Closing the dialog, stopping the reply or closing the window count
+as Deny, so the worker is never left waiting. The agent's ``ApprovalGate`` applies the answer.
 """
 
 from __future__ import annotations
@@ -15,14 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from PySide6.QtCore import QObject, Qt, QTimer, Signal, Slot
-from PySide6.QtWidgets import (
-    QDialog,
-    QHBoxLayout,
-    QLabel,
-    QPlainTextEdit,
-    QPushButton,
-    QWidget,
-)
+from PySide6.QtWidgets import QDialog, QHBoxLayout, QLabel, QPlainTextEdit, QPushButton, QWidget
 
 from assistant.tools.approval import ApprovalDecision, ApprovalRequest
 from assistant.ui.boxes import vbox
@@ -54,11 +44,10 @@ class ApprovalDialog(QDialog):
         title = QLabel(f"The assistant wants to use <b>{request.tool}</b>")
         title.setTextFormat(Qt.TextFormat.RichText)
         layout.addWidget(title)
-        help_text = help_label(
+        layout.addWidget(help_label(
             "This tool can change files in your workspace or run a program. Check what it "
             f"will do before you allow it. Workspace: {request.workspace}"
-        )
-        layout.addWidget(help_text)
+        ))
         self.summary = new_label(request.summary, wrap=True, selectable=True)
         self.summary.setFont(monospace_font())
         layout.addWidget(self.summary)
@@ -133,7 +122,7 @@ class GuiApprover(QObject):
 
     # -- GUI thread --------------------------------------------------------------------
     def close(self) -> None:
-        """Deny everything asked now or later (the window is closing)."""
+        """Deny everything asked now or later."""
         self._closed = True
         for pending, dialog in list(self._open):
             pending.decision = ApprovalDecision.DENY

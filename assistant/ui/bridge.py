@@ -1,16 +1,7 @@
-"""The bridge from the session service to Qt: every service event becomes a typed signal
-on the GUI thread.
-
-The service calls :meth:`ServiceBridge.post` for each event, from the worker thread (the
-agent's events while a job runs) or the GUI thread (its own). The bridge lives in the GUI
-thread, so Qt queues emissions from the worker and the slots run on the GUI thread, in the
-order the events happened. :meth:`ServiceBridge.call_in_gui` is the service's ``dispatch``:
-it runs a function on the GUI thread after every event posted before it.
-
-Streamed text (:class:`AssistantDelta`) is batched: pieces are collected under a lock and
-flushed as one :attr:`ServiceBridge.assistant_delta` signal about every 30 ms, so the reply
-grows smoothly without a repaint per token. Text collected when another event is posted is
-queued just before it, so nothing is shown out of order.
+"""The bridge from the session service to Qt: every service event, posted from the worker
+or the GUI thread, becomes a typed signal on the GUI thread, in the order the events
+happened. Streamed text is batched into one signal about every 30 ms, so the reply grows
+without a repaint per token.
 """
 
 from __future__ import annotations
@@ -156,8 +147,7 @@ class ServiceBridge(QObject):
             self._closed = True
 
     def _seal(self) -> None:
-        """Queue the text streamed so far ahead of what comes next, so the window shows
-        everything in the order it happened (a delta never overtakes an earlier event)."""
+        """Queue the text streamed so far ahead of what comes next (in order)."""
         with self._lock:
             text = "".join(self._pending)
             self._pending.clear()
@@ -167,7 +157,7 @@ class ServiceBridge(QObject):
             self._event.emit(_Sealed(text))
 
     def close(self) -> None:
-        """Drop everything posted from now on (the window is going away)."""
+        """Drop everything posted from now on."""
         self._closed = True
         self._timer.stop()
 

@@ -36,7 +36,6 @@ class ChatInput(QPlainTextEdit):
         self._fit()
 
     def set_zoom(self, percent: int) -> None:
-        """The text size in percent of the application's (View → Zoom)."""
         self.setFont(zoomed_font(percent))
         self._fit()
 
@@ -45,11 +44,8 @@ class ChatInput(QPlainTextEdit):
         self._update_placeholder()
 
     def _update_placeholder(self) -> None:
-        keys = (
-            "Enter to send, Shift+Enter for a new line"
-            if self.enter_sends
-            else ("Ctrl+Enter to send, Enter for a new line")
-        )
+        keys = ("Enter to send, Shift+Enter for a new line" if self.enter_sends
+                else "Ctrl+Enter to send, Enter for a new line")
         self.setPlaceholderText(f"Message the assistant… ({keys}; / for commands)")
 
     def sizeHint(self) -> QSize:
@@ -59,20 +55,14 @@ class ChatInput(QPlainTextEdit):
         lines = max(1, min(MAX_LINES, int(self.document().size().height())))
         margins = self.contentsMargins()
         doc_margin = int(self.document().documentMargin() * 2)
-        return (
-            lines * self.fontMetrics().lineSpacing()
-            + doc_margin
-            + margins.top()
-            + margins.bottom()
-            + 16
-        )
+        chrome = doc_margin + margins.top() + margins.bottom() + 16
+        return lines * self.fontMetrics().lineSpacing() + chrome
 
     def _fit(self) -> None:
         overflow = int(self.document().size().height()) > MAX_LINES
+        policy = Qt.ScrollBarPolicy
         self.setVerticalScrollBarPolicy(
-            Qt.ScrollBarPolicy.ScrollBarAsNeeded
-            if overflow
-            else Qt.ScrollBarPolicy.ScrollBarAlwaysOff
+            policy.ScrollBarAsNeeded if overflow else policy.ScrollBarAlwaysOff
         )
         self.setFixedHeight(self._height_for_lines())
 

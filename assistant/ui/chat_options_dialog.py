@@ -1,9 +1,5 @@
-"""This chat's model and system prompt.
-
-Each chat remembers its own (see :mod:`assistant.service.chat_options`); the dialog edits
-them for the open chat, or for the next new one. The model list holds the installed models
-of the Models window (which "Manage models…" opens); the system prompt can also be made the
-default for new chats.
+"""This chat's model and system prompt (each chat remembers its own, see
+:mod:`assistant.service.chat_options`), for the open chat or the next new one.
 """
 
 from __future__ import annotations
@@ -16,7 +12,6 @@ from PySide6.QtWidgets import (
     QDialogButtonBox,
     QFormLayout,
     QPlainTextEdit,
-    QPushButton,
     QWidget,
 )
 
@@ -24,6 +19,7 @@ from assistant.llm.catalog import list_models
 from assistant.llm.registry import Registry
 from assistant.service.chat_options import ChatOptions
 from assistant.ui.boxes import vbox
+from assistant.ui.buttons import push_button
 from assistant.ui.form_parts import new_label
 
 
@@ -39,14 +35,14 @@ class ChatOptionsDialog(QDialog):
         parent: QWidget | None = None,
     ) -> None:
         super().__init__(parent)
-        self.setObjectName("ChatOptionsDialog")
         self.setWindowTitle("Model and system prompt")
         self.setMinimumWidth(560)
         self._original = options
         layout = vbox(self, (16, 14, 16, 12), 10)
         where = f"“{chat_title}”" if chat_title else "the new chat"
-        intro = new_label(f"For {where}. The chat remembers them.", "MutedLabel", wrap=True)
-        layout.addWidget(intro)
+        layout.addWidget(
+            new_label(f"For {where}. The chat remembers them.", "MutedLabel", wrap=True)
+        )
         form = QFormLayout()
         form.setVerticalSpacing(10)
         self.model = QComboBox()
@@ -58,10 +54,8 @@ class ChatOptionsDialog(QDialog):
             self.model.addItem(options.model, options.model)
         self.model.setCurrentIndex(self.model.findData(options.model))
         form.addRow("Model", self.model)
-        manage = QPushButton("Manage models…")
-        manage.setAccessibleName("Open the Models window")
-        manage.clicked.connect(self.manage_models_requested)
-        form.addRow("", manage)
+        form.addRow("", push_button("Manage models…", self.manage_models_requested,
+                                    accessible="Open the Models window"))
         self.system_prompt = QPlainTextEdit(options.system_prompt)
         self.system_prompt.setAccessibleName("System prompt for this chat")
         self.system_prompt.setMinimumHeight(120)

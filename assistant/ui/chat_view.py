@@ -1,16 +1,9 @@
 """The chat transcript: a scroll area of message widgets, tool cards and notices.
 
-It renders a :class:`Conversation` (``set_conversation``) and then follows the agent's
-events live: streamed text grows one assistant bubble (fed in ~30 ms batches by the
-bridge), tool results fill their cards, pruning and compaction add notices.
-
-Every message of the branch is shown, also the ones a compaction summarized: a compaction
-is a divider at its cut ("The model now sees a summary of everything above") that expands
-to the summary the model receives. Long chats render on demand: the newest :data:`PAGE`
-entries when a chat opens, a page more each time the user scrolls to the top (or presses
-"Show earlier messages"), keeping what was on screen in place. A message and the tool
-results that answer its calls are one unit, never split across pages. The view sticks to
-the bottom while the user has not scrolled up.
+It renders a :class:`Conversation`, then follows the agent's events live. Every message of
+the branch is shown; a compaction is a divider at its cut. Long chats render on demand, a
+page of :data:`PAGE` units (a message with the tool results answering its calls) at a time
+as the user scrolls to the top. The view sticks to the bottom while not scrolled up.
 """
 
 from __future__ import annotations
@@ -109,8 +102,8 @@ class ChatView(QScrollArea):
         return out
 
     def set_zoom(self, percent: int) -> None:
-        """Text size in percent (View → Zoom): prose follows the viewport's font; code
-        and tool output, which set a monospace font of their own, are scaled here."""
+        """Prose follows the viewport's font; code and tool output, which set a monospace
+        font of their own, are scaled here."""
         self.zoom = percent
         self._inner.setFont(zoomed_font(percent))
         for widget in self.entries():
@@ -182,7 +175,6 @@ class ChatView(QScrollArea):
 
     @property
     def pending_count(self) -> int:
-        """Units of history not rendered yet."""
         return len(self._pending)
 
     def show_earlier(self) -> None:
@@ -247,8 +239,7 @@ class ChatView(QScrollArea):
             self._remove(row)
 
     def set_recall_focus(self, on: bool) -> None:
-        """Recall's focus on or off (the settings): the compaction cards on screen and
-        those to come say which replies leave the summary out."""
+        """The compaction cards say which replies leave the summary out (recall's focus)."""
         self.recall_focus = on
         for card in self._inner.findChildren(CompactionNotice):
             card.focus_note.setVisible(on)
@@ -277,7 +268,6 @@ class ChatView(QScrollArea):
         return self._adopt(MessageWidget(msg), msg)
 
     def _adopt(self, widget: MessageWidget, msg: Message) -> MessageWidget:
-        """Wire a message bubble's actions and branch arrows to this view."""
         widget.edit_requested.connect(self.edit_requested)
         widget.regenerate_requested.connect(self.regenerate_requested)
         widget.delete_requested.connect(self.delete_requested)
@@ -295,7 +285,6 @@ class ChatView(QScrollArea):
 
     # -- live events -------------------------------------------------------------------
     def add_message(self, msg: Message) -> None:
-        """A message was appended to the conversation."""
         self._drop_end_row()
         if msg.id in self._rendered:
             # Already shown by a re-render (a compaction mid-turn); drop the live copy.
@@ -317,8 +306,7 @@ class ChatView(QScrollArea):
             self._append(entry)
 
     def set_reply_footer(self, text: str) -> None:
-        """A model call finished: its figures go under the reply it wrote (the bubble being
-        streamed, or the next assistant message)."""
+        """A model call's figures, under the reply it wrote (streamed or next to come)."""
         if self.streaming is not None:
             self.streaming.set_footer(text)
         else:
@@ -330,7 +318,6 @@ class ChatView(QScrollArea):
             self._pending_footer = ""
 
     def append_delta(self, text: str) -> None:
-        """More streamed text of the reply being written."""
         if self.streaming is None:
             self._drop_end_row()
             self.streaming = MessageWidget(Message(role="assistant", content=""))
@@ -383,8 +370,7 @@ class ChatView(QScrollArea):
         return notice
 
     def add_compaction_line(self, record: CompactionRecord) -> CompactionLine:
-        """After a compaction re-rendered the chat: a line at the bottom saying older
-        messages were summarized, with a button to the divider (often out of view)."""
+        """A line at the bottom with a button to the divider (often out of view)."""
         line = CompactionLine(record)
         line.show_button.clicked.connect(lambda: self.show_divider(record.id))
         self._append(line)
@@ -407,7 +393,6 @@ class ChatView(QScrollArea):
         return divider
 
     def set_actions_enabled(self, enabled: bool) -> None:
-        """Edit/regenerate/branch buttons are off while a reply is running."""
         self._actions_enabled = enabled
         for widget in self.message_widgets.values():
             widget.set_actions_enabled(enabled)

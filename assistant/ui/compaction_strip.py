@@ -1,23 +1,8 @@
-"""The strip above the input while a compaction runs inside the user's turn.
-
-A compaction has two phases the user waits through: the model reads the summary's prompt
-(the older messages: tokens done, speed, time left, like prompt reading) and then writes
-the summary, token by token, for which no count is known ahead. The backend reports the
-reading up to the prompt's last token but one (the last is read with the first word it
-writes), so "almost done" would otherwise stay on screen for the whole writing phase.
-Here the reading counts as over at that point, and the writing phase says so, with a
-busy bar and the seconds it has taken so far, ticking, so a long wait never looks stuck.
-Reading is reported once per batch (512 tokens: half a minute on a busy laptop), so the
-time left counts down between reports too.
-
-The words wrap onto a second line in a narrow window. A label that wraps only asks for its
-new height (a layout request handled on the next event-loop pass), so for one pass the
-strip kept its old height and clipped the second line; :meth:`CompactionStrip._settle`
-lays the window out at once whenever the text's height changes.
-
-The words avoid the jargon: "Summarizing older messages to make room" says what happens
-and why; the chat view keeps every message on screen (the divider marks where the summary
-takes over), which the strip's tooltip says.
+"""The strip above the input while a compaction runs inside the user's turn: reading the
+summary's prompt (tokens, speed, time left, counted down between the per-batch reports),
+then writing it (the seconds so far, ticking, so a long wait never looks stuck). Why
+reading ends at the last token but one, and why the strip lays the window out at once:
+docs/ARCHITECTURE.md, "The window".
 """
 
 from __future__ import annotations
@@ -26,10 +11,11 @@ import time
 from dataclasses import replace
 
 from PySide6.QtCore import QTimer
-from PySide6.QtWidgets import QFrame, QHBoxLayout, QProgressBar, QWidget
+from PySide6.QtWidgets import QFrame, QProgressBar, QWidget
 
 from assistant.service.events import PrefillProgress
 from assistant.service.progress import eta_text
+from assistant.ui.boxes import hbox
 from assistant.ui.form_parts import new_label
 from assistant.ui.spinner import Spinner
 
@@ -43,7 +29,8 @@ TOOLTIP = (
 
 
 def reading_over(event: PrefillProgress) -> bool:
-    """The summary's prompt is read (all but the last token: see the module docstring)."""
+    """The summary's prompt is read (all but the last token, which is read with the first
+    word written)."""
     return event.done >= event.total - 1
 
 
@@ -81,12 +68,10 @@ class CompactionStrip(QFrame):
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.setObjectName("StatusStrip")
-        layout = QHBoxLayout(self)
-        layout.setContentsMargins(16, 6, 16, 6)
+        layout = hbox(self, (16, 6, 16, 6))
         self.spinner = Spinner()
         self.label = new_label(compaction_text(None), wrap=True)
         self.bar = QProgressBar()
-        self.bar.setObjectName("PromptProgressBar")
         self.bar.setAccessibleName("Summary progress")
         self.bar.setTextVisible(False)
         self.bar.setMinimumWidth(120)
@@ -151,9 +136,8 @@ class CompactionStrip(QFrame):
             self._settle()
 
     def _settle(self) -> None:
-        """Lay out the strip and the widgets around it now, for the label's height (see the
-        module docstring). From the strip up: a layout that is redone asks its widget's
-        parent for a new size, and the parent's layout, redone next, gives it at once."""
+        """Lay out the strip and the widgets around it now, for the label's new height: from
+        the strip up, each layout redone asks its parent for the size the next one gives."""
         if not self.isVisible():
             return
         widget: QWidget | None = self

@@ -1,13 +1,8 @@
 """The context bar: how full the model's window is, from the model's own tokenizer.
 
-It draws one bar split into the prompt's segments as the context controller counted them
-(``PreparedRequest.segments``: system prompt, summary, conversation, tool outputs, tool
-schemas), the reserve kept for the reply, and free room, with "used / window" beside it.
-The bar's width is the model's window, the hard limit; when the history is kept within a
-smaller target (the size the model was measured to use well), a mark shows where: the
-chat is compacted as it passes the mark, and only a long latest turn goes beyond it.
-The level turns yellow above 70 % and red above 90 %. The tooltip gives the exact numbers
-of each, the active mode's thresholds and how often this chat was pruned and compacted.
+One bar as wide as the window, split into the prompt's segments as the controller counted
+them, the reserve for the reply and free room; a mark shows the smaller target the history
+is kept within, when there is one. The tooltip gives the exact numbers.
 """
 
 from __future__ import annotations
@@ -21,18 +16,19 @@ from PySide6.QtWidgets import QSizePolicy, QWidget
 from assistant.agent.events import ContextUsage
 from assistant.ui.boxes import hbox
 from assistant.ui.form_parts import new_label
-from assistant.ui.theme import Colors, current_colors
+from assistant.ui.theme import current_colors
 
 Level = Literal["ok", "warning", "critical"]
 
-#: (key in ``ContextUsage.segments``, label), in the order drawn. "tools" is what the tool
-#: schemas cost (the controller's key), "tool_outputs" the tool results in the chat.
+#: (key in ``ContextUsage.segments``, label, its :class:`Colors` field), in the order drawn.
+#: "tools" is what the tool schemas cost (the controller's key), "tool_outputs" the tool
+#: results in the chat.
 SEGMENTS = (
-    ("system", "System prompt"),
-    ("summary", "Summary"),
-    ("conversation", "Conversation"),
-    ("tool_outputs", "Tool outputs"),
-    ("tools", "Tool schemas"),
+    ("system", "System prompt", "seg_system"),
+    ("summary", "Summary", "seg_summary"),
+    ("conversation", "Conversation", "seg_conversation"),
+    ("tool_outputs", "Tool outputs", "seg_tools"),
+    ("tools", "Tool schemas", "seg_schemas"),
 )
 
 #: Shown when the engine cannot count exactly (a server without a tokenizer endpoint).
@@ -78,11 +74,11 @@ class _Bar(QWidget):
         if usage is not None and usage.window > 0:
             x = rect.left()
             scale = rect.width() / usage.window
-            for key, _title in SEGMENTS:
+            for key, _title, colour in SEGMENTS:
                 width = usage.segments.get(key, 0) * scale
                 if width > 0:
                     painter.fillRect(
-                        QRectF(x, rect.top(), width, rect.height()), QColor(_segment_color(c, key))
+                        QRectF(x, rect.top(), width, rect.height()), QColor(getattr(c, colour))
                     )
                     x += width
             if not usage.segments:
@@ -91,32 +87,16 @@ class _Bar(QWidget):
                     QRectF(x, rect.top(), width, rect.height()), QColor(c.seg_conversation)
                 )
                 x += width
-            reserve_w = usage.reserve * scale
-            reserve_x = max(x, rect.right() - reserve_w)
-            brush = QColor(c.seg_reserve)
-            painter.fillRect(
-                QRectF(reserve_x, rect.top(), rect.right() - reserve_x, rect.height()), brush
-            )
-            painter.fillRect(
-                QRectF(reserve_x, rect.top(), rect.right() - reserve_x, rect.height()),
-                Qt.BrushStyle.BDiagPattern,
-            )
+            reserve_x = max(x, rect.right() - usage.reserve * scale)
+            reserve = QRectF(reserve_x, rect.top(), rect.right() - reserve_x, rect.height())
+            painter.fillRect(reserve, QColor(c.seg_reserve))
+            painter.fillRect(reserve, Qt.BrushStyle.BDiagPattern)
             mark = self._owner.target_mark()
             if mark is not None:
                 mark_x = rect.left() + mark * rect.width()
                 painter.fillRect(QRectF(mark_x - 1, rect.top(), 2, rect.height()),
                                  QColor(c.text))
         painter.end()
-
-
-def _segment_color(c: Colors, key: str) -> str:
-    return {
-        "system": c.seg_system,
-        "summary": c.seg_summary,
-        "conversation": c.seg_conversation,
-        "tool_outputs": c.seg_tools,
-        "tools": c.seg_schemas,
-    }.get(key, c.seg_conversation)
 
 
 class ContextBar(QWidget):
@@ -149,8 +129,7 @@ class ContextBar(QWidget):
         return self.usage.prompt_tokens / self.usage.window
 
     def target_mark(self) -> float | None:
-        """Where the target the history is kept within lies, as a share of the bar (None:
-        the window is the target)."""
+        """The history's target as a share of the bar (None: the window is the target)."""
         usage = self.usage
         if usage is None or usage.window <= 0 or not 0 < usage.target < usage.window:
             return None
@@ -205,7 +184,7 @@ class ContextBar(QWidget):
             lines.append(
                 f"Prompt: {usage.prompt_tokens:,} of {usage.window:,} tokens ({self.fraction:.1%})"
             )
-            for key, title in SEGMENTS:
+            for key, title, _colour in SEGMENTS:
                 lines.append(f"  {title}: {usage.segments.get(key, 0):,}")
             lines.append(f"Reserved for the reply: {usage.reserve:,}")
             lines.append(f"Free: {free:,}")

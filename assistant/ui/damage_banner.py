@@ -1,23 +1,16 @@
-"""The banner over a chat that has damaged lines: what is wrong, and a Repair button.
-
-A chat with damaged lines opens read-only (see :mod:`assistant.sessions.reader`): every
-readable entry is shown, nothing new is saved. This banner says so, names the damaged lines
-and offers "Repair", which writes a repaired copy beside the original and opens it
-(``ChatService.repair_chat``; the original file is kept). While it shows, the service
-refuses a message typed into the chat and the window leaves it in the box (app commands
-such as /export still work).
-
-The window hooks it up in a few lines: place it, call :meth:`DamageBanner.show_for` whenever
-the open chat changes, and connect :attr:`DamageBanner.repair_requested`.
+"""The banner over a chat with damaged lines, which opens read-only (see
+:mod:`assistant.sessions.reader`): what is wrong, and "Repair", which writes a repaired copy
+beside the original and opens it (``ChatService.repair_chat``).
 """
 
 from __future__ import annotations
 
 from PySide6.QtCore import Qt, Signal
-from PySide6.QtWidgets import QFrame, QPushButton, QWidget
+from PySide6.QtWidgets import QFrame, QWidget
 
 from assistant.sessions.handle import ChatHandle
 from assistant.ui.boxes import hbox
+from assistant.ui.buttons import push_button
 from assistant.ui.form_parts import new_label
 
 
@@ -32,19 +25,17 @@ class DamageBanner(QFrame):
         self.setProperty("level", "warning")
         layout = hbox(self, (16, 8, 12, 8))
         self.label = new_label("", wrap=True, selectable=True)
-        self.repair_button = QPushButton("Repair (keeps the original)")
-        self.repair_button.setToolTip(
-            "Write a copy of this chat without the damaged lines and open it; the original "
-            "file is not changed."
+        self.repair_button = push_button(
+            "Repair (keeps the original)", self.repair_requested,
+            tip="Write a copy of this chat without the damaged lines and open it; the original "
+            "file is not changed.",
         )
-        self.repair_button.clicked.connect(self.repair_requested)
         layout.addWidget(self.label, 1)
         layout.addWidget(self.repair_button, 0, Qt.AlignmentFlag.AlignTop)
         self.setVisible(False)
         self.read_only = False
 
     def show_for(self, handle: ChatHandle | None) -> None:
-        """Show the banner for a read-only chat, hide it otherwise."""
         self.read_only = handle is not None and handle.read_only is not None
         if handle is not None and self.read_only:
             details = [w for w in handle.warnings if w and w != handle.read_only]

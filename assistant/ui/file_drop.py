@@ -1,10 +1,5 @@
-"""Files dropped anywhere on the window are read into the chat.
-
-:class:`FileDropHandler` filters the application's drag-and-drop events for one window, so
-a drop works wherever it lands (the transcript, the input, the sidebar) and the input never
-receives a ``file://`` URL as text. While files are dragged over the window an overlay says
-what will happen; on drop it emits :attr:`FileDropHandler.files_dropped` with the local
-paths (the service copies a file from elsewhere into the workspace, then ``/read``\\ s it).
+"""Files dropped anywhere on the window are read into the chat: an application event filter,
+so a drop works wherever it lands and the input never receives a ``file://`` URL as text.
 """
 
 from __future__ import annotations

@@ -1,11 +1,6 @@
-"""After a click on anything that is not a text field, typing goes to the message input.
-
-Clicking a tool card, a Copy button, the branch switcher or the chat list used to leave the
-keyboard focus on that widget, so the next thing typed was lost. :class:`FocusKeeper`
-watches mouse releases in one window (an application event filter) and, once the click has
-been handled, gives the focus back to the input unless it went to a place meant for
-typing: an editable field, a list the user is moving through with the keyboard, or text the
-user has just selected (to copy it). Dialogs and popups are left alone.
+"""After a click on anything that is not a text field, typing goes to the message input
+(a click on a tool card or a Copy button used to keep the focus, and the next thing typed
+was lost). Editable fields, selected text, dialogs and popups keep the focus.
 """
 
 from __future__ import annotations

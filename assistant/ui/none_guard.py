@@ -1,18 +1,6 @@
-"""Keep Python 3.11 alive under a PySide6 that returns ``None`` without a reference.
-
-PySide6 6.12.0's wheels (``cp310-abi3``) return ``None`` from every method without
-result without taking a reference to it: each call of ``setText``, ``update``, a
-``QPainter`` draw... takes one reference away from ``None``. From Python 3.12 on ``None``
-is immortal and nothing happens; on 3.11 its count reaches zero after some thousands of
-calls and the interpreter aborts ("Fatal Python error: none_dealloc: deallocating None").
-In the window that is minutes: the busy spinner alone repaints 16 times a second, so a
-long compaction ended in a crash (seen twice while taking the compaction screenshots).
-
-:func:`protect_none` measures the loss once (64 calls of a method without result on a
-throwaway ``QObject``) and, only when references are lost and the interpreter is older
-than 3.12, gives ``None`` a very large reference count, which is what 3.12 does for it
-(an immortal object). Nothing else changes; with a fixed PySide6 the probe finds no loss
-and the function does nothing.
+"""Keep Python 3.11 alive under a PySide6 (6.12.0) whose methods without result take a
+reference away from ``None``: on 3.11 the interpreter aborted within minutes ("deallocating
+None"; seen twice during long compactions). Why and how: docs/ARCHITECTURE.md, "The window".
 """
 
 from __future__ import annotations
@@ -37,8 +25,8 @@ def lost_per_call() -> float:
 
 
 def protect_none() -> bool:
-    """Make ``None`` outlive PySide6's lost references (see the module docstring); True
-    when it was needed and done. Call it once, before the window is built."""
+    """Make ``None`` immortal, as 3.12 does, when calls lose references to it; True when it
+    was needed and done. Call it once, before the window is built."""
     if sys.version_info >= (3, 12) or sys.implementation.name != "cpython":
         return False
     if lost_per_call() < 0.5:

@@ -11,20 +11,14 @@ from typing import ClassVar
 
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QGuiApplication
-from PySide6.QtWidgets import (
-    QFrame,
-    QHBoxLayout,
-    QLabel,
-    QPushButton,
-    QWidget,
-)
+from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QWidget
 
 from assistant.compaction.events import compaction_note, prune_note
 from assistant.compaction.summary import DEFERRED_NOTE
 from assistant.conversation import CompactionRecord
 from assistant.service.status import summarizer_line
 from assistant.ui.boxes import hbox, vbox
-from assistant.ui.buttons import action_button
+from assistant.ui.buttons import action_button, push_button
 from assistant.ui.form_parts import new_label
 from assistant.ui.theme import monospace_font
 
@@ -84,13 +78,9 @@ FOCUS_NOTE = (
 
 
 class CompactionNotice(QFrame):
-    """A divider where a compaction cut the chat: "The model now sees a summary of
-    everything above". Every message stays on screen above it (the chat file is lossless);
-    expanding the divider shows the summary exactly as the model receives it, and when,
-    why and by whom it was written.
-
-    ``superseded``: a later compaction replaced this summary (the model saw it then, and
-    the later summary carries it on)."""
+    """A divider where a compaction cut the chat (every message stays on screen above it);
+    expanded, it shows the summary exactly as the model receives it, and when, why and by
+    whom it was written. ``superseded``: a later compaction replaced this summary."""
 
     NOW = "The model now sees a summary of everything above"
     THEN = "The model saw a summary of everything above (a later compaction replaced it)"
@@ -111,11 +101,12 @@ class CompactionNotice(QFrame):
         row = QHBoxLayout()
         row.setSpacing(8)
         row.addWidget(_rule(), 1)
-        self.header = QPushButton()
-        self.header.setObjectName("DividerHeader")
+        self.header = push_button(
+            "", name="DividerHeader",
+            tip="Show the summary the model sees instead of the messages above",
+        )
         self.header.setCheckable(True)
         self.header.setCursor(Qt.CursorShape.PointingHandCursor)
-        self.header.setToolTip("Show the summary the model sees instead of the messages above")
         self.header.toggled.connect(self._toggle)
         row.addWidget(self.header, 0)
         row.addWidget(_rule(), 1)
@@ -140,11 +131,10 @@ class CompactionNotice(QFrame):
         self.details = QFrame()
         self.details.setObjectName("SummaryBox")
         details = vbox(self.details, (12, 8, 12, 10), 6)
-        summary_title = new_label(
+        details.addWidget(new_label(
             "What the model receives instead of the messages above (word for word):",
             "RoleLabel", wrap=True,
-        )
-        details.addWidget(summary_title)
+        ))
         self.summary_view = new_label(record.summary, "SummaryText", wrap=True, selectable=True)
         self.summary_view.setTextFormat(Qt.TextFormat.PlainText)
         details.addWidget(self.summary_view)
@@ -160,14 +150,6 @@ class CompactionNotice(QFrame):
         self.details.setVisible(False)
         self._update_header()
 
-    @property
-    def title(self) -> str:
-        return compaction_note(self.record)
-
-    @property
-    def divider_text(self) -> str:
-        return self.THEN if self.superseded else self.NOW
-
     def set_expanded(self, expanded: bool) -> None:
         self.header.setChecked(expanded)
 
@@ -177,14 +159,12 @@ class CompactionNotice(QFrame):
 
     def _update_header(self) -> None:
         arrow = "▾" if self.header.isChecked() else "▸"
-        self.header.setText(f"{arrow}  {self.divider_text}")
+        self.header.setText(f"{arrow}  {self.THEN if self.superseded else self.NOW}")
 
 
 class CompactionLine(QFrame):
-    """A line under the message a compaction made room for: older messages were
-    summarized, every message stays on screen, and where the model's view now begins
-    ("Show where" scrolls to the divider and opens it). Shown live, after the compaction
-    of the turn; the divider is what stays."""
+    """Shown live under the message a compaction made room for: older messages were
+    summarized and stay on screen; "Show where" scrolls to the divider and opens it."""
 
     def __init__(self, record: CompactionRecord, parent: QWidget | None = None) -> None:
         super().__init__(parent)

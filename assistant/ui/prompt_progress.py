@@ -1,21 +1,17 @@
-"""The strip above the input while the model reads a long prompt.
-
-llama.cpp evaluates a prompt in batches before the first word of the reply; on a laptop CPU
-a few thousand tokens take minutes. :class:`PromptProgress` shows a bar with the tokens
-done of the total (those the KV cache already held count as done), the speed so far and an
-estimate of the time left, from the service's
-:class:`~assistant.service.events.PrefillProgress`. It appears only when the evaluation is
-still running after a moment (a short prompt never flashes it) and hides when the reply
-starts, the evaluation stops, or the job ends.
+"""The strip above the input while the model reads a long prompt (on a laptop CPU a few
+thousand tokens take minutes): tokens done (cached ones count as done), speed and time left.
+It appears only when the evaluation still runs after a moment, so a short prompt never
+flashes it.
 """
 
 from __future__ import annotations
 
 from PySide6.QtCore import QTimer
-from PySide6.QtWidgets import QFrame, QHBoxLayout, QProgressBar, QWidget
+from PySide6.QtWidgets import QFrame, QProgressBar, QWidget
 
 from assistant.service.events import PrefillProgress
 from assistant.service.progress import eta_text
+from assistant.ui.boxes import hbox
 from assistant.ui.form_parts import new_label
 
 #: How long an evaluation must run before the strip appears.
@@ -32,15 +28,12 @@ def progress_text(event: PrefillProgress) -> str:
 
 
 class PromptProgress(QFrame):
-    def __init__(self, parent: QWidget | None = None, show_after_ms: int = SHOW_AFTER_MS) -> None:
+    def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.setObjectName("PromptProgress")
-        layout = QHBoxLayout(self)
-        layout.setContentsMargins(16, 6, 16, 6)
-        layout.setSpacing(12)
+        layout = hbox(self, (16, 6, 16, 6), 12)
         self.label = new_label("", "PromptProgressLabel")
         self.bar = QProgressBar()
-        self.bar.setObjectName("PromptProgressBar")
         self.bar.setAccessibleName("Prompt evaluation progress")
         self.bar.setTextVisible(False)
         self.bar.setRange(0, 1000)
@@ -51,7 +44,7 @@ class PromptProgress(QFrame):
         self.last: PrefillProgress | None = None
         self._timer = QTimer(self)
         self._timer.setSingleShot(True)
-        self._timer.setInterval(show_after_ms)
+        self._timer.setInterval(SHOW_AFTER_MS)
         self._timer.timeout.connect(self._reveal)
         self.setVisible(False)
 
@@ -67,7 +60,6 @@ class PromptProgress(QFrame):
             self._timer.start()
 
     def finish(self) -> None:
-        """The evaluation is over (the reply started, it was stopped, the job ended)."""
         self._timer.stop()
         self.last = None
         self.setVisible(False)

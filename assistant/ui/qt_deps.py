@@ -1,17 +1,8 @@
 """Does this Linux machine have the system libraries Qt's X11 (xcb) platform plugin needs?
 
-PySide6 wheels bring Qt but not the X11 helper libraries it links to. When one is missing,
-Qt aborts with "Could not load the Qt platform plugin xcb" and, since Qt 6.5, always adds
-"libxcb-cursor0 is needed" even when that one is installed and another is missing. So before
-Qt starts (``make run``, ``python -m assistant``) this module finds what is really missing:
-``ldd`` on the xcb plugin lists every linked library the loader cannot find, and the one Qt
-opens at run time (libxcb-cursor) is tried with ``dlopen``. Each missing library is named
-with the Debian/Ubuntu package that provides it.
-
-Nothing here imports Qt (it must run when Qt cannot start).
-``python -m assistant.ui.qt_deps`` (or ``python3 assistant/ui/qt_deps.py`` before anything is
-installed: it needs only the standard library) prints the report and exits 1 when something
-is missing.
+Qt's own error names libxcb-cursor0 whichever is missing, so before Qt starts this names
+each missing library with its Debian package (why and how: docs/ARCHITECTURE.md, "The
+window"). Standard library only: ``python3 assistant/ui/qt_deps.py`` runs before any install.
 """
 
 from __future__ import annotations

@@ -1,11 +1,8 @@
 """The chat list: new chat, search, rename, delete with undo.
 
-The sidebar shows :class:`ChatEntry` rows (newest first) and emits intents; the window
-does the store work and calls :meth:`Sidebar.set_chats` with the fresh list. Deleting shows
-an "Undo" bar for a few seconds. Search matches titles and, through :attr:`Sidebar.searcher`
-(the service's message search), what was said in each chat; a match in a message shows the
-words around it, and a search that finds nothing says so. Long titles are cut with "…" and
-shown whole in the tooltip (the list never scrolls sideways).
+It emits intents; the window does the work and calls :meth:`Sidebar.set_chats` with the
+fresh list. Search matches titles and, through :attr:`Sidebar.searcher`, the messages (a
+match in a message shows the words around it).
 """
 
 from __future__ import annotations
@@ -24,12 +21,12 @@ from PySide6.QtWidgets import (
     QListWidget,
     QListWidgetItem,
     QMenu,
-    QPushButton,
     QToolButton,
     QWidget,
 )
 
 from assistant.ui.boxes import hbox, vbox
+from assistant.ui.buttons import push_button
 from assistant.ui.form_parts import new_label
 
 UNDO_SECONDS = 8
@@ -79,13 +76,11 @@ class Sidebar(QFrame):
         self.setMinimumWidth(180)
         layout = vbox(self, (10, 12, 10, 10), 8)
         top = QHBoxLayout()
-        title = new_label("Chats", "SidebarTitle")
-        top.addWidget(title)
+        top.addWidget(new_label("Chats", "SidebarTitle"))
         top.addStretch(1)
-        self.new_button = QPushButton("+ New chat")
-        self.new_button.setToolTip("New chat (Ctrl+N)")
-        self.new_button.setAccessibleName("New chat")
-        self.new_button.clicked.connect(self.new_chat_requested)
+        self.new_button = push_button(
+            "+ New chat", self.new_chat_requested, tip="New chat (Ctrl+N)", accessible="New chat"
+        )
         top.addWidget(self.new_button)
         layout.addLayout(top)
         self.search = QLineEdit()
@@ -120,9 +115,7 @@ class Sidebar(QFrame):
         self.undo_bar.setObjectName("UndoBar")
         undo = hbox(self.undo_bar, (10, 6, 6, 6))
         self.undo_label = QLabel("Chat deleted")
-        self.undo_button = QPushButton("Undo")
-        self.undo_button.setAccessibleName("Undo the delete")
-        self.undo_button.clicked.connect(self._undo)
+        self.undo_button = push_button("Undo", self._undo, accessible="Undo the delete")
         undo.addWidget(self.undo_label, 1)
         undo.addWidget(self.undo_button)
         self.undo_bar.setVisible(False)
@@ -208,6 +201,7 @@ class Sidebar(QFrame):
             item.setText(f"{title}\n   {hit}" if needle and not by_title and hit else title)
         self.no_match.setText(f"No chats match “{text.strip()}”." if needle else "")
         self.no_match.setVisible(bool(needle) and not shown)
+
     def _open_first_visible(self) -> None:
         if self._search_timer.isActive():
             self._search_timer.stop()
@@ -247,7 +241,6 @@ class Sidebar(QFrame):
         if item is None:
             return None
         dialog = QInputDialog(self)
-        dialog.setObjectName("RenameDialog")
         dialog.setWindowTitle("Rename chat")
         dialog.setLabelText("New title for this chat:")
         dialog.setTextValue(str(item.data(TITLE_ROLE)))
@@ -261,7 +254,6 @@ class Sidebar(QFrame):
         dialog.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
         dialog.resize(dialog.minimumWidth(), dialog.sizeHint().height())
         dialog.open()
-        self.rename_dialog = dialog
         return dialog
 
     def delete(self, chat_id: str) -> None:

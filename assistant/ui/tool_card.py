@@ -7,17 +7,11 @@ import json
 import re
 
 from PySide6.QtCore import Qt
-from PySide6.QtWidgets import (
-    QFrame,
-    QPlainTextEdit,
-    QPushButton,
-    QSizePolicy,
-    QWidget,
-)
+from PySide6.QtWidgets import QFrame, QPlainTextEdit, QSizePolicy, QWidget
 
 from assistant.conversation import Message, ToolCall
 from assistant.ui.boxes import hbox, vbox
-from assistant.ui.buttons import action_button
+from assistant.ui.buttons import action_button, push_button
 from assistant.ui.form_parts import new_label
 from assistant.ui.theme import monospace_font
 
@@ -56,10 +50,9 @@ class MonoBox(QPlainTextEdit):
         self.setPlainText(text)
         total = max(1, text.count("\n") + 1)
         lines = min(self._max_lines, total)
+        policy = Qt.ScrollBarPolicy
         self.setVerticalScrollBarPolicy(
-            Qt.ScrollBarPolicy.ScrollBarAsNeeded
-            if total > self._max_lines
-            else Qt.ScrollBarPolicy.ScrollBarAlwaysOff
+            policy.ScrollBarAsNeeded if total > self._max_lines else policy.ScrollBarAlwaysOff
         )
         metrics = self.fontMetrics()
         margin = int(self.document().documentMargin() * 2)
@@ -75,8 +68,7 @@ class ToolCard(QFrame):
         self.result: Message | None = None
         self.setObjectName("ToolCard")
         layout = vbox(self, (8, 4, 8, 6), 4)
-        self.header = QPushButton()
-        self.header.setObjectName("CardHeader")
+        self.header = push_button("", name="CardHeader")
         self.header.setCheckable(True)
         self.header.setCursor(Qt.CursorShape.PointingHandCursor)
         self.header.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Fixed)
@@ -85,8 +77,7 @@ class ToolCard(QFrame):
 
         self.details = QWidget()
         details = vbox(self.details, (14, 0, 0, 0), 4)
-        args_title = new_label("Arguments", "MutedLabel")
-        details.addWidget(args_title)
+        details.addWidget(new_label("Arguments", "MutedLabel"))
         self.arguments_box = MonoBox(_pretty_arguments(call), max_lines=8)
         self.arguments_box.setAccessibleName(f"Arguments of {call.name}")
         details.addWidget(self.arguments_box)
@@ -170,8 +161,7 @@ _READ_HEADER = re.compile(r"\((?P<size>[\d,]+ lines?|lines [\d,]+-[\d,]+ of [\d,
 
 def result_size(tool: str, content: str) -> str:
     """The card's size note: for a file read, the file's lines as its first line says
-    ("6 lines", "lines 1-32 of 79, cut"), so the card and an export agree; else the
-    output's line count."""
+    ("lines 1-32 of 79, cut"), so the card and an export agree; else the output's lines."""
     if tool == "read_file":
         match = _READ_HEADER.search(content.split("\n", 1)[0])
         if match is not None:

@@ -1,11 +1,6 @@
-"""The first thing a new chat shows: what the app does, where its files are, how to start.
-
-Shown in place of the transcript while the open chat is empty. It says what the app is (a
-chat with a small model running on this computer, offline; or, with the server engine, the
-address what is typed is sent to), shows the workspace folder the
-tools work in (with Open and Change buttons), how to give the assistant a file (drop it on
-the window, which copies it into the workspace, or ``/read``), what the context bar under
-the input means, and three example prompts that are sent with one click.
+"""The first thing a new chat shows (in place of the empty transcript): what the app does
+and where what is typed goes, the workspace folder, how to give it a file, what the context
+bar means, and example prompts sent with one click.
 """
 
 from __future__ import annotations
@@ -27,6 +22,7 @@ from PySide6.QtWidgets import (
 )
 
 from assistant.ui.boxes import hbox, vbox, vertical_scroller
+from assistant.ui.buttons import push_button
 from assistant.ui.elided_label import ElidedLabel
 from assistant.ui.form_parts import new_label
 
@@ -53,10 +49,8 @@ def server_intro(url: str) -> str:
 
 
 def _text(text: str, name: str = "") -> QLabel:
-    label = new_label(text, wrap=True)
+    label = new_label(text, name, wrap=True)
     label.setTextFormat(Qt.TextFormat.PlainText)
-    if name:
-        label.setObjectName(name)
     return label
 
 
@@ -138,8 +132,7 @@ class WelcomeView(QScrollArea):
         outer.addStretch(1)
         layout = vbox(column, (0, 0, 0, 0), 10)
 
-        title = new_label("Offline Assistant", "WelcomeTitle")
-        layout.addWidget(title)
+        layout.addWidget(new_label("Offline Assistant", "WelcomeTitle"))
         self.intro = _text(OFFLINE_INTRO, "WelcomeIntro")
         layout.addWidget(self.intro)
         layout.addWidget(
@@ -164,14 +157,15 @@ class WelcomeView(QScrollArea):
         row.setSpacing(8)
         self.workspace_label = ElidedLabel()
         self.workspace_label.setObjectName("WorkspacePath")
-        self.open_button = QPushButton("Open")
-        self.open_button.setToolTip("Show the workspace folder in the file manager")
-        self.open_button.setAccessibleName("Open the workspace folder")
-        self.open_button.clicked.connect(self.open_workspace_requested)
-        self.change_button = QPushButton("Change…")
-        self.change_button.setToolTip("Choose another workspace folder")
-        self.change_button.setAccessibleName("Change the workspace folder")
-        self.change_button.clicked.connect(self.change_workspace_requested)
+        self.open_button = push_button(
+            "Open", self.open_workspace_requested,
+            tip="Show the workspace folder in the file manager",
+            accessible="Open the workspace folder",
+        )
+        self.change_button = push_button(
+            "Change…", self.change_workspace_requested, tip="Choose another workspace folder",
+            accessible="Change the workspace folder",
+        )
         row.addWidget(self.workspace_label, 1)
         row.addWidget(self.open_button)
         row.addWidget(self.change_button)
@@ -179,14 +173,13 @@ class WelcomeView(QScrollArea):
 
         layout.addSpacing(6)
         layout.addWidget(_section("Give it a file"))
-        files = QLabel(
+        files = new_label(
             "Drop a file onto this window: it is copied into the workspace (its "
             "<i>dropped</i> folder) and read into the chat. Or type <b>/&#8288;read</b> "
             "and a file name from the workspace (<b>/&#8288;ls</b> lists the folder). "
-            "Then ask about it."
+            "Then ask about it.", wrap=True,
         )
         files.setTextFormat(Qt.TextFormat.RichText)
-        files.setWordWrap(True)
         layout.addWidget(files)
 
         layout.addSpacing(6)
@@ -212,17 +205,11 @@ class WelcomeView(QScrollArea):
         )
         layout.addStretch(1)
         self.setWidget(inner)
-        self._workspace = Path()
-
-    @property
-    def workspace(self) -> Path:
-        return self._workspace
 
     def set_server(self, url: str | None) -> None:
         """Say where the model runs: this computer (None), or the server at ``url``."""
         self.intro.setText(server_intro(url) if url else OFFLINE_INTRO)
 
     def set_workspace(self, path: Path) -> None:
-        self._workspace = path
         self.workspace_label.set_full_text(str(path))
         self.workspace_label.setAccessibleName(f"Workspace folder: {path}")

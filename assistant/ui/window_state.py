@@ -1,9 +1,6 @@
-"""Remembering the window: geometry, splitter sizes and the open chat in an INI file in the
-config dir. A restored geometry is fitted to the screen the window opens on (a window saved
-on a larger screen, or at another scale factor, never opens partly off-screen).
-
-QSettings with an explicit file (``window.ini`` beside ``settings.json``) keeps it under
-``ASSISTANT_HOME`` in tests and out of the platform registry.
+"""Remembering the window: geometry, splitter sizes and the open chat, in ``window.ini``
+beside ``settings.json`` (under ``ASSISTANT_HOME`` in tests, out of the platform registry);
+a restored window is fitted to the screen it opens on.
 """
 
 from __future__ import annotations
@@ -42,13 +39,11 @@ def save_window_state(
     store.sync()
 
 
-def restore_window_state(window: QMainWindow, splitter: QSplitter) -> bool:
-    """Restore what was saved; returns False when there was nothing to restore."""
+def restore_window_state(window: QMainWindow, splitter: QSplitter) -> None:
     store = window_settings()
     geometry = store.value(GEOMETRY_KEY)
-    restored = False
     if isinstance(geometry, QByteArray) and not geometry.isEmpty():
-        restored = window.restoreGeometry(geometry)
+        window.restoreGeometry(geometry)
     state = store.value(STATE_KEY)
     if isinstance(state, QByteArray) and not state.isEmpty():
         window.restoreState(state)
@@ -56,11 +51,9 @@ def restore_window_state(window: QMainWindow, splitter: QSplitter) -> bool:
     if isinstance(sizes, list | tuple) and sizes:
         with contextlib.suppress(TypeError, ValueError):
             splitter.setSizes([int(s) for s in sizes])
-    return restored
 
 
 def last_chat() -> str | None:
-    """The chat that was open when the window last closed."""
     value = window_settings().value(LAST_CHAT_KEY)
     return value if isinstance(value, str) and value else None
 
