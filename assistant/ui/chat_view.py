@@ -12,11 +12,12 @@ from collections.abc import Callable
 from functools import partial
 
 from PySide6.QtCore import Qt, Signal
-from PySide6.QtWidgets import QPushButton, QScrollArea, QWidget
+from PySide6.QtWidgets import QScrollArea, QWidget
 
 from assistant.conversation import CompactionRecord, Conversation, Message, ToolCall
 from assistant.sessions.summary import is_branch_summary, summary_text
 from assistant.ui.boxes import vbox, vertical_scroller
+from assistant.ui.buttons import push_button
 from assistant.ui.message_widgets import BranchEndRow, MessageWidget
 from assistant.ui.notices import CompactionLine, CompactionNotice, NoticeWidget, PruneNotice
 from assistant.ui.theme import zoomed_font
@@ -60,8 +61,7 @@ class ChatView(QScrollArea):
         self._inner = QWidget()
         self._inner.setObjectName("ChatViewport")
         self._layout = vbox(self._inner, (24, 16, 24, 16), 12)
-        self.more_button = QPushButton("Show earlier messages")
-        self.more_button.clicked.connect(self.show_earlier)
+        self.more_button = push_button("Show earlier messages", self.show_earlier)
         self.more_button.setVisible(False)
         self._layout.addWidget(self.more_button, 0, Qt.AlignmentFlag.AlignHCenter)
         self._layout.addStretch(1)
@@ -111,11 +111,9 @@ class ChatView(QScrollArea):
 
     def _zoom_mono(self, widget: QWidget) -> None:
         mono = zoomed_font(self.zoom, mono=True)
-        family = mono.family()
         for child in [widget, *widget.findChildren(QWidget)]:
-            if child.testAttribute(Qt.WidgetAttribute.WA_SetFont) and (
-                child.font().family() == family
-            ):
+            own_font = child.testAttribute(Qt.WidgetAttribute.WA_SetFont)
+            if own_font and child.font().family() == mono.family():
                 child.setFont(mono)
 
     @property

@@ -440,12 +440,9 @@ class SettingsDialog(QDialog):
     def trained_context(self) -> int | None:
         """The selected model's trained context: the registry's, or the file header's (None:
         unknown); with the server engine, the server's window as far as it is known."""
-        page = self.engine_page
-        if page.uses_server():
-            known = page.known_window()
-            if known:
-                return known
-            return self._loaded_trained if self._same_engine_loaded() else None
+        if self.engine_page.uses_server():
+            loaded = self._loaded_trained if self._same_engine_loaded() else None
+            return self.engine_page.known_window() or loaded
         loaded = self.model_combo.currentData() == self._original.model
         if loaded and self._loaded_trained and self._same_engine_loaded():
             return self._loaded_trained
