@@ -199,13 +199,8 @@ class ServiceBridge(QObject):
             self.flushes += 1
             self.assistant_delta.emit(event.text)
             return
-        signal, value = self._route(event)
-        if signal is not None:
-            signal.emit(*value)
-
-    def _route(self, event: ServiceEvent) -> tuple[Any, tuple[Any, ...]]:
-        """The signal an event goes out on, and its arguments (None: not shown)."""
         for kind, signal, args in self._routes:
             if isinstance(event, kind):
-                return signal, args(event)
-        return None, ()  # PromptProgress: shown as the service's PrefillProgress
+                signal.emit(*args(event))
+                return
+        # (PromptProgress is not routed: the service shows it as its PrefillProgress.)

@@ -41,14 +41,6 @@ WARN_AT = 0.70
 CRITICAL_AT = 0.90
 
 
-def level_for(fraction: float) -> Level:
-    if fraction > CRITICAL_AT:
-        return "critical"
-    if fraction > WARN_AT:
-        return "warning"
-    return "ok"
-
-
 class _Bar(QWidget):
     """The painted bar itself."""
 
@@ -137,7 +129,9 @@ class ContextBar(QWidget):
 
     @property
     def level(self) -> Level:
-        return level_for(self.fraction)
+        if self.fraction > CRITICAL_AT:
+            return "critical"
+        return "warning" if self.fraction > WARN_AT else "ok"
 
     def level_color(self) -> str:
         c = current_colors()

@@ -8,27 +8,17 @@ from PySide6.QtWidgets import QLabel, QSizePolicy, QWidget
 
 
 class ElidedLabel(QLabel):
-    """``full_text`` is kept; the label shows as much as fits (``…`` where it is cut)."""
+    """``full_text`` is kept; the label shows as much as fits (``…`` in the middle)."""
 
-    def __init__(
-        self,
-        text: str = "",
-        mode: Qt.TextElideMode = Qt.TextElideMode.ElideMiddle,
-        parent: QWidget | None = None,
-    ) -> None:
+    def __init__(self, text: str = "", parent: QWidget | None = None) -> None:
         super().__init__(parent)
-        self._full = ""
-        self._mode = mode
+        self.full_text = ""
         self.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Fixed)
         self.setTextFormat(Qt.TextFormat.PlainText)
         self.set_full_text(text)
 
-    @property
-    def full_text(self) -> str:
-        return self._full
-
     def set_full_text(self, text: str) -> None:
-        self._full = text
+        self.full_text = text
         self.setToolTip(text)
         self._elide()
 
@@ -41,4 +31,5 @@ class ElidedLabel(QLabel):
 
     def _elide(self) -> None:
         width = max(0, self.contentsRect().width())
-        self.setText(self.fontMetrics().elidedText(self._full, self._mode, width))
+        middle = Qt.TextElideMode.ElideMiddle
+        self.setText(self.fontMetrics().elidedText(self.full_text, middle, width))
