@@ -243,11 +243,12 @@ class ModelsPage(QDialog):
     def add_file(self, path: Path) -> None:
         """Check ``path`` in the background and add it (or say what is wrong with it)."""
         self.say(f"Checking {path.name}… (llama.cpp loads it once to be sure)")
-        self._start(lambda: catalog.add_model(path, registry=self._registry), self._added)
+        self._start(lambda: catalog.add_model(path, registry=self._registry),
+                    lambda model: self._ready("Added", model))
 
-    def _added(self, model: CatalogModel) -> None:
+    def _ready(self, done: str, model: CatalogModel) -> None:
         self.refresh()
-        self.say(f"Added {model.display_name}. Press Use to load it.")
+        self.say(f"{done} {model.display_name}. Press Use to load it.")
 
     # -- installing and removing -------------------------------------------------------
     def install(self, model: CatalogModel) -> None:
@@ -257,11 +258,7 @@ class ModelsPage(QDialog):
         if entry is None:
             return
         self.say(f"Installing {model.display_name} from the provisioned wheel…")
-        self._start(lambda: catalog.install(entry), lambda _path: self._installed(model))
-
-    def _installed(self, model: CatalogModel) -> None:
-        self.refresh()
-        self.say(f"Installed {model.display_name}. Press Use to load it.")
+        self._start(lambda: catalog.install(entry), lambda _path: self._ready("Installed", model))
 
     def ask_remove(self, model: CatalogModel) -> QMessageBox:
         what = (
