@@ -175,7 +175,7 @@ class MarkdownView(QWidget):
         self._layout = vbox(self, (0, 0, 0, 0), 6)
         self._widgets: list[QWidget] = []
         self._segments: list[Segment] = []
-        self._markdown = ""
+        self.markdown = ""
         self.set_markdown(markdown)
 
     def code_blocks(self) -> list[CodeBlock]:
@@ -185,9 +185,9 @@ class MarkdownView(QWidget):
         return [w for w in self._widgets if isinstance(w, ProseLabel)]
 
     def set_markdown(self, markdown: str) -> None:
-        if markdown == self._markdown and self._widgets:
+        if markdown == self.markdown and self._widgets:
             return
-        self._markdown = markdown
+        self.markdown = markdown
         segments = split_segments(markdown)
         # The widgets of the leading segments that kept their kind are updated in place.
         kept = 0
