@@ -1,25 +1,10 @@
 # Over 500 lines: the owner of llama.cpp's internals (with the llama_* modules beside it).
-"""The real backend: a GGUF model through llama-cpp-python.
+"""The embedded engine: a GGUF model through llama-cpp-python, one ``Llama`` object used
+from one thread (the model worker's).
 
-One :class:`LlamaBackend` owns one ``Llama`` object and must be used from one thread at a
-time (``assistant.llm.worker.ModelWorker`` guarantees that in the app).
-
-Generation is driven at the token level rather than through ``create_completion`` so that:
-
-* the prompt the model evaluates is exactly ``tokenize(render_prompt(messages))`` — the same
-  tokens every count uses;
-* the KV-cache reuse is known per call: the longest common prefix with the tokens already
-  in the cache is kept, the rest is evaluated in ``n_batch`` chunks, and a cancel aborts
-  the chunk being evaluated (llama.cpp's abort callback, :mod:`.llama_abort`);
-* a cancel takes effect within one generated token (or inside its decode).
-
-It is :class:`~assistant.llm.base.KVCacheAware`: it tells how much of a prompt is cached,
-tokenizes prompts incrementally (:mod:`.incremental_tokenizer`), saves and restores the KV
-state, and resets it.
-
-Only this module and the ``llm/llama_*`` modules read the ``Llama`` object's internals
-(docs/ARCHITECTURE.md, "Layers"); loading, the incremental tokenizer's vocabulary checks,
-token-level generation and the KV state are each a section of the one class that owns it.
+Generation is driven at the token level, not through ``create_completion``, so the model
+evaluates exactly the tokens every count uses, the KV-cache reuse is known per call, and
+Stop takes effect within one token or inside a decode (:mod:`.llama_abort`).
 """
 
 from __future__ import annotations
@@ -105,7 +90,6 @@ from assistant.llm.transcript import PromptForm, TranscriptTemplate, choose_form
 
 log = logging.getLogger(__name__)
 
-#: The context the ``Llama`` object is created with, before the real one (see ``load``).
 _FIRST_CTX = 256
 
 GGUF_MAGIC = b"GGUF"
@@ -174,7 +158,6 @@ class LlamaBackend:
         model = llama._model
         self._vocab = getattr(model, "vocab", None)
         self._bos_text, self._eos_text, self._add_bos = special_tokens(llama)
-        #: What "auto" gives this model (see :mod:`.transcript`) and why.
         self._auto_form = choose_form(
             entry.instruction_tuned if entry else None, meta, path.name
         )
@@ -194,15 +177,12 @@ class LlamaBackend:
                    "prompt_form": self._describe_form()},
         )
         self.name = f"{self._info.name} tokenizer"
-        # Incremental prompt tokenization (see IncrementalTokenizer), set up on first use.
         self._prompt_lock = threading.Lock()
         self._incremental: IncrementalTokenizer | None = None
         self._incremental_state = "unchecked"  # then "on" or "off"
         self._incremental_reason = ""
         #: The first real prompts are also tokenized whole and compared.
         self._verify_prompts = 3
-        # Prompt evaluation: the settings found at load (measured or default), what the
-        # last :meth:`tune` asked for, and chunk reuse (off until tuned on).
         self._auto_prefill = current_config(llama)
         self.calibration: Calibration | None = None
         self._reuse_chunk = 0
@@ -212,11 +192,9 @@ class LlamaBackend:
         self._fingerprint: str | None = None
         #: GBNF text -> whether llama.cpp parses it (see :meth:`check_grammar`).
         self._grammars: dict[str, bool] = {}
-        #: Prompt-lookup speculative decoding: tokens drafted per step (0: off), and what
-        #: the last reply's drafts did. See :mod:`.llama_speculative`.
+        #: Prompt-lookup drafts per step (0: off; :mod:`.llama_speculative`).
         self.prompt_lookup = DRAFT_TOKENS if entry is not None and entry.prompt_lookup else 0
         self.draft_stats: DraftStats | None = None
-        #: Stop aborts llama.cpp inside a decode (see :mod:`.llama_abort`).
         self._abort = AbortSwitch()
 
     # -- construction ---------------------------------------------------------------------
@@ -233,18 +211,12 @@ class LlamaBackend:
         seed: int = 0,
         flash_attn: bool = False,
     ) -> LlamaBackend:
-        """Load a registry name or a GGUF path. ``n_ctx`` is capped by the trained length.
+        """Load a registry name or a GGUF path; ``n_ctx`` is capped by the trained length.
 
-        ``threads``, ``n_batch`` and ``n_ubatch`` set how prompts are evaluated; 0 takes the
-        calibrated value when ``calibrate`` (measured on the first load of the model on this
-        machine, then kept: :mod:`assistant.llm.calibration`), else llama.cpp's usual
-        (physical cores, 512, 512).
-
-        ``flash_attn`` turns on llama.cpp flash attention. Off by default: on this CPU it
-        sped up prefill (1k tokens ~116 -> 138 tok/s) but slowed generation at a 4k context
-        (~20 -> ~12 tok/s), and generation dominates a turn once the KV cache is reused.
-
-        Raises :class:`ModelLoadError` for a missing, truncated, non-GGUF or unloadable file.
+        ``threads``, ``n_batch``, ``n_ubatch``: 0 takes the calibrated value when
+        ``calibrate`` (:mod:`.calibration`), else llama.cpp's usual. ``flash_attn`` is off by
+        default: it slows generation (docs/PERFORMANCE.md, "Loading").
+        Raises :class:`ModelLoadError` for a file that cannot work.
         """
         path, entry = resolve_model(str(model))
         check_model_file(path, entry)
@@ -252,8 +224,7 @@ class LlamaBackend:
             from llama_cpp import Llama
         except ImportError as exc:  # pragma: no cover - broken install
             raise ModelLoadError(str(path), f"llama-cpp-python is not installed ({exc})") from exc
-        # The trained length comes from the registry or the file's header, before any
-        # context exists: a window beyond it is never allocated.
+        # Known before any context exists: a window beyond it is never allocated.
         trained = entry.context_length if entry else _header_context(path)
         ctx = min(n_ctx, trained) if trained else n_ctx
         try:
@@ -474,8 +445,7 @@ class LlamaBackend:
         return f"{self._form} (set in Settings; automatic would be {auto}: {why})"
 
     def use_prompt_form(self, form: PromptForm | None) -> None:
-        """Show the chat in ``form`` (None: the automatic choice). Call it before the
-        first prompt is counted: counts made in another form do not hold."""
+        """Show the chat in ``form`` (None: automatic), before the first prompt is counted."""
         form = form or self._auto_form[0]
         if form == self._form:
             return
@@ -541,8 +511,7 @@ class LlamaBackend:
         )
 
     def load_state(self, state: KVState) -> None:
-        """Restore a :meth:`save_state` snapshot of this model; the next call reuses it.
-        On refusal (another model or window, damaged bytes) the cache is left empty."""
+        """Restore a :meth:`save_state` snapshot; on refusal the cache is left empty."""
         if state.model != self._info.path or (
             state.fingerprint and state.fingerprint != self.state_fingerprint()
         ):
@@ -576,18 +545,14 @@ class LlamaBackend:
         return current_config(self._llm)
 
     def use_abort_callback(self, on: bool) -> None:
-        """Whether Stop aborts llama.cpp inside a decode (on by default; off only to measure
-        what the callback gains: Stop is then seen between batches and tokens). Applies from
-        the next call."""
+        """Whether Stop aborts inside a decode (off only to measure what that gains)."""
         self._abort.enabled = on
 
     def raw_prefill(
         self, tokens: list[int], config: PrefillConfig | None = None, piece: int | None = None
     ) -> list[tuple[int, float]]:
-        """Raw ``llama_decode`` of ``tokens`` from an empty cache in a temporary context
-        with ``config`` (the one in force by default): (tokens, seconds) of each ``piece``
-        (one by default). The chat's cache is not touched. What the benchmark compares the
-        app's prefill with."""
+        """(tokens, seconds) of each ``piece`` of a raw ``llama_decode`` in a temporary
+        context, for the benchmark to compare the app's prefill with."""
         return decode_timed(self._llm, config or self.prefill_config, tokens, piece)
 
     @property
@@ -610,8 +575,7 @@ class LlamaBackend:
         return [int(t) for t in llm.input_ids[: llm.n_tokens]]
 
     def tune(self, tuning: EngineTuning) -> str:
-        """Apply threads / batch sizes (0: the measured or default value) and chunk reuse.
-        New batch sizes need a new context, which empties the KV cache."""
+        """Apply ``tuning``; new batch sizes need a new context, which empties the cache."""
         auto = self._auto_prefill
         want = PrefillConfig(
             tuning.threads or auto.threads,
@@ -660,8 +624,7 @@ class LlamaBackend:
             tokens = list(prompt.tokens)  # encoded by the controller: not tokenized again
         else:
             tokens = self.tokenize_prompt(self.render_prompt(messages, tools))
-        # A new reply in the transcript form follows "Assistant:": the space the model
-        # writes first is not the reply's (a continuation's, in generate_tokens, may be).
+        # After the transcript form's "Assistant:", the first space is not the reply's.
         return self._start(tokens, options, cancel, on_prefill, bool(self._template.stops))
 
     def generate_tokens(
@@ -695,12 +658,8 @@ class LlamaBackend:
         )
 
     def check_grammar(self, grammar: str) -> None:
-        """Raise :class:`GrammarError` unless llama.cpp parses GBNF ``grammar`` (root rule
-        ``root``) for this model's vocabulary (memoized per text).
-
-        llama.cpp parses a grammar when its sampler is built and returns no sampler on an
-        error, which would crash sampling; so it is built once here, before any prefill.
-        """
+        """Raise :class:`GrammarError` unless llama.cpp parses ``grammar`` (memoized): a
+        sampler built on a bad grammar is NULL and would crash sampling, so build one now."""
         known = self._grammars.get(grammar)
         if known is None:
             lc = self._llama_cpp
@@ -720,8 +679,7 @@ class LlamaBackend:
     def _constrained(
         self, tokens: list[int], grammar: str, temperature: float, top_p: float
     ) -> Generator[int, Any, None]:
-        """Tokens sampled under ``grammar`` after :meth:`_prefill` (see
-        :mod:`.llama_constrained`)."""
+        """Tokens sampled under ``grammar`` after :meth:`_prefill`."""
         llm = self._llm
         sampler = GrammarSampler(
             llm, grammar, temperature=temperature, top_p=top_p,
@@ -741,8 +699,7 @@ class LlamaBackend:
             sampler.close()
 
     def raw_generation_seconds(self, tokens: list[int], count: int, temperature: float) -> float:
-        """Seconds for ``count`` tokens from llama-cpp-python's own ``Llama.generate`` with
-        the sampler :meth:`generate` uses (the benchmark compares the two paths)."""
+        """Seconds for ``count`` tokens from ``Llama.generate`` (for the benchmark)."""
         start = time.perf_counter()
         stream = self._llm.generate(tokens, temp=temperature, reset=True, **_SAMPLER)
         for n, _token in enumerate(stream, start=1):
@@ -756,12 +713,8 @@ class LlamaBackend:
         cancel: CancelToken | None,
         on_prefill: Callable[[int, int], None] | None,
     ) -> tuple[ReusePlan, bool]:
-        """Evaluate all but the last prompt token, reusing what the cache holds: the common
-        prefix, and (when tuned on) cached chunks after a changed span.
-
-        Returns (what was reused, finished). ``generate`` then finds every token but the
-        last cached and evaluates only that one, which yields fresh logits.
-        """
+        """Evaluate all but the last prompt token (left for fresh logits), reusing the
+        common prefix and, when tuned on, cached chunks; returns (reused, finished)."""
         llm = self._llm
         target = len(tokens) - 1
         n_cached = int(llm.n_tokens)
@@ -820,9 +773,8 @@ class LlamaBackend:
         cancel: CancelToken | None,
         progress: Callable[[int], None] | None,
     ) -> ReusePlan | None:
-        """Apply a chunk-reuse plan; on success the cache holds ``tokens[:plan.end]``. A
-        refusal falls back to the plain prefix (returned as the plan); a cancel returns
-        None with the cache cut back to the prefix."""
+        """Apply a chunk-reuse plan: the plan done, the plain prefix on a refusal, None
+        (cache cut back to the prefix) on a cancel."""
         llm = self._llm
         memory = LlamaMemory(llm, int(llm.n_batch))
         try:
@@ -851,13 +803,11 @@ class LlamaBackend:
     def _armed(
         self, events: Iterator[StreamEvent], cancel: CancelToken | None
     ) -> Iterator[StreamEvent]:
-        """``events`` (one call) with Stop armed: cancelling aborts llama.cpp's current decode."""
         with self._abort.armed(self._llm._ctx.ctx, cancel):
             yield from events
 
     def _aborted(self) -> None:
-        """After an aborted decode: drop the cells of the ubatches it finished (llama.cpp
-        keeps them; ``n_tokens`` does not count them)."""
+        """Drop the cells of the ubatches an aborted decode finished (uncounted)."""
         llm = self._llm
         llm._ctx.kv_cache_seq_rm(-1, int(llm.n_tokens), -1)
         log.info("Stop aborted llama.cpp inside a decode (%d tokens kept in the cache)",
@@ -959,8 +909,7 @@ class LlamaBackend:
         )
 
     def _sampled(self, tokens: list[int], options: GenerationOptions) -> Generator[int, Any, None]:
-        """The reply's tokens: with prompt-lookup drafts when :attr:`prompt_lookup` is on
-        (see :mod:`.llama_speculative`), else llama-cpp-python's own loop."""
+        """The reply's tokens: prompt-lookup drafts when on, else ``Llama.generate``."""
         sampling = {**_SAMPLER, "top_p": options.top_p, "temp": options.temperature}
         if self.prompt_lookup > 0:
             self.draft_stats = DraftStats()
@@ -977,9 +926,8 @@ class LlamaBackend:
 def _auto_prefill(
     llama: Any, path: Path, threads: int, flash_attn: bool, calibrate: bool
 ) -> tuple[PrefillConfig, Calibration | None]:
-    """The prefill settings to use where none is given: a calibration of this model on this
-    machine (kept in the cache directory; measured now if there is none) or the defaults.
-    ``ASSISTANT_CALIBRATE=0`` turns measuring off (the test suite does)."""
+    """This model's calibration on this machine (measured now if none is kept) or the
+    defaults. ``ASSISTANT_CALIBRATE=0`` turns measuring off (the test suite does)."""
     if not calibrate or os.environ.get("ASSISTANT_CALIBRATE", "").strip() in {"0", "off", "no"}:
         return default_config(threads), None
     store = CalibrationStore()
@@ -1019,8 +967,7 @@ _AMX_LOCK = threading.Lock()
 
 
 def has_amx_kernels() -> bool:
-    """Whether this llama.cpp build runs matrix products on AMX tiles (see
-    :func:`_weights_off_amx`)."""
+    """Whether this llama.cpp build runs matrix products on AMX tiles."""
     import llama_cpp
 
     return b"AMX_INT8 = 1" in bytes(llama_cpp.llama_print_system_info())
@@ -1028,18 +975,8 @@ def has_amx_kernels() -> bool:
 
 @contextlib.contextmanager
 def _weights_off_amx() -> Iterator[None]:
-    """Models loaded inside keep their weights out of llama.cpp's extra buffer types when the
-    build has AMX kernels.
-
-    Those kernels crash some Sapphire Rapids-class CPUs at the first prompt of a few dozen
-    tokens (a segfault in ``ggml_backend_amx_mul_mat``, ggml-org/llama.cpp#20824, closed
-    without a fix; seen here with llama-cpp-python 0.3.36). The weights reach them only
-    through the AMX buffer type, which ``use_extra_bufts = False`` turns off (with the CPU
-    repacking of some quantizations: a little prefill speed for a process that does not
-    die). ``Llama`` takes no such argument, so its source of default model parameters is
-    swapped for the duration of the load, under a lock. ``make setup`` builds without AMX
-    anyway; this covers a llama-cpp-python installed some other way.
-    """
+    """Load with weights out of the AMX buffers, whose kernels crash some CPUs
+    (llama.cpp#20824; docs/PERFORMANCE.md, "Loading")."""
     import llama_cpp.llama_cpp as native
 
     if not has_amx_kernels() or not hasattr(native.llama_model_params, "use_extra_bufts"):
