@@ -1,22 +1,9 @@
-"""Saved KV states of chats, so a reopened chat evaluates only what is new.
+"""Saved KV states of chats, so a reopened chat evaluates only what is new
+(docs/PERFORMANCE.md, "Instant resume": keys, checks, cap and measurements).
 
-What it does for the user and what it saves: docs/PERFORMANCE.md ("Instant resume").
-
-* One file per chat and *fingerprint*: the fingerprint is what the state depends on besides
-  its tokens (the model file's sha256, the context size, the cache types, the llama.cpp
-  build: see ``LlamaBackend.state_fingerprint``), so another model or window finds nothing.
-* A file is ``MAGIC``, a length-prefixed JSON header (chat, fingerprint, token count, data
-  length, sha256 of tokens and data), the tokens (int32) and the engine's bytes. Anything
-  that does not check out (truncated, damaged, another fingerprint) loads as nothing, with
-  the reason kept in :attr:`StateCache.last_miss`: the chat is then evaluated from scratch.
-  Which tokens of the state serve the next prompt is decided by the backend's prefix match,
-  so a changed template or history costs time, never a wrong answer.
-* Writes are atomic (a temporary file, flushed, renamed). :class:`StateWriter` does them on
-  a thread of its own, so the model's worker only pays for copying the cache out.
-* The folder is capped (``limit_bytes``); the least recently used files go first (loading a
-  file marks it used).
-
-:func:`file_sha256` hashes a model file once and remembers it by path, size and time.
+A file is ``MAGIC``, a length-prefixed JSON header (chat, fingerprint, sizes, sha256 of tokens
+and data), the tokens (int32) and the engine's bytes; one that does not check out loads as
+nothing, the reason kept in :attr:`StateCache.last_miss`.
 """
 
 from __future__ import annotations
@@ -84,8 +71,8 @@ class StateCache:
 
     # -- writing ---------------------------------------------------------------------
     def save(self, chat_id: str, state: KVState) -> Path | None:
-        """Write ``state`` for ``chat_id`` (atomically), then evict down to the limit.
-        None when it is empty or larger than the whole limit (nothing is written)."""
+        """Write ``state`` atomically, then evict down to the limit; None when it is empty or
+        larger than the limit."""
         tokens_bytes = array("i", state.tokens).tobytes()
         size = len(MAGIC) + 4 + 512 + len(tokens_bytes) + len(state.data)
         if not state.tokens or not state.data or size > self.limit_bytes:
@@ -160,8 +147,7 @@ class StateCache:
         log.info("kv state cache: %s", why)
 
     def load(self, chat_id: str, fingerprint: str) -> KVState | None:
-        """The state saved for ``chat_id`` with this ``fingerprint``, verified; None (and
-        :attr:`last_miss`) when there is none or it does not check out."""
+        """The verified state saved for ``chat_id`` and ``fingerprint``, or None."""
         path = self.file_for(chat_id, fingerprint)
         try:
             with path.open("rb") as fh:
@@ -324,8 +310,7 @@ _digests_lock = threading.Lock()
 
 
 def file_sha256(path: Path, known: str | None = None) -> str:
-    """sha256 of a (model) file, hashed once and remembered in the cache directory by
-    path, size and modification time. ``known`` (a registry's verified value) is used as is."""
+    """sha256 of a file, remembered by path, size and time (``known``: the registry's)."""
     if known:
         return known.lower()
     st = path.stat()
