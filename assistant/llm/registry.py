@@ -1,13 +1,6 @@
-"""The model registry and model files.
-
-The registry's source is ``models/registry.json`` at the top of the project; a wheel carries
-a copy as package data beside this module (``setup.py`` puts it there), a checkout reads the
-source, and a frozen app its bundled copy.
-
-Each entry names a file, its sha256 and size, license, trained context length and where the
-chat template comes from. Files live in the user's model directory (``paths.model_dir()``);
-a frozen app also looks in its bundled ``models/`` folder first. Any other GGUF path the user
-picks works too: :func:`resolve_model` accepts a registry name or a path.
+"""The model registry and model files: ``models/registry.json`` (a wheel carries a copy
+beside this module, a frozen app a bundled one), each entry a file with its sha256, size,
+licence and trained context; :func:`resolve_model` takes a registry name or any GGUF path.
 """
 
 from __future__ import annotations
@@ -33,12 +26,9 @@ class ModelEntry:
     instruction_tuned: bool
     chat_template_source: str
     source: dict[str, Any] = field(default_factory=dict)
-    #: Prompt-lookup decoding measured faster than plain decoding with this model (the
-    #: default of the "auto" setting; ``python -m bench --speculative``).
+    #: Prompt-lookup decoding measured faster with this model (``bench --speculative``).
     prompt_lookup: bool = False
-    #: The prompt size this model answers well from, measured with the answer benchmark
-    #: (``python -m bench --answers-only --answer-window N``); prompts are kept within it
-    #: (with the probe's result on this machine, the smaller): see ``context_probe``.
+    #: The prompt size it answers well from (answer benchmark, ``--answer-window N``).
     effective_context: int | None = None
 
 
@@ -73,8 +63,7 @@ SOURCE_REGISTRY = Path(__file__).resolve().parents[2] / "models" / "registry.jso
 
 
 def registry_text() -> str:
-    """The registry shipped with the code: the frozen app's bundled copy, the package data
-    of an installed wheel, or the checkout's ``models/registry.json``."""
+    """The bundled registry, the wheel's package data, or the checkout's source."""
     path = registry_path()
     if path is not None:
         return path.read_text(encoding="utf-8")
@@ -134,8 +123,7 @@ def resolve_model(name_or_path: str) -> tuple[Path, ModelEntry | None]:
 
 
 def registered_context(name_or_path: str) -> int | None:
-    """The trained context the registry gives a model (None: not registered, or the
-    registry cannot be read)."""
+    """The registry's trained context for a model (None: not registered or unreadable)."""
     try:
         entry = resolve_model(name_or_path)[1]
     except (OSError, ValueError, KeyError):
