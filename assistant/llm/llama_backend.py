@@ -161,22 +161,23 @@ class LlamaBackend:
         self._auto_form = choose_form(
             entry.instruction_tuned if entry else None, meta, path.name
         )
-        self._form: PromptForm = self._auto_form[0]
-        self._template = self._make_template(self._form)
+        #: How the chat is shown to the model: its chat template or the transcript form.
+        self.prompt_form: PromptForm = self._auto_form[0]
+        self.template = self._make_template(self.prompt_form)
         arch = meta.get("general.architecture", "unknown")
-        self._info = ModelInfo(
+        self.info = ModelInfo(
             name=entry.name if entry else path.stem,
             path=str(path),
             trained_context=int(model.n_ctx_train()),
             context_window=int(llama.n_ctx()),
             architecture=arch,
-            chat_template_source=self._template.origin,
-            supports_native_tools=self._template.native_tools,
+            chat_template_source=self.template.origin,
+            supports_native_tools=self.template.native_tools,
             size_bytes=path.stat().st_size,
             extra={"general.name": meta.get("general.name", ""),
                    "prompt_form": self._describe_form()},
         )
-        self.name = f"{self._info.name} tokenizer"
+        self.name = f"{self.info.name} tokenizer"
         self._prompt_lock = threading.Lock()
         self._incremental: IncrementalTokenizer | None = None
         self._incremental_state = "unchecked"  # then "on" or "off"
@@ -185,10 +186,11 @@ class LlamaBackend:
         self._verify_prompts = 3
         self._auto_prefill = current_config(llama)
         self.calibration: Calibration | None = None
-        self._reuse_chunk = 0
-        #: Chunk reuse: tokens after each seam evaluated again, not moved (see plan_reuse).
+        #: The smallest chunk moved after a changed span (0: off), tokens after each seam
+        #: evaluated again instead, and why the model rules chunk reuse out (None: it does not).
+        self.chunk_reuse = 0
         self.reuse_seam = 0
-        self._reuse_blocker = reuse_blocker(llama)
+        self.chunk_reuse_blocker = reuse_blocker(llama)
         self._fingerprint: str | None = None
         #: GBNF text -> whether llama.cpp parses it (see :meth:`check_grammar`).
         self._grammars: dict[str, bool] = {}
@@ -261,8 +263,8 @@ class LlamaBackend:
                 str(path), f"llama.cpp could not make a {ctx:,}-token context ({exc})."
             ) from exc
         backend = cls(llama, path, entry, int(llama.n_ctx()))
-        if trained and backend._info.trained_context > trained:  # a header's claim, capped
-            backend._info = dataclasses.replace(backend._info, trained_context=trained)
+        if trained and backend.info.trained_context > trained:  # a header's claim, capped
+            backend.info = dataclasses.replace(backend.info, trained_context=trained)
         backend._auto_prefill = auto
         backend.calibration = calibration
         return backend
@@ -319,7 +321,7 @@ class LlamaBackend:
     def _disable_incremental(self, reason: str) -> None:
         log.warning(
             "%s: incremental prompt tokenization is off (%s); prompts are tokenized whole",
-            self._info.name, reason,
+            self.info.name, reason,
         )
         self._incremental = None
         self._incremental_state = "off"
@@ -343,7 +345,7 @@ class LlamaBackend:
                     self._incremental_state = "on" if inc is not None else "off"
                     log.info(
                         "%s: incremental prompt tokenization %s (%s)",
-                        self._info.name, self._incremental_state, reason,
+                        self.info.name, self._incremental_state, reason,
                     )
         return self._incremental
 
@@ -355,8 +357,8 @@ class LlamaBackend:
         if lc.llama_vocab_get_add_eos(vocab) or lc.llama_vocab_get_add_sep(vocab):
             return None, "the tokenizer appends EOS/SEP"
         short = [{"role": "system", "content": "s"}, {"role": "user", "content": "u"}]
-        with_gen = self._template.render(short, None, add_generation_prompt=True)
-        without = self._template.render(short, None, add_generation_prompt=False)
+        with_gen = self.template.render(short, None, add_generation_prompt=True)
+        without = self.template.render(short, None, add_generation_prompt=False)
         if not with_gen.startswith(without) or len(with_gen) == len(without):
             return None, "no separate generation prompt in the template"
         suffix = with_gen[len(without) :]
@@ -412,7 +414,7 @@ class LlamaBackend:
         for probe in PROBE_CONVERSATIONS:
             for tools in (None, PROBE_TOOLS):
                 try:
-                    text = self._template.render(list(probe), tools)
+                    text = self.template.render(list(probe), tools)
                 except Exception:  # a template may reject a probe (roles, tools)
                     continue
                 if inc.tokens(text, self._adds_bos(text)) != self.tokenize(text):
@@ -421,15 +423,6 @@ class LlamaBackend:
         return inc, f"marker {marker!r} ({kind})"
 
     # -- prompts --------------------------------------------------------------------------
-    @property
-    def info(self) -> ModelInfo:
-        return self._info
-
-    @property
-    def prompt_form(self) -> PromptForm:
-        """How the chat is shown to the model: its chat template or the transcript form."""
-        return self._form
-
     def _make_template(self, form: PromptForm) -> ChatTemplate:
         if form == "transcript":
             return TranscriptTemplate(bos_token=self._bos_text, eos_token=self._eos_text)
@@ -440,34 +433,30 @@ class LlamaBackend:
 
     def _describe_form(self) -> str:
         auto, why = self._auto_form
-        if self._form == auto:
-            return f"{self._form} ({why})"
-        return f"{self._form} (set in Settings; automatic would be {auto}: {why})"
+        if self.prompt_form == auto:
+            return f"{self.prompt_form} ({why})"
+        return f"{self.prompt_form} (set in Settings; automatic would be {auto}: {why})"
 
     def use_prompt_form(self, form: PromptForm | None) -> None:
         """Show the chat in ``form`` (None: automatic), before the first prompt is counted."""
         form = form or self._auto_form[0]
-        if form == self._form:
+        if form == self.prompt_form:
             return
         with self._prompt_lock:
-            self._form = form
-            self._template = self._make_template(form)
+            self.prompt_form = form
+            self.template = self._make_template(form)
             self._incremental, self._incremental_state = None, "unchecked"
             self._verify_prompts = 3
-        self._info = dataclasses.replace(
-            self._info, chat_template_source=self._template.origin,
-            supports_native_tools=self._template.native_tools,
-            extra={**self._info.extra, "prompt_form": self._describe_form()},
+        self.info = dataclasses.replace(
+            self.info, chat_template_source=self.template.origin,
+            supports_native_tools=self.template.native_tools,
+            extra={**self.info.extra, "prompt_form": self._describe_form()},
         )
-
-    @property
-    def template(self) -> ChatTemplate:
-        return self._template
 
     def render_prompt(
         self, messages: ChatMessages, tools: Sequence[dict[str, Any]] | None = None
     ) -> str:
-        return self._template.render(messages, tools)
+        return self.template.render(messages, tools)
 
     def encode_prompt(
         self, messages: ChatMessages, tools: Sequence[dict[str, Any]] | None = None
@@ -506,16 +495,16 @@ class LlamaBackend:
             raise LLMError(str(exc)) from exc
         tokens = tuple(int(t) for t in llm.input_ids[: llm.n_tokens])
         return KVState(
-            model=self._info.path, tokens=tokens, data=data,
+            model=self.info.path, tokens=tokens, data=data,
             fingerprint=self.state_fingerprint(),
         )
 
     def load_state(self, state: KVState) -> None:
         """Restore a :meth:`save_state` snapshot; on refusal the cache is left empty."""
-        if state.model != self._info.path or (
+        if state.model != self.info.path or (
             state.fingerprint and state.fingerprint != self.state_fingerprint()
         ):
-            raise LLMError(f"a KV state of {state.model} cannot be loaded into {self._info.path}")
+            raise LLMError(f"a KV state of {state.model} cannot be loaded into {self.info.path}")
         llm = self._llm
         if len(state.tokens) > int(llm.n_ctx()):
             raise LLMError("the KV state holds more tokens than this context window")
@@ -555,19 +544,9 @@ class LlamaBackend:
         context, for the benchmark to compare the app's prefill with."""
         return decode_timed(self._llm, config or self.prefill_config, tokens, piece)
 
-    @property
-    def chunk_reuse(self) -> int:
-        """The smallest chunk moved after a changed span; 0 when chunk reuse is off."""
-        return self._reuse_chunk
-
-    @property
-    def chunk_reuse_blocker(self) -> str | None:
-        """Why chunk reuse cannot be used with this model (None if it can)."""
-        return self._reuse_blocker
-
     def tune_chunk_reuse(self, min_chunk: int) -> None:
         """Chunk reuse on (runs of ``min_chunk``+ tokens) or off (0), if the model allows."""
-        self._reuse_chunk = max(0, min_chunk) if self._reuse_blocker is None else 0
+        self.chunk_reuse = max(0, min_chunk) if self.chunk_reuse_blocker is None else 0
 
     def cached_tokens(self) -> list[int]:
         """The tokens the KV cache holds, in order."""
@@ -586,7 +565,7 @@ class LlamaBackend:
         if (want.n_batch, want.n_ubatch) != (have.n_batch, have.n_ubatch):
             with _quiet_stderr():
                 open_context(self._llm, want)
-            self._reuse_blocker = reuse_blocker(self._llm)
+            self.chunk_reuse_blocker = reuse_blocker(self._llm)
         elif want.threads != have.threads:
             set_threads(self._llm, want.threads)
         self.tune_chunk_reuse(max(1, tuning.min_chunk) if tuning.chunk_reuse else 0)
@@ -601,10 +580,10 @@ class LlamaBackend:
         cfg = current_config(self._llm)
         how = "measured" if self.calibration is not None and cfg == self._auto_prefill else (
             "default" if cfg == self._auto_prefill else "set")
-        if self._reuse_chunk:
-            reuse = f"chunk reuse on (chunks of {self._reuse_chunk}+ tokens)"
-        elif self._reuse_blocker:
-            reuse = f"chunk reuse unavailable ({self._reuse_blocker})"
+        if self.chunk_reuse:
+            reuse = f"chunk reuse on (chunks of {self.chunk_reuse}+ tokens)"
+        elif self.chunk_reuse_blocker:
+            reuse = f"chunk reuse unavailable ({self.chunk_reuse_blocker})"
         else:
             reuse = "chunk reuse off"
         lookup = "prompt lookup on" if self.prompt_lookup else "prompt lookup off"
@@ -625,7 +604,7 @@ class LlamaBackend:
         else:
             tokens = self.tokenize_prompt(self.render_prompt(messages, tools))
         # After the transcript form's "Assistant:", the first space is not the reply's.
-        return self._start(tokens, options, cancel, on_prefill, bool(self._template.stops))
+        return self._start(tokens, options, cancel, on_prefill, bool(self.template.stops))
 
     def generate_tokens(
         self,
@@ -674,7 +653,7 @@ class LlamaBackend:
                 self._grammars.clear()
             self._grammars[grammar] = known
         if not known:
-            raise GrammarError(f"{self._info.name}: llama.cpp cannot parse the grammar")
+            raise GrammarError(f"{self.info.name}: llama.cpp cannot parse the grammar")
 
     def _constrained(
         self, tokens: list[int], grammar: str, temperature: float, top_p: float
@@ -720,9 +699,9 @@ class LlamaBackend:
         n_cached = int(llm.n_tokens)
         reuse = min(self.cached_prefix(tokens), target)
         plan = ReusePlan(reuse)
-        if self._reuse_chunk > 0 and n_cached - reuse >= self._reuse_chunk:
+        if self.chunk_reuse > 0 and n_cached - reuse >= self.chunk_reuse:
             plan = plan_reuse(
-                llm.input_ids[:n_cached], tokens, min_chunk=self._reuse_chunk, end=target,
+                llm.input_ids[:n_cached], tokens, min_chunk=self.chunk_reuse, end=target,
                 seam=self.reuse_seam,
             )
         done = plan.reused
@@ -843,10 +822,10 @@ class LlamaBackend:
         else:  # stopped while reading the prompt: only what reached the cache counts
             evaluated = max(0, llm.n_tokens - reuse)
             budget = 0
-        stops = options.stop + _STOP_TEXTS + self._template.stops
+        stops = options.stop + _STOP_TEXTS + self.template.stops
         # The transcript form's reply ends before a blank line and "User:": those line
         # ends are not the reply's (nor, with ``trim_start``, the space it starts with).
-        trim = bool(self._template.stops)
+        trim = bool(self.template.stops)
         decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
         text = ""
         emitted = 0
