@@ -156,7 +156,7 @@ class LlamaBackend:
         meta: dict[str, str] = dict(llama.metadata or {})
         self._meta = meta
         model = llama._model
-        self._vocab = getattr(model, "vocab", None)
+        self._vocab = model.vocab  # llama-cpp-python >= 0.3.16 always has it
         self._bos_text, self._eos_text, self._add_bos = special_tokens(llama)
         self._auto_form = choose_form(
             entry.instruction_tuned if entry else None, meta, path.name
@@ -288,9 +288,6 @@ class LlamaBackend:
     def _piece_tokens(self, piece: str, add_special: bool) -> list[int]:
         """``llama_tokenize`` of one piece (parse_special=True), buffer sized to the text."""
         data = piece.encode("utf-8")
-        if self._vocab is None:
-            tokens: list[int] = self._llm.tokenize(data, add_bos=add_special, special=True)
-            return tokens
         lc = self._llama_cpp
         size = len(data) + 8
         for _ in range(2):
@@ -352,8 +349,6 @@ class LlamaBackend:
     def _build_incremental(self) -> tuple[IncrementalTokenizer | None, str]:
         """Find the message-start marker, check the cut is exact, verify on probes."""
         lc, vocab = self._llama_cpp, self._vocab
-        if vocab is None:
-            return None, "no vocabulary handle"
         if lc.llama_vocab_get_add_eos(vocab) or lc.llama_vocab_get_add_sep(vocab):
             return None, "the tokenizer appends EOS/SEP"
         short = [{"role": "system", "content": "s"}, {"role": "user", "content": "u"}]
@@ -476,11 +471,6 @@ class LlamaBackend:
         return inc.count(text, self._adds_bos(text))
 
     # -- generation -----------------------------------------------------------------------
-    def _is_eog(self, token: int) -> bool:
-        if self._vocab is not None:
-            return bool(self._llama_cpp.llama_vocab_is_eog(self._vocab, token))
-        return bool(token == self._llm.token_eos())
-
     def cached_prefix(self, tokens: Sequence[int]) -> int:
         """How many leading ``tokens`` are already in the KV cache."""
         llm = self._llm
@@ -644,7 +634,7 @@ class LlamaBackend:
             lc = self._llama_cpp
             with _quiet_stderr():
                 sampler = lc.llama_sampler_init_grammar(
-                    self._llm._model.vocab, grammar.encode("utf-8"), b"root"
+                    self._vocab, grammar.encode("utf-8"), b"root"
                 )
             known = bool(sampler)
             if sampler:
@@ -844,7 +834,7 @@ class LlamaBackend:
                 for token in self._until_aborted(sampled, aborted):
                     if first is None:
                         first = time.perf_counter() - start
-                    if self._is_eog(token):
+                    if self._llama_cpp.llama_vocab_is_eog(self._vocab, token):
                         finish = "stop"
                         break
                     count += 1
