@@ -23,9 +23,8 @@ from pathlib import Path
 from typing import Any
 
 from assistant import paths
-from assistant.atomicfile import JsonStore, fsync_dir, make_dirs
+from assistant.atomicfile import fsync_dir, make_dirs
 from assistant.llm.base import KVState
-from assistant.llm.provision import sha256_file
 
 log = logging.getLogger(__name__)
 
@@ -304,25 +303,3 @@ class StateWriter:
         if thread is not None:
             thread.join()
         self._thread = None
-
-
-_digests_lock = threading.Lock()
-
-
-def file_sha256(path: Path, known: str | None = None) -> str:
-    """sha256 of a file, remembered by path, size and time (``known``: the registry's)."""
-    if known:
-        return known.lower()
-    st = path.stat()
-    key = f"{path.resolve()}|{st.st_size}|{st.st_mtime_ns}"
-    store = JsonStore(paths.cache_dir() / "file-sha256.json")
-    with _digests_lock:
-        got = store.read().get(key)
-        if isinstance(got, str) and len(got) == 64:
-            return got
-        digest = sha256_file(path)
-        try:
-            store.put_json(key, digest)
-        except OSError as exc:
-            log.warning("could not remember the model's sha256: %s", exc)
-        return digest

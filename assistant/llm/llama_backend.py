@@ -62,7 +62,6 @@ from assistant.llm.incremental_tokenizer import (
     overlaps,
     self_overlaps,
 )
-from assistant.llm.kv_state import file_sha256
 from assistant.llm.llama_abort import AbortSwitch
 from assistant.llm.llama_constrained import GrammarSampler
 from assistant.llm.llama_kv import (
@@ -83,7 +82,7 @@ from assistant.llm.llama_speculative import (
     PromptLookup,
     lookup_generate,
 )
-from assistant.llm.provision import is_verified
+from assistant.llm.provision import file_sha256, is_verified
 from assistant.llm.registry import ModelEntry, resolve_model
 from assistant.llm.template import ChatTemplate
 from assistant.llm.transcript import PromptForm, TranscriptTemplate, choose_form

