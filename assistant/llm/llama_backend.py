@@ -145,7 +145,7 @@ def _header_context(path: Path) -> int | None:
 class LlamaBackend:
     """A loaded GGUF model. Create with :meth:`load`."""
 
-    def __init__(self, llama: Any, path: Path, entry: ModelEntry | None, n_ctx: int) -> None:
+    def __init__(self, llama: Any, path: Path, entry: ModelEntry | None) -> None:
         import llama_cpp
 
         self._llama_cpp = llama_cpp
@@ -245,10 +245,8 @@ class LlamaBackend:
             raise ModelLoadError(
                 str(path), f"llama.cpp could not load it ({exc}); the file may be damaged."
             ) from exc
-        train_ctx = int(llama._model.n_ctx_train())
-        if train_ctx and ctx > train_ctx:
-            # Only when the header named no trained length (llama.cpp found one anyway).
-            ctx = train_ctx
+        # llama.cpp's trained length caps it too (it knows one when the header named none).
+        ctx = min(ctx, int(llama._model.n_ctx_train()) or ctx)
         auto, calibration = _auto_prefill(llama, path, threads, flash_attn, calibrate)
         config = PrefillConfig(
             threads or auto.threads, n_batch or auto.n_batch, n_ubatch or auto.n_ubatch
@@ -261,7 +259,7 @@ class LlamaBackend:
             raise ModelLoadError(
                 str(path), f"llama.cpp could not make a {ctx:,}-token context ({exc})."
             ) from exc
-        backend = cls(llama, path, entry, int(llama.n_ctx()))
+        backend = cls(llama, path, entry)
         if trained and backend.info.trained_context > trained:  # a header's claim, capped
             backend.info = dataclasses.replace(backend.info, trained_context=trained)
         backend._auto_prefill = auto
