@@ -181,7 +181,6 @@ class LlamaBackend:
         self._incremental: IncrementalTokenizer | None = None
         self._incremental_state = "unchecked"  # then "on" or "off"
         self._incremental_reason = ""
-        #: The first real prompts are also tokenized whole and compared.
         self._verify_prompts = 3
         self._auto_prefill = current_config(llama)
         self.calibration: Calibration | None = None
@@ -296,30 +295,25 @@ class LlamaBackend:
         raise RuntimeError(f"llama_tokenize failed on a prompt piece of {len(data)} bytes")
 
     def tokenize_prompt(self, text: str) -> list[int]:
-        """Exactly ``tokenize(text)`` for a rendered prompt, from memoized pieces."""
+        """Exactly ``tokenize(text)`` for a rendered prompt, from memoized pieces (the first
+        prompts are also tokenized whole and compared: a difference turns the pieces off)."""
         inc = self._prompt_tokenizer()
         if inc is None:
             return self.tokenize(text)
         tokens = inc.tokens(text, self._adds_bos(text))
-        if self._verify_prompts > 0:
-            return self._check_prompt(text, tokens)
-        return tokens
-
-    def _check_prompt(self, text: str, tokens: list[int]) -> list[int]:
+        if self._verify_prompts <= 0:
+            return tokens
         self._verify_prompts -= 1
         full = self.tokenize(text)
         if full != tokens:
-            self._disable_incremental("it differed from a full tokenization on a prompt")
+            reason = "it differed from a full tokenization on a prompt"
+            log.warning(
+                "%s: incremental prompt tokenization is off (%s); prompts are tokenized whole",
+                self.info.name, reason,
+            )
+            self._incremental, self._incremental_state = None, "off"
+            self._incremental_reason = reason
         return full
-
-    def _disable_incremental(self, reason: str) -> None:
-        log.warning(
-            "%s: incremental prompt tokenization is off (%s); prompts are tokenized whole",
-            self.info.name, reason,
-        )
-        self._incremental = None
-        self._incremental_state = "off"
-        self._incremental_reason = reason
 
     @property
     def incremental_status(self) -> tuple[str, str]:
