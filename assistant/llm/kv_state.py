@@ -110,17 +110,10 @@ class StateCache:
 
     def _files(self) -> list[tuple[float, int, Path]]:
         out: list[tuple[float, int, Path]] = []
-        try:
-            entries = list(os.scandir(self.root))
-        except FileNotFoundError:
-            return out
-        for entry in entries:
-            if entry.name.endswith(SUFFIX):
-                try:
-                    st = entry.stat()
-                except FileNotFoundError:
-                    continue
-                out.append((st.st_mtime, st.st_size, Path(entry.path)))
+        for path in self.root.glob("*" + SUFFIX):  # none when the folder is missing
+            with contextlib.suppress(FileNotFoundError):  # deleted meanwhile
+                st = path.stat()
+                out.append((st.st_mtime, st.st_size, path))
         return out
 
     def _evict(self, keep: Path | None = None) -> None:
