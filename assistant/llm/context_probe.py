@@ -283,15 +283,10 @@ class EffectiveContextStore(JsonStore):
         except ValueError:
             return None
 
-    def latest(self, model: str) -> EffectiveContext | None:
-        """The newest result for ``model`` (a :func:`model_id`), whatever its window."""
-        found: list[EffectiveContext] = []
-        for key in self.read():
-            if key.startswith(model + "|"):
-                got = self.get(key)
-                if got is not None:
-                    found.append(got)
-        return max(found, key=lambda r: r.measured) if found else None
+    def of_model(self, model: str) -> list[EffectiveContext]:
+        """Every result for ``model`` (a :func:`model_id`), whatever its window."""
+        found = (self.get(key) for key in self.read() if key.startswith(model + "|"))
+        return [got for got in found if got is not None]
 
     def put(self, key: str, result: EffectiveContext) -> None:
         self.put_json(key, _JSON.dump_python(result, mode="json"))
@@ -303,14 +298,9 @@ def measured_context(info: ModelInfo, store: EffectiveContextStore | None = None
     8,000 tokens of filler yet answers nothing about a chat of that size); None unless one
     is known and below the window."""
     store = store or EffectiveContextStore()
-    found = store.get(store_key(info))
-    if found is None:
-        prefix = model_id(info) + "|"
-        for key in store.read():
-            other = store.get(key) if key.startswith(prefix) else None
-            if other is not None and other.effective and other.effective < max(other.accuracy):
-                found = other
-                break
+    found = store.get(store_key(info)) or next(
+        (r for r in store.of_model(model_id(info)) if 0 < r.effective < max(r.accuracy)), None
+    )
     sizes = [found.effective] if found is not None and found.effective > 0 else []
     listed = registry_context(Path(info.path).name, info.size_bytes)
     if listed:
@@ -324,7 +314,8 @@ def measured_line(
     file: Path, size: int, key: str, store: EffectiveContextStore | None = None
 ) -> str:
     """What Settings and the models page say about a model file's effective context."""
-    found = (store or EffectiveContextStore()).latest(file_model_id(file.name, size))
+    results = (store or EffectiveContextStore()).of_model(file_model_id(file.name, size))
+    found = max(results, key=lambda r: r.measured, default=None)
     listed = registry_context(file.name, size)
     kept = (
         f"the history is kept within {listed:,} tokens, where it answered best (answer "
