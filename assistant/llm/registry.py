@@ -11,6 +11,8 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from pydantic import TypeAdapter
+
 from assistant import jsonlimits, paths
 
 
@@ -23,13 +25,17 @@ class ModelEntry:
     size: int
     license: str
     context_length: int
-    instruction_tuned: bool
-    chat_template_source: str
+    instruction_tuned: bool = True
+    chat_template_source: str = "gguf"
     source: dict[str, Any] = field(default_factory=dict)
     #: Prompt-lookup decoding measured faster with this model (``bench --speculative``).
     prompt_lookup: bool = False
     #: The prompt size it answers well from (answer benchmark, ``--answer-window N``).
     effective_context: int | None = None
+
+
+#: Registry entries from their JSON form (checked: a wrong type is an error, not a crash later).
+_ENTRY = TypeAdapter(ModelEntry)
 
 
 @dataclass(frozen=True)
@@ -50,23 +56,15 @@ def bundle_dir() -> Path | None:
     return Path(base) / "models" if base else None
 
 
-def registry_path() -> Path | None:
-    """The frozen app's bundled registry; None: the package's own (:func:`registry_text`)."""
-    bundled = bundle_dir()
-    if bundled and (bundled / "registry.json").exists():
-        return bundled / "registry.json"
-    return None
-
-
 #: The registry's source in a checkout of the project (``models/`` beside ``assistant/``).
 SOURCE_REGISTRY = Path(__file__).resolve().parents[2] / "models" / "registry.json"
 
 
 def registry_text() -> str:
-    """The bundled registry, the wheel's package data, or the checkout's source."""
-    path = registry_path()
-    if path is not None:
-        return path.read_text(encoding="utf-8")
+    """The frozen app's bundled registry, the wheel's package data, or the checkout's source."""
+    bundled = bundle_dir()
+    if bundled and (bundled / "registry.json").exists():
+        return (bundled / "registry.json").read_text(encoding="utf-8")
     shipped = resources.files("assistant.llm").joinpath("registry.json")
     if shipped.is_file():
         return shipped.read_text(encoding="utf-8")
@@ -78,21 +76,7 @@ def load_registry(path: Path | None = None) -> Registry:
         path.read_text(encoding="utf-8") if path else registry_text(), "the model registry"
     )
     entries = tuple(
-        ModelEntry(
-            name=m["name"],
-            display_name=m.get("display_name", m["name"]),
-            file=m["file"],
-            sha256=m["sha256"],
-            size=int(m["size"]),
-            license=m["license"],
-            context_length=int(m["context_length"]),
-            instruction_tuned=bool(m.get("instruction_tuned", True)),
-            chat_template_source=m.get("chat_template_source", "gguf"),
-            source=m.get("source", {}),
-            prompt_lookup=bool(m.get("prompt_lookup", False)),
-            effective_context=int(m["effective_context"]) if m.get("effective_context") else None,
-        )
-        for m in raw["models"]
+        _ENTRY.validate_python({"display_name": m["name"], **m}) for m in raw["models"]
     )
     return Registry(default=raw["default"], models=entries)
 

@@ -96,12 +96,12 @@ def parse_tool_calls(text: str) -> ParsedReply:
     for m in _TAG.finditer(scan):
         if spans.full:
             break
-        if not spans.inside(m.start()):
+        if spans.end_of_span_at(m.start()) is None:
             spans.add(m.start(), m.end(), _calls_from_body(m.group(1), required=True))
     for m in _FUNCTION_TAG.finditer(scan):
         if spans.full:
             break
-        if not spans.inside(m.start()):
+        if spans.end_of_span_at(m.start()) is None:
             spans.add(m.start(), m.end(), [_function_tag_call(m.group(1), m.group(2))])
     _bare_objects(scan, spans)
 
@@ -134,9 +134,6 @@ class _Spans:
     def add(self, start: int, end: int, calls: list[ParsedCall]) -> None:
         self.items.append((start, end, calls))
         self.calls += len(calls)
-
-    def inside(self, pos: int) -> bool:
-        return any(start <= pos < end for start, end, _ in self.items)
 
     def overlaps(self, start: int, end: int) -> bool:
         return any(start < s_end and s_start < end for s_start, s_end, _ in self.items)
