@@ -1,27 +1,8 @@
-"""The model backend contract: three small protocols and the values they exchange.
+"""The model backend contract: the protocols everything above ``llm/`` uses to reach a model,
+and the values they exchange (docs/ARCHITECTURE.md, "The model behind protocols").
 
-Everything above ``llm/`` talks to a model only through these:
-
-* :class:`PromptCounter` renders a chat prompt with the model's template and counts it with
-  the model's own tokenizer (``count_prompt`` is exactly what the model sees). Enough for
-  token accounting before a model is loaded (``compaction.tokens.CountingBackend``).
-* :class:`ChatGenerator` streams a reply; its sampling options are one
-  :class:`GenerationOptions` value.
-* :class:`LLMBackend` is both, plus ``close``: a loaded model.
-  (:class:`assistant.llm.llama_backend.LlamaBackend`; tests use
-  :class:`tests.fakes.scripted.ScriptedBackend`.)
-* :class:`KVCacheAware` is optional: a backend that knows which prompt tokens its KV cache
-  holds (cached prefix, incremental prompt tokenization, state save/restore, reset). Callers
-  check it with ``isinstance(backend, KVCacheAware)``, never by probing for methods.
-* :class:`Tunable` is optional too: a backend whose prompt evaluation takes an
-  :class:`EngineTuning` (threads, batch sizes, chunk reuse).
-* :class:`TokenGenerator` is optional: a backend that generates from exact prompt tokens
-  (a reply continued in place).
-* :class:`PromptEncoder` is optional: a backend that renders and tokenizes a prompt in one
-  step (:class:`EncodedPrompt`); the controller counts with it, and ``generate`` then takes
-  the encoded prompt, so a prompt is tokenized once per model call.
-
-Prompts are lists of OpenAI-format message dicts (``Message.to_openai()``).
+Prompts are lists of OpenAI-format message dicts (``Message.to_openai()``); the optional
+protocols are checked with ``isinstance``, never by probing for methods.
 """
 
 from __future__ import annotations
@@ -66,10 +47,8 @@ class GenerationCancelled(LLMError):
 
 
 class CancelToken:
-    """A thread-safe flag checked between tokens (and between prompt batches).
-
-    A backend whose work cannot poll the flag (llama.cpp inside one ``llama_decode``) can
-    be told at once with :meth:`on_cancel`."""
+    """A thread-safe flag checked between tokens and prompt batches; :meth:`on_cancel`
+    tells work that cannot poll it (llama.cpp inside one ``llama_decode``)."""
 
     def __init__(self) -> None:
         self._event = threading.Event()
@@ -204,10 +183,8 @@ class Tokenizer(Protocol):
 
 @dataclass(frozen=True)
 class KVState:
-    """A snapshot of a backend's KV cache: the tokens it holds and the engine's own bytes.
-
-    Only the backend (model file and context size) that saved it can load it again.
-    """
+    """A snapshot of a backend's KV cache (its tokens and the engine's bytes), loadable only
+    by the backend that saved it."""
 
     #: ``ModelInfo.path`` of the backend that saved it.
     model: str
@@ -244,13 +221,9 @@ class PromptCounter(Tokenizer, Protocol):
 
 @dataclass(frozen=True)
 class EncodedPrompt:
-    """A chat prompt as a backend renders and counts it: what the context controller
-    measured before a call (``PreparedRequest.prompt``), handed to ``generate`` so the
-    prompt is rendered and tokenized once per model call.
-
-    ``tokens`` is None for an engine that counts without giving token ids to evaluate (a
-    server takes the messages); ``text`` is None when rendering here would cost more than
-    it saves (a server that renders)."""
+    """A prompt as the controller measured it, handed to ``generate`` so it is rendered and
+    tokenized once per call. ``tokens`` is None where the engine takes messages (a server);
+    ``text`` is None where the server renders."""
 
     count: int
     text: str | None = None
@@ -259,8 +232,7 @@ class EncodedPrompt:
 
 @runtime_checkable
 class PromptEncoder(Protocol):
-    """Optional (check with ``isinstance``): renders and tokenizes a prompt in one step,
-    for a ``generate(..., prompt=...)`` of the same messages and tools to reuse."""
+    """Optional: renders and tokenizes a prompt in one step, for ``generate(prompt=...)``."""
 
     def encode_prompt(
         self, messages: ChatMessages, tools: Sequence[dict[str, Any]] | None = None
@@ -285,17 +257,11 @@ class ChatGenerator(Protocol):
     ) -> Iterator[StreamEvent]:
         """Stream a reply; the last event carries the :class:`GenerationResult`.
 
-        ``prompt``: these ``messages`` and ``tools`` as this backend's ``encode_prompt``
-        gave them (the prepared request carries it); the backend evaluates its tokens
-        instead of rendering and tokenizing the messages again.
-
-        Raises :class:`ContextOverflowError` before evaluating anything when the prompt
-        does not fit. ``cancel`` stops within one token, and between prompt batches.
-        ``on_prefill(done, total)`` reports prompt evaluation progress: once before the
-        first batch (``done`` is what the KV cache already holds) and after each batch. A
-        grammar (:attr:`GenerationOptions.grammar`, GBNF with root rule ``root``) that does
-        not parse raises :class:`GrammarError` before anything is evaluated; one the model
-        cannot follow midway raises it too.
+        ``prompt``: ``encode_prompt`` of these messages, evaluated instead of them.
+        :class:`ContextOverflowError` and an unparsable grammar's :class:`GrammarError` are
+        raised before anything is evaluated. ``cancel`` stops within one token or prompt
+        batch; ``on_prefill(done, total)`` runs before the first batch (``done``: what the
+        cache holds) and after each.
         """
         ...
 
@@ -309,15 +275,11 @@ class LLMBackend(PromptCounter, ChatGenerator, Protocol):
 
 @runtime_checkable
 class KVCacheAware(Protocol):
-    """A backend that knows what its KV cache holds (optional; check with ``isinstance``).
-
-    Callers use it to choose prompts that reuse the cache (an in-context summary), to
-    start measurements cold, and to keep a chat's cache across a reload.
-    """
+    """Optional: a backend that knows what its KV cache holds (to reuse it, start cold, or
+    keep a chat's cache across a reload)."""
 
     def tokenize_prompt(self, text: str) -> list[int]:
-        """Exactly ``tokenize(text)`` for a rendered prompt, cheaper for a prompt that
-        shares pieces with earlier ones."""
+        """Exactly ``tokenize(text)``, cheaper for a prompt sharing pieces with earlier ones."""
         ...
 
     def cached_prefix(self, tokens: Sequence[int]) -> int:
@@ -337,16 +299,14 @@ class KVCacheAware(Protocol):
         ...
 
     def state_fingerprint(self) -> str:
-        """What a saved state depends on besides its tokens (the model file, the context
-        size, the cache types, the engine build): states with another fingerprint cannot
-        be loaded."""
+        """What a saved state depends on besides its tokens (model file, context size, cache
+        types, engine build); a state with another fingerprint cannot be loaded."""
         ...
 
 
 @dataclass(frozen=True)
 class EngineTuning:
-    """How a backend evaluates prompts (one value, from the settings). 0 means "measured
-    on this machine" (or the engine's default)."""
+    """How a backend evaluates prompts, from the settings (0: measured, or the default)."""
 
     threads: int = 0
     n_batch: int = 0
@@ -376,9 +336,7 @@ class Tunable(Protocol):
 
 @runtime_checkable
 class TokenGenerator(Protocol):
-    """Optional: a backend that generates from exact prompt tokens, so a caller can leave
-    the assistant's turn open and let the model go on writing it (Continue generation).
-    ``LlamaBackend`` is one; a server engine is not (it takes chat messages)."""
+    """Optional: generates from exact prompt tokens, so a reply can be continued in place."""
 
     def generate_tokens(
         self,

@@ -1,29 +1,6 @@
-"""Reusing cached chunks after a changed span: plan which cached tokens to keep, then move
-them in the KV cache.
-
-A prune (a tool output replaced by its placeholder) or a compaction (older turns replaced by
-a summary) changes a span in the middle of the prompt. Plain prefix reuse then evaluates
-everything after the change again. Here the cached tokens after the change are kept instead:
-
-    cache:   P  X   S1  Y  S2 (T)
-    prompt:  P  X'  S1  Y' S2  N
-
-``P`` is the common prefix (kept in place); ``S1`` and ``S2`` are *chunks*: runs of at least
-``min_chunk`` tokens found again, in order, later in the prompt. Everything else in the cache
-(``X``, ``Y``, ``T``) is removed, each chunk is shifted to its new position (llama.cpp
-rotates the keys by the shift, which is exact for RoPE positions), and only the new tokens
-(``X'``, ``Y'``, ``N``) are evaluated: llama.cpp server's ``--cache-reuse`` idea, extended to
-replaced spans. It is an approximation (a shifted chunk attended to text now gone); what it
-costs, measured: docs/PERFORMANCE.md ("Chunk reuse").
-
-The new tokens of a gap (``X'``) must be evaluated at positions *before* the shifted chunks,
-but llama.cpp only appends to a sequence (a batch must start right after the sequence's
-highest position). So a gap is evaluated in a helper sequence that first shares the cells
-before the gap (no copy in a unified cache), and its cells then join the main sequence:
-causal attention is by position, so the gap sees exactly the tokens before it.
-
-:func:`plan_reuse` is pure; :func:`apply_plan` drives any :class:`KVMemory` (the llama.cpp
-context in :mod:`assistant.llm.llama_kv`, a scripted one in the tests).
+"""Reusing cached chunks after a changed span in the middle of a prompt (a prune, a
+compaction): plan which cached runs to keep, then move them in the KV cache, evaluating the
+gaps in a helper sequence. How, and what it costs: docs/PERFORMANCE.md ("Chunk reuse").
 """
 
 from __future__ import annotations
@@ -77,8 +54,7 @@ class ReusePlan:
 
     @property
     def end(self) -> int:
-        """Prompt tokens ``[0, end)`` are in the cache once the plan is applied (the gaps
-        evaluated); the caller evaluates the rest."""
+        """Prompt tokens ``[0, end)`` are in the cache once the plan is applied."""
         return self.chunks[-1].prompt_end if self.chunks else self.prefix
 
     @property
@@ -101,8 +77,8 @@ class ReusePlan:
 
 
 def _uncovered(at: int, spans: Sequence[tuple[int, int]], end: int = 0) -> list[tuple[int, int]]:
-    """The stretches from ``at`` up to ``end`` (or the last span) that ``spans`` (in order,
-    not overlapping, each ``[start, stop)``) leave out."""
+    """The stretches from ``at`` up to ``end`` (or the last span) that ordered ``spans`` leave
+    out."""
     out: list[tuple[int, int]] = []
     for start, stop in spans:
         if start > at:
@@ -127,14 +103,8 @@ def plan_reuse(
     seam: int = 0,
 ) -> ReusePlan:
     """Which cached tokens serve ``prompt[:end]``: the common prefix, then, greedily left to
-    right, every run of at least ``min_chunk`` tokens found again in order.
-
-    ``end`` (default: the whole prompt) bounds what may be reused: the caller keeps the last
-    prompt token for a fresh evaluation, which yields the logits. ``min_chunk <= 0`` turns
-    chunk reuse off (prefix only). ``seam`` tokens at the head of each chunk are not moved
-    but evaluated again with the gap before them: the tokens right after a changed span are
-    the ones whose cached state leans most on the text that is gone.
-    """
+    right, every run of at least ``min_chunk`` (<= 0: none) found again in order, less
+    ``seam`` tokens at each run's head (evaluated again with the gap)."""
     limit = len(prompt) if end is None else max(0, min(end, len(prompt)))
     prefix = min(common_prefix(cached, prompt), limit)
     if min_chunk <= 0 or len(cached) - prefix < min_chunk or limit - prefix < min_chunk:
@@ -216,10 +186,8 @@ def apply_plan(
     on_tokens: Callable[[int], None] | None = None,
 ) -> bool:
     """Make the main sequence hold ``prompt[:plan.end]``: remove what no chunk keeps, move
-    the chunks, evaluate the gaps (in batches of ``batch`` tokens; ``on_tokens(n)`` after
-    each). False when ``cancelled()`` stopped it (the cache is then only valid up to
-    ``plan.prefix``). Raises :class:`ReuseFailed` when the engine refuses a step (likewise).
-    """
+    the chunks, evaluate the gaps in batches. False when ``cancelled()`` stopped it, and
+    :class:`ReuseFailed` on a refusal: the cache then holds only ``plan.prefix``."""
     for start, stop in plan.removed(n_cached):
         if not memory.seq_rm(MAIN_SEQ, start, stop):
             raise ReuseFailed(f"could not remove cached positions [{start}, {stop})")

@@ -1,16 +1,7 @@
-"""Prefill settings measured on the user's machine, not guessed.
-
-How fast llama.cpp evaluates a prompt on a CPU depends on the number of threads (physical
-cores usually win; hyper-threads and busy cores often lose), on ``n_ubatch`` (the tokens per
-compute step) and a little on ``n_batch`` (tokens per call). On the first load of a model,
-:func:`calibrate` times a short prompt with a few candidates, one setting at a time (threads,
-then ``n_ubatch``, then ``n_batch``), within a time budget, and keeps the fastest;
-:class:`CalibrationStore` keeps the result in the cache directory, keyed by the model file,
-the CPU and the llama.cpp build, so later loads reuse it. Settings can override each value.
-
-Each trial evaluates the same tokens in a fresh temporary context on the loaded model (the
-weights are shared), so a trial never disturbs the chat's cache; the timing itself is
-:func:`~assistant.llm.llama_kv.measure_prefill` (raw ``llama_decode``).
+"""Prefill settings (threads, ``n_ubatch``, ``n_batch``) timed on the user's machine at a
+model's first load and kept, keyed by model file, CPU and llama.cpp build (docs/PERFORMANCE.md,
+"Prefill at raw speed"). Each trial is a raw ``llama_decode`` in a temporary context
+(:func:`~assistant.llm.llama_kv.measure_prefill`), so the chat's cache is never disturbed.
 """
 
 from __future__ import annotations
@@ -40,14 +31,11 @@ DEFAULT_UBATCH = 512
 BUDGET_S = 12.0
 #: A candidate must beat the default by this much to replace it (timings are noisy).
 MIN_GAIN = 0.03
-#: A thread count other than the CPU's cores must be this much faster, in the first round
-#: and again when both are measured a second time: a moment of another program's load can
-#: make fewer threads look faster, and the choice is kept for every later load.
+#: A thread count other than the CPU's cores must be this much faster, twice: a moment of
+#: another program's load can make fewer threads look faster, and the choice is kept.
 THREADS_MARGIN = 0.25
-#: The machine is busy when its 1-minute load average is at least this many runnable
-#: threads per CPU. Timings then measure the other programs as much as llama.cpp: the
-#: thread count stays the cores', and the calibration is measured again on a later load
-#: when the machine is idle.
+#: Busy: a 1-minute load of at least this many runnable threads per CPU. Timings then measure
+#: other programs too: the thread count stays the cores', measured again when idle.
 BUSY_LOAD = 1.0
 
 Measure = Callable[[Any, PrefillConfig, list[int]], float]
@@ -77,12 +65,8 @@ def physical_cores() -> int:
     for cpu in allowed:
         topo = Path(f"/sys/devices/system/cpu/cpu{cpu}/topology")
         try:
-            cores.add(
-                (
-                    (topo / "physical_package_id").read_text().strip(),
-                    (topo / "core_id").read_text().strip(),
-                )
-            )
+            package = (topo / "physical_package_id").read_text().strip()
+            cores.add((package, (topo / "core_id").read_text().strip()))
         except OSError:
             return logical_cpus()
     return len(cores) or logical_cpus()
@@ -119,8 +103,7 @@ def cpu_signature() -> str:
 
 
 def probe_tokens(llm: Any, count: int, seed: int = 0) -> list[int]:
-    """``count`` ordinary tokens of the model's vocabulary (the speed does not depend on
-    which; a fixed seed keeps trials comparable)."""
+    """``count`` ordinary tokens of the vocabulary (seeded: trials stay comparable)."""
     n_vocab = int(llm.n_vocab())
     rng = random.Random(seed)
     low = min(100, n_vocab // 4)
@@ -164,14 +147,8 @@ def calibrate(
 ) -> Calibration:
     """Time candidate prefill settings on ``llm``'s model and return the fastest.
 
-    A 64-token warm-up (which also pages the weights in) estimates the speed; the trials
-    then use as many tokens (64 to ``max_tokens``) as fit the budget. Every thread count is
-    tried (past the budget if need be); the batch sizes only while the budget lasts.
-    ``threads`` > 0 fixes the thread count (only the batch sizes are measured).
-
-    The thread count is the cores' unless another one is clearly faster
-    (:data:`THREADS_MARGIN`, confirmed by measuring both again), and always the cores'
-    while the machine is busy (``load``, by default :func:`machine_load`).
+    A 64-token warm-up (paging the weights in) sizes the trials to the budget. Every thread
+    count is tried (``threads`` > 0 fixes it), the batch sizes while the budget lasts.
     """
     load = machine_load() if load is None else load
     started = time.perf_counter()
@@ -243,9 +220,7 @@ def _pick_threads(
     again: Callable[[PrefillConfig], float],
     load: float,
 ) -> tuple[int, str]:
-    """The thread count to keep and why: the cores' (``default``) unless another count
-    was :data:`THREADS_MARGIN` faster and is again when both are measured once more; the
-    cores' whatever the timings while the machine is busy."""
+    """The thread count to keep and why (see :data:`THREADS_MARGIN`, :data:`BUSY_LOAD`)."""
     cores = default.threads
     others = [c for c in results if c.threads != cores]
     if default not in results or not others:
@@ -283,9 +258,8 @@ class CalibrationStore(JsonStore):
         super().__init__(path or paths.cache_dir() / "calibration.json")
 
     def get(self, key: str, *, load: float | None = None) -> Calibration | None:
-        """The kept calibration, or None: none yet, one kept by an older version (before
-        the thread rule), or one measured while the machine was busy and it is idle now
-        (``load``, by default :func:`machine_load`): measure again."""
+        """The kept calibration, or None (measure again): none, or one made busy (or before
+        the thread rule) while the machine is idle now."""
         raw = self.read().get(key)
         if not isinstance(raw, dict) or "threads_note" not in raw:
             return None  # none, or made before the thread rule (it may hold a busy moment)

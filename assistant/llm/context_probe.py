@@ -1,18 +1,10 @@
 """How much of its window a model uses well, measured (a small RULER-style probe).
 
-A small model's window is not what it can use: past some prompt size it stops finding a
-fact it was just given (RULER, Hsieh et al. 2024; "Lost in the Middle", Liu et al. 2023).
-:func:`probe_effective_context` plants one fact ("The access code for the blue door is
-4817.") at several depths of neutral filler text (varied sentences, not repeated tokens),
-at several prompt sizes, asks for it at the end, and decodes greedily (temperature 0)
-through the backend's public :meth:`generate`. A size's accuracy is the share of replies
-that contain the planted number. The effective context is the largest size whose accuracy
-is at least :data:`KEEP_SHARE` of the smallest size's (and at least one answer right).
-
-:class:`EffectiveContextStore` keeps results in the cache folder beside the prefill
-calibration, keyed by the model (its registry sha256, else file name and size) and window.
-The probe takes minutes, so it runs on request (``python -m assistant probe [MODEL]``),
-never on every start.
+Past some prompt size a small model stops finding a fact it was just given (RULER, Hsieh et
+al. 2024). :func:`probe_effective_context` plants one fact at several depths of varied filler
+at several sizes and asks for it at the end, greedily; the effective context is the largest
+size answered at least :data:`KEEP_SHARE` as well as the smallest. It takes minutes, so it
+runs on request (``python -m assistant probe [MODEL]``); results are kept in the cache folder.
 """
 
 from __future__ import annotations
@@ -125,8 +117,8 @@ _JSON = TypeAdapter(EffectiveContext)
 
 
 def choose_effective(accuracy: dict[int, list[int]]) -> int:
-    """The largest size answered at least :data:`KEEP_SHARE` as well as the smallest (and
-    at least once); 0 when even the smallest size got no answer right."""
+    """The largest size answered (at least once) :data:`KEEP_SHARE` as well as the smallest;
+    0 when the smallest got no answer right."""
     if not accuracy:
         return 0
     sizes = sorted(accuracy)
@@ -182,14 +174,9 @@ def probe_effective_context(
     seed: int = 0,
     progress: Callable[[str], None] | None = None,
 ) -> EffectiveContext:
-    """Measure the effective context of ``backend``'s model (see the module docstring).
-
-    Sizes above the backend's window are skipped (the window's own size is tried, less a
-    small margin for the reply). Work: ``len(sizes) * len(DEFAULT_DEPTHS) * trials`` replies of at
-    most :data:`MAX_REPLY` tokens. The trials of one size share their filler, the deepest
-    fact first, so a backend that reuses its KV cache evaluates far less than every prompt
-    whole.
-    """
+    """Measure the effective context of ``backend``'s model, for the sizes that fit its
+    window. The trials of one size share their filler, deepest fact first, so a backend
+    that reuses its KV cache evaluates far less than every prompt whole."""
     info = backend.info
     window = info.context_window
     usable = window - WINDOW_MARGIN
@@ -238,8 +225,8 @@ def probe_effective_context(
 def _ask(
     backend: LLMBackend, messages: list[dict[str, Any]], options: GenerationOptions
 ) -> tuple[str, int]:
-    """The whole reply (the final result's text: streamed pieces can hold back a tail, and
-    a code cut short, "789" for 7890, must not be scored from them) and the prompt's size."""
+    """The final result's text (streamed pieces can hold back a tail: "789" for 7890) and
+    the prompt's size."""
     text: list[str] = []
     prompt_tokens = 0
     for event in backend.generate(messages, options):
@@ -272,8 +259,7 @@ def file_model_id(name: str, size: int) -> str:
 
 
 def registry_context(name: str, size: int) -> int | None:
-    """The size the registry says this model file answers well from (measured with the
-    answer benchmark), or None."""
+    """The registry's effective context for this file (answer benchmark), or None."""
     entry = _registered(name, size)
     return entry.effective_context if entry is not None else None
 
@@ -297,40 +283,24 @@ class EffectiveContextStore(JsonStore):
         except ValueError:
             return None
 
-    def latest(self, model: str) -> EffectiveContext | None:
-        """The newest result for ``model`` (a :func:`model_id`), whatever its window."""
-        found: list[EffectiveContext] = []
-        for key in self.read():
-            if key.startswith(model + "|"):
-                got = self.get(key)
-                if got is not None:
-                    found.append(got)
-        return max(found, key=lambda r: r.measured) if found else None
+    def of_model(self, model: str) -> list[EffectiveContext]:
+        """Every result for ``model`` (a :func:`model_id`), whatever its window."""
+        found = (self.get(key) for key in self.read() if key.startswith(model + "|"))
+        return [got for got in found if got is not None]
 
     def put(self, key: str, result: EffectiveContext) -> None:
         self.put_json(key, _JSON.dump_python(result, mode="json"))
 
 
 def measured_context(info: ModelInfo, store: EffectiveContextStore | None = None) -> int | None:
-    """The size this model uses well, where one was measured below the window: the smaller of
-    the probe's result on this machine and the registry's ``effective_context`` (measured
-    with the answer benchmark, a harder test than one planted fact: SmolLM2-135M finds a
-    code in 8,000 tokens of filler yet answers nothing about a chat of that size). The
-    probe's result for this window counts, else one for the same model with another window
-    that found a limit (a model that loses facts past 4,096 tokens loses them in a larger
-    window too). None when neither is known, when the probe answered nothing and the
-    registry says nothing, or when the model used every size."""
+    """The smaller of the probe's result (this window's, else another window's that found a
+    limit) and the registry's (the answer benchmark, harder: SmolLM2-135M finds a code in
+    8,000 tokens of filler yet answers nothing about a chat of that size); None unless one
+    is known and below the window."""
     store = store or EffectiveContextStore()
-    found = store.get(store_key(info))
-    if found is None:
-        prefix = model_id(info) + "|"
-        for key, raw in store.read().items():
-            if not key.startswith(prefix) or not isinstance(raw, dict):
-                continue
-            other = store.get(key)
-            if other is not None and other.effective and other.effective < max(other.accuracy):
-                found = other
-                break
+    found = store.get(store_key(info)) or next(
+        (r for r in store.of_model(model_id(info)) if 0 < r.effective < max(r.accuracy)), None
+    )
     sizes = [found.effective] if found is not None and found.effective > 0 else []
     listed = registry_context(Path(info.path).name, info.size_bytes)
     if listed:
@@ -343,9 +313,9 @@ def measured_context(info: ModelInfo, store: EffectiveContextStore | None = None
 def measured_line(
     file: Path, size: int, key: str, store: EffectiveContextStore | None = None
 ) -> str:
-    """What Settings and the models page say about a model file's effective context: the
-    probe's result on this machine, and the registry's size when prompts are kept within it."""
-    found = (store or EffectiveContextStore()).latest(file_model_id(file.name, size))
+    """What Settings and the models page say about a model file's effective context."""
+    results = (store or EffectiveContextStore()).of_model(file_model_id(file.name, size))
+    found = max(results, key=lambda r: r.measured, default=None)
     listed = registry_context(file.name, size)
     kept = (
         f"the history is kept within {listed:,} tokens, where it answered best (answer "

@@ -1,23 +1,10 @@
-"""Reading a GGUF file's header without loading the model.
+"""Reading a GGUF file's header without loading the model, for the trained context, which
+is needed before llama.cpp allocates a window (a 131,072-token window for a model trained on
+8,192 made the first load of an unregistered file take 8x the memory).
 
-The trained context length (``<architecture>.context_length``) is needed *before* llama.cpp
-creates a context: asking for a larger window allocates its KV cache (a 131,072-token window
-for a model trained on 8,192 made the first load of an unregistered file take 8x the
-memory). :func:`read_header` walks the metadata key/value list of GGUF versions 1-3 in
-either byte order and stops once it has what it needs; tensor data is never read.
-
-The reader trusts nothing: every length is checked against the file size and fixed limits,
-so a damaged or hostile header gives a :class:`GGUFHeaderError` with a clear reason, never a
-huge allocation or a hang. Checked before anything is allocated: the key and tensor counts
-(each entry costs bytes, so they must fit in the file), every key, string and array length,
-each tensor's name, dimensions and where its data lies (a cut download is caught here), and
-the trained context (at most :data:`MAX_TRAINED_CONTEXT`).
-
-A header can still claim a plausible context its model was never trained on. The window
-asked of llama.cpp is therefore also capped by what the file can back
-(:attr:`GGUFHeader.context_cap`: the KV cache that the attention tensors' sizes imply per
-token, within a memory budget derived from the file's size), so no header makes the app
-allocate a cache many times larger than the model itself.
+Every length is checked against the file size and fixed limits, so a damaged or hostile
+header is a :class:`GGUFHeaderError`, never a huge allocation or a hang; and the window is
+also capped by the KV cache the file's attention tensors can back (:attr:`GGUFHeader.context_cap`).
 """
 
 from __future__ import annotations
@@ -84,20 +71,9 @@ _GGML_TYPES = {
     30: (1, 2),  # BF16
 }
 
-# value type -> struct format of one scalar
-_SCALARS = {
-    0: "B",  # uint8
-    1: "b",  # int8
-    2: "H",  # uint16
-    3: "h",  # int16
-    4: "I",  # uint32
-    5: "i",  # int32
-    6: "f",  # float32
-    7: "?",  # bool
-    10: "Q",  # uint64
-    11: "q",  # int64
-    12: "d",  # float64
-}
+#: value type -> struct format of one scalar: (u)int8, (u)int16, (u)int32, float32, bool;
+#: (u)int64, float64
+_SCALARS = {**dict(enumerate("BbHhIif?")), 10: "Q", 11: "q", 12: "d"}
 _STRING = 8
 _ARRAY = 9
 
@@ -114,16 +90,13 @@ class GGUFHeader:
     context_length: int | None
     name: str | None = None
     tensor_count: int = 0
-    #: Bytes one token takes in an f16 KV cache, from the attention tensors' sizes (None
-    #: when the file has none this reader recognizes).
+    #: Bytes one token takes in an f16 KV cache, from the attention tensors (None: unknown).
     kv_bytes_per_token: int | None = None
-    #: The file's size in bytes.
     file_size: int = 0
 
     @property
     def context_cap(self) -> int | None:
-        """The longest window this file can back: its KV cache within
-        ``max(KV_BUDGET_FLOOR, KV_PER_FILE_BYTE * file size)`` (None: no cap known)."""
+        """The longest window whose KV cache fits the budget (None: no cap known)."""
         if not self.kv_bytes_per_token:
             return None
         budget = max(KV_BUDGET_FLOOR, KV_PER_FILE_BYTE * self.file_size)
@@ -131,8 +104,7 @@ class GGUFHeader:
 
     @property
     def usable_context(self) -> int | None:
-        """The largest window to ask llama.cpp for: the trained context capped by
-        :attr:`context_cap` (either alone when the other is unknown; None when both are)."""
+        """The trained context capped by :attr:`context_cap` (whichever is known)."""
         known = [n for n in (self.context_length, self.context_cap) if n is not None]
         return min(known) if known else None
 
@@ -148,19 +120,14 @@ class GGUFHeader:
 
 
 def read_header(path: Path) -> GGUFHeader:
-    """The architecture and trained context length of the GGUF file at ``path``.
-
-    Raises :class:`GGUFHeaderError` for a file that is not GGUF or whose header is damaged,
-    and ``OSError`` when it cannot be read.
-    """
+    """The header of the GGUF file at ``path`` (:class:`GGUFHeaderError`, ``OSError``)."""
     size = path.stat().st_size
     with path.open("rb") as fh:
         return _Reader(fh, size).header()
 
 
 def trained_context(path: Path) -> int | None:
-    """``read_header(path).usable_context`` (the trained context, capped by what the file
-    can back), or None when the header cannot tell or is damaged."""
+    """``read_header(path).usable_context``, or None when the header cannot tell."""
     try:
         return read_header(path).usable_context
     except (OSError, GGUFHeaderError):
@@ -172,8 +139,7 @@ def _past_end(what: str) -> GGUFHeaderError:
 
 
 class _Reader:
-    """Reads the header through a buffer of :data:`_CHUNK` bytes (a vocabulary of 250,000
-    strings is walked in well under a second, and never held whole)."""
+    """Reads through a buffer (a vocabulary of 250,000 strings: well under a second)."""
 
     def __init__(self, fh: IO[bytes], size: int) -> None:
         self.fh = fh
@@ -186,8 +152,7 @@ class _Reader:
 
     # -- primitives ------------------------------------------------------------------------
     def _fill(self, n: int) -> None:
-        """Make the ``n`` bytes at ``pos`` available in the buffer (the caller checked
-        that they are inside the file)."""
+        """Buffer the ``n`` bytes at ``pos`` (the caller checked they are in the file)."""
         self.fh.seek(self.pos)
         self.buf = self.fh.read(max(n, _CHUNK))
         self.buf_start = self.pos
@@ -297,8 +262,7 @@ class _Reader:
         )
 
     def _tensors(self, count: int, alignment: Any) -> int | None:
-        """Check every tensor description (dimensions, type, where its data lies) against
-        the file; return the KV-cache bytes per token the attention tensors imply."""
+        """Check each tensor's description against the file; the KV bytes per token."""
         align = alignment if isinstance(alignment, int) and not isinstance(alignment, bool) else 32
         if align <= 0 or align & (align - 1) or align > 1 << 20:
             raise GGUFHeaderError(f"the header is damaged (alignment {align!r})")

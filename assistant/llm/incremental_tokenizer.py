@@ -1,11 +1,6 @@
-"""Exact prompt tokenization from memoized pieces (used by the llama.cpp backend).
-
-Counting a prompt before every model call must not cost a full tokenization of a 10k-token
-prompt each time. :class:`IncrementalTokenizer` cuts a rendered prompt before each message
-marker, tokenizes each piece once (memoized) and concatenates: token for token the full
-tokenization, when the cut is safe. Why a cut is safe, and how the backend checks it for a
-vocabulary, is explained below; :meth:`assistant.llm.llama_backend.LlamaBackend` does the
-vocabulary checks (they need llama.cpp) with the helpers and probe conversations here.
+"""Exact prompt tokenization from memoized pieces cut before each message marker, so a
+prompt is not tokenized whole before every call. Why a cut is safe and how the backend checks
+it for a vocabulary: docs/PERFORMANCE.md ("Incremental prompt tokenization").
 """
 
 from __future__ import annotations
@@ -16,28 +11,6 @@ from array import array
 from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from typing import Any
-
-# llama.cpp tokenizes ``text`` (parse_special=True) by first partitioning it at every
-# occurrence of a special token (control / user-defined / unknown; longest first), then
-# tokenizing each raw-text fragment on its own (BPE: regex pre-split + merges per fragment;
-# SPM: merges per fragment, a space prefix only if ``add_space_prefix``). So a prompt cut
-# right before each occurrence of the template's message-start marker can be tokenized piece
-# by piece, with only the first piece getting BOS, and the concatenation is token for token the
-# full tokenization when the cut is at a fragment boundary:
-#
-# * **special marker** (ChatML ``<|im_start|>`` in SmolLM2, ``<start_of_turn>`` in gemma): every
-#   occurrence is its own fragment provided no other special token processed before it (same
-#   length or longer) can overlap it, and it has no LSTRIP attribute (which would strip the
-#   whitespace before it from the previous fragment). Checked once from the vocabulary.
-# * **text marker** in an SPM vocabulary without a space prefix (gemma with our ChatML fallback,
-#   where ``<|im_start|>`` is plain text): SPM merges only into vocabulary tokens, so a cut
-#   between characters ``a`` and ``b`` cannot change anything if no token (normal or special)
-#   contains ``ab``. The cut is made only where the character before the marker passes that
-#   check (in the template's own text it is the newline after ``<|im_end|>``).
-#
-# On top of the structural checks, the cached path is compared with a full tokenization on
-# probe conversations and on the first real prompts; any difference turns the cache off for
-# the model (logged) and every prompt is then tokenized whole.
 
 TURN_ROLE_NAMES = ("assistant", "model", "bot")
 
@@ -112,12 +85,9 @@ def chars_before(texts: Iterator[bytes], first: bytes) -> set[bytes]:
 
 
 class IncrementalTokenizer:
-    """Exact prompt tokenization from memoized pieces that start at a message marker.
-
-    ``tokenize_piece(piece, add_special)`` is the model's tokenizer (``add_special`` only for
-    the first piece, and only if the full text would get BOS); ``split_ok(c)`` says whether a
-    cut right after character ``c`` (before the marker) is safe (None: always).
-    """
+    """``tokenize_piece(piece, add_special)`` is the model's tokenizer (``add_special``: BOS,
+    first piece only); ``split_ok(c)``: whether a cut after character ``c`` is safe (None:
+    always)."""
 
     def __init__(
         self,

@@ -1,22 +1,9 @@
-"""Saved KV states of chats, so a reopened chat evaluates only what is new.
+"""Saved KV states of chats, so a reopened chat evaluates only what is new
+(docs/PERFORMANCE.md, "Instant resume": keys, checks, cap and measurements).
 
-What it does for the user and what it saves: docs/PERFORMANCE.md ("Instant resume").
-
-* One file per chat and *fingerprint*: the fingerprint is what the state depends on besides
-  its tokens (the model file's sha256, the context size, the cache types, the llama.cpp
-  build: see ``LlamaBackend.state_fingerprint``), so another model or window finds nothing.
-* A file is ``MAGIC``, a length-prefixed JSON header (chat, fingerprint, token count, data
-  length, sha256 of tokens and data), the tokens (int32) and the engine's bytes. Anything
-  that does not check out (truncated, damaged, another fingerprint) loads as nothing, with
-  the reason kept in :attr:`StateCache.last_miss`: the chat is then evaluated from scratch.
-  Which tokens of the state serve the next prompt is decided by the backend's prefix match,
-  so a changed template or history costs time, never a wrong answer.
-* Writes are atomic (a temporary file, flushed, renamed). :class:`StateWriter` does them on
-  a thread of its own, so the model's worker only pays for copying the cache out.
-* The folder is capped (``limit_bytes``); the least recently used files go first (loading a
-  file marks it used).
-
-:func:`file_sha256` hashes a model file once and remembers it by path, size and time.
+A file is ``MAGIC``, a length-prefixed JSON header (chat, fingerprint, sizes, sha256 of tokens
+and data), the tokens (int32) and the engine's bytes; one that does not check out loads as
+nothing, the reason kept in :attr:`StateCache.last_miss`.
 """
 
 from __future__ import annotations
@@ -36,9 +23,8 @@ from pathlib import Path
 from typing import Any
 
 from assistant import paths
-from assistant.atomicfile import JsonStore, fsync_dir, make_dirs
+from assistant.atomicfile import fsync_dir, make_dirs
 from assistant.llm.base import KVState
-from assistant.llm.provision import sha256_file
 
 log = logging.getLogger(__name__)
 
@@ -84,8 +70,8 @@ class StateCache:
 
     # -- writing ---------------------------------------------------------------------
     def save(self, chat_id: str, state: KVState) -> Path | None:
-        """Write ``state`` for ``chat_id`` (atomically), then evict down to the limit.
-        None when it is empty or larger than the whole limit (nothing is written)."""
+        """Write ``state`` atomically, then evict down to the limit; None when it is empty or
+        larger than the limit."""
         tokens_bytes = array("i", state.tokens).tobytes()
         size = len(MAGIC) + 4 + 512 + len(tokens_bytes) + len(state.data)
         if not state.tokens or not state.data or size > self.limit_bytes:
@@ -124,17 +110,10 @@ class StateCache:
 
     def _files(self) -> list[tuple[float, int, Path]]:
         out: list[tuple[float, int, Path]] = []
-        try:
-            entries = list(os.scandir(self.root))
-        except FileNotFoundError:
-            return out
-        for entry in entries:
-            if entry.name.endswith(SUFFIX):
-                try:
-                    st = entry.stat()
-                except FileNotFoundError:
-                    continue
-                out.append((st.st_mtime, st.st_size, Path(entry.path)))
+        for path in self.root.glob("*" + SUFFIX):  # none when the folder is missing
+            with contextlib.suppress(FileNotFoundError):  # deleted meanwhile
+                st = path.stat()
+                out.append((st.st_mtime, st.st_size, path))
         return out
 
     def _evict(self, keep: Path | None = None) -> None:
@@ -160,8 +139,7 @@ class StateCache:
         log.info("kv state cache: %s", why)
 
     def load(self, chat_id: str, fingerprint: str) -> KVState | None:
-        """The state saved for ``chat_id`` with this ``fingerprint``, verified; None (and
-        :attr:`last_miss`) when there is none or it does not check out."""
+        """The verified state saved for ``chat_id`` and ``fingerprint``, or None."""
         path = self.file_for(chat_id, fingerprint)
         try:
             with path.open("rb") as fh:
@@ -318,26 +296,3 @@ class StateWriter:
         if thread is not None:
             thread.join()
         self._thread = None
-
-
-_digests_lock = threading.Lock()
-
-
-def file_sha256(path: Path, known: str | None = None) -> str:
-    """sha256 of a (model) file, hashed once and remembered in the cache directory by
-    path, size and modification time. ``known`` (a registry's verified value) is used as is."""
-    if known:
-        return known.lower()
-    st = path.stat()
-    key = f"{path.resolve()}|{st.st_size}|{st.st_mtime_ns}"
-    store = JsonStore(paths.cache_dir() / "file-sha256.json")
-    with _digests_lock:
-        got = store.read().get(key)
-        if isinstance(got, str) and len(got) == 64:
-            return got
-        digest = sha256_file(path)
-        try:
-            store.put_json(key, digest)
-        except OSError as exc:
-            log.warning("could not remember the model's sha256: %s", exc)
-        return digest

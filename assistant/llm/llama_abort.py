@@ -1,22 +1,12 @@
-"""Stopping llama.cpp inside one ``llama_decode``: the abort callback, without the GIL.
+"""Stopping llama.cpp inside one ``llama_decode`` (a 512-token chunk takes seconds: 5-10 s
+from Esc to a stop were measured) with its abort callback, asked after every graph node.
 
-A prompt is evaluated in ``n_batch`` chunks; between chunks the backend checks the cancel
-token, but one chunk of 512 tokens takes seconds on a loaded laptop CPU (the issue measured
-5-10 s from Esc to a stop). llama.cpp asks an *abort callback* after every node of the
-compute graph (hundreds per decode): when it returns true, ``llama_decode`` returns 2 and
-the ubatches already computed stay in the cache (the backend removes them).
-
-A Python callback would take the GIL hundreds of times per decode, and wait for it while
-another thread (the window) runs Python, slowing every prompt. So the callback is C code
-that needs no Python: libc's ``strlen`` over a two-byte buffer this module owns. The
-buffer holds ``b"\\0\\0"`` (length 0: go on) until the call is cancelled, then ``b"\\1\\0"``
-(length 1: abort). ``strlen`` returns a ``size_t``; the caller reads it as a C ``bool`` (the
-low byte of the return register on x86-64 and arm64), which is 0 or 1 here. Where libc's
-``strlen`` cannot be found, a Python callback reading the same byte is used.
-
-:class:`AbortSwitch` is armed per call with the call's :class:`~assistant.llm.base.
-CancelToken` (``cancel()`` sets the byte from whichever thread presses Stop) and disarmed
-after it, so a stale Stop never aborts the next call.
+A Python callback would take the GIL hundreds of times per decode, so the callback is libc's
+``strlen`` over a two-byte buffer: ``b"\\0\\0"`` (go on) until the call's
+:class:`~assistant.llm.base.CancelToken` sets ``b"\\1\\0"`` (abort). Its ``size_t`` is read
+as a C ``bool`` (the low byte of the return register on x86-64 and arm64), 0 or 1 here.
+Without a libc ``strlen``, a Python callback reads the same byte. The switch is armed per
+call, so a stale Stop never aborts the next one (docs/PERFORMANCE.md, "Stop inside a decode").
 """
 
 from __future__ import annotations
@@ -43,7 +33,7 @@ def _c_strlen() -> Any | None:
 
 
 class AbortSwitch:
-    """The abort flag of one ``Llama`` context (see the module docstring)."""
+    """The abort flag of one ``Llama`` context."""
 
     def __init__(self) -> None:
         import llama_cpp
@@ -59,8 +49,7 @@ class AbortSwitch:
             self.kind = "python"
         self._data = ctypes.cast(self._flag, ctypes.c_void_p)
         self._installed_on: int | None = None
-        #: False: llama.cpp is not given the callback (for comparison measurements; Stop is
-        #: then seen only between batches and tokens).
+        #: False: no callback (to measure what it gains: Stop is seen between batches only).
         self.enabled = True
 
     @property

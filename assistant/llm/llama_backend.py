@@ -1,25 +1,10 @@
 # Over 500 lines: the owner of llama.cpp's internals (with the llama_* modules beside it).
-"""The real backend: a GGUF model through llama-cpp-python.
+"""The embedded engine: a GGUF model through llama-cpp-python, one ``Llama`` object used
+from one thread (the model worker's).
 
-One :class:`LlamaBackend` owns one ``Llama`` object and must be used from one thread at a
-time (``assistant.llm.worker.ModelWorker`` guarantees that in the app).
-
-Generation is driven at the token level rather than through ``create_completion`` so that:
-
-* the prompt the model evaluates is exactly ``tokenize(render_prompt(messages))`` — the same
-  tokens every count uses;
-* the KV-cache reuse is known per call: the longest common prefix with the tokens already
-  in the cache is kept, the rest is evaluated in ``n_batch`` chunks, and a cancel aborts
-  the chunk being evaluated (llama.cpp's abort callback, :mod:`.llama_abort`);
-* a cancel takes effect within one generated token (or inside its decode).
-
-It is :class:`~assistant.llm.base.KVCacheAware`: it tells how much of a prompt is cached,
-tokenizes prompts incrementally (:mod:`.incremental_tokenizer`), saves and restores the KV
-state, and resets it.
-
-Only this module and the ``llm/llama_*`` modules read the ``Llama`` object's internals
-(docs/ARCHITECTURE.md, "Layers"); loading, the incremental tokenizer's vocabulary checks,
-token-level generation and the KV state are each a section of the one class that owns it.
+Generation is driven at the token level, not through ``create_completion``, so the model
+evaluates exactly the tokens every count uses, the KV-cache reuse is known per call, and
+Stop takes effect within one token or inside a decode (:mod:`.llama_abort`).
 """
 
 from __future__ import annotations
@@ -77,7 +62,6 @@ from assistant.llm.incremental_tokenizer import (
     overlaps,
     self_overlaps,
 )
-from assistant.llm.kv_state import file_sha256
 from assistant.llm.llama_abort import AbortSwitch
 from assistant.llm.llama_constrained import GrammarSampler
 from assistant.llm.llama_kv import (
@@ -98,14 +82,13 @@ from assistant.llm.llama_speculative import (
     PromptLookup,
     lookup_generate,
 )
-from assistant.llm.provision import is_verified
+from assistant.llm.provision import file_sha256, is_verified
 from assistant.llm.registry import ModelEntry, resolve_model
 from assistant.llm.template import ChatTemplate
 from assistant.llm.transcript import PromptForm, TranscriptTemplate, choose_form
 
 log = logging.getLogger(__name__)
 
-#: The context the ``Llama`` object is created with, before the real one (see ``load``).
 _FIRST_CTX = 256
 
 GGUF_MAGIC = b"GGUF"
@@ -162,7 +145,7 @@ def _header_context(path: Path) -> int | None:
 class LlamaBackend:
     """A loaded GGUF model. Create with :meth:`load`."""
 
-    def __init__(self, llama: Any, path: Path, entry: ModelEntry | None, n_ctx: int) -> None:
+    def __init__(self, llama: Any, path: Path, entry: ModelEntry | None) -> None:
         import llama_cpp
 
         self._llama_cpp = llama_cpp
@@ -172,51 +155,46 @@ class LlamaBackend:
         meta: dict[str, str] = dict(llama.metadata or {})
         self._meta = meta
         model = llama._model
-        self._vocab = getattr(model, "vocab", None)
+        self._vocab = model.vocab  # llama-cpp-python >= 0.3.16 always has it
         self._bos_text, self._eos_text, self._add_bos = special_tokens(llama)
-        #: What "auto" gives this model (see :mod:`.transcript`) and why.
         self._auto_form = choose_form(
             entry.instruction_tuned if entry else None, meta, path.name
         )
-        self._form: PromptForm = self._auto_form[0]
-        self._template = self._make_template(self._form)
+        #: How the chat is shown to the model: its chat template or the transcript form.
+        self.prompt_form: PromptForm = self._auto_form[0]
+        self.template = self._make_template(self.prompt_form)
         arch = meta.get("general.architecture", "unknown")
-        self._info = ModelInfo(
+        self.info = ModelInfo(
             name=entry.name if entry else path.stem,
             path=str(path),
             trained_context=int(model.n_ctx_train()),
             context_window=int(llama.n_ctx()),
             architecture=arch,
-            chat_template_source=self._template.origin,
-            supports_native_tools=self._template.native_tools,
+            chat_template_source=self.template.origin,
+            supports_native_tools=self.template.native_tools,
             size_bytes=path.stat().st_size,
             extra={"general.name": meta.get("general.name", ""),
                    "prompt_form": self._describe_form()},
         )
-        self.name = f"{self._info.name} tokenizer"
-        # Incremental prompt tokenization (see IncrementalTokenizer), set up on first use.
+        self.name = f"{self.info.name} tokenizer"
         self._prompt_lock = threading.Lock()
         self._incremental: IncrementalTokenizer | None = None
         self._incremental_state = "unchecked"  # then "on" or "off"
         self._incremental_reason = ""
-        #: The first real prompts are also tokenized whole and compared.
         self._verify_prompts = 3
-        # Prompt evaluation: the settings found at load (measured or default), what the
-        # last :meth:`tune` asked for, and chunk reuse (off until tuned on).
         self._auto_prefill = current_config(llama)
         self.calibration: Calibration | None = None
-        self._reuse_chunk = 0
-        #: Chunk reuse: tokens after each seam evaluated again, not moved (see plan_reuse).
+        #: The smallest chunk moved after a changed span (0: off), tokens after each seam
+        #: evaluated again instead, and why the model rules chunk reuse out (None: it does not).
+        self.chunk_reuse = 0
         self.reuse_seam = 0
-        self._reuse_blocker = reuse_blocker(llama)
+        self.chunk_reuse_blocker = reuse_blocker(llama)
         self._fingerprint: str | None = None
         #: GBNF text -> whether llama.cpp parses it (see :meth:`check_grammar`).
         self._grammars: dict[str, bool] = {}
-        #: Prompt-lookup speculative decoding: tokens drafted per step (0: off), and what
-        #: the last reply's drafts did. See :mod:`.llama_speculative`.
+        #: Prompt-lookup drafts per step (0: off; :mod:`.llama_speculative`).
         self.prompt_lookup = DRAFT_TOKENS if entry is not None and entry.prompt_lookup else 0
         self.draft_stats: DraftStats | None = None
-        #: Stop aborts llama.cpp inside a decode (see :mod:`.llama_abort`).
         self._abort = AbortSwitch()
 
     # -- construction ---------------------------------------------------------------------
@@ -233,18 +211,12 @@ class LlamaBackend:
         seed: int = 0,
         flash_attn: bool = False,
     ) -> LlamaBackend:
-        """Load a registry name or a GGUF path. ``n_ctx`` is capped by the trained length.
+        """Load a registry name or a GGUF path; ``n_ctx`` is capped by the trained length.
 
-        ``threads``, ``n_batch`` and ``n_ubatch`` set how prompts are evaluated; 0 takes the
-        calibrated value when ``calibrate`` (measured on the first load of the model on this
-        machine, then kept: :mod:`assistant.llm.calibration`), else llama.cpp's usual
-        (physical cores, 512, 512).
-
-        ``flash_attn`` turns on llama.cpp flash attention. Off by default: on this CPU it
-        sped up prefill (1k tokens ~116 -> 138 tok/s) but slowed generation at a 4k context
-        (~20 -> ~12 tok/s), and generation dominates a turn once the KV cache is reused.
-
-        Raises :class:`ModelLoadError` for a missing, truncated, non-GGUF or unloadable file.
+        ``threads``, ``n_batch``, ``n_ubatch``: 0 takes the calibrated value when
+        ``calibrate`` (:mod:`.calibration`), else llama.cpp's usual. ``flash_attn`` is off by
+        default: it slows generation (docs/PERFORMANCE.md, "Loading").
+        Raises :class:`ModelLoadError` for a file that cannot work.
         """
         path, entry = resolve_model(str(model))
         check_model_file(path, entry)
@@ -252,8 +224,7 @@ class LlamaBackend:
             from llama_cpp import Llama
         except ImportError as exc:  # pragma: no cover - broken install
             raise ModelLoadError(str(path), f"llama-cpp-python is not installed ({exc})") from exc
-        # The trained length comes from the registry or the file's header, before any
-        # context exists: a window beyond it is never allocated.
+        # Known before any context exists: a window beyond it is never allocated.
         trained = entry.context_length if entry else _header_context(path)
         ctx = min(n_ctx, trained) if trained else n_ctx
         try:
@@ -273,10 +244,8 @@ class LlamaBackend:
             raise ModelLoadError(
                 str(path), f"llama.cpp could not load it ({exc}); the file may be damaged."
             ) from exc
-        train_ctx = int(llama._model.n_ctx_train())
-        if train_ctx and ctx > train_ctx:
-            # Only when the header named no trained length (llama.cpp found one anyway).
-            ctx = train_ctx
+        # llama.cpp's trained length caps it too (it knows one when the header named none).
+        ctx = min(ctx, int(llama._model.n_ctx_train()) or ctx)
         auto, calibration = _auto_prefill(llama, path, threads, flash_attn, calibrate)
         config = PrefillConfig(
             threads or auto.threads, n_batch or auto.n_batch, n_ubatch or auto.n_ubatch
@@ -289,9 +258,9 @@ class LlamaBackend:
             raise ModelLoadError(
                 str(path), f"llama.cpp could not make a {ctx:,}-token context ({exc})."
             ) from exc
-        backend = cls(llama, path, entry, int(llama.n_ctx()))
-        if trained and backend._info.trained_context > trained:  # a header's claim, capped
-            backend._info = dataclasses.replace(backend._info, trained_context=trained)
+        backend = cls(llama, path, entry)
+        if trained and backend.info.trained_context > trained:  # a header's claim, capped
+            backend.info = dataclasses.replace(backend.info, trained_context=trained)
         backend._auto_prefill = auto
         backend.calibration = calibration
         return backend
@@ -315,9 +284,6 @@ class LlamaBackend:
     def _piece_tokens(self, piece: str, add_special: bool) -> list[int]:
         """``llama_tokenize`` of one piece (parse_special=True), buffer sized to the text."""
         data = piece.encode("utf-8")
-        if self._vocab is None:
-            tokens: list[int] = self._llm.tokenize(data, add_bos=add_special, special=True)
-            return tokens
         lc = self._llama_cpp
         size = len(data) + 8
         for _ in range(2):
@@ -329,30 +295,25 @@ class LlamaBackend:
         raise RuntimeError(f"llama_tokenize failed on a prompt piece of {len(data)} bytes")
 
     def tokenize_prompt(self, text: str) -> list[int]:
-        """Exactly ``tokenize(text)`` for a rendered prompt, from memoized pieces."""
+        """Exactly ``tokenize(text)`` for a rendered prompt, from memoized pieces (the first
+        prompts are also tokenized whole and compared: a difference turns the pieces off)."""
         inc = self._prompt_tokenizer()
         if inc is None:
             return self.tokenize(text)
         tokens = inc.tokens(text, self._adds_bos(text))
-        if self._verify_prompts > 0:
-            return self._check_prompt(text, tokens)
-        return tokens
-
-    def _check_prompt(self, text: str, tokens: list[int]) -> list[int]:
+        if self._verify_prompts <= 0:
+            return tokens
         self._verify_prompts -= 1
         full = self.tokenize(text)
         if full != tokens:
-            self._disable_incremental("it differed from a full tokenization on a prompt")
+            reason = "it differed from a full tokenization on a prompt"
+            log.warning(
+                "%s: incremental prompt tokenization is off (%s); prompts are tokenized whole",
+                self.info.name, reason,
+            )
+            self._incremental, self._incremental_state = None, "off"
+            self._incremental_reason = reason
         return full
-
-    def _disable_incremental(self, reason: str) -> None:
-        log.warning(
-            "%s: incremental prompt tokenization is off (%s); prompts are tokenized whole",
-            self._info.name, reason,
-        )
-        self._incremental = None
-        self._incremental_state = "off"
-        self._incremental_reason = reason
 
     @property
     def incremental_status(self) -> tuple[str, str]:
@@ -372,20 +333,18 @@ class LlamaBackend:
                     self._incremental_state = "on" if inc is not None else "off"
                     log.info(
                         "%s: incremental prompt tokenization %s (%s)",
-                        self._info.name, self._incremental_state, reason,
+                        self.info.name, self._incremental_state, reason,
                     )
         return self._incremental
 
     def _build_incremental(self) -> tuple[IncrementalTokenizer | None, str]:
         """Find the message-start marker, check the cut is exact, verify on probes."""
         lc, vocab = self._llama_cpp, self._vocab
-        if vocab is None:
-            return None, "no vocabulary handle"
         if lc.llama_vocab_get_add_eos(vocab) or lc.llama_vocab_get_add_sep(vocab):
             return None, "the tokenizer appends EOS/SEP"
         short = [{"role": "system", "content": "s"}, {"role": "user", "content": "u"}]
-        with_gen = self._template.render(short, None, add_generation_prompt=True)
-        without = self._template.render(short, None, add_generation_prompt=False)
+        with_gen = self.template.render(short, None, add_generation_prompt=True)
+        without = self.template.render(short, None, add_generation_prompt=False)
         if not with_gen.startswith(without) or len(with_gen) == len(without):
             return None, "no separate generation prompt in the template"
         suffix = with_gen[len(without) :]
@@ -441,7 +400,7 @@ class LlamaBackend:
         for probe in PROBE_CONVERSATIONS:
             for tools in (None, PROBE_TOOLS):
                 try:
-                    text = self._template.render(list(probe), tools)
+                    text = self.template.render(list(probe), tools)
                 except Exception:  # a template may reject a probe (roles, tools)
                     continue
                 if inc.tokens(text, self._adds_bos(text)) != self.tokenize(text):
@@ -450,15 +409,6 @@ class LlamaBackend:
         return inc, f"marker {marker!r} ({kind})"
 
     # -- prompts --------------------------------------------------------------------------
-    @property
-    def info(self) -> ModelInfo:
-        return self._info
-
-    @property
-    def prompt_form(self) -> PromptForm:
-        """How the chat is shown to the model: its chat template or the transcript form."""
-        return self._form
-
     def _make_template(self, form: PromptForm) -> ChatTemplate:
         if form == "transcript":
             return TranscriptTemplate(bos_token=self._bos_text, eos_token=self._eos_text)
@@ -469,35 +419,30 @@ class LlamaBackend:
 
     def _describe_form(self) -> str:
         auto, why = self._auto_form
-        if self._form == auto:
-            return f"{self._form} ({why})"
-        return f"{self._form} (set in Settings; automatic would be {auto}: {why})"
+        if self.prompt_form == auto:
+            return f"{self.prompt_form} ({why})"
+        return f"{self.prompt_form} (set in Settings; automatic would be {auto}: {why})"
 
     def use_prompt_form(self, form: PromptForm | None) -> None:
-        """Show the chat in ``form`` (None: the automatic choice). Call it before the
-        first prompt is counted: counts made in another form do not hold."""
+        """Show the chat in ``form`` (None: automatic), before the first prompt is counted."""
         form = form or self._auto_form[0]
-        if form == self._form:
+        if form == self.prompt_form:
             return
         with self._prompt_lock:
-            self._form = form
-            self._template = self._make_template(form)
+            self.prompt_form = form
+            self.template = self._make_template(form)
             self._incremental, self._incremental_state = None, "unchecked"
             self._verify_prompts = 3
-        self._info = dataclasses.replace(
-            self._info, chat_template_source=self._template.origin,
-            supports_native_tools=self._template.native_tools,
-            extra={**self._info.extra, "prompt_form": self._describe_form()},
+        self.info = dataclasses.replace(
+            self.info, chat_template_source=self.template.origin,
+            supports_native_tools=self.template.native_tools,
+            extra={**self.info.extra, "prompt_form": self._describe_form()},
         )
-
-    @property
-    def template(self) -> ChatTemplate:
-        return self._template
 
     def render_prompt(
         self, messages: ChatMessages, tools: Sequence[dict[str, Any]] | None = None
     ) -> str:
-        return self._template.render(messages, tools)
+        return self.template.render(messages, tools)
 
     def encode_prompt(
         self, messages: ChatMessages, tools: Sequence[dict[str, Any]] | None = None
@@ -517,11 +462,6 @@ class LlamaBackend:
         return inc.count(text, self._adds_bos(text))
 
     # -- generation -----------------------------------------------------------------------
-    def _is_eog(self, token: int) -> bool:
-        if self._vocab is not None:
-            return bool(self._llama_cpp.llama_vocab_is_eog(self._vocab, token))
-        return bool(token == self._llm.token_eos())
-
     def cached_prefix(self, tokens: Sequence[int]) -> int:
         """How many leading ``tokens`` are already in the KV cache."""
         llm = self._llm
@@ -536,17 +476,16 @@ class LlamaBackend:
             raise LLMError(str(exc)) from exc
         tokens = tuple(int(t) for t in llm.input_ids[: llm.n_tokens])
         return KVState(
-            model=self._info.path, tokens=tokens, data=data,
+            model=self.info.path, tokens=tokens, data=data,
             fingerprint=self.state_fingerprint(),
         )
 
     def load_state(self, state: KVState) -> None:
-        """Restore a :meth:`save_state` snapshot of this model; the next call reuses it.
-        On refusal (another model or window, damaged bytes) the cache is left empty."""
-        if state.model != self._info.path or (
+        """Restore a :meth:`save_state` snapshot; on refusal the cache is left empty."""
+        if state.model != self.info.path or (
             state.fingerprint and state.fingerprint != self.state_fingerprint()
         ):
-            raise LLMError(f"a KV state of {state.model} cannot be loaded into {self._info.path}")
+            raise LLMError(f"a KV state of {state.model} cannot be loaded into {self.info.path}")
         llm = self._llm
         if len(state.tokens) > int(llm.n_ctx()):
             raise LLMError("the KV state holds more tokens than this context window")
@@ -576,33 +515,19 @@ class LlamaBackend:
         return current_config(self._llm)
 
     def use_abort_callback(self, on: bool) -> None:
-        """Whether Stop aborts llama.cpp inside a decode (on by default; off only to measure
-        what the callback gains: Stop is then seen between batches and tokens). Applies from
-        the next call."""
+        """Whether Stop aborts inside a decode (off only to measure what that gains)."""
         self._abort.enabled = on
 
     def raw_prefill(
         self, tokens: list[int], config: PrefillConfig | None = None, piece: int | None = None
     ) -> list[tuple[int, float]]:
-        """Raw ``llama_decode`` of ``tokens`` from an empty cache in a temporary context
-        with ``config`` (the one in force by default): (tokens, seconds) of each ``piece``
-        (one by default). The chat's cache is not touched. What the benchmark compares the
-        app's prefill with."""
+        """(tokens, seconds) of each ``piece`` of a raw ``llama_decode`` in a temporary
+        context, for the benchmark to compare the app's prefill with."""
         return decode_timed(self._llm, config or self.prefill_config, tokens, piece)
-
-    @property
-    def chunk_reuse(self) -> int:
-        """The smallest chunk moved after a changed span; 0 when chunk reuse is off."""
-        return self._reuse_chunk
-
-    @property
-    def chunk_reuse_blocker(self) -> str | None:
-        """Why chunk reuse cannot be used with this model (None if it can)."""
-        return self._reuse_blocker
 
     def tune_chunk_reuse(self, min_chunk: int) -> None:
         """Chunk reuse on (runs of ``min_chunk``+ tokens) or off (0), if the model allows."""
-        self._reuse_chunk = max(0, min_chunk) if self._reuse_blocker is None else 0
+        self.chunk_reuse = max(0, min_chunk) if self.chunk_reuse_blocker is None else 0
 
     def cached_tokens(self) -> list[int]:
         """The tokens the KV cache holds, in order."""
@@ -610,8 +535,7 @@ class LlamaBackend:
         return [int(t) for t in llm.input_ids[: llm.n_tokens]]
 
     def tune(self, tuning: EngineTuning) -> str:
-        """Apply threads / batch sizes (0: the measured or default value) and chunk reuse.
-        New batch sizes need a new context, which empties the KV cache."""
+        """Apply ``tuning``; new batch sizes need a new context, which empties the cache."""
         auto = self._auto_prefill
         want = PrefillConfig(
             tuning.threads or auto.threads,
@@ -622,7 +546,7 @@ class LlamaBackend:
         if (want.n_batch, want.n_ubatch) != (have.n_batch, have.n_ubatch):
             with _quiet_stderr():
                 open_context(self._llm, want)
-            self._reuse_blocker = reuse_blocker(self._llm)
+            self.chunk_reuse_blocker = reuse_blocker(self._llm)
         elif want.threads != have.threads:
             set_threads(self._llm, want.threads)
         self.tune_chunk_reuse(max(1, tuning.min_chunk) if tuning.chunk_reuse else 0)
@@ -637,10 +561,10 @@ class LlamaBackend:
         cfg = current_config(self._llm)
         how = "measured" if self.calibration is not None and cfg == self._auto_prefill else (
             "default" if cfg == self._auto_prefill else "set")
-        if self._reuse_chunk:
-            reuse = f"chunk reuse on (chunks of {self._reuse_chunk}+ tokens)"
-        elif self._reuse_blocker:
-            reuse = f"chunk reuse unavailable ({self._reuse_blocker})"
+        if self.chunk_reuse:
+            reuse = f"chunk reuse on (chunks of {self.chunk_reuse}+ tokens)"
+        elif self.chunk_reuse_blocker:
+            reuse = f"chunk reuse unavailable ({self.chunk_reuse_blocker})"
         else:
             reuse = "chunk reuse off"
         lookup = "prompt lookup on" if self.prompt_lookup else "prompt lookup off"
@@ -660,9 +584,8 @@ class LlamaBackend:
             tokens = list(prompt.tokens)  # encoded by the controller: not tokenized again
         else:
             tokens = self.tokenize_prompt(self.render_prompt(messages, tools))
-        # A new reply in the transcript form follows "Assistant:": the space the model
-        # writes first is not the reply's (a continuation's, in generate_tokens, may be).
-        return self._start(tokens, options, cancel, on_prefill, bool(self._template.stops))
+        # After the transcript form's "Assistant:", the first space is not the reply's.
+        return self._start(tokens, options, cancel, on_prefill, bool(self.template.stops))
 
     def generate_tokens(
         self,
@@ -695,18 +618,14 @@ class LlamaBackend:
         )
 
     def check_grammar(self, grammar: str) -> None:
-        """Raise :class:`GrammarError` unless llama.cpp parses GBNF ``grammar`` (root rule
-        ``root``) for this model's vocabulary (memoized per text).
-
-        llama.cpp parses a grammar when its sampler is built and returns no sampler on an
-        error, which would crash sampling; so it is built once here, before any prefill.
-        """
+        """Raise :class:`GrammarError` unless llama.cpp parses ``grammar`` (memoized): a
+        sampler built on a bad grammar is NULL and would crash sampling, so build one now."""
         known = self._grammars.get(grammar)
         if known is None:
             lc = self._llama_cpp
             with _quiet_stderr():
                 sampler = lc.llama_sampler_init_grammar(
-                    self._llm._model.vocab, grammar.encode("utf-8"), b"root"
+                    self._vocab, grammar.encode("utf-8"), b"root"
                 )
             known = bool(sampler)
             if sampler:
@@ -715,13 +634,12 @@ class LlamaBackend:
                 self._grammars.clear()
             self._grammars[grammar] = known
         if not known:
-            raise GrammarError(f"{self._info.name}: llama.cpp cannot parse the grammar")
+            raise GrammarError(f"{self.info.name}: llama.cpp cannot parse the grammar")
 
     def _constrained(
         self, tokens: list[int], grammar: str, temperature: float, top_p: float
     ) -> Generator[int, Any, None]:
-        """Tokens sampled under ``grammar`` after :meth:`_prefill` (see
-        :mod:`.llama_constrained`)."""
+        """Tokens sampled under ``grammar`` after :meth:`_prefill`."""
         llm = self._llm
         sampler = GrammarSampler(
             llm, grammar, temperature=temperature, top_p=top_p,
@@ -741,8 +659,7 @@ class LlamaBackend:
             sampler.close()
 
     def raw_generation_seconds(self, tokens: list[int], count: int, temperature: float) -> float:
-        """Seconds for ``count`` tokens from llama-cpp-python's own ``Llama.generate`` with
-        the sampler :meth:`generate` uses (the benchmark compares the two paths)."""
+        """Seconds for ``count`` tokens from ``Llama.generate`` (for the benchmark)."""
         start = time.perf_counter()
         stream = self._llm.generate(tokens, temp=temperature, reset=True, **_SAMPLER)
         for n, _token in enumerate(stream, start=1):
@@ -756,20 +673,16 @@ class LlamaBackend:
         cancel: CancelToken | None,
         on_prefill: Callable[[int, int], None] | None,
     ) -> tuple[ReusePlan, bool]:
-        """Evaluate all but the last prompt token, reusing what the cache holds: the common
-        prefix, and (when tuned on) cached chunks after a changed span.
-
-        Returns (what was reused, finished). ``generate`` then finds every token but the
-        last cached and evaluates only that one, which yields fresh logits.
-        """
+        """Evaluate all but the last prompt token (left for fresh logits), reusing the
+        common prefix and, when tuned on, cached chunks; returns (reused, finished)."""
         llm = self._llm
         target = len(tokens) - 1
         n_cached = int(llm.n_tokens)
         reuse = min(self.cached_prefix(tokens), target)
         plan = ReusePlan(reuse)
-        if self._reuse_chunk > 0 and n_cached - reuse >= self._reuse_chunk:
+        if self.chunk_reuse > 0 and n_cached - reuse >= self.chunk_reuse:
             plan = plan_reuse(
-                llm.input_ids[:n_cached], tokens, min_chunk=self._reuse_chunk, end=target,
+                llm.input_ids[:n_cached], tokens, min_chunk=self.chunk_reuse, end=target,
                 seam=self.reuse_seam,
             )
         done = plan.reused
@@ -820,9 +733,8 @@ class LlamaBackend:
         cancel: CancelToken | None,
         progress: Callable[[int], None] | None,
     ) -> ReusePlan | None:
-        """Apply a chunk-reuse plan; on success the cache holds ``tokens[:plan.end]``. A
-        refusal falls back to the plain prefix (returned as the plan); a cancel returns
-        None with the cache cut back to the prefix."""
+        """Apply a chunk-reuse plan: the plan done, the plain prefix on a refusal, None
+        (cache cut back to the prefix) on a cancel."""
         llm = self._llm
         memory = LlamaMemory(llm, int(llm.n_batch))
         try:
@@ -851,13 +763,11 @@ class LlamaBackend:
     def _armed(
         self, events: Iterator[StreamEvent], cancel: CancelToken | None
     ) -> Iterator[StreamEvent]:
-        """``events`` (one call) with Stop armed: cancelling aborts llama.cpp's current decode."""
         with self._abort.armed(self._llm._ctx.ctx, cancel):
             yield from events
 
     def _aborted(self) -> None:
-        """After an aborted decode: drop the cells of the ubatches it finished (llama.cpp
-        keeps them; ``n_tokens`` does not count them)."""
+        """Drop the cells of the ubatches an aborted decode finished (uncounted)."""
         llm = self._llm
         llm._ctx.kv_cache_seq_rm(-1, int(llm.n_tokens), -1)
         log.info("Stop aborted llama.cpp inside a decode (%d tokens kept in the cache)",
@@ -893,10 +803,10 @@ class LlamaBackend:
         else:  # stopped while reading the prompt: only what reached the cache counts
             evaluated = max(0, llm.n_tokens - reuse)
             budget = 0
-        stops = options.stop + _STOP_TEXTS + self._template.stops
+        stops = options.stop + _STOP_TEXTS + self.template.stops
         # The transcript form's reply ends before a blank line and "User:": those line
         # ends are not the reply's (nor, with ``trim_start``, the space it starts with).
-        trim = bool(self._template.stops)
+        trim = bool(self.template.stops)
         decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
         text = ""
         emitted = 0
@@ -915,7 +825,7 @@ class LlamaBackend:
                 for token in self._until_aborted(sampled, aborted):
                     if first is None:
                         first = time.perf_counter() - start
-                    if self._is_eog(token):
+                    if self._llama_cpp.llama_vocab_is_eog(self._vocab, token):
                         finish = "stop"
                         break
                     count += 1
@@ -959,8 +869,7 @@ class LlamaBackend:
         )
 
     def _sampled(self, tokens: list[int], options: GenerationOptions) -> Generator[int, Any, None]:
-        """The reply's tokens: with prompt-lookup drafts when :attr:`prompt_lookup` is on
-        (see :mod:`.llama_speculative`), else llama-cpp-python's own loop."""
+        """The reply's tokens: prompt-lookup drafts when on, else ``Llama.generate``."""
         sampling = {**_SAMPLER, "top_p": options.top_p, "temp": options.temperature}
         if self.prompt_lookup > 0:
             self.draft_stats = DraftStats()
@@ -977,9 +886,8 @@ class LlamaBackend:
 def _auto_prefill(
     llama: Any, path: Path, threads: int, flash_attn: bool, calibrate: bool
 ) -> tuple[PrefillConfig, Calibration | None]:
-    """The prefill settings to use where none is given: a calibration of this model on this
-    machine (kept in the cache directory; measured now if there is none) or the defaults.
-    ``ASSISTANT_CALIBRATE=0`` turns measuring off (the test suite does)."""
+    """This model's calibration on this machine (measured now if none is kept) or the
+    defaults. ``ASSISTANT_CALIBRATE=0`` turns measuring off (the test suite does)."""
     if not calibrate or os.environ.get("ASSISTANT_CALIBRATE", "").strip() in {"0", "off", "no"}:
         return default_config(threads), None
     store = CalibrationStore()
@@ -1019,8 +927,7 @@ _AMX_LOCK = threading.Lock()
 
 
 def has_amx_kernels() -> bool:
-    """Whether this llama.cpp build runs matrix products on AMX tiles (see
-    :func:`_weights_off_amx`)."""
+    """Whether this llama.cpp build runs matrix products on AMX tiles."""
     import llama_cpp
 
     return b"AMX_INT8 = 1" in bytes(llama_cpp.llama_print_system_info())
@@ -1028,18 +935,8 @@ def has_amx_kernels() -> bool:
 
 @contextlib.contextmanager
 def _weights_off_amx() -> Iterator[None]:
-    """Models loaded inside keep their weights out of llama.cpp's extra buffer types when the
-    build has AMX kernels.
-
-    Those kernels crash some Sapphire Rapids-class CPUs at the first prompt of a few dozen
-    tokens (a segfault in ``ggml_backend_amx_mul_mat``, ggml-org/llama.cpp#20824, closed
-    without a fix; seen here with llama-cpp-python 0.3.36). The weights reach them only
-    through the AMX buffer type, which ``use_extra_bufts = False`` turns off (with the CPU
-    repacking of some quantizations: a little prefill speed for a process that does not
-    die). ``Llama`` takes no such argument, so its source of default model parameters is
-    swapped for the duration of the load, under a lock. ``make setup`` builds without AMX
-    anyway; this covers a llama-cpp-python installed some other way.
-    """
+    """Load with weights out of the AMX buffers, whose kernels crash some CPUs
+    (llama.cpp#20824; docs/PERFORMANCE.md, "Loading")."""
     import llama_cpp.llama_cpp as native
 
     if not has_amx_kernels() or not hasattr(native.llama_model_params, "use_extra_bufts"):

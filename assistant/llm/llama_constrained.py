@@ -1,21 +1,6 @@
-"""Sampling under a GBNF grammar, fast enough for a CPU laptop.
-
-llama-cpp-python puts the grammar into its sampler chain, so the grammar is checked against
-every token of the vocabulary at every step: with SmolLM2's 49k tokens and a summary grammar
-that took 0.5-1.5 s per generated token on 2 cores (a 200-token summary: minutes). llama.cpp's
-own ``common_sampler`` avoids that, and :class:`GrammarSampler` does the same:
-
-1. sample as usual (repetition penalty, then greedy or top-k/top-p/min-p/temperature);
-2. check only the chosen token against the grammar: usually it is allowed, and that is it;
-3. otherwise apply the grammar to the :data:`SHORTLIST` most likely tokens and sample
-   among those it allows (for greedy decoding this is exactly the best allowed token);
-4. only if none of them is allowed, apply the grammar to the whole vocabulary.
-
-The token is then accepted by the grammar and by the penalty's history. If the grammar
-allows no token at all (a vocabulary that cannot spell what the grammar requires), a
-:class:`~assistant.llm.base.GrammarError` is raised instead of letting llama.cpp accept a
-forbidden token (which aborts the process).
-
+"""Sampling under a GBNF grammar, fast enough for a CPU: the sampled token is checked first,
+then a shortlist, the whole vocabulary last (llama-cpp-python's chain checked every token at
+every step: 0.5-1.5 s a token with SmolLM2; docs/PERFORMANCE.md, "Grammar sampling").
 """
 
 from __future__ import annotations
@@ -67,11 +52,8 @@ class _Candidates:
 
 
 class GrammarSampler:
-    """Picks the next token of a ``Llama`` under ``grammar`` (see the module docstring).
-
-    Use after the prompt is evaluated: :meth:`sample` reads the logits of the last evaluated
-    token; call :meth:`accept` with the token before evaluating it. :meth:`close` frees the
-    llama.cpp samplers.
+    """Picks the next token of a ``Llama`` under ``grammar``: :meth:`sample` reads the last
+    evaluated token's logits; :meth:`accept` the token before evaluating it; then :meth:`close`.
     """
 
     def __init__(

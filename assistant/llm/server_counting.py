@@ -1,20 +1,9 @@
-"""Counting the prompt a server will see, as exactly as that server allows.
-
-Three ways, best first (:func:`choose_counting`):
-
-1. **The server renders and counts** (:class:`ServerRendered`): llama.cpp's server renders a
-   conversation with its own template (``POST /apply-template``) and tokenizes the text
-   (``POST /tokenize``); vLLM counts a conversation in one ``POST /tokenize``.
-2. **A template here, a real tokenizer** (:class:`LocalRendered`): the chat template of a GGUF
-   the user names (or the one llama.cpp's ``/props`` shows, or ChatML), tokenized by the
-   server (llama-cpp-python's ``POST /extras/tokenize``) or by that GGUF's vocabulary.
-3. **An estimate**: ChatML and the offline cl100k tokenizer; the counts are marked as
-   estimates (:attr:`Counting.exact` is False) and the context bar says so.
-
-:func:`verify_counting` checks the choice against the server's ``usage.prompt_tokens`` on
-three probes: a constant difference (a BOS only the tokenize endpoint adds) is corrected,
-any other makes the counts an estimate. Counts are memoized per rendered prompt, so a new
-message costs one request.
+"""Counting the prompt a server will see, as exactly as that server allows: rendered and
+counted by the server (:class:`ServerRendered`), rendered here and tokenized by the server or
+a GGUF's vocabulary (:class:`LocalRendered`), else an estimate (ChatML and cl100k,
+:attr:`Counting.exact` False). :func:`verify_counting` checks the choice against the server's
+``usage.prompt_tokens`` on three probes (a constant difference, a BOS, is corrected); counts
+are memoized per rendered prompt, so a new message costs one request.
 """
 
 from __future__ import annotations

@@ -1,16 +1,6 @@
-"""HTTP to one OpenAI-compatible server: JSON requests, streamed replies, clear errors.
-
-Every request goes to the base URL the user set and nowhere else: no proxy from the
-environment, no redirects followed. Failures become :class:`ServerError` subclasses whose
-message names the address (connection refused, timeout, an HTTP error with the server's own
-message), except a "context exceeded" answer, which is a
-:class:`~assistant.llm.base.ContextOverflowError` carrying the numbers the server gave
-(:func:`overflow_from`), so compaction and the single retry work as with the embedded model.
-
-A streamed reply (:meth:`ServerHTTP.stream`) is read as server-sent events; Stop shuts the
-socket down and every request has a deadline and size caps (:mod:`.server_limits`, which
-ends them with :class:`ServerTimeout` or :class:`ServerReplyTooLarge`): docs/ARCHITECTURE.md,
-"The server engine".
+"""HTTP to one OpenAI-compatible server: JSON requests, streamed replies, errors that name
+the address; a "context exceeded" answer is a :class:`~assistant.llm.base.ContextOverflowError`
+(docs/ARCHITECTURE.md, "The server engine").
 """
 
 from __future__ import annotations
@@ -101,11 +91,8 @@ _OVERFLOW_WORDS = re.compile(
 
 
 def overflow_from(status: int, body: Any, message: str) -> ContextOverflowError | None:
-    """The overflow an error answer reports, or None when it reports something else.
-
-    Only HTTP 400 and 413 count; the prompt size and the window are read from the fields
-    llama.cpp sends (``n_prompt_tokens``, ``n_ctx``) or from the message (0 when absent).
-    """
+    """The overflow an HTTP 400/413 answer reports (sizes from llama.cpp's fields or the
+    message, 0 when absent), or None."""
     if status not in (400, 413):
         return None
     error = body.get("error") if isinstance(body, dict) else None
@@ -143,12 +130,7 @@ def error_message(body: Any, text: str) -> str:
 
 class ServerHTTP:
     """A connection to one server (thread-safe for requests; one stream at a time).
-
-    ``timeout_s`` is the longest wait for the server to answer or send the next piece;
-    ``reply_deadline_s`` the longest any one request (a whole streamed reply too) may take.
-    A streamed line is at most ``max_line_bytes``, a streamed reply at most
-    ``max_reply_bytes`` and a plain JSON answer at most ``max_body_bytes``.
-    """
+    ``timeout_s``: the longest wait for the next piece; ``reply_deadline_s``: for a request."""
 
     def __init__(
         self,
@@ -243,10 +225,8 @@ class ServerHTTP:
 
     @staticmethod
     def _with_retry(send: Callable[[], httpx.Response], watch: Watch) -> httpx.Response:
-        """Send; once more when the connection broke before any answer came back: a kept-alive
-        connection the server had just closed (idle for a few seconds, or after a failed
-        request) is found closed or reset only on use. Nothing was answered, so nothing ran
-        twice."""
+        """Send; once more when the connection broke before any answer (a kept-alive one the
+        server had just closed is found so only on use): nothing ran twice."""
         try:
             return send()
         except httpx.RemoteProtocolError as exc:
@@ -271,9 +251,8 @@ class ServerHTTP:
         self, path: str, body: dict[str, Any], cancel: CancelToken | None = None,
         *, max_events: int = MAX_EVENTS,
     ) -> SSEStream:
-        """Open a streamed POST; HTTP errors (an overflow too) are raised here, before any
-        event. Close the returned stream (or read it to the end). The whole reply must come
-        within ``reply_deadline_s`` of this call, in at most ``max_events`` events."""
+        """Open a streamed POST (HTTP errors raised here, before any event); close the stream
+        or read it to the end."""
         watch = Watch(self.reply_deadline_s, cancel)
 
         def send() -> httpx.Response:
@@ -368,8 +347,8 @@ class ServerHTTP:
 
 
 def _unless_missing(request: Callable[[], Any]) -> Any | None:
-    """``request()``, or None when the server has no such endpoint: any 4xx but 401/403,
-    or an answer that is not JSON (not the endpoint we meant)."""
+    """``request()``, or None when the server has no such endpoint (a 4xx but 401/403, or
+    not JSON)."""
     try:
         return request()
     except ServerHTTPError as exc:
@@ -390,12 +369,8 @@ def _short_reason(exc: BaseException) -> str:
 
 
 class SSEStream:
-    """The events of one streamed answer, as decoded JSON objects, until ``[DONE]``.
-
-    :attr:`done` is True once ``[DONE]`` arrived; :attr:`events_seen` counts the events;
-    :attr:`cancelled` is True when Stop closed the request. The reply's deadline and size
-    limits are those of the :class:`ServerHTTP` that opened it.
-    """
+    """The events of one streamed answer, as decoded JSON objects, until ``[DONE]``
+    (:attr:`done`); :attr:`cancelled` when Stop closed the request."""
 
     def __init__(
         self, http: ServerHTTP, response: httpx.Response, watch: Watch, max_events: int

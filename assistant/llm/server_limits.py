@@ -1,19 +1,9 @@
 """What a server may send: an overall deadline, a longest line, a largest answer.
 
-A server can be slow, broken or hostile: a reply that never ends, keep-alive pings and
-nothing else, one byte a second, a single line of 100 MB. The per-read timeout of the HTTP
-client catches none of these, so every request to a server runs under a :class:`Watch`:
-
-* the request has an overall deadline (``deadline_s`` from when it was sent); a small thread
-  shuts the socket down when it passes (or when the cancel token fires), which ends a read
-  blocked on the server at once, so the caller hears about it within a poll interval;
-  pings and drips do not extend it;
-* the answer is read in chunks, split into lines by :func:`bounded_lines` with a bounded
-  buffer: a line longer than ``max_line`` or an answer larger than ``max_total`` bytes is
-  refused (:class:`TooLarge`) without ever being held whole.
-
-This module knows nothing about HTTP errors; :mod:`assistant.llm.server_http` turns
-:class:`DeadlinePassed` and :class:`TooLarge` into messages naming the server.
+A reply that never ends, pings alone, one byte a second or a 100 MB line escape the HTTP
+client's per-read timeout, so every request runs under a :class:`Watch`: a small thread shuts
+the socket down at the deadline (or on Stop), ending a blocked read at once, and the answer is
+split into lines with a bounded buffer (:class:`TooLarge` past ``max_line``/``max_total``).
 """
 
 from __future__ import annotations

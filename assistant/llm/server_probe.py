@@ -1,24 +1,7 @@
 """What an OpenAI-compatible server can do: its models, window, tokenizer and tool calls.
 
-:func:`probe` asks the server (and only the server) a few cheap questions and returns a
-:class:`ServerProfile`. It recognizes, in this order:
-
-========================  ====================================================================
-llama.cpp ``llama-server``  ``GET /props`` (window ``default_generation_settings.n_ctx``, chat
-                          template capabilities); prompts rendered by ``POST /apply-template``
-                          and counted by ``POST /tokenize``
-llama-cpp-python          ``POST /extras/tokenize``; the window is not reported (a setting, or
-                          learned from the first "context exceeded" answer)
-vLLM                      ``max_model_len`` in ``/v1/models``; ``POST /tokenize`` counts a
-                          conversation with the server's own template
-Ollama                    ``GET /api/version``; ``POST /api/show`` (``num_ctx``, capabilities)
-                          and ``GET /api/ps`` (the loaded context length); no tokenizer
-LM Studio                 ``GET /api/v0/models`` (loaded context length, ``tool_use``); no
-                          tokenizer
-anything else             ``/v1/models`` only (a window if the entry names one)
-========================  ====================================================================
-
-Each probe that a server does not have is a quick 404; none of them generates anything.
+:func:`probe` asks the server a few cheap questions (none generates; a missing one is a quick
+404); which it asks of which server: docs/ARCHITECTURE.md, "The server engine".
 """
 
 from __future__ import annotations

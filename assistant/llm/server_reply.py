@@ -1,14 +1,7 @@
-"""One streamed chat completion, put together from its server-sent events.
-
-:class:`StreamedReply` takes the decoded events of ``POST /v1/chat/completions`` with
-``stream: true`` one by one (:meth:`StreamedReply.feed` returns the text to show) and keeps
-what the result needs: the text, native tool calls (which arrive in pieces keyed by
-``index``: a name once, the arguments in parts), the finish reason, and what the server
-reports about the call (``usage``; llama.cpp's ``timings`` and ``prompt_progress``).
-
-Native tool calls are written into :meth:`StreamedReply.text` as the text protocol's
-blocks (:func:`assistant.llm.template.format_call_block`), so the agent parses a server's
-native calls and a model's written ones the same way.
+"""One streamed chat completion, put together from its server-sent events: the text, native
+tool calls (arriving in pieces keyed by ``index``), the finish reason and what the server
+reports (``usage``, llama.cpp's ``timings``). Native calls are written into the text as the
+text protocol's blocks, so the agent parses every reply the same way.
 """
 
 from __future__ import annotations

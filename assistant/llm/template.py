@@ -1,21 +1,8 @@
-"""Chat templates: from the GGUF metadata, with a documented fallback.
+"""Chat templates: the GGUF's ``tokenizer.chat_template`` (Jinja2), else ChatML (SmolLM2's).
 
-The template is the Jinja2 text in the GGUF key ``tokenizer.chat_template``. When a file has
-none (or it fails to render), the fallback is ChatML (``<|im_start|>role\\n...<|im_end|>``),
-the format SmolLM2 and many small instruct models use.
-
-Tool calls reach the model one of two ways:
-
-* **native**: the template itself renders ``tools`` and ``tool_calls`` (it mentions
-  ``tools`` in its source); the tool schemas go to the template unchanged.
-* **text protocol** (every other template): the tool list and the calling convention are
-  appended to the system message (:data:`TOOL_PROTOCOL`), an assistant message's tool calls
-  are written back as the fenced block the model is asked to produce, and tool results are
-  sent as user messages starting ``[Tool result: NAME]``. Consecutive messages of the same
-  role are merged when the template insists on alternating roles, and the system message is
-  folded into the first user message when the template refuses a system role.
-
-Either way the model's reply is parsed by :func:`assistant.llm.toolcall.parse_tool_calls`.
+Tool calls go to a template that renders ``tools`` and ``tool_calls`` natively; any other gets
+the text protocol (:meth:`ChatTemplate.adapt`): the tools in the system message, calls as the
+fenced block the model is asked to write, results as ``[Tool result: NAME]`` user messages.
 """
 
 from __future__ import annotations
@@ -67,11 +54,8 @@ def describe_tools(tools: Sequence[dict[str, Any]]) -> str:
 
 
 def format_call_block(name: str, arguments: str) -> str:
-    """How an assistant tool call is written in the text protocol.
-
-    ``arguments`` is embedded as the object it holds when it is one the parser would take
-    (bounded nesting and size: :func:`assistant.jsonlimits.loads`), else as a JSON string,
-    so a hostile call never breaks the render."""
+    """An assistant tool call in the text protocol: ``arguments`` as the object it holds
+    when the parser would take it, else as a JSON string (a hostile call renders too)."""
     if isinstance(name, str) and isinstance(arguments, str):
         return _format_call_block(name, arguments)  # memoized: every render rewrites them all
     return _format_call_block.__wrapped__(name, arguments)
@@ -81,9 +65,7 @@ def format_call_block(name: str, arguments: str) -> str:
 def _format_call_block(name: str, arguments: str) -> str:
     try:
         args: Any = jsonlimits.loads(
-            arguments,
-            "arguments",
-            jsonlimits.MAX_ARGUMENT_DEPTH,
+            arguments, "arguments", jsonlimits.MAX_ARGUMENT_DEPTH,
             max_chars=jsonlimits.MAX_ARGUMENT_CHARS,
         )
     except ValueError:
@@ -156,7 +138,9 @@ class ChatTemplate:
     def adapt(
         self, messages: Sequence[dict[str, Any]], tools: Sequence[dict[str, Any]] | None
     ) -> list[dict[str, Any]]:
-        """Messages as this template is given them (text protocol applied if needed)."""
+        """Messages as this template is given them: the text protocol applied if needed, the
+        system message folded into the first user one if refused, same roles merged if the
+        template insists on alternation."""
         if self.native_tools:
             return [dict(m) for m in messages]
         out: list[dict[str, Any]] = []
@@ -206,10 +190,8 @@ def _merge_same_role(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
     merged: list[dict[str, Any]] = []
     for m in messages:
         if merged and merged[-1]["role"] == m["role"]:
-            merged[-1] = {
-                "role": m["role"],
-                "content": merged[-1]["content"] + "\n\n" + m["content"],
-            }
+            content = merged[-1]["content"] + "\n\n" + m["content"]
+            merged[-1] = {"role": m["role"], "content": content}
         else:
             merged.append(dict(m))
     return merged

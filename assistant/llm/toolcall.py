@@ -10,21 +10,11 @@ Small models write tool calls in many shapes; all of these are recognized:
 * ``arguments`` as an object or as a JSON string holding one (``parameters`` is accepted
   for ``arguments``, and ``{"function": {...}}`` wrappers and lists of calls are unwrapped).
 
-Call ids are always generated here (ids a model writes are ignored, they may repeat).
-A block that is meant as a call but cannot be understood (bad JSON, no name, arguments that
-are not an object) becomes a :class:`ParsedCall` with ``error`` set; the agent answers it
-with an error tool result that shows the expected format. Nothing here raises: any text
-gives a :class:`ParsedReply`. An unclosed block at the end of the reply (the model ran out
-of tokens) is read to the end of the text.
-
-The work is linear in the reply and capped: only the first :data:`MAX_SCAN` characters are
-searched, at most :data:`MAX_CALLS` calls are taken, the search for bare objects stops
-after examining about :data:`SCAN_WORK` characters per character of text, and arguments
-nested deeper than ``MAX_ARGUMENT_DEPTH`` levels or longer than ``MAX_ARGUMENT_CHARS`` are
-an error call (never a crash later). Every JSON text is decoded by the one bounded loader,
-:func:`assistant.jsonlimits.loads`. An error call keeps what the model wrote in
-``raw_arguments``; the model is shown it again as a short JSON string
-(:meth:`~assistant.conversation.ToolCall.model_arguments`), never decoded again.
+Call ids are generated here (a model's may repeat). A block meant as a call that cannot be
+understood becomes a :class:`ParsedCall` with ``error`` set (the agent answers it with the
+expected format), keeping what the model wrote in ``raw_arguments``. Nothing here raises; an
+unclosed block at the end (the model ran out of tokens) is read to the end. The work is linear
+in the reply and capped (the limits below); all JSON goes through :mod:`assistant.jsonlimits`.
 """
 
 from __future__ import annotations
@@ -54,10 +44,8 @@ _FUNCTION_TAG = re.compile(r"<function=([A-Za-z0-9_.\-]+)>(.*?)(?:</function>|\Z
 _NAME_IN_TEXT = re.compile(r'"name"\s*:\s*"([A-Za-z0-9_.\-]{1,64})"')
 #: A bare object worth decoding starts with a key: ``{"``.
 _OBJECT_START = re.compile(r'\{\s*"')
-#: A bracket, or a whole JSON string (a quote that never closes runs to the end, also when
-#: the text ends in a lone backslash: a string token never fails once started, or every
-#: escaped quote inside an unclosed string would start a failing match of the rest, and
-#: the search would be quadratic).
+#: A bracket, or a whole JSON string; an unclosed one (even ending in a backslash) runs to
+#: the end, so a string token never fails once started (else the search is quadratic).
 _TOKEN = re.compile(r'[\[\]{}]|"(?:[^"\\]|\\.)*(?:"|\\?\Z)', re.DOTALL)
 
 #: Characters of a reply searched for calls (replies are capped by the reply limit anyway).
@@ -73,11 +61,7 @@ _CALL_WRAPPING = 3
 
 @dataclass(frozen=True)
 class ParsedCall:
-    """One call found in the reply.
-
-    ``error`` is None when the call can be checked and run, else a short reason such as
-    "it is not valid JSON" that the agent puts into the error result.
-    """
+    """One call found in the reply; ``error``: why it cannot run (None when it can)."""
 
     call: ToolCall
     error: str | None = None
@@ -112,12 +96,12 @@ def parse_tool_calls(text: str) -> ParsedReply:
     for m in _TAG.finditer(scan):
         if spans.full:
             break
-        if not spans.inside(m.start()):
+        if spans.end_of_span_at(m.start()) is None:
             spans.add(m.start(), m.end(), _calls_from_body(m.group(1), required=True))
     for m in _FUNCTION_TAG.finditer(scan):
         if spans.full:
             break
-        if not spans.inside(m.start()):
+        if spans.end_of_span_at(m.start()) is None:
             spans.add(m.start(), m.end(), [_function_tag_call(m.group(1), m.group(2))])
     _bare_objects(scan, spans)
 
@@ -137,8 +121,7 @@ def parse_tool_calls(text: str) -> ParsedReply:
 
 
 class _Spans:
-    """The parts of the text taken by calls (at most MAX_CALLS of them, so every lookup is
-    bounded)."""
+    """The parts of the text taken by calls (at most MAX_CALLS: every lookup is bounded)."""
 
     def __init__(self) -> None:
         self.items: list[tuple[int, int, list[ParsedCall]]] = []
@@ -151,9 +134,6 @@ class _Spans:
     def add(self, start: int, end: int, calls: list[ParsedCall]) -> None:
         self.items.append((start, end, calls))
         self.calls += len(calls)
-
-    def inside(self, pos: int) -> bool:
-        return any(start <= pos < end for start, end, _ in self.items)
 
     def overlaps(self, start: int, end: int) -> bool:
         return any(start < s_end and s_start < end for s_start, s_end, _ in self.items)
@@ -287,13 +267,8 @@ def _function_tag_call(name: str, body: str) -> ParsedCall:
 
 
 def _bare_objects(text: str, spans: _Spans) -> None:
-    """Call-shaped JSON objects written straight into the prose.
-
-    Only ``{"`` can start one. Its extent comes from bracket matching (strings skipped;
-    see :class:`_Extents`) and only that slice is decoded, so a failure costs the slice,
-    never the text before it. The bracket matching is charged to a work budget of
-    ``SCAN_WORK`` characters per character of text; when it runs out, the search stops.
-    """
+    """Call-shaped JSON objects (starting ``{"``) written into the prose: only the slice
+    bracket matching finds is decoded, within a budget of ``SCAN_WORK`` per character."""
     extents = _Extents(text, SCAN_WORK * len(text) + 10_000)
     keys = _Keys(text)
     pos = 0
@@ -322,9 +297,8 @@ def _bare_objects(text: str, spans: _Spans) -> None:
 
 
 class _Keys:
-    """Where ``"name"``, ``"arguments"`` and ``"parameters"`` occur in the text (found once),
-    so whether a slice holds one is a binary search: nested objects start inside each
-    other, and searching (or copying) each slice would make the search quadratic."""
+    """Where the call keys occur (found once): whether a slice holds one is a binary search,
+    not a search of each nested slice (quadratic)."""
 
     def __init__(self, text: str) -> None:
         self.names = [m.start() for m in re.finditer('"name"', text)]
@@ -343,8 +317,7 @@ class _Keys:
 
 
 def _bare_call(text: str, start: int, end: int, depth: int, keys: _Keys) -> ParsedCall | None:
-    """The call in the balanced ``{...}`` at ``text[start:end]``, or None when it is not
-    call-shaped (the slice is only copied when it may be one)."""
+    """The call in the balanced ``{...}`` at ``text[start:end]``, or None."""
     if not keys.name_in(start, end):
         return None
     if depth > MAX_ARGUMENT_DEPTH + _CALL_WRAPPING:
@@ -360,14 +333,9 @@ def _bare_call(text: str, start: int, end: int, depth: int, keys: _Keys) -> Pars
 
 
 class _Extents:
-    """Where each bracket that opens a value closes, found by bracket matching that skips
-    strings.
-
-    A scan from one bracket records the extent of every bracket it opens on the way, so a
-    later bracket that scan saw outside a string costs nothing. Two scans that start in
-    different string states (one inside a string where the other is outside) cover both
-    readings of the text, so text like ``{"{"{"...`` needs two scans, not one per brace.
-    """
+    """Where each bracket that opens a value closes (strings skipped). A scan records every
+    bracket it opens on the way, so ``{"{"{"...`` needs two scans (one per string state),
+    not one per brace."""
 
     def __init__(self, text: str, budget: int) -> None:
         self.text = text
@@ -414,10 +382,7 @@ class _Extents:
 def _invalid(raw: str, reason: str) -> ParsedCall:
     m = _NAME_IN_TEXT.search(raw)
     name = m.group(1) if m else INVALID_NAME
-    return ParsedCall(
-        ToolCall(name=name, raw_arguments=raw),
-        reason,
-    )
+    return ParsedCall(ToolCall(name=name, raw_arguments=raw), reason)
 
 
 def _dump(value: Any) -> str:

@@ -1,42 +1,11 @@
 """Recall's excerpt block as the transcript form shows it to a base model.
 
-Recall (:mod:`assistant.compaction.recall`) writes its excerpts into the latest user
-message as one labeled block, the same for every prompt form::
-
-    Earlier in this chat (excerpts that may help with my message below):
-    - (turn 3, I said) The budget is 84400 euros.
-    - (turn 5, read_file notes.txt, line 17) port = 8080
-
-    Which port does the server use?
-
-An instruction-tuned model reads the labels as labels (SmolLM2's chat form keeps this text
-byte for byte). A 270M base model continues the text nearest to where it writes, and there
-it copied the block's form instead of answering ("(turn 1, I said)", "(turn 6, run_command
-git add ..."): docs/ANSWERS.md, "gemma-3-270m". :func:`split_block` finds the block by its
-constant markers (:data:`HEADING_BEFORE`, one ``- (label)`` line per excerpt, continuation
-lines indented by two spaces), and :func:`lay_out` writes it for the transcript form::
-
-    User: Earlier I said: <worked example's fact>      (the two worked examples, their
-                                                        facts written as excerpts are)
-    <its question>
-
-    Assistant: <its answer>
-
-    ...
-
-    User: Which port does the server use?
-
-    Earlier I said: The budget is 84400 euros.
-    From read_file notes.txt, line 17: port = 8080
-
-    Which port does the server use?
-
-    Assistant:
-
-Each excerpt a plain line of context without the parenthesised label, the question before
-and again after them. Measured on the app's own final prompts after compactions
-(``python -m bench.recall_form``): the real session 7/18 against 2/18 as recall wrote it,
-W4 11/22 against 8/22, W2 17/26 against 15/26 (docs/ANSWERS.md, "gemma-3-270m").
+Recall writes its excerpts into the latest user message as one labeled block (a heading
+line, one ``- (turn N, source) text`` line per excerpt). A 270M base model copied the labels
+instead of answering, so :func:`lay_out` writes each excerpt as a plain line ("Earlier I
+said: ...") between the question and its restatement, the worked examples' facts written
+alike: the real session 7/18 against 2/18, W4 11/22 against 8/22, W2 17/26 against 15/26
+(``python -m bench.recall_form``; docs/ANSWERS.md, "gemma-3-270m").
 """
 
 from __future__ import annotations
@@ -79,8 +48,8 @@ Layout = Callable[[list[dict[str, Any]], int, Block, list[dict[str, Any]]], list
 
 
 def split_block(content: str) -> Block | None:
-    """``content`` as recall wrote it (its block before the message); None when it does not
-    start with recall's block, or the block does not parse (it is then shown as it is)."""
+    """``content`` split into recall's block and the message; None (shown as it is) when it
+    does not start with a block that parses."""
     head = HEADING_BEFORE + "\n"
     if not content.startswith(head):
         return None
@@ -107,8 +76,7 @@ def split_block(content: str) -> Block | None:
 
 
 def plain_line(e: Excerpt) -> str:
-    """An excerpt as a plain line of context, without the parenthesised label: "Earlier I
-    said: ...", "Earlier you ran write_file a.py ...", "From read_file a.py, line 17: ..."."""
+    """An excerpt as a plain line of context: "From read_file a.py, line 17: ..."."""
     where = f", {e.lines}" if e.lines else ""
     if e.source == "I said":
         return f"Earlier I said{where}: {e.text}"
@@ -125,8 +93,7 @@ def plain_block(block: Block) -> str:
 
 
 def said_examples(shots: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The worked examples (``fact\\n\\nquestion``) with their facts written as the user's
-    excerpts are ("Earlier I said: ..."), so they show an answer read from such a line."""
+    """The worked examples with their facts written as the user's excerpts are."""
     out = []
     for m in shots:
         if m["role"] == "user":
@@ -139,7 +106,7 @@ def said_examples(shots: list[dict[str, Any]]) -> list[dict[str, Any]]:
 def lay_out(
     out: list[dict[str, Any]], at: int, block: Block, shots: list[dict[str, Any]]
 ) -> list[dict[str, Any]]:
-    """The shipped layout (see the module docstring): the examples as excerpts, then the
-    latest message as the question, its excerpts as plain lines, the question again."""
+    """The shipped layout: the examples as excerpts, then the question, its excerpts as
+    plain lines, the question again."""
     msg = {**out[at], "content": f"{block.message}\n\n{plain_block(block)}\n\n{block.message}"}
     return out[:at] + said_examples(shots) + [msg] + out[at + 1:]

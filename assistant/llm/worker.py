@@ -1,22 +1,12 @@
-"""One thread owns the model.
-
-``ModelWorker`` runs every job that touches the backend on a single dedicated thread, so the
-``Llama`` object is never used from two threads and the GUI thread never waits on it: it
-submits a job and gets a ``Future`` (the UI turns completion into a queued Qt signal).
-
-    worker = ModelWorker()
-    fut = worker.load("smollm2-135m-instruct", n_ctx=10_000, threads=0, on_progress=print)
-    backend = fut.result()              # or fut.add_done_callback(...)
-    worker.submit(agent.chat, conv, "hello", cancel)
-
-``ModelWorker(factory, InlineExecutor())`` runs every job on the calling thread instead (the
-terminal chat, which has nothing else to do while the model works, and unit tests).
+"""One thread owns the model: :class:`ModelWorker` runs every job that touches the backend on
+one thread and hands back a ``Future``, so the ``Llama`` object is never used from two threads
+and the window never waits on it. With :class:`InlineExecutor` jobs run on the calling thread
+(the terminal chat, unit tests).
 """
 
 from __future__ import annotations
 
 import contextlib
-import threading
 from collections.abc import Callable
 from concurrent.futures import Executor, Future, ThreadPoolExecutor
 from pathlib import Path
@@ -67,7 +57,6 @@ class ModelWorker:
             max_workers=1, thread_name_prefix="model-worker"
         )
         self._backend: LLMBackend | None = None
-        self._lock = threading.Lock()
 
     @property
     def backend(self) -> LLMBackend | None:
@@ -86,9 +75,8 @@ class ModelWorker:
         on_progress: Callable[[float], None] | None = None,
         prepare: Callable[[LLMBackend], None] | None = None,
     ) -> Future[LLMBackend]:
-        """Close the current backend (if any) and load ``model`` on the worker thread;
-        ``prepare`` runs there on the new backend before it is handed out (settings that
-        change how prompts are counted)."""
+        """Load ``model`` in place of the current backend; ``prepare`` runs on the new one
+        before it is handed out (settings that change how prompts are counted)."""
 
         def build() -> LLMBackend:
             backend = self._factory(str(model), n_ctx, threads)
@@ -104,8 +92,7 @@ class ModelWorker:
         *,
         on_progress: Callable[[float], None] | None = None,
     ) -> Future[LLMBackend]:
-        """Close the current backend (if any) and ``build()`` another on the worker thread
-        (the server engine connects this way)."""
+        """``build()`` a backend in place of the current one (the server engine's way)."""
 
         def job() -> LLMBackend:
             if on_progress:

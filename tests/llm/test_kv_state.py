@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from assistant.llm.base import KVState
-from assistant.llm.kv_state import MAGIC, StateCache, StateWriter, file_sha256
+from assistant.llm.kv_state import MAGIC, StateCache, StateWriter
+from assistant.llm.provision import file_sha256
 
 
 def _state(n: int, fingerprint: str = "fp-a", seed: int = 1) -> KVState:
