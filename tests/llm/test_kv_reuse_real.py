@@ -75,6 +75,8 @@ def test_a_restored_state_gives_the_same_greedy_reply_evaluating_only_new_tokens
         {"role": "assistant", "content": reply.text},
         {"role": "user", "content": "Which of them is the most surprising?"},
     ]
+    # The chat kept open: the same state still in memory answers the next message.
+    live = _chat(backend, second, 32)
     # The chat reopened: a new process loads the model and the saved state.
     reopened = LlamaBackend.load(str(embedded_model_path), n_ctx=8192)
     try:
@@ -84,15 +86,21 @@ def test_a_restored_state_gives_the_same_greedy_reply_evaluating_only_new_tokens
         resumed = _chat(reopened, second, 32)
     finally:
         reopened.close()
+    # A restored state is the live one: the same reply, token for token.
+    assert resumed.text == live.text
     backend.reset_kv_cache()
     full = _chat(backend, second, 32)
     assert full.prompt_reused == 0
-    assert resumed.text == full.text
-    assert resumed.prompt_tokens == full.prompt_tokens
+    assert resumed.prompt_tokens == live.prompt_tokens == full.prompt_tokens
     # Only what follows the saved tokens was evaluated.
     new = full.prompt_tokens - len(saved.tokens)
-    assert resumed.prompt_reused == len(saved.tokens)
-    assert resumed.prompt_evaluated == new
+    assert resumed.prompt_reused == live.prompt_reused == len(saved.tokens)
+    assert resumed.prompt_evaluated == live.prompt_evaluated == new
+    # Against evaluating the whole prompt at once the reply is not compared byte for byte:
+    # logits depend on how the prompt is split into batches, and on some CPUs (seen on
+    # 2026-11-27: AVX-512 without AMX) the two greedy replies part at the 31st token, "(306"
+    # against "(307" (docs/PERFORMANCE.md, "Instant resume"). Their first tokens agree.
+    assert resumed.text.split()[:8] == full.text.split()[:8]
 
 
 def test_a_state_of_another_window_or_damaged_bytes_are_refused(
