@@ -1,18 +1,9 @@
 # Over 500 lines: chat, respond and continue share one turn's step and tool-round state.
 """The turn loop: user input -> context check -> model -> tool calls -> ... -> answer.
-
-:class:`Agent` is synchronous and UI-agnostic: the service calls it on its worker thread and
-it reports through ``on_event`` (:mod:`assistant.agent.events`), in order. The steps of one
-message are in docs/ARCHITECTURE.md ("One message, end to end").
-
-Stop (the cancel token) leaves a consistent history: a half-streamed reply is kept with
-``stopped=True``, and every tool call that has no result yet gets a "cancelled" error
-result. Every public method ends with one ``TurnFinished``.
-
-User-started tools (``/read``, ``!cmd``, a dropped file, ...) enter the history like the
-model's calls (``initiated_by="user"``) and start no model reply, so a large /read does not
-cost a model call the user did not ask for; typing them is the approval.
-"""
+Synchronous and UI-agnostic; reports through ``on_event`` in order (docs/ARCHITECTURE.md,
+"One message, end to end"). Stop leaves a consistent history: a half reply is kept with
+``stopped=True`` and unanswered calls get a "cancelled" result. User-started tools enter
+the history like the model's calls and start no model reply (typing them is the approval)."""
 
 from __future__ import annotations
 
@@ -85,14 +76,9 @@ MAX_FAILED_ROUNDS = 2
 
 
 class Agent:
-    """Runs chat turns and tool commands against one conversation at a time.
-
-    ``settings`` is called at the start of every turn, so changes apply to the next turn.
-    ``approver`` answers approval requests for model-initiated writes and commands (None:
-    they are denied unless ``Settings.tool_approval == "auto"``). The agent never touches
-    the controller's ``on_event``: whoever builds both connects it to
-    :meth:`on_context_event`, and the controller's events then arrive as ``ContextChanged``.
-    """
+    """Runs chat turns and tool commands against one conversation at a time. ``settings`` is read
+    each turn; ``approver`` None denies model writes and commands unless approval is "auto".
+    The builder connects the controller's ``on_event`` to :meth:`on_context_event`."""
 
     def __init__(
         self,
@@ -115,9 +101,8 @@ class Agent:
 
     # -- entry points -------------------------------------------------------------------
     def chat(self, conv: Conversation, text: str, cancel: CancelToken | None = None) -> None:
-        """One user message and everything the model does about it. A message that does not
-        fit the window whole is refused before anything is saved or sent (``MessageRefused``
-        and a notice with its size and the room)."""
+        """One user message and everything the model does about it (refused before anything is saved
+        when it does not fit the window whole)."""
         cancel = cancel or CancelToken()
         self._bind(conv)
         settings = self.settings()
@@ -142,8 +127,7 @@ class Agent:
         self._emit(TurnFinished(stopped=stopped, error=error))
 
     def respond(self, conv: Conversation, cancel: CancelToken | None = None) -> None:
-        """Answer the conversation as it stands (after an edit or a regenerate made the last
-        message a user message): the model turn of :meth:`chat` without a new message."""
+        """The model turn of :meth:`chat` without a new message (after an edit or a regenerate)."""
         cancel = cancel or CancelToken()
         self._bind(conv)
         try:
@@ -159,15 +143,9 @@ class Agent:
         branch: Callable[[Message], object],
         cancel: CancelToken | None = None,
     ) -> None:
-        """Write more of the last assistant reply (it stopped, or ran out of room).
-
-        A model that takes prompt tokens (the embedded one) goes on from the reply's last
-        token, its turn left open (:func:`.continuation.open_turn`); another one is asked to
-        go on (:func:`.continuation.continue_request`, never saved) and what it repeats is
-        dropped. What it writes is joined to the reply as its next version:
-        ``branch(reply)`` moves the chat to just before the reply (the old version stays as
-        version 1), then the joined reply is appended.
-        """
+        """Write more of the last reply, from its last token where the backend takes prompt tokens,
+        else by asking (:mod:`.continuation`); ``branch(reply)`` moves the chat to just before
+        the reply, then the joined reply is appended as its next version."""
         cancel = cancel or CancelToken()
         self._bind(conv)
         reply = conv.messages[-1] if conv.messages else None
@@ -229,8 +207,7 @@ class Agent:
         arguments: dict[str, Any],
         cancel: CancelToken | None = None,
     ) -> Message | None:
-        """Run a tool the user asked for; no model call follows. Returns the result message
-        (None when it could not be saved)."""
+        """Run a tool the user asked for, no model call after; the result (None: not saved)."""
         cancel = cancel or CancelToken()
         self._bind(conv)
         call = self.registry.normalize(ToolCall(name=tool, arguments=dict(arguments)))
@@ -246,8 +223,8 @@ class Agent:
     def drop_file(
         self, conv: Conversation, path: Path, cancel: CancelToken | None = None
     ) -> Message | None:
-        """A file dropped on the window: /read it (copied into the workspace first when it
-        is elsewhere; see :mod:`assistant.tools.importing`)."""
+        """/read a dropped file (copied into the workspace first:
+        :mod:`assistant.tools.importing`)."""
         workspace = self.workspace()
         try:
             target, copied = import_file(workspace, path, max_bytes=self._limits().max_file_bytes)
@@ -405,9 +382,8 @@ class Agent:
         cancel: CancelToken,
         tokens: list[int] | None = None,
     ) -> tuple[str, GenerationResult | None]:
-        """Stream one reply to ``prepared`` (its prompt as the controller encoded it, so
-        the backend does not tokenize it again), or from exact prompt ``tokens`` when given
-        (a continuation). Overflow propagates; other failures become _StreamFailed."""
+        """Stream one reply to ``prepared`` (its tokens, not tokenized again) or from ``tokens`` (a
+        continuation). Overflow propagates; other failures become _StreamFailed."""
         pieces: list[str] = []
         result: GenerationResult | None = None
         stop = () if self.backend.info.supports_native_tools else TEXT_PROTOCOL_STOP
@@ -497,8 +473,7 @@ class Agent:
         self._emit(TurnFinished(error=text))
 
     def _call_finished(self, result: GenerationResult | None, before: float) -> float | None:
-        """Report the model call that ended with ``result``; returns its time to the first
-        token, counted from the call's start (``before`` seconds ahead of generation)."""
+        """Report the call that ended with ``result``; returns its time to the first token."""
         if result is None:
             return None
         ttft = None if result.first_token_s is None else before + result.first_token_s

@@ -1,12 +1,6 @@
-"""An open chat: the file, its lock, the tree and the active branch as a Conversation.
-
-:class:`ChatHandle` is a :class:`ConversationObserver`: every ``append``, ``mark_pruned`` and
-``add_compaction`` on :attr:`ChatHandle.conversation` is written and fsynced as an entry
-*before* the conversation changes; if writing fails the observer raises and the change is
-aborted. Branch operations (edit, regenerate, switch, undo compaction) update the same
-``conversation`` object in place, so whoever holds it keeps a valid reference; the UI should
-re-render after calling them.
-"""
+"""An open chat: the file, its lock, the tree and the active branch as a Conversation; each
+change is written and fsynced before it happens, and branch operations update the same
+``conversation`` object in place."""
 
 from __future__ import annotations
 
@@ -192,12 +186,9 @@ class ChatHandle:
     def edit_user_message(
         self, message_id: str, new_text: str, *, summarize_abandoned: bool = False
     ) -> Message:
-        """Branch: a new user message beside ``message_id``; the conversation ends with it.
-
-        The returned message is already appended (and on disk): run the model next, do not
-        append it again. The abandoned continuation is summarized into the new branch only
-        if ``summarize_abandoned`` (off by default: the user rejected that path).
-        """
+        """Branch: a new user message beside ``message_id``, already appended (run the model next).
+        The abandoned path is summarized only with ``summarize_abandoned`` (the user rejected
+        it)."""
         with self._mutex:
             self._check_writable()
             old = self._tree.message_entry(message_id)
@@ -218,10 +209,7 @@ class ChatHandle:
     def regenerate_from(
         self, assistant_message_id: str, *, summarize_abandoned: bool = False
     ) -> Conversation:
-        """Trim the active branch to just before that reply; the next append is its sibling.
-
-        The move is recorded (a checkout entry), so a reopened chat is where this left it.
-        """
+        """Trim the branch to just before that reply (recorded); the next append is its sibling."""
         with self._mutex:
             self._check_writable()
             old = self._tree.message_entry(assistant_message_id)
@@ -230,14 +218,9 @@ class ChatHandle:
             return self.switch_to(old.parent_id, summarize=summarize_abandoned)
 
     def delete_message(self, message_id: str) -> Conversation:
-        """Branch: the active branch without ``message_id``; nothing is lost.
-
-        The chat moves to just before the message (a checkout entry records it) and the
-        messages after it are appended again as copies, so the old branch, the message
-        included, stays in the file as another version (``< >``). Deleting an assistant
-        message deletes the tool results of its calls with it; a tool result alone cannot
-        be deleted (its call would be left unanswered).
-        """
+        """Branch: the active branch without ``message_id``, the later messages copied; the old
+        branch stays. An assistant message takes its tool results along; a result alone cannot
+        go."""
         with self._mutex:
             self._check_writable()
             conv = self.conversation
@@ -263,8 +246,7 @@ class ChatHandle:
             return conv
 
     def branch_target(self, message_id: str, direction: int = 1) -> str:
-        """Where :meth:`switch_branch` would land (the newest entry of the alternative
-        ``direction`` steps from ``message_id``), without going there."""
+        """Where :meth:`switch_branch` would land, without going there."""
         with self._mutex:
             siblings = self._tree.siblings(message_id)
             index = siblings.index(message_id) + direction
@@ -280,24 +262,14 @@ class ChatHandle:
     def switch_branch(
         self, message_id: str, direction: int = 1, *, summarize: bool = True
     ) -> Conversation:
-        """Go to the alternative ``direction`` steps from ``message_id`` (``-1`` is ``<``).
-
-        Lands where that branch was left (its newest entry). The branch being left is
-        summarized into the new one (see :meth:`switch_to`).
-        """
+        """Go to where the alternative ``direction`` steps from ``message_id`` was left (``-1``:
+        ``<``), summarizing the branch left (see :meth:`switch_to`)."""
         with self._mutex:
             return self.switch_to(self.branch_target(message_id, direction), summarize=summarize)
 
     def switch_to(self, entry_id: str | None, *, summarize: bool = True) -> Conversation:
-        """Make ``entry_id`` the active position (a checkout entry records it).
-
-        With ``summarize``, the messages of the branch being left since the common ancestor
-        are summarized within :attr:`summary_budget` by :attr:`summarizer` (if there is one)
-        and the summary is attached there as a ``branch_summary`` entry, so the new branch's
-        context carries it.
-        If the summarizer raises, nothing changes and the error propagates (retry, or pass
-        ``summarize=False``). Call it between turns, not while the engine is appending.
-        """
+        """Make ``entry_id`` the active position (recorded). With ``summarize``, the branch left is
+        summarized as a ``branch_summary`` entry; if that raises, nothing changes."""
         with self._mutex:
             if entry_id is not None:
                 self._tree.get(entry_id)
@@ -346,9 +318,8 @@ class ChatHandle:
 
     # -- recall ----------------------------------------------------------------------------
     def recall_index(self) -> RecallIndex:
-        """The chat's full-text index (:mod:`.recall_index`), opened on first use: checked
-        against this chat file and rebuilt from it when missing or damaged. When the file
-        cannot be written (a full disk, permissions), the index is kept in memory."""
+        """The chat's full-text index, opened on first use (rebuilt when missing or damaged; kept in
+        memory when it cannot be written)."""
         with self._mutex:
             if self._closed:
                 raise ChatClosedError(f"Chat {self.chat_id} is closed")

@@ -1,26 +1,5 @@
-"""Reading a chat file, keeping every entry that can be read.
-
-:func:`read_chat_file` parses every line and never changes the file. What it finds:
-
-* a damaged *last* line without its newline is what a crash mid-write leaves: it is a
-  :class:`TornTail` (the store moves it aside when the chat is opened);
-* any other line that cannot be read (not UTF-8, not JSON, nested more than
-  ``MAX_DOCUMENT_DEPTH`` levels, not a valid entry, an id used twice) is a
-  :class:`DamagedLine`, named with its line number and the reason, and skipped; every other
-  entry is still read;
-* the entries are put back into one tree on the branch that was active
-  (:mod:`assistant.sessions.relink`): an entry whose parent is on a later line keeps it, one
-  whose parent was on a damaged line is attached to that line's own parent (or else to the
-  entry written before it), and each move is noted;
-* a line starting with a byte-order mark is read without it (a warning, not damage);
-* a damaged first line (the header) is rebuilt from the file name when later lines hold
-  entries; a file whose lines hold no entry at all is not a chat file
-  (:class:`ChatCorruptError`), and one written by a newer version is refused
-  (:class:`ChatVersionError`).
-
-A chat with damaged lines (``ChatFile.damaged``) opens read-only; ``SessionStore.repair``
-writes a repaired copy beside it.
-"""
+"""Reading a chat file, keeping every entry that can be read (what counts as torn or damaged:
+docs/ARCHITECTURE.md, "Damaged chats")."""
 
 from __future__ import annotations
 
@@ -232,8 +211,7 @@ def read_chat_file(path: Path) -> ChatFile:
 
 
 def _window(path: Path, header: ChatHeader) -> tuple[float, float] | None:
-    """When the chat's entries can have been written: from a day before it was created to
-    a day after the file last changed (a timestamp outside was damaged)."""
+    """When entries can have been written: a day before creation to a day after the last change."""
     try:
         modified = path.stat().st_mtime
     except OSError:
@@ -277,8 +255,7 @@ def _read_header(path: Path, raw: bytes) -> tuple[ChatHeader | None, str | None]
 
 
 def _parse_line(raw: bytes, *, complete: bool, tolerate_torn: bool) -> Entry | None:
-    """One entry, ``None`` for a blank line; ``_TornLine`` when the last line is cut short,
-    ``_BadLine`` (with the reason) when it cannot be read."""
+    """One entry (None: blank line); ``_TornLine`` when the last line is cut, else ``_BadLine``."""
     if not raw.strip():
         return None
     raw = raw.removeprefix(BOM)

@@ -1,17 +1,6 @@
-"""A chat's full-text index (SQLite FTS5): every message and tool output, in small passages.
-
-The chat file stays the single source of truth; this index is a cache beside it
-(``<sessions>/.recall/<chat id>.sqlite``, or in memory), so recall can bring back what the
-model no longer sees: originals of pruned outputs and of compacted turns included.
-
-It is incremental (:meth:`RecallIndex.sync` indexes only messages it has not seen), checked
-when opened (:meth:`RecallIndex.open`: schema, row count, every id in the chat file) and
-rebuilt from the chat when missing, damaged or out of step, and deleted with the chat.
-Passages come from :func:`assistant.sessions.recall_text.split_passages`; ranking is FTS5's
-``bm25()`` with the assistant's replies weighted down. What is indexed besides the text (the
-tool calls as ``call`` passages, a tool output's call in the ``source`` column) and why:
-docs/RECALL.md ("How it works").
-"""
+"""A chat's full-text index (SQLite FTS5) of every message and tool output in small passages:
+a cache beside the chat file, synced incrementally, checked when opened and rebuilt when
+out of step, so recall can bring back what the model no longer sees (docs/RECALL.md)."""
 
 from __future__ import annotations
 
@@ -68,8 +57,7 @@ class IndexDamaged(Exception):
 
 
 class RecallIndex:
-    """One chat's index. Thread-safe (one connection behind a lock): the model worker
-    searches and syncs it, the owner thread closes it."""
+    """One chat's index; one connection behind a lock (the worker searches, the owner closes)."""
 
     def __init__(self, path: Path | None = None) -> None:
         self.path = path
@@ -84,8 +72,7 @@ class RecallIndex:
     # -- opening ---------------------------------------------------------------------------
     @classmethod
     def open(cls, path: Path | None, messages: Sequence[Message]) -> RecallIndex:
-        """The index at ``path`` checked against the chat's ``messages`` (every message in
-        the chat file, oldest first); rebuilt from them when missing or damaged."""
+        """The index at ``path`` checked against the chat's ``messages``; rebuilt when damaged."""
         existed = path is not None and path.exists()
         index: RecallIndex | None = None
         try:
@@ -197,8 +184,7 @@ class RecallIndex:
         return self._passages
 
     def counts(self, terms: Sequence[str]) -> dict[str, int]:
-        """How many passages hold each term (as the tokenizer stems it) in their text; a term
-        found only in the ``source`` column (a file's name) counts where it is found there."""
+        """How many passages hold each (stemmed) term in their text, or else in ``source``."""
         with self._lock:
             out: dict[str, int] = {}
             for term in terms:
@@ -246,9 +232,8 @@ class RecallIndex:
 
 
 def call_text(call: ToolCall) -> tuple[str, str]:
-    """A tool call as (header, body): the header is the tool and its target ("run_command
-    git commit -m 'x'", "write_file src/a.py"), the body its other text arguments, one per
-    line ("content: ..."). A call whose arguments are not a JSON object keeps its raw text."""
+    """A tool call as (header: the tool and its target, body: its other text arguments, one per
+    line); raw text for arguments that are not a JSON object."""
     if not call.arguments:
         return call.name, (call.raw_arguments or "").strip()
     target_key = next(
@@ -279,8 +264,8 @@ COMMAND_WORDS: tuple[tuple[re.Pattern[str], str], ...] = (
 
 
 def source_text(call: ToolCall) -> str:
-    """The ``source`` column of a tool output's passages: its call's header, and what a
-    common command's output is about (:data:`COMMAND_WORDS`)."""
+    """The ``source`` column of a tool output's passages: its call's header and what a common
+    command's output is about (:data:`COMMAND_WORDS`)."""
     header = call_text(call)[0]
     extra = [words for pattern, words in COMMAND_WORDS if pattern.search(header)]
     return " ".join([header, *extra])
@@ -289,10 +274,8 @@ def source_text(call: ToolCall) -> str:
 def call_passages(
     call: ToolCall, message_id: str
 ) -> list[tuple[str, str, str, str, int, int]]:
-    """Index rows of one tool call: its header alone when it has no body, else each passage
-    of the body under the header (so every passage of a written file names the file). A call
-    that only names a path (``read_file a.py``) has none: its output's passages carry it in
-    their ``source`` column, and as an excerpt it would say nothing."""
+    """Index rows of one tool call: each passage of its body under its header (none for a call
+    that only names a path: its output's ``source`` carries it)."""
     header, body = call_text(call)
     if not body:
         only_path = bool(call.arguments) and all(
@@ -315,8 +298,8 @@ def remove_index(path: Path | None) -> None:
 
 
 class MemoryIndexes:
-    """In-memory indexes for conversations no chat file backs (a replay, the benchmark, a
-    test): one per conversation object, dropped with it. The latest few only."""
+    """In-memory indexes for conversations no chat file backs (replay, bench, tests); the latest
+    few."""
 
     LIMIT = 4
 

@@ -1,20 +1,6 @@
-"""The chat store: one JSONL file per chat in ``paths.sessions_dir()``.
-
-:class:`SessionStore` lists, creates, opens, renames, trashes, restores and exports
-chats. Opening takes the chat's lock and returns a :class:`ChatHandle`; everything else only
-reads, except ``rename`` (takes the lock briefly) and ``delete``/``restore`` (move files).
-A chat that cannot be read shows up in :meth:`SessionStore.list_chats` with ``error`` set;
-it never stops the other chats from loading.
-
-Layout of the sessions folder::
-
-    <id>.jsonl           a chat (see assistant.sessions.entries for the format)
-    <id>.jsonl.corrupt   torn last lines moved aside when the chat was opened
-    trash/<id>.jsonl     deleted chats, until restored or the trash is emptied
-    .locks/<id>.lock     lock files (one writer per chat)
-    .recall/<id>.sqlite  a chat's full-text index for recall (a cache: rebuilt from the chat
-                         file when missing or damaged, deleted with the chat)
-"""
+"""The chat store: one JSONL file per chat in ``paths.sessions_dir()``; a chat that cannot be
+read is listed with ``error`` set. Beside them: ``<id>.jsonl.corrupt`` (torn last lines),
+``trash/``, ``.locks/`` (one writer per chat) and ``.recall/`` (rebuildable indexes)."""
 
 from __future__ import annotations
 
@@ -58,8 +44,7 @@ def read_only_note(chat_id: str) -> str:
 
 @dataclass(frozen=True)
 class ChatSummary:
-    """One row of the chat list. ``error`` is set (and the rest is best effort) when the
-    chat cannot be read; ``warnings`` are things worth showing but not fatal."""
+    """One row of the chat list (``error``: unreadable, the rest best effort)."""
 
     id: str
     title: str
@@ -132,13 +117,8 @@ class SessionStore:
         return self.open(chat_id)
 
     def open(self, chat_id: str) -> ChatHandle:
-        """Open a chat for writing (read-only when it has damaged lines).
-
-        Raises :class:`ChatNotFoundError`, :class:`ChatLockedError` (open elsewhere),
-        :class:`ChatCorruptError` or :class:`ChatVersionError`. A torn last line is moved to
-        ``<id>.jsonl.corrupt`` and reported in ``handle.warnings``. A chat with damaged lines
-        opens read-only (``handle.read_only`` says why; see :meth:`repair`).
-        """
+        """Open a chat for writing (read-only with damaged lines; a torn last line moved to
+        ``<id>.jsonl.corrupt`` and reported in ``handle.warnings``)."""
         path = self._existing(chat_id)
         lock = self._lock(chat_id)
         lock.acquire()
@@ -198,12 +178,8 @@ class SessionStore:
         return handle
 
     def repair(self, chat_id: str) -> str:
-        """Write a repaired copy of a chat with damaged lines beside it; returns its id.
-
-        The copy holds every readable entry (those that followed a damaged line attached
-        where the reader put them) and is titled "<title> (repaired)"; the original file
-        is not changed. Raises :class:`SessionError` when there is nothing to repair.
-        """
+        """Write a repaired copy of a chat with damaged lines beside it, titled "<title>
+        (repaired)"; returns its id."""
         path = self._existing(chat_id)
         chat = read_chat_file(path)
         if not chat.needs_repair:
@@ -282,10 +258,7 @@ class SessionStore:
             handle.rename(title)
 
     def delete(self, chat_id: str) -> None:
-        """Move a chat to the trash (undo with :meth:`undo_delete` or :meth:`restore`).
-
-        Refused with :class:`ChatLockedError` while the chat is open anywhere.
-        """
+        """Move a chat to the trash (refused while it is open anywhere)."""
         path = self._existing(chat_id)
         if chat_id in self._open:
             raise ChatLockedError(chat_id, self._lock(chat_id).path)
@@ -350,12 +323,8 @@ class SessionStore:
         return json.dumps(doc, ensure_ascii=False, indent=2)
 
     def export_to_file(self, chat_id: str, path: Path) -> Path:
-        """Write the chat to ``path``: OpenAI JSON for ``.json``, Markdown otherwise.
-
-        The file is written beside the target and renamed into place, so a failed export
-        leaves an existing file as it was; text the model wrote that cannot be encoded
-        (lone surrogates) is escaped. Returns the file written; raises ``OSError``.
-        """
+        """Write the chat to ``path`` (``.json``: OpenAI JSON, else Markdown) through a temporary
+        file, so a failed export leaves the old file; returns the path."""
         if path.suffix.lower() == ".json":
             text = self.export_openai_json(chat_id)
         else:
