@@ -2,20 +2,9 @@
 [--server URL [--server-model NAME] [--server-window N]] [--mode local|standard]
 [--workspace DIR] [--yes] [--max-tokens N]``.
 
-``--server URL`` runs the chat on an OpenAI-compatible server (llama-server, Ollama,
-LM Studio, vLLM, llama-cpp-python) instead of the embedded model; its API key is the one
-stored for that address in Settings, or ``$ASSISTANT_API_KEY``.
-
-The terminal face of the session service (:class:`assistant.service.service.ChatService`),
-the same core as the window: the same commands, the same chat store (with its lock and crash
-safety), the same status. It reads one message per line from stdin and streams the reply to
-stdout. Ctrl-C stops the reply being written (the partial reply is kept, marked stopped)
-without exiting; end of input exits 0. Chats are saved like window chats:
-``--resume last`` (or an id, or part of a title) continues one, printing its earlier
-messages first, and ``python -m assistant chats`` lists them. Notices (pruning, compaction,
-errors) go to stderr so stdout holds only the conversation. Settings given as options apply
-to this run only.
-"""
+The terminal face of :class:`~assistant.service.service.ChatService`: one message per line
+from stdin, the reply streamed to stdout, notices to stderr. Ctrl-C stops the reply
+without exiting; end of input exits 0. Options apply to this run only."""
 
 from __future__ import annotations
 
@@ -315,8 +304,7 @@ def _run(service: ChatService, printer: TerminalPrinter, resume: str | None) -> 
 
 
 def _ends_unanswered(service: ChatService) -> bool:
-    """The open chat's last message is the user's and has no answer (it was kept while no
-    model was there)."""
+    """The open chat ends with a user message kept unanswered (no model was there)."""
     handle = service.handle
     messages = handle.conversation.messages if handle is not None else []
     return bool(messages) and messages[-1].role == "user" and not is_branch_summary(messages[-1])
@@ -333,8 +321,7 @@ def _read_line() -> str | None:
 
 
 def _keep_or_submit(service: ChatService, text: str) -> bool:
-    """A message is saved unanswered (True); a command is handed to the service, which runs
-    it now or once the model is there."""
+    """Save a message unanswered (True); a command goes to the service."""
     if isinstance(parse_input(text), ChatInput):
         return service.keep_unsent(text)
     service.submit(text)
@@ -342,8 +329,7 @@ def _keep_or_submit(service: ChatService, text: str) -> bool:
 
 
 def _keep_the_rest(service: ChatService, err: TextIO, kept: bool) -> None:
-    """No model: save the messages still to come (a pipe's, or typed until end of input)
-    in the chat, unanswered, and say how to continue it."""
+    """No model: save the messages still to come, unanswered, and say how to continue."""
     count = int(kept)
     skipped = 0
     while (text := _read_line()) is not None:

@@ -1,14 +1,5 @@
-"""The session service's open chat: which one it is, and the store operations on it.
-
-A new chat has no file until its first message (:meth:`ChatSlot.ensure`). Opening a chat
-takes its lock (another window or terminal cannot write it at the same time); every change
-is written and fsynced by the :class:`~assistant.sessions.handle.ChatHandle` before it is
-shown. Failures become error notices, never exceptions for the face.
-
-It also keeps what is shown of the chat and what the chat remembers about itself (see
-:mod:`.chat_options`): a branch the user is only looking at (:meth:`ChatSlot.browse`), and
-the chat's own system prompt, recorded when its file is created.
-"""
+"""The session service's open chat: which one it is, what is shown of it (a branch only
+looked at), its own system prompt, and the store operations on it (failures: notices)."""
 
 from __future__ import annotations
 
@@ -80,17 +71,16 @@ class ChatSlot:
         return len(prunes), sum(e.tokens_freed for e in prunes)
 
     def branch_info(self, message_id: str) -> tuple[int, int]:
-        """``(index, count)`` of a message among the versions of its place in the chat
-        (its siblings, and a version that ends before it: see :mod:`.branch_ends`)."""
+        """``(index, count)`` of a message among the versions of its place (see
+        :mod:`.branch_ends`)."""
         ends = self._branch_ends()
         if ends is None:
             return 1, 1
         return ends.position(message_id)
 
     def branch_end(self) -> tuple[int, int, str] | None:
-        """When the shown chat ends where other versions go on (its last message was
-        deleted): ``(index, count, the newest other version's first message)`` for the
-        switcher under its last message; else None."""
+        """``(index, count, the newest other version's first message)`` when the shown chat ends
+        where other versions go on (its last message was deleted); else None."""
         ends, handle = self._branch_ends(), self.handle
         if ends is None or handle is None:
             return None
@@ -148,8 +138,7 @@ class ChatSlot:
         return found
 
     def ensure(self, system_prompt: str) -> Conversation | None:
-        """The open chat's conversation, creating the chat's file first if needed (it
-        records ``system_prompt``, or the one chosen for it, as its own)."""
+        """The open chat's conversation, creating its file first (recording ``system_prompt``)."""
         if self.handle is None:
             prompt = self.pending.system_prompt if self.pending is not None else system_prompt
             try:
@@ -164,8 +153,8 @@ class ChatSlot:
         return self.handle.conversation
 
     def browse(self, message_id: str, step: int) -> bool | None:
-        """Show the alternative ``step`` away from ``message_id`` without moving the chat
-        there; True: another branch is shown, False: the chat's own, None: not possible."""
+        """Show the alternative ``step`` away without moving the chat; True: another branch is
+        shown, False: the chat's own, None: not possible."""
         handle = self.handle
         if handle is None:
             return None
@@ -182,8 +171,7 @@ class ChatSlot:
         return not same
 
     def _target(self, handle: ChatHandle, message_id: str, step: int) -> str:
-        """Where stepping ``step`` from ``message_id`` lands: the newest entry of that
-        version, or the end after the message versions (see :mod:`.branch_ends`)."""
+        """Where stepping ``step`` from ``message_id`` lands (see :mod:`.branch_ends`)."""
         ends = self._branch_ends()
         if ends is not None and step:
             slot = ends.slot_of(message_id)
@@ -223,8 +211,7 @@ class ChatSlot:
         return chat_id
 
     def export(self, target: Path) -> Path | None:
-        """Write the chat to ``target`` (``~`` expanded): ``.json`` as OpenAI-format JSON,
-        anything else as Markdown; a failed export leaves an existing file as it was."""
+        """Write the chat to ``target`` (``.json``: OpenAI JSON, else Markdown)."""
         if self.chat_id is None:
             self._error("Nothing to export yet: this chat is empty.")
             return None

@@ -1,22 +1,5 @@
-"""What the app is doing right now: one state machine, rendered by every face.
-
-The session service owns one :class:`StatusMachine`. It moves on the service's own actions
-(a model load starts or ends, a job starts or ends, Stop is pressed) and on the agent's
-events while a job runs (prompt evaluation, streamed text, a tool call, a compaction). Each
-change produces a new immutable :class:`Status`; the window's status bar and the terminal
-render :attr:`Status.text`, so both say the same thing.
-
-Phases and what moves them::
-
-    LOADING_MODEL --loaded--> IDLE          --load failed--> FAILED
-    IDLE --job--> WORKING | EVALUATING_PROMPT (a model call is being prepared/evaluated)
-    EVALUATING_PROMPT --text--> GENERATING --tool call--> RUNNING_TOOL --next call-->
-    EVALUATING_PROMPT ... any of them --compaction starts--> COMPACTING --ends--> back
-    any working phase --Stop--> STOPPING;  job ends --> IDLE (with a note of what happened)
-
-A failed model load is sticky (FAILED) until the next load starts, so a status bar never
-says "Ready" without a model.
-"""
+"""What the app is doing right now: one thread-safe state machine whose ``Status.text`` every
+face shows (phases: docs/ARCHITECTURE.md, "The status")."""
 
 from __future__ import annotations
 
@@ -64,8 +47,7 @@ BUSY = frozenset(Phase) - {Phase.LOADING_MODEL, Phase.FAILED, Phase.IDLE}
 
 
 def summarizer_line(record: CompactionRecord) -> str:
-    """Which summarizer wrote the summary and why, e.g. "Summary written by the model
-    under the summary grammar." (records saved before notes existed get a short line)."""
+    """Which summarizer wrote the summary and why (a short line for records without notes)."""
     note = record.summarizer_note
     if not note:
         note = {
@@ -115,10 +97,8 @@ class Status:
 
 
 class StatusMachine:
-    """Thread-safe: agent events arrive on the worker thread, actions on the owner's.
-
-    Every method returns the new :class:`Status` when it changed, else None.
-    """
+    """Thread-safe (events on the worker, actions on the owner); methods return the new
+    :class:`Status` when it changed, else None."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
