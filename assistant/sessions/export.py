@@ -1,20 +1,5 @@
-"""Export a chat's active branch as Markdown or OpenAI-format JSON.
-
-The JSON is ``{"format", "version", "title", "messages", "annotations"}``. ``messages`` are
-plain OpenAI chat messages (``Message.to_openai(as_model_sees=False)``: full contents,
-``tool_calls`` and ``tool`` results), so other tools can read them. What OpenAI's format has
-no place for is in ``annotations``, each ``{"type": ...}`` and addressing messages by index:
-
-``compaction``      a compaction record: its ``summary``, ``first_kept_index`` /
-                    ``last_summarized_index`` (``null`` = none, ``-1`` = a message that is not
-                    in this branch), ``after_message`` (how many messages existed when it
-                    ran) and the rest of the record
-``pruned``          ``message_indices`` of tool results cleared from the model's view
-``branch_summary``  ``message_index`` of a user message that is a branch summary
-``message_meta``    ``message_index``, ``timestamp``, ``is_error``, ``stopped``, ``initiated_by``
-
-The annotations carry all a reader needs to show and send the chat as the app did.
-"""
+"""Export a chat's active branch as Markdown or OpenAI-format JSON with annotations
+(docs/ARCHITECTURE.md, "The chat file")."""
 
 from __future__ import annotations
 

@@ -1,13 +1,5 @@
-"""The session tree: entries linked by ``parent_id``, and the context of any position.
-
-A *position* (leaf) is an entry id, or ``None`` for "before the first entry". The context
-at a position is built by walking root -> leaf (:meth:`ChatTree.build`): messages in order,
-prune entries set ``pruned``, compaction entries add records, undo entries drop them, and a
-branch summary becomes a user message (see :mod:`assistant.sessions.summary`).
-
-For the ``< 1/2 >`` switcher, non-message entries (prunes, checkouts, summaries, ...) are
-transparent: two messages are siblings when their nearest *message* ancestor is the same.
-"""
+"""The session tree: entries linked by ``parent_id``, and the context of any position (see
+docs/ARCHITECTURE.md, "The chat file")."""
 
 from __future__ import annotations
 

@@ -1,14 +1,5 @@
-"""Walking a workspace folder for find_files and grep, and glob patterns.
-
-The walk goes through folder descriptors (see :mod:`assistant.tools.fsaccess`): each
-subfolder is opened with ``O_NOFOLLOW`` relative to its parent, so a folder swapped for a
-symlink while the walk runs is skipped, never followed out of the workspace. Symlinks,
-devices, FIFOs and sockets are not listed; tool caches (``.git``, ``node_modules``...) are
-skipped. The walk is bounded: :class:`WalkBudget` caps the entries visited, the depth and the
-time, and checks the user's Stop at every entry.
-
-Globs are compiled to RE2 (linear-time matching), so ``**/**/**/...`` cannot backtrack.
-"""
+"""Walking a workspace folder for find_files and grep without following symlinks, within a
+budget, and glob patterns as RE2 (docs/ARCHITECTURE.md, "Tool safety beyond paths")."""
 
 from __future__ import annotations
 
@@ -96,8 +87,8 @@ class WalkedFile:
 
 
 def walk_files(top: Handle, budget: WalkBudget) -> Iterator[WalkedFile]:
-    """Regular files under the open folder ``top`` (not closed here), in a stable order:
-    a folder's files by name, then its subfolders by name."""
+    """Regular files under the open folder ``top``: a folder's files by name, then its
+    subfolders."""
     stack: list[tuple[Handle, str, Iterator[str]]] = []
     try:
         files, dirs = _entries(top, budget)
@@ -154,8 +145,7 @@ def _entries(handle: Handle, budget: WalkBudget) -> tuple[list[str], list[str]]:
 
 
 def glob_to_regex(pattern: str) -> str:
-    """A glob over '/'-separated relative paths as an RE2 pattern: ``*`` and ``?`` stay in
-    one folder, ``**`` spans folders (``**/`` also matches no folder), ``[...]`` is a class."""
+    """A glob over relative paths as RE2: ``*`` and ``?`` stay in one folder, ``**`` spans them."""
     out: list[str] = []
     i = 0
     n = len(pattern)
@@ -214,8 +204,7 @@ class GlobMatcher:
 
 
 def glob_matcher(pattern: str) -> GlobMatcher:
-    """Patterns without a '/' match a file's name in any folder (``*.py``); others match
-    the path relative to the search folder (``src/**/*.py``)."""
+    """Patterns without a '/' match a name in any folder (``*.py``); others the relative path."""
     if "/" not in pattern:
         pattern = "**/" + pattern
     return GlobMatcher(pattern)
