@@ -1,12 +1,5 @@
 """The composition root of the window: builds the settings, store, worker, bridge, session
-service and window, and connects them.
-
-``run_gui(argv)`` is what ``python -m assistant`` calls. ``build_main_window`` builds the
-same window for tests, with an injected backend factory (a scripted fake instead of the
-real model) and store. The session service (:mod:`assistant.service`) is the same one the
-terminal chat uses; here its events go through the :class:`ServiceBridge` (Qt signals on
-the GUI thread) and its completions run on the GUI thread (``bridge.call_in_gui``).
-"""
+service and window, and connects them (``build_main_window`` takes a fake backend in tests)."""
 
 from __future__ import annotations
 
@@ -45,10 +38,7 @@ def build_main_window(
     notice: str | None = None,
     load: bool = True,
 ) -> MainWindow:
-    """Build the window and start loading the model in the background.
-
-    ``backend_factory(model, n_ctx, threads)`` runs on the worker thread.
-    """
+    """Build the window and start loading the model; ``backend_factory`` runs on the worker."""
     protect_none()  # PySide6 6.12 on Python 3.11: see assistant.ui.none_guard
     app = QApplication.instance()
     if isinstance(app, QApplication):

@@ -1,10 +1,6 @@
-"""Where the assistant keeps its files.
-
-Everything lives in the platformdirs locations for the user. ``ASSISTANT_HOME`` points all of
-them at one folder instead (tests use it so they never touch a real user's files), and
-``ASSISTANT_MODEL_DIR`` points only the model directory elsewhere (``ASSISTANT_WHEEL_DIR``
-the provisioned model wheels).
-"""
+"""Where the assistant keeps its files: the platformdirs locations, all under
+``ASSISTANT_HOME`` when set (tests), the models under ``ASSISTANT_MODEL_DIR`` and their
+wheels under ``ASSISTANT_WHEEL_DIR``."""
 
 from __future__ import annotations
 

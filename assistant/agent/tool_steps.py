@@ -1,9 +1,5 @@
-"""One tool call from request to result: check, ask for approval, run.
-
-Never raises for anything the model or the user did; every outcome is a
-:class:`~assistant.tools.base.ToolResult` (errors flagged), so each call in the history gets
-exactly one result message.
-"""
+"""One tool call from request to result (check, approve, run); every outcome is a result, so
+each call in the history gets exactly one."""
 
 from __future__ import annotations
 

@@ -1,11 +1,5 @@
 """The app commands (``/help``, ``/clear``, ``/model``, ``/mode``, ``/resume``, ``/export``)
-as the session service runs them, the same for the window and the terminal.
-
-Input is parsed once, by :func:`assistant.agent.commands.parse_input`, when the user sends
-it; the service hands an :class:`AppCommand` here. ``/compact`` is not here: it is a model
-job (:meth:`ChatService.compact`). A command that needs the face's help (a file dialog for
-``/export`` without a path, a chat picker for ``/resume``) is answered with an event.
-"""
+as the service runs them for both faces; one that needs the face's help is an event."""
 
 from __future__ import annotations
 

@@ -1,13 +1,5 @@
-"""Instant resume and prompt-evaluation settings, for the session service.
-
-* After each reply the chat's KV state is copied out on the model worker
-  (:meth:`ChatResume.save_job`) and written by :class:`~assistant.llm.kv_state.StateWriter`;
-  when a chat is opened with the model loaded (or the model loads with a chat open),
-  :meth:`ChatResume.restore_job` loads it back. What it saves and why it never gives a
-  wrong answer: docs/PERFORMANCE.md ("Instant resume").
-* :func:`engine_tuning` turns the settings into the backend's
-  :class:`~assistant.llm.base.EngineTuning` (threads, batch sizes, chunk reuse).
-"""
+"""Instant resume (the chat's KV state saved after each reply and restored on opening, see
+docs/PERFORMANCE.md, "Instant resume") and the prompt-evaluation settings."""
 
 from __future__ import annotations
 
@@ -82,8 +74,7 @@ class ChatResume:
     def save_job(
         self, backend: LLMBackend, chat_id: str
     ) -> Callable[[CancelToken], None] | None:
-        """A worker job copying the chat's KV state out for the writer (None: nothing to
-        do, e.g. the backend keeps no cache or resume is off)."""
+        """A worker job copying the chat's KV state out for the writer (None: nothing to save)."""
         if not self.enabled or not isinstance(backend, KVCacheAware):
             return None
         kv: KVCacheAware = backend
@@ -105,8 +96,7 @@ class ChatResume:
     def restore_job(
         self, backend: LLMBackend, chat_id: str, still_wanted: Callable[[], bool]
     ) -> Callable[[CancelToken], Restored] | None:
-        """A worker job loading the chat's saved state (skipped when ``still_wanted()`` is
-        False by then: the user opened another chat meanwhile)."""
+        """A worker job loading the chat's saved state (skipped unless ``still_wanted()``)."""
         if not self.enabled or not isinstance(backend, KVCacheAware):
             return None
         kv: KVCacheAware = backend

@@ -55,5 +55,5 @@ class ChatClosedError(SessionError):
 
 
 class ChatReadOnlyError(SessionError, PermissionError):
-    """The chat has damaged lines and is open read-only (repair it to continue). An
-    ``OSError`` too, so code that reports a failed save reports this the same way."""
+    """The chat has damaged lines and is open read-only; an ``OSError`` too, reported as a failed
+    save."""

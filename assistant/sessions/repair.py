@@ -1,12 +1,5 @@
-"""The repaired copy of a chat with damaged lines.
-
-:func:`repaired_copy` is the bytes of a new chat file holding every readable entry of a
-damaged one (as :func:`assistant.sessions.reader.read_chat_file` read them: damaged lines
-left out, the others put back on the branch that was active, see
-:mod:`assistant.sessions.relink`), under a new chat id and titled "<title> (repaired)"; when
-the active position is an earlier entry, a checkout entry moves the copy back to it.
-``SessionStore.repair`` writes it beside the original, which is never changed.
-"""
+"""The repaired copy of a chat with damaged lines: every readable entry under a new id,
+titled "<title> (repaired)", with a checkout when the active position is earlier."""
 
 from __future__ import annotations
 

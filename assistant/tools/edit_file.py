@@ -1,9 +1,5 @@
-"""edit_file: replace one exact piece of text in a workspace file (needs approval).
-
-The old text must occur exactly once, so the edit cannot land in the wrong place. When the
-file uses Windows line endings and the model wrote plain ``\\n``, the match is retried with
-``\\r\\n``.
-"""
+"""edit_file: replace one exact, unique piece of text in a workspace file (needs approval);
+retried with ``\\r\\n`` when the file has Windows line endings."""
 
 from __future__ import annotations
 

@@ -1,9 +1,5 @@
-"""grep: lines matching a regular expression in workspace files, with a match cap.
-
-Patterns are RE2 (see :mod:`assistant.tools.search`): linear time, no freeze. The search is
-bounded by the limits' walk budget (entries, depth, seconds) and honours Stop between
-steps of at most a megabyte.
-"""
+"""grep: lines matching an RE2 expression in workspace files, with a match cap, within the
+walk budget and honouring Stop."""
 
 from __future__ import annotations
 

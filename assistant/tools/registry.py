@@ -1,11 +1,5 @@
-"""The tool registry: schemas for the model, argument checking, and safe execution.
-
-``schemas()`` gives the OpenAI form the backend passes to a chat template
-(``{"type": "function", "function": {"name", "description", "parameters"}}``), built from
-each tool's pydantic argument model. ``check()`` validates a parsed call and ``execute()``
-runs it; neither raises for anything the model did: unknown tools, bad arguments, sandbox
-refusals and unexpected exceptions all come back as error results that say what to do.
-"""
+"""The tool registry: OpenAI-form schemas for the model, argument checking, and execution
+that turns anything the model did wrong into an error result saying what to do."""
 
 from __future__ import annotations
 
@@ -75,8 +69,8 @@ class ToolRegistry:
         return self._tools.get(name)
 
     def schemas(self) -> list[dict[str, Any]]:
-        """The tools' JSON schemas (made once: pydantic takes ~40 ms for them, and every
-        model call asks; each caller gets its own copy)."""
+        """The tools' JSON schemas, made once (pydantic takes ~40 ms, every call asks); a copy
+        each."""
         if self._schemas is None:
             self._schemas = [tool_schema(t) for t in self._tools.values()]
         return copy.deepcopy(self._schemas)

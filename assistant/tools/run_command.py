@@ -1,10 +1,5 @@
-"""run_command: a shell command in the workspace folder, with a timeout and an output cap.
-
-The command runs in its own process group (a new session on POSIX, a new process group on
-Windows) so that a timeout or the user's Stop kills it and everything it started. The shell
-is not a sandbox: the working folder is the workspace, but the command can do whatever the
-user can, which is why model-initiated calls need the user's approval.
-"""
+"""run_command: a shell command in the workspace folder, in its own process group (so a
+timeout or Stop kills all it started), with an output cap. Not a sandbox: needs approval."""
 
 from __future__ import annotations
 

@@ -13,8 +13,8 @@ class NotTextError(ValueError):
 
 
 def read_text(workspace: Workspace, path: str, *, max_bytes: int) -> tuple[str, str]:
-    """A workspace file as text (UTF-8, a BOM dropped, newlines as they are) and how it is
-    shown. Raises :class:`NotTextError` or ``SandboxError`` (too large, outside...)."""
+    """A workspace file as text (UTF-8, a BOM dropped) and how it is shown; raises
+    :class:`NotTextError` or ``SandboxError``."""
     data, shown = workspace.read_bytes(path, max_bytes)
     return decode_text(data, shown), shown
 
