@@ -48,9 +48,7 @@ class ChatSlot:
 
     def recorded(self, name: str) -> str | None:
         """A text setting the open chat recorded (its model, its system prompt)."""
-        if self.handle is None:
-            return None
-        return chat_options.recorded(self.handle.settings, name)
+        return chat_options.recorded(self.handle.settings, name) if self.handle else None
 
     @property
     def chat_id(self) -> str | None:
@@ -74,9 +72,7 @@ class ChatSlot:
         """``(index, count)`` of a message among the versions of its place (see
         :mod:`.branch_ends`)."""
         ends = self._branch_ends()
-        if ends is None:
-            return 1, 1
-        return ends.position(message_id)
+        return ends.position(message_id) if ends is not None else (1, 1)
 
     def branch_end(self) -> tuple[int, int, str] | None:
         """``(index, count, the newest other version's first message)`` when the shown chat ends
@@ -175,18 +171,14 @@ class ChatSlot:
         ends = self._branch_ends()
         if ends is not None and step:
             slot = ends.slot_of(message_id)
-            if slot.end is not None and slot.messages.index(message_id) + step == len(
-                slot.messages
-            ):
+            at_end = slot.messages.index(message_id) + step == len(slot.messages)
+            if slot.end is not None and at_end:
                 return slot.end
         return handle.branch_target(message_id, step)
 
     def rename(self, chat_id: str, title: str) -> None:
         try:
-            if self.handle is not None and chat_id == self.handle.chat_id:
-                self.handle.rename(title)
-            else:
-                self.store.rename(chat_id, title)
+            self.store.rename(chat_id, title)  # through the open handle when it is open
         except (OSError, SessionError, ValueError) as exc:
             self._error(f"Cannot rename the chat: {exc}")
         self.emit(ChatsChanged())

@@ -95,11 +95,8 @@ class ChatSearch:
             entries = read_chat_file(path).entries
         except (OSError, SessionError, ValueError):
             return []
-        texts = [
-            e.message.content
-            for e in entries
-            if isinstance(e, MessageEntry) and e.message.role in ("user", "assistant", "tool")
-        ]
+        texts = [e.message.content for e in entries
+                 if isinstance(e, MessageEntry) and e.message.role in ("user", "assistant", "tool")]
         self._texts[path] = (key, texts)
         return texts
 

@@ -9,13 +9,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from assistant.config import Settings
-from assistant.llm.base import (
-    CancelToken,
-    EngineTuning,
-    KVCacheAware,
-    LLMBackend,
-    LLMError,
-)
+from assistant.llm.base import CancelToken, EngineTuning, KVCacheAware, LLMBackend, LLMError
 from assistant.llm.calibration import CalibrationStore
 from assistant.llm.kv_state import StateCache, StateWriter, Usage
 from assistant.service.events import ModelStateRestored as Restored
@@ -47,10 +41,9 @@ class ChatResume:
     """The saved-state cache of one service."""
 
     def __init__(self, settings: Settings, root: Path | None = None) -> None:
-        perf = settings.performance
-        self.cache = StateCache(root, perf.state_cache_mb * MB)
+        self.cache = StateCache(root, settings.performance.state_cache_mb * MB)
         self.writer = StateWriter(self.cache)
-        self.enabled = perf.resume_state and perf.state_cache_mb > 0
+        self.configure(settings)
 
     def configure(self, settings: Settings) -> None:
         perf = settings.performance
@@ -71,9 +64,7 @@ class ChatResume:
         """Delete every saved state (a write still under way may land after)."""
         return self.cache.clear()
 
-    def save_job(
-        self, backend: LLMBackend, chat_id: str
-    ) -> Callable[[CancelToken], None] | None:
+    def save_job(self, backend: LLMBackend, chat_id: str) -> Callable[[CancelToken], None] | None:
         """A worker job copying the chat's KV state out for the writer (None: nothing to save)."""
         if not self.enabled or not isinstance(backend, KVCacheAware):
             return None

@@ -74,26 +74,20 @@ class Status:
 
     @property
     def text(self) -> str:
-        """One line for a status bar."""
-        p, d = self.phase, self.detail
+        d = self.detail
         pct = f" {round(self.progress * 100)}%" if self.progress is not None else ""
-        if p is Phase.LOADING_MODEL:
-            return f"Loading {d}…{pct} You can type; messages are sent once it is ready."
-        if p is Phase.FAILED:
-            return f"No model loaded: {d}" if d else "No model loaded"
-        if p is Phase.IDLE:
-            return d or "Ready"
-        if p is Phase.WORKING:
-            return f"{d}…" if d else "Working…"
-        if p is Phase.EVALUATING_PROMPT:
-            return f"Reading the prompt…{pct}"
-        if p is Phase.GENERATING:
-            return "Writing the reply… (Esc to stop)"
-        if p is Phase.RUNNING_TOOL:
-            return f"Running {d}…"
-        if p is Phase.COMPACTING:
-            return "Summarizing older messages… (Esc to cancel)"
-        return d or "Stopping…"
+        return {
+            Phase.LOADING_MODEL: f"Loading {d}…{pct} You can type; messages are sent once it is "
+            "ready.",
+            Phase.FAILED: f"No model loaded: {d}" if d else "No model loaded",
+            Phase.IDLE: d or "Ready",
+            Phase.WORKING: f"{d}…" if d else "Working…",
+            Phase.EVALUATING_PROMPT: f"Reading the prompt…{pct}",
+            Phase.GENERATING: "Writing the reply… (Esc to stop)",
+            Phase.RUNNING_TOOL: f"Running {d}…",
+            Phase.COMPACTING: "Summarizing older messages… (Esc to cancel)",
+            Phase.STOPPING: d or "Stopping…",
+        }[self.phase]
 
 
 class StatusMachine:
@@ -154,11 +148,8 @@ class StatusMachine:
         with self._lock:
             if not self._job:
                 return None
-            what = (
-                "Cancelling the summary…"
-                if self._status.phase is Phase.COMPACTING
-                else "Stopping…"
-            )
+            compacting = self._status.phase is Phase.COMPACTING
+            what = "Cancelling the summary…" if compacting else "Stopping…"
             return self._set(Status(Phase.STOPPING, what))
 
     def job_finished(self) -> Status | None:

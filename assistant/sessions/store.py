@@ -138,42 +138,31 @@ class SessionStore:
             writer = JournalWriter(path)
             if chat.needs_newline:
                 writer.ensure_newline()
-            tree = ChatTree(chat.entries)
+            return self._handle(chat_id, chat, writer, lock, warnings)
         except BaseException:
             lock.release()
             raise
-        handle = ChatHandle(
-            path=path,
-            header=chat.header,
-            tree=tree,
-            writer=writer,
-            lock=lock,
-            summarizer=self.summarizer,
-            summary_budget=self.summary_budget,
-            warnings=warnings,
-            on_close=self._forget,
-            recall_path=self.recall_path(chat_id),
-        )
-        self._open[chat_id] = handle
-        return handle
 
     def _open_read_only(self, chat_id: str, chat: ChatFile) -> ChatHandle:
         """A chat with damaged lines: every readable entry, nothing written (no lock)."""
-        handle = ChatHandle(
-            path=chat.path,
-            header=chat.header,
-            tree=ChatTree(chat.entries),
-            writer=None,
-            lock=None,
-            summarizer=self.summarizer,
-            summary_budget=self.summary_budget,
-            warnings=[*chat.warnings, chat.damage_summary(), read_only_note(chat_id)],
-            on_close=self._forget,
-            read_only=read_only_note(chat_id),
-            recall_path=self.recall_path(chat_id),
+        note = read_only_note(chat_id)
+        handle = self._handle(
+            chat_id, chat, None, None, [*chat.warnings, chat.damage_summary(), note], note
         )
         if chat.active is not None:
             handle.switch_to(chat.active)  # read-only: moves the view, writes nothing
+        return handle
+
+    def _handle(
+        self, chat_id: str, chat: ChatFile, writer: JournalWriter | None, lock: ChatLock | None,
+        warnings: list[str], read_only: str | None = None,
+    ) -> ChatHandle:
+        handle = ChatHandle(
+            path=chat.path, header=chat.header, tree=ChatTree(chat.entries), writer=writer,
+            lock=lock, summarizer=self.summarizer, summary_budget=self.summary_budget,
+            warnings=warnings, on_close=self._forget, read_only=read_only,
+            recall_path=self.recall_path(chat_id),
+        )
         self._open[chat_id] = handle
         return handle
 
@@ -237,14 +226,8 @@ class SessionStore:
         title = resolve_title(tree.explicit_title(), chat.header.title, conv.messages)
         updated = chat.entries[-1].timestamp if chat.entries else chat.header.created
         return ChatSummary(
-            chat_id,
-            title,
-            chat.header.created,
-            updated,
-            len(conv.messages),
-            path,
-            warnings=tuple(warnings),
-            damaged=chat.needs_repair,
+            chat_id, title, chat.header.created, updated, len(conv.messages), path,
+            warnings=tuple(warnings), damaged=chat.needs_repair,
         )
 
     # -- rename / delete / restore ---------------------------------------------------------
@@ -281,7 +264,6 @@ class SessionStore:
         return None
 
     def restore(self, chat_id: str) -> None:
-        """Move a chat back from the trash."""
         self.path_of(chat_id)  # validates the id
         src = self.trash_dir / f"{chat_id}.jsonl"
         if not src.is_file():
@@ -317,22 +299,18 @@ class SessionStore:
             doc = handle.export_openai()
         else:
             title, conv, summaries, after = self._snapshot(chat_id)
-            doc = to_openai_export(
-                conv, title, branch_summary_ids=summaries, compaction_after=after
-            )
+            doc = to_openai_export(conv, title, branch_summary_ids=summaries,
+                                   compaction_after=after)
         return json.dumps(doc, ensure_ascii=False, indent=2)
 
     def export_to_file(self, chat_id: str, path: Path) -> Path:
         """Write the chat to ``path`` (``.json``: OpenAI JSON, else Markdown) through a temporary
         file, so a failed export leaves the old file; returns the path."""
-        if path.suffix.lower() == ".json":
-            text = self.export_openai_json(chat_id)
-        else:
-            text = self.export_markdown(chat_id)
+        as_json = path.suffix.lower() == ".json"
+        text = self.export_openai_json(chat_id) if as_json else self.export_markdown(chat_id)
         return write_atomically(path, text)
 
     def close_all(self) -> None:
-        """Close every chat this store opened."""
         for handle in list(self._open.values()):
             handle.close()
 
