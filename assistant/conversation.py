@@ -205,16 +205,10 @@ class Message(BaseModel):
         }
         if self.tool_calls:
             out["tool_calls"] = [
-                {
-                    "id": call.id,
-                    "type": "function",
-                    "function": {
-                        "name": call.name,
-                        "arguments": call.model_arguments()
-                        if as_model_sees
-                        else call.arguments_json(),
-                    },
-                }
+                {"id": call.id, "type": "function", "function": {
+                    "name": call.name,
+                    "arguments": call.model_arguments() if as_model_sees else call.arguments_json(),
+                }}
                 for call in self.tool_calls
             ]
         if self.role == "tool":
@@ -242,25 +236,13 @@ class Message(BaseModel):
             name = fn.get("name")
             if not isinstance(name, str) or not name:
                 raise ValueError("a tool call needs function.name")
-            args_raw = fn.get("arguments", "{}")
-            args, raw_args = _parse_arguments(args_raw)
-            calls.append(
-                ToolCall(
-                    id=str(raw.get("id") or "call_" + new_id()),
-                    name=name,
-                    arguments=args,
-                    raw_arguments=raw_args,
-                )
-            )
+            args, raw_args = _parse_arguments(fn.get("arguments", "{}"))
+            call_id = str(raw.get("id") or "call_" + new_id())
+            calls.append(ToolCall(id=call_id, name=name, arguments=args, raw_arguments=raw_args))
         if role == "tool" and not data.get("tool_call_id"):
             raise ValueError("a tool message needs tool_call_id")
-        return cls(
-            role=role,
-            content=content,
-            tool_calls=calls,
-            tool_call_id=data.get("tool_call_id"),
-            name=data.get("name"),
-        )
+        return cls(role=role, content=content, tool_calls=calls,
+                   tool_call_id=data.get("tool_call_id"), name=data.get("name"))
 
 
 def _parse_arguments(value: Any) -> tuple[dict[str, Any], str | None]:
@@ -279,17 +261,13 @@ def _parse_arguments(value: Any) -> tuple[dict[str, Any], str | None]:
         ):
             return value, None
         return {}, text
+    if not text.strip():
+        return {}, None
     try:
-        parsed = (
-            jsonlimits.loads(text, "arguments", MAX_ARGUMENT_DEPTH, MAX_ARGUMENT_CHARS)
-            if text.strip()
-            else {}
-        )
+        parsed = jsonlimits.loads(text, "arguments", MAX_ARGUMENT_DEPTH, MAX_ARGUMENT_CHARS)
     except ValueError:
         return {}, text
-    if isinstance(parsed, dict):
-        return parsed, None
-    return {}, text
+    return (parsed, None) if isinstance(parsed, dict) else ({}, text)
 
 
 class CompactionReason(StrEnum):

@@ -95,9 +95,8 @@ class ChatHandle:
     # -- ConversationObserver --------------------------------------------------------------
     def message_appended(self, message: Message) -> None:
         with self._mutex:
-            self._write(
-                self._new(MessageEntry, id=message.id, message=message.model_copy(deep=True))
-            )
+            copy = message.model_copy(deep=True)
+            self._write(self._new(MessageEntry, id=message.id, message=copy))
 
     def messages_pruned(self, message_ids: list[str], tokens_freed: int) -> None:
         with self._mutex:
@@ -107,9 +106,8 @@ class ChatHandle:
 
     def compaction_added(self, record: CompactionRecord) -> None:
         with self._mutex:
-            self._write(
-                self._new(CompactionEntry, id=record.id, record=record.model_copy(deep=True))
-            )
+            copy = record.model_copy(deep=True)
+            self._write(self._new(CompactionEntry, id=record.id, record=copy))
 
     # -- state -----------------------------------------------------------------------------
     @property
@@ -130,11 +128,7 @@ class ChatHandle:
     @property
     def settings(self) -> dict[str, JsonValue]:
         """Per-chat settings recorded with :meth:`record_setting`, newest value each."""
-        out: dict[str, JsonValue] = {}
-        for entry in self._tree.entries:
-            if isinstance(entry, SettingEntry):
-                out[entry.name] = entry.value
-        return out
+        return {e.name: e.value for e in self._tree.entries if isinstance(e, SettingEntry)}
 
     @property
     def entries(self) -> list[Entry]:
@@ -162,20 +156,14 @@ class ChatHandle:
     # -- export ----------------------------------------------------------------------------
     def export_markdown(self) -> str:
         """The active branch as a readable Markdown transcript."""
-        return to_markdown(
-            self.conversation,
-            self.title,
-            branch_summary_ids=self._tree.branch_summary_ids(self._leaf),
-        )
+        return to_markdown(self.conversation, self.title,
+                           branch_summary_ids=self._tree.branch_summary_ids(self._leaf))
 
     def export_openai(self) -> dict[str, Any]:
         """The active branch as an OpenAI-format export document (see ``sessions.export``)."""
-        return to_openai_export(
-            self.conversation,
-            self.title,
-            branch_summary_ids=self._tree.branch_summary_ids(self._leaf),
-            compaction_after=self._tree.compaction_positions(self._leaf),
-        )
+        return to_openai_export(self.conversation, self.title,
+                                branch_summary_ids=self._tree.branch_summary_ids(self._leaf),
+                                compaction_after=self._tree.compaction_positions(self._leaf))
 
     # -- branches --------------------------------------------------------------------------
     def branch_info(self, message_id: str) -> BranchInfo:
@@ -227,9 +215,7 @@ class ChatHandle:
             index = conv.index_of(message_id)
             target = conv.messages[index]
             if target.role == "tool":
-                raise ValueError(
-                    "A tool result is deleted with the reply whose call it answers."
-                )
+                raise ValueError("A tool result is deleted with the reply whose call it answers.")
             if self.is_branch_summary(message_id):
                 raise ValueError("A branch summary cannot be deleted.")
             calls = {call.id for call in target.tool_calls}

@@ -8,12 +8,7 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from assistant.jsonlimits import (
-    MAX_DOCUMENT_DEPTH,
-    finite_float,
-    reject_constant,
-    text_depth,
-)
+from assistant.jsonlimits import MAX_DOCUMENT_DEPTH, finite_float, reject_constant, text_depth
 from assistant.sessions.entries import (
     SCHEMA_VERSION,
     UNKNOWN_TYPE,
@@ -131,11 +126,7 @@ def read_chat_file(path: Path) -> ChatFile:
         lines.pop()
 
     header, header_problem = _read_header(path, lines[0])
-    out = ChatFile(
-        path=path,
-        header=header or _stand_in_header(path),
-        entries=[],
-    )
+    out = ChatFile(path=path, header=header or _stand_in_header(path), entries=[])
     if header is not None and header.chat_id != path.name.removesuffix(".jsonl"):
         out.warnings.append(
             f"The header names chat {header.chat_id!r} but the file is {path.name}; "
@@ -178,11 +169,8 @@ def read_chat_file(path: Path) -> ChatFile:
         seen = first_line_of.get(entry.id)
         if seen is not None:
             same = seen[1].removeprefix(BOM) == raw.removeprefix(BOM)
-            reason = (
-                f"a copy of line {seen[0]}"
-                if same
-                else f"entry id {entry.id!r} is already used on line {seen[0]}"
-            )
+            reason = (f"a copy of line {seen[0]}" if same
+                      else f"entry id {entry.id!r} is already used on line {seen[0]}")
             out.damaged.append(DamagedLine(lineno, reason, raw))
             continue
         first_line_of[entry.id] = (lineno, raw)
