@@ -58,12 +58,8 @@ class ToolLimits:
 
     def walk_budget(self, cancelled: Callable[[], bool]) -> WalkBudget:
         """A fresh budget for one search; ``cancelled`` is the user's Stop."""
-        return WalkBudget(
-            max_entries=self.max_search_entries,
-            max_depth=self.max_search_depth,
-            seconds=self.max_search_s,
-            cancelled=cancelled,
-        )
+        return WalkBudget(max_entries=self.max_search_entries, max_depth=self.max_search_depth,
+                          seconds=self.max_search_s, cancelled=cancelled)
 
     @classmethod
     def for_window(cls, window_tokens: int) -> ToolLimits:
@@ -102,9 +98,7 @@ class ToolArgs(BaseModel):
     @model_validator(mode="before")
     @classmethod
     def _apply_aliases(cls, data: Any) -> Any:
-        if isinstance(data, dict):
-            return canonical_arguments(cls, data)
-        return data
+        return canonical_arguments(cls, data) if isinstance(data, dict) else data
 
 
 def canonical_arguments(model: type[ToolArgs], data: dict[str, Any]) -> dict[str, Any]:

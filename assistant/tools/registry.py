@@ -50,17 +50,8 @@ class ToolRegistry:
         from assistant.tools.run_command import RunCommandTool
         from assistant.tools.write_file import WriteFileTool
 
-        return cls(
-            [
-                ReadFileTool(),
-                ListDirTool(),
-                FindFilesTool(),
-                GrepTool(),
-                WriteFileTool(),
-                EditFileTool(),
-                RunCommandTool(),
-            ]
-        )
+        return cls([ReadFileTool(), ListDirTool(), FindFilesTool(), GrepTool(), WriteFileTool(),
+                    EditFileTool(), RunCommandTool()])
 
     def names(self) -> list[str]:
         return list(self._tools)
@@ -81,9 +72,7 @@ class ToolRegistry:
         if tool is None or call.raw_arguments is not None:
             return call
         args = canonical_arguments(tool.args_model, call.arguments)
-        if args == call.arguments:
-            return call
-        return call.model_copy(update={"arguments": args})
+        return call if args == call.arguments else call.model_copy(update={"arguments": args})
 
     def check(self, call: ToolCall) -> CheckedCall | ToolResult:
         """The validated call, or an error result telling the model the expected form."""
@@ -124,9 +113,7 @@ class ToolRegistry:
     def run(self, call: ToolCall, ctx: ToolContext) -> ToolResult:
         """Check and execute without asking anyone (for tests and user-started tools)."""
         checked = self.check(call)
-        if isinstance(checked, ToolResult):
-            return checked
-        return self.execute(checked, ctx)
+        return checked if isinstance(checked, ToolResult) else self.execute(checked, ctx)
 
 
 def tool_schema(tool: Tool[Any]) -> dict[str, Any]:

@@ -24,10 +24,7 @@ _NEW_GROUP: int = getattr(subprocess, "CREATE_NEW_PROCESS_GROUP", 0)
 
 class RunCommandArgs(ToolArgs):
     aliases: ClassVar[dict[str, str]] = {
-        "cmd": "command",
-        "shell": "command",
-        "timeout": "timeout_s",
-        "timeout_seconds": "timeout_s",
+        "cmd": "command", "shell": "command", "timeout": "timeout_s", "timeout_seconds": "timeout_s"
     }
 
     command: str = Field(description="Shell command to run in the workspace folder.")
@@ -49,13 +46,8 @@ class RunCommandTool(Tool[RunCommandArgs]):
         limit = ctx.limits
         timeout = min(args.timeout_s or limit.command_timeout_s, limit.max_command_timeout_s)
         proc = subprocess.Popen(
-            command,
-            shell=True,
-            cwd=ctx.workspace.root,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            start_new_session=os.name != "nt",
+            command, shell=True, cwd=ctx.workspace.root, stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=os.name != "nt",
             creationflags=_NEW_GROUP,
         )
         assert proc.stdout is not None
@@ -93,12 +85,8 @@ class RunCommandTool(Tool[RunCommandArgs]):
 def kill_group(proc: subprocess.Popen[bytes]) -> None:
     """Stop ``proc`` and its children: SIGTERM to the group, SIGKILL after a grace period."""
     if os.name == "nt":
-        subprocess.run(
-            ["taskkill", "/F", "/T", "/PID", str(proc.pid)],
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-            check=False,
-        )
+        subprocess.run(["taskkill", "/F", "/T", "/PID", str(proc.pid)],
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
         proc.wait()
         return
     for sig, wait in ((signal.SIGTERM, GRACE_S), (signal.SIGKILL, None)):

@@ -8,7 +8,7 @@ from collections.abc import Callable, Iterator
 
 import re2
 
-from assistant.tools.walk import SearchStopped
+from assistant.tools.walk import SearchStopped, re2_reason
 
 #: Memory RE2 may use for one compiled pattern (its DFA cache included).
 MAX_REGEX_MEMORY = 32 << 20
@@ -51,11 +51,7 @@ class LineSearcher:
         except re2.error as exc:
             raise PatternError(_compile_message(exc)) from None
 
-    def lines(
-        self,
-        data: bytes,
-        should_stop: Callable[[], bool],
-    ) -> Iterator[tuple[int, bytes]]:
+    def lines(self, data: bytes, should_stop: Callable[[], bool]) -> Iterator[tuple[int, bytes]]:
         """(line number, line) of every matching line of ``data``; ``should_stop()`` is called
         between steps (True ends the search; it may raise :class:`SearchStopped`)."""
         search = self._regex.search
@@ -104,14 +100,9 @@ def _line_anchors(pattern: str) -> str:
 
 
 def _compile_message(exc: Exception) -> str:
-    reason = exc.args[0] if exc.args else str(exc)
-    if isinstance(reason, bytes):
-        reason = reason.decode("utf-8", errors="replace")
-    reason = str(reason)
-    if any(
-        word in reason
-        for word in ("pattern too large", "bad repetition operator", "invalid repetition size")
-    ):
+    reason = re2_reason(exc)
+    too_large = ("pattern too large", "bad repetition operator", "invalid repetition size")
+    if any(word in reason for word in too_large):
         return (
             f"The pattern is too large or too complex to search with ({reason}). Use "
             "smaller counts in {m,n} repetitions, or a simpler pattern."

@@ -16,21 +16,10 @@ from assistant.tools.fsaccess import Handle, close, iter_dir, open_dir_at, open_
 from assistant.tools.workspace import SandboxError
 
 #: Folders that are almost never what the user means and can be huge.
-SKIPPED_DIRS = frozenset(
-    {
-        ".git",
-        ".hg",
-        ".svn",
-        "node_modules",
-        "__pycache__",
-        ".venv",
-        "venv",
-        ".mypy_cache",
-        ".pytest_cache",
-        ".ruff_cache",
-        ".tox",
-    }
-)
+SKIPPED_DIRS = frozenset({
+    ".git", ".hg", ".svn", "node_modules", "__pycache__", ".venv", "venv", ".mypy_cache",
+    ".pytest_cache", ".ruff_cache", ".tox",
+})
 #: Longest glob accepted.
 MAX_GLOB_CHARS = 1_000
 _NONBLOCK = getattr(os, "O_NONBLOCK", 0)
@@ -63,9 +52,13 @@ class WalkBudget:
         self.entries += 1
         if self.entries > self.max_entries:
             self.stopped_by = f"it visited {self.max_entries:,} entries"
-        elif time.monotonic() - self.started > self.seconds:
+            return False
+        return not self.over_time()
+
+    def over_time(self) -> bool:
+        if time.monotonic() - self.started > self.seconds:
             self.stopped_by = f"it ran for {self.seconds:g} seconds"
-        return not self.stopped_by
+        return bool(self.stopped_by)
 
 
 @dataclass(frozen=True)
@@ -195,7 +188,7 @@ class GlobMatcher:
             self._regex = re2.compile(glob_to_regex(pattern), options)
         except re2.error as exc:
             raise SandboxError(
-                f"The pattern {pattern!r} is not a valid glob ({_re2_reason(exc)}); use * and "
+                f"The pattern {pattern!r} is not a valid glob ({re2_reason(exc)}); use * and "
                 "? for names, ** for any folders, [abc] for one of some characters."
             ) from None
 
@@ -210,7 +203,7 @@ def glob_matcher(pattern: str) -> GlobMatcher:
     return GlobMatcher(pattern)
 
 
-def _re2_reason(exc: Exception) -> str:
+def re2_reason(exc: Exception) -> str:
     text = exc.args[0] if exc.args else str(exc)
     if isinstance(text, bytes):
         text = text.decode("utf-8", errors="replace")
