@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 import json
-from typing import Annotated, Any, ClassVar, Literal, Self
+from typing import Annotated, Any, ClassVar, Literal, Self, get_args
 
 from pydantic import (
     BaseModel,
@@ -97,31 +97,14 @@ class TitleEntry(EntryBase):
     title: str
 
 
-AnyEntry = (
-    MessageEntry
-    | PruneEntry
-    | CompactionEntry
-    | BranchSummaryEntry
-    | CheckoutEntry
-    | SettingEntry
-    | TitleEntry
-)
+AnyEntry = (MessageEntry | PruneEntry | CompactionEntry | BranchSummaryEntry | CheckoutEntry
+            | SettingEntry | TitleEntry)
 Entry = Annotated[AnyEntry, Field(discriminator="type")]
 
 #: How an entry of a type this version does not know is named (the start of the reason).
 UNKNOWN_TYPE = "unknown entry type"
 
-ENTRY_TYPES = frozenset(
-    {
-        "message",
-        "prune",
-        "compaction",
-        "branch_summary",
-        "checkout",
-        "setting",
-        "title",
-    }
-)
+ENTRY_TYPES = frozenset(kind.model_fields["type"].default for kind in get_args(AnyEntry))
 
 
 class _EntryLine(RootModel[Entry]):

@@ -26,14 +26,8 @@ MAX_PATH_CHARS = 1024
 MAX_NAME_CHARS = 255
 
 _WINDOWS_DEVICES = {
-    "CON",
-    "PRN",
-    "AUX",
-    "NUL",
-    "CONIN$",
-    "CONOUT$",
-    *(f"COM{i}" for i in range(1, 10)),
-    *(f"LPT{i}" for i in range(1, 10)),
+    "CON", "PRN", "AUX", "NUL", "CONIN$", "CONOUT$",
+    *(f"COM{i}" for i in range(1, 10)), *(f"LPT{i}" for i in range(1, 10)),
 }
 
 Kind = Literal["file", "dir", "any"]
@@ -109,9 +103,8 @@ class Workspace:
         try:
             write_replacing(place.handle, place.name, data, mode)
         except IsADirectoryError:  # a folder took the name meanwhile
-            raise SandboxError(
-                f"{place.shown!r} is a directory, not a file; use list_dir."
-            ) from None
+            shown = place.shown
+            raise SandboxError(f"{shown!r} is a directory, not a file; use list_dir.") from None
 
     def resolve(self, path: str, *, kind: Kind = "any") -> Path:
         """Where ``path`` leads under the root (for showing and comparing paths only)."""
@@ -124,8 +117,7 @@ class Workspace:
             rel = path.relative_to(self.root)
         except ValueError:
             return str(path)
-        text = rel.as_posix()
-        return text if text else "."
+        return rel.as_posix() or "."
 
     # -- checks and messages ---------------------------------------------------------------
     def _parts(self, path: str) -> list[str]:
@@ -158,34 +150,22 @@ class Workspace:
 
     def _message(self, path: str, problem: PathProblem) -> str:
         shown = problem.shown
-        kind = problem.kind
-        if kind == "outside":
-            return self._outside(path)
-        if kind == "link_outside":
-            return (
-                f"{path!r} is outside the workspace: {shown!r} is a link to "
-                f"{problem.detail}. Tools can only use files inside the workspace folder "
-                f"({self.root})."
-            )
-        if kind == "missing":
-            return (
-                f"{shown!r} does not exist in the workspace. Use list_dir or find_files to see "
-                "what is there."
-            )
-        if kind == "is_dir":
-            return f"{shown!r} is a directory, not a file; use list_dir."
-        if kind == "not_dir":
-            return f"{shown!r} is a file, not a directory; use read_file."
-        if kind == "special":
-            return (
-                f"{shown!r} is not a regular file or directory (a device, pipe or socket); "
-                "tools do not open those."
-            )
-        if kind == "loop":
-            return f"{path!r} goes through too many links in a row (a link loop?)."
-        if kind == "changing":
-            return f"{path!r} kept changing while it was being opened; try again."
-        return f"{path!r} cannot be accessed: {problem.detail or 'permission denied'}."
+        messages = {
+            "outside": self._outside(path),
+            "link_outside": f"{path!r} is outside the workspace: {shown!r} is a link to "
+            f"{problem.detail}. Tools can only use files inside the workspace folder "
+            f"({self.root}).",
+            "missing": f"{shown!r} does not exist in the workspace. Use list_dir or find_files "
+            "to see what is there.",
+            "is_dir": f"{shown!r} is a directory, not a file; use list_dir.",
+            "not_dir": f"{shown!r} is a file, not a directory; use read_file.",
+            "special": f"{shown!r} is not a regular file or directory (a device, pipe or "
+            "socket); tools do not open those.",
+            "loop": f"{path!r} goes through too many links in a row (a link loop?).",
+            "changing": f"{path!r} kept changing while it was being opened; try again.",
+        }
+        default = f"{path!r} cannot be accessed: {problem.detail or 'permission denied'}."
+        return messages.get(problem.kind, default)
 
 
 class FileTooLarge(SandboxError):
