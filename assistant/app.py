@@ -47,15 +47,8 @@ def build_main_window(
     bridge = ServiceBridge()
     window_ref: list[MainWindow] = []
     approver = GuiApprover(lambda: window_ref[0] if window_ref else None)
-    service = ChatService(
-        settings,
-        store or SessionStore(),
-        worker,
-        approver,
-        bridge.post,
-        dispatch=bridge.call_in_gui,
-        extra_help=SHORTCUTS_HELP,
-    )
+    service = ChatService(settings, store or SessionStore(), worker, approver, bridge.post,
+                          dispatch=bridge.call_in_gui, extra_help=SHORTCUTS_HELP)
     window = MainWindow(service, bridge, approver, _registry())
     window_ref.append(window)
     bridge.setParent(window)

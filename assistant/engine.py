@@ -108,44 +108,37 @@ def engine_label(settings: Settings) -> str:
 def server_config(settings: Settings, api_key: str | None = None) -> ServerConfig:
     """The server engine's settings as the backend takes them."""
     server = settings.engine.server
+    perf = settings.performance
     return ServerConfig(
-        base_url=server.base_url,
-        model=server.model,
-        api_key=api_key,
-        tokenizer_gguf=server.tokenizer_gguf,
-        window=server.window,
-        fallback_window=settings.policy().window,
-        tool_calls=server.tool_calls,
-        timeout_s=server.timeout_s,
-        reply_deadline_s=server.reply_limit_s,
+        base_url=server.base_url, model=server.model, api_key=api_key,
+        tokenizer_gguf=server.tokenizer_gguf, window=server.window,
+        fallback_window=settings.policy().window, tool_calls=server.tool_calls,
+        timeout_s=server.timeout_s, reply_deadline_s=server.reply_limit_s,
         seed=settings.sampling.seed,
         # Chunk reuse (on by default, approximate) asks llama-server to move cached text too.
-        cache_reuse=(settings.performance.server_chunk_reuse_min
-                     if settings.performance.chunk_reuse else 0),
+        cache_reuse=perf.server_chunk_reuse_min if perf.chunk_reuse else 0,
     )
 
 
-def api_key_for(base_url: str, secrets: SecretStore | None = None) -> str | None:
+def api_key_for(base_url: str) -> str | None:
     """The key for ``base_url``: ``$ASSISTANT_API_KEY``, else the stored one (or None)."""
     from_env = os.environ.get(API_KEY_ENV, "").strip()
     if from_env:
         return from_env
     try:
-        return (secrets or SecretStore()).get(base_url)
+        return SecretStore().get(base_url)
     except SecretStoreError as exc:
         raise LLMError(f"Cannot read the API key for {base_url}: {exc}") from exc
 
 
-def server_builder(
-    settings: Settings, secrets: SecretStore | None = None
-) -> Callable[[], LLMBackend] | None:
+def server_builder(settings: Settings) -> Callable[[], LLMBackend] | None:
     """A function that connects to the configured server on the worker (None: embedded engine)."""
     if not uses_server(settings):
         return None
     frozen = settings.model_copy(deep=True)
 
     def build() -> LLMBackend:
-        key = api_key_for(frozen.engine.server.base_url, secrets)
+        key = api_key_for(frozen.engine.server.base_url)
         return ServerBackend.connect(server_config(frozen, key))
 
     return build

@@ -41,12 +41,10 @@ class TooLargeError(ValueError):
 
 def text_depth(text: str | bytes, stop_above: int | None = None) -> int:
     """The deepest bracket nesting in ``text`` (strings skipped), stopping past ``stop_above``."""
-    special, string_end = (
-        (_BYTES_SPECIAL, _BYTES_STRING_END)
-        if isinstance(text, bytes)
-        else (_TEXT_SPECIAL, _STRING_END)
-    )
-    quote = b'"' if isinstance(text, bytes) else '"'
+    is_bytes = isinstance(text, bytes)
+    special = _BYTES_SPECIAL if is_bytes else _TEXT_SPECIAL
+    string_end = _BYTES_STRING_END if is_bytes else _STRING_END
+    quote = b'"' if is_bytes else '"'
     depth = deepest = 0
     pos = 0
     n = len(text)
@@ -102,10 +100,7 @@ def finite_float(text: str) -> float:
 
 
 def loads(
-    text: str | bytes,
-    what: str,
-    limit: int = MAX_DOCUMENT_DEPTH,
-    max_chars: int | None = None,
+    text: str | bytes, what: str, limit: int = MAX_DOCUMENT_DEPTH, max_chars: int | None = None
 ) -> Any:
     """``json.loads`` after the size and depth checks; raises only ``ValueError``."""
     if max_chars is not None and len(text) > max_chars:

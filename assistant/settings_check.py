@@ -32,19 +32,15 @@ def system_prompt_limit(window: int) -> int:
 
 
 def check_against_model(
-    settings: Settings,
-    trained_context: int | None,
-    count_tokens: Callable[[str], int] | None,
+    settings: Settings, trained_context: int | None, count_tokens: Callable[[str], int] | None
 ) -> ModelCheck:
     """Check ``settings`` for a model of ``trained_context`` tokens (None: unknown) counting
     with ``count_tokens`` (None before the model loaded)."""
     notes: list[str] = []
     errors: list[str] = []
     if trained_context:
-        limit_is = (
-            "the server's window" if settings.engine.kind == "server"
-            else "this model was trained on"
-        )
+        server = settings.engine.kind == "server"
+        limit_is = "the server's window" if server else "this model was trained on"
         for name in ("local", "standard"):
             window = getattr(settings, name).window
             if window > trained_context:

@@ -30,33 +30,23 @@ def to_openai_export(
     annotations: list[dict[str, Any]] = []
     for rec in conv.compactions:
         rest = rec.model_dump(mode="json", exclude=set(_ID_FIELDS))
-        annotations.append(
-            {
-                "type": "compaction",
-                "summary": rec.summary,
-                "first_kept_index": _index_of(index, rec.first_kept_id),
-                "last_summarized_index": _index_of(index, rec.last_summarized_id),
-                "after_message": (compaction_after or {}).get(rec.id, len(conv.messages)),
-                "record": rest,
-            }
-        )
+        annotations.append({
+            "type": "compaction", "summary": rec.summary,
+            "first_kept_index": _index_of(index, rec.first_kept_id),
+            "last_summarized_index": _index_of(index, rec.last_summarized_id),
+            "after_message": (compaction_after or {}).get(rec.id, len(conv.messages)),
+            "record": rest,
+        })
     pruned = [i for i, m in enumerate(conv.messages) if m.pruned]
     if pruned:
         annotations.append({"type": "pruned", "message_indices": pruned})
-    for i, msg in enumerate(conv.messages):
-        if msg.id in branch_summary_ids:
-            annotations.append({"type": "branch_summary", "message_index": i})
-    for i, msg in enumerate(conv.messages):
-        annotations.append(
-            {
-                "type": "message_meta",
-                "message_index": i,
-                "timestamp": msg.timestamp,
-                "is_error": msg.is_error,
-                "stopped": msg.stopped,
-                "initiated_by": msg.initiated_by,
-            }
-        )
+    annotations += [{"type": "branch_summary", "message_index": i}
+                    for i, msg in enumerate(conv.messages) if msg.id in branch_summary_ids]
+    annotations += [
+        {"type": "message_meta", "message_index": i, "timestamp": msg.timestamp,
+         "is_error": msg.is_error, "stopped": msg.stopped, "initiated_by": msg.initiated_by}
+        for i, msg in enumerate(conv.messages)
+    ]
     return {
         "format": EXPORT_FORMAT,
         "version": EXPORT_VERSION,
@@ -67,9 +57,7 @@ def to_openai_export(
 
 
 def _index_of(index: Mapping[str, int], message_id: str | None) -> int | None:
-    if message_id is None:
-        return None
-    return index.get(message_id, -1)
+    return None if message_id is None else index.get(message_id, -1)
 
 
 # -- Markdown --------------------------------------------------------------------------------

@@ -64,8 +64,7 @@ class JournalWriter:
         view = memoryview(data)
         try:
             while view:
-                written = os.write(fd, view)
-                view = view[written:]
+                view = view[os.write(fd, view) :]
             os.fsync(fd)
         except BaseException:
             try:  # never leave half a line in front of later entries

@@ -19,10 +19,6 @@ class ChatLock:
         self.chat_id = chat_id
         self._fd: int | None = None
 
-    @property
-    def held(self) -> bool:
-        return self._fd is not None
-
     def acquire(self) -> None:
         if self._fd is not None:
             return

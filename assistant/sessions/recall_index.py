@@ -122,9 +122,8 @@ class RecallIndex:
         stored = int(row[0]) if row is not None else -1
         if stored != len(self._ids):
             raise IndexDamaged(f"{len(self._ids)} messages indexed, {stored} recorded")
-        passages = self._conn.execute(
-            "SELECT count(DISTINCT message_id) FROM passages"
-        ).fetchone()[0]
+        query = "SELECT count(DISTINCT message_id) FROM passages"
+        passages = self._conn.execute(query).fetchone()[0]
         if passages > len(self._ids):
             raise IndexDamaged("passages of messages that are not recorded")
         known = {m.id for m in messages}
@@ -154,16 +153,11 @@ class RecallIndex:
                 )
                 for call in msg.tool_calls:
                     rows.extend(call_passages(call, msg.id))
-            ids = []
-            for msg in new:
-                self._seq += 1
-                ids.append((msg.id, self._seq))
+            ids = [(msg.id, self._seq + n) for n, msg in enumerate(new, start=1)]
+            self._seq += len(new)
             with self._conn:
-                self._conn.executemany(
-                    "INSERT INTO passages(text, source, message_id, role, first, last) "
-                    "VALUES(?, ?, ?, ?, ?, ?)",
-                    rows,
-                )
+                self._conn.executemany("INSERT INTO passages(text, source, message_id, role, "
+                                       "first, last) VALUES(?, ?, ?, ?, ?, ?)", rows)
                 self._conn.executemany("INSERT OR IGNORE INTO indexed VALUES(?, ?)", ids)
                 self._ids.update(m.id for m in new)
                 self._passages += len(rows)
@@ -189,25 +183,17 @@ class RecallIndex:
             out: dict[str, int] = {}
             for term in terms:
                 quoted = '"' + term.replace('"', '""') + '"'
-                n = int(self._conn.execute(
-                    "SELECT count(*) FROM passages WHERE passages MATCH ?", ("text : " + quoted,)
-                ).fetchone()[0])
-                if n == 0:
-                    n = int(self._conn.execute(
-                        "SELECT count(*) FROM passages WHERE passages MATCH ?", (quoted,)
-                    ).fetchone()[0])
-                out[term] = n
+                out[term] = self._count("text : " + quoted) or self._count(quoted)
             return out
 
     def matching(self, expressions: Sequence[str]) -> dict[str, int]:
         """How many passages match each FTS5 expression (``NEAR("local" "cache", 4)``)."""
         with self._lock:
-            return {
-                e: int(self._conn.execute(
-                    "SELECT count(*) FROM passages WHERE passages MATCH ?", (e,)
-                ).fetchone()[0])
-                for e in expressions
-            }
+            return {e: self._count(e) for e in expressions}
+
+    def _count(self, expression: str) -> int:
+        query = "SELECT count(*) FROM passages WHERE passages MATCH ?"
+        return int(self._conn.execute(query, (expression,)).fetchone()[0])
 
     def __contains__(self, message_id: object) -> bool:
         return message_id in self._ids
@@ -271,9 +257,7 @@ def source_text(call: ToolCall) -> str:
     return " ".join([header, *extra])
 
 
-def call_passages(
-    call: ToolCall, message_id: str
-) -> list[tuple[str, str, str, str, int, int]]:
+def call_passages(call: ToolCall, message_id: str) -> list[tuple[str, str, str, str, int, int]]:
     """Index rows of one tool call: each passage of its body under its header (none for a call
     that only names a path: its output's ``source`` carries it)."""
     header, body = call_text(call)

@@ -14,9 +14,7 @@ MAX_PASSAGE_CHARS = 480
 #: At most this many terms are searched for (the first ones of the question).
 MAX_TERMS = 24
 
-_READ_HEADER = re.compile(
-    r"^.+ \((?:[\d,]+ lines|lines (?P<start>[\d,]+)-[\d,]+ of [\d,]+)\)$"
-)
+_READ_HEADER = re.compile(r"^.+ \((?:[\d,]+ lines|lines (?P<start>[\d,]+)-[\d,]+ of [\d,]+)\)$")
 _SENTENCE_END = re.compile(r"(?<=[.!?;])\s+")
 _TERM = re.compile(r"[^\W_]+(?:['’][^\W_]+)?", re.UNICODE)
 _SPACE = re.compile(r"\s+")

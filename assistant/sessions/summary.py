@@ -20,12 +20,8 @@ TITLE_LENGTH = 60
 
 def branch_summary_message(entry_id: str, summary: str, timestamp: float) -> Message:
     """The user message that carries a branch summary into the model's context."""
-    return Message(
-        id=entry_id,
-        role="user",
-        content=f"{BRANCH_SUMMARY_PREFIX}\n{summary}",
-        timestamp=timestamp,
-    )
+    content = f"{BRANCH_SUMMARY_PREFIX}\n{summary}"
+    return Message(id=entry_id, role="user", content=content, timestamp=timestamp)
 
 
 def is_branch_summary(message: Message) -> bool:
