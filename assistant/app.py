@@ -69,7 +69,6 @@ def _icon_path() -> Path | None:
 
 
 def run_gui(argv: list[str]) -> int:
-    """Open the desktop window; returns the exit code."""
     app = QApplication.instance()
     if not isinstance(app, QApplication):
         app = QApplication([sys.argv[0], *argv])

@@ -462,7 +462,6 @@ class Settings(BaseModel):
         return replace(self.policy().effective(self.mode, cap), hard_window=hard.window)
 
     def switches(self) -> CompactionSwitches:
-        """The switches with the environment overrides applied."""
         sw = self.compaction.model_copy()
         if _env_flag("ASSISTANT_DISABLE_PRUNE"):
             sw.prune = False
@@ -528,7 +527,6 @@ def _reason(exc: BaseException) -> str:
 
 
 def save_settings(settings: Settings, path: Path | None = None) -> None:
-    """Write atomically: a temporary file, flushed, then renamed over the old one."""
     path = path or paths.settings_file()
     make_dirs(path.parent)
     text = json.dumps(settings.model_dump(mode="json"), ensure_ascii=False, indent=2)

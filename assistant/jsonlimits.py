@@ -24,16 +24,12 @@ _BYTES_STRING_END = re.compile(rb'["\\]')
 
 
 class TooDeepError(ValueError):
-    """JSON nested deeper than a limit (the message names the limit)."""
-
     def __init__(self, what: str, limit: int) -> None:
         self.limit = limit
         super().__init__(f"{what} is nested more than {limit} levels deep")
 
 
 class TooLargeError(ValueError):
-    """JSON text longer than a limit (the message names the limit)."""
-
     def __init__(self, what: str, limit: int) -> None:
         self.limit = limit
         super().__init__(f"{what} is longer than {limit:,} characters")
@@ -81,7 +77,6 @@ def _skip_string(text: str | bytes, pos: int, string_end: re.Pattern[Any]) -> in
 
 
 def check_text(text: str | bytes, what: str, limit: int = MAX_DOCUMENT_DEPTH) -> None:
-    """Raise :class:`TooDeepError` when ``text`` nests deeper than ``limit``."""
     if text_depth(text, stop_above=limit) > limit:
         raise TooDeepError(what, limit)
 

@@ -44,8 +44,6 @@ def _system_keyring() -> Any | None:
 
 
 class SecretStore:
-    """Get, set and delete the API key of a server address."""
-
     def __init__(self, keyring_backend: Any | None = None, file: Path | None = None) -> None:
         """``keyring_backend``: default the system's; ``file``: default ``secrets.json`` in
         config."""

@@ -73,8 +73,6 @@ _RANGE = re.compile(r"^(\d+)(?:[-:](\d+))?$")
 
 @dataclass(frozen=True)
 class ChatInput:
-    """An ordinary message for the model."""
-
     text: str
 
 

@@ -93,15 +93,5 @@ class TurnFinished:
     error: str | None = None
 
 
-AgentEvent = (
-    MessageAdded
-    | AssistantDelta
-    | ToolCallStarted
-    | Notice
-    | ContextUsage
-    | PromptProgress
-    | ContextChanged
-    | ModelCallFinished
-    | MessageRefused
-    | TurnFinished
-)
+AgentEvent = (MessageAdded | AssistantDelta | ToolCallStarted | Notice | ContextUsage
+              | PromptProgress | ContextChanged | ModelCallFinished | MessageRefused | TurnFinished)

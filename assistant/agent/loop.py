@@ -240,7 +240,6 @@ class Agent:
     def compact(
         self, conv: Conversation, focus: str | None = None, cancel: CancelToken | None = None
     ) -> CompactionRecord | None:
-        """/compact: summarize older messages now (the controller reports progress)."""
         cancel = cancel or CancelToken()
         before = self._context_events
         settings = self.settings()
@@ -453,7 +452,6 @@ class Agent:
         return ttft
 
     def on_context_event(self, event: ContextEvent) -> None:
-        """The controller's events (pruning, compaction), reported as ``ContextChanged``."""
         self._context_events += 1
         self.on_event(ContextChanged(event))
 

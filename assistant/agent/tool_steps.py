@@ -36,15 +36,8 @@ class ToolRunner:
         self.registry = registry
         self.gate = gate
 
-    def run(
-        self,
-        call: ToolCall,
-        ctx: ToolContext,
-        *,
-        initiated_by: Literal["model", "user"],
-        approval: ApprovalPolicy,
-        parse_error: str | None = None,
-    ) -> ToolResult:
+    def run(self, call: ToolCall, ctx: ToolContext, *, initiated_by: Literal["model", "user"],
+            approval: ApprovalPolicy, parse_error: str | None = None) -> ToolResult:
         if parse_error is not None:
             return unparsable_result(parse_error, self.registry.names())
         if ctx.cancelled:
@@ -54,13 +47,10 @@ class ToolRunner:
             return checked
         if initiated_by == "model" and checked.tool.needs_approval:
             try:
-                request = ApprovalRequest(
-                    call=call,
-                    summary=checked.tool.describe(checked.args, ctx),
-                    preview=checked.tool.preview(checked.args, ctx),
-                    workspace=ctx.workspace.root,
-                    cancel=ctx.cancel,
-                )
+                tool, args = checked.tool, checked.args
+                request = ApprovalRequest(call=call, summary=tool.describe(args, ctx),
+                                          preview=tool.preview(args, ctx),
+                                          workspace=ctx.workspace.root, cancel=ctx.cancel)
             except Exception as exc:  # describing must not end the turn either
                 return ToolResult.error(f"{call.name} failed: {exc}")
             allowed = self.gate.approve(request, approval)
@@ -77,11 +67,5 @@ class ToolRunner:
 def result_message(
     call: ToolCall, result: ToolResult, initiated_by: Literal["model", "user"]
 ) -> Message:
-    return Message(
-        role="tool",
-        content=result.text,
-        tool_call_id=call.id,
-        name=call.name,
-        is_error=result.is_error,
-        initiated_by=initiated_by,
-    )
+    return Message(role="tool", content=result.text, tool_call_id=call.id, name=call.name,
+                   is_error=result.is_error, initiated_by=initiated_by)

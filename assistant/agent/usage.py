@@ -27,10 +27,8 @@ def figures_of(result: GenerationResult, ttft_s: float | None) -> ReplyFigures:
     """``ttft_s``: the agent's time to first token, by default the backend's."""
     speed = result.completion_tokens / result.generate_s if result.generate_s > 0 else None
     return ReplyFigures(
-        prompt_tokens=result.prompt_tokens,
-        evaluated=result.prompt_evaluated,
-        reused=result.prompt_reused,
-        completion_tokens=result.completion_tokens,
+        prompt_tokens=result.prompt_tokens, evaluated=result.prompt_evaluated,
+        reused=result.prompt_reused, completion_tokens=result.completion_tokens,
         ttft_s=ttft_s if ttft_s is not None else result.first_token_s,
         tokens_per_s=speed if result.completion_tokens else None,
     )

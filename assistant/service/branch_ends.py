@@ -42,9 +42,8 @@ class BranchEnds:
                 self._anchor[entry.id] = above
         with_message_below: set[str] = set()
         for entry in reversed(entries):
-            if (isinstance(entry, MessageEntry) or entry.id in with_message_below) and (
-                entry.parent_id is not None
-            ):
+            below = isinstance(entry, MessageEntry) or entry.id in with_message_below
+            if below and entry.parent_id is not None:
                 with_message_below.add(entry.parent_id)
         self._ends: dict[str | None, str] = {}
         for entry in entries:  # newest last: it wins
@@ -57,7 +56,6 @@ class BranchEnds:
         return Slot(after, tuple(self._children.get(after, ())), self._ends.get(after))
 
     def slot_of(self, message_id: str) -> Slot:
-        """The slot ``message_id`` is one version of."""
         return self.slot_after(self._parent[message_id])
 
     def position(self, message_id: str) -> tuple[int, int]:

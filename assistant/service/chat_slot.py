@@ -62,7 +62,6 @@ class ChatSlot:
             return []
 
     def prune_count(self) -> tuple[int, int]:
-        """(prunes, tokens cleared) recorded in the open chat."""
         if self.handle is None:
             return 0, 0
         prunes = [e for e in self.handle.entries if isinstance(e, PruneEntry)]

@@ -116,18 +116,7 @@ class PrefillTuned:
 
 
 ServiceEvent = (
-    AgentEvent
-    | StatusChanged
-    | QueueChanged
-    | ChatsChanged
-    | ConversationReset
-    | ModelChanged
-    | SettingsChanged
-    | ModelSwitchSuggested
-    | PrefillProgress
-    | ReplyStats
-    | ExportPathNeeded
-    | ChatPickerRequested
-    | ModelStateRestored
-    | PrefillTuned
+    AgentEvent | StatusChanged | QueueChanged | ChatsChanged | ConversationReset | ModelChanged
+    | SettingsChanged | ModelSwitchSuggested | PrefillProgress | ReplyStats | ExportPathNeeded
+    | ChatPickerRequested | ModelStateRestored | PrefillTuned
 )

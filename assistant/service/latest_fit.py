@@ -26,9 +26,8 @@ class FitCheck:
     def refusal(self, before: Conversation, text: str, replaces: str) -> MessageRefused | None:
         """``MessageRefused`` when ``text`` after ``before`` does not fit whole; else None."""
         try:
-            fit = self.controller.message_fit(
-                CallRequest(before, self.system_prompt, self.tools), text
-            )
+            call = CallRequest(before, self.system_prompt, self.tools)
+            fit = self.controller.message_fit(call, text)
         except LLMError:  # an engine that cannot count now: the model call says what is wrong
             return None
         # No room at all: the system prompt or the tools are what does not fit; the model

@@ -24,7 +24,6 @@ class PrefillTracker:
         self._start: tuple[float, int] | None = None
 
     def prompt_ready(self, _usage: ContextUsage | None = None) -> None:
-        """A new model call: forget the last one's timing."""
         self._start = None
 
     def progress(self, event: PromptProgress) -> PrefillProgress:

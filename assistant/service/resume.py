@@ -38,8 +38,6 @@ def forget_calibration() -> None:
 
 
 class ChatResume:
-    """The saved-state cache of one service."""
-
     def __init__(self, settings: Settings, root: Path | None = None) -> None:
         self.cache = StateCache(root, settings.performance.state_cache_mb * MB)
         self.writer = StateWriter(self.cache)

@@ -293,7 +293,6 @@ class ChatService:
         return self.model.window_for(settings, self.settings.model)
 
     def load_model(self) -> None:
-        """Load (or reload) the model of the current settings on the worker."""
         self._cancel_ahead()
         self.model.load(self.settings)
 
@@ -852,7 +851,6 @@ class ChatService:
 
     # -- shutdown ----------------------------------------------------------------------
     def shutdown(self) -> None:
-        """Stop the job, stop the worker (closing the model), close the chat."""
         if self._closed:
             return
         self.stop()

@@ -167,7 +167,6 @@ class StatusMachine:
             return self._set(Status(Phase.IDLE, note))
 
     def note(self, text: str) -> Status | None:
-        """Say what just happened (a new chat, saved settings) when nothing is running."""
         with self._lock:
             if self._job or self._model is not None:
                 return None

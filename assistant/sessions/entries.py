@@ -39,8 +39,6 @@ class ChatHeader(BaseModel):
 
 
 class EntryBase(BaseModel):
-    """Fields every entry has."""
-
     model_config = ConfigDict(extra="forbid", frozen=True)
     #: The field holding what the entry stores under its own id (message, record), if any.
     same_id_as: ClassVar[str] = ""

@@ -10,8 +10,6 @@ class SessionError(Exception):
 
 
 class ChatNotFoundError(SessionError, KeyError):
-    """No chat (or trashed chat) with that id."""
-
     def __init__(self, chat_id: str, where: str = "chats") -> None:
         self.chat_id = chat_id
         super().__init__(f"No chat {chat_id!r} in {where}")
@@ -21,8 +19,6 @@ class ChatNotFoundError(SessionError, KeyError):
 
 
 class ChatLockedError(SessionError):
-    """Another window or process has the chat open for writing."""
-
     def __init__(self, chat_id: str, path: Path) -> None:
         self.chat_id = chat_id
         self.path = path

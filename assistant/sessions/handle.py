@@ -132,7 +132,6 @@ class ChatHandle:
 
     @property
     def entries(self) -> list[Entry]:
-        """Every entry of the chat in file order (all branches)."""
         return self._tree.entries
 
     def is_branch_summary(self, message_id: str) -> bool:
@@ -155,7 +154,6 @@ class ChatHandle:
 
     # -- export ----------------------------------------------------------------------------
     def export_markdown(self) -> str:
-        """The active branch as a readable Markdown transcript."""
         return to_markdown(self.conversation, self.title,
                            branch_summary_ids=self._tree.branch_summary_ids(self._leaf))
 

@@ -29,7 +29,6 @@ def move_torn_tail_aside(path: Path, torn: TornTail) -> Path:
 
 
 def create_chat_file(path: Path, header: ChatHeader) -> None:
-    """Write a new file holding only the header, atomically (temp file, fsync, rename)."""
     if path.exists():
         raise FileExistsError(path)
     tmp = path.with_name(path.name + ".tmp")

@@ -169,12 +169,10 @@ class RecallIndex:
     # -- reading ---------------------------------------------------------------------------
     @property
     def count(self) -> int:
-        """Messages indexed."""
         return len(self._ids)
 
     @property
     def passages(self) -> int:
-        """Passages indexed."""
         return self._passages
 
     def counts(self, terms: Sequence[str]) -> dict[str, int]:

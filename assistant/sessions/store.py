@@ -63,8 +63,6 @@ class ChatSummary:
 
 
 class SessionStore:
-    """All chats in ``root`` (default: ``paths.sessions_dir()``)."""
-
     def __init__(
         self,
         root: Path | None = None,
@@ -104,7 +102,6 @@ class SessionStore:
 
     # -- create / open ---------------------------------------------------------------------
     def create(self, title: str | None = None) -> ChatHandle:
-        """A new, empty chat, opened (and locked) for writing."""
         make_dirs(self.root)
         chat_id = new_id()
         header = ChatHeader(

@@ -18,8 +18,6 @@ from assistant.sessions.summary import branch_summary_message
 
 
 class ChatTree:
-    """All entries of one chat, indexed. Append-only, like the file."""
-
     def __init__(self, entries: Iterable[Entry] = ()) -> None:
         self._entries: list[Entry] = []
         self._by_id: dict[str, Entry] = {}
@@ -87,7 +85,6 @@ class ChatTree:
 
     # -- structure -----------------------------------------------------------------------
     def path(self, leaf: str | None) -> list[Entry]:
-        """Entries from the root down to ``leaf`` (empty for ``None``)."""
         out: list[Entry] = []
         current = leaf
         while current is not None:
@@ -132,7 +129,6 @@ class ChatTree:
 
     # -- context -------------------------------------------------------------------------
     def build(self, leaf: str | None) -> Conversation:
-        """The conversation at ``leaf``: fresh copies, not subscribed to anything."""
         messages: list[Message] = []
         compactions: list[CompactionRecord] = []
         for entry in self.path(leaf):

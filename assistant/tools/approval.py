@@ -21,8 +21,6 @@ class ApprovalDecision(StrEnum):
 
 @dataclass(frozen=True)
 class ApprovalRequest:
-    """What the user is asked to approve."""
-
     call: ToolCall
     #: One line, e.g. "Run `pytest -q` in /home/me/Documents/Offline Assistant".
     summary: str

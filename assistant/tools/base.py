@@ -71,8 +71,6 @@ class ToolLimits:
 
 @dataclass
 class ToolContext:
-    """What a tool may touch while it runs."""
-
     workspace: Workspace
     limits: ToolLimits
     cancel: CancelToken | None = None

@@ -163,7 +163,6 @@ def write_replacing(handle: Handle, name: str, data: bytes, mode: int | None) ->
 
 
 def read_fd(fd: int, limit: int) -> bytes:
-    """Up to ``limit`` bytes from an open file."""
     chunks: list[bytes] = []
     left = limit
     while left > 0:

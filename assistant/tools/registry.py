@@ -41,7 +41,6 @@ class ToolRegistry:
 
     @classmethod
     def default(cls) -> ToolRegistry:
-        """All built-in tools."""
         from assistant.tools.edit_file import EditFileTool
         from assistant.tools.find_files import FindFilesTool
         from assistant.tools.grep import GrepTool
@@ -100,7 +99,6 @@ class ToolRegistry:
         return CheckedCall(call=call, tool=tool, args=args)
 
     def execute(self, checked: CheckedCall, ctx: ToolContext) -> ToolResult:
-        """Run a checked call. Never raises."""
         try:
             return checked.tool.run(checked.args, ctx)
         except SandboxError as exc:
@@ -117,7 +115,6 @@ class ToolRegistry:
 
 
 def tool_schema(tool: Tool[Any]) -> dict[str, Any]:
-    """The OpenAI function schema of ``tool``."""
     params = _clean_schema(tool.args_model.model_json_schema())
     return {
         "type": "function",

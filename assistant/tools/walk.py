@@ -71,7 +71,6 @@ class WalkedFile:
     rel: str
 
     def open(self) -> int:
-        """An open descriptor of the file (refused if it is no longer a regular file)."""
         fd = open_file_at(self.folder, self.name, os.O_RDONLY | _NONBLOCK)
         if not stat.S_ISREG(os.fstat(fd).st_mode):
             os.close(fd)
