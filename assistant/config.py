@@ -323,7 +323,7 @@ ToolCallMode = Literal["auto", "native", "text"]
 
 
 class ServerEngine(BaseModel):
-    """An OpenAI-compatible server (llama-server, Ollama, ...); the API key is kept by
+    """An OpenAI-compatible server (llama-server, Ollama, ...); API key:
     :mod:`assistant.secrets`."""
 
     model_config = ConfigDict(extra="forbid", validate_assignment=True)

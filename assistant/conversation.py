@@ -116,7 +116,7 @@ class ToolCall(BaseModel):
     @field_validator("arguments")
     @classmethod
     def _encodable_keys(cls, value: dict[str, Any]) -> dict[str, Any]:
-        """Keys with lone surrogates get U+FFFD: a chat file cannot keep them, and no tool takes
+        """Keys with lone surrogates get U+FFFD: a chat file cannot keep them, no tool takes
         them."""
         cleaned: dict[str, Any] = _valid_keys(value, 0)
         return cleaned
@@ -189,8 +189,7 @@ class Message(BaseModel):
         return self
 
     def model_view_content(self) -> str:
-        """The content as the model sees it: pruned results cleared, cut, lone surrogates
-        replaced."""
+        """The content as the model sees it: pruned results cleared, cut, surrogates replaced."""
         if self.role == "tool" and self.pruned:
             return PRUNED_PLACEHOLDER
         if len(self.content) <= MAX_SHOWN_CHARS:
@@ -246,8 +245,7 @@ class Message(BaseModel):
 
 
 def _parse_arguments(value: Any) -> tuple[dict[str, Any], str | None]:
-    """(arguments, None), or ({}, the text) when they are not a JSON object or are too deep or
-    long."""
+    """(arguments, None), or ({}, the text) when not a JSON object, too deep or too long."""
     if isinstance(value, str):
         text = value
     elif jsonlimits.value_depth(value, MAX_DOCUMENT_DEPTH) > MAX_DOCUMENT_DEPTH:

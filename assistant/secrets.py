@@ -45,8 +45,7 @@ def _system_keyring() -> Any | None:
 
 class SecretStore:
     def __init__(self, keyring_backend: Any | None = None, file: Path | None = None) -> None:
-        """``keyring_backend``: default the system's; ``file``: default ``secrets.json`` in
-        config."""
+        """Default: the system's keyring, and ``secrets.json`` in the config folder."""
         self._keyring = keyring_backend if keyring_backend is not None else _system_keyring()
         self._file = file or paths.config_dir() / FILE_NAME
 

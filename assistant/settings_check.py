@@ -34,8 +34,8 @@ def system_prompt_limit(window: int) -> int:
 def check_against_model(
     settings: Settings, trained_context: int | None, count_tokens: Callable[[str], int] | None
 ) -> ModelCheck:
-    """Check ``settings`` for a model of ``trained_context`` tokens (None: unknown) counting
-    with ``count_tokens`` (None before the model loaded)."""
+    """Check ``settings`` for a model of ``trained_context`` tokens counting with
+    ``count_tokens``."""
     notes: list[str] = []
     errors: list[str] = []
     if trained_context:

@@ -101,8 +101,8 @@ class Agent:
 
     # -- entry points -------------------------------------------------------------------
     def chat(self, conv: Conversation, text: str, cancel: CancelToken | None = None) -> None:
-        """One user message and everything the model does about it (refused before anything is saved
-        when it does not fit the window whole)."""
+        """One user message and all the model does about it (refused first if it cannot fit
+        whole)."""
         cancel = cancel or CancelToken()
         self._bind(conv)
         settings = self.settings()

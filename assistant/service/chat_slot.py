@@ -68,8 +68,7 @@ class ChatSlot:
         return len(prunes), sum(e.tokens_freed for e in prunes)
 
     def branch_info(self, message_id: str) -> tuple[int, int]:
-        """``(index, count)`` of a message among the versions of its place (see
-        :mod:`.branch_ends`)."""
+        """``(index, count)`` of a message among the versions of its place (:mod:`.branch_ends`)."""
         ends = self._branch_ends()
         return ends.position(message_id) if ends is not None else (1, 1)
 

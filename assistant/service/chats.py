@@ -101,8 +101,7 @@ class ChatSearch:
         return texts
 
     def search(self, chats: dict[str, Path], needle: str) -> dict[str, str]:
-        """Of ``chats``, those with a message containing ``needle`` (case and white space ignored):
-        id -> a snippet."""
+        """Of ``chats``, those with a message containing ``needle``: id -> a snippet."""
         needle = " ".join(needle.split())
         if not needle:
             return {}

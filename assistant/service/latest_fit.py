@@ -47,8 +47,7 @@ def edit_refusal(
 
 
 def regenerate_refusal(handle: ChatHandle, reply_id: str, fit: FitCheck) -> MessageRefused | None:
-    """``MessageRefused`` when the user message ``reply_id`` answers does not fit whole; else
-    None."""
+    """``MessageRefused`` when the question ``reply_id`` answers does not fit whole; else None."""
     upto = handle.conversation_at(reply_id)
     for index in range(len(upto.messages) - 2, -1, -1):
         message = upto.messages[index]

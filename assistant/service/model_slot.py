@@ -36,8 +36,8 @@ class ModelSlot:
     _engine: EngineSettings | None = field(default=None, init=False)
 
     def window_for(self, settings: Settings, loaded_model: str) -> int:
-        """The n_ctx a model loaded with ``settings`` gets (``loaded_model``: the name it was loaded
-        as)."""
+        """The n_ctx a model loaded with ``settings`` gets (``loaded_model``: the one loaded
+        now)."""
         trained: int | None = None
         same_engine = self._engine is not None and settings.engine == self._engine
         if uses_server(settings):  # the server's window, else the one set

@@ -43,8 +43,7 @@ class PrefillTracker:
 
 
 def reply_stats(result: GenerationResult, ttft_s: float | None = None) -> ReplyStats:
-    """The figures of one model call; ``ttft_s``: the agent's time to first token (from the call's
-    preparation), by default the backend's."""
+    """The figures of one model call; ``ttft_s``: the agent's, by default the backend's."""
     figures = figures_of(result, ttft_s)
     return ReplyStats(**figures.model_dump(), prefill_tokens_per_s=result.prefill_tokens_per_s)
 

@@ -297,8 +297,8 @@ class ChatService:
         self.model.load(self.settings)
 
     def apply_settings(self, new: Settings, *, reconnect: bool = False) -> bool:
-        """Use (and save) new settings; reload the model when needed or ``reconnect`` (a new API
-        key) asks. Returns whether a reload started."""
+        """Use and save new settings; returns whether the model reloads (``reconnect``: a new API
+        key)."""
         old = self.settings
         reload = self.model.needs_reload(old, new, reconnect=reconnect)
         self.settings = new
@@ -391,8 +391,8 @@ class ChatService:
         return self.apply_settings(self.settings.model_copy(update={"model": model}))
 
     def set_chat_options(self, options: ChatOptions, *, as_default: bool = False) -> bool:
-        """Give the open (or next) chat its own model and system prompt; ``as_default`` also makes
-        the prompt the default for new chats."""
+        """The open (or next) chat's own model and prompt; ``as_default``: the prompt for new chats
+        too."""
         if self._refuse_while_busy("changing the chat's model or system prompt"):
             return False
         engine = self.engine
@@ -438,8 +438,8 @@ class ChatService:
 
     # -- the context bar ---------------------------------------------------------------
     def measure_context(self) -> None:
-        """Count on the worker what the shown chat's next prompt starts from (a ``ContextUsage``),
-        so the context bar is right without a model call."""
+        """Count the shown chat's next prompt on the worker, so the context bar needs no model
+        call."""
         engine = self.engine
         if engine is None or self._closed:
             return
@@ -596,8 +596,7 @@ class ChatService:
 
     # -- sending -----------------------------------------------------------------------
     def submit(self, text: str) -> bool:
-        """Parse and run, send or queue what the user typed. False: refused (a notice says why), and
-        the face gives the text back."""
+        """Run, send or queue what the user typed; False: refused (a notice says why)."""
         parsed = parse_input(text)
         if isinstance(parsed, CommandError):
             self.notice("error", parsed.message)
@@ -614,8 +613,7 @@ class ChatService:
         return True
 
     def keep_unsent(self, text: str) -> bool:
-        """Save a message without answering it (no model yet), so typed text is never lost;
-        :meth:`answer_kept` answers it once a model is ready."""
+        """Save a message unanswered while there is no model, so typed text is never lost."""
         handle = self.chat.handle
         if handle is not None and handle.read_only is not None:
             self.notice("warning", f"Not saved: {handle.read_only}")
@@ -734,16 +732,16 @@ class ChatService:
 
     # -- branches ----------------------------------------------------------------------
     def edit_message(self, message_id: str, text: str) -> None:
-        """Replace a user message with ``text`` on a new branch and answer it (refused before any
-        write when it does not fit the window whole)."""
+        """Answer ``text`` in place of a user message, on a new branch (refused if it cannot
+        fit)."""
         self._branch_and_answer(
             lambda h: h.edit_user_message(message_id, text),
             lambda h, fit: latest_fit.edit_refusal(h, message_id, text, fit),
         )
 
     def regenerate(self, message_id: str) -> None:
-        """Write an assistant reply again on a new branch (refused like an edit when its user
-        message no longer fits the window)."""
+        """Write an assistant reply again on a new branch (refused if its question no longer
+        fits)."""
         self._branch_and_answer(
             lambda h: h.regenerate_from(message_id),
             lambda h, fit: latest_fit.regenerate_refusal(h, message_id, fit),
@@ -751,8 +749,8 @@ class ChatService:
         )
 
     def switch_branch(self, message_id: str, step: int) -> None:
-        """Show another version of a message (``< >``); the chat moves there only when the user
-        continues on it."""
+        """Show another version (``< >``); the chat moves there only when the user continues on
+        it."""
         if self.busy:
             return
         other = self.chat.browse(message_id, step)

@@ -51,5 +51,4 @@ class ChatClosedError(SessionError):
 
 
 class ChatReadOnlyError(SessionError, PermissionError):
-    """The chat has damaged lines and is open read-only; an ``OSError`` too, reported as a failed
-    save."""
+    """The chat has damaged lines and is read-only; an ``OSError`` too, as a failed save."""

@@ -172,9 +172,7 @@ class ChatHandle:
     def edit_user_message(
         self, message_id: str, new_text: str, *, summarize_abandoned: bool = False
     ) -> Message:
-        """Branch: a new user message beside ``message_id``, already appended (run the model next).
-        The abandoned path is summarized only with ``summarize_abandoned`` (the user rejected
-        it)."""
+        """Branch: a new user message beside ``message_id``, appended (run the model next)."""
         with self._mutex:
             self._check_writable()
             old = self._tree.message_entry(message_id)
@@ -204,9 +202,8 @@ class ChatHandle:
             return self.switch_to(old.parent_id, summarize=summarize_abandoned)
 
     def delete_message(self, message_id: str) -> Conversation:
-        """Branch: the active branch without ``message_id``, the later messages copied; the old
-        branch stays. An assistant message takes its tool results along; a result alone cannot
-        go."""
+        """Branch: the active branch without ``message_id`` (and its tool results); the old one
+        stays."""
         with self._mutex:
             self._check_writable()
             conv = self.conversation
@@ -246,8 +243,8 @@ class ChatHandle:
     def switch_branch(
         self, message_id: str, direction: int = 1, *, summarize: bool = True
     ) -> Conversation:
-        """Go to where the alternative ``direction`` steps from ``message_id`` was left (``-1``:
-        ``<``), summarizing the branch left (see :meth:`switch_to`)."""
+        """Go to where the alternative ``direction`` steps away was left, summarizing the branch
+        left."""
         with self._mutex:
             return self.switch_to(self.branch_target(message_id, direction), summarize=summarize)
 
@@ -302,8 +299,7 @@ class ChatHandle:
 
     # -- recall ----------------------------------------------------------------------------
     def recall_index(self) -> RecallIndex:
-        """The chat's full-text index, opened on first use (rebuilt when missing or damaged; kept in
-        memory when it cannot be written)."""
+        """The chat's full-text index, opened on first use (in memory if it cannot be written)."""
         with self._mutex:
             if self._closed:
                 raise ChatClosedError(f"Chat {self.chat_id} is closed")

@@ -280,8 +280,7 @@ def remove_index(path: Path | None) -> None:
 
 
 class MemoryIndexes:
-    """In-memory indexes for conversations no chat file backs (replay, bench, tests); the latest
-    few."""
+    """In-memory indexes of the latest conversations no chat file backs (replay, bench, tests)."""
 
     LIMIT = 4
 

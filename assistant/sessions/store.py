@@ -164,8 +164,7 @@ class SessionStore:
         return handle
 
     def repair(self, chat_id: str) -> str:
-        """Write a repaired copy of a chat with damaged lines beside it, titled "<title>
-        (repaired)"; returns its id."""
+        """Write a repaired copy of a damaged chat beside it; returns the copy's id."""
         path = self._existing(chat_id)
         chat = read_chat_file(path)
         if not chat.needs_repair:

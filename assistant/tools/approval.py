@@ -59,9 +59,6 @@ class ApprovalGate:
         """Forget "for this chat" answers (a different chat was opened)."""
         self._allowed_for_chat.clear()
 
-    def allowed_for_chat(self) -> frozenset[str]:
-        return frozenset(self._allowed_for_chat)
-
     def approve(self, request: ApprovalRequest, policy: ApprovalPolicy) -> bool:
         if policy == "auto" or request.tool in self._allowed_for_chat:
             return True

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import stat
 from pathlib import Path
@@ -24,12 +25,8 @@ def import_file(workspace: Workspace, source: Path, *, max_bytes: int) -> tuple[
     if not stat.S_ISREG(st.st_mode):
         raise SandboxError(f"{source} is not a regular file.")
     real = Path(os.path.realpath(source))
-    try:
-        inside = workspace.resolve(str(real), kind="file")
-    except SandboxError:
-        pass
-    else:
-        return inside, False
+    with contextlib.suppress(SandboxError):
+        return workspace.resolve(str(real), kind="file"), False
     if st.st_size > max_bytes:
         raise SandboxError(f"{source} is {st.st_size:,} bytes; the limit is {max_bytes:,}.")
     try:

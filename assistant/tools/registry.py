@@ -59,8 +59,8 @@ class ToolRegistry:
         return self._tools.get(name)
 
     def schemas(self) -> list[dict[str, Any]]:
-        """The tools' JSON schemas, made once (pydantic takes ~40 ms, every call asks); a copy
-        each."""
+        """The tools' JSON schemas, a copy each, made once (pydantic takes ~40 ms; every call
+        asks)."""
         if self._schemas is None:
             self._schemas = [tool_schema(t) for t in self._tools.values()]
         return copy.deepcopy(self._schemas)

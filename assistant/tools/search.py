@@ -83,8 +83,7 @@ class LineSearcher:
 
 
 def _line_anchors(pattern: str) -> str:
-    """Python's ``\\A`` and ``\\Z`` (of a line here) as RE2's ``^`` and ``$``; RE2 has no
-    ``\\Z``."""
+    """Python's ``\\A`` and ``\\Z`` as RE2's line anchors ``^`` and ``$`` (RE2 has no ``\\Z``)."""
     out: list[str] = []
     i = 0
     while i < len(pattern):

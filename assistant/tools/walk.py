@@ -79,8 +79,7 @@ class WalkedFile:
 
 
 def walk_files(top: Handle, budget: WalkBudget) -> Iterator[WalkedFile]:
-    """Regular files under the open folder ``top``: a folder's files by name, then its
-    subfolders."""
+    """Regular files under the open folder ``top``: a folder's files by name, then its folders."""
     stack: list[tuple[Handle, str, Iterator[str]]] = []
     try:
         files, dirs = _entries(top, budget)
