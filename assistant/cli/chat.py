@@ -27,7 +27,7 @@ from assistant.agent.events import (
 )
 from assistant.compaction.events import CompactionStarted, context_line
 from assistant.config import Settings, load_settings
-from assistant.conversation import Conversation, Message
+from assistant.conversation import Conversation, Message, ToolCall
 from assistant.llm.openai_backend import ServerBackend
 from assistant.llm.worker import InlineExecutor, ModelWorker, default_factory
 from assistant.service.events import (
@@ -69,7 +69,7 @@ class TerminalPrinter:
         elif isinstance(event, MessageAdded):
             self._message_added(event.message)
         elif isinstance(event, ToolCallStarted):
-            self.err.write(f"[tool] {event.call.name}({event.call.arguments_json()})\n")
+            self.err.write(_call_line(event.call))
         elif isinstance(event, Notice):
             self.err.write(f"[{event.level}] {event.text}\n")
         elif isinstance(event, ContextChanged):
@@ -112,8 +112,7 @@ class TerminalPrinter:
             self.out.write(" [stopped]\n" if msg.stopped else "\n")
             self.streamed = False
         elif msg.role == "tool":
-            status = "error" if msg.is_error else "result"
-            self.err.write(f"[{msg.name} {status}: {len(msg.content):,} chars]\n")
+            self.err.write(_result_line(msg))
             if msg.initiated_by == "user":
                 self.out.write(msg.content.rstrip() + "\n")
 
@@ -127,14 +126,12 @@ class TerminalPrinter:
             elif msg.role == "user":
                 self.out.write("".join(f"> {line}\n" for line in msg.content.splitlines()))
             elif msg.role == "assistant":
-                for call in msg.tool_calls:
-                    self.out.write(f"[tool] {call.name}({call.arguments_json()})\n")
+                self.out.write("".join(_call_line(call) for call in msg.tool_calls))
                 if msg.content.strip():
-                    self.out.write(msg.content.rstrip() + (" [stopped]" if msg.stopped else ""))
-                    self.out.write("\n")
+                    stopped = " [stopped]" if msg.stopped else ""
+                    self.out.write(f"{msg.content.rstrip()}{stopped}\n")
             elif msg.role == "tool":
-                status = "error" if msg.is_error else "result"
-                self.out.write(f"[{msg.name} {status}: {len(msg.content):,} chars]\n")
+                self.out.write(_result_line(msg))
         self.err.write("[chat] end of earlier messages\n")
         self.err.flush()
         self.out.flush()
@@ -144,6 +141,15 @@ class TerminalPrinter:
         if isinstance(event.event, CompactionStarted):
             line += " (Ctrl-C to cancel)"
         self.err.write(f"[context] {line}\n")
+
+
+def _call_line(call: ToolCall) -> str:
+    return f"[tool] {call.name}({call.arguments_json()})\n"
+
+
+def _result_line(msg: Message) -> str:
+    status = "error" if msg.is_error else "result"
+    return f"[{msg.name} {status}: {len(msg.content):,} chars]\n"
 
 
 def _parser() -> argparse.ArgumentParser:

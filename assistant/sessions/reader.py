@@ -7,6 +7,7 @@ import contextlib
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from assistant.jsonlimits import MAX_DOCUMENT_DEPTH, finite_float, reject_constant, text_depth
 from assistant.sessions.entries import (
@@ -151,9 +152,7 @@ def read_chat_file(path: Path) -> ChatFile:
             offset += len(raw) + 1
             if header is None and str(exc) == SECOND_HEADER:
                 with contextlib.suppress(ValueError):  # the header, found further down
-                    header_raw = raw.removeprefix(BOM)
-                    header = parse_header(json.loads(header_raw, parse_constant=reject_constant,
-                     parse_float=finite_float))
+                    header = parse_header(_json(raw.removeprefix(BOM)))
                     out.header = header
                     continue
             reason = header_problem if index == 0 and header_problem else str(exc)
@@ -198,6 +197,10 @@ def read_chat_file(path: Path) -> ChatFile:
     return out
 
 
+def _json(raw: bytes) -> Any:
+    return json.loads(raw.decode("utf-8"), parse_constant=reject_constant, parse_float=finite_float)
+
+
 def _window(path: Path, header: ChatHeader) -> tuple[float, float] | None:
     """When entries can have been written: a day before creation to a day after the last change."""
     try:
@@ -223,8 +226,7 @@ def _read_header(path: Path, raw: bytes) -> tuple[ChatHeader | None, str | None]
     if text_depth(raw, stop_above=MAX_DOCUMENT_DEPTH) > MAX_DOCUMENT_DEPTH:
         return None, f"the first line is nested more than {MAX_DOCUMENT_DEPTH} levels deep"
     try:
-        obj = json.loads(raw.decode("utf-8"), parse_constant=reject_constant,
-                     parse_float=finite_float)
+        obj = _json(raw)
     except (UnicodeDecodeError, ValueError, RecursionError):
         return None, "the first line is not JSON (not a chat file?)"
     if isinstance(obj, dict) and obj.get("type") == "header":
@@ -252,8 +254,7 @@ def _parse_line(raw: bytes, *, complete: bool, tolerate_torn: bool) -> Entry | N
             raise _TornLine
         raise _BadLine(f"the line is nested more than {MAX_DOCUMENT_DEPTH} levels deep")
     try:
-        obj = json.loads(raw.decode("utf-8"), parse_constant=reject_constant,
-                     parse_float=finite_float)
+        obj = _json(raw)
     except (UnicodeDecodeError, ValueError, RecursionError) as exc:
         if tolerate_torn and not complete:
             raise _TornLine from None
