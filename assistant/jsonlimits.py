@@ -76,11 +76,6 @@ def _skip_string(text: str | bytes, pos: int, string_end: re.Pattern[Any]) -> in
         return m.end()
 
 
-def check_text(text: str | bytes, what: str, limit: int = MAX_DOCUMENT_DEPTH) -> None:
-    if text_depth(text, stop_above=limit) > limit:
-        raise TooDeepError(what, limit)
-
-
 def reject_constant(name: str) -> Any:
     """``parse_constant``: NaN and Infinity are refused, as they could not be written back."""
     raise ValueError(f"{name} is not a JSON number")
@@ -100,7 +95,8 @@ def loads(
     """``json.loads`` after the size and depth checks; raises only ``ValueError``."""
     if max_chars is not None and len(text) > max_chars:
         raise TooLargeError(what, max_chars)
-    check_text(text, what, limit)
+    if text_depth(text, stop_above=limit) > limit:
+        raise TooDeepError(what, limit)
     try:
         return json.loads(text, parse_constant=reject_constant, parse_float=finite_float)
     except RecursionError:  # pragma: no cover - the depth check comes first

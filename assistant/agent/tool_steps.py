@@ -15,20 +15,6 @@ from assistant.tools.registry import CALL_FORMAT_HINT, ToolRegistry
 CANCELLED_RESULT = "cancelled: the user stopped this tool call before it finished"
 
 
-def denied_result(tool: str) -> ToolResult:
-    return ToolResult.error(
-        f"The user denied permission for this {tool} call. Do not retry it; ask the user "
-        "what they would like instead."
-    )
-
-
-def unparsable_result(reason: str, names: list[str]) -> ToolResult:
-    return ToolResult.error(
-        f"The tool call could not be used: {reason}.\n{CALL_FORMAT_HINT}\n"
-        f"Available tools: {', '.join(names)}."
-    )
-
-
 class ToolRunner:
     """Runs calls through the registry, asking the approval gate when a tool needs it."""
 
@@ -39,7 +25,10 @@ class ToolRunner:
     def run(self, call: ToolCall, ctx: ToolContext, *, initiated_by: Literal["model", "user"],
             approval: ApprovalPolicy, parse_error: str | None = None) -> ToolResult:
         if parse_error is not None:
-            return unparsable_result(parse_error, self.registry.names())
+            return ToolResult.error(
+                f"The tool call could not be used: {parse_error}.\n{CALL_FORMAT_HINT}\n"
+                f"Available tools: {', '.join(self.registry.names())}."
+            )
         if ctx.cancelled:
             return ToolResult.error(CANCELLED_RESULT)
         checked = self.registry.check(call)
@@ -57,7 +46,10 @@ class ToolRunner:
             if ctx.cancelled:
                 return ToolResult.error(CANCELLED_RESULT)
             if not allowed:
-                return denied_result(call.name)
+                return ToolResult.error(
+                    f"The user denied permission for this {call.name} call. Do not retry it; "
+                    "ask the user what they would like instead."
+                )
         result = self.registry.execute(checked, ctx)
         if ctx.cancelled and result.is_error and "cancelled" in result.text:
             return ToolResult.error(f"{CANCELLED_RESULT}\n{result.text}")
