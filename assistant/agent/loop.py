@@ -1,4 +1,3 @@
-# Over 500 lines: chat, respond and continue share one turn's step and tool-round state.
 """The turn loop: user input -> context check -> model -> tool calls -> ... -> answer.
 Synchronous and UI-agnostic; reports through ``on_event`` in order (docs/ARCHITECTURE.md,
 "One message, end to end"). Stop leaves a consistent history: a half reply is kept with
