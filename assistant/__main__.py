@@ -1,7 +1,5 @@
-"""Command line entry: ``python -m assistant [gui|chat|chats|replay|probe|provision|repair] ...``.
-
-With no sub-command the desktop window opens; ``--help`` prints :data:`USAGE`.
-"""
+"""Command line entry: ``python -m assistant [gui|chat|chats|replay|probe|provision|repair]
+...``."""
 
 from __future__ import annotations
 

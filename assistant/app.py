@@ -1,12 +1,5 @@
 """The composition root of the window: builds the settings, store, worker, bridge, session
-service and window, and connects them.
-
-``run_gui(argv)`` is what ``python -m assistant`` calls. ``build_main_window`` builds the
-same window for tests, with an injected backend factory (a scripted fake instead of the
-real model) and store. The session service (:mod:`assistant.service`) is the same one the
-terminal chat uses; here its events go through the :class:`ServiceBridge` (Qt signals on
-the GUI thread) and its completions run on the GUI thread (``bridge.call_in_gui``).
-"""
+service and window, and connects them (``build_main_window`` takes a fake backend in tests)."""
 
 from __future__ import annotations
 
@@ -45,10 +38,7 @@ def build_main_window(
     notice: str | None = None,
     load: bool = True,
 ) -> MainWindow:
-    """Build the window and start loading the model in the background.
-
-    ``backend_factory(model, n_ctx, threads)`` runs on the worker thread.
-    """
+    """Build the window and start loading the model; ``backend_factory`` runs on the worker."""
     protect_none()  # PySide6 6.12 on Python 3.11: see assistant.ui.none_guard
     app = QApplication.instance()
     if isinstance(app, QApplication):
@@ -57,15 +47,8 @@ def build_main_window(
     bridge = ServiceBridge()
     window_ref: list[MainWindow] = []
     approver = GuiApprover(lambda: window_ref[0] if window_ref else None)
-    service = ChatService(
-        settings,
-        store or SessionStore(),
-        worker,
-        approver,
-        bridge.post,
-        dispatch=bridge.call_in_gui,
-        extra_help=SHORTCUTS_HELP,
-    )
+    service = ChatService(settings, store or SessionStore(), worker, approver, bridge.post,
+                          dispatch=bridge.call_in_gui, extra_help=SHORTCUTS_HELP)
     window = MainWindow(service, bridge, approver, _registry())
     window_ref.append(window)
     bridge.setParent(window)
@@ -86,7 +69,6 @@ def _icon_path() -> Path | None:
 
 
 def run_gui(argv: list[str]) -> int:
-    """Open the desktop window; returns the exit code."""
     app = QApplication.instance()
     if not isinstance(app, QApplication):
         app = QApplication([sys.argv[0], *argv])

@@ -1,22 +1,5 @@
-"""Writing a whole file so that a failure never leaves it empty or half written.
-
-:func:`write_atomically` writes to a temporary file in the target's folder, flushes it to
-disk and renames it over the target; if anything fails on the way (a full disk, a file size
-limit, an interrupted write) the temporary file is removed and the target is exactly what
-it was. Text is encoded as UTF-8 with anything that cannot be encoded (lone surrogates a
-model can produce) written as a ``\\udXXX`` escape, never an exception: inside JSON strings
-that is the standard escape, so the value reads back unchanged.
-
-Durability on power loss: a rename or a new directory entry is only on disk once its folder
-is fsynced. :func:`write_atomically` fsyncs the data before the rename and the folder after
-it; :func:`make_dirs` creates missing folders and fsyncs each new one's parent;
-:func:`replace_durably` renames and fsyncs both folders. Every file the app saves whole (chat
-export, repaired chats, settings, secrets, calibration, saved model states, digests) goes
-through these.
-
-Workspace writes by tools go through :mod:`assistant.tools.fsaccess`, which does the same
-relative to a folder descriptor.
-"""
+"""Writing a whole file so that a failure or a power loss never leaves it empty or half
+written (docs/ARCHITECTURE.md, "Files written whole")."""
 
 from __future__ import annotations
 
@@ -35,13 +18,8 @@ def encode_text(text: str) -> bytes:
 
 
 def write_atomically(path: Path, content: str | bytes, *, mode: int | None = None) -> Path:
-    """Replace ``path`` with ``content`` in one rename; returns the file written.
-
-    A symlink is followed (its target is replaced, the link stays). The permissions of an
-    existing file are kept; a new file gets the usual ``0o666`` minus the umask, or ``mode``
-    when given (the file is created with it, never wider). Raises ``OSError`` (with the
-    target unchanged) when it cannot be written.
-    """
+    """Replace ``path`` (a symlink's target) with ``content`` in one rename, keeping its
+    permissions (a new file: ``mode``, or the umask's); raises ``OSError``, target unchanged."""
     data = encode_text(content) if isinstance(content, str) else content
     target = Path(os.path.realpath(path))
     folder = target.parent
@@ -73,8 +51,7 @@ def write_atomically(path: Path, content: str | bytes, *, mode: int | None = Non
 
 
 class JsonStore:
-    """Values under string keys in one JSON file, read whole and written whole; a missing
-    or unreadable file reads as empty (a cache: the values are measured again)."""
+    """Values under string keys in one JSON file; missing or unreadable reads as empty (a cache)."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
@@ -94,8 +71,7 @@ class JsonStore:
 
 
 def make_dirs(directory: Path) -> None:
-    """``mkdir -p`` whose new folders survive a power loss: each one created is fsynced,
-    and so is the folder it was created in."""
+    """``mkdir -p`` whose new folders survive a power loss (their parents are fsynced)."""
     missing: list[Path] = []
     current = Path(os.path.abspath(directory))
     while not current.is_dir():
@@ -115,8 +91,7 @@ def make_dirs(directory: Path) -> None:
 
 
 def replace_durably(src: Path, dest: Path) -> None:
-    """``os.replace`` then an fsync of the folders of both names (the data of ``src`` must
-    already be on disk)."""
+    """``os.replace`` then an fsync of both names' folders (``src``'s data must be on disk)."""
     os.replace(src, dest)
     fsync_dir(dest.parent)
     if os.path.realpath(src.parent) != os.path.realpath(dest.parent):
@@ -130,9 +105,8 @@ def fsync_dir(directory: Path) -> None:
     except OSError:
         return
     try:
-        os.fsync(fd)
-    except OSError:
-        pass
+        with contextlib.suppress(OSError):
+            os.fsync(fd)
     finally:
         os.close(fd)
 

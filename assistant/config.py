@@ -1,19 +1,7 @@
 # Over 500 lines: every setting with its description and check in one versioned schema.
-"""Typed settings: context policies per mode, model, engine, sampling, tools and UI.
-
-Settings are a pydantic model saved as JSON in the platformdirs config directory. A corrupt
-file is backed up beside itself and defaults are used; :func:`load_settings` says so in its
-``notice`` so the UI can tell the user.
-
-The two context policies (``local`` and ``standard``) hold what the user configured. What the
-engine uses for a given model is :meth:`ModePolicy.effective`, derived by one documented rule
-(see there) so a model whose window is smaller than the configured one is never silently
-given values that cannot fit. When the model was measured to use fewer tokens well than its
-window holds (:meth:`Settings.effective_policy`), that size is the *target* the history is
-kept within (``EffectivePolicy.window``) and the window stays the *hard limit*
-(``EffectivePolicy.hard_window``) that the latest turn may use whole
-(:meth:`EffectivePolicy.for_turn`).
-"""
+"""Typed settings: context policies per mode, model, engine, sampling, tools and UI, saved as
+JSON in the config directory. The policy rules: docs/ARCHITECTURE.md ("Context policies in
+force")."""
 
 from __future__ import annotations
 
@@ -130,16 +118,8 @@ class ModePolicy(BaseModel):
         return self
 
     def effective(self, mode: Mode, trained_context: int | None) -> EffectivePolicy:
-        """The values the engine uses for a model with ``trained_context`` tokens.
-
-        Rule: the effective window is ``window`` capped by the model's trained length (for
-        both modes; in standard mode ``window`` is the user's cap). When the window had to
-        shrink, every other value is scaled by ``effective_window / window``, then floored
-        (reserve >= 256, summary budget >= 128, keep recent >= 256). Should the floors not
-        fit (a window under ~640 tokens), reserve and keep recent get a quarter of the
-        window each and the summary an eighth. Scaling keeps the mode's proportions; the
-        result is shown to the user with ``scaled=True``.
-        """
+        """The values the engine uses for a model with ``trained_context`` tokens: capped by it and
+        scaled (the rule: docs/ARCHITECTURE.md, "Context policies in force")."""
         eff_window = self.window if not trained_context else min(self.window, trained_context)
         if eff_window == self.window:
             return EffectivePolicy(mode=mode, **self.model_dump())
@@ -147,8 +127,7 @@ class ModePolicy(BaseModel):
         reserve = max(MIN_RESERVE, int(self.reserve * factor))
         keep_recent = max(MIN_KEEP_RECENT, int(self.keep_recent * factor))
         summary_budget = max(MIN_SUMMARY_BUDGET, int(self.summary_budget * factor))
-        # A very small window cannot hold the floors: give each a share of the window
-        # instead (reserve 1/4, keep recent 1/4, summary 1/8), so the three always fit.
+        # Floors that do not fit: shares of the window, so the three always fit.
         if reserve + keep_recent + summary_budget > eff_window:
             reserve = eff_window // 4
             keep_recent = eff_window // 4
@@ -167,16 +146,8 @@ class ModePolicy(BaseModel):
 
 @dataclass(frozen=True)
 class EffectivePolicy:
-    """The values in force for the loaded model (see :meth:`ModePolicy.effective`).
-
-    ``window`` is the target prompts are built within: compaction triggers when the prompt
-    and the reply's reserve pass it, and compacts to it; every other value is scaled from
-    it. ``hard_window`` (0: the same) is the model's window, the hard limit for the whole
-    prompt and reserve: the latest turn (the user's newest message and the tool outputs of
-    the turn it starts) may go beyond the target up to it, see :meth:`for_turn`. Protect
-    and minimum stay scaled from the target: they clear answered tool outputs, which are
-    history (the current turn's outputs are never pruned before the model answers them).
-    """
+    """The values in force for the loaded model: ``window`` is the target, ``hard_window`` (0:
+    the same) the hard limit the latest turn may use (see :meth:`for_turn`)."""
 
     mode: Mode
     window: int
@@ -194,13 +165,8 @@ class EffectivePolicy:
         return max(self.hard_window, self.window)
 
     def for_turn(self, latest: int, beside: int) -> EffectivePolicy:
-        """The policy for one model call whose latest turn takes ``latest`` tokens, beside
-        ``beside`` tokens that cannot be compacted away (system prompt, tools and the
-        smallest summary). Its window is the target, or, when the latest turn does not fit
-        in the target beside those and the reserve, exactly what it needs, up to the hard
-        limit: the history is then compacted to its smallest form, so what comes before
-        the latest turn never takes more than the target, and the turn may use the whole
-        window."""
+        """The policy for a call whose latest turn takes ``latest`` tokens beside ``beside`` that
+        cannot be compacted away: the target, or up to the hard limit what the turn needs."""
         need = latest + beside + self.reserve
         return replace(self, window=min(self.limit, max(self.window, need)),
                        hard_window=self.limit)
@@ -220,25 +186,13 @@ class EffectivePolicy:
 
 
 def default_local() -> ModePolicy:
-    return ModePolicy(
-        window=10_000,
-        protect=2_000,
-        minimum=500,
-        reserve=1_024,
-        keep_recent=3_000,
-        summary_budget=768,
-    )
+    return ModePolicy(window=10_000, protect=2_000, minimum=500, reserve=1_024,
+                      keep_recent=3_000, summary_budget=768)
 
 
 def default_standard() -> ModePolicy:
-    return ModePolicy(
-        window=131_072,
-        protect=40_000,
-        minimum=20_000,
-        reserve=16_384,
-        keep_recent=20_000,
-        summary_budget=13_107,
-    )
+    return ModePolicy(window=131_072, protect=40_000, minimum=20_000, reserve=16_384,
+                      keep_recent=20_000, summary_budget=13_107)
 
 
 class CompactionSwitches(BaseModel):
@@ -369,11 +323,8 @@ ToolCallMode = Literal["auto", "native", "text"]
 
 
 class ServerEngine(BaseModel):
-    """An OpenAI-compatible server (llama-server, Ollama, LM Studio, vLLM, ...).
-
-    The API key is not kept here: :mod:`assistant.secrets` holds it (the system keyring, or
-    a file only the user can read), under the server's address.
-    """
+    """An OpenAI-compatible server (llama-server, Ollama, ...); API key:
+    :mod:`assistant.secrets`."""
 
     model_config = ConfigDict(extra="forbid", validate_assignment=True)
 
@@ -415,9 +366,7 @@ class ServerEngine(BaseModel):
 
 def normalize_base_url(value: str) -> str:
     """``http(s)://host[:port][/prefix]`` without a trailing ``/`` or ``/v1``; "" stays "".
-
-    Raises ValueError for anything else (the settings dialog shows the reason).
-    """
+    Raises ValueError for anything else (the settings dialog shows the reason)."""
     text = value.strip()
     if not text:
         return ""
@@ -501,13 +450,8 @@ class Settings(BaseModel):
     def effective_policy(
         self, trained_context: int | None, measured_context: int | None = None
     ) -> EffectivePolicy:
-        """The policy for a model with ``trained_context`` tokens. ``measured_context``,
-        the size the model was measured to use well (:mod:`assistant.llm.context_probe`),
-        becomes the target prompts are built within when the ``use_measured_context``
-        switch is on (never below :data:`MIN_MEASURED_WINDOW`, so a weak probe cannot make
-        the app unusable): every value is scaled from it by :meth:`ModePolicy.effective`,
-        while ``hard_window`` stays the window without it (the hard limit, which the latest
-        turn may use whole)."""
+        """The policy for a model with ``trained_context`` tokens; ``measured_context`` becomes the
+        target when ``use_measured_context`` is on (never below :data:`MIN_MEASURED_WINDOW`)."""
         hard = self.policy().effective(self.mode, trained_context)
         if not (measured_context and self.compaction.use_measured_context):
             return hard
@@ -515,12 +459,9 @@ class Settings(BaseModel):
         if usable >= hard.window:
             return hard
         cap = usable if not trained_context else min(trained_context, usable)
-        return replace(
-            self.policy().effective(self.mode, cap), hard_window=hard.window
-        )
+        return replace(self.policy().effective(self.mode, cap), hard_window=hard.window)
 
     def switches(self) -> CompactionSwitches:
-        """The switches with the environment overrides applied."""
         sw = self.compaction.model_copy()
         if _env_flag("ASSISTANT_DISABLE_PRUNE"):
             sw.prune = False
@@ -586,7 +527,6 @@ def _reason(exc: BaseException) -> str:
 
 
 def save_settings(settings: Settings, path: Path | None = None) -> None:
-    """Write atomically: a temporary file, flushed, then renamed over the old one."""
     path = path or paths.settings_file()
     make_dirs(path.parent)
     text = json.dumps(settings.model_dump(mode="json"), ensure_ascii=False, indent=2)

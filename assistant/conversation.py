@@ -1,12 +1,5 @@
-"""Conversation state as plain typed data.
-
-A :class:`Message` is what was said (user, assistant, tool result, system). Nothing here is
-ever rewritten to save tokens: pruning sets ``pruned`` (the view state) and the original
-``content`` stays; compaction adds a :class:`CompactionRecord` beside the messages. What the
-model sees is built from this by :func:`assistant.compaction.context.build_context`.
-
-The same shapes are saved by the session store and rendered by the UI; neither owns them.
-"""
+"""Conversation state as plain typed data, saved by the store and rendered by the UI. Nothing
+is rewritten to save tokens: pruning sets ``pruned``, compaction adds a record beside."""
 
 from __future__ import annotations
 
@@ -47,12 +40,8 @@ _WHERE_THE_REST_IS = {
 
 @functools.lru_cache(maxsize=32)
 def cut_for_model(text: str, role: str, limit: int = MAX_SHOWN_CHARS) -> str:
-    """``text`` cut to about ``limit`` characters: its head and tail, on line boundaries
-    when lines are short, around a marker that says what was left out and how to get it.
-
-    Memoized (a render asks for it once per message per call, and hashing a str is free
-    after the first time), and linear in ``text`` once.
-    """
+    """``text`` cut to about ``limit`` characters (head and tail, around a marker that says what
+    was left out and how to get it); memoized, as a render asks once per message per call."""
     if len(text) <= limit:
         return text
     head_end = int(limit * _HEAD_SHARE)
@@ -84,29 +73,22 @@ _SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def valid_text(text: str) -> str:
-    """``text`` with lone surrogates replaced by U+FFFD, for a tokenizer.
-
-    JSON can spell them (``"\\ud800"`` in a chat file, an import or a server's reply) and
-    the chat keeps them as written (exports escape them), but no UTF-8 encoder takes them:
-    what the model is shown (:meth:`Message.model_view_content`, every rendered prompt)
-    goes through this. Linear, and free for ASCII text.
-    """
+    """``text`` with lone surrogates replaced by U+FFFD, for a tokenizer: JSON can spell them and
+    the chat keeps them, but no UTF-8 encoder takes them."""
     if text.isascii() or _SURROGATE.search(text) is None:
         return text
     return _SURROGATE.sub("\ufffd", text)
 
 
 def paired_surrogates(text: str) -> str:
-    """``text`` with each adjacent high-low surrogate pair joined into its character, so
-    the text is the same after a JSON round trip; lone surrogates are kept."""
+    """``text`` with adjacent surrogate pairs joined, as after a JSON round trip."""
     if text.isascii() or _SURROGATE.search(text) is None:
         return text
     return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "surrogatepass")
 
 
 def _valid_keys(value: Any, depth: int) -> Any:
-    """``value`` with :func:`valid_text` applied to every dict key (the same object when
-    nothing changes; values nested past 100 levels are left as they are)."""
+    """``value`` with :func:`valid_text` applied to every dict key (nested past 100: as is)."""
     if depth > 100:
         return value
     if isinstance(value, dict):
@@ -122,11 +104,7 @@ def _valid_keys(value: Any, depth: int) -> Any:
 
 
 class ToolCall(BaseModel):
-    """One tool call of an assistant message.
-
-    ``arguments`` is the parsed JSON object; when the model produced something that is not
-    a JSON object, ``arguments`` is empty and ``raw_arguments`` keeps exactly what it wrote.
-    """
+    """One tool call; ``raw_arguments`` keeps what the model wrote when it is not a JSON object."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -138,8 +116,8 @@ class ToolCall(BaseModel):
     @field_validator("arguments")
     @classmethod
     def _encodable_keys(cls, value: dict[str, Any]) -> dict[str, Any]:
-        """Keys with lone surrogates get U+FFFD: a chat file cannot keep them (its JSON
-        writer mangles such keys), and no tool takes them."""
+        """Keys with lone surrogates get U+FFFD: a chat file cannot keep them, no tool takes
+        them."""
         cleaned: dict[str, Any] = _valid_keys(value, 0)
         return cleaned
 
@@ -149,12 +127,8 @@ class ToolCall(BaseModel):
         return json.dumps(self.arguments, ensure_ascii=False, sort_keys=True)
 
     def model_arguments(self) -> str:
-        """The arguments as the model is shown them.
-
-        A valid call's object; for one that could not be understood, what it wrote as a
-        JSON *string* (cut to :data:`RAW_ARGUMENTS_SHOWN` characters), so a template or a
-        server reading it never decodes the raw text again (it may be nested thousands of
-        levels deep) and the prompt stays small."""
+        """The arguments as the model is shown them; a call not understood: its text as a JSON
+        *string*, cut, so nothing decodes the raw text again (it may nest thousands deep)."""
         if self.raw_arguments is None:
             return self.arguments_json()
         raw = self.raw_arguments
@@ -165,8 +139,7 @@ class ToolCall(BaseModel):
 
 
 class ReplyFigures(BaseModel):
-    """How one assistant reply was produced, saved with it so its footer (time to first
-    token, speed, cache share) is shown again when the chat or branch is shown again."""
+    """How a reply was produced, saved with it so its footer is shown again."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -205,22 +178,18 @@ class Message(BaseModel):
     @field_validator("content")
     @classmethod
     def _paired(cls, value: str) -> str:
-        """A high and a low surrogate side by side are the one character they spell (as
-        the chat file's JSON reads them back); lone ones stay as written."""
+        """Surrogate pairs are the character they spell (as JSON reads them back)."""
         return paired_surrogates(value)
 
     @model_validator(mode="after")
     def _typed_by_the_user(self) -> Message:
-        """A user message is the user's: ``initiated_by`` says so (its default is for the
-        tool calls, which the model or the user start)."""
+        """A user message is initiated by the user (the default is for tool calls)."""
         if self.role == "user" and self.initiated_by != "user":
             self.initiated_by = "user"
         return self
 
     def model_view_content(self) -> str:
-        """The content as the model sees it: pruned tool results are cleared, content
-        longer than :data:`MAX_SHOWN_CHARS` is cut (:func:`cut_for_model`) and lone
-        surrogates replaced (:func:`valid_text`); the message itself stays as it is."""
+        """The content as the model sees it: pruned results cleared, cut, surrogates replaced."""
         if self.role == "tool" and self.pruned:
             return PRUNED_PLACEHOLDER
         if len(self.content) <= MAX_SHOWN_CHARS:
@@ -235,16 +204,10 @@ class Message(BaseModel):
         }
         if self.tool_calls:
             out["tool_calls"] = [
-                {
-                    "id": call.id,
-                    "type": "function",
-                    "function": {
-                        "name": call.name,
-                        "arguments": call.model_arguments()
-                        if as_model_sees
-                        else call.arguments_json(),
-                    },
-                }
+                {"id": call.id, "type": "function", "function": {
+                    "name": call.name,
+                    "arguments": call.model_arguments() if as_model_sees else call.arguments_json(),
+                }}
                 for call in self.tool_calls
             ]
         if self.role == "tool":
@@ -272,30 +235,17 @@ class Message(BaseModel):
             name = fn.get("name")
             if not isinstance(name, str) or not name:
                 raise ValueError("a tool call needs function.name")
-            args_raw = fn.get("arguments", "{}")
-            args, raw_args = _parse_arguments(args_raw)
-            calls.append(
-                ToolCall(
-                    id=str(raw.get("id") or "call_" + new_id()),
-                    name=name,
-                    arguments=args,
-                    raw_arguments=raw_args,
-                )
-            )
+            args, raw_args = _parse_arguments(fn.get("arguments", "{}"))
+            call_id = str(raw.get("id") or "call_" + new_id())
+            calls.append(ToolCall(id=call_id, name=name, arguments=args, raw_arguments=raw_args))
         if role == "tool" and not data.get("tool_call_id"):
             raise ValueError("a tool message needs tool_call_id")
-        return cls(
-            role=role,
-            content=content,
-            tool_calls=calls,
-            tool_call_id=data.get("tool_call_id"),
-            name=data.get("name"),
-        )
+        return cls(role=role, content=content, tool_calls=calls,
+                   tool_call_id=data.get("tool_call_id"), name=data.get("name"))
 
 
 def _parse_arguments(value: Any) -> tuple[dict[str, Any], str | None]:
-    """(arguments, None), or ({}, the text as written) when they are not a JSON object,
-    nest deeper or are longer than a tool call's may (kept as text, never a crash later)."""
+    """(arguments, None), or ({}, the text) when not a JSON object, too deep or too long."""
     if isinstance(value, str):
         text = value
     elif jsonlimits.value_depth(value, MAX_DOCUMENT_DEPTH) > MAX_DOCUMENT_DEPTH:
@@ -309,17 +259,13 @@ def _parse_arguments(value: Any) -> tuple[dict[str, Any], str | None]:
         ):
             return value, None
         return {}, text
+    if not text.strip():
+        return {}, None
     try:
-        parsed = (
-            jsonlimits.loads(text, "arguments", MAX_ARGUMENT_DEPTH, MAX_ARGUMENT_CHARS)
-            if text.strip()
-            else {}
-        )
+        parsed = jsonlimits.loads(text, "arguments", MAX_ARGUMENT_DEPTH, MAX_ARGUMENT_CHARS)
     except ValueError:
         return {}, text
-    if isinstance(parsed, dict):
-        return parsed, None
-    return {}, text
+    return (parsed, None) if isinstance(parsed, dict) else ({}, text)
 
 
 class CompactionReason(StrEnum):
@@ -365,11 +311,8 @@ class CompactionRecord(BaseModel):
 
 
 class ConversationObserver(Protocol):
-    """Told of every change, synchronously, before the change is shown anywhere.
-
-    The session store implements it (each call writes and fsyncs an entry); an observer
-    that raises aborts the change, so nothing is shown that is not on disk.
-    """
+    """Told of every change before it is shown; the store writes and fsyncs each one, and an
+    observer that raises aborts the change, so nothing is shown that is not on disk."""
 
     def message_appended(self, message: Message) -> None: ...
 
@@ -379,11 +322,8 @@ class ConversationObserver(Protocol):
 
 
 class Conversation(BaseModel):
-    """One chat's active branch as the engine works on it.
-
-    Change it only through :meth:`append`, :meth:`mark_pruned` and :meth:`add_compaction`
-    so observers (the session store, the UI) see every change.
-    """
+    """One chat's active branch; change it only through :meth:`append`, :meth:`mark_pruned` and
+    :meth:`add_compaction`, so observers see every change."""
 
     model_config = ConfigDict(extra="forbid")
 

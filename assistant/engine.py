@@ -1,13 +1,5 @@
-"""Builds the non-Qt core for one loaded model: context controller + tools + agent.
-
-Used by the session service (:mod:`assistant.service`, behind the window and the terminal
-chat) and the smoke test, so all of them run exactly the same pipeline. It is also where
-the controller's events are connected to the agent (``controller.on_event``), and where the
-engine setting is turned into a backend: :func:`server_builder` connects to an
-OpenAI-compatible server (:class:`~assistant.llm.openai_backend.ServerBackend`) with the
-API key from :class:`~assistant.secrets.SecretStore`; the embedded engine is the model
-worker's factory.
-"""
+"""Builds the non-Qt core for one loaded model (context controller + tools + agent), the same
+for the service and the smoke test, and turns the engine setting into a backend."""
 
 from __future__ import annotations
 
@@ -46,8 +38,7 @@ def build_engine(
     on_event: Callable[[AgentEvent], None],
     recall_index: IndexFor | None = None,
 ) -> Engine:
-    """``recall_index`` gives a conversation's full-text index (the open chat's, kept by the
-    session store); a conversation it has none for is indexed in memory."""
+    """``recall_index``: a conversation's full-text index (others are indexed in memory)."""
 
     # The size the model was measured to use well (``python -m assistant probe``), read
     # once per loaded model: prompts are built within it, the window stays the hard bound.
@@ -74,8 +65,7 @@ def build_engine(
 
 
 def recall_focus(settings: Callable[[], Settings]) -> Callable[[], int | None]:
-    """The tokens of history shown beside recall's excerpts: :data:`FOCUS_TOKENS` with the
-    setting ``compaction.recall_focus`` on, else None (all of it)."""
+    """The history tokens shown beside recall's excerpts (None: all, the setting off)."""
     return lambda: FOCUS_TOKENS if settings().switches().recall_focus else None
 
 
@@ -84,11 +74,8 @@ def attach_recall(
     recall_index: IndexFor | None = None,
     focus: Callable[[], int | None] | None = None,
 ) -> Recall:
-    """Give ``controller`` recall at question time as the app has it: ``recall_index`` gives
-    a conversation's full-text index (the open chat's, kept by the session store); a
-    conversation it has none for (a replay, the benchmark) is indexed in memory. Whether
-    recall runs stays the controller's ``recall_enabled`` switch; ``focus``, when given, how
-    much history is shown beside its excerpts (:func:`recall_focus`)."""
+    """Give ``controller`` recall as the app has it: ``recall_index`` gives a conversation's
+    index (else one in memory); ``focus``: how much history is shown beside the excerpts."""
     in_memory = MemoryIndexes()
 
     def index_for(conv: Conversation) -> PassageIndex | None:
@@ -121,45 +108,37 @@ def engine_label(settings: Settings) -> str:
 def server_config(settings: Settings, api_key: str | None = None) -> ServerConfig:
     """The server engine's settings as the backend takes them."""
     server = settings.engine.server
+    perf = settings.performance
     return ServerConfig(
-        base_url=server.base_url,
-        model=server.model,
-        api_key=api_key,
-        tokenizer_gguf=server.tokenizer_gguf,
-        window=server.window,
-        fallback_window=settings.policy().window,
-        tool_calls=server.tool_calls,
-        timeout_s=server.timeout_s,
-        reply_deadline_s=server.reply_limit_s,
+        base_url=server.base_url, model=server.model, api_key=api_key,
+        tokenizer_gguf=server.tokenizer_gguf, window=server.window,
+        fallback_window=settings.policy().window, tool_calls=server.tool_calls,
+        timeout_s=server.timeout_s, reply_deadline_s=server.reply_limit_s,
         seed=settings.sampling.seed,
         # Chunk reuse (on by default, approximate) asks llama-server to move cached text too.
-        cache_reuse=(settings.performance.server_chunk_reuse_min
-                     if settings.performance.chunk_reuse else 0),
+        cache_reuse=perf.server_chunk_reuse_min if perf.chunk_reuse else 0,
     )
 
 
-def api_key_for(base_url: str, secrets: SecretStore | None = None) -> str | None:
+def api_key_for(base_url: str) -> str | None:
     """The key for ``base_url``: ``$ASSISTANT_API_KEY``, else the stored one (or None)."""
     from_env = os.environ.get(API_KEY_ENV, "").strip()
     if from_env:
         return from_env
     try:
-        return (secrets or SecretStore()).get(base_url)
+        return SecretStore().get(base_url)
     except SecretStoreError as exc:
         raise LLMError(f"Cannot read the API key for {base_url}: {exc}") from exc
 
 
-def server_builder(
-    settings: Settings, secrets: SecretStore | None = None
-) -> Callable[[], LLMBackend] | None:
-    """A function that connects to the configured server (run it on the model worker), or
-    None for the embedded engine."""
+def server_builder(settings: Settings) -> Callable[[], LLMBackend] | None:
+    """A function that connects to the configured server on the worker (None: embedded engine)."""
     if not uses_server(settings):
         return None
     frozen = settings.model_copy(deep=True)
 
     def build() -> LLMBackend:
-        key = api_key_for(frozen.engine.server.base_url, secrets)
+        key = api_key_for(frozen.engine.server.base_url)
         return ServerBackend.connect(server_config(frozen, key))
 
     return build

@@ -1,11 +1,5 @@
-"""Naming the field a validation error is about, the way a person reads it.
-
-pydantic locates an error with a tuple such as ``("message", "message", "role")`` (the
-first ``message`` is the entry type that picked the model) or, inside free-form JSON, a path
-that can run to hundreds of parts. :func:`field_path` turns that into something short and
-readable: labels where the caller has them (the settings dialog's names), ``item 3`` for a
-list position, long names cut, long paths elided in the middle.
-"""
+"""Naming the field a validation error is about, the way a person reads it: labels, ``item
+3``, long names cut and long paths elided in the middle."""
 
 from __future__ import annotations
 

@@ -1,19 +1,5 @@
-"""Bounded nesting for JSON that comes from outside (model replies, chat files, settings,
-imports).
-
-Python's ``json`` and pydantic recurse once per level: a few hundred levels make
-serialization fail and about a thousand raise ``RecursionError``, far from where the input
-was read. Everything read from outside is measured here first, in one linear pass that
-never recurses, and refused with :class:`TooDeepError` (a ``ValueError`` with a message for
-the user) before it reaches them.
-
-Limits: a whole line or document may nest :data:`MAX_DOCUMENT_DEPTH` levels, the arguments
-of a tool call :data:`MAX_ARGUMENT_DEPTH` (tools take flat arguments; the margin is for
-models that wrap values) and be at most :data:`MAX_ARGUMENT_CHARS` long.
-
-:func:`loads` is the one way text from outside is decoded (model replies, tool calls,
-chat and settings files, transcripts): it never raises anything but ``ValueError``.
-"""
+"""Bounded size and nesting for JSON from outside, checked without recursion before ``json``
+or pydantic recurse (docs/ARCHITECTURE.md, "JSON from outside")."""
 
 from __future__ import annotations
 
@@ -38,33 +24,23 @@ _BYTES_STRING_END = re.compile(rb'["\\]')
 
 
 class TooDeepError(ValueError):
-    """JSON nested deeper than a limit (the message names the limit)."""
-
     def __init__(self, what: str, limit: int) -> None:
         self.limit = limit
         super().__init__(f"{what} is nested more than {limit} levels deep")
 
 
 class TooLargeError(ValueError):
-    """JSON text longer than a limit (the message names the limit)."""
-
     def __init__(self, what: str, limit: int) -> None:
         self.limit = limit
         super().__init__(f"{what} is longer than {limit:,} characters")
 
 
 def text_depth(text: str | bytes, stop_above: int | None = None) -> int:
-    """The deepest bracket nesting in JSON ``text`` (strings are skipped), in one pass.
-
-    Works on any text (unbalanced brackets count as they open); stops counting once the
-    depth passes ``stop_above``.
-    """
-    special, string_end = (
-        (_BYTES_SPECIAL, _BYTES_STRING_END)
-        if isinstance(text, bytes)
-        else (_TEXT_SPECIAL, _STRING_END)
-    )
-    quote = b'"' if isinstance(text, bytes) else '"'
+    """The deepest bracket nesting in ``text`` (strings skipped), stopping past ``stop_above``."""
+    is_bytes = isinstance(text, bytes)
+    special = _BYTES_SPECIAL if is_bytes else _TEXT_SPECIAL
+    string_end = _BYTES_STRING_END if is_bytes else _STRING_END
+    quote = b'"' if is_bytes else '"'
     depth = deepest = 0
     pos = 0
     n = len(text)
@@ -100,22 +76,13 @@ def _skip_string(text: str | bytes, pos: int, string_end: re.Pattern[Any]) -> in
         return m.end()
 
 
-def check_text(text: str | bytes, what: str, limit: int = MAX_DOCUMENT_DEPTH) -> None:
-    """Raise :class:`TooDeepError` when ``text`` nests deeper than ``limit``."""
-    if text_depth(text, stop_above=limit) > limit:
-        raise TooDeepError(what, limit)
-
-
 def reject_constant(name: str) -> Any:
-    """``parse_constant`` for ``json.loads``: NaN and Infinity are not JSON (our writers use
-    ``allow_nan=False``), so a line holding them is refused like any other bad JSON rather
-    than read and then impossible to write back."""
+    """``parse_constant``: NaN and Infinity are refused, as they could not be written back."""
     raise ValueError(f"{name} is not a JSON number")
 
 
 def finite_float(text: str) -> float:
-    """``parse_float`` for ``json.loads``: a number too large for a float (``1e999``) would
-    become infinity, which cannot be written back; refused like NaN."""
+    """``parse_float``: a number too large for a float (``1e999``) is refused like NaN."""
     value = float(text)
     if not math.isfinite(value):
         raise ValueError(f"{text[:40]} is out of range")
@@ -123,17 +90,13 @@ def finite_float(text: str) -> float:
 
 
 def loads(
-    text: str | bytes,
-    what: str,
-    limit: int = MAX_DOCUMENT_DEPTH,
-    max_chars: int | None = None,
+    text: str | bytes, what: str, limit: int = MAX_DOCUMENT_DEPTH, max_chars: int | None = None
 ) -> Any:
-    """``json.loads`` after the size and depth checks; raises ``ValueError``
-    (TooLargeError, TooDeepError, JSONDecodeError, or UnicodeDecodeError for bytes) for
-    anything it cannot take, never ``RecursionError``."""
+    """``json.loads`` after the size and depth checks; raises only ``ValueError``."""
     if max_chars is not None and len(text) > max_chars:
         raise TooLargeError(what, max_chars)
-    check_text(text, what, limit)
+    if text_depth(text, stop_above=limit) > limit:
+        raise TooDeepError(what, limit)
     try:
         return json.loads(text, parse_constant=reject_constant, parse_float=finite_float)
     except RecursionError:  # pragma: no cover - the depth check comes first

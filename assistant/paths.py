@@ -1,10 +1,6 @@
-"""Where the assistant keeps its files.
-
-Everything lives in the platformdirs locations for the user. ``ASSISTANT_HOME`` points all of
-them at one folder instead (tests use it so they never touch a real user's files), and
-``ASSISTANT_MODEL_DIR`` points only the model directory elsewhere (``ASSISTANT_WHEEL_DIR``
-the provisioned model wheels).
-"""
+"""Where the assistant keeps its files: the platformdirs locations, all under
+``ASSISTANT_HOME`` when set (tests), the models under ``ASSISTANT_MODEL_DIR`` and their
+wheels under ``ASSISTANT_WHEEL_DIR``."""
 
 from __future__ import annotations
 
@@ -21,34 +17,35 @@ def _home() -> Path | None:
     return Path(value).expanduser() if value else None
 
 
-def config_dir() -> Path:
+def _under_home(name: str, default: str | Path) -> Path:
     home = _home()
-    return home / "config" if home else Path(platformdirs.user_config_dir(APP_NAME))
+    return home / name if home else Path(default)
+
+
+def _from_env(variable: str, default: Path) -> Path:
+    value = os.environ.get(variable)
+    return Path(value).expanduser() if value else default
+
+
+def config_dir() -> Path:
+    return _under_home("config", platformdirs.user_config_dir(APP_NAME))
 
 
 def data_dir() -> Path:
-    home = _home()
-    return home / "data" if home else Path(platformdirs.user_data_dir(APP_NAME))
+    return _under_home("data", platformdirs.user_data_dir(APP_NAME))
 
 
 def cache_dir() -> Path:
-    home = _home()
-    return home / "cache" if home else Path(platformdirs.user_cache_dir(APP_NAME))
+    return _under_home("cache", platformdirs.user_cache_dir(APP_NAME))
 
 
 def model_dir() -> Path:
-    value = os.environ.get("ASSISTANT_MODEL_DIR")
-    if value:
-        return Path(value).expanduser()
-    return Path(platformdirs.user_data_dir(APP_NAME)) / "models"
+    return _from_env("ASSISTANT_MODEL_DIR", Path(platformdirs.user_data_dir(APP_NAME)) / "models")
 
 
 def wheel_dir() -> Path:
     """Where provisioned model wheels are kept (``ASSISTANT_WHEEL_DIR`` moves it)."""
-    value = os.environ.get("ASSISTANT_WHEEL_DIR")
-    if value:
-        return Path(value).expanduser()
-    return cache_dir() / "wheels"
+    return _from_env("ASSISTANT_WHEEL_DIR", cache_dir() / "wheels")
 
 
 def sessions_dir() -> Path:
@@ -57,18 +54,12 @@ def sessions_dir() -> Path:
 
 def default_workspace() -> Path:
     """A dedicated folder in the user's documents directory, never the whole home."""
-    home = _home()
-    if home:
-        return home / "workspace"
-    return Path(platformdirs.user_documents_dir()) / "Offline Assistant"
+    return _under_home("workspace", Path(platformdirs.user_documents_dir()) / "Offline Assistant")
 
 
 def documents_dir() -> Path:
     """The user's documents folder (where exports are offered to go)."""
-    home = _home()
-    if home:
-        return home / "Documents"
-    return Path(platformdirs.user_documents_dir())
+    return _under_home("Documents", platformdirs.user_documents_dir())
 
 
 def settings_file() -> Path:

@@ -1,34 +1,5 @@
-"""Replay a saved transcript through the context pipeline (``python -m assistant replay``).
-
-FILE holds OpenAI-format messages, one JSON object per line. Assistant messages are replayed
-as given; before each one the pipeline runs exactly as before a model call (prune, exact
-count, compaction when ``prompt + reserve > window``; a prompt that still does not fit is
-treated as a context overflow: compact and retry once). One JSON line per model call::
-
-    {"call": 1, "prompt_tokens": 812, "window": 10000, "pruned_tokens": 0,
-     "compaction": null, "overflow": false}
-
-and a last line with ``final_context``: exactly the messages the *next* model call would
-send (the whole pipeline applied to the finished transcript: prune, count, compaction, cut
-outputs), with the summary, the tracked files and ``summaries``: how many summaries each
-summarizer wrote (``{"model": N, "extractive": N, "hook": N}``) and why model summaries were
-rejected. ``--prompts`` adds each call's full ``messages`` to its line. Leading system
-messages become the system prompt. A malformed line is an error naming the line (exit 2).
-Tool names of other agents (``read``, ``write``, ``edit``, ``Read`` ...) feed file tracking
-like ours (:mod:`assistant.compaction.file_tracking`).
-
-``--summarizer extractive`` needs no model and counts with the offline cl100k tokenizer
-(or with ``--model PATH``'s tokenizer); ``embedded`` loads the registered default model and
-a path loads that GGUF file: summaries are then written by that model.
-
-``--ask QUESTION`` (repeatable) asks each question against the final context: the question
-is appended to a copy of the finished chat as a user message, the pipeline prepares the
-prompt exactly as before a model call, and the model answers at temperature 0. The replies
-go into the final line under ``"answers"`` (``[{"question", "reply", "prompt_tokens"}]``).
-The model that answers is the one loaded: the summarizer's with ``--summarizer embedded``
-or a path, else ``--model`` (a registered name or a GGUF path; default: the registered
-default model).
-"""
+"""Replay a saved transcript through the context pipeline (``python -m assistant replay``);
+the input, output and options: docs/ARCHITECTURE.md ("Replay")."""
 
 from __future__ import annotations
 
@@ -99,8 +70,7 @@ def ask_questions(
     make_controller: Callable[[], ContextController],
     system_prompt: str,
 ) -> list[dict[str, Any]]:
-    """Each question against the final context (a copy of ``conv`` each time), answered
-    by ``backend`` at temperature 0."""
+    """Each question against a copy of the final context, answered at temperature 0."""
     answers: list[dict[str, Any]] = []
     options = GenerationOptions(max_tokens=ANSWER_TOKENS, temperature=0.0)
     for question in questions:
@@ -133,9 +103,8 @@ def replay(
     prompts: bool = False,
     ask: Sequence[str] = (),
 ) -> dict[str, Any]:
-    """Run the pipeline before every assistant message; write one line per model call.
-    With ``ask`` (and a ``backend`` that generates), the questions are answered against the
-    final context (:func:`ask_questions`) and given under ``"answers"``."""
+    """Run the pipeline before every assistant message, one line per model call; ``ask``: the
+    questions answered against the final context under ``"answers"``."""
     settings = Settings()
     switches = settings.switches()
 

@@ -1,17 +1,5 @@
-"""API keys for servers, kept out of the settings file.
-
-A key is stored under the server's address (:attr:`assistant.config.ServerEngine.base_url`):
-
-* in the **system keyring** where the platform has one (macOS Keychain, Windows Credential
-  Locker, the Secret Service of a Linux desktop), through the ``keyring`` package, under the
-  service name ``offline-assistant``;
-* otherwise in ``secrets.json`` in the config folder, a file created readable and writable
-  only by the user (mode 0600; a looser mode found later is tightened and logged).
-
-``ASSISTANT_HOME`` (a relocated app, such as the tests) always uses the file under it, so
-it never reads or writes the user's real keyring. :attr:`SecretStore.where` says which one
-is in use, for the settings dialog.
-"""
+"""API keys for servers, kept out of the settings file: in the system keyring, else a file
+only the user can read (docs/ARCHITECTURE.md, "Tool safety beyond paths")."""
 
 from __future__ import annotations
 
@@ -56,11 +44,8 @@ def _system_keyring() -> Any | None:
 
 
 class SecretStore:
-    """Get, set and delete the API key of a server address."""
-
     def __init__(self, keyring_backend: Any | None = None, file: Path | None = None) -> None:
-        """``keyring_backend``: a ``keyring`` backend to use (default: the system's, if any);
-        ``file``: the fallback file (default: ``secrets.json`` in the config folder)."""
+        """Default: the system's keyring, and ``secrets.json`` in the config folder."""
         self._keyring = keyring_backend if keyring_backend is not None else _system_keyring()
         self._file = file or paths.config_dir() / FILE_NAME
 

@@ -1,19 +1,7 @@
-"""Settings checked against the model they will run with.
-
-pydantic validates each value on its own; this checks what only makes sense for a given
-model, at save time (the settings dialog) and when a model has loaded (settings from the
-file):
-
-* **The system prompt** is sent with every message and can never be summarized, so it may
-  take at most :data:`SYSTEM_PROMPT_SHARE` of the context window in force (counted with the
-  model's own tokenizer). A longer one is refused with a message; before this check a
-  200 KB prompt made every turn fail.
-* **A window beyond the model's trained length** is capped to it (the other values are
-  scaled, see ``ModePolicy.effective``); the check says so instead of doing it silently.
-  Absurd windows (over ``MAX_WINDOW``) are refused by the settings model itself.
-
-Messages name fields the way the settings dialog shows them.
-"""
+"""Settings checked against the model they run with, at save time and after a load. The
+system prompt is never summarized, so it may take at most :data:`SYSTEM_PROMPT_SHARE` of
+the window (a 200 KB prompt made every turn fail); a window beyond the model's is capped
+(and said)."""
 
 from __future__ import annotations
 
@@ -44,21 +32,15 @@ def system_prompt_limit(window: int) -> int:
 
 
 def check_against_model(
-    settings: Settings,
-    trained_context: int | None,
-    count_tokens: Callable[[str], int] | None,
+    settings: Settings, trained_context: int | None, count_tokens: Callable[[str], int] | None
 ) -> ModelCheck:
-    """Check ``settings`` for a model trained on ``trained_context`` tokens (with the
-    server engine: the server's window; None when unknown) whose tokenizer is
-    ``count_tokens`` (None before the model has loaded: the system prompt is then checked
-    when it has)."""
+    """Check ``settings`` for a model of ``trained_context`` tokens counting with
+    ``count_tokens``."""
     notes: list[str] = []
     errors: list[str] = []
     if trained_context:
-        limit_is = (
-            "the server's window" if settings.engine.kind == "server"
-            else "this model was trained on"
-        )
+        server = settings.engine.kind == "server"
+        limit_is = "the server's window" if server else "this model was trained on"
         for name in ("local", "standard"):
             window = getattr(settings, name).window
             if window > trained_context:

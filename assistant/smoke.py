@@ -1,11 +1,8 @@
 """``offline-assistant --smoke-test PROMPT``: load the model, answer once, print, exit.
 
-Used by ``make package-test`` on the built app: it proves the bundle finds its model, its
-native llama.cpp library, its tokenizer data and its Qt platform plugin, with no network and
-no Python installed. Exit 0 with the reply on stdout; exit 1 with a clear message on stderr
-when the model is missing or damaged. It starts Qt, so it sits beside the window's
-composition root (``app.py``), not in the Qt-free terminal face (``cli/``).
-"""
+``make package-test`` runs it on the built app to prove the bundle finds its model, llama.cpp,
+tokenizer data and Qt plugin offline (exit 1 with a message when the model is missing).
+It starts Qt, so it sits beside ``app.py``, not in ``cli/``."""
 
 from __future__ import annotations
 

@@ -1,6 +1,1 @@
-"""The turn loop: user input -> context check -> model -> tool calls -> ...
-
-Entry points: :class:`~assistant.agent.loop.Agent` (run turns and tool commands) and
-:func:`~assistant.agent.commands.parse_input` (what the user typed). Events are in
-:mod:`assistant.agent.events`.
-"""
+"""The turn loop: :class:`~assistant.agent.loop.Agent`, the input parser and the events."""

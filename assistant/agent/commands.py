@@ -1,11 +1,5 @@
-"""What the user typed: a chat message, a tool command, or an app command.
-
-Shared by the window and the terminal chat so both understand the same input. The commands
-are listed once, in :data:`COMMANDS` (``/help`` and the completer read it too); ``//text``
-sends ``/text`` as an ordinary message, and so does a ``/`` that starts no command name (a
-path: ``/etc/hosts is...``). An unknown ``/word`` is a :class:`CommandError`, so a typo is
-not sent to the model.
-"""
+"""What the user typed: a chat message, a tool command, or an app command (``//text`` and a
+path like ``/etc/hosts`` are messages; an unknown ``/word`` is an error, not sent)."""
 
 from __future__ import annotations
 
@@ -19,8 +13,7 @@ AppCommandName = Literal["help", "clear", "compact", "model", "mode", "resume", 
 
 @dataclass(frozen=True)
 class CommandSpec:
-    """One command as the user sees it: the parser, ``/help`` and the window's completion
-    popup all read :data:`COMMANDS`, so they cannot disagree."""
+    """One command as the parser, ``/help`` and the completion popup all read it."""
 
     #: What the user types first: ``/name``, or ``!`` for a shell command.
     command: str
@@ -80,8 +73,6 @@ _RANGE = re.compile(r"^(\d+)(?:[-:](\d+))?$")
 
 @dataclass(frozen=True)
 class ChatInput:
-    """An ordinary message for the model."""
-
     text: str
 
 

@@ -1,19 +1,5 @@
-"""Continue generation: writing more of the last assistant reply.
-
-Two ways, the best one the backend allows:
-
-* **In place** (:func:`open_turn`): a backend that takes exact prompt tokens
-  (:class:`~assistant.llm.base.TokenGenerator` and
-  :class:`~assistant.llm.base.KVCacheAware`, i.e. the embedded model) gets the chat's prompt
-  cut right after the reply's last character, so the assistant's turn is still open and the
-  model simply goes on writing it.
-* **Asked** (:func:`continue_request`): any other backend gets the chat with one more user
-  message asking it to go on from where the reply stopped (quoting the end); that message
-  is never saved. Small models often start over or repeat the last words, so
-  :func:`only_new` keeps only what is new.
-
-:func:`joined` puts the old and the new text together.
-"""
+"""Continue generation: in place where the backend takes tokens, else by asking and keeping
+only what is new (docs/ARCHITECTURE.md, "Continue generation")."""
 
 from __future__ import annotations
 
@@ -45,10 +31,8 @@ def open_turn(
     tools: Sequence[dict[str, Any]],
     reply: Message,
 ) -> list[int] | None:
-    """The prompt tokens of ``messages`` (ending with ``reply``) cut right after the
-    reply's text, so the model goes on writing it; None when the rendered prompt does not
-    hold the reply's text as written (a template that rewrites it) or the backend cannot
-    take tokens."""
+    """The prompt tokens of ``messages`` cut right after ``reply``'s text; None when the prompt
+    does not hold it as written or the backend cannot take tokens."""
     if not (can_continue_in_place(backend) and isinstance(backend, PromptCounter)):
         return None
     assert isinstance(backend, KVCacheAware)
@@ -63,8 +47,7 @@ def open_turn(
 
 
 def continue_request(reply: Message) -> str:
-    """The request for a backend that cannot continue in place, quoting where the reply
-    stopped."""
+    """The request to go on, quoting where the reply stopped."""
     words = reply.content.split()
     tail = " ".join(words[-SEAM_WORDS:])
     if not tail:
@@ -74,9 +57,7 @@ def continue_request(reply: Message) -> str:
 
 
 def only_new(old: str, more: str) -> str:
-    """What ``more`` adds to ``old``: a repeat of the whole reply, or an overlap of at
-    least :data:`MIN_SEAM` characters between the end of ``old`` and the start of ``more``,
-    is dropped; a continuation that only repeats adds nothing."""
+    """What ``more`` adds to ``old`` (a repeat or an overlap of :data:`MIN_SEAM` is dropped)."""
     head, body = old.strip(), more.lstrip()
     if not head:
         return more
@@ -91,9 +72,7 @@ def only_new(old: str, more: str) -> str:
 
 
 def joined(old: str, more: str, *, in_place: bool) -> str:
-    """The longer reply. In place, the model's text follows the reply's last character
-    (its trailing whitespace was not in the prompt); asked, a separating space is added
-    when neither side has one."""
+    """The longer reply (asked: a space added between when neither side has one)."""
     if old[-1:].isspace():
         return old + more.lstrip(" ")
     if in_place or more[:1].isspace():

@@ -1,12 +1,5 @@
-"""What the agent needs from the context controller (so tests can pass a stand-in).
-
-Every entry point takes one :class:`~assistant.compaction.request.CallRequest` (the
-conversation, system prompt, tool schemas, cancel token, focus), built once per turn.
-
-:class:`assistant.compaction.controller.ContextController` satisfies it. ``on_event`` is set
-by whoever builds the controller and the agent (``engine.build_engine``) to the agent's
-``on_context_event``; the agent never changes it.
-"""
+"""What the agent needs from the context controller (so tests can pass a stand-in); the
+builder sets ``on_event`` to the agent's ``on_context_event``."""
 
 from __future__ import annotations
 
@@ -40,8 +33,6 @@ class ContextManager(Protocol):
         ...
 
     def handle_overflow(self, call: CallRequest) -> PreparedRequest:
-        """Compact after ContextOverflowError and return the request to retry with.
-
-        Raises an ``LLMError`` (ContextTooLargeError) when that is not possible, and
-        ``GenerationCancelled`` when the user stopped the summary."""
+        """Compact after ContextOverflowError and return the request to retry with (raises
+        ContextTooLargeError, or ``GenerationCancelled`` when stopped)."""
         ...

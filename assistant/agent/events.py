@@ -1,7 +1,4 @@
-"""What the agent reports while it works. Emitted from the worker thread, in order.
-
-The UI turns these into queued Qt signals; the terminal chat prints them.
-"""
+"""What the agent reports while it works, from the worker thread, in order."""
 
 from __future__ import annotations
 
@@ -58,8 +55,7 @@ class ContextUsage:
 
 @dataclass(frozen=True)
 class PromptProgress:
-    """The model is evaluating the prompt: ``done`` of ``total`` tokens (cached ones count
-    as done). Reported between batches; no event means nothing needed evaluating."""
+    """The model is evaluating the prompt: ``done`` of ``total`` tokens (cached count as done)."""
 
     done: int
     total: int
@@ -74,8 +70,7 @@ class ContextChanged:
 
 @dataclass(frozen=True)
 class ModelCallFinished:
-    """One model call ended. ``ttft_s``: from the start of the call's preparation (pruning,
-    counting, any compaction) to its first token, i.e. what the user waited for."""
+    """One model call ended; ``ttft_s``: from the start of its preparation to the first token."""
 
     result: GenerationResult
     ttft_s: float | None = None
@@ -83,10 +78,8 @@ class ModelCallFinished:
 
 @dataclass(frozen=True)
 class MessageRefused:
-    """A message was not sent: it does not fit the model's window whole (``tokens`` of it,
-    ``room`` for it). Nothing was saved; a face gives ``text`` back to the user.
-    ``replaces``: the user message an edit or a regeneration would have answered (a face
-    offers to edit it); None for a new message."""
+    """A message that does not fit the window whole (``tokens``, ``room``) was not saved; a face
+    gives ``text`` back. ``replaces``: the message an edit or regeneration would answer."""
 
     text: str
     tokens: int
@@ -100,15 +93,5 @@ class TurnFinished:
     error: str | None = None
 
 
-AgentEvent = (
-    MessageAdded
-    | AssistantDelta
-    | ToolCallStarted
-    | Notice
-    | ContextUsage
-    | PromptProgress
-    | ContextChanged
-    | ModelCallFinished
-    | MessageRefused
-    | TurnFinished
-)
+AgentEvent = (MessageAdded | AssistantDelta | ToolCallStarted | Notice | ContextUsage
+              | PromptProgress | ContextChanged | ModelCallFinished | MessageRefused | TurnFinished)

@@ -1,18 +1,8 @@
-# Over 500 lines: chat, respond and continue share one turn's step and tool-round state.
 """The turn loop: user input -> context check -> model -> tool calls -> ... -> answer.
-
-:class:`Agent` is synchronous and UI-agnostic: the service calls it on its worker thread and
-it reports through ``on_event`` (:mod:`assistant.agent.events`), in order. The steps of one
-message are in docs/ARCHITECTURE.md ("One message, end to end").
-
-Stop (the cancel token) leaves a consistent history: a half-streamed reply is kept with
-``stopped=True``, and every tool call that has no result yet gets a "cancelled" error
-result. Every public method ends with one ``TurnFinished``.
-
-User-started tools (``/read``, ``!cmd``, a dropped file, ...) enter the history like the
-model's calls (``initiated_by="user"``) and start no model reply, so a large /read does not
-cost a model call the user did not ask for; typing them is the approval.
-"""
+Synchronous and UI-agnostic; reports through ``on_event`` in order (docs/ARCHITECTURE.md,
+"One message, end to end"). Stop leaves a consistent history: a half reply is kept with
+``stopped=True`` and unanswered calls get a "cancelled" result. User-started tools enter
+the history like the model's calls and start no model reply (typing them is the approval)."""
 
 from __future__ import annotations
 
@@ -85,14 +75,9 @@ MAX_FAILED_ROUNDS = 2
 
 
 class Agent:
-    """Runs chat turns and tool commands against one conversation at a time.
-
-    ``settings`` is called at the start of every turn, so changes apply to the next turn.
-    ``approver`` answers approval requests for model-initiated writes and commands (None:
-    they are denied unless ``Settings.tool_approval == "auto"``). The agent never touches
-    the controller's ``on_event``: whoever builds both connects it to
-    :meth:`on_context_event`, and the controller's events then arrive as ``ContextChanged``.
-    """
+    """Runs chat turns and tool commands against one conversation at a time. ``settings`` is read
+    each turn; ``approver`` None denies model writes and commands unless approval is "auto".
+    The builder connects the controller's ``on_event`` to :meth:`on_context_event`."""
 
     def __init__(
         self,
@@ -115,9 +100,8 @@ class Agent:
 
     # -- entry points -------------------------------------------------------------------
     def chat(self, conv: Conversation, text: str, cancel: CancelToken | None = None) -> None:
-        """One user message and everything the model does about it. A message that does not
-        fit the window whole is refused before anything is saved or sent (``MessageRefused``
-        and a notice with its size and the room)."""
+        """One user message and all the model does about it (refused first if it cannot fit
+        whole)."""
         cancel = cancel or CancelToken()
         self._bind(conv)
         settings = self.settings()
@@ -130,7 +114,7 @@ class Agent:
         # With no room at all the system prompt (or the tools) is what does not fit: the
         # call then says so, and the message is kept.
         if fit is not None and not fit.fits and fit.room > 0:
-            self._emit(MessageRefused(text, fit.tokens, fit.room))
+            self.on_event(MessageRefused(text, fit.tokens, fit.room))
             self._finish_failed(fit.refusal())
             return
         try:
@@ -139,11 +123,10 @@ class Agent:
         except OSError as exc:  # an observer could not save: nothing unsaved is shown
             self._finish_failed(f"Could not save the chat: {exc}")
             return
-        self._emit(TurnFinished(stopped=stopped, error=error))
+        self.on_event(TurnFinished(stopped=stopped, error=error))
 
     def respond(self, conv: Conversation, cancel: CancelToken | None = None) -> None:
-        """Answer the conversation as it stands (after an edit or a regenerate made the last
-        message a user message): the model turn of :meth:`chat` without a new message."""
+        """The model turn of :meth:`chat` without a new message (after an edit or a regenerate)."""
         cancel = cancel or CancelToken()
         self._bind(conv)
         try:
@@ -151,7 +134,7 @@ class Agent:
         except OSError as exc:
             self._finish_failed(f"Could not save the chat: {exc}")
             return
-        self._emit(TurnFinished(stopped=stopped, error=error))
+        self.on_event(TurnFinished(stopped=stopped, error=error))
 
     def continue_reply(
         self,
@@ -159,22 +142,16 @@ class Agent:
         branch: Callable[[Message], object],
         cancel: CancelToken | None = None,
     ) -> None:
-        """Write more of the last assistant reply (it stopped, or ran out of room).
-
-        A model that takes prompt tokens (the embedded one) goes on from the reply's last
-        token, its turn left open (:func:`.continuation.open_turn`); another one is asked to
-        go on (:func:`.continuation.continue_request`, never saved) and what it repeats is
-        dropped. What it writes is joined to the reply as its next version:
-        ``branch(reply)`` moves the chat to just before the reply (the old version stays as
-        version 1), then the joined reply is appended.
-        """
+        """Write more of the last reply, from its last token where the backend takes prompt tokens,
+        else by asking (:mod:`.continuation`); ``branch(reply)`` moves the chat to just before
+        the reply, then the joined reply is appended as its next version."""
         cancel = cancel or CancelToken()
         self._bind(conv)
         reply = conv.messages[-1] if conv.messages else None
         if reply is None or reply.role != "assistant" or reply.tool_calls:
-            self._emit(Notice("info", "There is no reply to continue: the chat's last "
+            self.on_event(Notice("info", "There is no reply to continue: the chat's last "
                                       "message is not a reply of the assistant."))
-            self._emit(TurnFinished())
+            self.on_event(TurnFinished())
             return
         settings = self.settings()
         tools = self.registry.schemas()
@@ -192,15 +169,15 @@ class Agent:
                 prefix = False
                 prepared = self.controller.prepare(call.on(asked))
             max_tokens = max(1, min(settings.sampling.max_reply_tokens, prepared.reserve))
-            self._emit(context_usage(prepared, estimated=not self.backend.info.exact_counts))
+            self.on_event(context_usage(prepared, estimated=not self.backend.info.exact_counts))
             gen_start = time.perf_counter()
             text, result = self._generate(prepared, tools, max_tokens, settings, cancel, tokens)
         except GenerationCancelled:
-            self._emit(TurnFinished(stopped=True))
+            self.on_event(TurnFinished(stopped=True))
             return
         except (LLMError, _StreamFailed) as exc:
-            self._emit(Notice("error", f"The model could not continue: {exc}"))
-            self._emit(TurnFinished(error=str(exc)))
+            self.on_event(Notice("error", f"The model could not continue: {exc}"))
+            self.on_event(TurnFinished(error=str(exc)))
             return
         ttft = self._call_finished(result, gen_start - call_start)
         stopped = cancel.cancelled or (result is not None and result.stopped)
@@ -208,8 +185,8 @@ class Agent:
             text = only_new(reply.content, text)
         if not text.strip():
             if not stopped:
-                self._emit(Notice("info", "The model had nothing to add to its reply."))
-            self._emit(TurnFinished(stopped=stopped))
+                self.on_event(Notice("info", "The model had nothing to add to its reply."))
+            self.on_event(TurnFinished(stopped=stopped))
             return
         try:
             branch(reply)
@@ -220,7 +197,7 @@ class Agent:
         except OSError as exc:
             self._finish_failed(f"Could not save the chat: {exc}")
             return
-        self._emit(TurnFinished(stopped=stopped))
+        self.on_event(TurnFinished(stopped=stopped))
 
     def run_tool_command(
         self,
@@ -229,8 +206,7 @@ class Agent:
         arguments: dict[str, Any],
         cancel: CancelToken | None = None,
     ) -> Message | None:
-        """Run a tool the user asked for; no model call follows. Returns the result message
-        (None when it could not be saved)."""
+        """Run a tool the user asked for, no model call after; the result (None: not saved)."""
         cancel = cancel or CancelToken()
         self._bind(conv)
         call = self.registry.normalize(ToolCall(name=tool, arguments=dict(arguments)))
@@ -240,30 +216,29 @@ class Agent:
         except OSError as exc:
             self._finish_failed(f"Could not save the chat: {exc}")
             return None
-        self._emit(TurnFinished(stopped=cancel.cancelled))
+        self.on_event(TurnFinished(stopped=cancel.cancelled))
         return messages[0]
 
     def drop_file(
         self, conv: Conversation, path: Path, cancel: CancelToken | None = None
     ) -> Message | None:
-        """A file dropped on the window: /read it (copied into the workspace first when it
-        is elsewhere; see :mod:`assistant.tools.importing`)."""
+        """/read a dropped file (copied into the workspace first:
+        :mod:`assistant.tools.importing`)."""
         workspace = self.workspace()
         try:
             target, copied = import_file(workspace, path, max_bytes=self._limits().max_file_bytes)
         except (SandboxError, OSError) as exc:
-            self._emit(Notice("error", f"Cannot open the dropped file: {exc}"))
-            self._emit(TurnFinished(error=str(exc)))
+            self.on_event(Notice("error", f"Cannot open the dropped file: {exc}"))
+            self.on_event(TurnFinished(error=str(exc)))
             return None
         shown = workspace.display(target)
         if copied:
-            self._emit(Notice("info", f"Copied {path.name} into the workspace as {shown}."))
+            self.on_event(Notice("info", f"Copied {path.name} into the workspace as {shown}."))
         return self.run_tool_command(conv, "read_file", {"path": shown}, cancel)
 
     def compact(
         self, conv: Conversation, focus: str | None = None, cancel: CancelToken | None = None
     ) -> CompactionRecord | None:
-        """/compact: summarize older messages now (the controller reports progress)."""
         cancel = cancel or CancelToken()
         before = self._context_events
         settings = self.settings()
@@ -273,14 +248,14 @@ class Agent:
                 CompactionReason.MANUAL,
             )
         except GenerationCancelled:
-            self._emit(TurnFinished(stopped=True))
+            self.on_event(TurnFinished(stopped=True))
             return None
         except (LLMError, OSError) as exc:
             self._finish_failed(f"Compaction failed: {exc}")
             return None
         if record is None and self._context_events == before and not cancel.cancelled:
-            self._emit(Notice("info", "Nothing to compact yet."))
-        self._emit(TurnFinished(stopped=cancel.cancelled))
+            self.on_event(Notice("info", "Nothing to compact yet."))
+        self.on_event(TurnFinished(stopped=cancel.cancelled))
         return record
 
     def workspace(self) -> Workspace:
@@ -307,26 +282,23 @@ class Agent:
             except GenerationCancelled:
                 return True, None
             except LLMError as exc:  # e.g. a server engine that cannot count: it went away
-                self._emit(Notice("error", str(exc)))
+                self.on_event(Notice("error", str(exc)))
                 return False, str(exc)
             retry = None
             if cancel.cancelled:
                 return True, None
             for note in prepared.notices:
-                self._emit(Notice("warning", note))
-            self._emit(context_usage(prepared, estimated=not self.backend.info.exact_counts))
+                self.on_event(Notice("warning", note))
+            self.on_event(context_usage(prepared, estimated=not self.backend.info.exact_counts))
             max_tokens = max(1, min(settings.sampling.max_reply_tokens, prepared.reserve))
             gen_start = time.perf_counter()
             try:
                 text, result = self._generate(prepared, tools, max_tokens, settings, cancel)
             except ContextOverflowError:
                 if overflow_retried or not settings.switches().compact_on_overflow:
-                    message = (
-                        overflow_message(prepared.segments, prepared.window)
-                        if overflow_retried
-                        else OVERFLOW_NO_COMPACT
-                    )
-                    self._emit(Notice("error", message))
+                    message = (overflow_message(prepared.segments, prepared.window)
+                               if overflow_retried else OVERFLOW_NO_COMPACT)
+                    self.on_event(Notice("error", message))
                     return False, message
                 overflow_retried = True
                 try:
@@ -337,22 +309,20 @@ class Agent:
                     if cancel.cancelled:
                         return True, None
                     message = overflow_message(prepared.segments, prepared.window)
-                    self._emit(Notice("error", message))
+                    self.on_event(Notice("error", message))
                     return False, message
                 continue
             except _StreamFailed as failed:
                 if failed.text:
                     self._append(conv, Message(role="assistant", content=failed.text, stopped=True))
-                self._emit(Notice("error", f"The model failed: {failed.error}"))
+                self.on_event(Notice("error", f"The model failed: {failed.error}"))
                 return False, str(failed.error)
             ttft = self._call_finished(result, gen_start - call_start)
             figures = reply_figures(result, ttft)
             if cancel.cancelled or (result is not None and result.stopped):
                 if text:
-                    self._append(
-                        conv,
-                        Message(role="assistant", content=text, stopped=True, figures=figures),
-                    )
+                    self._append(conv, Message(role="assistant", content=text, stopped=True,
+                                               figures=figures))
                 return True, None
             parsed = parse_tool_calls(text)
             calls = [
@@ -361,39 +331,25 @@ class Agent:
             ]
             if not calls:
                 if not text.strip():
-                    self._emit(Notice("warning", "The model returned an empty reply."))
+                    self.on_event(Notice("warning", "The model returned an empty reply."))
                     return False, None
                 self._append(conv, Message(role="assistant", content=text, figures=figures))
                 return False, None
-            self._append(
-                conv,
-                Message(
-                    role="assistant", content=parsed.content,
-                    tool_calls=[p.call for p in calls], figures=figures,
-                ),
-            )
+            self._append(conv, Message(role="assistant", content=parsed.content,
+                                       tool_calls=[p.call for p in calls], figures=figures))
             results = self._run_calls(conv, calls, cancel, "model")
             if cancel.cancelled:
                 return True, None
             rounds += 1
             failed_rounds = failed_rounds + 1 if all(m.is_error for m in results) else 0
             if failed_rounds >= MAX_FAILED_ROUNDS:
-                self._emit(
-                    Notice(
-                        "warning",
-                        f"Stopped: the model's last {failed_rounds} tool calls all failed. "
-                        "Try /read, /ls, /find or /grep yourself, or rephrase the request.",
-                    )
-                )
+                self.on_event(Notice("warning", f"Stopped: the model's last {failed_rounds} tool "
+                                  "calls all failed. Try /read, /ls, /find or /grep yourself, or "
+                                  "rephrase the request."))
                 return False, None
             if rounds >= settings.step_limit:
-                self._emit(
-                    Notice(
-                        "warning",
-                        f"Stopped after {rounds} tool steps (the step limit). Send a message "
-                        "to let the assistant continue.",
-                    )
-                )
+                self.on_event(Notice("warning", f"Stopped after {rounds} tool steps (the step "
+                                  "limit). Send a message to let the assistant continue."))
                 return False, None
 
     def _generate(
@@ -405,20 +361,17 @@ class Agent:
         cancel: CancelToken,
         tokens: list[int] | None = None,
     ) -> tuple[str, GenerationResult | None]:
-        """Stream one reply to ``prepared`` (its prompt as the controller encoded it, so
-        the backend does not tokenize it again), or from exact prompt ``tokens`` when given
-        (a continuation). Overflow propagates; other failures become _StreamFailed."""
+        """Stream one reply to ``prepared`` (its tokens, not tokenized again) or from ``tokens`` (a
+        continuation). Overflow propagates; other failures become _StreamFailed."""
         pieces: list[str] = []
         result: GenerationResult | None = None
         stop = () if self.backend.info.supports_native_tools else TEXT_PROTOCOL_STOP
-        options = GenerationOptions(
-            max_tokens=max_tokens,
-            temperature=settings.sampling.temperature,
-            top_p=settings.sampling.top_p,
-            stop=stop,
-        )
+        sampling = settings.sampling
+        options = GenerationOptions(max_tokens=max_tokens, temperature=sampling.temperature,
+                                    top_p=sampling.top_p, stop=stop)
+
         def progress(done: int, total: int) -> None:
-            self._emit(PromptProgress(done, total))
+            self.on_event(PromptProgress(done, total))
 
         backend = self.backend
         if tokens is not None and isinstance(backend, TokenGenerator):
@@ -432,7 +385,7 @@ class Agent:
             for event in stream:
                 if event.delta:
                     pieces.append(event.delta)
-                    self._emit(AssistantDelta(event.delta))
+                    self.on_event(AssistantDelta(event.delta))
                 if event.result is not None:
                     result = event.result
         except ContextOverflowError:
@@ -456,22 +409,15 @@ class Agent:
     ) -> list[Message]:
         """Run each call and append its result; after Stop the rest get "cancelled"."""
         settings = self.settings()
-        ctx = ToolContext(
-            workspace=Workspace(settings.workspace_path()), limits=self._limits(), cancel=cancel
-        )
+        ctx = ToolContext(workspace=self.workspace(), limits=self._limits(), cancel=cancel)
         out: list[Message] = []
         for parsed in calls:
             if cancel.cancelled:
                 result = ToolResult.error(CANCELLED_RESULT)
             else:
-                self._emit(ToolCallStarted(parsed.call, initiated_by))
-                result = self.runner.run(
-                    parsed.call,
-                    ctx,
-                    initiated_by=initiated_by,
-                    approval=settings.tool_approval,
-                    parse_error=parsed.error,
-                )
+                self.on_event(ToolCallStarted(parsed.call, initiated_by))
+                result = self.runner.run(parsed.call, ctx, initiated_by=initiated_by,
+                                         approval=settings.tool_approval, parse_error=parsed.error)
             out.append(self._append(conv, result_message(parsed.call, result, initiated_by)))
         return out
 
@@ -489,29 +435,24 @@ class Agent:
 
     def _append(self, conv: Conversation, message: Message) -> Message:
         conv.append(message)
-        self._emit(MessageAdded(message))
+        self.on_event(MessageAdded(message))
         return message
 
     def _finish_failed(self, text: str) -> None:
-        self._emit(Notice("error", text))
-        self._emit(TurnFinished(error=text))
+        self.on_event(Notice("error", text))
+        self.on_event(TurnFinished(error=text))
 
     def _call_finished(self, result: GenerationResult | None, before: float) -> float | None:
-        """Report the model call that ended with ``result``; returns its time to the first
-        token, counted from the call's start (``before`` seconds ahead of generation)."""
+        """Report the call that ended with ``result``; returns its time to the first token."""
         if result is None:
             return None
         ttft = None if result.first_token_s is None else before + result.first_token_s
-        self._emit(ModelCallFinished(result, ttft))
+        self.on_event(ModelCallFinished(result, ttft))
         return ttft
 
-    def _emit(self, event: AgentEvent) -> None:
-        self.on_event(event)
-
     def on_context_event(self, event: ContextEvent) -> None:
-        """The controller's events (pruning, compaction), reported as ``ContextChanged``."""
         self._context_events += 1
-        self._emit(ContextChanged(event))
+        self.on_event(ContextChanged(event))
 
 
 class _StreamFailed(Exception):

@@ -1,10 +1,5 @@
-"""What to tell the user when a prompt still does not fit after compaction.
-
-Compaction can summarize older messages and clear old tool outputs; it can never shrink the
-system prompt, the tool descriptions or the newest message. :func:`overflow_message` says
-which part is too large and what to do, from the token counts of the request that
-overflowed (``PreparedRequest.segments``).
-"""
+"""What to tell the user when a prompt still does not fit after compaction: which part that
+compaction cannot shrink (system prompt, tools, newest message) is too large."""
 
 from __future__ import annotations
 

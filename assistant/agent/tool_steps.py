@@ -1,9 +1,5 @@
-"""One tool call from request to result: check, ask for approval, run.
-
-Never raises for anything the model or the user did; every outcome is a
-:class:`~assistant.tools.base.ToolResult` (errors flagged), so each call in the history gets
-exactly one result message.
-"""
+"""One tool call from request to result (check, approve, run); every outcome is a result, so
+each call in the history gets exactly one."""
 
 from __future__ import annotations
 
@@ -19,20 +15,6 @@ from assistant.tools.registry import CALL_FORMAT_HINT, ToolRegistry
 CANCELLED_RESULT = "cancelled: the user stopped this tool call before it finished"
 
 
-def denied_result(tool: str) -> ToolResult:
-    return ToolResult.error(
-        f"The user denied permission for this {tool} call. Do not retry it; ask the user "
-        "what they would like instead."
-    )
-
-
-def unparsable_result(reason: str, names: list[str]) -> ToolResult:
-    return ToolResult.error(
-        f"The tool call could not be used: {reason}.\n{CALL_FORMAT_HINT}\n"
-        f"Available tools: {', '.join(names)}."
-    )
-
-
 class ToolRunner:
     """Runs calls through the registry, asking the approval gate when a tool needs it."""
 
@@ -40,17 +22,13 @@ class ToolRunner:
         self.registry = registry
         self.gate = gate
 
-    def run(
-        self,
-        call: ToolCall,
-        ctx: ToolContext,
-        *,
-        initiated_by: Literal["model", "user"],
-        approval: ApprovalPolicy,
-        parse_error: str | None = None,
-    ) -> ToolResult:
+    def run(self, call: ToolCall, ctx: ToolContext, *, initiated_by: Literal["model", "user"],
+            approval: ApprovalPolicy, parse_error: str | None = None) -> ToolResult:
         if parse_error is not None:
-            return unparsable_result(parse_error, self.registry.names())
+            return ToolResult.error(
+                f"The tool call could not be used: {parse_error}.\n{CALL_FORMAT_HINT}\n"
+                f"Available tools: {', '.join(self.registry.names())}."
+            )
         if ctx.cancelled:
             return ToolResult.error(CANCELLED_RESULT)
         checked = self.registry.check(call)
@@ -58,20 +36,20 @@ class ToolRunner:
             return checked
         if initiated_by == "model" and checked.tool.needs_approval:
             try:
-                request = ApprovalRequest(
-                    call=call,
-                    summary=checked.tool.describe(checked.args, ctx),
-                    preview=checked.tool.preview(checked.args, ctx),
-                    workspace=ctx.workspace.root,
-                    cancel=ctx.cancel,
-                )
+                tool, args = checked.tool, checked.args
+                request = ApprovalRequest(call=call, summary=tool.describe(args, ctx),
+                                          preview=tool.preview(args, ctx),
+                                          workspace=ctx.workspace.root, cancel=ctx.cancel)
             except Exception as exc:  # describing must not end the turn either
                 return ToolResult.error(f"{call.name} failed: {exc}")
             allowed = self.gate.approve(request, approval)
             if ctx.cancelled:
                 return ToolResult.error(CANCELLED_RESULT)
             if not allowed:
-                return denied_result(call.name)
+                return ToolResult.error(
+                    f"The user denied permission for this {call.name} call. Do not retry it; "
+                    "ask the user what they would like instead."
+                )
         result = self.registry.execute(checked, ctx)
         if ctx.cancelled and result.is_error and "cancelled" in result.text:
             return ToolResult.error(f"{CANCELLED_RESULT}\n{result.text}")
@@ -81,11 +59,5 @@ class ToolRunner:
 def result_message(
     call: ToolCall, result: ToolResult, initiated_by: Literal["model", "user"]
 ) -> Message:
-    return Message(
-        role="tool",
-        content=result.text,
-        tool_call_id=call.id,
-        name=call.name,
-        is_error=result.is_error,
-        initiated_by=initiated_by,
-    )
+    return Message(role="tool", content=result.text, tool_call_id=call.id, name=call.name,
+                   is_error=result.is_error, initiated_by=initiated_by)

@@ -1,5 +1,4 @@
-"""The context bar's numbers (the prompt about to be sent, split into segments) and the
-figures saved with each reply."""
+"""The context bar's numbers (the prompt about to be sent, in segments) and reply figures."""
 
 from __future__ import annotations
 
@@ -10,10 +9,7 @@ from assistant.llm.base import GenerationResult
 
 
 def context_usage(prepared: PreparedRequest, *, estimated: bool = False) -> ContextUsage:
-    """Everything comes from the prepared request: the exact prompt count, the window and
-    the reply's room the controller computed, and its segments (a controller that does not
-    split the prompt reports it all as conversation). ``estimated``: the engine's counts
-    are estimates (``ModelInfo.exact_counts`` is False)."""
+    """The bar's figures from the prepared request (``estimated``: the counts are estimates)."""
     total = prepared.prompt_tokens
     segments = dict(prepared.segments) or {"conversation": total}
     return ContextUsage(
@@ -31,10 +27,8 @@ def figures_of(result: GenerationResult, ttft_s: float | None) -> ReplyFigures:
     """``ttft_s``: the agent's time to first token, by default the backend's."""
     speed = result.completion_tokens / result.generate_s if result.generate_s > 0 else None
     return ReplyFigures(
-        prompt_tokens=result.prompt_tokens,
-        evaluated=result.prompt_evaluated,
-        reused=result.prompt_reused,
-        completion_tokens=result.completion_tokens,
+        prompt_tokens=result.prompt_tokens, evaluated=result.prompt_evaluated,
+        reused=result.prompt_reused, completion_tokens=result.completion_tokens,
         ttft_s=ttft_s if ttft_s is not None else result.first_token_s,
         tokens_per_s=speed if result.completion_tokens else None,
     )

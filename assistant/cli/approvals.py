@@ -1,17 +1,5 @@
-"""Approvals in the terminal chat: asked on the controlling terminal, or scoped by ``--yes``.
-
-Standard input carries the chat (it may be a pipe), so the question goes to the controlling
-terminal, ``/dev/tty``, opened for reading and writing without buffering (a text file opened
-``"r+"`` cannot be used: a terminal is not seekable). The answer is read a line at a time
-while the Stop token is watched, so Ctrl-C at the question denies it. With no controlling
-terminal (a cron job, a pipe from another program, a service) nothing can be asked and the
-call is denied, saying how to allow it.
-
-``--yes`` approves without asking: ``--yes`` alone everything (as before), ``--yes=write``
-the tools that change files, ``--yes=run`` commands, or a tool's name (``--yes=edit_file``);
-several scopes may be given (``--yes=write,run`` or the option twice). Anything outside the
-scopes is still asked (or denied without a terminal).
-"""
+"""Approvals in the terminal chat: asked on ``/dev/tty`` (stdin carries the chat), or scoped
+by ``--yes`` (docs/ARCHITECTURE.md, "Tool safety beyond paths")."""
 
 from __future__ import annotations
 
@@ -42,8 +30,7 @@ _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 
 
 def parse_yes(values: Iterable[str], tool_names: Iterable[str]) -> tuple[bool, frozenset[str]]:
-    """``--yes`` values as (approve everything, the tools approved); ValueError names a
-    scope that is neither ``write``, ``run``, ``all`` nor a tool."""
+    """``--yes`` values as (approve everything, the tools approved); ValueError for a bad scope."""
     known = set(tool_names)
     tools: set[str] = set()
     everything = False

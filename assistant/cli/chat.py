@@ -2,20 +2,9 @@
 [--server URL [--server-model NAME] [--server-window N]] [--mode local|standard]
 [--workspace DIR] [--yes] [--max-tokens N]``.
 
-``--server URL`` runs the chat on an OpenAI-compatible server (llama-server, Ollama,
-LM Studio, vLLM, llama-cpp-python) instead of the embedded model; its API key is the one
-stored for that address in Settings, or ``$ASSISTANT_API_KEY``.
-
-The terminal face of the session service (:class:`assistant.service.service.ChatService`),
-the same core as the window: the same commands, the same chat store (with its lock and crash
-safety), the same status. It reads one message per line from stdin and streams the reply to
-stdout. Ctrl-C stops the reply being written (the partial reply is kept, marked stopped)
-without exiting; end of input exits 0. Chats are saved like window chats:
-``--resume last`` (or an id, or part of a title) continues one, printing its earlier
-messages first, and ``python -m assistant chats`` lists them. Notices (pruning, compaction,
-errors) go to stderr so stdout holds only the conversation. Settings given as options apply
-to this run only.
-"""
+The terminal face of :class:`~assistant.service.service.ChatService`: one message per line
+from stdin, the reply streamed to stdout, notices to stderr. Ctrl-C stops the reply
+without exiting; end of input exits 0. Options apply to this run only."""
 
 from __future__ import annotations
 
@@ -38,7 +27,7 @@ from assistant.agent.events import (
 )
 from assistant.compaction.events import CompactionStarted, context_line
 from assistant.config import Settings, load_settings
-from assistant.conversation import Conversation, Message
+from assistant.conversation import Conversation, Message, ToolCall
 from assistant.llm.openai_backend import ServerBackend
 from assistant.llm.worker import InlineExecutor, ModelWorker, default_factory
 from assistant.service.events import (
@@ -80,7 +69,7 @@ class TerminalPrinter:
         elif isinstance(event, MessageAdded):
             self._message_added(event.message)
         elif isinstance(event, ToolCallStarted):
-            self.err.write(f"[tool] {event.call.name}({event.call.arguments_json()})\n")
+            self.err.write(_call_line(event.call))
         elif isinstance(event, Notice):
             self.err.write(f"[{event.level}] {event.text}\n")
         elif isinstance(event, ContextChanged):
@@ -123,8 +112,7 @@ class TerminalPrinter:
             self.out.write(" [stopped]\n" if msg.stopped else "\n")
             self.streamed = False
         elif msg.role == "tool":
-            status = "error" if msg.is_error else "result"
-            self.err.write(f"[{msg.name} {status}: {len(msg.content):,} chars]\n")
+            self.err.write(_result_line(msg))
             if msg.initiated_by == "user":
                 self.out.write(msg.content.rstrip() + "\n")
 
@@ -138,14 +126,12 @@ class TerminalPrinter:
             elif msg.role == "user":
                 self.out.write("".join(f"> {line}\n" for line in msg.content.splitlines()))
             elif msg.role == "assistant":
-                for call in msg.tool_calls:
-                    self.out.write(f"[tool] {call.name}({call.arguments_json()})\n")
+                self.out.write("".join(_call_line(call) for call in msg.tool_calls))
                 if msg.content.strip():
-                    self.out.write(msg.content.rstrip() + (" [stopped]" if msg.stopped else ""))
-                    self.out.write("\n")
+                    stopped = " [stopped]" if msg.stopped else ""
+                    self.out.write(f"{msg.content.rstrip()}{stopped}\n")
             elif msg.role == "tool":
-                status = "error" if msg.is_error else "result"
-                self.out.write(f"[{msg.name} {status}: {len(msg.content):,} chars]\n")
+                self.out.write(_result_line(msg))
         self.err.write("[chat] end of earlier messages\n")
         self.err.flush()
         self.out.flush()
@@ -155,6 +141,15 @@ class TerminalPrinter:
         if isinstance(event.event, CompactionStarted):
             line += " (Ctrl-C to cancel)"
         self.err.write(f"[context] {line}\n")
+
+
+def _call_line(call: ToolCall) -> str:
+    return f"[tool] {call.name}({call.arguments_json()})\n"
+
+
+def _result_line(msg: Message) -> str:
+    status = "error" if msg.is_error else "result"
+    return f"[{msg.name} {status}: {len(msg.content):,} chars]\n"
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -315,8 +310,7 @@ def _run(service: ChatService, printer: TerminalPrinter, resume: str | None) -> 
 
 
 def _ends_unanswered(service: ChatService) -> bool:
-    """The open chat's last message is the user's and has no answer (it was kept while no
-    model was there)."""
+    """The open chat ends with a user message kept unanswered (no model was there)."""
     handle = service.handle
     messages = handle.conversation.messages if handle is not None else []
     return bool(messages) and messages[-1].role == "user" and not is_branch_summary(messages[-1])
@@ -333,8 +327,7 @@ def _read_line() -> str | None:
 
 
 def _keep_or_submit(service: ChatService, text: str) -> bool:
-    """A message is saved unanswered (True); a command is handed to the service, which runs
-    it now or once the model is there."""
+    """Save a message unanswered (True); a command goes to the service."""
     if isinstance(parse_input(text), ChatInput):
         return service.keep_unsent(text)
     service.submit(text)
@@ -342,8 +335,7 @@ def _keep_or_submit(service: ChatService, text: str) -> bool:
 
 
 def _keep_the_rest(service: ChatService, err: TextIO, kept: bool) -> None:
-    """No model: save the messages still to come (a pipe's, or typed until end of input)
-    in the chat, unanswered, and say how to continue it."""
+    """No model: save the messages still to come, unanswered, and say how to continue."""
     count = int(kept)
     skipped = 0
     while (text := _read_line()) is not None:

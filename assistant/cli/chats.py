@@ -1,6 +1,5 @@
 """``python -m assistant chats``: the saved chats, newest first (the same store as the
-window). Each line: id, last change, message count, title; continue one with
-``python -m assistant chat --resume ID`` (or ``--resume last``)."""
+window); continue one with ``python -m assistant chat --resume ID``."""
 
 from __future__ import annotations
 

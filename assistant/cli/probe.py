@@ -1,11 +1,7 @@
 """``python -m assistant probe [MODEL]``: measure how much of its window a model uses well.
 
-Loads the model (a registry name or a GGUF path; the settings' model by default) with the
-window the app would give it, runs :func:`~assistant.llm.context_probe.probe_effective_context`
-(a planted fact at several depths of filler, several prompt sizes; a few minutes) and keeps
-the result in the cache folder, where the app's context policy, Settings and the models page
-read it. Prints one line per question and the result.
-"""
+Runs :func:`~assistant.llm.context_probe.probe_effective_context` (a few minutes) with the
+window the app would give it and keeps the result in the cache folder for the app."""
 
 from __future__ import annotations
 

@@ -1,11 +1,7 @@
 """``python -m assistant repair [CHAT_ID ...]``: chats with damaged lines, from a terminal.
 
-Without an id it lists the chats that have damaged lines and says what is damaged. With ids
-it writes a repaired copy of each beside the original (every readable entry, titled
-"... (repaired)"; the original file is not changed) and prints the copy's id, which
-``python -m assistant chat`` and the window can open. Exits 1 if any chat could not be
-repaired.
-"""
+Without an id: lists them. With ids: writes a repaired copy of each beside the original and
+prints its id; exits 1 if any could not be repaired."""
 
 from __future__ import annotations
 

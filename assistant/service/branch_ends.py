@@ -1,17 +1,5 @@
-"""Versions of a chat that end where another goes on, for the ``< >`` switcher.
-
-The switcher shows the versions of one place in the chat: the messages that follow the same
-message (siblings in the tree). Deleting the last message of a branch makes a version with
-*nothing* after that message: the chat moves back to the message before (a checkout entry)
-and writes nothing after it, so the deleted message has no sibling and no switcher would
-lead back to it. (A regeneration stopped before it wrote anything leaves the same.)
-
-Such a position, a checkout with no message after it, counts here as one more version of
-what follows its message, an *end*, placed after the message versions. The chat view shows
-it as a row under the last message ("this version ends here", ``< n/n``), and the switcher
-of a message that follows the same message counts it (``>`` past the last message version
-shows the chat ending there). Nothing is written by looking, as with any other branch.
-"""
+"""Versions of a chat that end where another goes on, for the ``< >`` switcher
+(docs/ARCHITECTURE.md, "The chat file")."""
 
 from __future__ import annotations
 
@@ -54,9 +42,8 @@ class BranchEnds:
                 self._anchor[entry.id] = above
         with_message_below: set[str] = set()
         for entry in reversed(entries):
-            if (isinstance(entry, MessageEntry) or entry.id in with_message_below) and (
-                entry.parent_id is not None
-            ):
+            below = isinstance(entry, MessageEntry) or entry.id in with_message_below
+            if below and entry.parent_id is not None:
                 with_message_below.add(entry.parent_id)
         self._ends: dict[str | None, str] = {}
         for entry in entries:  # newest last: it wins
@@ -69,7 +56,6 @@ class BranchEnds:
         return Slot(after, tuple(self._children.get(after, ())), self._ends.get(after))
 
     def slot_of(self, message_id: str) -> Slot:
-        """The slot ``message_id`` is one version of."""
         return self.slot_after(self._parent[message_id])
 
     def position(self, message_id: str) -> tuple[int, int]:

@@ -1,16 +1,5 @@
-"""What each chat remembers about itself: its model and its system prompt.
-
-The settings hold the defaults (the model loaded now, the system prompt for new chats). A
-chat records both as ``setting`` entries in its own file (see
-:meth:`assistant.sessions.handle.ChatHandle.record_setting`): the system prompt when the
-chat is created or changed for it, the model whenever it answers with a model other than the
-one recorded. So a chat keeps the system prompt it started with when the default changes
-later, and opening a chat last used with another model can offer to switch back.
-
-:class:`BranchView` is the other per-chat state the service keeps: a branch the user is
-looking at with the ``< >`` switcher. Looking writes nothing; the chat moves to that branch
-(with a summary of the one it leaves) only when the user continues on it.
-"""
+"""What each chat remembers about itself (its model and system prompt, as ``setting`` entries,
+so it keeps them when the defaults change), and the branch the user only looks at."""
 
 from __future__ import annotations
 

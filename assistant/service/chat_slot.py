@@ -1,14 +1,5 @@
-"""The session service's open chat: which one it is, and the store operations on it.
-
-A new chat has no file until its first message (:meth:`ChatSlot.ensure`). Opening a chat
-takes its lock (another window or terminal cannot write it at the same time); every change
-is written and fsynced by the :class:`~assistant.sessions.handle.ChatHandle` before it is
-shown. Failures become error notices, never exceptions for the face.
-
-It also keeps what is shown of the chat and what the chat remembers about itself (see
-:mod:`.chat_options`): a branch the user is only looking at (:meth:`ChatSlot.browse`), and
-the chat's own system prompt, recorded when its file is created.
-"""
+"""The session service's open chat: which one it is, what is shown of it (a branch only
+looked at), its own system prompt, and the store operations on it (failures: notices)."""
 
 from __future__ import annotations
 
@@ -57,9 +48,7 @@ class ChatSlot:
 
     def recorded(self, name: str) -> str | None:
         """A text setting the open chat recorded (its model, its system prompt)."""
-        if self.handle is None:
-            return None
-        return chat_options.recorded(self.handle.settings, name)
+        return chat_options.recorded(self.handle.settings, name) if self.handle else None
 
     @property
     def chat_id(self) -> str | None:
@@ -73,24 +62,19 @@ class ChatSlot:
             return []
 
     def prune_count(self) -> tuple[int, int]:
-        """(prunes, tokens cleared) recorded in the open chat."""
         if self.handle is None:
             return 0, 0
         prunes = [e for e in self.handle.entries if isinstance(e, PruneEntry)]
         return len(prunes), sum(e.tokens_freed for e in prunes)
 
     def branch_info(self, message_id: str) -> tuple[int, int]:
-        """``(index, count)`` of a message among the versions of its place in the chat
-        (its siblings, and a version that ends before it: see :mod:`.branch_ends`)."""
+        """``(index, count)`` of a message among the versions of its place (:mod:`.branch_ends`)."""
         ends = self._branch_ends()
-        if ends is None:
-            return 1, 1
-        return ends.position(message_id)
+        return ends.position(message_id) if ends is not None else (1, 1)
 
     def branch_end(self) -> tuple[int, int, str] | None:
-        """When the shown chat ends where other versions go on (its last message was
-        deleted): ``(index, count, the newest other version's first message)`` for the
-        switcher under its last message; else None."""
+        """``(index, count, the newest other version's first message)`` when the shown chat ends
+        where other versions go on (its last message was deleted); else None."""
         ends, handle = self._branch_ends(), self.handle
         if ends is None or handle is None:
             return None
@@ -148,8 +132,7 @@ class ChatSlot:
         return found
 
     def ensure(self, system_prompt: str) -> Conversation | None:
-        """The open chat's conversation, creating the chat's file first if needed (it
-        records ``system_prompt``, or the one chosen for it, as its own)."""
+        """The open chat's conversation, creating its file first (recording ``system_prompt``)."""
         if self.handle is None:
             prompt = self.pending.system_prompt if self.pending is not None else system_prompt
             try:
@@ -164,8 +147,8 @@ class ChatSlot:
         return self.handle.conversation
 
     def browse(self, message_id: str, step: int) -> bool | None:
-        """Show the alternative ``step`` away from ``message_id`` without moving the chat
-        there; True: another branch is shown, False: the chat's own, None: not possible."""
+        """Show the alternative ``step`` away without moving the chat; True: another branch is
+        shown, False: the chat's own, None: not possible."""
         handle = self.handle
         if handle is None:
             return None
@@ -182,23 +165,18 @@ class ChatSlot:
         return not same
 
     def _target(self, handle: ChatHandle, message_id: str, step: int) -> str:
-        """Where stepping ``step`` from ``message_id`` lands: the newest entry of that
-        version, or the end after the message versions (see :mod:`.branch_ends`)."""
+        """Where stepping ``step`` from ``message_id`` lands (see :mod:`.branch_ends`)."""
         ends = self._branch_ends()
         if ends is not None and step:
             slot = ends.slot_of(message_id)
-            if slot.end is not None and slot.messages.index(message_id) + step == len(
-                slot.messages
-            ):
+            at_end = slot.messages.index(message_id) + step == len(slot.messages)
+            if slot.end is not None and at_end:
                 return slot.end
         return handle.branch_target(message_id, step)
 
     def rename(self, chat_id: str, title: str) -> None:
         try:
-            if self.handle is not None and chat_id == self.handle.chat_id:
-                self.handle.rename(title)
-            else:
-                self.store.rename(chat_id, title)
+            self.store.rename(chat_id, title)  # through the open handle when it is open
         except (OSError, SessionError, ValueError) as exc:
             self._error(f"Cannot rename the chat: {exc}")
         self.emit(ChatsChanged())
@@ -223,8 +201,7 @@ class ChatSlot:
         return chat_id
 
     def export(self, target: Path) -> Path | None:
-        """Write the chat to ``target`` (``~`` expanded): ``.json`` as OpenAI-format JSON,
-        anything else as Markdown; a failed export leaves an existing file as it was."""
+        """Write the chat to ``target`` (``.json``: OpenAI JSON, else Markdown)."""
         if self.chat_id is None:
             self._error("Nothing to export yet: this chat is empty.")
             return None

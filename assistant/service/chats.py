@@ -18,8 +18,7 @@ LAST = "last"
 
 
 def find_chat(chats: Sequence[ChatSummary], ref: str) -> ChatSummary | None:
-    """The chat ``ref`` names: an exact id, ``last``, or (case-insensitive) part of a
-    title, newest first. Unreadable chats are skipped."""
+    """The chat ``ref`` names: an id, ``last``, or part of a title, newest first (readable only)."""
     readable = [c for c in chats if not c.broken]
     ref = ref.strip()
     if not ref:
@@ -77,11 +76,8 @@ def snippet(text: str, needle: str) -> str:
 
 
 class ChatSearch:
-    """Finds chats whose messages (on any branch) contain some text.
-
-    Each chat's message texts are read once and kept until its file changes (size and
-    modification time), so searching as the user types reads only what changed.
-    """
+    """Finds chats whose messages (on any branch) contain some text; each chat's texts are kept
+    until its file changes, so searching as the user types reads only what changed."""
 
     def __init__(self) -> None:
         self._texts: dict[Path, tuple[tuple[int, int], list[str]]] = {}
@@ -99,17 +95,13 @@ class ChatSearch:
             entries = read_chat_file(path).entries
         except (OSError, SessionError, ValueError):
             return []
-        texts = [
-            e.message.content
-            for e in entries
-            if isinstance(e, MessageEntry) and e.message.role in ("user", "assistant", "tool")
-        ]
+        texts = [e.message.content for e in entries
+                 if isinstance(e, MessageEntry) and e.message.role in ("user", "assistant", "tool")]
         self._texts[path] = (key, texts)
         return texts
 
     def search(self, chats: dict[str, Path], needle: str) -> dict[str, str]:
-        """Of ``chats`` (id -> file), those with a message containing ``needle`` (ignoring
-        case and runs of white space): id -> a snippet of the first such message."""
+        """Of ``chats``, those with a message containing ``needle``: id -> a snippet."""
         needle = " ".join(needle.split())
         if not needle:
             return {}

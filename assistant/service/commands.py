@@ -1,11 +1,5 @@
 """The app commands (``/help``, ``/clear``, ``/model``, ``/mode``, ``/resume``, ``/export``)
-as the session service runs them, the same for the window and the terminal.
-
-Input is parsed once, by :func:`assistant.agent.commands.parse_input`, when the user sends
-it; the service hands an :class:`AppCommand` here. ``/compact`` is not here: it is a model
-job (:meth:`ChatService.compact`). A command that needs the face's help (a file dialog for
-``/export`` without a path, a chat picker for ``/resume``) is answered with an event.
-"""
+as the service runs them for both faces; one that needs the face's help is an event."""
 
 from __future__ import annotations
 
@@ -30,17 +24,9 @@ class AppCommands:
         self.extra_help = extra_help
 
     def run(self, command: AppCommand) -> None:
-        handler = {
-            "help": self.help,
-            "clear": self.clear,
-            "model": self.model,
-            "mode": self.mode,
-            "resume": self.resume,
-            "export": self.export,
-        }.get(command.name)
-        if handler is None:  # pragma: no cover - /compact never comes here
-            raise ValueError(f"/{command.name} is not an app command")
-        handler(command.argument.strip())
+        if command.name == "compact":  # pragma: no cover - a model job, never sent here
+            raise ValueError("/compact is not an app command")
+        getattr(self, command.name)(command.argument.strip())
 
     def help(self, _arg: str) -> None:
         text = HELP_TEXT + (f"\n\n{self.extra_help}" if self.extra_help else "")
@@ -89,12 +75,9 @@ class AppCommands:
             s.resume(arg)
             return
         listed = s.chats()
-        lines = chats.chat_lines(listed, RESUME_LIST)
-        s.notice(
-            "info",
-            "Recent chats (/resume ID, /resume last, or part of a title):\n"
-            + "\n".join(lines or ["(none yet)"]),
-        )
+        lines = chats.chat_lines(listed, RESUME_LIST) or ["(none yet)"]
+        s.notice("info", "Recent chats (/resume ID, /resume last, or part of a title):\n"
+                 + "\n".join(lines))
         s.emit(ChatPickerRequested(tuple(listed)))
 
     def export(self, arg: str) -> None:

@@ -1,10 +1,4 @@
-"""What the session service reports besides the agent's events.
-
-A face subscribes one callback to :class:`~assistant.service.service.ChatService` and gets
-every :data:`ServiceEvent`: the agent's events while a job runs (from the worker thread, in
-order) and these (from the owner's thread). The window turns them into queued Qt signals;
-the terminal prints them.
-"""
+"""What the session service reports besides the agent's events (from the owner's thread)."""
 
 from __future__ import annotations
 
@@ -37,16 +31,14 @@ class ChatsChanged:
 
 @dataclass(frozen=True)
 class ConversationReset:
-    """Render the open conversation again from scratch (opened, new, branch switched).
-    ``chat_id`` is None for a new chat that has no file yet."""
+    """Render the open conversation again (``chat_id`` None: a new chat without a file)."""
 
     chat_id: str | None
 
 
 @dataclass(frozen=True)
 class ModelChanged:
-    """A model finished loading (``info``), or failed to (``error``), or a load started
-    (both empty)."""
+    """A model loaded (``info``), failed (``error``), or a load started (both empty)."""
 
     info: ModelInfo | None = None
     error: str = ""
@@ -61,8 +53,7 @@ class SettingsChanged:
 
 @dataclass(frozen=True)
 class ModelSwitchSuggested:
-    """The chat just opened was last used with ``chat_model`` and ``loaded_model`` is
-    loaded: a face may ask whether to switch (``ChatService.use_model``)."""
+    """The chat just opened was last used with ``chat_model``: a face may offer to switch."""
 
     chat_id: str
     chat_model: str
@@ -71,8 +62,7 @@ class ModelSwitchSuggested:
 
 @dataclass(frozen=True)
 class PrefillProgress:
-    """The model is reading the prompt: ``done`` of ``total`` tokens (cached ones count as
-    done), with the speed so far and the time left once they can be estimated."""
+    """The model is reading the prompt: ``done`` of ``total`` tokens, with speed and time left."""
 
     done: int
     total: int
@@ -82,8 +72,7 @@ class PrefillProgress:
 
 @dataclass(frozen=True)
 class ReplyStats:
-    """What one model call cost: the figures of the terminal's ``[stats]`` line and the
-    window's message footer (see :mod:`assistant.service.progress`)."""
+    """What one model call cost (the ``[stats]`` line and the message footer)."""
 
     prompt_tokens: int
     evaluated: int
@@ -104,16 +93,14 @@ class ExportPathNeeded:
 
 @dataclass(frozen=True)
 class ChatPickerRequested:
-    """``/resume`` without a chat: the list was given as a notice; a face that has a
-    chat picker may open it."""
+    """``/resume`` without a chat: a face that has a chat picker may open it."""
 
     chats: tuple[ChatSummary, ...]
 
 
 @dataclass(frozen=True)
 class ModelStateRestored:
-    """A reopened chat's saved model state was loaded (``tokens`` > 0: its prompt
-    evaluation is skipped as far as they match) or not (``miss`` says why)."""
+    """A reopened chat's saved model state was loaded (``tokens`` > 0) or not (``miss``: why)."""
 
     chat_id: str
     tokens: int
@@ -123,25 +110,13 @@ class ModelStateRestored:
 
 @dataclass(frozen=True)
 class PrefillTuned:
-    """The prompt-evaluation settings in force, in words (e.g. "2 threads, n_batch 512,
-    n_ubatch 512 (measured); chunk reuse off")."""
+    """The prompt-evaluation settings in force, in words."""
 
     text: str
 
 
 ServiceEvent = (
-    AgentEvent
-    | StatusChanged
-    | QueueChanged
-    | ChatsChanged
-    | ConversationReset
-    | ModelChanged
-    | SettingsChanged
-    | ModelSwitchSuggested
-    | PrefillProgress
-    | ReplyStats
-    | ExportPathNeeded
-    | ChatPickerRequested
-    | ModelStateRestored
-    | PrefillTuned
+    AgentEvent | StatusChanged | QueueChanged | ChatsChanged | ConversationReset | ModelChanged
+    | SettingsChanged | ModelSwitchSuggested | PrefillProgress | ReplyStats | ExportPathNeeded
+    | ChatPickerRequested | ModelStateRestored | PrefillTuned
 )

@@ -1,13 +1,5 @@
 """One job at a time on the model worker, with its cancel token and its completion on the
-owner thread.
-
-The session service runs every model job through :class:`JobRunner`: a chat turn, a tool
-command, ``/compact``, a branch operation. A job gets a fresh
-:class:`~assistant.llm.base.CancelToken` (Stop cancels it); when it ends, ``then(result)``
-runs on the owner thread (through ``dispatch``) and may chain a follow-up job (an edit is
-saved, then answered) without the runner ever looking idle in between. The status machine
-hears of every start, stop and end.
-"""
+owner thread; ``then(result)`` may chain a follow-up job without the runner looking idle."""
 
 from __future__ import annotations
 

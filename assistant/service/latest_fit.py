@@ -1,15 +1,5 @@
-"""Whether the message an edit or a regeneration would answer fits the window whole.
-
-A new message is checked by ``Agent.chat`` before it is saved (``MessageRefused``). An edit
-(edit and resend) and a regeneration answer a user message too, through
-``Agent.respond``, which never sees a new text: they are checked here, on the worker, before
-the branch is written. The latest message is never cut, so one that cannot fit beside the
-system prompt, the tools, the reply's reserve and the smallest summary of what came before
-it is refused with its size and the room, and nothing is written.
-
-A regeneration can meet a message that no longer fits when the window shrank since it was
-sent (another model, a smaller window setting) or the chat was imported.
-"""
+"""Whether the user message an edit or a regeneration would answer fits the window whole,
+checked on the worker before the branch is written (the latest message is never cut)."""
 
 from __future__ import annotations
 
@@ -36,9 +26,8 @@ class FitCheck:
     def refusal(self, before: Conversation, text: str, replaces: str) -> MessageRefused | None:
         """``MessageRefused`` when ``text`` after ``before`` does not fit whole; else None."""
         try:
-            fit = self.controller.message_fit(
-                CallRequest(before, self.system_prompt, self.tools), text
-            )
+            call = CallRequest(before, self.system_prompt, self.tools)
+            fit = self.controller.message_fit(call, text)
         except LLMError:  # an engine that cannot count now: the model call says what is wrong
             return None
         # No room at all: the system prompt or the tools are what does not fit; the model
@@ -51,16 +40,14 @@ class FitCheck:
 def edit_refusal(
     handle: ChatHandle, message_id: str, text: str, fit: FitCheck
 ) -> MessageRefused | None:
-    """``MessageRefused`` when ``text``, replacing the user message ``message_id``, does
-    not fit the window whole beside what comes before that message; else None."""
+    """``MessageRefused`` when ``text`` replacing ``message_id`` does not fit whole; else None."""
     upto = handle.conversation_at(message_id)
     before = Conversation(messages=upto.messages[:-1], compactions=upto.compactions)
     return fit.refusal(before, text, message_id)
 
 
 def regenerate_refusal(handle: ChatHandle, reply_id: str, fit: FitCheck) -> MessageRefused | None:
-    """``MessageRefused`` (with the user message's text and id) when the user message the
-    reply ``reply_id`` answers does not fit the window whole; else None."""
+    """``MessageRefused`` when the question ``reply_id`` answers does not fit whole; else None."""
     upto = handle.conversation_at(reply_id)
     for index in range(len(upto.messages) - 2, -1, -1):
         message = upto.messages[index]

@@ -1,11 +1,5 @@
-"""The session service's model: loading, loaded (with the engine built on it) or failed.
-
-Loads run on the :class:`~assistant.llm.worker.ModelWorker` (which closes the previous
-model first); the outcome comes back on the owner thread through ``dispatch``. A load that
-was overtaken by a newer one is ignored when it finishes. With the server engine
-(``settings.engine.kind == "server"``) "loading" is connecting to the server
-(:func:`assistant.engine.server_builder`).
-"""
+"""The session service's model: loading (on the worker; a load overtaken by a newer one is
+ignored), loaded with its engine, or failed. With the server engine, loading is connecting."""
 
 from __future__ import annotations
 
@@ -42,8 +36,8 @@ class ModelSlot:
     _engine: EngineSettings | None = field(default=None, init=False)
 
     def window_for(self, settings: Settings, loaded_model: str) -> int:
-        """The n_ctx a model loaded with ``settings`` gets (``loaded_model``: the name the
-        current model was loaded as, whose trained length is then known exactly)."""
+        """The n_ctx a model loaded with ``settings`` gets (``loaded_model``: the one loaded
+        now)."""
         trained: int | None = None
         same_engine = self._engine is not None and settings.engine == self._engine
         if uses_server(settings):  # the server's window, else the one set
@@ -58,9 +52,8 @@ class ModelSlot:
         return settings.effective_policy(trained).window
 
     def needs_reload(self, old: Settings, new: Settings, *, reconnect: bool = False) -> bool:
-        """Another engine, a new model file, thread count, window or prompt form, or a failed
-        last load; for a server: any change of its settings, or ``reconnect`` (a new API
-        key)."""
+        """Another engine, model file, thread count, window or prompt form, or a failed last load;
+        for a server any change, or ``reconnect`` (a new API key)."""
         if self.state == "failed" or new.engine.kind != old.engine.kind:
             return True
         if uses_server(new):
@@ -130,8 +123,7 @@ class ModelSlot:
 
 
 def _prompt_form(backend: LLMBackend, settings: Settings) -> None:
-    """The prompt form of ``settings`` on a just-loaded backend, before anything is counted
-    (the rest of the tuning follows when the model is ready)."""
+    """Set the prompt form on a just-loaded backend, before anything is counted."""
     use = getattr(backend, "use_prompt_form", None)
     if callable(use):
         use(engine_tuning(settings).prompt_form)

@@ -1,15 +1,5 @@
-"""How far the model is with the prompt, and how fast the last reply was.
-
-Both faces show the same figures, so they are computed here, once, from the agent's events:
-
-* :class:`PrefillTracker` turns the backend's ``PromptProgress`` (reported after each batch
-  llama.cpp evaluates; the first report is what the KV cache already held) into
-  :class:`~assistant.service.events.PrefillProgress` with the evaluation speed so far and an
-  estimate of the time left.
-* :func:`reply_stats` turns a finished model call (``ModelCallFinished``) into
-  :class:`~assistant.service.events.ReplyStats`: prompt tokens evaluated and reused, time to
-  the first token, tokens per second. :func:`stats_line` is the terminal's line for it.
-"""
+"""Prompt progress (speed, time left) and the last reply's figures, computed once from the
+agent's events for both faces."""
 
 from __future__ import annotations
 
@@ -34,7 +24,6 @@ class PrefillTracker:
         self._start: tuple[float, int] | None = None
 
     def prompt_ready(self, _usage: ContextUsage | None = None) -> None:
-        """A new model call: forget the last one's timing."""
         self._start = None
 
     def progress(self, event: PromptProgress) -> PrefillProgress:
@@ -54,9 +43,7 @@ class PrefillTracker:
 
 
 def reply_stats(result: GenerationResult, ttft_s: float | None = None) -> ReplyStats:
-    """The figures of one finished model call. ``ttft_s``: the agent's time to first token
-    (from the call's preparation: pruning, counting, any compaction); by default the
-    backend's (from the start of prompt evaluation)."""
+    """The figures of one model call; ``ttft_s``: the agent's, by default the backend's."""
     figures = figures_of(result, ttft_s)
     return ReplyStats(**figures.model_dump(), prefill_tokens_per_s=result.prefill_tokens_per_s)
 

@@ -1,13 +1,5 @@
-"""Instant resume and prompt-evaluation settings, for the session service.
-
-* After each reply the chat's KV state is copied out on the model worker
-  (:meth:`ChatResume.save_job`) and written by :class:`~assistant.llm.kv_state.StateWriter`;
-  when a chat is opened with the model loaded (or the model loads with a chat open),
-  :meth:`ChatResume.restore_job` loads it back. What it saves and why it never gives a
-  wrong answer: docs/PERFORMANCE.md ("Instant resume").
-* :func:`engine_tuning` turns the settings into the backend's
-  :class:`~assistant.llm.base.EngineTuning` (threads, batch sizes, chunk reuse).
-"""
+"""Instant resume (the chat's KV state saved after each reply and restored on opening, see
+docs/PERFORMANCE.md, "Instant resume") and the prompt-evaluation settings."""
 
 from __future__ import annotations
 
@@ -17,13 +9,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from assistant.config import Settings
-from assistant.llm.base import (
-    CancelToken,
-    EngineTuning,
-    KVCacheAware,
-    LLMBackend,
-    LLMError,
-)
+from assistant.llm.base import CancelToken, EngineTuning, KVCacheAware, LLMBackend, LLMError
 from assistant.llm.calibration import CalibrationStore
 from assistant.llm.kv_state import StateCache, StateWriter, Usage
 from assistant.service.events import ModelStateRestored as Restored
@@ -52,13 +38,10 @@ def forget_calibration() -> None:
 
 
 class ChatResume:
-    """The saved-state cache of one service."""
-
     def __init__(self, settings: Settings, root: Path | None = None) -> None:
-        perf = settings.performance
-        self.cache = StateCache(root, perf.state_cache_mb * MB)
+        self.cache = StateCache(root, settings.performance.state_cache_mb * MB)
         self.writer = StateWriter(self.cache)
-        self.enabled = perf.resume_state and perf.state_cache_mb > 0
+        self.configure(settings)
 
     def configure(self, settings: Settings) -> None:
         perf = settings.performance
@@ -79,11 +62,8 @@ class ChatResume:
         """Delete every saved state (a write still under way may land after)."""
         return self.cache.clear()
 
-    def save_job(
-        self, backend: LLMBackend, chat_id: str
-    ) -> Callable[[CancelToken], None] | None:
-        """A worker job copying the chat's KV state out for the writer (None: nothing to
-        do, e.g. the backend keeps no cache or resume is off)."""
+    def save_job(self, backend: LLMBackend, chat_id: str) -> Callable[[CancelToken], None] | None:
+        """A worker job copying the chat's KV state out for the writer (None: nothing to save)."""
         if not self.enabled or not isinstance(backend, KVCacheAware):
             return None
         kv: KVCacheAware = backend
@@ -105,8 +85,7 @@ class ChatResume:
     def restore_job(
         self, backend: LLMBackend, chat_id: str, still_wanted: Callable[[], bool]
     ) -> Callable[[CancelToken], Restored] | None:
-        """A worker job loading the chat's saved state (skipped when ``still_wanted()`` is
-        False by then: the user opened another chat meanwhile)."""
+        """A worker job loading the chat's saved state (skipped unless ``still_wanted()``)."""
         if not self.enabled or not isinstance(backend, KVCacheAware):
             return None
         kv: KVCacheAware = backend

@@ -1,13 +1,7 @@
 # Over 500 lines: the core's one queue of user intents; chats, jobs, status apart.
-"""The chat session service: one chat's lifecycle, the input queue, commands, the model's
-lifecycle and saving. Qt-free; the window and the terminal chat are two faces of it.
-
-It lives on one owner thread and never waits on the model: model jobs go to the one
-:class:`~assistant.llm.worker.ModelWorker` and come back through ``dispatch``; input that
-arrives meanwhile is parsed once and queued. Everything is reported through ``on_event``.
-Its parts and threads: docs/ARCHITECTURE.md ("The session service", "Threads"); this
-module ties them together: the queue, sending, the rules for when what may happen, branches.
-"""
+"""The chat session service: one chat's lifecycle, the input queue, commands, the model and
+saving. Qt-free, on one owner thread, never waiting on the model; see docs/ARCHITECTURE.md
+("The session service", "Threads")."""
 
 from __future__ import annotations
 
@@ -231,8 +225,7 @@ class ChatService:
         return self.chat.branch_info(message_id)
 
     def branch_end(self) -> tuple[int, int, str] | None:
-        """The switcher under the shown chat's last message when other versions go on
-        after it (see :meth:`ChatSlot.branch_end`)."""
+        """The switcher under the shown chat's last message (see :meth:`ChatSlot.branch_end`)."""
         return self.chat.branch_end()
 
     # -- events ------------------------------------------------------------------------
@@ -248,10 +241,8 @@ class ChatService:
             self.emit(StatusChanged(changed))
 
     def _agent_event(self, event: AgentEvent) -> None:
-        """From the worker thread: the status the agent's event causes, then the event (and
-        the progress and speed figures it gives). Status first: a window never shows the
-        first words of a reply, or a running tool's card, under the status of the step
-        before (the two reach the GUI thread as separate events)."""
+        """From the worker thread: the status the event causes first, so a window never shows a
+        reply's first words under the previous step's status; then the event and its figures."""
         changed = self.status_machine.on_agent_event(event)
         self._status(changed)
         self.emit(event)
@@ -284,8 +275,7 @@ class ChatService:
         return handle.recall_index()
 
     def _model_ready(self) -> None:
-        """Check the settings from the file against the model now that it is known, then
-        send what waited for it."""
+        """Check the settings against the now-known model, then send what waited for it."""
         engine = self.model.engine
         if engine is not None:
             self._tune(engine.backend)
@@ -303,14 +293,12 @@ class ChatService:
         return self.model.window_for(settings, self.settings.model)
 
     def load_model(self) -> None:
-        """Load (or reload) the model of the current settings on the worker."""
         self._cancel_ahead()
         self.model.load(self.settings)
 
     def apply_settings(self, new: Settings, *, reconnect: bool = False) -> bool:
-        """Use (and save) new settings; reload the model when the engine, its file, threads
-        or window changed, the last load failed, or ``reconnect`` (a new API key for the
-        server) asks for it. Returns whether a reload started."""
+        """Use and save new settings; returns whether the model reloads (``reconnect``: a new API
+        key)."""
         old = self.settings
         reload = self.model.needs_reload(old, new, reconnect=reconnect)
         self.settings = new
@@ -359,8 +347,7 @@ class ChatService:
         self.emit(PrefillTuned(self.prefill_text))
 
     def _after_reply(self, _result: Any) -> bool:
-        """A model job ended: copy the chat's KV state out on the worker (the writer thread
-        puts it in the cache folder), so reopening the chat is instant."""
+        """A model job ended: save the chat's KV state on the worker, so reopening it is instant."""
         handle, engine = self.handle, self.engine
         if handle is not None and engine is not None:
             job = self.saved_states.save_job(engine.backend, handle.chat_id)
@@ -369,8 +356,7 @@ class ChatService:
         return False
 
     def _restore_state(self) -> None:
-        """Load the open chat's saved KV state on the worker (skipped if the user opens
-        another chat first)."""
+        """Load the open chat's saved KV state on the worker (dropped if another chat opens)."""
         handle, engine = self.handle, self.engine
         if handle is None or engine is None:
             return
@@ -399,15 +385,14 @@ class ChatService:
             ))
 
     def use_model(self, model: str) -> bool:
-        """Load ``model`` (a registered name or a GGUF path) for this chat and the next ones.
-        Returns whether a reload started."""
+        """Load ``model`` (a name or a GGUF path); returns whether a reload started."""
         if model == self.settings.model and self.model_state != "failed":
             return False
         return self.apply_settings(self.settings.model_copy(update={"model": model}))
 
     def set_chat_options(self, options: ChatOptions, *, as_default: bool = False) -> bool:
-        """Give the open chat (or the next new one) its own model and system prompt; with
-        ``as_default`` the system prompt also becomes the default for new chats."""
+        """The open (or next) chat's own model and prompt; ``as_default``: the prompt for new chats
+        too."""
         if self._refuse_while_busy("changing the chat's model or system prompt"):
             return False
         engine = self.engine
@@ -453,9 +438,8 @@ class ChatService:
 
     # -- the context bar ---------------------------------------------------------------
     def measure_context(self) -> None:
-        """Count (on the worker) what the shown chat's next prompt would start from and
-        report it as a ``ContextUsage``, so the context bar is right without a model call:
-        a chat opened or created, a branch shown, a /read, a reply finished."""
+        """Count the shown chat's next prompt on the worker, so the context bar needs no model
+        call."""
         engine = self.engine
         if engine is None or self._closed:
             return
@@ -474,9 +458,8 @@ class ChatService:
 
     # -- compaction ahead of time ------------------------------------------------------
     def _start_ahead(self) -> None:
-        """While nothing runs: on the worker, at low priority, write the summary the next
-        compaction will need once the chat passes the fill level
-        (``ContextController.precompute``). Anything the user does first cancels it."""
+        """While idle: write the next compaction's summary on the worker at low priority
+        (``ContextController.precompute``); anything the user does first cancels it."""
         engine, handle = self.engine, self.handle
         if (not self.compact_ahead or not self.settings.compaction.compact_ahead
                 or engine is None or handle is None or self.busy
@@ -499,9 +482,8 @@ class ChatService:
         future.add_done_callback(lambda f: self.dispatch(lambda: self._ahead_done(token, f)))
 
     def _defers_summary(self) -> bool:
-        """Whether a compaction inside a turn takes the code's summary at once, leaving the
-        model's to the time the user reads (written ahead: not in the terminal chat, whose
-        jobs run inline, nor with the setting off)."""
+        """Whether a compaction in a turn takes the code's summary now, the model's later
+        (not in the terminal chat, whose jobs run inline, nor with the setting off)."""
         return self.compact_ahead and self.settings.compaction.compact_ahead
 
     def _cancel_ahead(self) -> None:
@@ -573,8 +555,7 @@ class ChatService:
         return found is not None and self.open_chat(found.id)
 
     def repair_chat(self) -> str | None:
-        """Write a repaired copy of the open read-only chat (damaged lines) beside it and
-        open the copy; the original file is kept as it was."""
+        """Write a repaired copy of the open read-only chat beside it and open it."""
         handle = self.chat.handle
         if handle is None or handle.read_only is None:
             return None
@@ -615,9 +596,7 @@ class ChatService:
 
     # -- sending -----------------------------------------------------------------------
     def submit(self, text: str) -> bool:
-        """What the user typed, parsed once: an app command runs now (or after the running
-        job), a message or tool command is sent or queued. False: it was refused (a notice
-        says why) and the face should give the text back to the user."""
+        """Run, send or queue what the user typed; False: refused (a notice says why)."""
         parsed = parse_input(text)
         if isinstance(parsed, CommandError):
             self.notice("error", parsed.message)
@@ -634,9 +613,7 @@ class ChatService:
         return True
 
     def keep_unsent(self, text: str) -> bool:
-        """Save a message in the chat without answering it (no model yet: it is loading, or
-        the server is not there), so what the user typed is never lost; :meth:`answer_kept`
-        answers it once a model is ready, and a resumed chat shows it."""
+        """Save a message unanswered while there is no model, so typed text is never lost."""
         handle = self.chat.handle
         if handle is not None and handle.read_only is not None:
             self.notice("warning", f"Not saved: {handle.read_only}")
@@ -653,8 +630,7 @@ class ChatService:
         return True
 
     def answer_kept(self) -> bool:
-        """Answer the chat as it stands when its last message is a user message that was
-        kept unanswered (:meth:`keep_unsent`); False when there is nothing to answer."""
+        """Answer the chat when its last message is a kept user message; False if there is none."""
         handle, engine = self.handle, self.engine
         if handle is None or engine is None or self.busy:
             return False
@@ -673,8 +649,7 @@ class ChatService:
                                    AppCommand("compact", focus or "")))
 
     def drop_file(self, path: Path) -> None:
-        """A file dropped on the window: read it into the chat (see ``Agent.drop_file``);
-        queued like typed input while a job runs or the model loads."""
+        """Read a dropped file into the chat (queued like typed input while busy or loading)."""
         self._queue_or_send(Queued(f"(file) {path.name}", DroppedFile(path)))
 
     def _queue_or_send(self, item: Queued) -> None:
@@ -723,8 +698,7 @@ class ChatService:
             self.jobs.run(job, what="Reading the file")
 
     def _on_shown_branch(self, job: Job) -> Job:
-        """``job``, run on the branch the user is looking at: continuing there moves the
-        chat to it first (with a summary of the branch it leaves)."""
+        """``job``, run on the branch the user looks at: the chat moves to it first."""
         view, handle = self.chat.view, self.handle
         if view is None or handle is None:
             return job
@@ -758,18 +732,16 @@ class ChatService:
 
     # -- branches ----------------------------------------------------------------------
     def edit_message(self, message_id: str, text: str) -> None:
-        """Replace a user message with ``text`` on a new branch and answer it. A text that
-        does not fit the window whole is refused before anything is written, as a new
-        message is (``MessageRefused`` and a notice with its size and the room)."""
+        """Answer ``text`` in place of a user message, on a new branch (refused if it cannot
+        fit)."""
         self._branch_and_answer(
             lambda h: h.edit_user_message(message_id, text),
             lambda h, fit: latest_fit.edit_refusal(h, message_id, text, fit),
         )
 
     def regenerate(self, message_id: str) -> None:
-        """Write an assistant reply again (the old one stays as branch 1). When the user
-        message it answers no longer fits the window whole (a smaller window since), it is
-        refused like an edit: nothing is written, and the message is offered for editing."""
+        """Write an assistant reply again on a new branch (refused if its question no longer
+        fits)."""
         self._branch_and_answer(
             lambda h: h.regenerate_from(message_id),
             lambda h, fit: latest_fit.regenerate_refusal(h, message_id, fit),
@@ -777,9 +749,8 @@ class ChatService:
         )
 
     def switch_branch(self, message_id: str, step: int) -> None:
-        """Show another version of a message (``< >``). Nothing is written: the chat moves
-        to that branch only when the user continues on it (sends, runs a tool, drops a
-        file, compacts), and going back shows the branch it is on."""
+        """Show another version (``< >``); the chat moves there only when the user continues on
+        it."""
         if self.busy:
             return
         other = self.chat.browse(message_id, step)
@@ -790,8 +761,7 @@ class ChatService:
         self.measure_context()
 
     def continue_reply(self) -> None:
-        """Write more of the last assistant reply (Chat → Continue generation): the longer
-        reply becomes the reply's next version, the old one stays as version 1."""
+        """Write more of the last reply (Chat → Continue generation) as its next version."""
         if self.busy:
             self.notice("warning", "Wait for the reply to finish (or press Esc).")
             return
@@ -879,7 +849,6 @@ class ChatService:
 
     # -- shutdown ----------------------------------------------------------------------
     def shutdown(self) -> None:
-        """Stop the job, stop the worker (closing the model), close the chat."""
         if self._closed:
             return
         self.stop()

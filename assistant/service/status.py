@@ -1,22 +1,5 @@
-"""What the app is doing right now: one state machine, rendered by every face.
-
-The session service owns one :class:`StatusMachine`. It moves on the service's own actions
-(a model load starts or ends, a job starts or ends, Stop is pressed) and on the agent's
-events while a job runs (prompt evaluation, streamed text, a tool call, a compaction). Each
-change produces a new immutable :class:`Status`; the window's status bar and the terminal
-render :attr:`Status.text`, so both say the same thing.
-
-Phases and what moves them::
-
-    LOADING_MODEL --loaded--> IDLE          --load failed--> FAILED
-    IDLE --job--> WORKING | EVALUATING_PROMPT (a model call is being prepared/evaluated)
-    EVALUATING_PROMPT --text--> GENERATING --tool call--> RUNNING_TOOL --next call-->
-    EVALUATING_PROMPT ... any of them --compaction starts--> COMPACTING --ends--> back
-    any working phase --Stop--> STOPPING;  job ends --> IDLE (with a note of what happened)
-
-A failed model load is sticky (FAILED) until the next load starts, so a status bar never
-says "Ready" without a model.
-"""
+"""What the app is doing right now: one thread-safe state machine whose ``Status.text`` every
+face shows (phases: docs/ARCHITECTURE.md, "The status")."""
 
 from __future__ import annotations
 
@@ -64,8 +47,7 @@ BUSY = frozenset(Phase) - {Phase.LOADING_MODEL, Phase.FAILED, Phase.IDLE}
 
 
 def summarizer_line(record: CompactionRecord) -> str:
-    """Which summarizer wrote the summary and why, e.g. "Summary written by the model
-    under the summary grammar." (records saved before notes existed get a short line)."""
+    """Which summarizer wrote the summary and why (a short line for records without notes)."""
     note = record.summarizer_note
     if not note:
         note = {
@@ -92,33 +74,25 @@ class Status:
 
     @property
     def text(self) -> str:
-        """One line for a status bar."""
-        p, d = self.phase, self.detail
+        d = self.detail
         pct = f" {round(self.progress * 100)}%" if self.progress is not None else ""
-        if p is Phase.LOADING_MODEL:
-            return f"Loading {d}…{pct} You can type; messages are sent once it is ready."
-        if p is Phase.FAILED:
-            return f"No model loaded: {d}" if d else "No model loaded"
-        if p is Phase.IDLE:
-            return d or "Ready"
-        if p is Phase.WORKING:
-            return f"{d}…" if d else "Working…"
-        if p is Phase.EVALUATING_PROMPT:
-            return f"Reading the prompt…{pct}"
-        if p is Phase.GENERATING:
-            return "Writing the reply… (Esc to stop)"
-        if p is Phase.RUNNING_TOOL:
-            return f"Running {d}…"
-        if p is Phase.COMPACTING:
-            return "Summarizing older messages… (Esc to cancel)"
-        return d or "Stopping…"
+        return {
+            Phase.LOADING_MODEL: f"Loading {d}…{pct} You can type; messages are sent once it is "
+            "ready.",
+            Phase.FAILED: f"No model loaded: {d}" if d else "No model loaded",
+            Phase.IDLE: d or "Ready",
+            Phase.WORKING: f"{d}…" if d else "Working…",
+            Phase.EVALUATING_PROMPT: f"Reading the prompt…{pct}",
+            Phase.GENERATING: "Writing the reply… (Esc to stop)",
+            Phase.RUNNING_TOOL: f"Running {d}…",
+            Phase.COMPACTING: "Summarizing older messages… (Esc to cancel)",
+            Phase.STOPPING: d or "Stopping…",
+        }[self.phase]
 
 
 class StatusMachine:
-    """Thread-safe: agent events arrive on the worker thread, actions on the owner's.
-
-    Every method returns the new :class:`Status` when it changed, else None.
-    """
+    """Thread-safe (events on the worker, actions on the owner); methods return the new
+    :class:`Status` when it changed, else None."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
@@ -174,11 +148,8 @@ class StatusMachine:
         with self._lock:
             if not self._job:
                 return None
-            what = (
-                "Cancelling the summary…"
-                if self._status.phase is Phase.COMPACTING
-                else "Stopping…"
-            )
+            compacting = self._status.phase is Phase.COMPACTING
+            what = "Cancelling the summary…" if compacting else "Stopping…"
             return self._set(Status(Phase.STOPPING, what))
 
     def job_finished(self) -> Status | None:
@@ -196,7 +167,6 @@ class StatusMachine:
             return self._set(Status(Phase.IDLE, note))
 
     def note(self, text: str) -> Status | None:
-        """Say what just happened (a new chat, saved settings) when nothing is running."""
         with self._lock:
             if self._job or self._model is not None:
                 return None

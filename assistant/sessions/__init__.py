@@ -1,11 +1,5 @@
-"""Chat storage: append-only JSONL files, a session tree with branches, crash safety.
-
-Start with :class:`SessionStore` (list, create, open, rename, trash, export) and
-:class:`ChatHandle` (one open chat; its ``conversation`` is the active branch and every
-change to it is on disk before it is applied). The file format is described in
-:mod:`assistant.sessions.entries`, branch summaries in :mod:`assistant.sessions.summary`,
-the export format in :mod:`assistant.sessions.export`.
-"""
+"""Chat storage: append-only JSONL files, a session tree with branches, crash safety. Start
+with :class:`SessionStore` and :class:`ChatHandle`; the format: docs/ARCHITECTURE.md."""
 
 from assistant.sessions.entries import SCHEMA_VERSION, ChatHeader, Entry
 from assistant.sessions.errors import (

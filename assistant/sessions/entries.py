@@ -1,26 +1,10 @@
-"""The lines of a chat file: one header, then entries.
-
-A chat file is JSON Lines. Line 1 is a :class:`ChatHeader` (schema version, chat id, created
-time, initial title). Every later line is one entry ``{id, parent_id, timestamp, type, ...}``.
-Entries form a tree through ``parent_id`` (``None`` for a root); the file is append-only, so
-an entry's parent is always on an earlier line. Entry types:
-
-``message``          a :class:`Message` as it was appended (entry id == message id)
-``prune``            tool results cleared from the model's view (``message_ids``)
-``compaction``       a :class:`CompactionRecord` (entry id == record id)
-``branch_summary``   summary of an abandoned branch, carried into the new branch's context
-``checkout``         the user moved to another branch; its ``parent_id`` is the new position
-``setting``          a per-chat setting changed (``name``, ``value``), e.g. the mode
-``title``            the chat was renamed
-
-Every entry is a tree node, and the active position (leaf) is the last line's entry. Prune,
-compaction, summary and checkout entries apply to the branch they are on.
-"""
+"""The lines of a chat file: one header, then entries forming a tree through ``parent_id``
+(the format: docs/ARCHITECTURE.md, "The chat file")."""
 
 from __future__ import annotations
 
 import json
-from typing import Annotated, Any, ClassVar, Literal, Self
+from typing import Annotated, Any, ClassVar, Literal, Self, get_args
 
 from pydantic import (
     BaseModel,
@@ -55,8 +39,6 @@ class ChatHeader(BaseModel):
 
 
 class EntryBase(BaseModel):
-    """Fields every entry has."""
-
     model_config = ConfigDict(extra="forbid", frozen=True)
     #: The field holding what the entry stores under its own id (message, record), if any.
     same_id_as: ClassVar[str] = ""
@@ -113,31 +95,14 @@ class TitleEntry(EntryBase):
     title: str
 
 
-AnyEntry = (
-    MessageEntry
-    | PruneEntry
-    | CompactionEntry
-    | BranchSummaryEntry
-    | CheckoutEntry
-    | SettingEntry
-    | TitleEntry
-)
+AnyEntry = (MessageEntry | PruneEntry | CompactionEntry | BranchSummaryEntry | CheckoutEntry
+            | SettingEntry | TitleEntry)
 Entry = Annotated[AnyEntry, Field(discriminator="type")]
 
 #: How an entry of a type this version does not know is named (the start of the reason).
 UNKNOWN_TYPE = "unknown entry type"
 
-ENTRY_TYPES = frozenset(
-    {
-        "message",
-        "prune",
-        "compaction",
-        "branch_summary",
-        "checkout",
-        "setting",
-        "title",
-    }
-)
+ENTRY_TYPES = frozenset(kind.model_fields["type"].default for kind in get_args(AnyEntry))
 
 
 class _EntryLine(RootModel[Entry]):

@@ -10,8 +10,6 @@ class SessionError(Exception):
 
 
 class ChatNotFoundError(SessionError, KeyError):
-    """No chat (or trashed chat) with that id."""
-
     def __init__(self, chat_id: str, where: str = "chats") -> None:
         self.chat_id = chat_id
         super().__init__(f"No chat {chat_id!r} in {where}")
@@ -21,8 +19,6 @@ class ChatNotFoundError(SessionError, KeyError):
 
 
 class ChatLockedError(SessionError):
-    """Another window or process has the chat open for writing."""
-
     def __init__(self, chat_id: str, path: Path) -> None:
         self.chat_id = chat_id
         self.path = path
@@ -55,5 +51,4 @@ class ChatClosedError(SessionError):
 
 
 class ChatReadOnlyError(SessionError, PermissionError):
-    """The chat has damaged lines and is open read-only (repair it to continue). An
-    ``OSError`` too, so code that reports a failed save reports this the same way."""
+    """The chat has damaged lines and is read-only; an ``OSError`` too, as a failed save."""

@@ -1,20 +1,5 @@
-"""Export a chat's active branch as Markdown or OpenAI-format JSON.
-
-The JSON is ``{"format", "version", "title", "messages", "annotations"}``. ``messages`` are
-plain OpenAI chat messages (``Message.to_openai(as_model_sees=False)``: full contents,
-``tool_calls`` and ``tool`` results), so other tools can read them. What OpenAI's format has
-no place for is in ``annotations``, each ``{"type": ...}`` and addressing messages by index:
-
-``compaction``      a compaction record: its ``summary``, ``first_kept_index`` /
-                    ``last_summarized_index`` (``null`` = none, ``-1`` = a message that is not
-                    in this branch), ``after_message`` (how many messages existed when it
-                    ran) and the rest of the record
-``pruned``          ``message_indices`` of tool results cleared from the model's view
-``branch_summary``  ``message_index`` of a user message that is a branch summary
-``message_meta``    ``message_index``, ``timestamp``, ``is_error``, ``stopped``, ``initiated_by``
-
-The annotations carry all a reader needs to show and send the chat as the app did.
-"""
+"""Export a chat's active branch as Markdown or OpenAI-format JSON with annotations
+(docs/ARCHITECTURE.md, "The chat file")."""
 
 from __future__ import annotations
 
@@ -45,33 +30,23 @@ def to_openai_export(
     annotations: list[dict[str, Any]] = []
     for rec in conv.compactions:
         rest = rec.model_dump(mode="json", exclude=set(_ID_FIELDS))
-        annotations.append(
-            {
-                "type": "compaction",
-                "summary": rec.summary,
-                "first_kept_index": _index_of(index, rec.first_kept_id),
-                "last_summarized_index": _index_of(index, rec.last_summarized_id),
-                "after_message": (compaction_after or {}).get(rec.id, len(conv.messages)),
-                "record": rest,
-            }
-        )
+        annotations.append({
+            "type": "compaction", "summary": rec.summary,
+            "first_kept_index": _index_of(index, rec.first_kept_id),
+            "last_summarized_index": _index_of(index, rec.last_summarized_id),
+            "after_message": (compaction_after or {}).get(rec.id, len(conv.messages)),
+            "record": rest,
+        })
     pruned = [i for i, m in enumerate(conv.messages) if m.pruned]
     if pruned:
         annotations.append({"type": "pruned", "message_indices": pruned})
-    for i, msg in enumerate(conv.messages):
-        if msg.id in branch_summary_ids:
-            annotations.append({"type": "branch_summary", "message_index": i})
-    for i, msg in enumerate(conv.messages):
-        annotations.append(
-            {
-                "type": "message_meta",
-                "message_index": i,
-                "timestamp": msg.timestamp,
-                "is_error": msg.is_error,
-                "stopped": msg.stopped,
-                "initiated_by": msg.initiated_by,
-            }
-        )
+    annotations += [{"type": "branch_summary", "message_index": i}
+                    for i, msg in enumerate(conv.messages) if msg.id in branch_summary_ids]
+    annotations += [
+        {"type": "message_meta", "message_index": i, "timestamp": msg.timestamp,
+         "is_error": msg.is_error, "stopped": msg.stopped, "initiated_by": msg.initiated_by}
+        for i, msg in enumerate(conv.messages)
+    ]
     return {
         "format": EXPORT_FORMAT,
         "version": EXPORT_VERSION,
@@ -82,9 +57,7 @@ def to_openai_export(
 
 
 def _index_of(index: Mapping[str, int], message_id: str | None) -> int | None:
-    if message_id is None:
-        return None
-    return index.get(message_id, -1)
+    return None if message_id is None else index.get(message_id, -1)
 
 
 # -- Markdown --------------------------------------------------------------------------------

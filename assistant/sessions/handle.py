@@ -1,12 +1,6 @@
-"""An open chat: the file, its lock, the tree and the active branch as a Conversation.
-
-:class:`ChatHandle` is a :class:`ConversationObserver`: every ``append``, ``mark_pruned`` and
-``add_compaction`` on :attr:`ChatHandle.conversation` is written and fsynced as an entry
-*before* the conversation changes; if writing fails the observer raises and the change is
-aborted. Branch operations (edit, regenerate, switch, undo compaction) update the same
-``conversation`` object in place, so whoever holds it keeps a valid reference; the UI should
-re-render after calling them.
-"""
+"""An open chat: the file, its lock, the tree and the active branch as a Conversation; each
+change is written and fsynced before it happens, and branch operations update the same
+``conversation`` object in place."""
 
 from __future__ import annotations
 
@@ -101,9 +95,8 @@ class ChatHandle:
     # -- ConversationObserver --------------------------------------------------------------
     def message_appended(self, message: Message) -> None:
         with self._mutex:
-            self._write(
-                self._new(MessageEntry, id=message.id, message=message.model_copy(deep=True))
-            )
+            copy = message.model_copy(deep=True)
+            self._write(self._new(MessageEntry, id=message.id, message=copy))
 
     def messages_pruned(self, message_ids: list[str], tokens_freed: int) -> None:
         with self._mutex:
@@ -113,9 +106,8 @@ class ChatHandle:
 
     def compaction_added(self, record: CompactionRecord) -> None:
         with self._mutex:
-            self._write(
-                self._new(CompactionEntry, id=record.id, record=record.model_copy(deep=True))
-            )
+            copy = record.model_copy(deep=True)
+            self._write(self._new(CompactionEntry, id=record.id, record=copy))
 
     # -- state -----------------------------------------------------------------------------
     @property
@@ -136,15 +128,10 @@ class ChatHandle:
     @property
     def settings(self) -> dict[str, JsonValue]:
         """Per-chat settings recorded with :meth:`record_setting`, newest value each."""
-        out: dict[str, JsonValue] = {}
-        for entry in self._tree.entries:
-            if isinstance(entry, SettingEntry):
-                out[entry.name] = entry.value
-        return out
+        return {e.name: e.value for e in self._tree.entries if isinstance(e, SettingEntry)}
 
     @property
     def entries(self) -> list[Entry]:
-        """Every entry of the chat in file order (all branches)."""
         return self._tree.entries
 
     def is_branch_summary(self, message_id: str) -> bool:
@@ -167,21 +154,14 @@ class ChatHandle:
 
     # -- export ----------------------------------------------------------------------------
     def export_markdown(self) -> str:
-        """The active branch as a readable Markdown transcript."""
-        return to_markdown(
-            self.conversation,
-            self.title,
-            branch_summary_ids=self._tree.branch_summary_ids(self._leaf),
-        )
+        return to_markdown(self.conversation, self.title,
+                           branch_summary_ids=self._tree.branch_summary_ids(self._leaf))
 
     def export_openai(self) -> dict[str, Any]:
         """The active branch as an OpenAI-format export document (see ``sessions.export``)."""
-        return to_openai_export(
-            self.conversation,
-            self.title,
-            branch_summary_ids=self._tree.branch_summary_ids(self._leaf),
-            compaction_after=self._tree.compaction_positions(self._leaf),
-        )
+        return to_openai_export(self.conversation, self.title,
+                                branch_summary_ids=self._tree.branch_summary_ids(self._leaf),
+                                compaction_after=self._tree.compaction_positions(self._leaf))
 
     # -- branches --------------------------------------------------------------------------
     def branch_info(self, message_id: str) -> BranchInfo:
@@ -192,12 +172,7 @@ class ChatHandle:
     def edit_user_message(
         self, message_id: str, new_text: str, *, summarize_abandoned: bool = False
     ) -> Message:
-        """Branch: a new user message beside ``message_id``; the conversation ends with it.
-
-        The returned message is already appended (and on disk): run the model next, do not
-        append it again. The abandoned continuation is summarized into the new branch only
-        if ``summarize_abandoned`` (off by default: the user rejected that path).
-        """
+        """Branch: a new user message beside ``message_id``, appended (run the model next)."""
         with self._mutex:
             self._check_writable()
             old = self._tree.message_entry(message_id)
@@ -218,10 +193,7 @@ class ChatHandle:
     def regenerate_from(
         self, assistant_message_id: str, *, summarize_abandoned: bool = False
     ) -> Conversation:
-        """Trim the active branch to just before that reply; the next append is its sibling.
-
-        The move is recorded (a checkout entry), so a reopened chat is where this left it.
-        """
+        """Trim the branch to just before that reply (recorded); the next append is its sibling."""
         with self._mutex:
             self._check_writable()
             old = self._tree.message_entry(assistant_message_id)
@@ -230,23 +202,15 @@ class ChatHandle:
             return self.switch_to(old.parent_id, summarize=summarize_abandoned)
 
     def delete_message(self, message_id: str) -> Conversation:
-        """Branch: the active branch without ``message_id``; nothing is lost.
-
-        The chat moves to just before the message (a checkout entry records it) and the
-        messages after it are appended again as copies, so the old branch, the message
-        included, stays in the file as another version (``< >``). Deleting an assistant
-        message deletes the tool results of its calls with it; a tool result alone cannot
-        be deleted (its call would be left unanswered).
-        """
+        """Branch: the active branch without ``message_id`` (and its tool results); the old one
+        stays."""
         with self._mutex:
             self._check_writable()
             conv = self.conversation
             index = conv.index_of(message_id)
             target = conv.messages[index]
             if target.role == "tool":
-                raise ValueError(
-                    "A tool result is deleted with the reply whose call it answers."
-                )
+                raise ValueError("A tool result is deleted with the reply whose call it answers.")
             if self.is_branch_summary(message_id):
                 raise ValueError("A branch summary cannot be deleted.")
             calls = {call.id for call in target.tool_calls}
@@ -263,8 +227,7 @@ class ChatHandle:
             return conv
 
     def branch_target(self, message_id: str, direction: int = 1) -> str:
-        """Where :meth:`switch_branch` would land (the newest entry of the alternative
-        ``direction`` steps from ``message_id``), without going there."""
+        """Where :meth:`switch_branch` would land, without going there."""
         with self._mutex:
             siblings = self._tree.siblings(message_id)
             index = siblings.index(message_id) + direction
@@ -280,24 +243,14 @@ class ChatHandle:
     def switch_branch(
         self, message_id: str, direction: int = 1, *, summarize: bool = True
     ) -> Conversation:
-        """Go to the alternative ``direction`` steps from ``message_id`` (``-1`` is ``<``).
-
-        Lands where that branch was left (its newest entry). The branch being left is
-        summarized into the new one (see :meth:`switch_to`).
-        """
+        """Go to where the alternative ``direction`` steps away was left, summarizing the branch
+        left."""
         with self._mutex:
             return self.switch_to(self.branch_target(message_id, direction), summarize=summarize)
 
     def switch_to(self, entry_id: str | None, *, summarize: bool = True) -> Conversation:
-        """Make ``entry_id`` the active position (a checkout entry records it).
-
-        With ``summarize``, the messages of the branch being left since the common ancestor
-        are summarized within :attr:`summary_budget` by :attr:`summarizer` (if there is one)
-        and the summary is attached there as a ``branch_summary`` entry, so the new branch's
-        context carries it.
-        If the summarizer raises, nothing changes and the error propagates (retry, or pass
-        ``summarize=False``). Call it between turns, not while the engine is appending.
-        """
+        """Make ``entry_id`` the active position (recorded). With ``summarize``, the branch left is
+        summarized as a ``branch_summary`` entry; if that raises, nothing changes."""
         with self._mutex:
             if entry_id is not None:
                 self._tree.get(entry_id)
@@ -346,9 +299,7 @@ class ChatHandle:
 
     # -- recall ----------------------------------------------------------------------------
     def recall_index(self) -> RecallIndex:
-        """The chat's full-text index (:mod:`.recall_index`), opened on first use: checked
-        against this chat file and rebuilt from it when missing or damaged. When the file
-        cannot be written (a full disk, permissions), the index is kept in memory."""
+        """The chat's full-text index, opened on first use (in memory if it cannot be written)."""
         with self._mutex:
             if self._closed:
                 raise ChatClosedError(f"Chat {self.chat_id} is closed")

@@ -1,14 +1,5 @@
-"""Appending to chat files, crash-safely.
-
-Writing: an entry is one ``os.write`` loop of a newline-terminated line followed by
-``fsync``; :meth:`JournalWriter.append` returns only after that. A failed write is cut back
-off the file so a half line never sits before later entries.
-
-Reading is :mod:`assistant.sessions.reader`: a damaged *last* line is what
-a crash mid-write leaves; it is reported as :class:`TornTail` (never an error) and
-:func:`move_torn_tail_aside` moves it to ``<file>.corrupt``. Other damaged lines are named
-and skipped, and the chat opens read-only.
-"""
+"""Appending to chat files, crash-safely: one fsynced line per entry; a failed write is cut
+back off, and a torn last line (a crash mid-write) is moved aside to ``<file>.corrupt``."""
 
 from __future__ import annotations
 
@@ -21,10 +12,7 @@ from assistant.sessions.reader import TornTail
 
 
 def move_torn_tail_aside(path: Path, torn: TornTail) -> Path:
-    """Append the torn bytes to ``<file>.corrupt`` and cut them off the chat file.
-
-    Call only while holding the chat's lock. Returns the ``.corrupt`` path.
-    """
+    """Move the torn bytes to ``<file>.corrupt`` (hold the chat's lock); returns that path."""
     aside = path.with_name(path.name + ".corrupt")
     with aside.open("ab") as fh:
         fh.write(torn.data if torn.data.endswith(b"\n") else torn.data + b"\n")
@@ -41,7 +29,6 @@ def move_torn_tail_aside(path: Path, torn: TornTail) -> Path:
 
 
 def create_chat_file(path: Path, header: ChatHeader) -> None:
-    """Write a new file holding only the header, atomically (temp file, fsync, rename)."""
     if path.exists():
         raise FileExistsError(path)
     tmp = path.with_name(path.name + ".tmp")
@@ -76,8 +63,7 @@ class JournalWriter:
         view = memoryview(data)
         try:
             while view:
-                written = os.write(fd, view)
-                view = view[written:]
+                view = view[os.write(fd, view) :]
             os.fsync(fd)
         except BaseException:
             try:  # never leave half a line in front of later entries

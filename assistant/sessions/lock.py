@@ -1,10 +1,5 @@
-"""One writer per chat: an exclusive, non-blocking OS lock on ``<locks>/<chat id>.lock``.
-
-``fcntl.flock`` on POSIX (``msvcrt.locking`` on Windows). The kernel drops the lock when the
-holder exits or is killed, so a crash never leaves a chat locked. flock locks belong to an
-open file, so a second open of the same chat in the *same* process is refused too. Lock
-files are left in place: deleting them would race with another process taking the lock.
-"""
+"""One writer per chat: an exclusive, non-blocking OS lock on ``<locks>/<chat id>.lock``
+(the kernel drops it when the holder dies; files stay, as deleting them would race)."""
 
 from __future__ import annotations
 
@@ -23,10 +18,6 @@ class ChatLock:
         self.path = path
         self.chat_id = chat_id
         self._fd: int | None = None
-
-    @property
-    def held(self) -> bool:
-        return self._fd is not None
 
     def acquire(self) -> None:
         if self._fd is not None:

@@ -1,26 +1,5 @@
-"""Reading a chat file, keeping every entry that can be read.
-
-:func:`read_chat_file` parses every line and never changes the file. What it finds:
-
-* a damaged *last* line without its newline is what a crash mid-write leaves: it is a
-  :class:`TornTail` (the store moves it aside when the chat is opened);
-* any other line that cannot be read (not UTF-8, not JSON, nested more than
-  ``MAX_DOCUMENT_DEPTH`` levels, not a valid entry, an id used twice) is a
-  :class:`DamagedLine`, named with its line number and the reason, and skipped; every other
-  entry is still read;
-* the entries are put back into one tree on the branch that was active
-  (:mod:`assistant.sessions.relink`): an entry whose parent is on a later line keeps it, one
-  whose parent was on a damaged line is attached to that line's own parent (or else to the
-  entry written before it), and each move is noted;
-* a line starting with a byte-order mark is read without it (a warning, not damage);
-* a damaged first line (the header) is rebuilt from the file name when later lines hold
-  entries; a file whose lines hold no entry at all is not a chat file
-  (:class:`ChatCorruptError`), and one written by a newer version is refused
-  (:class:`ChatVersionError`).
-
-A chat with damaged lines (``ChatFile.damaged``) opens read-only; ``SessionStore.repair``
-writes a repaired copy beside it.
-"""
+"""Reading a chat file, keeping every entry that can be read (what counts as torn or damaged:
+docs/ARCHITECTURE.md, "Damaged chats")."""
 
 from __future__ import annotations
 
@@ -28,13 +7,9 @@ import contextlib
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
-from assistant.jsonlimits import (
-    MAX_DOCUMENT_DEPTH,
-    finite_float,
-    reject_constant,
-    text_depth,
-)
+from assistant.jsonlimits import MAX_DOCUMENT_DEPTH, finite_float, reject_constant, text_depth
 from assistant.sessions.entries import (
     SCHEMA_VERSION,
     UNKNOWN_TYPE,
@@ -152,11 +127,7 @@ def read_chat_file(path: Path) -> ChatFile:
         lines.pop()
 
     header, header_problem = _read_header(path, lines[0])
-    out = ChatFile(
-        path=path,
-        header=header or _stand_in_header(path),
-        entries=[],
-    )
+    out = ChatFile(path=path, header=header or _stand_in_header(path), entries=[])
     if header is not None and header.chat_id != path.name.removesuffix(".jsonl"):
         out.warnings.append(
             f"The header names chat {header.chat_id!r} but the file is {path.name}; "
@@ -181,9 +152,7 @@ def read_chat_file(path: Path) -> ChatFile:
             offset += len(raw) + 1
             if header is None and str(exc) == SECOND_HEADER:
                 with contextlib.suppress(ValueError):  # the header, found further down
-                    header_raw = raw.removeprefix(BOM)
-                    header = parse_header(json.loads(header_raw, parse_constant=reject_constant,
-                     parse_float=finite_float))
+                    header = parse_header(_json(raw.removeprefix(BOM)))
                     out.header = header
                     continue
             reason = header_problem if index == 0 and header_problem else str(exc)
@@ -199,11 +168,8 @@ def read_chat_file(path: Path) -> ChatFile:
         seen = first_line_of.get(entry.id)
         if seen is not None:
             same = seen[1].removeprefix(BOM) == raw.removeprefix(BOM)
-            reason = (
-                f"a copy of line {seen[0]}"
-                if same
-                else f"entry id {entry.id!r} is already used on line {seen[0]}"
-            )
+            reason = (f"a copy of line {seen[0]}" if same
+                      else f"entry id {entry.id!r} is already used on line {seen[0]}")
             out.damaged.append(DamagedLine(lineno, reason, raw))
             continue
         first_line_of[entry.id] = (lineno, raw)
@@ -231,9 +197,12 @@ def read_chat_file(path: Path) -> ChatFile:
     return out
 
 
+def _json(raw: bytes) -> Any:
+    return json.loads(raw.decode("utf-8"), parse_constant=reject_constant, parse_float=finite_float)
+
+
 def _window(path: Path, header: ChatHeader) -> tuple[float, float] | None:
-    """When the chat's entries can have been written: from a day before it was created to
-    a day after the file last changed (a timestamp outside was damaged)."""
+    """When entries can have been written: a day before creation to a day after the last change."""
     try:
         modified = path.stat().st_mtime
     except OSError:
@@ -257,8 +226,7 @@ def _read_header(path: Path, raw: bytes) -> tuple[ChatHeader | None, str | None]
     if text_depth(raw, stop_above=MAX_DOCUMENT_DEPTH) > MAX_DOCUMENT_DEPTH:
         return None, f"the first line is nested more than {MAX_DOCUMENT_DEPTH} levels deep"
     try:
-        obj = json.loads(raw.decode("utf-8"), parse_constant=reject_constant,
-                     parse_float=finite_float)
+        obj = _json(raw)
     except (UnicodeDecodeError, ValueError, RecursionError):
         return None, "the first line is not JSON (not a chat file?)"
     if isinstance(obj, dict) and obj.get("type") == "header":
@@ -277,8 +245,7 @@ def _read_header(path: Path, raw: bytes) -> tuple[ChatHeader | None, str | None]
 
 
 def _parse_line(raw: bytes, *, complete: bool, tolerate_torn: bool) -> Entry | None:
-    """One entry, ``None`` for a blank line; ``_TornLine`` when the last line is cut short,
-    ``_BadLine`` (with the reason) when it cannot be read."""
+    """One entry (None: blank line); ``_TornLine`` when the last line is cut, else ``_BadLine``."""
     if not raw.strip():
         return None
     raw = raw.removeprefix(BOM)
@@ -287,8 +254,7 @@ def _parse_line(raw: bytes, *, complete: bool, tolerate_torn: bool) -> Entry | N
             raise _TornLine
         raise _BadLine(f"the line is nested more than {MAX_DOCUMENT_DEPTH} levels deep")
     try:
-        obj = json.loads(raw.decode("utf-8"), parse_constant=reject_constant,
-                     parse_float=finite_float)
+        obj = _json(raw)
     except (UnicodeDecodeError, ValueError, RecursionError) as exc:
         if tolerate_torn and not complete:
             raise _TornLine from None

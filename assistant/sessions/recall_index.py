@@ -1,17 +1,6 @@
-"""A chat's full-text index (SQLite FTS5): every message and tool output, in small passages.
-
-The chat file stays the single source of truth; this index is a cache beside it
-(``<sessions>/.recall/<chat id>.sqlite``, or in memory), so recall can bring back what the
-model no longer sees: originals of pruned outputs and of compacted turns included.
-
-It is incremental (:meth:`RecallIndex.sync` indexes only messages it has not seen), checked
-when opened (:meth:`RecallIndex.open`: schema, row count, every id in the chat file) and
-rebuilt from the chat when missing, damaged or out of step, and deleted with the chat.
-Passages come from :func:`assistant.sessions.recall_text.split_passages`; ranking is FTS5's
-``bm25()`` with the assistant's replies weighted down. What is indexed besides the text (the
-tool calls as ``call`` passages, a tool output's call in the ``source`` column) and why:
-docs/RECALL.md ("How it works").
-"""
+"""A chat's full-text index (SQLite FTS5) of every message and tool output in small passages:
+a cache beside the chat file, synced incrementally, checked when opened and rebuilt when
+out of step, so recall can bring back what the model no longer sees (docs/RECALL.md)."""
 
 from __future__ import annotations
 
@@ -68,8 +57,7 @@ class IndexDamaged(Exception):
 
 
 class RecallIndex:
-    """One chat's index. Thread-safe (one connection behind a lock): the model worker
-    searches and syncs it, the owner thread closes it."""
+    """One chat's index; one connection behind a lock (the worker searches, the owner closes)."""
 
     def __init__(self, path: Path | None = None) -> None:
         self.path = path
@@ -84,8 +72,7 @@ class RecallIndex:
     # -- opening ---------------------------------------------------------------------------
     @classmethod
     def open(cls, path: Path | None, messages: Sequence[Message]) -> RecallIndex:
-        """The index at ``path`` checked against the chat's ``messages`` (every message in
-        the chat file, oldest first); rebuilt from them when missing or damaged."""
+        """The index at ``path`` checked against the chat's ``messages``; rebuilt when damaged."""
         existed = path is not None and path.exists()
         index: RecallIndex | None = None
         try:
@@ -135,9 +122,8 @@ class RecallIndex:
         stored = int(row[0]) if row is not None else -1
         if stored != len(self._ids):
             raise IndexDamaged(f"{len(self._ids)} messages indexed, {stored} recorded")
-        passages = self._conn.execute(
-            "SELECT count(DISTINCT message_id) FROM passages"
-        ).fetchone()[0]
+        query = "SELECT count(DISTINCT message_id) FROM passages"
+        passages = self._conn.execute(query).fetchone()[0]
         if passages > len(self._ids):
             raise IndexDamaged("passages of messages that are not recorded")
         known = {m.id for m in messages}
@@ -167,16 +153,11 @@ class RecallIndex:
                 )
                 for call in msg.tool_calls:
                     rows.extend(call_passages(call, msg.id))
-            ids = []
-            for msg in new:
-                self._seq += 1
-                ids.append((msg.id, self._seq))
+            ids = [(msg.id, self._seq + n) for n, msg in enumerate(new, start=1)]
+            self._seq += len(new)
             with self._conn:
-                self._conn.executemany(
-                    "INSERT INTO passages(text, source, message_id, role, first, last) "
-                    "VALUES(?, ?, ?, ?, ?, ?)",
-                    rows,
-                )
+                self._conn.executemany("INSERT INTO passages(text, source, message_id, role, "
+                                       "first, last) VALUES(?, ?, ?, ?, ?, ?)", rows)
                 self._conn.executemany("INSERT OR IGNORE INTO indexed VALUES(?, ?)", ids)
                 self._ids.update(m.id for m in new)
                 self._passages += len(rows)
@@ -188,40 +169,29 @@ class RecallIndex:
     # -- reading ---------------------------------------------------------------------------
     @property
     def count(self) -> int:
-        """Messages indexed."""
         return len(self._ids)
 
     @property
     def passages(self) -> int:
-        """Passages indexed."""
         return self._passages
 
     def counts(self, terms: Sequence[str]) -> dict[str, int]:
-        """How many passages hold each term (as the tokenizer stems it) in their text; a term
-        found only in the ``source`` column (a file's name) counts where it is found there."""
+        """How many passages hold each (stemmed) term in their text, or else in ``source``."""
         with self._lock:
             out: dict[str, int] = {}
             for term in terms:
                 quoted = '"' + term.replace('"', '""') + '"'
-                n = int(self._conn.execute(
-                    "SELECT count(*) FROM passages WHERE passages MATCH ?", ("text : " + quoted,)
-                ).fetchone()[0])
-                if n == 0:
-                    n = int(self._conn.execute(
-                        "SELECT count(*) FROM passages WHERE passages MATCH ?", (quoted,)
-                    ).fetchone()[0])
-                out[term] = n
+                out[term] = self._count("text : " + quoted) or self._count(quoted)
             return out
 
     def matching(self, expressions: Sequence[str]) -> dict[str, int]:
         """How many passages match each FTS5 expression (``NEAR("local" "cache", 4)``)."""
         with self._lock:
-            return {
-                e: int(self._conn.execute(
-                    "SELECT count(*) FROM passages WHERE passages MATCH ?", (e,)
-                ).fetchone()[0])
-                for e in expressions
-            }
+            return {e: self._count(e) for e in expressions}
+
+    def _count(self, expression: str) -> int:
+        query = "SELECT count(*) FROM passages WHERE passages MATCH ?"
+        return int(self._conn.execute(query, (expression,)).fetchone()[0])
 
     def __contains__(self, message_id: object) -> bool:
         return message_id in self._ids
@@ -246,9 +216,8 @@ class RecallIndex:
 
 
 def call_text(call: ToolCall) -> tuple[str, str]:
-    """A tool call as (header, body): the header is the tool and its target ("run_command
-    git commit -m 'x'", "write_file src/a.py"), the body its other text arguments, one per
-    line ("content: ..."). A call whose arguments are not a JSON object keeps its raw text."""
+    """A tool call as (header: the tool and its target, body: its other text arguments, one per
+    line); raw text for arguments that are not a JSON object."""
     if not call.arguments:
         return call.name, (call.raw_arguments or "").strip()
     target_key = next(
@@ -279,20 +248,16 @@ COMMAND_WORDS: tuple[tuple[re.Pattern[str], str], ...] = (
 
 
 def source_text(call: ToolCall) -> str:
-    """The ``source`` column of a tool output's passages: its call's header, and what a
-    common command's output is about (:data:`COMMAND_WORDS`)."""
+    """The ``source`` column of a tool output's passages: its call's header and what a common
+    command's output is about (:data:`COMMAND_WORDS`)."""
     header = call_text(call)[0]
     extra = [words for pattern, words in COMMAND_WORDS if pattern.search(header)]
     return " ".join([header, *extra])
 
 
-def call_passages(
-    call: ToolCall, message_id: str
-) -> list[tuple[str, str, str, str, int, int]]:
-    """Index rows of one tool call: its header alone when it has no body, else each passage
-    of the body under the header (so every passage of a written file names the file). A call
-    that only names a path (``read_file a.py``) has none: its output's passages carry it in
-    their ``source`` column, and as an excerpt it would say nothing."""
+def call_passages(call: ToolCall, message_id: str) -> list[tuple[str, str, str, str, int, int]]:
+    """Index rows of one tool call: each passage of its body under its header (none for a call
+    that only names a path: its output's ``source`` carries it)."""
     header, body = call_text(call)
     if not body:
         only_path = bool(call.arguments) and all(
@@ -315,8 +280,7 @@ def remove_index(path: Path | None) -> None:
 
 
 class MemoryIndexes:
-    """In-memory indexes for conversations no chat file backs (a replay, the benchmark, a
-    test): one per conversation object, dropped with it. The latest few only."""
+    """In-memory indexes of the latest conversations no chat file backs (replay, bench, tests)."""
 
     LIMIT = 4
 

@@ -1,16 +1,6 @@
-"""Text rules of recall: what a passage is, and what a question searches for.
-
-* :func:`split_passages` cuts a message into small passages, each with the line numbers it
-  covers, so an excerpt brought back is a few lines, not a whole file: windows of
-  :data:`WINDOW_LINES` lines, a long line cut at sentence (else word) boundaries into pieces
-  of at most :data:`MAX_PASSAGE_CHARS` characters (same line number). A ``read_file`` output
-  is numbered as the file is (its header line says where the shown lines start).
-* :func:`query_terms` turns the latest user message into search terms: words and numbers,
-  lowercased, stop words and chat words ("what", "remind", "earlier") dropped, each once;
-  :func:`match_expression` makes them an FTS5 ``OR`` query (each term quoted, so no term is
-  read as an operator).
-* :func:`normalize` is the form in which "already visible verbatim" is checked.
-"""
+"""Text rules of recall: passages of a few lines (numbered as the file is for ``read_file``),
+a question's search terms (stop and chat words dropped) as a quoted FTS5 ``OR`` query, and
+:func:`normalize`, the form "already visible verbatim" is checked in."""
 
 from __future__ import annotations
 
@@ -24,9 +14,7 @@ MAX_PASSAGE_CHARS = 480
 #: At most this many terms are searched for (the first ones of the question).
 MAX_TERMS = 24
 
-_READ_HEADER = re.compile(
-    r"^.+ \((?:[\d,]+ lines|lines (?P<start>[\d,]+)-[\d,]+ of [\d,]+)\)$"
-)
+_READ_HEADER = re.compile(r"^.+ \((?:[\d,]+ lines|lines (?P<start>[\d,]+)-[\d,]+ of [\d,]+)\)$")
 _SENTENCE_END = re.compile(r"(?<=[.!?;])\s+")
 _TERM = re.compile(r"[^\W_]+(?:['’][^\W_]+)?", re.UNICODE)
 _SPACE = re.compile(r"\s+")
@@ -51,8 +39,7 @@ STOP_WORDS: frozenset[str] = frozenset(_STOP.split())
 
 @dataclass(frozen=True)
 class Passage:
-    """A few lines of one message: ``first``..``last`` are 1-based line numbers (of the file,
-    for a ``read_file`` output)."""
+    """A few lines of one message, ``first``..``last`` (1-based; the file's for ``read_file``)."""
 
     first: int
     last: int

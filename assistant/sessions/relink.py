@@ -1,28 +1,5 @@
 """Putting a damaged chat's readable entries back into one tree, on the branch that was
-active.
-
-:func:`relink` takes the entries the reader could parse (with their line numbers) and the
-raw bytes of the lines it could not, and returns them in an order the tree accepts (every
-parent before its children), the active position last where it can be:
-
-* an entry whose parent is on a *later* line (lines moved around) keeps that parent; it is
-  placed after it;
-* an entry whose parent is gone (on a damaged line) is attached to that line's own parent,
-  read from the damaged bytes: an entry line starts with its id and then its parent's, and
-  those survive most flipped bytes and cuts (an id with up to two characters changed, or
-  keeping its first or last characters, is matched to the one it was). The way up may pass
-  several damaged lines. Where it is lost: the entry written just before (by timestamp,
-  then line), which is where an append-only chat hung a new entry;
-* entries whose parents form a loop are attached to the entry written just before them;
-* the active position is the last line's entry, as in any chat. When the last line is
-  damaged, it is where that line hung (a lost checkout still leads back to its target);
-  when lines were moved (a parent after its child, or the last line out of written order),
-  the newest entry nothing hangs from. Timestamps outside the chat's lifetime are ignored.
-
-When entries hang from the active position it cannot be the last entry; it is returned
-separately (``ChatFile.active``), and a repaired copy records a checkout to it. Each changed
-parent is reported as ``(line number, entry id)``. An undamaged file comes back unchanged.
-"""
+active; the rules: docs/ARCHITECTURE.md ("Damaged chats")."""
 
 from __future__ import annotations
 
@@ -51,16 +28,9 @@ def relink(
     last_line: int = 0,
     window: tuple[float, float] | None = None,
 ) -> tuple[list[Entry], list[tuple[int, str]], str | None, list[tuple[int, str]]]:
-    """(entries in tree order, re-attached entries, the active position when it is not the
-    last entry, entries that came before their parent in the file).
-
-    ``items`` are the readable entries with their line numbers, ``damaged`` the unreadable
-    lines; ``last_line`` is the number of the file's last complete line; ``window`` the
-    times entries can have been written in (from the chat's creation to the file's last
-    change): a timestamp outside it was damaged and is not used. The active
-    position is made the last entry when nothing hangs from it; otherwise (the lost last
-    line was a checkout to an earlier entry) it is returned.
-    """
+    """(entries in tree order, re-attached entries, the active position when it is not the last
+    entry, entries that came before their parent in the file). ``window``: the times entries
+    can have been written in; a timestamp outside it was damaged."""
     known = {entry.id for _, entry in items}
     salvage = _Salvage([raw for _, raw in damaged], known, window)
     entries = [entry for _, entry in items]
@@ -80,9 +50,8 @@ def relink(
     reattached: list[tuple[int, str]] = []
 
     def written_before(i: int, lost: int | None = None) -> str | None:
-        """Where entry ``i`` most likely hung: the entry written just before it (through
-        a damaged line, that line's parent), never one below it. With ``lost`` (a damaged
-        line on the way up whose own parent is gone): the entry written before that line."""
+        """Where entry ``i`` most likely hung: the entry written just before it, never one below
+        it; with ``lost`` (a damaged line whose parent is gone), the one before that line."""
         me = entries[i]
         at = timeline.index((times[i], lines[i], i, None))
         stamp = salvage.timestamps[lost] if lost is not None else None
@@ -159,17 +128,13 @@ def _active(
 
 
 def _newest(salvage: _Salvage, n: int, times: list[float]) -> bool:
-    """Damaged line ``n`` was written after every readable entry (by its timestamp; a
-    last line whose timestamp is unreadable counts as written last)."""
+    """Damaged line ``n`` was written after every readable entry (unreadable time: last)."""
     stamp = salvage.timestamps[n]
     return stamp is None or all(t <= stamp for t in times)
 
 
 def _last_out_of_time(times: list[float]) -> bool:
-    """The last entry is out of place in time: the longest run of entries in written order
-    (file order with non-decreasing timestamps) can leave it out. One damaged timestamp on
-    an earlier line does not count (leaving that line out keeps the last); a last line
-    moved up from earlier in the file does."""
+    """The last entry is out of written order (see docs/ARCHITECTURE.md, "Damaged chats")."""
     return bool(times) and _longest_in_order(times[:-1]) >= _longest_in_order(times)
 
 
@@ -201,9 +166,7 @@ def _times(entries: list[Entry], window: tuple[float, float] | None) -> list[flo
 
 
 class _Salvage:
-    """What damaged lines still say about their entries, read from the raw bytes: an entry
-    line starts ``{"id":"..","parent_id":"..","timestamp":..``, so the id-like runs before
-    the timestamp are the entry's id and then its parent's (either may be cut or changed)."""
+    """What damaged lines still say about their entries: their own and their parent's ids."""
 
     def __init__(
         self, damaged: Sequence[bytes], known: set[str], window: tuple[float, float] | None
@@ -230,10 +193,8 @@ class _Salvage:
                 self.timestamps.append(None)
 
     def ancestor(self, parent: str) -> tuple[bool, str | None, int | None]:
-        """(found, the nearest readable ancestor, the damaged line where the way up was
-        lost) going up from ``parent`` through damaged lines; found is False when the chain
-        is lost before a readable entry or the root. An id a flipped byte or a cut changed
-        is matched to the one it was."""
+        """(found, the nearest readable ancestor, the damaged line where the way up was lost)
+        going up from ``parent`` through damaged lines."""
         current: str | None = parent
         lost: int | None = None
         for _ in range(_MOST_HOPS):
@@ -271,9 +232,8 @@ class _Salvage:
         return None
 
     def _line_of(self, entry_id: str, *, shortest: int | None = _SHORTEST) -> int | None:
-        """The damaged line that was entry ``entry_id`` (its own id comes first; a later
-        run is the parent it names); ``shortest``: the fewest characters of a damaged own
-        id that still match (:func:`_matches`; None: the id whole only)."""
+        """The damaged line that was entry ``entry_id``; ``shortest``: the fewest characters of a
+        damaged own id that still match (None: the whole id only)."""
         for n, tokens in enumerate(self.tokens):
             if tokens[:1] == [entry_id] or entry_id in self.ids[n]:
                 return n
@@ -285,9 +245,7 @@ class _Salvage:
         return None
 
     def _parent_token(self, n: int, own: str | None) -> tuple[bool, str | None]:
-        """(found, the parent id) damaged line ``n`` names; ``own`` is its entry's id when
-        known. An id cut together with the next (``{"id":"ab..yz",`` losing the middle)
-        gives the parent by its end; a line whose own id was cut away starts with it."""
+        """(found, the parent id) damaged line ``n`` names; ``own``: its entry's id when known."""
         tokens = self.tokens[n]
         if own is not None:
             at = next((i for i, t in enumerate(tokens) if _matches(t, own)), None)
@@ -325,12 +283,8 @@ class _Salvage:
 
 
 def _id_runs(head: bytes) -> list[str]:
-    """The id-like runs of a damaged line's head. Two runs one byte apart are one id whose
-    byte there was flipped to a character no id has (``5aa36aac\xa8ff64af9``): they come
-    back as one run with ``?`` there, which :func:`_matches` takes for a changed character.
-    Read as two, the id's tail would be taken for the parent it names and matched, by its
-    last four characters, to an unrelated entry. Fields are at least three bytes apart
-    (``":"``)."""
+    """The id-like runs of a damaged line's head; two runs one byte apart come back as one id
+    with ``?`` at the flipped byte (why: docs/ARCHITECTURE.md, "Damaged chats")."""
     runs: list[str] = []
     end = -2
     for m in _TOKEN.finditer(head):
@@ -358,9 +312,8 @@ def _matches(a: str, b: str, shortest: int = _SHORTEST) -> bool:
 
 
 def _closest(entry_id: str, pool: Iterable[str], *, weak: bool = True) -> str | None:
-    """The one id in ``pool`` that ``entry_id`` is a damaged copy of, else None: two
-    characters changed, or cut keeping its first or last eight characters; ``weak``: or
-    fewer, down to four (the most that match one id only)."""
+    """The one id in ``pool`` that ``entry_id`` is a damaged copy of (``weak``: down to four
+    kept characters), else None."""
     ids = list(pool)
     found = [other for other in ids if _matches(entry_id, other, shortest=_PIECE)]
     if len(found) == 1:
@@ -380,8 +333,7 @@ def _closest(entry_id: str, pool: Iterable[str], *, weak: bool = True) -> str | 
 
 
 def _closest_end(token: str, pool: Iterable[str]) -> str | None:
-    """The one id in ``pool`` that ``token`` ends with the last characters of (eight down
-    to four, the most that match uniquely)."""
+    """The one id in ``pool`` whose last characters (eight down to four) ``token`` ends with."""
     ids = list(pool)
     for k in range(_PIECE, _SHORTEST - 1, -1):
         hits = [other for other in ids if len(other) >= k and token.endswith(other[-k:])]
@@ -393,8 +345,7 @@ def _closest_end(token: str, pool: Iterable[str]) -> str | None:
 
 
 def _below(candidate: str, entry_id: str, parents: dict[str, str | None]) -> bool:
-    """True when ``candidate`` is ``entry_id`` or one of its descendants (attaching
-    ``entry_id`` to it would make a loop)."""
+    """Whether ``candidate`` is ``entry_id`` or below it (attaching to it would make a loop)."""
     current: str | None = candidate
     for _ in range(len(parents) + 1):
         if current is None:

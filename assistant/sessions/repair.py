@@ -1,12 +1,5 @@
-"""The repaired copy of a chat with damaged lines.
-
-:func:`repaired_copy` is the bytes of a new chat file holding every readable entry of a
-damaged one (as :func:`assistant.sessions.reader.read_chat_file` read them: damaged lines
-left out, the others put back on the branch that was active, see
-:mod:`assistant.sessions.relink`), under a new chat id and titled "<title> (repaired)"; when
-the active position is an earlier entry, a checkout entry moves the copy back to it.
-``SessionStore.repair`` writes it beside the original, which is never changed.
-"""
+"""The repaired copy of a chat with damaged lines: every readable entry under a new id,
+titled "<title> (repaired)", with a checkout when the active position is earlier."""
 
 from __future__ import annotations
 
@@ -32,20 +25,13 @@ def repaired_copy(chat: ChatFile, copy_id: str) -> bytes:
     tree = ChatTree(chat.entries)
     conv = tree.build(chat.leaf)
     title = resolve_title(tree.explicit_title(), chat.header.title, conv.messages)
-    header = ChatHeader(
-        schema_version=SCHEMA_VERSION,
-        chat_id=copy_id,
-        created=chat.header.created,
-        title=chat.header.title,
-    )
+    header = ChatHeader(schema_version=SCHEMA_VERSION, chat_id=copy_id,
+                        created=chat.header.created, title=chat.header.title)
     moved: list[CheckoutEntry] = []
     if chat.leaf != tree.last_id:  # the active position is an earlier entry: go back there
         moved.append(CheckoutEntry(id=new_id(), parent_id=chat.leaf, timestamp=time.time()))
-    renamed = TitleEntry(
-        id=new_id(),
-        parent_id=moved[0].id if moved else tree.last_id,
-        timestamp=time.time(),
-        title=title.removesuffix(REPAIRED_SUFFIX) + REPAIRED_SUFFIX,
-    )
+    renamed = TitleEntry(id=new_id(), parent_id=moved[0].id if moved else tree.last_id,
+                         timestamp=time.time(),
+                         title=title.removesuffix(REPAIRED_SUFFIX) + REPAIRED_SUFFIX)
     items = (header, *chat.entries, *moved, renamed)
     return b"".join(encode_line(item) for item in items)

@@ -1,20 +1,6 @@
-"""The chat store: one JSONL file per chat in ``paths.sessions_dir()``.
-
-:class:`SessionStore` lists, creates, opens, renames, trashes, restores and exports
-chats. Opening takes the chat's lock and returns a :class:`ChatHandle`; everything else only
-reads, except ``rename`` (takes the lock briefly) and ``delete``/``restore`` (move files).
-A chat that cannot be read shows up in :meth:`SessionStore.list_chats` with ``error`` set;
-it never stops the other chats from loading.
-
-Layout of the sessions folder::
-
-    <id>.jsonl           a chat (see assistant.sessions.entries for the format)
-    <id>.jsonl.corrupt   torn last lines moved aside when the chat was opened
-    trash/<id>.jsonl     deleted chats, until restored or the trash is emptied
-    .locks/<id>.lock     lock files (one writer per chat)
-    .recall/<id>.sqlite  a chat's full-text index for recall (a cache: rebuilt from the chat
-                         file when missing or damaged, deleted with the chat)
-"""
+"""The chat store: one JSONL file per chat in ``paths.sessions_dir()``; a chat that cannot be
+read is listed with ``error`` set. Beside them: ``<id>.jsonl.corrupt`` (torn last lines),
+``trash/``, ``.locks/`` (one writer per chat) and ``.recall/`` (rebuildable indexes)."""
 
 from __future__ import annotations
 
@@ -58,8 +44,7 @@ def read_only_note(chat_id: str) -> str:
 
 @dataclass(frozen=True)
 class ChatSummary:
-    """One row of the chat list. ``error`` is set (and the rest is best effort) when the
-    chat cannot be read; ``warnings`` are things worth showing but not fatal."""
+    """One row of the chat list (``error``: unreadable, the rest best effort)."""
 
     id: str
     title: str
@@ -78,8 +63,6 @@ class ChatSummary:
 
 
 class SessionStore:
-    """All chats in ``root`` (default: ``paths.sessions_dir()``)."""
-
     def __init__(
         self,
         root: Path | None = None,
@@ -119,7 +102,6 @@ class SessionStore:
 
     # -- create / open ---------------------------------------------------------------------
     def create(self, title: str | None = None) -> ChatHandle:
-        """A new, empty chat, opened (and locked) for writing."""
         make_dirs(self.root)
         chat_id = new_id()
         header = ChatHeader(
@@ -132,13 +114,8 @@ class SessionStore:
         return self.open(chat_id)
 
     def open(self, chat_id: str) -> ChatHandle:
-        """Open a chat for writing (read-only when it has damaged lines).
-
-        Raises :class:`ChatNotFoundError`, :class:`ChatLockedError` (open elsewhere),
-        :class:`ChatCorruptError` or :class:`ChatVersionError`. A torn last line is moved to
-        ``<id>.jsonl.corrupt`` and reported in ``handle.warnings``. A chat with damaged lines
-        opens read-only (``handle.read_only`` says why; see :meth:`repair`).
-        """
+        """Open a chat for writing (read-only with damaged lines; a torn last line moved to
+        ``<id>.jsonl.corrupt`` and reported in ``handle.warnings``)."""
         path = self._existing(chat_id)
         lock = self._lock(chat_id)
         lock.acquire()
@@ -158,52 +135,36 @@ class SessionStore:
             writer = JournalWriter(path)
             if chat.needs_newline:
                 writer.ensure_newline()
-            tree = ChatTree(chat.entries)
+            return self._handle(chat_id, chat, writer, lock, warnings)
         except BaseException:
             lock.release()
             raise
-        handle = ChatHandle(
-            path=path,
-            header=chat.header,
-            tree=tree,
-            writer=writer,
-            lock=lock,
-            summarizer=self.summarizer,
-            summary_budget=self.summary_budget,
-            warnings=warnings,
-            on_close=self._forget,
-            recall_path=self.recall_path(chat_id),
-        )
-        self._open[chat_id] = handle
-        return handle
 
     def _open_read_only(self, chat_id: str, chat: ChatFile) -> ChatHandle:
         """A chat with damaged lines: every readable entry, nothing written (no lock)."""
-        handle = ChatHandle(
-            path=chat.path,
-            header=chat.header,
-            tree=ChatTree(chat.entries),
-            writer=None,
-            lock=None,
-            summarizer=self.summarizer,
-            summary_budget=self.summary_budget,
-            warnings=[*chat.warnings, chat.damage_summary(), read_only_note(chat_id)],
-            on_close=self._forget,
-            read_only=read_only_note(chat_id),
-            recall_path=self.recall_path(chat_id),
+        note = read_only_note(chat_id)
+        handle = self._handle(
+            chat_id, chat, None, None, [*chat.warnings, chat.damage_summary(), note], note
         )
         if chat.active is not None:
             handle.switch_to(chat.active)  # read-only: moves the view, writes nothing
+        return handle
+
+    def _handle(
+        self, chat_id: str, chat: ChatFile, writer: JournalWriter | None, lock: ChatLock | None,
+        warnings: list[str], read_only: str | None = None,
+    ) -> ChatHandle:
+        handle = ChatHandle(
+            path=chat.path, header=chat.header, tree=ChatTree(chat.entries), writer=writer,
+            lock=lock, summarizer=self.summarizer, summary_budget=self.summary_budget,
+            warnings=warnings, on_close=self._forget, read_only=read_only,
+            recall_path=self.recall_path(chat_id),
+        )
         self._open[chat_id] = handle
         return handle
 
     def repair(self, chat_id: str) -> str:
-        """Write a repaired copy of a chat with damaged lines beside it; returns its id.
-
-        The copy holds every readable entry (those that followed a damaged line attached
-        where the reader put them) and is titled "<title> (repaired)"; the original file
-        is not changed. Raises :class:`SessionError` when there is nothing to repair.
-        """
+        """Write a repaired copy of a damaged chat beside it; returns the copy's id."""
         path = self._existing(chat_id)
         chat = read_chat_file(path)
         if not chat.needs_repair:
@@ -261,14 +222,8 @@ class SessionStore:
         title = resolve_title(tree.explicit_title(), chat.header.title, conv.messages)
         updated = chat.entries[-1].timestamp if chat.entries else chat.header.created
         return ChatSummary(
-            chat_id,
-            title,
-            chat.header.created,
-            updated,
-            len(conv.messages),
-            path,
-            warnings=tuple(warnings),
-            damaged=chat.needs_repair,
+            chat_id, title, chat.header.created, updated, len(conv.messages), path,
+            warnings=tuple(warnings), damaged=chat.needs_repair,
         )
 
     # -- rename / delete / restore ---------------------------------------------------------
@@ -282,10 +237,7 @@ class SessionStore:
             handle.rename(title)
 
     def delete(self, chat_id: str) -> None:
-        """Move a chat to the trash (undo with :meth:`undo_delete` or :meth:`restore`).
-
-        Refused with :class:`ChatLockedError` while the chat is open anywhere.
-        """
+        """Move a chat to the trash (refused while it is open anywhere)."""
         path = self._existing(chat_id)
         if chat_id in self._open:
             raise ChatLockedError(chat_id, self._lock(chat_id).path)
@@ -308,7 +260,6 @@ class SessionStore:
         return None
 
     def restore(self, chat_id: str) -> None:
-        """Move a chat back from the trash."""
         self.path_of(chat_id)  # validates the id
         src = self.trash_dir / f"{chat_id}.jsonl"
         if not src.is_file():
@@ -344,26 +295,18 @@ class SessionStore:
             doc = handle.export_openai()
         else:
             title, conv, summaries, after = self._snapshot(chat_id)
-            doc = to_openai_export(
-                conv, title, branch_summary_ids=summaries, compaction_after=after
-            )
+            doc = to_openai_export(conv, title, branch_summary_ids=summaries,
+                                   compaction_after=after)
         return json.dumps(doc, ensure_ascii=False, indent=2)
 
     def export_to_file(self, chat_id: str, path: Path) -> Path:
-        """Write the chat to ``path``: OpenAI JSON for ``.json``, Markdown otherwise.
-
-        The file is written beside the target and renamed into place, so a failed export
-        leaves an existing file as it was; text the model wrote that cannot be encoded
-        (lone surrogates) is escaped. Returns the file written; raises ``OSError``.
-        """
-        if path.suffix.lower() == ".json":
-            text = self.export_openai_json(chat_id)
-        else:
-            text = self.export_markdown(chat_id)
+        """Write the chat to ``path`` (``.json``: OpenAI JSON, else Markdown) through a temporary
+        file, so a failed export leaves the old file; returns the path."""
+        as_json = path.suffix.lower() == ".json"
+        text = self.export_openai_json(chat_id) if as_json else self.export_markdown(chat_id)
         return write_atomically(path, text)
 
     def close_all(self) -> None:
-        """Close every chat this store opened."""
         for handle in list(self._open.values()):
             handle.close()
 

@@ -1,19 +1,5 @@
-"""Branch summaries (how they are stored and recognised) and chat titles.
-
-When the user leaves a branch, its messages since the common ancestor are summarized by a
-:data:`Summarizer` and the summary joins the new branch's context. The summary is written by
-compaction's parts (:class:`assistant.compaction.branch.BranchSummarizer`: the same
-summarizer, file tracking and verbatim record as a compaction, measured in tokens); this
-module only says how it is kept.
-
-Representation (the documented choice): a branch summary is stored as its own
-``branch_summary`` entry and appears in the rebuilt :class:`Conversation` as a **user**
-message whose id is the entry's id and whose content is :data:`BRANCH_SUMMARY_PREFIX`, a
-newline, then the summary. The model therefore reads it like the compaction summary (a
-synthetic user message); the UI recognizes it with :func:`is_branch_summary` (or
-``ChatHandle.is_branch_summary(id)``, which checks the entry type) and shows it as a note.
-It is never a sibling in the ``< 1/2 >`` switcher.
-"""
+"""Branch summaries (how they are stored and recognised) and chat titles; see
+docs/ARCHITECTURE.md ("The chat file")."""
 
 from __future__ import annotations
 
@@ -34,12 +20,8 @@ TITLE_LENGTH = 60
 
 def branch_summary_message(entry_id: str, summary: str, timestamp: float) -> Message:
     """The user message that carries a branch summary into the model's context."""
-    return Message(
-        id=entry_id,
-        role="user",
-        content=f"{BRANCH_SUMMARY_PREFIX}\n{summary}",
-        timestamp=timestamp,
-    )
+    content = f"{BRANCH_SUMMARY_PREFIX}\n{summary}"
+    return Message(id=entry_id, role="user", content=content, timestamp=timestamp)
 
 
 def is_branch_summary(message: Message) -> bool:
@@ -70,6 +52,5 @@ DEFAULT_TITLE = "New chat"
 def resolve_title(
     explicit: str | None, header_title: str | None, messages: Iterable[Message]
 ) -> str:
-    """A chat's title: the newest rename, else the title it was created with, else the
-    first user message, else "New chat"."""
+    """The newest rename, else the created title, else the first user message, else "New chat"."""
     return explicit or header_title or title_from_messages(messages) or DEFAULT_TITLE

@@ -1,13 +1,5 @@
-"""The session tree: entries linked by ``parent_id``, and the context of any position.
-
-A *position* (leaf) is an entry id, or ``None`` for "before the first entry". The context
-at a position is built by walking root -> leaf (:meth:`ChatTree.build`): messages in order,
-prune entries set ``pruned``, compaction entries add records, undo entries drop them, and a
-branch summary becomes a user message (see :mod:`assistant.sessions.summary`).
-
-For the ``< 1/2 >`` switcher, non-message entries (prunes, checkouts, summaries, ...) are
-transparent: two messages are siblings when their nearest *message* ancestor is the same.
-"""
+"""The session tree: entries linked by ``parent_id``, and the context of any position (see
+docs/ARCHITECTURE.md, "The chat file")."""
 
 from __future__ import annotations
 
@@ -26,8 +18,6 @@ from assistant.sessions.summary import branch_summary_message
 
 
 class ChatTree:
-    """All entries of one chat, indexed. Append-only, like the file."""
-
     def __init__(self, entries: Iterable[Entry] = ()) -> None:
         self._entries: list[Entry] = []
         self._by_id: dict[str, Entry] = {}
@@ -95,7 +85,6 @@ class ChatTree:
 
     # -- structure -----------------------------------------------------------------------
     def path(self, leaf: str | None) -> list[Entry]:
-        """Entries from the root down to ``leaf`` (empty for ``None``)."""
         out: list[Entry] = []
         current = leaf
         while current is not None:
@@ -140,7 +129,6 @@ class ChatTree:
 
     # -- context -------------------------------------------------------------------------
     def build(self, leaf: str | None) -> Conversation:
-        """The conversation at ``leaf``: fresh copies, not subscribed to anything."""
         messages: list[Message] = []
         compactions: list[CompactionRecord] = []
         for entry in self.path(leaf):

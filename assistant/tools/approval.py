@@ -1,14 +1,5 @@
-"""Asking the user before a tool changes files or runs a program.
-
-The UI implements :class:`Approver`. The agent calls it on its worker thread, and it may
-block until the user answers (the GUI shows a dialog and the worker waits on a queue, so the
-GUI thread never waits). The answers are Allow once, Allow for this chat, and Deny;
-:class:`ApprovalGate` remembers "for this chat" answers and applies
-``Settings.tool_approval == "auto"``.
-
-Only model-initiated calls are asked about. A tool the user started (``!command``, ``/read``)
-is approved by the act of typing it.
-"""
+"""Asking the user before a model-initiated call changes files or runs a program (a tool the
+user typed is approved by typing it); the agent asks on its worker thread."""
 
 from __future__ import annotations
 
@@ -30,8 +21,6 @@ class ApprovalDecision(StrEnum):
 
 @dataclass(frozen=True)
 class ApprovalRequest:
-    """What the user is asked to approve."""
-
     call: ToolCall
     #: One line, e.g. "Run `pytest -q` in /home/me/Documents/Offline Assistant".
     summary: str
@@ -69,9 +58,6 @@ class ApprovalGate:
     def reset(self) -> None:
         """Forget "for this chat" answers (a different chat was opened)."""
         self._allowed_for_chat.clear()
-
-    def allowed_for_chat(self) -> frozenset[str]:
-        return frozenset(self._allowed_for_chat)
 
     def approve(self, request: ApprovalRequest, policy: ApprovalPolicy) -> bool:
         if policy == "auto" or request.tool in self._allowed_for_chat:

@@ -1,10 +1,5 @@
 """What every tool is: typed arguments, a run method, and a text result with an error flag.
-
-A tool never raises for a problem the model can fix (a bad path, a missing file, a regex
-that does not compile): it returns a :class:`ToolResult` with ``is_error=True`` whose text
-says what went wrong and what to do instead. The registry turns any exception that slips
-through into such a result as well, so a tool call can never crash the agent loop.
-"""
+A problem the model can fix is an error result saying what to do, never an exception."""
 
 from __future__ import annotations
 
@@ -63,30 +58,19 @@ class ToolLimits:
 
     def walk_budget(self, cancelled: Callable[[], bool]) -> WalkBudget:
         """A fresh budget for one search; ``cancelled`` is the user's Stop."""
-        return WalkBudget(
-            max_entries=self.max_search_entries,
-            max_depth=self.max_search_depth,
-            seconds=self.max_search_s,
-            cancelled=cancelled,
-        )
+        return WalkBudget(max_entries=self.max_search_entries, max_depth=self.max_search_depth,
+                          seconds=self.max_search_s, cancelled=cancelled)
 
     @classmethod
     def for_window(cls, window_tokens: int) -> ToolLimits:
-        """Caps for a model with ``window_tokens`` of context.
-
-        One tool output may take about a quarter of the window: ``window * 3 / 4``
-        characters, between 2,000 and 32,000. Prose runs about 4 characters a token, but
-        code and numbers nearer 2-3, so this keeps even a dense output near a quarter to a
-        third of the window.
-        """
+        """Caps for ``window_tokens``: an output may take ``window * 3 / 4`` characters (2,000 to
+        32,000), a quarter to a third of the window at 2-4 characters a token."""
         chars = max(2_000, min(32_000, window_tokens * 3 // 4))
         return cls(max_output_chars=chars)
 
 
 @dataclass
 class ToolContext:
-    """What a tool may touch while it runs."""
-
     workspace: Workspace
     limits: ToolLimits
     cancel: CancelToken | None = None
@@ -102,12 +86,8 @@ FOLDER_ALIASES = {"dir": "path", "directory": "path"}
 
 
 class ToolArgs(BaseModel):
-    """Base of every tool's argument model.
-
-    Unknown keys are ignored (small models add stray ones); common misspellings of argument
-    names are mapped to the real name through ``aliases`` so that, for example, a call with
-    ``file_path`` still carries ``path`` in the saved history (file tracking reads it).
-    """
+    """Base of tool arguments: unknown keys ignored (small models add them), misspelt names mapped
+    through ``aliases`` so the saved call carries the real one (file tracking reads it)."""
 
     model_config = ConfigDict(extra="ignore", frozen=True)
 
@@ -116,9 +96,7 @@ class ToolArgs(BaseModel):
     @model_validator(mode="before")
     @classmethod
     def _apply_aliases(cls, data: Any) -> Any:
-        if isinstance(data, dict):
-            return canonical_arguments(cls, data)
-        return data
+        return canonical_arguments(cls, data) if isinstance(data, dict) else data
 
 
 def canonical_arguments(model: type[ToolArgs], data: dict[str, Any]) -> dict[str, Any]:

@@ -1,9 +1,5 @@
-"""edit_file: replace one exact piece of text in a workspace file (needs approval).
-
-The old text must occur exactly once, so the edit cannot land in the wrong place. When the
-file uses Windows line endings and the model wrote plain ``\\n``, the match is retried with
-``\\r\\n``.
-"""
+"""edit_file: replace one exact, unique piece of text in a workspace file (needs approval);
+retried with ``\\r\\n`` when the file has Windows line endings."""
 
 from __future__ import annotations
 
@@ -23,13 +19,8 @@ PREVIEW_LINES = 80
 
 class EditFileArgs(ToolArgs):
     aliases: ClassVar[dict[str, str]] = {
-        **FILE_ALIASES,
-        "old": "old_text",
-        "new": "new_text",
-        "old_string": "old_text",
-        "new_string": "new_text",
-        "search": "old_text",
-        "replace": "new_text",
+        **FILE_ALIASES, "old": "old_text", "new": "new_text", "old_string": "old_text",
+        "new_string": "new_text", "search": "old_text", "replace": "new_text",
     }
 
     path: str = Field(description="File path relative to the workspace.")
@@ -83,14 +74,8 @@ class EditFileTool(Tool[EditFileArgs]):
         return f"Edit {args.path}"
 
     def preview(self, args: EditFileArgs, ctx: ToolContext) -> str:
-        diff = difflib.unified_diff(
-            args.old_text.splitlines(),
-            args.new_text.splitlines(),
-            "before",
-            "after",
-            lineterm="",
-        )
-        lines = list(diff)
+        lines = list(difflib.unified_diff(args.old_text.splitlines(), args.new_text.splitlines(),
+                                          "before", "after", lineterm=""))
         if len(lines) > PREVIEW_LINES:
             lines = [*lines[:PREVIEW_LINES], f"[... {len(lines) - PREVIEW_LINES} more lines]"]
         return "\n".join(lines)

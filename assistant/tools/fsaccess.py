@@ -1,26 +1,5 @@
-"""Opening workspace paths one component at a time from a descriptor of the root.
-
-A path is never handed to the kernel whole. :class:`Resolver` opens the workspace root as a
-directory descriptor and walks the path's components from it, opening each folder with
-``O_DIRECTORY | O_NOFOLLOW`` relative to the previous one (``openat``). A component that is
-a symlink is not followed by the kernel: its target is read (``readlinkat``) and spliced
-into the rest of the path, where ``..`` can only climb back up the folders already walked
-and an absolute target must lie under the root. So a path that a racing program swaps for
-a symlink (or a folder swapped for a symlink to ``/etc``) at any moment either still
-resolves inside the root or is refused; there is no check-then-use window.
-
-Files are opened the same way (``O_NOFOLLOW``, ``O_NONBLOCK`` so a FIFO cannot block) and
-checked with ``fstat`` on the open descriptor. Writes create a temporary file in the target's
-folder (through its descriptor) and rename it over the name (``renameat``): a name swapped
-for a symlink is replaced, never written through.
-
-Limits: a hard link inside the workspace to a file outside it is the same file (Unix
-permissions decide who may create one); a folder that a racing program *moves* out of the
-workspace while a tool is inside it is followed to its new place (its contents were in the
-workspace a moment before). Platforms without ``openat`` (Windows) use the same walk on
-path strings: every component is checked, but a swap between a check and the next step is
-not excluded there.
-"""
+"""Opening workspace paths one component at a time from a descriptor of the root, so no
+racing symlink can lead outside it (docs/ARCHITECTURE.md, "Workspace file access")."""
 
 from __future__ import annotations
 
@@ -152,12 +131,8 @@ def fsync_handle(handle: Handle) -> None:
 
 
 def write_replacing(handle: Handle, name: str, data: bytes, mode: int | None) -> None:
-    """Write ``data`` to a new temporary file in the folder and rename it over ``name``.
-
-    ``mode`` is the permission bits to give it (an existing file's); None keeps the default
-    (0o666 minus the umask). A failure removes the temporary file and leaves ``name`` as it
-    was.
-    """
+    """Write ``data`` to a new temporary file in the folder and rename it over ``name``, with
+    ``mode`` (None: the default); a failure leaves ``name`` as it was."""
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL
     for _ in range(100):
         tmp = f".{name[:200]}.{secrets.token_hex(6)}.tmp"
@@ -188,7 +163,6 @@ def write_replacing(handle: Handle, name: str, data: bytes, mode: int | None) ->
 
 
 def read_fd(fd: int, limit: int) -> bytes:
-    """Up to ``limit`` bytes from an open file."""
     chunks: list[bytes] = []
     left = limit
     while left > 0:
@@ -203,10 +177,8 @@ def read_fd(fd: int, limit: int) -> bytes:
 # -- resolution --------------------------------------------------------------------------------
 @dataclass
 class Resolved:
-    """Where a path led. ``handle`` is an open folder (the caller closes it with
-    :meth:`close`); ``name`` is the final name in it (None when the path is that folder);
-    ``fd`` an open regular file (mode ``file``/``any``); ``st`` the final entry's status
-    (None when it does not exist, mode ``parent``)."""
+    """Where a path led: an open folder ``handle`` (closed by :meth:`close`), the final ``name``
+    in it (None: the folder), ``fd`` an open file, ``st`` the entry's status (None: missing)."""
 
     handle: Handle
     parts: tuple[str, ...]

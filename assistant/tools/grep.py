@@ -1,14 +1,9 @@
-"""grep: lines matching a regular expression in workspace files, with a match cap.
-
-Patterns are RE2 (see :mod:`assistant.tools.search`): linear time, no freeze. The search is
-bounded by the limits' walk budget (entries, depth, seconds) and honours Stop between
-steps of at most a megabyte.
-"""
+"""grep: lines matching an RE2 expression in workspace files, with a match cap, within the
+walk budget and honouring Stop."""
 
 from __future__ import annotations
 
 import os
-import time
 from typing import ClassVar
 
 from pydantic import Field
@@ -29,11 +24,7 @@ from assistant.tools.walk import (
 
 class GrepArgs(ToolArgs):
     aliases: ClassVar[dict[str, str]] = {
-        "regex": "pattern",
-        "query": "pattern",
-        **FOLDER_ALIASES,
-        "file": "path",
-        "include": "glob",
+        "regex": "pattern", "query": "pattern", **FOLDER_ALIASES, "file": "path", "include": "glob"
     }
 
     pattern: str = Field(description="Regular expression (RE2 syntax) to search for.")
@@ -82,15 +73,8 @@ class GrepTool(Tool[GrepArgs]):
             return ToolResult.error("cancelled by the user")
         return ToolResult(_report(args.pattern, hits, budget))
 
-    def _search_tree(
-        self,
-        searcher: LineSearcher,
-        top: int | str,
-        prefix: str,
-        matcher: GlobMatcher | None,
-        hits: _Hits,
-        budget: WalkBudget,
-    ) -> None:
+    def _search_tree(self, searcher: LineSearcher, top: int | str, prefix: str,
+                     matcher: GlobMatcher | None, hits: _Hits, budget: WalkBudget) -> None:
         for file in walk_files(top, budget):
             if matcher is not None and not matcher.match(file.rel):
                 continue
@@ -127,13 +111,7 @@ class GrepTool(Tool[GrepArgs]):
         except UnicodeDecodeError:
             hits.skipped += 1
             return
-
-        def over_time() -> bool:
-            if time.monotonic() - budget.started > budget.seconds:
-                budget.stopped_by = f"it ran for {budget.seconds:g} seconds"
-            return bool(budget.stopped_by)
-
-        for number, line in searcher.lines(data, stop_check(budget.cancelled, over_time)):
+        for number, line in searcher.lines(data, stop_check(budget.cancelled, budget.over_time)):
             hits.add(shown, number, line)
 
 
@@ -144,13 +122,10 @@ def _report(pattern: str, hits: _Hits, budget: WalkBudget) -> str:
     cut = walk_note(budget)
     if not hits.lines:
         return f"No matches for {pattern!r}{note}.{cut}"
-    out = "\n".join(hits.lines)
-    out = limits.clip(out, "Output cut.")
+    out = limits.clip("\n".join(hits.lines), "Output cut.")
     if hits.extra:
-        out += (
-            f"\n[{hits.extra:,} more matches not shown; narrow the pattern or the path, or "
-            "read a file with read_file start_line/end_line.]"
-        )
+        out += (f"\n[{hits.extra:,} more matches not shown; narrow the pattern or the path, or "
+                "read a file with read_file start_line/end_line.]")
     if note:
         out += f"\n[Note:{note}.]"
     return out + cut

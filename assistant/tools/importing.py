@@ -1,14 +1,9 @@
-"""Bringing a file the user dropped on the window into the workspace.
-
-A dropped file inside the workspace is used where it is. One from elsewhere is copied to
-``dropped/`` in the workspace (a dropped file is the user's explicit choice), so the model
-can read the rest of it later with ``read_file`` line ranges like any workspace file. A file
-already copied with the same content is reused; a different file with the same name gets a
-numbered name.
-"""
+"""Bringing a dropped file into the workspace: used in place when inside, else copied to
+``dropped/`` (same content reused, another file with that name numbered)."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import stat
 from pathlib import Path
@@ -19,11 +14,8 @@ DROPPED_DIR = "dropped"
 
 
 def import_file(workspace: Workspace, source: Path, *, max_bytes: int) -> tuple[Path, bool]:
-    """The workspace path to read for ``source``, and whether it was copied.
-
-    Raises :class:`SandboxError` (with a message for the user) for folders, devices, files
-    that are too large, or files that cannot be read.
-    """
+    """The workspace path to read for ``source`` and whether it was copied; raises
+    :class:`SandboxError` for folders, devices, too large or unreadable files."""
     try:
         st = source.stat()
     except OSError as exc:
@@ -33,12 +25,8 @@ def import_file(workspace: Workspace, source: Path, *, max_bytes: int) -> tuple[
     if not stat.S_ISREG(st.st_mode):
         raise SandboxError(f"{source} is not a regular file.")
     real = Path(os.path.realpath(source))
-    try:
-        inside = workspace.resolve(str(real), kind="file")
-    except SandboxError:
-        pass
-    else:
-        return inside, False
+    with contextlib.suppress(SandboxError):
+        return workspace.resolve(str(real), kind="file"), False
     if st.st_size > max_bytes:
         raise SandboxError(f"{source} is {st.st_size:,} bytes; the limit is {max_bytes:,}.")
     try:

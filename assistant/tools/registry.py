@@ -1,11 +1,5 @@
-"""The tool registry: schemas for the model, argument checking, and safe execution.
-
-``schemas()`` gives the OpenAI form the backend passes to a chat template
-(``{"type": "function", "function": {"name", "description", "parameters"}}``), built from
-each tool's pydantic argument model. ``check()`` validates a parsed call and ``execute()``
-runs it; neither raises for anything the model did: unknown tools, bad arguments, sandbox
-refusals and unexpected exceptions all come back as error results that say what to do.
-"""
+"""The tool registry: OpenAI-form schemas for the model, argument checking, and execution
+that turns anything the model did wrong into an error result saying what to do."""
 
 from __future__ import annotations
 
@@ -47,7 +41,6 @@ class ToolRegistry:
 
     @classmethod
     def default(cls) -> ToolRegistry:
-        """All built-in tools."""
         from assistant.tools.edit_file import EditFileTool
         from assistant.tools.find_files import FindFilesTool
         from assistant.tools.grep import GrepTool
@@ -56,17 +49,8 @@ class ToolRegistry:
         from assistant.tools.run_command import RunCommandTool
         from assistant.tools.write_file import WriteFileTool
 
-        return cls(
-            [
-                ReadFileTool(),
-                ListDirTool(),
-                FindFilesTool(),
-                GrepTool(),
-                WriteFileTool(),
-                EditFileTool(),
-                RunCommandTool(),
-            ]
-        )
+        return cls([ReadFileTool(), ListDirTool(), FindFilesTool(), GrepTool(), WriteFileTool(),
+                    EditFileTool(), RunCommandTool()])
 
     def names(self) -> list[str]:
         return list(self._tools)
@@ -75,8 +59,8 @@ class ToolRegistry:
         return self._tools.get(name)
 
     def schemas(self) -> list[dict[str, Any]]:
-        """The tools' JSON schemas (made once: pydantic takes ~40 ms for them, and every
-        model call asks; each caller gets its own copy)."""
+        """The tools' JSON schemas, a copy each, made once (pydantic takes ~40 ms; every call
+        asks)."""
         if self._schemas is None:
             self._schemas = [tool_schema(t) for t in self._tools.values()]
         return copy.deepcopy(self._schemas)
@@ -87,9 +71,7 @@ class ToolRegistry:
         if tool is None or call.raw_arguments is not None:
             return call
         args = canonical_arguments(tool.args_model, call.arguments)
-        if args == call.arguments:
-            return call
-        return call.model_copy(update={"arguments": args})
+        return call if args == call.arguments else call.model_copy(update={"arguments": args})
 
     def check(self, call: ToolCall) -> CheckedCall | ToolResult:
         """The validated call, or an error result telling the model the expected form."""
@@ -117,7 +99,6 @@ class ToolRegistry:
         return CheckedCall(call=call, tool=tool, args=args)
 
     def execute(self, checked: CheckedCall, ctx: ToolContext) -> ToolResult:
-        """Run a checked call. Never raises."""
         try:
             return checked.tool.run(checked.args, ctx)
         except SandboxError as exc:
@@ -130,13 +111,10 @@ class ToolRegistry:
     def run(self, call: ToolCall, ctx: ToolContext) -> ToolResult:
         """Check and execute without asking anyone (for tests and user-started tools)."""
         checked = self.check(call)
-        if isinstance(checked, ToolResult):
-            return checked
-        return self.execute(checked, ctx)
+        return checked if isinstance(checked, ToolResult) else self.execute(checked, ctx)
 
 
 def tool_schema(tool: Tool[Any]) -> dict[str, Any]:
-    """The OpenAI function schema of ``tool``."""
     params = _clean_schema(tool.args_model.model_json_schema())
     return {
         "type": "function",

@@ -1,10 +1,5 @@
-"""run_command: a shell command in the workspace folder, with a timeout and an output cap.
-
-The command runs in its own process group (a new session on POSIX, a new process group on
-Windows) so that a timeout or the user's Stop kills it and everything it started. The shell
-is not a sandbox: the working folder is the workspace, but the command can do whatever the
-user can, which is why model-initiated calls need the user's approval.
-"""
+"""run_command: a shell command in the workspace folder, in its own process group (so a
+timeout or Stop kills all it started), with an output cap. Not a sandbox: needs approval."""
 
 from __future__ import annotations
 
@@ -29,10 +24,7 @@ _NEW_GROUP: int = getattr(subprocess, "CREATE_NEW_PROCESS_GROUP", 0)
 
 class RunCommandArgs(ToolArgs):
     aliases: ClassVar[dict[str, str]] = {
-        "cmd": "command",
-        "shell": "command",
-        "timeout": "timeout_s",
-        "timeout_seconds": "timeout_s",
+        "cmd": "command", "shell": "command", "timeout": "timeout_s", "timeout_seconds": "timeout_s"
     }
 
     command: str = Field(description="Shell command to run in the workspace folder.")
@@ -54,13 +46,8 @@ class RunCommandTool(Tool[RunCommandArgs]):
         limit = ctx.limits
         timeout = min(args.timeout_s or limit.command_timeout_s, limit.max_command_timeout_s)
         proc = subprocess.Popen(
-            command,
-            shell=True,
-            cwd=ctx.workspace.root,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            start_new_session=os.name != "nt",
+            command, shell=True, cwd=ctx.workspace.root, stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=os.name != "nt",
             creationflags=_NEW_GROUP,
         )
         assert proc.stdout is not None
@@ -98,12 +85,8 @@ class RunCommandTool(Tool[RunCommandArgs]):
 def kill_group(proc: subprocess.Popen[bytes]) -> None:
     """Stop ``proc`` and its children: SIGTERM to the group, SIGKILL after a grace period."""
     if os.name == "nt":
-        subprocess.run(
-            ["taskkill", "/F", "/T", "/PID", str(proc.pid)],
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-            check=False,
-        )
+        subprocess.run(["taskkill", "/F", "/T", "/PID", str(proc.pid)],
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
         proc.wait()
         return
     for sig, wait in ((signal.SIGTERM, GRACE_S), (signal.SIGKILL, None)):

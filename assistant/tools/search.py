@@ -1,17 +1,5 @@
-"""Regular-expression search that cannot hang: RE2, in bounded steps.
-
-The model chooses grep patterns, and Python's ``re`` backtracks: ``(a+)+$`` on a 40-character
-line ran for minutes while holding the GIL, freezing the window. Patterns are compiled with
-RE2 instead (the ``google-re2`` package), which matches in time linear in the text, uses a
-bounded amount of memory (:data:`MAX_REGEX_MEMORY`) and releases the GIL while it scans.
-RE2 has no look-around and no back-references; such patterns, and ones too large to
-compile, are refused with a message that says what to change.
-
-:func:`search_lines` scans a file's bytes at most :data:`CHUNK_BYTES` (plus the rest of a
-line) per call, checking the Stop flag and the time budget between calls, so Stop is
-honoured within milliseconds even in a 20 MB file. Matches are whole lines, as in grep:
-the pattern never matches across a line break.
-"""
+"""Regular-expression search that cannot hang: RE2 in bounded steps, as ``re`` ran for
+minutes on ``(a+)+$`` holding the GIL (docs/ARCHITECTURE.md, "Tool safety beyond paths")."""
 
 from __future__ import annotations
 
@@ -20,7 +8,7 @@ from collections.abc import Callable, Iterator
 
 import re2
 
-from assistant.tools.walk import SearchStopped
+from assistant.tools.walk import SearchStopped, re2_reason
 
 #: Memory RE2 may use for one compiled pattern (its DFA cache included).
 MAX_REGEX_MEMORY = 32 << 20
@@ -63,16 +51,9 @@ class LineSearcher:
         except re2.error as exc:
             raise PatternError(_compile_message(exc)) from None
 
-    def lines(
-        self,
-        data: bytes,
-        should_stop: Callable[[], bool],
-    ) -> Iterator[tuple[int, bytes]]:
-        """(line number, line) of every matching line of ``data``, in order.
-
-        Calls ``should_stop()`` between steps: when it returns True the search ends (it may
-        raise :class:`SearchStopped` itself for the user's Stop).
-        """
+    def lines(self, data: bytes, should_stop: Callable[[], bool]) -> Iterator[tuple[int, bytes]]:
+        """(line number, line) of every matching line of ``data``; ``should_stop()`` is called
+        between steps (True ends the search; it may raise :class:`SearchStopped`)."""
         search = self._regex.search
         n = len(data)
         pos = 0  # always the start of a line
@@ -102,8 +83,7 @@ class LineSearcher:
 
 
 def _line_anchors(pattern: str) -> str:
-    """Python's ``\\A`` and ``\\Z`` (start and end of the searched string, here a line) as
-    RE2's line anchors ``^`` and ``$``; RE2 has no ``\\Z``."""
+    """Python's ``\\A`` and ``\\Z`` as RE2's line anchors ``^`` and ``$`` (RE2 has no ``\\Z``)."""
     out: list[str] = []
     i = 0
     while i < len(pattern):
@@ -119,14 +99,9 @@ def _line_anchors(pattern: str) -> str:
 
 
 def _compile_message(exc: Exception) -> str:
-    reason = exc.args[0] if exc.args else str(exc)
-    if isinstance(reason, bytes):
-        reason = reason.decode("utf-8", errors="replace")
-    reason = str(reason)
-    if any(
-        word in reason
-        for word in ("pattern too large", "bad repetition operator", "invalid repetition size")
-    ):
+    reason = re2_reason(exc)
+    too_large = ("pattern too large", "bad repetition operator", "invalid repetition size")
+    if any(word in reason for word in too_large):
         return (
             f"The pattern is too large or too complex to search with ({reason}). Use "
             "smaller counts in {m,n} repetitions, or a simpler pattern."
@@ -138,8 +113,7 @@ def _compile_message(exc: Exception) -> str:
 
 
 def stop_check(cancelled: Callable[[], bool], over_time: Callable[[], bool]) -> Callable[[], bool]:
-    """A ``should_stop`` for :meth:`LineSearcher.lines`: raises on Stop, True when over
-    the time budget."""
+    """A ``should_stop``: raises on Stop, True when over the time budget."""
 
     def check() -> bool:
         if cancelled():

@@ -13,14 +13,13 @@ class NotTextError(ValueError):
 
 
 def read_text(workspace: Workspace, path: str, *, max_bytes: int) -> tuple[str, str]:
-    """A workspace file as text (UTF-8, a BOM dropped, newlines as they are) and how it is
-    shown. Raises :class:`NotTextError` or ``SandboxError`` (too large, outside...)."""
+    """A workspace file as UTF-8 text and how it is shown; raises :class:`NotTextError`."""
     data, shown = workspace.read_bytes(path, max_bytes)
     return decode_text(data, shown), shown
 
 
 def decode_text(data: bytes, shown_as: str) -> str:
-    if b"\x00" in data[:SNIFF_BYTES]:
+    if looks_binary(data):
         raise NotTextError(
             f"{shown_as} is a binary file ({len(data):,} bytes); its contents are not shown."
         )

@@ -1,14 +1,5 @@
-"""Walking a workspace folder for find_files and grep, and glob patterns.
-
-The walk goes through folder descriptors (see :mod:`assistant.tools.fsaccess`): each
-subfolder is opened with ``O_NOFOLLOW`` relative to its parent, so a folder swapped for a
-symlink while the walk runs is skipped, never followed out of the workspace. Symlinks,
-devices, FIFOs and sockets are not listed; tool caches (``.git``, ``node_modules``...) are
-skipped. The walk is bounded: :class:`WalkBudget` caps the entries visited, the depth and the
-time, and checks the user's Stop at every entry.
-
-Globs are compiled to RE2 (linear-time matching), so ``**/**/**/...`` cannot backtrack.
-"""
+"""Walking a workspace folder for find_files and grep without following symlinks, within a
+budget, and glob patterns as RE2 (docs/ARCHITECTURE.md, "Tool safety beyond paths")."""
 
 from __future__ import annotations
 
@@ -25,21 +16,10 @@ from assistant.tools.fsaccess import Handle, close, iter_dir, open_dir_at, open_
 from assistant.tools.workspace import SandboxError
 
 #: Folders that are almost never what the user means and can be huge.
-SKIPPED_DIRS = frozenset(
-    {
-        ".git",
-        ".hg",
-        ".svn",
-        "node_modules",
-        "__pycache__",
-        ".venv",
-        "venv",
-        ".mypy_cache",
-        ".pytest_cache",
-        ".ruff_cache",
-        ".tox",
-    }
-)
+SKIPPED_DIRS = frozenset({
+    ".git", ".hg", ".svn", "node_modules", "__pycache__", ".venv", "venv", ".mypy_cache",
+    ".pytest_cache", ".ruff_cache", ".tox",
+})
 #: Longest glob accepted.
 MAX_GLOB_CHARS = 1_000
 _NONBLOCK = getattr(os, "O_NONBLOCK", 0)
@@ -72,9 +52,13 @@ class WalkBudget:
         self.entries += 1
         if self.entries > self.max_entries:
             self.stopped_by = f"it visited {self.max_entries:,} entries"
-        elif time.monotonic() - self.started > self.seconds:
+            return False
+        return not self.over_time()
+
+    def over_time(self) -> bool:
+        if time.monotonic() - self.started > self.seconds:
             self.stopped_by = f"it ran for {self.seconds:g} seconds"
-        return not self.stopped_by
+        return bool(self.stopped_by)
 
 
 @dataclass(frozen=True)
@@ -87,7 +71,6 @@ class WalkedFile:
     rel: str
 
     def open(self) -> int:
-        """An open descriptor of the file (refused if it is no longer a regular file)."""
         fd = open_file_at(self.folder, self.name, os.O_RDONLY | _NONBLOCK)
         if not stat.S_ISREG(os.fstat(fd).st_mode):
             os.close(fd)
@@ -96,8 +79,7 @@ class WalkedFile:
 
 
 def walk_files(top: Handle, budget: WalkBudget) -> Iterator[WalkedFile]:
-    """Regular files under the open folder ``top`` (not closed here), in a stable order:
-    a folder's files by name, then its subfolders by name."""
+    """Regular files under the open folder ``top``: a folder's files by name, then its folders."""
     stack: list[tuple[Handle, str, Iterator[str]]] = []
     try:
         files, dirs = _entries(top, budget)
@@ -154,8 +136,7 @@ def _entries(handle: Handle, budget: WalkBudget) -> tuple[list[str], list[str]]:
 
 
 def glob_to_regex(pattern: str) -> str:
-    """A glob over '/'-separated relative paths as an RE2 pattern: ``*`` and ``?`` stay in
-    one folder, ``**`` spans folders (``**/`` also matches no folder), ``[...]`` is a class."""
+    """A glob over relative paths as RE2: ``*`` and ``?`` stay in one folder, ``**`` spans them."""
     out: list[str] = []
     i = 0
     n = len(pattern)
@@ -205,7 +186,7 @@ class GlobMatcher:
             self._regex = re2.compile(glob_to_regex(pattern), options)
         except re2.error as exc:
             raise SandboxError(
-                f"The pattern {pattern!r} is not a valid glob ({_re2_reason(exc)}); use * and "
+                f"The pattern {pattern!r} is not a valid glob ({re2_reason(exc)}); use * and "
                 "? for names, ** for any folders, [abc] for one of some characters."
             ) from None
 
@@ -214,14 +195,13 @@ class GlobMatcher:
 
 
 def glob_matcher(pattern: str) -> GlobMatcher:
-    """Patterns without a '/' match a file's name in any folder (``*.py``); others match
-    the path relative to the search folder (``src/**/*.py``)."""
+    """Patterns without a '/' match a name in any folder (``*.py``); others the relative path."""
     if "/" not in pattern:
         pattern = "**/" + pattern
     return GlobMatcher(pattern)
 
 
-def _re2_reason(exc: Exception) -> str:
+def re2_reason(exc: Exception) -> str:
     text = exc.args[0] if exc.args else str(exc)
     if isinstance(text, bytes):
         text = text.decode("utf-8", errors="replace")

@@ -1,19 +1,6 @@
-"""The workspace folder: the only place tools may read and write.
-
-Every path a tool receives is checked here (NUL bytes, over-long names, Windows device
-names) and then opened by :mod:`assistant.tools.fsaccess`, which walks it component by
-component from a descriptor of the root without letting the kernel follow a symlink: a
-link is followed only while it stays inside the workspace. Absolute paths are accepted when
-they lie under the root. Reads, writes, listings and searches all go through the
-descriptors this gives (:meth:`Workspace.open`, :meth:`Workspace.write_bytes`), so a path
-swapped for a symlink while a tool runs cannot lead outside; writes go to a temporary file
-renamed into place. Existing paths that are neither a regular file nor a folder (devices,
-FIFOs, sockets) are refused. A refusal is a :class:`SandboxError` whose message is written
-for the model (and the user); the registry turns it into an error result.
-
-Hard links are the documented limit: a hard link in the workspace to an outside file *is*
-that file, and who may create one is up to the system's permissions.
-"""
+"""The workspace folder: the only place tools may read and write. Paths are checked here and
+opened through :mod:`assistant.tools.fsaccess`, so a path swapped for a symlink cannot
+lead outside; refusals are :class:`SandboxError`, written for the model."""
 
 from __future__ import annotations
 
@@ -39,14 +26,8 @@ MAX_PATH_CHARS = 1024
 MAX_NAME_CHARS = 255
 
 _WINDOWS_DEVICES = {
-    "CON",
-    "PRN",
-    "AUX",
-    "NUL",
-    "CONIN$",
-    "CONOUT$",
-    *(f"COM{i}" for i in range(1, 10)),
-    *(f"LPT{i}" for i in range(1, 10)),
+    "CON", "PRN", "AUX", "NUL", "CONIN$", "CONOUT$",
+    *(f"COM{i}" for i in range(1, 10)), *(f"LPT{i}" for i in range(1, 10)),
 }
 
 Kind = Literal["file", "dir", "any"]
@@ -83,9 +64,8 @@ class Workspace:
     # -- opening ---------------------------------------------------------------------------
     @contextmanager
     def open(self, path: str, mode: Mode = "any", *, create: bool = False) -> Iterator[Resolved]:
-        """Open ``path`` for a tool: ``file`` gives an open regular file (``fd``), ``dir``
-        an open folder (``handle``), ``any`` either, ``parent`` the folder a file of that
-        name goes in (folders created with ``create``). Raises :class:`SandboxError`."""
+        """Open ``path`` for a tool: ``file`` an open file (``fd``), ``dir`` a folder (``handle``),
+        ``any`` either, ``parent`` the folder a file of that name goes in (made with ``create``)."""
         parts = self._parts(path)
         try:
             resolved = self._walker().resolve(parts, mode, create=create)
@@ -110,31 +90,24 @@ class Workspace:
             return read_fd(opened.fd, max_bytes), opened.shown
 
     def write_bytes(self, path: str, data: bytes) -> tuple[str, bool]:
-        """Create or replace a file (folders created as needed) by writing a temporary file
-        beside it and renaming it into place. Returns (how it is shown, whether it existed).
-        A name that is a symlink inside the workspace writes its target; one that is swapped
-        for a symlink meanwhile is replaced, never written through."""
+        """Create or replace a file through a temporary file renamed into place (folders made as
+        needed); returns (how it is shown, whether it existed)."""
         with self.open(path, "parent", create=True) as place:
             self.replace_bytes(place, data)
             return place.shown, place.st is not None
 
     def replace_bytes(self, place: Resolved, data: bytes) -> None:
-        """Write ``data`` as the file ``place`` names (its folder and name, as opened),
-        keeping an existing file's permissions."""
+        """Write ``data`` as the file ``place`` names, keeping an existing file's permissions."""
         assert place.name is not None
         mode = stat.S_IMODE(place.st.st_mode) if place.st is not None else None
         try:
             write_replacing(place.handle, place.name, data, mode)
         except IsADirectoryError:  # a folder took the name meanwhile
-            raise SandboxError(
-                f"{place.shown!r} is a directory, not a file; use list_dir."
-            ) from None
+            shown = place.shown
+            raise SandboxError(f"{shown!r} is a directory, not a file; use list_dir.") from None
 
     def resolve(self, path: str, *, kind: Kind = "any") -> Path:
-        """Where ``path`` leads, as a path under the root, or :class:`SandboxError`.
-
-        For showing and comparing paths only: tools open files through :meth:`open`.
-        """
+        """Where ``path`` leads under the root (for showing and comparing paths only)."""
         with self.open(path, kind) as found:
             return self.root.joinpath(*found.parts, *([found.name] if found.name else []))
 
@@ -144,8 +117,7 @@ class Workspace:
             rel = path.relative_to(self.root)
         except ValueError:
             return str(path)
-        text = rel.as_posix()
-        return text if text else "."
+        return rel.as_posix() or "."
 
     # -- checks and messages ---------------------------------------------------------------
     def _parts(self, path: str) -> list[str]:
@@ -178,34 +150,22 @@ class Workspace:
 
     def _message(self, path: str, problem: PathProblem) -> str:
         shown = problem.shown
-        kind = problem.kind
-        if kind == "outside":
-            return self._outside(path)
-        if kind == "link_outside":
-            return (
-                f"{path!r} is outside the workspace: {shown!r} is a link to "
-                f"{problem.detail}. Tools can only use files inside the workspace folder "
-                f"({self.root})."
-            )
-        if kind == "missing":
-            return (
-                f"{shown!r} does not exist in the workspace. Use list_dir or find_files to see "
-                "what is there."
-            )
-        if kind == "is_dir":
-            return f"{shown!r} is a directory, not a file; use list_dir."
-        if kind == "not_dir":
-            return f"{shown!r} is a file, not a directory; use read_file."
-        if kind == "special":
-            return (
-                f"{shown!r} is not a regular file or directory (a device, pipe or socket); "
-                "tools do not open those."
-            )
-        if kind == "loop":
-            return f"{path!r} goes through too many links in a row (a link loop?)."
-        if kind == "changing":
-            return f"{path!r} kept changing while it was being opened; try again."
-        return f"{path!r} cannot be accessed: {problem.detail or 'permission denied'}."
+        messages = {
+            "outside": self._outside(path),
+            "link_outside": f"{path!r} is outside the workspace: {shown!r} is a link to "
+            f"{problem.detail}. Tools can only use files inside the workspace folder "
+            f"({self.root}).",
+            "missing": f"{shown!r} does not exist in the workspace. Use list_dir or find_files "
+            "to see what is there.",
+            "is_dir": f"{shown!r} is a directory, not a file; use list_dir.",
+            "not_dir": f"{shown!r} is a file, not a directory; use read_file.",
+            "special": f"{shown!r} is not a regular file or directory (a device, pipe or "
+            "socket); tools do not open those.",
+            "loop": f"{path!r} goes through too many links in a row (a link loop?).",
+            "changing": f"{path!r} kept changing while it was being opened; try again.",
+        }
+        default = f"{path!r} cannot be accessed: {problem.detail or 'permission denied'}."
+        return messages.get(problem.kind, default)
 
 
 class FileTooLarge(SandboxError):
