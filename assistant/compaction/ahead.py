@@ -1,35 +1,5 @@
 """Compaction ahead of time: the summary the next compaction needs, written while the model
-is idle, kept under a key of what it summarizes.
-
-A compaction inside a turn makes the user wait for a whole summary (10-23 s on an idle
-laptop, minutes under load). Once the chat passes :data:`AHEAD_FILL` of the point where it
-must compact, the service asks the controller (``ContextController.precompute``) on the
-idle worker, at low priority (the user's next message cancels it at once), to plan the
-compaction the chat would get with one more message the size of the user's last one and
-write its summary. The real message is rarely that size, so the cut would often move
-(docs/BENCHMARKS.md, "The first compaction"). Two rules keep the summary in use:
-
-* the compactor prefers the planned cut (:func:`~.cut_point.find_cut` ``prefer``) while its
-  tail is within the limit plus :data:`PREFER_SLACK` of the window (half the room left for
-  the chat to grow), and only when the summary written for it still matches the messages
-  before it (:meth:`SummaryCache.preferred_cuts`);
-* a summary is used when the messages it was written for are the summarized span or the
-  start of it (:meth:`SummaryCache.take`): every message the same (id, role, text, tool
-  calls, in order) and the other summarizer inputs the same (the previous summary, the
-  focus, the window), its text within the model part's budget. When the span goes further,
-  the messages after the summary's part are covered by the verbatim record of what the user
-  said that code writes for the whole span; the record's note says so.
-
-A summary is never used for a span whose messages changed in any way (an edited or
-branched chat has other ids or text).
-
-**The turn never waits for the model** (writing ahead on: ``ContextController.defer_model``).
-When no summary written ahead fits, a compaction in the turn takes the code's summary (the
-user's words, the files; milliseconds) and the next reading pause writes the model's summary
-of the *next* span on top of it. Why not let the model's summary replace the code's at once,
-and what it measured: docs/BENCHMARKS.md ("The turn never waits for the model").
-``/compact``, the terminal chat (no idle time) and the setting off ask the model in the turn.
-"""
+is idle, kept under a key of what it summarizes (docs/COMPACTION.md)."""
 
 from __future__ import annotations
 

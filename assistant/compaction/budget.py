@@ -1,14 +1,4 @@
-"""How much room a compaction gives the summary and the kept tail.
-
-The summary is not a fixed size: the model-written part gets :data:`MODEL_SHARE` of the
-policy's summary budget (at least what the summary grammar needs when the window has room
-for it: :func:`~assistant.compaction.summary.grammar.min_budget`), and the verbatim record of what
-the user said grows with the room the window has (:data:`RECORD_ROOM_SHARE` of it), using
-only what it needs. The kept tail aims at a prompt of :data:`FILL_TARGET` of the window
-after compaction (never less than :data:`MIN_FILL` while older history was there to keep)
-and leaves :data:`GROWTH_SHARE` of the window free for the chat to grow before the next
-compaction. ``/compact`` keeps the policy's fixed sizes: the user asked for room now.
-"""
+"""How much room a compaction gives the summary and the kept tail (docs/COMPACTION.md)."""
 
 from __future__ import annotations
 

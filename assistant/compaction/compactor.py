@@ -1,22 +1,5 @@
 # Over 500 lines: the steps of one compaction and their give-way rules (issue 27 splits it).
-"""Layer 2: one compaction, in four steps that each return a value.
-
-1. **budget** (:mod:`.budget`): how much room the summary and the kept tail get; the record
-   of what the user said grows with the room the window has.
-2. **plan** (:meth:`Compactor.plan`): the cut (:mod:`.cut_point`), never summarizing an
-   output the model has not answered when a cut before it can make room (only a turn in
-   progress that cannot fit even with its outputs cut down may be split; outputs the user
-   started are never summarized before they are answered: :mod:`.visibility`), and the
-   verbatim record for the summarized part (:mod:`.extractive`).
-3. **summarize** (:meth:`Compactor.summarize`): a ``before_compact`` hook may cancel or supply
-   the summary (a hook that raises is logged and the default compaction runs); else the
-   summarizer writes it (model, validated, extractive fallback).
-4. **verify** (:meth:`Compactor.verify`): the summary is fitted to its budget, the new prompt
-   is counted exactly, and the record is kept only if the prompt shrank.
-
-:meth:`Compactor.run` chains them and returns one :class:`CompactionOutcome`; the controller
-stores the record and reports events.
-"""
+"""Layer 2: one compaction, in four steps that each return a value (docs/COMPACTION.md)."""
 
 from __future__ import annotations
 
@@ -103,32 +86,6 @@ class CompactionOutcome:
 
 
 @dataclass(frozen=True)
-class CompactionPreparation:
-    """What ``before_compact`` hooks see."""
-
-    reason: CompactionReason
-    focus: str | None
-    to_summarize: tuple[Message, ...]
-    turn_prefix: tuple[Message, ...]
-    kept: tuple[Message, ...]
-    tokens_before: int
-    previous_summary: str | None
-    files_read: tuple[str, ...]
-    files_modified: tuple[str, ...]
-
-
-@dataclass(frozen=True)
-class BeforeCompactResult:
-    """A hook's answer: cancel the compaction, or supply the summary proper itself."""
-
-    cancel: bool = False
-    summary: str | None = None
-
-
-BeforeCompactHook = Callable[[CompactionPreparation], BeforeCompactResult | None]
-
-
-@dataclass(frozen=True)
 class Plan:
     cut: CutPlan
     history: Sequence[Message]
@@ -166,7 +123,6 @@ class Compactor:
     chat_prefix: Callable[[Conversation, str, Sequence[Message]], list[dict[str, Any]]]
     #: The window for the summarizer's own calls.
     window: Callable[[], int]
-    before_compact: BeforeCompactHook | None
     #: Summaries written ahead of time (:mod:`.ahead`).
     cache: SummaryCache
     #: The conversation's facts, shared with the controller (:mod:`.facts`).
@@ -371,28 +327,9 @@ class Compactor:
 
     # -- 3: summarize ---------------------------------------------------------------------
     def summarize(
-        self, job: CompactionJob, plan: Plan, budget: Budget, tokens_before: int
+        self, job: CompactionJob, plan: Plan, budget: Budget
     ) -> tuple[str, SummaryKind, SummaryOutcome | None] | Status:
         """(summary proper, summarizer kind, outcome) or CANCELLED."""
-        prev = job.conv.last_compaction
-        if self.before_compact is not None:
-            prep = CompactionPreparation(
-                reason=job.reason, focus=job.focus, to_summarize=tuple(plan.history),
-                turn_prefix=tuple(plan.prefix), kept=tuple(plan.tail),
-                tokens_before=tokens_before,
-                previous_summary=prev.summary if prev else None,
-                files_read=tuple(plan.files.read), files_modified=tuple(plan.files.modified),
-            )
-            try:
-                answer = self.before_compact(prep)
-            except Exception:
-                log.exception("before_compact hook failed; running the default compaction")
-                answer = None
-            if answer is not None:
-                if answer.cancel:
-                    return Status.CANCELLED
-                if answer.summary is not None:
-                    return answer.summary, "hook", None
         request = self.request(job, plan, budget)
         reuse = self.cache.take(request, lambda text: self.counter.text(text) <= request.budget)
         if reuse is not None:
@@ -535,7 +472,7 @@ class Compactor:
             job.reason, tokens_before, plan.cut.cut, " (split turn)" if plan.cut.split_turn else "",
         )
         try:
-            got = self.summarize(job, plan, budget, tokens_before)
+            got = self.summarize(job, plan, budget)
         except Exception as exc:
             log.exception("Summarizer failed during compaction (%s)", job.reason)
             return CompactionOutcome(Status.FAILED, tokens_before, error=f"summarizer error: {exc}")
@@ -591,8 +528,7 @@ class Compactor:
             summarizer=kind,
             focus=job.focus,
             rejected=list(summary_outcome.rejected) if summary_outcome else [],
-            summarizer_note=summary_outcome.note if summary_outcome else (
-                "written by a before_compact hook" if kind == "hook" else ""),
+            summarizer_note=summary_outcome.note if summary_outcome else "",
         )
         return CompactionOutcome(
             Status.DONE, tokens_before, record=record, summary=summary_outcome,

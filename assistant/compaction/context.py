@@ -1,23 +1,4 @@
-"""What the model sees, rebuilt from the conversation exactly.
-
-``[system prompt] + [latest summary as a synthetic user message] + [kept messages]``, where a
-kept tool result is shown
-
-* whole, as a rule;
-* as its cleared note when pruning cleared it (:func:`.visibility.cleared_note`: the
-  placeholder, what it was, how to get it back);
-* cut to its head and tail around a marker when the model has not answered it yet and it
-  cannot fit whole (:func:`.visibility.trim_output`); a user message the model has not
-  answered yet is cut the same way when it alone cannot fit.
-
-Any message longer than :data:`~assistant.conversation.MAX_SHOWN_CHARS` characters is
-first cut by characters (:meth:`~assistant.conversation.Message.model_view_content`), so
-nothing here tokenizes more than that of one message however large it is in the chat.
-
-Notes and cuts are a :class:`View` the controller computes from the conversation itself, so
-a resumed chat yields the same tokens (and the same KV-cache prefix) as before. The summary
-message is built here on every call and never stored among the messages.
-"""
+"""What the model sees, rebuilt from the conversation exactly (docs/COMPACTION.md)."""
 
 from __future__ import annotations
 

@@ -1,47 +1,4 @@
-"""How the history before the latest user message is written for the model.
-
-A small model imitates the form of what it sees itself say. Measured with SmolLM2-135M on
-the answer benchmark's end questions (docs/ANSWERS.md, "What the prompt shows of earlier
-turns"):
-
-* after a chat of file questions answered "It is QX-1184.", it answers the next question
-  with the latest such answer ("It is QX-6051." for six different questions) although the
-  recall block above the question holds the line that answers it;
-* with that answer left out, the latest assistant message in the prompt was a literal tool
-  call, and it answered questions with a tool call of its own.
-
-So, on the prompt as built (after recall placed its excerpts), :func:`render_history`:
-
-1. writes the tool calls of earlier turns (before the latest user message) as a note in
-   the assistant's message, ``[I ran read_file path=src/x.ts]`` (``[At your request I ran
-   ...]`` for the user's own ``/read``), and their results as
-   ``[Output of read_file path=src/x.ts]`` followed by the output, instead of the literal
-   call syntax the model would copy. The latest turn's calls and results stay exactly as
-   they are: the model reads its own calls there and the tool loop depends on them;
-2. when ``excerpts`` is true (recall put excerpts beside the latest user message), leaves
-   out earlier exchanges in which the user asked a short question on one line
-   (:data:`SHORT_QUESTION_CHARS`; a message carrying pasted text or a statement is never left
-   out) and the assistant answered in
-   one short line (:data:`SHORT_ANSWER_CHARS`): the excerpts stand in for them, and such an
-   answer is what the model copies. The chat is unchanged: the question stays in the chat
-   and its index (recall finds it), and the answer is the model's own words, which recall
-   never brings back.
-
-Nothing here changes the conversation; the rendering depends only on the messages, so the
-same chat gives the same prompt (a turn's calls change form once, when the next user
-message arrives).
-
-:func:`focus_history` (the setting ``compaction.recall_focus``) goes further when recall
-placed excerpts: the call shows only about :data:`FOCUS_TOKENS` of the newest history before
-the latest user message, and always the latest exchange (a follow-up, "and the other
-one?", leans on it); the summary and older turns are left out of that call only. A small
-model answers best from a small prompt (RULER; "Lost in the Middle"); measured on the real
-session's end in docs/ANSWERS.md ("What the prompt shows at question time"). The window's
-start is kept from one call to the next (:func:`sticky_focus_start`) while the history from
-it fits a ceiling, then restarts lower (:func:`focus_bounds`): consecutive prompts share
-their prefix, which the engine's prompt cache holds (docs/BENCHMARKS.md, engines side by
-side).
-"""
+"""How the history before the latest user message is written for the model (docs/COMPACTION.md)."""
 
 from __future__ import annotations
 

@@ -1,26 +1,5 @@
 # Over 500 lines: the one entry point of context management; all paths share one view and facts.
-"""The single entry point of context management.
-
-``prepare`` runs before every model call:
-
-1. prune old tool outputs the model has already answered (layer 1, :mod:`.prune`);
-2. count the exact prompt with the model's tokenizer;
-3. when ``prompt + reserve`` passes the call's window, compact (layer 2, :mod:`.compactor`):
-   older turns are summarized by the same model, the user's words kept verbatim beside the
-   summary. The call's window is the policy's target (the size the model was measured to
-   use well), grown for a latest turn too large for it up to the hard limit, the model's
-   window (:meth:`~assistant.config.EffectivePolicy.for_turn`): what comes before the
-   latest turn is kept within the target, the latest turn may use the whole window;
-4. when the prompt still does not fit the hard limit, cut the outputs the model has not
-   answered yet to fit, keeping head and tail (:mod:`.visibility`); none is ever cleared
-   whole before the model has answered it.
-
-``compact`` is the forced path (``/compact [focus]``); the agent calls ``handle_overflow``
-when the backend raises :class:`ContextOverflowError` and retries once with what it returns.
-Cancelling (``CancelToken``) aborts the summary and the call proceeds uncompacted; errors are
-logged and reported, never swallowed. What the model sees is built by :mod:`.context` from
-the conversation and a :class:`~.context.View` computed here (cleared notes, cut outputs).
-"""
+"""The single entry point of context management (docs/COMPACTION.md, `compaction/controller.py`)."""
 
 from __future__ import annotations
 
@@ -34,11 +13,8 @@ from assistant.compaction import context
 from assistant.compaction.ahead import AHEAD_FILL, Precomputed, SummaryCache
 from assistant.compaction.budget import minimal_summary
 from assistant.compaction.compactor import (
-    BeforeCompactHook,
-    BeforeCompactResult,
     CompactionJob,
     CompactionOutcome,
-    CompactionPreparation,
     Compactor,
     Status,
 )
@@ -85,10 +61,7 @@ from assistant.llm.base import (
 )
 
 __all__ = [
-    "BeforeCompactHook",
-    "BeforeCompactResult",
     "CallRequest",
-    "CompactionPreparation",
     "ContextController",
     "ContextTooLargeError",
     "MessageFit",
@@ -97,7 +70,6 @@ __all__ = [
 
 log = logging.getLogger("assistant.compaction")
 
-AfterCompactHook = Callable[[CompactionRecord], None]
 #: How the last prompt rendered earlier turns: (id of its latest user message, whether recall's
 #: excerpts were beside it), or None when it showed them as built.
 _Render = tuple[str | None, bool] | None
@@ -128,8 +100,6 @@ class ContextController:
         compact_on_overflow: Callable[[], bool] = lambda: True,
         on_event: Callable[[ContextEvent], None] | None = None,
         summarizer: Summarizer | None = None,
-        before_compact: BeforeCompactHook | None = None,
-        after_compact: AfterCompactHook | None = None,
         counter: TokenCounter | None = None,
         recall: Recall | None = None,
         recall_enabled: Callable[[], bool] = lambda: True,
@@ -164,7 +134,6 @@ class ContextController:
         #: none written ahead matches, leaving the model's to idle time (the window with
         #: "write the next summary ahead" on: :meth:`precompute` writes the next one).
         self.defer_model = defer_model
-        self.after_compact = after_compact
         #: Brings back excerpts of the whole chat beside the latest question (None: off).
         self.recall = recall
         self.recall_enabled = recall_enabled
@@ -191,7 +160,7 @@ class ContextController:
             self.counter, lambda: self.summarizer, self._measure, self._chat_prefix,
             # The summary's own prompt is history: it is written within the target.
             lambda: min(self.policy().window, self.backend.info.context_window),
-            before_compact, self.summary_cache, self.facts, lambda: self.defer_model(),
+            self.summary_cache, self.facts, lambda: self.defer_model(),
         )
         #: Conversation states where compaction did not help (never retried automatically).
         self._no_retry: set[State] = set()
@@ -760,8 +729,6 @@ class ContextController:
                 record.duration_s,
             )
             self._emit(CompactionFinished(record))
-            if self.after_compact is not None:
-                self.after_compact(record)
         return outcome
 
     def _chat_prefix(

@@ -1,27 +1,5 @@
 """Where to cut: which tail of the chat stays verbatim, which head is summarized.
-
-Rule (pi-mono's, with real token counts, a hard limit and a floor):
-
-1. A cut at ``i`` (the kept tail starts with message ``i``) is *valid* when message ``i`` is
-   a user (or system) message, or an assistant message that was not stopped, and no tool
-   call before ``i`` has its result at or after ``i`` (a call and its results are never
-   separated). The caller may forbid more cuts with ``allowed`` (the controller forbids
-   cuts that would summarize outputs the model has not answered: :mod:`.visibility`).
-2. A cut is a *turn boundary* when message ``i`` starts a user action: a user message, or a
-   tool call the user started (``/read``). Other valid cuts (an assistant message inside a
-   turn) *split* that turn: its prefix (the turn's user message up to the cut) is
-   summarized separately and merged into the summary, so the request is never lost.
-3. The tail should hold about ``keep`` tokens, at least ``floor`` and at most ``limit``.
-   Among the allowed cuts whose tail is in ``[floor, limit]``, turn boundaries are preferred
-   to splits; among those, the largest tail not over ``keep``, else the smallest over it.
-   With none in range, the largest tail that fits ``limit``; with none of those, the
-   smallest tail there is (the caller cuts unanswered outputs to fit). Summarizing the
-   whole chat (``i == len``) is the last resort.
-4. ``prefer``: a cut a summary was already written for (ahead of time) wins over the rule
-   of 3 when it is allowed and its tail is in ``[floor, prefer_limit]`` (``prefer_limit``
-   defaults to ``limit``; the compactor lets it pass ``limit`` a little: see
-   :data:`~.ahead.PREFER_SLACK`).
-"""
+More in docs/COMPACTION.md."""
 
 from __future__ import annotations
 

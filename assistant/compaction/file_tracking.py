@@ -1,15 +1,5 @@
 """Files read and modified, taken from tool calls (not from the model's summary).
-
-``read_file`` counts as a read, ``write_file`` and ``edit_file`` as modifications (only when
-their result is not an error). ``list_dir``, ``find_files``, ``grep`` and ``run_command`` do
-not read a specific file and are not listed. Calls the user started (``/read``, drag and drop)
-look the same and count the same. Transcripts of other agents replayed through the pipeline
-use their own names (``read``, ``Read``, ``view``, ``write``, ``Edit``, ``MultiEdit``,
-``str_replace_editor`` ...) and argument keys (``file_path``, ``filePath``, ``target_file``
-...): the common ones are recognised too (:data:`READ_TOOLS`, :data:`WRITE_TOOLS`,
-:data:`PATH_KEYS`). The lists are cumulative: each compaction starts from the
-previous record's lists, and a file that was modified is listed only as modified.
-"""
+More in docs/COMPACTION.md."""
 
 from __future__ import annotations
 

@@ -1,24 +1,4 @@
-"""Layer 1: clear old tool outputs before every model call (lossless).
-
-Rule (OpenCode's prune, with real token counts, and one guarantee on top):
-
-0. **Unanswered outputs are never pruned** (see :mod:`.visibility`): every tool output after
-   the model's last final reply, that is the reads the user started before asking about
-   them and every output of the turn in progress, stays until the model has answered. They
-   still count towards ``protect`` below.
-1. Nothing happens while the chat has fewer than :data:`MIN_USER_TURNS` user messages.
-2. Tool results the model still sees are scanned newest to oldest, adding each one's tokens.
-   A result stays while the running total (including it) is at most ``protect``; the first
-   answered one that pushes the total over ``protect``, and every older one, is a candidate.
-3. Candidates are pruned only when together they free at least ``minimum`` tokens (freed =
-   the segment with the content minus the segment with its cleared note). Batching like this
-   keeps the KV-cache prefix stable between calls.
-
-Only ``role == "tool"`` messages are ever touched; already pruned ones are skipped (they
-count their note towards ``protect``), so running it twice changes nothing. The caller
-applies the plan with ``Conversation.mark_pruned``: the original content stays in the
-message and on disk; the model sees :func:`~.visibility.cleared_note`.
-"""
+"""Layer 1: clear old tool outputs before every model call (lossless; docs/COMPACTION.md)."""
 
 from __future__ import annotations
 

@@ -1,32 +1,5 @@
 """Recall at question time: excerpts of the whole chat placed next to the latest question.
-
-A small model given a fact early in a long chat, or only in a summary, answers as if it had
-never seen it; the same model given the fact's sentence beside the question answers it. So
-before every model call (:meth:`Recall.apply`, from the controller's ``prepare``):
-
-1. the chat's full-text index (:class:`PassageIndex`, one per chat, kept by the session store:
-   :mod:`assistant.sessions.recall_index`) is brought up to date with the conversation;
-2. the latest user message becomes a query (:func:`.recall_text.query_terms`: stop words
-   dropped, and words common in this chat: :func:`distinctive`) and the index returns its
-   best passages by BM25;
-3. they are ordered by the line that best answers the question (:func:`.recall_rank.fit`;
-   bm25 among equals; the user's words first when the question asks what the user said,
-   an earlier question of the user only when nothing else comes back) and kept while they
-   are relevant (at least :data:`RELATIVE_SCORE` of the best bm25 score and
-   :data:`FIT_SHARE` of the best fit), on the active branch, not the latest message itself,
-   not the model's own replies (measured: a small model imitates what it said and drifts;
-   its tool calls, the commands run and files written, are facts and do come back), and not
-   visible verbatim in what the call will show; at most :data:`MAX_EXCERPTS`, one at most
-   half the budget when its lines fit in that, within the token budget
-   (:func:`recall_budget`, scaled by the window: small in local mode, and never more than the
-   room the prompt leaves beside three quarters of the reply's reserve);
-4. they are written, oldest first, as one short labeled block (turn, who said it or which tool
-   on which file, lines) into the latest user message: before the question
-   (``placement="before"``, the default: measured better with the embedded model) or after
-   it. Nothing is stored: the chat file is unchanged, and the block is part of the prompt's
-   last turn only, so the cached prefix of everything older survives. Within a turn (tool
-   rounds) the block for the same message is reused as it was, so the prefix holds there too.
-"""
+More in docs/COMPACTION.md."""
 
 from __future__ import annotations
 

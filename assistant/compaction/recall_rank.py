@@ -1,18 +1,5 @@
 """What ranks first among the passages recall found, and how an excerpt's source is written.
-
-The index ranks passages by bm25 (:mod:`assistant.sessions.recall_index`), which prefers a
-short passage naming the question's rare words. For "How many lines does a.ts have?" that is
-"Successfully wrote 5370 bytes to a.ts", not the ``wc -l`` listing whose line "177 a.ts"
-answers it; for a question about one of many files read, it is the file's header line. So
-recall (:mod:`.recall`) orders the passages bm25 found by :func:`fit`, the question's words
-that one line of a passage names, and keeps bm25's order among equals. What a question asks
-for is read from its words: whether a number answers it (:func:`wants_number`) and whether it
-asks what the user said (:func:`speaks_of_user`). :func:`short_target` writes a call's target
-as a label shows it (a small model's tokenizer spends 30 tokens on an absolute path), and
-:class:`ChatMap` where each passage came from; :func:`narrow_lines` cuts a long passage to
-the lines that answer.
-Measured with the answer benchmark's hit rate and answers (docs/ANSWERS.md, "Retrieval").
-"""
+More in docs/COMPACTION.md."""
 
 from __future__ import annotations
 

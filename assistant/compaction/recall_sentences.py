@@ -1,12 +1,5 @@
 """Sentences of what the user said that answer a question (for :mod:`.recall`).
-
-A user often writes one paragraph holding several facts ("The local cache is checked every
-15 minutes before we export it. The empty channel is checked every 66 minutes ..."). Recall
-puts only the sentences naming the most of the question's words next to the question:
-:func:`best_sentences` picks them within a token budget, :func:`score` says how well a
-passage's best sentence matches (to drop weaker passages), and :func:`names` matches a word
-in any of its plain forms ("checked" names "checks", not "checklist").
-"""
+More in docs/COMPACTION.md."""
 
 from __future__ import annotations
 

@@ -1,24 +1,4 @@
-"""Token accounting on exactly what the model sees.
-
-Every count goes through the backend's own chat template and tokenizer:
-
-* a message's count is the size of *its rendered segment*: ``count_prompt([anchor, msg])``
-  minus ``count_prompt([anchor])`` (the generation prompt and any BOS cancel out), so template
-  overhead, tool-call arguments written back by the text protocol and the pruned placeholder
-  are all included;
-* the fixed overhead is ``count_prompt([system], tools)``: system prompt, tool schemas (however
-  the template carries them) and the generation prompt;
-* the exact full count (:meth:`TokenCounter.exact`, i.e. ``backend.count_prompt``) remains the
-  authority: :meth:`TokenCounter.encode` gives it with the prompt's text and tokens, and the
-  sum of segments is checked against it (:attr:`TokenCounter.additive`; docs/ARCHITECTURE.md,
-  "Prepared"). Sums are exact for ChatML-style templates (tests check it); templates that
-  merge same-role messages or inject text by position can differ by a few tokens.
-
-Segment counts are memoized per message, keyed by ``(id, pruned, role, content hash, tool
-calls)``, so a turn costs work proportional to what is new. :class:`CountingBackend` gives
-the same accounting (ChatML + the offline cl100k tokenizer) before any model is loaded; a
-characters-per-token guess is never used.
-"""
+"""Token accounting on exactly what the model sees (docs/COMPACTION.md, `compaction/tokens.py`)."""
 
 from __future__ import annotations
 

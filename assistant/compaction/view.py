@@ -1,11 +1,5 @@
 """The view the model gets of tool results: cleared notes, and unanswered outputs cut to fit.
-
-:class:`ViewBuilder` computes a :class:`~.context.View` from the conversation and the token
-counter (see :mod:`.visibility` for the rules): a note for every pruned result among the kept
-messages, and, when the prompt does not fit beside the reply, head-and-tail cuts of the
-outputs the model has not answered yet (:meth:`ViewBuilder.fit`). Both are pure functions of
-the conversation, so a reopened chat shows the model the same tokens.
-"""
+More in docs/COMPACTION.md."""
 
 from __future__ import annotations
 

@@ -1,27 +1,5 @@
 """What the model must still see, and how a cleared or cut tool output says what is gone.
-
-The rule every other part of context management serves: **a tool output is never cleared
-before the model has answered the user message that follows it.**
-
-* The *pending* part of a chat is everything after the model's last final reply (an
-  assistant message with text and no tool call that was not stopped). Its tool outputs are
-  *unanswered*: user-started reads waiting for the question about them (``/read`` then "what
-  is on line 7?"), every output of the turn in progress, reads the model made inside that
-  turn. Pruning never touches them (:mod:`.prune`); compaction never summarizes the
-  user-started ones and splits a turn only when nothing else makes room (:mod:`.cut_point`).
-* When unanswered outputs alone cannot fit beside the reply, each one larger than a common
-  cap is **cut to fit**, keeping its head and tail around a marker that names the omitted
-  line range and how to read it (:func:`trim_output`, :func:`plan_trims`); none is ever
-  cleared whole. The cap comes from a fixed ladder (:func:`cap_ladder`), so a cut output
-  keeps the same text from one model call to the next (and the KV cache keeps its prefix)
-  until less room forces the next rung.
-* An *answered* output that pruning clears is shown as :func:`cleared_note`: the canonical
-  placeholder text at its start, then the tool, its target (path, pattern, command), the
-  line range and the size, and how to get it back.
-
-Everything here is a pure function of the messages and the token counter, so a reopened chat
-is shown to the model exactly as before.
-"""
+More in docs/COMPACTION.md."""
 
 from __future__ import annotations
 

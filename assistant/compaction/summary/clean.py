@@ -1,19 +1,6 @@
 # Over 500 lines: the stop-word list and the word-level judgements cleaning and checks share.
 """Cleaning a model-written summary, and the word-level judgements the checks use.
-
-:func:`clean_summary` runs on every reply before it is checked (:mod:`.validate`): it strips
-tool-call markup and cuts loops, and (given the conversation) drops the bullets that would
-mislead the chat: one naming a path, identifier or number the conversation never names
-(:func:`invented`; one a letter or two off a path of the conversation is put back first,
-:func:`respell`), one naming nothing of it (filler, an extractive placeholder copied from
-the previous summary), a tool action restated as a next step or decision (the model would
-redo it), and one copied from the conversation outside the Goal and the Constraints. What
-remains is judged whole; a section left without bullets gets "- none".
-
-The judgements: :class:`Known` (what a conversation names), :func:`grounded_terms`,
-:func:`informative` (a bullet says something of the conversation), :func:`silent_sections`,
-:func:`contradiction` (a bullet says the opposite of a user's rule), :func:`parse_sections`.
-"""
+More in docs/COMPACTION.md."""
 
 from __future__ import annotations
 

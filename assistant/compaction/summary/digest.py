@@ -1,19 +1,4 @@
-"""What the summarizing model is shown next to its question, picked by code.
-
-A 135M model asked about a conversation of several thousand tokens answers from the last
-few hundred and invents the rest. So each question it gets under the summary grammar
-carries the few lines of the span that answer it, picked by code and quoted (clipped):
-
-* the task statement (the first substantive user message) and the latest user request;
-* the user's standing rules (the first few, as :mod:`.user_text` tells them);
-* what the assistant did: each tool call with its target and outcome, newest last;
-* the assistant's last reply;
-* names, numbers, paths and identifiers that occur in the span;
-* for an update, the previous summary's sections.
-
-The model still writes every bullet; the verbatim record code appends to the summary is
-separate (:mod:`.extractive`).
-"""
+"""What the summarizing model is shown next to its question, picked by code (docs/COMPACTION.md)."""
 
 from __future__ import annotations
 

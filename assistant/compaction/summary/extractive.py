@@ -1,20 +1,5 @@
 """Mechanical state (appended by code to every summary) and the extractive fallback summary.
-
-The model may forget things; code does not. Every summary ends with a verbatim record built
-from the messages themselves (:func:`render_mechanical`):
-
-* **What the user said**: every summarized user message, verbatim, oldest first, shortened
-  only past the record's budget and then by the rules of :mod:`.user_record` (pasted
-  material, questions and chatter go first, the newest instructions last);
-* **Last user request**, verbatim, when it is not visible after the summary (whole unless
-  it alone exceeds the budget);
-* **Files** read and modified (cumulative, from tool calls: :mod:`.file_tracking`).
-
-:func:`extractive_summary` is the deterministic summary used when the model's summaries are
-rejected; it fills the required sections from the same data. Its Goal is the task statement
-(:func:`.user_record.task_statement`): the first substantive user message, never a slash
-command.
-"""
+More in docs/COMPACTION.md."""
 
 from __future__ import annotations
 

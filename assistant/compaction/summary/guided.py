@@ -1,17 +1,5 @@
 """A summary request for a reply generated under the summary grammar (:mod:`.grammar`).
-
-:class:`GuidedRequest` holds everything one compaction's grammar-constrained summary needs:
-
-* the grammar, sized to the budget;
-* the request text (:func:`~assistant.compaction.summary.prompts.build_guided`): short, since the
-  grammar writes the headings, with the facts code picked from the span next to it;
-* the messages, in context (the chat as last sent plus the request: llama.cpp still holds
-  the chat, so only the request is evaluated) or as a transcript (one labelled text of the
-  span, its oldest messages left out when it does not fit; the facts cover all of them);
-* what validation compares a reply with: the span as the model saw it (the user's rules
-  and the other text a summary may draw on are the summarizer's, computed once per
-  compaction).
-"""
+More in docs/COMPACTION.md."""
 
 from __future__ import annotations
 

@@ -1,18 +1,4 @@
-"""Prompts of the summarizer and the layout of the injected summary.
-
-The summary has fixed sections (checked by :mod:`assistant.compaction.summary.validate`); the file
-lists, the user's constraints and requests are *not* asked of the model: code appends them
-(see :mod:`assistant.compaction.summary.extractive`) after :data:`MECHANICAL_MARKER`.
-
-Two sets of prompts:
-
-* **guided** (:func:`build_guided`), for a reply generated under the summary grammar
-  (:mod:`.grammar`): the grammar supplies the headings, so the request is short and carries
-  the facts code picked from the span (:mod:`.digest`) next to the question, where a small
-  model can use them;
-* **free** (:func:`build_prompt`, :func:`build_in_context`), for models that cannot follow
-  the grammar: the format is spelled out and the model must reproduce it.
-"""
+"""Prompts of the summarizer and the layout of the injected summary (docs/COMPACTION.md)."""
 
 from __future__ import annotations
 

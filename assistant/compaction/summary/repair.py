@@ -1,16 +1,4 @@
-"""A second attempt that asks again only for the sections that said nothing.
-
-A small model's first summary often says something under some headings and nothing under
-others: it copies the user's rules as the Goal, or restates what the assistant did as a
-decision and a next step. Validation then rejects the whole summary (rule 4 of
-:mod:`.validate`), and asking for the whole summary again gets a different mix of the same
-mistakes. So when rule 4 is the only problem, the retry asks, under a grammar of those
-sections alone (:func:`~.grammar.summary_grammar` with ``only``), for just the silent
-sections, with just their facts (:func:`repair_facts`); their new bullets replace the old
-ones (:func:`splice`) and the whole summary is validated again by the same rules. Every
-bullet is still the model's; what it wrote well the first time is kept instead of thrown
-away.
-"""
+"""A second attempt that asks again only for the sections that said nothing (docs/COMPACTION.md)."""
 
 from __future__ import annotations
 

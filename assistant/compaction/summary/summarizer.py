@@ -1,44 +1,6 @@
 # Over 500 lines: ask-validate-retry, in context or transcript (issue 27: summary/).
 """Summaries written by the loaded model, with bounded input, validation and a fallback.
-
-:class:`ModelSummarizer` asks the same model that chats for the summary proper (the file
-lists and the verbatim record of what the user said are appended by code). It tries, in
-this order:
-
-1. **under the summary grammar** (:mod:`.grammar`, :mod:`.guided`): one reply whose headings
-   are fixed and whose sections are bounded, to a short request that carries the facts code
-   picked from the span (:mod:`.digest`). A backend that cannot apply the grammar (it says
-   so in ``GenerationResult.ignored``), a model that cannot follow it (``GrammarError``) or
-   a reply without the skeleton switches this summarizer to the free prompts for good, and
-   the reason is logged and shown (:attr:`SummaryOutcome.note`);
-2. **free prompts** (:mod:`.prompts`): the format spelled out; a transcript that does not fit
-   is cut into chunks merged with the update prompt; a split turn's prefix is summarized by
-   its own call.
-
-Every reply is cleaned (tool-call markup stripped, repeated lines cut) and validated
-(:mod:`.validate`, the same rules for both); a rejected one is retried once with the
-problems named, then the deterministic :func:`.extractive.extractive_summary` is used. Under
-the grammar, when the only problem is sections that say nothing, the retry asks for those
-sections alone and keeps the rest (:mod:`.repair`); the result is validated whole. After
-:data:`GIVE_UP_AFTER` compactions in a row that fell back, the model is not asked any more
-(a guard: each attempt costs a prefill and a generation) until a summary is accepted.
-
-Two ways to show the model the span (chosen per compaction by what llama.cpp must evaluate):
-
-* **in context**: the chat prompt itself (system prompt, previous summary, the messages to
-  summarize, exactly as the chat sent them: :attr:`SummaryRequest.chat`) followed by one
-  request message. llama.cpp still holds those tokens from the chat's last call, so only the
-  request is evaluated: on a full local window that is a few hundred tokens instead of
-  several thousand. Used when it fits the window with the reply budget and evaluates fewer
-  tokens than the transcript would.
-* **transcript**: the span re-evaluated as one labelled transcript in a fresh prompt
-  (:mod:`.serialize`). Used when nothing is cached (a chat just reopened), when the span no
-  longer fits beside the reply, and for backends that cannot tell what is cached.
-
-The retry appends the stricter instruction at the end so its prompt reuses the first
-attempt's prefix. Every evaluated prompt token is reported
-(:attr:`SummaryOutcome.prompt_evaluated`).
-"""
+More in docs/COMPACTION.md."""
 
 from __future__ import annotations
 

@@ -1,25 +1,5 @@
 """What the user said, kept verbatim through every compaction, shortened only when it must.
-
-A summary written by a small model forgets; the user's own words are the part of a chat that
-must never be lost. So code (not the model) writes this record into every summary:
-
-* every summarized user message, verbatim, oldest first, while the record fits its budget
-  (which grows with the room the window has; see the controller);
-* past the budget, older messages are shortened sentence by sentence, in this order:
-  sentences repeated verbatim, pasted material (fenced code, quoted text, logs, stack
-  traces, file contents); then chatter: slash commands and questions, other statements,
-  requests, that pin nothing down; then the sentences that state a fact (a number, a date, a
-  name, a path, a setting) or a decision (``..., right?``, a hedge, a correction, a choice;
-  :mod:`.user_facts`); then overlong instructions are clipped, then one-off requests are
-  dropped and standing rules last,
-  each oldest first, so the newest instructions are never dropped to keep older ones of
-  their kind; messages with nothing left collapse into one "[N earlier messages omitted]"
-  line;
-* the last user request is kept whole unless it alone exceeds the budget.
-
-How a message is cut into sentences and pasted blocks, and what kind each is, is
-:mod:`.user_text`.
-"""
+More in docs/COMPACTION.md."""
 
 from __future__ import annotations
 
