@@ -7,7 +7,6 @@ import logging
 
 import pytest
 
-from assistant.compaction.controller import BeforeCompactResult, CompactionPreparation
 from assistant.compaction.prune import plan_prune
 from assistant.compaction.request import CallRequest
 from assistant.compaction.tokens import TokenCounter
@@ -234,26 +233,6 @@ def test_no_compaction_leaves_more_than_half_the_window_empty() -> None:
         conv.append(Message(role="assistant", content=f"Reply {i}."))
     assert afters, "the chat never compacted"
     assert all(a >= pol.window // 2 for a in afters), afters
-
-
-def test_a_before_compact_hook_that_raises_is_logged_and_the_default_runs(
-    caplog: pytest.LogCaptureFixture,
-) -> None:
-    conv = Conversation()
-    for i in range(8):
-        tool_turn(conv, i, size=60)
-    seen: list[CompactionPreparation] = []
-
-    def hook(prep: CompactionPreparation) -> BeforeCompactResult | None:
-        seen.append(prep)
-        raise RuntimeError("plugin bug")
-
-    ctl, _, _ = controller(ScriptedBackend([GOOD_SUMMARY]), local_policy(),
-                           before_compact=hook)
-    with caplog.at_level(logging.ERROR, logger="assistant.compaction"):
-        rec = ctl.compact(CallRequest(conv, SYSTEM), CompactionReason.MANUAL)
-    assert seen and rec is not None and rec.summarizer == "model"
-    assert "before_compact hook failed" in caplog.text
 
 
 def test_a_question_left_without_reply_gives_way_to_the_latest_turns_reads() -> None:
