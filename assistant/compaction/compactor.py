@@ -60,8 +60,8 @@ class Status(StrEnum):
 
 @dataclass(frozen=True)
 class CompactionJob:
-    """One compaction's input: the chat, the call's policy, the tokens of what stands
-    beside the history (system prompt, tools) and of each kept message as shown."""
+    """One compaction's input: ``overhead`` is the system prompt and tools' tokens, ``counts``
+    each kept message's as shown."""
 
     reason: CompactionReason
     conv: Conversation
@@ -81,8 +81,7 @@ class CompactionOutcome:
     record: CompactionRecord | None = None
     error: str = ""
     summary: SummaryOutcome | None = None
-    #: Messages summarized (for the "Compacting..." notice).
-    messages: int = 0
+    messages: int = 0  # summarized (for the "Compacting..." notice)
 
 
 @dataclass(frozen=True)
@@ -103,7 +102,7 @@ class Plan:
     latest_tokens: int = 0
 
     def describe(self, budget: Budget) -> str:
-        """The plan in one line for the log (why a summary written ahead was not used)."""
+        """The plan in one line for the log."""
         first = self.tail[0].id if self.tail else None
         keep, floor, limit = self.bounds
         return (f"first kept {first} (message {self.cut.cut + 1} of {len(self.kept)}), tail "
@@ -114,7 +113,7 @@ class Plan:
 
 @dataclass
 class Compactor:
-    """Runs one compaction over a conversation (see the module docstring)."""
+    """Runs one compaction over a conversation."""
 
     counter: TokenCounter
     summarizer: Callable[[], Summarizer]
@@ -123,23 +122,15 @@ class Compactor:
     chat_prefix: Callable[[Conversation, str, Sequence[Message]], list[dict[str, Any]]]
     #: The window for the summarizer's own calls.
     window: Callable[[], int]
-    #: Summaries written ahead of time (:mod:`.ahead`).
     cache: SummaryCache
-    #: The conversation's facts, shared with the controller (:mod:`.facts`).
     facts: FactsCache
-    #: Whether a compaction inside the turn leaves the model's summary to idle time
-    #: (:meth:`defers`).
-    defer: Callable[[], bool]
+    defer: Callable[[], bool]  # :meth:`defers`
 
     # -- 1: plan (with 2: budget) ---------------------------------------------------------
     def plan(self, job: CompactionJob, *, prefer_slack: int = 0) -> tuple[Plan | None, Budget]:
-        """The cut and the record (:meth:`_plan`; ``prefer_slack``: tokens the tail may pass
-        its limit by at the cut a summary was written ahead for). When the room the summary
-        grammar needs (:func:`~assistant.compaction.budget.compaction_budget`'s floor) would
-        make the cut summarize outputs the model has not answered yet, the model part keeps
-        the policy's share instead: the files of the question asked now come before a model-written
-        summary (a reply that small is cut at the length limit and rejected, so the
-        extractive fallback writes that summary)."""
+        """The cut and the record (:meth:`_plan`); when the summary grammar's room would
+        summarize unanswered outputs, the model part keeps the policy's share instead (the
+        question's files come first; the extractive fallback then writes the summary)."""
         plan, budget = self._plan(job, grammar_floor=True, prefer_slack=prefer_slack)
         if plan is None or plan.cut.cut <= pending_start(plan.kept):
             return plan, budget
@@ -156,9 +147,8 @@ class Compactor:
     def _plan(
         self, job: CompactionJob, *, grammar_floor: bool, prefer_slack: int = 0
     ) -> tuple[Plan | None, Budget]:
-        """The cut and the record; re-planned with a smaller tail (at most a few times) when
-        the summary and the tail would not fit beside the reply even after cutting the
-        tail's unanswered outputs to the floor."""
+        """The cut and the record; re-planned (a few times) with a smaller tail when summary
+        and tail would not fit beside the reply with unanswered outputs at the floor."""
         conv, policy, overhead, counts = job.conv, job.policy, job.overhead, job.counts
         count = self.counter.text
         facts = self.facts.of(conv)
@@ -275,10 +265,8 @@ class Compactor:
         self, plan: Plan | None, counts: Sequence[int], prev: CompactionRecord | None,
         budget: Budget,
     ) -> Plan | None:
-        """``plan``, or None when the smallest summary it can have (the header and its
-        record, with no summary proper) is no smaller than what it would replace: a few
-        short messages before a latest one that fills the window. The compaction could only
-        fail ("did not shrink") after asking the model for a summary."""
+        """``plan``, or None when its smallest summary (header and record) is no smaller
+        than what it replaces: asking the model would only end in "did not shrink"."""
         if plan is None:
             return None
         count = self.counter.message
@@ -294,17 +282,13 @@ class Compactor:
         return None
 
     def _preferred(self, kept: Sequence[Message]) -> int | None:
-        """The cut the newest summary written ahead of time for these messages was planned
-        for (None: there is none)."""
+        """The cut of the newest summary written ahead for these messages, if any."""
         cuts = self.cache.preferred_cuts(kept)
         return cuts[0] if cuts else None
 
     @staticmethod
     def _allowed(
-        kept: Sequence[Message],
-        counts: Sequence[int],
-        pending: int,
-        limit: int,
+        kept: Sequence[Message], counts: Sequence[int], pending: int, limit: int,
         waiting: frozenset[str],
     ) -> list[bool]:
         """Cut positions that summarize no unanswered output, with two exceptions. When the
@@ -358,10 +342,8 @@ class Compactor:
         return outcome.text, outcome.kind, outcome
 
     def defers(self, job: CompactionJob, summarizer: Summarizer, request: SummaryRequest) -> bool:
-        """Whether the code writes this compaction's summary at once instead of the model:
-        the app writes summaries ahead while the user reads (``defer``), the compaction is
-        one the user waits for inside a turn (the threshold or an overflow, not /compact),
-        and the model would be asked (no summary written ahead matched)."""
+        """Whether the code writes this summary at once: ``defer`` on, a compaction inside a
+        turn (not /compact), and the model would be asked."""
         return (job.reason != CompactionReason.MANUAL and self.defer()
                 and isinstance(summarizer, ModelSummarizer) and summarizer.asks_model(request))
 
@@ -377,9 +359,8 @@ class Compactor:
         )
 
     def ahead(self, job: CompactionJob) -> Precomputed | None:
-        """Plan the compaction the chat would get now and write its summary (for
-        :class:`~.ahead.SummaryCache`); None when there is nothing to summarize, the summary
-        is already there, or it was cancelled."""
+        """Plan the compaction the chat would get now and write its summary; None when
+        nothing to summarize, already written, or cancelled."""
         started = time.perf_counter()
         plan, budget = self.plan(job)
         if plan is None or not plan.tail:
@@ -413,9 +394,8 @@ class Compactor:
     def widen(
         self, job: CompactionJob, plan: Plan, budget: Budget, text: str, after: int
     ) -> tuple[Plan, str, int] | None:
-        """Keep more of the tail when the written summary left the window more than half
-        empty (the tail was sized for the largest summary it could be). The summary stays
-        as written; it then also covers a few messages that are kept verbatim."""
+        """Keep more of the tail when the summary left the window more than half empty (the
+        tail was sized for the largest summary); the summary stays as written."""
         kept, policy = plan.kept, job.policy
         low = int(policy.window * MIN_FILL)
         high = policy.window - policy.reserve - int(policy.window * GROWTH_SHARE)

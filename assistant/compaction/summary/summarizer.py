@@ -105,8 +105,7 @@ class ExtractiveSummarizer:
         )
 
 
-#: The note of a summary code wrote inside the turn instead of the model (the model's work
-#: moved to the time the user reads: :func:`deferred_summary`).
+#: The note of a summary code wrote inside the turn instead of the model.
 DEFERRED_NOTE = (
     "written by the code at once, without waiting for the model; the model writes the "
     "next summary while you read"
@@ -116,9 +115,8 @@ DEFERRED_NOTE = (
 def deferred_summary(
     counter: TokenCounter, request: SummaryRequest, cancel: CancelToken | None
 ) -> SummaryOutcome:
-    """The extractive summary for a compaction inside the turn whose model summary is left
-    to idle time (the app writes the next compaction's summary ahead, while the user
-    reads: ``compaction/ahead.py``); takes milliseconds."""
+    """The extractive summary (milliseconds) for a compaction in the turn whose model summary
+    is left to idle time (:mod:`..ahead`)."""
     return _extractive(counter, request, cancel, DEFERRED_NOTE)
 
 
@@ -128,10 +126,9 @@ def _extractive(
     return replace(ExtractiveSummarizer(counter).summarize(request, cancel), note=note)
 
 
-#: After this many compactions in a row in which the model's summary was rejected twice,
-#: the model is not asked again (for this model): each attempt costs a full prefill and
-#: generation (about a minute for SmolLM2-135M on 2 cores) only to be thrown away. Any
-#: accepted summary resets the count; a new model gets a new summarizer.
+#: Compactions in a row with both model summaries rejected before the model is not asked
+#: again until one is accepted: each attempt costs a prefill and a generation (about a
+#: minute for SmolLM2-135M on 2 cores).
 GIVE_UP_AFTER = 2
 
 
@@ -156,8 +153,8 @@ class _Checks:
     users: str = ""
 
 
-#: Why the model was not asked in a window too small for the summary grammar (the note's
-#: words: the benchmark counts such compactions apart from the model's acceptance).
+#: The note's words when the window is too small for the summary grammar (the benchmark
+#: counts these apart).
 TOO_SMALL_FOR_GRAMMAR = "the model was not asked (window too small for the summary grammar)"
 
 
@@ -187,20 +184,15 @@ class ModelSummarizer:
     ) -> None:
         self.backend = backend
         self.counter = counter or TokenCounter(backend)
-        #: Compactions in a row whose model summaries were rejected twice.
         self.consecutive_fallbacks = 0
-        #: "auto" (try the summary grammar), "on" (it works with this model), "off" (the
-        #: free prompts; :attr:`grammar_note` says why).
+        #: "auto" (try the summary grammar), "on" (it works), "off" (:attr:`grammar_note`).
         self.grammar_state = "auto" if grammar else "off"
         self.grammar_note = "" if grammar else "switched off"
         #: Told (done, total) prompt tokens while a summary's prompt is evaluated.
         self.on_prefill: Callable[[int, int], None] | None = None
 
-    # -- public ------------------------------------------------------------------------
     def asks_model(self, request: SummaryRequest) -> bool:
-        """Whether :meth:`summarize` would ask the model for ``request`` (False: it writes
-        the extractive summary at once, the model given up on or its part too small for
-        the summary grammar)."""
+        """Whether :meth:`summarize` would ask the model (not given up, part not too small)."""
         return not self._given_up() and not self._too_small(request)
 
     def _given_up(self) -> bool:
@@ -313,10 +305,7 @@ class ModelSummarizer:
         self, request: SummaryRequest, out: SummaryOutcome, cancel: CancelToken | None,
         checks: _Checks,
     ) -> str:
-        """One reply under the summary grammar, in context when cheaper (see :mod:`.guided`).
-
-        Raises :class:`_NoGrammar` when the backend or model cannot follow the grammar.
-        """
+        """One reply under the summary grammar, in context when cheaper (:mod:`.guided`)."""
         guided = GuidedRequest.build(
             request.history, request.turn_prefix, previous=request.previous,
             focus=request.focus, budget=request.budget,
@@ -368,14 +357,11 @@ class ModelSummarizer:
             return False
         return True
 
-    # -- internals ---------------------------------------------------------------------
     def _in_context(
         self, request: SummaryRequest, out: SummaryOutcome, cancel: CancelToken | None,
         checks: _Checks,
     ) -> str | None:
-        """The free-prompt summary on top of the cached chat prompt; None: not
-        possible or not cheaper. Raises :class:`_Rejected` when both attempts were rejected.
-        """
+        """The free-prompt summary on top of the cached chat prompt; None: not cheaper."""
         chat = request.chat
         if chat is None:
             return None
@@ -419,8 +405,7 @@ class ModelSummarizer:
         cancel: CancelToken | None,
         checks: _Checks,
     ) -> str:
-        """The span's summary from the free prompts: each chunk of its transcript updates the
-        summary of the chunks before it (the first starts from ``previous``)."""
+        """The span's summary from the free prompts, each chunk updating the one before."""
         running = previous
         for i, chunk in enumerate(self._chunks(messages, kind, budget, request)):
             this_kind = kind if i == 0 and not (kind == "initial" and running) else "update"
@@ -480,13 +465,8 @@ class ModelSummarizer:
         checks: _Checks,
         repair: Callable[[Sequence[str]], list[dict[str, Any]]] | None = None,
     ) -> str:
-        """Ask, clean, validate, retry once with the problems named.
-
-        Under the grammar, when the only problem is sections that say nothing, the retry
-        asks for those sections alone (``repair``, :mod:`.repair`) and keeps the rest.
-        Raises :class:`_Rejected` after two rejections and, under the grammar,
-        :class:`_NoGrammar` when the first reply shows the grammar cannot be used.
-        """
+        """Ask, clean, validate, retry once with the problems named (or, under the grammar,
+        ``repair`` the silent sections alone); :class:`_Rejected` after two rejections."""
         guided = checks.guided
         grammar = guided.grammar if guided is not None else None
         known = Known(source + "\n" + checks.reference)
@@ -549,9 +529,7 @@ class ModelSummarizer:
         tools: Sequence[dict[str, Any]] | None = None,
         grammar: str | None = None,
     ) -> tuple[str, str, tuple[str, ...]]:
-        """(reply, finish reason, options the backend ignored). Without a grammar a reply
-        that loops is stopped early (finish "repetition"); under one, the grammar bounds
-        every section and :func:`~.clean.clean_summary` cuts repeats."""
+        """(reply, finish reason, options ignored); a free reply that loops stops early."""
         if cancel is not None and cancel.cancelled:
             raise SummaryCancelled
         pieces: list[str] = []
@@ -585,7 +563,7 @@ class ModelSummarizer:
 def _prompt_tokens(
     be: LLMBackend, messages: list[dict[str, Any]], tools: Sequence[dict[str, Any]] | None
 ) -> list[int]:
-    """The prompt's tokens, through the backend's incremental prompt tokenizer if it has one."""
+    """The prompt's tokens (incrementally when the backend can)."""
     text = be.render_prompt(messages, tools)
     return be.tokenize_prompt(text) if isinstance(be, KVCacheAware) else be.tokenize(text)
 
