@@ -42,7 +42,7 @@ def context_key(request: SummaryRequest) -> str:
 
 
 def summary_key(request: SummaryRequest) -> str:
-    """What a summary depends on (see the module docstring), as a short digest."""
+    """What a summary depends on (docs/COMPACTION.md), as a short digest."""
     body = {
         "span": span_digests([*request.history, *request.turn_prefix]),
         "split": len(request.history),

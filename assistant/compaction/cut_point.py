@@ -48,7 +48,7 @@ def blocked_cuts(messages: Sequence[Message]) -> list[bool]:
 
 
 def valid_cuts(messages: Sequence[Message]) -> list[bool]:
-    """``valid[i]`` for ``i`` in ``0..len`` (see the module docstring)."""
+    """``valid[i]`` for ``i`` in ``0..len`` (docs/COMPACTION.md)."""
     blocked = blocked_cuts(messages)
     n = len(messages)
     valid = [False] * (n + 1)
@@ -80,7 +80,7 @@ def find_cut(
     prefer: int | None = None,
     prefer_limit: int | None = None,
 ) -> CutPlan:
-    """Plan a cut of ``messages`` (with their segment ``counts``); see the module docstring."""
+    """Plan a cut of ``messages`` with their segment ``counts`` (docs/COMPACTION.md)."""
     n = len(messages)
     if len(counts) != n:
         raise ValueError("one count per message is needed")

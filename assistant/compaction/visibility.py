@@ -51,7 +51,7 @@ def pending_start(messages: Sequence[Message]) -> int:
 
 
 def unanswered_ids(messages: Sequence[Message]) -> frozenset[str]:
-    """Ids of the tool outputs the model has not answered yet (see the module docstring)."""
+    """Ids of the tool outputs the model has not answered yet (docs/COMPACTION.md)."""
     start = pending_start(messages)
     return frozenset(m.id for m in messages[start:] if m.role == "tool")
 

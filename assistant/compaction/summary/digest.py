@@ -107,9 +107,7 @@ def _is_name(word: str, sentence_initial: bool) -> bool:
 
 
 def asked(text: str) -> str:
-    """What a user message asks, without the rules it also states (those are the
-    Constraints' facts): "Ground rules: never use tabs. Now, summarize x.py" asks for the
-    summary of x.py; "" for a message of rules only."""
+    """What a user message asks, without the rules it also states (the Constraints' facts)."""
     return " ".join(p.text.strip() for p in split_user_text(text) if p.kind != "rule").strip()
 
 

@@ -129,12 +129,8 @@ def files_section(files: FileOps, budget: int, count: Count) -> str:
 
 
 def render_mechanical(state: MechanicalState, budget: int, count: Count) -> str:
-    """The verbatim record appended to a summary, at most about ``budget`` tokens.
-
-    The file lists take what they need up to :data:`FILES_SHARE` of the budget; the user's
-    words (last request first, then the earlier messages) get the rest, shortened by the
-    rules of :mod:`.user_record` only when they do not fit.
-    """
+    """The verbatim record appended to a summary, about ``budget`` tokens: the file lists
+    up to :data:`FILES_SHARE` of it, the user's words (:mod:`.user_record`) the rest."""
     if budget <= 0:
         return ""
     files = files_section(state.files, int(budget * FILES_SHARE), count)
@@ -164,12 +160,8 @@ def model_part(summary: str) -> str:
 
 
 def extractive_summary(
-    summarized: Sequence[Message],
-    state: MechanicalState,
-    *,
-    previous: str | None,
-    budget: int,
-    count: Count,
+    summarized: Sequence[Message], state: MechanicalState, *, previous: str | None,
+    budget: int, count: Count,
 ) -> str:
     """A deterministic summary with every required section (no model involved)."""
     goal = state.first_request or "(no user request in the summarized part)"

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 #: prose but one token per digit, so a summary full of numbers and paths needs the lower
 #: figure to stay inside its budget (a reply cut at the budget is rejected).
 CHARS_PER_TOKEN = 3.0
-#: Characters no bullet may hold (see the module docstring), as a GBNF class body.
+#: Characters no bullet may hold (docs/COMPACTION.md), as a GBNF class body.
 FORBIDDEN = r"\n\r\t#`<>{}\[\]|"
 #: A bullet may not start with these either (a nested list, emphasis, a space).
 FORBIDDEN_FIRST = FORBIDDEN + " *+_=~-"

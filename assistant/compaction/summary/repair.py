@@ -30,14 +30,10 @@ def _homes(facts: Mapping[str, Sequence[str]]) -> set[str]:
 
 
 def sections_to_repair(
-    text: str,
-    known: Known,
-    users: Known | None,
-    facts: Mapping[str, Sequence[str]],
+    text: str, known: Known, users: Known | None, facts: Mapping[str, Sequence[str]]
 ) -> list[str]:
-    """The sections of ``text`` to ask for again: the Goal when it says nothing, and the
-    silent content sections that some fact belongs to (asked again without a fact, the
-    model has nothing new to go on). Empty when that cannot make the summary pass."""
+    """The silent Goal and the silent content sections some fact belongs to (without a fact
+    the model has nothing new to go on); empty when that cannot make the summary pass."""
     goal_silent, silent = silent_sections(parse_sections(text), known, users)
     homes = _homes(facts)
     content = [name for name in silent if name in homes]
@@ -46,8 +42,7 @@ def sections_to_repair(
         return []
     if goal_silent and "Goal" not in homes:
         return []
-    names = (["Goal"] if goal_silent else []) + (content if saying < MIN_INFORMATIVE else [])
-    return names
+    return (["Goal"] if goal_silent else []) + (content if saying < MIN_INFORMATIVE else [])
 
 
 def repair_facts(

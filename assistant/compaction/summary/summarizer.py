@@ -173,7 +173,7 @@ def _record(state: MechanicalState) -> list[str]:
 
 
 class ModelSummarizer:
-    """The loaded model writes the summary; see the module docstring."""
+    """The loaded model writes the summary (docs/COMPACTION.md)."""
 
     def __init__(
         self,

@@ -66,5 +66,5 @@ def decides(sentence: str) -> bool:
 
 
 def pins_down(sentence: str) -> bool:
-    """A fact or a decision (see the module docstring): kept ahead of chatter."""
+    """A fact or a decision (docs/COMPACTION.md): kept ahead of chatter."""
     return states_value(sentence) or decides(sentence)

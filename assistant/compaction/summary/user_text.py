@@ -1,7 +1,6 @@
 """What a user message is made of: instructions, questions, statements, pasted material.
 More in docs/COMPACTION.md."""
 
-
 from __future__ import annotations
 
 import re
@@ -197,7 +196,7 @@ _SPLIT: Memo[str, tuple[Piece, ...]] = Memo(4_096)
 
 
 def split_user_text(text: str) -> list[Piece]:
-    """``text`` as pieces (sentences and pasted blocks) in order; see the module docstring.
+    """``text`` as pieces (sentences and pasted blocks) in order (docs/COMPACTION.md).
     Split once per text; each caller gets its own copies (the record marks them)."""
     return [replace(p) for p in _SPLIT.get(text, lambda: tuple(_split(text)))]
 
