@@ -15,9 +15,8 @@ from assistant.conversation import Message
 #: Share of the compaction threshold (window - reserve) past which the next compaction's
 #: summary is written ahead of time.
 AHEAD_FILL = 0.7
-#: Share of the window a tail may pass its limit by when its cut is the one a summary was
-#: written ahead for (half of ``budget.GROWTH_SHARE``: the next compaction comes that much
-#: sooner, this one needs no model call).
+#: Share of the window a tail may pass its limit by at the cut a summary was written ahead
+#: for (half of ``budget.GROWTH_SHARE``: the next compaction comes sooner, this one is free).
 PREFER_SLACK = 0.06
 #: A summary written for the start of the span is used only when it covers at least this
 #: share of the span's messages (the rest is in the verbatim record only).
@@ -115,9 +114,8 @@ class SummaryCache:
             return next((i for i in self._items if i.key == key), None)
 
     def preferred_cuts(self, kept: Sequence[Message]) -> list[int]:
-        """Cuts in ``kept`` that summaries were written for, newest first: those whose
-        first kept message is in ``kept`` and whose messages are exactly the ones before it
-        (a summary of a chat that changed under it gives its cut no preference)."""
+        """Cuts in ``kept`` that summaries were written for, newest first, where the
+        messages before the cut are exactly the ones summarized."""
         where = {m.id: i for i, m in enumerate(kept)}
         with self._lock:
             items = list(reversed(self._items))
@@ -134,10 +132,8 @@ class SummaryCache:
         return cuts
 
     def take(self, request: SummaryRequest, fits: Callable[[str], bool]) -> Reuse | None:
-        """A summary for ``request``'s span (counted as a hit), or None (a miss): written
-        for that span, or for its start (the longest such, covering at least
-        :data:`MIN_COVERED` of it), with the same :func:`context_key`, and its text within
-        the request's budget (``fits``)."""
+        """A summary for ``request``'s span or the longest start of it (at least
+        :data:`MIN_COVERED`), with the same :func:`context_key`, that ``fits``; or None."""
         span = span_digests([*request.history, *request.turn_prefix])
         context = context_key(request)
         with self._lock:

@@ -35,10 +35,7 @@ def summary_message(summary: str) -> Message:
 
 
 def shown(msg: Message, view: View) -> Message:
-    """``msg`` as the model sees it under ``view`` (the message itself when unchanged).
-
-    Tool results can be cleared or cut; any other message cut when it alone is longer
-    than the window allows (:meth:`.view.ViewBuilder.view`, :meth:`.view.ViewBuilder.fit`)."""
+    """``msg`` as the model sees it under ``view`` (cleared or cut; itself when unchanged)."""
     if msg.role == "system":
         return msg
     if msg.role == "tool" and msg.pruned:
@@ -60,11 +57,8 @@ def build_context(
     summary: str | None = None,
     view: View = EMPTY_VIEW,
 ) -> list[Message]:
-    """System prompt + summary (synthetic user message) + ``kept`` under ``view``.
-
-    ``summary`` overrides the conversation's latest compaction's (to measure a compaction
-    before it is stored, with the ``kept`` messages it leaves).
-    """
+    """System prompt + summary (synthetic user message) + ``kept`` under ``view``;
+    ``summary`` in place of the latest compaction's (to measure one before it is stored)."""
     out = [system_message(system_prompt)]
     rec = conv.last_compaction
     text = summary if summary is not None else (rec.summary if rec is not None else None)

@@ -70,14 +70,8 @@ def is_turn_start(msg: Message) -> bool:
 
 
 def find_cut(
-    messages: Sequence[Message],
-    counts: Sequence[int],
-    *,
-    keep: int,
-    limit: int | None = None,
-    floor: int = 0,
-    allowed: Sequence[bool] | None = None,
-    prefer: int | None = None,
+    messages: Sequence[Message], counts: Sequence[int], *, keep: int, limit: int | None = None,
+    floor: int = 0, allowed: Sequence[bool] | None = None, prefer: int | None = None,
     prefer_limit: int | None = None,
 ) -> CutPlan:
     """Plan a cut of ``messages`` with their segment ``counts`` (docs/COMPACTION.md)."""
@@ -115,13 +109,8 @@ def find_cut(
 
 
 def _choose(
-    cuts: Sequence[int],
-    messages: Sequence[Message],
-    suffix: Sequence[int],
-    *,
-    keep: int,
-    floor: int,
-    hard: int,
+    cuts: Sequence[int], messages: Sequence[Message], suffix: Sequence[int], *, keep: int,
+    floor: int, hard: int,
 ) -> int | None:
     def best(cands: Sequence[int]) -> int | None:
         under = [i for i in cands if suffix[i] <= keep]

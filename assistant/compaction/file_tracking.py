@@ -31,8 +31,7 @@ OTHER_TARGET_KEYS = ("pattern", "glob", "query", "command", "cmd", "url")
 @dataclass(frozen=True)
 class CallTarget:
     """What one tool call works on: a file path, or (``is_path`` false) a pattern, command
-    or address. The one place that decides it, for the file lists, the notes on cleared
-    and cut outputs and the digest of what the assistant did."""
+    or address; the one place that decides it."""
 
     text: str
     is_path: bool

@@ -44,13 +44,8 @@ def plan_prune(
     cleared_size: Callable[[Message], int] | None = None,
     waiting: frozenset[str] | None = None,
 ) -> PrunePlan:
-    """Decide what to prune among ``visible`` (the messages the model would see).
-
-    ``user_turns`` is the number of user messages in the whole chat (defaults to those in
-    ``visible``); summarized ones still count as turns. ``cleared_size(msg)`` is the segment
-    size of ``msg`` once cleared (default: with the bare placeholder). ``waiting``: the ids
-    of the outputs not answered yet, when the caller knows them (computed otherwise).
-    """
+    """Decide what to prune among ``visible``; ``user_turns`` counts the whole chat's user
+    messages (summarized ones too), ``cleared_size`` a message's size once cleared."""
     turns = count_user_turns(visible) if user_turns is None else user_turns
     if turns < MIN_USER_TURNS:
         return PrunePlan(reason=f"only {turns} user turn(s)")

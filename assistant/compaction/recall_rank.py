@@ -46,13 +46,8 @@ def wants_number(question: str) -> bool:
 
 
 def fit(hit: Hit, question: Question) -> float:
-    """How well ``hit`` answers ``question`` by its best unit (a line of a multi-line
-    passage, else a sentence): the question's words it names, its neighbouring pairs side by
-    side, one more for a number not in the question when a number answers it; and half a
-    point for each other question word the passage names elsewhere (or its source says:
-    "lines" for ``wc -l``'s output). bm25 ranks a short passage that names a file's name
-    ("Successfully wrote 5370 bytes to a.ts") before the longer one holding the answer
-    ("=== Line counts === ... 177 a.ts") for "How many lines does a.ts have?"."""
+    """How well ``hit`` answers ``question`` by its best line or sentence (bm25 alone ranks
+    a short passage naming a file before the one holding the answer; docs/RECALL.md)."""
     asked = [_stem(t) for t in question.asked]
     if not asked:
         return 0.0
@@ -100,11 +95,9 @@ _LONG_PATH = re.compile(r"(?<![\w.])[~/]?(?:[\w.@-]+/){" + str(PATH_PARTS) + r",
 
 
 def short_target(text: str, limit: int | None = LABEL_COMMAND_CHARS) -> str:
-    """A call's target as a label or an excerpt's header shows it: one line, a leading
-    ``cd DIR &&`` left out, long paths cut to their last :data:`PATH_PARTS` parts, at most
-    ``limit`` characters (a label; an excerpt's header is whole: a commit message is in it).
-    An absolute path costs a small model's tokenizer 30 tokens, a fifth of recall's budget
-    in a 2,048-token window, and says no more than its last parts."""
+    """A call's target on one line, without ``cd DIR &&``, paths cut to their last
+    :data:`PATH_PARTS` parts (an absolute path costs a small model 30 tokens, a fifth of
+    recall's budget at 2,048), at most ``limit`` characters."""
     text = _CD_PREFIX.sub("", " ".join(text.split()))
 
     def cut(m: re.Match[str]) -> str:
@@ -142,9 +135,7 @@ def line_span(hit: Hit, lo: int, hi: int) -> Hit:
 
 
 def narrow_lines(hit: Hit, terms: Sequence[str], best: int | None = None) -> Hit | None:
-    """The lines of a multi-line passage from its first to its last line naming one of
-    ``terms``, widened to line ``best`` (None when that is the whole passage or no line
-    names one)."""
+    """The span of lines naming ``terms``, widened to line ``best`` (None: all or none)."""
     lines = numbered_lines(hit)
     if lines is None:
         return None
@@ -157,9 +148,8 @@ def narrow_lines(hit: Hit, terms: Sequence[str], best: int | None = None) -> Hit
 
 
 class ChatMap:
-    """Where each message of the conversation sits (position, turn) and where a passage
-    came from, in words; kept up to date with the messages appended since the last call
-    (a 10,000-message chat is not walked again for every question)."""
+    """Where each message sits (position, turn) and where a passage came from, in words;
+    updated incrementally (a 10,000-message chat is not walked for every question)."""
 
     def __init__(self) -> None:
         self._reset(0)

@@ -31,13 +31,8 @@ def best_sentences(
     text: str, terms: Sequence[str], asked: Sequence[str], cost: Callable[[str], int],
     room: int,
 ) -> str | None:
-    """The sentences of ``text`` that name the most of ``terms`` (ties: of all the
-    question's words ``asked``, then of its neighbouring words side by side,
-    :func:`pairs`): the best one, and those as good while they fit in
-    ``room`` tokens; in their order, joined by "..." where sentences were left out. None
-    when no sentence names a term or the best one does not fit. A sentence naming more of
-    the question's words is more likely the one holding its answer ("The local cache is
-    checked every 15 minutes." for "How often is the local cache checked?")."""
+    """The sentences of ``text`` naming the most of ``terms`` (ties: ``asked``, then
+    :func:`pairs`) that fit ``room`` tokens, in order, "..." between; None if none fits."""
     sentences = split_sentences(text)
     if len(sentences) < 2:
         return None

@@ -61,9 +61,8 @@ class PreparedRequest:
 
 @dataclass(frozen=True)
 class MessageFit:
-    """Whether a new user message can go to the model whole: its ``tokens`` and the
-    ``room`` the window has for it (window - reply reserve - system prompt and tools - the
-    smallest summary of what came before, when something came before)."""
+    """A new user message's ``tokens`` and the ``room`` the window has for it (less the
+    reserve, system prompt, tools and the smallest summary)."""
 
     tokens: int
     room: int
