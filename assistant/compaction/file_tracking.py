@@ -3,7 +3,7 @@ More in docs/COMPACTION.md."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from assistant.conversation import Message, ToolCall
@@ -51,11 +51,6 @@ def call_path(call: ToolCall) -> str | None:
     return target.text if target is not None and target.is_path else None
 
 
-def _add(target: list[str], path: str) -> None:
-    if path not in target:
-        target.append(path)
-
-
 @dataclass
 class FileOps:
     """Ordered, de-duplicated file lists (first seen first)."""
@@ -63,23 +58,12 @@ class FileOps:
     read: list[str] = field(default_factory=list)
     modified: list[str] = field(default_factory=list)
 
-    def merge(self, read: Iterable[str], modified: Iterable[str]) -> None:
-        for path in modified:
-            _add(self.modified, path)
-        for path in read:
-            _add(self.read, path)
-
-    def finalized(self) -> FileOps:
-        """Read-only files exclude modified ones."""
-        mod = list(self.modified)
-        return FileOps(read=[p for p in self.read if p not in mod], modified=mod)
-
 
 def extract_file_ops(messages: Sequence[Message], previous: FileOps | None = None) -> FileOps:
-    """File operations in ``messages`` added to ``previous`` (cumulative)."""
-    ops = FileOps()
-    if previous is not None:
-        ops.merge(previous.read, previous.modified)
+    """File operations in ``messages`` added to ``previous`` (cumulative); a file both read
+    and modified is listed as modified."""
+    read = list(previous.read) if previous is not None else []
+    modified = list(previous.modified) if previous is not None else []
     errors = {m.tool_call_id for m in messages if m.role == "tool" and m.is_error}
     for msg in messages:
         if msg.role != "assistant":
@@ -89,7 +73,8 @@ def extract_file_ops(messages: Sequence[Message], previous: FileOps | None = Non
             if path is None or call.id in errors:
                 continue
             if call.name in READ_TOOLS:
-                _add(ops.read, path)
+                read.append(path)
             elif call.name in WRITE_TOOLS:
-                _add(ops.modified, path)
-    return ops.finalized()
+                modified.append(path)
+    modified = list(dict.fromkeys(modified))
+    return FileOps([p for p in dict.fromkeys(read) if p not in modified], modified)
