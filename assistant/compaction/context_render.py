@@ -30,8 +30,7 @@ def latest_user_index(messages: Sequence[dict[str, Any]]) -> int | None:
 
 
 def is_output(msg: dict[str, Any]) -> bool:
-    """Whether ``msg`` (as rendered) holds a tool's output: a result of the latest turn, or
-    an earlier one written as a note (the context bar counts both as tool outputs)."""
+    """Whether ``msg`` (as rendered) holds a tool's output, as a result or as a note."""
     content = msg.get("content")
     return msg.get("role") == "tool" or (
         msg.get("role") == "user" and isinstance(content, str) and content.startswith(OUTPUT_NOTE)
@@ -63,8 +62,7 @@ def _short_answer(msg: dict[str, Any]) -> bool:
 
 
 def _question(msg: dict[str, Any]) -> bool:
-    """A short question on one line: a message that also carries what the user pasted or
-    said (a note, a log, a decision, then "which host...?") is never left out."""
+    """A short question on one line (and nothing else: a pasted log is never left out)."""
     text = str(msg.get("content") or "").strip()
     return (
         msg.get("role") == "user" and text.endswith("?") and "\n" not in text
@@ -73,21 +71,12 @@ def _question(msg: dict[str, Any]) -> bool:
 
 
 def render_history(
-    messages: Sequence[dict[str, Any]],
-    *,
-    first: int = 1,
-    excerpts: bool = False,
-    user_calls: Collection[str] = (),
-    latest: int | None = None,
+    messages: Sequence[dict[str, Any]], *, first: int = 1, excerpts: bool = False,
+    user_calls: Collection[str] = (), latest: int | None = None,
 ) -> list[dict[str, Any]]:
-    """``messages`` (OpenAI format, as the controller prepared them) with earlier turns'
-    tool calls written as notes and, when ``excerpts``, earlier question-and-short-answer
-    exchanges left out (see the module's docstring). ``first``: the index of the first
-    chat message (after the system prompt and the summary, which are never touched);
-    ``user_calls``: ids of the calls the user ran (``/read``), noted as run at the user's
-    request; ``latest``: the index of the message the rendering stops at (by default the
-    latest user message; ``len(messages)`` renders them all, as for a span of a prompt
-    whose latest user message came after it). A new list; the input is unchanged."""
+    """A copy of ``messages`` with the tool calls of ``messages[first:latest]`` (by default
+    up to the latest user message) as notes and, with ``excerpts``, short question-answer
+    exchanges left out; ``user_calls``: ids of the calls the user ran (``/read``)."""
     last = latest_user_index(messages) if latest is None else latest
     if last is None or last < first:
         return [dict(m) for m in messages]
@@ -132,15 +121,11 @@ def _latest_exchange(messages: Sequence[dict[str, Any]], first: int, last: int) 
 
 
 def focus_start(
-    messages: Sequence[dict[str, Any]],
-    *,
-    first: int,
-    tokens: int,
+    messages: Sequence[dict[str, Any]], *, first: int, tokens: int,
     count: Callable[[dict[str, Any]], int],
 ) -> int:
-    """Index of the oldest message of the newest whole messages before the latest user
-    message that fit ``tokens`` beside the latest exchange (``count`` gives a message's
-    tokens); the latest user message's index when none fits, ``first`` when all do."""
+    """Where the newest whole messages before the latest user message that fit ``tokens``
+    beside the latest exchange start (the latest user message when none fits)."""
     last = latest_user_index(messages)
     if last is None or last <= first:
         return first
@@ -163,19 +148,11 @@ def focus_bounds(tokens: int) -> tuple[int, int]:
 
 
 def sticky_focus_start(
-    messages: Sequence[dict[str, Any]],
-    *,
-    first: int,
-    tokens: int,
-    count: Callable[[dict[str, Any]], int],
-    anchor: int | None,
+    messages: Sequence[dict[str, Any]], *, first: int, tokens: int,
+    count: Callable[[dict[str, Any]], int], anchor: int | None,
 ) -> int:
-    """The start :func:`focus_history` shows from: ``anchor`` (the start of the previous
-    call's window) while the history from it, with the latest exchange, still fits the
-    ceiling of :func:`focus_bounds`, so consecutive prompts share their prefix (the
-    engine's cache keeps it); past the ceiling, the newest messages within the restart, so
-    the window grows again for several turns. Without an anchor (a chat's first focused
-    call, or its prompt before the anchor changed) the newest within ``tokens``."""
+    """``anchor`` (the previous call's start, so prompts share their prefix) while its
+    history fits :func:`focus_bounds`' ceiling, else :func:`focus_start` at the restart."""
     restart, ceiling = focus_bounds(tokens)
     last = latest_user_index(messages)
     if last is None or last <= first:
@@ -189,20 +166,12 @@ def sticky_focus_start(
 
 
 def focus_history(
-    messages: Sequence[dict[str, Any]],
-    *,
-    first: int,
-    tokens: int,
-    count: Callable[[dict[str, Any]], int],
-    start: int | None = None,
+    messages: Sequence[dict[str, Any]], *, first: int, tokens: int,
+    count: Callable[[dict[str, Any]], int], start: int | None = None,
 ) -> list[dict[str, Any]]:
-    """``messages`` (as rendered: earlier calls already notes) with the history before the
-    latest user message cut to its newest whole messages within ``tokens`` (``count``
-    gives a message's tokens), or to those from index ``start`` on when given
-    (:func:`sticky_focus_start`), always keeping the latest exchange: the previous user
-    message and the last reply after it. The system prompt (index 0) and everything from
-    the latest user message on stay; what sits between them before ``first`` (the summary)
-    goes. A new list; unchanged when there is no earlier history."""
+    """A copy of ``messages`` with the history before the latest user message cut to the
+    messages from ``start`` (default :func:`focus_start`) and the latest exchange; the
+    system prompt stays, the summary (before ``first``) goes."""
     last = latest_user_index(messages)
     if last is None or last <= first:
         return [dict(m) for m in messages]
