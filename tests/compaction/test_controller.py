@@ -46,7 +46,9 @@ NO_PRUNE: dict[str, Any] = {"prune_enabled": lambda: False}
 
 def _free(be: ScriptedBackend) -> dict[str, Any]:
     """Controller arguments for a model summarized with the free prompts (no grammar)."""
-    return {"summarizer": ModelSummarizer(be, grammar=False), **NO_PRUNE}
+    summarizer = ModelSummarizer(be)
+    summarizer.grammar_state, summarizer.grammar_note = "off", "switched off"
+    return {"summarizer": summarizer, **NO_PRUNE}
 
 
 def _long_chat(turns: int = 8, size: int = 60) -> Conversation:

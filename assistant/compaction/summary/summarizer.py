@@ -175,19 +175,13 @@ def _record(state: MechanicalState) -> list[str]:
 class ModelSummarizer:
     """The loaded model writes the summary (docs/COMPACTION.md)."""
 
-    def __init__(
-        self,
-        backend: LLMBackend,
-        counter: TokenCounter | None = None,
-        *,
-        grammar: bool = True,
-    ) -> None:
+    def __init__(self, backend: LLMBackend, counter: TokenCounter | None = None) -> None:
         self.backend = backend
         self.counter = counter or TokenCounter(backend)
         self.consecutive_fallbacks = 0
         #: "auto" (try the summary grammar), "on" (it works), "off" (:attr:`grammar_note`).
-        self.grammar_state = "auto" if grammar else "off"
-        self.grammar_note = "" if grammar else "switched off"
+        self.grammar_state = "auto"
+        self.grammar_note = ""
         #: Told (done, total) prompt tokens while a summary's prompt is evaluated.
         self.on_prefill: Callable[[int, int], None] | None = None
 
@@ -284,21 +278,13 @@ class ModelSummarizer:
         parts: list[str] = []
         if request.history:
             kind = "update" if request.previous else "initial"
-            parts.append(
-                self._span(
-                    request.history, request.previous, kind, hist_budget, request, out, cancel,
-                    checks,
-                )
-            )
+            parts.append(self._span(request.history, request.previous, kind, hist_budget,
+                                    request, out, cancel, checks))
         elif request.previous:
             parts.append(truncate_to_tokens(request.previous, hist_budget, self.counter.text))
         if split:
-            parts.append(
-                self._span(
-                    request.turn_prefix, None, "prefix", prefix_budget, request, out, cancel,
-                    checks,
-                )
-            )
+            parts.append(self._span(request.turn_prefix, None, "prefix", prefix_budget,
+                                    request, out, cancel, checks))
         return prompts.TURN_SEPARATOR.join(p for p in parts if p)
 
     def _guided(
@@ -332,9 +318,7 @@ class ModelSummarizer:
         )
 
     def _prefer_in_context(
-        self,
-        request: SummaryRequest,
-        chat_messages: Callable[[str | None], list[dict[str, Any]]],
+        self, request: SummaryRequest, chat_messages: Callable[[str | None], list[dict[str, Any]]],
         text_messages: Callable[[str | None], list[dict[str, Any]]],
     ) -> bool:
         """Whether the request on top of the cached chat fits and evaluates fewer tokens
@@ -395,14 +379,8 @@ class ModelSummarizer:
         )
 
     def _span(
-        self,
-        messages: Sequence[Message],
-        previous: str | None,
-        kind: str,
-        budget: int,
-        request: SummaryRequest,
-        out: SummaryOutcome,
-        cancel: CancelToken | None,
+        self, messages: Sequence[Message], previous: str | None, kind: str, budget: int,
+        request: SummaryRequest, out: SummaryOutcome, cancel: CancelToken | None,
         checks: _Checks,
     ) -> str:
         """The span's summary from the free prompts, each chunk updating the one before."""
@@ -454,15 +432,9 @@ class ModelSummarizer:
         return chunks
 
     def _attempts(
-        self,
-        messages: Callable[[str | None], list[dict[str, Any]]],
-        source: str,
-        budget: int,
-        out: SummaryOutcome,
-        cancel: CancelToken | None,
-        tools: Sequence[dict[str, Any]] | None,
-        label: str,
-        checks: _Checks,
+        self, messages: Callable[[str | None], list[dict[str, Any]]], source: str, budget: int,
+        out: SummaryOutcome, cancel: CancelToken | None, tools: Sequence[dict[str, Any]] | None,
+        label: str, checks: _Checks,
         repair: Callable[[Sequence[str]], list[dict[str, Any]]] | None = None,
     ) -> str:
         """Ask, clean, validate, retry once with the problems named (or, under the grammar,
@@ -521,12 +493,8 @@ class ModelSummarizer:
         raise _Rejected(problems)
 
     def _generate(
-        self,
-        messages: list[dict[str, Any]],
-        budget: int,
-        out: SummaryOutcome,
-        cancel: CancelToken | None,
-        tools: Sequence[dict[str, Any]] | None = None,
+        self, messages: list[dict[str, Any]], budget: int, out: SummaryOutcome,
+        cancel: CancelToken | None, tools: Sequence[dict[str, Any]] | None = None,
         grammar: str | None = None,
     ) -> tuple[str, str, tuple[str, ...]]:
         """(reply, finish reason, options ignored); a free reply that loops stops early."""
