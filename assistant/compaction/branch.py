@@ -36,10 +36,7 @@ class BranchSummarizer:
     """``summarizer(messages, budget_tokens) -> text``, as ``SessionStore`` expects."""
 
     def __init__(
-        self,
-        counter: TokenCounter | None = None,
-        summarizer: Summarizer | None = None,
-        *,
+        self, counter: TokenCounter | None = None, summarizer: Summarizer | None = None, *,
         window: int = DEFAULT_WINDOW,
     ) -> None:
         self._counter = counter

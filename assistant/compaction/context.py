@@ -50,11 +50,7 @@ def shown(msg: Message, view: View) -> Message:
 
 
 def build_context(
-    conv: Conversation,
-    system_prompt: str,
-    *,
-    kept: Sequence[Message],
-    summary: str | None = None,
+    conv: Conversation, system_prompt: str, *, kept: Sequence[Message], summary: str | None = None,
     view: View = EMPTY_VIEW,
 ) -> list[Message]:
     """System prompt + summary (synthetic user message) + ``kept`` under ``view``;

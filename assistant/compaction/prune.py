@@ -35,13 +35,8 @@ def count_user_turns(messages: Sequence[Message]) -> int:
 
 
 def plan_prune(
-    visible: Sequence[Message],
-    counter: TokenCounter,
-    *,
-    protect: int,
-    minimum: int,
-    user_turns: int | None = None,
-    cleared_size: Callable[[Message], int] | None = None,
+    visible: Sequence[Message], counter: TokenCounter, *, protect: int, minimum: int,
+    user_turns: int | None = None, cleared_size: Callable[[Message], int] | None = None,
     waiting: frozenset[str] | None = None,
 ) -> PrunePlan:
     """Decide what to prune among ``visible``; ``user_turns`` counts the whole chat's user

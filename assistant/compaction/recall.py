@@ -157,11 +157,7 @@ class Recall:
     """Finds and places the excerpts; ``index_for`` gives a conversation's index, or None."""
 
     def __init__(
-        self,
-        counter: TokenCounter,
-        index_for: IndexFor,
-        *,
-        placement: Placement = "before",
+        self, counter: TokenCounter, index_for: IndexFor, *, placement: Placement = "before",
         focus: bool = True,
     ) -> None:
         self.counter = counter
@@ -176,12 +172,8 @@ class Recall:
         self._synced: PassageIndex | None = None
 
     def apply(
-        self,
-        conv: Conversation,
-        messages: list[dict[str, Any]],
-        budget: int,
-        kept: Sequence[Message] | None = None,
-        shown: Shown | None = None,
+        self, conv: Conversation, messages: list[dict[str, Any]], budget: int,
+        kept: Sequence[Message] | None = None, shown: Shown | None = None,
     ) -> RecallBlock | None:
         """Put the block into ``messages`` (the prompt as built from ``conv``) and return it,
         or None; a failing index is logged. ``shown``: what the call will show of

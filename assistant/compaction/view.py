@@ -103,18 +103,12 @@ class ViewBuilder:
         return size
 
     def build(
-        self,
-        conv: Conversation,
-        system_prompt: str,
-        tools: Sequence[dict[str, Any]] | None,
-        view: View,
-        overhead: int | None = None,
+        self, conv: Conversation, system_prompt: str, tools: Sequence[dict[str, Any]] | None,
+        view: View, overhead: int | None = None,
     ) -> Fitted:
         """The prompt under ``view``, encoded; with ``overhead``, summed from its memoized
         segments instead (``prompt`` None)."""
-        built = context.build_context(
-            conv, system_prompt, kept=self.facts.of(conv).kept, view=view
-        )
+        built = context.build_context(conv, system_prompt, kept=self.facts.of(conv).kept, view=view)
         messages = context.to_openai(built)
         if overhead is not None:
             tokens = overhead + sum(self.counter.message(m) for m in built[1:])
@@ -123,12 +117,8 @@ class ViewBuilder:
         return Fitted(view, built, messages, prompt.count, prompt)
 
     def fit(
-        self,
-        conv: Conversation,
-        system_prompt: str,
-        tools: Sequence[dict[str, Any]] | None,
-        start: Fitted,
-        room: int,
+        self, conv: Conversation, system_prompt: str, tools: Sequence[dict[str, Any]] | None,
+        start: Fitted, room: int,
     ) -> Fitted:
         """Cut unanswered outputs and user messages until the prompt fits ``room`` tokens or
         the cuts reach their floor."""
@@ -177,10 +167,7 @@ class ViewBuilder:
         return best
 
     def as_sent(
-        self,
-        conv: Conversation,
-        system_prompt: str,
-        span: Sequence[Message],
+        self, conv: Conversation, system_prompt: str, span: Sequence[Message],
         sent: tuple[frozenset[str], dict[str, str]] | None,
     ) -> list[dict[str, Any]]:
         """System prompt, summary and ``span`` with the prunes and cuts of the last prompt

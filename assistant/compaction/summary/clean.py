@@ -97,25 +97,20 @@ _JSON_CALL = re.compile(r"\{\s*\"(?:name|function)\"\s*:\s*\"[^\"]*\"\s*,\s*"
 _NAME = re.compile(r"[A-Za-z][/._][A-Za-z]")
 
 
-def _is_call_block(block: str) -> bool:
-    return bool(_JSON_CALL.search(block)) or block.lstrip("`").lower().startswith("tool_call")
-
-
 def strip_tool_markup(text: str) -> tuple[str, int]:
     """``text`` without tool-call blocks (fenced, tagged or bare JSON); (text, how many)."""
     found = 0
-
-    def fenced(m: re.Match[str]) -> str:
-        nonlocal found
-        if not _is_call_block(m.group(0)):
-            return m.group(0)
-        found += 1
-        return ""
 
     def dropped(_m: re.Match[str]) -> str:
         nonlocal found
         found += 1
         return ""
+
+    def fenced(m: re.Match[str]) -> str:
+        block = m.group(0)
+        if _JSON_CALL.search(block) or block.lstrip("`").lower().startswith("tool_call"):
+            return dropped(m)
+        return block
 
     text = _FENCED_CALL.sub(fenced, text)
     text = _TAGGED_CALL.sub(dropped, text)
