@@ -26,7 +26,7 @@ from assistant.compaction.summary.summarizer import (
     SummaryOutcome,
     SummaryRequest,
 )
-from assistant.conversation import CompactionRecord, Conversation, Message
+from assistant.conversation import Conversation, Message
 from assistant.llm.base import CancelToken, GenerationCancelled
 from assistant.service.status import summarizer_line
 from tests.fakes.scripted import ScriptedBackend

@@ -3,10 +3,6 @@ keeps its head and tail, a cleared one says what it was."""
 
 from __future__ import annotations
 
-import logging
-
-import pytest
-
 from assistant.compaction.prune import plan_prune
 from assistant.compaction.request import CallRequest
 from assistant.compaction.tokens import TokenCounter
@@ -19,7 +15,7 @@ from assistant.compaction.visibility import (
     trim_output,
     unanswered_ids,
 )
-from assistant.conversation import CompactionReason, Conversation, Message, ToolCall
+from assistant.conversation import Conversation, Message, ToolCall
 from tests.fakes.scripted import ScriptedBackend
 
 from .helpers import GOOD_SUMMARY, SYSTEM, controller, local_policy, shown_outputs, tool_turn
