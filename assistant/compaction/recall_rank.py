@@ -9,6 +9,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
+from assistant.compaction.file_tracking import call_target
 from assistant.compaction.recall_sentences import names, split_sentences, stem
 from assistant.conversation import Conversation, Message, ToolCall
 from assistant.sessions.recall_index import Hit
@@ -196,17 +197,9 @@ class ChatMap:
         lines = "" if hit.first == hit.last == 1 and "\n" not in msg.content else (
             f", line {hit.first}" if hit.first == hit.last else f", lines {hit.first}-{hit.last}"
         )
-        if msg.role == "user":
+        if msg.role == "user":  # (the model's own replies are never recalled)
             return f"{where}, I said{lines}"
-        if msg.role == "assistant":
-            return f"{where}, you replied{lines}"
         call = self.calls.get(msg.tool_call_id or "")
         tool = msg.name or (call.name if call else "tool")
-        target = ""
-        if call is not None:
-            for key in ("path", "file_path", "command", "pattern", "query"):
-                value = call.arguments.get(key)
-                if value:
-                    target = " " + short_target(str(value))
-                    break
-        return f"{where}, {tool}{target}{lines}"
+        target = call_target(call) if call is not None else None
+        return f"{where}, {tool}{' ' + short_target(target.text) if target else ''}{lines}"

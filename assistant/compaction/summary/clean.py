@@ -201,8 +201,9 @@ def _term(word: str) -> bool:
     return len(word) >= 4 or any(c.isdigit() for c in word)
 
 
-def _specific(raw: str, first: bool) -> bool:
-    """A path, identifier, name or number: one match of these says something by itself."""
+def is_specific(raw: str, first: bool) -> bool:
+    """A path, identifier, name (not ``first`` in its sentence) or number of 3+ digits: one
+    match of these says something by itself."""
     if any(c in raw[1:-1] for c in "/._@:") or re.search(r"[a-z][A-Z]", raw):
         return True
     if sum(c.isdigit() for c in raw) >= 3:
@@ -232,7 +233,7 @@ def informative(line: str, known: Known) -> bool:
     if not found or 2 * len(found) < len(missing):
         return False
     first = _WORD.findall(line)[:1]
-    return len(found) >= 2 or any(_specific(w, [w] == first) for w in found)
+    return len(found) >= 2 or any(is_specific(w, [w] == first) for w in found)
 
 
 def about_the_user(line: str, users: Known) -> bool:
@@ -245,7 +246,7 @@ def about_the_user(line: str, users: Known) -> bool:
 def invented(line: str, known: Known) -> list[str]:
     """Paths, identifiers and long numbers in ``line`` that the conversation never names."""
     _found, missing = grounded_terms(line, known)
-    return [w for w in missing if _specific(w, True)]
+    return [w for w in missing if is_specific(w, True)]
 
 
 def _distance(a: str, b: str, limit: int) -> int:

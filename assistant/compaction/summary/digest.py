@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from assistant.compaction.file_tracking import call_target
-from assistant.compaction.summary.clean import parse_sections
+from assistant.compaction.summary.clean import is_specific, parse_sections
 from assistant.compaction.summary.user_text import is_substantive, split_user_text
 from assistant.conversation import Message, ToolCall
 
@@ -89,21 +89,13 @@ def names(span: Sequence[Message], limit: int = MAX_NAMES) -> list[str]:
         for m in _CANDIDATE.finditer(text):
             word = m.group(0).rstrip(".:,-")
             initial = _SENTENCE_END.search(text[max(0, m.start() - 3) : m.start()]) is not None
-            if _is_name(word, initial):
+            if is_specific(word, initial):  # no "@": _CANDIDATE has none
                 counts[word] += 1
         for call in msg.tool_calls:
             target = _target(call)
             if target and " " not in target:
                 counts[target] += 1
     return [w for w, _ in counts.most_common(limit)]
-
-
-def _is_name(word: str, sentence_initial: bool) -> bool:
-    if any(c in word[1:-1] for c in "/._:") or re.search(r"[a-z][A-Z]", word):
-        return True
-    if sum(c.isdigit() for c in word) >= 3:
-        return True
-    return not sentence_initial and word[:1].isupper() and word[1:].islower() and len(word) > 2
 
 
 def asked(text: str) -> str:
