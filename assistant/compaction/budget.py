@@ -35,7 +35,6 @@ SMALL_SUMMARY_BUDGET = 256
 MIN_RECORD = 48
 
 
-
 @dataclass(frozen=True)
 class Budget:
     room: int
@@ -43,7 +42,6 @@ class Budget:
     record: int
     header: int
     short: bool
-
 
 
 def compaction_budget(

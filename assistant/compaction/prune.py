@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from assistant.compaction.tokens import TokenCounter
 from assistant.compaction.visibility import unanswered_ids
@@ -18,12 +18,6 @@ class PrunePlan:
 
     message_ids: tuple[str, ...] = ()
     tokens_freed: int = 0
-    #: Candidates found, even when they did not reach ``minimum`` (for logs and tests).
-    candidate_tokens: int = 0
-    reason: str = ""
-    protected_ids: tuple[str, ...] = field(default=())
-    #: Outputs kept because the model has not answered them yet.
-    unanswered_ids: tuple[str, ...] = field(default=())
 
     @property
     def applies(self) -> bool:
@@ -43,50 +37,24 @@ def plan_prune(
     messages (summarized ones too), ``cleared_size`` a message's size once cleared."""
     turns = count_user_turns(visible) if user_turns is None else user_turns
     if turns < MIN_USER_TURNS:
-        return PrunePlan(reason=f"only {turns} user turn(s)")
+        return PrunePlan()
     cleared = cleared_size or counter.as_pruned
     if waiting is None:
         waiting = unanswered_ids(visible)
     total = 0
-    protected: list[str] = []
     candidates: list[str] = []
     freed = 0
     for msg in reversed(visible):
         if msg.role != "tool":
             continue
-        if msg.pruned:
-            total += counter.message(msg)
-            continue
         size = counter.message(msg)
         total += size
-        if total <= protect or msg.id in waiting:
-            protected.append(msg.id)
+        if msg.pruned or total <= protect or msg.id in waiting:
             continue
         gain = size - cleared(msg)
-        if gain <= 0:
-            continue
-        candidates.append(msg.id)
-        freed += gain
-    unanswered = tuple(i for i in protected if i in waiting)
-    if not candidates:
-        return PrunePlan(
-            reason="nothing beyond the protected tokens",
-            protected_ids=tuple(protected),
-            unanswered_ids=unanswered,
-        )
-    if freed < minimum:
-        return PrunePlan(
-            candidate_tokens=freed,
-            reason=f"would free {freed} < minimum {minimum}",
-            protected_ids=tuple(protected),
-            unanswered_ids=unanswered,
-        )
-    candidates.reverse()  # oldest first, the order they appear in the chat
-    return PrunePlan(
-        message_ids=tuple(candidates),
-        tokens_freed=freed,
-        candidate_tokens=freed,
-        reason="pruned",
-        protected_ids=tuple(protected),
-        unanswered_ids=unanswered,
-    )
+        if gain > 0:
+            candidates.append(msg.id)
+            freed += gain
+    if not candidates or freed < minimum:
+        return PrunePlan()
+    return PrunePlan(tuple(reversed(candidates)), freed)  # oldest first, as in the chat

@@ -61,7 +61,7 @@ def test_an_unanswered_read_just_over_protect_is_never_pruned() -> None:
     conv.append(Message(role="user", content="What is on line 7 of notes.txt?"))
     protect = counter.message(read) - 1  # the read alone is just over protect
     plan = plan_prune(conv.messages, counter, protect=protect, minimum=1)
-    assert read.id not in plan.message_ids and read.id in plan.unanswered_ids
+    assert read.id not in plan.message_ids
     assert plan.applies  # the answered older outputs are still pruned
     conv.append(Message(role="assistant", content="Line 7 is value_7."))
     conv.append(Message(role="user", content="thanks"))
