@@ -133,9 +133,7 @@ GIVE_UP_AFTER = 2
 
 
 class _Rejected(Exception):
-    def __init__(self, problems: list[str]) -> None:
-        self.problems = problems
-        super().__init__("; ".join(problems))
+    """Both replies were rejected (the last one's problems)."""
 
 
 class _NoGrammar(Exception):
@@ -490,7 +488,7 @@ class ModelSummarizer:
                 return text.strip()
             out.rejected.append("; ".join(problems))
             log.info("%s attempt %d rejected: %s", label, attempt + 1, "; ".join(problems))
-        raise _Rejected(problems)
+        raise _Rejected("; ".join(problems))
 
     def _generate(
         self, messages: list[dict[str, Any]], budget: int, out: SummaryOutcome,

@@ -157,14 +157,8 @@ CHECKS: tuple[Check, ...] = (
 
 
 def validate_summary(
-    text: str,
-    *,
-    source: str,
-    budget: int,
-    count: Callable[[str], int],
-    finish_reason: str = "stop",
-    user_rules: Sequence[str] = (),
-    reference: str = "",
+    text: str, *, source: str, budget: int, count: Callable[[str], int],
+    finish_reason: str = "stop", user_rules: Sequence[str] = (), reference: str = "",
     user_text: str = "",
 ) -> list[str]:
     """Problems with ``text`` as a summary of ``source`` (empty list: accepted); see
