@@ -398,19 +398,16 @@ class ModelSummarizer:
             running = self._attempts(ask, chunk, budget, out, cancel, None, "summary", checks)
         return running or ""
 
-    def _prompt_overhead(self, kind: str, budget: int, request: SummaryRequest) -> int:
+    def _chunks(
+        self, messages: Sequence[Message], kind: str, budget: int, request: SummaryRequest
+    ) -> list[str]:
         probe = prompts.build_prompt(
             "", previous="x", kind=kind, focus=request.focus, words=_words(budget),
             problems=_PROBE_PROBLEMS,
         )
-        base = self.counter.exact(_free_prompt(probe))
-        return base + budget  # room for a previous summary of up to ``budget`` tokens
-
-    def _chunks(
-        self, messages: Sequence[Message], kind: str, budget: int, request: SummaryRequest
-    ) -> list[str]:
-        limit = request.window - budget - self._prompt_overhead(kind, budget, request) - MARGIN
-        limit = max(limit, 64)
+        # The prompt, a previous summary of up to ``budget`` tokens, and the reply.
+        overhead = self.counter.exact(_free_prompt(probe)) + budget
+        limit = max(request.window - budget - overhead - MARGIN, 64)
         chunks: list[str] = []
         current: list[str] = []
         used = 0
