@@ -1,4 +1,3 @@
-# Over 500 lines: the steps of one compaction and their give-way rules (issue 27 splits it).
 """Layer 2: one compaction, in four steps that each return a value (docs/COMPACTION.md)."""
 
 from __future__ import annotations
@@ -30,7 +29,6 @@ from assistant.compaction.summary import (
     ModelSummarizer,
     Summarizer,
     SummaryCancelled,
-    SummaryKind,
     SummaryOutcome,
     SummaryRequest,
     compose_summary,
@@ -39,23 +37,19 @@ from assistant.compaction.summary import (
     render_mechanical,
 )
 from assistant.compaction.tokens import TokenCounter, shrink_to_fit, truncate_to_tokens
-from assistant.compaction.visibility import (
-    TRIM_FLOOR,
-    current_turn_start,
-    pending_start,
-)
+from assistant.compaction.visibility import TRIM_FLOOR, current_turn_start, pending_start
 from assistant.config import EffectivePolicy
 from assistant.conversation import CompactionReason, CompactionRecord, Conversation, Message
 from assistant.llm.base import CancelToken
 
 log = logging.getLogger("assistant.compaction")
 
+
 class Status(StrEnum):
     DONE = "done"
     CANCELLED = "cancelled"
     FAILED = "failed"
-    NOTHING = "nothing"  # nothing may be summarized (the recent messages fit, all pending, or
-    # shorter than any summary of them)
+    NOTHING = "nothing"  # the recent messages fit, are all pending, or are shorter than a summary
 
 
 @dataclass(frozen=True)
@@ -126,7 +120,7 @@ class Compactor:
     facts: FactsCache
     defer: Callable[[], bool]  # :meth:`defers`
 
-    # -- 1: plan (with 2: budget) ---------------------------------------------------------
+    # -- 1: plan (with 2: budget); 3: summarize; 4: verify; all four: run ------------------
     def plan(self, job: CompactionJob, *, prefer_slack: int = 0) -> tuple[Plan | None, Budget]:
         """The cut and the record (:meth:`_plan`); when the summary grammar's room would
         summarize unanswered outputs, the model part keeps the policy's share instead (the
@@ -176,28 +170,22 @@ class Compactor:
             if left >= max(smallest, stays):
                 budget = beside_latest(budget, left)
             elif stays == 0 and hard - counts[latest] < smallest:
-                # Not even the smallest summary fits beside the message in the whole window:
-                # nothing summarized makes room, and the message is never cut into a record.
-                # The model call overflows and the user is told (the agent's overflow
-                # message); the message stays in the chat.
+                # Not even the smallest summary fits beside the message in the whole window,
+                # and it is never cut into a record: the call overflows and the user is told.
                 log.info("The latest message (%d tokens) leaves no room for the smallest "
                          "summary in the window: nothing is summarized", counts[latest])
                 return None, budget
             elif stays == 0 and budget.room - counts[latest] < smallest and hard - need >= smallest:
-                # The message alone leaves less than the smallest summary beside the reply:
-                # splitting its turn would put the message itself into the record, cut. The
-                # summary shrinks to the smallest instead (the turn fits the window beside
-                # it), and the reply gets what is left (the controller says so).
+                # Splitting the turn would put the message itself into the record, cut: the
+                # summary shrinks to the smallest instead, the reply gets what is left.
                 budget = beside_latest(budget, smallest)
             else:
-                # A turn whose answered tool steps cannot fit beside any summary is split, as
-                # before: the message goes into the summary's record (whole when it fits the
-                # record's budget).
+                # A turn whose answered tool steps cannot fit beside any summary is split:
+                # the message goes into the record (whole when it fits the record's budget).
                 latest = None
         pending = pending_start(kept)
-        # The record is at most the one for summarizing everything up to the pending part
-        # (everything, when that holds no user message): size the tail for that, then
-        # render the record for the real cut.
+        # Size the tail for the largest record (summarizing everything up to the pending
+        # part, or everything), then render the record for the real cut.
         upto = base + pending
         if not any(m.role == "user" for m in conv.messages[:upto]):
             upto = len(conv.messages)
@@ -217,9 +205,8 @@ class Compactor:
         raised = False
         prefer = self._preferred(kept)
         for _ in range(4):
-            # With nothing before the pending part and no summary yet, nothing needs one: the
-            # pending part only has to fit beside what is there now. Otherwise a new summary
-            # (which takes in the current one) will stand beside it.
+            # With nothing before the pending part and no summary yet, it only has to fit
+            # beside what is there now; otherwise a new summary will stand beside it.
             room = fits_now if pending == 0 and prev is None else min(limit, fits_now)
             allowed = self._allowed(kept, counts, pending, room, waiting)
             if latest is not None:
@@ -309,11 +296,8 @@ class Compactor:
                 allowed[i] = True
         return allowed
 
-    # -- 3: summarize ---------------------------------------------------------------------
-    def summarize(
-        self, job: CompactionJob, plan: Plan, budget: Budget
-    ) -> tuple[str, SummaryKind, SummaryOutcome | None] | Status:
-        """(summary proper, summarizer kind, outcome) or CANCELLED."""
+    def summarize(self, job: CompactionJob, plan: Plan, budget: Budget) -> SummaryOutcome | Status:
+        """The summary proper (written ahead, by the code or by the summarizer) or CANCELLED."""
         request = self.request(job, plan, budget)
         reuse = self.cache.take(request, lambda text: self.counter.text(text) <= request.budget)
         if reuse is not None:
@@ -324,22 +308,18 @@ class Compactor:
                           "summarized (the others are in the record of what the user said)")
             log.info("Using the summary written ahead of time (%d of %d message(s) of "
                      "the span): %s", reuse.covered, reuse.span, plan.describe(budget))
-            return ready.text, ready.kind, replace(
-                ready, rejected=list(ready.rejected),
-                note=f"{ready.note}; {ahead}" if ready.note else ahead,
-            )
+            return replace(ready, rejected=list(ready.rejected),
+                           note=f"{ready.note}; {ahead}" if ready.note else ahead)
         log.info("No summary written ahead for this plan: %s", plan.describe(budget))
         summarizer = self.summarizer()
         try:
             if self.defers(job, summarizer, request):
                 log.info("Summary written by the code in the turn; the model's is left to "
                          "the time the user reads")
-                outcome = deferred_summary(self.counter, request, job.cancel)
-            else:
-                outcome = summarizer.summarize(request, job.cancel)
+                return deferred_summary(self.counter, request, job.cancel)
+            return summarizer.summarize(request, job.cancel)
         except SummaryCancelled:
             return Status.CANCELLED
-        return outcome.text, outcome.kind, outcome
 
     def defers(self, job: CompactionJob, summarizer: Summarizer, request: SummaryRequest) -> bool:
         """Whether the code writes this summary at once: ``defer`` on, a compaction inside a
@@ -376,12 +356,10 @@ class Compactor:
             return None
         return Precomputed.of(request, plan.tail[0].id, outcome, time.perf_counter() - started)
 
-    # -- 4: verify ------------------------------------------------------------------------
     def verify(
         self, job: CompactionJob, plan: Plan, budget: Budget, text: str
     ) -> tuple[str, str, int]:
-        """(the model part and the whole summary fitted to the budget, the prompt's exact
-        tokens with it)."""
+        """(model part, whole summary) fitted to the budget, and the prompt's tokens with it."""
         count = self.counter.text
         limit = budget.header + budget.model + count(plan.mechanical)
         text, summary = shrink_to_fit(
@@ -427,7 +405,6 @@ class Compactor:
             return None
         return wider, summary, measured
 
-    # -- all four -------------------------------------------------------------------------
     def run(
         self, job: CompactionJob, *, tokens_before: int, on_start: Callable[[int], None]
     ) -> CompactionOutcome:
@@ -458,8 +435,7 @@ class Compactor:
             return CompactionOutcome(Status.FAILED, tokens_before, error=f"summarizer error: {exc}")
         if isinstance(got, Status):
             return CompactionOutcome(got, tokens_before)
-        text, kind, summary_outcome = got
-        text, summary, after = self.verify(job, plan, budget, text)
+        text, summary, after = self.verify(job, plan, budget, got.text)
         if job.reason != CompactionReason.MANUAL and after < int(policy.window * MIN_FILL):
             wider = self.widen(job, plan, budget, text, after)
             if wider is not None:
@@ -478,25 +454,22 @@ class Compactor:
                 log.info("Summary proper cut to %d tokens so that the reply keeps its room",
                          left)
                 text, summary, after = shorter, short_summary, short_after
-                if not left and summary_outcome is not None:
-                    # Only the record, written by code, is left.
-                    kind = summary_outcome.kind = "extractive"
-                    summary_outcome.note = (
+                if not left:  # only the record, written by code, is left
+                    got.kind = "extractive"
+                    got.note = (
                         "is only the record of what the user said: the newest messages leave "
                         "no room for a summary beside them"
                     )
         if after >= tokens_before:
             return CompactionOutcome(
                 Status.FAILED, tokens_before,
-                error=f"the prompt did not shrink ({tokens_before} -> {after} tokens)",
-                summary=summary_outcome,
+                error=f"the prompt did not shrink ({tokens_before} -> {after} tokens)", summary=got,
             )
         prev = conv.last_compaction
-        kept = plan.kept
         record = CompactionRecord(
             summary=summary,
             first_kept_id=plan.tail[0].id if plan.tail else None,
-            last_summarized_id=kept[plan.cut.cut - 1].id,
+            last_summarized_id=plan.kept[plan.cut.cut - 1].id,
             tokens_before=tokens_before,
             tokens_after=after,
             reason=job.reason,
@@ -505,15 +478,13 @@ class Compactor:
             files_read=list(plan.files.read),
             files_modified=list(plan.files.modified),
             duration_s=round(time.perf_counter() - started, 4),
-            summarizer=kind,
+            summarizer=got.kind,
             focus=job.focus,
-            rejected=list(summary_outcome.rejected) if summary_outcome else [],
-            summarizer_note=summary_outcome.note if summary_outcome else "",
+            rejected=list(got.rejected),
+            summarizer_note=got.note,
         )
-        return CompactionOutcome(
-            Status.DONE, tokens_before, record=record, summary=summary_outcome,
-            messages=plan.cut.cut,
-        )
+        return CompactionOutcome(Status.DONE, tokens_before, record=record, summary=got,
+                                 messages=plan.cut.cut)
 
 
 def _at_floor(

@@ -1,4 +1,3 @@
-# Over 500 lines: the stop-word list and the word-level judgements cleaning and checks share.
 """Cleaning a model-written summary, and the word-level judgements the checks use.
 More in docs/COMPACTION.md."""
 

@@ -31,7 +31,7 @@ from assistant.llm.base import (
 
 log = logging.getLogger("assistant.compaction")
 
-SummaryKind = Literal["model", "extractive", "hook"]
+SummaryKind = Literal["model", "extractive"]
 #: Tokens kept free in every summarizer prompt for template quirks.
 MARGIN = 32
 #: Re-tokenizing a reply can differ from the generated tokens by a few.
