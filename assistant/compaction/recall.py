@@ -20,11 +20,7 @@ from assistant.compaction.recall_rank import (
     speaks_of_user,
     wants_number,
 )
-from assistant.compaction.recall_sentences import (
-    best_sentences,
-    score,
-    split_sentences,
-)
+from assistant.compaction.recall_sentences import best_sentences, score, split_sentences
 from assistant.compaction.tokens import TokenCounter
 from assistant.config import EffectivePolicy
 from assistant.conversation import Conversation, Message

@@ -94,15 +94,11 @@ class ExtractiveSummarizer:
         if cancel is not None and cancel.cancelled:
             raise SummaryCancelled
         text = extractive_summary(
-            [*request.history, *request.turn_prefix],
-            request.state,
-            previous=request.previous,
-            budget=request.budget,
-            count=self.counter.text,
+            [*request.history, *request.turn_prefix], request.state, previous=request.previous,
+            budget=request.budget, count=self.counter.text,
         )
-        return SummaryOutcome(
-            text=text, kind="extractive", note="by the extractive summarizer (no model asked)"
-        )
+        note = "by the extractive summarizer (no model asked)"
+        return SummaryOutcome(text, "extractive", note=note)
 
 
 #: The note of a summary code wrote inside the turn instead of the model.
