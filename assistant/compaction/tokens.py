@@ -100,15 +100,11 @@ class TokenCounter:
 
     def unpruned(self, msg: Message) -> int:
         """Tokens of ``msg`` with its full content (what pruning it would free from)."""
-        if not msg.pruned:
-            return self.message(msg)
-        return self.message(msg.model_copy(update={"pruned": False}))
+        return self.message(msg.model_copy(update={"pruned": False}) if msg.pruned else msg)
 
     def as_pruned(self, msg: Message) -> int:
         """Tokens of ``msg`` if it were pruned (the placeholder instead of the content)."""
-        if msg.pruned:
-            return self.message(msg)
-        return self.message(msg.model_copy(update={"pruned": True}))
+        return self.message(msg if msg.pruned else msg.model_copy(update={"pruned": True}))
 
     def overhead(self, system_prompt: str, tools: Sequence[dict[str, Any]] | None) -> int:
         """System prompt + tool schemas + generation prompt."""
