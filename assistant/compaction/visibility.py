@@ -1,5 +1,5 @@
-"""What the model must still see, and how a cleared or cut tool output says what is gone.
-More in docs/COMPACTION.md."""
+"""What the model must still see, and how a cleared or cut tool output says what is gone: no
+output is cleared before the model has answered it (docs/COMPACTION.md)."""
 
 from __future__ import annotations
 
