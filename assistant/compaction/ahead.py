@@ -1,35 +1,5 @@
 """Compaction ahead of time: the summary the next compaction needs, written while the model
-is idle, kept under a key of what it summarizes.
-
-A compaction inside a turn makes the user wait for a whole summary (10-23 s on an idle
-laptop, minutes under load). Once the chat passes :data:`AHEAD_FILL` of the point where it
-must compact, the service asks the controller (``ContextController.precompute``) on the
-idle worker, at low priority (the user's next message cancels it at once), to plan the
-compaction the chat would get with one more message the size of the user's last one and
-write its summary. The real message is rarely that size, so the cut would often move
-(docs/BENCHMARKS.md, "The first compaction"). Two rules keep the summary in use:
-
-* the compactor prefers the planned cut (:func:`~.cut_point.find_cut` ``prefer``) while its
-  tail is within the limit plus :data:`PREFER_SLACK` of the window (half the room left for
-  the chat to grow), and only when the summary written for it still matches the messages
-  before it (:meth:`SummaryCache.preferred_cuts`);
-* a summary is used when the messages it was written for are the summarized span or the
-  start of it (:meth:`SummaryCache.take`): every message the same (id, role, text, tool
-  calls, in order) and the other summarizer inputs the same (the previous summary, the
-  focus, the window), its text within the model part's budget. When the span goes further,
-  the messages after the summary's part are covered by the verbatim record of what the user
-  said that code writes for the whole span; the record's note says so.
-
-A summary is never used for a span whose messages changed in any way (an edited or
-branched chat has other ids or text).
-
-**The turn never waits for the model** (writing ahead on: ``ContextController.defer_model``).
-When no summary written ahead fits, a compaction in the turn takes the code's summary (the
-user's words, the files; milliseconds) and the next reading pause writes the model's summary
-of the *next* span on top of it. Why not let the model's summary replace the code's at once,
-and what it measured: docs/BENCHMARKS.md ("The turn never waits for the model").
-``/compact``, the terminal chat (no idle time) and the setting off ask the model in the turn.
-"""
+is idle, kept under a key of what it summarizes (docs/COMPACTION.md)."""
 
 from __future__ import annotations
 
@@ -45,9 +15,8 @@ from assistant.conversation import Message
 #: Share of the compaction threshold (window - reserve) past which the next compaction's
 #: summary is written ahead of time.
 AHEAD_FILL = 0.7
-#: Share of the window a tail may pass its limit by when its cut is the one a summary was
-#: written ahead for (half of ``budget.GROWTH_SHARE``: the next compaction comes that much
-#: sooner, this one needs no model call).
+#: Share of the window a tail may pass its limit by at the cut a summary was written ahead
+#: for (half of ``budget.GROWTH_SHARE``: the next compaction comes sooner, this one is free).
 PREFER_SLACK = 0.06
 #: A summary written for the start of the span is used only when it covers at least this
 #: share of the span's messages (the rest is in the verbatim record only).
@@ -72,7 +41,7 @@ def context_key(request: SummaryRequest) -> str:
 
 
 def summary_key(request: SummaryRequest) -> str:
-    """What a summary depends on (see the module docstring), as a short digest."""
+    """What a summary depends on (docs/COMPACTION.md), as a short digest."""
     body = {
         "span": span_digests([*request.history, *request.turn_prefix]),
         "split": len(request.history),
@@ -145,9 +114,8 @@ class SummaryCache:
             return next((i for i in self._items if i.key == key), None)
 
     def preferred_cuts(self, kept: Sequence[Message]) -> list[int]:
-        """Cuts in ``kept`` that summaries were written for, newest first: those whose
-        first kept message is in ``kept`` and whose messages are exactly the ones before it
-        (a summary of a chat that changed under it gives its cut no preference)."""
+        """Cuts in ``kept`` that summaries were written for, newest first, where the
+        messages before the cut are exactly the ones summarized."""
         where = {m.id: i for i, m in enumerate(kept)}
         with self._lock:
             items = list(reversed(self._items))
@@ -164,10 +132,8 @@ class SummaryCache:
         return cuts
 
     def take(self, request: SummaryRequest, fits: Callable[[str], bool]) -> Reuse | None:
-        """A summary for ``request``'s span (counted as a hit), or None (a miss): written
-        for that span, or for its start (the longest such, covering at least
-        :data:`MIN_COVERED` of it), with the same :func:`context_key`, and its text within
-        the request's budget (``fits``)."""
+        """A summary for ``request``'s span or the longest start of it (at least
+        :data:`MIN_COVERED`), with the same :func:`context_key`, that ``fits``; or None."""
         span = span_digests([*request.history, *request.turn_prefix])
         context = context_key(request)
         with self._lock:

@@ -1,18 +1,5 @@
 """Summaries of an abandoned branch, written by the same parts as a compaction summary.
-
-When the user leaves a branch (edit, regenerate, the ``< 1/2 >`` switcher), the session
-store attaches a summary of the branch's messages to the new branch
-(:mod:`assistant.sessions.summary` says how it is stored). :class:`BranchSummarizer` writes
-it with compaction's own parts, so both kinds of summary follow one set of rules:
-
-* the summary proper comes from a :class:`~.summarizer.Summarizer` (by default the
-  :class:`~.summarizer.ExtractiveSummarizer`: deterministic and instant, so switching
-  branches never waits for the model);
-* the verbatim record (the user's words, the files from :mod:`.file_tracking`) is
-  :func:`~.extractive.render_mechanical`, appended after :data:`~.prompts.MECHANICAL_MARKER`;
-* everything is measured in tokens by a :class:`~.tokens.TokenCounter` (the loaded model's
-  tokenizer when there is one, else the offline cl100k one), never by characters.
-"""
+More in docs/COMPACTION.md."""
 
 from __future__ import annotations
 
@@ -49,10 +36,7 @@ class BranchSummarizer:
     """``summarizer(messages, budget_tokens) -> text``, as ``SessionStore`` expects."""
 
     def __init__(
-        self,
-        counter: TokenCounter | None = None,
-        summarizer: Summarizer | None = None,
-        *,
+        self, counter: TokenCounter | None = None, summarizer: Summarizer | None = None, *,
         window: int = DEFAULT_WINDOW,
     ) -> None:
         self._counter = counter

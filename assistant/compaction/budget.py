@@ -1,14 +1,4 @@
-"""How much room a compaction gives the summary and the kept tail.
-
-The summary is not a fixed size: the model-written part gets :data:`MODEL_SHARE` of the
-policy's summary budget (at least what the summary grammar needs when the window has room
-for it: :func:`~assistant.compaction.summary.grammar.min_budget`), and the verbatim record of what
-the user said grows with the room the window has (:data:`RECORD_ROOM_SHARE` of it), using
-only what it needs. The kept tail aims at a prompt of :data:`FILL_TARGET` of the window
-after compaction (never less than :data:`MIN_FILL` while older history was there to keep)
-and leaves :data:`GROWTH_SHARE` of the window free for the chat to grow before the next
-compaction. ``/compact`` keeps the policy's fixed sizes: the user asked for room now.
-"""
+"""How much room a compaction gives the summary and the kept tail (docs/COMPACTION.md)."""
 
 from __future__ import annotations
 
@@ -45,7 +35,6 @@ SMALL_SUMMARY_BUDGET = 256
 MIN_RECORD = 48
 
 
-
 @dataclass(frozen=True)
 class Budget:
     room: int
@@ -55,42 +44,36 @@ class Budget:
     short: bool
 
 
-
 def compaction_budget(
     policy: EffectivePolicy, overhead: int, count: Callable[[str], int], *,
     grammar_floor: bool = True,
 ) -> Budget:
-    """The sizes of one compaction. ``grammar_floor``: raise the model part to what the
-    summary grammar needs when the window has room (the compactor drops it when that room
-    would cost the latest question some of its outputs)."""
+    """The sizes of one compaction; ``grammar_floor``: the model part gets what the summary
+    grammar needs when the window has room."""
     short = policy.summary_budget <= SMALL_SUMMARY_BUDGET
     header = count((SUMMARY_HEADER_SHORT if short else SUMMARY_HEADER) + MECHANICAL_MARKER) + 4
     room = max(policy.window - policy.reserve - overhead - SUMMARY_SLACK, 0)
     model = max(MIN_MODEL_BUDGET, int(policy.summary_budget * MODEL_SHARE))
     model = min(model, max(room // 4, MIN_MODEL_BUDGET))
     if grammar_floor and model < min_budget() <= room // 4:
-        # A small window's policy (a 128-token summary budget) would leave the model too
-        # little for the summary grammar: every model summary would be cut off. The window
-        # has the room, so the model part gets the grammar's minimum.
+        # A small window's 128-token summary budget would cut off every model summary
+        # under the grammar: the model part gets the grammar's minimum.
         model = min_budget()
     record = max(policy.summary_budget - model - header, int(room * RECORD_ROOM_SHARE))
     return Budget(room=room, model=model, record=record, header=header, short=short)
 
 
 def minimal_summary(policy: EffectivePolicy, count: Callable[[str], int]) -> int:
-    """Tokens the smallest summary takes in the prompt: its header, a short record of what
-    the user said and the template's slack. The user's latest message is never cut; it may
-    be as large as the window leaves beside the system prompt, the tools, the reply's
-    reserve and this."""
+    """Tokens the smallest summary takes in the prompt (header, short record, slack): the
+    latest message may use what the window leaves beside it."""
     short = policy.summary_budget <= SMALL_SUMMARY_BUDGET
     header = count((SUMMARY_HEADER_SHORT if short else SUMMARY_HEADER) + MECHANICAL_MARKER) + 4
     return header + MIN_RECORD + SUMMARY_SLACK
 
 
 def beside_latest(budget: Budget, left: int) -> Budget:
-    """``budget`` shrunk so that the whole summary (header, model part, record) takes at
-    most ``left`` tokens: the room beside the user's latest message, which is kept whole.
-    The record keeps at least :data:`MIN_RECORD`; the model part gives way first."""
+    """``budget`` shrunk to ``left`` tokens beside the latest message: the model part gives
+    way first, the record keeps at least :data:`MIN_RECORD`."""
     if budget.header + budget.model + budget.record <= left:
         return budget
     model = min(budget.model, max(left - budget.header - MIN_RECORD, 0))

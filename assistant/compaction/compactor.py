@@ -1,22 +1,4 @@
-# Over 500 lines: the steps of one compaction and their give-way rules (issue 27 splits it).
-"""Layer 2: one compaction, in four steps that each return a value.
-
-1. **budget** (:mod:`.budget`): how much room the summary and the kept tail get; the record
-   of what the user said grows with the room the window has.
-2. **plan** (:meth:`Compactor.plan`): the cut (:mod:`.cut_point`), never summarizing an
-   output the model has not answered when a cut before it can make room (only a turn in
-   progress that cannot fit even with its outputs cut down may be split; outputs the user
-   started are never summarized before they are answered: :mod:`.visibility`), and the
-   verbatim record for the summarized part (:mod:`.extractive`).
-3. **summarize** (:meth:`Compactor.summarize`): a ``before_compact`` hook may cancel or supply
-   the summary (a hook that raises is logged and the default compaction runs); else the
-   summarizer writes it (model, validated, extractive fallback).
-4. **verify** (:meth:`Compactor.verify`): the summary is fitted to its budget, the new prompt
-   is counted exactly, and the record is kept only if the prompt shrank.
-
-:meth:`Compactor.run` chains them and returns one :class:`CompactionOutcome`; the controller
-stores the record and reports events.
-"""
+"""Layer 2: one compaction, in four steps that each return a value (docs/COMPACTION.md)."""
 
 from __future__ import annotations
 
@@ -47,7 +29,6 @@ from assistant.compaction.summary import (
     ModelSummarizer,
     Summarizer,
     SummaryCancelled,
-    SummaryKind,
     SummaryOutcome,
     SummaryRequest,
     compose_summary,
@@ -56,29 +37,25 @@ from assistant.compaction.summary import (
     render_mechanical,
 )
 from assistant.compaction.tokens import TokenCounter, shrink_to_fit, truncate_to_tokens
-from assistant.compaction.visibility import (
-    TRIM_FLOOR,
-    current_turn_start,
-    pending_start,
-)
+from assistant.compaction.visibility import TRIM_FLOOR, current_turn_start, pending_start
 from assistant.config import EffectivePolicy
 from assistant.conversation import CompactionReason, CompactionRecord, Conversation, Message
 from assistant.llm.base import CancelToken
 
 log = logging.getLogger("assistant.compaction")
 
+
 class Status(StrEnum):
     DONE = "done"
     CANCELLED = "cancelled"
     FAILED = "failed"
-    NOTHING = "nothing"  # nothing may be summarized (the recent messages fit, all pending, or
-    # shorter than any summary of them)
+    NOTHING = "nothing"  # the recent messages fit, are all pending, or are shorter than a summary
 
 
 @dataclass(frozen=True)
 class CompactionJob:
-    """One compaction's input: the chat, the call's policy, the tokens of what stands
-    beside the history (system prompt, tools) and of each kept message as shown."""
+    """One compaction's input: ``overhead`` is the system prompt and tools' tokens, ``counts``
+    each kept message's as shown."""
 
     reason: CompactionReason
     conv: Conversation
@@ -98,34 +75,7 @@ class CompactionOutcome:
     record: CompactionRecord | None = None
     error: str = ""
     summary: SummaryOutcome | None = None
-    #: Messages summarized (for the "Compacting..." notice).
-    messages: int = 0
-
-
-@dataclass(frozen=True)
-class CompactionPreparation:
-    """What ``before_compact`` hooks see."""
-
-    reason: CompactionReason
-    focus: str | None
-    to_summarize: tuple[Message, ...]
-    turn_prefix: tuple[Message, ...]
-    kept: tuple[Message, ...]
-    tokens_before: int
-    previous_summary: str | None
-    files_read: tuple[str, ...]
-    files_modified: tuple[str, ...]
-
-
-@dataclass(frozen=True)
-class BeforeCompactResult:
-    """A hook's answer: cancel the compaction, or supply the summary proper itself."""
-
-    cancel: bool = False
-    summary: str | None = None
-
-
-BeforeCompactHook = Callable[[CompactionPreparation], BeforeCompactResult | None]
+    messages: int = 0  # summarized (for the "Compacting..." notice)
 
 
 @dataclass(frozen=True)
@@ -146,7 +96,7 @@ class Plan:
     latest_tokens: int = 0
 
     def describe(self, budget: Budget) -> str:
-        """The plan in one line for the log (why a summary written ahead was not used)."""
+        """The plan in one line for the log."""
         first = self.tail[0].id if self.tail else None
         keep, floor, limit = self.bounds
         return (f"first kept {first} (message {self.cut.cut + 1} of {len(self.kept)}), tail "
@@ -157,7 +107,7 @@ class Plan:
 
 @dataclass
 class Compactor:
-    """Runs one compaction over a conversation (see the module docstring)."""
+    """Runs one compaction over a conversation."""
 
     counter: TokenCounter
     summarizer: Callable[[], Summarizer]
@@ -166,24 +116,15 @@ class Compactor:
     chat_prefix: Callable[[Conversation, str, Sequence[Message]], list[dict[str, Any]]]
     #: The window for the summarizer's own calls.
     window: Callable[[], int]
-    before_compact: BeforeCompactHook | None
-    #: Summaries written ahead of time (:mod:`.ahead`).
     cache: SummaryCache
-    #: The conversation's facts, shared with the controller (:mod:`.facts`).
     facts: FactsCache
-    #: Whether a compaction inside the turn leaves the model's summary to idle time
-    #: (:meth:`defers`).
-    defer: Callable[[], bool]
+    defer: Callable[[], bool]  # :meth:`defers`
 
-    # -- 1: plan (with 2: budget) ---------------------------------------------------------
+    # -- 1: plan (with 2: budget); 3: summarize; 4: verify; all four: run ------------------
     def plan(self, job: CompactionJob, *, prefer_slack: int = 0) -> tuple[Plan | None, Budget]:
-        """The cut and the record (:meth:`_plan`; ``prefer_slack``: tokens the tail may pass
-        its limit by at the cut a summary was written ahead for). When the room the summary
-        grammar needs (:func:`~assistant.compaction.budget.compaction_budget`'s floor) would
-        make the cut summarize outputs the model has not answered yet, the model part keeps
-        the policy's share instead: the files of the question asked now come before a model-written
-        summary (a reply that small is cut at the length limit and rejected, so the
-        extractive fallback writes that summary)."""
+        """The cut and the record (:meth:`_plan`); when the summary grammar's room would
+        summarize unanswered outputs, the model part keeps the policy's share instead (the
+        question's files come first; the extractive fallback then writes the summary)."""
         plan, budget = self._plan(job, grammar_floor=True, prefer_slack=prefer_slack)
         if plan is None or plan.cut.cut <= pending_start(plan.kept):
             return plan, budget
@@ -200,9 +141,8 @@ class Compactor:
     def _plan(
         self, job: CompactionJob, *, grammar_floor: bool, prefer_slack: int = 0
     ) -> tuple[Plan | None, Budget]:
-        """The cut and the record; re-planned with a smaller tail (at most a few times) when
-        the summary and the tail would not fit beside the reply even after cutting the
-        tail's unanswered outputs to the floor."""
+        """The cut and the record; re-planned (a few times) with a smaller tail when summary
+        and tail would not fit beside the reply with unanswered outputs at the floor."""
         conv, policy, overhead, counts = job.conv, job.policy, job.overhead, job.counts
         count = self.counter.text
         facts = self.facts.of(conv)
@@ -230,28 +170,22 @@ class Compactor:
             if left >= max(smallest, stays):
                 budget = beside_latest(budget, left)
             elif stays == 0 and hard - counts[latest] < smallest:
-                # Not even the smallest summary fits beside the message in the whole window:
-                # nothing summarized makes room, and the message is never cut into a record.
-                # The model call overflows and the user is told (the agent's overflow
-                # message); the message stays in the chat.
+                # Not even the smallest summary fits beside the message in the whole window,
+                # and it is never cut into a record: the call overflows and the user is told.
                 log.info("The latest message (%d tokens) leaves no room for the smallest "
                          "summary in the window: nothing is summarized", counts[latest])
                 return None, budget
             elif stays == 0 and budget.room - counts[latest] < smallest and hard - need >= smallest:
-                # The message alone leaves less than the smallest summary beside the reply:
-                # splitting its turn would put the message itself into the record, cut. The
-                # summary shrinks to the smallest instead (the turn fits the window beside
-                # it), and the reply gets what is left (the controller says so).
+                # Splitting the turn would put the message itself into the record, cut: the
+                # summary shrinks to the smallest instead, the reply gets what is left.
                 budget = beside_latest(budget, smallest)
             else:
-                # A turn whose answered tool steps cannot fit beside any summary is split, as
-                # before: the message goes into the summary's record (whole when it fits the
-                # record's budget).
+                # A turn whose answered tool steps cannot fit beside any summary is split:
+                # the message goes into the record (whole when it fits the record's budget).
                 latest = None
         pending = pending_start(kept)
-        # The record is at most the one for summarizing everything up to the pending part
-        # (everything, when that holds no user message): size the tail for that, then
-        # render the record for the real cut.
+        # Size the tail for the largest record (summarizing everything up to the pending
+        # part, or everything), then render the record for the real cut.
         upto = base + pending
         if not any(m.role == "user" for m in conv.messages[:upto]):
             upto = len(conv.messages)
@@ -271,9 +205,8 @@ class Compactor:
         raised = False
         prefer = self._preferred(kept)
         for _ in range(4):
-            # With nothing before the pending part and no summary yet, nothing needs one: the
-            # pending part only has to fit beside what is there now. Otherwise a new summary
-            # (which takes in the current one) will stand beside it.
+            # With nothing before the pending part and no summary yet, it only has to fit
+            # beside what is there now; otherwise a new summary will stand beside it.
             room = fits_now if pending == 0 and prev is None else min(limit, fits_now)
             allowed = self._allowed(kept, counts, pending, room, waiting)
             if latest is not None:
@@ -319,10 +252,8 @@ class Compactor:
         self, plan: Plan | None, counts: Sequence[int], prev: CompactionRecord | None,
         budget: Budget,
     ) -> Plan | None:
-        """``plan``, or None when the smallest summary it can have (the header and its
-        record, with no summary proper) is no smaller than what it would replace: a few
-        short messages before a latest one that fills the window. The compaction could only
-        fail ("did not shrink") after asking the model for a summary."""
+        """``plan``, or None when its smallest summary (header and record) is no smaller
+        than what it replaces: asking the model would only end in "did not shrink"."""
         if plan is None:
             return None
         count = self.counter.message
@@ -338,17 +269,13 @@ class Compactor:
         return None
 
     def _preferred(self, kept: Sequence[Message]) -> int | None:
-        """The cut the newest summary written ahead of time for these messages was planned
-        for (None: there is none)."""
+        """The cut of the newest summary written ahead for these messages, if any."""
         cuts = self.cache.preferred_cuts(kept)
         return cuts[0] if cuts else None
 
     @staticmethod
     def _allowed(
-        kept: Sequence[Message],
-        counts: Sequence[int],
-        pending: int,
-        limit: int,
+        kept: Sequence[Message], counts: Sequence[int], pending: int, limit: int,
         waiting: frozenset[str],
     ) -> list[bool]:
         """Cut positions that summarize no unanswered output, with two exceptions. When the
@@ -369,30 +296,8 @@ class Compactor:
                 allowed[i] = True
         return allowed
 
-    # -- 3: summarize ---------------------------------------------------------------------
-    def summarize(
-        self, job: CompactionJob, plan: Plan, budget: Budget, tokens_before: int
-    ) -> tuple[str, SummaryKind, SummaryOutcome | None] | Status:
-        """(summary proper, summarizer kind, outcome) or CANCELLED."""
-        prev = job.conv.last_compaction
-        if self.before_compact is not None:
-            prep = CompactionPreparation(
-                reason=job.reason, focus=job.focus, to_summarize=tuple(plan.history),
-                turn_prefix=tuple(plan.prefix), kept=tuple(plan.tail),
-                tokens_before=tokens_before,
-                previous_summary=prev.summary if prev else None,
-                files_read=tuple(plan.files.read), files_modified=tuple(plan.files.modified),
-            )
-            try:
-                answer = self.before_compact(prep)
-            except Exception:
-                log.exception("before_compact hook failed; running the default compaction")
-                answer = None
-            if answer is not None:
-                if answer.cancel:
-                    return Status.CANCELLED
-                if answer.summary is not None:
-                    return answer.summary, "hook", None
+    def summarize(self, job: CompactionJob, plan: Plan, budget: Budget) -> SummaryOutcome | Status:
+        """The summary proper (written ahead, by the code or by the summarizer) or CANCELLED."""
         request = self.request(job, plan, budget)
         reuse = self.cache.take(request, lambda text: self.counter.text(text) <= request.budget)
         if reuse is not None:
@@ -403,28 +308,22 @@ class Compactor:
                           "summarized (the others are in the record of what the user said)")
             log.info("Using the summary written ahead of time (%d of %d message(s) of "
                      "the span): %s", reuse.covered, reuse.span, plan.describe(budget))
-            return ready.text, ready.kind, replace(
-                ready, rejected=list(ready.rejected),
-                note=f"{ready.note}; {ahead}" if ready.note else ahead,
-            )
+            return replace(ready, rejected=list(ready.rejected),
+                           note=f"{ready.note}; {ahead}" if ready.note else ahead)
         log.info("No summary written ahead for this plan: %s", plan.describe(budget))
         summarizer = self.summarizer()
         try:
             if self.defers(job, summarizer, request):
                 log.info("Summary written by the code in the turn; the model's is left to "
                          "the time the user reads")
-                outcome = deferred_summary(self.counter, request, job.cancel)
-            else:
-                outcome = summarizer.summarize(request, job.cancel)
+                return deferred_summary(self.counter, request, job.cancel)
+            return summarizer.summarize(request, job.cancel)
         except SummaryCancelled:
             return Status.CANCELLED
-        return outcome.text, outcome.kind, outcome
 
     def defers(self, job: CompactionJob, summarizer: Summarizer, request: SummaryRequest) -> bool:
-        """Whether the code writes this compaction's summary at once instead of the model:
-        the app writes summaries ahead while the user reads (``defer``), the compaction is
-        one the user waits for inside a turn (the threshold or an overflow, not /compact),
-        and the model would be asked (no summary written ahead matched)."""
+        """Whether the code writes this summary at once: ``defer`` on, a compaction inside a
+        turn (not /compact), and the model would be asked."""
         return (job.reason != CompactionReason.MANUAL and self.defer()
                 and isinstance(summarizer, ModelSummarizer) and summarizer.asks_model(request))
 
@@ -440,9 +339,8 @@ class Compactor:
         )
 
     def ahead(self, job: CompactionJob) -> Precomputed | None:
-        """Plan the compaction the chat would get now and write its summary (for
-        :class:`~.ahead.SummaryCache`); None when there is nothing to summarize, the summary
-        is already there, or it was cancelled."""
+        """Plan the compaction the chat would get now and write its summary; None when
+        nothing to summarize, already written, or cancelled."""
         started = time.perf_counter()
         plan, budget = self.plan(job)
         if plan is None or not plan.tail:
@@ -458,12 +356,10 @@ class Compactor:
             return None
         return Precomputed.of(request, plan.tail[0].id, outcome, time.perf_counter() - started)
 
-    # -- 4: verify ------------------------------------------------------------------------
     def verify(
         self, job: CompactionJob, plan: Plan, budget: Budget, text: str
     ) -> tuple[str, str, int]:
-        """(the model part and the whole summary fitted to the budget, the prompt's exact
-        tokens with it)."""
+        """(model part, whole summary) fitted to the budget, and the prompt's tokens with it."""
         count = self.counter.text
         limit = budget.header + budget.model + count(plan.mechanical)
         text, summary = shrink_to_fit(
@@ -476,9 +372,8 @@ class Compactor:
     def widen(
         self, job: CompactionJob, plan: Plan, budget: Budget, text: str, after: int
     ) -> tuple[Plan, str, int] | None:
-        """Keep more of the tail when the written summary left the window more than half
-        empty (the tail was sized for the largest summary it could be). The summary stays
-        as written; it then also covers a few messages that are kept verbatim."""
+        """Keep more of the tail when the summary left the window more than half empty (the
+        tail was sized for the largest summary); the summary stays as written."""
         kept, policy = plan.kept, job.policy
         low = int(policy.window * MIN_FILL)
         high = policy.window - policy.reserve - int(policy.window * GROWTH_SHARE)
@@ -510,7 +405,6 @@ class Compactor:
             return None
         return wider, summary, measured
 
-    # -- all four -------------------------------------------------------------------------
     def run(
         self, job: CompactionJob, *, tokens_before: int, on_start: Callable[[int], None]
     ) -> CompactionOutcome:
@@ -535,14 +429,13 @@ class Compactor:
             job.reason, tokens_before, plan.cut.cut, " (split turn)" if plan.cut.split_turn else "",
         )
         try:
-            got = self.summarize(job, plan, budget, tokens_before)
+            got = self.summarize(job, plan, budget)
         except Exception as exc:
             log.exception("Summarizer failed during compaction (%s)", job.reason)
             return CompactionOutcome(Status.FAILED, tokens_before, error=f"summarizer error: {exc}")
         if isinstance(got, Status):
             return CompactionOutcome(got, tokens_before)
-        text, kind, summary_outcome = got
-        text, summary, after = self.verify(job, plan, budget, text)
+        text, summary, after = self.verify(job, plan, budget, got.text)
         if job.reason != CompactionReason.MANUAL and after < int(policy.window * MIN_FILL):
             wider = self.widen(job, plan, budget, text, after)
             if wider is not None:
@@ -561,25 +454,22 @@ class Compactor:
                 log.info("Summary proper cut to %d tokens so that the reply keeps its room",
                          left)
                 text, summary, after = shorter, short_summary, short_after
-                if not left and summary_outcome is not None:
-                    # Only the record, written by code, is left.
-                    kind = summary_outcome.kind = "extractive"
-                    summary_outcome.note = (
+                if not left:  # only the record, written by code, is left
+                    got.kind = "extractive"
+                    got.note = (
                         "is only the record of what the user said: the newest messages leave "
                         "no room for a summary beside them"
                     )
         if after >= tokens_before:
             return CompactionOutcome(
                 Status.FAILED, tokens_before,
-                error=f"the prompt did not shrink ({tokens_before} -> {after} tokens)",
-                summary=summary_outcome,
+                error=f"the prompt did not shrink ({tokens_before} -> {after} tokens)", summary=got,
             )
         prev = conv.last_compaction
-        kept = plan.kept
         record = CompactionRecord(
             summary=summary,
             first_kept_id=plan.tail[0].id if plan.tail else None,
-            last_summarized_id=kept[plan.cut.cut - 1].id,
+            last_summarized_id=plan.kept[plan.cut.cut - 1].id,
             tokens_before=tokens_before,
             tokens_after=after,
             reason=job.reason,
@@ -588,16 +478,13 @@ class Compactor:
             files_read=list(plan.files.read),
             files_modified=list(plan.files.modified),
             duration_s=round(time.perf_counter() - started, 4),
-            summarizer=kind,
+            summarizer=got.kind,
             focus=job.focus,
-            rejected=list(summary_outcome.rejected) if summary_outcome else [],
-            summarizer_note=summary_outcome.note if summary_outcome else (
-                "written by a before_compact hook" if kind == "hook" else ""),
+            rejected=list(got.rejected),
+            summarizer_note=got.note,
         )
-        return CompactionOutcome(
-            Status.DONE, tokens_before, record=record, summary=summary_outcome,
-            messages=plan.cut.cut,
-        )
+        return CompactionOutcome(Status.DONE, tokens_before, record=record, summary=got,
+                                 messages=plan.cut.cut)
 
 
 def _at_floor(

@@ -1,23 +1,4 @@
-"""What the model sees, rebuilt from the conversation exactly.
-
-``[system prompt] + [latest summary as a synthetic user message] + [kept messages]``, where a
-kept tool result is shown
-
-* whole, as a rule;
-* as its cleared note when pruning cleared it (:func:`.visibility.cleared_note`: the
-  placeholder, what it was, how to get it back);
-* cut to its head and tail around a marker when the model has not answered it yet and it
-  cannot fit whole (:func:`.visibility.trim_output`); a user message the model has not
-  answered yet is cut the same way when it alone cannot fit.
-
-Any message longer than :data:`~assistant.conversation.MAX_SHOWN_CHARS` characters is
-first cut by characters (:meth:`~assistant.conversation.Message.model_view_content`), so
-nothing here tokenizes more than that of one message however large it is in the chat.
-
-Notes and cuts are a :class:`View` the controller computes from the conversation itself, so
-a resumed chat yields the same tokens (and the same KV-cache prefix) as before. The summary
-message is built here on every call and never stored among the messages.
-"""
+"""What the model sees, rebuilt from the conversation exactly (docs/COMPACTION.md)."""
 
 from __future__ import annotations
 
@@ -54,10 +35,7 @@ def summary_message(summary: str) -> Message:
 
 
 def shown(msg: Message, view: View) -> Message:
-    """``msg`` as the model sees it under ``view`` (the message itself when unchanged).
-
-    Tool results can be cleared or cut; any other message cut when it alone is longer
-    than the window allows (:meth:`.view.ViewBuilder.view`, :meth:`.view.ViewBuilder.fit`)."""
+    """``msg`` as the model sees it under ``view`` (cleared or cut; itself when unchanged)."""
     if msg.role == "system":
         return msg
     if msg.role == "tool" and msg.pruned:
@@ -72,18 +50,11 @@ def shown(msg: Message, view: View) -> Message:
 
 
 def build_context(
-    conv: Conversation,
-    system_prompt: str,
-    *,
-    kept: Sequence[Message],
-    summary: str | None = None,
+    conv: Conversation, system_prompt: str, *, kept: Sequence[Message], summary: str | None = None,
     view: View = EMPTY_VIEW,
 ) -> list[Message]:
-    """System prompt + summary (synthetic user message) + ``kept`` under ``view``.
-
-    ``summary`` overrides the conversation's latest compaction's (to measure a compaction
-    before it is stored, with the ``kept`` messages it leaves).
-    """
+    """System prompt + summary (synthetic user message) + ``kept`` under ``view``;
+    ``summary`` in place of the latest compaction's (to measure one before it is stored)."""
     out = [system_message(system_prompt)]
     rec = conv.last_compaction
     text = summary if summary is not None else (rec.summary if rec is not None else None)

@@ -1,47 +1,4 @@
-"""How the history before the latest user message is written for the model.
-
-A small model imitates the form of what it sees itself say. Measured with SmolLM2-135M on
-the answer benchmark's end questions (docs/ANSWERS.md, "What the prompt shows of earlier
-turns"):
-
-* after a chat of file questions answered "It is QX-1184.", it answers the next question
-  with the latest such answer ("It is QX-6051." for six different questions) although the
-  recall block above the question holds the line that answers it;
-* with that answer left out, the latest assistant message in the prompt was a literal tool
-  call, and it answered questions with a tool call of its own.
-
-So, on the prompt as built (after recall placed its excerpts), :func:`render_history`:
-
-1. writes the tool calls of earlier turns (before the latest user message) as a note in
-   the assistant's message, ``[I ran read_file path=src/x.ts]`` (``[At your request I ran
-   ...]`` for the user's own ``/read``), and their results as
-   ``[Output of read_file path=src/x.ts]`` followed by the output, instead of the literal
-   call syntax the model would copy. The latest turn's calls and results stay exactly as
-   they are: the model reads its own calls there and the tool loop depends on them;
-2. when ``excerpts`` is true (recall put excerpts beside the latest user message), leaves
-   out earlier exchanges in which the user asked a short question on one line
-   (:data:`SHORT_QUESTION_CHARS`; a message carrying pasted text or a statement is never left
-   out) and the assistant answered in
-   one short line (:data:`SHORT_ANSWER_CHARS`): the excerpts stand in for them, and such an
-   answer is what the model copies. The chat is unchanged: the question stays in the chat
-   and its index (recall finds it), and the answer is the model's own words, which recall
-   never brings back.
-
-Nothing here changes the conversation; the rendering depends only on the messages, so the
-same chat gives the same prompt (a turn's calls change form once, when the next user
-message arrives).
-
-:func:`focus_history` (the setting ``compaction.recall_focus``) goes further when recall
-placed excerpts: the call shows only about :data:`FOCUS_TOKENS` of the newest history before
-the latest user message, and always the latest exchange (a follow-up, "and the other
-one?", leans on it); the summary and older turns are left out of that call only. A small
-model answers best from a small prompt (RULER; "Lost in the Middle"); measured on the real
-session's end in docs/ANSWERS.md ("What the prompt shows at question time"). The window's
-start is kept from one call to the next (:func:`sticky_focus_start`) while the history from
-it fits a ceiling, then restarts lower (:func:`focus_bounds`): consecutive prompts share
-their prefix, which the engine's prompt cache holds (docs/BENCHMARKS.md, engines side by
-side).
-"""
+"""How the history before the latest user message is written for the model (docs/COMPACTION.md)."""
 
 from __future__ import annotations
 
@@ -73,8 +30,7 @@ def latest_user_index(messages: Sequence[dict[str, Any]]) -> int | None:
 
 
 def is_output(msg: dict[str, Any]) -> bool:
-    """Whether ``msg`` (as rendered) holds a tool's output: a result of the latest turn, or
-    an earlier one written as a note (the context bar counts both as tool outputs)."""
+    """Whether ``msg`` (as rendered) holds a tool's output, as a result or as a note."""
     content = msg.get("content")
     return msg.get("role") == "tool" or (
         msg.get("role") == "user" and isinstance(content, str) and content.startswith(OUTPUT_NOTE)
@@ -106,8 +62,7 @@ def _short_answer(msg: dict[str, Any]) -> bool:
 
 
 def _question(msg: dict[str, Any]) -> bool:
-    """A short question on one line: a message that also carries what the user pasted or
-    said (a note, a log, a decision, then "which host...?") is never left out."""
+    """A short question on one line (and nothing else: a pasted log is never left out)."""
     text = str(msg.get("content") or "").strip()
     return (
         msg.get("role") == "user" and text.endswith("?") and "\n" not in text
@@ -116,21 +71,12 @@ def _question(msg: dict[str, Any]) -> bool:
 
 
 def render_history(
-    messages: Sequence[dict[str, Any]],
-    *,
-    first: int = 1,
-    excerpts: bool = False,
-    user_calls: Collection[str] = (),
-    latest: int | None = None,
+    messages: Sequence[dict[str, Any]], *, first: int = 1, excerpts: bool = False,
+    user_calls: Collection[str] = (), latest: int | None = None,
 ) -> list[dict[str, Any]]:
-    """``messages`` (OpenAI format, as the controller prepared them) with earlier turns'
-    tool calls written as notes and, when ``excerpts``, earlier question-and-short-answer
-    exchanges left out (see the module's docstring). ``first``: the index of the first
-    chat message (after the system prompt and the summary, which are never touched);
-    ``user_calls``: ids of the calls the user ran (``/read``), noted as run at the user's
-    request; ``latest``: the index of the message the rendering stops at (by default the
-    latest user message; ``len(messages)`` renders them all, as for a span of a prompt
-    whose latest user message came after it). A new list; the input is unchanged."""
+    """A copy of ``messages`` with the tool calls of ``messages[first:latest]`` (by default
+    up to the latest user message) as notes and, with ``excerpts``, short question-answer
+    exchanges left out; ``user_calls``: ids of the calls the user ran (``/read``)."""
     last = latest_user_index(messages) if latest is None else latest
     if last is None or last < first:
         return [dict(m) for m in messages]
@@ -175,15 +121,11 @@ def _latest_exchange(messages: Sequence[dict[str, Any]], first: int, last: int) 
 
 
 def focus_start(
-    messages: Sequence[dict[str, Any]],
-    *,
-    first: int,
-    tokens: int,
+    messages: Sequence[dict[str, Any]], *, first: int, tokens: int,
     count: Callable[[dict[str, Any]], int],
 ) -> int:
-    """Index of the oldest message of the newest whole messages before the latest user
-    message that fit ``tokens`` beside the latest exchange (``count`` gives a message's
-    tokens); the latest user message's index when none fits, ``first`` when all do."""
+    """Where the newest whole messages before the latest user message that fit ``tokens``
+    beside the latest exchange start (the latest user message when none fits)."""
     last = latest_user_index(messages)
     if last is None or last <= first:
         return first
@@ -206,19 +148,11 @@ def focus_bounds(tokens: int) -> tuple[int, int]:
 
 
 def sticky_focus_start(
-    messages: Sequence[dict[str, Any]],
-    *,
-    first: int,
-    tokens: int,
-    count: Callable[[dict[str, Any]], int],
-    anchor: int | None,
+    messages: Sequence[dict[str, Any]], *, first: int, tokens: int,
+    count: Callable[[dict[str, Any]], int], anchor: int | None,
 ) -> int:
-    """The start :func:`focus_history` shows from: ``anchor`` (the start of the previous
-    call's window) while the history from it, with the latest exchange, still fits the
-    ceiling of :func:`focus_bounds`, so consecutive prompts share their prefix (the
-    engine's cache keeps it); past the ceiling, the newest messages within the restart, so
-    the window grows again for several turns. Without an anchor (a chat's first focused
-    call, or its prompt before the anchor changed) the newest within ``tokens``."""
+    """``anchor`` (the previous call's start, so prompts share their prefix) while its
+    history fits :func:`focus_bounds`' ceiling, else :func:`focus_start` at the restart."""
     restart, ceiling = focus_bounds(tokens)
     last = latest_user_index(messages)
     if last is None or last <= first:
@@ -232,20 +166,12 @@ def sticky_focus_start(
 
 
 def focus_history(
-    messages: Sequence[dict[str, Any]],
-    *,
-    first: int,
-    tokens: int,
-    count: Callable[[dict[str, Any]], int],
-    start: int | None = None,
+    messages: Sequence[dict[str, Any]], *, first: int, tokens: int,
+    count: Callable[[dict[str, Any]], int], start: int | None = None,
 ) -> list[dict[str, Any]]:
-    """``messages`` (as rendered: earlier calls already notes) with the history before the
-    latest user message cut to its newest whole messages within ``tokens`` (``count``
-    gives a message's tokens), or to those from index ``start`` on when given
-    (:func:`sticky_focus_start`), always keeping the latest exchange: the previous user
-    message and the last reply after it. The system prompt (index 0) and everything from
-    the latest user message on stay; what sits between them before ``first`` (the summary)
-    goes. A new list; unchanged when there is no earlier history."""
+    """A copy of ``messages`` with the history before the latest user message cut to the
+    messages from ``start`` (default :func:`focus_start`) and the latest exchange; the
+    system prompt stays, the summary (before ``first``) goes."""
     last = latest_user_index(messages)
     if last is None or last <= first:
         return [dict(m) for m in messages]

@@ -1,26 +1,5 @@
 # Over 500 lines: the one entry point of context management; all paths share one view and facts.
-"""The single entry point of context management.
-
-``prepare`` runs before every model call:
-
-1. prune old tool outputs the model has already answered (layer 1, :mod:`.prune`);
-2. count the exact prompt with the model's tokenizer;
-3. when ``prompt + reserve`` passes the call's window, compact (layer 2, :mod:`.compactor`):
-   older turns are summarized by the same model, the user's words kept verbatim beside the
-   summary. The call's window is the policy's target (the size the model was measured to
-   use well), grown for a latest turn too large for it up to the hard limit, the model's
-   window (:meth:`~assistant.config.EffectivePolicy.for_turn`): what comes before the
-   latest turn is kept within the target, the latest turn may use the whole window;
-4. when the prompt still does not fit the hard limit, cut the outputs the model has not
-   answered yet to fit, keeping head and tail (:mod:`.visibility`); none is ever cleared
-   whole before the model has answered it.
-
-``compact`` is the forced path (``/compact [focus]``); the agent calls ``handle_overflow``
-when the backend raises :class:`ContextOverflowError` and retries once with what it returns.
-Cancelling (``CancelToken``) aborts the summary and the call proceeds uncompacted; errors are
-logged and reported, never swallowed. What the model sees is built by :mod:`.context` from
-the conversation and a :class:`~.context.View` computed here (cleared notes, cut outputs).
-"""
+"""The single entry point of context management (docs/COMPACTION.md, `compaction/controller.py`)."""
 
 from __future__ import annotations
 
@@ -34,11 +13,8 @@ from assistant.compaction import context
 from assistant.compaction.ahead import AHEAD_FILL, Precomputed, SummaryCache
 from assistant.compaction.budget import minimal_summary
 from assistant.compaction.compactor import (
-    BeforeCompactHook,
-    BeforeCompactResult,
     CompactionJob,
     CompactionOutcome,
-    CompactionPreparation,
     Compactor,
     Status,
 )
@@ -85,10 +61,7 @@ from assistant.llm.base import (
 )
 
 __all__ = [
-    "BeforeCompactHook",
-    "BeforeCompactResult",
     "CallRequest",
-    "CompactionPreparation",
     "ContextController",
     "ContextTooLargeError",
     "MessageFit",
@@ -97,7 +70,6 @@ __all__ = [
 
 log = logging.getLogger("assistant.compaction")
 
-AfterCompactHook = Callable[[CompactionRecord], None]
 #: How the last prompt rendered earlier turns: (id of its latest user message, whether recall's
 #: excerpts were beside it), or None when it showed them as built.
 _Render = tuple[str | None, bool] | None
@@ -128,8 +100,6 @@ class ContextController:
         compact_on_overflow: Callable[[], bool] = lambda: True,
         on_event: Callable[[ContextEvent], None] | None = None,
         summarizer: Summarizer | None = None,
-        before_compact: BeforeCompactHook | None = None,
-        after_compact: AfterCompactHook | None = None,
         counter: TokenCounter | None = None,
         recall: Recall | None = None,
         recall_enabled: Callable[[], bool] = lambda: True,
@@ -160,11 +130,9 @@ class ContextController:
         #: Summaries written ahead of time (:meth:`precompute`), used when their span is
         #: unchanged at the threshold.
         self.summary_cache = SummaryCache()
-        #: Whether a compaction inside a turn takes the code-written summary at once when
-        #: none written ahead matches, leaving the model's to idle time (the window with
-        #: "write the next summary ahead" on: :meth:`precompute` writes the next one).
+        #: Whether a compaction inside a turn takes the code's summary when none written
+        #: ahead matches, leaving the model's to idle time (:meth:`precompute`).
         self.defer_model = defer_model
-        self.after_compact = after_compact
         #: Brings back excerpts of the whole chat beside the latest question (None: off).
         self.recall = recall
         self.recall_enabled = recall_enabled
@@ -176,11 +144,8 @@ class ContextController:
         #: user message (the latest exchange always) go into that call (None: all of it;
         #: :func:`.context_render.focus_history`).
         self.focus_tokens = focus_tokens
-        #: Per chat (``id`` of its conversation), where the last focused call's history
-        #: started: (its index in the rendered prompt, a digest of the prompt from the
-        #: summary to that message). Kept while that much is unchanged, so the next calls
-        #: share the prefix (:func:`.context_render.sticky_focus_start`); a compaction, an
-        #: edit or a branch switch changes the digest and the window starts afresh.
+        #: Per chat, where the last focused call's history started: (index in the rendered
+        #: prompt, digest of the prompt up to it), so the next calls share the prefix.
         self._focus_anchors: dict[int, tuple[int, str]] = {}
         self._overhead_memo: Memo[tuple[str, str], int] = Memo(64)
         #: The facts of the conversation (kept messages, calls, unanswered ids, files),
@@ -191,7 +156,7 @@ class ContextController:
             self.counter, lambda: self.summarizer, self._measure, self._chat_prefix,
             # The summary's own prompt is history: it is written within the target.
             lambda: min(self.policy().window, self.backend.info.context_window),
-            before_compact, self.summary_cache, self.facts, lambda: self.defer_model(),
+            self.summary_cache, self.facts, lambda: self.defer_model(),
         )
         #: Conversation states where compaction did not help (never retried automatically).
         self._no_retry: set[State] = set()
@@ -206,18 +171,13 @@ class ContextController:
 
     # -- the view ------------------------------------------------------------------------
     def view(self, conv: Conversation) -> View:
-        """Cleared notes for the pruned results among the kept messages, and the messages
-        too long for the window cut to :meth:`message_cap` (the user's latest one only when
-        it is longer than the whole room beside the reply)."""
+        """Cleared notes and cuts of the kept messages (:meth:`.view.ViewBuilder.view`)."""
         pol = self.policy()
         return self.views.view(conv, self.message_cap(), latest_cap=pol.limit - pol.reserve)
 
     def message_cap(self) -> int:
-        """Most tokens one message (the user's, a tool output, a reply) is shown with:
-        three quarters of the room beside the reply in the model's window, the hard limit
-        (a longer one could not fit whole beside the system prompt and tools; it is cut
-        like an unanswered tool output, head and tail around a note, and kept whole in the
-        chat). Older ones are history: compaction keeps that within the target."""
+        """Most tokens one message is shown with: 3/4 of the room beside the reply in the
+        hard limit (a longer one is cut, head and tail, and kept whole in the chat)."""
         pol = self.policy()
         return max((pol.limit - pol.reserve) * 3 // 4, 1)
 
@@ -354,10 +314,8 @@ class ContextController:
         return req
 
     def message_fit(self, call: CallRequest, text: str) -> MessageFit:
-        """Whether ``text`` as the next user message fits the window whole (the latest
-        message is never cut: compaction makes room for it, down to the smallest summary).
-        The room is measured in the hard limit, the model's window: the latest message may
-        go beyond the target the history is kept within."""
+        """Whether ``text`` as the next user message fits the hard limit whole, beside the
+        smallest summary (the latest message is never cut)."""
         pol = self.policy()
         window = min(pol.limit, self.backend.info.context_window)
         tokens = self.counter.message(Message(role="user", content=text))
@@ -442,11 +400,8 @@ class ContextController:
         return req, record, notices
 
     def turn_policy(self, call: CallRequest) -> EffectivePolicy:
-        """The policy for this call: the target as the window, grown up to the hard limit
-        when the latest turn (what the model has not answered yet, as shown: the newest
-        user message, a file the user read before it, the tool outputs of the turn) does
-        not fit in the target beside the system prompt, the tools, the reserve and the
-        smallest summary (:meth:`~assistant.config.EffectivePolicy.for_turn`)."""
+        """The policy for this call: the target, grown up to the hard limit when the
+        unanswered turn does not fit in it (:meth:`~assistant.config.EffectivePolicy.for_turn`)."""
         pol = self.policy()
         if pol.limit <= pol.window:
             return pol
@@ -497,12 +452,8 @@ class ContextController:
                          focus=call.focus).record
 
     def handle_overflow(self, call: CallRequest) -> PreparedRequest:
-        """After ContextOverflowError: compact (reason "overflow") and return the retry.
-
-        Raises :class:`ContextTooLargeError` when compaction on overflow is off, fails, or
-        was already done for this conversation state (so the agent never loops), and
-        :class:`GenerationCancelled` when the user cancelled the summary.
-        """
+        """After ContextOverflowError: compact and return the retry; ContextTooLargeError
+        when off, failed or already done for this state (no loop), GenerationCancelled."""
         pol = self.turn_policy(call)
         conv = call.conv
         state = state_of(conv)
@@ -526,9 +477,7 @@ class ContextController:
     def _with_recall(
         self, call: CallRequest, req: PreparedRequest, pol: EffectivePolicy
     ) -> PreparedRequest:
-        """``req`` with the recall block in its latest user message (see :mod:`.recall`),
-        counted exactly (a request counted from its segments: the changed message alone);
-        ``req`` unchanged when recall is off or brings nothing back."""
+        """``req`` with the recall block in its latest user message, counted as ``req`` was."""
         if self.recall is None or not self.recall_enabled():
             return req
         budget = min(recall_budget(pol), recall_room(pol, req.prompt_tokens))
@@ -552,9 +501,8 @@ class ContextController:
     def _shown_beside_excerpts(
         self, conv: Conversation, kept: Sequence[Message]
     ) -> Callable[[Sequence[dict[str, Any]]], list[dict[str, Any]]] | None:
-        """What a call with recall's excerpts will show of its prompt as built, as
-        :meth:`_rendered` cuts it (None: all of it), so recall does not leave out a passage
-        as "still in the prompt" that the call then leaves out (a summary's)."""
+        """What a call with recall's excerpts shows of its prompt, as :meth:`_rendered` cuts
+        it (None: all), so recall judges "still in the prompt" on that."""
         if not self.render_earlier():
             return None
         focus = self.focus_tokens()
@@ -574,9 +522,8 @@ class ContextController:
     def _focus_start(
         self, conv: Conversation, view: list[dict[str, Any]], first: int, focus: int
     ) -> int:
-        """Where the focused history of ``view`` (the prompt as rendered) starts: the
-        chat's anchor while the prompt up to it is unchanged and the window fits
-        (:func:`.context_render.sticky_focus_start`)."""
+        """Where the focused history of ``view`` starts: the chat's anchor while the prompt
+        up to it is unchanged (:func:`.context_render.sticky_focus_start`)."""
         anchor = None
         held = self._focus_anchors.get(id(conv))
         if (held is not None and first <= held[0] < len(view)
@@ -586,8 +533,7 @@ class ContextController:
                                   count=self.counter.segment_of, anchor=anchor)
 
     def _anchor_focus(self, conv: Conversation, view: list[dict[str, Any]], start: int) -> None:
-        """Remember ``start`` as the chat's focus anchor (a start at the latest user
-        message is not one: that message is shown differently next turn)."""
+        """Remember ``start`` as the chat's focus anchor (not at the latest user message)."""
         last = latest_user_index(view)
         key = id(conv)
         self._focus_anchors.pop(key, None)
@@ -661,11 +607,9 @@ class ContextController:
 
     # -- ahead of time -------------------------------------------------------------------
     def precompute(self, call: CallRequest) -> Precomputed | None:
-        """While the model is idle: once the prompt passes :data:`~.ahead.AHEAD_FILL` of the
-        compaction threshold, write the summary the next compaction would need (see
-        :mod:`.ahead`). Nothing is recorded or reported; the chat's KV cache is put back as
-        it was (the next turn reuses it as if nothing ran). None when not needed, already
-        written, or cancelled (``cancel``: the user sent something)."""
+        """While idle, past :data:`~.ahead.AHEAD_FILL` of the threshold: write the summary
+        the next compaction needs (:mod:`.ahead`), reporting nothing and putting the KV
+        cache back. None when not needed, already written, or cancelled."""
         pol = self.policy()
         conv = call.conv
         if not self.auto_compact() or not self.facts.of(conv).kept:
@@ -717,8 +661,7 @@ class ContextController:
         self, call: CallRequest, reason: CompactionReason, pol: EffectivePolicy, *,
         conv: Conversation | None = None, focus: str | None = None,
     ) -> tuple[CompactionJob, list[Message]]:
-        """The compactor's job for ``call`` (or for ``conv`` in its place; only a manual
-        compaction takes a focus), and the kept messages as shown."""
+        """The compactor's job for ``call`` (or ``conv``), and the kept messages as shown."""
         conv = conv or call.conv
         kept, counts = self._kept(conv)
         overhead = self.overhead(call.system_prompt, call.tools)
@@ -730,8 +673,7 @@ class ContextController:
         self, call: CallRequest, reason: CompactionReason, tokens_before: int,
         pol: EffectivePolicy | None = None, focus: str | None = None,
     ) -> CompactionOutcome:
-        """One compaction through the :class:`Compactor`, with events and the record
-        (``pol``: the call's policy, by default the target's)."""
+        """One compaction through the :class:`Compactor`, with events and the record."""
         conv = call.conv
         job, _kept = self._job(call, reason, pol or self.policy(), focus=focus)
 
@@ -760,8 +702,6 @@ class ContextController:
                 record.duration_s,
             )
             self._emit(CompactionFinished(record))
-            if self.after_compact is not None:
-                self.after_compact(record)
         return outcome
 
     def _chat_prefix(

@@ -1,27 +1,5 @@
 """Where to cut: which tail of the chat stays verbatim, which head is summarized.
-
-Rule (pi-mono's, with real token counts, a hard limit and a floor):
-
-1. A cut at ``i`` (the kept tail starts with message ``i``) is *valid* when message ``i`` is
-   a user (or system) message, or an assistant message that was not stopped, and no tool
-   call before ``i`` has its result at or after ``i`` (a call and its results are never
-   separated). The caller may forbid more cuts with ``allowed`` (the controller forbids
-   cuts that would summarize outputs the model has not answered: :mod:`.visibility`).
-2. A cut is a *turn boundary* when message ``i`` starts a user action: a user message, or a
-   tool call the user started (``/read``). Other valid cuts (an assistant message inside a
-   turn) *split* that turn: its prefix (the turn's user message up to the cut) is
-   summarized separately and merged into the summary, so the request is never lost.
-3. The tail should hold about ``keep`` tokens, at least ``floor`` and at most ``limit``.
-   Among the allowed cuts whose tail is in ``[floor, limit]``, turn boundaries are preferred
-   to splits; among those, the largest tail not over ``keep``, else the smallest over it.
-   With none in range, the largest tail that fits ``limit``; with none of those, the
-   smallest tail there is (the caller cuts unanswered outputs to fit). Summarizing the
-   whole chat (``i == len``) is the last resort.
-4. ``prefer``: a cut a summary was already written for (ahead of time) wins over the rule
-   of 3 when it is allowed and its tail is in ``[floor, prefer_limit]`` (``prefer_limit``
-   defaults to ``limit``; the compactor lets it pass ``limit`` a little: see
-   :data:`~.ahead.PREFER_SLACK`).
-"""
+More in docs/COMPACTION.md."""
 
 from __future__ import annotations
 
@@ -70,7 +48,7 @@ def blocked_cuts(messages: Sequence[Message]) -> list[bool]:
 
 
 def valid_cuts(messages: Sequence[Message]) -> list[bool]:
-    """``valid[i]`` for ``i`` in ``0..len`` (see the module docstring)."""
+    """``valid[i]`` for ``i`` in ``0..len`` (docs/COMPACTION.md)."""
     blocked = blocked_cuts(messages)
     n = len(messages)
     valid = [False] * (n + 1)
@@ -92,17 +70,11 @@ def is_turn_start(msg: Message) -> bool:
 
 
 def find_cut(
-    messages: Sequence[Message],
-    counts: Sequence[int],
-    *,
-    keep: int,
-    limit: int | None = None,
-    floor: int = 0,
-    allowed: Sequence[bool] | None = None,
-    prefer: int | None = None,
+    messages: Sequence[Message], counts: Sequence[int], *, keep: int, limit: int | None = None,
+    floor: int = 0, allowed: Sequence[bool] | None = None, prefer: int | None = None,
     prefer_limit: int | None = None,
 ) -> CutPlan:
-    """Plan a cut of ``messages`` (with their segment ``counts``); see the module docstring."""
+    """Plan a cut of ``messages`` with their segment ``counts`` (docs/COMPACTION.md)."""
     n = len(messages)
     if len(counts) != n:
         raise ValueError("one count per message is needed")
@@ -137,13 +109,8 @@ def find_cut(
 
 
 def _choose(
-    cuts: Sequence[int],
-    messages: Sequence[Message],
-    suffix: Sequence[int],
-    *,
-    keep: int,
-    floor: int,
-    hard: int,
+    cuts: Sequence[int], messages: Sequence[Message], suffix: Sequence[int], *, keep: int,
+    floor: int, hard: int,
 ) -> int | None:
     def best(cands: Sequence[int]) -> int | None:
         under = [i for i in cands if suffix[i] <= keep]

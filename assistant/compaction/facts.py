@@ -1,18 +1,5 @@
 """The facts of a conversation that several rules of context management need, computed once.
-
-Pruning, the view (cleared notes, cuts), recall and the compactor's plan all ask the same
-questions of one conversation: which messages are kept after the latest summary, which tool
-call produced an output, which outputs and user messages the model has not answered yet,
-which files were read and changed, and what the verbatim record would hold up to a cut.
-:class:`ConversationFacts` answers each on first use and keeps the answer while the
-conversation is in the same state, so one ``prepare`` computes each fact once (a compaction
-in the middle of it starts a new state, whose facts are computed once again).
-
-:class:`FactsCache` holds the facts of the conversation last asked about. The state is the
-conversation object, its messages (how many, the last one) and its compactions; pruning
-changes none of these facts (it clears what an output shows, not what it is), so it keeps
-them.
-"""
+More in docs/COMPACTION.md."""
 
 from __future__ import annotations
 

@@ -1,19 +1,9 @@
 """Files read and modified, taken from tool calls (not from the model's summary).
-
-``read_file`` counts as a read, ``write_file`` and ``edit_file`` as modifications (only when
-their result is not an error). ``list_dir``, ``find_files``, ``grep`` and ``run_command`` do
-not read a specific file and are not listed. Calls the user started (``/read``, drag and drop)
-look the same and count the same. Transcripts of other agents replayed through the pipeline
-use their own names (``read``, ``Read``, ``view``, ``write``, ``Edit``, ``MultiEdit``,
-``str_replace_editor`` ...) and argument keys (``file_path``, ``filePath``, ``target_file``
-...): the common ones are recognised too (:data:`READ_TOOLS`, :data:`WRITE_TOOLS`,
-:data:`PATH_KEYS`). The lists are cumulative: each compaction starts from the
-previous record's lists, and a file that was modified is listed only as modified.
-"""
+More in docs/COMPACTION.md."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from assistant.conversation import Message, ToolCall
@@ -41,8 +31,7 @@ OTHER_TARGET_KEYS = ("pattern", "glob", "query", "command", "cmd", "url")
 @dataclass(frozen=True)
 class CallTarget:
     """What one tool call works on: a file path, or (``is_path`` false) a pattern, command
-    or address. The one place that decides it, for the file lists, the notes on cleared
-    and cut outputs and the digest of what the assistant did."""
+    or address; the one place that decides it."""
 
     text: str
     is_path: bool
@@ -62,11 +51,6 @@ def call_path(call: ToolCall) -> str | None:
     return target.text if target is not None and target.is_path else None
 
 
-def _add(target: list[str], path: str) -> None:
-    if path not in target:
-        target.append(path)
-
-
 @dataclass
 class FileOps:
     """Ordered, de-duplicated file lists (first seen first)."""
@@ -74,23 +58,12 @@ class FileOps:
     read: list[str] = field(default_factory=list)
     modified: list[str] = field(default_factory=list)
 
-    def merge(self, read: Iterable[str], modified: Iterable[str]) -> None:
-        for path in modified:
-            _add(self.modified, path)
-        for path in read:
-            _add(self.read, path)
-
-    def finalized(self) -> FileOps:
-        """Read-only files exclude modified ones."""
-        mod = list(self.modified)
-        return FileOps(read=[p for p in self.read if p not in mod], modified=mod)
-
 
 def extract_file_ops(messages: Sequence[Message], previous: FileOps | None = None) -> FileOps:
-    """File operations in ``messages`` added to ``previous`` (cumulative)."""
-    ops = FileOps()
-    if previous is not None:
-        ops.merge(previous.read, previous.modified)
+    """File operations in ``messages`` added to ``previous`` (cumulative); a file both read
+    and modified is listed as modified."""
+    read = list(previous.read) if previous is not None else []
+    modified = list(previous.modified) if previous is not None else []
     errors = {m.tool_call_id for m in messages if m.role == "tool" and m.is_error}
     for msg in messages:
         if msg.role != "assistant":
@@ -100,7 +73,8 @@ def extract_file_ops(messages: Sequence[Message], previous: FileOps | None = Non
             if path is None or call.id in errors:
                 continue
             if call.name in READ_TOOLS:
-                _add(ops.read, path)
+                read.append(path)
             elif call.name in WRITE_TOOLS:
-                _add(ops.modified, path)
-    return ops.finalized()
+                modified.append(path)
+    modified = list(dict.fromkeys(modified))
+    return FileOps([p for p in dict.fromkeys(read) if p not in modified], modified)

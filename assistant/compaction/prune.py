@@ -1,29 +1,9 @@
-"""Layer 1: clear old tool outputs before every model call (lossless).
-
-Rule (OpenCode's prune, with real token counts, and one guarantee on top):
-
-0. **Unanswered outputs are never pruned** (see :mod:`.visibility`): every tool output after
-   the model's last final reply, that is the reads the user started before asking about
-   them and every output of the turn in progress, stays until the model has answered. They
-   still count towards ``protect`` below.
-1. Nothing happens while the chat has fewer than :data:`MIN_USER_TURNS` user messages.
-2. Tool results the model still sees are scanned newest to oldest, adding each one's tokens.
-   A result stays while the running total (including it) is at most ``protect``; the first
-   answered one that pushes the total over ``protect``, and every older one, is a candidate.
-3. Candidates are pruned only when together they free at least ``minimum`` tokens (freed =
-   the segment with the content minus the segment with its cleared note). Batching like this
-   keeps the KV-cache prefix stable between calls.
-
-Only ``role == "tool"`` messages are ever touched; already pruned ones are skipped (they
-count their note towards ``protect``), so running it twice changes nothing. The caller
-applies the plan with ``Conversation.mark_pruned``: the original content stays in the
-message and on disk; the model sees :func:`~.visibility.cleared_note`.
-"""
+"""Layer 1: clear old tool outputs before every model call (lossless; docs/COMPACTION.md)."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from assistant.compaction.tokens import TokenCounter
 from assistant.compaction.visibility import unanswered_ids
@@ -38,12 +18,6 @@ class PrunePlan:
 
     message_ids: tuple[str, ...] = ()
     tokens_freed: int = 0
-    #: Candidates found, even when they did not reach ``minimum`` (for logs and tests).
-    candidate_tokens: int = 0
-    reason: str = ""
-    protected_ids: tuple[str, ...] = field(default=())
-    #: Outputs kept because the model has not answered them yet.
-    unanswered_ids: tuple[str, ...] = field(default=())
 
     @property
     def applies(self) -> bool:
@@ -55,68 +29,32 @@ def count_user_turns(messages: Sequence[Message]) -> int:
 
 
 def plan_prune(
-    visible: Sequence[Message],
-    counter: TokenCounter,
-    *,
-    protect: int,
-    minimum: int,
-    user_turns: int | None = None,
-    cleared_size: Callable[[Message], int] | None = None,
+    visible: Sequence[Message], counter: TokenCounter, *, protect: int, minimum: int,
+    user_turns: int | None = None, cleared_size: Callable[[Message], int] | None = None,
     waiting: frozenset[str] | None = None,
 ) -> PrunePlan:
-    """Decide what to prune among ``visible`` (the messages the model would see).
-
-    ``user_turns`` is the number of user messages in the whole chat (defaults to those in
-    ``visible``); summarized ones still count as turns. ``cleared_size(msg)`` is the segment
-    size of ``msg`` once cleared (default: with the bare placeholder). ``waiting``: the ids
-    of the outputs not answered yet, when the caller knows them (computed otherwise).
-    """
+    """Decide what to prune among ``visible``; ``user_turns`` counts the whole chat's user
+    messages (summarized ones too), ``cleared_size`` a message's size once cleared."""
     turns = count_user_turns(visible) if user_turns is None else user_turns
     if turns < MIN_USER_TURNS:
-        return PrunePlan(reason=f"only {turns} user turn(s)")
+        return PrunePlan()
     cleared = cleared_size or counter.as_pruned
     if waiting is None:
         waiting = unanswered_ids(visible)
     total = 0
-    protected: list[str] = []
     candidates: list[str] = []
     freed = 0
     for msg in reversed(visible):
         if msg.role != "tool":
             continue
-        if msg.pruned:
-            total += counter.message(msg)
-            continue
         size = counter.message(msg)
         total += size
-        if total <= protect or msg.id in waiting:
-            protected.append(msg.id)
+        if msg.pruned or total <= protect or msg.id in waiting:
             continue
         gain = size - cleared(msg)
-        if gain <= 0:
-            continue
-        candidates.append(msg.id)
-        freed += gain
-    unanswered = tuple(i for i in protected if i in waiting)
-    if not candidates:
-        return PrunePlan(
-            reason="nothing beyond the protected tokens",
-            protected_ids=tuple(protected),
-            unanswered_ids=unanswered,
-        )
-    if freed < minimum:
-        return PrunePlan(
-            candidate_tokens=freed,
-            reason=f"would free {freed} < minimum {minimum}",
-            protected_ids=tuple(protected),
-            unanswered_ids=unanswered,
-        )
-    candidates.reverse()  # oldest first, the order they appear in the chat
-    return PrunePlan(
-        message_ids=tuple(candidates),
-        tokens_freed=freed,
-        candidate_tokens=freed,
-        reason="pruned",
-        protected_ids=tuple(protected),
-        unanswered_ids=unanswered,
-    )
+        if gain > 0:
+            candidates.append(msg.id)
+            freed += gain
+    if not candidates or freed < minimum:
+        return PrunePlan()
+    return PrunePlan(tuple(reversed(candidates)), freed)  # oldest first, as in the chat

@@ -1,32 +1,5 @@
 """Recall at question time: excerpts of the whole chat placed next to the latest question.
-
-A small model given a fact early in a long chat, or only in a summary, answers as if it had
-never seen it; the same model given the fact's sentence beside the question answers it. So
-before every model call (:meth:`Recall.apply`, from the controller's ``prepare``):
-
-1. the chat's full-text index (:class:`PassageIndex`, one per chat, kept by the session store:
-   :mod:`assistant.sessions.recall_index`) is brought up to date with the conversation;
-2. the latest user message becomes a query (:func:`.recall_text.query_terms`: stop words
-   dropped, and words common in this chat: :func:`distinctive`) and the index returns its
-   best passages by BM25;
-3. they are ordered by the line that best answers the question (:func:`.recall_rank.fit`;
-   bm25 among equals; the user's words first when the question asks what the user said,
-   an earlier question of the user only when nothing else comes back) and kept while they
-   are relevant (at least :data:`RELATIVE_SCORE` of the best bm25 score and
-   :data:`FIT_SHARE` of the best fit), on the active branch, not the latest message itself,
-   not the model's own replies (measured: a small model imitates what it said and drifts;
-   its tool calls, the commands run and files written, are facts and do come back), and not
-   visible verbatim in what the call will show; at most :data:`MAX_EXCERPTS`, one at most
-   half the budget when its lines fit in that, within the token budget
-   (:func:`recall_budget`, scaled by the window: small in local mode, and never more than the
-   room the prompt leaves beside three quarters of the reply's reserve);
-4. they are written, oldest first, as one short labeled block (turn, who said it or which tool
-   on which file, lines) into the latest user message: before the question
-   (``placement="before"``, the default: measured better with the embedded model) or after
-   it. Nothing is stored: the chat file is unchanged, and the block is part of the prompt's
-   last turn only, so the cached prefix of everything older survives. Within a turn (tool
-   rounds) the block for the same message is reused as it was, so the prefix holds there too.
-"""
+More in docs/COMPACTION.md."""
 
 from __future__ import annotations
 
@@ -47,11 +20,7 @@ from assistant.compaction.recall_rank import (
     speaks_of_user,
     wants_number,
 )
-from assistant.compaction.recall_sentences import (
-    best_sentences,
-    score,
-    split_sentences,
-)
+from assistant.compaction.recall_sentences import best_sentences, score, split_sentences
 from assistant.compaction.tokens import TokenCounter
 from assistant.config import EffectivePolicy
 from assistant.conversation import Conversation, Message
@@ -79,14 +48,11 @@ NEAR_TOKENS = 4
 OWN = 1
 #: Pairs searched for at most (the rarest).
 MAX_PAIRS = 6
-#: Weight of the bm25 score of an earlier question of the user (a message ending in "?"): a
-#: question asked before ("In a.txt, what is the code of item 11?") shares the new one's
-#: words and is short, so bm25 ranks it first, yet it holds no answer; at an equal match a
-#: statement comes first (a decision asked as a question, "port 80, right?", still comes).
+#: Weight of the bm25 score of an earlier question of the user: it shares the new one's
+#: words and is short, so bm25 ranks it first, yet it holds no answer.
 QUESTION_WEIGHT = 0.5
 #: An excerpt whose :func:`fit` is below this share of the best one's is left out: a small
-#: model given the answer's line and an unrelated one beside it answers from either
-#: (measured on the answer benchmark, docs/ANSWERS.md).
+#: model answers from an unrelated line beside the answer's (docs/ANSWERS.md).
 FIT_SHARE = 0.5
 #: Weight of the bm25 score of the user's own words when the question asks what the user
 #: said (:func:`speaks_of_user`).
@@ -133,33 +99,26 @@ class RecallBlock:
 
 
 def recall_budget(policy: EffectivePolicy) -> int:
-    """Tokens recall may add: a twentieth of the window (500 at the local 10,000), at most
-    2,048 (standard mode)."""
+    """Tokens recall may add: a twentieth of the window, at most 2,048."""
     return max(MIN_BUDGET, min(policy.window // 20, 2_048))
 
 
 def recall_room(policy: EffectivePolicy, prompt_tokens: int) -> int:
-    """Room beside the prompt: the window less the prompt and three quarters of the reserve
-    (a reply rarely needs all of it; the reserve's last quarter is recall's to use)."""
+    """Room beside the prompt: the window less the prompt and 3/4 of the reserve (a reply
+    rarely needs all of it)."""
     return policy.window - prompt_tokens - (policy.reserve * 3) // 4
 
 
 def distinctive(terms: Sequence[str], index: PassageIndex) -> list[str]:
-    """``terms`` less those common in this chat (in more than :data:`COMMON_SHARE` of its
-    passages, and more than :data:`COMMON_MIN`): words every message of a long chat shares
-    ("talk", "code", a recurring name) point at nothing in particular, and only bring back
-    noise the model then imitates. The terms come from the latest message, which is indexed
-    too: its own passage is not counted (a word found only there brings back nothing)."""
+    """``terms`` less those common in this chat (noise the model would imitate); the latest
+    message's own passage is not counted."""
     limit = max(COMMON_MIN, int(index.passages * COMMON_SHARE))
     return [t for t, n in index.counts(terms).items() if 0 < n - OWN <= limit]
 
 
 def distinctive_pairs(terms: Sequence[str], index: PassageIndex) -> list[str]:
-    """FTS5 expressions for the pairs of ``terms`` next to each other in the question that
-    are found near each other (:data:`NEAR_TOKENS`) in this chat, the rarest first (at most
-    :data:`MAX_PAIRS`). For a question whose every word is common in the chat ("How often is
-    the local cache checked?" in a chat of caches, checks and minutes): a pair is rarer than
-    its words, and the sentence naming most of them is chosen after (:func:`.score`)."""
+    """FTS5 ``NEAR`` expressions for the question's neighbouring pairs found in this chat,
+    the rarest first: for a question whose every word is common here."""
     pairs = [
         f'NEAR("{a.replace(chr(34), "")}" "{b.replace(chr(34), "")}", {NEAR_TOKENS})'
         for a, b in itertools.pairwise(terms)
@@ -169,13 +128,8 @@ def distinctive_pairs(terms: Sequence[str], index: PassageIndex) -> list[str]:
 
 
 def ranked_expression(terms: Sequence[str], asked: Sequence[str]) -> str:
-    """The FTS5 query for distinctive ``terms``, ranked by all the question's words
-    ``asked``: ``(terms) AND (asked)`` matches what ``terms`` match (a passage needs one
-    distinctive word, so common words bring back no chatter), and bm25 sums over every
-    phrase of the query, so a passage that also names the common words ranks first ("item
-    51" of part_04 before part_04's other lines, when "04" is the one rare word).
-    The ranking clause also holds the question's neighbouring words as phrases ("item 85"),
-    so the line naming them together ranks before one with "batch 85". "" for no terms."""
+    """``(terms) AND (asked words OR neighbouring pairs)``: the distinctive ``terms`` select,
+    all the question's words rank (bm25 sums over every phrase). "" for no terms."""
     if not terms:
         return ""
     expression = match_expression(list(terms))
@@ -196,45 +150,30 @@ def latest_user(conv: Conversation, kept: Sequence[Message] | None = None) -> Me
 
 
 class Recall:
-    """Finds and places the excerpts; ``index_for`` gives a conversation's index (None: no
-    recall for it)."""
+    """Finds and places the excerpts; ``index_for`` gives a conversation's index, or None."""
 
     def __init__(
-        self,
-        counter: TokenCounter,
-        index_for: IndexFor,
-        *,
-        placement: Placement = "before",
+        self, counter: TokenCounter, index_for: IndexFor, *, placement: Placement = "before",
         focus: bool = True,
     ) -> None:
         self.counter = counter
         self.index_for = index_for
         self.placement: Placement = placement
-        #: What the user said comes back as the sentences naming the question's words, and
-        #: also when it is still in the prompt: a small model misses a fact in the middle of
-        #: a long prompt that it answers when the sentence is next to the question
-        #: ("Lost in the Middle"; measured with the answer benchmark, docs/ANSWERS.md).
+        #: What the user said comes back as its sentences naming the question's words, also
+        #: when still in the prompt: a small model misses a fact in the middle of a long
+        #: prompt (measured: docs/ANSWERS.md).
         self.focus = focus
         self._last: tuple[tuple[int, str, int], RecallBlock | None] | None = None
         self._chat = ChatMap()
         self._synced: PassageIndex | None = None
 
     def apply(
-        self,
-        conv: Conversation,
-        messages: list[dict[str, Any]],
-        budget: int,
-        kept: Sequence[Message] | None = None,
-        shown: Shown | None = None,
+        self, conv: Conversation, messages: list[dict[str, Any]], budget: int,
+        kept: Sequence[Message] | None = None, shown: Shown | None = None,
     ) -> RecallBlock | None:
-        """Put the block into ``messages`` (the prompt as built from ``conv``: system,
-        summary when there is one, kept messages); returns it, or None when nothing was
-        added. Never raises for a failing index (logged; the call goes on without).
-        ``kept``: ``conv``'s kept messages, when the caller has them. ``shown``: what the
-        call will show of ``messages`` when excerpts are placed (the summary and older turns
-        left out beside them, :func:`.context_render.focus_history`): a passage counts as
-        "visible verbatim" only where it is still there (a user's instruction kept in the
-        summary is not seen by a call that leaves the summary out)."""
+        """Put the block into ``messages`` (the prompt as built from ``conv``) and return it,
+        or None; a failing index is logged. ``shown``: what the call will show of
+        ``messages`` beside excerpts; a passage is "visible" only where it is still there."""
         if kept is None:
             kept = conv.kept_messages()
         latest = latest_user(conv, kept)
@@ -266,16 +205,10 @@ class Recall:
         return block
 
     def find(
-        self,
-        conv: Conversation,
-        latest: Message,
-        messages: Sequence[dict[str, Any]],
-        pos: int,
-        budget: int,
-        shown: Shown | None = None,
+        self, conv: Conversation, latest: Message, messages: Sequence[dict[str, Any]],
+        pos: int, budget: int, shown: Shown | None = None,
     ) -> RecallBlock | None:
-        """The block for ``latest`` within ``budget`` tokens, or None (``shown``: see
-        :meth:`apply`)."""
+        """The block for ``latest`` within ``budget`` tokens, or None."""
         asked = query_terms(latest.content)
         terms = asked
         if not terms:
@@ -381,21 +314,16 @@ class Recall:
         text = heading + "\n" + "\n".join(_line(e) for e in excerpts)
         return RecallBlock(text, excerpts, self.counter.text(text), latest.id)
 
-
     def _focusable(self, hit: Hit) -> bool:
-        """Whether ``hit`` is what the user said in several sentences, to be focused on the
-        ones naming the question's words (see :attr:`focus`)."""
+        """Whether ``hit`` is the user's, in several sentences (see :attr:`focus`)."""
         return self.focus and hit.role == "user" and len(split_sentences(hit.text)) > 1
 
     def _narrowed(
         self, hit: Hit, terms: Sequence[str], asked: Sequence[str], chat: ChatMap,
         room: int, question: Question,
     ) -> tuple[Excerpt, int] | None:
-        """``hit`` cut to fit ``room`` tokens: the lines naming a searched term and its line
-        that best answers ``question`` (:func:`.recall_rank.narrow_lines`), else that line
-        alone, else (a line of prose holding several facts) its sentences naming the most
-        of them, then of all the question's words ``asked`` (:func:`.best_sentences`);
-        with the excerpt's cost, or None when nothing fits."""
+        """``hit`` cut to ``room`` tokens, with its cost: the lines naming a term, else its
+        best line, else that line's best sentences; None when nothing fits."""
         best = best_line(hit, question)
         narrow = narrow_lines(hit, terms, best)
         for cut in (narrow, None if best is None else line_span(hit, best, best)):
@@ -424,8 +352,7 @@ class Recall:
 
 
 def _visible(messages: Sequence[dict[str, Any]], pos: int, shown: Shown | None) -> str:
-    """The text of the prompt the call shows, less the latest user message (at ``pos`` of
-    ``messages``), normalized: everything when ``shown`` is None, else what it keeps."""
+    """The prompt's text the call shows, less the latest user message, normalized."""
     if shown is None:
         return normalize(
             "\n".join(str(m.get("content") or "") for i, m in enumerate(messages) if i != pos)
@@ -437,15 +364,14 @@ def _visible(messages: Sequence[dict[str, Any]], pos: int, shown: Shown | None) 
 
 
 def _same_key(hit: Hit) -> str:
-    """What makes two passages the same excerpt: their text, without a call's header line (a
-    file written, then read back, is one excerpt, not two)."""
+    """Two passages are one excerpt when this matches: a call's header left out (a file
+    written, then read back)."""
     text = hit.text.partition("\n")[2] if hit.role == "call" and "\n" in hit.text else hit.text
     return normalize(text)
 
 
 def _shown_text(hit: Hit) -> str:
-    """``hit``'s text as an excerpt shows it: a call's header line (the tool and its target)
-    as :func:`short_target` writes it."""
+    """``hit``'s text as an excerpt shows it (a call's header shortened)."""
     if hit.role != "call":
         return hit.text
     header, sep, body = hit.text.partition("\n")
@@ -454,17 +380,14 @@ def _shown_text(hit: Hit) -> str:
 
 
 def _weighted(hit: Hit, mine: bool = False) -> float:
-    """``hit``'s bm25 rank (negative: lower first), an earlier question's weighted down; the
-    user's words weighted up when the question asks about them (``mine``): "What name did
-    I give the branch?" is answered by "ok, create a branch refactor", not by code naming
-    branches."""
+    """``hit``'s bm25 rank (lower first), an earlier question's weighted down, the user's up
+    when the question asks what the user said (``mine``)."""
     rank = hit.rank * USER_WEIGHT if mine and hit.role == "user" else hit.rank
     return rank * QUESTION_WEIGHT if _asks(hit) else rank
 
 
 def _asks(hit: Hit) -> bool:
-    """Whether ``hit`` is an earlier question of the user (it shares the new question's
-    words, and holds no answer)."""
+    """Whether ``hit`` is an earlier question of the user."""
     return hit.role == "user" and hit.text.rstrip().endswith("?")
 
 

@@ -1,18 +1,5 @@
 """What ranks first among the passages recall found, and how an excerpt's source is written.
-
-The index ranks passages by bm25 (:mod:`assistant.sessions.recall_index`), which prefers a
-short passage naming the question's rare words. For "How many lines does a.ts have?" that is
-"Successfully wrote 5370 bytes to a.ts", not the ``wc -l`` listing whose line "177 a.ts"
-answers it; for a question about one of many files read, it is the file's header line. So
-recall (:mod:`.recall`) orders the passages bm25 found by :func:`fit`, the question's words
-that one line of a passage names, and keeps bm25's order among equals. What a question asks
-for is read from its words: whether a number answers it (:func:`wants_number`) and whether it
-asks what the user said (:func:`speaks_of_user`). :func:`short_target` writes a call's target
-as a label shows it (a small model's tokenizer spends 30 tokens on an absolute path), and
-:class:`ChatMap` where each passage came from; :func:`narrow_lines` cuts a long passage to
-the lines that answer.
-Measured with the answer benchmark's hit rate and answers (docs/ANSWERS.md, "Retrieval").
-"""
+More in docs/COMPACTION.md."""
 
 from __future__ import annotations
 
@@ -22,6 +9,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
+from assistant.compaction.file_tracking import call_target
 from assistant.compaction.recall_sentences import names, split_sentences, stem
 from assistant.conversation import Conversation, Message, ToolCall
 from assistant.sessions.recall_index import Hit
@@ -59,13 +47,8 @@ def wants_number(question: str) -> bool:
 
 
 def fit(hit: Hit, question: Question) -> float:
-    """How well ``hit`` answers ``question`` by its best unit (a line of a multi-line
-    passage, else a sentence): the question's words it names, its neighbouring pairs side by
-    side, one more for a number not in the question when a number answers it; and half a
-    point for each other question word the passage names elsewhere (or its source says:
-    "lines" for ``wc -l``'s output). bm25 ranks a short passage that names a file's name
-    ("Successfully wrote 5370 bytes to a.ts") before the longer one holding the answer
-    ("=== Line counts === ... 177 a.ts") for "How many lines does a.ts have?"."""
+    """How well ``hit`` answers ``question`` by its best line or sentence (bm25 alone ranks
+    a short passage naming a file before the one holding the answer; docs/RECALL.md)."""
     asked = [_stem(t) for t in question.asked]
     if not asked:
         return 0.0
@@ -113,11 +96,9 @@ _LONG_PATH = re.compile(r"(?<![\w.])[~/]?(?:[\w.@-]+/){" + str(PATH_PARTS) + r",
 
 
 def short_target(text: str, limit: int | None = LABEL_COMMAND_CHARS) -> str:
-    """A call's target as a label or an excerpt's header shows it: one line, a leading
-    ``cd DIR &&`` left out, long paths cut to their last :data:`PATH_PARTS` parts, at most
-    ``limit`` characters (a label; an excerpt's header is whole: a commit message is in it).
-    An absolute path costs a small model's tokenizer 30 tokens, a fifth of recall's budget
-    in a 2,048-token window, and says no more than its last parts."""
+    """A call's target on one line, without ``cd DIR &&``, paths cut to their last
+    :data:`PATH_PARTS` parts (an absolute path costs a small model 30 tokens, a fifth of
+    recall's budget at 2,048), at most ``limit`` characters."""
     text = _CD_PREFIX.sub("", " ".join(text.split()))
 
     def cut(m: re.Match[str]) -> str:
@@ -155,9 +136,7 @@ def line_span(hit: Hit, lo: int, hi: int) -> Hit:
 
 
 def narrow_lines(hit: Hit, terms: Sequence[str], best: int | None = None) -> Hit | None:
-    """The lines of a multi-line passage from its first to its last line naming one of
-    ``terms``, widened to line ``best`` (None when that is the whole passage or no line
-    names one)."""
+    """The span of lines naming ``terms``, widened to line ``best`` (None: all or none)."""
     lines = numbered_lines(hit)
     if lines is None:
         return None
@@ -170,9 +149,8 @@ def narrow_lines(hit: Hit, terms: Sequence[str], best: int | None = None) -> Hit
 
 
 class ChatMap:
-    """Where each message of the conversation sits (position, turn) and where a passage
-    came from, in words; kept up to date with the messages appended since the last call
-    (a 10,000-message chat is not walked again for every question)."""
+    """Where each message sits (position, turn) and where a passage came from, in words;
+    updated incrementally (a 10,000-message chat is not walked for every question)."""
 
     def __init__(self) -> None:
         self._reset(0)
@@ -219,17 +197,9 @@ class ChatMap:
         lines = "" if hit.first == hit.last == 1 and "\n" not in msg.content else (
             f", line {hit.first}" if hit.first == hit.last else f", lines {hit.first}-{hit.last}"
         )
-        if msg.role == "user":
+        if msg.role == "user":  # (the model's own replies are never recalled)
             return f"{where}, I said{lines}"
-        if msg.role == "assistant":
-            return f"{where}, you replied{lines}"
         call = self.calls.get(msg.tool_call_id or "")
         tool = msg.name or (call.name if call else "tool")
-        target = ""
-        if call is not None:
-            for key in ("path", "file_path", "command", "pattern", "query"):
-                value = call.arguments.get(key)
-                if value:
-                    target = " " + short_target(str(value))
-                    break
-        return f"{where}, {tool}{target}{lines}"
+        target = call_target(call) if call is not None else None
+        return f"{where}, {tool}{' ' + short_target(target.text) if target else ''}{lines}"

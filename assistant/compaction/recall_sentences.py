@@ -1,12 +1,5 @@
 """Sentences of what the user said that answer a question (for :mod:`.recall`).
-
-A user often writes one paragraph holding several facts ("The local cache is checked every
-15 minutes before we export it. The empty channel is checked every 66 minutes ..."). Recall
-puts only the sentences naming the most of the question's words next to the question:
-:func:`best_sentences` picks them within a token budget, :func:`score` says how well a
-passage's best sentence matches (to drop weaker passages), and :func:`names` matches a word
-in any of its plain forms ("checked" names "checks", not "checklist").
-"""
+More in docs/COMPACTION.md."""
 
 from __future__ import annotations
 
@@ -38,13 +31,8 @@ def best_sentences(
     text: str, terms: Sequence[str], asked: Sequence[str], cost: Callable[[str], int],
     room: int,
 ) -> str | None:
-    """The sentences of ``text`` that name the most of ``terms`` (ties: of all the
-    question's words ``asked``, then of its neighbouring words side by side,
-    :func:`pairs`): the best one, and those as good while they fit in
-    ``room`` tokens; in their order, joined by "..." where sentences were left out. None
-    when no sentence names a term or the best one does not fit. A sentence naming more of
-    the question's words is more likely the one holding its answer ("The local cache is
-    checked every 15 minutes." for "How often is the local cache checked?")."""
+    """The sentences of ``text`` naming the most of ``terms`` (ties: ``asked``, then
+    :func:`pairs`) that fit ``room`` tokens, in order, "..." between; None if none fits."""
     sentences = split_sentences(text)
     if len(sentences) < 2:
         return None

@@ -1,16 +1,4 @@
-"""The values that cross the seam between a caller and context management.
-
-:class:`CallRequest` is what the caller (the agent, the replay tool, the benchmark) asks
-about: one conversation, the system prompt and tool schemas it is sent with, the cancel
-token of the job, and, for ``/compact``, the user's focus. It is built once per model turn
-and handed to every entry point of the controller (``prepare``, ``compact``,
-``handle_overflow``, ``measure``, ``message_fit``, ``precompute``) and of the benchmark's
-strategies, so a new field is added in one place.
-
-:class:`PreparedRequest` is what comes back before a model call: the messages exactly as
-the model will see them and their tokens. :class:`MessageFit` says whether a new message
-can go to the model whole.
-"""
+"""The values that cross the seam between a caller and context management (docs/COMPACTION.md)."""
 
 from __future__ import annotations
 
@@ -73,9 +61,8 @@ class PreparedRequest:
 
 @dataclass(frozen=True)
 class MessageFit:
-    """Whether a new user message can go to the model whole: its ``tokens`` and the
-    ``room`` the window has for it (window - reply reserve - system prompt and tools - the
-    smallest summary of what came before, when something came before)."""
+    """A new user message's ``tokens`` and the ``room`` the window has for it (less the
+    reserve, system prompt, tools and the smallest summary)."""
 
     tokens: int
     room: int

@@ -1,24 +1,4 @@
-"""Token accounting on exactly what the model sees.
-
-Every count goes through the backend's own chat template and tokenizer:
-
-* a message's count is the size of *its rendered segment*: ``count_prompt([anchor, msg])``
-  minus ``count_prompt([anchor])`` (the generation prompt and any BOS cancel out), so template
-  overhead, tool-call arguments written back by the text protocol and the pruned placeholder
-  are all included;
-* the fixed overhead is ``count_prompt([system], tools)``: system prompt, tool schemas (however
-  the template carries them) and the generation prompt;
-* the exact full count (:meth:`TokenCounter.exact`, i.e. ``backend.count_prompt``) remains the
-  authority: :meth:`TokenCounter.encode` gives it with the prompt's text and tokens, and the
-  sum of segments is checked against it (:attr:`TokenCounter.additive`; docs/ARCHITECTURE.md,
-  "Prepared"). Sums are exact for ChatML-style templates (tests check it); templates that
-  merge same-role messages or inject text by position can differ by a few tokens.
-
-Segment counts are memoized per message, keyed by ``(id, pruned, role, content hash, tool
-calls)``, so a turn costs work proportional to what is new. :class:`CountingBackend` gives
-the same accounting (ChatML + the offline cl100k tokenizer) before any model is loaded; a
-characters-per-token guess is never used.
-"""
+"""Token accounting on exactly what the model sees (docs/COMPACTION.md, `compaction/tokens.py`)."""
 
 from __future__ import annotations
 
@@ -33,8 +13,7 @@ from assistant.llm.template import ChatTemplate
 _ANCHOR: dict[str, Any] = {"role": "system", "content": "."}
 #: Entries kept before the memo is cleared (a long session has a few thousand messages).
 MEMO_LIMIT = 50_000
-#: Whole prompts remembered by :meth:`TokenCounter.encode` (one ``prepare`` asks for at
-#: most this many different ones: before and after a compaction, as built and rendered).
+#: Whole prompts remembered by :meth:`TokenCounter.encode` (as many as one ``prepare`` asks).
 ENCODED_KEPT = 4
 
 Count = Callable[[str], int]
@@ -45,8 +24,7 @@ V = TypeVar("V")
 
 
 class Memo(Generic[K, V]):
-    """Values computed once per key, cleared whole at ``limit`` entries: the memos of a
-    long session stay bounded, and what is asked again after a clear is computed again."""
+    """Values computed once per key, cleared whole at ``limit`` entries (bounded memory)."""
 
     def __init__(self, limit: int = MEMO_LIMIT) -> None:
         self.limit = limit
@@ -89,14 +67,10 @@ class TokenCounter:
         self._text_memo: Memo[str, int] = Memo(4_096)
         #: The last whole prompts encoded, newest last: (messages, tools, what it gave).
         self._last: list[tuple[list[dict[str, Any]], list[dict[str, Any]], EncodedPrompt]] = []
-        #: Whether ``overhead + sum(segments)`` (:meth:`summed`) has equalled the exact count
-        #: of every prompt checked against it: the controller then decides on the sum and
-        #: encodes each prompt once, the one it sends, checking the sum against it. Set
-        #: False for good at the first difference (the controller then counts every prompt
-        #: whole before deciding).
+        #: Whether :meth:`summed` has equalled every exact count checked against it (the
+        #: controller then decides on sums); False for good at the first difference.
         self.additive = True
 
-    # -- single pieces -----------------------------------------------------------------
     def text(self, text: str) -> int:
         """Tokens of plain ``text`` (no template), memoized for repeated strings."""
         return self._text_memo.get(text, lambda: self.backend.count(text))
@@ -111,16 +85,13 @@ class TokenCounter:
         return self.backend.count_prompt([_ANCHOR, openai_message]) - self._anchor()
 
     def segment_of(self, openai_message: dict[str, Any]) -> int:
-        """:meth:`segment`, memoized on what the message holds: the messages of a prompt
-        as rendered (earlier calls as notes, recall's block in the latest question) are
-        counted once each, not with the whole prompt every call."""
+        """:meth:`segment`, memoized on what the message holds."""
         return self._segments.get(
             _segment_key(openai_message), lambda: self.segment(openai_message))
 
     def summed(self, overhead: int, messages: ChatMessages) -> int:
-        """``messages``' prompt from its pieces: ``overhead`` (system prompt, tools and
-        generation prompt: :meth:`overhead`) plus the memoized segment of every message
-        after the system prompt. Exact for ChatML-style templates (see :attr:`additive`)."""
+        """``overhead`` plus the memoized segment of every message after the system prompt
+        (exact for ChatML-style templates: :attr:`additive`)."""
         return overhead + sum(self.segment_of(m) for m in messages[1:])
 
     def message(self, msg: Message) -> int:
@@ -129,21 +100,16 @@ class TokenCounter:
 
     def unpruned(self, msg: Message) -> int:
         """Tokens of ``msg`` with its full content (what pruning it would free from)."""
-        if not msg.pruned:
-            return self.message(msg)
-        return self.message(msg.model_copy(update={"pruned": False}))
+        return self.message(msg.model_copy(update={"pruned": False}) if msg.pruned else msg)
 
     def as_pruned(self, msg: Message) -> int:
         """Tokens of ``msg`` if it were pruned (the placeholder instead of the content)."""
-        if msg.pruned:
-            return self.message(msg)
-        return self.message(msg.model_copy(update={"pruned": True}))
+        return self.message(msg if msg.pruned else msg.model_copy(update={"pruned": True}))
 
     def overhead(self, system_prompt: str, tools: Sequence[dict[str, Any]] | None) -> int:
         """System prompt + tool schemas + generation prompt."""
         return self.backend.count_prompt([{"role": "system", "content": system_prompt}], tools)
 
-    # -- whole prompts -----------------------------------------------------------------
     def exact(
         self, messages: ChatMessages, tools: Sequence[dict[str, Any]] | None = None
     ) -> int:
@@ -153,11 +119,8 @@ class TokenCounter:
     def encode(
         self, messages: ChatMessages, tools: Sequence[dict[str, Any]] | None = None
     ) -> EncodedPrompt:
-        """The whole prompt rendered and counted, with its text and tokens when the backend
-        is a ``PromptEncoder`` (``generate`` then evaluates them as they are). The last
-        few are remembered: a prompt asked for again (``prepare`` counts before it decides
-        whether to compact, and again after; a summary's candidate, as built and as
-        rendered, is then the prompt built and adopted) is not tokenized twice."""
+        """The whole prompt rendered and counted (with its tokens from a ``PromptEncoder``);
+        the last few are remembered, so a prompt asked for again is not tokenized twice."""
         shown = list(tools or [])
         wanted = list(messages)
         for old_messages, old_tools, got in reversed(self._last):
@@ -168,9 +131,8 @@ class TokenCounter:
             got = be.encode_prompt(messages, tools)
         else:
             got = EncodedPrompt(count=be.count_prompt(messages, tools))
-        # A copy of each message: a caller may change one after (a copy of the whole prompt
-        # cost more than its encode). What messages hold (calls, their arguments) is
-        # replaced, never changed in place: recall and the rendering write new dicts.
+        # A shallow copy of each message: callers replace what a message holds, never
+        # change it in place (a deep copy cost more than the encode).
         self._last = [*self._last[-(ENCODED_KEPT - 1):],
                       ([dict(m) for m in messages], [dict(t) for t in shown], got)]
         return got
@@ -216,12 +178,8 @@ def largest_fitting(build: Callable[[int], str], most: int, limit: int, count: C
 
 
 class CountingBackend:
-    """Accounting without a model: the ChatML fallback template and offline cl100k.
-
-    A :class:`PromptCounter`, so the controller works before a model is loaded
-    (estimating a saved chat, the replay tool's ``extractive`` mode). It cannot generate:
-    summaries then come from the extractive summarizer.
-    """
+    """A :class:`PromptCounter` without a model (ChatML fallback template, offline cl100k):
+    a saved chat's estimate, the replay tool's ``extractive`` mode."""
 
     name = "cl100k (fallback)"
 

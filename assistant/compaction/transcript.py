@@ -1,9 +1,5 @@
 """A saved transcript to replay: OpenAI-format messages, one JSON object per line.
-
-Used by ``python -m assistant replay`` and the benchmark's real-session replays. Leading
-system messages become the system prompt; a malformed line is a :class:`TranscriptError`
-naming the line.
-"""
+More in docs/COMPACTION.md."""
 
 from __future__ import annotations
 

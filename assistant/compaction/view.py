@@ -1,11 +1,5 @@
 """The view the model gets of tool results: cleared notes, and unanswered outputs cut to fit.
-
-:class:`ViewBuilder` computes a :class:`~.context.View` from the conversation and the token
-counter (see :mod:`.visibility` for the rules): a note for every pruned result among the kept
-messages, and, when the prompt does not fit beside the reply, head-and-tail cuts of the
-outputs the model has not answered yet (:meth:`ViewBuilder.fit`). Both are pure functions of
-the conversation, so a reopened chat shows the model the same tokens.
-"""
+More in docs/COMPACTION.md."""
 
 from __future__ import annotations
 
@@ -55,11 +49,8 @@ class ViewBuilder:
     def view(
         self, conv: Conversation, message_cap: int | None = None, latest_cap: int | None = None
     ) -> View:
-        """Cleared notes for the pruned results among the kept messages, and cuts of the
-        messages (user, tool output, reply) longer than ``message_cap`` tokens
-        (:meth:`oversize_cut`). The user's latest message has its own cap, ``latest_cap``
-        (the whole room beside the reply: a message the app let through is never cut; one
-        larger still, held by an older or imported chat, is cut to ``message_cap``)."""
+        """Cleared notes for the pruned results, and cuts of messages longer than
+        ``message_cap`` tokens (the user's latest: ``latest_cap``, the room beside the reply)."""
         facts = self.facts.of(conv)
         kept = facts.kept
         pruned = [m for m in kept if m.role == "tool" and m.pruned]
@@ -88,10 +79,8 @@ class ViewBuilder:
         return View(notes={m.id: self.note(m, facts.calls) for m in pruned}, trims=trims)
 
     def oversize_cut(self, msg: Message, cap: int, calls: dict[str, ToolCall]) -> str:
-        """``msg`` cut to at most ``cap`` tokens (head and tail around a marker that says
-        how to get the rest). A message this long could not fit whole beside the system
-        prompt; cutting it the same way in every call keeps what the model saw (and the
-        KV cache) stable until the window changes. Memoized per message and cap."""
+        """``msg`` cut to ``cap`` tokens, memoized: the same cut every call keeps the KV cache
+        stable until the window changes."""
         return self._cuts.get((msg.id, len(msg.content), cap), lambda: trim_output(
             msg.model_view_content(), cap, self.counter.text, calls.get(msg.tool_call_id or ""),
             kind={"user": "message", "assistant": "reply"}.get(msg.role, "output"),
@@ -114,19 +103,12 @@ class ViewBuilder:
         return size
 
     def build(
-        self,
-        conv: Conversation,
-        system_prompt: str,
-        tools: Sequence[dict[str, Any]] | None,
-        view: View,
-        overhead: int | None = None,
+        self, conv: Conversation, system_prompt: str, tools: Sequence[dict[str, Any]] | None,
+        view: View, overhead: int | None = None,
     ) -> Fitted:
-        """The prompt under ``view``, encoded; with ``overhead`` (the system prompt's and
-        tools' tokens) counted from its memoized segments instead, not encoded (``prompt``
-        None: the controller encodes the prompt it sends)."""
-        built = context.build_context(
-            conv, system_prompt, kept=self.facts.of(conv).kept, view=view
-        )
+        """The prompt under ``view``, encoded; with ``overhead``, summed from its memoized
+        segments instead (``prompt`` None)."""
+        built = context.build_context(conv, system_prompt, kept=self.facts.of(conv).kept, view=view)
         messages = context.to_openai(built)
         if overhead is not None:
             tokens = overhead + sum(self.counter.message(m) for m in built[1:])
@@ -135,21 +117,15 @@ class ViewBuilder:
         return Fitted(view, built, messages, prompt.count, prompt)
 
     def fit(
-        self,
-        conv: Conversation,
-        system_prompt: str,
-        tools: Sequence[dict[str, Any]] | None,
-        start: Fitted,
-        room: int,
+        self, conv: Conversation, system_prompt: str, tools: Sequence[dict[str, Any]] | None,
+        start: Fitted, room: int,
     ) -> Fitted:
-        """Cut unanswered outputs and user messages (head and tail kept) until the prompt
-        is at most ``room`` tokens, or the cuts reach their floor (the best found is
-        returned either way)."""
+        """Cut unanswered outputs and user messages until the prompt fits ``room`` tokens or
+        the cuts reach their floor."""
         facts = self.facts.of(conv)
         kept = facts.kept
-        # The user's latest message is never cut to fit (compaction gives way for it, and
-        # one too large is refused before it is sent), unless it was already cut for being
-        # longer than any prompt (a chat that holds a pasted log of tens of MB).
+        # The user's latest message is never cut to fit, unless it was already cut for
+        # being longer than any prompt (a pasted log of tens of MB).
         latest = facts.latest_user_id
         users = facts.pending_users
         if latest is not None and latest not in start.view.trims:
@@ -191,15 +167,11 @@ class ViewBuilder:
         return best
 
     def as_sent(
-        self,
-        conv: Conversation,
-        system_prompt: str,
-        span: Sequence[Message],
+        self, conv: Conversation, system_prompt: str, span: Sequence[Message],
         sent: tuple[frozenset[str], dict[str, str]] | None,
     ) -> list[dict[str, Any]]:
-        """System prompt, summary and ``span`` as the last prompt showed them: the results
-        pruned then, and the cuts made then (``sent``: their ids and cut texts); None
-        shows them as they are now."""
+        """System prompt, summary and ``span`` with the prunes and cuts of the last prompt
+        (``sent``; None: as they are now)."""
         view = self.view(conv)
         msgs = [context.system_message(system_prompt)]
         if conv.last_compaction is not None:

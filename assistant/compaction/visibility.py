@@ -1,27 +1,5 @@
-"""What the model must still see, and how a cleared or cut tool output says what is gone.
-
-The rule every other part of context management serves: **a tool output is never cleared
-before the model has answered the user message that follows it.**
-
-* The *pending* part of a chat is everything after the model's last final reply (an
-  assistant message with text and no tool call that was not stopped). Its tool outputs are
-  *unanswered*: user-started reads waiting for the question about them (``/read`` then "what
-  is on line 7?"), every output of the turn in progress, reads the model made inside that
-  turn. Pruning never touches them (:mod:`.prune`); compaction never summarizes the
-  user-started ones and splits a turn only when nothing else makes room (:mod:`.cut_point`).
-* When unanswered outputs alone cannot fit beside the reply, each one larger than a common
-  cap is **cut to fit**, keeping its head and tail around a marker that names the omitted
-  line range and how to read it (:func:`trim_output`, :func:`plan_trims`); none is ever
-  cleared whole. The cap comes from a fixed ladder (:func:`cap_ladder`), so a cut output
-  keeps the same text from one model call to the next (and the KV cache keeps its prefix)
-  until less room forces the next rung.
-* An *answered* output that pruning clears is shown as :func:`cleared_note`: the canonical
-  placeholder text at its start, then the tool, its target (path, pattern, command), the
-  line range and the size, and how to get it back.
-
-Everything here is a pure function of the messages and the token counter, so a reopened chat
-is shown to the model exactly as before.
-"""
+"""What the model must still see, and how a cleared or cut tool output says what is gone: no
+output is cleared before the model has answered it (docs/COMPACTION.md)."""
 
 from __future__ import annotations
 
@@ -73,7 +51,7 @@ def pending_start(messages: Sequence[Message]) -> int:
 
 
 def unanswered_ids(messages: Sequence[Message]) -> frozenset[str]:
-    """Ids of the tool outputs the model has not answered yet (see the module docstring)."""
+    """Ids of the tool outputs the model has not answered yet (docs/COMPACTION.md)."""
     start = pending_start(messages)
     return frozenset(m.id for m in messages[start:] if m.role == "tool")
 
@@ -86,15 +64,9 @@ def pending_user_ids(messages: Sequence[Message]) -> frozenset[str]:
 
 
 def current_turn_start(messages: Sequence[Message]) -> int:
-    """Index where the latest turn of the pending part starts.
-
-    The pending part can hold more than one turn when an earlier question got no final
-    reply (an empty reply, a stopped one). The outputs of those earlier turns were in the
-    prompt that was asked; the latest turn's are what the user is asking about now. Its
-    start is the first user action (a user message, a call the user started) after the
-    last user message before the latest one; ``pending_start`` when there is no earlier
-    user message in the pending part.
-    """
+    """Index where the latest turn of the pending part starts: the first user action after
+    the user message before the latest one (the pending part holds several turns when a
+    question got no final reply); ``pending_start`` when there is no such message."""
     start = pending_start(messages)
     users = [i for i in range(start, len(messages)) if messages[i].role == "user"]
     if len(users) < 2:
@@ -136,11 +108,8 @@ def _arg_int(call: ToolCall | None, *keys: str) -> int | None:
 
 
 def first_file_line(content: str, call: ToolCall | None) -> int | None:
-    """The file line number of the output's first body line, for read tools (else None).
-
-    Our ``read_file`` starts with a header line (``path (lines a-b of N)`` or ``path (N
-    lines)``); other agents' read tools are taken to return the lines from their offset.
-    """
+    """The file line number of the output's first body line, for read tools (else None):
+    from our ``read_file``'s header, else other agents' read tools start at their offset."""
     name = call.name if call is not None else ""
     if name not in READ_TOOLS:
         return None
@@ -170,11 +139,7 @@ def line_range(content: str, call: ToolCall | None) -> tuple[int, int] | None:
 
 
 def cleared_note(msg: Message, call: ToolCall | None, tokens: int) -> str:
-    """What a pruned output shows: the placeholder, then what it was and how to get it.
-
-    ``[Old tool result content cleared: read_file src/x.py lines 1-390, 2,675 tokens;
-    read it again if you need it]``
-    """
+    """What a pruned output shows: the placeholder, then what it was and how to get it."""
     name = msg.name or (call.name if call is not None else "tool")
     parts = [name]
     target = _target(call)
@@ -192,11 +157,7 @@ def cleared_note(msg: Message, call: ToolCall | None, tokens: int) -> str:
 
 # -- cutting an output to fit --------------------------------------------------------------
 def _marker(
-    omitted_from: int,
-    omitted_to: int,
-    tokens: int,
-    call: ToolCall | None,
-    first: int | None,
+    omitted_from: int, omitted_to: int, tokens: int, call: ToolCall | None, first: int | None,
     kind: str = "output",
 ) -> str:
     count = omitted_to - omitted_from + 1
@@ -230,13 +191,8 @@ _KEPT = {"message": "; the whole message is kept in the chat: ask the user for t
 def trim_output(
     text: str, cap: int, count: Count, call: ToolCall | None = None, kind: str = "output"
 ) -> str:
-    """``text`` cut to at most ``cap`` tokens: head and tail lines around a marker.
-
-    The marker names the omitted lines (file lines for read tools, with the read_file call
-    that shows them; ``kind`` "message" for a user's message, which says it is kept whole).
-    Outputs of a few very long lines are cut by characters instead. When
-    even the marker alone does not fit, the text is returned whole: a cut must free tokens.
-    """
+    """``text`` cut to at most ``cap`` tokens: head and tail lines (or characters, for a few
+    long lines) around a marker naming what is left out; whole when the cut frees nothing."""
     size = count(text)
     if size <= cap:
         return text
@@ -294,14 +250,8 @@ class TrimPlan:
 def plan_trims(
     outputs: Sequence[tuple[Message, int, int]], excess: int, floor: int = TRIM_FLOOR
 ) -> TrimPlan:
-    """Which outputs to cut, and to what, so that ``excess`` tokens are freed.
-
-    ``outputs`` holds ``(message, segment tokens, content tokens)`` for each unanswered
-    output. The cap is the highest rung of :func:`cap_ladder` at which cutting every
-    larger output down to it frees at least ``excess``; smaller outputs stay whole.
-    Returns an empty plan when nothing needs cutting, and the lowest rung when even that
-    is not enough (the caller then reports what still does not fit).
-    """
+    """Caps freeing ``excess`` tokens from ``outputs`` ((message, segment tokens, content
+    tokens) each): the highest :func:`cap_ladder` rung that does, else the lowest."""
     outputs = [o for o in outputs if o[1] > floor]
     if excess <= 0 or not outputs:
         return TrimPlan(caps={})

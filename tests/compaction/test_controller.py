@@ -1,4 +1,4 @@
-"""The controller: threshold, records, summary injection, hooks, switches, cancel, overflow."""
+"""The controller: threshold, records, summary injection, switches, cancel, overflow."""
 
 from __future__ import annotations
 
@@ -10,8 +10,6 @@ import pytest
 
 from assistant.compaction.context_render import render_history
 from assistant.compaction.controller import (
-    BeforeCompactResult,
-    CompactionPreparation,
     ContextTooLargeError,
 )
 from assistant.compaction.events import (
@@ -28,7 +26,7 @@ from assistant.compaction.summary.summarizer import (
     SummaryOutcome,
     SummaryRequest,
 )
-from assistant.conversation import CompactionRecord, Conversation, Message
+from assistant.conversation import Conversation, Message
 from assistant.llm.base import CancelToken, GenerationCancelled
 from assistant.service.status import summarizer_line
 from tests.fakes.scripted import ScriptedBackend
@@ -48,7 +46,9 @@ NO_PRUNE: dict[str, Any] = {"prune_enabled": lambda: False}
 
 def _free(be: ScriptedBackend) -> dict[str, Any]:
     """Controller arguments for a model summarized with the free prompts (no grammar)."""
-    return {"summarizer": ModelSummarizer(be, grammar=False), **NO_PRUNE}
+    summarizer = ModelSummarizer(be)
+    summarizer.grammar_state, summarizer.grammar_note = "off", "switched off"
+    return {"summarizer": summarizer, **NO_PRUNE}
 
 
 def _long_chat(turns: int = 8, size: int = 60) -> Conversation:
@@ -343,32 +343,6 @@ def test_manual_compact_with_nothing_to_summarize_reports() -> None:
     ctl, _, events = controller()
     assert ctl.compact(CallRequest(conv, SYSTEM), "manual") is None
     assert isinstance(events[-1], CompactionFailed)
-
-
-def test_before_compact_hook_can_cancel_or_supply_the_summary() -> None:
-    conv = _long_chat()
-    pol = _policy_for(conv, -1)
-    seen: list[CompactionPreparation] = []
-
-    def cancel_hook(prep: CompactionPreparation) -> BeforeCompactResult:
-        seen.append(prep)
-        return BeforeCompactResult(cancel=True)
-
-    ctl, be, events = controller(policy=pol, before_compact=cancel_hook, **NO_PRUNE)
-    assert ctl.compact(CallRequest(conv, SYSTEM), "manual") is None
-    assert isinstance(events[-1], CompactionCancelled) and not be.calls
-    assert seen[0].to_summarize and seen[0].kept and seen[0].tokens_before > 0
-
-    after: list[CompactionRecord] = []
-    ctl2, be2, _ = controller(
-        policy=pol,
-        before_compact=lambda p: BeforeCompactResult(summary="## Goal\nFrom the hook."),
-        after_compact=after.append,
-        **NO_PRUNE,
-    )
-    rec = ctl2.compact(CallRequest(conv, SYSTEM), "manual")
-    assert rec is not None and rec.summarizer == "hook" and not be2.calls
-    assert "From the hook." in rec.summary and after == [rec]
 
 
 def test_split_turn_summarizes_the_prefix_separately() -> None:

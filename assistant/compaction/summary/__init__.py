@@ -1,12 +1,5 @@
-"""What writes and checks a compaction's summary, behind one entry point.
-
-The compactor (and the branch summarizer) call :meth:`Summarizer.summarize` with a
-:class:`SummaryRequest` and get a :class:`SummaryOutcome`: the model's summary proper when it
-passed the checks (:mod:`.validate`, a table of named checks), else the deterministic
-extractive fallback, with ``kind`` saying which and ``note`` why. Code outside this package
-imports only the names below (a contract holds it); its modules and their layers are drawn
-in docs/ARCHITECTURE.md ("Inside compaction/").
-"""
+"""What writes and checks a compaction's summary, behind one entry point:
+:meth:`Summarizer.summarize` (docs/ARCHITECTURE.md, "Inside compaction/")."""
 
 from assistant.compaction.summary.extractive import (
     MechanicalState,

@@ -1,19 +1,5 @@
-# Over 500 lines: the stop-word list and the word-level judgements cleaning and checks share.
 """Cleaning a model-written summary, and the word-level judgements the checks use.
-
-:func:`clean_summary` runs on every reply before it is checked (:mod:`.validate`): it strips
-tool-call markup and cuts loops, and (given the conversation) drops the bullets that would
-mislead the chat: one naming a path, identifier or number the conversation never names
-(:func:`invented`; one a letter or two off a path of the conversation is put back first,
-:func:`respell`), one naming nothing of it (filler, an extractive placeholder copied from
-the previous summary), a tool action restated as a next step or decision (the model would
-redo it), and one copied from the conversation outside the Goal and the Constraints. What
-remains is judged whole; a section left without bullets gets "- none".
-
-The judgements: :class:`Known` (what a conversation names), :func:`grounded_terms`,
-:func:`informative` (a bullet says something of the conversation), :func:`silent_sections`,
-:func:`contradiction` (a bullet says the opposite of a user's rule), :func:`parse_sections`.
-"""
+More in docs/COMPACTION.md."""
 
 from __future__ import annotations
 
@@ -110,25 +96,20 @@ _JSON_CALL = re.compile(r"\{\s*\"(?:name|function)\"\s*:\s*\"[^\"]*\"\s*,\s*"
 _NAME = re.compile(r"[A-Za-z][/._][A-Za-z]")
 
 
-def _is_call_block(block: str) -> bool:
-    return bool(_JSON_CALL.search(block)) or block.lstrip("`").lower().startswith("tool_call")
-
-
 def strip_tool_markup(text: str) -> tuple[str, int]:
     """``text`` without tool-call blocks (fenced, tagged or bare JSON); (text, how many)."""
     found = 0
-
-    def fenced(m: re.Match[str]) -> str:
-        nonlocal found
-        if not _is_call_block(m.group(0)):
-            return m.group(0)
-        found += 1
-        return ""
 
     def dropped(_m: re.Match[str]) -> str:
         nonlocal found
         found += 1
         return ""
+
+    def fenced(m: re.Match[str]) -> str:
+        block = m.group(0)
+        if _JSON_CALL.search(block) or block.lstrip("`").lower().startswith("tool_call"):
+            return dropped(m)
+        return block
 
     text = _FENCED_CALL.sub(fenced, text)
     text = _TAGGED_CALL.sub(dropped, text)
@@ -153,10 +134,7 @@ def has_tool_markup(text: str) -> bool:
 
 
 def parse_sections(text: str) -> dict[str, list[str]]:
-    """Heading (as written, e.g. "Goal", "Done") -> its lines with list marks removed.
-
-    Text under "Progress" itself (no sub-heading) counts as "Done".
-    """
+    """Heading (e.g. "Goal", "Done"; "Progress" counts as "Done") -> its lines, unmarked."""
     sections: dict[str, list[str]] = {}
     current: list[str] | None = None
     for raw in text.splitlines():
@@ -222,8 +200,9 @@ def _term(word: str) -> bool:
     return len(word) >= 4 or any(c.isdigit() for c in word)
 
 
-def _specific(raw: str, first: bool) -> bool:
-    """A path, identifier, name or number: one match of these says something by itself."""
+def is_specific(raw: str, first: bool) -> bool:
+    """A path, identifier, name (not ``first`` in its sentence) or number of 3+ digits: one
+    match of these says something by itself."""
     if any(c in raw[1:-1] for c in "/._@:") or re.search(r"[a-z][A-Z]", raw):
         return True
     if sum(c.isdigit() for c in raw) >= 3:
@@ -247,23 +226,18 @@ def grounded_terms(line: str, known: Known) -> tuple[list[str], list[str]]:
 
 
 def informative(line: str, known: Known) -> bool:
-    """Whether ``line`` says something from the conversation: two of its terms are found
-    there (or one path, identifier, name or long number), and at least a third of its terms
-    are (a summary says things in its own words: "make it more testable" for a user who
-    asked to untangle a module; a line mostly of words the conversation never uses is not
-    about it)."""
+    """Whether ``line`` says something from the conversation: two of its terms (or one path,
+    identifier, name or long number) and at least a third of them are found there."""
     found, missing = grounded_terms(line, known)
     if not found or 2 * len(found) < len(missing):
         return False
     first = _WORD.findall(line)[:1]
-    return len(found) >= 2 or any(_specific(w, [w] == first) for w in found)
+    return len(found) >= 2 or any(is_specific(w, [w] == first) for w in found)
 
 
 def about_the_user(line: str, users: Known) -> bool:
-    """Whether a Goal ``line`` names something of what the user wrote (``users``:
-    :class:`Known` of the user's messages): the goal is the user's, said in other words
-    ("Refactor the code to make it easier to maintain" for "could be refactored to be
-    nicer")."""
+    """Whether a Goal ``line`` names something of what the user wrote (``users``), the
+    user's goal in other words."""
     found, missing = grounded_terms(line, users)
     return bool(found) and 2 * len(found) >= len(missing) - 2
 
@@ -271,7 +245,7 @@ def about_the_user(line: str, users: Known) -> bool:
 def invented(line: str, known: Known) -> list[str]:
     """Paths, identifiers and long numbers in ``line`` that the conversation never names."""
     _found, missing = grounded_terms(line, known)
-    return [w for w in missing if _specific(w, True)]
+    return [w for w in missing if is_specific(w, True)]
 
 
 def _distance(a: str, b: str, limit: int) -> int:
@@ -293,15 +267,9 @@ RESPELL_CHARS = 7
 
 
 def respell(name: str, known: Known) -> str | None:
-    """The path or identifier of the conversation that ``name`` misspells, or None.
-
-    A small model copies a path it read with a letter or a syllable wrong
-    ("docs/architection_notes.md" for "docs/architecture_notes.md"), or without its
-    extension. Such a name is put back to the conversation's when exactly one of its names
-    (or one without its extension) is that close: at most one edit per
-    :data:`RESPELL_CHARS` characters, case aside. Numbers are never respelled (a wrong
-    number is wrong), nor names shorter than 8 characters, nor a name two of the
-    conversation's are equally close to."""
+    """The one path or identifier of the conversation (8+ characters; with or without its
+    extension) within an edit per :data:`RESPELL_CHARS` characters of ``name``, or None: a
+    small model copies "docs/architection_notes.md" for "docs/architecture_notes.md"."""
     if len(name) < 8 or not _NAME.search(name):
         return None
     low = name.lower()
@@ -328,12 +296,8 @@ def _content(clause: str) -> set[str]:
 
 
 def contradiction(line: str, rules: Iterable[str]) -> str | None:
-    """The user's rule that ``line`` states the opposite of, if any.
-
-    A clause of the line and a clause of a rule share at least two content words (one when
-    the line's clause has only one, as in "keep tabs") and most of the shorter one's, and
-    exactly one of them is negated.
-    """
+    """The user's rule that ``line`` states the opposite of, if any: clauses sharing most
+    content words (at least two, or the line's one), exactly one of them negated."""
     for rule in rules:
         for rc in _clauses(rule):
             rwords = _content(rc)
@@ -398,44 +362,27 @@ def _level(heading: str) -> int:
     return len(stripped) - len(stripped.lstrip("#")) or 2
 
 
-#: Sections where a bullet copied from the conversation is kept (and kept): the
-#: user's goal and rules in the user's own words are what those sections are for.
+#: Sections where a bullet copied from the conversation is kept: the user's own words.
 COPY_SECTIONS = ("Goal", "Constraints & Preferences")
 
 
 def copied(line: str, source_words: str) -> bool:
-    """Whether ``line`` is found verbatim, :data:`MIN_COPY_WORDS` words or more, in the
-    conversation (``source_words``: :func:`word_text` of it)."""
+    """Whether ``line`` (:data:`MIN_COPY_WORDS`+ words) is in ``source_words`` verbatim."""
     words = _words(line)
     return len(words) >= MIN_COPY_WORDS and f" {' '.join(words)} " in source_words
 
 
 def word_text(text: str) -> str:
-    """``text`` as its words, space-separated and padded (what :func:`copied` searches)."""
+    """``text`` as its words, space-separated and padded."""
     return f" {' '.join(_words(text))} "
 
 
 def clean_summary(
     text: str, known: Known | None = None, source: str | None = None
 ) -> tuple[str, list[str]]:
-    """Strip tool-call markup and cut loops; (cleaned text, what was done).
-
-    A loop is cut two ways: a bullet that repeats an earlier one (same words) is dropped,
-    and a bullet in which the same three words come back a third time is cut before their
-    second occurrence. With ``known`` (:class:`Known` of the conversation), a last word
-    the bullet's character limit cut in two is removed (:func:`cut_partial_word`), a
-    misspelled path of the conversation is put back (:func:`respell`), and a bullet still
-    naming a path, identifier or number the conversation never names (:func:`invented`) is
-    dropped too, as is one naming nothing of the conversation at all (filler, or a
-    placeholder of an extractive summary copied from the previous one), and a tool action
-    restated outside Done, In Progress and Blocked (as a next step it would have the model
-    redo what is done): the rest of the summary is judged without it, and what the model
-    invented never reaches the chat. With ``source`` (the conversation), a bullet copied
-    from it (:func:`copied`) is dropped outside :data:`COPY_SECTIONS`: it summarizes nothing
-    (the user's words are in the verbatim record code appends; the rest is what is being
-    summarized). A section left without bullets gets "- none" (the check ``says_nothing``
-    then judges it).
-    """
+    """(cleaned text, what was done): tool-call markup stripped, repeated bullets dropped,
+    loops cut; with ``known``/``source``, the bullets that would mislead the chat dropped
+    (docs/COMPACTION.md, ``summary/clean.py``); an emptied section gets "- none"."""
     source_words = word_text(source) if source is not None else None
     notes: list[str] = []
     text, calls = strip_tool_markup(text)
@@ -503,16 +450,15 @@ def clean_summary(
         out.append(line)
     if pending_heading and heading_at >= 0:
         out.insert(heading_at + 1, "- none")
-    if dropped:
-        notes.append(f"dropped {dropped} repeated line(s)")
-    if cut:
-        notes.append(f"cut {cut} looping line(s)")
-    if copies:
-        notes.append(f"dropped {copies} bullet(s) copied from the conversation")
-    if acted:
-        notes.append(f"dropped {acted} tool action(s) restated outside Done / In Progress")
-    if empty:
-        notes.append(f"dropped {empty} bullet(s) naming nothing of the conversation")
+    for n, what in (
+        (dropped, "dropped {} repeated line(s)"),
+        (cut, "cut {} looping line(s)"),
+        (copies, "dropped {} bullet(s) copied from the conversation"),
+        (acted, "dropped {} tool action(s) restated outside Done / In Progress"),
+        (empty, "dropped {} bullet(s) naming nothing of the conversation"),
+    ):
+        if n:
+            notes.append(what.format(n))
     if respelled:
         notes.append("put back misspelled name(s): " + ", ".join(respelled[:4]))
     if made_up:
@@ -526,8 +472,7 @@ def silent_sections(
     known: Known,
     users: Known | None = None,
 ) -> tuple[bool, list[str]]:
-    """(whether the Goal says nothing, the content sections that say nothing): what ``says_nothing``
-    judges, also what a repair asks again (:mod:`.repair`)."""
+    """(whether the Goal says nothing, the content sections that say nothing)."""
     def counts(name: str, line: str) -> bool:
         return name in ACTION_SECTIONS or not ACTION_FACT.match(line)
 

@@ -1,19 +1,4 @@
-"""What the summarizing model is shown next to its question, picked by code.
-
-A 135M model asked about a conversation of several thousand tokens answers from the last
-few hundred and invents the rest. So each question it gets under the summary grammar
-carries the few lines of the span that answer it, picked by code and quoted (clipped):
-
-* the task statement (the first substantive user message) and the latest user request;
-* the user's standing rules (the first few, as :mod:`.user_text` tells them);
-* what the assistant did: each tool call with its target and outcome, newest last;
-* the assistant's last reply;
-* names, numbers, paths and identifiers that occur in the span;
-* for an update, the previous summary's sections.
-
-The model still writes every bullet; the verbatim record code appends to the summary is
-separate (:mod:`.extractive`).
-"""
+"""What the summarizing model is shown next to its question, picked by code (docs/COMPACTION.md)."""
 
 from __future__ import annotations
 
@@ -23,7 +8,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from assistant.compaction.file_tracking import call_target
-from assistant.compaction.summary.clean import parse_sections
+from assistant.compaction.summary.clean import is_specific, parse_sections
 from assistant.compaction.summary.user_text import is_substantive, split_user_text
 from assistant.conversation import Message, ToolCall
 
@@ -104,7 +89,7 @@ def names(span: Sequence[Message], limit: int = MAX_NAMES) -> list[str]:
         for m in _CANDIDATE.finditer(text):
             word = m.group(0).rstrip(".:,-")
             initial = _SENTENCE_END.search(text[max(0, m.start() - 3) : m.start()]) is not None
-            if _is_name(word, initial):
+            if is_specific(word, initial):  # no "@": _CANDIDATE has none
                 counts[word] += 1
         for call in msg.tool_calls:
             target = _target(call)
@@ -113,18 +98,8 @@ def names(span: Sequence[Message], limit: int = MAX_NAMES) -> list[str]:
     return [w for w, _ in counts.most_common(limit)]
 
 
-def _is_name(word: str, sentence_initial: bool) -> bool:
-    if any(c in word[1:-1] for c in "/._:") or re.search(r"[a-z][A-Z]", word):
-        return True
-    if sum(c.isdigit() for c in word) >= 3:
-        return True
-    return not sentence_initial and word[:1].isupper() and word[1:].islower() and len(word) > 2
-
-
 def asked(text: str) -> str:
-    """What a user message asks, without the rules it also states (those are the
-    Constraints' facts): "Ground rules: never use tabs. Now, summarize x.py" asks for the
-    summary of x.py; "" for a message of rules only."""
+    """What a user message asks, without the rules it also states (the Constraints' facts)."""
     return " ".join(p.text.strip() for p in split_user_text(text) if p.kind != "rule").strip()
 
 

@@ -1,20 +1,5 @@
 """Mechanical state (appended by code to every summary) and the extractive fallback summary.
-
-The model may forget things; code does not. Every summary ends with a verbatim record built
-from the messages themselves (:func:`render_mechanical`):
-
-* **What the user said**: every summarized user message, verbatim, oldest first, shortened
-  only past the record's budget and then by the rules of :mod:`.user_record` (pasted
-  material, questions and chatter go first, the newest instructions last);
-* **Last user request**, verbatim, when it is not visible after the summary (whole unless
-  it alone exceeds the budget);
-* **Files** read and modified (cumulative, from tool calls: :mod:`.file_tracking`).
-
-:func:`extractive_summary` is the deterministic summary used when the model's summaries are
-rejected; it fills the required sections from the same data. Its Goal is the task statement
-(:func:`.user_record.task_statement`): the first substantive user message, never a slash
-command.
-"""
+More in docs/COMPACTION.md."""
 
 from __future__ import annotations
 
@@ -144,12 +129,8 @@ def files_section(files: FileOps, budget: int, count: Count) -> str:
 
 
 def render_mechanical(state: MechanicalState, budget: int, count: Count) -> str:
-    """The verbatim record appended to a summary, at most about ``budget`` tokens.
-
-    The file lists take what they need up to :data:`FILES_SHARE` of the budget; the user's
-    words (last request first, then the earlier messages) get the rest, shortened by the
-    rules of :mod:`.user_record` only when they do not fit.
-    """
+    """The verbatim record appended to a summary, about ``budget`` tokens: the file lists
+    up to :data:`FILES_SHARE` of it, the user's words (:mod:`.user_record`) the rest."""
     if budget <= 0:
         return ""
     files = files_section(state.files, int(budget * FILES_SHARE), count)
@@ -179,12 +160,8 @@ def model_part(summary: str) -> str:
 
 
 def extractive_summary(
-    summarized: Sequence[Message],
-    state: MechanicalState,
-    *,
-    previous: str | None,
-    budget: int,
-    count: Count,
+    summarized: Sequence[Message], state: MechanicalState, *, previous: str | None,
+    budget: int, count: Count,
 ) -> str:
     """A deterministic summary with every required section (no model involved)."""
     goal = state.first_request or "(no user request in the summarized part)"

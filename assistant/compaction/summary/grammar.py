@@ -1,22 +1,4 @@
-"""The GBNF grammar a model-written summary is generated under.
-
-A 135M model asked to write a structured document freely drops headings, copies the chat
-or loops (issue 13). Under this grammar llama.cpp can only sample text of the summary's
-shape, so the skeleton cannot be missed and every part is bounded:
-
-* the headings are fixed text, in order (:data:`SKELETON`); the model writes only the
-  bullets under them;
-* each section has a number of bullets and each bullet a number of characters it may use
-  (:func:`section_limits`, scaled to the summary's token budget): a section that rambles is
-  cut at its limit and the next heading follows, so a loop cannot run past one section and
-  the whole reply fits its budget by construction;
-* a bullet is one line of plain text that cannot start a heading or a list item, and cannot
-  hold the characters of transcript labels (``[User]:``), tool-call markup (```` ``` ````,
-  ``<tool_call>``, ``{"name": ...}``) or tables: ``[ ] { } < > ` | #`` and tabs.
-
-The file lists and the verbatim record of what the user said are not asked of the model:
-code appends them (:mod:`assistant.compaction.summary.extractive`).
-"""
+"""The GBNF grammar a model-written summary is generated under (docs/COMPACTION.md)."""
 
 from __future__ import annotations
 
@@ -28,7 +10,7 @@ from dataclasses import dataclass
 #: prose but one token per digit, so a summary full of numbers and paths needs the lower
 #: figure to stay inside its budget (a reply cut at the budget is rejected).
 CHARS_PER_TOKEN = 3.0
-#: Characters no bullet may hold (see the module docstring), as a GBNF class body.
+#: Characters no bullet may hold (docs/COMPACTION.md), as a GBNF class body.
 FORBIDDEN = r"\n\r\t#`<>{}\[\]|"
 #: A bullet may not start with these either (a nested list, emphasis, a space).
 FORBIDDEN_FIRST = FORBIDDEN + " *+_=~-"

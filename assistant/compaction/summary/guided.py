@@ -1,17 +1,5 @@
 """A summary request for a reply generated under the summary grammar (:mod:`.grammar`).
-
-:class:`GuidedRequest` holds everything one compaction's grammar-constrained summary needs:
-
-* the grammar, sized to the budget;
-* the request text (:func:`~assistant.compaction.summary.prompts.build_guided`): short, since the
-  grammar writes the headings, with the facts code picked from the span next to it;
-* the messages, in context (the chat as last sent plus the request: llama.cpp still holds
-  the chat, so only the request is evaluated) or as a transcript (one labelled text of the
-  span, its oldest messages left out when it does not fit; the facts cover all of them);
-* what validation compares a reply with: the span as the model saw it (the user's rules
-  and the other text a summary may draw on are the summarizer's, computed once per
-  compaction).
-"""
+More in docs/COMPACTION.md."""
 
 from __future__ import annotations
 
@@ -41,8 +29,7 @@ _LEAVE = re.compile(r"^\W*let(?:'s| me| us)\b", re.IGNORECASE)
 
 
 def user_rules(span: Sequence[Message], recorded: Sequence[str] = ()) -> list[str]:
-    """The user's rule sentences in ``span`` plus ``recorded`` instructions (unclipped, in
-    order): what a summary must not contradict."""
+    """The user's rules in ``span`` after ``recorded`` ones: what a summary must not contradict."""
     out = [r for r in recorded if r.strip() and not _LEAVE.match(r)]
     for msg in span:
         if msg.role == "user":
@@ -68,14 +55,8 @@ class GuidedRequest:
 
     @classmethod
     def build(
-        cls,
-        history: Sequence[Message],
-        turn_prefix: Sequence[Message],
-        *,
-        previous: str | None,
-        focus: str | None,
-        budget: int,
-        recorded_rules: Sequence[str] = (),
+        cls, history: Sequence[Message], turn_prefix: Sequence[Message], *,
+        previous: str | None, focus: str | None, budget: int, recorded_rules: Sequence[str] = (),
     ) -> GuidedRequest:
         span = [*history, *turn_prefix]
         digest = gather(span, previous, recorded_rules)
@@ -83,11 +64,8 @@ class GuidedRequest:
         # extractive summary's task message holds): those are the Constraints' facts.
         prev_goal = asked(" ".join(digest.previous.get("Goal", [])[:1]).replace(TRUNC, ""))
         groups = prompts.fact_groups(
-            first_request=digest.first_request,
-            latest_request=digest.latest_request,
-            rules=digest.rules,
-            actions=digest.actions,
-            last_reply=digest.last_reply,
+            first_request=digest.first_request, latest_request=digest.latest_request,
+            rules=digest.rules, actions=digest.actions, last_reply=digest.last_reply,
             previous_goal=prev_goal,
         )
         return cls(
@@ -145,7 +123,4 @@ class GuidedRequest:
         content = self.ask(
             in_context=False, problems=problems, transcript=transcript, repair=repair
         )
-        return [
-            {"role": "system", "content": prompts.SYSTEM},
-            {"role": "user", "content": content},
-        ]
+        return [{"role": "system", "content": prompts.SYSTEM}, {"role": "user", "content": content}]

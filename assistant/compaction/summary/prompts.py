@@ -1,29 +1,11 @@
-"""Prompts of the summarizer and the layout of the injected summary.
-
-The summary has fixed sections (checked by :mod:`assistant.compaction.summary.validate`); the file
-lists, the user's constraints and requests are *not* asked of the model: code appends them
-(see :mod:`assistant.compaction.summary.extractive`) after :data:`MECHANICAL_MARKER`.
-
-Two sets of prompts:
-
-* **guided** (:func:`build_guided`), for a reply generated under the summary grammar
-  (:mod:`.grammar`): the grammar supplies the headings, so the request is short and carries
-  the facts code picked from the span (:mod:`.digest`) next to the question, where a small
-  model can use them;
-* **free** (:func:`build_prompt`, :func:`build_in_context`), for models that cannot follow
-  the grammar: the format is spelled out and the model must reproduce it.
-"""
+"""Prompts of the summarizer and the layout of the injected summary (docs/COMPACTION.md)."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
 REQUIRED_SECTIONS: tuple[str, ...] = (
-    "Goal",
-    "Constraints & Preferences",
-    "Progress",
-    "Key Decisions",
-    "Next Steps",
+    "Goal", "Constraints & Preferences", "Progress", "Key Decisions", "Next Steps",
     "Critical Context",
 )
 
@@ -156,12 +138,7 @@ def build_in_context(
 
 
 def build_prompt(
-    transcript: str,
-    *,
-    previous: str | None,
-    kind: str,
-    focus: str | None,
-    words: int,
+    transcript: str, *, previous: str | None, kind: str, focus: str | None, words: int,
     problems: str | None = None,
 ) -> str:
     """The user message of one summarizer call (``kind``: initial, update or prefix)."""
@@ -214,8 +191,7 @@ Your previous summary was rejected ({problems}). Write each heading from its own
 above."""
 
 
-#: The headings a group of facts belongs under (a repair asks for a silent section only
-#: when some fact belongs there: :func:`~assistant.compaction.summary.repair.sections_to_repair`).
+#: The headings a group of facts belongs under (a repair asks only for those).
 FACT_HOMES: dict[str, tuple[str, ...]] = {
     "Goal": ("Goal",),
     "Constraints & Preferences": ("Constraints & Preferences",),
@@ -233,16 +209,10 @@ _FACT_TITLES = {
 
 
 def fact_groups(
-    *,
-    first_request: str,
-    latest_request: str,
-    rules: Sequence[str],
-    actions: Sequence[str],
-    last_reply: str,
-    previous_goal: str = "",
+    *, first_request: str, latest_request: str, rules: Sequence[str], actions: Sequence[str],
+    last_reply: str, previous_goal: str = "",
 ) -> dict[str, list[str]]:
-    """The facts picked by code, grouped by the heading (:data:`FACT_HOMES`) they belong
-    to; each fact once, under its first group."""
+    """The facts picked by code by heading (:data:`FACT_HOMES`), each under its first."""
     groups = {
         "Goal": [previous_goal, first_request],
         "Constraints & Preferences": list(rules),
@@ -271,23 +241,12 @@ def facts_block(groups: dict[str, list[str]]) -> str:
 
 
 def build_guided(
-    *,
-    facts: str,
-    in_context: bool,
-    update: bool,
-    split: bool,
-    focus: str | None,
-    problems: str | None = None,
-    transcript: str = "",
-    previous: str | None = None,
+    *, facts: str, in_context: bool, update: bool, split: bool, focus: str | None,
+    problems: str | None = None, transcript: str = "", previous: str | None = None,
     repair: Sequence[str] = (),
 ) -> str:
-    """The request of a summary generated under the grammar.
-
-    In context it is appended to the chat itself; otherwise it holds the transcript (and
-    the previous summary) as tagged text. With ``repair`` (section names) it asks for those
-    sections alone (:mod:`.repair`; ``facts`` are then theirs).
-    """
+    """The request of a summary under the grammar: after the chat (in context) or holding
+    the transcript; with ``repair``, for those sections alone (:mod:`.repair`)."""
     if repair:
         names = ", ".join(repair)
         these = "this heading" if len(repair) == 1 else "these headings"

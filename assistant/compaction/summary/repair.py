@@ -1,16 +1,4 @@
-"""A second attempt that asks again only for the sections that said nothing.
-
-A small model's first summary often says something under some headings and nothing under
-others: it copies the user's rules as the Goal, or restates what the assistant did as a
-decision and a next step. Validation then rejects the whole summary (rule 4 of
-:mod:`.validate`), and asking for the whole summary again gets a different mix of the same
-mistakes. So when rule 4 is the only problem, the retry asks, under a grammar of those
-sections alone (:func:`~.grammar.summary_grammar` with ``only``), for just the silent
-sections, with just their facts (:func:`repair_facts`); their new bullets replace the old
-ones (:func:`splice`) and the whole summary is validated again by the same rules. Every
-bullet is still the model's; what it wrote well the first time is kept instead of thrown
-away.
-"""
+"""A second attempt that asks again only for the sections that said nothing (docs/COMPACTION.md)."""
 
 from __future__ import annotations
 
@@ -42,14 +30,10 @@ def _homes(facts: Mapping[str, Sequence[str]]) -> set[str]:
 
 
 def sections_to_repair(
-    text: str,
-    known: Known,
-    users: Known | None,
-    facts: Mapping[str, Sequence[str]],
+    text: str, known: Known, users: Known | None, facts: Mapping[str, Sequence[str]]
 ) -> list[str]:
-    """The sections of ``text`` to ask for again: the Goal when it says nothing, and the
-    silent content sections that some fact belongs to (asked again without a fact, the
-    model has nothing new to go on). Empty when that cannot make the summary pass."""
+    """The silent Goal and the silent content sections some fact belongs to (without a fact
+    the model has nothing new to go on); empty when that cannot make the summary pass."""
     goal_silent, silent = silent_sections(parse_sections(text), known, users)
     homes = _homes(facts)
     content = [name for name in silent if name in homes]
@@ -58,8 +42,7 @@ def sections_to_repair(
         return []
     if goal_silent and "Goal" not in homes:
         return []
-    names = (["Goal"] if goal_silent else []) + (content if saying < MIN_INFORMATIVE else [])
-    return names
+    return (["Goal"] if goal_silent else []) + (content if saying < MIN_INFORMATIVE else [])
 
 
 def repair_facts(

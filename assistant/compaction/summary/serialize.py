@@ -1,17 +1,4 @@
-"""Messages as plain text for the summarizer.
-
-A transcript given to the model as chat turns invites it to *continue* the chat; the same
-transcript as labelled text inside one user message makes it a document to summarize::
-
-    [User]: What they said
-    [Assistant]: The reply
-    [Tool call]: read_file(path="src/app.py")
-    [Tool result]: first lines of the output... [truncated]
-
-Tool results are cut to :data:`TOOL_RESULT_CHARS` characters (the summarizer needs the gist);
-pruned ones are still shown from their original content (the summary is the last chance to
-keep what mattered in them), cut shorter (:data:`PRUNED_RESULT_CHARS`) to bound the input.
-"""
+"""Messages as plain text for the summarizer (docs/COMPACTION.md)."""
 
 from __future__ import annotations
 

@@ -1,44 +1,6 @@
 # Over 500 lines: ask-validate-retry, in context or transcript (issue 27: summary/).
 """Summaries written by the loaded model, with bounded input, validation and a fallback.
-
-:class:`ModelSummarizer` asks the same model that chats for the summary proper (the file
-lists and the verbatim record of what the user said are appended by code). It tries, in
-this order:
-
-1. **under the summary grammar** (:mod:`.grammar`, :mod:`.guided`): one reply whose headings
-   are fixed and whose sections are bounded, to a short request that carries the facts code
-   picked from the span (:mod:`.digest`). A backend that cannot apply the grammar (it says
-   so in ``GenerationResult.ignored``), a model that cannot follow it (``GrammarError``) or
-   a reply without the skeleton switches this summarizer to the free prompts for good, and
-   the reason is logged and shown (:attr:`SummaryOutcome.note`);
-2. **free prompts** (:mod:`.prompts`): the format spelled out; a transcript that does not fit
-   is cut into chunks merged with the update prompt; a split turn's prefix is summarized by
-   its own call.
-
-Every reply is cleaned (tool-call markup stripped, repeated lines cut) and validated
-(:mod:`.validate`, the same rules for both); a rejected one is retried once with the
-problems named, then the deterministic :func:`.extractive.extractive_summary` is used. Under
-the grammar, when the only problem is sections that say nothing, the retry asks for those
-sections alone and keeps the rest (:mod:`.repair`); the result is validated whole. After
-:data:`GIVE_UP_AFTER` compactions in a row that fell back, the model is not asked any more
-(a guard: each attempt costs a prefill and a generation) until a summary is accepted.
-
-Two ways to show the model the span (chosen per compaction by what llama.cpp must evaluate):
-
-* **in context**: the chat prompt itself (system prompt, previous summary, the messages to
-  summarize, exactly as the chat sent them: :attr:`SummaryRequest.chat`) followed by one
-  request message. llama.cpp still holds those tokens from the chat's last call, so only the
-  request is evaluated: on a full local window that is a few hundred tokens instead of
-  several thousand. Used when it fits the window with the reply budget and evaluates fewer
-  tokens than the transcript would.
-* **transcript**: the span re-evaluated as one labelled transcript in a fresh prompt
-  (:mod:`.serialize`). Used when nothing is cached (a chat just reopened), when the span no
-  longer fits beside the reply, and for backends that cannot tell what is cached.
-
-The retry appends the stricter instruction at the end so its prompt reuses the first
-attempt's prefix. Every evaluated prompt token is reported
-(:attr:`SummaryOutcome.prompt_evaluated`).
-"""
+More in docs/COMPACTION.md."""
 
 from __future__ import annotations
 
@@ -69,7 +31,7 @@ from assistant.llm.base import (
 
 log = logging.getLogger("assistant.compaction")
 
-SummaryKind = Literal["model", "extractive", "hook"]
+SummaryKind = Literal["model", "extractive"]
 #: Tokens kept free in every summarizer prompt for template quirks.
 MARGIN = 32
 #: Re-tokenizing a reply can differ from the generated tokens by a few.
@@ -132,19 +94,14 @@ class ExtractiveSummarizer:
         if cancel is not None and cancel.cancelled:
             raise SummaryCancelled
         text = extractive_summary(
-            [*request.history, *request.turn_prefix],
-            request.state,
-            previous=request.previous,
-            budget=request.budget,
-            count=self.counter.text,
+            [*request.history, *request.turn_prefix], request.state, previous=request.previous,
+            budget=request.budget, count=self.counter.text,
         )
-        return SummaryOutcome(
-            text=text, kind="extractive", note="by the extractive summarizer (no model asked)"
-        )
+        note = "by the extractive summarizer (no model asked)"
+        return SummaryOutcome(text, "extractive", note=note)
 
 
-#: The note of a summary code wrote inside the turn instead of the model (the model's work
-#: moved to the time the user reads: :func:`deferred_summary`).
+#: The note of a summary code wrote inside the turn instead of the model.
 DEFERRED_NOTE = (
     "written by the code at once, without waiting for the model; the model writes the "
     "next summary while you read"
@@ -154,9 +111,8 @@ DEFERRED_NOTE = (
 def deferred_summary(
     counter: TokenCounter, request: SummaryRequest, cancel: CancelToken | None
 ) -> SummaryOutcome:
-    """The extractive summary for a compaction inside the turn whose model summary is left
-    to idle time (the app writes the next compaction's summary ahead, while the user
-    reads: ``compaction/ahead.py``); takes milliseconds."""
+    """The extractive summary (milliseconds) for a compaction in the turn whose model summary
+    is left to idle time (:mod:`..ahead`)."""
     return _extractive(counter, request, cancel, DEFERRED_NOTE)
 
 
@@ -166,17 +122,14 @@ def _extractive(
     return replace(ExtractiveSummarizer(counter).summarize(request, cancel), note=note)
 
 
-#: After this many compactions in a row in which the model's summary was rejected twice,
-#: the model is not asked again (for this model): each attempt costs a full prefill and
-#: generation (about a minute for SmolLM2-135M on 2 cores) only to be thrown away. Any
-#: accepted summary resets the count; a new model gets a new summarizer.
+#: Compactions in a row with both model summaries rejected before the model is not asked
+#: again until one is accepted: each attempt costs a prefill and a generation (about a
+#: minute for SmolLM2-135M on 2 cores).
 GIVE_UP_AFTER = 2
 
 
 class _Rejected(Exception):
-    def __init__(self, problems: list[str]) -> None:
-        self.problems = problems
-        super().__init__("; ".join(problems))
+    """Both replies were rejected (the last one's problems)."""
 
 
 class _NoGrammar(Exception):
@@ -194,8 +147,8 @@ class _Checks:
     users: str = ""
 
 
-#: Why the model was not asked in a window too small for the summary grammar (the note's
-#: words: the benchmark counts such compactions apart from the model's acceptance).
+#: The note's words when the window is too small for the summary grammar (the benchmark
+#: counts these apart).
 TOO_SMALL_FOR_GRAMMAR = "the model was not asked (window too small for the summary grammar)"
 
 
@@ -214,31 +167,20 @@ def _record(state: MechanicalState) -> list[str]:
 
 
 class ModelSummarizer:
-    """The loaded model writes the summary; see the module docstring."""
+    """The loaded model writes the summary (docs/COMPACTION.md)."""
 
-    def __init__(
-        self,
-        backend: LLMBackend,
-        counter: TokenCounter | None = None,
-        *,
-        grammar: bool = True,
-    ) -> None:
+    def __init__(self, backend: LLMBackend, counter: TokenCounter | None = None) -> None:
         self.backend = backend
         self.counter = counter or TokenCounter(backend)
-        #: Compactions in a row whose model summaries were rejected twice.
         self.consecutive_fallbacks = 0
-        #: "auto" (try the summary grammar), "on" (it works with this model), "off" (the
-        #: free prompts; :attr:`grammar_note` says why).
-        self.grammar_state = "auto" if grammar else "off"
-        self.grammar_note = "" if grammar else "switched off"
+        #: "auto" (try the summary grammar), "on" (it works), "off" (:attr:`grammar_note`).
+        self.grammar_state = "auto"
+        self.grammar_note = ""
         #: Told (done, total) prompt tokens while a summary's prompt is evaluated.
         self.on_prefill: Callable[[int, int], None] | None = None
 
-    # -- public ------------------------------------------------------------------------
     def asks_model(self, request: SummaryRequest) -> bool:
-        """Whether :meth:`summarize` would ask the model for ``request`` (False: it writes
-        the extractive summary at once, the model given up on or its part too small for
-        the summary grammar)."""
+        """Whether :meth:`summarize` would ask the model (not given up, part not too small)."""
         return not self._given_up() and not self._too_small(request)
 
     def _given_up(self) -> bool:
@@ -330,31 +272,20 @@ class ModelSummarizer:
         parts: list[str] = []
         if request.history:
             kind = "update" if request.previous else "initial"
-            parts.append(
-                self._span(
-                    request.history, request.previous, kind, hist_budget, request, out, cancel,
-                    checks,
-                )
-            )
+            parts.append(self._span(request.history, request.previous, kind, hist_budget,
+                                    request, out, cancel, checks))
         elif request.previous:
             parts.append(truncate_to_tokens(request.previous, hist_budget, self.counter.text))
         if split:
-            parts.append(
-                self._span(
-                    request.turn_prefix, None, "prefix", prefix_budget, request, out, cancel,
-                    checks,
-                )
-            )
+            parts.append(self._span(request.turn_prefix, None, "prefix", prefix_budget,
+                                    request, out, cancel, checks))
         return prompts.TURN_SEPARATOR.join(p for p in parts if p)
 
     def _guided(
         self, request: SummaryRequest, out: SummaryOutcome, cancel: CancelToken | None,
         checks: _Checks,
     ) -> str:
-        """One reply under the summary grammar, in context when cheaper (see :mod:`.guided`).
-
-        Raises :class:`_NoGrammar` when the backend or model cannot follow the grammar.
-        """
+        """One reply under the summary grammar, in context when cheaper (:mod:`.guided`)."""
         guided = GuidedRequest.build(
             request.history, request.turn_prefix, previous=request.previous,
             focus=request.focus, budget=request.budget,
@@ -381,9 +312,7 @@ class ModelSummarizer:
         )
 
     def _prefer_in_context(
-        self,
-        request: SummaryRequest,
-        chat_messages: Callable[[str | None], list[dict[str, Any]]],
+        self, request: SummaryRequest, chat_messages: Callable[[str | None], list[dict[str, Any]]],
         text_messages: Callable[[str | None], list[dict[str, Any]]],
     ) -> bool:
         """Whether the request on top of the cached chat fits and evaluates fewer tokens
@@ -406,14 +335,11 @@ class ModelSummarizer:
             return False
         return True
 
-    # -- internals ---------------------------------------------------------------------
     def _in_context(
         self, request: SummaryRequest, out: SummaryOutcome, cancel: CancelToken | None,
         checks: _Checks,
     ) -> str | None:
-        """The free-prompt summary on top of the cached chat prompt; None: not
-        possible or not cheaper. Raises :class:`_Rejected` when both attempts were rejected.
-        """
+        """The free-prompt summary on top of the cached chat prompt; None: not cheaper."""
         chat = request.chat
         if chat is None:
             return None
@@ -447,18 +373,11 @@ class ModelSummarizer:
         )
 
     def _span(
-        self,
-        messages: Sequence[Message],
-        previous: str | None,
-        kind: str,
-        budget: int,
-        request: SummaryRequest,
-        out: SummaryOutcome,
-        cancel: CancelToken | None,
+        self, messages: Sequence[Message], previous: str | None, kind: str, budget: int,
+        request: SummaryRequest, out: SummaryOutcome, cancel: CancelToken | None,
         checks: _Checks,
     ) -> str:
-        """The span's summary from the free prompts: each chunk of its transcript updates the
-        summary of the chunks before it (the first starts from ``previous``)."""
+        """The span's summary from the free prompts, each chunk updating the one before."""
         running = previous
         for i, chunk in enumerate(self._chunks(messages, kind, budget, request)):
             this_kind = kind if i == 0 and not (kind == "initial" and running) else "update"
@@ -475,19 +394,16 @@ class ModelSummarizer:
             running = self._attempts(ask, chunk, budget, out, cancel, None, "summary", checks)
         return running or ""
 
-    def _prompt_overhead(self, kind: str, budget: int, request: SummaryRequest) -> int:
+    def _chunks(
+        self, messages: Sequence[Message], kind: str, budget: int, request: SummaryRequest
+    ) -> list[str]:
         probe = prompts.build_prompt(
             "", previous="x", kind=kind, focus=request.focus, words=_words(budget),
             problems=_PROBE_PROBLEMS,
         )
-        base = self.counter.exact(_free_prompt(probe))
-        return base + budget  # room for a previous summary of up to ``budget`` tokens
-
-    def _chunks(
-        self, messages: Sequence[Message], kind: str, budget: int, request: SummaryRequest
-    ) -> list[str]:
-        limit = request.window - budget - self._prompt_overhead(kind, budget, request) - MARGIN
-        limit = max(limit, 64)
+        # The prompt, a previous summary of up to ``budget`` tokens, and the reply.
+        overhead = self.counter.exact(_free_prompt(probe)) + budget
+        limit = max(request.window - budget - overhead - MARGIN, 64)
         chunks: list[str] = []
         current: list[str] = []
         used = 0
@@ -507,24 +423,13 @@ class ModelSummarizer:
         return chunks
 
     def _attempts(
-        self,
-        messages: Callable[[str | None], list[dict[str, Any]]],
-        source: str,
-        budget: int,
-        out: SummaryOutcome,
-        cancel: CancelToken | None,
-        tools: Sequence[dict[str, Any]] | None,
-        label: str,
-        checks: _Checks,
+        self, messages: Callable[[str | None], list[dict[str, Any]]], source: str, budget: int,
+        out: SummaryOutcome, cancel: CancelToken | None, tools: Sequence[dict[str, Any]] | None,
+        label: str, checks: _Checks,
         repair: Callable[[Sequence[str]], list[dict[str, Any]]] | None = None,
     ) -> str:
-        """Ask, clean, validate, retry once with the problems named.
-
-        Under the grammar, when the only problem is sections that say nothing, the retry
-        asks for those sections alone (``repair``, :mod:`.repair`) and keeps the rest.
-        Raises :class:`_Rejected` after two rejections and, under the grammar,
-        :class:`_NoGrammar` when the first reply shows the grammar cannot be used.
-        """
+        """Ask, clean, validate, retry once with the problems named (or, under the grammar,
+        ``repair`` the silent sections alone); :class:`_Rejected` after two rejections."""
         guided = checks.guided
         grammar = guided.grammar if guided is not None else None
         known = Known(source + "\n" + checks.reference)
@@ -576,20 +481,14 @@ class ModelSummarizer:
                 return text.strip()
             out.rejected.append("; ".join(problems))
             log.info("%s attempt %d rejected: %s", label, attempt + 1, "; ".join(problems))
-        raise _Rejected(problems)
+        raise _Rejected("; ".join(problems))
 
     def _generate(
-        self,
-        messages: list[dict[str, Any]],
-        budget: int,
-        out: SummaryOutcome,
-        cancel: CancelToken | None,
-        tools: Sequence[dict[str, Any]] | None = None,
+        self, messages: list[dict[str, Any]], budget: int, out: SummaryOutcome,
+        cancel: CancelToken | None, tools: Sequence[dict[str, Any]] | None = None,
         grammar: str | None = None,
     ) -> tuple[str, str, tuple[str, ...]]:
-        """(reply, finish reason, options the backend ignored). Without a grammar a reply
-        that loops is stopped early (finish "repetition"); under one, the grammar bounds
-        every section and :func:`~.clean.clean_summary` cuts repeats."""
+        """(reply, finish reason, options ignored); a free reply that loops stops early."""
         if cancel is not None and cancel.cancelled:
             raise SummaryCancelled
         pieces: list[str] = []
@@ -623,7 +522,7 @@ class ModelSummarizer:
 def _prompt_tokens(
     be: LLMBackend, messages: list[dict[str, Any]], tools: Sequence[dict[str, Any]] | None
 ) -> list[int]:
-    """The prompt's tokens, through the backend's incremental prompt tokenizer if it has one."""
+    """The prompt's tokens (incrementally when the backend can)."""
     text = be.render_prompt(messages, tools)
     return be.tokenize_prompt(text) if isinstance(be, KVCacheAware) else be.tokenize(text)
 

@@ -1,21 +1,5 @@
 """What a user sentence pins down: a fact (a value) or a decision, as opposed to chatter.
-
-The record of what the user said (:mod:`.user_record`) must shrink in long chats; what goes
-first is chatter, and what stays is what the user cannot expect the model to guess:
-
-* **facts**: sentences that state a value: a number, a date, an amount, a version, a quoted
-  string, a path or file name, an identifier (``snake_case``, ``kebab-case`` names such as
-  ``main-new``, ``CamelCase``, ``DD.MM.YYYY``), or a setting stated with "is/are/=/:" (``the
-  port is``, ``our budget is``, ``the format is``);
-* **decisions**, however they are phrased: a question that seeks agreement ("we ship on
-  Friday, right?", "shall we drop the cache?"), a hedge that defers or settles something
-  ("not sure about the cache, maybe we can postpone that"), a correction ("no, use pnpm not
-  npm", "actually, make it 3"), a short reply that chooses ("call it main-new", "go with
-  the second one", "ok, create a branch refactor").
-
-:func:`pins_down` is True for either. It looks at shape and a few marker words only, never
-at the topic.
-"""
+More in docs/COMPACTION.md."""
 
 from __future__ import annotations
 
@@ -82,5 +66,5 @@ def decides(sentence: str) -> bool:
 
 
 def pins_down(sentence: str) -> bool:
-    """A fact or a decision (see the module docstring): kept ahead of chatter."""
+    """A fact or a decision (docs/COMPACTION.md): kept ahead of chatter."""
     return states_value(sentence) or decides(sentence)

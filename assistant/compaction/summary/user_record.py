@@ -1,25 +1,5 @@
 """What the user said, kept verbatim through every compaction, shortened only when it must.
-
-A summary written by a small model forgets; the user's own words are the part of a chat that
-must never be lost. So code (not the model) writes this record into every summary:
-
-* every summarized user message, verbatim, oldest first, while the record fits its budget
-  (which grows with the room the window has; see the controller);
-* past the budget, older messages are shortened sentence by sentence, in this order:
-  sentences repeated verbatim, pasted material (fenced code, quoted text, logs, stack
-  traces, file contents); then chatter: slash commands and questions, other statements,
-  requests, that pin nothing down; then the sentences that state a fact (a number, a date, a
-  name, a path, a setting) or a decision (``..., right?``, a hedge, a correction, a choice;
-  :mod:`.user_facts`); then overlong instructions are clipped, then one-off requests are
-  dropped and standing rules last,
-  each oldest first, so the newest instructions are never dropped to keep older ones of
-  their kind; messages with nothing left collapse into one "[N earlier messages omitted]"
-  line;
-* the last user request is kept whole unless it alone exceeds the budget.
-
-How a message is cut into sentences and pasted blocks, and what kind each is, is
-:mod:`.user_text`.
-"""
+More in docs/COMPACTION.md."""
 
 from __future__ import annotations
 
@@ -96,11 +76,10 @@ STAGES: tuple[Stage, ...] = (
     (("command", "question", "statement"), True),  # facts, decisions, "..., right?"
 )
 LAST_STAGES: tuple[Stage, ...] = ((("request",), None), (("rule",), None))
-#: The first stages drop what pins nothing down (pasted material and chatter): it is kept
-#: only within this share of the record's budget, so a chat of long chatty messages does not
-#: fill the record (and compact more often) while facts and instructions may use all of it.
-#: Measured: with the record at 0.4 of the room, all 16 must-facts of the real session stay
-#: at SmolLM2's 2,048 tokens, and W2 compacts as often as with a 0.3 record.
+#: Chatter (the first stages) keeps only this share of the record's budget; facts and
+#: instructions may use all of it. Measured: with the record at 0.4 of the room, all 16
+#: must-facts of the real session stay at SmolLM2's 2,048 tokens, and W2 compacts as often
+#: as with a 0.3 record.
 CHATTER_STAGES = 4
 CHATTER_SHARE = 0.75
 
@@ -111,11 +90,8 @@ def _in(piece: Piece, stage: Stage) -> bool:
 
 
 def shorten_messages(texts: Sequence[str], budget: int, count: Count) -> str:
-    """Bullets of ``texts`` (oldest first) within ``budget`` tokens, shortened by the rules
-    of the module docstring. Returns "" when ``texts`` is empty or nothing fits. A record
-    that must be shortened keeps its chatter (the stages that pin nothing down) only within
-    :data:`CHATTER_SHARE` of ``budget``; facts, decisions and instructions may use all of
-    it."""
+    """Bullets of ``texts`` (oldest first) within ``budget`` tokens, shortened stage by
+    stage (:data:`STAGES`); "" when nothing fits."""
     if not texts or budget <= 0:
         return ""
     entries = [_Entry(split_user_text(t.strip()), i) for i, t in enumerate(texts, 1)]
@@ -141,8 +117,7 @@ def shorten_messages(texts: Sequence[str], budget: int, count: Count) -> str:
                 seen.add(key)
             refresh(e)
     def drop(stages: Sequence[Stage], within: int = budget) -> None:
-        """Drop the pieces of ``stages``, stage by stage, oldest first, until the record
-        takes at most ``within`` tokens."""
+        """Drop the pieces of ``stages``, oldest first, until the record fits ``within``."""
         for stage in stages:
             for e in entries:
                 for piece in e.pieces:
@@ -166,9 +141,8 @@ def shorten_messages(texts: Sequence[str], budget: int, count: Count) -> str:
     drop(LAST_STAGES)  # finally instructions themselves, oldest first
     text = _render(entries)
     while text and count(text) > budget:
-        # The sizes above are counted bullet by bullet; the joined text can count a few
-        # tokens more. The next piece in the same order goes (never a whole message: the
-        # oldest one often holds the chat's ground rules).
+        # The joined text can count a few tokens more than its bullets: the next piece in
+        # the same order goes (never a whole message: the oldest holds the ground rules).
         if not _drop_next(entries):
             return ""
         text = _render(entries)
@@ -176,7 +150,7 @@ def shorten_messages(texts: Sequence[str], budget: int, count: Count) -> str:
 
 
 def _drop_next(entries: Sequence[_Entry]) -> bool:
-    """Drop the first kept piece in the order of the stages (oldest first within each);
+    """Drop the first kept piece in the order of the stages (which name every kind);
     False when nothing is left."""
     for stage in (*STAGES, *LAST_STAGES):
         for e in entries:
@@ -184,11 +158,6 @@ def _drop_next(entries: Sequence[_Entry]) -> bool:
                 if piece.kept and _in(piece, stage):
                     piece.kept = False
                     return True
-    for e in entries:  # a kind no stage names
-        for piece in e.pieces:
-            if piece.kept:
-                piece.kept = False
-                return True
     return False
 
 
@@ -205,12 +174,8 @@ def _clip(text: str, limit: int, count: Count) -> str:
 def render_user_record(
     messages: Sequence[str], budget: int, count: Count, *, last_request: str | None
 ) -> str:
-    """The record's user sections within ``budget`` tokens.
-
-    ``messages``: the summarized user messages, oldest first, without ``last_request`` (the
-    newest user message when it is not visible after the summary, kept whole unless it alone
-    exceeds the budget).
-    """
+    """The record's user sections within ``budget`` tokens: ``messages`` oldest first, and
+    ``last_request`` (when not visible after the summary) whole unless it alone is too big."""
     if budget <= 0:
         return ""
     parts: list[str] = []

@@ -1,17 +1,5 @@
 """What a user message is made of: instructions, questions, statements, pasted material.
-
-:func:`split_user_text` cuts a message into pieces (sentences and pasted blocks) whose texts
-and separators join back into the message exactly. Pasted material is recognised by its
-shape (fences, ``>`` quotes, log and stack-trace lines, code lines and comments, indented
-blocks), never by its words, so a pasted ``# you must never call this twice`` is not taken
-for an instruction. The rest is split into sentences: a sentence states a *rule* when it
-states a rule or preference (must, never, always, only, prefer, I want, I'm interested in,
-call it ...), which holds for the rest of the chat; a *request* when it starts with an
-imperative verb or asks for something (``can we make it so ...?``); a *question* when it ends
-with ``?`` otherwise; a *statement* else. :func:`task_statement` is the first substantive user
-message: not a slash command, not a bare acknowledgement.
-"""
-
+More in docs/COMPACTION.md."""
 
 from __future__ import annotations
 
@@ -208,7 +196,7 @@ _SPLIT: Memo[str, tuple[Piece, ...]] = Memo(4_096)
 
 
 def split_user_text(text: str) -> list[Piece]:
-    """``text`` as pieces (sentences and pasted blocks) in order; see the module docstring.
+    """``text`` as pieces (sentences and pasted blocks) in order (docs/COMPACTION.md).
     Split once per text; each caller gets its own copies (the record marks them)."""
     return [replace(p) for p in _SPLIT.get(text, lambda: tuple(_split(text)))]
 

@@ -1,21 +1,5 @@
 """Checks a model-written summary before it replaces real messages: a table of named checks.
-
-:func:`validate_summary` runs every :class:`Check` of :data:`CHECKS` on a reply that
-:func:`~.clean.clean_summary` has already cleaned (markup stripped, loops cut, invented,
-empty, restated and copied bullets dropped) and returns their problems, short phrases the
-summarizer quotes in its retry prompt; none: accepted. Each check carries the reason it
-exists: the failure it caught, of which model, where it was seen (or, where none was
-recorded, what it protects). The tests iterate over the table: each check rejects its bad
-case and accepts a good summary.
-
-Removed (issue 27): checks that encoded one model's habit (SmolLM2-135M's) and could not be
-shown to change an answer (docs/ANSWERS.md: in the runs so far model summaries were
-rejected and never used). The copy-ratio rejection (cleaning drops bullets copied from the
-conversation outside the Goal and the Constraints), the repeated-line rejection (cleaning
-drops a repeated line first, so it could not fire), a fact copied under another heading
-saying nothing there, dropping bullets that echo the request or its rejection feedback, and
-putting a misspelled path back (such a path is dropped as invented, like any other).
-"""
+More in docs/COMPACTION.md."""
 
 from __future__ import annotations
 
@@ -173,14 +157,8 @@ CHECKS: tuple[Check, ...] = (
 
 
 def validate_summary(
-    text: str,
-    *,
-    source: str,
-    budget: int,
-    count: Callable[[str], int],
-    finish_reason: str = "stop",
-    user_rules: Sequence[str] = (),
-    reference: str = "",
+    text: str, *, source: str, budget: int, count: Callable[[str], int],
+    finish_reason: str = "stop", user_rules: Sequence[str] = (), reference: str = "",
     user_text: str = "",
 ) -> list[str]:
     """Problems with ``text`` as a summary of ``source`` (empty list: accepted); see
