@@ -98,7 +98,7 @@ def test_a_restored_state_gives_the_same_greedy_reply_evaluating_only_new_tokens
     assert resumed.prompt_evaluated == live.prompt_evaluated == new
     # Against evaluating the whole prompt at once the reply is not compared byte for byte:
     # logits depend on how the prompt is split into batches, and on some CPUs (seen on
-    # 2026-11-27: AVX-512 without AMX) the two greedy replies part at the 31st token, "(306"
+    # 2026-11-27, an AMD EPYC with AVX2) the two greedy replies part at the 31st token, "(306"
     # against "(307" (docs/PERFORMANCE.md, "Instant resume"). Their first tokens agree.
     assert resumed.text.split()[:8] == full.text.split()[:8]
 
