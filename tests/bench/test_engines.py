@@ -63,7 +63,8 @@ def test_engine_server_refuses_the_scripted_model(capsys: pytest.CaptureFixture[
 def test_quick_w1_on_both_engines(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     report = tmp_path / "BENCHMARKS.md"
     assert main(["--quick", "--workload", "W1", "--strategy", "policy", "--engine", "server",
-                 "--no-questions", "--no-micro", "--no-real-sessions", "--threads", "2",
+                 "--no-questions", "--no-micro", "--no-real-sessions", "--no-answers",
+                 "--no-reuse-quality", "--threads", "2",
                  "--report", str(report), "--json"]) == 0
     data = json.loads(capsys.readouterr().out)
     assert data["options"]["engine"] == "server"

@@ -18,7 +18,8 @@ from bench.report import (
     write_report,
 )
 from bench.runner import RunOptions, run_workload
-from bench.strategies import StrategyName
+from bench.strategies import STRATEGY_NAMES, StrategyName
+from bench.workloads import WORKLOAD_NAMES
 
 from .helpers import chat_workload, scripted, tool_workload
 
@@ -178,3 +179,30 @@ def test_a_quick_and_a_full_command_write_one_report(tmp_path: Path) -> None:
     (report.parent / "bench" / "results-full.json").write_text("{broken", encoding="utf-8")
     assert main([*common, "--quick"]) == 0
     assert "## Full run" not in report.read_text(encoding="utf-8")
+
+
+@pytest.mark.slow
+def test_the_quick_run_of_every_strategy_on_every_workload(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The quick run's five strategies side by side, as `make bench` runs them (on the scripted
+    model: the real-model test runs only the app's policy, to bound its work)."""
+    report = tmp_path / "BENCHMARKS.md"
+    assert main([*SCRIPTED, "--quick", "--no-micro", "--no-answers", "--report", str(report),
+                 "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    summaries = {(s["workload"], s["strategy"]): s for s in data["summaries"]}
+    assert set(summaries) == {(w, s) for w in WORKLOAD_NAMES for s in STRATEGY_NAMES}
+    for name in WORKLOAD_NAMES:
+        assert summaries[name, "policy"]["overflowed_calls"] == 0, name
+        # Left unmanaged, every workload outgrows its quick window.
+        assert summaries[name, "none"]["first_overflow_call"] is not None, name
+        assert summaries[name, "summarize-only"]["prunes"] == 0, name
+        assert summaries[name, "summarize-only"]["compactions"] > 0, name
+        assert summaries[name, "prune-only"]["compactions"] == 0, name
+    assert summaries["W3", "prune-only"]["prunes"] > 0
+    assert summaries["W2", "prune-only"]["prunes"] == 0  # nothing to prune without tools
+    text = report.read_text(encoding="utf-8")
+    for label in ("(a) policy", "(b) summarize only", "(c) prune only", "(d) drop half",
+                  "(e) none"):
+        assert label in text, label

@@ -10,6 +10,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from assistant.sessions import SessionStore
 from bench.local_server import free_port
 from tests.fakes.openai_server import Messages, fake_openai_server
@@ -56,23 +58,29 @@ def test_messages_are_kept_when_the_server_is_not_there_and_answered_on_resume()
 
 
 def test_the_first_message_is_on_disk_before_any_connection_is_tried(
-    _isolated_home: Path,
+    _isolated_home: Path, tmp_path: Path,
 ) -> None:
     listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     listener.bind(("127.0.0.1", 0))
     listener.listen(1)
     listener.settimeout(120)
     url = f"http://127.0.0.1:{listener.getsockname()[1]}"
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "assistant", "chat", "--server", url],
-        stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-        env=_env(), start_new_session=True,
-    )
+    err = tmp_path / "stderr.txt"
+    with err.open("wb") as err_file:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "assistant", "chat", "--server", url],
+            stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=err_file,
+            env=_env(), start_new_session=True,
+        )
     try:
         assert proc.stdin is not None
         proc.stdin.write(b"keep me safe\n")
         proc.stdin.flush()
-        conn, _ = listener.accept()  # the chat's first connection: nothing answered yet
+        try:
+            conn, _ = listener.accept()  # the chat's first connection: nothing answered yet
+        except TimeoutError:  # the chat never called: show why it stopped (or hung)
+            pytest.fail(f"no connection in 120 s (exit {proc.poll()}); stderr:\n"
+                        + err.read_text(encoding="utf-8", errors="replace"))
         saved = b"".join(p.read_bytes() for p in _isolated_home.rglob("*.jsonl"))
         conn.close()
     finally:

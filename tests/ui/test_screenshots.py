@@ -64,13 +64,16 @@ def test_settings_dialog_screenshots(make_window, artifacts_dir: Path, theme: st
     h = make_window(settings=Settings(theme=theme))
     dialog = h.window.open_settings()
     dialog.resize(720, 600)
-    for index, name in enumerate(("model", "context", "chat")):
+    for index in range(dialog.tabs.count()):  # each page, named by its tab
         dialog.tabs.setCurrentIndex(index)
         _settle(h.qtbot)
+        name = "-".join(dialog.tabs.tabText(index).replace("&", "").lower().split())
         path = artifacts_dir / f"settings-{name}-{theme}.png"
         assert dialog.grab().save(str(path))
-    dialog.policy_spins[("local", "reserve")].setValue(9000)
-    dialog.tabs.setCurrentIndex(1)
+    spin = dialog.policy_spins[("local", "reserve")]
+    spin.setValue(9000)
+    [page] = [i for i in range(dialog.tabs.count()) if dialog.tabs.widget(i).isAncestorOf(spin)]
+    dialog.tabs.setCurrentIndex(page)
     _settle(h.qtbot)
     assert dialog.grab().save(str(artifacts_dir / f"settings-invalid-{theme}.png"))
     dialog.reject()
