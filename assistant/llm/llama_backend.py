@@ -585,7 +585,10 @@ class LlamaBackend:
         else:
             tokens = self.tokenize_prompt(self.render_prompt(messages, tools))
         # After the transcript form's "Assistant:", the first space is not the reply's.
-        return self._start(tokens, options, cancel, on_prefill, bool(self.template.stops))
+        return self.generate_tokens(
+            tokens, options, cancel=cancel, on_prefill=on_prefill,
+            trim_start=bool(self.template.stops),
+        )
 
     def generate_tokens(
         self,
@@ -594,18 +597,9 @@ class LlamaBackend:
         *,
         cancel: CancelToken | None = None,
         on_prefill: Callable[[int, int], None] | None = None,
+        trim_start: bool = False,
     ) -> Iterator[StreamEvent]:
         """Generate from exact prompt tokens (validation happens before the first event)."""
-        return self._start(tokens, options, cancel, on_prefill, False)
-
-    def _start(
-        self,
-        tokens: list[int],
-        options: GenerationOptions,
-        cancel: CancelToken | None,
-        on_prefill: Callable[[int, int], None] | None,
-        trim_start: bool,
-    ) -> Iterator[StreamEvent]:
         n_ctx = int(self._llm.n_ctx())
         if len(tokens) >= n_ctx:
             raise ContextOverflowError(len(tokens), n_ctx)
@@ -613,9 +607,12 @@ class LlamaBackend:
             raise ValueError("empty prompt")
         if options.grammar is not None:
             self.check_grammar(options.grammar)
-        return self._armed(
-            self._stream_call(tokens, options, cancel, on_prefill, trim_start), cancel
-        )
+
+        def armed() -> Iterator[StreamEvent]:
+            with self._abort.armed(self._llm._ctx.ctx, cancel):
+                yield from self._stream_call(tokens, options, cancel, on_prefill, trim_start)
+
+        return armed()
 
     def check_grammar(self, grammar: str) -> None:
         """Raise :class:`GrammarError` unless llama.cpp parses ``grammar`` (memoized): a
@@ -709,21 +706,16 @@ class LlamaBackend:
         at = plan.end
         if on_prefill is not None and at < target and not plan.chunks:
             on_prefill(at, len(tokens))  # the start: what the cache already holds
-        while at < target:
-            if cancel is not None and cancel.cancelled:
-                return plan, False
-            chunk = tokens[at : min(target, at + step)]
-            try:
+        with self._abortable() as aborted:
+            while at < target:
+                if cancel is not None and cancel.cancelled:
+                    return plan, False
+                chunk = tokens[at : min(target, at + step)]
                 llm.eval(chunk)
-            except RuntimeError:
-                if not self._abort.raised:
-                    raise
-                self._aborted()
-                return plan, False
-            at += len(chunk)
-            if on_prefill is not None:
-                on_prefill(at, len(tokens))
-        return plan, True
+                at += len(chunk)
+                if on_prefill is not None:
+                    on_prefill(at, len(tokens))
+        return plan, not aborted[0]
 
     def _move_chunks(
         self,
@@ -760,27 +752,20 @@ class LlamaBackend:
             llm.reset()
         return ReusePlan(int(llm.n_tokens)) if finished else None
 
-    def _armed(
-        self, events: Iterator[StreamEvent], cancel: CancelToken | None
-    ) -> Iterator[StreamEvent]:
-        with self._abort.armed(self._llm._ctx.ctx, cancel):
-            yield from events
-
-    def _aborted(self) -> None:
-        """Drop the cells of the ubatches an aborted decode finished (uncounted)."""
-        llm = self._llm
-        llm._ctx.kv_cache_seq_rm(-1, int(llm.n_tokens), -1)
-        log.info("Stop aborted llama.cpp inside a decode (%d tokens kept in the cache)",
-                 int(llm.n_tokens))
-
-    def _until_aborted(self, sampled: Iterator[int], aborted: list[bool]) -> Iterator[int]:
-        """``sampled``, ending (``aborted[0]`` set) when Stop aborted a decode."""
+    @contextlib.contextmanager
+    def _abortable(self) -> Iterator[list[bool]]:
+        """Ends the block (the flag it gets set) when Stop aborted a decode in it, dropping
+        the cells of the ubatches the aborted decode finished (uncounted)."""
+        aborted = [False]
         try:
-            yield from sampled
+            yield aborted
         except RuntimeError:
             if not self._abort.raised:
                 raise
-            self._aborted()
+            llm = self._llm
+            llm._ctx.kv_cache_seq_rm(-1, int(llm.n_tokens), -1)
+            log.info("Stop aborted llama.cpp inside a decode (%d tokens kept in the cache)",
+                     int(llm.n_tokens))
             aborted[0] = True
 
     def _stream_call(
@@ -789,7 +774,7 @@ class LlamaBackend:
         options: GenerationOptions,
         cancel: CancelToken | None,
         on_prefill: Callable[[int, int], None] | None,
-        trim_start: bool = False,
+        trim_start: bool,
     ) -> Iterator[StreamEvent]:
         llm = self._llm
         n_ctx = int(llm.n_ctx())
@@ -820,9 +805,9 @@ class LlamaBackend:
                 if options.grammar is not None
                 else self._sampled(tokens, options)
             )
-            aborted = [False]
-            with contextlib.closing(sampled):  # frees a grammar's samplers on a break
-                for token in self._until_aborted(sampled, aborted):
+            # closing: frees a grammar's samplers on a break
+            with contextlib.closing(sampled), self._abortable() as aborted:
+                for token in sampled:
                     if first is None:
                         first = time.perf_counter() - start
                     if self._llama_cpp.llama_vocab_is_eog(self._vocab, token):
