@@ -70,6 +70,7 @@ from assistant.llm.llama_kv import (
     current_config,
     decode_timed,
     evaluation_settings,
+    keep_prefix,
     open_context,
     read_state,
     reuse_blocker,
@@ -697,10 +698,7 @@ class LlamaBackend:
             if moved is None:
                 return ReusePlan(reuse), False
             plan = moved
-        elif reuse > 0 and llm._ctx.kv_cache_seq_rm(-1, reuse, -1):
-            llm.n_tokens = reuse
-        else:
-            llm.reset()
+        elif not keep_prefix(llm, reuse):
             plan = ReusePlan(0)
         step = max(1, int(llm.n_batch))
         at = plan.end
@@ -746,10 +744,7 @@ class LlamaBackend:
             llm.input_ids[: plan.end] = tokens[: plan.end]
             llm.n_tokens = plan.end
             return plan
-        if llm._ctx.kv_cache_seq_rm(-1, plan.prefix, -1):
-            llm.n_tokens = plan.prefix
-        else:  # pragma: no cover - a plain cache always removes a suffix
-            llm.reset()
+        keep_prefix(llm, plan.prefix)
         return ReusePlan(int(llm.n_tokens)) if finished else None
 
     @contextlib.contextmanager
@@ -763,7 +758,7 @@ class LlamaBackend:
             if not self._abort.raised:
                 raise
             llm = self._llm
-            llm._ctx.kv_cache_seq_rm(-1, int(llm.n_tokens), -1)
+            keep_prefix(llm, int(llm.n_tokens))
             log.info("Stop aborted llama.cpp inside a decode (%d tokens kept in the cache)",
                      int(llm.n_tokens))
             aborted[0] = True
