@@ -92,7 +92,6 @@ log = logging.getLogger(__name__)
 
 _FIRST_CTX = 256
 
-GGUF_MAGIC = b"GGUF"
 #: End-of-turn texts of the usual templates: a reply stops at them even when the model
 #: writes one as text rather than its end-of-generation token.
 _STOP_TEXTS = ("<|im_end|>", "<end_of_turn>", "<|eot_id|>", "<|endoftext|>")
@@ -100,8 +99,10 @@ _STOP_TEXTS = ("<|im_end|>", "<end_of_turn>", "<|eot_id|>", "<|endoftext|>")
 _SAMPLER: dict[str, Any] = {"top_p": 0.95, "top_k": 40, "min_p": 0.05, "repeat_penalty": 1.1}
 
 
-def check_model_file(path: Path, entry: ModelEntry | None = None) -> None:
-    """Raise :class:`ModelLoadError` with a clear reason for a file that cannot work."""
+def check_model_file(path: Path, entry: ModelEntry | None) -> int | None:
+    """The trained context of a model file that can work: the registry's, else the GGUF
+    header's capped by what the file's weights can back (:attr:`GGUFHeader.usable_context`).
+    Raises :class:`ModelLoadError` with a clear reason for a file that cannot work."""
     if not path.exists():
         hint = (
             " Run `make run` (or `python -m assistant provision`) to provide it." if entry else ""
@@ -109,38 +110,27 @@ def check_model_file(path: Path, entry: ModelEntry | None = None) -> None:
         raise ModelLoadError(str(path), "the file does not exist." + hint)
     if not path.is_file():
         raise ModelLoadError(str(path), "it is not a regular file.")
+    if entry is None:  # the header is read (and checked) before any context exists
+        try:
+            header = read_header(path)
+        except GGUFHeaderError as exc:
+            raise ModelLoadError(str(path), f"{exc}.") from None
+        except OSError as exc:
+            raise ModelLoadError(str(path), f"it cannot be read ({exc.strerror or exc}).") from None
+        if note := header.cap_note():
+            log.warning("%s: %s", path.name, note)
+        return header.usable_context
     size = path.stat().st_size
-    with path.open("rb") as fh:
-        magic = fh.read(4)
-    if magic != GGUF_MAGIC:
-        raise ModelLoadError(
-            str(path), "it is not a GGUF model file (the first bytes are not 'GGUF')."
-        )
-    if entry is not None and entry.size and size != entry.size:
+    if entry.size and size != entry.size:
         raise ModelLoadError(
             str(path),
             f"the file is damaged or truncated: {size:,} bytes, expected {entry.size:,}.",
         )
-    if entry is not None and not is_verified(entry, path):
+    if not is_verified(entry, path):
         raise ModelLoadError(
             str(path), "the file is damaged: its sha256 does not match the registry."
         )
-
-
-def _header_context(path: Path) -> int | None:
-    """The trained context from the GGUF header, capped by what the file's weights can
-    back (:attr:`GGUFHeader.usable_context`); a damaged or implausible header is a load
-    error."""
-    try:
-        header = read_header(path)
-        note = header.cap_note()
-        if note:
-            log.warning("%s: %s", path.name, note)
-        return header.usable_context
-    except GGUFHeaderError as exc:
-        raise ModelLoadError(str(path), f"{exc}.") from None
-    except OSError as exc:
-        raise ModelLoadError(str(path), f"it cannot be read ({exc.strerror or exc}).") from None
+    return entry.context_length
 
 
 class LlamaBackend:
@@ -220,13 +210,12 @@ class LlamaBackend:
         Raises :class:`ModelLoadError` for a file that cannot work.
         """
         path, entry = resolve_model(str(model))
-        check_model_file(path, entry)
+        # Known before any context exists: a window beyond it is never allocated.
+        trained = check_model_file(path, entry)
         try:
             from llama_cpp import Llama
         except ImportError as exc:  # pragma: no cover - broken install
             raise ModelLoadError(str(path), f"llama-cpp-python is not installed ({exc})") from exc
-        # Known before any context exists: a window beyond it is never allocated.
-        trained = entry.context_length if entry else _header_context(path)
         ctx = min(n_ctx, trained) if trained else n_ctx
         try:
             # A tiny context first: the real one is made once the prefill settings are known.

@@ -13,7 +13,8 @@ from pathlib import Path
 from typing import Any
 
 from assistant.llm.base import ModelLoadError
-from assistant.llm.llama_backend import GGUF_MAGIC, _quiet_stderr, special_tokens
+from assistant.llm.gguf import MAGIC
+from assistant.llm.llama_backend import _quiet_stderr, special_tokens
 from assistant.llm.template import ChatTemplate
 
 
@@ -25,7 +26,7 @@ class GGUFVocab:
         if not self.path.is_file():
             raise ModelLoadError(str(self.path), "the tokenizer file does not exist.")
         with self.path.open("rb") as fh:
-            if fh.read(4) != GGUF_MAGIC:
+            if fh.read(4) != MAGIC:
                 raise ModelLoadError(str(self.path), "it is not a GGUF file.")
         try:
             from llama_cpp import Llama
