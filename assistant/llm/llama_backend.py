@@ -83,6 +83,7 @@ from assistant.llm.llama_speculative import (
     PromptLookup,
     lookup_generate,
 )
+from assistant.llm.llama_vocab import LlamaTokenizer, quiet_stderr
 from assistant.llm.provision import file_sha256, is_verified
 from assistant.llm.registry import ModelEntry, resolve_model
 from assistant.llm.template import ChatTemplate
@@ -133,21 +134,20 @@ def check_model_file(path: Path, entry: ModelEntry | None) -> int | None:
     return entry.context_length
 
 
-class LlamaBackend:
+class LlamaBackend(LlamaTokenizer):
     """A loaded GGUF model. Create with :meth:`load`."""
 
     def __init__(self, llama: Any, path: Path, entry: ModelEntry | None) -> None:
         import llama_cpp
 
+        super().__init__(llama)
         self._llama_cpp = llama_cpp
-        self._llm = llama
         self._path = path
         self._entry = entry
         meta: dict[str, str] = dict(llama.metadata or {})
         self._meta = meta
         model = llama._model
         self._vocab = model.vocab  # llama-cpp-python >= 0.3.16 always has it
-        self._bos_text, self._eos_text, self._add_bos = special_tokens(llama)
         self._auto_form = choose_form(
             entry.instruction_tuned if entry else None, meta, path.name
         )
@@ -219,7 +219,7 @@ class LlamaBackend:
         ctx = min(n_ctx, trained) if trained else n_ctx
         try:
             # A tiny context first: the real one is made once the prefill settings are known.
-            with _quiet_stderr(), _weights_off_amx():
+            with quiet_stderr(), _weights_off_amx():
                 llama = Llama(
                     model_path=str(path),
                     n_ctx=min(ctx, _FIRST_CTX),
@@ -241,7 +241,7 @@ class LlamaBackend:
             threads or auto.threads, n_batch or auto.n_batch, n_ubatch or auto.n_ubatch
         )
         try:
-            with _quiet_stderr():
+            with quiet_stderr():
                 open_context(llama, config, ctx)
         except (ValueError, RuntimeError, OSError) as exc:
             llama.close()
@@ -255,22 +255,7 @@ class LlamaBackend:
         backend.calibration = calibration
         return backend
 
-    # -- tokenizer ------------------------------------------------------------------------
-    def tokenize(self, text: str) -> list[int]:
-        data = text.encode("utf-8")
-        tokens: list[int] = self._llm.tokenize(data, add_bos=self._adds_bos(text), special=True)
-        return tokens
-
-    def count(self, text: str) -> int:
-        if not text:
-            return 0
-        tokens: list[int] = self._llm.tokenize(text.encode("utf-8"), add_bos=False, special=True)
-        return len(tokens)
-
     # -- incremental prompt tokenization --------------------------------------------------
-    def _adds_bos(self, text: str) -> bool:
-        return self._add_bos and not (self._bos_text and text.startswith(self._bos_text))
-
     def _piece_tokens(self, piece: str, add_special: bool) -> list[int]:
         """``llama_tokenize`` of one piece (parse_special=True), buffer sized to the text."""
         data = piece.encode("utf-8")
@@ -534,7 +519,7 @@ class LlamaBackend:
         )
         have = current_config(self._llm)
         if (want.n_batch, want.n_ubatch) != (have.n_batch, have.n_ubatch):
-            with _quiet_stderr():
+            with quiet_stderr():
                 open_context(self._llm, want)
             self.chunk_reuse_blocker = reuse_blocker(self._llm)
         elif want.threads != have.threads:
@@ -610,7 +595,7 @@ class LlamaBackend:
         known = self._grammars.get(grammar)
         if known is None:
             lc = self._llama_cpp
-            with _quiet_stderr():
+            with quiet_stderr():
                 sampler = lc.llama_sampler_init_grammar(
                     self._vocab, grammar.encode("utf-8"), b"root"
                 )
@@ -925,36 +910,3 @@ def _weights_off_amx() -> Iterator[None]:
             yield
         finally:
             native.llama_model_default_params = original
-
-
-def special_tokens(llama: Any) -> tuple[str, str, bool]:
-    """A loaded model's BOS text, EOS text ("" when it has none) and whether it adds BOS."""
-
-    def piece(token: int) -> str:
-        if token < 0:
-            return ""
-        data: bytes = llama.detokenize([token], special=True)
-        return data.decode("utf-8", errors="replace")
-
-    model = llama._model
-    add_bos = bool(model.add_bos_token()) if hasattr(model, "add_bos_token") else False
-    return piece(llama.token_bos()), piece(llama.token_eos()), add_bos
-
-
-@contextlib.contextmanager
-def _quiet_stderr() -> Iterator[None]:
-    """llama.cpp prints load logs and errors on fd 2; keep them out of the user's terminal."""
-    try:
-        fd = os.dup(2)
-    except OSError:
-        yield
-        return
-    try:
-        with open(os.devnull, "wb") as null:
-            os.dup2(null.fileno(), 2)
-            try:
-                yield
-            finally:
-                os.dup2(fd, 2)
-    finally:
-        os.close(fd)

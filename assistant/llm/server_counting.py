@@ -255,7 +255,7 @@ def choose_counting(
         ), template
     if gguf is not None:
         return LocalRendered(
-            template, gguf.tokenize_prompt, gguf.count,
+            template, gguf.tokenize, gguf.count,
             description=f"the tokenizer and template of {gguf.path.name}",
             exact=True, owned=gguf,
         ), template
