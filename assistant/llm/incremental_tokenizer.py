@@ -9,8 +9,8 @@ import itertools
 import threading
 from array import array
 from collections import OrderedDict
-from collections.abc import Callable, Iterator
-from typing import Any
+from collections.abc import Callable, Hashable, Iterator, Sized
+from typing import Any, Generic, TypeVar
 
 TURN_ROLE_NAMES = ("assistant", "model", "bot")
 
@@ -84,6 +84,55 @@ def chars_before(texts: Iterator[bytes], first: bytes) -> set[bytes]:
     return found
 
 
+K = TypeVar("K", bound=Hashable)
+V = TypeVar("V")
+
+
+class LRUMemo(Generic[K, V]):
+    """A thread-safe memo that drops the least recently used values past ``entries`` or
+    past ``weight`` held (a value weighs its length; one heavier than that is not kept)."""
+
+    def __init__(self, entries: int, weight: int) -> None:
+        self._data: OrderedDict[K, tuple[V, int]] = OrderedDict()
+        self._entries = entries
+        self._weight = weight
+        self.held = 0
+        self.hits = self.misses = 0
+        self._lock = threading.Lock()
+
+    def get(self, key: K) -> V | None:
+        with self._lock:
+            got = self._data.get(key)
+            if got is None:
+                return None
+            self._data.move_to_end(key)
+            return got[0]
+
+    def put(self, key: K, value: V) -> None:
+        weight = len(value) if isinstance(value, Sized) else 1
+        if weight > self._weight:
+            return
+        with self._lock:
+            old = self._data.pop(key, None)
+            if old is not None:
+                self.held -= old[1]
+            self._data[key] = (value, weight)
+            self.held += weight
+            while len(self._data) > self._entries or self.held > self._weight:
+                _, (_, dropped) = self._data.popitem(last=False)
+                self.held -= dropped
+
+    def cached(self, key: K, make: Callable[[], V]) -> V:
+        """The value kept for ``key``, else ``make()`` (kept)."""
+        got = self.get(key)
+        self.hits += got is not None
+        if got is None:
+            self.misses += 1
+            got = make()
+            self.put(key, got)
+        return got
+
+
 class IncrementalTokenizer:
     """``tokenize_piece(piece, add_special)`` is the model's tokenizer (``add_special``: BOS,
     first piece only); ``split_ok(c)``: whether a cut after character ``c`` is safe (None:
@@ -102,12 +151,7 @@ class IncrementalTokenizer:
         self.marker = marker
         self._tokenize_piece = tokenize_piece
         self._split_ok = split_ok
-        self._max_tokens = max_tokens
-        self._memo: OrderedDict[tuple[str, bool], array[int]] = OrderedDict()
-        self._held = 0
-        self._lock = threading.Lock()
-        self.hits = 0
-        self.misses = 0
+        self._memo: LRUMemo[tuple[str, bool], array[int]] = LRUMemo(max_tokens, max_tokens)
 
     def split(self, text: str) -> list[str]:
         """``text`` cut right before each (safe) occurrence of the marker."""
@@ -124,23 +168,9 @@ class IncrementalTokenizer:
         return pieces
 
     def _piece(self, piece: str, add_special: bool) -> array[int]:
-        key = (piece, add_special)
-        with self._lock:
-            got = self._memo.get(key)
-            if got is not None:
-                self._memo.move_to_end(key)
-                self.hits += 1
-                return got
-        got = array("i", self._tokenize_piece(piece, add_special))
-        with self._lock:
-            self.misses += 1
-            if key not in self._memo:
-                self._memo[key] = got
-                self._held += len(got)
-                while self._held > self._max_tokens and len(self._memo) > 1:
-                    _, old = self._memo.popitem(last=False)
-                    self._held -= len(old)
-        return got
+        return self._memo.cached(
+            (piece, add_special), lambda: array("i", self._tokenize_piece(piece, add_special))
+        )
 
     def pieces(self, text: str, add_special: bool) -> list[array[int]]:
         return [

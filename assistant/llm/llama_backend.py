@@ -70,6 +70,7 @@ from assistant.llm.llama_kv import (
     current_config,
     decode_timed,
     evaluation_settings,
+    keep_prefix,
     open_context,
     read_state,
     reuse_blocker,
@@ -82,6 +83,7 @@ from assistant.llm.llama_speculative import (
     PromptLookup,
     lookup_generate,
 )
+from assistant.llm.llama_vocab import LlamaTokenizer, quiet_stderr
 from assistant.llm.provision import file_sha256, is_verified
 from assistant.llm.registry import ModelEntry, resolve_model
 from assistant.llm.template import ChatTemplate
@@ -91,7 +93,6 @@ log = logging.getLogger(__name__)
 
 _FIRST_CTX = 256
 
-GGUF_MAGIC = b"GGUF"
 #: End-of-turn texts of the usual templates: a reply stops at them even when the model
 #: writes one as text rather than its end-of-generation token.
 _STOP_TEXTS = ("<|im_end|>", "<end_of_turn>", "<|eot_id|>", "<|endoftext|>")
@@ -99,8 +100,10 @@ _STOP_TEXTS = ("<|im_end|>", "<end_of_turn>", "<|eot_id|>", "<|endoftext|>")
 _SAMPLER: dict[str, Any] = {"top_p": 0.95, "top_k": 40, "min_p": 0.05, "repeat_penalty": 1.1}
 
 
-def check_model_file(path: Path, entry: ModelEntry | None = None) -> None:
-    """Raise :class:`ModelLoadError` with a clear reason for a file that cannot work."""
+def check_model_file(path: Path, entry: ModelEntry | None) -> int | None:
+    """The trained context of a model file that can work: the registry's, else the GGUF
+    header's capped by what the file's weights can back (:attr:`GGUFHeader.usable_context`).
+    Raises :class:`ModelLoadError` with a clear reason for a file that cannot work."""
     if not path.exists():
         hint = (
             " Run `make run` (or `python -m assistant provision`) to provide it." if entry else ""
@@ -108,55 +111,43 @@ def check_model_file(path: Path, entry: ModelEntry | None = None) -> None:
         raise ModelLoadError(str(path), "the file does not exist." + hint)
     if not path.is_file():
         raise ModelLoadError(str(path), "it is not a regular file.")
+    if entry is None:  # the header is read (and checked) before any context exists
+        try:
+            header = read_header(path)
+        except GGUFHeaderError as exc:
+            raise ModelLoadError(str(path), f"{exc}.") from None
+        except OSError as exc:
+            raise ModelLoadError(str(path), f"it cannot be read ({exc.strerror or exc}).") from None
+        if note := header.cap_note():
+            log.warning("%s: %s", path.name, note)
+        return header.usable_context
     size = path.stat().st_size
-    with path.open("rb") as fh:
-        magic = fh.read(4)
-    if magic != GGUF_MAGIC:
-        raise ModelLoadError(
-            str(path), "it is not a GGUF model file (the first bytes are not 'GGUF')."
-        )
-    if entry is not None and entry.size and size != entry.size:
+    if entry.size and size != entry.size:
         raise ModelLoadError(
             str(path),
             f"the file is damaged or truncated: {size:,} bytes, expected {entry.size:,}.",
         )
-    if entry is not None and not is_verified(entry, path):
+    if not is_verified(entry, path):
         raise ModelLoadError(
             str(path), "the file is damaged: its sha256 does not match the registry."
         )
+    return entry.context_length
 
 
-def _header_context(path: Path) -> int | None:
-    """The trained context from the GGUF header, capped by what the file's weights can
-    back (:attr:`GGUFHeader.usable_context`); a damaged or implausible header is a load
-    error."""
-    try:
-        header = read_header(path)
-        note = header.cap_note()
-        if note:
-            log.warning("%s: %s", path.name, note)
-        return header.usable_context
-    except GGUFHeaderError as exc:
-        raise ModelLoadError(str(path), f"{exc}.") from None
-    except OSError as exc:
-        raise ModelLoadError(str(path), f"it cannot be read ({exc.strerror or exc}).") from None
-
-
-class LlamaBackend:
+class LlamaBackend(LlamaTokenizer):
     """A loaded GGUF model. Create with :meth:`load`."""
 
     def __init__(self, llama: Any, path: Path, entry: ModelEntry | None) -> None:
         import llama_cpp
 
+        super().__init__(llama)
         self._llama_cpp = llama_cpp
-        self._llm = llama
         self._path = path
         self._entry = entry
         meta: dict[str, str] = dict(llama.metadata or {})
         self._meta = meta
         model = llama._model
         self._vocab = model.vocab  # llama-cpp-python >= 0.3.16 always has it
-        self._bos_text, self._eos_text, self._add_bos = special_tokens(llama)
         self._auto_form = choose_form(
             entry.instruction_tuned if entry else None, meta, path.name
         )
@@ -219,17 +210,16 @@ class LlamaBackend:
         Raises :class:`ModelLoadError` for a file that cannot work.
         """
         path, entry = resolve_model(str(model))
-        check_model_file(path, entry)
+        # Known before any context exists: a window beyond it is never allocated.
+        trained = check_model_file(path, entry)
         try:
             from llama_cpp import Llama
         except ImportError as exc:  # pragma: no cover - broken install
             raise ModelLoadError(str(path), f"llama-cpp-python is not installed ({exc})") from exc
-        # Known before any context exists: a window beyond it is never allocated.
-        trained = entry.context_length if entry else _header_context(path)
         ctx = min(n_ctx, trained) if trained else n_ctx
         try:
             # A tiny context first: the real one is made once the prefill settings are known.
-            with _quiet_stderr(), _weights_off_amx():
+            with quiet_stderr(), _weights_off_amx():
                 llama = Llama(
                     model_path=str(path),
                     n_ctx=min(ctx, _FIRST_CTX),
@@ -251,7 +241,7 @@ class LlamaBackend:
             threads or auto.threads, n_batch or auto.n_batch, n_ubatch or auto.n_ubatch
         )
         try:
-            with _quiet_stderr():
+            with quiet_stderr():
                 open_context(llama, config, ctx)
         except (ValueError, RuntimeError, OSError) as exc:
             llama.close()
@@ -265,22 +255,7 @@ class LlamaBackend:
         backend.calibration = calibration
         return backend
 
-    # -- tokenizer ------------------------------------------------------------------------
-    def tokenize(self, text: str) -> list[int]:
-        data = text.encode("utf-8")
-        tokens: list[int] = self._llm.tokenize(data, add_bos=self._adds_bos(text), special=True)
-        return tokens
-
-    def count(self, text: str) -> int:
-        if not text:
-            return 0
-        tokens: list[int] = self._llm.tokenize(text.encode("utf-8"), add_bos=False, special=True)
-        return len(tokens)
-
     # -- incremental prompt tokenization --------------------------------------------------
-    def _adds_bos(self, text: str) -> bool:
-        return self._add_bos and not (self._bos_text and text.startswith(self._bos_text))
-
     def _piece_tokens(self, piece: str, add_special: bool) -> list[int]:
         """``llama_tokenize`` of one piece (parse_special=True), buffer sized to the text."""
         data = piece.encode("utf-8")
@@ -544,7 +519,7 @@ class LlamaBackend:
         )
         have = current_config(self._llm)
         if (want.n_batch, want.n_ubatch) != (have.n_batch, have.n_ubatch):
-            with _quiet_stderr():
+            with quiet_stderr():
                 open_context(self._llm, want)
             self.chunk_reuse_blocker = reuse_blocker(self._llm)
         elif want.threads != have.threads:
@@ -585,7 +560,10 @@ class LlamaBackend:
         else:
             tokens = self.tokenize_prompt(self.render_prompt(messages, tools))
         # After the transcript form's "Assistant:", the first space is not the reply's.
-        return self._start(tokens, options, cancel, on_prefill, bool(self.template.stops))
+        return self.generate_tokens(
+            tokens, options, cancel=cancel, on_prefill=on_prefill,
+            trim_start=bool(self.template.stops),
+        )
 
     def generate_tokens(
         self,
@@ -594,18 +572,9 @@ class LlamaBackend:
         *,
         cancel: CancelToken | None = None,
         on_prefill: Callable[[int, int], None] | None = None,
+        trim_start: bool = False,
     ) -> Iterator[StreamEvent]:
         """Generate from exact prompt tokens (validation happens before the first event)."""
-        return self._start(tokens, options, cancel, on_prefill, False)
-
-    def _start(
-        self,
-        tokens: list[int],
-        options: GenerationOptions,
-        cancel: CancelToken | None,
-        on_prefill: Callable[[int, int], None] | None,
-        trim_start: bool,
-    ) -> Iterator[StreamEvent]:
         n_ctx = int(self._llm.n_ctx())
         if len(tokens) >= n_ctx:
             raise ContextOverflowError(len(tokens), n_ctx)
@@ -613,9 +582,12 @@ class LlamaBackend:
             raise ValueError("empty prompt")
         if options.grammar is not None:
             self.check_grammar(options.grammar)
-        return self._armed(
-            self._stream_call(tokens, options, cancel, on_prefill, trim_start), cancel
-        )
+
+        def armed() -> Iterator[StreamEvent]:
+            with self._abort.armed(self._llm._ctx.ctx, cancel):
+                yield from self._stream_call(tokens, options, cancel, on_prefill, trim_start)
+
+        return armed()
 
     def check_grammar(self, grammar: str) -> None:
         """Raise :class:`GrammarError` unless llama.cpp parses ``grammar`` (memoized): a
@@ -623,7 +595,7 @@ class LlamaBackend:
         known = self._grammars.get(grammar)
         if known is None:
             lc = self._llama_cpp
-            with _quiet_stderr():
+            with quiet_stderr():
                 sampler = lc.llama_sampler_init_grammar(
                     self._vocab, grammar.encode("utf-8"), b"root"
                 )
@@ -700,30 +672,22 @@ class LlamaBackend:
             if moved is None:
                 return ReusePlan(reuse), False
             plan = moved
-        elif reuse > 0 and llm._ctx.kv_cache_seq_rm(-1, reuse, -1):
-            llm.n_tokens = reuse
-        else:
-            llm.reset()
+        elif not keep_prefix(llm, reuse):
             plan = ReusePlan(0)
         step = max(1, int(llm.n_batch))
         at = plan.end
         if on_prefill is not None and at < target and not plan.chunks:
             on_prefill(at, len(tokens))  # the start: what the cache already holds
-        while at < target:
-            if cancel is not None and cancel.cancelled:
-                return plan, False
-            chunk = tokens[at : min(target, at + step)]
-            try:
+        with self._abortable() as aborted:
+            while at < target:
+                if cancel is not None and cancel.cancelled:
+                    return plan, False
+                chunk = tokens[at : min(target, at + step)]
                 llm.eval(chunk)
-            except RuntimeError:
-                if not self._abort.raised:
-                    raise
-                self._aborted()
-                return plan, False
-            at += len(chunk)
-            if on_prefill is not None:
-                on_prefill(at, len(tokens))
-        return plan, True
+                at += len(chunk)
+                if on_prefill is not None:
+                    on_prefill(at, len(tokens))
+        return plan, not aborted[0]
 
     def _move_chunks(
         self,
@@ -754,33 +718,23 @@ class LlamaBackend:
             llm.input_ids[: plan.end] = tokens[: plan.end]
             llm.n_tokens = plan.end
             return plan
-        if llm._ctx.kv_cache_seq_rm(-1, plan.prefix, -1):
-            llm.n_tokens = plan.prefix
-        else:  # pragma: no cover - a plain cache always removes a suffix
-            llm.reset()
+        keep_prefix(llm, plan.prefix)
         return ReusePlan(int(llm.n_tokens)) if finished else None
 
-    def _armed(
-        self, events: Iterator[StreamEvent], cancel: CancelToken | None
-    ) -> Iterator[StreamEvent]:
-        with self._abort.armed(self._llm._ctx.ctx, cancel):
-            yield from events
-
-    def _aborted(self) -> None:
-        """Drop the cells of the ubatches an aborted decode finished (uncounted)."""
-        llm = self._llm
-        llm._ctx.kv_cache_seq_rm(-1, int(llm.n_tokens), -1)
-        log.info("Stop aborted llama.cpp inside a decode (%d tokens kept in the cache)",
-                 int(llm.n_tokens))
-
-    def _until_aborted(self, sampled: Iterator[int], aborted: list[bool]) -> Iterator[int]:
-        """``sampled``, ending (``aborted[0]`` set) when Stop aborted a decode."""
+    @contextlib.contextmanager
+    def _abortable(self) -> Iterator[list[bool]]:
+        """Ends the block (the flag it gets set) when Stop aborted a decode in it, dropping
+        the cells of the ubatches the aborted decode finished (uncounted)."""
+        aborted = [False]
         try:
-            yield from sampled
+            yield aborted
         except RuntimeError:
             if not self._abort.raised:
                 raise
-            self._aborted()
+            llm = self._llm
+            keep_prefix(llm, int(llm.n_tokens))
+            log.info("Stop aborted llama.cpp inside a decode (%d tokens kept in the cache)",
+                     int(llm.n_tokens))
             aborted[0] = True
 
     def _stream_call(
@@ -789,7 +743,7 @@ class LlamaBackend:
         options: GenerationOptions,
         cancel: CancelToken | None,
         on_prefill: Callable[[int, int], None] | None,
-        trim_start: bool = False,
+        trim_start: bool,
     ) -> Iterator[StreamEvent]:
         llm = self._llm
         n_ctx = int(llm.n_ctx())
@@ -820,9 +774,9 @@ class LlamaBackend:
                 if options.grammar is not None
                 else self._sampled(tokens, options)
             )
-            aborted = [False]
-            with contextlib.closing(sampled):  # frees a grammar's samplers on a break
-                for token in self._until_aborted(sampled, aborted):
+            # closing: frees a grammar's samplers on a break
+            with contextlib.closing(sampled), self._abortable() as aborted:
+                for token in sampled:
                     if first is None:
                         first = time.perf_counter() - start
                     if self._llama_cpp.llama_vocab_is_eog(self._vocab, token):
@@ -956,36 +910,3 @@ def _weights_off_amx() -> Iterator[None]:
             yield
         finally:
             native.llama_model_default_params = original
-
-
-def special_tokens(llama: Any) -> tuple[str, str, bool]:
-    """A loaded model's BOS text, EOS text ("" when it has none) and whether it adds BOS."""
-
-    def piece(token: int) -> str:
-        if token < 0:
-            return ""
-        data: bytes = llama.detokenize([token], special=True)
-        return data.decode("utf-8", errors="replace")
-
-    model = llama._model
-    add_bos = bool(model.add_bos_token()) if hasattr(model, "add_bos_token") else False
-    return piece(llama.token_bos()), piece(llama.token_eos()), add_bos
-
-
-@contextlib.contextmanager
-def _quiet_stderr() -> Iterator[None]:
-    """llama.cpp prints load logs and errors on fd 2; keep them out of the user's terminal."""
-    try:
-        fd = os.dup(2)
-    except OSError:
-        yield
-        return
-    try:
-        with open(os.devnull, "wb") as null:
-            os.dup2(null.fileno(), 2)
-            try:
-                yield
-            finally:
-                os.dup2(fd, 2)
-    finally:
-        os.close(fd)

@@ -91,6 +91,15 @@ def set_threads(llm: Any, threads: int) -> None:
     llm.n_threads = llm.n_threads_batch = threads
 
 
+def keep_prefix(llm: Any, n: int) -> bool:
+    """Cut the cache back to its first ``n`` tokens; False when it was emptied instead."""
+    if n > 0 and llm._ctx.kv_cache_seq_rm(-1, n, -1):
+        llm.n_tokens = n
+        return True
+    llm.reset()
+    return False
+
+
 def reuse_blocker(llm: Any) -> str | None:
     """Why cached chunks must not (or cannot) be moved for this model; None if they can."""
     import llama_cpp

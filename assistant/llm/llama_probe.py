@@ -13,7 +13,7 @@ import numpy.typing as npt
 
 from assistant.llm.cache_reuse import MAIN_SEQ, ReusePlan
 from assistant.llm.llama_backend import LlamaBackend
-from assistant.llm.llama_kv import LlamaMemory
+from assistant.llm.llama_kv import LlamaMemory, keep_prefix
 
 Logits = npt.NDArray[np.float64]
 
@@ -65,8 +65,7 @@ class LogitProbe:
             backend.tune_chunk_reuse(0)
         if not finished:  # pragma: no cover - no cancel token was given
             raise RuntimeError("prefill did not finish")
-        self._llm._ctx.kv_cache_seq_rm(-1, len(tokens) - 1, -1)
-        self._llm.n_tokens = len(tokens) - 1
+        self.rewind(len(tokens) - 1)
         self._decode(tokens[-1:], all_logits=False)
         return plan, self._logits()
 
@@ -85,8 +84,7 @@ class LogitProbe:
         return tokens, logits
 
     def rewind(self, n_tokens: int) -> None:
-        self._llm._ctx.kv_cache_seq_rm(-1, n_tokens, -1)
-        self._llm.n_tokens = n_tokens
+        keep_prefix(self._llm, n_tokens)
 
     def forced(self, tokens: Sequence[int]) -> list[Logits]:
         """Feed ``tokens`` after the cache (one batch): the logits after each."""

@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 
 from assistant.llm.cache_reuse import common_prefix
+from assistant.llm.llama_kv import keep_prefix
 
 #: Longest draft, and the n-gram sizes looked up (longest first). One-token matches are not
 #: used: in code a single token (an indent, a bracket) repeats everywhere and drafts noise.
@@ -76,10 +77,7 @@ def lookup_generate(
     cached = int(llm.n_tokens)
     prefix = min(common_prefix(llm.input_ids[:cached], tokens), cached, len(tokens) - 1)
     if prefix < cached:
-        if prefix > 0 and llm._ctx.kv_cache_seq_rm(-1, prefix, -1):
-            llm.n_tokens = prefix
-        else:
-            llm.reset()
+        keep_prefix(llm, prefix)
     sampler = llm._init_sampler(**sampling)
     try:
         llm.eval(tokens[int(llm.n_tokens) :])  # the prompt's tail: logits for its last token
@@ -108,8 +106,7 @@ def lookup_generate(
                     continue
                 keep = n_past + i + 1  # the cache is right up to batch[i]
                 if keep < llm.n_tokens:
-                    llm._ctx.kv_cache_seq_rm(-1, keep, -1)
-                    llm.n_tokens = keep
+                    keep_prefix(llm, keep)
                 drafter.feedback(len(draft), i)
                 break
     finally:

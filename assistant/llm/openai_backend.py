@@ -29,7 +29,6 @@ from assistant.llm.server_http import (
     ServerError,
     ServerHTTP,
     ServerStreamError,
-    SSEStream,
     error_message,
     overflow_from,
 )
@@ -349,66 +348,55 @@ class ServerBackend:
             rendered = prompt.text
         else:
             rendered = self._rendered_or_empty(sent, sent_tools)
-        return self._events(
-            stream, body, start, prompt_tokens, rendered, ignored, cancel, on_prefill
-        )
 
-    def _events(
-        self,
-        stream: SSEStream,
-        body: dict[str, Any],
-        start: float,
-        prompt_tokens: int,
-        rendered: str,
-        ignored: tuple[str, ...],
-        cancel: CancelToken | None,
-        on_prefill: Callable[[int, int], None] | None,
-    ) -> Iterator[StreamEvent]:
-        reply = StreamedReply()
-        first: float | None = None
-        try:
-            for event in stream:
-                if isinstance(event.get("error"), dict | str):
-                    raise self._stream_error(event, prompt_tokens)
-                shown, started = reply.feed(event)
-                if on_prefill is not None and reply.progress is not None:
-                    on_prefill(*reply.progress)
-                if started and first is None:
-                    first = time.perf_counter() - start
-                if shown:
-                    yield StreamEvent(delta=shown)
-        finally:
-            stream.close()
-        end = time.perf_counter()
-        cancelled = stream.cancelled or (cancel is not None and cancel.cancelled)
-        if not cancelled and not stream.done and reply.finish is None:
-            if stream.events_seen == 0:
-                self._diagnose_empty(body, prompt_tokens)
-            raise ServerStreamError(
-                self._http.base_url,
-                f"The server at {self._http.base_url} stopped sending the reply before it "
-                "was finished.",
+        def events() -> Iterator[StreamEvent]:
+            reply = StreamedReply()
+            first: float | None = None
+            try:
+                for event in stream:
+                    if isinstance(event.get("error"), dict | str):
+                        raise self._stream_error(event, prompt_tokens)
+                    shown, started = reply.feed(event)
+                    if on_prefill is not None and reply.progress is not None:
+                        on_prefill(*reply.progress)
+                    if started and first is None:
+                        first = time.perf_counter() - start
+                    if shown:
+                        yield StreamEvent(delta=shown)
+            finally:
+                stream.close()
+            end = time.perf_counter()
+            cancelled = stream.cancelled or (cancel is not None and cancel.cancelled)
+            if not cancelled and not stream.done and reply.finish is None:
+                if stream.events_seen == 0:
+                    self._diagnose_empty(body, prompt_tokens)
+                raise ServerStreamError(
+                    self._http.base_url,
+                    f"The server at {self._http.base_url} stopped sending the reply before it "
+                    "was finished.",
+                )
+            total_prompt = reply.prompt_tokens(prompt_tokens)
+            reused = reply.cached_tokens()
+            if reused is None:
+                reused = self._reused_estimate(rendered, total_prompt)
+            self._last_sent = rendered + reply.content
+            first_s = first if first is not None else end - start
+            yield StreamEvent(
+                result=GenerationResult(
+                    text=reply.text(),
+                    prompt_tokens=total_prompt,
+                    prompt_evaluated=max(0, total_prompt - reused),
+                    prompt_reused=reused,
+                    completion_tokens=reply.completion_tokens(),
+                    finish_reason=reply.finish_reason(cancelled),
+                    prefill_s=first_s,
+                    generate_s=max(0.0, end - start - first_s),
+                    first_token_s=first,
+                    ignored=ignored,
+                )
             )
-        total_prompt = reply.prompt_tokens(prompt_tokens)
-        reused = reply.cached_tokens()
-        if reused is None:
-            reused = self._reused_estimate(rendered, total_prompt)
-        self._last_sent = rendered + reply.content
-        first_s = first if first is not None else end - start
-        yield StreamEvent(
-            result=GenerationResult(
-                text=reply.text(),
-                prompt_tokens=total_prompt,
-                prompt_evaluated=max(0, total_prompt - reused),
-                prompt_reused=reused,
-                completion_tokens=reply.completion_tokens(),
-                finish_reason=reply.finish_reason(cancelled),
-                prefill_s=first_s,
-                generate_s=max(0.0, end - start - first_s),
-                first_token_s=first,
-                ignored=ignored,
-            )
-        )
+
+        return events()
 
     def _rendered_or_empty(
         self, sent: list[dict[str, Any]], tools: list[dict[str, Any]] | None

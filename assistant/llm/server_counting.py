@@ -11,14 +11,13 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import threading
-from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from assistant.llm.base import ChatMessages, LLMError
 from assistant.llm.fallback_tokenizer import Cl100kTokenizer
+from assistant.llm.incremental_tokenizer import LRUMemo
 from assistant.llm.llama_vocab import GGUFVocab
 from assistant.llm.server_http import ServerHTTP
 from assistant.llm.server_probe import ServerProfile
@@ -38,43 +37,14 @@ def _digest(text: str) -> bytes:
     return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=20).digest()
 
 
-class _LRU:
-    """A bounded memo keyed by the digest of a text (the text itself is not kept)."""
-
-    def __init__(self, entries: int = MEMO_ENTRIES, weight: int = MEMO_WEIGHT) -> None:
-        self._data: OrderedDict[bytes, tuple[Any, int]] = OrderedDict()
-        self._entries = entries
-        self._weight = weight
-        self._held = 0
-        self._lock = threading.Lock()
-
-    def get(self, text: str) -> Any | None:
-        key = _digest(text)
-        with self._lock:
-            got = self._data.get(key)
-            if got is None:
-                return None
-            self._data.move_to_end(key)
-            return got[0]
-
-    def put(self, text: str, value: Any) -> None:
-        weight = len(value) if isinstance(value, list | str) else 1
-        if weight > self._weight:
-            return
-        key = _digest(text)
-        with self._lock:
-            old = self._data.pop(key, None)
-            if old is not None:
-                self._held -= old[1]
-            self._data[key] = (value, weight)
-            self._held += weight
-            while len(self._data) > self._entries or self._held > self._weight:
-                _, (_, dropped) = self._data.popitem(last=False)
-                self._held -= dropped
+def _key(messages: ChatMessages, tools: Tools) -> bytes:
+    return _digest(
+        json.dumps([list(messages), list(tools or [])], sort_keys=True, ensure_ascii=False)
+    )
 
 
-def _key(messages: ChatMessages, tools: Tools) -> str:
-    return json.dumps([list(messages), list(tools or [])], sort_keys=True, ensure_ascii=False)
+def _memo() -> LRUMemo[bytes, Any]:
+    return LRUMemo(MEMO_ENTRIES, MEMO_WEIGHT)
 
 
 class Counting:
@@ -120,8 +90,8 @@ class ServerRendered(Counting):
             else "the server's /apply-template and /tokenize"
         )
         self.exact = True
-        self._renders = _LRU()
-        self._counts = _LRU()
+        self._renders = _memo()
+        self._counts = _memo()
 
     def _body(self, messages: ChatMessages, tools: Tools) -> dict[str, Any]:
         body: dict[str, Any] = {"messages": list(messages)}
@@ -133,34 +103,28 @@ class ServerRendered(Counting):
 
     def render(self, messages: ChatMessages, tools: Tools) -> str:
         key = _key(messages, tools)
-        got = self._renders.get(key)
-        if got is None:
-            if self._vllm:
-                tokens = self._vllm_chat_tokens(messages, tools)
-                done = self._http.post("/detokenize", {"model": self._model, "tokens": tokens})
-                got = str(done.get("prompt", "")) if isinstance(done, dict) else ""
-            else:
-                done = self._http.post("/apply-template", self._body(messages, tools))
-                if not isinstance(done, dict) or not isinstance(done.get("prompt"), str):
-                    raise LLMError("the server's /apply-template gave no prompt")
-                got = str(done["prompt"])
-            self._renders.put(key, got)
-        return str(got)
+        return str(self._renders.cached(key, lambda: self._render(messages, tools)))
+
+    def _render(self, messages: ChatMessages, tools: Tools) -> str:
+        if self._vllm:
+            tokens = self._vllm_chat_tokens(messages, tools)
+            done = self._http.post("/detokenize", {"model": self._model, "tokens": tokens})
+            return str(done.get("prompt", "")) if isinstance(done, dict) else ""
+        done = self._http.post("/apply-template", self._body(messages, tools))
+        if not isinstance(done, dict) or not isinstance(done.get("prompt"), str):
+            raise LLMError("the server's /apply-template gave no prompt")
+        return str(done["prompt"])
 
     def _vllm_chat_tokens(self, messages: ChatMessages, tools: Tools) -> list[int]:
-        done = self._http.post("/tokenize", self._body(messages, tools))
-        return _ids(done)
+        return _ids(self._http.post("/tokenize", self._body(messages, tools)))
 
     def _count_rendered(self, messages: ChatMessages, tools: Tools) -> int:
-        key = _key(messages, tools)
-        got = self._counts.get(key)
-        if got is None:
+        def count() -> int:
             if self._vllm:
-                got = len(self._vllm_chat_tokens(messages, tools))
-            else:
-                got = len(self.tokenize_prompt(self.render(messages, tools)))
-            self._counts.put(key, got)
-        return int(got)
+                return len(self._vllm_chat_tokens(messages, tools))
+            return len(self.tokenize_prompt(self.render(messages, tools)))
+
+        return int(self._counts.cached(_key(messages, tools), count))
 
     def tokenize_prompt(self, text: str) -> list[int]:
         return _server_tokens(self._http, text, True, self._model if self._vllm else None)
@@ -190,7 +154,7 @@ class LocalRendered(Counting):
         self.description = description
         self.exact = exact
         self._owned = owned
-        self._counts = _LRU()
+        self._counts = _memo()
 
     def render(self, messages: ChatMessages, tools: Tools) -> str:
         return self.template.render(messages, tools)
@@ -200,11 +164,7 @@ class LocalRendered(Counting):
 
     def _count_rendered(self, messages: ChatMessages, tools: Tools) -> int:
         text = self.render(messages, tools)
-        got = self._counts.get(text)
-        if got is None:
-            got = len(self._tokenize(text))
-            self._counts.put(text, got)
-        return int(got)
+        return int(self._counts.cached(_digest(text), lambda: len(self._tokenize(text))))
 
     def count_text(self, text: str) -> int:
         return self._count_text(text) if text else 0
@@ -221,15 +181,14 @@ class ServerTextTokenizer:
     def __init__(self, http: ServerHTTP, model: str) -> None:
         self._http = http
         self._model = model
-        self._memo = _LRU(2048)
+        self._memo = _memo()
         self._prefix = self._raw("")  # what the endpoint adds to every text (a BOS or nothing)
 
     def _raw(self, text: str) -> list[int]:
-        got = self._memo.get(text)
-        if got is None:
-            got = _ids(self._http.post("/extras/tokenize", {"input": text, "model": self._model}))
-            self._memo.put(text, got)
-        return list(got)
+        body = {"input": text, "model": self._model}
+        return list(self._memo.cached(_digest(text), lambda: _ids(
+            self._http.post("/extras/tokenize", body)
+        )))
 
     def _strip(self, tokens: list[int]) -> list[int]:
         n = len(self._prefix)
@@ -296,7 +255,7 @@ def choose_counting(
         ), template
     if gguf is not None:
         return LocalRendered(
-            template, gguf.tokenize_prompt, gguf.count,
+            template, gguf.tokenize, gguf.count,
             description=f"the tokenizer and template of {gguf.path.name}",
             exact=True, owned=gguf,
         ), template

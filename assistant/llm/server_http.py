@@ -187,6 +187,35 @@ class ServerHTTP:
         per_read = min(timeout_s if timeout_s is not None else self.timeout_s, left)
         return httpx.Timeout(per_read, connect=min(CONNECT_TIMEOUT_S, per_read))
 
+    def _open(
+        self, client: httpx.Client, watch: Watch, method: str, path: str,
+        timeout_s: float | None = None, **kwargs: Any,
+    ) -> httpx.Response:
+        """Send, with the connection's socket watched; once more when the connection broke
+        before any answer (a kept-alive one the server had just closed is found so only on
+        use): nothing ran twice."""
+
+        def send() -> httpx.Response:
+            request = client.build_request(
+                method, path, timeout=self._timeout(watch, timeout_s),
+                extensions={"trace": watch.trace}, **kwargs,
+            )
+            return client.send(request, stream=True)
+
+        try:
+            response = send()
+        except httpx.RemoteProtocolError as exc:
+            if "without sending a response" not in str(exc) or watch.fired:
+                raise
+            response = send()
+        except (httpx.ReadError, httpx.WriteError):
+            if watch.fired:
+                raise
+            response = send()
+        if (sock := _socket_of(response)) is not None:
+            watch.attach(sock)
+        return response
+
     def _send(
         self, method: str, path: str, body: dict[str, Any] | None = None,
         timeout_s: float | None = None,
@@ -194,19 +223,9 @@ class ServerHTTP:
         """The answer's bytes (at most ``max_body_bytes``, within the deadline)."""
         watch = Watch(self.reply_deadline_s)
         kwargs: dict[str, Any] = {} if body is None else {"json": body}
-
-        def send() -> httpx.Response:
-            request = self._client.build_request(
-                method, path, timeout=self._timeout(watch, timeout_s),
-                extensions={"trace": watch.trace}, **kwargs,
-            )
-            return self._client.send(request, stream=True)
-
         try:
-            response = self._with_retry(send, watch)
+            response = self._open(self._client, watch, method, path, timeout_s, **kwargs)
             try:
-                if (sock := _socket_of(response)) is not None:
-                    watch.attach(sock)
                 content = bounded_body(
                     response.iter_bytes(), watch, max_total=self.max_body_bytes
                 )
@@ -222,20 +241,6 @@ class ServerHTTP:
             text = content.decode("utf-8", errors="replace")
             raise self._status_error(response.status_code, text, path)
         return content
-
-    @staticmethod
-    def _with_retry(send: Callable[[], httpx.Response], watch: Watch) -> httpx.Response:
-        """Send; once more when the connection broke before any answer (a kept-alive one the
-        server had just closed is found so only on use): nothing ran twice."""
-        try:
-            return send()
-        except httpx.RemoteProtocolError as exc:
-            if "without sending a response" not in str(exc) or watch.fired:
-                raise
-        except (httpx.ReadError, httpx.WriteError):
-            if watch.fired:
-                raise
-        return send()
 
     def _json(self, content: bytes, path: str) -> Any:
         try:
@@ -254,22 +259,14 @@ class ServerHTTP:
         """Open a streamed POST (HTTP errors raised here, before any event); close the stream
         or read it to the end."""
         watch = Watch(self.reply_deadline_s, cancel)
-
-        def send() -> httpx.Response:
-            request = self._stream_client.build_request(
-                "POST", path, json=body, timeout=self._timeout(watch),
-                headers={"Accept": "text/event-stream", "Accept-Encoding": "identity"},
-                extensions={"trace": watch.trace},
-            )
-            return self._stream_client.send(request, stream=True)
-
         try:
-            response = self._with_retry(send, watch)
+            response = self._open(
+                self._stream_client, watch, "POST", path, json=body,
+                headers={"Accept": "text/event-stream", "Accept-Encoding": "identity"},
+            )
         except httpx.HTTPError as exc:
             watch.stop()
             raise self._transport_error(exc, watch) from exc
-        if (sock := _socket_of(response)) is not None:
-            watch.attach(sock)
         if response.status_code >= 400:
             try:
                 text = bounded_body(

@@ -48,16 +48,16 @@ def test_tokens_and_count_match_and_bos_only_on_the_first_piece() -> None:
     assert inc.tokens(text, False) == _char_tokens(text, False)
     assert inc.count(text, True) == len(text) + 1
     # A repeated prompt is served from the memo.
-    misses = inc.misses
+    misses = inc._memo.misses
     inc.tokens(text, True)
-    assert inc.misses == misses and inc.hits > 0
+    assert inc._memo.misses == misses and inc._memo.hits > 0
 
 
 def test_memo_is_bounded_by_tokens_held() -> None:
     inc = IncrementalTokenizer("<M>", _char_tokens, max_tokens=50)
     for i in range(100):
         inc.tokens(f"<M>message number {i}\n", False)
-    assert inc._held <= 50
+    assert inc._memo.held <= 50
     assert inc.tokens("<M>message number 99\n", False) == _char_tokens(
         "<M>message number 99\n", False
     )
@@ -188,7 +188,7 @@ def test_random_conversations_tokenize_exactly(backend: Any) -> None:
     for n in range(150):
         _assert_exact(backend, _conversation(rng), TOOLS if n % 5 == 0 else None)
     inc = backend._incremental
-    assert inc is not None and inc.hits > 0
+    assert inc is not None and inc._memo.hits > 0
     assert backend.incremental_status[0] == "on"
 
 

@@ -8,7 +8,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from assistant.llm.fallback_tokenizer import Cl100kTokenizer
-from assistant.llm.server_counting import _LRU, PROBES, LocalRendered, verify_counting
+from assistant.llm.incremental_tokenizer import LRUMemo
+from assistant.llm.server_counting import PROBES, LocalRendered, verify_counting
 from assistant.llm.template import ChatTemplate
 
 
@@ -53,7 +54,7 @@ def test_a_server_that_does_not_report_sizes_leaves_the_claim() -> None:
 
 
 def test_the_memo_is_bounded_by_entries_and_weight() -> None:
-    memo = _LRU(entries=3, weight=10)
+    memo = LRUMemo[str, list[int]](entries=3, weight=10)
     for i in range(5):
         memo.put(f"text {i}", [i] * 2)
     assert memo.get("text 0") is None and memo.get("text 1") is None
