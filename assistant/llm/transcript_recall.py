@@ -15,10 +15,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-#: The first line of recall's block when it is placed before the user's message (short: the
-#: block is evaluated after every send; the longer "(excerpts that may help with my message
-#: below)" cost 11 more tokens a call, docs/BENCHMARKS.md, "W2's per-call pairs") ...
-HEADING_BEFORE = "Earlier in this chat:"
+#: The first line of recall's block when it is placed before the user's message ...
+HEADING_BEFORE = "Earlier in this chat (excerpts that may help with my message below):"
 #: ... and after it (that placement is shown as recall wrote it).
 HEADING_AFTER = "Earlier in this chat (excerpts that may help with my message above):"
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from types import SimpleNamespace
 from typing import Any
 
-from assistant.compaction.recall import HEADING_BEFORE, Excerpt, RecallBlock
+from assistant.compaction.recall import Excerpt, RecallBlock
 from assistant.conversation import Conversation, Message
 from bench.end_variants import VARIANTS
 
@@ -29,7 +29,7 @@ def _chat() -> tuple[Conversation, list[dict[str, Any]], Any, Any]:
     tool_id = conv.messages[1].id
     excerpt = Excerpt(tool_id, "turn 1, bash wc -l", "177 src/core/bash-executor.ts")
     block = RecallBlock("", (excerpt,), 20, conv.messages[-1].id)
-    heading = HEADING_BEFORE
+    heading = "Earlier in this chat (excerpts that may help with my message below):"
     msgs = [{"role": "system", "content": "You are a test assistant."},
             {"role": "user", "content": "[Context summary]\nThe user counts lines."},
             *[{"role": m.role, "content": m.content} for m in conv.messages[:-1]],
