@@ -19,6 +19,7 @@ from assistant.config import Settings
 from assistant.engine import server_config
 from assistant.llm.base import CancelToken, ContextOverflowError, GenerationOptions
 from assistant.llm.openai_backend import ServerBackend, ServerConfig
+from assistant.llm.transcript_recall import HEADING_BEFORE
 from bench.local_server import LocalServer, find_llama_server
 
 BINARY = find_llama_server()
@@ -196,6 +197,33 @@ def test_the_shipped_chunk_size_keeps_the_history_after_a_focus_window_restart(
     question_tokens = _tokens_of(llama_cpp_server, question)
     assert shipped < 64
     assert evaluated[shipped] < evaluated[64] - question_tokens // 2, evaluated
+
+
+def test_a_focused_call_evaluates_only_recalls_block_beyond_a_plain_one(
+    llama_cpp_server: LocalServer,
+) -> None:
+    """Recall's block is written for the message just sent, so the server evaluates it after
+    every send, beside the message itself; the rest of the prompt is cached, so the block is
+    all that a focused call evaluates beyond a plain one (W2 on llama-server: the policy's
+    whole first-token gap to the front cut; docs/BENCHMARKS.md, "W2's per-call pairs")."""
+    fact = "The local cache is checked every 15 minutes before we export it."
+    question = "How often is the local cache checked?"
+    first = [CHAT[0], {"role": "user", "content": f"Ground rules: {fact} Keep answers short."}]
+
+    def then(block: str) -> Callable[[str], list[dict[str, str]]]:
+        return lambda reply: [*first, {"role": "assistant", "content": reply},
+                              {"role": "user", "content": f"{block}{question}"}]
+
+    label = "- (turn 1, I said) "
+    block = f"{HEADING_BEFORE}\n{label}{fact}\n\n"
+    shipped = server_config(Settings()).cache_reuse
+    plain = _evaluated_again(llama_cpp_server, shipped, first, then(""))
+    focused = _evaluated_again(llama_cpp_server, shipped, first, then(block))
+    excerpt = _tokens_of(llama_cpp_server, f"{label}{fact}")
+    heading = _tokens_of(llama_cpp_server, HEADING_BEFORE)
+    # Only the block is added to what the plain call evaluates (a token of seam at most).
+    assert focused - plain <= excerpt + heading + 3, (focused, plain, excerpt, heading)
+    assert focused - plain >= excerpt, (focused, plain, excerpt)
 
 
 def test_stop_and_overflow(backend: ServerBackend) -> None:
