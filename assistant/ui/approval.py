@@ -15,8 +15,7 @@ from PySide6.QtCore import QObject, Qt, QTimer, Signal, Slot
 from PySide6.QtWidgets import QDialog, QHBoxLayout, QLabel, QPlainTextEdit, QPushButton, QWidget
 
 from assistant.tools.approval import ApprovalDecision, ApprovalRequest
-from assistant.ui.boxes import vbox
-from assistant.ui.form_parts import help_label, new_label
+from assistant.ui.parts import help_label, new_label, vbox
 from assistant.ui.theme import monospace_font
 
 

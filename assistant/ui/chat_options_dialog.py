@@ -10,7 +10,6 @@ from PySide6.QtWidgets import (
     QComboBox,
     QDialog,
     QDialogButtonBox,
-    QFormLayout,
     QPlainTextEdit,
     QWidget,
 )
@@ -18,9 +17,7 @@ from PySide6.QtWidgets import (
 from assistant.llm.catalog import list_models
 from assistant.llm.registry import Registry
 from assistant.service.chat_options import ChatOptions
-from assistant.ui.boxes import vbox
-from assistant.ui.buttons import push_button
-from assistant.ui.form_parts import new_label
+from assistant.ui.parts import form_layout, new_label, push_button, vbox
 
 
 class ChatOptionsDialog(QDialog):
@@ -43,8 +40,7 @@ class ChatOptionsDialog(QDialog):
         layout.addWidget(
             new_label(f"For {where}. The chat remembers them.", "MutedLabel", wrap=True)
         )
-        form = QFormLayout()
-        form.setVerticalSpacing(10)
+        form = form_layout(None, (10, -1))
         self.model = QComboBox()
         self.model.setAccessibleName("Model for this chat")
         for model in list_models(registry):

@@ -15,8 +15,7 @@ from PySide6.QtWidgets import QFrame, QProgressBar, QWidget
 
 from assistant.service.events import PrefillProgress
 from assistant.service.progress import eta_text
-from assistant.ui.boxes import hbox
-from assistant.ui.form_parts import new_label
+from assistant.ui.parts import hbox, new_label
 from assistant.ui.spinner import Spinner
 
 TITLE = "Summarizing older messages to make room"

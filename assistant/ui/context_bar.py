@@ -14,8 +14,7 @@ from PySide6.QtGui import QColor, QPainter, QPainterPath, QPaintEvent
 from PySide6.QtWidgets import QSizePolicy, QWidget
 
 from assistant.agent.events import ContextUsage
-from assistant.ui.boxes import hbox
-from assistant.ui.form_parts import new_label
+from assistant.ui.parts import hbox, new_label
 from assistant.ui.theme import current_colors
 
 Level = Literal["ok", "warning", "critical"]

@@ -9,9 +9,7 @@ from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import QFrame, QWidget
 
 from assistant.sessions.handle import ChatHandle
-from assistant.ui.boxes import hbox
-from assistant.ui.buttons import push_button
-from assistant.ui.form_parts import new_label
+from assistant.ui.parts import hbox, new_label, push_button
 
 
 class DamageBanner(QFrame):

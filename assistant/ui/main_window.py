@@ -40,9 +40,7 @@ from assistant.service.status import Phase, Status
 from assistant.sessions.store import ChatSummary
 from assistant.ui import theme
 from assistant.ui.approval import GuiApprover
-from assistant.ui.boxes import hbox, vbox
 from assistant.ui.bridge import ServiceBridge
-from assistant.ui.buttons import push_button
 from assistant.ui.chat_input import ChatInput
 from assistant.ui.chat_options_dialog import ChatOptionsDialog
 from assistant.ui.chat_view import ChatView
@@ -51,9 +49,9 @@ from assistant.ui.context_bar import ContextBar
 from assistant.ui.damage_banner import DamageBanner
 from assistant.ui.file_drop import FileDropHandler
 from assistant.ui.focus_keeper import FocusKeeper
-from assistant.ui.form_parts import new_label
 from assistant.ui.menu_bar import AppMenus
 from assistant.ui.models_page import ModelsPage
+from assistant.ui.parts import hbox, new_label, push_button, vbox
 from assistant.ui.performance_page import SpeedHooks
 from assistant.ui.prompt_progress import PromptProgress
 from assistant.ui.settings_dialog import SettingsDialog

@@ -12,9 +12,7 @@ from PySide6.QtCore import Qt, QTimer
 from PySide6.QtGui import QGuiApplication
 from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QPlainTextEdit, QSizePolicy, QWidget
 
-from assistant.ui.boxes import vbox
-from assistant.ui.buttons import action_button
-from assistant.ui.form_parts import new_label
+from assistant.ui.parts import action_button, new_label, vbox
 from assistant.ui.theme import monospace_font
 
 _FENCE = re.compile(r"^(?P<indent> {0,3})(?P<fence>`{3,}|~{3,})(?P<lang>[^\n`]*)$")

@@ -10,10 +10,8 @@ from PySide6.QtWidgets import QFrame, QSizePolicy, QToolButton, QVBoxLayout, QWi
 
 from assistant.conversation import Message, ToolCall
 from assistant.service.progress import stats_text
-from assistant.ui.boxes import hbox, vbox
-from assistant.ui.buttons import action_button
-from assistant.ui.form_parts import new_label
 from assistant.ui.markdown_view import MarkdownView
+from assistant.ui.parts import action_button, hbox, new_label, vbox
 from assistant.ui.tool_card import ToolCard
 
 ROLE_TITLES = {"user": "You", "assistant": "Assistant", "system": "System", "tool": "Tool"}

@@ -29,10 +29,14 @@ from assistant.llm.catalog import CatalogModel, ModelFileError
 from assistant.llm.context_probe import measured_line
 from assistant.llm.registry import Registry
 from assistant.llm.transcript import BASE_MODEL_NOTE
-from assistant.ui.boxes import vbox, vertical_scroller
-from assistant.ui.buttons import push_button
-from assistant.ui.elided_label import ElidedLabel
-from assistant.ui.form_parts import format_size, new_label
+from assistant.ui.parts import (
+    ElidedLabel,
+    format_size,
+    new_label,
+    push_button,
+    vbox,
+    vertical_scroller,
+)
 
 
 def facts(model: CatalogModel) -> str:

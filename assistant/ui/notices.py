@@ -17,9 +17,7 @@ from assistant.compaction.events import compaction_note, prune_note
 from assistant.compaction.summary import DEFERRED_NOTE
 from assistant.conversation import CompactionRecord
 from assistant.service.status import summarizer_line
-from assistant.ui.boxes import hbox, vbox
-from assistant.ui.buttons import action_button, push_button
-from assistant.ui.form_parts import new_label
+from assistant.ui.parts import action_button, hbox, new_label, push_button, vbox
 from assistant.ui.theme import monospace_font
 
 _COLUMN_LINE = re.compile(r"^ {2,}\S.*?\S {2,}\S")

@@ -11,8 +11,7 @@ from PySide6.QtWidgets import QFrame, QProgressBar, QWidget
 
 from assistant.service.events import PrefillProgress
 from assistant.service.progress import eta_text
-from assistant.ui.boxes import hbox
-from assistant.ui.form_parts import new_label
+from assistant.ui.parts import hbox, new_label
 
 #: How long an evaluation must run before the strip appears.
 SHOW_AFTER_MS = 400

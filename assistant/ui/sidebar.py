@@ -25,9 +25,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from assistant.ui.boxes import hbox, vbox
-from assistant.ui.buttons import push_button
-from assistant.ui.form_parts import new_label
+from assistant.ui.parts import hbox, new_label, push_button, vbox
 
 UNDO_SECONDS = 8
 ID_ROLE = Qt.ItemDataRole.UserRole

@@ -10,9 +10,7 @@ from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QFrame, QPlainTextEdit, QSizePolicy, QWidget
 
 from assistant.conversation import Message, ToolCall
-from assistant.ui.boxes import hbox, vbox
-from assistant.ui.buttons import action_button, push_button
-from assistant.ui.form_parts import new_label
+from assistant.ui.parts import action_button, hbox, new_label, push_button, vbox
 from assistant.ui.theme import monospace_font
 
 
