@@ -91,8 +91,6 @@ class GuiApprover(QObject):
     """The agent's ``Approver``: a dialog on the GUI thread, a wait on the worker thread."""
 
     _ask = Signal(object)
-    #: Emitted on the GUI thread with the dialog, right after it is shown (tests use it).
-    dialog_shown = Signal(object)
 
     def __init__(self, parent_widget: Callable[[], QWidget | None] = lambda: None) -> None:
         super().__init__()
@@ -153,9 +151,7 @@ class GuiApprover(QObject):
         dialog.decided.connect(finish)
         if cancel is not None:
             # Stop pressed while the dialog is open: close it (the worker already denied).
-            timer = QTimer(dialog)
-            timer.setInterval(100)
+            timer = QTimer(dialog, interval=100)
             timer.timeout.connect(lambda: dialog.reject() if cancel.cancelled else None)
             timer.start()
         dialog.open()
-        self.dialog_shown.emit(dialog)

@@ -19,7 +19,6 @@ from PySide6.QtWidgets import (
     QFrame,
     QHBoxLayout,
     QMessageBox,
-    QProgressBar,
     QScrollArea,
     QWidget,
 )
@@ -33,6 +32,7 @@ from assistant.ui.parts import (
     ElidedLabel,
     format_size,
     new_label,
+    progress_bar,
     push_button,
     vbox,
     vertical_scroller,
@@ -177,11 +177,7 @@ class ModelsPage(QDialog):
         self.message.setVisible(False)
         layout.addWidget(self.message)
         bottom = QHBoxLayout()
-        self.progress = QProgressBar()
-        self.progress.setRange(0, 0)
-        self.progress.setMaximumWidth(160)
-        self.progress.setTextVisible(False)
-        self.progress.setAccessibleName("Working")
+        self.progress = progress_bar("Working", 0, 160, maximum=0)
         self.progress.setVisible(False)
         self.add_button = push_button(
             "Add a GGUF file…", self.choose_file, accessible="Add a GGUF model file from disk"

@@ -21,6 +21,7 @@ from PySide6.QtWidgets import (
     QLabel,
     QLineEdit,
     QPlainTextEdit,
+    QProgressBar,
     QPushButton,
     QScrollArea,
     QSizePolicy,
@@ -119,6 +120,16 @@ def action_button(text: str, tip: str, slot: OnClick = None) -> QToolButton:
     action = button(QToolButton(), text, slot, name="MessageAction", tip=tip)
     action.setCursor(Qt.CursorShape.PointingHandCursor)
     return action
+
+
+def progress_bar(accessible: str, minimum_width: int, maximum_width: int, *, maximum: int = 100
+                 ) -> QProgressBar:
+    """A bar without its text (the words beside it say how far); ``maximum`` 0: busy."""
+    bar = QProgressBar(textVisible=False, maximum=maximum)
+    bar.setAccessibleName(accessible)
+    bar.setMinimumWidth(minimum_width)
+    bar.setMaximumWidth(maximum_width)
+    return bar
 
 
 class ElidedLabel(QLabel):

@@ -93,9 +93,7 @@ class Sidebar(QFrame):
         self.no_match = new_label("", "MutedLabel", wrap=True)
         self.no_match.setVisible(False)
         layout.addWidget(self.no_match)
-        self._search_timer = QTimer(self)
-        self._search_timer.setSingleShot(True)
-        self._search_timer.setInterval(SEARCH_DELAY_MS)
+        self._search_timer = QTimer(self, singleShot=True, interval=SEARCH_DELAY_MS)
         self._search_timer.timeout.connect(lambda: self._apply_filter(self.search.text()))
         self.searcher: Searcher | None = None
         self.list = QListWidget()
@@ -118,8 +116,7 @@ class Sidebar(QFrame):
         undo.addWidget(self.undo_button)
         self.undo_bar.setVisible(False)
         layout.addWidget(self.undo_bar)
-        self._undo_timer = QTimer(self)
-        self._undo_timer.setSingleShot(True)
+        self._undo_timer = QTimer(self, singleShot=True)
         self._undo_timer.timeout.connect(lambda: self.undo_bar.setVisible(False))
         self._deleted_id: str | None = None
         self._current: str | None = None
