@@ -277,7 +277,7 @@ class ChatView(QScrollArea):
                 index, count = self.branch_info(msg.id)
             except (KeyError, ValueError):
                 index, count = 1, 1
-            widget.set_branch_info(index - 1, count)
+            widget.branch_switcher.set_position(index - 1, count)
         return widget
 
     # -- live events -------------------------------------------------------------------

@@ -5,6 +5,8 @@ beside the original and opens it (``ChatService.repair_chat``).
 
 from __future__ import annotations
 
+import html
+
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import QFrame, QWidget
 
@@ -39,11 +41,7 @@ class DamageBanner(QFrame):
             details = [w for w in handle.warnings if w and w != handle.read_only]
             self.label.setText(
                 "<b>Read-only: some lines of this chat are damaged.</b> "
-                + " ".join(_escape(d) for d in details)
+                + " ".join(html.escape(d, quote=False) for d in details)
                 + " Everything that could be read is shown."
             )
         self.setVisible(self.read_only)
-
-
-def _escape(text: str) -> str:
-    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")

@@ -49,7 +49,7 @@ from assistant.ui.file_drop import FileDropHandler
 from assistant.ui.focus_keeper import FocusKeeper
 from assistant.ui.menu_bar import AppMenus
 from assistant.ui.models_page import ModelsPage
-from assistant.ui.parts import hbox, new_label, progress_bar, push_button, vbox
+from assistant.ui.parts import hbox, new_label, opened, progress_bar, push_button, vbox
 from assistant.ui.performance_page import SpeedHooks
 from assistant.ui.progress_strips import CompactionStrip, PromptProgress
 from assistant.ui.settings_dialog import SettingsDialog
@@ -180,14 +180,13 @@ class MainWindow(WindowDialogs):
         comp.addLayout(info)
         right_layout.addWidget(composer)
 
-        self.splitter = QSplitter(Qt.Orientation.Horizontal)
+        self.splitter = QSplitter(Qt.Orientation.Horizontal, childrenCollapsible=False,
+                                  handleWidth=1)
         self.splitter.addWidget(self.sidebar)
         self.splitter.addWidget(right)
         self.splitter.setStretchFactor(0, 0)
         self.splitter.setStretchFactor(1, 1)
         self.splitter.setSizes([260, 920])
-        self.splitter.setChildrenCollapsible(False)
-        self.splitter.setHandleWidth(1)
         self.setCentralWidget(self.splitter)
 
         status = self.statusBar()
@@ -465,9 +464,7 @@ class MainWindow(WindowDialogs):
         box = QMessageBox(
             QMessageBox.Icon.Warning, title, text, QMessageBox.StandardButton.Ok, self
         )
-        box.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
-        box.open()
-        self.error_box = box
+        self.error_box = opened(box)
         return box
 
     def _update_mode_label(self) -> None:

@@ -11,7 +11,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from PySide6.QtCore import QObject, Qt, Signal
+from PySide6.QtCore import QObject, Signal
 from PySide6.QtGui import QCloseEvent
 from PySide6.QtWidgets import (
     QDialog,
@@ -32,6 +32,7 @@ from assistant.ui.parts import (
     ElidedLabel,
     format_size,
     new_label,
+    opened,
     progress_bar,
     push_button,
     vbox,
@@ -71,14 +72,10 @@ class ModelCard(QFrame):
         top = QHBoxLayout()
         top.setSpacing(8)
         self.title = new_label(model.display_name, "ModelTitle")
-        if loaded:
-            state = "Loaded"
-        elif model.installed:
-            state = "Installed"
-        elif model.source == "added":
-            state = "File missing"
-        else:
-            state = "Not installed"
+        state = (
+            "Loaded" if loaded else "Installed" if model.installed
+            else "File missing" if model.source == "added" else "Not installed"
+        )
         self.state = new_label(state, "ModelState")
         self.state.setProperty("state", state.lower().replace(" ", "-"))
         top.addWidget(self.title)
@@ -235,9 +232,7 @@ class ModelsPage(QDialog):
         dialog.setFileMode(QFileDialog.FileMode.ExistingFile)
         dialog.setNameFilters(["GGUF models (*.gguf)", "All files (*)"])
         dialog.fileSelected.connect(lambda path: self.add_file(Path(path)))
-        dialog.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
-        dialog.open()
-        self.add_dialog = dialog
+        self.add_dialog = opened(dialog)
         return dialog
 
     def add_file(self, path: Path) -> None:
@@ -271,9 +266,7 @@ class ModelsPage(QDialog):
         remove = box.addButton("Remove", QMessageBox.ButtonRole.DestructiveRole)
         box.addButton(QMessageBox.StandardButton.Cancel)
         box.buttonClicked.connect(lambda b: self.remove(model) if b is remove else None)
-        box.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
-        box.open()
-        self.remove_box = box
+        self.remove_box = opened(box)
         return box
 
     def remove(self, model: CatalogModel) -> None:

@@ -141,8 +141,8 @@ class CompactionNotice(QFrame):
         self.focus_note = new_label(FOCUS_NOTE, "MutedLabel", wrap=True)
         self.focus_note.setVisible(recall_focus)
         details.addWidget(self.focus_note)
-        copy = action_button("Copy summary", "Copy the summary text")
-        copy.clicked.connect(lambda: QGuiApplication.clipboard().setText(record.summary))
+        copy = action_button("Copy summary", "Copy the summary text",
+                             lambda: QGuiApplication.clipboard().setText(record.summary))
         details.addWidget(copy, 0, Qt.AlignmentFlag.AlignLeft)
         layout.addWidget(self.details)
         self.details.setVisible(False)

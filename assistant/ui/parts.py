@@ -14,6 +14,7 @@ from PySide6.QtWidgets import (
     QBoxLayout,
     QCheckBox,
     QComboBox,
+    QDialog,
     QDoubleSpinBox,
     QFormLayout,
     QFrame,
@@ -38,6 +39,7 @@ B = TypeVar("B", bound=QAbstractButton)
 Field = QCheckBox | QSpinBox | QDoubleSpinBox | QComboBox | QLineEdit | QPlainTextEdit
 F = TypeVar("F", bound=Field)
 K = TypeVar("K")
+D = TypeVar("D", bound=QDialog)
 OnClick = Callable[[], object] | SignalInstance | None
 
 
@@ -96,8 +98,8 @@ def help_label(text: str) -> QLabel:
     return new_label(text, "FieldHelp", wrap=True)
 
 
-def button(widget: B, text: str, slot: OnClick = None, *, name: str = "", tip: str = "",
-           accessible: str = "") -> B:
+def styled_button(widget: B, text: str, slot: OnClick = None, *, name: str = "",
+                  tip: str = "", accessible: str = "") -> B:
     """``widget`` styled by its object ``name``, with its text, tooltip and accessible name,
     running ``slot`` when clicked."""
     widget.setText(text)
@@ -112,12 +114,12 @@ def button(widget: B, text: str, slot: OnClick = None, *, name: str = "", tip: s
 
 def push_button(text: str, slot: OnClick = None, *, name: str = "", tip: str = "",
                 accessible: str = "") -> QPushButton:
-    return button(QPushButton(), text, slot, name=name, tip=tip, accessible=accessible)
+    return styled_button(QPushButton(), text, slot, name=name, tip=tip, accessible=accessible)
 
 
 def action_button(text: str, tip: str, slot: OnClick = None) -> QToolButton:
     """The chat entries' small flat buttons (Copy, Edit, ...)."""
-    action = button(QToolButton(), text, slot, name="MessageAction", tip=tip)
+    action = styled_button(QToolButton(), text, slot, name="MessageAction", tip=tip)
     action.setCursor(Qt.CursorShape.PointingHandCursor)
     return action
 
@@ -130,6 +132,13 @@ def progress_bar(accessible: str, minimum_width: int, maximum_width: int, *, max
     bar.setMinimumWidth(minimum_width)
     bar.setMaximumWidth(maximum_width)
     return bar
+
+
+def opened(dialog: D) -> D:
+    """``dialog`` shown without blocking the event loop (tests drive it), deleted when closed."""
+    dialog.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+    dialog.open()
+    return dialog
 
 
 class ElidedLabel(QLabel):

@@ -25,7 +25,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from assistant.ui.parts import hbox, new_label, push_button, vbox
+from assistant.ui.parts import hbox, new_label, opened, push_button, vbox
 
 UNDO_SECONDS = 8
 ID_ROLE = Qt.ItemDataRole.UserRole
@@ -145,25 +145,21 @@ class Sidebar(QFrame):
 
     def set_current(self, chat_id: str | None) -> None:
         self._current = chat_id
-        for i in range(self.list.count()):
-            item = self.list.item(i)
-            if item.data(ID_ROLE) == chat_id:
-                self.list.blockSignals(True)
-                self.list.setCurrentItem(item)
-                self.list.blockSignals(False)
+        item = self.item_for(chat_id)
+        if item is not None:
+            self.list.blockSignals(True)
+            self.list.setCurrentItem(item)
+            self.list.blockSignals(False)
 
-    def titles(self, visible_only: bool = True) -> list[str]:
-        return [
-            str(self.list.item(i).data(TITLE_ROLE))
-            for i in range(self.list.count())
-            if not (visible_only and self.list.item(i).isHidden())
-        ]
+    def _items(self) -> list[QListWidgetItem]:
+        return [self.list.item(i) for i in range(self.list.count())]
 
-    def item_for(self, chat_id: str) -> QListWidgetItem | None:
-        for i in range(self.list.count()):
-            if self.list.item(i).data(ID_ROLE) == chat_id:
-                return self.list.item(i)
-        return None
+    def titles(self) -> list[str]:
+        """The titles listed (those the search leaves shown)."""
+        return [str(item.data(TITLE_ROLE)) for item in self._items() if not item.isHidden()]
+
+    def item_for(self, chat_id: str | None) -> QListWidgetItem | None:
+        return next((item for item in self._items() if item.data(ID_ROLE) == chat_id), None)
 
     # -- search ------------------------------------------------------------------------
     def focus_search(self) -> None:
@@ -180,15 +176,14 @@ class Sidebar(QFrame):
     def _apply_filter(self, text: str) -> None:
         """Show the chats whose title or messages hold ``text`` (all of them for none)."""
         needle = " ".join(text.split()).lower()
-        ids = [str(self.list.item(i).data(ID_ROLE)) for i in range(self.list.count())]
+        items = self._items()
         in_messages: dict[str, str] = {}
         if needle and self.searcher is not None:
-            in_messages = self.searcher(needle, ids)
+            in_messages = self.searcher(needle, [str(item.data(ID_ROLE)) for item in items])
         shown = 0
-        for i in range(self.list.count()):
-            item = self.list.item(i)
+        for item in items:
             title = str(item.data(TITLE_ROLE))
-            hit = in_messages.get(ids[i])
+            hit = in_messages.get(str(item.data(ID_ROLE)))
             by_title = needle in title.lower()
             visible = not needle or by_title or hit is not None
             item.setHidden(not visible)
@@ -201,11 +196,9 @@ class Sidebar(QFrame):
         if self._search_timer.isActive():
             self._search_timer.stop()
             self._apply_filter(self.search.text())
-        for i in range(self.list.count()):
-            item = self.list.item(i)
-            if not item.isHidden():
-                self._clicked(item)
-                return
+        first = next((item for item in self._items() if not item.isHidden()), None)
+        if first is not None:
+            self._clicked(first)
 
     # -- actions -----------------------------------------------------------------------
     def _clicked(self, item: QListWidgetItem) -> None:
@@ -246,10 +239,8 @@ class Sidebar(QFrame):
             lambda title: self.rename_requested.emit(chat_id, title.strip())
             if title.strip() else None
         )
-        dialog.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
         dialog.resize(dialog.minimumWidth(), dialog.sizeHint().height())
-        dialog.open()
-        return dialog
+        return opened(dialog)
 
     def delete(self, chat_id: str) -> None:
         """Ask the window to delete a chat and offer Undo."""

@@ -128,14 +128,11 @@ class ToolCard(QFrame):
 
     def _refresh(self) -> None:
         arrow = "▾" if self.header.isChecked() else "▸"
-        if self.result is None:
-            status = "running…"
-        elif self.result.is_error:
-            status = "error"
-        elif self.result.pruned:
-            status = "output cleared"
-        else:
-            status = result_size(self.call.name, self.result.content)
+        status = (
+            "running…" if self.result is None else "error" if self.result.is_error
+            else "output cleared" if self.result.pruned
+            else result_size(self.call.name, self.result.content)
+        )
         who = " (you)" if self.result is not None and self.result.initiated_by == "user" else ""
         self.header.setText(
             f"{arrow}  {self.call.name}{who}   {_short_arguments(self.call)}   — {status}"

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from PySide6.QtCore import Qt, QUrl
+from PySide6.QtCore import QUrl
 from PySide6.QtGui import QDesktopServices
 from PySide6.QtWidgets import QFileDialog, QMainWindow, QMessageBox
 
@@ -22,6 +22,7 @@ from assistant.ui.chat_input import ChatInput
 from assistant.ui.chat_options_dialog import ChatOptionsDialog
 from assistant.ui.chat_view import ChatView
 from assistant.ui.models_page import ModelsPage
+from assistant.ui.parts import opened
 
 
 class WindowDialogs(QMainWindow):
@@ -66,9 +67,7 @@ class WindowDialogs(QMainWindow):
         current = self.service.settings.workspace_path()
         dialog.setDirectory(str(current if current.is_dir() else Path.home()))
         dialog.fileSelected.connect(self._workspace_chosen)
-        dialog.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
-        dialog.open()
-        self.workspace_dialog = dialog
+        self.workspace_dialog = opened(dialog)
         return dialog
 
     def _workspace_chosen(self, folder: str) -> None:
@@ -98,9 +97,7 @@ class WindowDialogs(QMainWindow):
                 dialog.result_options(), as_default=dialog.as_default.isChecked()
             )
         )
-        dialog.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
-        self.chat_options_dialog = dialog
-        dialog.open()
+        self.chat_options_dialog = opened(dialog)
         return dialog
 
     def _chat_options_for(self, chat_id: str) -> None:
@@ -123,9 +120,7 @@ class WindowDialogs(QMainWindow):
         box.buttonClicked.connect(
             lambda b: self.service.use_model(event.chat_model) if b is switch else None
         )
-        box.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
-        box.open()
-        self.model_switch_box = box
+        self.model_switch_box = opened(box)
         return box
 
     def _model_name(self, key: str) -> str:
@@ -164,9 +159,7 @@ class WindowDialogs(QMainWindow):
                 export_target(Path(target), dialog.selectedNameFilter())
             )
         )
-        dialog.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
-        dialog.open()
-        self.export_dialog = dialog
+        self.export_dialog = opened(dialog)
         return dialog
 
 
