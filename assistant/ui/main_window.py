@@ -41,21 +41,20 @@ from assistant.ui import theme
 from assistant.ui.approval import GuiApprover
 from assistant.ui.bridge import ServiceBridge
 from assistant.ui.chat_input import ChatInput
-from assistant.ui.chat_options_dialog import ChatOptionsDialog
 from assistant.ui.chat_view import ChatView
 from assistant.ui.context_bar import ContextBar
-from assistant.ui.damage_banner import DamageBanner
 from assistant.ui.file_drop import FileDropHandler
 from assistant.ui.focus_keeper import FocusKeeper
 from assistant.ui.menu_bar import AppMenus
 from assistant.ui.models_page import ModelsPage
-from assistant.ui.parts import hbox, new_label, opened, progress_bar, push_button, vbox
+from assistant.ui.notices import Banner, DamageBanner
+from assistant.ui.parts import new_label, opened, progress_bar, push_button, vbox
 from assistant.ui.performance_page import SpeedHooks
 from assistant.ui.progress_strips import CompactionStrip, PromptProgress
 from assistant.ui.settings_dialog import SettingsDialog
 from assistant.ui.sidebar import ChatEntry, Sidebar
 from assistant.ui.welcome_view import WelcomeView
-from assistant.ui.window_dialogs import WindowDialogs
+from assistant.ui.window_dialogs import ChatOptionsDialog, WindowDialogs
 from assistant.ui.window_state import (
     fit_to_screen,
     last_chat,
@@ -125,18 +124,12 @@ class MainWindow(WindowDialogs):
         right = QWidget()
         right_layout = vbox(right, (0, 0, 0, 0), 0)
 
-        self.model_banner = QFrame()
-        self.model_banner.setObjectName("ModelBanner")
-        banner = hbox(self.model_banner, (16, 8, 12, 8))
-        self.model_banner_label = new_label("", wrap=True, selectable=True)
         self.choose_model_button = push_button(
             "Choose another model…", self._open_settings_for_the_engine
         )
         self.retry_button = push_button("Retry", self.service.load_model)
-        banner.addWidget(self.model_banner_label, 1)
-        banner.addWidget(self.retry_button)
-        banner.addWidget(self.choose_model_button)
-        self.model_banner.setVisible(False)
+        self.model_banner = Banner("ModelBanner", self.retry_button, self.choose_model_button)
+        self.model_banner_label = self.model_banner.label
         right_layout.addWidget(self.model_banner)
         self.damage_banner = DamageBanner()
         right_layout.addWidget(self.damage_banner)
