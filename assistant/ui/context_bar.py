@@ -41,8 +41,6 @@ CRITICAL_AT = 0.90
 
 
 class _Bar(QWidget):
-    """The painted bar itself."""
-
     def __init__(self, owner: ContextBar) -> None:
         super().__init__(owner)
         self._owner = owner
@@ -65,19 +63,15 @@ class _Bar(QWidget):
         if usage is not None and usage.window > 0:
             x = rect.left()
             scale = rect.width() / usage.window
-            for key, _title, colour in SEGMENTS:
-                width = usage.segments.get(key, 0) * scale
+            drawn = (
+                [(usage.segments.get(key, 0), getattr(c, colour)) for key, _t, colour in SEGMENTS]
+                if usage.segments else [(usage.prompt_tokens, c.seg_conversation)]
+            )
+            for tokens, colour in drawn:
+                width = tokens * scale
                 if width > 0:
-                    painter.fillRect(
-                        QRectF(x, rect.top(), width, rect.height()), QColor(getattr(c, colour))
-                    )
+                    painter.fillRect(QRectF(x, rect.top(), width, rect.height()), QColor(colour))
                     x += width
-            if not usage.segments:
-                width = usage.prompt_tokens * scale
-                painter.fillRect(
-                    QRectF(x, rect.top(), width, rect.height()), QColor(c.seg_conversation)
-                )
-                x += width
             reserve_x = max(x, rect.right() - usage.reserve * scale)
             reserve = QRectF(reserve_x, rect.top(), rect.right() - reserve_x, rect.height())
             painter.fillRect(reserve, QColor(c.seg_reserve))

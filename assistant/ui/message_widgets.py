@@ -47,8 +47,6 @@ class BranchSwitcher(QWidget):
 
 
 class MessageWidget(QFrame):
-    """One user or assistant message."""
-
     edit_requested = Signal(str)
     regenerate_requested = Signal(str)
     delete_requested = Signal(str)

@@ -45,12 +45,10 @@ OnClick = Callable[[], object] | SignalInstance | None
 
 # -- layouts -----------------------------------------------------------------------------
 def hbox(parent: QWidget, margins: Margins, spacing: int | None = None) -> QHBoxLayout:
-    """A row laid out on ``parent``."""
     return _spaced(QHBoxLayout(parent), margins, spacing)
 
 
 def vbox(parent: QWidget, margins: Margins, spacing: int | None = None) -> QVBoxLayout:
-    """A column laid out on ``parent``."""
     return _spaced(QVBoxLayout(parent), margins, spacing)
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -126,9 +127,9 @@ class SettingsDialog(QDialog):
         self._registry = registry
         self._loaded_trained = loaded_trained_context
         self._model_present = model_present
-        #: The loaded model's tokenizer (the system prompt is checked against its window).
-        self._count_tokens = count_tokens
-        self._counted: tuple[str, int] | None = None
+        #: The loaded model's tokenizer (the system prompt is checked against its window);
+        #: the last count is kept, as validation runs on every key press.
+        self._count = lru_cache(maxsize=1)(count_tokens) if count_tokens is not None else None
         #: What saving will cap (windows beyond the model's trained length).
         self.notes: list[str] = []
         self._result: Settings | None = settings.model_copy(deep=True)
@@ -378,7 +379,7 @@ class SettingsDialog(QDialog):
         loaded = (
             self.model_combo.currentData() == self._original.model and self._same_engine_loaded()
         )
-        counter = self._count if loaded and self._count_tokens is not None else None
+        counter = self._count if loaded else None
         check = check_against_model(settings, self.trained_context(), counter)
         self.notes = list(check.notes)
         self.notes_label.setText("\n".join(self.notes))
@@ -387,13 +388,6 @@ class SettingsDialog(QDialog):
             self._result = None
             self.errors.extend(check.errors)
             _mark(self.system_prompt, check.errors[0])
-
-    def _count(self, text: str) -> int:
-        """The loaded model's count of ``text`` (the last one is kept)."""
-        assert self._count_tokens is not None
-        if self._counted is None or self._counted[0] != text:
-            self._counted = (text, self._count_tokens(text))
-        return self._counted[1]
 
     def result_settings(self) -> Settings | None:
         """The validated settings (None while the form has an error)."""

@@ -40,8 +40,6 @@ Searcher = Callable[[str, Sequence[str]], dict[str, str]]
 
 @dataclass(frozen=True)
 class ChatEntry:
-    """One row of the chat list."""
-
     chat_id: str
     title: str
     updated: float = 0.0

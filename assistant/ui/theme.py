@@ -290,7 +290,6 @@ QPushButton#StatusButton:hover {{ color: {c.accent}; text-decoration: underline;
 
 
 def apply_theme(app: QApplication, theme: Theme) -> Colors:
-    """Apply a theme to the whole application and return its colours."""
     c = _colors_for(theme)
     app.setProperty("assistantTheme", c.name)
     app.setPalette(_palette(c))
