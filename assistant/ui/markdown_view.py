@@ -108,11 +108,9 @@ class CodeBlock(QFrame):
         header.addStretch(1)
         header.addWidget(self.copy_button)
         layout.addLayout(header)
-        self.editor = QPlainTextEdit()
+        self.editor = QPlainTextEdit(readOnly=True, lineWrapMode=QPlainTextEdit.LineWrapMode.NoWrap)
         self.editor.setAccessibleName(f"Code ({lang})" if lang else "Code")
-        self.editor.setReadOnly(True)
         self.editor.setFrameShape(QFrame.Shape.NoFrame)
-        self.editor.setLineWrapMode(QPlainTextEdit.LineWrapMode.NoWrap)
         self.editor.setVerticalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
         self.editor.setFont(monospace_font())
         self.editor.setTextInteractionFlags(

@@ -284,9 +284,10 @@ class SettingsDialog(QDialog):
                                        fields, ("system_prompt",))
         self.system_prompt.setMinimumHeight(110)
         ws_row = QHBoxLayout()
-        self.workspace = fields[("workspace",)] = QLineEdit()
+        self.workspace = fields[("workspace",)] = QLineEdit(
+            placeholderText="Default workspace folder"
+        )
         self.workspace.setAccessibleName("Workspace folder")
-        self.workspace.setPlaceholderText("Default workspace folder")
         ws_row.addWidget(self.workspace, 1)
         ws_row.addWidget(push_button("Browse…", self._browse_workspace))
         form.addRow("Workspace folder", ws_row)

@@ -79,9 +79,7 @@ class Sidebar(QFrame):
         )
         top.addWidget(self.new_button)
         layout.addLayout(top)
-        self.search = QLineEdit()
-        self.search.setPlaceholderText("Search chats (Ctrl+K)")
-        self.search.setClearButtonEnabled(True)
+        self.search = QLineEdit(placeholderText="Search chats (Ctrl+K)", clearButtonEnabled=True)
         self.search.setAccessibleName("Search chats")
         for clear in self.search.findChildren(QToolButton):  # the field's clear button
             clear.setAccessibleName("Clear the search")

@@ -35,11 +35,9 @@ class MonoBox(QPlainTextEdit):
     """Read-only monospace text that grows with its content up to ``max_lines``."""
 
     def __init__(self, text: str, max_lines: int = 14) -> None:
-        super().__init__()
+        super().__init__(readOnly=True, lineWrapMode=QPlainTextEdit.LineWrapMode.WidgetWidth)
         self.setObjectName("CardMono")
-        self.setReadOnly(True)
         self.setFont(monospace_font())
-        self.setLineWrapMode(QPlainTextEdit.LineWrapMode.WidgetWidth)
         self.setFrameShape(QFrame.Shape.NoFrame)
         self._max_lines = max_lines
         self.set_text(text)

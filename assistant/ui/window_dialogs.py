@@ -71,10 +71,9 @@ class ChatOptionsDialog(QDialog):
         form.addRow("Model", self.model)
         form.addRow("", push_button("Manage models…", self.manage_models_requested,
                                     accessible="Open the Models window"))
-        self.system_prompt = QPlainTextEdit(options.system_prompt)
+        self.system_prompt = QPlainTextEdit(options.system_prompt, tabChangesFocus=True)
         self.system_prompt.setAccessibleName("System prompt for this chat")
         self.system_prompt.setMinimumHeight(120)
-        self.system_prompt.setTabChangesFocus(True)
         form.addRow("System prompt", self.system_prompt)
         self.as_default = QCheckBox("Also use this system prompt for new chats")
         form.addRow("", self.as_default)
