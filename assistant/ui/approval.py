@@ -12,11 +12,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from PySide6.QtCore import QObject, Qt, QTimer, Signal, Slot
-from PySide6.QtWidgets import QDialog, QHBoxLayout, QLabel, QPlainTextEdit, QPushButton, QWidget
+from PySide6.QtWidgets import QDialog, QHBoxLayout, QLabel, QPlainTextEdit, QWidget
 
 from assistant.tools.approval import ApprovalDecision, ApprovalRequest
-from assistant.ui.boxes import vbox
-from assistant.ui.form_parts import help_label, new_label
+from assistant.ui.parts import help_label, new_label, push_button, vbox
 from assistant.ui.theme import monospace_font
 
 
@@ -51,26 +50,25 @@ class ApprovalDialog(QDialog):
         self.summary = new_label(request.summary, wrap=True, selectable=True)
         self.summary.setFont(monospace_font())
         layout.addWidget(self.summary)
-        self.preview = QPlainTextEdit(request.preview)
-        self.preview.setReadOnly(True)
+        self.preview = QPlainTextEdit(request.preview, readOnly=True)
         self.preview.setFont(monospace_font())
         self.preview.setVisible(bool(request.preview))
         self.preview.setMinimumHeight(140)
         layout.addWidget(self.preview, 1)
         buttons = QHBoxLayout()
         buttons.addStretch(1)
-        self.deny_button = QPushButton("Deny")
-        self.chat_button = QPushButton("Allow for this chat")
-        self.once_button = QPushButton("Allow once")
-        self.once_button.setObjectName("PrimaryButton")
+        self.deny_button = push_button("Deny", lambda: self._decide(ApprovalDecision.DENY))
+        self.chat_button = push_button(
+            "Allow for this chat", lambda: self._decide(ApprovalDecision.ALLOW_FOR_CHAT)
+        )
+        self.once_button = push_button(
+            "Allow once", lambda: self._decide(ApprovalDecision.ALLOW_ONCE), name="PrimaryButton"
+        )
         for button in (self.deny_button, self.chat_button, self.once_button):
             button.setAutoDefault(False)
             buttons.addWidget(button)
         self.once_button.setDefault(True)
         layout.addLayout(buttons)
-        self.deny_button.clicked.connect(lambda: self._decide(ApprovalDecision.DENY))
-        self.chat_button.clicked.connect(lambda: self._decide(ApprovalDecision.ALLOW_FOR_CHAT))
-        self.once_button.clicked.connect(lambda: self._decide(ApprovalDecision.ALLOW_ONCE))
         self.rejected.connect(lambda: self._emit_once(ApprovalDecision.DENY))
         self._emitted = False
 
@@ -92,8 +90,6 @@ class GuiApprover(QObject):
     """The agent's ``Approver``: a dialog on the GUI thread, a wait on the worker thread."""
 
     _ask = Signal(object)
-    #: Emitted on the GUI thread with the dialog, right after it is shown (tests use it).
-    dialog_shown = Signal(object)
 
     def __init__(self, parent_widget: Callable[[], QWidget | None] = lambda: None) -> None:
         super().__init__()
@@ -154,9 +150,7 @@ class GuiApprover(QObject):
         dialog.decided.connect(finish)
         if cancel is not None:
             # Stop pressed while the dialog is open: close it (the worker already denied).
-            timer = QTimer(dialog)
-            timer.setInterval(100)
+            timer = QTimer(dialog, interval=100)
             timer.timeout.connect(lambda: dialog.reject() if cancel.cancelled else None)
             timer.start()
         dialog.open()
-        self.dialog_shown.emit(dialog)

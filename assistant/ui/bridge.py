@@ -6,6 +6,7 @@ without a repaint per token.
 
 from __future__ import annotations
 
+import re
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -13,31 +14,8 @@ from typing import Any
 
 from PySide6.QtCore import QObject, QTimer, Signal, Slot
 
-from assistant.agent.events import (
-    AssistantDelta,
-    ContextChanged,
-    ContextUsage,
-    MessageAdded,
-    MessageRefused,
-    ModelCallFinished,
-    Notice,
-    ToolCallStarted,
-    TurnFinished,
-)
-from assistant.service.events import (
-    ChatPickerRequested,
-    ChatsChanged,
-    ConversationReset,
-    ExportPathNeeded,
-    ModelChanged,
-    ModelSwitchSuggested,
-    PrefillProgress,
-    QueueChanged,
-    ReplyStats,
-    ServiceEvent,
-    SettingsChanged,
-    StatusChanged,
-)
+from assistant.agent.events import AssistantDelta
+from assistant.service.events import ServiceEvent
 
 FLUSH_MS = 30
 
@@ -49,29 +27,35 @@ class _Sealed:
     text: str
 
 
-class ServiceBridge(QObject):
-    """Service events in, Qt signals out (on the GUI thread)."""
+def signal_name(event_type: type) -> str:
+    """The signal an event type is emitted by: its name in snake case."""
+    return re.sub(r"(?<!^)(?=[A-Z])", "_", event_type.__name__).lower()
 
-    message_added = Signal(object)  # Message
-    assistant_delta = Signal(str)  # batched streamed text
-    tool_call_started = Signal(object)  # ToolCallStarted
-    notice = Signal(object)  # Notice
-    context_usage = Signal(object)  # ContextUsage
-    context_changed = Signal(object)  # a compaction.events.ContextEvent
-    model_call_finished = Signal(object)  # ModelCallFinished
-    turn_finished = Signal(object)  # TurnFinished
-    status_changed = Signal(object)  # service.status.Status
-    queue_changed = Signal(object)  # tuple[str, ...]
-    chats_changed = Signal()
-    conversation_reset = Signal(object)  # chat id or None
-    model_changed = Signal(object)  # ModelChanged
-    settings_changed = Signal(object)  # SettingsChanged
-    export_path_needed = Signal(object)  # Path (suggested)
-    chat_picker_requested = Signal(object)  # tuple[ChatSummary, ...]
-    prefill_progress = Signal(object)  # PrefillProgress
-    reply_stats = Signal(object)  # ReplyStats
-    model_switch_suggested = Signal(object)  # ModelSwitchSuggested
-    message_refused = Signal(object)  # MessageRefused
+
+class ServiceBridge(QObject):
+    """Service events in, Qt signals out (on the GUI thread): each event is emitted by the
+    signal named after its type (``MessageAdded`` by ``message_added``); the window connects
+    to those it shows. Streamed text comes batched, by :attr:`assistant_delta`."""
+
+    assistant_delta = Signal(str)
+    message_added = Signal(object)
+    tool_call_started = Signal(object)
+    notice = Signal(object)
+    context_usage = Signal(object)
+    context_changed = Signal(object)
+    turn_finished = Signal(object)
+    status_changed = Signal(object)
+    queue_changed = Signal(object)
+    chats_changed = Signal(object)
+    conversation_reset = Signal(object)
+    model_changed = Signal(object)
+    settings_changed = Signal(object)
+    export_path_needed = Signal(object)
+    chat_picker_requested = Signal(object)
+    prefill_progress = Signal(object)
+    reply_stats = Signal(object)
+    model_switch_suggested = Signal(object)
+    message_refused = Signal(object)
 
     _event = Signal(object)
     _kick = Signal()
@@ -84,37 +68,13 @@ class ServiceBridge(QObject):
         #: Events (and sealed text) queued for the GUI thread and not dispatched yet.
         self._in_flight = 0
         self._closed = False
-        self._timer = QTimer(self)
-        self._timer.setSingleShot(True)
-        self._timer.setInterval(flush_ms)
+        self._timer = QTimer(self, singleShot=True, interval=flush_ms)
         self._timer.timeout.connect(self.flush)
         self._event.connect(self._dispatch)
         self._kick.connect(self._start_timer)
         self._call.connect(self._run_call)
         #: How many batched delta signals were emitted (tests check batching).
         self.flushes = 0
-        #: Event type -> (signal, the signal's arguments from the event).
-        self._routes: tuple[tuple[type[Any], Any, Callable[[Any], tuple[Any, ...]]], ...] = (
-            (MessageAdded, self.message_added, lambda e: (e.message,)),
-            (ToolCallStarted, self.tool_call_started, lambda e: (e,)),
-            (Notice, self.notice, lambda e: (e,)),
-            (ContextUsage, self.context_usage, lambda e: (e,)),
-            (ContextChanged, self.context_changed, lambda e: (e.event,)),
-            (ModelCallFinished, self.model_call_finished, lambda e: (e,)),
-            (TurnFinished, self.turn_finished, lambda e: (e,)),
-            (StatusChanged, self.status_changed, lambda e: (e.status,)),
-            (QueueChanged, self.queue_changed, lambda e: (e.texts,)),
-            (ChatsChanged, self.chats_changed, lambda e: ()),
-            (ConversationReset, self.conversation_reset, lambda e: (e.chat_id,)),
-            (ModelChanged, self.model_changed, lambda e: (e,)),
-            (SettingsChanged, self.settings_changed, lambda e: (e,)),
-            (ExportPathNeeded, self.export_path_needed, lambda e: (e.suggested,)),
-            (ChatPickerRequested, self.chat_picker_requested, lambda e: (e.chats,)),
-            (PrefillProgress, self.prefill_progress, lambda e: (e,)),
-            (ReplyStats, self.reply_stats, lambda e: (e,)),
-            (ModelSwitchSuggested, self.model_switch_suggested, lambda e: (e,)),
-            (MessageRefused, self.message_refused, lambda e: (e,)),
-        )
 
     # -- any thread --------------------------------------------------------------------
     def post(self, event: ServiceEvent) -> None:
@@ -199,8 +159,8 @@ class ServiceBridge(QObject):
             self.flushes += 1
             self.assistant_delta.emit(event.text)
             return
-        for kind, signal, args in self._routes:
-            if isinstance(event, kind):
-                signal.emit(*args(event))
-                return
-        # (PromptProgress is not routed: the service shows it as its PrefillProgress.)
+        # Events the window does not show have no signal (PromptProgress: the service
+        # shows it as its PrefillProgress).
+        signal = getattr(self, signal_name(type(event)), None)
+        if signal is not None:
+            signal.emit(event)

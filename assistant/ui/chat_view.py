@@ -16,10 +16,9 @@ from PySide6.QtWidgets import QScrollArea, QWidget
 
 from assistant.conversation import CompactionRecord, Conversation, Message, ToolCall
 from assistant.sessions.summary import is_branch_summary, summary_text
-from assistant.ui.boxes import vbox, vertical_scroller
-from assistant.ui.buttons import push_button
 from assistant.ui.message_widgets import BranchEndRow, MessageWidget
 from assistant.ui.notices import CompactionLine, CompactionNotice, NoticeWidget, PruneNotice
+from assistant.ui.parts import push_button, vbox, vertical_scroller
 from assistant.ui.theme import zoomed_font
 from assistant.ui.tool_card import ToolCard
 
@@ -278,7 +277,7 @@ class ChatView(QScrollArea):
                 index, count = self.branch_info(msg.id)
             except (KeyError, ValueError):
                 index, count = 1, 1
-            widget.set_branch_info(index - 1, count)
+            widget.branch_switcher.set_position(index - 1, count)
         return widget
 
     # -- live events -------------------------------------------------------------------

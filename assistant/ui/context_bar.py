@@ -14,8 +14,7 @@ from PySide6.QtGui import QColor, QPainter, QPainterPath, QPaintEvent
 from PySide6.QtWidgets import QSizePolicy, QWidget
 
 from assistant.agent.events import ContextUsage
-from assistant.ui.boxes import hbox
-from assistant.ui.form_parts import new_label
+from assistant.ui.parts import hbox, new_label
 from assistant.ui.theme import current_colors
 
 Level = Literal["ok", "warning", "critical"]
@@ -42,8 +41,6 @@ CRITICAL_AT = 0.90
 
 
 class _Bar(QWidget):
-    """The painted bar itself."""
-
     def __init__(self, owner: ContextBar) -> None:
         super().__init__(owner)
         self._owner = owner
@@ -66,19 +63,15 @@ class _Bar(QWidget):
         if usage is not None and usage.window > 0:
             x = rect.left()
             scale = rect.width() / usage.window
-            for key, _title, colour in SEGMENTS:
-                width = usage.segments.get(key, 0) * scale
+            drawn = (
+                [(usage.segments.get(key, 0), getattr(c, colour)) for key, _t, colour in SEGMENTS]
+                if usage.segments else [(usage.prompt_tokens, c.seg_conversation)]
+            )
+            for tokens, colour in drawn:
+                width = tokens * scale
                 if width > 0:
-                    painter.fillRect(
-                        QRectF(x, rect.top(), width, rect.height()), QColor(getattr(c, colour))
-                    )
+                    painter.fillRect(QRectF(x, rect.top(), width, rect.height()), QColor(colour))
                     x += width
-            if not usage.segments:
-                width = usage.prompt_tokens * scale
-                painter.fillRect(
-                    QRectF(x, rect.top(), width, rect.height()), QColor(c.seg_conversation)
-                )
-                x += width
             reserve_x = max(x, rect.right() - usage.reserve * scale)
             reserve = QRectF(reserve_x, rect.top(), rect.right() - reserve_x, rect.height())
             painter.fillRect(reserve, QColor(c.seg_reserve))

@@ -17,7 +17,6 @@ from PySide6.QtWidgets import (
     QButtonGroup,
     QComboBox,
     QFileDialog,
-    QFormLayout,
     QGroupBox,
     QHBoxLayout,
     QLineEdit,
@@ -32,15 +31,24 @@ from assistant.llm.base import LLMError
 from assistant.llm.openai_backend import ConnectionReport, ServerBackend
 from assistant.llm.server_probe import model_label
 from assistant.secrets import SecretStore, SecretStoreError
-from assistant.ui.boxes import vbox
-from assistant.ui.buttons import push_button
-from assistant.ui.form_parts import Field, field_value, help_label, new_label, on_change, set_field
+from assistant.ui.parts import (
+    Field,
+    combo_box,
+    field_value,
+    form_layout,
+    help_label,
+    new_label,
+    on_change,
+    push_button,
+    set_field,
+    vbox,
+)
 from assistant.ui.theme import current_colors
 
 TOOL_MODES = (
-    ("auto", "The server's native tool calls when it has them"),
-    ("native", "Always the server's native tool calls"),
-    ("text", "Always the app's text protocol"),
+    ("The server's native tool calls when it has them", "auto"),
+    ("Always the server's native tool calls", "native"),
+    ("Always the app's text protocol", "text"),
 )
 
 
@@ -82,14 +90,10 @@ class EnginePage(QWidget):
         ))
 
         self.server_box = QGroupBox("Server")
-        form = QFormLayout(self.server_box)
-        form.setVerticalSpacing(8)
-        form.setHorizontalSpacing(14)
-        self.url = QLineEdit()
-        self.url.setPlaceholderText("http://127.0.0.1:8080")
+        form = form_layout(self.server_box, (8, 14))
+        self.url = QLineEdit(placeholderText="http://127.0.0.1:8080")
         form.addRow("Address", self.url)
-        self.api_key = QLineEdit()
-        self.api_key.setEchoMode(QLineEdit.EchoMode.Password)
+        self.api_key = QLineEdit(echoMode=QLineEdit.EchoMode.Password)
         self.forget_key = push_button("Forget stored key", self._forget_key)
         key_row = QHBoxLayout()
         key_row.addWidget(self.api_key, 1)
@@ -97,15 +101,13 @@ class EnginePage(QWidget):
         form.addRow("API key", key_row)
         self.key_help = help_label("")
         form.addRow("", self.key_help)
-        self.model = QComboBox()
-        self.model.setEditable(True)
+        self.model = QComboBox(editable=True)
         self.model.setMinimumWidth(320)
         model_edit = self.model.lineEdit()
         if model_edit is not None:
             model_edit.setPlaceholderText("the first model the server lists")
         form.addRow("Model", self.model)
-        self.tokenizer = QLineEdit()
-        self.tokenizer.setPlaceholderText("optional: the GGUF file the server runs")
+        self.tokenizer = QLineEdit(placeholderText="optional: the GGUF file the server runs")
         tok_row = QHBoxLayout()
         tok_row.addWidget(self.tokenizer, 1)
         tok_row.addWidget(push_button("Browse…", self._browse_tokenizer))
@@ -114,19 +116,13 @@ class EnginePage(QWidget):
             "For exact token counts on servers that cannot count (Ollama, LM Studio). "
             "llama.cpp, llama-cpp-python and vLLM count themselves."
         ))
-        self.window_tokens = QSpinBox()
-        self.window_tokens.setRange(0, 10_000_000)
+        self.window_tokens = QSpinBox(minimum=0, maximum=10_000_000, suffix=" tokens")
         self.window_tokens.setGroupSeparatorShown(True)
         self.window_tokens.setSpecialValueText("from the server")
-        self.window_tokens.setSuffix(" tokens")
         form.addRow("Context window", self.window_tokens)
-        self.tool_calls = QComboBox()
-        for key, title in TOOL_MODES:
-            self.tool_calls.addItem(title, key)
+        self.tool_calls = combo_box(*TOOL_MODES)
         form.addRow("Tool calls", self.tool_calls)
-        self.timeout = QSpinBox()
-        self.timeout.setRange(1, 3600)
-        self.timeout.setSuffix(" s")
+        self.timeout = QSpinBox(minimum=1, maximum=3600, suffix=" s")
         form.addRow("Timeout", self.timeout)
         self.test_button = push_button("Test connection", self.test_connection,
                                        name="TestConnection")

@@ -54,9 +54,7 @@ class FileDropHandler(QObject):
         super().__init__(window)
         self._window = window
         self.overlay = DropOverlay(overlay_parent)
-        self._hide_timer = QTimer(self)
-        self._hide_timer.setSingleShot(True)
-        self._hide_timer.setInterval(120)
+        self._hide_timer = QTimer(self, singleShot=True, interval=120)
         self._hide_timer.timeout.connect(self.overlay.hide)
 
     def _ours(self, obj: QObject) -> bool:

@@ -15,7 +15,6 @@ from PySide6.QtWidgets import (
     QHBoxLayout,
     QLabel,
     QMessageBox,
-    QProgressBar,
     QSplitter,
     QStackedWidget,
     QWidget,
@@ -40,26 +39,22 @@ from assistant.service.status import Phase, Status
 from assistant.sessions.store import ChatSummary
 from assistant.ui import theme
 from assistant.ui.approval import GuiApprover
-from assistant.ui.boxes import hbox, vbox
 from assistant.ui.bridge import ServiceBridge
-from assistant.ui.buttons import push_button
 from assistant.ui.chat_input import ChatInput
-from assistant.ui.chat_options_dialog import ChatOptionsDialog
 from assistant.ui.chat_view import ChatView
-from assistant.ui.compaction_strip import CompactionStrip
 from assistant.ui.context_bar import ContextBar
-from assistant.ui.damage_banner import DamageBanner
 from assistant.ui.file_drop import FileDropHandler
 from assistant.ui.focus_keeper import FocusKeeper
-from assistant.ui.form_parts import new_label
 from assistant.ui.menu_bar import AppMenus
 from assistant.ui.models_page import ModelsPage
+from assistant.ui.notices import Banner, DamageBanner
+from assistant.ui.parts import new_label, opened, progress_bar, push_button, vbox
 from assistant.ui.performance_page import SpeedHooks
-from assistant.ui.prompt_progress import PromptProgress
+from assistant.ui.progress_strips import CompactionStrip, PromptProgress
 from assistant.ui.settings_dialog import SettingsDialog
 from assistant.ui.sidebar import ChatEntry, Sidebar
 from assistant.ui.welcome_view import WelcomeView
-from assistant.ui.window_dialogs import WindowDialogs
+from assistant.ui.window_dialogs import ChatOptionsDialog, WindowDialogs
 from assistant.ui.window_state import (
     fit_to_screen,
     last_chat,
@@ -103,9 +98,7 @@ class MainWindow(WindowDialogs):
         self.models_page: ModelsPage | None = None
         self.chat_options_dialog: ChatOptionsDialog | None = None
         self.setWindowTitle("Offline Assistant")
-        self._refit = QTimer(self)
-        self._refit.setSingleShot(True)
-        self._refit.setInterval(300)
+        self._refit = QTimer(self, singleShot=True, interval=300)
         self._refit.timeout.connect(self._fit_framed)
         self._shown_frame = (0, 0)
         self.resize(1180, 800)
@@ -131,18 +124,12 @@ class MainWindow(WindowDialogs):
         right = QWidget()
         right_layout = vbox(right, (0, 0, 0, 0), 0)
 
-        self.model_banner = QFrame()
-        self.model_banner.setObjectName("ModelBanner")
-        banner = hbox(self.model_banner, (16, 8, 12, 8))
-        self.model_banner_label = new_label("", wrap=True, selectable=True)
         self.choose_model_button = push_button(
             "Choose another model…", self._open_settings_for_the_engine
         )
         self.retry_button = push_button("Retry", self.service.load_model)
-        banner.addWidget(self.model_banner_label, 1)
-        banner.addWidget(self.retry_button)
-        banner.addWidget(self.choose_model_button)
-        self.model_banner.setVisible(False)
+        self.model_banner = Banner("ModelBanner", self.retry_button, self.choose_model_button)
+        self.model_banner_label = self.model_banner.label
         right_layout.addWidget(self.model_banner)
         self.damage_banner = DamageBanner()
         right_layout.addWidget(self.damage_banner)
@@ -186,25 +173,20 @@ class MainWindow(WindowDialogs):
         comp.addLayout(info)
         right_layout.addWidget(composer)
 
-        self.splitter = QSplitter(Qt.Orientation.Horizontal)
+        self.splitter = QSplitter(Qt.Orientation.Horizontal, childrenCollapsible=False,
+                                  handleWidth=1)
         self.splitter.addWidget(self.sidebar)
         self.splitter.addWidget(right)
         self.splitter.setStretchFactor(0, 0)
         self.splitter.setStretchFactor(1, 1)
         self.splitter.setSizes([260, 920])
-        self.splitter.setChildrenCollapsible(False)
-        self.splitter.setHandleWidth(1)
         self.setCentralWidget(self.splitter)
 
         status = self.statusBar()
         status.setSizeGripEnabled(False)
         self.status_label = QLabel("")
         status.addWidget(self.status_label, 1)
-        self.load_progress = QProgressBar()
-        self.load_progress.setAccessibleName("Loading the model")
-        self.load_progress.setFixedWidth(140)
-        self.load_progress.setRange(0, 0)
-        self.load_progress.setTextVisible(False)
+        self.load_progress = progress_bar("Loading the model", 140, 140, maximum=0)
         self.load_progress.setVisible(False)
         status.addPermanentWidget(self.load_progress)
         self.model_label = push_button(
@@ -244,18 +226,18 @@ class MainWindow(WindowDialogs):
         if app is not None:
             app.installEventFilter(self.drop_handler)
             app.installEventFilter(self.focus_keeper)
-        b.message_added.connect(self.chat_view.add_message)
+        b.message_added.connect(lambda event: self.chat_view.add_message(event.message))
         b.assistant_delta.connect(self.chat_view.append_delta)
         b.tool_call_started.connect(lambda event: self.chat_view.tool_call_started(event.call))
         b.notice.connect(lambda notice: self.show_notice(notice.level, notice.text))
         b.context_usage.connect(self._context_usage)
-        b.context_changed.connect(self._context_changed)
+        b.context_changed.connect(lambda event: self._context_changed(event.event))
         b.turn_finished.connect(lambda event: self.chat_view.end_streaming(stopped=event.stopped))
-        b.status_changed.connect(self._status_changed)
-        b.queue_changed.connect(lambda _texts: self._update_composer())
-        b.chats_changed.connect(self._refresh_chats)
-        b.conversation_reset.connect(lambda _chat_id: self._render_conversation())
-        b.conversation_reset.connect(lambda _id: self.damage_banner.show_for(self.service.handle))
+        b.status_changed.connect(lambda event: self._status_changed(event.status))
+        b.queue_changed.connect(lambda _event: self._update_composer())
+        b.chats_changed.connect(lambda _event: self._refresh_chats())
+        b.conversation_reset.connect(lambda _event: self._render_conversation())
+        b.conversation_reset.connect(lambda _e: self.damage_banner.show_for(self.service.handle))
         self.damage_banner.repair_requested.connect(self.service.repair_chat)
         b.model_changed.connect(self._model_changed)
         b.settings_changed.connect(self._settings_changed)
@@ -265,8 +247,8 @@ class MainWindow(WindowDialogs):
         b.message_refused.connect(self._message_refused)
         self.sidebar.options_requested.connect(self._chat_options_for)
         self.sidebar.searcher = c.search_chats
-        b.export_path_needed.connect(self._choose_export_path)
-        b.chat_picker_requested.connect(lambda _chats: self.sidebar.focus_search())
+        b.export_path_needed.connect(lambda event: self._choose_export_path(event.suggested))
+        b.chat_picker_requested.connect(lambda _event: self.sidebar.focus_search())
 
     # -- chats -------------------------------------------------------------------------
     def _refresh_chats(self) -> None:
@@ -475,9 +457,7 @@ class MainWindow(WindowDialogs):
         box = QMessageBox(
             QMessageBox.Icon.Warning, title, text, QMessageBox.StandardButton.Ok, self
         )
-        box.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
-        box.open()
-        self.error_box = box
+        self.error_box = opened(box)
         return box
 
     def _update_mode_label(self) -> None:

@@ -12,9 +12,7 @@ from PySide6.QtCore import Qt, QTimer
 from PySide6.QtGui import QGuiApplication
 from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QPlainTextEdit, QSizePolicy, QWidget
 
-from assistant.ui.boxes import vbox
-from assistant.ui.buttons import action_button
-from assistant.ui.form_parts import new_label
+from assistant.ui.parts import action_button, new_label, vbox
 from assistant.ui.theme import monospace_font
 
 _FENCE = re.compile(r"^(?P<indent> {0,3})(?P<fence>`{3,}|~{3,})(?P<lang>[^\n`]*)$")
@@ -105,17 +103,14 @@ class CodeBlock(QFrame):
         layout = vbox(self, (8, 4, 4, 6), 2)
         header = QHBoxLayout()
         self.lang_label = new_label(lang or "code", "CodeLang")
-        self.copy_button = action_button("Copy", "Copy this code")
-        self.copy_button.clicked.connect(self.copy)
+        self.copy_button = action_button("Copy", "Copy this code", self.copy)
         header.addWidget(self.lang_label)
         header.addStretch(1)
         header.addWidget(self.copy_button)
         layout.addLayout(header)
-        self.editor = QPlainTextEdit()
+        self.editor = QPlainTextEdit(readOnly=True, lineWrapMode=QPlainTextEdit.LineWrapMode.NoWrap)
         self.editor.setAccessibleName(f"Code ({lang})" if lang else "Code")
-        self.editor.setReadOnly(True)
         self.editor.setFrameShape(QFrame.Shape.NoFrame)
-        self.editor.setLineWrapMode(QPlainTextEdit.LineWrapMode.NoWrap)
         self.editor.setVerticalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
         self.editor.setFont(monospace_font())
         self.editor.setTextInteractionFlags(

@@ -10,10 +10,8 @@ from PySide6.QtWidgets import QFrame, QSizePolicy, QToolButton, QVBoxLayout, QWi
 
 from assistant.conversation import Message, ToolCall
 from assistant.service.progress import stats_text
-from assistant.ui.boxes import hbox, vbox
-from assistant.ui.buttons import action_button
-from assistant.ui.form_parts import new_label
 from assistant.ui.markdown_view import MarkdownView
+from assistant.ui.parts import action_button, hbox, new_label, styled_button, vbox
 from assistant.ui.tool_card import ToolCard
 
 ROLE_TITLES = {"user": "You", "assistant": "Assistant", "system": "System", "tool": "Tool"}
@@ -27,22 +25,17 @@ class BranchSwitcher(QWidget):
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         layout = hbox(self, (0, 0, 0, 0), 0)
-        self.prev_button = QToolButton()
-        self.prev_button.setObjectName("BranchButton")
-        self.prev_button.setText("<")
-        self.prev_button.setToolTip("Previous version")
-        self.prev_button.setAccessibleName("Show the previous version")
-        self.next_button = QToolButton()
-        self.next_button.setObjectName("BranchButton")
-        self.next_button.setText(">")
-        self.next_button.setToolTip("Next version")
-        self.next_button.setAccessibleName("Show the next version")
+        self.prev_button = styled_button(
+            QToolButton(), "<", lambda: self.stepped.emit(-1), name="BranchButton",
+            tip="Previous version", accessible="Show the previous version",
+        )
         self.label = new_label("1/1", "BranchLabel")
-        layout.addWidget(self.prev_button)
-        layout.addWidget(self.label)
-        layout.addWidget(self.next_button)
-        self.prev_button.clicked.connect(lambda: self.stepped.emit(-1))
-        self.next_button.clicked.connect(lambda: self.stepped.emit(1))
+        self.next_button = styled_button(
+            QToolButton(), ">", lambda: self.stepped.emit(1), name="BranchButton",
+            tip="Next version", accessible="Show the next version",
+        )
+        for widget in (self.prev_button, self.label, self.next_button):
+            layout.addWidget(widget)
         self.set_position(0, 1)
 
     def set_position(self, index: int, count: int) -> None:
@@ -54,16 +47,12 @@ class BranchSwitcher(QWidget):
 
 
 class MessageWidget(QFrame):
-    """One user or assistant message."""
-
     edit_requested = Signal(str)
     regenerate_requested = Signal(str)
     delete_requested = Signal(str)
     branch_step_requested = Signal(str, int)
 
-    def __init__(
-        self, message: Message, *, actions: bool = True, parent: QWidget | None = None
-    ) -> None:
+    def __init__(self, message: Message, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.message = message
         self.setObjectName("Bubble")
@@ -83,30 +72,25 @@ class MessageWidget(QFrame):
             lambda step: self.branch_step_requested.emit(self.message.id, step)
         )
         header.addWidget(self.branch_switcher)
-        self.copy_button = action_button("Copy", "Copy this message as Markdown")
-        self.copy_button.clicked.connect(self.copy)
-        self.edit_button = action_button("Edit", "Edit this message (starts a new branch)")
-        self.edit_button.clicked.connect(lambda: self.edit_requested.emit(self.message.id))
-        self.regenerate_button = action_button("Regenerate", "Write this reply again")
-        self.regenerate_button.clicked.connect(
-            lambda: self.regenerate_requested.emit(self.message.id)
+        self.copy_button = action_button("Copy", "Copy this message as Markdown", self.copy)
+        self.edit_button = action_button(
+            "Edit", "Edit this message (starts a new branch)",
+            lambda: self.edit_requested.emit(self.message.id),
+        )
+        self.regenerate_button = action_button(
+            "Regenerate", "Write this reply again",
+            lambda: self.regenerate_requested.emit(self.message.id),
         )
         self.delete_button = action_button(
             "Delete", "Delete this message (the chat goes on without it on a new branch; "
-            "the version with it stays)"
+            "the version with it stays)", lambda: self.delete_requested.emit(self.message.id),
         )
-        self.delete_button.clicked.connect(lambda: self.delete_requested.emit(self.message.id))
         for button in (
             self.copy_button, self.edit_button, self.regenerate_button, self.delete_button
         ):
             header.addWidget(button)
-        self.edit_button.setVisible(actions and message.role == "user")
-        self.regenerate_button.setVisible(actions and message.role == "assistant")
-        self.copy_button.setVisible(actions)
-        self.delete_button.setVisible(actions)
-        if not actions:
-            self.branch_switcher.setVisible(False)
-        self._actions = actions
+        self.edit_button.setVisible(message.role == "user")
+        self.regenerate_button.setVisible(message.role == "assistant")
         layout.addWidget(self.header_row)
         if message.initiated_by == "user" and message.role == "assistant":
             # A tool the user ran (/read, !cmd): just its card, no "Assistant" header.
@@ -162,10 +146,6 @@ class MessageWidget(QFrame):
         self.cards[call.id] = card
         self.cards_layout.addWidget(card)
         return card
-
-    def set_branch_info(self, index: int, count: int) -> None:
-        if self._actions:
-            self.branch_switcher.set_position(index, count)
 
     def set_actions_enabled(self, enabled: bool) -> None:
         for button in (self.edit_button, self.regenerate_button, self.delete_button):

@@ -11,7 +11,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from PySide6.QtCore import QObject, Qt, Signal
+from PySide6.QtCore import QObject, Signal
 from PySide6.QtGui import QCloseEvent
 from PySide6.QtWidgets import (
     QDialog,
@@ -19,7 +19,6 @@ from PySide6.QtWidgets import (
     QFrame,
     QHBoxLayout,
     QMessageBox,
-    QProgressBar,
     QScrollArea,
     QWidget,
 )
@@ -29,10 +28,16 @@ from assistant.llm.catalog import CatalogModel, ModelFileError
 from assistant.llm.context_probe import measured_line
 from assistant.llm.registry import Registry
 from assistant.llm.transcript import BASE_MODEL_NOTE
-from assistant.ui.boxes import vbox, vertical_scroller
-from assistant.ui.buttons import push_button
-from assistant.ui.elided_label import ElidedLabel
-from assistant.ui.form_parts import format_size, new_label
+from assistant.ui.parts import (
+    ElidedLabel,
+    format_size,
+    new_label,
+    opened,
+    progress_bar,
+    push_button,
+    vbox,
+    vertical_scroller,
+)
 
 
 def facts(model: CatalogModel) -> str:
@@ -67,14 +72,10 @@ class ModelCard(QFrame):
         top = QHBoxLayout()
         top.setSpacing(8)
         self.title = new_label(model.display_name, "ModelTitle")
-        if loaded:
-            state = "Loaded"
-        elif model.installed:
-            state = "Installed"
-        elif model.source == "added":
-            state = "File missing"
-        else:
-            state = "Not installed"
+        state = (
+            "Loaded" if loaded else "Installed" if model.installed
+            else "File missing" if model.source == "added" else "Not installed"
+        )
         self.state = new_label(state, "ModelState")
         self.state.setProperty("state", state.lower().replace(" ", "-"))
         top.addWidget(self.title)
@@ -173,11 +174,7 @@ class ModelsPage(QDialog):
         self.message.setVisible(False)
         layout.addWidget(self.message)
         bottom = QHBoxLayout()
-        self.progress = QProgressBar()
-        self.progress.setRange(0, 0)
-        self.progress.setMaximumWidth(160)
-        self.progress.setTextVisible(False)
-        self.progress.setAccessibleName("Working")
+        self.progress = progress_bar("Working", 0, 160, maximum=0)
         self.progress.setVisible(False)
         self.add_button = push_button(
             "Add a GGUF file…", self.choose_file, accessible="Add a GGUF model file from disk"
@@ -235,9 +232,7 @@ class ModelsPage(QDialog):
         dialog.setFileMode(QFileDialog.FileMode.ExistingFile)
         dialog.setNameFilters(["GGUF models (*.gguf)", "All files (*)"])
         dialog.fileSelected.connect(lambda path: self.add_file(Path(path)))
-        dialog.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
-        dialog.open()
-        self.add_dialog = dialog
+        self.add_dialog = opened(dialog)
         return dialog
 
     def add_file(self, path: Path) -> None:
@@ -271,9 +266,7 @@ class ModelsPage(QDialog):
         remove = box.addButton("Remove", QMessageBox.ButtonRole.DestructiveRole)
         box.addButton(QMessageBox.StandardButton.Cancel)
         box.buttonClicked.connect(lambda b: self.remove(model) if b is remove else None)
-        box.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
-        box.open()
-        self.remove_box = box
+        self.remove_box = opened(box)
         return box
 
     def remove(self, model: CatalogModel) -> None:

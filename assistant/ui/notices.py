@@ -1,25 +1,25 @@
 """Notices in the chat: :class:`NoticeWidget` (info, warning, error, each styled
 distinctly), and what context management did: :class:`PruneNotice` (a centred line) and
 :class:`CompactionNotice` (a divider where a compaction cut the chat; expands to the
-summary the model receives)."""
+summary the model receives); and the banners over the chat (:class:`Banner`)."""
 
 from __future__ import annotations
 
+import html
 import re
 import time
 from typing import ClassVar
 
-from PySide6.QtCore import Qt
+from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QGuiApplication
-from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QWidget
+from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QPushButton, QWidget
 
 from assistant.compaction.events import compaction_note, prune_note
 from assistant.compaction.summary import DEFERRED_NOTE
 from assistant.conversation import CompactionRecord
 from assistant.service.status import summarizer_line
-from assistant.ui.boxes import hbox, vbox
-from assistant.ui.buttons import action_button, push_button
-from assistant.ui.form_parts import new_label
+from assistant.sessions.handle import ChatHandle
+from assistant.ui.parts import action_button, hbox, new_label, push_button, vbox
 from assistant.ui.theme import monospace_font
 
 _COLUMN_LINE = re.compile(r"^ {2,}\S.*?\S {2,}\S")
@@ -143,8 +143,8 @@ class CompactionNotice(QFrame):
         self.focus_note = new_label(FOCUS_NOTE, "MutedLabel", wrap=True)
         self.focus_note.setVisible(recall_focus)
         details.addWidget(self.focus_note)
-        copy = action_button("Copy summary", "Copy the summary text")
-        copy.clicked.connect(lambda: QGuiApplication.clipboard().setText(record.summary))
+        copy = action_button("Copy summary", "Copy the summary text",
+                             lambda: QGuiApplication.clipboard().setText(record.summary))
         details.addWidget(copy, 0, Qt.AlignmentFlag.AlignLeft)
         layout.addWidget(self.details)
         self.details.setVisible(False)
@@ -191,3 +191,51 @@ def _rule() -> QFrame:
     line.setFrameShape(QFrame.Shape.HLine)
     line.setFixedHeight(1)
     return line
+
+
+class Banner(QFrame):
+    """A strip over the chat, hidden until shown: a selectable message and its buttons
+    (styled by its object ``name``, and by ``level`` as a notice)."""
+
+    def __init__(self, name: str, *buttons: QPushButton, level: str = "",
+                 align: Qt.AlignmentFlag | None = None) -> None:
+        super().__init__()
+        self.setObjectName(name)
+        if level:
+            self.setProperty("level", level)
+        layout = hbox(self, (16, 8, 12, 8))
+        self.label = new_label("", wrap=True, selectable=True)
+        layout.addWidget(self.label, 1)
+        for button in buttons:
+            layout.addWidget(button, 0, align or Qt.AlignmentFlag(0))
+        self.setVisible(False)
+
+
+class DamageBanner(Banner):
+    """Over a chat with damaged lines, which opens read-only (see
+    :mod:`assistant.sessions.reader`): what is wrong, and "Repair", which writes a repaired
+    copy beside the original and opens it (``ChatService.repair_chat``)."""
+
+    repair_requested = Signal()
+
+    def __init__(self) -> None:
+        self.repair_button = push_button(
+            "Repair (keeps the original)",
+            tip="Write a copy of this chat without the damaged lines and open it; the original "
+            "file is not changed.",
+        )
+        super().__init__("Notice", self.repair_button, level="warning",
+                         align=Qt.AlignmentFlag.AlignTop)
+        self.repair_button.clicked.connect(self.repair_requested)
+        self.read_only = False
+
+    def show_for(self, handle: ChatHandle | None) -> None:
+        self.read_only = handle is not None and handle.read_only is not None
+        if handle is not None and self.read_only:
+            details = [w for w in handle.warnings if w and w != handle.read_only]
+            self.label.setText(
+                "<b>Read-only: some lines of this chat are damaged.</b> "
+                + " ".join(html.escape(d, quote=False) for d in details)
+                + " Everything that could be read is shown."
+            )
+        self.setVisible(self.read_only)

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
 
 from PySide6.QtWidgets import (
     QCheckBox,
@@ -19,22 +18,21 @@ from PySide6.QtWidgets import (
     QGroupBox,
     QHBoxLayout,
     QScrollArea,
-    QSpinBox,
+    QVBoxLayout,
     QWidget,
 )
 
 from assistant.config import Performance
 from assistant.llm.kv_state import Usage
-from assistant.ui.boxes import vbox
-from assistant.ui.buttons import push_button
-from assistant.ui.form_parts import (
+from assistant.ui.parts import (
     Field,
-    field_value,
+    form_layout,
     format_size,
     help_label,
     new_label,
-    set_field,
+    push_button,
     spin_box,
+    vbox,
 )
 
 
@@ -50,10 +48,6 @@ class SpeedHooks:
     prefill_text: str = ""
 
 
-def _spin(maximum: int, suffix: str = "", special: str = "") -> QSpinBox:
-    return spin_box(0, maximum, suffix, special, width=110)
-
-
 def describe_usage(usage: Usage) -> str:
     if not usage.files:
         return "No saved chat states."
@@ -61,12 +55,10 @@ def describe_usage(usage: Usage) -> str:
     return f"{format_size(usage.bytes)} used by {usage.files} saved chat state{plural}."
 
 
-def _form(box: QGroupBox) -> QFormLayout:
-    form = QFormLayout(box)
-    form.setVerticalSpacing(8)
-    form.setHorizontalSpacing(16)
-    form.setFieldGrowthPolicy(QFormLayout.FieldGrowthPolicy.FieldsStayAtSizeHint)
-    return form
+def _group(outer: QVBoxLayout, title: str) -> QFormLayout:
+    box = QGroupBox(title)
+    outer.addWidget(box)
+    return form_layout(box, (8, 16), fixed=True)
 
 
 class PerformancePage(QScrollArea):
@@ -82,12 +74,10 @@ class PerformancePage(QScrollArea):
         self.setWidget(inner)
         outer = vbox(inner, (16, 12, 16, 12), 10)
 
-        resume = QGroupBox("Instant resume")
-        form = _form(resume)
+        form = _group(outer, "Instant resume")
         self.resume_state = QCheckBox("Save each chat's model state after a reply")
         form.addRow(self.resume_state)
-        self.state_cache_mb = _spin(1_048_576, " MB", "none")
-        self.state_cache_mb.setObjectName("state_cache_mb")
+        self.state_cache_mb = spin_box(0, 1_048_576, " MB", "none", width=110)
         form.addRow("Space for saved states", self.state_cache_mb)
         row = QHBoxLayout()
         self.usage_label = new_label("", "MutedLabel")
@@ -100,45 +90,37 @@ class PerformancePage(QScrollArea):
             "A reopened chat then evaluates only what is new. States live in the cache "
             "folder, not in the chat file; the least recently used go first."
         ))
-        outer.addWidget(resume)
 
-        reuse = QGroupBox("After pruning and compaction")
-        rform = _form(reuse)
+        form = _group(outer, "After pruning and compaction")
         self.chunk_reuse = QCheckBox("Keep the cached text after a changed part (approximate)")
-        rform.addRow(self.chunk_reuse)
-        self.chunk_reuse_min = _spin(100_000, " tokens")
-        self.chunk_reuse_min.setMinimum(8)
-        rform.addRow("Shortest run kept", self.chunk_reuse_min)
-        self.server_chunk_reuse_min = _spin(100_000, " tokens")
-        self.server_chunk_reuse_min.setMinimum(8)
-        rform.addRow("Shortest run kept (llama-server)", self.server_chunk_reuse_min)
-        rform.addRow(help_label(
+        form.addRow(self.chunk_reuse)
+        self.chunk_reuse_min = spin_box(8, 100_000, " tokens", width=110)
+        form.addRow("Shortest run kept", self.chunk_reuse_min)
+        self.server_chunk_reuse_min = spin_box(8, 100_000, " tokens", width=110)
+        form.addRow("Shortest run kept (llama-server)", self.server_chunk_reuse_min)
+        form.addRow(help_label(
             "On by default: moves the text after a cleared output or a summary instead of "
             "evaluating it again. Faster, but approximate: the model's next token matched a "
             "full evaluation in 97% of measured positions (docs/PERFORMANCE.md). Not used "
             "with sliding-window or recurrent models."
         ))
-        outer.addWidget(reuse)
 
-        speed = QGroupBox("Prompt evaluation")
-        sform = _form(speed)
-        self.n_batch = _spin(65_536, "", "measured")
-        self.n_batch.setObjectName("n_batch")
-        sform.addRow("Tokens per call (n_batch)", self.n_batch)
-        self.n_ubatch = _spin(65_536, "", "measured")
-        self.n_ubatch.setObjectName("n_ubatch")
-        sform.addRow("Tokens per step (n_ubatch)", self.n_ubatch)
+        form = _group(outer, "Prompt evaluation")
+        self.n_batch = spin_box(0, 65_536, "", "measured", width=110)
+        form.addRow("Tokens per call (n_batch)", self.n_batch)
+        self.n_ubatch = spin_box(0, 65_536, "", "measured", width=110)
+        form.addRow("Tokens per step (n_ubatch)", self.n_ubatch)
         self.prompt_lookup = QComboBox()
         self.prompt_lookup.addItems(["auto", "on", "off"])
-        sform.addRow("Speculative decoding (prompt lookup)", self.prompt_lookup)
+        form.addRow("Speculative decoding (prompt lookup)", self.prompt_lookup)
         self.prompt_form = QComboBox()
         self.prompt_form.addItems(["auto", "chat", "transcript"])
-        sform.addRow("Prompt form (chat template or transcript)", self.prompt_form)
+        form.addRow("Prompt form (chat template or transcript)", self.prompt_form)
         self.prefill_label = help_label(
             f"In force: {prefill_text}" if prefill_text
             else "Measured when a model is loaded for the first time."
         )
-        sform.addRow(self.prefill_label)
+        form.addRow(self.prefill_label)
         measure_row = QHBoxLayout()
         measure_row.addWidget(help_label(
             "Threads (Model tab) and these sizes are measured on a model's first load; a "
@@ -147,8 +129,7 @@ class PerformancePage(QScrollArea):
         self.measure_button = push_button("Measure again", self._forget_calibration)
         self.measure_button.setEnabled(self._forget is not None)
         measure_row.addWidget(self.measure_button)
-        sform.addRow(measure_row)
-        outer.addWidget(speed)
+        form.addRow(measure_row)
         outer.addStretch(1)
         #: Each input by its :class:`Performance` field (the attribute of the same name).
         self.fields: dict[str, Field] = {
@@ -158,17 +139,6 @@ class PerformancePage(QScrollArea):
                      "prompt_form"):
             self.fields[name].setToolTip(Performance.model_fields[name].description or "")
         self.refresh_usage()
-
-    # -- values ------------------------------------------------------------------------
-    def load(self, perf: Performance) -> None:
-        for name, widget in self.fields.items():
-            set_field(widget, getattr(perf, name))
-
-    def values(self) -> dict[str, Any]:
-        return {name: field_value(widget) for name, widget in self.fields.items()}
-
-    def widget_for(self, field: str) -> QWidget | None:
-        return self.fields.get(field)
 
     # -- actions -----------------------------------------------------------------------
     def refresh_usage(self) -> None:

@@ -55,33 +55,14 @@ DEBIAN_PACKAGES: dict[str, str] = {
 #: Opened by Qt at run time (not linked), so ``ldd`` cannot see it.
 RUNTIME_LIBRARIES = ("libxcb-cursor.so.0",)
 
-#: What the xcb plugin of PySide6 6.x links to (checked one by one before PySide6 is
-#: installed, so ``make run`` can say what is missing before a long first install).
-XCB_PLUGIN_LINKS = (
-    "libxcb-icccm.so.4",
-    "libxcb-keysyms.so.1",
-    "libxcb-image.so.0",
-    "libxcb-render-util.so.0",
-    "libxcb-render.so.0",
-    "libxcb-randr.so.0",
-    "libxcb-shape.so.0",
-    "libxcb-shm.so.0",
-    "libxcb-sync.so.1",
-    "libxcb-xfixes.so.0",
-    "libxcb-xkb.so.1",
-    "libxcb-util.so.1",
-    "libxcb.so.1",
-    "libX11-xcb.so.1",
-    "libX11.so.6",
-    "libxkbcommon-x11.so.0",
-    "libxkbcommon.so.0",
-    "libEGL.so.1",
-    "libGL.so.1",
-    "libfontconfig.so.1",
-    "libfreetype.so.6",
-    "libglib-2.0.so.0",
-    "libdbus-1.so.3",
-)
+#: Every library above but these is what the xcb plugin of PySide6 6.x links to (checked one
+#: by one before PySide6 is installed, so ``make run`` can say what is missing before a long
+#: first install).
+NOT_LINKED = {
+    *RUNTIME_LIBRARIES, "libxcb-xinput.so.0", "libxcb-glx.so.0", "libOpenGL.so.0",
+    "libGLX.so.0", "libgthread-2.0.so.0", "libICE.so.6", "libSM.so.6",
+}
+XCB_PLUGIN_LINKS = tuple(lib for lib in DEBIAN_PACKAGES if lib not in NOT_LINKED)
 
 _NOT_FOUND = re.compile(r"^\s*(\S+)\s+=>\s+not found", re.MULTILINE)
 

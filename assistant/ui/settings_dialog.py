@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -53,19 +54,21 @@ from assistant.llm.registry import ModelEntry, Registry
 from assistant.llm.transcript import BASE_MODEL_NOTE
 from assistant.secrets import SecretStoreError
 from assistant.settings_check import check_against_model
-from assistant.ui.boxes import vbox
-from assistant.ui.buttons import push_button
 from assistant.ui.engine_settings import EnginePage
-from assistant.ui.form_parts import (
+from assistant.ui.parts import (
     Field,
     add_field,
+    combo_box,
     field_value,
+    form_layout,
     format_size,
     help_label,
     new_label,
     on_change,
+    push_button,
     set_field,
     spin_box,
+    vbox,
 )
 from assistant.ui.performance_page import PerformancePage, SpeedHooks
 
@@ -79,12 +82,10 @@ CHOOSE_FILE = "__choose__"
 BIG = 100_000_000
 
 
-def _form_page() -> tuple[QWidget, QFormLayout]:
+def _form_page(*, fixed: bool = False) -> tuple[QWidget, QFormLayout]:
     page = QWidget()
-    form = QFormLayout(page)
+    form = form_layout(page, (10, 16), fixed=fixed)
     form.setContentsMargins(16, 16, 16, 16)
-    form.setVerticalSpacing(10)
-    form.setHorizontalSpacing(16)
     return page, form
 
 
@@ -97,11 +98,8 @@ def _mark(widget: QWidget, reason: str | None) -> None:
     widget.style().polish(widget)
 
 
-def _dspin(minimum: float, maximum: float, step: float, decimals: int = 2) -> QDoubleSpinBox:
-    box = QDoubleSpinBox()
-    box.setRange(minimum, maximum)
-    box.setSingleStep(step)
-    box.setDecimals(decimals)
+def _dspin(maximum: float) -> QDoubleSpinBox:
+    box = QDoubleSpinBox(minimum=0.0, maximum=maximum, singleStep=0.05, decimals=2)
     box.setAlignment(Qt.AlignmentFlag.AlignRight)
     box.setMinimumHeight(28)
     return box
@@ -129,9 +127,9 @@ class SettingsDialog(QDialog):
         self._registry = registry
         self._loaded_trained = loaded_trained_context
         self._model_present = model_present
-        #: The loaded model's tokenizer (the system prompt is checked against its window).
-        self._count_tokens = count_tokens
-        self._counted: tuple[str, int] | None = None
+        #: The loaded model's tokenizer (the system prompt is checked against its window);
+        #: the last count is kept, as validation runs on every key press.
+        self._count = lru_cache(maxsize=1)(count_tokens) if count_tokens is not None else None
         #: What saving will cap (windows beyond the model's trained length).
         self.notes: list[str] = []
         self._result: Settings | None = settings.model_copy(deep=True)
@@ -151,6 +149,8 @@ class SettingsDialog(QDialog):
         self.tabs.addTab(self._build_chat_tab(), "Chat && look")
         self.performance_page = PerformancePage(speed)
         self.tabs.addTab(self.performance_page, "Speed")
+        for name, widget in self.performance_page.fields.items():
+            self.fields[("performance", name)] = widget
         layout.addWidget(self.tabs, 1)
         self.error_label = new_label("", "ErrorText", wrap=True, selectable=True)
         layout.addWidget(self.error_label)
@@ -172,8 +172,7 @@ class SettingsDialog(QDialog):
 
     # -- building ----------------------------------------------------------------------
     def _build_model_tab(self) -> QWidget:
-        page, form = _form_page()
-        form.setFieldGrowthPolicy(QFormLayout.FieldGrowthPolicy.FieldsStayAtSizeHint)
+        page, form = _form_page(fixed=True)
         self.model_combo = QComboBox()
         self.model_combo.setMinimumWidth(320)
         if self._registry is not None:
@@ -192,20 +191,18 @@ class SettingsDialog(QDialog):
         self.effective_context_info = help_label("")
         form.addRow("", self.effective_context_info)
         fields = self.fields
-        self.threads = add_field(form, "CPU threads", spin_box(-1, 1024),
-                                 fields, ("sampling", "threads"))
+        add_field(form, "CPU threads", spin_box(-1, 1024), fields, ("sampling", "threads"))
         self.threads_help = help_label(
             threads_help_text(self._prefill_text) + " Changing the model, the threads or the "
             "window reloads the model in the background."
         )
         self.threads_help.setMinimumWidth(440)
         form.addRow("", self.threads_help)
-        self.temperature = add_field(form, "Temperature", _dspin(0.0, 5.0, 0.05),
+        self.temperature = add_field(form, "Temperature", _dspin(5.0),
                                      fields, ("sampling", "temperature"))
-        self.top_p = add_field(form, "Top p", _dspin(0.0, 1.5, 0.05),
-                               fields, ("sampling", "top_p"))
-        self.max_reply = add_field(form, "Longest reply (tokens)", spin_box(0, 1_000_000),
-                                   fields, ("sampling", "max_reply_tokens"))
+        add_field(form, "Top p", _dspin(1.5), fields, ("sampling", "top_p"))
+        add_field(form, "Longest reply (tokens)", spin_box(0, 1_000_000),
+                  fields, ("sampling", "max_reply_tokens"))
         return page
 
     def _build_context_tab(self) -> QWidget:
@@ -287,25 +284,24 @@ class SettingsDialog(QDialog):
                                        fields, ("system_prompt",))
         self.system_prompt.setMinimumHeight(110)
         ws_row = QHBoxLayout()
-        self.workspace = fields[("workspace",)] = QLineEdit()
+        self.workspace = fields[("workspace",)] = QLineEdit(
+            placeholderText="Default workspace folder"
+        )
         self.workspace.setAccessibleName("Workspace folder")
-        self.workspace.setPlaceholderText("Default workspace folder")
         ws_row.addWidget(self.workspace, 1)
         ws_row.addWidget(push_button("Browse…", self._browse_workspace))
         form.addRow("Workspace folder", ws_row)
         form.addRow("", help_label("Tools read and write only inside this folder."))
-        self.approval = add_field(form, "Tool approval", QComboBox(), fields, ("tool_approval",))
-        self.approval.addItem("Ask before changing files or running commands", "ask")
-        self.approval.addItem("Allow without asking", "auto")
-        self.theme = add_field(form, "Theme", QComboBox(), fields, ("theme",))
-        for key, title in (("system", "Follow the system"), ("light", "Light"), ("dark", "Dark")):
-            self.theme.addItem(title, key)
-        self.enter_sends = add_field(
-            form, "Input", QCheckBox("Enter sends, Shift+Enter adds a line"),
-            fields, ("enter_sends",),
-        )
-        self.step_limit = add_field(form, "Tool steps per reply", spin_box(0, 1000),
-                                    fields, ("step_limit",))
+        add_field(form, "Tool approval", combo_box(
+            ("Ask before changing files or running commands", "ask"),
+            ("Allow without asking", "auto"),
+        ), fields, ("tool_approval",))
+        self.theme = add_field(form, "Theme", combo_box(
+            ("Follow the system", "system"), ("Light", "light"), ("Dark", "dark")
+        ), fields, ("theme",))
+        add_field(form, "Input", QCheckBox("Enter sends, Shift+Enter adds a line"),
+                  fields, ("enter_sends",))
+        add_field(form, "Tool steps per reply", spin_box(0, 1000), fields, ("step_limit",))
         return page
 
     # -- values ------------------------------------------------------------------------
@@ -317,7 +313,6 @@ class SettingsDialog(QDialog):
             for key in loc:
                 value = getattr(value, key)
             set_field(widget, value)
-        self.performance_page.load(s.performance)
         self.engine_page.load(s)
         self._update_model_info()
 
@@ -334,7 +329,6 @@ class SettingsDialog(QDialog):
             for key in path:
                 target = target[key]
             target[last] = field_value(widget)
-        data["performance"].update(self.performance_page.values())
         data["engine"] = self.engine_page.collect()
         return data
 
@@ -352,16 +346,12 @@ class SettingsDialog(QDialog):
         head = str(loc[0])
         if head == "engine":
             return self.engine_page.widget_for(loc[1:])
-        if head == "performance" and len(loc) > 1:
-            return self.performance_page.widget_for(str(loc[1]))
         return self.fields.get(tuple(str(part) for part in loc[:2]))
 
     def validate(self) -> bool:
         """Validate the form; show the reasons inline. Returns whether it is valid."""
         engine = self.engine_page
-        inputs = (*self.fields.values(), *self.performance_page.fields.values(),
-                  *engine.fields.values(), engine.model)
-        for field_widget in inputs:
+        for field_widget in (*self.fields.values(), *engine.fields.values(), engine.model):
             if field_widget.property("invalid"):
                 _mark(field_widget, None)
         self.errors = []
@@ -390,7 +380,7 @@ class SettingsDialog(QDialog):
         loaded = (
             self.model_combo.currentData() == self._original.model and self._same_engine_loaded()
         )
-        counter = self._count if loaded and self._count_tokens is not None else None
+        counter = self._count if loaded else None
         check = check_against_model(settings, self.trained_context(), counter)
         self.notes = list(check.notes)
         self.notes_label.setText("\n".join(self.notes))
@@ -399,13 +389,6 @@ class SettingsDialog(QDialog):
             self._result = None
             self.errors.extend(check.errors)
             _mark(self.system_prompt, check.errors[0])
-
-    def _count(self, text: str) -> int:
-        """The loaded model's count of ``text`` (the last one is kept)."""
-        assert self._count_tokens is not None
-        if self._counted is None or self._counted[0] != text:
-            self._counted = (text, self._count_tokens(text))
-        return self._counted[1]
 
     def result_settings(self) -> Settings | None:
         """The validated settings (None while the form has an error)."""
@@ -553,7 +536,7 @@ class SettingsDialog(QDialog):
 
     # -- plumbing ----------------------------------------------------------------------
     def _connect_validation(self) -> None:
-        for widget in (*self.fields.values(), *self.performance_page.fields.values()):
+        for widget in self.fields.values():
             on_change(widget, self.validate)
         self.mode_group.buttonToggled.connect(lambda *_a: self.validate())
         self.model_combo.currentIndexChanged.connect(self.validate)

@@ -25,9 +25,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from assistant.ui.boxes import hbox, vbox
-from assistant.ui.buttons import push_button
-from assistant.ui.form_parts import new_label
+from assistant.ui.parts import hbox, new_label, opened, push_button, vbox
 
 UNDO_SECONDS = 8
 ID_ROLE = Qt.ItemDataRole.UserRole
@@ -42,8 +40,6 @@ Searcher = Callable[[str, Sequence[str]], dict[str, str]]
 
 @dataclass(frozen=True)
 class ChatEntry:
-    """One row of the chat list."""
-
     chat_id: str
     title: str
     updated: float = 0.0
@@ -83,9 +79,7 @@ class Sidebar(QFrame):
         )
         top.addWidget(self.new_button)
         layout.addLayout(top)
-        self.search = QLineEdit()
-        self.search.setPlaceholderText("Search chats (Ctrl+K)")
-        self.search.setClearButtonEnabled(True)
+        self.search = QLineEdit(placeholderText="Search chats (Ctrl+K)", clearButtonEnabled=True)
         self.search.setAccessibleName("Search chats")
         for clear in self.search.findChildren(QToolButton):  # the field's clear button
             clear.setAccessibleName("Clear the search")
@@ -95,9 +89,7 @@ class Sidebar(QFrame):
         self.no_match = new_label("", "MutedLabel", wrap=True)
         self.no_match.setVisible(False)
         layout.addWidget(self.no_match)
-        self._search_timer = QTimer(self)
-        self._search_timer.setSingleShot(True)
-        self._search_timer.setInterval(SEARCH_DELAY_MS)
+        self._search_timer = QTimer(self, singleShot=True, interval=SEARCH_DELAY_MS)
         self._search_timer.timeout.connect(lambda: self._apply_filter(self.search.text()))
         self.searcher: Searcher | None = None
         self.list = QListWidget()
@@ -120,8 +112,7 @@ class Sidebar(QFrame):
         undo.addWidget(self.undo_button)
         self.undo_bar.setVisible(False)
         layout.addWidget(self.undo_bar)
-        self._undo_timer = QTimer(self)
-        self._undo_timer.setSingleShot(True)
+        self._undo_timer = QTimer(self, singleShot=True)
         self._undo_timer.timeout.connect(lambda: self.undo_bar.setVisible(False))
         self._deleted_id: str | None = None
         self._current: str | None = None
@@ -150,25 +141,21 @@ class Sidebar(QFrame):
 
     def set_current(self, chat_id: str | None) -> None:
         self._current = chat_id
-        for i in range(self.list.count()):
-            item = self.list.item(i)
-            if item.data(ID_ROLE) == chat_id:
-                self.list.blockSignals(True)
-                self.list.setCurrentItem(item)
-                self.list.blockSignals(False)
+        item = self.item_for(chat_id)
+        if item is not None:
+            self.list.blockSignals(True)
+            self.list.setCurrentItem(item)
+            self.list.blockSignals(False)
 
-    def titles(self, visible_only: bool = True) -> list[str]:
-        return [
-            str(self.list.item(i).data(TITLE_ROLE))
-            for i in range(self.list.count())
-            if not (visible_only and self.list.item(i).isHidden())
-        ]
+    def _items(self) -> list[QListWidgetItem]:
+        return [self.list.item(i) for i in range(self.list.count())]
 
-    def item_for(self, chat_id: str) -> QListWidgetItem | None:
-        for i in range(self.list.count()):
-            if self.list.item(i).data(ID_ROLE) == chat_id:
-                return self.list.item(i)
-        return None
+    def titles(self) -> list[str]:
+        """The titles listed (those the search leaves shown)."""
+        return [str(item.data(TITLE_ROLE)) for item in self._items() if not item.isHidden()]
+
+    def item_for(self, chat_id: str | None) -> QListWidgetItem | None:
+        return next((item for item in self._items() if item.data(ID_ROLE) == chat_id), None)
 
     # -- search ------------------------------------------------------------------------
     def focus_search(self) -> None:
@@ -185,15 +172,14 @@ class Sidebar(QFrame):
     def _apply_filter(self, text: str) -> None:
         """Show the chats whose title or messages hold ``text`` (all of them for none)."""
         needle = " ".join(text.split()).lower()
-        ids = [str(self.list.item(i).data(ID_ROLE)) for i in range(self.list.count())]
+        items = self._items()
         in_messages: dict[str, str] = {}
         if needle and self.searcher is not None:
-            in_messages = self.searcher(needle, ids)
+            in_messages = self.searcher(needle, [str(item.data(ID_ROLE)) for item in items])
         shown = 0
-        for i in range(self.list.count()):
-            item = self.list.item(i)
+        for item in items:
             title = str(item.data(TITLE_ROLE))
-            hit = in_messages.get(ids[i])
+            hit = in_messages.get(str(item.data(ID_ROLE)))
             by_title = needle in title.lower()
             visible = not needle or by_title or hit is not None
             item.setHidden(not visible)
@@ -206,11 +192,9 @@ class Sidebar(QFrame):
         if self._search_timer.isActive():
             self._search_timer.stop()
             self._apply_filter(self.search.text())
-        for i in range(self.list.count()):
-            item = self.list.item(i)
-            if not item.isHidden():
-                self._clicked(item)
-                return
+        first = next((item for item in self._items() if not item.isHidden()), None)
+        if first is not None:
+            self._clicked(first)
 
     # -- actions -----------------------------------------------------------------------
     def _clicked(self, item: QListWidgetItem) -> None:
@@ -251,10 +235,8 @@ class Sidebar(QFrame):
             lambda title: self.rename_requested.emit(chat_id, title.strip())
             if title.strip() else None
         )
-        dialog.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
         dialog.resize(dialog.minimumWidth(), dialog.sizeHint().height())
-        dialog.open()
-        return dialog
+        return opened(dialog)
 
     def delete(self, chat_id: str) -> None:
         """Ask the window to delete a chat and offer Undo."""

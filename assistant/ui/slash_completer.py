@@ -7,17 +7,8 @@ command (followed by a space), Esc closes the popup.
 
 from __future__ import annotations
 
-from typing import Any
-
-from PySide6.QtCore import (
-    QAbstractListModel,
-    QModelIndex,
-    QObject,
-    QPersistentModelIndex,
-    Qt,
-    Signal,
-)
-from PySide6.QtGui import QKeyEvent
+from PySide6.QtCore import QObject, Qt
+from PySide6.QtGui import QKeyEvent, QStandardItem, QStandardItemModel
 from PySide6.QtWidgets import QCompleter, QListView, QPlainTextEdit
 
 from assistant.agent.commands import COMMANDS
@@ -25,40 +16,25 @@ from assistant.agent.commands import COMMANDS
 COMMAND_ROLE = Qt.ItemDataRole.UserRole + 1
 
 
-class CommandModel(QAbstractListModel):
+def command_model(parent: QObject) -> QStandardItemModel:
     """The commands: shown as "command args — description", matched on the command."""
-
-    def rowCount(
-        self,
-        parent: QModelIndex | QPersistentModelIndex = QModelIndex(),  # noqa: B008
-    ) -> int:
-        return 0 if parent.isValid() else len(COMMANDS)
-
-    def data(
-        self, index: QModelIndex | QPersistentModelIndex, role: int = Qt.ItemDataRole.DisplayRole
-    ) -> Any:
-        if not index.isValid() or not 0 <= index.row() < len(COMMANDS):
-            return None
-        spec = COMMANDS[index.row()]
-        if role == Qt.ItemDataRole.DisplayRole:
-            return f"{spec.usage}   —   {spec.description}"
-        if role in (COMMAND_ROLE, Qt.ItemDataRole.EditRole):
-            return spec.command
-        if role == Qt.ItemDataRole.ToolTipRole:
-            return spec.description
-        return None
+    model = QStandardItemModel(parent)
+    for spec in COMMANDS:
+        item = QStandardItem(f"{spec.usage}   —   {spec.description}")
+        item.setData(spec.command, COMMAND_ROLE)
+        item.setToolTip(spec.description)
+        item.setEditable(False)
+        model.appendRow(item)
+    return model
 
 
 class SlashCompleter(QObject):
     """Attaches a command popup to a :class:`QPlainTextEdit`."""
 
-    #: The command inserted (e.g. "/compact").
-    inserted = Signal(str)
-
     def __init__(self, editor: QPlainTextEdit) -> None:
         super().__init__(editor)
         self.editor = editor
-        self.model = CommandModel(self)
+        self.model = command_model(self)
         self.completer = QCompleter(self.model, self)
         self.completer.setCompletionRole(COMMAND_ROLE)
         self.completer.setCaseSensitivity(Qt.CaseSensitivity.CaseInsensitive)
@@ -133,4 +109,3 @@ class SlashCompleter(QObject):
         cursor.movePosition(cursor.MoveOperation.End)
         self.editor.setTextCursor(cursor)
         self.hide()
-        self.inserted.emit(command)

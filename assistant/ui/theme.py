@@ -6,7 +6,6 @@ switches live when the desktop does; "light" and "dark" force one.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Literal
 
 from PySide6.QtCore import QPointF, Qt
@@ -26,40 +25,6 @@ from assistant import paths
 from assistant.config import Theme
 
 ThemeName = Literal["light", "dark"]
-
-
-@dataclass(frozen=True)
-class Colors:
-    """Every colour the UI uses, by purpose."""
-
-    name: ThemeName
-    window: str
-    surface: str
-    sidebar: str
-    text: str
-    muted: str
-    border: str
-    accent: str
-    accent_text: str
-    selection: str
-    user_bubble: str
-    assistant_bubble: str
-    code_bg: str
-    card_bg: str
-    warning: str
-    warning_bg: str
-    error: str
-    error_bg: str
-    info_bg: str
-    ok: str
-    seg_system: str
-    seg_summary: str
-    seg_conversation: str
-    seg_tools: str
-    seg_schemas: str
-    seg_reserve: str
-    seg_free: str
-    disabled_text: str
 
 
 #: Each colour as (light, dark). The ``seg_`` colours are the context bar's segments
@@ -94,8 +59,25 @@ _COLOURS: dict[str, tuple[str, str]] = {
     "seg_free": ("#e9ecf0", "#30333a"),
     "disabled_text": ("#a3aab4", "#5d636c"),
 }
-LIGHT = Colors(name="light", **{key: pair[0] for key, pair in _COLOURS.items()})
-DARK = Colors(name="dark", **{key: pair[1] for key, pair in _COLOURS.items()})
+
+
+class Colors:
+    """Every colour the UI uses in one theme, by purpose (``c.accent``: a key of
+    ``_COLOURS``)."""
+
+    def __init__(self, name: ThemeName) -> None:
+        self.name = name
+        self._values = {key: pair[1 if name == "dark" else 0] for key, pair in _COLOURS.items()}
+
+    def __getattr__(self, key: str) -> str:
+        try:
+            return self._values[key]
+        except KeyError:
+            raise AttributeError(key) from None
+
+
+LIGHT = Colors("light")
+DARK = Colors("dark")
 
 
 def _colors_for(theme: Theme) -> Colors:
@@ -308,7 +290,6 @@ QPushButton#StatusButton:hover {{ color: {c.accent}; text-decoration: underline;
 
 
 def apply_theme(app: QApplication, theme: Theme) -> Colors:
-    """Apply a theme to the whole application and return its colours."""
     c = _colors_for(theme)
     app.setProperty("assistantTheme", c.name)
     app.setPalette(_palette(c))

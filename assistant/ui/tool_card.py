@@ -10,9 +10,7 @@ from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QFrame, QPlainTextEdit, QSizePolicy, QWidget
 
 from assistant.conversation import Message, ToolCall
-from assistant.ui.boxes import hbox, vbox
-from assistant.ui.buttons import action_button, push_button
-from assistant.ui.form_parts import new_label
+from assistant.ui.parts import action_button, hbox, new_label, push_button, vbox
 from assistant.ui.theme import monospace_font
 
 
@@ -37,11 +35,9 @@ class MonoBox(QPlainTextEdit):
     """Read-only monospace text that grows with its content up to ``max_lines``."""
 
     def __init__(self, text: str, max_lines: int = 14) -> None:
-        super().__init__()
+        super().__init__(readOnly=True, lineWrapMode=QPlainTextEdit.LineWrapMode.WidgetWidth)
         self.setObjectName("CardMono")
-        self.setReadOnly(True)
         self.setFont(monospace_font())
-        self.setLineWrapMode(QPlainTextEdit.LineWrapMode.WidgetWidth)
         self.setFrameShape(QFrame.Shape.NoFrame)
         self._max_lines = max_lines
         self.set_text(text)
@@ -130,14 +126,11 @@ class ToolCard(QFrame):
 
     def _refresh(self) -> None:
         arrow = "▾" if self.header.isChecked() else "▸"
-        if self.result is None:
-            status = "running…"
-        elif self.result.is_error:
-            status = "error"
-        elif self.result.pruned:
-            status = "output cleared"
-        else:
-            status = result_size(self.call.name, self.result.content)
+        status = (
+            "running…" if self.result is None else "error" if self.result.is_error
+            else "output cleared" if self.result.pruned
+            else result_size(self.call.name, self.result.content)
+        )
         who = " (you)" if self.result is not None and self.result.initiated_by == "user" else ""
         self.header.setText(
             f"{arrow}  {self.call.name}{who}   {_short_arguments(self.call)}   — {status}"

@@ -21,10 +21,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from assistant.ui.boxes import hbox, vbox, vertical_scroller
-from assistant.ui.buttons import push_button
-from assistant.ui.elided_label import ElidedLabel
-from assistant.ui.form_parts import new_label
+from assistant.ui.parts import ElidedLabel, hbox, new_label, push_button, vbox, vertical_scroller
 
 #: Prompts a small local model answers well (no files or tools needed).
 EXAMPLE_PROMPTS = (

@@ -7,21 +7,91 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from PySide6.QtCore import Qt, QUrl
+from PySide6.QtCore import QUrl, Signal
 from PySide6.QtGui import QDesktopServices
-from PySide6.QtWidgets import QFileDialog, QMainWindow, QMessageBox
+from PySide6.QtWidgets import (
+    QCheckBox,
+    QComboBox,
+    QDialog,
+    QDialogButtonBox,
+    QFileDialog,
+    QMainWindow,
+    QMessageBox,
+    QPlainTextEdit,
+    QWidget,
+)
 
 from assistant.config import Settings
 from assistant.llm import catalog
 from assistant.llm.base import ModelInfo
+from assistant.llm.catalog import list_models
 from assistant.llm.registry import Registry
+from assistant.service.chat_options import ChatOptions
 from assistant.service.chats import suggested_export_path
 from assistant.service.events import ModelSwitchSuggested
 from assistant.service.service import ChatService
 from assistant.ui.chat_input import ChatInput
-from assistant.ui.chat_options_dialog import ChatOptionsDialog
 from assistant.ui.chat_view import ChatView
 from assistant.ui.models_page import ModelsPage
+from assistant.ui.parts import form_layout, new_label, opened, push_button, vbox
+
+
+class ChatOptionsDialog(QDialog):
+    """This chat's model and system prompt (each chat remembers its own, see
+    :mod:`assistant.service.chat_options`), for the open chat or the next new one."""
+
+    manage_models_requested = Signal()
+
+    def __init__(
+        self,
+        options: ChatOptions,
+        registry: Registry | None,
+        *,
+        chat_title: str = "",
+        parent: QWidget | None = None,
+    ) -> None:
+        super().__init__(parent)
+        self.setWindowTitle("Model and system prompt")
+        self.setMinimumWidth(560)
+        self._original = options
+        layout = vbox(self, (16, 14, 16, 12), 10)
+        where = f"“{chat_title}”" if chat_title else "the new chat"
+        layout.addWidget(
+            new_label(f"For {where}. The chat remembers them.", "MutedLabel", wrap=True)
+        )
+        form = form_layout(None, (10, -1))
+        self.model = QComboBox()
+        self.model.setAccessibleName("Model for this chat")
+        for model in list_models(registry):
+            if model.installed:
+                self.model.addItem(model.display_name, model.key)
+        if self.model.findData(options.model) < 0:
+            self.model.addItem(options.model, options.model)
+        self.model.setCurrentIndex(self.model.findData(options.model))
+        form.addRow("Model", self.model)
+        form.addRow("", push_button("Manage models…", self.manage_models_requested,
+                                    accessible="Open the Models window"))
+        self.system_prompt = QPlainTextEdit(options.system_prompt, tabChangesFocus=True)
+        self.system_prompt.setAccessibleName("System prompt for this chat")
+        self.system_prompt.setMinimumHeight(120)
+        form.addRow("System prompt", self.system_prompt)
+        self.as_default = QCheckBox("Also use this system prompt for new chats")
+        form.addRow("", self.as_default)
+        layout.addLayout(form)
+        self.buttons = QDialogButtonBox(
+            QDialogButtonBox.StandardButton.Save | QDialogButtonBox.StandardButton.Cancel
+        )
+        self.buttons.accepted.connect(self.accept)
+        self.buttons.rejected.connect(self.reject)
+        self.save_button = self.buttons.button(QDialogButtonBox.StandardButton.Save)
+        self.save_button.setObjectName("PrimaryButton")
+        layout.addWidget(self.buttons)
+
+    def result_options(self) -> ChatOptions:
+        return ChatOptions(
+            str(self.model.currentData() or self._original.model),
+            self.system_prompt.toPlainText(),
+        )
 
 
 class WindowDialogs(QMainWindow):
@@ -66,9 +136,7 @@ class WindowDialogs(QMainWindow):
         current = self.service.settings.workspace_path()
         dialog.setDirectory(str(current if current.is_dir() else Path.home()))
         dialog.fileSelected.connect(self._workspace_chosen)
-        dialog.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
-        dialog.open()
-        self.workspace_dialog = dialog
+        self.workspace_dialog = opened(dialog)
         return dialog
 
     def _workspace_chosen(self, folder: str) -> None:
@@ -98,9 +166,7 @@ class WindowDialogs(QMainWindow):
                 dialog.result_options(), as_default=dialog.as_default.isChecked()
             )
         )
-        dialog.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
-        self.chat_options_dialog = dialog
-        dialog.open()
+        self.chat_options_dialog = opened(dialog)
         return dialog
 
     def _chat_options_for(self, chat_id: str) -> None:
@@ -123,9 +189,7 @@ class WindowDialogs(QMainWindow):
         box.buttonClicked.connect(
             lambda b: self.service.use_model(event.chat_model) if b is switch else None
         )
-        box.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
-        box.open()
-        self.model_switch_box = box
+        self.model_switch_box = opened(box)
         return box
 
     def _model_name(self, key: str) -> str:
@@ -164,9 +228,7 @@ class WindowDialogs(QMainWindow):
                 export_target(Path(target), dialog.selectedNameFilter())
             )
         )
-        dialog.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
-        dialog.open()
-        self.export_dialog = dialog
+        self.export_dialog = opened(dialog)
         return dialog
 
 

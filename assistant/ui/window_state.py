@@ -63,13 +63,13 @@ def last_chat() -> str | None:
 ASSUMED_FRAME = (8, 40)
 
 
-def fit_to_screen(window: QWidget, margin: int = 0) -> None:
+def fit_to_screen(window: QWidget) -> None:
     """Shrink and move ``window`` so all of it is inside its screen's available area (at
     any scale factor the available area is in the same logical pixels as the window)."""
     screen = window.screen() or QGuiApplication.primaryScreen()
     if screen is None:
         return
-    area = screen.availableGeometry().adjusted(margin, margin, -margin, -margin)
+    area = screen.availableGeometry()
     frame = window.frameGeometry()
     extra_w = frame.width() - window.width()
     extra_h = frame.height() - window.height()

@@ -6,7 +6,7 @@ from __future__ import annotations
 from PySide6.QtCore import Qt
 
 from assistant.service.events import PrefillProgress
-from assistant.ui.compaction_strip import compaction_text
+from assistant.ui.progress_strips import compaction_text
 from tests.fakes.scripted import ScriptedBackend
 
 from .test_context_and_compaction import LOREM_SUMMARY
@@ -56,7 +56,7 @@ def test_the_compaction_strip_shows_the_summary_prompt_being_read(
 
 
 def test_the_strip_counts_down_between_reports_and_then_counts_the_writing(qtbot) -> None:
-    from assistant.ui.compaction_strip import CompactionStrip
+    from assistant.ui.progress_strips import CompactionStrip
 
     strip = CompactionStrip()
     qtbot.addWidget(strip)

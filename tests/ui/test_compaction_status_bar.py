@@ -11,9 +11,9 @@ from pathlib import Path
 
 from PySide6.QtCore import Qt
 
-from assistant.service.status import Status
-from assistant.ui.compaction_strip import TITLE
+from assistant.service.events import StatusChanged
 from assistant.ui.main_window import COMPACTING_STATUS
+from assistant.ui.progress_strips import TITLE
 from tests.fakes.scripted import ScriptedBackend
 
 from .conftest import Harness
@@ -26,7 +26,7 @@ def record_status_bar(h: Harness) -> list[str]:
     status: its slot was connected first)."""
     shown: list[str] = []
 
-    def heard(_status: Status) -> None:
+    def heard(_event: StatusChanged) -> None:
         shown.append(h.window.status_label.text())
 
     h.window.bridge.status_changed.connect(heard)

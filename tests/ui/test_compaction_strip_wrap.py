@@ -11,7 +11,7 @@ from pathlib import Path
 
 from PySide6.QtWidgets import QLabel
 
-from assistant.service.events import PrefillProgress
+from assistant.service.events import PrefillProgress, StatusChanged
 from assistant.service.status import Phase, Status
 
 from .conftest import Harness
@@ -30,7 +30,7 @@ def test_the_wrapped_second_line_is_shown_at_once(make_window, artifacts_dir: Pa
     h.window.resize(700, 640)
     h.qtbot.waitUntil(lambda: h.window.width() == 700)
     strip, label = h.window.status_strip, h.window.status_strip.label
-    h.window.bridge.status_changed.emit(Status(Phase.COMPACTING))
+    h.window.bridge.status_changed.emit(StatusChanged(Status(Phase.COMPACTING)))
     assert strip.isVisible() and _fully_shown(label)
     one_line = label.height()
     # The longest text: reading, speed and time left, two lines at this width.
@@ -44,5 +44,5 @@ def test_the_wrapped_second_line_is_shown_at_once(make_window, artifacts_dir: Pa
     h.window.bridge.prefill_progress.emit(PrefillProgress(12_344, 12_345, eta_s=0.0))
     assert "writing the summary" in label.text() and _fully_shown(label)
     assert label.height() == label.heightForWidth(label.width())
-    h.window.bridge.status_changed.emit(Status(Phase.IDLE))
+    h.window.bridge.status_changed.emit(StatusChanged(Status(Phase.IDLE)))
     assert not strip.isVisible()

@@ -5,14 +5,22 @@ from __future__ import annotations
 
 import threading
 from pathlib import Path
+from typing import get_args
 
-from PySide6.QtCore import QCoreApplication
+from PySide6.QtCore import QCoreApplication, Signal
 from PySide6.QtWidgets import QMessageBox
 
-from assistant.agent.events import AssistantDelta, Notice, TurnFinished
+from assistant.agent.events import (
+    AssistantDelta,
+    ModelCallFinished,
+    Notice,
+    PromptProgress,
+    TurnFinished,
+)
 from assistant.config import Settings
 from assistant.llm.base import LLMBackend, ModelLoadError
-from assistant.ui.bridge import ServiceBridge
+from assistant.service.events import ModelStateRestored, PrefillTuned, ServiceEvent
+from assistant.ui.bridge import ServiceBridge, signal_name
 from tests.fakes.scripted import ScriptedBackend
 
 
@@ -109,3 +117,13 @@ def test_bridge_drops_events_after_close(qtbot) -> None:
     bridge.post(Notice("info", "late"))
     QCoreApplication.processEvents()
     assert got == []
+
+
+def test_every_event_the_window_shows_has_its_signal() -> None:
+    """The bridge emits an event by the signal named after its type: a renamed event type
+    would go unseen, so each one but those the window does not show has its signal."""
+    shown = set(get_args(ServiceEvent)) - {
+        AssistantDelta, ModelCallFinished, PromptProgress, ModelStateRestored, PrefillTuned
+    }
+    for event_type in shown:
+        assert isinstance(getattr(ServiceBridge, signal_name(event_type), None), Signal)

@@ -10,7 +10,7 @@ from PySide6.QtCore import Qt
 from assistant.service.events import PrefillProgress
 from assistant.service.status import Phase
 from assistant.ui.message_widgets import MessageWidget
-from assistant.ui.prompt_progress import progress_text
+from assistant.ui.progress_strips import progress_text
 from tests.fakes.scripted import ScriptedBackend
 
 LONG_PROMPT = "Please summarize these log lines.\n" + "\n".join(

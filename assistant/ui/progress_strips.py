@@ -1,8 +1,15 @@
-"""The strip above the input while a compaction runs inside the user's turn: reading the
-summary's prompt (tokens, speed, time left, counted down between the per-batch reports),
-then writing it (the seconds so far, ticking, so a long wait never looks stuck). Why
-reading ends at the last token but one, and why the strip lays the window out at once:
-docs/ARCHITECTURE.md, "The window".
+"""The strips above the input while the model reads a prompt, and the busy spinner.
+
+:class:`PromptProgress`: the model reads a long prompt (on a laptop CPU a few thousand
+tokens take minutes): tokens done (cached ones count as done), speed and time left. It
+appears only when the evaluation still runs after a moment, so a short prompt never flashes
+it.
+
+:class:`CompactionStrip`: a compaction runs inside the user's turn: reading the summary's
+prompt (tokens, speed, time left, counted down between the per-batch reports), then writing
+it (the seconds so far, ticking, so a long wait never looks stuck). Why reading ends at the
+last token but one, and why the strip lays the window out at once: docs/ARCHITECTURE.md,
+"The window".
 """
 
 from __future__ import annotations
@@ -10,14 +17,62 @@ from __future__ import annotations
 import time
 from dataclasses import replace
 
-from PySide6.QtCore import QTimer
-from PySide6.QtWidgets import QFrame, QProgressBar, QWidget
+from PySide6.QtCore import QRectF, QSize, Qt, QTimer
+from PySide6.QtGui import QColor, QPainter, QPaintEvent, QPen
+from PySide6.QtWidgets import QFrame, QWidget
 
 from assistant.service.events import PrefillProgress
 from assistant.service.progress import eta_text
-from assistant.ui.boxes import hbox
-from assistant.ui.form_parts import new_label
-from assistant.ui.spinner import Spinner
+from assistant.ui.parts import hbox, new_label, progress_bar
+from assistant.ui.theme import current_colors
+
+#: How long an evaluation must run before the strip appears.
+SHOW_AFTER_MS = 400
+
+
+def progress_text(event: PrefillProgress) -> str:
+    text = f"Reading your prompt: {event.done:,} of {event.total:,} tokens"
+    if event.eta_s is not None and event.tokens_per_s is not None:
+        text += f" · {event.tokens_per_s:,.0f} tokens/s · {eta_text(event.eta_s)}"
+    else:
+        text += " · estimating the time left…"
+    return text + " · Esc to stop"
+
+
+class PromptProgress(QFrame):
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setObjectName("PromptProgress")
+        layout = hbox(self, (16, 6, 16, 6), 12)
+        self.label = new_label("", "PromptProgressLabel")
+        self.bar = progress_bar("Prompt evaluation progress", 160, 320, maximum=1000)
+        layout.addWidget(self.label, 1)
+        layout.addWidget(self.bar)
+        self.last: PrefillProgress | None = None
+        self._timer = QTimer(self, singleShot=True, interval=SHOW_AFTER_MS)
+        self._timer.timeout.connect(self._reveal)
+        self.setVisible(False)
+
+    def update_progress(self, event: PrefillProgress) -> None:
+        self.last = event
+        fraction = event.done / event.total if event.total else 1.0
+        self.bar.setValue(round(fraction * 1000))
+        self.label.setText(progress_text(event))
+        self.setAccessibleDescription(self.label.text())
+        if event.done >= event.total:
+            return  # the reply starts next; the status change hides the strip
+        if not self.isVisible() and not self._timer.isActive():
+            self._timer.start()
+
+    def finish(self) -> None:
+        self._timer.stop()
+        self.last = None
+        self.setVisible(False)
+
+    def _reveal(self) -> None:
+        if self.last is not None and self.last.done < self.last.total:
+            self.setVisible(True)
+
 
 TITLE = "Summarizing older messages to make room"
 TOOLTIP = (
@@ -71,11 +126,7 @@ class CompactionStrip(QFrame):
         layout = hbox(self, (16, 6, 16, 6))
         self.spinner = Spinner()
         self.label = new_label(compaction_text(None), wrap=True)
-        self.bar = QProgressBar()
-        self.bar.setAccessibleName("Summary progress")
-        self.bar.setTextVisible(False)
-        self.bar.setMinimumWidth(120)
-        self.bar.setMaximumWidth(240)
+        self.bar = progress_bar("Summary progress", 120, 240)
         layout.addWidget(self.spinner)
         layout.addWidget(self.label, 1)
         layout.addWidget(self.bar)
@@ -84,8 +135,7 @@ class CompactionStrip(QFrame):
         self._last_at = 0.0
         self._started = 0.0
         self._writing_since: float | None = None
-        self._tick = QTimer(self)
-        self._tick.setInterval(1000)
+        self._tick = QTimer(self, interval=1000)
         self._tick.timeout.connect(self._refresh)
         self.setVisible(False)
 
@@ -146,3 +196,43 @@ class CompactionStrip(QFrame):
             if layout is not None:
                 layout.activate()
             widget = None if widget.isWindow() else widget.parentWidget()
+
+
+class Spinner(QWidget):
+    """A small busy spinner: a rotating arc painted in the accent colour."""
+
+    def __init__(self, parent: QWidget | None = None, size: int = 16) -> None:
+        super().__init__(parent)
+        self._size = size
+        self._angle = 0
+        self._timer = QTimer(self, interval=60)
+        self._timer.timeout.connect(self._step)
+        self.setFixedSize(size, size)
+
+    def sizeHint(self) -> QSize:
+        return QSize(self._size, self._size)
+
+    @property
+    def spinning(self) -> bool:
+        return self._timer.isActive()
+
+    def start(self) -> None:
+        self._timer.start()
+        self.show()
+
+    def stop(self) -> None:
+        self._timer.stop()
+
+    def _step(self) -> None:
+        self._angle = (self._angle + 30) % 360
+        self.update()
+
+    def paintEvent(self, event: QPaintEvent) -> None:
+        painter = QPainter(self)
+        painter.setRenderHint(QPainter.RenderHint.Antialiasing)
+        pen = QPen(QColor(current_colors().accent), 2.2)
+        pen.setCapStyle(Qt.PenCapStyle.RoundCap)
+        painter.setPen(pen)
+        rect = QRectF(2, 2, self._size - 4, self._size - 4)
+        painter.drawArc(rect, -self._angle * 16, 270 * 16)
+        painter.end()
