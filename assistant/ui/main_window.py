@@ -499,7 +499,7 @@ class MainWindow(WindowDialogs):
         """The banner's button: the settings at the page that can fix the failed load."""
         dialog = self.open_settings()
         if self.service.settings.engine.kind == "server":
-            dialog.tabs.setCurrentWidget(dialog.engine_page)
+            dialog.show_page(dialog.engine_page)
 
     def _settings_accepted(self, dialog: SettingsDialog) -> None:
         if (new := dialog.result_settings()) is not None:

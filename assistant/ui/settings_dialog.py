@@ -33,6 +33,7 @@ from PySide6.QtWidgets import (
     QLineEdit,
     QPlainTextEdit,
     QRadioButton,
+    QScrollArea,
     QSpinBox,
     QTabWidget,
     QVBoxLayout,
@@ -142,13 +143,18 @@ class SettingsDialog(QDialog):
 
         layout = vbox(self, (16, 14, 16, 12), 10)
         self.tabs = QTabWidget()
-        self.tabs.addTab(self._build_model_tab(), "Model")
         self.engine_page = EnginePage()
-        self.tabs.addTab(self.engine_page, "Engine")
-        self.tabs.addTab(self._build_context_tab(), "Context")
-        self.tabs.addTab(self._build_chat_tab(), "Chat && look")
         self.performance_page = PerformancePage(speed)
-        self.tabs.addTab(self.performance_page, "Speed")
+        self.pages: list[QWidget] = [self._build_model_tab(), self.engine_page,
+                                     self._build_context_tab(), self._build_chat_tab(),
+                                     self.performance_page]
+        for page, title in zip(self.pages, ("Model", "Engine", "Context", "Chat && look",
+                                            "Speed"), strict=True):
+            # A page taller than the dialog scrolls instead of squeezing its rows together.
+            scroll = QScrollArea(widgetResizable=True)
+            scroll.setFrameShape(QScrollArea.Shape.NoFrame)
+            scroll.setWidget(page)
+            self.tabs.addTab(scroll, title)
         for name, widget in self.performance_page.fields.items():
             self.fields[("performance", name)] = widget
         layout.addWidget(self.tabs, 1)
@@ -402,9 +408,12 @@ class SettingsDialog(QDialog):
         except SecretStoreError as exc:
             self.error_label.setText(f"Could not store the API key: {exc}")
             self.error_label.setVisible(True)
-            self.tabs.setCurrentWidget(self.engine_page)
+            self.show_page(self.engine_page)
             return
         super().accept()
+
+    def show_page(self, page: QWidget) -> None:
+        self.tabs.setCurrentIndex(self.pages.index(page))
 
     def done(self, result: int) -> None:
         self.engine_page.wait_for_test(5.0)  # no connection test left running

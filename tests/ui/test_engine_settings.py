@@ -27,7 +27,7 @@ def _dialog(qtbot, settings: Settings | None = None) -> SettingsDialog:  # type:
     qtbot.addWidget(dialog)
     dialog.resize(760, 720)
     dialog.show()
-    dialog.tabs.setCurrentWidget(dialog.engine_page)
+    dialog.show_page(dialog.engine_page)
     return dialog
 
 

@@ -15,7 +15,7 @@ from assistant.llm.llama_kv import PrefillConfig
 
 
 def _speed_tab(dialog):  # type: ignore[no-untyped-def]
-    dialog.tabs.setCurrentWidget(dialog.performance_page)
+    dialog.show_page(dialog.performance_page)
     return dialog.performance_page
 
 
