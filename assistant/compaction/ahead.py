@@ -23,15 +23,15 @@ PREFER_SLACK = 0.06
 MIN_COVERED = 0.5
 
 
-def message_digest(m: Message) -> str:
-    """One message as a summary depends on it: id, role, text, tool call id and calls."""
-    calls = ",".join(f"{c.name}:{json.dumps(c.arguments, sort_keys=True)}" for c in m.tool_calls)
-    text = f"{m.id}\x00{m.role}\x00{m.content}\x00{m.tool_call_id or ''}\x00{calls}"
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:24]
-
-
 def span_digests(span: Sequence[Message]) -> tuple[str, ...]:
-    return tuple(message_digest(m) for m in span)
+    """Each message as a summary depends on it: id, role, text, tool call id and calls."""
+    out = []
+    for m in span:
+        calls = ",".join(f"{c.name}:{json.dumps(c.arguments, sort_keys=True)}"
+                         for c in m.tool_calls)
+        text = f"{m.id}\x00{m.role}\x00{m.content}\x00{m.tool_call_id or ''}\x00{calls}"
+        out.append(hashlib.sha256(text.encode("utf-8")).hexdigest()[:24])
+    return tuple(out)
 
 
 def context_key(request: SummaryRequest) -> str:
