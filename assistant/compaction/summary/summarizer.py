@@ -91,14 +91,8 @@ class ExtractiveSummarizer:
         self.counter = counter
 
     def summarize(self, request: SummaryRequest, cancel: CancelToken | None) -> SummaryOutcome:
-        if cancel is not None and cancel.cancelled:
-            raise SummaryCancelled
-        text = extractive_summary(
-            [*request.history, *request.turn_prefix], request.state, previous=request.previous,
-            budget=request.budget, count=self.counter.text,
-        )
         note = "by the extractive summarizer (no model asked)"
-        return SummaryOutcome(text, "extractive", note=note)
+        return _extractive(self.counter, request, cancel, note)
 
 
 #: The note of a summary code wrote inside the turn instead of the model.
@@ -119,7 +113,13 @@ def deferred_summary(
 def _extractive(
     counter: TokenCounter, request: SummaryRequest, cancel: CancelToken | None, note: str
 ) -> SummaryOutcome:
-    return replace(ExtractiveSummarizer(counter).summarize(request, cancel), note=note)
+    if cancel is not None and cancel.cancelled:
+        raise SummaryCancelled
+    text = extractive_summary(
+        [*request.history, *request.turn_prefix], request.state, previous=request.previous,
+        budget=request.budget, count=counter.text,
+    )
+    return SummaryOutcome(text, "extractive", note=note)
 
 
 #: Compactions in a row with both model summaries rejected before the model is not asked
@@ -291,7 +291,7 @@ class ModelSummarizer:
             focus=request.focus, budget=request.budget,
             recorded_rules=request.state.constraints,
         )
-        checks = _Checks(checks.rules, checks.reference, guided, checks.users)
+        checks = replace(checks, guided=guided)
         overhead = self.counter.exact(guided.transcript_messages("", _PROBE_PROBLEMS))
         room = request.window - request.budget - overhead - MARGIN
         transcript = guided.transcript(max(room, 64), self.counter.text)
