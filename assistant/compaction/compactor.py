@@ -115,7 +115,8 @@ class Compactor:
     window: Callable[[], int]
     cache: SummaryCache
     facts: FactsCache
-    defer: Callable[[], bool]  # :meth:`defers`
+    #: Whether a compaction in a turn leaves the model's summary to idle time (:meth:`summarize`).
+    defer: Callable[[], bool]
 
     # -- 1: plan (with 2: budget); 3: summarize; 4: verify; all four: run ------------------
     def plan(self, job: CompactionJob, *, prefer_slack: int = 0) -> tuple[Plan | None, Budget]:
@@ -304,19 +305,16 @@ class Compactor:
         log.info("No summary written ahead for this plan: %s", plan.describe(budget))
         summarizer = self.summarizer()
         try:
-            if self.defers(job, summarizer, request):
+            # The code writes it at once with ``defer`` on, inside a turn (not /compact), when
+            # the model would be asked.
+            if (job.reason != CompactionReason.MANUAL and self.defer()
+                    and isinstance(summarizer, ModelSummarizer) and summarizer.asks_model(request)):
                 log.info("Summary written by the code in the turn; the model's is left to "
                          "the time the user reads")
                 return deferred_summary(self.counter, request, job.cancel)
             return summarizer.summarize(request, job.cancel)
         except SummaryCancelled:
             return Status.CANCELLED
-
-    def defers(self, job: CompactionJob, summarizer: Summarizer, request: SummaryRequest) -> bool:
-        """Whether the code writes this summary at once: ``defer`` on, a compaction inside a
-        turn (not /compact), and the model would be asked."""
-        return (job.reason != CompactionReason.MANUAL and self.defer()
-                and isinstance(summarizer, ModelSummarizer) and summarizer.asks_model(request))
 
     def request(self, job: CompactionJob, plan: Plan, budget: Budget) -> SummaryRequest:
         """What the summarizer is asked for this plan."""
