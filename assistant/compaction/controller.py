@@ -232,14 +232,9 @@ class ContextController:
         segments = {"system": base, "tools": with_tools - base, "summary": summary}
         _split_rest(segments, n, sum(self.counter.message(m) for m in built if m.role == "tool"))
         return PreparedRequest(
-            messages=fitted.messages,
-            prompt_tokens=n,
-            window=limit,
-            target=self.policy().window,
-            reserve=min(policy.reserve, max(limit - n, 0)),
-            segments=segments,
-            trimmed=fitted.trimmed,
-            prompt=fitted.prompt,
+            messages=fitted.messages, prompt_tokens=n, window=limit, target=self.policy().window,
+            reserve=min(policy.reserve, max(limit - n, 0)), segments=segments,
+            trimmed=fitted.trimmed, prompt=fitted.prompt,
         )
 
     def _report_trims(self, conv: Conversation, trimmed: dict[str, tuple[int, int]]) -> None:
@@ -254,11 +249,7 @@ class ContextController:
         self._last_trims = (id(conv), ids)
 
     def _measure(
-        self,
-        conv: Conversation,
-        system_prompt: str,
-        summary: str,
-        kept: Sequence[Message],
+        self, conv: Conversation, system_prompt: str, summary: str, kept: Sequence[Message],
         tools: Sequence[dict[str, Any]] | None,
     ) -> int:
         """The prompt with ``summary`` before ``kept``, as the next call writes it (the
@@ -409,22 +400,15 @@ class ContextController:
         pol = self.policy()
         facts = self.facts.of(conv)
         plan = plan_prune(
-            facts.kept,
-            self.counter,
-            protect=pol.protect,
-            minimum=pol.minimum,
-            user_turns=count_user_turns(conv.messages),
-            cleared_size=self.views.cleared_size(conv),
+            facts.kept, self.counter, protect=pol.protect, minimum=pol.minimum,
+            user_turns=count_user_turns(conv.messages), cleared_size=self.views.cleared_size(conv),
             waiting=facts.unanswered,
         )
         if not plan.applies:
             return 0
         conv.mark_pruned(list(plan.message_ids), plan.tokens_freed)
-        log.info(
-            "Pruned %d old tool result(s): %d tokens reclaimed",
-            len(plan.message_ids),
-            plan.tokens_freed,
-        )
+        log.info("Pruned %d old tool result(s): %d tokens reclaimed", len(plan.message_ids),
+                 plan.tokens_freed)
         self._emit(PruneEvent(plan.message_ids, plan.tokens_freed))
         return plan.tokens_freed
 
@@ -558,10 +542,7 @@ class ContextController:
         return req
 
     def _adopt(
-        self,
-        req: PreparedRequest,
-        messages: list[dict[str, Any]],
-        call: CallRequest,
+        self, req: PreparedRequest, messages: list[dict[str, Any]], call: CallRequest,
         pol: EffectivePolicy,
     ) -> bool:
         """Make the rendered ``messages`` ``req``'s prompt, counted exactly (from their
@@ -611,7 +592,7 @@ class ContextController:
         )
         be = self.backend
         state = be.save_state() if isinstance(be, KVCacheAware) else None
-        job = self._job(call, CompactionReason.THRESHOLD, pol, conv=trial)
+        job = self._job(call.on(trial), CompactionReason.THRESHOLD, pol)
         sent = self._sent_view
         if sent is not None and sent[0] == id(conv):  # the trial chat was sent as this one
             self._sent_view = (id(trial), sent[1], sent[2], sent[3])
@@ -641,13 +622,11 @@ class ContextController:
         return [self.counter.message(context.shown(m, view)) for m in self.facts.of(conv).kept]
 
     def _job(
-        self, call: CallRequest, reason: CompactionReason, pol: EffectivePolicy, *,
-        conv: Conversation | None = None, focus: str | None = None,
+        self, call: CallRequest, reason: CompactionReason, pol: EffectivePolicy,
+        focus: str | None = None,
     ) -> CompactionJob:
-        """The compactor's job for ``call`` (or ``conv``)."""
-        conv = conv or call.conv
         overhead = self.overhead(call.system_prompt, call.tools)
-        return CompactionJob(reason, conv, pol, overhead, self._counts(conv),
+        return CompactionJob(reason, call.conv, pol, overhead, self._counts(call.conv),
                              call.system_prompt, call.tools, focus, call.cancel)
 
     def _run(
