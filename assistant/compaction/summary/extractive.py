@@ -50,13 +50,8 @@ def collect_state(
                 constraints.append(sentence)
     last = None if last_request_visible or not users else users[-1]
     older = users[:-1] if last is not None else users
-    return MechanicalState(
-        files=files,
-        constraints=constraints,
-        user_messages=older,
-        last_request=last,
-        first_request=task_statement(users),
-    )
+    return MechanicalState(files=files, constraints=constraints, user_messages=older,
+                           last_request=last, first_request=task_statement(users))
 
 
 def _bullets(items: Sequence[str], budget: int, count: Count, *, newest_first: bool) -> str:
