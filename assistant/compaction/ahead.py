@@ -23,15 +23,15 @@ PREFER_SLACK = 0.06
 MIN_COVERED = 0.5
 
 
-def message_digest(m: Message) -> str:
-    """One message as a summary depends on it: id, role, text, tool call id and calls."""
-    calls = ",".join(f"{c.name}:{json.dumps(c.arguments, sort_keys=True)}" for c in m.tool_calls)
-    text = f"{m.id}\x00{m.role}\x00{m.content}\x00{m.tool_call_id or ''}\x00{calls}"
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:24]
-
-
 def span_digests(span: Sequence[Message]) -> tuple[str, ...]:
-    return tuple(message_digest(m) for m in span)
+    """Each message as a summary depends on it: id, role, text, tool call id and calls."""
+    out = []
+    for m in span:
+        calls = ",".join(f"{c.name}:{json.dumps(c.arguments, sort_keys=True)}"
+                         for c in m.tool_calls)
+        text = f"{m.id}\x00{m.role}\x00{m.content}\x00{m.tool_call_id or ''}\x00{calls}"
+        out.append(hashlib.sha256(text.encode("utf-8")).hexdigest()[:24])
+    return tuple(out)
 
 
 def context_key(request: SummaryRequest) -> str:
@@ -40,22 +40,21 @@ def context_key(request: SummaryRequest) -> str:
     return hashlib.sha256(json.dumps(body, sort_keys=True).encode("utf-8")).hexdigest()[:24]
 
 
-def summary_key(request: SummaryRequest) -> str:
-    """What a summary depends on (docs/COMPACTION.md), as a short digest."""
-    body = {
-        "span": span_digests([*request.history, *request.turn_prefix]),
-        "split": len(request.history),
-        "context": context_key(request),
-        "budget": request.budget,
-    }
-    return hashlib.sha256(json.dumps(body, sort_keys=True).encode("utf-8")).hexdigest()[:32]
+#: What a summary depends on: the span's digests, where its history ends, the context, the budget.
+SummaryKey = tuple[tuple[str, ...], int, str, int]
+
+
+def summary_key(request: SummaryRequest) -> SummaryKey:
+    """What a summary depends on (docs/COMPACTION.md)."""
+    span = span_digests([*request.history, *request.turn_prefix])
+    return span, len(request.history), context_key(request), request.budget
 
 
 @dataclass(frozen=True)
 class Precomputed:
     """A summary written ahead of time, and the cut it was planned for."""
 
-    key: str
+    key: SummaryKey
     #: Id of the first message the plan kept verbatim (the compactor prefers that cut).
     first_kept_id: str
     outcome: SummaryOutcome
@@ -69,9 +68,8 @@ class Precomputed:
     @classmethod
     def of(cls, request: SummaryRequest, first_kept_id: str, outcome: SummaryOutcome,
            seconds: float) -> Precomputed:
-        return cls(summary_key(request), first_kept_id, outcome, seconds,
-                   span_digests([*request.history, *request.turn_prefix]),
-                   context_key(request), request.budget)
+        key = summary_key(request)
+        return cls(key, first_kept_id, outcome, seconds, key[0], key[2], key[3])
 
 
 @dataclass(frozen=True)
@@ -109,7 +107,7 @@ class SummaryCache:
         with self._lock:
             return self._items[-1] if self._items else None
 
-    def get(self, key: str) -> Precomputed | None:
+    def get(self, key: SummaryKey) -> Precomputed | None:
         with self._lock:
             return next((i for i in self._items if i.key == key), None)
 

@@ -71,11 +71,8 @@ class CompactionJob:
 @dataclass
 class CompactionOutcome:
     status: Status
-    tokens_before: int
     record: CompactionRecord | None = None
     error: str = ""
-    summary: SummaryOutcome | None = None
-    messages: int = 0  # summarized (for the "Compacting..." notice)
 
 
 @dataclass(frozen=True)
@@ -118,7 +115,8 @@ class Compactor:
     window: Callable[[], int]
     cache: SummaryCache
     facts: FactsCache
-    defer: Callable[[], bool]  # :meth:`defers`
+    #: Whether a compaction in a turn leaves the model's summary to idle time (:meth:`summarize`).
+    defer: Callable[[], bool]
 
     # -- 1: plan (with 2: budget); 3: summarize; 4: verify; all four: run ------------------
     def plan(self, job: CompactionJob, *, prefer_slack: int = 0) -> tuple[Plan | None, Budget]:
@@ -203,7 +201,7 @@ class Compactor:
         fits_now = policy.window - policy.reserve - overhead - current
         plan: Plan | None = None
         raised = False
-        prefer = self._preferred(kept)
+        prefer = next(iter(self.cache.preferred_cuts(kept)), None)  # the newest written ahead
         for _ in range(4):
             # With nothing before the pending part and no summary yet, it only has to fit
             # beside what is there now; otherwise a new summary will stand beside it.
@@ -227,8 +225,7 @@ class Compactor:
                 cut=cut, history=kept[: cut.history_end], prefix=kept[cut.history_end : cut.cut],
                 tail=tail, files=files, state=state, mechanical=mechanical, base=base, kept=kept,
                 bounds=(min(keep, limit), min(floor, limit), limit),
-                latest_tokens=next((c for m, c in zip(reversed(kept), reversed(counts),
-                                                      strict=True) if m.role == "user"), 0),
+                latest_tokens=counts[facts.latest_user] if facts.latest_user is not None else 0,
             )
             summary_max = budget.header + budget.model + count(mechanical)
             least = overhead + summary_max + cut.kept_tokens - sum(trimmable[cut.cut :])
@@ -267,11 +264,6 @@ class Compactor:
         log.info("Nothing summarized: the smallest summary (%d tokens) would replace %d",
                  least, replaced)
         return None
-
-    def _preferred(self, kept: Sequence[Message]) -> int | None:
-        """The cut of the newest summary written ahead for these messages, if any."""
-        cuts = self.cache.preferred_cuts(kept)
-        return cuts[0] if cuts else None
 
     @staticmethod
     def _allowed(
@@ -313,19 +305,16 @@ class Compactor:
         log.info("No summary written ahead for this plan: %s", plan.describe(budget))
         summarizer = self.summarizer()
         try:
-            if self.defers(job, summarizer, request):
+            # The code writes it at once with ``defer`` on, inside a turn (not /compact), when
+            # the model would be asked.
+            if (job.reason != CompactionReason.MANUAL and self.defer()
+                    and isinstance(summarizer, ModelSummarizer) and summarizer.asks_model(request)):
                 log.info("Summary written by the code in the turn; the model's is left to "
                          "the time the user reads")
                 return deferred_summary(self.counter, request, job.cancel)
             return summarizer.summarize(request, job.cancel)
         except SummaryCancelled:
             return Status.CANCELLED
-
-    def defers(self, job: CompactionJob, summarizer: Summarizer, request: SummaryRequest) -> bool:
-        """Whether the code writes this summary at once: ``defer`` on, a compaction inside a
-        turn (not /compact), and the model would be asked."""
-        return (job.reason != CompactionReason.MANUAL and self.defer()
-                and isinstance(summarizer, ModelSummarizer) and summarizer.asks_model(request))
 
     def request(self, job: CompactionJob, plan: Plan, budget: Budget) -> SummaryRequest:
         """What the summarizer is asked for this plan."""
@@ -411,18 +400,16 @@ class Compactor:
         started = time.perf_counter()
         conv, policy = job.conv, job.policy
         if job.cancel is not None and job.cancel.cancelled:
-            return CompactionOutcome(Status.CANCELLED, tokens_before)
+            return CompactionOutcome(Status.CANCELLED)
         # At the threshold the cut a summary was written ahead for may keep a little more
         # than the tail's limit (the summary is then used as written: no wait).
         slack = (int(policy.window * PREFER_SLACK)
                  if job.reason == CompactionReason.THRESHOLD else 0)
         plan, budget = self.plan(job, prefer_slack=slack)
         if plan is None:
-            return CompactionOutcome(
-                Status.NOTHING, tokens_before,
-                error=("nothing to summarize: the recent messages fit, are not answered yet, "
-                       "or are shorter than any summary of them"),
-            )
+            return CompactionOutcome(Status.NOTHING, error=(
+                "nothing to summarize: the recent messages fit, are not answered yet, or are "
+                "shorter than any summary of them"))
         on_start(plan.cut.cut)
         log.info(
             "Compacting (%s): %d tokens, %d message(s) to summarize%s",
@@ -432,9 +419,9 @@ class Compactor:
             got = self.summarize(job, plan, budget)
         except Exception as exc:
             log.exception("Summarizer failed during compaction (%s)", job.reason)
-            return CompactionOutcome(Status.FAILED, tokens_before, error=f"summarizer error: {exc}")
+            return CompactionOutcome(Status.FAILED, error=f"summarizer error: {exc}")
         if isinstance(got, Status):
-            return CompactionOutcome(got, tokens_before)
+            return CompactionOutcome(got)
         text, summary, after = self.verify(job, plan, budget, got.text)
         if job.reason != CompactionReason.MANUAL and after < int(policy.window * MIN_FILL):
             wider = self.widen(job, plan, budget, text, after)
@@ -461,10 +448,8 @@ class Compactor:
                         "no room for a summary beside them"
                     )
         if after >= tokens_before:
-            return CompactionOutcome(
-                Status.FAILED, tokens_before,
-                error=f"the prompt did not shrink ({tokens_before} -> {after} tokens)", summary=got,
-            )
+            error = f"the prompt did not shrink ({tokens_before} -> {after} tokens)"
+            return CompactionOutcome(Status.FAILED, error=error)
         prev = conv.last_compaction
         record = CompactionRecord(
             summary=summary,
@@ -483,8 +468,7 @@ class Compactor:
             rejected=list(got.rejected),
             summarizer_note=got.note,
         )
-        return CompactionOutcome(Status.DONE, tokens_before, record=record, summary=got,
-                                 messages=plan.cut.cut)
+        return CompactionOutcome(Status.DONE, record=record)
 
 
 def _at_floor(

@@ -229,24 +229,12 @@ class ContextController:
         base = self.overhead(system_prompt, None)
         with_tools = self.overhead(system_prompt, tools) if tools else base
         summary = self.counter.message(built[1]) if conv.last_compaction is not None else 0
-        outputs = sum(self.counter.message(m) for m in built if m.role == "tool")
-        rest = max(n - with_tools - summary, 0)
-        segments = {
-            "system": base,
-            "tools": with_tools - base,
-            "summary": summary,
-            "conversation": max(rest - outputs, 0),
-            "tool_outputs": min(outputs, rest),
-        }
+        segments = {"system": base, "tools": with_tools - base, "summary": summary}
+        _split_rest(segments, n, sum(self.counter.message(m) for m in built if m.role == "tool"))
         return PreparedRequest(
-            messages=fitted.messages,
-            prompt_tokens=n,
-            window=limit,
-            target=self.policy().window,
-            reserve=min(policy.reserve, max(limit - n, 0)),
-            segments=segments,
-            trimmed=fitted.trimmed,
-            prompt=fitted.prompt,
+            messages=fitted.messages, prompt_tokens=n, window=limit, target=self.policy().window,
+            reserve=min(policy.reserve, max(limit - n, 0)), segments=segments,
+            trimmed=fitted.trimmed, prompt=fitted.prompt,
         )
 
     def _report_trims(self, conv: Conversation, trimmed: dict[str, tuple[int, int]]) -> None:
@@ -261,11 +249,7 @@ class ContextController:
         self._last_trims = (id(conv), ids)
 
     def _measure(
-        self,
-        conv: Conversation,
-        system_prompt: str,
-        summary: str,
-        kept: Sequence[Message],
+        self, conv: Conversation, system_prompt: str, summary: str, kept: Sequence[Message],
         tools: Sequence[dict[str, Any]] | None,
     ) -> int:
         """The prompt with ``summary`` before ``kept``, as the next call writes it (the
@@ -276,18 +260,13 @@ class ContextController:
             conv, system_prompt, summary=summary, kept=kept, view=self.view(conv)
         )
         messages = context.to_openai(built)
-        if self.counter.additive:
-            def count(msgs: list[dict[str, Any]]) -> int:
-                return self.counter.summed(self.overhead(system_prompt, tools), msgs)
-        else:
-            def count(msgs: list[dict[str, Any]]) -> int:
-                return self.counter.exact(msgs, tools)
-        tokens = count(messages)
+        summed = self.counter.additive
+        tokens, _ = self._count(system_prompt, tools, messages, summed=summed)
         if self.render_earlier():  # as the next prompt shows it (before recall's excerpts)
             rendered = render_history(messages, first=len(messages) - len(kept),
                                       user_calls=_user_calls(kept))
             if rendered != messages:
-                tokens = min(tokens, count(rendered))
+                tokens = min(tokens, self._count(system_prompt, tools, rendered, summed=summed)[0])
         return tokens
 
     def measure(self, call: CallRequest, *, as_next: bool = False) -> PreparedRequest:
@@ -405,8 +384,8 @@ class ContextController:
         pol = self.policy()
         if pol.limit <= pol.window:
             return pol
-        kept, counts = self._kept(call.conv)
-        start = pending_start(kept)
+        counts = self._counts(call.conv)
+        start = pending_start(self.facts.of(call.conv).kept)
         beside = self.overhead(call.system_prompt, call.tools)
         if start > 0 or call.conv.last_compaction is not None:
             beside += minimal_summary(pol, self.counter.text)
@@ -421,22 +400,15 @@ class ContextController:
         pol = self.policy()
         facts = self.facts.of(conv)
         plan = plan_prune(
-            facts.kept,
-            self.counter,
-            protect=pol.protect,
-            minimum=pol.minimum,
-            user_turns=count_user_turns(conv.messages),
-            cleared_size=self.views.cleared_size(conv),
+            facts.kept, self.counter, protect=pol.protect, minimum=pol.minimum,
+            user_turns=count_user_turns(conv.messages), cleared_size=self.views.cleared_size(conv),
             waiting=facts.unanswered,
         )
         if not plan.applies:
             return 0
         conv.mark_pruned(list(plan.message_ids), plan.tokens_freed)
-        log.info(
-            "Pruned %d old tool result(s): %d tokens reclaimed",
-            len(plan.message_ids),
-            plan.tokens_freed,
-        )
+        log.info("Pruned %d old tool result(s): %d tokens reclaimed", len(plan.message_ids),
+                 plan.tokens_freed)
         self._emit(PruneEvent(plan.message_ids, plan.tokens_freed))
         return plan.tokens_freed
 
@@ -444,7 +416,9 @@ class ContextController:
     def compact(self, call: CallRequest, reason: CompactionReason) -> CompactionRecord | None:
         """Summarize older turns now (``call.focus``: what to keep most). None when
         cancelled, failed or nothing to do."""
-        if reason != CompactionReason.MANUAL and not self._switch_on(reason):
+        switch = {CompactionReason.OVERFLOW: self.compact_on_overflow,
+                  CompactionReason.THRESHOLD: self.auto_compact}.get(reason)
+        if switch is not None and not switch():
             log.info("Compaction (%s) skipped: switched off", reason)
             return None
         before = self._request(call, self.policy(), trim=False)
@@ -487,7 +461,8 @@ class ContextController:
                                   shown=self._shown_beside_excerpts(call.conv, kept))
         if block is None:
             return req
-        tokens, prompt = self._count(call, req, messages)
+        tokens, prompt = self._count(call.system_prompt, call.tools, messages,
+                                     summed=req.prompt is None)
         if tokens > pol.window - pol.reserve // 2:  # counted alone it fitted; joined not
             log.info("Recall block left out: the prompt would be %d tokens", tokens)
             return req
@@ -505,19 +480,25 @@ class ContextController:
         it (None: all), so recall judges "still in the prompt" on that."""
         if not self.render_earlier():
             return None
-        focus = self.focus_tokens()
-        calls = _user_calls(kept)
+        return lambda messages: self._render(conv, messages, kept, excerpts=True)[1]
 
-        def shown(messages: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
-            first = len(messages) - len(kept)
-            view = render_history(messages, first=first, excerpts=True, user_calls=calls)
-            if focus is None:
-                return view
-            start = self._focus_start(conv, view, first, focus)
-            return focus_history(view, first=first, tokens=focus,
-                                 count=self.counter.segment_of, start=start)
-
-        return shown
+    def _render(
+        self, conv: Conversation, messages: Sequence[dict[str, Any]], kept: Sequence[Message],
+        excerpts: bool,
+    ) -> tuple[list[dict[str, Any]], list[dict[str, Any]], int | None]:
+        """``messages`` with the history before the latest user message written as
+        :func:`.context_render.render_history` does and, beside recall's ``excerpts``, cut to
+        :attr:`focus_tokens` (:func:`.context_render.focus_history`): (as rendered, as
+        shown, where the focused history starts)."""
+        first = len(messages) - len(kept)
+        rendered = render_history(messages, first=first, excerpts=excerpts,
+                                  user_calls=_user_calls(kept))
+        focus = self.focus_tokens() if excerpts else None
+        if focus is None:
+            return rendered, rendered, None
+        start = self._focus_start(conv, rendered, first, focus)
+        return rendered, focus_history(rendered, first=first, tokens=focus,
+                                       count=self.counter.segment_of, start=start), start
 
     def _focus_start(
         self, conv: Conversation, view: list[dict[str, Any]], first: int, focus: int
@@ -545,64 +526,47 @@ class ContextController:
     def _rendered(
         self, call: CallRequest, req: PreparedRequest, pol: EffectivePolicy
     ) -> PreparedRequest:
-        """``req`` with the history before the latest user message written as
-        :func:`.context_render.render_history` does and, beside recall's excerpts, cut to
-        :attr:`focus_tokens` (:func:`.context_render.focus_history`), counted exactly."""
+        """``req`` as :meth:`_render` shows it, counted exactly."""
         self._last_render = None
         if not self.render_earlier():
             return req
         facts = self.facts.of(call.conv)
-        kept = facts.kept
-        first = len(req.messages) - len(kept)
-        messages = render_history(req.messages, first=first,
-                                  excerpts=req.recall is not None, user_calls=_user_calls(kept))
-        focus = self.focus_tokens() if req.recall is not None else None
-        start, rendered = None, messages
-        if focus is not None:
-            start = self._focus_start(call.conv, messages, first, focus)
-            messages = focus_history(messages, first=first, tokens=focus,
-                                     count=self.counter.segment_of, start=start)
-            if first > 1:  # the summary is not in this call
-                req.segments["summary"] = 0
-        latest = facts.latest_user_id
+        rendered, messages, start = self._render(call.conv, req.messages, facts.kept,
+                                                 req.recall is not None)
+        if start is not None and len(req.messages) - len(facts.kept) > 1:
+            req.segments["summary"] = 0  # the summary is not in this call
         if messages == req.messages or self._adopt(req, messages, call, pol):
-            self._last_render = (latest, req.recall is not None)
+            self._last_render = (facts.latest_user_id, req.recall is not None)
             if start is not None:
                 self._anchor_focus(call.conv, rendered, start)
         return req
 
     def _adopt(
-        self,
-        req: PreparedRequest,
-        messages: list[dict[str, Any]],
-        call: CallRequest,
+        self, req: PreparedRequest, messages: list[dict[str, Any]], call: CallRequest,
         pol: EffectivePolicy,
     ) -> bool:
         """Make the rendered ``messages`` ``req``'s prompt, counted exactly (from their
         memoized segments when ``req`` was), unless they are longer than the prompt as
         built (compaction planned for that one; its measure takes the shorter of the two).
         Whether they were adopted."""
-        count, prompt = self._count(call, req, messages)
+        count, prompt = self._count(call.system_prompt, call.tools, messages,
+                                    summed=req.prompt is None)
         if count > req.prompt_tokens:
             return False
         _set_prompt(req, messages, count, prompt, pol)
         # The outputs written as notes are still tool outputs on the context bar.
-        fixed = sum(req.segments.get(k, 0) for k in ("system", "tools", "summary"))
-        rest = max(count - fixed, 0)
-        outputs = min(sum(self.counter.segment_of(m) for m in messages if is_output(m)), rest)
-        req.segments["tool_outputs"] = outputs
-        req.segments["conversation"] = rest - outputs
+        _split_rest(req.segments, count,
+                    sum(self.counter.segment_of(m) for m in messages if is_output(m)))
         return True
 
     def _count(
-        self, call: CallRequest, req: PreparedRequest, messages: list[dict[str, Any]]
+        self, system_prompt: str, tools: Sequence[dict[str, Any]] | None,
+        messages: list[dict[str, Any]], *, summed: bool,
     ) -> tuple[int, EncodedPrompt | None]:
-        """``messages`` (a changed ``req``) counted as ``req`` was: encoded, or from their
-        memoized segments (no prompt)."""
-        if req.prompt is None:
-            overhead = self.overhead(call.system_prompt, call.tools)
-            return self.counter.summed(overhead, messages), None
-        prompt = self.counter.encode(messages, call.tools)
+        """``messages`` encoded, or (``summed``) from their memoized segments (no prompt)."""
+        if summed:
+            return self.counter.summed(self.overhead(system_prompt, tools), messages), None
+        prompt = self.counter.encode(messages, tools)
         return prompt.count, prompt
 
     # -- ahead of time -------------------------------------------------------------------
@@ -628,7 +592,7 @@ class ContextController:
         )
         be = self.backend
         state = be.save_state() if isinstance(be, KVCacheAware) else None
-        job, kept = self._job(call, CompactionReason.THRESHOLD, pol, conv=trial)
+        job = self._job(call.on(trial), CompactionReason.THRESHOLD, pol)
         sent = self._sent_view
         if sent is not None and sent[0] == id(conv):  # the trial chat was sent as this one
             self._sent_view = (id(trial), sent[1], sent[2], sent[3])
@@ -642,9 +606,9 @@ class ContextController:
                 be.load_state(state)
         if got is not None:
             self.summary_cache.put(got)
+            ids = [m.id for m in self.facts.of(trial).kept]
             log.info("Summary written ahead of time in %.1fs (%d message(s) kept after it)",
-                     got.seconds, len(kept) - next(
-                         (i for i, m in enumerate(kept) if m.id == got.first_kept_id), 0))
+                     got.seconds, len(ids) - ids.index(got.first_kept_id))
         return got
 
     def _summary_prefill(self, done: int, total: int) -> None:
@@ -652,22 +616,18 @@ class ContextController:
             self.on_summary_prefill(done, total)
 
     # -- internals -----------------------------------------------------------------------
-    def _kept(self, conv: Conversation) -> tuple[list[Message], list[int]]:
+    def _counts(self, conv: Conversation) -> list[int]:
+        """Each kept message's tokens as shown."""
         view = self.view(conv)  # once: it is the same for every message
-        kept = [context.shown(m, view) for m in self.facts.of(conv).kept]
-        return kept, [self.counter.message(m) for m in kept]
+        return [self.counter.message(context.shown(m, view)) for m in self.facts.of(conv).kept]
 
     def _job(
-        self, call: CallRequest, reason: CompactionReason, pol: EffectivePolicy, *,
-        conv: Conversation | None = None, focus: str | None = None,
-    ) -> tuple[CompactionJob, list[Message]]:
-        """The compactor's job for ``call`` (or ``conv``), and the kept messages as shown."""
-        conv = conv or call.conv
-        kept, counts = self._kept(conv)
+        self, call: CallRequest, reason: CompactionReason, pol: EffectivePolicy,
+        focus: str | None = None,
+    ) -> CompactionJob:
         overhead = self.overhead(call.system_prompt, call.tools)
-        job = CompactionJob(reason, conv, pol, overhead, counts, call.system_prompt,
-                            call.tools, focus, call.cancel)
-        return job, kept
+        return CompactionJob(reason, call.conv, pol, overhead, self._counts(call.conv),
+                             call.system_prompt, call.tools, focus, call.cancel)
 
     def _run(
         self, call: CallRequest, reason: CompactionReason, tokens_before: int,
@@ -675,7 +635,7 @@ class ContextController:
     ) -> CompactionOutcome:
         """One compaction through the :class:`Compactor`, with events and the record."""
         conv = call.conv
-        job, _kept = self._job(call, reason, pol or self.policy(), focus=focus)
+        job = self._job(call, reason, pol or self.policy(), focus=focus)
 
         def started(messages: int) -> None:
             self._emit(CompactionStarted(job.reason, tokens_before, messages=messages))
@@ -725,13 +685,6 @@ class ContextController:
         return render_history(messages, first=first, excerpts=excerpts,
                               user_calls=_user_calls(span), latest=stop)
 
-    def _switch_on(self, reason: CompactionReason) -> bool:
-        if reason == CompactionReason.OVERFLOW:
-            return self.compact_on_overflow()
-        if reason == CompactionReason.THRESHOLD:
-            return self.auto_compact()
-        return True
-
     def _emit(self, event: ContextEvent) -> None:
         if self.on_event is not None:
             self.on_event(event)
@@ -746,6 +699,13 @@ def _set_prompt(
     req.prompt_tokens = tokens
     req.prompt = prompt
     req.reserve = min(pol.reserve, max(pol.limit - tokens, 0))
+
+
+def _split_rest(segments: dict[str, int], tokens: int, outputs: int) -> None:
+    """The prompt's ``tokens`` besides system, tools and summary: conversation and outputs."""
+    rest = max(tokens - sum(segments.get(k, 0) for k in ("system", "tools", "summary")), 0)
+    segments["conversation"] = rest - min(outputs, rest)
+    segments["tool_outputs"] = min(outputs, rest)
 
 
 def _user_calls(messages: Sequence[Message]) -> set[str]:

@@ -33,32 +33,19 @@ class CutPlan:
         return self.cut > 0
 
 
-def blocked_cuts(messages: Sequence[Message]) -> list[bool]:
-    """``blocked[i]`` is True when cutting before message ``i`` separates a call and result."""
+def valid_cuts(messages: Sequence[Message]) -> list[bool]:
+    """``valid[i]`` for ``i`` in ``0..len``: not between a call and its result, not before a
+    stopped reply or a result (docs/COMPACTION.md)."""
     n = len(messages)
-    blocked = [False] * (n + 1)
+    valid = [i in (0, n) or (messages[i].role in ("user", "system", "assistant")
+                             and not messages[i].stopped) for i in range(n + 1)]
     call_at: dict[str, int] = {}
     for i, msg in enumerate(messages):
         for call in msg.tool_calls:
             call_at[call.id] = i
         if msg.role == "tool" and msg.tool_call_id in call_at:
             for j in range(call_at[msg.tool_call_id] + 1, i + 1):
-                blocked[j] = True
-    return blocked
-
-
-def valid_cuts(messages: Sequence[Message]) -> list[bool]:
-    """``valid[i]`` for ``i`` in ``0..len`` (docs/COMPACTION.md)."""
-    blocked = blocked_cuts(messages)
-    n = len(messages)
-    valid = [False] * (n + 1)
-    valid[0] = True
-    valid[n] = True
-    for i in range(1, n):
-        msg = messages[i]
-        if blocked[i] or msg.stopped:
-            continue
-        valid[i] = msg.role in ("user", "system", "assistant")
+                valid[j] = False
     return valid
 
 

@@ -66,19 +66,15 @@ class ConversationFacts:
         """Ids of the kept user messages the model has not answered yet."""
         return pending_user_ids(self.kept)
 
-    @cached_property
-    def previous_files(self) -> FileOps | None:
-        """The files the latest compaction's record lists (None before any)."""
-        rec = self.conv.last_compaction
-        return FileOps(list(rec.files_read), list(rec.files_modified)) if rec else None
-
     def files_before(self, cut: int | None = None) -> FileOps:
         """Files read and changed up to kept message ``cut`` (None: all kept), on top of
         the latest record's."""
         got = self._files_before.get(cut)
         if got is None:
             span = self.kept if cut is None else self.kept[:cut]
-            got = extract_file_ops(span, self.previous_files)
+            rec = self.conv.last_compaction  # its record lists the files before it
+            previous = FileOps(list(rec.files_read), list(rec.files_modified)) if rec else None
+            got = extract_file_ops(span, previous)
             self._files_before[cut] = got
         return got
 

@@ -45,12 +45,6 @@ def call_target(call: ToolCall) -> CallTarget | None:
     return None
 
 
-def call_path(call: ToolCall) -> str | None:
-    """The file a call reads or writes, if it names one."""
-    target = call_target(call)
-    return target.text if target is not None and target.is_path else None
-
-
 @dataclass
 class FileOps:
     """Ordered, de-duplicated file lists (first seen first)."""
@@ -69,12 +63,12 @@ def extract_file_ops(messages: Sequence[Message], previous: FileOps | None = Non
         if msg.role != "assistant":
             continue
         for call in msg.tool_calls:
-            path = call_path(call)
-            if path is None or call.id in errors:
+            target = call_target(call)
+            if target is None or not target.is_path or call.id in errors:
                 continue
             if call.name in READ_TOOLS:
-                read.append(path)
+                read.append(target.text)
             elif call.name in WRITE_TOOLS:
-                modified.append(path)
+                modified.append(target.text)
     modified = list(dict.fromkeys(modified))
     return FileOps([p for p in dict.fromkeys(read) if p not in modified], modified)

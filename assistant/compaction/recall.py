@@ -142,48 +142,32 @@ def ranked_expression(terms: Sequence[str], asked: Sequence[str]) -> str:
     return f"({expression}) AND ({ranking})"
 
 
-def latest_user(conv: Conversation, kept: Sequence[Message] | None = None) -> Message | None:
-    for msg in reversed(conv.kept_messages() if kept is None else kept):
-        if msg.role == "user":
-            return msg
-    return None
-
-
 class Recall:
     """Finds and places the excerpts; ``index_for`` gives a conversation's index, or None."""
 
     def __init__(
-        self, counter: TokenCounter, index_for: IndexFor, *, placement: Placement = "before",
-        focus: bool = True,
+        self, counter: TokenCounter, index_for: IndexFor, *, placement: Placement = "before"
     ) -> None:
         self.counter = counter
         self.index_for = index_for
         self.placement: Placement = placement
-        #: What the user said comes back as its sentences naming the question's words, also
-        #: when still in the prompt: a small model misses a fact in the middle of a long
-        #: prompt (measured: docs/ANSWERS.md).
-        self.focus = focus
         self._last: tuple[tuple[int, str, int], RecallBlock | None] | None = None
         self._chat = ChatMap()
         self._synced: PassageIndex | None = None
 
     def apply(
         self, conv: Conversation, messages: list[dict[str, Any]], budget: int,
-        kept: Sequence[Message] | None = None, shown: Shown | None = None,
+        kept: Sequence[Message], shown: Shown | None = None,
     ) -> RecallBlock | None:
         """Put the block into ``messages`` (the prompt as built from ``conv``) and return it,
         or None; a failing index is logged. ``shown``: what the call will show of
         ``messages`` beside excerpts; a passage is "visible" only where it is still there."""
-        if kept is None:
-            kept = conv.kept_messages()
-        latest = latest_user(conv, kept)
-        if latest is None or budget < MIN_BUDGET:
+        at = next((i for i in range(len(kept) - 1, -1, -1) if kept[i].role == "user"), None)
+        if at is None or budget < MIN_BUDGET:
             return None
+        latest = kept[at]
         offset = len(messages) - len(kept)
-        try:
-            pos = offset + next(i for i, m in enumerate(kept) if m.id == latest.id)
-        except StopIteration:
-            return None
+        pos = offset + at
         if offset < 1 or messages[pos].get("content") != latest.content:
             return None  # not the prompt of this conversation as built
         key = (id(conv), latest.id, len(conv.compactions))
@@ -315,8 +299,10 @@ class Recall:
         return RecallBlock(text, excerpts, self.counter.text(text), latest.id)
 
     def _focusable(self, hit: Hit) -> bool:
-        """Whether ``hit`` is the user's, in several sentences (see :attr:`focus`)."""
-        return self.focus and hit.role == "user" and len(split_sentences(hit.text)) > 1
+        """Whether ``hit`` is the user's, in several sentences: it comes back as its sentences
+        naming the question's words, also when still in the prompt (a small model misses a
+        fact in the middle of a long prompt; measured: docs/ANSWERS.md)."""
+        return hit.role == "user" and len(split_sentences(hit.text)) > 1
 
     def _narrowed(
         self, hit: Hit, terms: Sequence[str], asked: Sequence[str], chat: ChatMap,

@@ -191,12 +191,8 @@ class CountingBackend:
     @property
     def info(self) -> ModelInfo:
         return ModelInfo(
-            name="none",
-            path="",
-            trained_context=self._window,
-            context_window=self._window,
-            architecture="none",
-            chat_template_source=self._template.origin,
+            name="none", path="", trained_context=self._window, context_window=self._window,
+            architecture="none", chat_template_source=self._template.origin,
             supports_native_tools=self._template.native_tools,
         )
 

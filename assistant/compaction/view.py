@@ -173,9 +173,7 @@ class ViewBuilder:
         """System prompt, summary and ``span`` with the prunes and cuts of the last prompt
         (``sent``; None: as they are now)."""
         view = self.view(conv)
-        msgs = [context.system_message(system_prompt)]
-        if conv.last_compaction is not None:
-            msgs.append(context.summary_message(conv.last_compaction.summary))
+        msgs = context.build_context(conv, system_prompt, kept=())
         calls = self.facts.of(conv).calls
         for m in span:
             if sent is None or m.role not in ("tool", "user", "assistant"):

@@ -177,13 +177,6 @@ def _marker(
     )
 
 
-def _char_marker(omitted: int, tokens: int, kind: str = "output") -> str:
-    return (
-        f"[... {omitted:,} characters omitted here to fit the context window "
-        f"({tokens:,} tokens){_KEPT.get(kind, '')} ...]"
-    )
-
-
 #: What a cut marker adds for a kind of content.
 _KEPT = {"message": "; the whole message is kept in the chat: ask the user for the part needed"}
 
@@ -209,17 +202,18 @@ def trim_output(
             )
             return "\n".join([*lines[:head], marker, *lines[len(lines) - tail :]])
 
-        cut = build(largest_fitting(build, len(lines) - 1, cap, count))
-        return cut if count(cut) < size else text
+        most = len(lines) - 1
+    else:  # a few long lines: characters
+        def build(keep: int) -> str:
+            head = math.ceil(keep * HEAD_SHARE)
+            tail = keep - head
+            omitted = text[head : len(text) - tail]
+            marker = (f"[... {len(omitted):,} characters omitted here to fit the context "
+                      f"window ({count(omitted):,} tokens){_KEPT.get(kind, '')} ...]")
+            return text[:head] + marker + text[len(text) - tail :]
 
-    def build_chars(keep: int) -> str:
-        head = math.ceil(keep * HEAD_SHARE)
-        tail = keep - head
-        omitted = text[head : len(text) - tail]
-        marker = _char_marker(len(omitted), count(omitted), kind)
-        return text[:head] + marker + text[len(text) - tail :]
-
-    cut = build_chars(largest_fitting(build_chars, len(text) - 1, cap, count))
+        most = len(text) - 1
+    cut = build(largest_fitting(build, most, cap, count))
     return cut if count(cut) < size else text
 
 

@@ -211,10 +211,6 @@ def test_a_fact_still_in_the_prompt_is_repeated_beside_the_question_as_its_sente
         f"{HEADING_BEFORE}\n- (turn 1, I said) The local cache is checked every 15 minutes "
         "before we export it.\n\nHow often is the local cache checked?"
     )
-    assert ctrl.recall is not None
-    ctrl.recall.focus = False  # the passage is visible whole: nothing is added
-    again = Conversation(messages=[m.model_copy() for m in conv.messages])
-    assert ctrl.prepare(CallRequest(again, SYSTEM)).recall is None
 
 
 def test_a_command_run_before_the_compaction_comes_back_as_the_call() -> None:

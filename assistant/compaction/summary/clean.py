@@ -468,9 +468,7 @@ def clean_summary(
 
 
 def silent_sections(
-    sections: dict[str, list[str]],
-    known: Known,
-    users: Known | None = None,
+    sections: dict[str, list[str]], known: Known, users: Known | None = None
 ) -> tuple[bool, list[str]]:
     """(whether the Goal says nothing, the content sections that say nothing)."""
     def counts(name: str, line: str) -> bool:

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 
 from assistant.compaction.file_tracking import call_target
 from assistant.compaction.summary.clean import is_specific, parse_sections
+from assistant.compaction.summary.serialize import texts
 from assistant.compaction.summary.user_text import is_substantive, split_user_text
 from assistant.conversation import Message, ToolCall
 
@@ -112,21 +113,13 @@ def gather(
 ) -> Digest:
     """The digest of the messages a summary covers; ``recorded_rules`` are the user's rules
     recorded before it (older rules are still the user's: they come first)."""
-    users = [
-        m.model_view_content().strip()
-        for m in span
-        if m.role == "user" and is_substantive(m.model_view_content())
-    ]
+    users = [text for text in texts(span, "user") if is_substantive(text)]
     rules: list[str] = []
     for text in [*recorded_rules, *users]:
         for piece in split_user_text(text):
             if piece.kind == "rule" and piece.text.strip() not in rules:
                 rules.append(piece.text.strip())
-    replies = [
-        m.model_view_content().strip()
-        for m in span
-        if m.role == "assistant" and m.model_view_content().strip()
-    ]
+    replies = texts(span, "assistant")
     return Digest(
         first_request=clip(_ask(users[0]), REQUEST_WORDS) if users else "",
         latest_request=clip(_ask(users[-1]), REQUEST_WORDS) if len(users) > 1 else "",

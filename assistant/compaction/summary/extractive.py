@@ -12,7 +12,7 @@ from assistant.compaction.summary.prompts import (
     SUMMARY_HEADER,
     SUMMARY_HEADER_SHORT,
 )
-from assistant.compaction.summary.serialize import format_call
+from assistant.compaction.summary.serialize import format_call, texts
 from assistant.compaction.summary.user_record import render_user_record
 from assistant.compaction.summary.user_text import instructions, task_statement
 from assistant.compaction.tokens import truncate_to_tokens
@@ -42,11 +42,7 @@ def collect_state(
     summarized: Sequence[Message], files: FileOps, *, last_request_visible: bool
 ) -> MechanicalState:
     """State from every message covered by the summary (all of them, not only new ones)."""
-    users = [
-        m.model_view_content().strip()
-        for m in summarized
-        if m.role == "user" and m.model_view_content().strip()
-    ]
+    users = texts(summarized, "user")
     constraints: list[str] = []
     for text in users:
         for sentence in instructions(text):  # verbatim, pasted material excluded
@@ -54,13 +50,8 @@ def collect_state(
                 constraints.append(sentence)
     last = None if last_request_visible or not users else users[-1]
     older = users[:-1] if last is not None else users
-    return MechanicalState(
-        files=files,
-        constraints=constraints,
-        user_messages=older,
-        last_request=last,
-        first_request=task_statement(users),
-    )
+    return MechanicalState(files=files, constraints=constraints, user_messages=older,
+                           last_request=last, first_request=task_statement(users))
 
 
 def _bullets(items: Sequence[str], budget: int, count: Count, *, newest_first: bool) -> str:
@@ -175,11 +166,7 @@ def extractive_summary(
             done.append(f"{format_call(call)} -> {status}")
             if res is not None and res.is_error:
                 blocked.append(f"{call.name}: {res.content.strip()[:200]}")
-    replies = [
-        m.model_view_content().strip()
-        for m in summarized
-        if m.role == "assistant" and m.model_view_content().strip()
-    ]
+    replies = texts(summarized, "assistant")
     current = state.last_request or (state.user_messages[-1] if state.user_messages else "")
     share = max(budget // 8, 12)
     parts = [

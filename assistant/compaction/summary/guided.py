@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from assistant.compaction.summary import prompts
-from assistant.compaction.summary.digest import Digest, asked, gather
+from assistant.compaction.summary.digest import asked, gather
 from assistant.compaction.summary.extractive import TRUNC
 from assistant.compaction.summary.grammar import summary_grammar
 from assistant.compaction.summary.repair import repair_facts
@@ -41,7 +41,6 @@ def user_rules(span: Sequence[Message], recorded: Sequence[str] = ()) -> list[st
 @dataclass
 class GuidedRequest:
     span: list[Message]
-    digest: Digest
     grammar: str
     facts: str
     #: The facts by heading (:func:`~assistant.compaction.summary.prompts.fact_groups`).
@@ -70,7 +69,6 @@ class GuidedRequest:
         )
         return cls(
             span=span,
-            digest=digest,
             grammar=summary_grammar(budget),
             facts=prompts.facts_block(groups),
             fact_groups=groups,

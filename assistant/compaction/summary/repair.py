@@ -25,17 +25,13 @@ def repairable(problems: Sequence[str]) -> bool:
     )
 
 
-def _homes(facts: Mapping[str, Sequence[str]]) -> set[str]:
-    return {home for group in facts for home in FACT_HOMES.get(group, (group,))}
-
-
 def sections_to_repair(
     text: str, known: Known, users: Known | None, facts: Mapping[str, Sequence[str]]
 ) -> list[str]:
     """The silent Goal and the silent content sections some fact belongs to (without a fact
     the model has nothing new to go on); empty when that cannot make the summary pass."""
     goal_silent, silent = silent_sections(parse_sections(text), known, users)
-    homes = _homes(facts)
+    homes = {home for group in facts for home in FACT_HOMES.get(group, (group,))}
     content = [name for name in silent if name in homes]
     saying = len(CONTENT_SECTIONS) - len(silent)
     if saying < MIN_INFORMATIVE and saying + len(content) < MIN_INFORMATIVE:

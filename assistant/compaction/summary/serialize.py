@@ -15,6 +15,11 @@ ARG_CHARS = 200
 TRANSCRIPT_MARKERS = ("[User]:", "[Assistant]:", "[Tool call]:", "[Tool result]:")
 
 
+def texts(messages: Sequence[Message], role: str) -> list[str]:
+    """What the messages of ``role`` say, as the model sees them (the empty ones left out)."""
+    return [t for m in messages if m.role == role and (t := m.model_view_content().strip())]
+
+
 def _clip(text: str, limit: int) -> str:
     text = text.strip()
     if len(text) <= limit:

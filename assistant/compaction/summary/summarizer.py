@@ -91,14 +91,8 @@ class ExtractiveSummarizer:
         self.counter = counter
 
     def summarize(self, request: SummaryRequest, cancel: CancelToken | None) -> SummaryOutcome:
-        if cancel is not None and cancel.cancelled:
-            raise SummaryCancelled
-        text = extractive_summary(
-            [*request.history, *request.turn_prefix], request.state, previous=request.previous,
-            budget=request.budget, count=self.counter.text,
-        )
         note = "by the extractive summarizer (no model asked)"
-        return SummaryOutcome(text, "extractive", note=note)
+        return _extractive(self.counter, request, cancel, note)
 
 
 #: The note of a summary code wrote inside the turn instead of the model.
@@ -119,7 +113,13 @@ def deferred_summary(
 def _extractive(
     counter: TokenCounter, request: SummaryRequest, cancel: CancelToken | None, note: str
 ) -> SummaryOutcome:
-    return replace(ExtractiveSummarizer(counter).summarize(request, cancel), note=note)
+    if cancel is not None and cancel.cancelled:
+        raise SummaryCancelled
+    text = extractive_summary(
+        [*request.history, *request.turn_prefix], request.state, previous=request.previous,
+        budget=request.budget, count=counter.text,
+    )
+    return SummaryOutcome(text, "extractive", note=note)
 
 
 #: Compactions in a row with both model summaries rejected before the model is not asked
@@ -137,14 +137,18 @@ class _NoGrammar(Exception):
 
 
 @dataclass(frozen=True)
-class _Checks:
-    """What every reply of one compaction is validated against besides its own source."""
+class _Call:
+    """One summary being written: the request, its outcome so far, and what every reply is
+    validated against besides its own source."""
 
+    request: SummaryRequest
+    out: SummaryOutcome
+    cancel: CancelToken | None
     rules: list[str]
     reference: str
-    guided: GuidedRequest | None = None
     #: What the user wrote (the span's user messages and the user's record).
-    users: str = ""
+    users: str
+    guided: GuidedRequest | None = None
 
 
 #: The note's words when the window is too small for the summary grammar (the benchmark
@@ -215,8 +219,8 @@ class ModelSummarizer:
         out = SummaryOutcome(text="", kind="model")
         span = [*request.history, *request.turn_prefix]
         users = [m.model_view_content() for m in span if m.role == "user"]
-        checks = _Checks(
-            rules=user_rules(span, request.state.constraints),
+        call = _Call(
+            request, out, cancel, rules=user_rules(span, request.state.constraints),
             reference="\n".join([request.previous or "", *_record(request.state)]),
             users="\n".join([*users, *request.state.user_messages]),
         )
@@ -224,12 +228,12 @@ class ModelSummarizer:
             if self.grammar_state != "off":
                 try:
                     out.grammar = True  # also when its replies are rejected (_Rejected)
-                    out.text = self._guided(request, out, cancel, checks)
+                    out.text = self._guided(call)
                 except _NoGrammar as exc:
                     out.grammar = False
                     self._grammar_off(str(exc))
             if not out.grammar:
-                out.text = self._free(request, out, cancel, checks)
+                out.text = self._free(call)
         except _Rejected as exc:
             self.consecutive_fallbacks += 1
             log.warning("model summary rejected twice (%s); using the extractive summary", exc)
@@ -254,44 +258,38 @@ class ModelSummarizer:
             self.backend.info.name, reason,
         )
 
-    def _free(
-        self, request: SummaryRequest, out: SummaryOutcome, cancel: CancelToken | None,
-        checks: _Checks,
-    ) -> str:
+    def _free(self, call: _Call) -> str:
         """The summary from the free prompts (models that cannot follow the grammar)."""
+        request = call.request
         split = bool(request.turn_prefix)
         has_history = bool(request.history) or bool(request.previous)
         hist_budget = request.budget
         if split and has_history:
             hist_budget = max(int(request.budget * 0.65), 32)
         prefix_budget = max(request.budget - hist_budget, 32) if has_history else request.budget
-        in_context = self._in_context(request, out, cancel, checks)
+        in_context = self._in_context(call)
         if in_context is not None:
             return in_context
-        out.approach = "transcript"
+        call.out.approach = "transcript"
         parts: list[str] = []
         if request.history:
             kind = "update" if request.previous else "initial"
-            parts.append(self._span(request.history, request.previous, kind, hist_budget,
-                                    request, out, cancel, checks))
+            parts.append(self._span(call, request.history, request.previous, kind, hist_budget))
         elif request.previous:
             parts.append(truncate_to_tokens(request.previous, hist_budget, self.counter.text))
         if split:
-            parts.append(self._span(request.turn_prefix, None, "prefix", prefix_budget,
-                                    request, out, cancel, checks))
+            parts.append(self._span(call, request.turn_prefix, None, "prefix", prefix_budget))
         return prompts.TURN_SEPARATOR.join(p for p in parts if p)
 
-    def _guided(
-        self, request: SummaryRequest, out: SummaryOutcome, cancel: CancelToken | None,
-        checks: _Checks,
-    ) -> str:
+    def _guided(self, call: _Call) -> str:
         """One reply under the summary grammar, in context when cheaper (:mod:`.guided`)."""
+        request = call.request
         guided = GuidedRequest.build(
             request.history, request.turn_prefix, previous=request.previous,
             focus=request.focus, budget=request.budget,
             recorded_rules=request.state.constraints,
         )
-        checks = _Checks(checks.rules, checks.reference, guided, checks.users)
+        call = replace(call, guided=guided)
         overhead = self.counter.exact(guided.transcript_messages("", _PROBE_PROBLEMS))
         room = request.window - request.budget - overhead - MARGIN
         transcript = guided.transcript(max(room, 64), self.counter.text)
@@ -300,16 +298,13 @@ class ModelSummarizer:
         if chat is not None:
             chat_messages = partial(guided.in_context, chat)
             if self._prefer_in_context(request, chat_messages, text_messages):
-                out.approach = "in-context"
-                return self._attempts(
-                    chat_messages, guided.source, request.budget, out, cancel, request.tools,
-                    "in-context summary", checks, partial(guided.in_context, chat, None),
-                )
-        out.approach = "transcript"
-        return self._attempts(
-            text_messages, guided.source, request.budget, out, cancel, None, "summary", checks,
-            partial(guided.transcript_messages, transcript, None),
-        )
+                call.out.approach = "in-context"
+                return self._attempts(call, chat_messages, guided.source, request.budget,
+                                      request.tools, "in-context summary",
+                                      partial(guided.in_context, chat, None))
+        call.out.approach = "transcript"
+        return self._attempts(call, text_messages, guided.source, request.budget, None,
+                              "summary", partial(guided.transcript_messages, transcript, None))
 
     def _prefer_in_context(
         self, request: SummaryRequest, chat_messages: Callable[[str | None], list[dict[str, Any]]],
@@ -335,11 +330,9 @@ class ModelSummarizer:
             return False
         return True
 
-    def _in_context(
-        self, request: SummaryRequest, out: SummaryOutcome, cancel: CancelToken | None,
-        checks: _Checks,
-    ) -> str | None:
+    def _in_context(self, call: _Call) -> str | None:
         """The free-prompt summary on top of the cached chat prompt; None: not cheaper."""
+        request = call.request
         chat = request.chat
         if chat is None:
             return None
@@ -364,20 +357,18 @@ class ModelSummarizer:
 
         if not self._prefer_in_context(request, messages, text_messages):
             return None
-        out.approach = "in-context"
+        call.out.approach = "in-context"
         # The model saw whole tool outputs here: check copying against all of them.
         source = serialize([*request.history, *request.turn_prefix], tool_chars=1 << 30)
-        return self._attempts(
-            messages, source, request.budget, out, cancel, request.tools, "in-context summary",
-            checks,
-        )
+        return self._attempts(call, messages, source, request.budget, request.tools,
+                              "in-context summary")
 
     def _span(
-        self, messages: Sequence[Message], previous: str | None, kind: str, budget: int,
-        request: SummaryRequest, out: SummaryOutcome, cancel: CancelToken | None,
-        checks: _Checks,
+        self, call: _Call, messages: Sequence[Message], previous: str | None, kind: str,
+        budget: int,
     ) -> str:
         """The span's summary from the free prompts, each chunk updating the one before."""
+        request = call.request
         running = previous
         for i, chunk in enumerate(self._chunks(messages, kind, budget, request)):
             this_kind = kind if i == 0 and not (kind == "initial" and running) else "update"
@@ -391,7 +382,7 @@ class ModelSummarizer:
                     words=_words(budget), problems=problems,
                 ))
 
-            running = self._attempts(ask, chunk, budget, out, cancel, None, "summary", checks)
+            running = self._attempts(call, ask, chunk, budget, None, "summary")
         return running or ""
 
     def _chunks(
@@ -423,22 +414,21 @@ class ModelSummarizer:
         return chunks
 
     def _attempts(
-        self, messages: Callable[[str | None], list[dict[str, Any]]], source: str, budget: int,
-        out: SummaryOutcome, cancel: CancelToken | None, tools: Sequence[dict[str, Any]] | None,
-        label: str, checks: _Checks,
+        self, call: _Call, messages: Callable[[str | None], list[dict[str, Any]]], source: str,
+        budget: int, tools: Sequence[dict[str, Any]] | None, label: str,
         repair: Callable[[Sequence[str]], list[dict[str, Any]]] | None = None,
     ) -> str:
         """Ask, clean, validate, retry once with the problems named (or, under the grammar,
         ``repair`` the silent sections alone); :class:`_Rejected` after two rejections."""
-        guided = checks.guided
+        guided = call.guided
         grammar = guided.grammar if guided is not None else None
-        known = Known(source + "\n" + checks.reference)
+        known = Known(source + "\n" + call.reference)
         problems: list[str] = []
         text = ""
         for attempt in range(2):
             names: list[str] = []
             if attempt and repair is not None and guided is not None and repairable(problems):
-                users = Known(checks.users) if checks.users else None
+                users = Known(call.users) if call.users else None
                 names = sections_to_repair(text, known, users, guided.fact_groups)
             if names and repair is not None:
                 msgs = repair(names)
@@ -447,9 +437,7 @@ class ModelSummarizer:
                 msgs = messages("; ".join(problems) if attempt else None)
                 reply_grammar = grammar
             try:
-                raw, finish, ignored = self._generate(
-                    msgs, budget, out, cancel, tools, reply_grammar
-                )
+                raw, finish, ignored = self._generate(call, msgs, budget, tools, reply_grammar)
             except GrammarError as exc:
                 raise _NoGrammar(str(exc)) from exc
             if grammar is not None and not names:
@@ -474,21 +462,21 @@ class ModelSummarizer:
                 log.info("%s attempt %d: %s", label, attempt + 1, "; ".join(notes))
             problems = validate_summary(
                 text, source=source, budget=budget + BUDGET_TOLERANCE,
-                count=self.counter.text, finish_reason=finish, user_rules=checks.rules,
-                reference=checks.reference, user_text=checks.users,
+                count=self.counter.text, finish_reason=finish, user_rules=call.rules,
+                reference=call.reference, user_text=call.users,
             )
             if not problems:
                 return text.strip()
-            out.rejected.append("; ".join(problems))
+            call.out.rejected.append("; ".join(problems))
             log.info("%s attempt %d rejected: %s", label, attempt + 1, "; ".join(problems))
         raise _Rejected("; ".join(problems))
 
     def _generate(
-        self, messages: list[dict[str, Any]], budget: int, out: SummaryOutcome,
-        cancel: CancelToken | None, tools: Sequence[dict[str, Any]] | None = None,
-        grammar: str | None = None,
+        self, call: _Call, messages: list[dict[str, Any]], budget: int,
+        tools: Sequence[dict[str, Any]] | None, grammar: str | None,
     ) -> tuple[str, str, tuple[str, ...]]:
         """(reply, finish reason, options ignored); a free reply that loops stops early."""
+        out, cancel = call.out, call.cancel
         if cancel is not None and cancel.cancelled:
             raise SummaryCancelled
         pieces: list[str] = []

@@ -46,25 +46,13 @@ _CORRECTION = re.compile(
 )
 
 
-def states_value(sentence: str) -> bool:
-    """A number, date, amount, quoted string, path, identifier, or a stated setting."""
-    return bool(
-        _NUMBER.search(sentence)
-        or _QUOTED.search(sentence)
-        or _PATH.search(sentence)
-        or _IDENTIFIER.search(sentence)
-        or _SETTING.search(sentence)
-    )
-
-
-def decides(sentence: str) -> bool:
-    """A decision as a question seeking agreement, a hedge, a correction or a choice."""
-    text = sentence.strip()
-    return bool(
-        _AGREE_QUESTION.search(text) or _HEDGE.search(text) or _CORRECTION.search(text)
-    )
+#: A number, date, amount, quoted string, path, identifier, or a stated setting.
+_VALUE = (_NUMBER, _QUOTED, _PATH, _IDENTIFIER, _SETTING)
+#: A decision: a question seeking agreement, a hedge, a correction or a choice.
+_DECISION = (_AGREE_QUESTION, _HEDGE, _CORRECTION)
 
 
 def pins_down(sentence: str) -> bool:
-    """A fact or a decision (docs/COMPACTION.md): kept ahead of chatter."""
-    return states_value(sentence) or decides(sentence)
+    """A fact (a value) or a decision (docs/COMPACTION.md): kept ahead of chatter."""
+    text = sentence.strip()
+    return any(p.search(sentence) for p in _VALUE) or any(p.search(text) for p in _DECISION)

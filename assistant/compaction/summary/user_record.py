@@ -4,7 +4,7 @@ More in docs/COMPACTION.md."""
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from assistant.compaction.summary.user_text import Kind, Piece, split_user_text
 from assistant.compaction.tokens import largest_fitting, truncate_to_tokens
@@ -24,7 +24,6 @@ class _Entry:
     pieces: list[Piece]
     number: int
     size: int = 0
-    whole: str = field(default="")
 
     def text(self) -> str:
         out: list[str] = []

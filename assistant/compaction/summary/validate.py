@@ -68,13 +68,12 @@ class Check:
     final: bool = False
 
 
-def section_present(text: str, name: str) -> bool:
-    pattern = r"^\s*(?:#{1,6}\s*|\*\*)?" + re.escape(name).replace(r"\ ", r"\s+")
-    return re.search(pattern, text, re.IGNORECASE | re.MULTILINE) is not None
-
-
 def missing_sections(text: str) -> list[str]:
-    return [name for name in REQUIRED_SECTIONS if not section_present(text, name)]
+    def present(name: str) -> bool:
+        pattern = r"^\s*(?:#{1,6}\s*|\*\*)?" + re.escape(name).replace(r"\ ", r"\s+")
+        return re.search(pattern, text, re.IGNORECASE | re.MULTILINE) is not None
+
+    return [name for name in REQUIRED_SECTIONS if not present(name)]
 
 
 def _empty(d: Draft) -> str | None:
