@@ -511,11 +511,11 @@ class ChatService:
         self.emit(future.result())
 
     # -- chats -------------------------------------------------------------------------
-    def _refuse_while_busy(self, doing: str) -> bool:
+    def _refuse_while_busy(self, doing: str = "") -> bool:
         if self.busy:
-            self.notice("warning", f"Stop the reply (Esc) before {doing}.")
-            return True
-        return False
+            self.notice("warning", f"Stop the reply (Esc) before {doing}." if doing
+                        else "Wait for the reply to finish (or press Esc).")
+        return self.busy
 
     def new_chat(self) -> bool:
         """Start a new chat (its file is created with the first message)."""
@@ -762,8 +762,7 @@ class ChatService:
 
     def continue_reply(self) -> None:
         """Write more of the last reply (Chat → Continue generation) as its next version."""
-        if self.busy:
-            self.notice("warning", "Wait for the reply to finish (or press Esc).")
+        if self._refuse_while_busy():
             return
         handle, engine = self.handle, self.engine
         if handle is None or engine is None:
@@ -782,8 +781,7 @@ class ChatService:
 
     def delete_message(self, message_id: str) -> None:
         """Delete a message as a new branch without it (the old branch stays: ``< >``)."""
-        if self.busy:
-            self.notice("warning", "Wait for the reply to finish (or press Esc).")
+        if self._refuse_while_busy():
             return
         handle = self.handle
         if handle is None:
@@ -815,8 +813,7 @@ class ChatService:
         *,
         regenerate: bool = False,
     ) -> None:
-        if self.busy:
-            self.notice("warning", "Wait for the reply to finish (or press Esc).")
+        if self._refuse_while_busy():
             return
         handle, engine = self.handle, self.engine
         if handle is None or engine is None:
