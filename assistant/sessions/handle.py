@@ -28,7 +28,7 @@ from assistant.sessions.entries import (
     TitleEntry,
 )
 from assistant.sessions.errors import ChatClosedError, ChatReadOnlyError
-from assistant.sessions.export import to_markdown, to_openai_export
+from assistant.sessions.export import Snapshot
 from assistant.sessions.journal import JournalWriter
 from assistant.sessions.lock import ChatLock
 from assistant.sessions.recall_index import RecallIndex
@@ -152,16 +152,10 @@ class ChatHandle:
         with self._mutex:
             self._write(self._new(SettingEntry, name=name, value=value))
 
-    # -- export ----------------------------------------------------------------------------
-    def export_markdown(self) -> str:
-        return to_markdown(self.conversation, self.title,
-                           branch_summary_ids=self._tree.branch_summary_ids(self._leaf))
-
-    def export_openai(self) -> dict[str, Any]:
-        """The active branch as an OpenAI-format export document (see ``sessions.export``)."""
-        return to_openai_export(self.conversation, self.title,
-                                branch_summary_ids=self._tree.branch_summary_ids(self._leaf),
-                                compaction_after=self._tree.compaction_positions(self._leaf))
+    def snapshot(self) -> Snapshot:
+        """The active branch as an export writes it (see :data:`.export.Snapshot`)."""
+        return (self.title, self.conversation, self._tree.branch_summary_ids(self._leaf),
+                self._tree.compaction_positions(self._leaf))
 
     # -- branches --------------------------------------------------------------------------
     def branch_info(self, message_id: str) -> BranchInfo:

@@ -160,8 +160,8 @@ def test_a_thousand_damaged_chats_never_crash_and_keep_every_intact_entry() -> N
                 missing = intact - reachable
                 assert not missing, (n, done, missing)
                 stats["entries intact"] += len(intact)
-                handle.export_markdown()
-                handle.export_openai()
+                store.export_markdown(CHAT_ID)
+                store.export_openai_json(CHAT_ID)
                 stats["read-only" if handle.read_only else "writable"] += 1
                 if handle.read_only:
                     assert handle.warnings and any(
