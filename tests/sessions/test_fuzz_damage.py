@@ -44,7 +44,8 @@ def _chat_lines(store: SessionStore) -> list[bytes]:
         user = chat.conversation.messages[-2]
         chat.edit_user_message(user.id, "Actually, one more thing")
         sure = chat.conversation.append(Message(role="assistant", content="Sure."))
-        chat.switch_branch(chat.conversation.messages[-2].id, -1)  # summary + checkout
+        other = chat.branch_target(chat.conversation.messages[-2].id, -1)
+        chat.switch_to(other)  # summary + checkout
         chat.record_setting("mode", "standard")
         back = chat.conversation.append(Message(role="user", content="Back on the first branch."))
         chat.rename("Fuzz me, renamed")
