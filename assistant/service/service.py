@@ -10,6 +10,7 @@ import logging
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any, Literal
 
@@ -673,29 +674,23 @@ class ChatService:
                 self.notice("info", "Nothing to compact yet.")
                 self._drain_queue()
                 return
-            conv = self.handle.conversation
-            focus = parsed.argument or None
-            job = self._on_shown_branch(lambda c: agent.compact(conv, focus, c))
-            self.jobs.run(job, what="Compacting")
+            job: Job = partial(agent.compact, self.handle.conversation, parsed.argument or None)
+            self.jobs.run(self._on_shown_branch(job), what="Compacting")
             return
-        conv_or_none = self.chat.ensure(self.settings.system_prompt)
-        if conv_or_none is None:
+        conv = self.chat.ensure(self.settings.system_prompt)
+        if conv is None:
             self._drain_queue()
             return
-        conv = conv_or_none
         if isinstance(parsed, ChatInput):
-            text = parsed.text
             self._remember_model()
-            job = self._on_shown_branch(lambda c: agent.chat(conv, text, c))
-            self.jobs.run(job, self._after_reply, model_call=True)
+            job = partial(agent.chat, conv, parsed.text)
+            self.jobs.run(self._on_shown_branch(job), self._after_reply, model_call=True)
         elif isinstance(parsed, ToolCommand):
-            tool, args = parsed.tool, parsed.arguments
-            job = self._on_shown_branch(lambda c: agent.run_tool_command(conv, tool, args, c))
-            self.jobs.run(job, what="Running")
+            job = partial(agent.run_tool_command, conv, parsed.tool, parsed.arguments)
+            self.jobs.run(self._on_shown_branch(job), what="Running")
         elif isinstance(parsed, DroppedFile):
-            path = parsed.path
-            job = self._on_shown_branch(lambda c: agent.drop_file(conv, path, c))
-            self.jobs.run(job, what="Reading the file")
+            job = partial(agent.drop_file, conv, parsed.path)
+            self.jobs.run(self._on_shown_branch(job), what="Reading the file")
 
     def _on_shown_branch(self, job: Job) -> Job:
         """``job``, run on the branch the user looks at: the chat moves to it first."""
