@@ -89,10 +89,14 @@ def setting_name(loc: Sequence[str | int]) -> str:
     return field_path(loc, SETTING_LABELS)
 
 
-class ModePolicy(BaseModel):
-    """What the user configured for one mode. All values are tokens."""
+class _Section(BaseModel):
+    """A group of settings: unknown keys refused, every assignment checked."""
 
     model_config = ConfigDict(extra="forbid", validate_assignment=True)
+
+
+class ModePolicy(_Section):
+    """What the user configured for one mode. All values are tokens."""
 
     window: int = Field(
         description="Context window. Local: used as is, or the model's trained length if "
@@ -195,9 +199,7 @@ def default_standard() -> ModePolicy:
                       keep_recent=20_000, summary_budget=13_107)
 
 
-class CompactionSwitches(BaseModel):
-    model_config = ConfigDict(extra="forbid", validate_assignment=True)
-
+class CompactionSwitches(_Section):
     auto_compact: bool = Field(True, description="Summarize when prompt + reserve > window.")
     compact_on_overflow: bool = Field(True, description="Compact and retry once on overflow.")
     prune: bool = Field(True, description="Clear old tool outputs before every model call.")
@@ -245,10 +247,8 @@ class CompactionSwitches(BaseModel):
     )
 
 
-class Performance(BaseModel):
+class Performance(_Section):
     """How the embedded model spends (and saves) prompt evaluation."""
-
-    model_config = ConfigDict(extra="forbid", validate_assignment=True)
 
     resume_state: bool = Field(
         True,
@@ -304,9 +304,7 @@ class Performance(BaseModel):
     )
 
 
-class Sampling(BaseModel):
-    model_config = ConfigDict(extra="forbid", validate_assignment=True)
-
+class Sampling(_Section):
     temperature: float = Field(0.2, ge=0.0, le=2.0)
     top_p: float = Field(0.95, gt=0.0, le=1.0)
     max_reply_tokens: int = Field(
@@ -322,11 +320,9 @@ EngineKind = Literal["embedded", "server"]
 ToolCallMode = Literal["auto", "native", "text"]
 
 
-class ServerEngine(BaseModel):
+class ServerEngine(_Section):
     """An OpenAI-compatible server (llama-server, Ollama, ...); API key:
     :mod:`assistant.secrets`."""
-
-    model_config = ConfigDict(extra="forbid", validate_assignment=True)
 
     base_url: str = Field(
         "", description="The server's address, e.g. http://127.0.0.1:8080 (with or without /v1)."
@@ -389,10 +385,8 @@ def normalize_base_url(value: str) -> str:
     return f"{parts.scheme}://{parts.netloc}{path}"
 
 
-class EngineSettings(BaseModel):
+class EngineSettings(_Section):
     """Which engine runs the model: the embedded llama.cpp (default) or a server."""
-
-    model_config = ConfigDict(extra="forbid", validate_assignment=True)
 
     kind: EngineKind = Field(
         "embedded", description="embedded: the GGUF model in this app; server: an "

@@ -168,19 +168,15 @@ def replay(
     files = extract_file_ops(
         conv.messages, FileOps(list(last.files_read), list(last.files_modified)) if last else None
     )
-    counts = {"model": 0, "extractive": 0, "hook": 0}
-    rejected: list[str] = []
-    for rec in conv.compactions:
-        counts[rec.summarizer] += 1
-        rejected.extend(rec.rejected)
     final = {
         "final_context": upcoming.messages,
         "prompt_tokens": upcoming.prompt_tokens,
         "summary": last.summary if last else "",
         "files_read": files.read,
         "files_modified": files.modified,
-        "summaries": counts,
-        "rejected": rejected,
+        "summaries": {kind: sum(rec.summarizer == kind for rec in conv.compactions)
+                      for kind in ("model", "extractive", "hook")},
+        "rejected": [why for rec in conv.compactions for why in rec.rejected],
     }
     if ask:
         if not isinstance(backend, LLMBackend):

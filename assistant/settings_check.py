@@ -21,10 +21,6 @@ class ModelCheck:
     errors: tuple[str, ...] = ()
     notes: tuple[str, ...] = ()
 
-    @property
-    def ok(self) -> bool:
-        return not self.errors
-
 
 def system_prompt_limit(window: int) -> int:
     """Most tokens the system prompt may have in a window of ``window`` tokens."""

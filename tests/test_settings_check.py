@@ -15,13 +15,12 @@ BIG_PROMPT = "Always answer in formal English and cite the file you used. " * 3_
 
 def test_the_default_settings_pass_for_the_embedded_model() -> None:
     check = check_against_model(Settings(), 8192, COUNT)
-    assert check.ok and check.errors == ()
+    assert check.errors == ()
 
 
 def test_a_system_prompt_over_a_quarter_of_the_window_is_refused() -> None:
     settings = Settings(system_prompt=BIG_PROMPT)
     check = check_against_model(settings, 8192, COUNT)
-    assert not check.ok
     (error,) = check.errors
     tokens = COUNT(BIG_PROMPT)
     assert error.startswith(f"System prompt: it is {tokens:,} tokens")
@@ -29,19 +28,19 @@ def test_a_system_prompt_over_a_quarter_of_the_window_is_refused() -> None:
     assert "cannot be summarized" in error
     # Just under the share passes.
     words = "word " * (system_prompt_limit(8192) - 10)
-    assert check_against_model(Settings(system_prompt=words), 8192, COUNT).ok
+    assert not check_against_model(Settings(system_prompt=words), 8192, COUNT).errors
 
 
 def test_the_share_follows_the_mode_in_force() -> None:
     prompt = "word " * 5_000  # over a quarter of 8,192, under a quarter of 32,768
-    assert not check_against_model(Settings(system_prompt=prompt), 32_768, COUNT).ok  # local
+    assert check_against_model(Settings(system_prompt=prompt), 32_768, COUNT).errors  # local
     standard = Settings(system_prompt=prompt, mode="standard")
-    assert check_against_model(standard, 32_768, COUNT).ok
+    assert not check_against_model(standard, 32_768, COUNT).errors
 
 
 def test_without_the_tokenizer_only_the_windows_are_checked() -> None:
     check = check_against_model(Settings(system_prompt=BIG_PROMPT), 8192, None)
-    assert check.ok
+    assert not check.errors
 
 
 def test_windows_beyond_the_trained_length_are_capped_with_a_note() -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 import shlex
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Literal, cast, get_args
 
 AppCommandName = Literal["help", "clear", "compact", "model", "mode", "resume", "export"]
@@ -81,9 +81,7 @@ class ToolCommand:
     """A tool the user runs directly; it enters the chat like a model's tool call."""
 
     tool: str
-    arguments: dict[str, Any] = field(default_factory=dict)
-    #: What the user typed, for the transcript.
-    source: str = ""
+    arguments: dict[str, Any]
 
 
 @dataclass(frozen=True)
@@ -113,7 +111,7 @@ def parse_input(text: str) -> ParsedInput:
         command = stripped[1:].strip()
         if not command:
             return CommandError("Usage: !COMMAND, for example !ls -la")
-        return ToolCommand("run_command", {"command": command}, source=stripped)
+        return ToolCommand("run_command", {"command": command})
     match = _COMMAND_WORD.match(stripped)
     if not match:
         return ChatInput(text)
@@ -122,7 +120,7 @@ def parse_input(text: str) -> ParsedInput:
     if word in APP_COMMANDS:
         return AppCommand(cast(AppCommandName, word), rest)
     if word in TOOL_COMMANDS:
-        return _tool_command(word, rest, stripped)
+        return _tool_command(word, rest)
     return CommandError(f"Unknown command /{word}. Type /help for the list.")
 
 
@@ -133,7 +131,7 @@ def _split(rest: str) -> list[str] | None:
         return None
 
 
-def _tool_command(word: str, rest: str, source: str) -> ParsedInput:
+def _tool_command(word: str, rest: str) -> ParsedInput:
     if word == "read":
         if not rest:
             return CommandError("Usage: /read PATH [START-END]")
@@ -147,13 +145,13 @@ def _tool_command(word: str, rest: str, source: str) -> ParsedInput:
             if m.group(2):
                 args["end_line"] = int(m.group(2))
         args = {"path": _unquote(path), **args}
-        return ToolCommand("read_file", args, source=source)
+        return ToolCommand("read_file", args)
     if word == "ls":
-        return ToolCommand("list_dir", {"path": _unquote(rest) or "."}, source=source)
+        return ToolCommand("list_dir", {"path": _unquote(rest) or "."})
     if word == "find":
         if not rest:
             return CommandError("Usage: /find GLOB, for example /find *.md")
-        return ToolCommand("find_files", {"pattern": _unquote(rest)}, source=source)
+        return ToolCommand("find_files", {"pattern": _unquote(rest)})
     # grep
     parts = _split(rest)
     if not parts:
@@ -165,7 +163,7 @@ def _tool_command(word: str, rest: str, source: str) -> ParsedInput:
     grep_args: dict[str, Any] = {"pattern": parts[0]}
     if len(parts) == 2:
         grep_args["path"] = parts[1]
-    return ToolCommand("grep", grep_args, source=source)
+    return ToolCommand("grep", grep_args)
 
 
 def _unquote(text: str) -> str:

@@ -168,10 +168,8 @@ class Agent:
             if prefix and tokens is None:  # the template rewrites the reply: ask instead
                 prefix = False
                 prepared = self.controller.prepare(call.on(asked))
-            max_tokens = max(1, min(settings.sampling.max_reply_tokens, prepared.reserve))
-            self.on_event(context_usage(prepared, estimated=not self.backend.info.exact_counts))
-            gen_start = time.perf_counter()
-            text, result = self._generate(prepared, tools, max_tokens, settings, cancel, tokens)
+            text, result, ttft = self._generate(prepared, tools, settings, cancel, call_start,
+                                                tokens)
         except GenerationCancelled:
             self.on_event(TurnFinished(stopped=True))
             return
@@ -179,7 +177,6 @@ class Agent:
             self.on_event(Notice("error", f"The model could not continue: {exc}"))
             self.on_event(TurnFinished(error=str(exc)))
             return
-        ttft = self._call_finished(result, gen_start - call_start)
         stopped = cancel.cancelled or (result is not None and result.stopped)
         if not prefix:
             text = only_new(reply.content, text)
@@ -289,11 +286,8 @@ class Agent:
                 return True, None
             for note in prepared.notices:
                 self.on_event(Notice("warning", note))
-            self.on_event(context_usage(prepared, estimated=not self.backend.info.exact_counts))
-            max_tokens = max(1, min(settings.sampling.max_reply_tokens, prepared.reserve))
-            gen_start = time.perf_counter()
             try:
-                text, result = self._generate(prepared, tools, max_tokens, settings, cancel)
+                text, result, ttft = self._generate(prepared, tools, settings, cancel, call_start)
             except ContextOverflowError:
                 if overflow_retried or not settings.switches().compact_on_overflow:
                     message = (overflow_message(prepared.segments, prepared.window)
@@ -317,7 +311,6 @@ class Agent:
                     self._append(conv, Message(role="assistant", content=failed.text, stopped=True))
                 self.on_event(Notice("error", f"The model failed: {failed.error}"))
                 return False, str(failed.error)
-            ttft = self._call_finished(result, gen_start - call_start)
             figures = reply_figures(result, ttft)
             if cancel.cancelled or (result is not None and result.stopped):
                 if text:
@@ -356,19 +349,24 @@ class Agent:
         self,
         prepared: PreparedRequest,
         tools: Sequence[dict[str, Any]],
-        max_tokens: int,
         settings: Settings,
         cancel: CancelToken,
+        call_start: float,
         tokens: list[int] | None = None,
-    ) -> tuple[str, GenerationResult | None]:
-        """Stream one reply to ``prepared`` (its tokens, not tokenized again) or from ``tokens`` (a
-        continuation). Overflow propagates; other failures become _StreamFailed."""
+    ) -> tuple[str, GenerationResult | None, float | None]:
+        """Report the prompt, stream one reply to ``prepared`` (its tokens, not tokenized again)
+        or from ``tokens`` (a continuation), and report the call: (text, result, time to the
+        first token from ``call_start``). Overflow propagates; other failures become
+        _StreamFailed."""
+        self.on_event(context_usage(prepared, estimated=not self.backend.info.exact_counts))
         pieces: list[str] = []
         result: GenerationResult | None = None
         stop = () if self.backend.info.supports_native_tools else TEXT_PROTOCOL_STOP
         sampling = settings.sampling
+        max_tokens = max(1, min(sampling.max_reply_tokens, prepared.reserve))
         options = GenerationOptions(max_tokens=max_tokens, temperature=sampling.temperature,
                                     top_p=sampling.top_p, stop=stop)
+        gen_start = time.perf_counter()
 
         def progress(done: int, total: int) -> None:
             self.on_event(PromptProgress(done, total))
@@ -397,7 +395,12 @@ class Agent:
         except LLMError as exc:
             raise _StreamFailed("".join(pieces), exc) from exc
         text = result.text if result is not None and result.text else "".join(pieces)
-        return text, result
+        ttft = None
+        if result is not None:
+            before = gen_start - call_start
+            ttft = None if result.first_token_s is None else before + result.first_token_s
+            self.on_event(ModelCallFinished(result, ttft))
+        return text, result, ttft
 
     # -- tools ------------------------------------------------------------------------------
     def _run_calls(
@@ -441,14 +444,6 @@ class Agent:
     def _finish_failed(self, text: str) -> None:
         self.on_event(Notice("error", text))
         self.on_event(TurnFinished(error=text))
-
-    def _call_finished(self, result: GenerationResult | None, before: float) -> float | None:
-        """Report the call that ended with ``result``; returns its time to the first token."""
-        if result is None:
-            return None
-        ttft = None if result.first_token_s is None else before + result.first_token_s
-        self.on_event(ModelCallFinished(result, ttft))
-        return ttft
 
     def on_context_event(self, event: ContextEvent) -> None:
         self._context_events += 1

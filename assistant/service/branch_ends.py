@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from assistant.sessions.entries import CheckoutEntry, Entry, MessageEntry
+from assistant.sessions.tree import ChatTree
 
 
 @dataclass(frozen=True)
@@ -29,17 +30,7 @@ class BranchEnds:
 
     def __init__(self, entries: Sequence[Entry]) -> None:
         self.size = len(entries)
-        self._parent = {e.id: e.parent_id for e in entries}
-        #: Nearest message ancestor-or-self of each entry (None: no message above it).
-        self._anchor: dict[str, str | None] = {}
-        self._children: dict[str | None, list[str]] = {}
-        for entry in entries:  # a parent is always earlier in the file
-            above = None if entry.parent_id is None else self._anchor.get(entry.parent_id)
-            if isinstance(entry, MessageEntry):
-                self._anchor[entry.id] = entry.id
-                self._children.setdefault(above, []).append(entry.id)
-            else:
-                self._anchor[entry.id] = above
+        self._tree = ChatTree(entries)
         with_message_below: set[str] = set()
         for entry in reversed(entries):
             below = isinstance(entry, MessageEntry) or entry.id in with_message_below
@@ -48,15 +39,15 @@ class BranchEnds:
         self._ends: dict[str | None, str] = {}
         for entry in entries:  # newest last: it wins
             if isinstance(entry, CheckoutEntry) and entry.id not in with_message_below:
-                self._ends[self._anchor[entry.id]] = entry.id
+                self._ends[self._tree.anchor(entry.id)] = entry.id
 
     def slot_after(self, entry_id: str | None) -> Slot:
         """The versions of what follows the position ``entry_id`` (its nearest message)."""
-        after = None if entry_id is None else self._anchor.get(entry_id, entry_id)
-        return Slot(after, tuple(self._children.get(after, ())), self._ends.get(after))
+        after = self._tree.anchor(entry_id)
+        return Slot(after, tuple(self._tree.messages_after(after)), self._ends.get(after))
 
     def slot_of(self, message_id: str) -> Slot:
-        return self.slot_after(self._parent[message_id])
+        return self.slot_after(self._tree.get(message_id).parent_id)
 
     def position(self, message_id: str) -> tuple[int, int]:
         """``(index, count)``, 1-based, of a message among its slot's versions."""

@@ -7,6 +7,7 @@ from pathlib import Path
 
 from assistant.agent.events import AgentEvent
 from assistant.config import Settings
+from assistant.conversation import ReplyFigures
 from assistant.llm.base import ModelInfo
 from assistant.service.status import Status
 from assistant.sessions.store import ChatSummary
@@ -70,17 +71,9 @@ class PrefillProgress:
     eta_s: float | None = None
 
 
-@dataclass(frozen=True)
-class ReplyStats:
+class ReplyStats(ReplyFigures):
     """What one model call cost (the ``[stats]`` line and the message footer)."""
 
-    prompt_tokens: int
-    evaluated: int
-    reused: int
-    completion_tokens: int
-    #: Seconds from the call to the first token (prompt evaluation included).
-    ttft_s: float | None
-    tokens_per_s: float | None
     prefill_tokens_per_s: float | None = None
 
 

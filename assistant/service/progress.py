@@ -70,7 +70,7 @@ def eta_text(seconds: float) -> str:
     return f"about {round(seconds / 60)} min left"
 
 
-def stats_text(stats: ReplyStats | ReplyFigures) -> str:
+def stats_text(stats: ReplyFigures) -> str:
     """One line for a message footer: what the reply cost and how fast it came."""
     parts: list[str] = []
     if stats.ttft_s is not None:

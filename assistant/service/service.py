@@ -10,6 +10,7 @@ import logging
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any, Literal
 
@@ -511,11 +512,11 @@ class ChatService:
         self.emit(future.result())
 
     # -- chats -------------------------------------------------------------------------
-    def _refuse_while_busy(self, doing: str) -> bool:
+    def _refuse_while_busy(self, doing: str = "") -> bool:
         if self.busy:
-            self.notice("warning", f"Stop the reply (Esc) before {doing}.")
-            return True
-        return False
+            self.notice("warning", f"Stop the reply (Esc) before {doing}." if doing
+                        else "Wait for the reply to finish (or press Esc).")
+        return self.busy
 
     def new_chat(self) -> bool:
         """Start a new chat (its file is created with the first message)."""
@@ -673,29 +674,23 @@ class ChatService:
                 self.notice("info", "Nothing to compact yet.")
                 self._drain_queue()
                 return
-            conv = self.handle.conversation
-            focus = parsed.argument or None
-            job = self._on_shown_branch(lambda c: agent.compact(conv, focus, c))
-            self.jobs.run(job, what="Compacting")
+            job: Job = partial(agent.compact, self.handle.conversation, parsed.argument or None)
+            self.jobs.run(self._on_shown_branch(job), what="Compacting")
             return
-        conv_or_none = self.chat.ensure(self.settings.system_prompt)
-        if conv_or_none is None:
+        conv = self.chat.ensure(self.settings.system_prompt)
+        if conv is None:
             self._drain_queue()
             return
-        conv = conv_or_none
         if isinstance(parsed, ChatInput):
-            text = parsed.text
             self._remember_model()
-            job = self._on_shown_branch(lambda c: agent.chat(conv, text, c))
-            self.jobs.run(job, self._after_reply, model_call=True)
+            job = partial(agent.chat, conv, parsed.text)
+            self.jobs.run(self._on_shown_branch(job), self._after_reply, model_call=True)
         elif isinstance(parsed, ToolCommand):
-            tool, args = parsed.tool, parsed.arguments
-            job = self._on_shown_branch(lambda c: agent.run_tool_command(conv, tool, args, c))
-            self.jobs.run(job, what="Running")
+            job = partial(agent.run_tool_command, conv, parsed.tool, parsed.arguments)
+            self.jobs.run(self._on_shown_branch(job), what="Running")
         elif isinstance(parsed, DroppedFile):
-            path = parsed.path
-            job = self._on_shown_branch(lambda c: agent.drop_file(conv, path, c))
-            self.jobs.run(job, what="Reading the file")
+            job = partial(agent.drop_file, conv, parsed.path)
+            self.jobs.run(self._on_shown_branch(job), what="Reading the file")
 
     def _on_shown_branch(self, job: Job) -> Job:
         """``job``, run on the branch the user looks at: the chat moves to it first."""
@@ -762,8 +757,7 @@ class ChatService:
 
     def continue_reply(self) -> None:
         """Write more of the last reply (Chat → Continue generation) as its next version."""
-        if self.busy:
-            self.notice("warning", "Wait for the reply to finish (or press Esc).")
+        if self._refuse_while_busy():
             return
         handle, engine = self.handle, self.engine
         if handle is None or engine is None:
@@ -782,8 +776,7 @@ class ChatService:
 
     def delete_message(self, message_id: str) -> None:
         """Delete a message as a new branch without it (the old branch stays: ``< >``)."""
-        if self.busy:
-            self.notice("warning", "Wait for the reply to finish (or press Esc).")
+        if self._refuse_while_busy():
             return
         handle = self.handle
         if handle is None:
@@ -815,8 +808,7 @@ class ChatService:
         *,
         regenerate: bool = False,
     ) -> None:
-        if self.busy:
-            self.notice("warning", "Wait for the reply to finish (or press Esc).")
+        if self._refuse_while_busy():
             return
         handle, engine = self.handle, self.engine
         if handle is None or engine is None:

@@ -12,7 +12,7 @@ from assistant.sessions.errors import (
     ChatVersionError,
     SessionError,
 )
-from assistant.sessions.handle import BranchInfo, ChatHandle
+from assistant.sessions.handle import ChatHandle
 from assistant.sessions.store import ChatSummary, SessionStore
 from assistant.sessions.summary import (
     BRANCH_SUMMARY_PREFIX,
@@ -23,7 +23,6 @@ from assistant.sessions.summary import (
 __all__ = [
     "BRANCH_SUMMARY_PREFIX",
     "SCHEMA_VERSION",
-    "BranchInfo",
     "ChatClosedError",
     "ChatCorruptError",
     "ChatHandle",

@@ -16,6 +16,10 @@ EXPORT_VERSION = 1
 
 _ID_FIELDS = ("id", "first_kept_id", "last_summarized_id")
 
+#: A chat's active branch as an export reads it: its title, its conversation, the ids of its
+#: branch summaries, and after which message each compaction came.
+Snapshot = tuple[str, Conversation, set[str], dict[str, int]]
+
 
 # -- OpenAI JSON -----------------------------------------------------------------------------
 def to_openai_export(

@@ -9,7 +9,6 @@ import sqlite3
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -28,7 +27,7 @@ from assistant.sessions.entries import (
     TitleEntry,
 )
 from assistant.sessions.errors import ChatClosedError, ChatReadOnlyError
-from assistant.sessions.export import to_markdown, to_openai_export
+from assistant.sessions.export import Snapshot
 from assistant.sessions.journal import JournalWriter
 from assistant.sessions.lock import ChatLock
 from assistant.sessions.recall_index import RecallIndex
@@ -36,19 +35,6 @@ from assistant.sessions.summary import Summarizer, branch_summary_message, resol
 from assistant.sessions.tree import ChatTree
 
 log = logging.getLogger("assistant.sessions")
-
-
-@dataclass(frozen=True)
-class BranchInfo:
-    """Where a message sits among its alternatives: ``index`` is 1-based (``< 1/2 >``)."""
-
-    index: int
-    count: int
-    sibling_ids: tuple[str, ...]
-
-    @property
-    def label(self) -> str:
-        return f"{self.index}/{self.count}"
 
 
 class ChatHandle:
@@ -152,26 +138,13 @@ class ChatHandle:
         with self._mutex:
             self._write(self._new(SettingEntry, name=name, value=value))
 
-    # -- export ----------------------------------------------------------------------------
-    def export_markdown(self) -> str:
-        return to_markdown(self.conversation, self.title,
-                           branch_summary_ids=self._tree.branch_summary_ids(self._leaf))
-
-    def export_openai(self) -> dict[str, Any]:
-        """The active branch as an OpenAI-format export document (see ``sessions.export``)."""
-        return to_openai_export(self.conversation, self.title,
-                                branch_summary_ids=self._tree.branch_summary_ids(self._leaf),
-                                compaction_after=self._tree.compaction_positions(self._leaf))
+    def snapshot(self) -> Snapshot:
+        """The active branch as an export writes it (see :data:`.export.Snapshot`)."""
+        return (self.title, self.conversation, self._tree.branch_summary_ids(self._leaf),
+                self._tree.compaction_positions(self._leaf))
 
     # -- branches --------------------------------------------------------------------------
-    def branch_info(self, message_id: str) -> BranchInfo:
-        """``(index, count)`` of a message among its alternatives, for a ``< 1/2 >`` switcher."""
-        siblings = self._tree.siblings(message_id)
-        return BranchInfo(siblings.index(message_id) + 1, len(siblings), tuple(siblings))
-
-    def edit_user_message(
-        self, message_id: str, new_text: str, *, summarize_abandoned: bool = False
-    ) -> Message:
+    def edit_user_message(self, message_id: str, new_text: str) -> Message:
         """Branch: a new user message beside ``message_id``, appended (run the model next)."""
         with self._mutex:
             self._check_writable()
@@ -179,7 +152,7 @@ class ChatHandle:
             if old.message.role != "user":
                 raise ValueError("Only a user message can be edited")
             previous = self._leaf
-            self._move_to(old.parent_id, summarize=summarize_abandoned)
+            self._move_to(old.parent_id, summarize=False)
             message = Message(role="user", content=new_text)
             try:
                 self.conversation.append(message)
@@ -190,16 +163,14 @@ class ChatHandle:
                 raise
             return message
 
-    def regenerate_from(
-        self, assistant_message_id: str, *, summarize_abandoned: bool = False
-    ) -> Conversation:
+    def regenerate_from(self, assistant_message_id: str) -> Conversation:
         """Trim the branch to just before that reply (recorded); the next append is its sibling."""
         with self._mutex:
             self._check_writable()
             old = self._tree.message_entry(assistant_message_id)
             if old.message.role != "assistant":
                 raise ValueError("Only an assistant reply can be regenerated")
-            return self.switch_to(old.parent_id, summarize=summarize_abandoned)
+            return self.switch_to(old.parent_id, summarize=False)
 
     def delete_message(self, message_id: str) -> Conversation:
         """Branch: the active branch without ``message_id`` (and its tool results); the old one
@@ -226,8 +197,8 @@ class ChatHandle:
                 conv.append(copy)
             return conv
 
-    def branch_target(self, message_id: str, direction: int = 1) -> str:
-        """Where :meth:`switch_branch` would land, without going there."""
+    def branch_target(self, message_id: str, direction: int) -> str:
+        """Where the alternative ``direction`` steps away was left (:meth:`switch_to` goes)."""
         with self._mutex:
             siblings = self._tree.siblings(message_id)
             index = siblings.index(message_id) + direction
@@ -239,14 +210,6 @@ class ChatHandle:
         """A copy of the conversation another position would show (nothing is written)."""
         with self._mutex:
             return self._tree.build(leaf)
-
-    def switch_branch(
-        self, message_id: str, direction: int = 1, *, summarize: bool = True
-    ) -> Conversation:
-        """Go to where the alternative ``direction`` steps away was left, summarizing the branch
-        left."""
-        with self._mutex:
-            return self.switch_to(self.branch_target(message_id, direction), summarize=summarize)
 
     def switch_to(self, entry_id: str | None, *, summarize: bool = True) -> Conversation:
         """Make ``entry_id`` the active position (recorded). With ``summarize``, the branch left is

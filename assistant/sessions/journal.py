@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from assistant.atomicfile import fsync_dir
+from assistant.atomicfile import fsync_dir, write_atomically
 from assistant.sessions.entries import ChatHeader, Entry, encode_line
 from assistant.sessions.reader import TornTail
 
@@ -31,13 +31,7 @@ def move_torn_tail_aside(path: Path, torn: TornTail) -> Path:
 def create_chat_file(path: Path, header: ChatHeader) -> None:
     if path.exists():
         raise FileExistsError(path)
-    tmp = path.with_name(path.name + ".tmp")
-    with tmp.open("wb") as fh:
-        fh.write(encode_line(header))
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(tmp, path)
-    fsync_dir(path.parent)
+    write_atomically(path, encode_line(header))
 
 
 class JournalWriter:

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from assistant import paths
 from assistant.atomicfile import make_dirs, replace_durably, write_atomically
-from assistant.conversation import Conversation, new_id
+from assistant.conversation import new_id
 from assistant.sessions.entries import SCHEMA_VERSION, ChatHeader
 from assistant.sessions.errors import (
     ChatLoadError,
@@ -20,7 +20,7 @@ from assistant.sessions.errors import (
     ChatNotFoundError,
     SessionError,
 )
-from assistant.sessions.export import to_markdown, to_openai_export
+from assistant.sessions.export import Snapshot, to_markdown, to_openai_export
 from assistant.sessions.handle import ChatHandle
 from assistant.sessions.journal import JournalWriter, create_chat_file, move_torn_tail_aside
 from assistant.sessions.lock import ChatLock
@@ -272,7 +272,11 @@ class SessionStore:
             self._deleted.remove(chat_id)
 
     # -- export -------------------------------------------------------------------------
-    def _snapshot(self, chat_id: str) -> tuple[str, Conversation, set[str], dict[str, int]]:
+    def _snapshot(self, chat_id: str) -> Snapshot:
+        """The chat's active branch: the open handle's, else read from the file (no lock)."""
+        handle = self._open.get(chat_id)
+        if handle is not None:
+            return handle.snapshot()
         chat = read_chat_file(self._existing(chat_id))
         tree = ChatTree(chat.entries)
         leaf = chat.leaf
@@ -281,22 +285,14 @@ class SessionStore:
         return title, conv, tree.branch_summary_ids(leaf), tree.compaction_positions(leaf)
 
     def export_markdown(self, chat_id: str) -> str:
-        """The chat's active branch as Markdown (reads the file; no lock needed)."""
-        handle = self._open.get(chat_id)
-        if handle is not None:
-            return handle.export_markdown()
+        """The chat's active branch as Markdown."""
         title, conv, summaries, _ = self._snapshot(chat_id)
         return to_markdown(conv, title, branch_summary_ids=summaries)
 
     def export_openai_json(self, chat_id: str) -> str:
         """The chat's active branch as OpenAI-format JSON text (see ``sessions.export``)."""
-        handle = self._open.get(chat_id)
-        if handle is not None:
-            doc = handle.export_openai()
-        else:
-            title, conv, summaries, after = self._snapshot(chat_id)
-            doc = to_openai_export(conv, title, branch_summary_ids=summaries,
-                                   compaction_after=after)
+        title, conv, summaries, after = self._snapshot(chat_id)
+        doc = to_openai_export(conv, title, branch_summary_ids=summaries, compaction_after=after)
         return json.dumps(doc, ensure_ascii=False, indent=2)
 
     def export_to_file(self, chat_id: str, path: Path) -> Path:

@@ -42,7 +42,7 @@ class ChatTree:
         self._pos[entry.id] = len(self._entries)
         self._entries.append(entry)
         self._by_id[entry.id] = entry
-        parent_anchor = None if entry.parent_id is None else self._anchor[entry.parent_id]
+        parent_anchor = self.anchor(entry.parent_id)
         if isinstance(entry, MessageEntry):
             self._anchor[entry.id] = entry.id
             self._message_children.setdefault(parent_anchor, []).append(entry.id)
@@ -113,11 +113,17 @@ class ChatTree:
             current = self._by_id[current].parent_id
         return current
 
+    def anchor(self, entry_id: str | None) -> str | None:
+        """The nearest message at or above ``entry_id`` (None: there is none)."""
+        return None if entry_id is None else self._anchor[entry_id]
+
+    def messages_after(self, anchor: str | None) -> list[str]:
+        """The messages whose nearest message ancestor is ``anchor``, in file order."""
+        return list(self._message_children.get(anchor, []))
+
     def siblings(self, message_id: str) -> list[str]:
         """Message ids sharing ``message_id``'s nearest message ancestor, in file order."""
-        entry = self.message_entry(message_id)
-        anchor = None if entry.parent_id is None else self._anchor[entry.parent_id]
-        return list(self._message_children.get(anchor, []))
+        return self.messages_after(self.anchor(self.message_entry(message_id).parent_id))
 
     def latest_in_subtree(self, entry_id: str) -> str:
         """The newest entry at or below ``entry_id``: where its branch was left."""

@@ -11,7 +11,7 @@ from pydantic import Field
 from assistant.tools.base import FOLDER_ALIASES, Tool, ToolArgs, ToolContext, ToolLimits, ToolResult
 from assistant.tools.fsaccess import read_fd
 from assistant.tools.search import LineSearcher, PatternError, stop_check
-from assistant.tools.textio import clip_line, looks_binary
+from assistant.tools.textio import NotTextError, clip_line, decode_text
 from assistant.tools.walk import (
     GlobMatcher,
     SearchStopped,
@@ -103,12 +103,9 @@ class GrepTool(Tool[GrepArgs]):
         except OSError:
             hits.skipped += 1
             return
-        if looks_binary(data):
-            hits.skipped += 1
-            return
         try:
-            data.decode("utf-8")
-        except UnicodeDecodeError:
+            decode_text(data, shown)
+        except NotTextError:
             hits.skipped += 1
             return
         for number, line in searcher.lines(data, stop_check(budget.cancelled, budget.over_time)):

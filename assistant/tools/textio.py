@@ -19,7 +19,7 @@ def read_text(workspace: Workspace, path: str, *, max_bytes: int) -> tuple[str, 
 
 
 def decode_text(data: bytes, shown_as: str) -> str:
-    if looks_binary(data):
+    if b"\x00" in data[:SNIFF_BYTES]:
         raise NotTextError(
             f"{shown_as} is a binary file ({len(data):,} bytes); its contents are not shown."
         )
@@ -31,11 +31,6 @@ def decode_text(data: bytes, shown_as: str) -> str:
             f"{exc.start:,}); its contents are not shown."
         ) from None
     return text.removeprefix("\ufeff")
-
-
-def looks_binary(data: bytes) -> bool:
-    """Cheap check used by grep: a NUL byte in the first few kilobytes."""
-    return b"\x00" in data[:SNIFF_BYTES]
 
 
 def clip_line(line: str, limit: int) -> str:

@@ -22,32 +22,30 @@ from assistant.agent.commands import (
     ("text", "expected"),
     [
         ("hello", ChatInput("hello")),
-        ("/read notes.txt", ToolCommand("read_file", {"path": "notes.txt"}, "/read notes.txt")),
+        ("/read notes.txt", ToolCommand("read_file", {"path": "notes.txt"})),
         (
             "/read my notes.txt 3-9",
             ToolCommand(
-                "read_file",
-                {"path": "my notes.txt", "start_line": 3, "end_line": 9},
-                "/read my notes.txt 3-9",
+                "read_file", {"path": "my notes.txt", "start_line": 3, "end_line": 9}
             ),
         ),
         (
             "/read a.txt 12",
-            ToolCommand("read_file", {"path": "a.txt", "start_line": 12}, "/read a.txt 12"),
+            ToolCommand("read_file", {"path": "a.txt", "start_line": 12}),
         ),
         (
             '/read "with space.txt"',
-            ToolCommand("read_file", {"path": "with space.txt"}, '/read "with space.txt"'),
+            ToolCommand("read_file", {"path": "with space.txt"}),
         ),
-        ("/ls", ToolCommand("list_dir", {"path": "."}, "/ls")),
-        ("/ls docs", ToolCommand("list_dir", {"path": "docs"}, "/ls docs")),
-        ("/find *.md", ToolCommand("find_files", {"pattern": "*.md"}, "/find *.md")),
-        ("/grep TODO", ToolCommand("grep", {"pattern": "TODO"}, "/grep TODO")),
+        ("/ls", ToolCommand("list_dir", {"path": "."})),
+        ("/ls docs", ToolCommand("list_dir", {"path": "docs"})),
+        ("/find *.md", ToolCommand("find_files", {"pattern": "*.md"})),
+        ("/grep TODO", ToolCommand("grep", {"pattern": "TODO"})),
         (
             '/grep "a b" src',
-            ToolCommand("grep", {"pattern": "a b", "path": "src"}, '/grep "a b" src'),
+            ToolCommand("grep", {"pattern": "a b", "path": "src"}),
         ),
-        ("!ls -la", ToolCommand("run_command", {"command": "ls -la"}, "!ls -la")),
+        ("!ls -la", ToolCommand("run_command", {"command": "ls -la"})),
         ("/help", AppCommand("help")),
         ("/clear", AppCommand("clear")),
         ("/compact", AppCommand("compact")),

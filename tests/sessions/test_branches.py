@@ -14,12 +14,23 @@ from assistant.sessions import (
     SessionStore,
     is_branch_summary,
 )
+from assistant.sessions.tree import ChatTree
 
 from .chatdata import model_prompt_tokens
 
 
 def _texts(chat: ChatHandle) -> list[str]:
     return [m.content for m in chat.conversation.messages]
+
+
+def _label(chat: ChatHandle, message_id: str) -> str:
+    """Where a message sits among its alternatives, as ``< 1/2 >`` shows it."""
+    siblings = ChatTree(chat.entries).siblings(message_id)
+    return f"{siblings.index(message_id) + 1}/{len(siblings)}"
+
+
+def _switch(chat: ChatHandle, message_id: str, step: int, *, summarize: bool = True) -> None:
+    chat.switch_to(chat.branch_target(message_id, step), summarize=summarize)
 
 
 def _two_turns(chat: ChatHandle) -> tuple[Message, Message, Message, Message]:
@@ -38,23 +49,22 @@ def test_regenerate_creates_a_sibling_and_switching_back_restores(store: Session
     assert trimmed is chat.conversation
     assert _texts(chat) == [u1.content, a1.content, u2.content]
     new = chat.conversation.append(Message(role="assistant", content="White hush of snow"))
-    assert chat.branch_info(new.id).label == "2/2"
-    info = chat.branch_info(a2.id)
-    assert (info.index, info.count) == (1, 2)
-    assert chat.branch_info(u1.id).label == "1/1"
+    assert _label(chat, new.id) == "2/2"
+    assert _label(chat, a2.id) == "1/2"
+    assert _label(chat, u1.id) == "1/1"
 
-    chat.switch_branch(new.id, -1, summarize=False)
+    _switch(chat, new.id, -1, summarize=False)
     assert _texts(chat) == [u1.content, a1.content, u2.content, a2.content]
     with pytest.raises(ValueError, match="no branch"):
-        chat.switch_branch(a2.id, -1)
-    chat.switch_branch(a2.id, +1, summarize=False)
+        chat.branch_target(a2.id, -1)
+    _switch(chat, a2.id, +1, summarize=False)
     assert _texts(chat)[-1] == "White hush of snow"
 
     # the active branch survives a reopen
     chat.close()
     with store.open(chat.chat_id) as again:
         assert _texts(again)[-1] == "White hush of snow"
-        assert again.branch_info(again.conversation.messages[-1].id).label == "2/2"
+        assert _label(again, again.conversation.messages[-1].id) == "2/2"
 
 
 def test_edit_user_message_branches_from_its_parent(store: SessionStore) -> None:
@@ -63,19 +73,19 @@ def test_edit_user_message_branches_from_its_parent(store: SessionStore) -> None
     edited = chat.edit_user_message(u2.id, "Now one about hail")
     assert chat.conversation.messages[-1] is edited  # already appended, on disk
     assert _texts(chat) == [u1.content, a1.content, "Now one about hail"]
-    assert chat.branch_info(edited.id).label == "2/2"
-    assert chat.branch_info(u2.id).sibling_ids == (u2.id, edited.id)
+    assert _label(chat, edited.id) == "2/2"
+    assert ChatTree(chat.entries).siblings(u2.id) == [u2.id, edited.id]
     chat.conversation.append(Message(role="assistant", content="Hail drums the roof"))
     # editing the very first message: siblings at the root
     first = chat.edit_user_message(u1.id, "Write a limerick")
     assert _texts(chat) == ["Write a limerick"]
-    assert chat.branch_info(first.id).label == "2/2"
+    assert _label(chat, first.id) == "2/2"
     with pytest.raises(ValueError, match="user message"):
         chat.edit_user_message(a1.id, "nope")
     with pytest.raises(ValueError, match="assistant reply"):
         chat.regenerate_from(u1.id)
     with pytest.raises(KeyError):
-        chat.branch_info("no-such-id")
+        chat.branch_target("no-such-id", 1)
 
 
 def test_switching_lands_where_the_branch_was_left(store: SessionStore) -> None:
@@ -83,9 +93,9 @@ def test_switching_lands_where_the_branch_was_left(store: SessionStore) -> None:
     u1, a1, u2, a2 = _two_turns(chat)
     alt = chat.edit_user_message(u1.id, "Write a haiku about sun")
     chat.conversation.append(Message(role="assistant", content="Sun on the meadow"))
-    chat.switch_branch(alt.id, -1, summarize=False)
+    _switch(chat, alt.id, -1, summarize=False)
     assert _texts(chat) == [u1.content, a1.content, u2.content, a2.content]
-    chat.switch_branch(u1.id, +1, summarize=False)
+    _switch(chat, u1.id, +1, summarize=False)
     assert _texts(chat) == ["Write a haiku about sun", "Sun on the meadow"]
 
 
@@ -100,7 +110,7 @@ def test_leaving_a_branch_attaches_a_summary_to_the_new_one(store: SessionStore)
     conv.append(Message(role="assistant", content="Fog swallows the hill"))
 
     before_switch = [m.id for m in conv.messages]
-    chat.switch_branch(alt.id, -1)  # back to the snow branch; the fog branch is summarized
+    _switch(chat, alt.id, -1)  # back to the snow branch; the fog branch is summarized
     summary = conv.messages[-1]
     assert [m.id for m in conv.messages[:4]] == [u1.id, a1.id, u2.id, a2.id]
     assert summary.role == "user"
@@ -120,7 +130,7 @@ def test_leaving_a_branch_attaches_a_summary_to_the_new_one(store: SessionStore)
         assert model_prompt_tokens(again.conversation) == tokens
         assert again.is_branch_summary(summary.id)
         # summaries are not alternatives in the switcher
-        assert again.branch_info(u2.id).label == "1/2"
+        assert _label(again, u2.id) == "1/2"
         # new messages continue after the summary
         again.conversation.append(Message(role="user", content="And one about ice"))
         assert again.conversation.messages[-2].id == summary.id
@@ -139,16 +149,16 @@ def test_summary_of_files_touched_and_no_duplicate_summaries(store: SessionStore
     alt = chat.edit_user_message(u1.id, "Explain app.py instead")
     conv.append(Message(role="assistant", content="It is a web app."))
 
-    chat.switch_branch(alt.id, -1)  # leave "Explain", summarize it
-    chat.switch_branch(u1.id, +1)  # leave "Fix the bug", summarize it
+    _switch(chat, alt.id, -1)  # leave "Explain", summarize it
+    _switch(chat, u1.id, +1)  # leave "Fix the bug", summarize it
     text = conv.messages[-1].content
     assert "Fix the bug in app.py" in text
     # compaction's file tracking: a file that was read and then edited is listed as modified
     assert "## Files\nModified: app.py" in text and "Read: app.py" not in text
     entries_before = len(chat.entries)
     # switching back and forth without new activity reuses the summaries already made
-    chat.switch_branch(alt.id, -1)
-    chat.switch_branch(u1.id, +1)
+    _switch(chat, alt.id, -1)
+    _switch(chat, u1.id, +1)
     kinds = [e.type for e in chat.entries[entries_before:]]
     assert "branch_summary" not in kinds and kinds == ["checkout", "checkout"]
     assert sum(is_branch_summary(m) for m in conv.messages) == 1
@@ -164,14 +174,14 @@ def test_custom_summarizer_gets_the_abandoned_messages_and_the_budget() -> None:
     store = SessionStore(summarizer=summarizer, summary_budget=77)
     chat = store.create()
     u1, a1, u2, a2 = _two_turns(chat)
-    chat.regenerate_from(a1.id, summarize_abandoned=True)
+    chat.switch_to(u1.id)  # back before a1, as a regeneration goes: a1's branch is summarized
     assert calls == [([a1.content, u2.content, a2.content], 77)]
     assert chat.conversation.messages[-1].content == BRANCH_SUMMARY_PREFIX + "\nMODEL SUMMARY"
     reply = chat.conversation.append(Message(role="assistant", content="Drizzle"))
     # the summary sits between the question and the new reply, and the new reply is
     # still an alternative of the old one
     assert [m.content for m in chat.conversation.messages][:1] == [u1.content]
-    assert chat.branch_info(reply.id).label == "2/2"
+    assert _label(chat, reply.id) == "2/2"
     chat.switch_to(u1.id)  # leaving the new reply summarizes it
     assert calls[1] == (["Drizzle"], 77)
     entries = len(chat.entries)

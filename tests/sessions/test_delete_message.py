@@ -6,6 +6,7 @@ import pytest
 
 from assistant.conversation import Message, ToolCall
 from assistant.sessions import SessionStore
+from assistant.sessions.tree import ChatTree
 
 
 def _texts(messages: list[Message]) -> list[str]:
@@ -22,8 +23,8 @@ def test_deleting_a_message_branches_and_keeps_the_old_branch(store: SessionStor
     chat.delete_message(a1.id)
     assert _texts(conv.messages) == ["first question", "second question", "second answer"]
     copied = conv.messages[1]
-    info = chat.branch_info(copied.id)
-    assert (info.index, info.count) == (2, 2)  # the old branch is version 1
+    siblings = ChatTree(chat.entries).siblings(copied.id)
+    assert (siblings.index(copied.id) + 1, len(siblings)) == (2, 2)  # the old branch is 1
     old = chat.conversation_at(chat.branch_target(copied.id, -1))
     assert _texts(old.messages) == [
         "first question", "first answer", "second question", "second answer"

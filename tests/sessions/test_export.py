@@ -16,7 +16,8 @@ def _chat_with_everything(store: SessionStore) -> str:
     u = chat.conversation.messages[-2]
     chat.edit_user_message(u.id, "Actually, one more thing")
     chat.conversation.append(Message(role="assistant", content="Sure."))
-    chat.switch_branch(chat.conversation.messages[-2].id, -1)  # leaves a branch summary
+    other = chat.branch_target(chat.conversation.messages[-2].id, -1)
+    chat.switch_to(other)  # leaves a branch summary
     chat.close()
     return chat.chat_id
 

@@ -44,7 +44,8 @@ def _chat_lines(store: SessionStore) -> list[bytes]:
         user = chat.conversation.messages[-2]
         chat.edit_user_message(user.id, "Actually, one more thing")
         sure = chat.conversation.append(Message(role="assistant", content="Sure."))
-        chat.switch_branch(chat.conversation.messages[-2].id, -1)  # summary + checkout
+        other = chat.branch_target(chat.conversation.messages[-2].id, -1)
+        chat.switch_to(other)  # summary + checkout
         chat.record_setting("mode", "standard")
         back = chat.conversation.append(Message(role="user", content="Back on the first branch."))
         chat.rename("Fuzz me, renamed")
@@ -160,8 +161,8 @@ def test_a_thousand_damaged_chats_never_crash_and_keep_every_intact_entry() -> N
                 missing = intact - reachable
                 assert not missing, (n, done, missing)
                 stats["entries intact"] += len(intact)
-                handle.export_markdown()
-                handle.export_openai()
+                store.export_markdown(CHAT_ID)
+                store.export_openai_json(CHAT_ID)
                 stats["read-only" if handle.read_only else "writable"] += 1
                 if handle.read_only:
                     assert handle.warnings and any(

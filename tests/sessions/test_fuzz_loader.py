@@ -86,8 +86,8 @@ def _check_store(folder: Path, content: bytes) -> None:
     try:
         with store.open("fuzz") as handle:
             assert handle.conversation is not None
-            handle.export_markdown()
-            handle.export_openai()
+            store.export_markdown("fuzz")
+            store.export_openai_json("fuzz")
     except SessionError as exc:
         assert str(exc)
 
