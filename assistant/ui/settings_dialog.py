@@ -415,6 +415,9 @@ class SettingsDialog(QDialog):
     def show_page(self, page: QWidget) -> None:
         self.tabs.setCurrentIndex(self.pages.index(page))
 
+    def current_page(self) -> QWidget:
+        return self.pages[self.tabs.currentIndex()]
+
     def done(self, result: int) -> None:
         self.engine_page.wait_for_test(5.0)  # no connection test left running
         super().done(result)

@@ -317,7 +317,7 @@ def test_a_server_started_after_the_window_answers_what_waited_on_retry(
     # The banner's settings button opens the Engine page, where the address can be fixed.
     h.qtbot.mouseClick(window.choose_model_button, Qt.MouseButton.LeftButton)
     dialog = window.settings_dialog
-    assert dialog is not None and dialog.tabs.currentWidget() is dialog.engine_page
+    assert dialog is not None and dialog.current_page() is dialog.engine_page
     assert dialog.engine_page.url.text() == url
     dialog.reject()
     # The server comes up at that address; Retry connects and the waiting message is sent.
