@@ -190,7 +190,7 @@ def main(argv: list[str] | None = None) -> int:
     settings = loaded.settings
     if args.model:
         settings.model = args.model
-    if args.server or args.server_model or args.server_window:
+    if args.server or args.server_model or args.server_window is not None:
         problem = _use_server(settings, args)
         if problem:
             err.write(f"error: {problem}\n")
@@ -232,19 +232,23 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _use_server(settings: Settings, args: argparse.Namespace) -> str | None:
-    """Point ``settings`` at the server the options name; the problem, if any."""
+    """Point ``settings`` at the server the options name; the problem, if any, named by the
+    option that caused it (``--server-window 0``: the window the server reports)."""
     server = settings.engine.server
-    try:
-        if args.server:
-            server.base_url = args.server
-        if args.server_model:
-            server.model = args.server_model
-        if args.server_window:
-            server.window = args.server_window
-        settings.engine.kind = "server"
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        return f"--server: {str(first.get('msg', exc)).removeprefix('Value error, ')}"
+    options = {
+        "base_url": (args.server, "--server"),
+        "model": (args.server_model, "--server-model"),
+        "window": (args.server_window, "--server-window"),
+    }
+    for field, (value, option) in options.items():
+        if value in (None, ""):
+            continue
+        try:
+            setattr(server, field, value)
+        except ValidationError as exc:
+            msg = str(exc.errors()[0].get("msg", exc)).removeprefix("Value error, ")
+            return f"{option}: {msg}"
+    settings.engine.kind = "server"
     return None
 
 

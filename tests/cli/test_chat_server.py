@@ -46,3 +46,10 @@ def test_a_bad_address_is_refused_before_anything_runs() -> None:
     proc = _chat("--server", "localhost:8080", timeout=120)
     assert proc.returncode == 2
     assert "--server: the address must start with http:// or https://" in proc.stderr
+
+
+def test_a_bad_window_is_refused_and_named_by_its_option() -> None:
+    proc = _chat("--server", "http://127.0.0.1:8080", "--server-window", "-5", timeout=120)
+    assert proc.returncode == 2
+    assert "--server-window: Input should be greater than or equal to 0" in proc.stderr
+    assert "Traceback" not in proc.stderr
