@@ -108,11 +108,13 @@ class ServerRendered(Counting):
     def _render(self, messages: ChatMessages, tools: Tools) -> str:
         if self._vllm:
             tokens = self._vllm_chat_tokens(messages, tools)
-            done = self._http.post("/detokenize", {"model": self._model, "tokens": tokens})
-            return str(done.get("prompt", "")) if isinstance(done, dict) else ""
-        done = self._http.post("/apply-template", self._body(messages, tools))
+            path = "/detokenize"
+            done = self._http.post(path, {"model": self._model, "tokens": tokens})
+        else:
+            path = "/apply-template"
+            done = self._http.post(path, self._body(messages, tools))
         if not isinstance(done, dict) or not isinstance(done.get("prompt"), str):
-            raise LLMError("the server's /apply-template gave no prompt")
+            raise LLMError(f"the server's {path} gave no prompt")
         return str(done["prompt"])
 
     def _vllm_chat_tokens(self, messages: ChatMessages, tools: Tools) -> list[int]:

@@ -7,9 +7,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+import pytest
+
+from assistant.llm.base import LLMError
 from assistant.llm.fallback_tokenizer import Cl100kTokenizer
 from assistant.llm.incremental_tokenizer import LRUMemo
-from assistant.llm.server_counting import PROBES, LocalRendered, verify_counting
+from assistant.llm.server_counting import PROBES, LocalRendered, ServerRendered, verify_counting
+from assistant.llm.server_probe import ServerProfile
 from assistant.llm.template import ChatTemplate
 
 
@@ -64,3 +68,24 @@ def test_the_memo_is_bounded_by_entries_and_weight() -> None:
     assert memo.get("text 2") is None and memo.get("text 3") is None
     memo.put("too big", list(range(11)))  # never kept
     assert memo.get("too big") is None
+
+
+class _Answers:
+    """A server's JSON answers by path (what ``ServerRendered`` reads through ``post``)."""
+
+    def __init__(self, answers: dict[str, Any]) -> None:
+        self.answers = answers
+
+    def post(self, path: str, body: dict[str, Any]) -> Any:
+        return self.answers[path]
+
+
+def test_a_vllm_render_without_a_prompt_is_an_error_not_an_empty_prompt() -> None:
+    profile = ServerProfile(base_url="http://127.0.0.1:8000", kind="vllm", models=("m",),
+                            model="m", tokenizer="vllm")
+    messages = [{"role": "user", "content": "hi"}]
+    good = _Answers({"/tokenize": {"tokens": [1, 2, 3]}, "/detokenize": {"prompt": "<s>hi"}})
+    assert ServerRendered(good, profile).render(messages, None) == "<s>hi"  # type: ignore[arg-type]
+    bad = _Answers({"/tokenize": {"tokens": [1, 2, 3]}, "/detokenize": ["not", "an object"]})
+    with pytest.raises(LLMError, match="/detokenize gave no prompt"):
+        ServerRendered(bad, profile).render(messages, None)  # type: ignore[arg-type]
