@@ -12,10 +12,18 @@ from tests.fakes.scripted import ScriptedBackend
 def test_type_message_and_see_streamed_reply(make_window) -> None:
     backend = ScriptedBackend(["Hello there, how can I help you today?"], delay_per_token=0.01)
     h = make_window(backend=backend)
+    # What the chat shows after each batch of streamed text, recorded as it happens (the whole
+    # reply streams in ~0.1 s: a poll for the streaming bubble could miss it).
+    shown: list[str] = []
+    h.window.bridge.assistant_delta.connect(
+        lambda _text: shown.append(h.window.chat_view.streaming_text))
     h.type_and_send("Hi")
     assert h.window.input.toPlainText() == ""
-    h.qtbot.waitUntil(lambda: h.window.chat_view.streaming is not None, timeout=20_000)
+    h.qtbot.waitUntil(lambda: any(m.role == "assistant"
+                                  for m in h.controller.conversation.messages), timeout=20_000)
     h.wait_idle()
+    assert shown and shown[0], "the reply was never shown while it streamed"
+    assert shown[-1] == "Hello there, how can I help you today?"
     widgets = [w for w in h.window.chat_view.entries() if isinstance(w, MessageWidget)]
     assert [w.message.role for w in widgets] == ["user", "assistant"]
     assert widgets[1].message.content == "Hello there, how can I help you today?"
