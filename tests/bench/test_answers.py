@@ -221,6 +221,7 @@ def test_the_recall_variant_puts_an_excerpt_of_the_source_beside_the_question() 
     assert at_end == {"record": False, "record+recall": True}
 
 
+@pytest.mark.slow  # over 10 s on a loaded 2-core machine: `make test` only
 def test_answer_window_runs_each_size_with_prompts_kept_within_it(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -237,6 +238,7 @@ def test_answer_window_runs_each_size_with_prompts_kept_within_it(
     assert runs["W2 @2048"]["compactions"]["record"] > runs["W2 @4096"]["compactions"]["record"]
 
 
+@pytest.mark.slow  # over 10 s on a loaded 2-core machine: `make test` only
 def test_a_real_session_alone_without_the_history_oracle(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

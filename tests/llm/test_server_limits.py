@@ -194,6 +194,7 @@ def test_a_100_mb_line_is_refused_without_being_held() -> None:
     assert peak < 8 << 20, f"{peak:,} bytes held"
 
 
+@pytest.mark.slow  # over 10 s on a loaded 2-core machine: `make test` only
 def test_a_reply_larger_than_the_cap_is_refused() -> None:
     def flood(conn: socket.socket, stop: threading.Event) -> None:
         _send_until_stopped(conn, stop, EVENT * 100, 0.0)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QAbstractSlider
 
@@ -209,6 +210,7 @@ def test_model_error_during_reply_is_a_distinct_notice(make_window) -> None:
     assert h.controller.conversation.messages[-1].content == "Recovered."
 
 
+@pytest.mark.slow  # over 10 s on a loaded 2-core machine: `make test` only
 def test_long_chat_renders_newest_page_first(make_window) -> None:
     from assistant.conversation import Message
     from assistant.ui.chat_view import PAGE
@@ -239,6 +241,7 @@ def test_long_chat_renders_newest_page_first(make_window) -> None:
     assert view.entries()[0].message.content == "question 0"  # type: ignore[attr-defined]
 
 
+@pytest.mark.slow  # over 10 s on a loaded 2-core machine: `make test` only
 def test_duplicate_message_after_rerender_is_not_shown_twice(make_window) -> None:
     h = make_window(backend=ScriptedBackend(["hi"]))
     h.type_and_send("hello")

@@ -3,6 +3,7 @@ each reply's figures (issue 26, deliverables 1 and 5)."""
 
 from __future__ import annotations
 
+import pytest
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QAbstractSlider
 
@@ -87,6 +88,7 @@ def test_every_message_is_shown_with_a_divider_at_each_compaction(qtbot):
     assert dividers[-1].summary_view.text() == "## Goal\nsummary up to 40"
 
 
+@pytest.mark.slow  # over 10 s on a loaded 2-core machine: `make test` only
 def test_reply_figures_come_back_when_the_chat_and_the_branch_are_shown_again(make_window):
     h = make_window(backend=ScriptedBackend(["first answer", "second answer", "again"]))
     h.type_and_send("hello")

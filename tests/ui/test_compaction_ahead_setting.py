@@ -9,6 +9,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import pytest
 from PySide6.QtCore import Qt
 
 from assistant import paths
@@ -67,6 +68,7 @@ def test_the_setting_is_on_by_default_and_says_what_it_costs_and_saves(make_wind
     dialog.reject()
 
 
+@pytest.mark.slow  # over 10 s on a loaded 2-core machine: `make test` only
 def test_turned_off_it_is_saved_and_no_summary_is_written_ahead(
     make_window, tmp_path: Path
 ) -> None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from PySide6.QtCore import Qt
 
 from assistant.service.events import StatusChanged
@@ -33,6 +34,7 @@ def record_status_bar(h: Harness) -> list[str]:
     return shown
 
 
+@pytest.mark.slow  # over 10 s on a loaded 2-core machine: `make test` only
 def test_the_status_bar_during_and_after_a_compaction_in_the_turn(
     make_window, artifacts_dir: Path, tmp_path: Path
 ) -> None:

@@ -16,6 +16,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import pytest
 from PySide6.QtCore import Qt
 
 from assistant.compaction.request import CallRequest
@@ -140,6 +141,7 @@ def compacting_in_the_next_turn(
     return h, backend, i
 
 
+@pytest.mark.slow  # over 10 s on a loaded 2-core machine: `make test` only
 def test_a_compaction_inside_the_turn_as_the_user_sees_it(
     make_window, artifacts_dir: Path, tmp_path: Path
 ) -> None:

@@ -6,6 +6,7 @@ import re
 from dataclasses import replace
 from typing import Any
 
+import pytest
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QColor
 
@@ -344,6 +345,7 @@ def test_manual_compact_replaces_old_messages_with_a_notice(make_window) -> None
     assert h.window.status_label.text() == "Ready"  # the divider and the line say it
 
 
+@pytest.mark.slow  # over 10 s on a loaded 2-core machine: `make test` only
 def test_no_message_is_hidden_by_a_compaction_also_after_a_restart(
     make_window, artifacts_dir
 ) -> None:
@@ -381,6 +383,7 @@ def test_no_message_is_hidden_by_a_compaction_also_after_a_restart(
     assert again.window.grab().save(str(artifacts_dir / "compaction-divider-after-restart.png"))
 
 
+@pytest.mark.slow  # over 10 s on a loaded 2-core machine: `make test` only
 def test_escape_cancels_compaction_and_queued_message_is_sent_after(make_window) -> None:
     backend = ScriptedBackend()
     h = make_window(backend=backend)
@@ -404,6 +407,7 @@ def test_escape_cancels_compaction_and_queued_message_is_sent_after(make_window)
 
 
 
+@pytest.mark.slow  # over 10 s on a loaded 2-core machine: `make test` only
 def test_compaction_card_says_which_summarizer_wrote_it_and_why(make_window, artifacts_dir) -> None:
     backend = ScriptedBackend()
     h = make_window(backend=backend)
