@@ -158,7 +158,7 @@ class WindowDialogs(QMainWindow):
 
     def open_chat_options(self) -> ChatOptionsDialog:
         c = self.service
-        title = c.handle.title if c.handle is not None else ""
+        title = c.chat.handle.title if c.chat.handle is not None else ""
         dialog = ChatOptionsDialog(c.chat_options(), self.registry, chat_title=title, parent=self)
         dialog.manage_models_requested.connect(self.open_models)
         dialog.accepted.connect(
@@ -170,7 +170,7 @@ class WindowDialogs(QMainWindow):
         return dialog
 
     def _chat_options_for(self, chat_id: str) -> None:
-        if chat_id == self.service.chat_id or self.service.open_chat(chat_id):
+        if chat_id == self.service.chat.chat_id or self.service.open_chat(chat_id):
             self.open_chat_options()
 
     def _model_switch_suggested(self, event: ModelSwitchSuggested) -> QMessageBox:
@@ -205,7 +205,7 @@ class WindowDialogs(QMainWindow):
     # -- where /export writes ----------------------------------------------------------
     def export_chat(self) -> QFileDialog | None:
         """File → Export…: where to write the shown chat, as Markdown or JSON."""
-        handle = self.service.handle
+        handle = self.service.chat.handle
         if handle is None:
             self.show_notice("info", "Nothing to export yet: this chat is empty.")
             return None
