@@ -62,7 +62,7 @@ from .answers import (
 )
 from .questions import accepted
 from .recording import recording_backend
-from .strategies import answer_controller
+from .strategies import answer_controller, switch
 from .workloads import generate
 
 log = logging.getLogger("bench")
@@ -81,21 +81,21 @@ def _shipped(_ctl: Any) -> None:
 
 def _notes(ctl: Any) -> None:
     """Earlier turns written by :mod:`assistant.compaction.context_render`."""
-    ctl.render_earlier = lambda: True
+    switch(ctl, earlier_as_notes=True)
 
 
 def _as_built(ctl: Any) -> None:
-    ctl.render_earlier = lambda: False
+    switch(ctl, earlier_as_notes=False)
 
 
 def _focus_app(ctl: Any) -> None:
     """The app's path with ``compaction.recall_focus`` on (``context_render.focus_history``)."""
-    ctl.render_earlier = lambda: True
+    switch(ctl, earlier_as_notes=True)
     ctl.focus_tokens = lambda: FOCUS_TOKENS
 
 
 def _after(ctl: Any) -> None:
-    ctl.render_earlier = lambda: False
+    switch(ctl, earlier_as_notes=False)
     ctl.recall.placement = "after"
 
 

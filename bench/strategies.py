@@ -60,7 +60,7 @@ from assistant.compaction.summary import (
     SummaryRequest,
 )
 from assistant.compaction.tokens import TokenCounter
-from assistant.config import EffectivePolicy, Mode, ModePolicy, Settings
+from assistant.config import CompactionSwitches, EffectivePolicy, Mode, ModePolicy, Settings
 from assistant.conversation import CompactionRecord, Conversation, Message
 from assistant.engine import attach_recall, recall_focus
 from assistant.llm.base import CancelToken, LLMBackend, PromptCounter
@@ -435,9 +435,15 @@ def answer_controller(
     if uses_recall(variant):
         attach_recall(inner, focus=recall_focus(lambda: settings))
     else:
-        inner.recall_enabled = lambda: False
-    inner.render_earlier = (lambda: True) if variant.endswith("+notes") else (lambda: False)
+        switch(inner, recall=False)
+    switch(inner, earlier_as_notes=variant.endswith("+notes"))
     return inner
+
+
+def switch(controller: ContextController, **changes: bool) -> None:
+    """Change some of ``controller``'s switches, keeping the others."""
+    before = controller.switches
+    controller.switches = lambda: before().model_copy(update=changes)
 
 
 def summarizer_factory(
@@ -485,11 +491,13 @@ def build_strategy(
         inner = ContextController(
             backend,
             lambda: policy,
-            prune_enabled=lambda: name != "summarize-only",
-            auto_compact=lambda: summarizes,
-            compact_on_overflow=lambda: summarizes,
+            switches=lambda: CompactionSwitches(
+                prune=name != "summarize-only", auto_compact=summarizes,
+                compact_on_overflow=summarizes,
+                earlier_as_notes=settings.switches().earlier_as_notes,
+            ),
             summarizer=TimedSummarizer(made, clock),
-            counter=counter, render_earlier=lambda: settings.switches().earlier_as_notes,
+            counter=counter,
         )
     elif name == "drop-half":
         inner = DropHalf(backend, lambda: policy)
