@@ -76,8 +76,6 @@ def test_the_compaction_at_the_threshold_uses_the_summary_written_ahead(
         assert i < 40, "the chat never compacted"
     record = _compactions(rig)[0].record
     assert "written ahead of time" in record.summarizer_note
-    engine = rig.service.model.engine
-    assert engine is not None and engine.controller.summary_cache.hits == 1
     # Summaries were written between turns, never inside the one that compacted.
     assert record.duration_s < 1.0
 
@@ -169,8 +167,6 @@ def test_the_turn_never_waits_for_the_model_and_the_next_pause_writes_its_summar
     # No summary by the model was finished: those begun ahead were stopped by the next
     # message.
     assert "stop" not in _summary_calls(backend)
-    assert rig.service.model.engine is not None
-    assert rig.service.model.engine.controller.summary_cache.hits == 0
     # From now on the user reads every reply to the end: the model writes ahead.
     _i, second = _until_compaction(rig, i, read=True)
     assert "stop" in _summary_calls(backend)
