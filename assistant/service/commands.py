@@ -74,7 +74,7 @@ class AppCommands:
         if arg:
             s.resume(arg)
             return
-        listed = s.chats()
+        listed = s.chat.summaries()
         lines = chats.chat_lines(listed, RESUME_LIST) or ["(none yet)"]
         s.notice("info", "Recent chats (/resume ID, /resume last, or part of a title):\n"
                  + "\n".join(lines))
@@ -85,7 +85,7 @@ class AppCommands:
         if s.chat.chat_id is None:
             s.notice("error", "Nothing to export yet: this chat is empty.")
         elif arg:
-            s.export_chat(Path(arg))
+            s.chat.export(Path(arg))
         else:
             title = s.chat.handle.title if s.chat.handle is not None else "chat"
             s.emit(ExportPathNeeded(chats.suggested_export_path(title)))

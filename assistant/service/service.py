@@ -62,7 +62,7 @@ from assistant.service.resume import ChatResume, engine_tuning
 from assistant.service.status import Status, StatusMachine
 from assistant.sessions.errors import SessionError
 from assistant.sessions.handle import ChatHandle
-from assistant.sessions.store import ChatSummary, SessionStore
+from assistant.sessions.store import SessionStore
 from assistant.sessions.summary import is_branch_summary
 from assistant.settings_check import check_against_model
 from assistant.tools.approval import Approver
@@ -166,9 +166,6 @@ class ChatService:
         """What is waiting to be sent, as typed."""
         return [q.text for q in self._queue]
 
-    def chats(self) -> list[ChatSummary]:
-        return self.chat.summaries()
-
     def search_chats(self, text: str, chat_ids: Sequence[str]) -> dict[str, str]:
         """Of ``chat_ids``, the chats with a message containing ``text``: id -> a snippet."""
         paths: dict[str, Path] = {}
@@ -176,16 +173,6 @@ class ChatService:
             with contextlib.suppress(SessionError):
                 paths[chat_id] = self.store.path_of(chat_id)
         return self._search.search(paths, text)
-
-    def prune_count(self) -> tuple[int, int]:
-        return self.chat.prune_count()
-
-    def branch_info(self, message_id: str) -> tuple[int, int]:
-        return self.chat.branch_info(message_id)
-
-    def branch_end(self) -> tuple[int, int, str] | None:
-        """The switcher under the shown chat's last message (see :meth:`ChatSlot.branch_end`)."""
-        return self.chat.branch_end()
 
     # -- events ------------------------------------------------------------------------
     def emit(self, event: ServiceEvent) -> None:
@@ -533,9 +520,6 @@ class ChatService:
             )
         return copy_id
 
-    def rename_chat(self, chat_id: str, title: str) -> None:
-        self.chat.rename(chat_id, title)
-
     def delete_chat(self, chat_id: str) -> None:
         """Move a chat to the trash (:meth:`undo_delete` brings it back)."""
         if chat_id == self.chat.chat_id and self._refuse_while_busy("deleting this chat"):
@@ -548,10 +532,6 @@ class ChatService:
         if chat_id is not None:
             self._status(self.status_machine.note("Chat restored"))
         return chat_id
-
-    def export_chat(self, target: Path) -> Path | None:
-        """Write the open chat to ``target`` (``.json``: OpenAI format, else Markdown)."""
-        return self.chat.export(target)
 
     # -- sending -----------------------------------------------------------------------
     def submit(self, text: str) -> bool:

@@ -207,7 +207,7 @@ class MainWindow(WindowDialogs):
         self.input.escape_pressed.connect(self.escape)
         self.sidebar.new_chat_requested.connect(self.new_chat)
         self.sidebar.chat_selected.connect(self.open_chat)
-        self.sidebar.rename_requested.connect(c.rename_chat)
+        self.sidebar.rename_requested.connect(c.chat.rename)
         self.sidebar.delete_requested.connect(c.delete_chat)
         self.sidebar.undo_delete_requested.connect(lambda _chat_id: c.undo_delete())
         self.chat_view.edit_requested.connect(self.start_edit)
@@ -255,18 +255,18 @@ class MainWindow(WindowDialogs):
     def _refresh_chats(self) -> None:
         entries = [
             ChatEntry(s.id, s.title + _list_mark(s), s.updated)
-            for s in self.service.chats()
+            for s in self.service.chat.summaries()
         ]
         self.sidebar.set_chats(entries, current=self.service.chat.chat_id)
 
     def _render_conversation(self) -> None:
         c = self.service
-        self.chat_view.branch_info = c.branch_info if c.chat.handle is not None else None
-        self.chat_view.branch_end = c.branch_end if c.chat.handle is not None else None
+        self.chat_view.branch_info = c.chat.branch_info if c.chat.handle is not None else None
+        self.chat_view.branch_end = c.chat.branch_end if c.chat.handle is not None else None
         self._show_recall_focus(c.settings)
         self.chat_view.set_conversation(c.chat.shown_conversation)
         self.chat_view.set_actions_enabled(not c.jobs.busy)
-        prunes, tokens = c.prune_count()
+        prunes, tokens = c.chat.prune_count()
         self.context_bar.set_counts(prunes, tokens, len(c.chat.conversation.compactions))
         if c.chat.handle is None or c.chat.chat_id != self._shown_chat:
             self.context_bar.set_usage(None)

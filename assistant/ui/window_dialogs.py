@@ -224,7 +224,7 @@ class WindowDialogs(QMainWindow):
             lambda chosen: dialog.setDefaultSuffix("json" if "json" in chosen else "md")
         )
         dialog.fileSelected.connect(
-            lambda target: self.service.export_chat(
+            lambda target: self.service.chat.export(
                 export_target(Path(target), dialog.selectedNameFilter())
             )
         )

@@ -73,7 +73,7 @@ def test_clear_starts_a_new_chat(make_rig: Make) -> None:
     assert rig.service.chat.chat_id is not None
     rig.service.submit("/clear")
     assert rig.service.chat.chat_id is None and rig.service.chat.conversation.messages == []
-    assert len(rig.service.chats()) == 1
+    assert len(rig.service.chat.summaries()) == 1
 
 
 def test_resume_lists_then_opens(make_rig: Make) -> None:

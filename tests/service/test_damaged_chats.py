@@ -37,7 +37,7 @@ def test_resume_read_only_refuse_export_repair(make_rig: Make, tmp_path: Path) -
     chat_id, data = _damaged(store)
     rig = make_rig("Continued.", store=store)
     service = rig.service
-    assert "(damaged: opens read-only" in chat_lines(service.chats())[0]
+    assert "(damaged: opens read-only" in chat_lines(service.chat.summaries())[0]
     assert service.resume(chat_id)
     assert service.chat.handle is not None and service.chat.handle.read_only is not None
     assert len(service.chat.conversation.messages) == 5  # one damaged line, the rest shown

@@ -82,7 +82,7 @@ def test_an_edit_too_large_is_refused_before_anything_is_written(make_rig: Make)
     # Nothing was written or asked: no new branch, the same file, no model call.
     assert _contents(rig) == saved and _entries(rig) == file
     assert len(backend.calls) == calls
-    assert rig.service.branch_info(user.id) == (1, 1)
+    assert rig.service.chat.branch_info(user.id) == (1, 1)
     assert not rig.service.jobs.busy and rig.service.status_machine.status.phase == Phase.IDLE
     # A shorter edit is sent whole and answered on a new branch.
     short = "\n".join(huge.splitlines()[:5]) + "\nWhat does line 3 say?"
@@ -90,7 +90,7 @@ def test_an_edit_too_large_is_refused_before_anything_is_written(make_rig: Make)
     rig.idle()
     assert _contents(rig) == [short, "Line 3 says hello."]
     assert backend.calls[-1].messages[-1] == {"role": "user", "content": short}
-    assert rig.service.branch_info(rig.service.chat.conversation.messages[0].id) == (2, 2)
+    assert rig.service.chat.branch_info(rig.service.chat.conversation.messages[0].id) == (2, 2)
 
 
 def test_an_edit_that_fits_after_a_long_chat_is_answered(make_rig: Make) -> None:
@@ -139,7 +139,7 @@ def test_regenerating_a_reply_to_a_message_that_no_longer_fits_is_refused(
     assert any(e.startswith("Not regenerated") and f"room for {got.room:,}" in e
                for e in rig.notices("error"))
     assert _entries(rig) == file and len(backend.calls) == calls
-    assert rig.service.branch_info(reply.id) == (1, 1)
+    assert rig.service.chat.branch_info(reply.id) == (1, 1)
     # With the window back, regenerating works as before.
     backend.window = 8192
     rig.service.regenerate(reply.id)

@@ -229,7 +229,7 @@ def test_branches_edit_and_regenerate(make_rig: Make) -> None:
     user = service.chat.conversation.messages[0]
     service.edit_message(user.id, "edited question")
     assert _contents(service) == ["edited question", "edited reply"]
-    assert service.branch_info(service.chat.conversation.messages[0].id) == (2, 2)
+    assert service.chat.branch_info(service.chat.conversation.messages[0].id) == (2, 2)
     service.regenerate(service.chat.conversation.messages[1].id)
     assert _contents(service) == ["edited question", "regenerated reply"]
     service.switch_branch(service.chat.conversation.messages[0].id, -1)
@@ -256,13 +256,13 @@ def test_delete_and_undo_and_rename(make_rig: Make) -> None:
     service.submit("keep me")
     chat_id = service.chat.chat_id
     assert chat_id is not None
-    service.rename_chat(chat_id, "Renamed")
-    assert service.chats()[0].title == "Renamed"
+    service.chat.rename(chat_id, "Renamed")
+    assert service.chat.summaries()[0].title == "Renamed"
     service.delete_chat(chat_id)
-    assert service.chat.chat_id is None and service.chats() == []
+    assert service.chat.chat_id is None and service.chat.summaries() == []
     assert service.undo_delete() == chat_id
     assert service.status_machine.status.text == "Chat restored"
-    assert [c.id for c in service.chats()] == [chat_id]
+    assert [c.id for c in service.chat.summaries()] == [chat_id]
 
 
 def test_worker_completions_run_on_the_owner_thread(make_rig: Make) -> None:

@@ -128,8 +128,8 @@ def test_continue_generation_extends_the_last_reply_as_its_next_version(make_win
     assert sent[-1]["content"].startswith(CONTINUE_REQUEST)  # asked, never saved
     assert sent[-2]["content"] == "Once upon a"
     # the old reply stays as version 1 of 2
-    assert h.controller.branch_info(messages[-1].id) == (2, 2)
-    assert h.controller.branch_info(first.id) == (1, 2)
+    assert h.controller.chat.branch_info(messages[-1].id) == (2, 2)
+    assert h.controller.chat.branch_info(first.id) == (1, 2)
     shown = [w.message.content for w in h.window.chat_view.entries()
              if isinstance(w, MessageWidget)]
     assert shown == ["Tell me a story", "Once upon a time, there was a llama."]

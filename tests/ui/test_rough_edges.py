@@ -81,7 +81,7 @@ def test_export_offers_the_title_in_documents_and_names_the_users_tools(
     h.wait_idle()
     chat_id = h.controller.chat.chat_id
     assert chat_id is not None
-    h.controller.rename_chat(chat_id, "Trip: plan / packing?")
+    h.controller.chat.rename(chat_id, "Trip: plan / packing?")
     paths.documents_dir().mkdir(parents=True)
     h.type_and_send("/export")
     dialog = w.export_dialog

@@ -52,7 +52,7 @@ def test_search_finds_message_text_and_says_when_nothing_matches(make_window) ->
 def test_long_titles_are_cut_not_scrolled(make_window, artifacts_dir: Path) -> None:
     h = make_window()
     chat_id = _chat(h, "Hello")
-    h.controller.rename_chat(chat_id, LONG_TITLE)
+    h.controller.chat.rename(chat_id, LONG_TITLE)
     side = h.window.sidebar
     item = side.item_for(chat_id)
     assert item is not None
