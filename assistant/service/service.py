@@ -787,7 +787,7 @@ class ChatService:
         self.model.closed = True
         self.jobs.closed = True
         self.worker.shutdown(wait=True)
-        self.saved_states.close()
+        self.saved_states.writer.close()
         self.chat.close()
         with contextlib.suppress(OSError, SessionError):
             self.store.close_all()

@@ -484,8 +484,9 @@ class MainWindow(WindowDialogs):
             model_present=lambda entry: model_path(entry).is_file(),
             count_tokens=c.model.engine.backend.count if c.model.engine is not None else None,
             speed=SpeedHooks(
-                state_usage=c.saved_states.usage,
-                clear_states=c.saved_states.clear,
+                state_usage=c.saved_states.cache.usage,
+                # A write still under way may land after.
+                clear_states=c.saved_states.cache.clear,
                 forget_calibration=forget_calibration,
                 prefill_text=c.prefill_text,
             ),
@@ -504,7 +505,7 @@ class MainWindow(WindowDialogs):
 
     def _settings_accepted(self, dialog: SettingsDialog) -> None:
         if (new := dialog.result_settings()) is not None:
-            self.apply_settings(new, reconnect=dialog.engine_page.key_changed)
+            self.service.apply_settings(new, reconnect=dialog.engine_page.key_changed)
 
     def _settings_changed(self, event: SettingsChanged) -> None:
         new = event.settings

@@ -166,7 +166,7 @@ class AppMenus:
         c = self.window.service
         zoom = 100 if step == 0 else next_zoom(c.settings.zoom, step)
         if zoom != c.settings.zoom:
-            self.window.apply_settings(c.settings.model_copy(update={"zoom": zoom}))
+            c.apply_settings(c.settings.model_copy(update={"zoom": zoom}))
         self.update()
         return zoom
 

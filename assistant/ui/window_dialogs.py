@@ -21,7 +21,6 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from assistant.config import Settings
 from assistant.llm import catalog
 from assistant.llm.base import ModelInfo
 from assistant.llm.catalog import list_models
@@ -106,10 +105,6 @@ class WindowDialogs(QMainWindow):
     def show_notice(self, level: str, text: str) -> None:
         self.chat_view.add_notice(level, text)
 
-    def apply_settings(self, new: Settings, *, reconnect: bool = False) -> None:
-        """Use new settings; ``reconnect``: a new API key was stored for the server."""
-        self.service.apply_settings(new, reconnect=reconnect)
-
     # -- files and the workspace -------------------------------------------------------
     def drop_files(self, files: list[Path]) -> None:
         for path in files:
@@ -142,7 +137,7 @@ class WindowDialogs(QMainWindow):
     def _workspace_chosen(self, folder: str) -> None:
         if folder:
             settings = self.service.settings.model_copy(update={"workspace": folder})
-            self.apply_settings(settings)
+            self.service.apply_settings(settings)
 
     # -- models and the chat's options ---------------------------------------------------
     def open_models(self) -> ModelsPage:

@@ -249,7 +249,7 @@ def test_the_card_claims_the_summary_for_every_reply_when_recall_focus_is_off(
     # turned on in Settings: the card on screen says it at once
     on = settings.model_copy(deep=True)
     on.compaction.recall_focus = True
-    h.window.apply_settings(on)
+    h.controller.apply_settings(on)
     h.qtbot.waitUntil(lambda: notice.focus_note.isVisibleTo(notice))
 
 

@@ -282,7 +282,7 @@ def test_a_window_whose_server_is_not_there_keeps_what_is_typed(
     # Back to the embedded engine: the page says it is offline again.
     embedded = h.controller.settings.model_copy(deep=True)
     embedded.engine.kind = "embedded"
-    h.window.apply_settings(embedded)
+    h.controller.apply_settings(embedded)
     h.window.bridge.flush()
     assert h.window.welcome.intro.text() == OFFLINE_INTRO
 
