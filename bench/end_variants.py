@@ -62,7 +62,7 @@ from .answers import (
 )
 from .questions import accepted
 from .recording import recording_backend
-from .strategies import answer_controller, switch
+from .strategies import answer_controller
 from .workloads import generate
 
 log = logging.getLogger("bench")
@@ -73,6 +73,12 @@ Transform = Callable[[list[dict[str, Any]]], list[dict[str, Any]]]
 #: A variant that also reads the request (recall's block) and the controller: ``(messages,
 #: prepared request, controller, conversation) -> messages``.
 Shaper = Callable[[list[dict[str, Any]], Any, Any, Conversation], list[dict[str, Any]]]
+
+
+def switch(controller: Any, **changes: bool) -> None:
+    """Change some of ``controller``'s switches, keeping the others."""
+    before = controller.switches
+    controller.switches = lambda: before().model_copy(update=changes)
 
 
 def _shipped(_ctl: Any) -> None:

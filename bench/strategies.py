@@ -60,7 +60,7 @@ from assistant.compaction.summary import (
     SummaryRequest,
 )
 from assistant.compaction.tokens import TokenCounter
-from assistant.config import CompactionSwitches, EffectivePolicy, Mode, ModePolicy, Settings
+from assistant.config import EffectivePolicy, Mode, ModePolicy, Settings
 from assistant.conversation import CompactionRecord, Conversation, Message
 from assistant.engine import attach_recall, recall_focus
 from assistant.llm.base import CancelToken, LLMBackend, PromptCounter
@@ -434,16 +434,10 @@ def answer_controller(
     assert isinstance(inner, ContextController)
     if uses_recall(variant):
         attach_recall(inner, focus=recall_focus(lambda: settings))
-    else:
-        switch(inner, recall=False)
-    switch(inner, earlier_as_notes=variant.endswith("+notes"))
+    switches = inner.switches().model_copy(
+        update={"recall": uses_recall(variant), "earlier_as_notes": variant.endswith("+notes")})
+    inner.switches = lambda: switches
     return inner
-
-
-def switch(controller: ContextController, **changes: bool) -> None:
-    """Change some of ``controller``'s switches, keeping the others."""
-    before = controller.switches
-    controller.switches = lambda: before().model_copy(update=changes)
 
 
 def summarizer_factory(
@@ -488,16 +482,13 @@ def build_strategy(
         counter = TokenCounter(backend)
         made = (summarizer or _default_summarizer)(backend, counter)
         summarizes = name != "prune-only"
+        switched = {"prune": name != "summarize-only", "auto_compact": summarizes,
+                    "compact_on_overflow": summarizes, "recall": True}
         inner = ContextController(
             backend,
             lambda: policy,
-            switches=lambda: CompactionSwitches(
-                prune=name != "summarize-only", auto_compact=summarizes,
-                compact_on_overflow=summarizes,
-                earlier_as_notes=settings.switches().earlier_as_notes,
-            ),
-            summarizer=TimedSummarizer(made, clock),
-            counter=counter,
+            switches=lambda: settings.switches().model_copy(update=switched),
+            summarizer=TimedSummarizer(made, clock), counter=counter,
         )
     elif name == "drop-half":
         inner = DropHalf(backend, lambda: policy)
