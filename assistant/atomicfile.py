@@ -32,7 +32,17 @@ def write_atomically(path: Path, content: str | bytes, *, mode: int | None = Non
             mode = stat.S_IMODE(target.stat().st_mode)
         except FileNotFoundError:
             mode = None  # a new file: 0o666 minus the umask, applied by open()
-    fd, tmp = _create_temp(folder, target.name, 0o666 if mode is None else mode & 0o666)
+    write_in(str(folder), target.name, data, mode)
+    return target
+
+
+def write_in(folder: int | str, name: str, data: bytes, mode: int | None) -> None:
+    """Write ``data`` to a new temporary file in ``folder`` (an open descriptor, which no
+    swapped link leads out of, or a path) and rename it over ``name``, with ``mode`` (None:
+    the umask's); raises ``OSError``, ``name`` unchanged."""
+    dir_fd = folder if isinstance(folder, int) else None
+    base = "" if dir_fd is not None else str(folder)
+    fd, tmp = _create_temp(base, dir_fd, name, 0o666 if mode is None else mode & 0o666)
     try:
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
@@ -41,13 +51,16 @@ def write_atomically(path: Path, content: str | bytes, *, mode: int | None = Non
             if mode is not None and hasattr(os, "fchmod"):
                 with contextlib.suppress(OSError):
                     os.fchmod(fh.fileno(), mode)
-        os.replace(tmp, target)
+        os.replace(tmp, os.path.join(base, name), src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
     except BaseException:
         with contextlib.suppress(OSError):
-            tmp.unlink()
+            os.unlink(tmp, dir_fd=dir_fd)
         raise
-    fsync_dir(folder)
-    return target
+    if dir_fd is None:
+        fsync_dir(Path(base))
+    else:
+        with contextlib.suppress(OSError):
+            os.fsync(dir_fd)
 
 
 class JsonStore:
@@ -111,13 +124,13 @@ def fsync_dir(directory: Path) -> None:
         os.close(fd)
 
 
-def _create_temp(folder: Path, name: str, mode: int = 0o666) -> tuple[int, Path]:
+def _create_temp(folder: str, dir_fd: int | None, name: str, mode: int) -> tuple[int, str]:
     """A new, empty temporary file beside ``name`` (created exclusively)."""
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0)
     for _ in range(100):
-        tmp = folder / f".{name}.{secrets.token_hex(6)}.tmp"
+        tmp = os.path.join(folder, f".{name[:200]}.{secrets.token_hex(6)}.tmp")
         try:
-            return os.open(tmp, flags, mode), tmp
+            return os.open(tmp, flags, mode, dir_fd=dir_fd), tmp
         except FileExistsError:
             continue
     raise FileExistsError(f"cannot create a temporary file in {folder}")

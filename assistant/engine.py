@@ -50,11 +50,7 @@ def build_engine(
     controller = ContextController(
         backend,
         policy,
-        prune_enabled=lambda: settings().switches().prune,
-        auto_compact=lambda: settings().switches().auto_compact,
-        compact_on_overflow=lambda: settings().switches().compact_on_overflow,
-        recall_enabled=lambda: settings().switches().recall,
-        render_earlier=lambda: settings().switches().earlier_as_notes,
+        switches=lambda: settings().switches(),
     )
     attach_recall(controller, recall_index, focus=recall_focus(settings))
     agent = Agent(backend, controller, ToolRegistry.default(), settings, approver, on_event)

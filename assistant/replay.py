@@ -105,8 +105,7 @@ def replay(
 ) -> dict[str, Any]:
     """Run the pipeline before every assistant message, one line per model call; ``ask``: the
     questions answered against the final context under ``"answers"``."""
-    settings = Settings()
-    switches = settings.switches()
+    switches = Settings().switches()
 
     def make_controller() -> ContextController:
         counter = TokenCounter(backend)
@@ -118,9 +117,7 @@ def replay(
         return ContextController(
             backend,
             lambda: policy,
-            prune_enabled=lambda: switches.prune,
-            auto_compact=lambda: switches.auto_compact,
-            compact_on_overflow=lambda: switches.compact_on_overflow,
+            switches=lambda: switches,
             summarizer=summarizer,
             counter=counter,
         )

@@ -75,27 +75,33 @@ Transform = Callable[[list[dict[str, Any]]], list[dict[str, Any]]]
 Shaper = Callable[[list[dict[str, Any]], Any, Any, Conversation], list[dict[str, Any]]]
 
 
+def switch(controller: Any, **changes: bool) -> None:
+    """Change some of ``controller``'s switches, keeping the others."""
+    before = controller.switches
+    controller.switches = lambda: before().model_copy(update=changes)
+
+
 def _shipped(_ctl: Any) -> None:
     return None
 
 
 def _notes(ctl: Any) -> None:
     """Earlier turns written by :mod:`assistant.compaction.context_render`."""
-    ctl.render_earlier = lambda: True
+    switch(ctl, earlier_as_notes=True)
 
 
 def _as_built(ctl: Any) -> None:
-    ctl.render_earlier = lambda: False
+    switch(ctl, earlier_as_notes=False)
 
 
 def _focus_app(ctl: Any) -> None:
     """The app's path with ``compaction.recall_focus`` on (``context_render.focus_history``)."""
-    ctl.render_earlier = lambda: True
+    switch(ctl, earlier_as_notes=True)
     ctl.focus_tokens = lambda: FOCUS_TOKENS
 
 
 def _after(ctl: Any) -> None:
-    ctl.render_earlier = lambda: False
+    switch(ctl, earlier_as_notes=False)
     ctl.recall.placement = "after"
 
 

@@ -33,7 +33,7 @@ from assistant.compaction.recall import Recall
 from assistant.compaction.request import CallRequest
 from assistant.compaction.summary import ExtractiveSummarizer, ModelSummarizer
 from assistant.compaction.tokens import CountingBackend, TokenCounter
-from assistant.config import EffectivePolicy, default_local
+from assistant.config import CompactionSwitches, EffectivePolicy, default_local
 from assistant.conversation import CompactionReason, Conversation, Message, ToolCall
 from assistant.llm.base import GenerationOptions, LLMBackend, PromptCounter
 from assistant.sessions.recall_index import MemoryIndexes
@@ -88,8 +88,7 @@ def measure_policy(
     controller = ContextController(
         be,
         lambda: pol,
-        prune_enabled=lambda: False,
-        auto_compact=lambda: False,
+        switches=lambda: CompactionSwitches(prune=False, auto_compact=False),
         summarizer=ExtractiveSummarizer(counter),
         counter=counter,
     )
@@ -131,7 +130,7 @@ def _turn_ms(backend: PromptCounter, pol: EffectivePolicy, fill: float, calls: i
     conv.messages.insert(0, Message(role="user", content=(
         "Notes for later. The staging server listens on port 12345. We deploy on Fridays.")))
     controller = ContextController(
-        backend, lambda: pol, prune_enabled=lambda: False, auto_compact=lambda: False,
+        backend, lambda: pol, switches=lambda: CompactionSwitches(prune=False, auto_compact=False),
         summarizer=ExtractiveSummarizer(counter), counter=counter,
     )
     controller.recall = Recall(counter, MemoryIndexes().get)
@@ -163,7 +162,7 @@ def summary_prefill(
             return outcome
 
     controller = ContextController(
-        backend, lambda: pol, prune_enabled=lambda: False, auto_compact=lambda: False,
+        backend, lambda: pol, switches=lambda: CompactionSwitches(prune=False, auto_compact=False),
         summarizer=_Spy(), counter=counter,
     )
     if warm:  # the chat's last call, as the app made it (not timed)

@@ -170,9 +170,9 @@ def run(
         )
         try:
             service.load_model()
-            engine = service.engine
+            engine = service.model.engine
             if engine is None:
-                raise RuntimeError(f"the model did not load: {service.model_error}")
+                raise RuntimeError(f"the model did not load: {service.model.error}")
             if isinstance(engine.controller.recall, Recall):
                 engine.controller.recall.placement = placement
             out.window = engine.controller.policy().window
@@ -186,7 +186,7 @@ def run(
                 ok = re.search(fact.answer, reply, re.IGNORECASE) is not None
                 out.answered += ok
                 out.replies.append({"question": fact.question, "reply": reply, "ok": ok})
-            conv = service.conversation
+            conv = service.chat.conversation
             out.compactions = len(conv.compactions)
             out.largest_prompt = max(sizes, default=0)
             out.summarizers = [r.summarizer for r in conv.compactions]
@@ -197,7 +197,7 @@ def run(
 
 
 def _last_reply(service: ChatService) -> str:
-    for msg in reversed(service.conversation.messages):
+    for msg in reversed(service.chat.conversation.messages):
         if msg.role == "assistant":
             return msg.content
         if msg.role == "user":

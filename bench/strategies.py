@@ -434,9 +434,9 @@ def answer_controller(
     assert isinstance(inner, ContextController)
     if uses_recall(variant):
         attach_recall(inner, focus=recall_focus(lambda: settings))
-    else:
-        inner.recall_enabled = lambda: False
-    inner.render_earlier = (lambda: True) if variant.endswith("+notes") else (lambda: False)
+    switches = inner.switches().model_copy(
+        update={"recall": uses_recall(variant), "earlier_as_notes": variant.endswith("+notes")})
+    inner.switches = lambda: switches
     return inner
 
 
@@ -482,14 +482,13 @@ def build_strategy(
         counter = TokenCounter(backend)
         made = (summarizer or _default_summarizer)(backend, counter)
         summarizes = name != "prune-only"
+        switched = {"prune": name != "summarize-only", "auto_compact": summarizes,
+                    "compact_on_overflow": summarizes, "recall": True}
         inner = ContextController(
             backend,
             lambda: policy,
-            prune_enabled=lambda: name != "summarize-only",
-            auto_compact=lambda: summarizes,
-            compact_on_overflow=lambda: summarizes,
-            summarizer=TimedSummarizer(made, clock),
-            counter=counter, render_earlier=lambda: settings.switches().earlier_as_notes,
+            switches=lambda: settings.switches().model_copy(update=switched),
+            summarizer=TimedSummarizer(made, clock), counter=counter,
         )
     elif name == "drop-half":
         inner = DropHalf(backend, lambda: policy)

@@ -224,11 +224,11 @@ def run_workload(
         )
         try:
             service.load_model()
-            if not loop.run_until(lambda: service.model_state != "loading", step_timeout):
+            if not loop.run_until(lambda: service.model.state != "loading", step_timeout):
                 raise RuntimeError("the model did not load in time")
-            engine = service.engine
+            engine = service.model.engine
             if engine is None:
-                raise RuntimeError(f"the model did not load: {service.model_error}")
+                raise RuntimeError(f"the model did not load: {service.model.error}")
             out.window = engine.controller.policy().window
             for n, step in enumerate(steps, 1):
                 if budget_s is not None and time.perf_counter() - started > budget_s:
@@ -240,7 +240,7 @@ def run_workload(
                 heard.clear()
                 if not service.submit(text):
                     raise RuntimeError(f"step {n} was refused: {text[:60]!r}")
-                if not loop.run_until(lambda: not service.busy and not service.queue,
+                if not loop.run_until(lambda: not service.jobs.busy and not service.queue,
                                       step_timeout):
                     out.cut = f"step {n} took longer than {step_timeout:.0f} s"
                     break
@@ -281,8 +281,8 @@ def _read(service: ChatService, loop: OwnerLoop, heard: list[ServiceEvent], step
     loop.drain()
     wrote = any(isinstance(ev, StatusChanged) and ev.status.detail.startswith(READY_NOTE)
                 for ev in heard)
-    newest = (service.engine.controller.summary_cache.newest()
-              if wrote and service.engine is not None else None)
+    newest = (service.model.engine.controller.summary_cache.newest()
+              if wrote and service.model.engine is not None else None)
     kind, note = (newest.outcome.kind, newest.outcome.note) if newest is not None else ("", "")
     return Pause(step, round(seconds, 2), wrote, not finished, kind, note)
 

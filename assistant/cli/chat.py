@@ -257,7 +257,7 @@ def _run(service: ChatService, printer: TerminalPrinter, resume: str | None) -> 
     if resume is not None:
         if not service.resume(resume):
             return 1  # the service said why (no such chat, or it is open elsewhere)
-        handle = service.handle
+        handle = service.chat.handle
         assert handle is not None
         printer.history(handle.conversation, handle.title, handle.chat_id)
     kept = False
@@ -270,9 +270,9 @@ def _run(service: ChatService, printer: TerminalPrinter, resume: str | None) -> 
         if first is not None and first.strip():
             kept = _keep_or_submit(service, first)
     service.load_model()  # the worker runs inline: loaded (or failed) on return
-    info = service.model_info
+    info = service.model.info
     if info is None:
-        err.write(f"error: {service.model_error}\n")
+        err.write(f"error: {service.model.error}\n")
         if sys.stdin.isatty():
             err.write("[chat] No model: what you type now is saved in the chat, unanswered "
                       "(Ctrl-D ends).\n")
@@ -280,7 +280,7 @@ def _run(service: ChatService, printer: TerminalPrinter, resume: str | None) -> 
         _keep_the_rest(service, err, kept)
         return 1
     # The engine's policy: the measured target beside the window (the hard limit).
-    engine = service.engine
+    engine = service.model.engine
     policy = (engine.controller.policy() if engine is not None
               else service.settings.effective_policy(info.trained_context))
     err.write(
@@ -315,7 +315,7 @@ def _run(service: ChatService, printer: TerminalPrinter, resume: str | None) -> 
 
 def _ends_unanswered(service: ChatService) -> bool:
     """The open chat ends with a user message kept unanswered (no model was there)."""
-    handle = service.handle
+    handle = service.chat.handle
     messages = handle.conversation.messages if handle is not None else []
     return bool(messages) and messages[-1].role == "user" and not is_branch_summary(messages[-1])
 
@@ -349,11 +349,11 @@ def _keep_the_rest(service: ChatService, err: TextIO, kept: bool) -> None:
             count += service.keep_unsent(text)
         else:
             skipped += 1
-    if count and service.chat_id:
+    if count and service.chat.chat_id:
         noun = "message" if count == 1 else "messages"
         err.write(
-            f"[chat] {count} {noun} kept in chat {service.chat_id}, not answered; continue "
-            f"it with: python -m assistant chat --resume {service.chat_id}\n"
+            f"[chat] {count} {noun} kept in chat {service.chat.chat_id}, not answered; continue "
+            f"it with: python -m assistant chat --resume {service.chat.chat_id}\n"
         )
     if skipped:
         err.write(f"[chat] {skipped} command(s) not run: no model\n")

@@ -93,9 +93,6 @@ class SummaryCache:
         self._size = size
         self._lock = threading.Lock()
         self._items: list[Precomputed] = []
-        #: How many compactions used a precomputed summary, and how many could not.
-        self.hits = 0
-        self.misses = 0
 
     def put(self, item: Precomputed) -> None:
         with self._lock:
@@ -147,12 +144,7 @@ class SummaryCache:
             if item.budget > request.budget and not fits(item.outcome.text):
                 continue
             best = item
-        with self._lock:
-            if best is None:
-                self.misses += 1
-                return None
-            self.hits += 1
-        return Reuse(best.outcome, len(best.span), len(span))
+        return None if best is None else Reuse(best.outcome, len(best.span), len(span))
 
     def clear(self) -> None:
         with self._lock:

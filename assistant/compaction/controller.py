@@ -43,7 +43,7 @@ from assistant.compaction.summary import ExtractiveSummarizer, ModelSummarizer, 
 from assistant.compaction.tokens import Memo, TokenCounter
 from assistant.compaction.view import ViewBuilder
 from assistant.compaction.visibility import pending_start
-from assistant.config import EffectivePolicy
+from assistant.config import CompactionSwitches, EffectivePolicy
 from assistant.conversation import (
     MAX_SHOWN_CHARS,
     CompactionReason,
@@ -95,23 +95,21 @@ class ContextController:
         backend: PromptCounter,
         policy: Callable[[], EffectivePolicy],
         *,
-        prune_enabled: Callable[[], bool] = lambda: True,
-        auto_compact: Callable[[], bool] = lambda: True,
-        compact_on_overflow: Callable[[], bool] = lambda: True,
+        switches: Callable[[], CompactionSwitches] = CompactionSwitches,
         on_event: Callable[[ContextEvent], None] | None = None,
         summarizer: Summarizer | None = None,
         counter: TokenCounter | None = None,
         recall: Recall | None = None,
-        recall_enabled: Callable[[], bool] = lambda: True,
-        render_earlier: Callable[[], bool] = lambda: True,
         defer_model: Callable[[], bool] = lambda: False,
         focus_tokens: Callable[[], int | None] = lambda: None,
     ) -> None:
         self.backend = backend
         self.policy = policy
-        self.prune_enabled = prune_enabled
-        self.auto_compact = auto_compact
-        self.compact_on_overflow = compact_on_overflow
+        #: The switches in force: prune, auto_compact, compact_on_overflow, recall, and
+        #: earlier_as_notes (earlier turns' tool calls as notes, earlier one-line answers left
+        #: out beside recall's excerpts: :mod:`.context_render`, docs/ANSWERS.md; the in-context
+        #: summary and the record's token counts use the prompt as rendered).
+        self.switches = switches
         self.on_event = on_event
         self.counter = counter or TokenCounter(backend)
         if summarizer is None:  # the model writes summaries when there is one to ask
@@ -135,11 +133,6 @@ class ContextController:
         self.defer_model = defer_model
         #: Brings back excerpts of the whole chat beside the latest question (None: off).
         self.recall = recall
-        self.recall_enabled = recall_enabled
-        #: Earlier turns' tool calls as notes, and earlier one-line answers left out beside
-        #: recall's excerpts (:mod:`.context_render`; docs/ANSWERS.md). The in-context
-        #: summary and the record's token counts use the prompt as rendered.
-        self.render_earlier = render_earlier
         #: Beside recall's excerpts, only this many tokens of the history before the latest
         #: user message (the latest exchange always) go into that call (None: all of it;
         #: :func:`.context_render.focus_history`).
@@ -262,7 +255,8 @@ class ContextController:
         messages = context.to_openai(built)
         summed = self.counter.additive
         tokens, _ = self._count(system_prompt, tools, messages, summed=summed)
-        if self.render_earlier():  # as the next prompt shows it (before recall's excerpts)
+        # As the next prompt shows it (before recall's excerpts).
+        if self.switches().earlier_as_notes:
             rendered = render_history(messages, first=len(messages) - len(kept),
                                       user_calls=_user_calls(kept))
             if rendered != messages:
@@ -280,7 +274,7 @@ class ContextController:
             req = self._request(call, pol, trim=False, exact=not self.counter.additive)
         finally:
             self._last_cuts = cuts
-        if as_next and self.render_earlier():
+        if as_next and self.switches().earlier_as_notes:
             # The next prompt writes every turn shown now as an earlier one (its user
             # message comes after them): count them as it will.
             kept = self.facts.of(call.conv).kept
@@ -320,7 +314,7 @@ class ContextController:
         differs from the exact count makes this call again on exact counts, as every call
         after it."""
         conv = call.conv
-        pruned = self.prune(conv) if self.prune_enabled() else 0
+        pruned = self.prune(conv) if self.switches().prune else 0
         pol = self.turn_policy(call)
         req, record, notices = self._prepare(call, pol, exact=not self.counter.additive)
         if req.prompt is None and not self._checked(call, req):  # decided on sums
@@ -356,7 +350,7 @@ class ContextController:
         if req.prompt is None and req.prompt_tokens + pol.reserve > pol.window:
             req = self._request(call, pol, trim=False)  # compaction decided on exact counts
         if req.prompt_tokens + pol.reserve > pol.window:
-            if not self.auto_compact():
+            if not self.switches().auto_compact:
                 if req.prompt_tokens + pol.reserve > pol.limit:
                     notices.append(
                         f"The context is nearly full ({req.prompt_tokens:,} of {pol.limit:,} "
@@ -416,9 +410,9 @@ class ContextController:
     def compact(self, call: CallRequest, reason: CompactionReason) -> CompactionRecord | None:
         """Summarize older turns now (``call.focus``: what to keep most). None when
         cancelled, failed or nothing to do."""
-        switch = {CompactionReason.OVERFLOW: self.compact_on_overflow,
-                  CompactionReason.THRESHOLD: self.auto_compact}.get(reason)
-        if switch is not None and not switch():
+        switch = {CompactionReason.OVERFLOW: "compact_on_overflow",
+                  CompactionReason.THRESHOLD: "auto_compact"}.get(reason)
+        if switch is not None and not getattr(self.switches(), switch):
             log.info("Compaction (%s) skipped: switched off", reason)
             return None
         before = self._request(call, self.policy(), trim=False)
@@ -431,7 +425,7 @@ class ContextController:
         pol = self.turn_policy(call)
         conv = call.conv
         state = state_of(conv)
-        if not self.compact_on_overflow():
+        if not self.switches().compact_on_overflow:
             raise ContextTooLargeError("compaction on overflow is switched off")
         if state in self._overflow_done:
             raise ContextTooLargeError("already compacted once for this request")
@@ -452,7 +446,7 @@ class ContextController:
         self, call: CallRequest, req: PreparedRequest, pol: EffectivePolicy
     ) -> PreparedRequest:
         """``req`` with the recall block in its latest user message, counted as ``req`` was."""
-        if self.recall is None or not self.recall_enabled():
+        if self.recall is None or not self.switches().recall:
             return req
         budget = min(recall_budget(pol), recall_room(pol, req.prompt_tokens))
         messages = list(req.messages)
@@ -478,7 +472,7 @@ class ContextController:
     ) -> Callable[[Sequence[dict[str, Any]]], list[dict[str, Any]]] | None:
         """What a call with recall's excerpts shows of its prompt, as :meth:`_rendered` cuts
         it (None: all), so recall judges "still in the prompt" on that."""
-        if not self.render_earlier():
+        if not self.switches().earlier_as_notes:
             return None
         return lambda messages: self._render(conv, messages, kept, excerpts=True)[1]
 
@@ -528,7 +522,7 @@ class ContextController:
     ) -> PreparedRequest:
         """``req`` as :meth:`_render` shows it, counted exactly."""
         self._last_render = None
-        if not self.render_earlier():
+        if not self.switches().earlier_as_notes:
             return req
         facts = self.facts.of(call.conv)
         rendered, messages, start = self._render(call.conv, req.messages, facts.kept,
@@ -576,7 +570,7 @@ class ContextController:
         cache back. None when not needed, already written, or cancelled."""
         pol = self.policy()
         conv = call.conv
-        if not self.auto_compact() or not self.facts.of(conv).kept:
+        if not self.switches().auto_compact or not self.facts.of(conv).kept:
             return None
         # Whether to write ahead: the segment sum (the exact count while it adds up) is
         # enough; the prompt is encoded when it is sent.
@@ -674,7 +668,7 @@ class ContextController:
             conv, system_prompt, span, None if sent is None else (sent[1], sent[2])
         )
         render = sent[3] if sent is not None else (
-            (None, False) if self.render_earlier() else None)
+            (None, False) if self.switches().earlier_as_notes else None)
         if render is None:  # the last prompt showed every turn as built
             return messages
         # Rendered as that prompt was: up to its latest user message (past the span when

@@ -38,9 +38,6 @@ THREADS_MARGIN = 0.25
 #: other programs too: the thread count stays the cores', measured again when idle.
 BUSY_LOAD = 1.0
 
-Measure = Callable[[Any, PrefillConfig, list[int]], float]
-
-
 def machine_load() -> float:
     """Runnable threads per CPU over the last minute (0.0 where unknown)."""
     try:
@@ -142,7 +139,6 @@ def calibrate(
     budget_s: float = BUDGET_S,
     max_tokens: int = 512,
     threads: int = 0,
-    measure: Measure = measure_prefill,
     load: float | None = None,
 ) -> Calibration:
     """Time candidate prefill settings on ``llm``'s model and return the fastest.
@@ -154,7 +150,7 @@ def calibrate(
     started = time.perf_counter()
     cands = [threads] if threads > 0 else thread_candidates()
     default = PrefillConfig(cands[0], DEFAULT_BATCH, DEFAULT_UBATCH)
-    warm = measure(llm, default, probe_tokens(llm, 64, seed=1))
+    warm = measure_prefill(llm, default, probe_tokens(llm, 64, seed=1))
     planned = len(cands) + 3
     left = max(0.5, budget_s - (time.perf_counter() - started))
     n = int(warm * left / planned) // 64 * 64
@@ -168,7 +164,7 @@ def calibrate(
         if not always and time.perf_counter() - started > budget_s:
             return
         try:
-            results[cfg] = measure(llm, cfg, tokens)
+            results[cfg] = measure_prefill(llm, cfg, tokens)
         except RuntimeError as exc:
             log.warning("prefill trial %s failed: %s", cfg.describe(), exc)
 
@@ -178,7 +174,7 @@ def calibrate(
 
     def again(cfg: PrefillConfig) -> float:
         try:
-            value = measure(llm, cfg, tokens)
+            value = measure_prefill(llm, cfg, tokens)
         except RuntimeError:
             return 0.0
         rechecks.append((cfg, value))

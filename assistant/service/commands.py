@@ -44,12 +44,12 @@ class AppCommands:
             names = ", ".join(e.name for e in load_registry().models)
         except (OSError, ValueError, KeyError):
             names = "(the registry cannot be read)"
-        info = s.model_info
+        info = s.model.info
         current = (
             f"{info.name} (trained on {info.trained_context:,} tokens, window "
             f"{s.context_window_for(s.settings):,})"
             if info is not None
-            else f"{s.settings.model} ({s.model_state})"
+            else f"{s.settings.model} ({s.model.state})"
         )
         s.notice(
             "info",
@@ -64,8 +64,8 @@ class AppCommands:
         elif arg:
             s.notice("error", "Usage: /mode local or /mode standard")
             return
-        trained = s.model_info.trained_context if s.model_info else None
-        policy = (s.engine.controller.policy() if s.engine is not None
+        trained = s.model.info.trained_context if s.model.info else None
+        policy = (s.model.engine.controller.policy() if s.model.engine is not None
                   else s.settings.effective_policy(trained))
         s.notice("info", "Mode " + policy.describe())
 
@@ -74,7 +74,7 @@ class AppCommands:
         if arg:
             s.resume(arg)
             return
-        listed = s.chats()
+        listed = s.chat.summaries()
         lines = chats.chat_lines(listed, RESUME_LIST) or ["(none yet)"]
         s.notice("info", "Recent chats (/resume ID, /resume last, or part of a title):\n"
                  + "\n".join(lines))
@@ -82,10 +82,10 @@ class AppCommands:
 
     def export(self, arg: str) -> None:
         s = self.service
-        if s.chat_id is None:
+        if s.chat.chat_id is None:
             s.notice("error", "Nothing to export yet: this chat is empty.")
         elif arg:
-            s.export_chat(Path(arg))
+            s.chat.export(Path(arg))
         else:
-            title = s.handle.title if s.handle is not None else "chat"
+            title = s.chat.handle.title if s.chat.handle is not None else "chat"
             s.emit(ExportPathNeeded(chats.suggested_export_path(title)))

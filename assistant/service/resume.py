@@ -11,7 +11,7 @@ from pathlib import Path
 from assistant.config import Settings
 from assistant.llm.base import CancelToken, EngineTuning, KVCacheAware, LLMBackend, LLMError
 from assistant.llm.calibration import CalibrationStore
-from assistant.llm.kv_state import StateCache, StateWriter, Usage
+from assistant.llm.kv_state import StateCache, StateWriter
 from assistant.service.events import ModelStateRestored as Restored
 
 log = logging.getLogger(__name__)
@@ -48,19 +48,12 @@ class ChatResume:
         self.enabled = perf.resume_state and perf.state_cache_mb > 0
         self.cache.set_limit(perf.state_cache_mb * MB)
 
-    def usage(self) -> Usage:
-        return self.cache.usage()
-
     def forget(self, chat_id: str) -> None:
         """Delete the chat's saved states (the chat was deleted)."""
         try:
             self.cache.forget(chat_id)
         except OSError as exc:
             log.warning("could not delete the saved states of chat %s: %s", chat_id, exc)
-
-    def clear(self) -> Usage:
-        """Delete every saved state (a write still under way may land after)."""
-        return self.cache.clear()
 
     def save_job(self, backend: LLMBackend, chat_id: str) -> Callable[[CancelToken], None] | None:
         """A worker job copying the chat's KV state out for the writer (None: nothing to save)."""
@@ -108,6 +101,3 @@ class ChatResume:
             return Restored(chat_id, len(state.tokens), time.perf_counter() - started)
 
         return job
-
-    def close(self) -> None:
-        self.writer.close()

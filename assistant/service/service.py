@@ -38,7 +38,7 @@ from assistant.compaction.request import CallRequest
 from assistant.config import Settings, save_settings
 from assistant.conversation import Conversation, Message
 from assistant.engine import Engine, build_engine
-from assistant.llm.base import CancelToken, LLMBackend, ModelInfo, Tunable
+from assistant.llm.base import CancelToken, LLMBackend, Tunable
 from assistant.llm.worker import ModelWorker
 from assistant.service import chat_options, chats, latest_fit
 from assistant.service.chat_options import ChatOptions
@@ -62,7 +62,7 @@ from assistant.service.resume import ChatResume, engine_tuning
 from assistant.service.status import Status, StatusMachine
 from assistant.sessions.errors import SessionError
 from assistant.sessions.handle import ChatHandle
-from assistant.sessions.store import ChatSummary, SessionStore
+from assistant.sessions.store import SessionStore
 from assistant.sessions.summary import is_branch_summary
 from assistant.settings_check import check_against_model
 from assistant.tools.approval import Approver
@@ -140,19 +140,6 @@ class ChatService:
 
     # -- state -------------------------------------------------------------------------
     @property
-    def handle(self) -> ChatHandle | None:
-        return self.chat.handle
-
-    @property
-    def conversation(self) -> Conversation:
-        return self.chat.conversation
-
-    @property
-    def shown_conversation(self) -> Conversation:
-        """What the window shows: the open branch, or one the user is looking at."""
-        return self.chat.shown_conversation
-
-    @property
     def browsing(self) -> bool:
         """Whether another branch is shown than the one the chat is on."""
         return self.chat.view is not None
@@ -166,50 +153,18 @@ class ChatService:
 
     def chat_options(self) -> ChatOptions:
         """The model and system prompt of the open chat (or of the next new one)."""
-        if self.handle is None and self.chat.pending is not None:
+        if self.chat.handle is None and self.chat.pending is not None:
             return self.chat.pending
         return ChatOptions(self.settings.model, self.effective_settings().system_prompt)
-
-    @property
-    def chat_id(self) -> str | None:
-        return self.chat.chat_id
-
-    @property
-    def engine(self) -> Engine | None:
-        return self.model.engine
-
-    @property
-    def model_info(self) -> ModelInfo | None:
-        return self.model.info
-
-    @property
-    def model_state(self) -> str:
-        """"loading", "ready" or "failed"."""
-        return self.model.state
-
-    @property
-    def model_error(self) -> str:
-        return self.model.error
 
     @property
     def ready(self) -> bool:
         return self.model.engine is not None
 
     @property
-    def busy(self) -> bool:
-        return self.jobs.busy
-
-    @property
     def queue(self) -> list[str]:
         """What is waiting to be sent, as typed."""
         return [q.text for q in self._queue]
-
-    @property
-    def status(self) -> Status:
-        return self.status_machine.status
-
-    def chats(self) -> list[ChatSummary]:
-        return self.chat.summaries()
 
     def search_chats(self, text: str, chat_ids: Sequence[str]) -> dict[str, str]:
         """Of ``chat_ids``, the chats with a message containing ``text``: id -> a snippet."""
@@ -218,16 +173,6 @@ class ChatService:
             with contextlib.suppress(SessionError):
                 paths[chat_id] = self.store.path_of(chat_id)
         return self._search.search(paths, text)
-
-    def prune_count(self) -> tuple[int, int]:
-        return self.chat.prune_count()
-
-    def branch_info(self, message_id: str) -> tuple[int, int]:
-        return self.chat.branch_info(message_id)
-
-    def branch_end(self) -> tuple[int, int, str] | None:
-        """The switcher under the shown chat's last message (see :meth:`ChatSlot.branch_end`)."""
-        return self.chat.branch_end()
 
     # -- events ------------------------------------------------------------------------
     def emit(self, event: ServiceEvent) -> None:
@@ -264,13 +209,13 @@ class ChatService:
         # Branch summaries are measured with the loaded model's tokenizer from now on.
         branches = BranchSummarizer(engine.controller.counter, window=backend.info.context_window)
         self.store.summarizer = branches
-        if self.handle is not None:
-            self.handle.summarizer = branches
+        if self.chat.handle is not None:
+            self.chat.handle.summarizer = branches
         return engine
 
     def _recall_index(self, conv: Conversation) -> PassageIndex | None:
         """The open chat's full-text index, for recall (run on the model worker)."""
-        handle = self.handle
+        handle = self.chat.handle
         if handle is None or handle.conversation is not conv or handle.closed:
             return None
         return handle.recall_index()
@@ -284,7 +229,7 @@ class ChatService:
             check = check_against_model(self.settings, info.trained_context, engine.backend.count)
             for problem in check.errors:
                 self.notice("error", f"{problem} Change it in Settings (Ctrl+,).")
-            if self.handle is not None:
+            if self.chat.handle is not None:
                 self._restore_state()
         self.measure_context()
         self._drain_queue()
@@ -313,10 +258,10 @@ class ChatService:
         if reload:
             self.load_model()
         else:
-            engine = self.engine
+            engine = self.model.engine
             if engine is not None and engine_tuning(new) != engine_tuning(old):
                 self._tune(engine.backend)
-                if self.handle is not None:
+                if self.chat.handle is not None:
                     self._restore_state()  # new batch sizes start with an empty cache
             self._status(self.status_machine.note("Settings saved"))
             self.measure_context()
@@ -349,7 +294,7 @@ class ChatService:
 
     def _after_reply(self, _result: Any) -> bool:
         """A model job ended: save the chat's KV state on the worker, so reopening it is instant."""
-        handle, engine = self.handle, self.engine
+        handle, engine = self.chat.handle, self.model.engine
         if handle is not None and engine is not None:
             job = self.saved_states.save_job(engine.backend, handle.chat_id)
             if job is not None:
@@ -358,7 +303,7 @@ class ChatService:
 
     def _restore_state(self) -> None:
         """Load the open chat's saved KV state on the worker (dropped if another chat opens)."""
-        handle, engine = self.handle, self.engine
+        handle, engine = self.chat.handle, self.model.engine
         if handle is None or engine is None:
             return
         self._restore_seq += 1
@@ -380,14 +325,14 @@ class ChatService:
             return
         got = future.result()
         self.emit(got)
-        if got.tokens and not self.busy:
+        if got.tokens and not self.jobs.busy:
             self._status(self.status_machine.note(
                 f"Chat resumed from its saved state ({got.tokens:,} tokens ready)"
             ))
 
     def use_model(self, model: str) -> bool:
         """Load ``model`` (a name or a GGUF path); returns whether a reload started."""
-        if model == self.settings.model and self.model_state != "failed":
+        if model == self.settings.model and self.model.state != "failed":
             return False
         return self.apply_settings(self.settings.model_copy(update={"model": model}))
 
@@ -396,7 +341,7 @@ class ChatService:
         too."""
         if self._refuse_while_busy("changing the chat's model or system prompt"):
             return False
-        engine = self.engine
+        engine = self.model.engine
         if engine is not None and options.model == self.settings.model:
             trial = self.settings.model_copy(update={"system_prompt": options.system_prompt})
             info = engine.backend.info
@@ -405,7 +350,7 @@ class ChatService:
                 self.notice("error", problem)
             if problems.errors:
                 return False
-        handle = self.handle
+        handle = self.chat.handle
         if handle is None:
             self.chat.pending = options
         else:
@@ -430,7 +375,7 @@ class ChatService:
 
     def _remember_model(self) -> None:
         """The chat records the model that answers in it (when it changed)."""
-        handle = self.handle
+        handle = self.chat.handle
         if handle is None or handle.read_only is not None:
             return
         if self.chat.recorded(chat_options.MODEL) != self.settings.model:
@@ -441,10 +386,10 @@ class ChatService:
     def measure_context(self) -> None:
         """Count the shown chat's next prompt on the worker, so the context bar needs no model
         call."""
-        engine = self.engine
+        engine = self.model.engine
         if engine is None or self._closed:
             return
-        conv = self.shown_conversation
+        conv = self.chat.shown_conversation
         prompt = self.effective_settings().system_prompt
         tools = engine.agent.registry.schemas()
         self._measure_seq += 1
@@ -461,9 +406,9 @@ class ChatService:
     def _start_ahead(self) -> None:
         """While idle: write the next compaction's summary on the worker at low priority
         (``ContextController.precompute``); anything the user does first cancels it."""
-        engine, handle = self.engine, self.handle
+        engine, handle = self.model.engine, self.chat.handle
         if (not self.compact_ahead or not self.settings.compaction.compact_ahead
-                or engine is None or handle is None or self.busy
+                or engine is None or handle is None or self.jobs.busy
                 or self._queue or self.browsing or self._closed
                 or handle.read_only is not None):
             return
@@ -500,7 +445,7 @@ class ChatService:
             log.warning("Writing the next summary ahead of time failed: %s", exc)
             return
         got = future.result()
-        if got is not None and not token.cancelled and not self.busy and not self._closed:
+        if got is not None and not token.cancelled and not self.jobs.busy and not self._closed:
             self._status(self.status_machine.note(
                 f"Summary for the next compaction ready ({got.seconds:.0f} s, written while "
                 "you read)"
@@ -513,10 +458,10 @@ class ChatService:
 
     # -- chats -------------------------------------------------------------------------
     def _refuse_while_busy(self, doing: str = "") -> bool:
-        if self.busy:
+        if self.jobs.busy:
             self.notice("warning", f"Stop the reply (Esc) before {doing}." if doing
                         else "Wait for the reply to finish (or press Esc).")
-        return self.busy
+        return self.jobs.busy
 
     def new_chat(self) -> bool:
         """Start a new chat (its file is created with the first message)."""
@@ -531,7 +476,7 @@ class ChatService:
 
     def open_chat(self, chat_id: str) -> bool:
         """Open a saved chat (takes its lock: another window or terminal cannot write it)."""
-        if chat_id == self.chat_id:
+        if chat_id == self.chat.chat_id:
             return True
         if self._refuse_while_busy("switching chats"):
             return False
@@ -545,7 +490,7 @@ class ChatService:
         chat_model = self.chat.recorded(chat_options.MODEL)
         if chat_model is not None and chat_model != self.settings.model:
             self.emit(ModelSwitchSuggested(chat_id, chat_model, self.settings.model))
-        if self.engine is not None:
+        if self.model.engine is not None:
             self._restore_state()
         self.measure_context()
         return True
@@ -570,17 +515,14 @@ class ChatService:
         if self.open_chat(copy_id):
             self.notice(
                 "info",
-                f"Opened the repaired copy ({len(self.conversation.messages)} messages). The "
+                f"Opened the repaired copy ({len(self.chat.conversation.messages)} messages). The "
                 f"original {original}.jsonl is kept as it was.",
             )
         return copy_id
 
-    def rename_chat(self, chat_id: str, title: str) -> None:
-        self.chat.rename(chat_id, title)
-
     def delete_chat(self, chat_id: str) -> None:
         """Move a chat to the trash (:meth:`undo_delete` brings it back)."""
-        if chat_id == self.chat_id and self._refuse_while_busy("deleting this chat"):
+        if chat_id == self.chat.chat_id and self._refuse_while_busy("deleting this chat"):
             return
         self.chat.delete(chat_id)
         self.saved_states.forget(chat_id)  # its model state holds its text too
@@ -590,10 +532,6 @@ class ChatService:
         if chat_id is not None:
             self._status(self.status_machine.note("Chat restored"))
         return chat_id
-
-    def export_chat(self, target: Path) -> Path | None:
-        """Write the open chat to ``target`` (``.json``: OpenAI format, else Markdown)."""
-        return self.chat.export(target)
 
     # -- sending -----------------------------------------------------------------------
     def submit(self, text: str) -> bool:
@@ -607,7 +545,7 @@ class ChatService:
         if read_only is not None and not isinstance(parsed, AppCommand):
             self.notice("warning", f"Not sent: {read_only}")  # damaged lines; see repair_chat
             return False
-        if isinstance(parsed, AppCommand) and parsed.name != "compact" and not self.busy:
+        if isinstance(parsed, AppCommand) and parsed.name != "compact" and not self.jobs.busy:
             self.commands.run(parsed)
         else:
             self._queue_or_send(Queued(text, parsed))
@@ -632,8 +570,8 @@ class ChatService:
 
     def answer_kept(self) -> bool:
         """Answer the chat when its last message is a kept user message; False if there is none."""
-        handle, engine = self.handle, self.engine
-        if handle is None or engine is None or self.busy:
+        handle, engine = self.chat.handle, self.model.engine
+        if handle is None or engine is None or self.jobs.busy:
             return False
         conv = handle.conversation
         last = conv.messages[-1] if conv.messages else None
@@ -654,7 +592,7 @@ class ChatService:
         self._queue_or_send(Queued(f"(file) {path.name}", DroppedFile(path)))
 
     def _queue_or_send(self, item: Queued) -> None:
-        if self.busy or not self.ready or self._queue:
+        if self.jobs.busy or not self.ready or self._queue:
             self._queue.append(item)
             self.emit(QueueChanged(tuple(self.queue)))
         else:
@@ -666,15 +604,16 @@ class ChatService:
             self.commands.run(parsed)
             self._drain_queue()
             return
-        engine = self.engine
+        engine = self.model.engine
         assert engine is not None
         agent = engine.agent
         if isinstance(parsed, AppCommand):  # /compact [focus]
-            if self.handle is None:
+            handle = self.chat.handle
+            if handle is None:
                 self.notice("info", "Nothing to compact yet.")
                 self._drain_queue()
                 return
-            job: Job = partial(agent.compact, self.handle.conversation, parsed.argument or None)
+            job: Job = partial(agent.compact, handle.conversation, parsed.argument or None)
             self.jobs.run(self._on_shown_branch(job), what="Compacting")
             return
         conv = self.chat.ensure(self.settings.system_prompt)
@@ -694,7 +633,7 @@ class ChatService:
 
     def _on_shown_branch(self, job: Job) -> Job:
         """``job``, run on the branch the user looks at: the chat moves to it first."""
-        view, handle = self.chat.view, self.handle
+        view, handle = self.chat.view, self.chat.handle
         if view is None or handle is None:
             return job
         self.chat.view = None
@@ -714,7 +653,7 @@ class ChatService:
         self._drain_queue()
 
     def _drain_queue(self) -> None:
-        if self.busy or not self.ready or not self._queue or self._closed:
+        if self.jobs.busy or not self.ready or not self._queue or self._closed:
             return
         item = self._queue.pop(0)
         self.emit(QueueChanged(tuple(self.queue)))
@@ -746,7 +685,7 @@ class ChatService:
     def switch_branch(self, message_id: str, step: int) -> None:
         """Show another version (``< >``); the chat moves there only when the user continues on
         it."""
-        if self.busy:
+        if self.jobs.busy:
             return
         other = self.chat.browse(message_id, step)
         if other is None:
@@ -759,7 +698,7 @@ class ChatService:
         """Write more of the last reply (Chat → Continue generation) as its next version."""
         if self._refuse_while_busy():
             return
-        handle, engine = self.handle, self.engine
+        handle, engine = self.chat.handle, self.model.engine
         if handle is None or engine is None:
             self.notice("warning", "There is no reply to continue yet." if engine is not None
                         else "The model is not loaded yet.")
@@ -778,7 +717,7 @@ class ChatService:
         """Delete a message as a new branch without it (the old branch stays: ``< >``)."""
         if self._refuse_while_busy():
             return
-        handle = self.handle
+        handle = self.chat.handle
         if handle is None:
             return
 
@@ -810,7 +749,7 @@ class ChatService:
     ) -> None:
         if self._refuse_while_busy():
             return
-        handle, engine = self.handle, self.engine
+        handle, engine = self.chat.handle, self.model.engine
         if handle is None or engine is None:
             self.notice("warning", "The model is not loaded yet.")
             return
@@ -848,7 +787,7 @@ class ChatService:
         self.model.closed = True
         self.jobs.closed = True
         self.worker.shutdown(wait=True)
-        self.saved_states.close()
+        self.saved_states.writer.close()
         self.chat.close()
         with contextlib.suppress(OSError, SessionError):
             self.store.close_all()

@@ -6,7 +6,6 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
-import secrets
 import stat
 from collections import deque
 from collections.abc import Iterator
@@ -104,62 +103,10 @@ def mkdir_at(handle: Handle, name: str) -> None:
         os.mkdir(os.path.join(handle, name), 0o777)
 
 
-def unlink_at(handle: Handle, name: str) -> None:
-    if isinstance(handle, int):
-        os.unlink(name, dir_fd=handle)
-    else:
-        os.unlink(os.path.join(handle, name))
-
-
-def rename_at(handle: Handle, src: str, dst: str) -> None:
-    if isinstance(handle, int):
-        os.rename(src, dst, src_dir_fd=handle, dst_dir_fd=handle)
-    else:
-        os.replace(os.path.join(handle, src), os.path.join(handle, dst))
-
-
 def scandir(handle: Handle) -> list[os.DirEntry[str]]:
     """The folder's entries (``entry.name`` only is meaningful for a descriptor)."""
     with os.scandir(handle) as it:
         return list(it)
-
-
-def fsync_handle(handle: Handle) -> None:
-    if isinstance(handle, int):
-        with contextlib.suppress(OSError):
-            os.fsync(handle)
-
-
-def write_replacing(handle: Handle, name: str, data: bytes, mode: int | None) -> None:
-    """Write ``data`` to a new temporary file in the folder and rename it over ``name``, with
-    ``mode`` (None: the default); a failure leaves ``name`` as it was."""
-    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL
-    for _ in range(100):
-        tmp = f".{name[:200]}.{secrets.token_hex(6)}.tmp"
-        try:
-            fd = open_file_at(handle, tmp, flags)
-            break
-        except FileExistsError:
-            continue
-    else:  # pragma: no cover - 100 random names taken
-        raise FileExistsError(errno.EEXIST, "cannot create a temporary file")
-    try:
-        try:
-            view = memoryview(data)
-            while view:
-                view = view[os.write(fd, view) :]
-            os.fsync(fd)
-            if mode is not None and hasattr(os, "fchmod"):
-                with contextlib.suppress(OSError):
-                    os.fchmod(fd, mode)
-        finally:
-            os.close(fd)
-        rename_at(handle, tmp, name)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            unlink_at(handle, tmp)
-        raise
-    fsync_handle(handle)
 
 
 def read_fd(fd: int, limit: int) -> bytes:

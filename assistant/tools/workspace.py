@@ -11,6 +11,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Literal
 
+from assistant.atomicfile import write_in
 from assistant.tools.fsaccess import (
     Mode,
     PathProblem,
@@ -18,7 +19,6 @@ from assistant.tools.fsaccess import (
     Resolver,
     read_fd,
     split_parts,
-    write_replacing,
 )
 
 #: Longest path accepted, and longest single name in it (common filesystem limits).
@@ -101,7 +101,7 @@ class Workspace:
         assert place.name is not None
         mode = stat.S_IMODE(place.st.st_mode) if place.st is not None else None
         try:
-            write_replacing(place.handle, place.name, data, mode)
+            write_in(place.handle, place.name, data, mode)
         except IsADirectoryError:  # a folder took the name meanwhile
             shown = place.shown
             raise SandboxError(f"{shown!r} is a directory, not a file; use list_dir.") from None

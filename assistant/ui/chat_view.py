@@ -29,7 +29,7 @@ PAGE = 80
 Builder = Callable[[], list[QWidget]]
 BranchInfoProvider = Callable[[str], tuple[int, int]]
 #: ``(index, count, previous version's first message)`` when the shown chat ends where
-#: other versions go on, else None (see ``ChatService.branch_end``).
+#: other versions go on, else None (see ``ChatSlot.branch_end``).
 BranchEndProvider = Callable[[], tuple[int, int, str] | None]
 
 

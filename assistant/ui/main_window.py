@@ -93,7 +93,7 @@ class MainWindow(WindowDialogs):
         #: The chat on screen (the context bar is cleared when another one is shown).
         self._shown_chat: str | None = None
         #: The last status the service reported (what the status bar shows).
-        self.status = service.status
+        self.status = service.status_machine.status
         self.settings_dialog: SettingsDialog | None = None
         self.models_page: ModelsPage | None = None
         self.chat_options_dialog: ChatOptionsDialog | None = None
@@ -207,7 +207,7 @@ class MainWindow(WindowDialogs):
         self.input.escape_pressed.connect(self.escape)
         self.sidebar.new_chat_requested.connect(self.new_chat)
         self.sidebar.chat_selected.connect(self.open_chat)
-        self.sidebar.rename_requested.connect(c.rename_chat)
+        self.sidebar.rename_requested.connect(c.chat.rename)
         self.sidebar.delete_requested.connect(c.delete_chat)
         self.sidebar.undo_delete_requested.connect(lambda _chat_id: c.undo_delete())
         self.chat_view.edit_requested.connect(self.start_edit)
@@ -237,7 +237,8 @@ class MainWindow(WindowDialogs):
         b.queue_changed.connect(lambda _event: self._update_composer())
         b.chats_changed.connect(lambda _event: self._refresh_chats())
         b.conversation_reset.connect(lambda _event: self._render_conversation())
-        b.conversation_reset.connect(lambda _e: self.damage_banner.show_for(self.service.handle))
+        b.conversation_reset.connect(
+            lambda _e: self.damage_banner.show_for(self.service.chat.handle))
         self.damage_banner.repair_requested.connect(self.service.repair_chat)
         b.model_changed.connect(self._model_changed)
         b.settings_changed.connect(self._settings_changed)
@@ -254,23 +255,23 @@ class MainWindow(WindowDialogs):
     def _refresh_chats(self) -> None:
         entries = [
             ChatEntry(s.id, s.title + _list_mark(s), s.updated)
-            for s in self.service.chats()
+            for s in self.service.chat.summaries()
         ]
-        self.sidebar.set_chats(entries, current=self.service.chat_id)
+        self.sidebar.set_chats(entries, current=self.service.chat.chat_id)
 
     def _render_conversation(self) -> None:
         c = self.service
-        self.chat_view.branch_info = c.branch_info if c.handle is not None else None
-        self.chat_view.branch_end = c.branch_end if c.handle is not None else None
+        self.chat_view.branch_info = c.chat.branch_info if c.chat.handle is not None else None
+        self.chat_view.branch_end = c.chat.branch_end if c.chat.handle is not None else None
         self._show_recall_focus(c.settings)
-        self.chat_view.set_conversation(c.shown_conversation)
-        self.chat_view.set_actions_enabled(not c.busy)
-        prunes, tokens = c.prune_count()
-        self.context_bar.set_counts(prunes, tokens, len(c.conversation.compactions))
-        if c.handle is None or c.chat_id != self._shown_chat:
+        self.chat_view.set_conversation(c.chat.shown_conversation)
+        self.chat_view.set_actions_enabled(not c.jobs.busy)
+        prunes, tokens = c.chat.prune_count()
+        self.context_bar.set_counts(prunes, tokens, len(c.chat.conversation.compactions))
+        if c.chat.handle is None or c.chat.chat_id != self._shown_chat:
             self.context_bar.set_usage(None)
-        self._shown_chat = c.chat_id
-        self.sidebar.set_current(c.chat_id)
+        self._shown_chat = c.chat.chat_id
+        self.sidebar.set_current(c.chat.chat_id)
         self._cancel_edit()
         self.menus.update()
 
@@ -288,7 +289,7 @@ class MainWindow(WindowDialogs):
         if self.service.open_chat(chat_id):
             self.input.setFocus()
         else:
-            self.sidebar.set_current(self.service.chat_id)
+            self.sidebar.set_current(self.service.chat.chat_id)
 
     def _update_welcome(self) -> None:
         """The welcome page stands in for the transcript while the chat shows nothing."""
@@ -318,7 +319,7 @@ class MainWindow(WindowDialogs):
         self._update_composer()
 
     def _send_clicked(self) -> None:
-        if self.service.busy:
+        if self.service.jobs.busy:
             self.service.stop()
             return
         self.input.submit()
@@ -335,12 +336,12 @@ class MainWindow(WindowDialogs):
 
     def edit_last_message(self) -> None:
         msg = self.chat_view.last_user_message()
-        if msg is not None and not self.service.busy:
+        if msg is not None and not self.service.jobs.busy:
             self.start_edit(msg.id)
 
     def start_edit(self, message_id: str) -> None:
         widget = self.chat_view.message_widgets.get(message_id)
-        if widget is None or self.service.busy:
+        if widget is None or self.service.jobs.busy:
             return
         self._enter_edit(message_id, widget.message.content)
 
@@ -359,7 +360,7 @@ class MainWindow(WindowDialogs):
 
     def _update_composer(self) -> None:
         c = self.service
-        busy = c.busy
+        busy = c.jobs.busy
         self.send_button.setText("Stop" if busy else "Send")
         self.send_button.setObjectName("StopButton" if busy else "PrimaryButton")
         self.send_button.setToolTip("Stop the reply (Esc)" if busy else "Send (Enter)")
@@ -462,9 +463,9 @@ class MainWindow(WindowDialogs):
 
     def _update_mode_label(self) -> None:
         c = self.service
-        trained = c.model_info.trained_context if c.model_info is not None else None
+        trained = c.model.info.trained_context if c.model.info is not None else None
         # The engine's policy holds the measured target beside the window (the hard limit).
-        policy = (c.engine.controller.policy() if c.engine is not None
+        policy = (c.model.engine.controller.policy() if c.model.engine is not None
                   else c.settings.effective_policy(trained))
         self.mode_label.setText(f"{c.settings.mode.capitalize()} mode")
         self.mode_label.setToolTip(policy.describe())
@@ -479,12 +480,13 @@ class MainWindow(WindowDialogs):
         dialog = SettingsDialog(
             c.settings,
             self.registry,
-            loaded_trained_context=c.model_info.trained_context if c.model_info else None,
+            loaded_trained_context=c.model.info.trained_context if c.model.info else None,
             model_present=lambda entry: model_path(entry).is_file(),
-            count_tokens=c.engine.backend.count if c.engine is not None else None,
+            count_tokens=c.model.engine.backend.count if c.model.engine is not None else None,
             speed=SpeedHooks(
-                state_usage=c.saved_states.usage,
-                clear_states=c.saved_states.clear,
+                state_usage=c.saved_states.cache.usage,
+                # A write still under way may land after.
+                clear_states=c.saved_states.cache.clear,
                 forget_calibration=forget_calibration,
                 prefill_text=c.prefill_text,
             ),
@@ -503,7 +505,7 @@ class MainWindow(WindowDialogs):
 
     def _settings_accepted(self, dialog: SettingsDialog) -> None:
         if (new := dialog.result_settings()) is not None:
-            self.apply_settings(new, reconnect=dialog.engine_page.key_changed)
+            self.service.apply_settings(new, reconnect=dialog.engine_page.key_changed)
 
     def _settings_changed(self, event: SettingsChanged) -> None:
         new = event.settings
@@ -544,7 +546,7 @@ class MainWindow(WindowDialogs):
         self.service.shutdown()
 
     def closeEvent(self, event: QCloseEvent) -> None:
-        save_window_state(self, self.splitter, self.service.chat_id)
+        save_window_state(self, self.splitter, self.service.chat.chat_id)
         self.shutdown()
         super().closeEvent(event)
 

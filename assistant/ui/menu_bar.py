@@ -101,10 +101,10 @@ class AppMenus:
     def update(self) -> None:
         """Grey out what cannot be done now."""
         c = self.window.service
-        has_chat = c.handle is not None
-        messages = [m for m in c.shown_conversation.messages if m.role != "system"]
+        has_chat = c.chat.handle is not None
+        messages = [m for m in c.chat.shown_conversation.messages if m.role != "system"]
         last = messages[-1] if messages else None
-        idle = not c.busy
+        idle = not c.jobs.busy
         for action in (self.export, self.copy_chat, self.rename, self.delete_chat):
             action.setEnabled(has_chat)
         self.delete_message.setEnabled(has_chat and idle and _deletable(last))
@@ -121,7 +121,7 @@ class AppMenus:
         self.zoom_reset.setEnabled(zoom != 100)
 
     def _last_reply(self) -> Message | None:
-        for msg in reversed(self.window.service.shown_conversation.messages):
+        for msg in reversed(self.window.service.chat.shown_conversation.messages):
             if msg.role == "assistant" and msg.initiated_by == "model":
                 return msg
             if msg.role == "user":
@@ -132,27 +132,27 @@ class AppMenus:
     def copy_whole_chat(self) -> str:
         """The shown branch as Markdown on the clipboard (what File → Export… writes)."""
         c = self.window.service
-        if c.handle is None:
+        if c.chat.handle is None:
             return ""
-        text = to_markdown(c.shown_conversation, c.handle.title)
+        text = to_markdown(c.chat.shown_conversation, c.chat.handle.title)
         QGuiApplication.clipboard().setText(text)
         self.window.status_label.setText("Chat copied as Markdown")
         return text
 
     def _delete_last_message(self) -> None:
         messages = [
-            m for m in self.window.service.shown_conversation.messages if _deletable(m)
+            m for m in self.window.service.chat.shown_conversation.messages if _deletable(m)
         ]
         if messages:
             self.window.service.delete_message(messages[-1].id)
 
     def _rename(self) -> None:
-        chat_id = self.window.service.chat_id
+        chat_id = self.window.service.chat.chat_id
         if chat_id is not None:
             self.window.sidebar.ask_rename(chat_id)
 
     def _delete_chat(self) -> None:
-        chat_id = self.window.service.chat_id
+        chat_id = self.window.service.chat.chat_id
         if chat_id is not None:
             self.window.sidebar.delete(chat_id)
 
@@ -166,7 +166,7 @@ class AppMenus:
         c = self.window.service
         zoom = 100 if step == 0 else next_zoom(c.settings.zoom, step)
         if zoom != c.settings.zoom:
-            self.window.apply_settings(c.settings.model_copy(update={"zoom": zoom}))
+            c.apply_settings(c.settings.model_copy(update={"zoom": zoom}))
         self.update()
         return zoom
 

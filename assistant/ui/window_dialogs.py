@@ -21,7 +21,6 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from assistant.config import Settings
 from assistant.llm import catalog
 from assistant.llm.base import ModelInfo
 from assistant.llm.catalog import list_models
@@ -106,10 +105,6 @@ class WindowDialogs(QMainWindow):
     def show_notice(self, level: str, text: str) -> None:
         self.chat_view.add_notice(level, text)
 
-    def apply_settings(self, new: Settings, *, reconnect: bool = False) -> None:
-        """Use new settings; ``reconnect``: a new API key was stored for the server."""
-        self.service.apply_settings(new, reconnect=reconnect)
-
     # -- files and the workspace -------------------------------------------------------
     def drop_files(self, files: list[Path]) -> None:
         for path in files:
@@ -142,7 +137,7 @@ class WindowDialogs(QMainWindow):
     def _workspace_chosen(self, folder: str) -> None:
         if folder:
             settings = self.service.settings.model_copy(update={"workspace": folder})
-            self.apply_settings(settings)
+            self.service.apply_settings(settings)
 
     # -- models and the chat's options ---------------------------------------------------
     def open_models(self) -> ModelsPage:
@@ -158,7 +153,7 @@ class WindowDialogs(QMainWindow):
 
     def open_chat_options(self) -> ChatOptionsDialog:
         c = self.service
-        title = c.handle.title if c.handle is not None else ""
+        title = c.chat.handle.title if c.chat.handle is not None else ""
         dialog = ChatOptionsDialog(c.chat_options(), self.registry, chat_title=title, parent=self)
         dialog.manage_models_requested.connect(self.open_models)
         dialog.accepted.connect(
@@ -170,7 +165,7 @@ class WindowDialogs(QMainWindow):
         return dialog
 
     def _chat_options_for(self, chat_id: str) -> None:
-        if chat_id == self.service.chat_id or self.service.open_chat(chat_id):
+        if chat_id == self.service.chat.chat_id or self.service.open_chat(chat_id):
             self.open_chat_options()
 
     def _model_switch_suggested(self, event: ModelSwitchSuggested) -> QMessageBox:
@@ -205,7 +200,7 @@ class WindowDialogs(QMainWindow):
     # -- where /export writes ----------------------------------------------------------
     def export_chat(self) -> QFileDialog | None:
         """File → Export…: where to write the shown chat, as Markdown or JSON."""
-        handle = self.service.handle
+        handle = self.service.chat.handle
         if handle is None:
             self.show_notice("info", "Nothing to export yet: this chat is empty.")
             return None
@@ -224,7 +219,7 @@ class WindowDialogs(QMainWindow):
             lambda chosen: dialog.setDefaultSuffix("json" if "json" in chosen else "md")
         )
         dialog.fileSelected.connect(
-            lambda target: self.service.export_chat(
+            lambda target: self.service.chat.export(
                 export_target(Path(target), dialog.selectedNameFilter())
             )
         )

@@ -78,9 +78,7 @@ class Harness:
         self.controller = controller or ContextController(
             self.backend,
             lambda: settings.effective_policy(self.backend.info.trained_context),
-            prune_enabled=lambda: settings.switches().prune,
-            auto_compact=lambda: settings.switches().auto_compact,
-            compact_on_overflow=lambda: settings.switches().compact_on_overflow,
+            switches=settings.switches,
         )
         self.agent = Agent(
             self.backend,

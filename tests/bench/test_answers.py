@@ -276,6 +276,6 @@ def test_the_notes_variant_renders_earlier_turns_and_is_not_run_by_default() -> 
 
     notes = answer_controller("record+recall+notes", ScriptedBackend(), Settings())
     plain = answer_controller("record+recall", ScriptedBackend(), Settings())
-    assert notes.render_earlier() and notes.recall is not None
-    assert not plain.render_earlier()
+    assert notes.switches().earlier_as_notes and notes.recall is not None
+    assert not plain.switches().earlier_as_notes
     assert "record+recall+notes" not in SuiteOptions(quick=False).variants

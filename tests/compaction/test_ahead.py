@@ -78,7 +78,6 @@ def test_the_summary_written_ahead_is_used_at_the_threshold() -> None:
     assert "written ahead of time" in record.summarizer_note
     assert "src/file_0.py" in record.summary
     assert record.first_kept_id == got.first_kept_id
-    assert ctl.summary_cache.hits == 1
     assert req.prompt_tokens + POLICY.reserve <= POLICY.window
 
 
@@ -159,7 +158,6 @@ def test_a_larger_message_than_planned_keeps_the_planned_cut() -> None:
     assert len(backend.calls) == calls  # nothing was written inside the turn
     assert record.summarizer_note.endswith("written ahead of time, while the chat was idle")
     assert record.first_kept_id == got.first_kept_id
-    assert ctl.summary_cache.hits == 1 and ctl.summary_cache.misses == 0
 
 
 def test_a_summary_written_for_the_start_of_the_span_is_used() -> None:
@@ -206,7 +204,6 @@ def test_a_summary_of_a_chat_that_changed_under_it_is_not_used() -> None:
         record = _send(ctl, changed, long_message(backend, 200))
         assert len(backend.calls) > calls  # written in the turn, for the chat as it is
         assert "ahead of time" not in record.summarizer_note
-        assert ctl.summary_cache.hits == 0 and ctl.summary_cache.misses == 1
 
 
 def test_which_summary_written_ahead_fits_a_span() -> None:
@@ -247,7 +244,6 @@ def test_which_summary_written_ahead_fits_a_span() -> None:
     cache.put(written(4, "a long summary", budget=200))
     assert cache.take(request(4), short) is None  # written for a larger model part
     assert cache.take(request(4, budget=200), short) is not None
-    assert (cache.hits, cache.misses) == (4, 4)
     assert cache.preferred_cuts(chat) == [4]
     edited = [*chat[:1], chat[1].model_copy(update={"content": "changed"}), *chat[2:]]
     assert cache.preferred_cuts(edited) == []

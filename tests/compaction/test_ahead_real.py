@@ -12,6 +12,7 @@ import pytest
 from assistant.compaction.controller import ContextController
 from assistant.compaction.request import CallRequest
 from assistant.compaction.summary.summarizer import SummaryOutcome, SummaryRequest
+from assistant.config import CompactionSwitches
 from assistant.conversation import Conversation, Message
 from assistant.llm.base import CancelToken, GenerationOptions
 
@@ -48,7 +49,8 @@ def _turn(conv: Conversation, i: int) -> None:
 def test_the_summary_written_ahead_keeps_the_chat_cache(real_backend: Any) -> None:
     backend = real_backend
     backend.reset_kv_cache()
-    ctl = ContextController(backend, lambda: POLICY, prune_enabled=lambda: False,
+    no_prune = CompactionSwitches(prune=False)
+    ctl = ContextController(backend, lambda: POLICY, switches=lambda: no_prune,
                             summarizer=OneLine(backend))
     conv = Conversation()
     i = 0

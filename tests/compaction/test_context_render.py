@@ -14,7 +14,7 @@ from assistant.compaction.controller import ContextController
 from assistant.compaction.recall import Recall
 from assistant.compaction.request import CallRequest
 from assistant.compaction.summary.summarizer import ExtractiveSummarizer
-from assistant.config import Settings, default_local
+from assistant.config import CompactionSwitches, Settings, default_local
 from assistant.conversation import Conversation, Message, ToolCall
 from assistant.llm.template import ChatTemplate
 from assistant.sessions.recall_index import MemoryIndexes
@@ -121,7 +121,8 @@ def test_a_hostile_call_is_noted_by_its_name() -> None:
 def _controller(render: bool = True) -> ContextController:
     backend = ScriptedBackend()
     pol = default_local().effective("local", 2_048)
-    ctrl = ContextController(backend, lambda: pol, render_earlier=lambda: render)
+    switches = CompactionSwitches(earlier_as_notes=render)
+    ctrl = ContextController(backend, lambda: pol, switches=lambda: switches)
     ctrl.summarizer = ExtractiveSummarizer(ctrl.counter)
     ctrl.recall = Recall(ctrl.counter, MemoryIndexes().get)
     return ctrl
@@ -168,7 +169,7 @@ def test_prepare_renders_earlier_turns_and_counts_what_is_sent() -> None:
 def test_the_app_ships_it_on_and_switched_off_the_prompt_is_as_built() -> None:
     assert Settings().switches().earlier_as_notes
     pol = default_local().effective("local", 2_048)
-    assert ContextController(ScriptedBackend(), lambda: pol).render_earlier()
+    assert ContextController(ScriptedBackend(), lambda: pol).switches().earlier_as_notes
     ctrl = _controller(render=False)
     req = ctrl.prepare(CallRequest(_data_chat(ctrl), SYSTEM))
     assert any(m.get("tool_calls") for m in req.messages)

@@ -26,6 +26,7 @@ from assistant.compaction.summary.summarizer import (
     SummaryOutcome,
     SummaryRequest,
 )
+from assistant.config import CompactionSwitches
 from assistant.conversation import Conversation, Message
 from assistant.llm.base import CancelToken, GenerationCancelled
 from assistant.service.status import summarizer_line
@@ -41,7 +42,7 @@ from .helpers import (
     tool_turn,
 )
 
-NO_PRUNE: dict[str, Any] = {"prune_enabled": lambda: False}
+NO_PRUNE: dict[str, Any] = {"switches": lambda: CompactionSwitches(prune=False)}
 
 
 def _free(be: ScriptedBackend) -> dict[str, Any]:
@@ -275,8 +276,8 @@ def test_auto_compact_off_really_off() -> None:
     conv = _long_chat()
     be = ScriptedBackend([GOOD_SUMMARY])
     ctl, _, events = controller(
-        be, _policy_for(conv, -1), auto_compact=lambda: False,
-        compact_on_overflow=lambda: False, **NO_PRUNE,
+        be, _policy_for(conv, -1), switches=lambda: CompactionSwitches(
+            prune=False, auto_compact=False, compact_on_overflow=False),
     )
     req = ctl.prepare(CallRequest(conv, SYSTEM))
     assert req.compaction is None and not be.calls and not events

@@ -20,6 +20,7 @@ from assistant.compaction.request import CallRequest
 from assistant.compaction.summary import extractive, user_text
 from assistant.compaction.tokens import Memo
 from assistant.compaction.view import ViewBuilder
+from assistant.config import CompactionSwitches
 from assistant.conversation import CompactionRecord, Conversation, Message
 from tests.fakes.scripted import ScriptedBackend
 
@@ -138,7 +139,7 @@ def test_a_prepare_that_compacts_computes_each_fact_once(
     conv = _chat()
     pol = _policy(conv, -1)
     ctl, _be, _ = controller(
-        ScriptedBackend([GOOD_SUMMARY]), pol, prune_enabled=lambda: False
+        ScriptedBackend([GOOD_SUMMARY]), pol, switches=lambda: CompactionSwitches(prune=False)
     )
     ctl.counter.additive = additive  # False: a template whose segments do not add up
     computed.clear()

@@ -21,7 +21,7 @@ from assistant.compaction.events import CompactionFinished, ContextEvent
 from assistant.compaction.recall import Recall
 from assistant.compaction.request import CallRequest
 from assistant.compaction.tokens import TokenCounter
-from assistant.config import default_local
+from assistant.config import CompactionSwitches, default_local
 from assistant.conversation import Conversation, Message, ToolCall
 from assistant.llm.base import GenerationOptions, LLMBackend, PromptEncoder
 from assistant.sessions.recall_index import MemoryIndexes
@@ -178,8 +178,8 @@ def test_summary_on_the_cached_chat_evaluates_only_the_request(backend: Any) -> 
 
     pol = replace(default_local().effective("local", backend.info.trained_context),
                   keep_recent=300)
-    ctl = ContextController(backend, lambda: pol, prune_enabled=lambda: False,
-                            auto_compact=lambda: False, summarizer=Spy())
+    ctl = ContextController(backend, lambda: pol, summarizer=Spy(),
+                            switches=lambda: CompactionSwitches(prune=False, auto_compact=False))
     conv = Conversation()
     conv.append(Message(role="user", content=CONSTRAINTS[0] + " Please read the files."))
     for i, path in enumerate(PLANTED_PATHS):

@@ -13,6 +13,7 @@ from assistant.compaction.controller import ContextController
 from assistant.compaction.request import CallRequest
 from assistant.compaction.summary.prompts import MECHANICAL_MARKER, SUMMARY_HEADER_SHORT
 from assistant.compaction.summary.user_record import USER_RECORD_HEADING
+from assistant.config import CompactionSwitches
 from assistant.conversation import Conversation, Message, ToolCall
 from tests.fakes.scripted import ScriptedBackend
 
@@ -105,7 +106,8 @@ def test_prompt_never_exceeds_the_window_and_pairs_stay_together(
 ) -> None:
     replies = [writes(GOOD_SUMMARY) if g else writes(FILLER_SUMMARY) for g in good] * 20
     backend = ScriptedBackend(list(replies), window=WINDOW)
-    ctl = ContextController(backend, lambda: POLICY, prune_enabled=lambda: prune)
+    switches = CompactionSwitches(prune=prune)
+    ctl = ContextController(backend, lambda: POLICY, switches=lambda: switches)
     conv = Conversation()
 
     def call_model() -> None:

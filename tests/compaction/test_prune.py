@@ -6,6 +6,7 @@ from assistant.compaction.events import PruneEvent
 from assistant.compaction.prune import plan_prune
 from assistant.compaction.request import CallRequest
 from assistant.compaction.tokens import TokenCounter
+from assistant.config import CompactionSwitches
 from assistant.conversation import PRUNED_PLACEHOLDER, Conversation, Message, ToolCall
 from tests.fakes.scripted import ScriptedBackend
 
@@ -120,7 +121,7 @@ def test_observer_sees_the_prune() -> None:
 def test_prune_switch_off_prunes_nothing() -> None:
     conv, _, results = _three_turns()
     ctl, _, events = controller(
-        policy=local_policy(protect=0, minimum=1), prune_enabled=lambda: False
+        policy=local_policy(protect=0, minimum=1), switches=lambda: CompactionSwitches(prune=False)
     )
     req = ctl.prepare(CallRequest(conv, SYSTEM))
     assert req.pruned_tokens == 0 and not any(r.pruned for r in results) and not events

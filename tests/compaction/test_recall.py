@@ -7,7 +7,7 @@ from assistant.compaction.controller import ContextController
 from assistant.compaction.recall import HEADING_BEFORE, Recall, recall_budget
 from assistant.compaction.request import CallRequest
 from assistant.compaction.summary.summarizer import ExtractiveSummarizer
-from assistant.config import default_local
+from assistant.config import CompactionSwitches, default_local
 from assistant.conversation import Conversation, Message, ToolCall
 from assistant.sessions.recall_index import MemoryIndexes, RecallIndex
 from assistant.sessions.recall_text import (
@@ -132,7 +132,7 @@ def test_recall_switched_off_changes_nothing() -> None:
     ctrl, _ = _controller()
     conv = _long_chat(ctrl)
     conv.append(Message(role="user", content="How much is the budget?"))
-    ctrl.recall_enabled = lambda: False
+    ctrl.switches = lambda: CompactionSwitches(recall=False)
     req = ctrl.prepare(CallRequest(conv, SYSTEM))
     assert req.recall is None and req.messages[-1]["content"] == "How much is the budget?"
 

@@ -15,6 +15,7 @@ from assistant.compaction.visibility import (
     trim_output,
     unanswered_ids,
 )
+from assistant.config import CompactionSwitches
 from assistant.conversation import Conversation, Message, ToolCall
 from tests.fakes.scripted import ScriptedBackend
 
@@ -218,7 +219,8 @@ def test_compaction_never_summarizes_a_read_the_user_is_asking_about() -> None:
 def test_no_compaction_leaves_more_than_half_the_window_empty() -> None:
     conv = Conversation()
     pol = local_policy()
-    ctl, _, _ = controller(ScriptedBackend([GOOD_SUMMARY] * 20), pol, prune_enabled=lambda: False)
+    no_prune = CompactionSwitches(prune=False)
+    ctl, _, _ = controller(ScriptedBackend([GOOD_SUMMARY] * 20), pol, switches=lambda: no_prune)
     afters = []
     for i in range(40):
         tool_turn(conv, i, size=40)

@@ -119,10 +119,13 @@ def _timed(rates: dict[int, list[float]]):  # type: ignore[no-untyped-def]
     return measure
 
 
-def _calibrate(rates: dict[int, list[float]], load: float) -> Calibration:
+def _calibrate(
+    monkeypatch: pytest.MonkeyPatch, rates: dict[int, list[float]], load: float
+) -> Calibration:
     from assistant.llm.calibration import calibrate
 
-    return calibrate(_Model(), budget_s=0.5, max_tokens=64, measure=_timed(rates), load=load)
+    monkeypatch.setattr(calibration, "measure_prefill", _timed(rates))
+    return calibrate(_Model(), budget_s=0.5, max_tokens=64, load=load)
 
 
 def test_under_load_the_thread_count_stays_the_cores(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -130,7 +133,7 @@ def test_under_load_the_thread_count_stays_the_cores(monkeypatch: pytest.MonkeyP
 
     monkeypatch.setattr(calibration, "thread_candidates", lambda: [2, 1])
     # the numbers a loaded 2-core machine gave: 2 threads 5 tok/s, 1 thread 45 tok/s
-    cal = _calibrate({2: [5.0], 1: [45.0]}, load=6.8)
+    cal = _calibrate(monkeypatch, {2: [5.0], 1: [45.0]}, load=6.8)
     assert cal.config.threads == 2 and cal.busy
     assert "busy" in cal.threads_note
     # kept while the machine stays busy; measured again once it is idle
@@ -145,12 +148,12 @@ def test_fewer_threads_must_win_clearly_and_twice(monkeypatch: pytest.MonkeyPatc
 
     monkeypatch.setattr(calibration, "thread_candidates", lambda: [2, 1])
     # a little faster: not enough
-    assert _calibrate({2: [100.0], 1: [110.0]}, load=0.1).config.threads == 2
+    assert _calibrate(monkeypatch, {2: [100.0], 1: [110.0]}, load=0.1).config.threads == 2
     # clearly faster once, then not: a moment's noise
-    cal = _calibrate({2: [100.0, 100.0], 1: [150.0, 101.0]}, load=0.1)
+    cal = _calibrate(monkeypatch, {2: [100.0, 100.0], 1: [150.0, 101.0]}, load=0.1)
     assert cal.config.threads == 2 and "not faster twice" in cal.threads_note
     # clearly faster twice on an idle machine: kept
-    cal = _calibrate({2: [100.0, 100.0], 1: [150.0, 160.0]}, load=0.1)
+    cal = _calibrate(monkeypatch, {2: [100.0, 100.0], 1: [150.0, 160.0]}, load=0.1)
     assert cal.config.threads == 1 and "twice" in cal.threads_note
     assert not cal.busy
 

@@ -77,8 +77,8 @@ class Rig:
         """Wait (threaded rigs) until nothing runs and nothing is queued."""
         if self.loop is not None:
             self.loop.run_until(
-                lambda: self.service.model_state != "loading"
-                and not self.service.busy
+                lambda: self.service.model.state != "loading"
+                and not self.service.jobs.busy
                 and not self.service.queue
             )
 

@@ -24,46 +24,47 @@ def _branched(make_rig: Make) -> Rig:
     rig = make_rig("Paris.", "Rome.", "Madrid.")
     s = rig.service
     s.submit("Capital of France?")
-    s.edit_message(s.conversation.messages[0].id, "Capital of Italy?")
+    s.edit_message(s.chat.conversation.messages[0].id, "Capital of Italy?")
     return rig
 
 
 def test_looking_at_another_branch_writes_nothing(make_rig: Make) -> None:
     rig = _branched(make_rig)
     s = rig.service
-    assert s.handle is not None
-    path = s.handle.path
+    assert s.chat.handle is not None
+    path = s.chat.handle.path
     size = path.stat().st_size
-    s.switch_branch(s.conversation.messages[0].id, -1)
+    s.switch_branch(s.chat.conversation.messages[0].id, -1)
     assert s.browsing
-    assert [m.content for m in s.shown_conversation.messages] == ["Capital of France?", "Paris."]
-    assert [m.content for m in s.conversation.messages] == ["Capital of Italy?", "Rome."]
+    shown = s.chat.shown_conversation.messages
+    assert [m.content for m in shown] == ["Capital of France?", "Paris."]
+    assert [m.content for m in s.chat.conversation.messages] == ["Capital of Italy?", "Rome."]
     assert path.stat().st_size == size
     # Back to the branch the chat is on: nothing is being browsed any more.
-    s.switch_branch(s.shown_conversation.messages[0].id, 1)
+    s.switch_branch(s.chat.shown_conversation.messages[0].id, 1)
     assert not s.browsing and path.stat().st_size == size
     # Reopened, the chat is where it was.
-    chat_id = s.chat_id
+    chat_id = s.chat.chat_id
     assert chat_id is not None
     s.new_chat()
     s.open_chat(chat_id)
-    assert [m.content for m in s.conversation.messages] == ["Capital of Italy?", "Rome."]
+    assert [m.content for m in s.chat.conversation.messages] == ["Capital of Italy?", "Rome."]
 
 
 def test_continuing_on_a_shown_branch_moves_the_chat_there(make_rig: Make) -> None:
     rig = _branched(make_rig)
     s = rig.service
-    s.switch_branch(s.conversation.messages[0].id, -1)
+    s.switch_branch(s.chat.conversation.messages[0].id, -1)
     resets = len(rig.of(ConversationReset))
     s.submit("And of Spain?")
     assert not s.browsing
-    contents = [m.content for m in s.conversation.messages]
+    contents = [m.content for m in s.chat.conversation.messages]
     assert contents[:2] == ["Capital of France?", "Paris."]
     assert contents[-2:] == ["And of Spain?", "Madrid."]
     # The branch it left is summarized into the one it continues (as before).
-    assert any(is_branch_summary(m) for m in s.conversation.messages)
+    assert any(is_branch_summary(m) for m in s.chat.conversation.messages)
     assert len(rig.of(ConversationReset)) > resets  # the window re-renders with it
-    assert s.shown_conversation is s.conversation
+    assert s.chat.shown_conversation is s.chat.conversation
 
 
 def test_the_context_is_counted_when_a_chat_is_shown(make_rig: Make) -> None:
@@ -74,13 +75,13 @@ def test_the_context_is_counted_when_a_chat_is_shown(make_rig: Make) -> None:
         return rig.of(ContextUsage)[-1]
 
     on_branch = last_usage().prompt_tokens
-    s.switch_branch(s.conversation.messages[0].id, -1)
+    s.switch_branch(s.chat.conversation.messages[0].id, -1)
     shown = last_usage()
     assert shown.prompt_tokens != on_branch
     assert shown.prompt_tokens == rig.backend.count_prompt(
         [{"role": "system", "content": s.settings.system_prompt}]
-        + [m.to_openai() for m in s.shown_conversation.messages],
-        s.engine.agent.registry.schemas() if s.engine else None,
+        + [m.to_openai() for m in s.chat.shown_conversation.messages],
+        s.model.engine.agent.registry.schemas() if s.model.engine else None,
     )
     s.new_chat()
     empty = last_usage()
@@ -110,7 +111,7 @@ def test_a_chat_keeps_its_system_prompt_when_the_default_changes(make_rig: Make)
     s.set_chat_options(ChatOptions(s.settings.model, "You are a pirate."))
     s.submit("Hi")
     assert rig.backend.calls[-1].messages[0]["content"] == "You are a pirate."
-    pirate_chat = s.chat_id
+    pirate_chat = s.chat.chat_id
     assert pirate_chat is not None
     s.new_chat()
     assert s.chat_options().system_prompt == s.settings.system_prompt  # the default again
@@ -136,7 +137,7 @@ def test_a_chat_opened_with_another_model_loaded_asks_before_switching(
         model="smollm2-135m-instruct", workspace=str(tmp_path / "ws")))
     s = rig.service
     s.submit("Hello")
-    first_chat = s.chat_id
+    first_chat = s.chat.chat_id
     assert first_chat is not None
     s.use_model("gemma-3-270m")
     assert loads[-1] == "gemma-3-270m"

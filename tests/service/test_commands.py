@@ -25,13 +25,13 @@ def test_an_unknown_command_is_refused_not_sent(make_rig: Make) -> None:
     rig = make_rig()
     assert not rig.service.submit("/frobnicate now")
     assert "Unknown command /frobnicate" in rig.notices("error")[0]
-    assert not rig.backend.calls and rig.service.chat_id is None
+    assert not rig.backend.calls and rig.service.chat.chat_id is None
 
 
 def test_double_slash_sends_the_line_as_a_message(make_rig: Make) -> None:
     rig = make_rig("sure")
     rig.service.submit("//read is a command")
-    assert rig.service.conversation.messages[0].content == "/read is a command"
+    assert rig.service.chat.conversation.messages[0].content == "/read is a command"
 
 
 def test_tool_commands_run_without_a_model_reply(make_rig: Make) -> None:
@@ -40,9 +40,9 @@ def test_tool_commands_run_without_a_model_reply(make_rig: Make) -> None:
     workspace.mkdir(parents=True, exist_ok=True)
     (workspace / "notes.txt").write_text("alpha\nbeta\n")
     rig.service.submit("/read notes.txt")
-    roles = [m.role for m in rig.service.conversation.messages]
+    roles = [m.role for m in rig.service.chat.conversation.messages]
     assert roles == ["assistant", "tool"]
-    assert "alpha" in rig.service.conversation.messages[1].content
+    assert "alpha" in rig.service.chat.conversation.messages[1].content
     assert not rig.backend.calls
 
 
@@ -70,22 +70,22 @@ def test_model_shows_the_loaded_model_and_switches(make_rig: Make) -> None:
 def test_clear_starts_a_new_chat(make_rig: Make) -> None:
     rig = make_rig("ok")
     rig.service.submit("hello")
-    assert rig.service.chat_id is not None
+    assert rig.service.chat.chat_id is not None
     rig.service.submit("/clear")
-    assert rig.service.chat_id is None and rig.service.conversation.messages == []
-    assert len(rig.service.chats()) == 1
+    assert rig.service.chat.chat_id is None and rig.service.chat.conversation.messages == []
+    assert len(rig.service.chat.summaries()) == 1
 
 
 def test_resume_lists_then_opens(make_rig: Make) -> None:
     rig = make_rig("ok", "ok")
     rig.service.submit("Apples are red")
-    apples = rig.service.chat_id
+    apples = rig.service.chat.chat_id
     rig.service.submit("/clear")
     rig.service.submit("/resume")
     assert "Apples are red" in rig.notices("info")[-1]
     assert [c.id for c in rig.of(ChatPickerRequested)[-1].chats] == [apples]
     rig.service.submit("/resume last")
-    assert rig.service.chat_id == apples
+    assert rig.service.chat.chat_id == apples
 
 
 def test_export_writes_markdown_or_json_and_asks_without_a_path(

@@ -76,8 +76,6 @@ def test_the_compaction_at_the_threshold_uses_the_summary_written_ahead(
         assert i < 40, "the chat never compacted"
     record = _compactions(rig)[0].record
     assert "written ahead of time" in record.summarizer_note
-    engine = rig.service.engine
-    assert engine is not None and engine.controller.summary_cache.hits == 1
     # Summaries were written between turns, never inside the one that compacted.
     assert record.duration_s < 1.0
 
@@ -87,11 +85,11 @@ def test_sending_stops_the_summary_being_written_ahead(make_rig: Make, tmp_path:
     rig = make_rig(backend=backend, threaded=True,
                    settings=Settings(workspace=str(tmp_path / "ws")))
     rig.service.compact_ahead = False
-    engine = rig.service.engine
+    engine = rig.service.model.engine
     assert engine is not None
     i = 0
     threshold = 4000 - engine.controller.policy().reserve
-    while engine.controller.measure(CallRequest(rig.service.conversation, "x")).prompt_tokens \
+    while engine.controller.measure(CallRequest(rig.service.chat.conversation, "x")).prompt_tokens \
             < 0.75 * threshold:
         _ask(rig, i)
         i += 1
@@ -115,8 +113,8 @@ def test_sending_stops_the_summary_being_written_ahead(make_rig: Make, tmp_path:
                      if "summar" in str(c.messages[-1].get("content", "")).lower()]
     assert summary_calls and summary_calls[-1].result is not None
     assert summary_calls[-1].result.finish_reason == "cancelled"
-    assert rig.service.conversation.messages[-1].content == "Noted."
-    assert rig.service.status.phase is Phase.IDLE
+    assert rig.service.chat.conversation.messages[-1].content == "Noted."
+    assert rig.service.status_machine.status.phase is Phase.IDLE
     print(f"background summary stopped and the turn answered in {waited:.2f} s")
 
 
@@ -169,8 +167,6 @@ def test_the_turn_never_waits_for_the_model_and_the_next_pause_writes_its_summar
     # No summary by the model was finished: those begun ahead were stopped by the next
     # message.
     assert "stop" not in _summary_calls(backend)
-    assert rig.service.engine is not None
-    assert rig.service.engine.controller.summary_cache.hits == 0
     # From now on the user reads every reply to the end: the model writes ahead.
     _i, second = _until_compaction(rig, i, read=True)
     assert "stop" in _summary_calls(backend)

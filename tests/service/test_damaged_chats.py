@@ -37,10 +37,10 @@ def test_resume_read_only_refuse_export_repair(make_rig: Make, tmp_path: Path) -
     chat_id, data = _damaged(store)
     rig = make_rig("Continued.", store=store)
     service = rig.service
-    assert "(damaged: opens read-only" in chat_lines(service.chats())[0]
+    assert "(damaged: opens read-only" in chat_lines(service.chat.summaries())[0]
     assert service.resume(chat_id)
-    assert service.handle is not None and service.handle.read_only is not None
-    assert len(service.conversation.messages) == 5  # one damaged line, the rest shown
+    assert service.chat.handle is not None and service.chat.handle.read_only is not None
+    assert len(service.chat.conversation.messages) == 5  # one damaged line, the rest shown
     assert any("line 3" in n for n in rig.notices("warning"))
 
     assert service.submit("more please") is False  # the face gives the text back
@@ -54,11 +54,11 @@ def test_resume_read_only_refuse_export_repair(make_rig: Make, tmp_path: Path) -
     assert store.path_of(chat_id).read_bytes() == data
 
     copy_id = service.repair_chat()
-    assert copy_id is not None and service.chat_id == copy_id
-    assert service.handle is not None and service.handle.read_only is None
+    assert copy_id is not None and service.chat.chat_id == copy_id
+    assert service.chat.handle is not None and service.chat.handle.read_only is None
     assert service.submit("more please") is True
     rig.idle()
-    assert [m.content for m in service.conversation.messages][-2:] == [
+    assert [m.content for m in service.chat.conversation.messages][-2:] == [
         "more please",
         "Continued.",
     ]

@@ -35,12 +35,12 @@ def test_files_dropped_while_a_reply_runs_are_read_after_it(
     rig = make_rig(backend=backend, threaded=True)
     a, b = _files(tmp_path, "a.txt", "b.txt")
     rig.service.submit("Tell me something long")
-    assert rig.service.busy
+    assert rig.service.jobs.busy
     rig.service.drop_file(a)
     rig.service.drop_file(b)
     assert rig.service.queue == ["(file) a.txt", "(file) b.txt"]
     rig.idle()
-    tools = [m for m in rig.service.conversation.messages if m.role == "tool"]
+    tools = [m for m in rig.service.chat.conversation.messages if m.role == "tool"]
     assert [t.content.strip().splitlines()[-1] for t in tools] == [
         "contents of a.txt",
         "contents of b.txt",
@@ -69,4 +69,5 @@ def test_a_file_dropped_before_the_model_loaded_waits_for_it(
     assert rig.of(QueueChanged)[-1].texts == ("(file) notes.md",)
     gate.set()
     rig.idle()
-    assert rig.service.conversation.messages[-1].content.strip().endswith("contents of notes.md")
+    last = rig.service.chat.conversation.messages[-1]
+    assert last.content.strip().endswith("contents of notes.md")

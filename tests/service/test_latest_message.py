@@ -25,7 +25,7 @@ def test_a_message_too_large_is_refused_before_it_is_sent(make_rig: Make) -> Non
     rig = make_rig(backend=backend)
     assert rig.service.submit("Hello")
     calls = len(backend.calls)
-    saved = [m.content for m in rig.service.conversation.messages]
+    saved = [m.content for m in rig.service.chat.conversation.messages]
     huge = _lines(600) + "\nWhat does line 3 say?"
     assert rig.service.submit(huge)  # parsed and sent to the worker, which refuses it
     rig.idle()
@@ -36,18 +36,18 @@ def test_a_message_too_large_is_refused_before_it_is_sent(make_rig: Make) -> Non
     errors = rig.notices("error")
     assert any(f"{got.tokens:,} tokens" in e and f"room for {got.room:,}" in e for e in errors)
     # Nothing was saved or sent: the chat and its file are as they were.
-    assert [m.content for m in rig.service.conversation.messages] == saved
+    assert [m.content for m in rig.service.chat.conversation.messages] == saved
     assert len(backend.calls) == calls
     assert not any(isinstance(e, MessageAdded) and e.message.content == huge
                    for e in rig.events)
     assert rig.of(TurnFinished)[-1].error
-    chat_id = rig.service.chat_id
+    chat_id = rig.service.chat.chat_id
     assert chat_id is not None
     assert "00599 a line" not in rig.service.store.path_of(chat_id).read_text(encoding="utf-8")
     # The chat goes on: a shorter message is answered.
-    assert not rig.service.busy and rig.service.status.phase == Phase.IDLE
+    assert not rig.service.jobs.busy and rig.service.status_machine.status.phase == Phase.IDLE
     assert rig.service.submit("What does line 3 say? 00003 a line of a pasted log")
-    assert rig.service.conversation.messages[-1].content == "Line 3 says hello."
+    assert rig.service.chat.conversation.messages[-1].content == "Line 3 says hello."
 
 
 def test_a_message_that_fits_is_sent_whole(make_rig: Make) -> None:
@@ -61,7 +61,7 @@ def test_a_message_that_fits_is_sent_whole(make_rig: Make) -> None:
 
 
 def _entries(rig: Rig) -> str:
-    chat_id = rig.service.chat_id
+    chat_id = rig.service.chat.chat_id
     assert chat_id is not None
     return rig.service.store.path_of(chat_id).read_text(encoding="utf-8")
 
@@ -70,7 +70,7 @@ def test_an_edit_too_large_is_refused_before_anything_is_written(make_rig: Make)
     backend = ScriptedBackend(["Hello back.", "Line 3 says hello."], window=4096)
     rig = make_rig(backend=backend)
     assert rig.service.submit("Hello")
-    user = rig.service.conversation.messages[0]
+    user = rig.service.chat.conversation.messages[0]
     calls, saved, file = len(backend.calls), _contents(rig), _entries(rig)
     huge = _lines(600) + "\nWhat does line 3 say?"
     rig.service.edit_message(user.id, huge)
@@ -82,15 +82,15 @@ def test_an_edit_too_large_is_refused_before_anything_is_written(make_rig: Make)
     # Nothing was written or asked: no new branch, the same file, no model call.
     assert _contents(rig) == saved and _entries(rig) == file
     assert len(backend.calls) == calls
-    assert rig.service.branch_info(user.id) == (1, 1)
-    assert not rig.service.busy and rig.service.status.phase == Phase.IDLE
+    assert rig.service.chat.branch_info(user.id) == (1, 1)
+    assert not rig.service.jobs.busy and rig.service.status_machine.status.phase == Phase.IDLE
     # A shorter edit is sent whole and answered on a new branch.
     short = "\n".join(huge.splitlines()[:5]) + "\nWhat does line 3 say?"
     rig.service.edit_message(user.id, short)
     rig.idle()
     assert _contents(rig) == [short, "Line 3 says hello."]
     assert backend.calls[-1].messages[-1] == {"role": "user", "content": short}
-    assert rig.service.branch_info(rig.service.conversation.messages[0].id) == (2, 2)
+    assert rig.service.chat.branch_info(rig.service.chat.conversation.messages[0].id) == (2, 2)
 
 
 def test_an_edit_that_fits_after_a_long_chat_is_answered(make_rig: Make) -> None:
@@ -104,12 +104,12 @@ def test_an_edit_that_fits_after_a_long_chat_is_answered(make_rig: Make) -> None
     for text in ("First question", _lines(150) + "\nsecond", _lines(150) + "\nthird"):
         assert rig.service.submit(text)
         rig.idle()
-    first = rig.service.conversation.messages[0]
+    first = rig.service.chat.conversation.messages[0]
     longer = _lines(220) + "\nthe first, longer"
-    engine = rig.service.engine
+    engine = rig.service.model.engine
     assert engine is not None
     at_end = engine.controller.message_fit(
-        CallRequest(rig.service.conversation, rig.service.settings.system_prompt,
+        CallRequest(rig.service.chat.conversation, rig.service.settings.system_prompt,
                     engine.agent.registry.schemas()),
         longer,
     )
@@ -129,7 +129,7 @@ def test_regenerating_a_reply_to_a_message_that_no_longer_fits_is_refused(
     text = _lines(300) + "\nWhat does line 3 say?"
     assert rig.service.submit(text)
     rig.idle()
-    user, reply = rig.service.conversation.messages[:2]
+    user, reply = rig.service.chat.conversation.messages[:2]
     backend.window = 3072  # a smaller window since (another model, a smaller setting)
     calls, file = len(backend.calls), _entries(rig)
     rig.service.regenerate(reply.id)
@@ -139,7 +139,7 @@ def test_regenerating_a_reply_to_a_message_that_no_longer_fits_is_refused(
     assert any(e.startswith("Not regenerated") and f"room for {got.room:,}" in e
                for e in rig.notices("error"))
     assert _entries(rig) == file and len(backend.calls) == calls
-    assert rig.service.branch_info(reply.id) == (1, 1)
+    assert rig.service.chat.branch_info(reply.id) == (1, 1)
     # With the window back, regenerating works as before.
     backend.window = 8192
     rig.service.regenerate(reply.id)
@@ -148,7 +148,7 @@ def test_regenerating_a_reply_to_a_message_that_no_longer_fits_is_refused(
 
 
 def _contents(rig: Rig) -> list[str]:
-    return [m.content for m in rig.service.conversation.messages]
+    return [m.content for m in rig.service.chat.conversation.messages]
 
 
 def test_an_edit_beyond_the_measured_target_is_sent_whole(make_rig: Make) -> None:
@@ -162,13 +162,13 @@ def test_an_edit_beyond_the_measured_target_is_sent_whole(make_rig: Make) -> Non
     )
     rig = make_rig(backend=backend)
     assert rig.service.submit("Hello")
-    engine = rig.service.engine
+    engine = rig.service.model.engine
     assert engine is not None and engine.controller.policy().window == 2048
-    user = rig.service.conversation.messages[0]
+    user = rig.service.chat.conversation.messages[0]
     text = _lines(300) + "\nWhat does line 3 say?"
     assert 2048 < backend.count(text) < 8192
     rig.service.edit_message(user.id, text)
     rig.idle()
     assert not rig.of(MessageRefused)
     assert backend.calls[-1].messages[-1] == {"role": "user", "content": text}
-    assert rig.service.conversation.messages[-1].content == "Seen."
+    assert rig.service.chat.conversation.messages[-1].content == "Seen."

@@ -21,7 +21,7 @@ def test_the_open_chats_index_is_used_and_goes_with_the_chat(
     rig = make_rig("Noted.", "It is 12345.", settings=settings)
     assert rig.service.submit("Our staging server port is 12345.")
     assert rig.service.submit("What is the staging server port?")
-    chat_id = rig.service.chat_id
+    chat_id = rig.service.chat.chat_id
     assert chat_id is not None
     path = rig.service.store.recall_path(chat_id)
     assert path.is_file()  # built from the chat file for the second call

@@ -25,7 +25,7 @@ def _first_chat(make_rig: Make, settings: Settings | None = None) -> tuple[str, 
     """A chat with one exchange, saved; returns its id and the tokens its state holds."""
     rig = make_rig("The capital of France is Paris.", settings=settings)
     assert rig.service.submit("What is the capital of France?")
-    chat_id = rig.service.chat_id
+    chat_id = rig.service.chat.chat_id
     assert chat_id is not None
     held = len(rig.backend.save_state().tokens)
     rig.service.shutdown()  # writes what is pending, releases the chat's lock

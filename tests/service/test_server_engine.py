@@ -64,7 +64,7 @@ def _wait(rig: Rig, done: Callable[[], bool]) -> None:
 
 
 def _settle(rig: Rig) -> None:
-    _wait(rig, lambda: rig.service.model_state != "loading" and not rig.service.busy
+    _wait(rig, lambda: rig.service.model.state != "loading" and not rig.service.jobs.busy
           and not rig.service.queue)
 
 
@@ -74,7 +74,7 @@ def _send(rig: Rig, text: str) -> None:
 
 
 def _roles(rig: Rig) -> list[tuple[str, str]]:
-    return [(m.role, m.content) for m in rig.service.conversation.messages]
+    return [(m.role, m.content) for m in rig.service.chat.conversation.messages]
 
 
 def _log_count(server: LocalServer, text: str) -> int:
@@ -85,8 +85,8 @@ def _log_count(server: LocalServer, text: str) -> int:
 def test_a_chat_through_the_server(make_rig: Make, llama_server: LocalServer,
                                    tmp_path: Path) -> None:
     rig = _connected(make_rig, _settings(tmp_path, llama_server.url))
-    assert rig.service.model_state == "ready", rig.service.model_error
-    info = rig.service.model_info
+    assert rig.service.model.state == "ready", rig.service.model.error
+    info = rig.service.model.info
     assert info is not None and info.exact_counts
     assert info.extra["engine"] == "server"
     assert isinstance(rig.service.worker.backend, ServerBackend)
@@ -116,7 +116,7 @@ def test_stop_keeps_the_partial_reply_and_closes_the_request(
     _settle(rig)
     turn = rig.of(TurnFinished)[-1]
     assert turn.stopped and not turn.error
-    messages = rig.service.conversation.messages
+    messages = rig.service.chat.conversation.messages
     assert [m.role for m in messages] == ["user", "assistant"]
     assert messages[1].stopped
     assert messages[1].content and messages[1].content in "".join(
@@ -126,7 +126,7 @@ def test_stop_keeps_the_partial_reply_and_closes_the_request(
     # The chat goes on.
     rig.service.settings.sampling.max_reply_tokens = 16
     _send(rig, "Thanks.")
-    assert [m.role for m in rig.service.conversation.messages][-1] == "assistant"
+    assert [m.role for m in rig.service.chat.conversation.messages][-1] == "assistant"
 
 
 @pytest.fixture(scope="module")
@@ -164,7 +164,7 @@ def test_compact_is_written_by_the_server_model(
     assert record.summarizer == "model" or record.rejected
     assert _log_count(llama_server, '"POST /v1/chat/completions HTTP/1.1" 200') > calls_before
     assert "Ada" in record.summary
-    assert rig.service.conversation.compactions
+    assert rig.service.chat.conversation.compactions
 
 
 def _started(rig: Rig) -> list[CompactionStarted]:
@@ -184,9 +184,9 @@ def test_overflow_on_the_server_compacts_and_retries_once(
     _send(rig, second)
     assert not rig.notices("error")
     assert [s.reason for s in _started(rig)] == [CompactionReason.OVERFLOW]
-    engine = rig.service.engine
+    engine = rig.service.model.engine
     assert engine is not None
-    kept = engine.controller.facts.of(rig.service.conversation).kept
+    kept = engine.controller.facts.of(rig.service.chat.conversation).kept
     assert any(m.role == "user" and m.content == second for m in kept)
     _send(rig, "What fruit grows in the orchard? Answer in one word.")
     # Now the note is history: at most one compaction more, at the threshold, no retry.
@@ -195,7 +195,7 @@ def test_overflow_on_the_server_compacts_and_retries_once(
     assert not rig.notices("error"), rig.notices()
     backend = rig.service.worker.backend
     assert backend is not None and backend.info.trained_context == llama_server.n_ctx
-    messages = rig.service.conversation.messages
+    messages = rig.service.chat.conversation.messages
     assert messages[-1].role == "assistant" and messages[-1].content.strip()
     assert rig.of(TurnFinished)[-1].error is None
     usage = rig.of(ContextUsage)[-1]
@@ -212,7 +212,7 @@ def test_a_server_that_goes_away_mid_reply_loses_nothing(
     server.start()
     try:
         rig = _connected(make_rig, _settings(tmp_path, server.url, reply=200))
-        assert rig.service.model_state == "ready", rig.service.model_error
+        assert rig.service.model.state == "ready", rig.service.model.error
         assert rig.service.submit("Tell me a long story about a dragon.")
         _wait(rig, lambda: len(rig.of(AssistantDelta)) >= 2)
         server.kill()
@@ -220,24 +220,24 @@ def test_a_server_that_goes_away_mid_reply_loses_nothing(
         errors = rig.notices("error")
         assert errors and server.url in errors[-1]
         assert rig.of(TurnFinished)[-1].error
-        messages = rig.service.conversation.messages
+        messages = rig.service.chat.conversation.messages
         assert messages[0].content == "Tell me a long story about a dragon."
         assert messages[-1].role == "assistant" and messages[-1].stopped  # what arrived
         # While it is down, what the user types is kept and the reason names the address.
         _send(rig, "Are you still there?")
-        assert "Are you still there?" in [m.content for m in rig.service.conversation.messages]
+        assert "Are you still there?" in [m.content for m in rig.service.chat.conversation.messages]
         assert "Cannot reach the server at " + server.url in rig.notices("error")[-1]
-        assert not rig.service.busy
+        assert not rig.service.jobs.busy
         # It comes back on the same address: the chat carries on without reconnecting.
         server = LocalServer(embedded_model_path, n_ctx=512, threads=1, port=port,
                              log_path=tmp_path / "server2.log")
         server.start()
         rig.service.settings.sampling.max_reply_tokens = 16
         _send(rig, "Say hello.")
-        assert rig.service.conversation.messages[-1].role == "assistant"
+        assert rig.service.chat.conversation.messages[-1].role == "assistant"
         assert rig.of(TurnFinished)[-1].error is None
         saved = rig.service.store.list_chats()
-        assert saved[0].message_count == len(rig.service.conversation.messages)
+        assert saved[0].message_count == len(rig.service.chat.conversation.messages)
     finally:
         server.stop()
 
@@ -247,10 +247,10 @@ def test_no_server_at_the_address_fails_the_load_and_keeps_the_input(
 ) -> None:
     url = f"http://127.0.0.1:{free_port()}"
     rig = _connected(make_rig, _settings(tmp_path, url))
-    assert rig.service.model_state == "failed"
-    assert url in rig.service.model_error
-    assert "connection refused" in rig.service.model_error
-    assert rig.of(ModelChanged)[-1].error == rig.service.model_error
+    assert rig.service.model.state == "failed"
+    assert url in rig.service.model.error
+    assert "connection refused" in rig.service.model.error
+    assert rig.of(ModelChanged)[-1].error == rig.service.model.error
     assert rig.service.submit("hello there")
     assert rig.service.queue == ["hello there"]
     assert not any(isinstance(e, Notice) and e.level == "error" for e in rig.events[-2:])

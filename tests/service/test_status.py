@@ -41,8 +41,8 @@ def test_a_turn_with_a_tool_call_walks_through_the_phases(make_rig: Make) -> Non
         "evaluating prompt", "generating", "running tool:list_dir", "evaluating prompt",
         "generating", "idle",
     ]
-    assert rig.service.status == Status(Phase.IDLE)
-    assert rig.service.status.text == "Ready"
+    assert rig.service.status_machine.status == Status(Phase.IDLE)
+    assert rig.service.status_machine.status.text == "Ready"
 
 
 def test_loading_then_ready_then_failed_is_sticky() -> None:
@@ -80,13 +80,13 @@ def test_stopping_a_compaction_says_so(make_rig: Make) -> None:
     ))
     service.compact()
     assert rig.loop is not None
-    rig.loop.run_until(lambda: service.status.phase is Phase.COMPACTING)
-    assert service.status.text == "Summarizing older messages… (Esc to cancel)"
+    rig.loop.run_until(lambda: service.status_machine.status.phase is Phase.COMPACTING)
+    assert service.status_machine.status.text == "Summarizing older messages… (Esc to cancel)"
     service.stop()
-    assert service.status.text == "Cancelling the summary…"
+    assert service.status_machine.status.text == "Cancelling the summary…"
     rig.idle()
-    assert service.status.text == "Stopped"
-    assert service.conversation.compactions == []
+    assert service.status_machine.status.text == "Stopped"
+    assert service.chat.conversation.compactions == []
 
 
 def test_a_prune_is_the_note_left_after_the_turn(make_rig: Make) -> None:
@@ -116,10 +116,10 @@ def test_a_note_about_one_chat_is_gone_after_opening_another(
     rig = make_rig("First answer.", "Second answer.")
     service = rig.service
     service.submit("Hello from the first chat.")
-    first = service.chat_id
+    first = service.chat.chat_id
     service.new_chat()
     service.submit("Hello from the second chat.")
-    assert first is not None and service.chat_id != first
+    assert first is not None and service.chat.chat_id != first
     service._status(service.status_machine.note("Summary for the next compaction ready"))
     assert rig.statuses()[-1].detail == "Summary for the next compaction ready"
     # The chat opened has no saved model state (nothing else says anything on opening it).

@@ -78,7 +78,7 @@ def test_failed_exports_leave_every_existing_file_as_it_was(
     # The rename itself fails.
     with monkeypatch.context() as m:
 
-        def fail_replace(src: object, dst: object) -> None:
+        def fail_replace(src: object, dst: object, **_dir_fds: object) -> None:
             raise OSError(5, "Input/output error")
 
         m.setattr(os, "replace", fail_replace)

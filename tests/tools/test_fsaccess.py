@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from assistant.tools.fsaccess import scandir, write_replacing
+from assistant.atomicfile import write_in
+from assistant.tools.fsaccess import scandir
 from assistant.tools.workspace import SandboxError, Workspace
 
 from .conftest import Runner
@@ -95,7 +96,7 @@ def test_a_name_swapped_for_a_link_after_the_check_is_replaced_not_followed(
         assert place.name == "a.txt"
         (root / "a.txt").unlink()
         (root / "a.txt").symlink_to(outside / "secret.txt")  # the race, made certain
-        write_replacing(place.handle, place.name, b"written", None)
+        write_in(place.handle, place.name, b"written", None)
     assert (outside / "secret.txt").read_text(encoding="utf-8") == "TOP SECRET\n"
     assert not (root / "a.txt").is_symlink()
     assert (root / "a.txt").read_text(encoding="utf-8") == "written"
@@ -112,7 +113,7 @@ def test_an_open_folder_stays_the_folder_that_was_checked(
         (root / "d").rename(root / "d-moved")
         (root / "d").symlink_to(outside, target_is_directory=True)
         names = [e.name for e in scandir(folder.handle)]
-        write_replacing(folder.handle, "new.txt", b"n", None)
+        write_in(folder.handle, "new.txt", b"n", None)
     assert names == ["mine.txt"]
     assert not (outside / "new.txt").exists()
     assert (root / "d-moved" / "new.txt").read_bytes() == b"n"

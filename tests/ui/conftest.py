@@ -67,7 +67,7 @@ class Harness:
 
     def wait_idle(self, timeout: int = 30_000) -> None:
         self.qtbot.waitUntil(
-            lambda: not self.controller.busy and not self.controller.queue, timeout=timeout
+            lambda: not self.controller.jobs.busy and not self.controller.queue, timeout=timeout
         )
         self.window.bridge.flush()
 

@@ -81,7 +81,7 @@ def test_model_write_is_allowed_through_the_dialog(make_window, tmp_path: Path) 
     h.qtbot.mouseClick(dialog.once_button, Qt.MouseButton.LeftButton)
     h.wait_idle()
     assert (tmp_path / "ws" / "hello.txt").read_text(encoding="utf-8") == "hi there"
-    assert h.controller.conversation.messages[-1].content == "I wrote hello.txt."
+    assert h.controller.chat.conversation.messages[-1].content == "I wrote hello.txt."
 
 
 def test_model_write_is_denied_through_the_dialog(make_window, tmp_path: Path) -> None:
@@ -93,7 +93,7 @@ def test_model_write_is_denied_through_the_dialog(make_window, tmp_path: Path) -
     h.qtbot.mouseClick(approver.open_dialogs[0].deny_button, Qt.MouseButton.LeftButton)
     h.wait_idle()
     assert not (tmp_path / "ws" / "hello.txt").exists()
-    tool_msgs = [m for m in h.controller.conversation.messages if m.role == "tool"]
+    tool_msgs = [m for m in h.controller.chat.conversation.messages if m.role == "tool"]
     assert tool_msgs and tool_msgs[0].is_error
     card = h.window.chat_view.cards[tool_msgs[0].tool_call_id or ""]
     assert card.result is not None and card.result.is_error

@@ -38,7 +38,7 @@ def test_after_deleting_the_last_message_a_switcher_leads_back_to_it(
     h.wait_idle()
     h.type_and_send("question two")
     h.wait_idle()
-    last = h.controller.conversation.messages[-1]
+    last = h.controller.chat.conversation.messages[-1]
     h.qtbot.mouseClick(h.window.chat_view.message_widgets[last.id].delete_button,
                        Qt.MouseButton.LeftButton)
     h.wait_idle()
@@ -55,7 +55,7 @@ def test_after_deleting_the_last_message_a_switcher_leads_back_to_it(
     h.wait_idle()
     assert _shown(h) == [("question one", None), ("answer one", None), ("question two", None),
                          ("answer two", "1/2")]
-    assert [m.content for m in h.controller.conversation.messages][-1] == "question two"
+    assert [m.content for m in h.controller.chat.conversation.messages][-1] == "question two"
     deleted = h.window.chat_view.message_widgets[last.id]
     assert not deleted.branch_switcher.prev_button.isEnabled()
     # > comes back to the version without it
@@ -75,7 +75,7 @@ def test_the_switcher_is_there_when_the_chat_is_opened_again(make_window, tmp_pa
     h.wait_idle()
     h.window.menus.delete_message.trigger()  # Edit → Delete last message
     h.wait_idle()
-    chat_id = h.controller.chat_id
+    chat_id = h.controller.chat.chat_id
     assert chat_id is not None
     h.controller.new_chat()
     h.wait_idle()

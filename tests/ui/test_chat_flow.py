@@ -21,7 +21,7 @@ def test_type_message_and_see_streamed_reply(make_window) -> None:
     h.type_and_send("Hi")
     assert h.window.input.toPlainText() == ""
     h.qtbot.waitUntil(lambda: any(m.role == "assistant"
-                                  for m in h.controller.conversation.messages), timeout=20_000)
+                                  for m in h.controller.chat.conversation.messages), timeout=20_000)
     h.wait_idle()
     assert shown and shown[0], "the reply was never shown while it streamed"
     assert shown[-1] == "Hello there, how can I help you today?"
@@ -42,7 +42,7 @@ def test_stop_with_escape_mid_reply(make_window) -> None:
     assert h.window.send_button.text() == "Stop"
     h.qtbot.keyClick(h.window.input, Qt.Key.Key_Escape)
     h.wait_idle()
-    last = h.controller.conversation.messages[-1]
+    last = h.controller.chat.conversation.messages[-1]
     assert last.role == "assistant" and last.stopped
     assert len(last.content) < len(" ".join(["word"] * 400))
     assert h.window.send_button.text() == "Send"
@@ -58,7 +58,7 @@ def test_enter_sends_and_shift_enter_adds_a_line(make_window) -> None:
     assert inp.toPlainText() == "first\nsecond"
     h.qtbot.keyClick(inp, Qt.Key.Key_Return)
     h.wait_idle()
-    assert h.controller.conversation.messages[0].content == "first\nsecond"
+    assert h.controller.chat.conversation.messages[0].content == "first\nsecond"
 
 
 def test_enter_sends_can_be_turned_off(make_window) -> None:
@@ -70,10 +70,10 @@ def test_enter_sends_can_be_turned_off(make_window) -> None:
     h.qtbot.keyClick(inp, Qt.Key.Key_Return)
     h.qtbot.keyClicks(inp, "b")
     assert inp.toPlainText() == "a\nb"
-    assert not h.controller.busy and h.controller.handle is None
+    assert not h.controller.jobs.busy and h.controller.chat.handle is None
     h.qtbot.keyClick(inp, Qt.Key.Key_Return, Qt.KeyboardModifier.ControlModifier)
     h.wait_idle()
-    assert h.controller.conversation.messages[0].content == "a\nb"
+    assert h.controller.chat.conversation.messages[0].content == "a\nb"
 
 
 def test_stop_button_stops_the_reply(make_window) -> None:
@@ -82,7 +82,7 @@ def test_stop_button_stops_the_reply(make_window) -> None:
     h.qtbot.waitUntil(lambda: bool(h.window.chat_view.streaming_text), timeout=20_000)
     h.qtbot.mouseClick(h.window.send_button, Qt.MouseButton.LeftButton)
     h.wait_idle()
-    assert h.controller.conversation.messages[-1].stopped
+    assert h.controller.chat.conversation.messages[-1].stopped
     assert h.window.status_label.text() == "Stopped"
 
 
@@ -106,7 +106,7 @@ def test_messages_sent_before_the_model_loaded_are_queued(make_window) -> None:
     release.set()
     h.wait_ready()
     h.wait_idle()
-    assert [m.content for m in h.controller.conversation.messages] == [
+    assert [m.content for m in h.controller.chat.conversation.messages] == [
         "early question",
         "Loaded and answering.",
     ]
@@ -117,11 +117,11 @@ def test_messages_typed_during_a_reply_are_queued_and_sent_after(make_window) ->
     backend = ScriptedBackend(["one " * 40, "second answer"], delay_per_token=0.01)
     h = make_window(backend=backend)
     h.type_and_send("first")
-    h.qtbot.waitUntil(lambda: h.controller.busy)
+    h.qtbot.waitUntil(lambda: h.controller.jobs.busy)
     h.type_and_send("second")
     assert h.controller.queue == ["second"]
     h.wait_idle()
-    contents = [m.content for m in h.controller.conversation.messages]
+    contents = [m.content for m in h.controller.chat.conversation.messages]
     assert contents[2:] == ["second", "second answer"]
 
 
@@ -132,7 +132,7 @@ def test_copy_buttons_copy_message_and_code(make_window) -> None:
     h = make_window(backend=ScriptedBackend([reply]))
     h.type_and_send("how?")
     h.wait_idle()
-    widget = h.window.chat_view.message_widgets[h.controller.conversation.messages[-1].id]
+    widget = h.window.chat_view.message_widgets[h.controller.chat.conversation.messages[-1].id]
     h.qtbot.mouseClick(widget.copy_button, Qt.MouseButton.LeftButton)
     assert QGuiApplication.clipboard().text() == reply
     [block] = widget.body.code_blocks()
@@ -154,14 +154,14 @@ def test_up_in_empty_input_edits_last_message_as_a_branch(make_window) -> None:
     h.qtbot.keyClicks(h.window.input, "Capital of Italy?")
     h.qtbot.keyClick(h.window.input, Qt.Key.Key_Return)
     h.wait_idle()
-    msgs = h.controller.conversation.messages
+    msgs = h.controller.chat.conversation.messages
     assert [m.content for m in msgs] == ["Capital of Italy?", "Rome."]
     user_widget = h.window.chat_view.message_widgets[msgs[0].id]
     assert user_widget.branch_switcher.isVisibleTo(user_widget)
     assert user_widget.branch_switcher.label.text() == "2/2"
     h.qtbot.mouseClick(user_widget.branch_switcher.prev_button, Qt.MouseButton.LeftButton)
     h.wait_idle()
-    msgs = h.controller.shown_conversation.messages
+    msgs = h.controller.chat.shown_conversation.messages
     assert msgs[0].content == "Capital of France?"
     first = h.window.chat_view.message_widgets[msgs[0].id]
     assert first.branch_switcher.label.text() == "1/2"
@@ -181,11 +181,11 @@ def test_regenerate_makes_a_second_version(make_window) -> None:
     h = make_window(backend=ScriptedBackend(["First try.", "Second try."]))
     h.type_and_send("Say something")
     h.wait_idle()
-    reply = h.controller.conversation.messages[-1]
+    reply = h.controller.chat.conversation.messages[-1]
     widget = h.window.chat_view.message_widgets[reply.id]
     h.qtbot.mouseClick(widget.regenerate_button, Qt.MouseButton.LeftButton)
     h.wait_idle()
-    new = h.controller.conversation.messages[-1]
+    new = h.controller.chat.conversation.messages[-1]
     assert new.content == "Second try."
     assert h.window.chat_view.message_widgets[new.id].branch_switcher.label.text() == "2/2"
 
@@ -207,7 +207,7 @@ def test_model_error_during_reply_is_a_distinct_notice(make_window) -> None:
     h.backend.enqueue("Recovered.")
     h.type_and_send("again")
     h.wait_idle()
-    assert h.controller.conversation.messages[-1].content == "Recovered."
+    assert h.controller.chat.conversation.messages[-1].content == "Recovered."
 
 
 @pytest.mark.slow  # over 10 s on a loaded 2-core machine: `make test` only
@@ -246,7 +246,7 @@ def test_duplicate_message_after_rerender_is_not_shown_twice(make_window) -> Non
     h = make_window(backend=ScriptedBackend(["hi"]))
     h.type_and_send("hello")
     h.wait_idle()
-    reply = h.controller.conversation.messages[-1]
+    reply = h.controller.chat.conversation.messages[-1]
     view = h.window.chat_view
     count = len(view.entries())
     view.append_delta("hi")
@@ -262,4 +262,4 @@ def test_a_refused_command_stays_in_the_input(make_window) -> None:
 
     notices = [e for e in h.window.chat_view.entries() if isinstance(e, NoticeWidget)]
     assert "Unknown command /frobnicate" in notices[-1].text
-    assert h.controller.chat_id is None and not h.backend.calls
+    assert h.controller.chat.chat_id is None and not h.backend.calls

@@ -93,12 +93,12 @@ def test_reply_figures_come_back_when_the_chat_and_the_branch_are_shown_again(ma
     h = make_window(backend=ScriptedBackend(["first answer", "second answer", "again"]))
     h.type_and_send("hello")
     h.wait_idle()
-    reply = h.controller.conversation.messages[-1]
+    reply = h.controller.chat.conversation.messages[-1]
     assert isinstance(reply.figures, ReplyFigures)
     widget = h.window.chat_view.message_widgets[reply.id]
     footer = widget.footer.text()
     assert "tokens/s" in footer or "to first token" in footer
-    chat_id = h.controller.chat_id
+    chat_id = h.controller.chat.chat_id
     assert chat_id is not None
     # another chat, then back: the figures are rendered from the saved reply
     h.window.new_chat()
@@ -109,7 +109,7 @@ def test_reply_figures_come_back_when_the_chat_and_the_branch_are_shown_again(ma
     # another branch (regenerate), then back with < : the figures of version 1 are there
     h.qtbot.mouseClick(again.regenerate_button, Qt.MouseButton.LeftButton)
     h.wait_idle()
-    new = h.controller.conversation.messages[-1]
+    new = h.controller.chat.conversation.messages[-1]
     assert new.id != reply.id and new.figures is not None
     switcher = h.window.chat_view.message_widgets[new.id].branch_switcher
     h.qtbot.mouseClick(switcher.prev_button, Qt.MouseButton.LeftButton)

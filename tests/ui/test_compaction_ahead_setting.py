@@ -44,12 +44,13 @@ def _summary_calls(backend: ScriptedBackend) -> int:
 
 def _fill_past_ahead_level(h: Harness) -> None:
     """Turns until the chat is past the fill level where the summary is written ahead."""
-    engine = h.controller.engine
+    engine = h.controller.model.engine
     assert engine is not None
     threshold = engine.controller.policy().window - engine.controller.policy().reserve
     i = 0
     def filled() -> int:
-        return engine.controller.measure(CallRequest(h.controller.conversation, "")).prompt_tokens
+        conv = h.controller.chat.conversation
+        return engine.controller.measure(CallRequest(conv, "")).prompt_tokens
 
     while filled() < 0.75 * threshold:
         h.type_and_send(f"Question {i}: " + "lorem ipsum dolor sit amet " * 30)
@@ -112,7 +113,7 @@ def test_a_compaction_with_nothing_written_ahead_says_the_code_wrote_it(
     backend = ScriptedBackend([_slow_model] * 100, window=4000, trained_context=4000)
     h = make_window(backend=backend, settings=Settings(workspace=str(tmp_path / "ws")))
     i = 0
-    while not h.controller.conversation.compactions:
+    while not h.controller.chat.conversation.compactions:
         # Pasted and sent at once (typing it key by key takes longer than a summary).
         h.window.input.setPlainText(f"Question {i}: " + "lorem ipsum dolor sit amet " * 30)
         h.qtbot.keyClick(h.window.input, Qt.Key.Key_Return)
@@ -120,7 +121,7 @@ def test_a_compaction_with_nothing_written_ahead_says_the_code_wrote_it(
         i += 1
         assert i < 30, "the chat never compacted"
     # The code wrote it in the turn (the model's summary, 0.3 s, was not waited for).
-    record = h.controller.conversation.compactions[0]
+    record = h.controller.chat.conversation.compactions[0]
     assert record.summarizer == "extractive" and record.summarizer_note == DEFERRED_NOTE
     card = next(e for e in h.window.chat_view.entries() if isinstance(e, CompactionNotice))
     words = ("Summary written by the code at once, without waiting for the model; the "

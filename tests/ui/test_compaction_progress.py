@@ -51,7 +51,7 @@ def test_the_compaction_strip_shows_the_summary_prompt_being_read(
     backend.prefill_batch = 0
     h.type_and_send("Hello?")
     h.wait_idle()
-    last = h.controller.conversation.messages[-2:]
+    last = h.controller.chat.conversation.messages[-2:]
     assert last[0].content == "Hello?" and last[1].role == "assistant" and last[1].content
 
 

@@ -60,7 +60,7 @@ def test_the_status_bar_during_and_after_a_compaction_in_the_turn(
     assert not strip.isVisible()
     # The chat's line under the reply says what happened; the status bar does not repeat
     # it (nor keep anything of the compaction).
-    assert h.controller.conversation.compactions
+    assert h.controller.chat.conversation.compactions
     final = h.window.status_label.text()
     assert final == "Ready"
     h.qtbot.wait(300)  # the chat view renders its messages on demand after the re-render
@@ -94,4 +94,4 @@ def test_cancelling_a_summary_says_so_and_ends_on_stopped(make_window) -> None:
     assert not h.window.status_strip.isVisible()
     assert "Cancelling the summary…" in shown
     assert h.window.status_label.text() == "Stopped"
-    assert h.controller.conversation.compactions == []
+    assert h.controller.chat.conversation.compactions == []

@@ -76,7 +76,7 @@ def in_view(widget: MessageWidget) -> bool:
 def check_after(h: Harness, sent: str, artifacts_dir: Path, name: str) -> None:
     """What the screen shows once the compaction and the answer are done."""
     assert not h.window.status_strip.isVisible()
-    conv = h.controller.conversation
+    conv = h.controller.chat.conversation
     assert conv.compactions, "the chat did not compact"
     assert shown_messages(h) == [m.content for m in conv.messages if m.role != "system"]
     entries = h.window.chat_view.entries()
@@ -103,13 +103,13 @@ def check_after(h: Harness, sent: str, artifacts_dir: Path, name: str) -> None:
 
 def fill_until_next_compacts(h: Harness, backend: ScriptedBackend, settings: Settings) -> int:
     """Send notes while the next one still fits; the index of the note that will compact."""
-    engine = h.controller.engine
+    engine = h.controller.model.engine
     assert engine is not None
     pol = engine.controller.policy()
 
     def next_fits(i: int) -> bool:
         prompt = engine.controller.measure(CallRequest(
-            h.controller.conversation, settings.system_prompt, engine.agent.registry.schemas()
+            h.controller.chat.conversation, settings.system_prompt, engine.agent.registry.schemas()
         )).prompt_tokens
         return prompt + backend.count(note(i)) + 20 + pol.reserve <= pol.window
 
@@ -119,7 +119,7 @@ def fill_until_next_compacts(h: Harness, backend: ScriptedBackend, settings: Set
         h.wait_idle()
         i += 1
         assert i < 20
-    assert not h.controller.conversation.compactions
+    assert not h.controller.chat.conversation.compactions
     return i
 
 

@@ -144,7 +144,7 @@ def test_sending_updates_the_context_bar_from_the_tokenizer(make_window) -> None
     c = h.controller
     sent = h.backend.calls[-1]
     now = h.backend.count_prompt(
-        [sent.messages[0], *(m.to_openai() for m in c.conversation.messages)], sent.tools
+        [sent.messages[0], *(m.to_openai() for m in c.chat.conversation.messages)], sent.tools
     )
     bar = h.window.context_bar
     h.qtbot.waitUntil(lambda: bar.usage is not None and bar.usage.prompt_tokens == now)
@@ -224,7 +224,7 @@ def test_compaction_is_a_divider_below_every_message_and_expands_to_the_summary(
     h.qtbot.mouseClick(notice.header, Qt.MouseButton.LeftButton)
     assert notice.details.isVisibleTo(notice)
     # exactly what the model receives: the record's summary, character for character
-    record = h.controller.conversation.compactions[-1]
+    record = h.controller.chat.conversation.compactions[-1]
     assert notice.summary_view.text() == record.summary
     assert h.window.context_bar.compactions == 1
     # recall's focus is on by default: the card names the replies written without it
@@ -250,7 +250,7 @@ def test_the_card_claims_the_summary_for_every_reply_when_recall_focus_is_off(
     # turned on in Settings: the card on screen says it at once
     on = settings.model_copy(deep=True)
     on.compaction.recall_focus = True
-    h.window.apply_settings(on)
+    h.controller.apply_settings(on)
     h.qtbot.waitUntil(lambda: notice.focus_note.isVisibleTo(notice))
 
 
@@ -335,7 +335,7 @@ def test_manual_compact_replaces_old_messages_with_a_notice(make_window) -> None
     h.wait_idle()
     notices = [e for e in h.window.chat_view.entries() if isinstance(e, CompactionNotice)]
     assert len(notices) == 1
-    record = h.controller.conversation.compactions[-1]
+    record = h.controller.chat.conversation.compactions[-1]
     assert (
         f"Compacted from {record.tokens_before:,} to {record.tokens_after:,} tokens"
     ) in notices[0].meta.text()
@@ -364,16 +364,16 @@ def test_no_message_is_hidden_by_a_compaction_also_after_a_restart(
             e.message.content for e in window.chat_view.entries() if isinstance(e, MessageWidget)
         ]
 
-    sent = [m.content for m in h.controller.conversation.messages if m.role != "system"]
+    sent = [m.content for m in h.controller.chat.conversation.messages if m.role != "system"]
     assert len(sent) == 12
     assert shown(h.window) == sent  # 0 messages hidden by the compaction
     entries = h.window.chat_view.entries()
     [divider] = [e for e in entries if isinstance(e, CompactionNotice)]
     assert entries.index(divider) > 0
-    chat_id = h.controller.chat_id
+    chat_id = h.controller.chat.chat_id
     h.window.close()  # a restart: the new window reopens the chat from its file
     again = make_window(backend=ScriptedBackend())
-    assert again.controller.chat_id == chat_id
+    assert again.controller.chat.chat_id == chat_id
     assert shown(again.window) == sent
     [divider] = [e for e in again.window.chat_view.entries() if isinstance(e, CompactionNotice)]
     again.qtbot.mouseClick(divider.header, Qt.MouseButton.LeftButton)
@@ -401,8 +401,8 @@ def test_escape_cancels_compaction_and_queued_message_is_sent_after(make_window)
     h.qtbot.waitUntil(lambda: not h.window.status_strip.isVisible(), timeout=20_000)
     backend.delay_per_token = 0.0
     h.wait_idle()
-    assert h.controller.conversation.compactions == []
-    contents = [m.content for m in h.controller.conversation.messages]
+    assert h.controller.chat.conversation.compactions == []
+    contents = [m.content for m in h.controller.chat.conversation.messages]
     assert contents[-2:] == ["queued while compacting", "Answer after compaction."]
 
 

@@ -45,10 +45,10 @@ def test_damaged_chat_opens_read_only_and_repair_continues_it(
     assert item is not None
     rect = w.sidebar.list.visualItemRect(item)
     h.qtbot.mouseClick(w.sidebar.list.viewport(), Qt.MouseButton.LeftButton, pos=rect.center())
-    assert h.controller.chat_id == chat_id
+    assert h.controller.chat.chat_id == chat_id
     assert w.damage_banner.isVisible()
     assert "line 4" in w.damage_banner.label.text()
-    shown = len(h.controller.conversation.messages)
+    shown = len(h.controller.chat.conversation.messages)
     assert shown > 5  # everything readable is on screen
     h.qtbot.wait(100)
     assert w.grab().save(str(artifacts_dir / "damaged-chat-read-only.png"))
@@ -62,17 +62,17 @@ def test_damaged_chat_opens_read_only_and_repair_continues_it(
     assert h.backend.calls == []
 
     _click(h, w.damage_banner.repair_button)
-    copy_id = h.controller.chat_id
+    copy_id = h.controller.chat.chat_id
     assert copy_id != chat_id
     assert not w.damage_banner.isVisible()
-    assert len(h.controller.conversation.messages) == shown
+    assert len(h.controller.chat.conversation.messages) == shown
     assert any(t.endswith("(repaired)") for t in w.sidebar.titles())
 
     # The kept text goes to the repaired copy, and the model answers there.
     w.input.setFocus()
     h.qtbot.keyClick(w.input, Qt.Key.Key_Return)
     h.wait_idle()
-    contents = [m.content for m in h.controller.conversation.messages]
+    contents = [m.content for m in h.controller.chat.conversation.messages]
     assert contents[-2:] == ["Is it fixed?", "Glad it is back."]
     assert path.read_bytes() == damaged  # the original is kept as it was
     assert b"Glad it is back." in store.path_of(copy_id).read_bytes()

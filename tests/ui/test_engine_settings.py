@@ -235,7 +235,7 @@ def test_the_window_chats_through_a_server(
     assert llama_server.model.stem in h.window.model_label.text()
     h.type_and_send("What is the capital of France?")
     h.wait_idle(timeout=300_000)
-    messages = h.controller.conversation.messages
+    messages = h.controller.chat.conversation.messages
     assert [m.role for m in messages] == ["user", "assistant"]
     assert messages[1].content.strip()
     label = h.window.context_bar.label.text()
@@ -266,7 +266,7 @@ def test_a_window_whose_server_is_not_there_keeps_what_is_typed(
     settings.engine.server.base_url = url
     settings.engine.kind = "server"
     h = make_window(settings=settings, wait=False)
-    h.qtbot.waitUntil(lambda: h.controller.model_state == "failed", timeout=60_000)
+    h.qtbot.waitUntil(lambda: h.controller.model.state == "failed", timeout=60_000)
     h.window.bridge.flush()
     assert h.window.model_banner.isVisible()
     banner = h.window.model_banner_label.text()
@@ -282,7 +282,7 @@ def test_a_window_whose_server_is_not_there_keeps_what_is_typed(
     # Back to the embedded engine: the page says it is offline again.
     embedded = h.controller.settings.model_copy(deep=True)
     embedded.engine.kind = "embedded"
-    h.window.apply_settings(embedded)
+    h.controller.apply_settings(embedded)
     h.window.bridge.flush()
     assert h.window.welcome.intro.text() == OFFLINE_INTRO
 
@@ -299,7 +299,7 @@ def test_a_server_started_after_the_window_answers_what_waited_on_retry(
     settings.sampling.max_reply_tokens = 16
     settings.sampling.temperature = 0.0
     h = make_window(settings=settings, wait=False)
-    h.qtbot.waitUntil(lambda: h.controller.model_state == "failed", timeout=60_000)
+    h.qtbot.waitUntil(lambda: h.controller.model.state == "failed", timeout=60_000)
     h.window.bridge.flush()
     window = h.window
     assert window.model_banner.isVisible()
@@ -328,7 +328,7 @@ def test_a_server_started_after_the_window_answers_what_waited_on_retry(
         h.qtbot.mouseClick(window.retry_button, Qt.MouseButton.LeftButton)
         h.wait_ready(timeout=300_000)
         h.wait_idle(timeout=300_000)
-        messages = h.controller.conversation.messages
+        messages = h.controller.chat.conversation.messages
         assert [m.role for m in messages] == ["user", "assistant"]
         assert messages[0].content == "What is the capital of France?"
         assert messages[1].content.strip()

@@ -23,7 +23,7 @@ def test_real_model_streams_an_answer(make_window, embedded_model_path: Path) ->
     h.type_and_send("What is the capital of France? Answer in one sentence.")
     h.qtbot.waitUntil(lambda: bool(h.window.chat_view.streaming_text.strip()), timeout=120_000)
     h.wait_idle(timeout=240_000)
-    msgs = h.controller.conversation.messages
+    msgs = h.controller.chat.conversation.messages
     assert [m.role for m in msgs] == ["user", "assistant"]
     answer = msgs[-1].content
     assert answer.strip()

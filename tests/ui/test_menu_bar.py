@@ -112,7 +112,7 @@ def test_continue_generation_extends_the_last_reply_as_its_next_version(make_win
     h = make_window(backend=ScriptedBackend(["Once upon a"]))
     h.type_and_send("Tell me a story")
     h.wait_idle()
-    first = h.controller.conversation.messages[-1]
+    first = h.controller.chat.conversation.messages[-1]
     assert h.window.menus.continue_generation.isEnabled()
     h.backend.enqueue("time, there was a llama.")
     h.qtbot.keyClick(
@@ -120,7 +120,7 @@ def test_continue_generation_extends_the_last_reply_as_its_next_version(make_win
         Qt.KeyboardModifier.ControlModifier | Qt.KeyboardModifier.ShiftModifier,
     )
     h.wait_idle()
-    messages = h.controller.conversation.messages
+    messages = h.controller.chat.conversation.messages
     assert [m.content for m in messages] == [
         "Tell me a story", "Once upon a time, there was a llama."
     ]
@@ -128,8 +128,8 @@ def test_continue_generation_extends_the_last_reply_as_its_next_version(make_win
     assert sent[-1]["content"].startswith(CONTINUE_REQUEST)  # asked, never saved
     assert sent[-2]["content"] == "Once upon a"
     # the old reply stays as version 1 of 2
-    assert h.controller.branch_info(messages[-1].id) == (2, 2)
-    assert h.controller.branch_info(first.id) == (1, 2)
+    assert h.controller.chat.branch_info(messages[-1].id) == (2, 2)
+    assert h.controller.chat.branch_info(first.id) == (1, 2)
     shown = [w.message.content for w in h.window.chat_view.entries()
              if isinstance(w, MessageWidget)]
     assert shown == ["Tell me a story", "Once upon a time, there was a llama."]
@@ -142,16 +142,16 @@ def test_deleting_a_message_goes_on_without_it_and_keeps_the_old_version(make_wi
     h.wait_idle()
     h.type_and_send("question two")
     h.wait_idle()
-    first_answer = h.controller.conversation.messages[1]
+    first_answer = h.controller.chat.conversation.messages[1]
     widget = h.window.chat_view.message_widgets[first_answer.id]
     h.qtbot.mouseClick(widget.delete_button, Qt.MouseButton.LeftButton)
     h.wait_idle()
-    texts = [m.content for m in h.controller.conversation.messages]
+    texts = [m.content for m in h.controller.chat.conversation.messages]
     assert texts == ["question one", "question two", "answer two"]
     shown = [w.message.content for w in h.window.chat_view.entries()
              if isinstance(w, MessageWidget)]
     assert shown == texts
-    second_question = h.controller.conversation.messages[1]
+    second_question = h.controller.chat.conversation.messages[1]
     switcher = h.window.chat_view.message_widgets[second_question.id].branch_switcher
     # a widget added to a shown layout is shown on the next turn of the event loop
     h.qtbot.waitUntil(lambda: switcher.isVisibleTo(h.window))
@@ -159,7 +159,7 @@ def test_deleting_a_message_goes_on_without_it_and_keeps_the_old_version(make_wi
     # Edit → Delete last message
     h.window.menus.delete_message.trigger()
     h.wait_idle()
-    assert [m.content for m in h.controller.conversation.messages] == [
+    assert [m.content for m in h.controller.chat.conversation.messages] == [
         "question one", "question two"
     ]
 

@@ -30,7 +30,7 @@ def test_a_message_too_large_goes_back_into_the_input_box(make_window) -> None:
     h.qtbot.keyClick(inp, Qt.Key.Key_Return)
     h.wait_idle()
     assert inp.toPlainText() == ""
-    assert h.controller.conversation.messages[-1].content == "Hello back."
+    assert h.controller.chat.conversation.messages[-1].content == "Hello back."
 
 
 def _errors(h) -> list[str]:
@@ -43,7 +43,7 @@ def test_an_edit_too_large_goes_back_into_the_input_box_as_an_edit(make_window) 
     h = make_window(backend=backend)
     h.type_and_send("Hello")
     h.wait_idle()
-    user = h.controller.conversation.messages[0]
+    user = h.controller.chat.conversation.messages[0]
     calls = len(backend.calls)
     inp = h.window.input
     h.qtbot.keyClick(inp, Qt.Key.Key_Up)  # edit the last message
@@ -56,7 +56,7 @@ def test_an_edit_too_large_goes_back_into_the_input_box_as_an_edit(make_window) 
     assert any("Not sent: your message is" in e and "room for" in e for e in _errors(h))
     # Still an edit of the same message: nothing was written, no branch was made.
     assert h.window.editing_id == user.id and h.window.edit_banner.isVisible()
-    assert [m.content for m in h.controller.conversation.messages] == ["Hello", "Hello back."]
+    assert [m.content for m in h.controller.chat.conversation.messages] == ["Hello", "Hello back."]
     widget = h.window.chat_view.message_widgets[user.id]
     assert not widget.branch_switcher.isVisibleTo(widget)
     assert len(backend.calls) == calls
@@ -64,7 +64,7 @@ def test_an_edit_too_large_goes_back_into_the_input_box_as_an_edit(make_window) 
     inp.setPlainText("\n".join(huge.splitlines()[:20]) + "\nWhat does line 3 say?")
     h.qtbot.keyClick(inp, Qt.Key.Key_Return)
     h.wait_idle()
-    msgs = h.controller.conversation.messages
+    msgs = h.controller.chat.conversation.messages
     assert msgs[-1].content == "Line 3 says hello." and msgs[0].content.endswith("line 3 say?")
     first = h.window.chat_view.message_widgets[msgs[0].id]
     assert first.branch_switcher.label.text() == "2/2"
@@ -79,7 +79,7 @@ def test_regenerate_after_the_window_shrank_offers_the_message_to_edit(make_wind
     h.window.input.setPlainText(text)
     h.qtbot.keyClick(h.window.input, Qt.Key.Key_Return)
     h.wait_idle()
-    user, reply = h.controller.conversation.messages[:2]
+    user, reply = h.controller.chat.conversation.messages[:2]
     backend.window = 3072  # the model's window is smaller now
     widget = h.window.chat_view.message_widgets[reply.id]
     h.qtbot.mouseClick(widget.regenerate_button, Qt.MouseButton.LeftButton)
@@ -87,4 +87,4 @@ def test_regenerate_after_the_window_shrank_offers_the_message_to_edit(make_wind
     h.wait_idle()
     assert any(e.startswith("Not regenerated") for e in _errors(h))
     assert h.window.editing_id == user.id and h.window.edit_banner.isVisible()
-    assert [m.id for m in h.controller.conversation.messages] == [user.id, reply.id]
+    assert [m.id for m in h.controller.chat.conversation.messages] == [user.id, reply.id]

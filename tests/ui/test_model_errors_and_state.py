@@ -35,7 +35,7 @@ def test_broken_model_shows_error_and_app_stays_usable(make_window, tmp_path: Pa
         return good
 
     h = make_window(factory=factory, settings=Settings(model=str(broken)), wait=False)
-    h.qtbot.waitUntil(lambda: h.controller.model_state == "failed", timeout=20_000)
+    h.qtbot.waitUntil(lambda: h.controller.model.state == "failed", timeout=20_000)
     assert h.window.model_banner.isVisible()
     assert "not a GGUF file" in h.window.model_banner_label.text()
     box = h.window.error_box
@@ -53,7 +53,8 @@ def test_broken_model_shows_error_and_app_stays_usable(make_window, tmp_path: Pa
     h.wait_ready()
     h.wait_idle()
     assert not h.window.model_banner.isVisible()
-    assert [m.content for m in h.controller.conversation.messages] == ["hello?", "Working now."]
+    messages = h.controller.chat.conversation.messages
+    assert [m.content for m in messages] == ["hello?", "Working now."]
 
 
 def test_missing_model_file_message(make_window, tmp_path: Path) -> None:
@@ -63,7 +64,7 @@ def test_missing_model_file_message(make_window, tmp_path: Path) -> None:
         raise ModelLoadError(model, "file not found")
 
     h = make_window(factory=factory, settings=Settings(model=str(missing)), wait=False)
-    h.qtbot.waitUntil(lambda: h.controller.model_state == "failed", timeout=20_000)
+    h.qtbot.waitUntil(lambda: h.controller.model.state == "failed", timeout=20_000)
     text = h.window.model_banner_label.text()
     assert str(missing) in text and "file not found" in text and "Settings" in text
     assert h.window.model_label.text() == "no model"

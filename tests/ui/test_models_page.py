@@ -136,7 +136,7 @@ def test_a_chat_gets_its_own_system_prompt(make_window) -> None:
     h.type_and_send("Hello")
     h.wait_idle()
     assert h.backend.calls[-1].messages[0]["content"] == "You are a pirate."
-    pirate = h.controller.chat_id
+    pirate = h.controller.chat.chat_id
     _press(h, w.sidebar.new_button)
     h.type_and_send("Hello")
     h.wait_idle()
@@ -158,7 +158,7 @@ def test_a_chat_opened_with_another_model_loaded_asks_first(make_window) -> None
     w = h.window
     h.type_and_send("Hello")
     h.wait_idle()
-    first = h.controller.chat_id
+    first = h.controller.chat.chat_id
     assert first is not None
     h.controller.use_model("gemma-3-270m")
     h.wait_ready()

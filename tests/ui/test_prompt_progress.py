@@ -71,7 +71,7 @@ def test_escape_stops_the_prompt_evaluation(make_window) -> None:
     h.qtbot.keyClick(w.input, Qt.Key.Key_Escape)
     h.wait_idle()
     assert not w.prompt_progress.isVisible()
-    assert [m.role for m in h.controller.conversation.messages] == ["user"]
+    assert [m.role for m in h.controller.chat.conversation.messages] == ["user"]
     assert w.status_label.text() == "Stopped"
 
 

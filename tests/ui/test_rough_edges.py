@@ -79,9 +79,9 @@ def test_export_offers_the_title_in_documents_and_names_the_users_tools(
     h.wait_idle()
     h.type_and_send("What is step one?")
     h.wait_idle()
-    chat_id = h.controller.chat_id
+    chat_id = h.controller.chat.chat_id
     assert chat_id is not None
-    h.controller.rename_chat(chat_id, "Trip: plan / packing?")
+    h.controller.chat.rename(chat_id, "Trip: plan / packing?")
     paths.documents_dir().mkdir(parents=True)
     h.type_and_send("/export")
     dialog = w.export_dialog
@@ -121,13 +121,13 @@ def test_a_restart_reopens_the_last_chat(make_window, qtbot) -> None:
     h = make_window(backend=ScriptedBackend(["Noted."]))
     h.type_and_send("Remember the blue folder")
     h.wait_idle()
-    chat_id = h.controller.chat_id
+    chat_id = h.controller.chat.chat_id
     h.window.close()
     h.window.shutdown()
     again = build_main_window(Settings(), lambda *_a: ScriptedBackend(), SessionStore())
     qtbot.addWidget(again)
     try:
-        assert again.service.chat_id == chat_id
+        assert again.service.chat.chat_id == chat_id
         shown = [e.message.content for e in again.chat_view.entries()
                  if isinstance(e, MessageWidget)]
         assert shown == ["Remember the blue folder", "Noted."]

@@ -50,15 +50,15 @@ def test_esc_stops_a_catastrophic_grep_within_half_a_second_and_the_window_keeps
     timer.start()
     try:
         h.type_and_send("/grep (a+)+$")
-        h.qtbot.waitUntil(lambda: h.controller.busy, timeout=5_000)
+        h.qtbot.waitUntil(lambda: h.controller.jobs.busy, timeout=5_000)
         started = time.monotonic()
         h.qtbot.wait(600)  # the search is under way; the event loop runs meanwhile
         busy_ticks = [t for t in ticks if t >= started]
         busy_for = time.monotonic() - started
-        assert h.controller.busy, "the search ended before Stop could be tested"
+        assert h.controller.jobs.busy, "the search ended before Stop could be tested"
         pressed = time.monotonic()
         h.qtbot.keyClick(h.window.input, Qt.Key.Key_Escape)
-        h.qtbot.waitUntil(lambda: not h.controller.busy, timeout=10_000)
+        h.qtbot.waitUntil(lambda: not h.controller.jobs.busy, timeout=10_000)
         stop_s = time.monotonic() - pressed
     finally:
         timer.stop()

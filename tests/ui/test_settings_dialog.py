@@ -197,7 +197,7 @@ def test_settings_from_the_file_are_checked_when_the_model_loads(
     h.wait_idle()
     texts = [e.label.text() for e in h.window.chat_view.entries() if isinstance(e, NoticeWidget)]
     assert any("What cannot be compacted: the system prompt" in t for t in texts)
-    assert h.controller.conversation.messages[0].content == "hello"  # kept
+    assert h.controller.chat.conversation.messages[0].content == "hello"  # kept
     dialog = h.window.open_settings()
     dialog.tabs.setCurrentIndex(2)
     h.qtbot.wait(100)

@@ -12,7 +12,7 @@ from tests.fakes.scripted import ScriptedBackend
 def _chat(h, text: str) -> str:  # type: ignore[no-untyped-def]
     h.type_and_send(text)
     h.wait_idle()
-    return str(h.controller.chat_id)
+    return str(h.controller.chat.chat_id)
 
 
 def test_ctrl_n_starts_a_new_chat(make_window) -> None:
@@ -20,7 +20,7 @@ def test_ctrl_n_starts_a_new_chat(make_window) -> None:
     first = _chat(h, "Hello")
     assert h.window.chat_view.message_widgets
     h.qtbot.keyClick(h.window.input, Qt.Key.Key_N, Qt.KeyboardModifier.ControlModifier)
-    assert h.controller.chat_id is None
+    assert h.controller.chat.chat_id is None
     assert not h.window.chat_view.message_widgets
     second = _chat(h, "Another")
     assert second != first
@@ -37,7 +37,7 @@ def test_ctrl_k_focuses_search_and_filters(make_window) -> None:
     h.qtbot.keyClicks(h.window.sidebar.search, "apple")
     h.qtbot.waitUntil(lambda: h.window.sidebar.titles() == ["Apples are red"])
     h.qtbot.keyClick(h.window.sidebar.search, Qt.Key.Key_Return)
-    assert h.controller.conversation.messages[0].content == "Apples are red"
+    assert h.controller.chat.conversation.messages[0].content == "Apples are red"
 
 
 def test_ctrl_comma_opens_settings(make_window) -> None:
@@ -59,8 +59,8 @@ def test_clicking_a_chat_opens_it(make_window) -> None:
     h.qtbot.mouseClick(
         h.window.sidebar.list.viewport(), Qt.MouseButton.LeftButton, pos=rect.center()
     )
-    assert h.controller.chat_id == first
-    assert h.controller.conversation.messages[0].content == "First chat"
+    assert h.controller.chat.chat_id == first
+    assert h.controller.chat.conversation.messages[0].content == "First chat"
 
 
 def test_rename_chat(make_window) -> None:
@@ -81,7 +81,7 @@ def test_delete_chat_and_undo(make_window) -> None:
     h.window.new_chat()
     gone = _chat(h, "Delete me")
     h.window.sidebar.delete(gone)
-    assert h.controller.chat_id is None
+    assert h.controller.chat.chat_id is None
     assert h.window.sidebar.titles() == ["Keep me"]
     assert h.window.sidebar.undo_bar.isVisible()
     h.qtbot.mouseClick(h.window.sidebar.undo_button, Qt.MouseButton.LeftButton)
@@ -93,4 +93,4 @@ def test_delete_chat_and_undo(make_window) -> None:
 def test_escape_with_nothing_running_does_nothing(make_window) -> None:
     h = make_window(backend=ScriptedBackend())
     h.qtbot.keyClick(h.window.input, Qt.Key.Key_Escape)
-    assert not h.controller.busy
+    assert not h.controller.jobs.busy

@@ -21,8 +21,8 @@ def _chat(h, text: str) -> str:  # type: ignore[no-untyped-def]
     h.qtbot.mouseClick(h.window.sidebar.new_button, Qt.MouseButton.LeftButton)
     h.type_and_send(text)
     h.wait_idle()
-    assert h.controller.chat_id is not None
-    return h.controller.chat_id
+    assert h.controller.chat.chat_id is not None
+    return h.controller.chat.chat_id
 
 
 def test_search_finds_message_text_and_says_when_nothing_matches(make_window) -> None:
@@ -52,7 +52,7 @@ def test_search_finds_message_text_and_says_when_nothing_matches(make_window) ->
 def test_long_titles_are_cut_not_scrolled(make_window, artifacts_dir: Path) -> None:
     h = make_window()
     chat_id = _chat(h, "Hello")
-    h.controller.rename_chat(chat_id, LONG_TITLE)
+    h.controller.chat.rename(chat_id, LONG_TITLE)
     side = h.window.sidebar
     item = side.item_for(chat_id)
     assert item is not None

@@ -40,7 +40,7 @@ def test_prefix_narrows_and_enter_inserts(make_window) -> None:
     h.qtbot.keyClick(h.window.input, Qt.Key.Key_Return)
     assert h.window.input.toPlainText() == "/compact "
     assert not completer.popup_visible
-    assert not h.controller.busy  # Enter completed, it did not send
+    assert not h.controller.jobs.busy  # Enter completed, it did not send
 
 
 def test_arrow_keys_choose_and_tab_inserts(make_window) -> None:

@@ -27,7 +27,7 @@ def sampled(h) -> Iterator[list[tuple[str, bool, bool, bool]]]:  # type: ignore[
     def sample() -> None:
         running = any(card.result is None for card in w.chat_view.cards.values())
         streaming = w.chat_view.streaming is not None and bool(w.chat_view.streaming_text)
-        samples.append((w.status_label.text(), h.controller.busy, streaming, running))
+        samples.append((w.status_label.text(), h.controller.jobs.busy, streaming, running))
 
     timer = QTimer()
     timer.setInterval(5)
@@ -71,13 +71,13 @@ def test_a_regeneration_after_a_stop_is_not_shown_as_stopped(make_window) -> Non
     h.qtbot.keyClick(h.window.input, Qt.Key.Key_Escape)
     h.wait_idle()
     assert h.window.status_label.text() == "Stopped"
-    reply = h.window.chat_view.message_widgets[h.controller.conversation.messages[-1].id]
+    reply = h.window.chat_view.message_widgets[h.controller.chat.conversation.messages[-1].id]
     with sampled(h) as samples:
         h.qtbot.mouseClick(reply.regenerate_button, Qt.MouseButton.LeftButton)
         h.wait_idle()
     _check(samples)
     assert any(busy for _t, busy, *_ in samples)
-    assert h.controller.conversation.messages[-1].content == "A calm second answer."
+    assert h.controller.chat.conversation.messages[-1].content == "A calm second answer."
 
 
 def test_the_model_writing_after_a_tool_is_not_shown_as_the_tool(
@@ -119,7 +119,7 @@ def _tool_then_reply(make_window, tmp_path: Path) -> None:  # type: ignore[no-un
     _check(samples)
     writing_after_tool = [t for t, busy, streaming, _r in samples if busy and streaming]
     assert writing_after_tool and all(t == WRITING for t in writing_after_tool)
-    assert h.controller.conversation.messages[-1].content.startswith("The meeting is at noon")
+    assert h.controller.chat.conversation.messages[-1].content.startswith("The meeting is at noon")
 
 
 def test_edit_is_visibly_disabled_while_a_reply_stops(make_window) -> None:
@@ -129,7 +129,7 @@ def test_edit_is_visibly_disabled_while_a_reply_stops(make_window) -> None:
     h.wait_idle()
     # Only the second prompt is slow to evaluate: Esc lands inside its prefill.
     backend.delay_per_batch = 0.4
-    user = h.window.chat_view.message_widgets[h.controller.conversation.messages[0].id]
+    user = h.window.chat_view.message_widgets[h.controller.chat.conversation.messages[0].id]
     enabled_look = user.edit_button.grab().toImage()
     h.type_and_send("Second question, a long one " * 20)
     h.qtbot.waitUntil(lambda: h.window.prompt_progress.last is not None, timeout=10_000)
@@ -157,7 +157,7 @@ def test_the_context_bar_is_filled_for_new_opened_and_switched_chats(make_window
     assert "/ 8,192" in w.context_bar.label.text()
     h.type_and_send("Capital of France?")
     h.wait_idle()
-    first_chat = h.controller.chat_id
+    first_chat = h.controller.chat.chat_id
     # After the reply the bar counts it too (the prompt sent did not have it).
     h.qtbot.waitUntil(lambda: _bar(h) > h.backend.calls[-1].prompt_tokens)
     long_chat = _bar(h)
@@ -168,7 +168,7 @@ def test_the_context_bar_is_filled_for_new_opened_and_switched_chats(make_window
     w.open_chat(first_chat)
     h.qtbot.waitUntil(lambda: w.context_bar.usage is not None and _bar(h) == long_chat)
     # A second version of the question: the bar follows the branch shown.
-    user = w.chat_view.message_widgets[h.controller.conversation.messages[0].id]
+    user = w.chat_view.message_widgets[h.controller.chat.conversation.messages[0].id]
     h.qtbot.mouseClick(user.edit_button, Qt.MouseButton.LeftButton)
     w.input.clear()
     h.qtbot.keyClicks(w.input, "Capital of Italy?")
@@ -177,11 +177,11 @@ def test_the_context_bar_is_filled_for_new_opened_and_switched_chats(make_window
     h.qtbot.waitUntil(lambda: _bar(h) > h.backend.calls[-1].prompt_tokens)
     italy = _bar(h)
     assert italy != long_chat
-    first = w.chat_view.message_widgets[h.controller.conversation.messages[0].id]
+    first = w.chat_view.message_widgets[h.controller.chat.conversation.messages[0].id]
     h.qtbot.mouseClick(first.branch_switcher.prev_button, Qt.MouseButton.LeftButton)
     h.qtbot.waitUntil(lambda: _bar(h) == long_chat)
     assert "Viewing another branch" in w.status_label.text()
     shown = [e.message.content for e in w.chat_view.entries() if isinstance(e, MessageWidget)]
     assert shown == ["Capital of France?", "Paris is the capital of France."]
     # Looking did not move the chat.
-    assert h.controller.conversation.messages[0].content == "Capital of Italy?"
+    assert h.controller.chat.conversation.messages[0].content == "Capital of Italy?"

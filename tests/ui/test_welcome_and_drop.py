@@ -90,7 +90,7 @@ def test_an_example_prompt_is_sent_with_one_click(make_window) -> None:
     h.qtbot.mouseClick(w.welcome.example_buttons[0], Qt.MouseButton.LeftButton)
     h.wait_idle()
     assert w.transcript.currentWidget() is w.chat_view
-    assert h.controller.conversation.messages[0].content == EXAMPLE_PROMPTS[0]
+    assert h.controller.chat.conversation.messages[0].content == EXAMPLE_PROMPTS[0]
     h.qtbot.waitUntil(
         lambda: [e.message.role for e in w.chat_view.entries() if isinstance(e, MessageWidget)]
         == ["user", "assistant"]
@@ -133,7 +133,7 @@ def test_a_file_dropped_on_the_window_is_copied_into_the_workspace_and_read(
     assert drop_files(w.chat_view.viewport(), report)
     h.wait_idle()
     assert (workspace / "dropped" / "report.txt").read_text(encoding="utf-8") == report.read_text()
-    tool = h.controller.conversation.messages[-1]
+    tool = h.controller.chat.conversation.messages[-1]
     assert tool.role == "tool" and "Quarterly numbers" in tool.content
     assert tool.initiated_by == "user"
     assert any(isinstance(e, ToolCard) for e in w.chat_view.entries()) or any(
@@ -154,7 +154,7 @@ def test_files_dropped_on_the_input_are_read_in_order_not_pasted(
     h = make_window(settings=Settings(workspace=str(workspace)))
     assert drop_files(h.window.input.viewport(), first, second)
     h.wait_idle()
-    tools = [m for m in h.controller.conversation.messages if m.role == "tool"]
+    tools = [m for m in h.controller.chat.conversation.messages if m.role == "tool"]
     assert [t.content.strip().splitlines()[-1] for t in tools] == ["alpha", "beta"]
     assert h.window.input.toPlainText() == ""
 

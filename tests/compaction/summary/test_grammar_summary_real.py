@@ -19,7 +19,7 @@ from assistant.compaction.controller import ContextController
 from assistant.compaction.request import CallRequest
 from assistant.compaction.summary.grammar import follows_skeleton
 from assistant.compaction.summary.summarizer import ModelSummarizer, SummaryOutcome, SummaryRequest
-from assistant.config import default_local
+from assistant.config import CompactionSwitches, default_local
 from assistant.conversation import Conversation, Message, ToolCall
 from assistant.llm.base import CancelToken
 
@@ -75,8 +75,8 @@ def test_full_window_summary_under_the_grammar_is_accepted_and_then_updated(
 ) -> None:
     policy = default_local().effective("local", real_backend.info.trained_context)
     spy = _Spy(ModelSummarizer(real_backend))
-    ctl = ContextController(real_backend, lambda: policy, prune_enabled=lambda: False,
-                            summarizer=spy)
+    no_prune = CompactionSwitches(prune=False)
+    ctl = ContextController(real_backend, lambda: policy, switches=lambda: no_prune, summarizer=spy)
     conv = Conversation()
 
     nxt = _fill(ctl, conv, 0)

@@ -14,6 +14,7 @@ from assistant.compaction import context
 from assistant.compaction.controller import ContextController
 from assistant.compaction.request import CallRequest
 from assistant.compaction.summary.summarizer import ModelSummarizer, SummaryOutcome, SummaryRequest
+from assistant.config import CompactionSwitches
 from assistant.conversation import Conversation, Message
 from assistant.llm.base import CancelToken, GenerationOptions
 from tests.fakes.scripted import ScriptedBackend
@@ -58,12 +59,14 @@ def _setup(
     **policy: Any,
 ) -> tuple[ContextController, ScriptedBackend, _Spy, Any]:
     be = ScriptedBackend(list(replies), window=20_000)
-    probe = ContextController(be, lambda: local_policy(), prune_enabled=lambda: False)
+    no_prune = CompactionSwitches(prune=False)
+    probe = ContextController(be, lambda: local_policy(), switches=lambda: no_prune)
     n = probe.estimate(conv, SYSTEM)
     base = local_policy(reserve=300, keep_recent=1_000, summary_budget=400, **policy)
     pol = replace(base, window=n + base.reserve + extra)
     spy = _Spy(ModelSummarizer(be))
-    ctl = ContextController(be, lambda: pol, prune_enabled=lambda: prune, summarizer=spy)
+    switches = CompactionSwitches(prune=prune)
+    ctl = ContextController(be, lambda: pol, switches=lambda: switches, summarizer=spy)
     return ctl, be, spy, pol
 
 
