@@ -81,6 +81,9 @@ class RunOptions:
     ask_questions: bool = True
     #: Ask only the first planted fact of each kind (the quick run: bounded time).
     one_question_per_kind: bool = False
+    #: Before each chat step, untimed, read ahead the message less its last word, as the
+    #: app does while the user types (``Agent.read_ahead``; the send is timed as ever).
+    read_ahead: bool = False
     progress: Callable[[str], None] | None = None
 
 
@@ -316,9 +319,13 @@ def run_workload(
         for step in workload.steps:
             try:
                 if isinstance(step, ChatStep):
+                    if opts.read_ahead:
+                        warmed = agent.read_ahead(conv, _typed(step.text))
+                        run.ahead_evaluated += warmed.evaluated if warmed is not None else 0
                     recorder.begin_turn()
                     agent.chat(conv, step.text)
                     t = recorder.end_turn()
+                    run.replies.append("".join(recorder.turn_text))
                     if outputs and recorder.first_prompt is not None:
                         t.follows = len(outputs)
                         t.visibility = visibility_of(outputs, recorder.first_prompt)
@@ -375,6 +382,12 @@ def run_workload(
     run.peak_rss_mb = peak_rss_mb()
     run.wall_s = time.perf_counter() - started
     return run
+
+
+def _typed(text: str) -> str:
+    """``text`` less its last word: what the user has typed a word before sending."""
+    words = text.rstrip().rsplit(maxsplit=1)
+    return words[0].rstrip() if len(words) > 1 else ""
 
 
 def _tool_step(agent: Agent, conv: Conversation, step: ToolStep) -> int:
