@@ -1,0 +1,85 @@
+"""The read-ahead on the real model, through the agent as the app runs it (one short chat):
+the send after reading its message less the last word evaluates fewer prompt tokens than
+without, and gives the same greedy reply; on the embedded engine and on llama-server."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from assistant.agent.events import AgentEvent, ModelCallFinished
+from assistant.config import Sampling, Settings
+from assistant.conversation import Conversation
+from assistant.engine import build_engine
+from assistant.llm.base import GenerationResult, LLMBackend
+from assistant.llm.openai_backend import ServerBackend, ServerConfig
+from bench.local_server import LocalServer, find_llama_server
+
+pytestmark = pytest.mark.integration
+
+FIRST = "My sister Ana lives in Porto and keeps three cats and a dog."
+SECOND = "How many cats does my sister keep, and where does she live?"
+
+
+def _chat(backend: LLMBackend, ahead: bool) -> GenerationResult:
+    """The two messages, the second read ahead less its last word first when ``ahead``;
+    the second send's result."""
+    settings = Settings(sampling=Sampling(temperature=0.0, max_reply_tokens=24, seed=0))
+    events: list[AgentEvent] = []
+    engine = build_engine(backend, lambda: settings, None, events.append)
+    conv = Conversation()
+    engine.agent.chat(conv, FIRST)
+    if ahead:
+        got = engine.agent.read_ahead(conv, SECOND.rsplit(" ", 1)[0])
+        assert got is not None and got.finished and got.evaluated > 10
+    engine.agent.chat(conv, SECOND)
+    results = [e.result for e in events if isinstance(e, ModelCallFinished)]
+    assert len(results) == 2
+    return results[-1]
+
+
+def _compare(backend: LLMBackend, reset: Any) -> None:
+    reset()
+    without = _chat(backend, ahead=False)
+    reset()
+    ahead = _chat(backend, ahead=True)
+    assert ahead.prompt_tokens == without.prompt_tokens
+    assert ahead.prompt_evaluated < 12 < without.prompt_evaluated
+    assert ahead.text == without.text and ahead.text
+
+
+def test_the_embedded_engine_reads_ahead(real_backend: Any) -> None:
+    _compare(real_backend, real_backend.reset_kv_cache)
+    real_backend.reset_kv_cache()
+
+
+BINARY = find_llama_server()
+
+
+@pytest.fixture(scope="module")
+def server_backend(embedded_model_path: Path, tmp_path_factory: pytest.TempPathFactory
+                   ) -> Iterator[ServerBackend]:
+    if BINARY is None:
+        pytest.skip("no llama-server binary (`make llama-server` builds it)")
+    log = tmp_path_factory.mktemp("llama-server") / "server.log"
+    with LocalServer(embedded_model_path, n_ctx=2048, threads=2, log_path=log,
+                     llama_server_bin=BINARY) as server:
+        be = ServerBackend.connect(ServerConfig(server.url, timeout_s=120, seed=0))
+        yield be
+        be.close()
+
+
+def test_llama_server_reads_ahead(server_backend: ServerBackend) -> None:
+    counter = iter(range(100))
+
+    def reset() -> None:  # another chat in the one slot: the next starts cold
+        from assistant.llm.base import GenerationOptions
+
+        text = f"Unrelated message number {next(counter)} about the weather in Oslo."
+        list(server_backend.generate([{"role": "user", "content": text}],
+                                     GenerationOptions(max_tokens=1)))
+
+    _compare(server_backend, reset)
