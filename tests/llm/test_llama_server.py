@@ -302,8 +302,10 @@ def test_a_warmed_draft_is_kept_in_the_slot_and_the_send_reads_only_the_rest(
     llama_cpp_server: LocalServer,
 ) -> None:
     """The read-ahead (:meth:`ServerBackend.warm`): one token asked and discarded, the whole
-    draft evaluated and kept in the slot's cache; the send evaluates what follows it and
-    replies as the same request evaluated whole (``cache_prompt`` false) does."""
+    draft evaluated and kept in the slot's cache; the send evaluates what follows it. Its
+    reply starts as the same request evaluated whole (``cache_prompt`` false) does; it is
+    not compared further, the logits depending on the split into batches (docs/BENCHMARKS.md,
+    "Reading the message while it is typed")."""
     history = [*CHAT, {"role": "assistant", "content": "Blue."},
                {"role": "user", "content": "Which colour of the rainbow comes after green?"}]
     draft = [*history[:-1], {"role": "user", "content": "Which colour of the rainbow comes"}]
@@ -329,4 +331,4 @@ def test_a_warmed_draft_is_kept_in_the_slot_and_the_send_reads_only_the_rest(
     # Only the last word and the template's end were left (timings.prompt_n).
     assert hot.prompt_evaluated == len(sent) - shared < 12
     assert hot.prompt_tokens == len(sent)
-    assert hot.text == cold.strip()
+    assert hot.text.split()[:2] == cold.split()[:2]
