@@ -309,6 +309,9 @@ def run_workload(
             recorder.on_event,
         )
         strategy.manager.on_event = agent.on_context_event
+        # The read-ahead reads through the manager itself: untimed, as the user types.
+        reader = Agent(rec_backend, strategy.inner, agent.registry, lambda: settings, None,
+                       lambda _event: None)
         run = RunRecord(
             workload=workload.name, strategy=strategy_name,
             model=model_label or backend.info.name, mode=workload.mode,
@@ -320,7 +323,7 @@ def run_workload(
             try:
                 if isinstance(step, ChatStep):
                     if opts.read_ahead:
-                        warmed = agent.read_ahead(conv, _typed(step.text))
+                        warmed = reader.read_ahead(conv, _typed(step.text))
                         run.ahead_evaluated += warmed.evaluated if warmed is not None else 0
                     recorder.begin_turn()
                     agent.chat(conv, step.text)

@@ -42,7 +42,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from assistant.agent.controller_api import CompactReason, ContextManager, DraftPreview
+from assistant.agent.controller_api import CompactReason, ContextManager
 from assistant.compaction import context
 from assistant.compaction.controller import (
     ContextController,
@@ -208,12 +208,6 @@ class TimedManager:
 
     def compact(self, call: CallRequest, reason: CompactReason) -> CompactionRecord | None:
         return self.inner.compact(call, reason)
-
-    def preview(self, call: CallRequest, chat: Conversation) -> PreparedRequest | None:
-        """The read-ahead's request (untimed: made while the user types); None when the
-        manager wrapped cannot make one."""
-        inner = self.inner
-        return inner.preview(call, chat) if isinstance(inner, DraftPreview) else None
 
 
 # -- (d) and (e) -----------------------------------------------------------------------------
