@@ -9,7 +9,6 @@ token alone either way."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -57,47 +56,39 @@ def _chat(backend: LLMBackend, ahead: bool) -> tuple[GenerationResult, list[Any]
     return results[-1], sent[-1]
 
 
-def _compare(backend: LLMBackend, reset: Any) -> tuple[GenerationResult, GenerationResult]:
-    reset()
-    without, sent_without = _chat(backend, ahead=False)
-    reset()
-    ahead, sent_ahead = _chat(backend, ahead=True)
+def _check(runs: list[tuple[GenerationResult, list[Any]]]) -> None:
+    """Runs without, then with the read-ahead, each from an empty cache."""
+    (without, sent_without), (ahead, sent_ahead) = runs
     assert sent_ahead == sent_without  # the same prompt ...
     assert ahead.prompt_tokens == without.prompt_tokens
     assert ahead.prompt_evaluated < 12 < without.prompt_evaluated  # ... mostly read ahead
-    return without, ahead
 
 
 def test_the_embedded_engine_reads_ahead(real_backend: Any) -> None:
-    without, ahead = _compare(real_backend, real_backend.reset_kv_cache)
+    runs = []
+    for ahead in (False, True):
+        real_backend.reset_kv_cache()
+        runs.append(_chat(real_backend, ahead))
     real_backend.reset_kv_cache()
-    assert ahead.text == without.text and ahead.text
+    _check(runs)
+    assert runs[1][0].text == runs[0][0].text and runs[0][0].text
 
 
 BINARY = find_llama_server()
 
 
-@pytest.fixture(scope="module")
-def server_backend(embedded_model_path: Path, tmp_path_factory: pytest.TempPathFactory
-                   ) -> Iterator[ServerBackend]:
+def test_llama_server_reads_ahead(embedded_model_path: Path, tmp_path: Path) -> None:
+    """A server of its own for each run: its slot and its prompt cache start empty."""
     if BINARY is None:
         pytest.skip("no llama-server binary (`make llama-server` builds it)")
-    log = tmp_path_factory.mktemp("llama-server") / "server.log"
-    with LocalServer(embedded_model_path, n_ctx=2048, threads=2, log_path=log,
-                     llama_server_bin=BINARY) as server:
-        be = ServerBackend.connect(ServerConfig(server.url, timeout_s=120, seed=0))
-        yield be
-        be.close()
-
-
-def test_llama_server_reads_ahead(server_backend: ServerBackend) -> None:
-    counter = iter(range(100))
-
-    def reset() -> None:  # another chat in the one slot: the next starts cold
-        from assistant.llm.base import GenerationOptions
-
-        text = f"Unrelated message number {next(counter)} about the weather in Oslo."
-        list(server_backend.generate([{"role": "user", "content": text}],
-                                     GenerationOptions(max_tokens=1)))
-
-    _compare(server_backend, reset)
+    runs = []
+    for ahead in (False, True):
+        with LocalServer(embedded_model_path, n_ctx=2048, threads=2,
+                         log_path=tmp_path / f"server-{ahead}.log",
+                         llama_server_bin=BINARY) as server:
+            be = ServerBackend.connect(ServerConfig(server.url, timeout_s=120, seed=0))
+            try:
+                runs.append(_chat(be, ahead))
+            finally:
+                be.close()
+    _check(runs)
