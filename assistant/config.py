@@ -58,6 +58,7 @@ SETTING_LABELS: dict[str, str] = {
     "compact_on_overflow": "On a context overflow, summarize and retry once",
     "prune": "Clear old tool outputs before every model call",
     "compact_ahead": "Write the next summary ahead of time, while the model is idle",
+    "read_ahead": "Read your message while you type it, while the model is idle",
     "use_measured_context": "Keep prompts within the size the model was measured to use well",
     "sampling": "",
     "threads": "CPU threads",
@@ -213,6 +214,15 @@ class CompactionSwitches(_Section):
         "it at once. When no summary written ahead fits, the compaction takes the one code "
         "writes (your words, the files) at once and the model writes the next one while you "
         "read; off, the model writes it inside your turn. The terminal chat never does it.",
+    )
+    read_ahead: bool = Field(
+        True,
+        description="While you type and the model is idle, evaluate the prompt your message "
+        "would make so far (the words you finished), so that when you press Enter only the "
+        "last word and what changed are left to read: the reply starts sooner. Costs: CPU "
+        "work while you type (a few tokens per word), wasted when you delete what you typed. "
+        "A send or anything else stops it at once (docs/BENCHMARKS.md, engines side by "
+        "side).",
     )
     use_measured_context: bool = Field(
         True,

@@ -177,6 +177,9 @@ def _parser() -> argparse.ArgumentParser:
                    "at the end of each (--questions N: at most N, default 8 with --quick, "
                    "else all); print the table (--report PATH: also put it in PATH's "
                    "engines section)")
+    p.add_argument("--read-ahead", action="store_true",
+                   help="--side-by-side: repeat the last embedded and llama-server policy runs "
+                   "reading each message less its last word ahead (untimed) before its send")
     p.add_argument("--llama-server-wait", type=float, default=0.0, metavar="S",
                    help="--side-by-side: wait up to S seconds for the llama-server binary "
                    "(while make llama-server builds it)")
@@ -245,7 +248,8 @@ def _side_by_side(args: argparse.Namespace) -> int:
                                     questions=questions, progress=_progress,
                                     errors=errors, wait_s=args.llama_server_wait,
                                     chunk_reuse=_chunk_reuse_min() if args.chunk_reuse else 0,
-                                    server_reuse=Settings().performance.server_chunk_reuse_min)
+                                    server_reuse=Settings().performance.server_chunk_reuse_min,
+                                    read_ahead=args.read_ahead)
     except LLMError as exc:
         print(f"bench: {exc}", file=sys.stderr)
         return 1

@@ -153,6 +153,10 @@ class RunRecord:
     raw_prefill_curve: list[list[float]] | None = None
     #: Whether chunk reuse was on for the run.
     chunk_reuse: bool = False
+    #: Prompt tokens the read-ahead evaluated while "typing" (``RunOptions.read_ahead``).
+    ahead_evaluated: int = 0
+    #: The workload's chat replies, in order (to compare runs' answers).
+    replies: list[str] = field(default_factory=list)
 
 
 def percentile(values: Sequence[float], q: float) -> float | None:

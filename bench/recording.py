@@ -25,7 +25,9 @@ from assistant.llm.base import (
     LLMBackend,
     ModelInfo,
     PromptEncoder,
+    PromptWarmer,
     StreamEvent,
+    WarmResult,
 )
 from assistant.llm.llama_backend import LlamaBackend
 
@@ -129,6 +131,19 @@ class RecordingBackend:
             if rec is not None:
                 rec.call_overflowed(kind, exc.prompt_tokens)
             raise
+
+    def warm(
+        self,
+        messages: ChatMessages,
+        *,
+        tools: Sequence[dict[str, Any]] | None = None,
+        cancel: CancelToken | None = None,
+        prompt: EncodedPrompt | None = None,
+    ) -> WarmResult:
+        """The read-ahead, not recorded as a call (the runner counts its tokens apart)."""
+        if not isinstance(self.inner, PromptWarmer):
+            return WarmResult(0, 0, 0, 0.0, finished=False)
+        return self.inner.warm(messages, tools=tools, cancel=cancel, prompt=prompt)
 
     def close(self) -> None:
         self.inner.close()

@@ -81,6 +81,9 @@ class RunOptions:
     ask_questions: bool = True
     #: Ask only the first planted fact of each kind (the quick run: bounded time).
     one_question_per_kind: bool = False
+    #: Before each chat step, untimed, read ahead the message less its last word, as the
+    #: app does while the user types (``Agent.read_ahead``; the send is timed as ever).
+    read_ahead: bool = False
     progress: Callable[[str], None] | None = None
 
 
@@ -306,6 +309,9 @@ def run_workload(
             recorder.on_event,
         )
         strategy.manager.on_event = agent.on_context_event
+        # The read-ahead reads through the manager itself: untimed, as the user types.
+        reader = Agent(rec_backend, strategy.inner, agent.registry, lambda: settings, None,
+                       lambda _event: None)
         run = RunRecord(
             workload=workload.name, strategy=strategy_name,
             model=model_label or backend.info.name, mode=workload.mode,
@@ -316,9 +322,13 @@ def run_workload(
         for step in workload.steps:
             try:
                 if isinstance(step, ChatStep):
+                    if opts.read_ahead:
+                        warmed = reader.read_ahead(conv, _typed(step.text))
+                        run.ahead_evaluated += warmed.evaluated if warmed is not None else 0
                     recorder.begin_turn()
                     agent.chat(conv, step.text)
                     t = recorder.end_turn()
+                    run.replies.append("".join(recorder.turn_text))
                     if outputs and recorder.first_prompt is not None:
                         t.follows = len(outputs)
                         t.visibility = visibility_of(outputs, recorder.first_prompt)
@@ -375,6 +385,12 @@ def run_workload(
     run.peak_rss_mb = peak_rss_mb()
     run.wall_s = time.perf_counter() - started
     return run
+
+
+def _typed(text: str) -> str:
+    """``text`` less its last word: what the user has typed a word before sending."""
+    words = text.rstrip().rsplit(maxsplit=1)
+    return words[0].rstrip() if len(words) > 1 else ""
 
 
 def _tool_step(agent: Agent, conv: Conversation, step: ToolStep) -> int:

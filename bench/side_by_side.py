@@ -26,7 +26,7 @@ import contextlib
 import os
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -108,6 +108,14 @@ class EngineRow:
     question_prompt: float | None = None
     #: The same questions with the source passage alone (oracle (i); the embedded row).
     passage_answered: int | None = None
+    #: Prompt tokens the read-ahead evaluated before the sends (untimed: while typing).
+    ahead_evaluated: int = 0
+    #: The workload's replies and the end questions' replies (to compare two rows).
+    replies: list[str] = field(default_factory=list, repr=False)
+    answer_replies: dict[str, str] = field(default_factory=dict, repr=False)
+    #: A read-ahead row: the replies the same as its row without read-ahead, e.g.
+    #: "replies 8/8, answers 12/12".
+    same_as_without: str = ""
 
 
 def _hwm_mb(pid: int | str) -> float:
@@ -137,7 +145,21 @@ def make_row(label: str, run: RunRecord, answers: EndAnswers, peak_mb: float) ->
         cuts=len(run.compactions), answered=answers.correct, asked=answers.asked,
         not_asked=answers.failed,
         question_prompt=median([float(n) for n in answers.prompt_tokens]),
+        ahead_evaluated=run.ahead_evaluated, replies=run.replies,
+        answer_replies=dict(answers.replies),
     )
+
+
+#: The label of a row read ahead (``--read-ahead``) after the row it repeats.
+AHEAD = ", read ahead"
+
+
+def same_replies(without: EngineRow, ahead: EngineRow) -> str:
+    """How many of ``ahead``'s workload replies and end answers are ``without``'s."""
+    same = sum(a == b for a, b in zip(ahead.replies, without.replies, strict=False))
+    answers = sum(ahead.answer_replies.get(k) == v for k, v in without.answer_replies.items())
+    return (f"replies {same}/{len(without.replies)}, "
+            f"answers {answers}/{len(without.answer_replies)}")
 
 
 def window_for(wl: Workload) -> int:
@@ -202,6 +224,7 @@ def run(
     wait_s: float = 0.0,
     chunk_reuse: int = 0,
     server_reuse: int | None = None,
+    read_ahead: bool = False,
 ) -> list[EngineRow]:
     """The three runs of each workload on ``model`` (a registry name or a GGUF path), and
     up to ``questions`` of its answer-benchmark questions (None: all) after each. A run
@@ -214,6 +237,9 @@ def run(
     text: it keeps what followed a recall block, not what follows a record), sending
     ``server_reuse`` (None: ``chunk_reuse``; the app sends a smaller size than the embedded
     engine moves, ``performance.server_chunk_reuse_min``).
+    ``read_ahead`` repeats the last embedded run and the last policy run on llama-server
+    with the read-ahead (``RunOptions.read_ahead``: each message less its last word read
+    ahead, untimed, before the timed send).
     The workload runs ask no end-of-run questions of their own (``options.ask_questions``
     is ignored): the answer benchmark's questions are asked instead."""
     errors = errors if errors is not None else []
@@ -224,6 +250,7 @@ def run(
     threads = threads or min(2, os.cpu_count() or 1)
     say = progress or (lambda _t: None)
     opts = replace(options, ask_questions=False)
+    ahead_opts = replace(opts, read_ahead=True)
     rows: list[EngineRow] = []
     deadline = time.monotonic() + wait_s
     for wl in workloads:
@@ -245,6 +272,12 @@ def run(
                     backend.tune_chunk_reuse(chunk_reuse)
                     rows.append(measure(backend, wl, app_transcript, "policy",
                                         embedded_reuse_label(chunk_reuse), opts, "self", say))
+                if read_ahead:
+                    backend.reset_kv_cache()
+                    base = rows[-1]
+                    rows.append(measure(backend, wl, app_transcript, "policy",
+                                        base.label + AHEAD, ahead_opts, "self", say))
+                    rows[-1].same_as_without = same_replies(base, rows[-1])
             finally:
                 backend.close()
         except LLMError as exc:
@@ -263,6 +296,8 @@ def run(
         if chunk_reuse:
             n_server = server_reuse or chunk_reuse
             plans.append((server_reuse_label(n_server), "policy", (), n_server))
+        if read_ahead:
+            plans.append((plans[-1][0] + AHEAD, "policy", (), plans[-1][3]))
         for label, strategy, extra, n_reuse in plans:
             say(f"side by side: {wl.name}: {label} ...")
             log = log_dir / f"llama-server-{wl.name}-{strategy}.log"
@@ -282,8 +317,13 @@ def run(
                             app_transcript = app_transcript or policy_transcript(
                                 server_backend, transcript)
                             asked = app_transcript
+                        ahead = label.endswith(AHEAD)
                         rows.append(measure(server_backend, wl, asked, strategy, label,
-                                            opts, server.pid, say))
+                                            ahead_opts if ahead else opts, server.pid, say))
+                        without = next((r for r in rows if ahead and r.workload == wl.name
+                                        and r.label == label.removesuffix(AHEAD)), None)
+                        if without is not None:
+                            rows[-1].same_as_without = same_replies(without, rows[-1])
                     finally:
                         server_backend.close()
             except (LLMError, OSError) as exc:  # the rows so far count; the table says so
@@ -344,18 +384,24 @@ def render(rows: Sequence[EngineRow], workloads: Sequence[Workload], command: st
         "context handling on the same engine (bench/end_answers.py).",
         "",
         "| workload | engine and context | TTFT median / p95 s | prompt tokens evaluated | "
-        "evaluated again | summary tokens evaluated | cuts or compactions | overflowed "
-        "calls | peak RSS MiB | wall s | answers at the end |",
-        "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "evaluated again | summary tokens evaluated | read ahead (untimed) | cuts or "
+        "compactions | overflowed calls | peak RSS MiB | wall s | answers at the end |",
+        "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for r in rows:
         share = f" ({r.reeval_share:.1%})" if r.reeval_share is not None else ""
         lines.append(
             f"| {r.workload} | {r.label} | {_s(r.ttft_median_s)} / {_s(r.ttft_p95_s)} | "
             f"{r.evaluated:,} | {r.reevaluated:,}{share} | {r.summary_evaluated:,} | "
-            f"{r.cuts} | {r.overflowed} | {r.peak_rss_mb:,.0f} | {r.wall_s:,.0f} | "
-            f"{_answers(r)} |"
+            f"{r.ahead_evaluated:,} | {r.cuts} | {r.overflowed} | {r.peak_rss_mb:,.0f} | "
+            f"{r.wall_s:,.0f} | {_answers(r)} |"
         )
+    ahead = [f"- {r.workload}, {r.label}: {r.same_as_without} the same as without it."
+             for r in rows if r.same_as_without]
+    if ahead:
+        lines += ["", "Read ahead: before each timed send, the message less its last word was "
+                  "read ahead (untimed: the user is still typing; its tokens are the read ahead "
+                  "column). Replies the same as the row without read-ahead:", "", *ahead]
     said = worth(rows)
     if said:
         lines += ["", "What the context policy is worth to a llama-server user:", "", *said]

@@ -4,12 +4,12 @@ builder sets ``on_event`` to the agent's ``on_context_event``."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 from assistant.compaction.events import ContextEvent
 from assistant.compaction.request import CallRequest, MessageFit, PreparedRequest
 from assistant.config import EffectivePolicy
-from assistant.conversation import CompactionReason, CompactionRecord
+from assistant.conversation import CompactionReason, CompactionRecord, Conversation
 
 CompactReason = CompactionReason
 
@@ -35,4 +35,14 @@ class ContextManager(Protocol):
     def handle_overflow(self, call: CallRequest) -> PreparedRequest:
         """Compact after ContextOverflowError and return the request to retry with (raises
         ContextTooLargeError, or ``GenerationCancelled`` when stopped)."""
+        ...
+
+
+@runtime_checkable
+class DraftPreview(Protocol):
+    """Optional: the request a draft would make, changing nothing (the read-ahead)."""
+
+    def preview(self, call: CallRequest, chat: Conversation) -> PreparedRequest | None:
+        """``prepare`` of ``call.conv`` (``chat`` with the draft appended, its messages
+        copies) without events, memos or compaction (None where one is needed)."""
         ...

@@ -6,6 +6,7 @@ the history like the model's calls and start no model reply (typing them is the 
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -18,7 +19,7 @@ from assistant.agent.continuation import (
     only_new,
     open_turn,
 )
-from assistant.agent.controller_api import ContextManager
+from assistant.agent.controller_api import ContextManager, DraftPreview
 from assistant.agent.events import (
     AgentEvent,
     AssistantDelta,
@@ -52,7 +53,9 @@ from assistant.llm.base import (
     GenerationResult,
     LLMBackend,
     LLMError,
+    PromptWarmer,
     TokenGenerator,
+    WarmResult,
 )
 from assistant.llm.toolcall import ParsedCall, parse_tool_calls
 from assistant.tools.approval import ApprovalGate, Approver
@@ -60,6 +63,8 @@ from assistant.tools.base import ToolContext, ToolLimits, ToolResult
 from assistant.tools.importing import import_file
 from assistant.tools.registry import ToolRegistry
 from assistant.tools.workspace import SandboxError, Workspace
+
+log = logging.getLogger(__name__)
 
 OVERFLOW_NO_COMPACT = (
     "Context too large, and compaction on overflow is turned off. Use /compact to retry."
@@ -254,6 +259,38 @@ class Agent:
             self.on_event(Notice("info", "Nothing to compact yet."))
         self.on_event(TurnFinished(stopped=cancel.cancelled))
         return record
+
+    def read_ahead(
+        self, conv: Conversation, draft: str, cancel: CancelToken | None = None
+    ) -> WarmResult | None:
+        """While the user types ``draft``: evaluate into the engine's cache the prompt
+        :meth:`chat` would send for it now (pruning, recall and focus as for the send), so
+        that the send evaluates only what changed since. Changes nothing else: not ``conv``,
+        no event, no compaction. None when nothing was read: an empty draft, one that
+        would be refused or need a compaction, an engine or a controller that cannot."""
+        backend, controller = self.backend, self.controller
+        if (not draft.strip() or not isinstance(backend, PromptWarmer)
+                or not isinstance(controller, DraftPreview)):
+            return None
+        settings = self.settings()
+        tools = self.registry.schemas()
+        call = CallRequest(conv, settings.system_prompt, tools, cancel)
+        try:
+            if not controller.message_fit(call, draft).fits:
+                return None
+            trial = Conversation(
+                messages=[*(m.model_copy() for m in conv.messages),
+                          Message(role="user", content=draft)],
+                compactions=list(conv.compactions),
+            )
+            prepared = controller.preview(call.on(trial), conv)
+            if prepared is None or (cancel is not None and cancel.cancelled):
+                return None
+            return backend.warm(prepared.messages, tools=tools, cancel=cancel,
+                                prompt=prepared.prompt)
+        except LLMError as exc:  # a read-ahead is an aid: the send says what is wrong
+            log.info("Read-ahead skipped: %s", exc)
+            return None
 
     def workspace(self) -> Workspace:
         return Workspace(self.settings().workspace_path())

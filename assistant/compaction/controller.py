@@ -7,6 +7,7 @@ import hashlib
 import json
 import logging
 from collections.abc import Callable, Sequence
+from contextlib import nullcontext
 from typing import Any
 
 from assistant.compaction import context
@@ -73,6 +74,10 @@ log = logging.getLogger("assistant.compaction")
 #: How the last prompt rendered earlier turns: (id of its latest user message, whether recall's
 #: excerpts were beside it), or None when it showed them as built.
 _Render = tuple[str | None, bool] | None
+
+
+class _WouldCompact(Exception):
+    """A read-ahead's request would need a compaction (:meth:`ContextController.preview`)."""
 
 
 class ContextTooLargeError(LLMError):
@@ -161,6 +166,8 @@ class ContextController:
         self._last_render: _Render = None
         self._last_trims: tuple[int, frozenset[str]] = (0, frozenset())
         self._last_cuts: dict[str, str] = {}
+        #: Inside :meth:`preview`: a compaction it would need ends it instead.
+        self._previewing = False
 
     # -- the view ------------------------------------------------------------------------
     def view(self, conv: Conversation) -> View:
@@ -358,6 +365,8 @@ class ContextController:
                     )
             elif state_of(conv) in self._no_retry:
                 log.info("Compaction did not shrink this chat earlier; not retried")
+            elif self._previewing:
+                raise _WouldCompact
             else:
                 record = self._run(call, CompactionReason.THRESHOLD, req.prompt_tokens, pol).record
         if record is not None or req.prompt_tokens + pol.reserve > pol.limit or self._last_cuts:
@@ -562,6 +571,28 @@ class ContextController:
             return self.counter.summed(self.overhead(system_prompt, tools), messages), None
         prompt = self.counter.encode(messages, tools)
         return prompt.count, prompt
+
+    # -- read ahead ----------------------------------------------------------------------
+    def preview(self, call: CallRequest, chat: Conversation) -> PreparedRequest | None:
+        """The request :meth:`prepare` would make for ``call.conv``: ``chat`` with a draft
+        as its new message, its messages copies (pruning marks them, not ``chat``'s). None
+        where it would compact. Changes nothing: no event, the memos of the last call, the
+        chat's focus anchor and recall's memo and index stay as they were."""
+        trial = call.conv
+        saved = (self.on_event, self._sent_view, self._last_render, self._last_trims,
+                 self._last_cuts, dict(self._focus_anchors), self.facts._last)
+        if (anchor := self._focus_anchors.get(id(chat))) is not None:
+            self._focus_anchors[id(trial)] = anchor  # the focused history as the send's
+        self.on_event, self._previewing = None, True
+        try:
+            with self.recall.previewing(chat, trial) if self.recall else nullcontext():
+                return self.prepare(call)
+        except _WouldCompact:
+            return None
+        finally:
+            (self.on_event, self._sent_view, self._last_render, self._last_trims,
+             self._last_cuts, self._focus_anchors, self.facts._last) = saved
+            self._previewing = False
 
     # -- ahead of time -------------------------------------------------------------------
     def precompute(self, call: CallRequest) -> Precomputed | None:

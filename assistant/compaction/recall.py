@@ -3,9 +3,10 @@ More in docs/COMPACTION.md."""
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
@@ -188,6 +189,26 @@ class Recall:
         messages[pos] = {**messages[pos], "content": content}
         return block
 
+    @contextlib.contextmanager
+    def previewing(self, chat: Conversation, trial: Conversation) -> Iterator[None]:
+        """While the block runs, excerpts for ``trial`` (``chat`` with a draft as its new
+        message: the read-ahead) come from ``chat``'s index, which takes in none of
+        ``trial``'s own messages (the draft is never indexed; ``chat``'s are at its next
+        call), and this recall's memo is left as it was."""
+        saved = (self._last, self._chat, self._synced, self.index_for)
+        real = self.index_for
+        own = {m.id for m in chat.messages}
+
+        def index_for(conv: Conversation) -> PassageIndex | None:
+            index = real(chat if conv is trial else conv)
+            return None if index is None or conv is not trial else _ReadOnly(index, own)
+
+        self._last, self._chat, self._synced, self.index_for = None, ChatMap(), None, index_for
+        try:
+            yield
+        finally:
+            self._last, self._chat, self._synced, self.index_for = saved
+
     def find(
         self, conv: Conversation, latest: Message, messages: Sequence[dict[str, Any]],
         pos: int, budget: int, shown: Shown | None = None,
@@ -335,6 +356,33 @@ class Recall:
         excerpt = Excerpt(hit.message_id, label, picked)
         cost = self.counter.text(_line(excerpt)) + 1
         return (excerpt, cost) if cost <= room else None
+
+
+class _ReadOnly:
+    """A chat's index read for a draft it does not hold: ``sync`` takes in only messages of
+    the chat itself, and the counts are those the draft's own passage would add once sent
+    (it holds every word it asks; :data:`OWN` is taken off them). The bm25 ranking is
+    without it, a difference only in the excerpts' order where two score alike."""
+
+    def __init__(self, index: PassageIndex, own: set[str]) -> None:
+        self._index = index
+        self._own = own
+
+    def sync(self, messages: Sequence[Message]) -> int:
+        return self._index.sync([m for m in messages if m.id in self._own])
+
+    def search(self, expression: str, *, limit: int) -> Sequence[Hit]:
+        return self._index.search(expression, limit=limit)
+
+    def counts(self, terms: Sequence[str]) -> dict[str, int]:
+        return {t: n + OWN for t, n in self._index.counts(terms).items()}
+
+    def matching(self, expressions: Sequence[str]) -> dict[str, int]:
+        return {e: n + OWN for e, n in self._index.matching(expressions).items()}
+
+    @property
+    def passages(self) -> int:
+        return self._index.passages + OWN
 
 
 def _visible(messages: Sequence[dict[str, Any]], pos: int, shown: Shown | None) -> str:

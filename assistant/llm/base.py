@@ -305,6 +305,40 @@ class KVCacheAware(Protocol):
 
 
 @dataclass(frozen=True)
+class WarmResult:
+    """What one :meth:`PromptWarmer.warm` did: the prompt's tokens, those it evaluated into
+    the cache and those the cache already held; ``finished`` False when it was cancelled
+    (what it evaluated stays cached)."""
+
+    prompt_tokens: int
+    evaluated: int
+    reused: int
+    seconds: float
+    finished: bool = True
+
+
+@runtime_checkable
+class PromptWarmer(Protocol):
+    """Optional: evaluates a prompt into the KV cache without replying, so that a call
+    whose prompt starts the same (the message the user is still typing) evaluates only
+    the rest (the read-ahead; docs/ARCHITECTURE.md)."""
+
+    def warm(
+        self,
+        messages: ChatMessages,
+        *,
+        tools: Sequence[dict[str, Any]] | None = None,
+        cancel: CancelToken | None = None,
+        prompt: EncodedPrompt | None = None,
+    ) -> WarmResult:
+        """Evaluate the prompt ``generate`` would for these arguments, the way it would
+        (the same prefix and chunk reuse), and keep it cached. ``cancel`` stops it between
+        batches or inside one; raises :class:`ContextOverflowError` for a prompt that does
+        not fit, before evaluating anything."""
+        ...
+
+
+@dataclass(frozen=True)
 class EngineTuning:
     """How a backend evaluates prompts, from the settings (0: measured, or the default)."""
 

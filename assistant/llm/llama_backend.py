@@ -36,6 +36,7 @@ from assistant.llm.base import (
     ModelInfo,
     ModelLoadError,
     StreamEvent,
+    WarmResult,
 )
 from assistant.llm.cache_reuse import (
     ReuseFailed,
@@ -588,6 +589,33 @@ class LlamaBackend(LlamaTokenizer):
                 yield from self._stream_call(tokens, options, cancel, on_prefill, trim_start)
 
         return armed()
+
+    def warm(
+        self,
+        messages: ChatMessages,
+        *,
+        tools: Sequence[dict[str, Any]] | None = None,
+        cancel: CancelToken | None = None,
+        prompt: EncodedPrompt | None = None,
+    ) -> WarmResult:
+        """Evaluate the prompt :meth:`generate` would (all but its last token, through the
+        same prefix and chunk reuse) into the cache, in batches, abortable between and
+        inside them; what was evaluated stays cached (:class:`~.base.PromptWarmer`)."""
+        if prompt is not None and prompt.tokens is not None:
+            tokens = list(prompt.tokens)
+        else:
+            tokens = self.tokenize_prompt(self.render_prompt(messages, tools))
+        n_ctx = int(self._llm.n_ctx())
+        if len(tokens) >= n_ctx:
+            raise ContextOverflowError(len(tokens), n_ctx)
+        start = time.perf_counter()
+        if not tokens:
+            return WarmResult(0, 0, 0, 0.0)
+        with self._abort.armed(self._llm._ctx.ctx, cancel):
+            plan, finished = self._prefill(tokens, cancel, None)
+        evaluated = max(0, int(self._llm.n_tokens) - plan.reused)
+        return WarmResult(len(tokens), evaluated, plan.reused, time.perf_counter() - start,
+                          finished)
 
     def check_grammar(self, grammar: str) -> None:
         """Raise :class:`GrammarError` unless llama.cpp parses ``grammar`` (memoized): a

@@ -22,6 +22,7 @@ from assistant.llm.base import (
     GenerationResult,
     ModelInfo,
     StreamEvent,
+    WarmResult,
 )
 from assistant.llm.server_counting import Counting, choose_counting, verify_counting
 from assistant.llm.server_http import (
@@ -397,6 +398,32 @@ class ServerBackend:
             )
 
         return events()
+
+    def warm(
+        self,
+        messages: ChatMessages,
+        *,
+        tools: Sequence[dict[str, Any]] | None = None,
+        cancel: CancelToken | None = None,
+        prompt: EncodedPrompt | None = None,
+    ) -> WarmResult:
+        """The request :meth:`generate` would send (``cache_prompt``, the same
+        ``n_cache_reuse``), asking for one token, which is discarded: llama-server
+        evaluates the whole prompt before it samples, and keeps it in the slot's cache
+        (``n_predict`` 0 samples one token too: the limit is checked after a token).
+        llama.cpp servers only (:class:`~.base.PromptWarmer`); elsewhere nothing is sent."""
+        if self.profile.kind != "llama.cpp":
+            return WarmResult(0, 0, 0, 0.0, finished=False)
+        start = time.perf_counter()
+        result: GenerationResult | None = None
+        for event in self.generate(messages, GenerationOptions(max_tokens=1, temperature=0.0),
+                                   tools=tools, cancel=cancel, prompt=prompt):
+            result = event.result or result
+        seconds = time.perf_counter() - start
+        if result is None:
+            return WarmResult(0, 0, 0, seconds, finished=False)
+        return WarmResult(result.prompt_tokens, result.prompt_evaluated, result.prompt_reused,
+                          seconds, finished=not result.stopped)
 
     def _rendered_or_empty(
         self, sent: list[dict[str, Any]], tools: list[dict[str, Any]] | None

@@ -58,6 +58,7 @@ from assistant.service.events import (
 from assistant.service.jobs import Job, JobRunner
 from assistant.service.model_slot import ModelSlot
 from assistant.service.progress import PrefillTracker, reply_stats
+from assistant.service.read_ahead import DraftReader, Target
 from assistant.service.resume import ChatResume, engine_tuning
 from assistant.service.status import Status, StatusMachine
 from assistant.sessions.errors import SessionError
@@ -121,7 +122,7 @@ class ChatService:
         self.jobs = JobRunner(
             worker, dispatch, self.status_machine, self._status,
             on_error=lambda text: self.notice("error", text), on_idle=self._job_ended,
-            on_start=self._cancel_ahead,
+            on_start=self._job_starting,
         )
         self.commands = AppCommands(self, extra_help)
         self._queue: list[Queued] = []
@@ -137,6 +138,9 @@ class ChatService:
         #: :mod:`assistant.compaction.ahead`); the token of the one running.
         self.compact_ahead = True
         self._ahead: CancelToken | None = None
+        #: Reads the message being typed ahead (the ``read_ahead`` setting).
+        self.drafts = DraftReader(worker, dispatch, self._draft_target)
+        self._new_chat = Conversation()  # what a draft is read for before the chat exists
 
     # -- state -------------------------------------------------------------------------
     @property
@@ -427,6 +431,22 @@ class ChatService:
         future = self.worker.submit(job)
         future.add_done_callback(lambda f: self.dispatch(lambda: self._ahead_done(token, f)))
 
+    def _job_starting(self) -> None:
+        self._cancel_ahead()
+        self.drafts.cancel()
+
+    def draft_changed(self, text: str) -> None:
+        """The message being typed is now ``text`` (read ahead while the model is idle)."""
+        self.drafts.draft_changed(text)
+
+    def _draft_target(self) -> Target | None:
+        engine, handle = self.engine, self.handle
+        if (not self.settings.compaction.read_ahead or engine is None or self.busy
+                or self._queue or self.browsing or self._closed
+                or (handle is not None and handle.read_only is not None)):
+            return None
+        return Target(engine.agent, handle.conversation if handle else self._new_chat)
+
     def _defers_summary(self) -> bool:
         """Whether a compaction in a turn takes the code's summary now, the model's later
         (not in the terminal chat, whose jobs run inline, nor with the setting off)."""
@@ -537,6 +557,7 @@ class ChatService:
     def submit(self, text: str) -> bool:
         """Run, send or queue what the user typed; False: refused (a notice says why)."""
         parsed = parse_input(text)
+        self.drafts.draft_changed("")  # sent: nothing is being typed
         if isinstance(parsed, CommandError):
             self.notice("error", parsed.message)
             return False
@@ -650,6 +671,7 @@ class ChatService:
         if not self._queue:
             self.measure_context()  # the reply or the tool output is in the chat now
             self._start_ahead()
+            self.drafts.resume()  # what was typed meanwhile
         self._drain_queue()
 
     def _drain_queue(self) -> None:

@@ -21,6 +21,8 @@ class ChatInput(QPlainTextEdit):
     submitted = Signal(str)
     edit_last_requested = Signal()
     escape_pressed = Signal()
+    #: The text now, on every change (the service reads the message ahead as it is typed).
+    draft_changed = Signal(str)
 
     def __init__(self, parent: QWidget | None = None, enter_sends: bool = True) -> None:
         super().__init__(parent)
@@ -32,6 +34,7 @@ class ChatInput(QPlainTextEdit):
         self.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Fixed)
         self.completer = SlashCompleter(self)
         self.document().documentLayout().documentSizeChanged.connect(self._fit)
+        self.textChanged.connect(lambda: self.draft_changed.emit(self.toPlainText()))
         self._update_placeholder()
         self._fit()
 

@@ -205,6 +205,7 @@ class MainWindow(WindowDialogs):
         self.input.submitted.connect(self.submit)
         self.input.edit_last_requested.connect(self.edit_last_message)
         self.input.escape_pressed.connect(self.escape)
+        self.input.draft_changed.connect(c.draft_changed)
         self.sidebar.new_chat_requested.connect(self.new_chat)
         self.sidebar.chat_selected.connect(self.open_chat)
         self.sidebar.rename_requested.connect(c.chat.rename)

@@ -78,7 +78,7 @@ POLICY_FIELDS: tuple[tuple[str, str], ...] = tuple(
     for field in ("window", "protect", "minimum", "reserve", "keep_recent", "summary_budget")
 )
 MODES = (("local", "Local"), ("standard", "Standard"))
-SWITCHES = ("auto_compact", "compact_on_overflow", "prune", "compact_ahead")
+SWITCHES = ("auto_compact", "compact_on_overflow", "prune", "compact_ahead", "read_ahead")
 CHOOSE_FILE = "__choose__"
 BIG = 100_000_000
 
@@ -269,13 +269,15 @@ class SettingsDialog(QDialog):
         sw = QVBoxLayout(switches)
         #: The compaction switches the dialog edits, by their settings name.
         self.switch_boxes = {key: QCheckBox(SETTING_LABELS[key]) for key in SWITCHES}
-        self.auto_compact, self.compact_on_overflow, self.prune, self.compact_ahead = (
-            self.switch_boxes.values()
-        )
+        (self.auto_compact, self.compact_on_overflow, self.prune, self.compact_ahead,
+         self.read_ahead) = self.switch_boxes.values()
         self.prune.setText(SETTING_LABELS["prune"] + " (pruning)")
         ahead_help = CompactionSwitches.model_fields["compact_ahead"].description or ""
         self.compact_ahead.setToolTip(ahead_help)
         self.compact_ahead.setAccessibleDescription(ahead_help)
+        draft_help = CompactionSwitches.model_fields["read_ahead"].description or ""
+        self.read_ahead.setToolTip(draft_help)
+        self.read_ahead.setAccessibleDescription(draft_help)
         for key, box_ in self.switch_boxes.items():
             sw.addWidget(box_)
             self.fields[("compaction", key)] = box_

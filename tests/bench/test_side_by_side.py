@@ -154,8 +154,8 @@ def test_the_table_ends_with_the_answers_and_says_what_the_policy_is_worth() -> 
                    when="2026-11-26", model="m.gguf")
     assert table.startswith("Run 2026-11-26 with m.gguf: `python -m bench --side-by-side")
     assert f"window {window_for(wl):,}" in table
-    assert ("| W2 | embedded engine, app policy | 0.50 / 1.00 | 1,200 | 60 (5.0%) | 300 | 2 "
-            "| 0 | 310 | 42 | 5/8 |") in table
+    assert ("| W2 | embedded engine, app policy | 0.50 / 1.00 | 1,200 | 60 (5.0%) | 300 | 0 "
+            "| 2 | 0 | 310 | 42 | 5/8 |") in table
     assert table.splitlines()[2].endswith("| answers at the end |")
     assert "| 2/8 (1 not askable) |" in table
     assert ("- W2: on llama-server the app's policy answered 5/8 (+38% against the front "
@@ -263,3 +263,39 @@ def test_the_front_cut_sends_the_front_ends_sampler_and_the_policy_the_apps(
     assert side_by_side.FRONT_END_SAMPLER["repeat_penalty"] == 1.1
     assert side_by_side.FRONT_END_SAMPLER != LLAMA_SERVER_SAMPLER
     assert len(errors) == 3
+
+
+def test_read_ahead_repeats_the_embedded_run_reading_each_message_but_its_last_word_first(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """``--side-by-side --read-ahead``: the last embedded run again, each message less its
+    last word read ahead (untimed, its tokens counted apart) before the timed send, which
+    then evaluates fewer tokens and replies the same; the table says so."""
+    import assistant.llm.registry as registry
+    from assistant.llm.llama_backend import LlamaBackend
+
+    backend = _TunableScripted(window=2_048, trained_context=2_048, default_reply=REPLY)
+    monkeypatch.setattr(LlamaBackend, "load", classmethod(lambda _cls, *_a, **_k: backend))
+    monkeypatch.setattr(registry, "resolve_model", lambda _m: (tmp_path / "m.gguf", None))
+    monkeypatch.setattr(side_by_side, "passage_answers", lambda _b, _t: 0)
+    wl = _workload_asking_the_port(14)
+    rows = side_by_side.run("m", [wl], RunOptions(), llama_server=str(tmp_path / "none"),
+                            log_dir=tmp_path, questions=0, errors=[], read_ahead=True)
+    assert [r.label for r in rows] == [EMBEDDED, EMBEDDED + side_by_side.AHEAD]
+    plain, ahead = rows
+    drafts = [w.messages[-1]["content"].rsplit("\n\n", 1)[-1] for w in backend.warms]
+    sent = [s.text for s in wl.steps if isinstance(s, ChatStep)]
+    typed = [t.rstrip().rsplit(maxsplit=1)[0] for t in sent]  # each less its last word
+    # In order; those whose send compacts are not read ahead (a read-ahead never compacts).
+    assert drafts == [t for t in typed if t in drafts] and len(drafts) >= len(typed) // 2
+    assert len(typed) - len(drafts) <= plain.cuts
+    assert plain.ahead_evaluated == 0 < ahead.ahead_evaluated
+    # The sends read only the rest: what they saved is what was read ahead (and the ends
+    # of the drafts' prompts, which the sends replaced).
+    assert ahead.evaluated < plain.evaluated * 0.8
+    assert plain.evaluated - ahead.evaluated <= ahead.ahead_evaluated
+    assert ahead.replies == plain.replies and len(plain.replies) == len(sent)
+    assert ahead.same_as_without == f"replies {len(sent)}/{len(sent)}, answers 0/0"
+    table = render(rows, [wl], "python -m bench --side-by-side --read-ahead")
+    assert f"| {ahead.ahead_evaluated:,} |" in table
+    assert f"- {wl.name}, {ahead.label}: replies {len(sent)}/{len(sent)}" in table

@@ -40,6 +40,7 @@ from assistant.llm.base import (
     LLMError,
     ModelInfo,
     StreamEvent,
+    WarmResult,
 )
 from assistant.llm.cache_reuse import common_prefix
 from assistant.llm.fallback_tokenizer import Cl100kTokenizer
@@ -91,6 +92,8 @@ class ScriptedBackend:
         self.closed = False
         #: States loaded with :meth:`load_state` (tests of the resume path count them).
         self.loaded_states = 0
+        #: Prompts evaluated by :meth:`warm` (the read-ahead), in order.
+        self.warms: list[RecordedCall] = []
 
     # -- Tokenizer ---------------------------------------------------------------------
     def tokenize(self, text: str) -> list[int]:
@@ -254,6 +257,39 @@ class ScriptedBackend:
         )
         record.result = result
         yield StreamEvent(result=result)
+
+    def warm(
+        self,
+        messages: ChatMessages,
+        *,
+        tools: Sequence[dict[str, Any]] | None = None,
+        cancel: CancelToken | None = None,
+        prompt: EncodedPrompt | None = None,
+    ) -> WarmResult:
+        """``PromptWarmer``: the prompt's tokens (all but the last, as llama.cpp) into the
+        simulated cache, in ``prefill_batch`` batches (what was done before a cancel stays);
+        recorded in :attr:`warms` (no reply is taken from the queue)."""
+        if prompt is not None and prompt.text is not None and prompt.tokens is not None:
+            text, tokens = prompt.text, list(prompt.tokens)
+        else:
+            text = self.render_prompt(messages, tools)
+            tokens = self.tokenize(text)
+        self.warms.append(RecordedCall([dict(m) for m in messages], list(tools) if tools else None,
+                                       len(tokens), 0, prompt_text=text))
+        if len(tokens) >= self.window:
+            raise ContextOverflowError(len(tokens), self.window)
+        target = max(0, len(tokens) - 1)
+        reused = min(common_prefix(self._cache, tokens), target)
+        done = reused
+        step = self.prefill_batch or target
+        while done < target:
+            if cancel is not None and cancel.cancelled:
+                break
+            if self.delay_per_batch:
+                time.sleep(self.delay_per_batch)
+            done = min(target, done + step)
+        self._cache = tokens[:done]
+        return WarmResult(len(tokens), done - reused, reused, 0.0, finished=done >= target)
 
     def _prefill(
         self,

@@ -296,3 +296,39 @@ def test_native_tool_calls_when_the_template_has_them(
             assert result is not None and result.finish_reason in ("stop", "length")
         finally:
             be.close()
+
+
+def test_a_warmed_draft_is_kept_in_the_slot_and_the_send_reads_only_the_rest(
+    llama_cpp_server: LocalServer,
+) -> None:
+    """The read-ahead (:meth:`ServerBackend.warm`): one token asked and discarded, the whole
+    draft evaluated and kept in the slot's cache; the send evaluates what follows it. Its
+    reply starts as the same request evaluated whole (``cache_prompt`` false) does; it is
+    not compared further, the logits depending on the split into batches (docs/BENCHMARKS.md,
+    "Reading the message while it is typed")."""
+    history = [*CHAT, {"role": "assistant", "content": "Blue."},
+               {"role": "user", "content": "Which colour of the rainbow comes after green?"}]
+    draft = [*history[:-1], {"role": "user", "content": "Which colour of the rainbow comes"}]
+    options = GenerationOptions(max_tokens=12, temperature=0.0)
+    be = ServerBackend.connect(ServerConfig(llama_cpp_server.url, timeout_s=120, seed=0))
+    try:
+        warmed = be.warm(draft)
+        assert warmed.finished and warmed.prompt_tokens == be.count_prompt(draft)
+        assert warmed.evaluated > 10
+        hot = list(be.generate(history, options))[-1].result
+        ahead, sent = (be.tokenize(be.render_prompt(m)) for m in (draft, history))
+        shared = next(i for i, (a, b) in enumerate(zip(ahead, sent, strict=False)) if a != b)
+        whole = {**be._body(history, None, options), "stream": False, "cache_prompt": False}
+        whole.pop("stream_options")
+        got = httpx.post(f"{llama_cpp_server.url}/v1/chat/completions", json=whole,
+                         trust_env=False, timeout=120)
+        got.raise_for_status()
+        assert got.json()["usage"]["prompt_tokens"] == hot.prompt_tokens if hot else False
+        cold = got.json()["choices"][0]["message"]["content"]
+    finally:
+        be.close()
+    assert hot is not None
+    # Only the last word and the template's end were left (timings.prompt_n).
+    assert hot.prompt_evaluated == len(sent) - shared < 12
+    assert hot.prompt_tokens == len(sent)
+    assert hot.text.split()[:2] == cold.split()[:2]
