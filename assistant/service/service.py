@@ -440,8 +440,8 @@ class ChatService:
         self.drafts.draft_changed(text)
 
     def _draft_target(self) -> Target | None:
-        engine, handle = self.engine, self.handle
-        if (not self.settings.compaction.read_ahead or engine is None or self.busy
+        engine, handle = self.model.engine, self.chat.handle
+        if (not self.settings.compaction.read_ahead or engine is None or self.jobs.busy
                 or self._queue or self.browsing or self._closed
                 or (handle is not None and handle.read_only is not None)):
             return None

@@ -66,7 +66,7 @@ def test_nothing_is_read_during_a_reply_and_the_words_typed_meanwhile_are_read_a
     be = ScriptedBackend(["A long reply " * 8], delay_per_token=0.02)
     rig = make_rig(backend=be, threaded=True)
     assert rig.service.submit("Tell me a story.")
-    assert rig.service.busy
+    assert rig.service.jobs.busy
     rig.service.draft_changed("And then what happened")
     assert rig.loop is not None
     rig.loop.run_until(lambda: bool(be.calls) and be.calls[-1].result is not None)
