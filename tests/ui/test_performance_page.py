@@ -24,6 +24,9 @@ def test_saved_states_are_listed_and_deleted(make_window, artifacts_dir: Path) -
     h.backend.enqueue("Paris is the capital of France.")
     h.type_and_send("What is the capital of France?")
     h.wait_idle()
+    # The state is copied by a job queued on the model's one worker after the reply: a job
+    # queued after it ends after it, then the writer has it.
+    h.controller.worker.submit(lambda: None).result(timeout=30)
     h.controller.saved_states.writer.flush(timeout=10)
     files = list(default_dir().glob("*.kvstate"))
     assert len(files) == 1
