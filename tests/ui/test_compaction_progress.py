@@ -3,6 +3,8 @@ time left; Esc stops it and the chat stays usable."""
 
 from __future__ import annotations
 
+import re
+
 from PySide6.QtCore import Qt
 
 from assistant.service.events import PrefillProgress
@@ -65,10 +67,14 @@ def test_the_strip_counts_down_between_reports_and_then_counts_the_writing(qtbot
     assert strip.bar.maximum() == 0  # busy until the first count
     strip.update_progress(PrefillProgress(512, 1567, tokens_per_s=200.0, eta_s=5.0))
     assert "about 5 s left" in strip.text and strip.bar.value() == round(512 / 1567 * 1000)
-    qtbot.waitUntil(lambda: "about 3 s left" in strip.text, timeout=5_000)  # no new report
+    # No new report: the time left counts down (a tick can come late on a loaded machine,
+    # so the count may pass a number between two polls).
+    qtbot.waitUntil(lambda: re.search(r"about [1-4] s left", strip.text) is not None,
+                    timeout=5_000)
     strip.update_progress(PrefillProgress(1566, 1567, tokens_per_s=200.0, eta_s=0.0))
     assert strip.text.endswith("writing the summary…") and strip.bar.maximum() == 0
-    qtbot.waitUntil(lambda: "1 s so far" in strip.text, timeout=5_000)
+    qtbot.waitUntil(lambda: re.search(r" [1-9]\d* s so far", strip.text) is not None,
+                    timeout=5_000)
     # A second call of the summarizer reads its prompt anew: back to the count.
     strip.update_progress(PrefillProgress(100, 900, tokens_per_s=200.0, eta_s=4.0))
     assert "reading 100 of 900" in strip.text and strip.bar.maximum() == 1000
