@@ -25,8 +25,10 @@ from bench.workloads import WORKLOAD_NAMES, ChatStep, generate, load_workload
 @pytest.mark.integration
 @pytest.mark.slow
 # Five workloads with the policy, the real session, two answer-benchmark questions per
-# transcript and a short chunk-reuse measurement on the real model. The limit only catches a
-# hang; the work is bounded by the quick sizes and these counts.
+# transcript (the app's record+recall only, without oracle (ii): the whole history at the
+# trained window took half of the answers' time here, and the test below asks both oracles
+# and the plain record) and a short chunk-reuse measurement on the real model. The limit
+# only catches a hang; the work is bounded by the quick sizes and these counts.
 @pytest.mark.timeout(2400)
 def test_quick_run_with_the_embedded_model(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
@@ -34,6 +36,7 @@ def test_quick_run_with_the_embedded_model(
     report = tmp_path / "BENCHMARKS.md"
     saved = tmp_path / "workloads"
     assert main(["--quick", "--strategy", "policy", "--questions", "2",
+                 "--answer-strategy", "record+recall", "--no-history-oracle",
                  "--reuse-positions", "48", "--report", str(report),
                  "--save-workloads", str(saved), "--json"]) == 0
     data = json.loads(capsys.readouterr().out)
@@ -83,11 +86,14 @@ def test_quick_run_with_the_embedded_model(
     assert ratio is not None and ratio > 0.5
 
     # The answer benchmark's small version: every workload and the real session, asked a
-    # few questions with the embedded model, the record with and without recall (the
+    # few questions with the embedded model through the app's record and recall (the
     # figures are reported, not asserted).
     asked = {(a["source"], a["model"]) for a in data["answers"]}
     assert {w for w, _ in asked} >= set(WORKLOAD_NAMES) | {"pi_refactor_session"}
     assert all(len(a["rows"]) > 0 for a in data["answers"])
+    rows = [r for a in data["answers"] for r in a["rows"]]
+    assert {r["strategy"] for r in rows} == {"record+recall"}
+    assert all(r["oracle_ii"] is None for r in rows)
     assert {m for _, m in asked} == {"smollm2-135m-instruct"}
     assert "Answers: what the model can still answer" in report.read_text(encoding="utf-8")
 
