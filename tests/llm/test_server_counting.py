@@ -18,9 +18,7 @@ from assistant.llm.template import ChatTemplate
 
 
 def _counting() -> LocalRendered:
-    tok = Cl100kTokenizer()
-    return LocalRendered(ChatTemplate(None), tok.tokenize, tok.count,
-                         description="cl100k", exact=True)
+    return LocalRendered(ChatTemplate(None), Cl100kTokenizer(), description="cl100k", exact=True)
 
 
 def _wire(messages: Sequence[dict[str, Any]], tools: Any) -> tuple[list[dict[str, Any]], Any]:
