@@ -189,9 +189,7 @@ class ServerBackend:
         self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None
     ) -> int | None:
         body = self._body(messages, tools, GenerationOptions(max_tokens=1, temperature=0.0))
-        body["stream"] = False
-        body.pop("stream_options", None)
-        answer = self._http.post("/v1/chat/completions", body)
+        answer = self._one_token(body)
         usage = answer.get("usage") if isinstance(answer, dict) else None
         size = usage.get("prompt_tokens") if isinstance(usage, dict) else None
         return int(size) if isinstance(size, int) else None
@@ -345,10 +343,12 @@ class ServerBackend:
             )
         except ContextOverflowError as exc:
             raise self._learned(exc, prompt_tokens) from None
-        if prompt is not None and prompt.text is not None:
-            rendered = prompt.text
-        else:
-            rendered = self._rendered_or_empty(sent, sent_tools)
+        rendered = prompt.text if prompt is not None and prompt.text is not None else None
+        if rendered is None:
+            try:
+                rendered = self._counting.render(sent, sent_tools)
+            except (ServerError, ValueError):  # only the reuse estimate needs it
+                rendered = ""
 
         def events() -> Iterator[StreamEvent]:
             reply = StreamedReply()
@@ -425,14 +425,6 @@ class ServerBackend:
         return WarmResult(result.prompt_tokens, result.prompt_evaluated, result.prompt_reused,
                           seconds, finished=not result.stopped)
 
-    def _rendered_or_empty(
-        self, sent: list[dict[str, Any]], tools: list[dict[str, Any]] | None
-    ) -> str:
-        try:
-            return self._counting.render(sent, tools)
-        except (ServerError, ValueError):  # only the reuse estimate needs it
-            return ""
-
     def _reused_estimate(self, rendered: str, prompt_tokens: int) -> int:
         """Prompt tokens a single-slot server (llama-cpp-python's) kept from the last call:
         the prefix this prompt shares with the last prompt and its reply (used when the
@@ -472,16 +464,20 @@ class ServerBackend:
     def _diagnose_empty(self, body: dict[str, Any], prompt_tokens: int) -> None:
         """A stream that ended before any event (llama-cpp-python does this for a prompt
         that does not fit): ask again without streaming, one token, to get the error."""
-        quiet = {**body, "stream": False, "max_tokens": 1}
-        quiet.pop("stream_options", None)
         try:
-            self._http.post("/v1/chat/completions", quiet)
+            self._one_token(body)
         except ContextOverflowError as exc:
             raise self._learned(exc, prompt_tokens) from None
         raise ServerStreamError(
             self._http.base_url,
             f"The server at {self._http.base_url} ended the reply without sending anything.",
         )
+
+    def _one_token(self, body: dict[str, Any]) -> Any:
+        """``body`` asked again without streaming, for one token: the server's answer."""
+        quiet = {**body, "stream": False, "max_tokens": 1}
+        quiet.pop("stream_options", None)
+        return self._http.post("/v1/chat/completions", quiet)
 
     def close(self) -> None:
         self._counting.close()
