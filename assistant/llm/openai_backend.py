@@ -129,14 +129,14 @@ class ServerBackend:
         profile: ServerProfile,
         counting: Counting,
         template: ChatTemplate,
-        verification: str,
     ) -> None:
         self._http = http
         self._config = config
         self.profile = profile
         self._counting = counting
         self._template = template
-        self._verification = verification
+        #: How the counts were checked against the server (the connection test shows it).
+        self._verification = ""
         auto = config.tool_calls == "auto"
         self._native = profile.native_tools if auto else config.tool_calls == "native"
         if config.window:
@@ -166,7 +166,7 @@ class ServerBackend:
             if on_progress:
                 on_progress(0.3)
             counting, template = choose_counting(http, profile, config.tokenizer_gguf)
-            backend = cls(http, config, profile, counting, template, "")
+            backend = cls(http, config, profile, counting, template)
             if on_progress:
                 on_progress(0.5)
             backend._verify()
@@ -180,10 +180,7 @@ class ServerBackend:
         if not self._config.verify or not counting.exact:
             self._verification = "" if counting.exact else "not checked: an estimate"
             return
-        result = verify_counting(counting, self._server_prompt_size, self._wire)
-        counting.exact = result.exact
-        counting.offset = result.offset
-        self._verification = result.detail
+        self._verification = verify_counting(counting, self._server_prompt_size, self._wire)
 
     def _server_prompt_size(
         self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None

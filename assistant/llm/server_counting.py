@@ -12,7 +12,6 @@ import hashlib
 import json
 import logging
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from typing import Any, Protocol
 
 from assistant.llm.base import ChatMessages, LLMError
@@ -290,19 +289,13 @@ PROBES: tuple[tuple[tuple[dict[str, Any], ...], bool], ...] = (
 )
 
 
-@dataclass(frozen=True)
-class Verification:
-    exact: bool
-    offset: int
-    detail: str
-
-
 def verify_counting(
     counting: Counting,
     server_count: Callable[[list[dict[str, Any]], list[dict[str, Any]] | None], int | None],
     wire: Callable[[ChatMessages, Tools], tuple[list[dict[str, Any]], list[dict[str, Any]] | None]],
-) -> Verification:
-    """Compare ``counting`` with the server's ``usage.prompt_tokens`` on :data:`PROBES`.
+) -> str:
+    """Compare ``counting`` with the server's ``usage.prompt_tokens`` on :data:`PROBES`: sets
+    its ``exact`` and ``offset``, and says what was found.
 
     ``wire(messages, tools)`` is what the backend sends; ``server_count(messages, tools)``
     makes a one-token request and returns the server's prompt count (None: not reported).
@@ -312,21 +305,19 @@ def verify_counting(
         sent, sent_tools = wire(list(messages), [_TOOL] if with_tools else None)
         theirs = server_count(sent, sent_tools)
         if theirs is None:
-            return Verification(
-                counting.exact, 0, "the server does not report prompt sizes, so the counts "
-                "could not be checked",
-            )
-        ours = counting._count_rendered(sent, sent_tools)
-        diffs.append(theirs - ours)
+            return "the server does not report prompt sizes, so the counts could not be checked"
+        diffs.append(theirs - counting._count_rendered(sent, sent_tools))
     if len(set(diffs)) == 1:
+        counting.exact, counting.offset = True, diffs[0]
         if diffs[0] == 0:
-            return Verification(True, 0, "checked against the server's prompt sizes")
-        return Verification(
-            True, diffs[0], f"checked against the server's prompt sizes (corrected by "
-            f"{diffs[0]:+d} token{'s' if abs(diffs[0]) != 1 else ''} per prompt)",
+            return "checked against the server's prompt sizes"
+        return (
+            f"checked against the server's prompt sizes (corrected by {diffs[0]:+d} "
+            f"token{'s' if abs(diffs[0]) != 1 else ''} per prompt)"
         )
     log.warning("server counts differ from ours by %s on the probes", diffs)
-    return Verification(
-        False, 0, f"they differ from the server's prompt sizes by {min(diffs)} to {max(diffs)} "
-        "tokens, so they are estimates",
+    counting.exact = False
+    return (
+        f"they differ from the server's prompt sizes by {min(diffs)} to {max(diffs)} tokens, "
+        "so they are estimates"
     )
