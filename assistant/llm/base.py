@@ -172,15 +172,6 @@ class ModelInfo:
     exact_counts: bool = True
 
 
-@runtime_checkable
-class Tokenizer(Protocol):
-    """Counts tokens; the loaded model's tokenizer, or the cl100k fallback."""
-
-    name: str
-
-    def count(self, text: str) -> int: ...
-
-
 @dataclass(frozen=True)
 class KVState:
     """A snapshot of a backend's KV cache (its tokens and the engine's bytes), loadable only
@@ -196,8 +187,14 @@ class KVState:
 
 
 @runtime_checkable
-class PromptCounter(Tokenizer, Protocol):
+class PromptCounter(Protocol):
     """Renders prompts with the model's chat template and counts them exactly."""
+
+    name: str
+
+    def count(self, text: str) -> int:
+        """Tokens of ``text`` (no special tokens added)."""
+        ...
 
     @property
     def info(self) -> ModelInfo: ...

@@ -18,6 +18,7 @@ import threading
 import time
 import uuid
 from array import array
+from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -243,56 +244,37 @@ class StateWriter:
     def __init__(self, cache: StateCache) -> None:
         self.cache = cache
         self._pending: dict[str, KVState] = {}
-        self._cond = threading.Condition()
-        self._thread: threading.Thread | None = None
-        self._closed = False
-        self._busy = False
+        self._lock = threading.Lock()
+        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="kv-state-writer")
+        #: The latest write queued (one thread: every earlier one is done when it is).
+        self._last: Future[None] | None = None
         #: Paths written, in order (tests and the benchmark read it).
         self.written: list[Path] = []
 
     def submit(self, chat_id: str, state: KVState) -> None:
-        with self._cond:
-            if self._closed:
-                return
-            self._pending[chat_id] = state
-            if self._thread is None:
-                self._thread = threading.Thread(
-                    target=self._run, name="kv-state-writer", daemon=True
-                )
-                self._thread.start()
-            self._cond.notify_all()
-
-    def _run(self) -> None:
-        while True:
-            with self._cond:
-                while not self._pending and not self._closed:
-                    self._cond.wait()
-                if not self._pending:
+        with self._lock:
+            if chat_id not in self._pending:
+                try:
+                    self._last = self._pool.submit(self._write, chat_id)
+                except RuntimeError:  # closed: nothing more is written
                     return
-                chat_id, state = next(iter(self._pending.items()))
-                del self._pending[chat_id]
-                self._busy = True
-            try:
-                path = self.cache.save(chat_id, state)
-                if path is not None:
-                    self.written.append(path)
-            except OSError as exc:
-                log.warning("could not save the chat's model state: %s", exc)
-            finally:
-                with self._cond:
-                    self._busy = False
-                    self._cond.notify_all()
+            self._pending[chat_id] = state
+
+    def _write(self, chat_id: str) -> None:
+        with self._lock:
+            state = self._pending.pop(chat_id)
+        try:
+            path = self.cache.save(chat_id, state)
+        except OSError as exc:
+            log.warning("could not save the chat's model state: %s", exc)
+            return
+        if path is not None:
+            self.written.append(path)
 
     def flush(self, timeout: float | None = None) -> bool:
         """Wait until everything submitted is written; False on timeout."""
-        with self._cond:
-            return self._cond.wait_for(lambda: not self._pending and not self._busy, timeout)
+        last = self._last
+        return last is None or not wait([last], timeout).not_done
 
     def close(self) -> None:
-        with self._cond:
-            self._closed = True
-            self._cond.notify_all()
-            thread = self._thread
-        if thread is not None:
-            thread.join()
-        self._thread = None
+        self._pool.shutdown(wait=True)

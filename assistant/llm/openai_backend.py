@@ -129,14 +129,14 @@ class ServerBackend:
         profile: ServerProfile,
         counting: Counting,
         template: ChatTemplate,
-        verification: str,
     ) -> None:
         self._http = http
         self._config = config
         self.profile = profile
         self._counting = counting
         self._template = template
-        self._verification = verification
+        #: How the counts were checked against the server (the connection test shows it).
+        self._verification = ""
         auto = config.tool_calls == "auto"
         self._native = profile.native_tools if auto else config.tool_calls == "native"
         if config.window:
@@ -166,7 +166,7 @@ class ServerBackend:
             if on_progress:
                 on_progress(0.3)
             counting, template = choose_counting(http, profile, config.tokenizer_gguf)
-            backend = cls(http, config, profile, counting, template, "")
+            backend = cls(http, config, profile, counting, template)
             if on_progress:
                 on_progress(0.5)
             backend._verify()
@@ -180,18 +180,13 @@ class ServerBackend:
         if not self._config.verify or not counting.exact:
             self._verification = "" if counting.exact else "not checked: an estimate"
             return
-        result = verify_counting(counting, self._server_prompt_size, self._wire)
-        counting.exact = result.exact
-        counting.offset = result.offset
-        self._verification = result.detail
+        self._verification = verify_counting(counting, self._server_prompt_size, self._wire)
 
     def _server_prompt_size(
         self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None
     ) -> int | None:
         body = self._body(messages, tools, GenerationOptions(max_tokens=1, temperature=0.0))
-        body["stream"] = False
-        body.pop("stream_options", None)
-        answer = self._http.post("/v1/chat/completions", body)
+        answer = self._one_token(body)
         usage = answer.get("usage") if isinstance(answer, dict) else None
         size = usage.get("prompt_tokens") if isinstance(usage, dict) else None
         return int(size) if isinstance(size, int) else None
@@ -345,10 +340,12 @@ class ServerBackend:
             )
         except ContextOverflowError as exc:
             raise self._learned(exc, prompt_tokens) from None
-        if prompt is not None and prompt.text is not None:
-            rendered = prompt.text
-        else:
-            rendered = self._rendered_or_empty(sent, sent_tools)
+        rendered = prompt.text if prompt is not None and prompt.text is not None else None
+        if rendered is None:
+            try:
+                rendered = self._counting.render(sent, sent_tools)
+            except (ServerError, ValueError):  # only the reuse estimate needs it
+                rendered = ""
 
         def events() -> Iterator[StreamEvent]:
             reply = StreamedReply()
@@ -425,14 +422,6 @@ class ServerBackend:
         return WarmResult(result.prompt_tokens, result.prompt_evaluated, result.prompt_reused,
                           seconds, finished=not result.stopped)
 
-    def _rendered_or_empty(
-        self, sent: list[dict[str, Any]], tools: list[dict[str, Any]] | None
-    ) -> str:
-        try:
-            return self._counting.render(sent, tools)
-        except (ServerError, ValueError):  # only the reuse estimate needs it
-            return ""
-
     def _reused_estimate(self, rendered: str, prompt_tokens: int) -> int:
         """Prompt tokens a single-slot server (llama-cpp-python's) kept from the last call:
         the prefix this prompt shares with the last prompt and its reply (used when the
@@ -472,16 +461,20 @@ class ServerBackend:
     def _diagnose_empty(self, body: dict[str, Any], prompt_tokens: int) -> None:
         """A stream that ended before any event (llama-cpp-python does this for a prompt
         that does not fit): ask again without streaming, one token, to get the error."""
-        quiet = {**body, "stream": False, "max_tokens": 1}
-        quiet.pop("stream_options", None)
         try:
-            self._http.post("/v1/chat/completions", quiet)
+            self._one_token(body)
         except ContextOverflowError as exc:
             raise self._learned(exc, prompt_tokens) from None
         raise ServerStreamError(
             self._http.base_url,
             f"The server at {self._http.base_url} ended the reply without sending anything.",
         )
+
+    def _one_token(self, body: dict[str, Any]) -> Any:
+        """``body`` asked again without streaming, for one token: the server's answer."""
+        quiet = {**body, "stream": False, "max_tokens": 1}
+        quiet.pop("stream_options", None)
+        return self._http.post("/v1/chat/completions", quiet)
 
     def close(self) -> None:
         self._counting.close()

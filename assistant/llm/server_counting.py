@@ -3,7 +3,7 @@ counted by the server (:class:`ServerRendered`), rendered here and tokenized by 
 a GGUF's vocabulary (:class:`LocalRendered`), else an estimate (ChatML and cl100k,
 :attr:`Counting.exact` False). :func:`verify_counting` checks the choice against the server's
 ``usage.prompt_tokens`` on three probes (a constant difference, a BOS, is corrected); counts
-are memoized per rendered prompt, so a new message costs one request.
+are memoized per conversation, so a new message costs one request.
 """
 
 from __future__ import annotations
@@ -12,8 +12,7 @@ import hashlib
 import json
 import logging
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from assistant.llm.base import ChatMessages, LLMError
 from assistant.llm.fallback_tokenizer import Cl100kTokenizer
@@ -47,6 +46,15 @@ def _memo() -> LRUMemo[bytes, Any]:
     return LRUMemo(MEMO_ENTRIES, MEMO_WEIGHT)
 
 
+class TextTokenizer(Protocol):
+    """``tokenize``: a rendered prompt's tokens (the BOS the vocabulary asks for included);
+    ``count``: the tokens of a piece of text, without special tokens added."""
+
+    def tokenize(self, text: str) -> list[int]: ...
+
+    def count(self, text: str) -> int: ...
+
+
 class Counting:
     """Renders and counts a conversation as the server sees it (see the module docstring).
 
@@ -58,18 +66,27 @@ class Counting:
     description: str = ""
     exact: bool = False
     offset: int = 0
+    tokenizer: TextTokenizer
+
+    def __init__(self) -> None:
+        self._counts = _memo()
 
     def render(self, messages: ChatMessages, tools: Tools) -> str:
         raise NotImplementedError
 
     def tokenize_prompt(self, text: str) -> list[int]:
-        raise NotImplementedError
+        return self.tokenizer.tokenize(text)
 
     def count_text(self, text: str) -> int:
-        raise NotImplementedError
+        return self.tokenizer.count(text) if text else 0
+
+    def _measure(self, messages: ChatMessages, tools: Tools) -> int:
+        return len(self.tokenize_prompt(self.render(messages, tools)))
 
     def _count_rendered(self, messages: ChatMessages, tools: Tools) -> int:
-        return len(self.tokenize_prompt(self.render(messages, tools)))
+        """The prompt's tokens as counted here (memoized per conversation)."""
+        key = _key(messages, tools)
+        return int(self._counts.cached(key, lambda: self._measure(messages, tools)))
 
     def count(self, messages: ChatMessages, tools: Tools) -> int:
         return max(0, self._count_rendered(messages, tools) + self.offset)
@@ -78,20 +95,45 @@ class Counting:
         """Release what the counter holds (a GGUF vocabulary)."""
 
 
+class ServerTokenizer:
+    """The server's ``POST /tokenize`` of a text (llama.cpp's shape, or vLLM's when
+    ``vllm_model`` names the model)."""
+
+    def __init__(self, http: ServerHTTP, vllm_model: str | None = None) -> None:
+        self._http = http
+        self._vllm_model = vllm_model
+
+    def tokens(self, text: str, special: bool) -> list[int]:
+        if self._vllm_model is not None:
+            body: dict[str, Any] = {
+                "model": self._vllm_model, "prompt": text, "add_special_tokens": special
+            }
+        else:
+            body = {"content": text, "add_special": special, "parse_special": True}
+        return _ids(self._http.post("/tokenize", body))
+
+    def tokenize(self, text: str) -> list[int]:
+        return self.tokens(text, True)
+
+    def count(self, text: str) -> int:
+        return len(self.tokens(text, False))
+
+
 class ServerRendered(Counting):
     """llama.cpp (``/apply-template`` + ``/tokenize``) or vLLM (``/tokenize`` with messages)."""
 
     def __init__(self, http: ServerHTTP, profile: ServerProfile) -> None:
+        super().__init__()
         self._http = http
         self._vllm = profile.tokenizer == "vllm"
         self._model = profile.model
+        self.tokenizer = ServerTokenizer(http, self._model if self._vllm else None)
         self.description = (
             "the server's /tokenize with its chat template" if self._vllm
             else "the server's /apply-template and /tokenize"
         )
         self.exact = True
         self._renders = _memo()
-        self._counts = _memo()
 
     def _body(self, messages: ChatMessages, tools: Tools) -> dict[str, Any]:
         body: dict[str, Any] = {"messages": list(messages)}
@@ -120,56 +162,33 @@ class ServerRendered(Counting):
     def _vllm_chat_tokens(self, messages: ChatMessages, tools: Tools) -> list[int]:
         return _ids(self._http.post("/tokenize", self._body(messages, tools)))
 
-    def _count_rendered(self, messages: ChatMessages, tools: Tools) -> int:
-        def count() -> int:
-            if self._vllm:
-                return len(self._vllm_chat_tokens(messages, tools))
-            return len(self.tokenize_prompt(self.render(messages, tools)))
-
-        return int(self._counts.cached(_key(messages, tools), count))
-
-    def tokenize_prompt(self, text: str) -> list[int]:
-        return _server_tokens(self._http, text, True, self._model if self._vllm else None)
-
-    def count_text(self, text: str) -> int:
-        if not text:
-            return 0
-        return len(_server_tokens(self._http, text, False, self._model if self._vllm else None))
+    def _measure(self, messages: ChatMessages, tools: Tools) -> int:
+        if self._vllm:
+            return len(self._vllm_chat_tokens(messages, tools))
+        return super()._measure(messages, tools)
 
 
 class LocalRendered(Counting):
-    """A chat template here; tokens from ``tokenize_prompt`` (the server's or a GGUF's)."""
+    """A chat template here; tokens from ``tokenizer`` (the server's or a GGUF's)."""
 
     def __init__(
         self,
         template: ChatTemplate,
-        tokenize_prompt: Callable[[str], list[int]],
-        count_text: Callable[[str], int],
+        tokenizer: TextTokenizer,
         *,
         description: str,
         exact: bool,
         owned: GGUFVocab | None = None,
     ) -> None:
+        super().__init__()
         self.template = template
-        self._tokenize = tokenize_prompt
-        self._count_text = count_text
+        self.tokenizer = tokenizer
         self.description = description
         self.exact = exact
         self._owned = owned
-        self._counts = _memo()
 
     def render(self, messages: ChatMessages, tools: Tools) -> str:
         return self.template.render(messages, tools)
-
-    def tokenize_prompt(self, text: str) -> list[int]:
-        return self._tokenize(text)
-
-    def _count_rendered(self, messages: ChatMessages, tools: Tools) -> int:
-        text = self.render(messages, tools)
-        return int(self._counts.cached(_digest(text), lambda: len(self._tokenize(text))))
-
-    def count_text(self, text: str) -> int:
-        return self._count_text(text) if text else 0
 
     def close(self) -> None:
         if self._owned is not None:
@@ -192,28 +211,12 @@ class ServerTextTokenizer:
             self._http.post("/extras/tokenize", body)
         )))
 
-    def _strip(self, tokens: list[int]) -> list[int]:
-        n = len(self._prefix)
+    def tokenize(self, text: str) -> list[int]:
+        tokens, n = self._raw(text), len(self._prefix)
         return tokens[n:] if n and tokens[:n] == self._prefix else tokens
 
-    def tokenize_prompt(self, text: str) -> list[int]:
-        return self._strip(self._raw(text))
-
     def count(self, text: str) -> int:
-        return len(self._strip(self._raw(text)))
-
-
-def _server_tokens(
-    http: ServerHTTP, text: str, special: bool, vllm_model: str | None = None
-) -> list[int]:
-    """The server's ``POST /tokenize`` of ``text`` (in vLLM's shape when ``vllm_model``)."""
-    if vllm_model is not None:
-        body: dict[str, Any] = {
-            "model": vllm_model, "prompt": text, "add_special_tokens": special
-        }
-    else:
-        body = {"content": text, "add_special": special, "parse_special": True}
-    return _ids(http.post("/tokenize", body))
+        return len(self.tokenize(text))
 
 
 def _ids(answer: Any) -> list[int]:
@@ -237,45 +240,26 @@ def choose_counting(
         if profile.chat_template else None
     )
     template = gguf.template if gguf else props_template or ChatTemplate(None)
-    if profile.server_renders and _can_render(http, profile):
+    if profile.server_renders:
         if gguf is not None:
             gguf.close()
         return ServerRendered(http, profile), props_template or ChatTemplate(None)
     if profile.tokenizer == "llama.cpp":  # an older llama-server: no /apply-template
+        tokenizer: TextTokenizer = ServerTokenizer(http)
+        what = f"the server's /tokenize, template from {template.origin}"
+    elif profile.tokenizer == "llama-cpp-python":
+        tokenizer = ServerTextTokenizer(http, profile.model)
+        what = f"the server's /extras/tokenize, template from {template.origin}"
+    elif gguf is not None:
+        tokenizer, what = gguf, f"the tokenizer and template of {gguf.path.name}"
+    else:
         return LocalRendered(
-            template, lambda text: _server_tokens(http, text, True),
-            lambda text: len(_server_tokens(http, text, False)),
-            description=f"the server's /tokenize, template from {template.origin}",
-            exact=True, owned=gguf,
+            template, Cl100kTokenizer(),
+            description="estimates (cl100k; the server has no tokenizer endpoint: name its "
+            "GGUF file in Settings, Engine for exact counts)",
+            exact=False,
         ), template
-    if profile.tokenizer == "llama-cpp-python":
-        text = ServerTextTokenizer(http, profile.model)
-        return LocalRendered(
-            template, text.tokenize_prompt, text.count,
-            description=f"the server's /extras/tokenize, template from {template.origin}",
-            exact=True, owned=gguf,
-        ), template
-    if gguf is not None:
-        return LocalRendered(
-            template, gguf.tokenize, gguf.count,
-            description=f"the tokenizer and template of {gguf.path.name}",
-            exact=True, owned=gguf,
-        ), template
-    cl100k = Cl100kTokenizer()
-    return LocalRendered(
-        template, cl100k.tokenize, cl100k.count,
-        description="estimates (cl100k; the server has no tokenizer endpoint: name its GGUF "
-        "file in Settings, Engine for exact counts)",
-        exact=False,
-    ), template
-
-
-def _can_render(http: ServerHTTP, profile: ServerProfile) -> bool:
-    if profile.tokenizer == "vllm":
-        return True
-    got = http.try_post("/apply-template", {"messages": [{"role": "user", "content": "hi"}]})
-    return isinstance(got, dict) and isinstance(got.get("prompt"), str)
-
+    return LocalRendered(template, tokenizer, description=what, exact=True, owned=gguf), template
 
 # -- checking the counts against the server ------------------------------------------------------
 
@@ -305,19 +289,13 @@ PROBES: tuple[tuple[tuple[dict[str, Any], ...], bool], ...] = (
 )
 
 
-@dataclass(frozen=True)
-class Verification:
-    exact: bool
-    offset: int
-    detail: str
-
-
 def verify_counting(
     counting: Counting,
     server_count: Callable[[list[dict[str, Any]], list[dict[str, Any]] | None], int | None],
     wire: Callable[[ChatMessages, Tools], tuple[list[dict[str, Any]], list[dict[str, Any]] | None]],
-) -> Verification:
-    """Compare ``counting`` with the server's ``usage.prompt_tokens`` on :data:`PROBES`.
+) -> str:
+    """Compare ``counting`` with the server's ``usage.prompt_tokens`` on :data:`PROBES`: sets
+    its ``exact`` and ``offset``, and says what was found.
 
     ``wire(messages, tools)`` is what the backend sends; ``server_count(messages, tools)``
     makes a one-token request and returns the server's prompt count (None: not reported).
@@ -327,21 +305,19 @@ def verify_counting(
         sent, sent_tools = wire(list(messages), [_TOOL] if with_tools else None)
         theirs = server_count(sent, sent_tools)
         if theirs is None:
-            return Verification(
-                counting.exact, 0, "the server does not report prompt sizes, so the counts "
-                "could not be checked",
-            )
-        ours = counting._count_rendered(sent, sent_tools)
-        diffs.append(theirs - ours)
+            return "the server does not report prompt sizes, so the counts could not be checked"
+        diffs.append(theirs - counting._count_rendered(sent, sent_tools))
     if len(set(diffs)) == 1:
+        counting.exact, counting.offset = True, diffs[0]
         if diffs[0] == 0:
-            return Verification(True, 0, "checked against the server's prompt sizes")
-        return Verification(
-            True, diffs[0], f"checked against the server's prompt sizes (corrected by "
-            f"{diffs[0]:+d} token{'s' if abs(diffs[0]) != 1 else ''} per prompt)",
+            return "checked against the server's prompt sizes"
+        return (
+            f"checked against the server's prompt sizes (corrected by {diffs[0]:+d} "
+            f"token{'s' if abs(diffs[0]) != 1 else ''} per prompt)"
         )
     log.warning("server counts differ from ours by %s on the probes", diffs)
-    return Verification(
-        False, 0, f"they differ from the server's prompt sizes by {min(diffs)} to {max(diffs)} "
-        "tokens, so they are estimates",
+    counting.exact = False
+    return (
+        f"they differ from the server's prompt sizes by {min(diffs)} to {max(diffs)} tokens, "
+        "so they are estimates"
     )

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import re
 import socket
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import suppress
 from typing import Any
 
@@ -173,13 +173,17 @@ class ServerHTTP:
     def post(self, path: str, body: dict[str, Any], *, timeout_s: float | None = None) -> Any:
         return self._json(self._send("POST", path, body, timeout_s), path)
 
-    def try_get(self, path: str) -> Any | None:
-        """GET, or None when the server does not have ``path`` (any 4xx but 401/403)."""
-        return _unless_missing(lambda: self.get(path))
-
-    def try_post(self, path: str, body: dict[str, Any]) -> Any | None:
-        """POST, or None when the server does not have ``path`` or refuses the body."""
-        return _unless_missing(lambda: self.post(path, body))
+    def try_request(self, path: str, body: dict[str, Any] | None = None) -> Any | None:
+        """GET (POST with ``body``), or None when the server does not have ``path`` or
+        refuses the body (a 4xx but 401/403, or an answer that is not JSON)."""
+        try:
+            return self.get(path) if body is None else self.post(path, body)
+        except ServerHTTPError as exc:
+            if 400 <= exc.status < 500 and exc.status not in (401, 403):
+                return None
+            raise
+        except ServerStreamError:
+            return None
 
     def _timeout(self, watch: Watch, timeout_s: float | None = None) -> httpx.Timeout:
         """Per-read timeouts that never reach past the request's deadline."""
@@ -222,25 +226,37 @@ class ServerHTTP:
     ) -> bytes:
         """The answer's bytes (at most ``max_body_bytes``, within the deadline)."""
         watch = Watch(self.reply_deadline_s)
-        kwargs: dict[str, Any] = {} if body is None else {"json": body}
+        response = self._answered(self._client, watch, method, path, timeout_s, json=body)
         try:
-            response = self._open(self._client, watch, method, path, timeout_s, **kwargs)
-            try:
-                content = bounded_body(
-                    response.iter_bytes(), watch, max_total=self.max_body_bytes
-                )
-            finally:
-                response.close()
-        except httpx.HTTPError as exc:
+            return bounded_body(response.iter_bytes(), watch, max_total=self.max_body_bytes)
+        except (httpx.HTTPError, LimitExceeded) as exc:
             raise self._transport_error(exc, watch) from exc
-        except LimitExceeded as exc:
-            raise self._limit_error(exc, watch) from exc
         finally:
+            response.close()
             watch.stop()
-        if response.status_code >= 400:
-            text = content.decode("utf-8", errors="replace")
-            raise self._status_error(response.status_code, text, path)
-        return content
+
+    def _answered(
+        self, client: httpx.Client, watch: Watch, method: str, path: str,
+        timeout_s: float | None = None, **kwargs: Any,
+    ) -> httpx.Response:
+        """:meth:`_open`, with a failure or an error status raised (the watch stopped)."""
+        try:
+            response = self._open(client, watch, method, path, timeout_s, **kwargs)
+        except httpx.HTTPError as exc:
+            watch.stop()
+            raise self._transport_error(exc, watch) from exc
+        if response.status_code < 400:
+            return response
+        try:
+            text = bounded_body(
+                response.iter_bytes(), watch, max_total=min(self.max_body_bytes, 1 << 20)
+            ).decode("utf-8", errors="replace")
+        except (httpx.HTTPError, LimitExceeded):
+            text = ""
+        finally:
+            response.close()
+            watch.stop()
+        raise self._status_error(response.status_code, text, path)
 
     def _json(self, content: bytes, path: str) -> Any:
         try:
@@ -259,30 +275,23 @@ class ServerHTTP:
         """Open a streamed POST (HTTP errors raised here, before any event); close the stream
         or read it to the end."""
         watch = Watch(self.reply_deadline_s, cancel)
-        try:
-            response = self._open(
-                self._stream_client, watch, "POST", path, json=body,
-                headers={"Accept": "text/event-stream", "Accept-Encoding": "identity"},
-            )
-        except httpx.HTTPError as exc:
-            watch.stop()
-            raise self._transport_error(exc, watch) from exc
-        if response.status_code >= 400:
-            try:
-                text = bounded_body(
-                    response.iter_bytes(), watch, max_total=min(self.max_body_bytes, 1 << 20)
-                ).decode("utf-8", errors="replace")
-            except (httpx.HTTPError, LimitExceeded):
-                text = ""
-            finally:
-                response.close()
-                watch.stop()
-            raise self._status_error(response.status_code, text, path)
+        response = self._answered(
+            self._stream_client, watch, "POST", path, json=body,
+            headers={"Accept": "text/event-stream", "Accept-Encoding": "identity"},
+        )
         return SSEStream(self, response, watch, max_events)
 
     # -- errors -------------------------------------------------------------------------
-    def _transport_error(self, exc: httpx.HTTPError, watch: Watch | None = None) -> ServerError:
+    def _transport_error(
+        self, exc: httpx.HTTPError | LimitExceeded, watch: Watch | None = None
+    ) -> ServerError:
+        """What a failed request or an answer past the limits is, for the user."""
         url = self.base_url
+        if isinstance(exc, TooLarge):
+            return ServerReplyTooLarge(
+                url, f"The server at {url} sent too much: {exc}; the answer was stopped and "
+                "not used."
+            )
         if watch is not None and watch.expired:
             return self._deadline_error(watch)
         if isinstance(exc, httpx.TimeoutException):
@@ -314,14 +323,6 @@ class ServerHTTP:
             f"{watch.deadline_s:g} s (the longest a reply may take); it was stopped."
         )
 
-    def _limit_error(self, exc: LimitExceeded, watch: Watch) -> ServerError:
-        if isinstance(exc, TooLarge):
-            return ServerReplyTooLarge(
-                self.base_url, f"The server at {self.base_url} sent too much: {exc}; the "
-                "answer was stopped and not used."
-            )
-        return self._deadline_error(watch)
-
     def _status_error(self, status: int, text: str, path: str) -> LLMError:
         body: Any = None
         with suppress(ValueError):
@@ -341,19 +342,6 @@ class ServerHTTP:
     def close(self) -> None:
         self._client.close()
         self._stream_client.close()
-
-
-def _unless_missing(request: Callable[[], Any]) -> Any | None:
-    """``request()``, or None when the server has no such endpoint (a 4xx but 401/403, or
-    not JSON)."""
-    try:
-        return request()
-    except ServerHTTPError as exc:
-        if 400 <= exc.status < 500 and exc.status not in (401, 403):
-            return None
-        raise
-    except ServerStreamError:
-        return None
 
 
 def _short_reason(exc: BaseException) -> str:
@@ -412,8 +400,6 @@ class SSEStream:
             if watch.cancelled:
                 self.cancelled = True
                 return
-            if isinstance(exc, LimitExceeded):
-                raise http._limit_error(exc, watch) from exc
             raise http._transport_error(exc, watch) from exc
         finally:
             self.close()

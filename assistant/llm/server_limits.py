@@ -32,12 +32,7 @@ class DeadlinePassed(LimitExceeded):
 
 
 class TooLarge(LimitExceeded):
-    """A line or the whole answer is larger than allowed."""
-
-    def __init__(self, what: str, limit: int) -> None:
-        self.what = what
-        self.limit = limit
-        super().__init__(f"{what} larger than {limit:,} bytes")
+    """A line or the whole answer is larger than allowed (the message says which)."""
 
 
 class Watch:
@@ -139,11 +134,11 @@ def bounded_lines(
             line = bytes(buffer[start:end])
             start = end + 1
             if len(line) > max_line:
-                raise TooLarge("a line is", max_line)
+                raise TooLarge(f"a line is larger than {max_line:,} bytes")
             yield line[:-1] if line.endswith(b"\r") else line
         del buffer[:start]
         if len(buffer) > max_line:
-            raise TooLarge("a line is", max_line)
+            raise TooLarge(f"a line is larger than {max_line:,} bytes")
     if buffer:
         yield bytes(buffer)
 
@@ -160,7 +155,7 @@ def _watched(chunks: Iterable[bytes], watch: Watch, max_total: int) -> Iterator[
         watch.check()
         total += len(chunk)
         if total > max_total:
-            raise TooLarge("the answer is", max_total)
+            raise TooLarge(f"the answer is larger than {max_total:,} bytes")
         yield chunk
     if watch.expired:  # the end came from the watch shutting the socket
         raise DeadlinePassed

@@ -41,6 +41,9 @@ class ServerProfile:
     #: The server says the model has native tool calls (chat template capabilities).
     native_tools: bool = False
     tokenizer: Tokenizer | None = None
+    #: The server renders a conversation with its template and counts it (llama.cpp's
+    #: ``/apply-template``, vLLM's ``/tokenize`` of messages).
+    server_renders: bool = False
     #: The model's chat template, where the server shows it (llama.cpp ``/props``).
     chat_template: str | None = None
     version: str = ""
@@ -49,11 +52,6 @@ class ServerProfile:
     @property
     def kind_name(self) -> str:
         return KIND_NAMES[self.kind]
-
-    @property
-    def server_renders(self) -> bool:
-        """The server renders a conversation with its template and counts it."""
-        return self.tokenizer in ("llama.cpp", "vllm")
 
 
 def model_label(model_id: str) -> str:
@@ -102,25 +100,29 @@ def probe(http: ServerHTTP, wanted_model: str = "") -> ServerProfile:
         model=model,
     )
 
-    props = http.try_get("/props")
+    props = http.try_request("/props")
     if isinstance(props, dict) and (
         "default_generation_settings" in props or "chat_template" in props
     ):
-        return _llama_cpp(base, props, entry)
-    tokens = http.try_post("/extras/tokenize", {"input": "Hello", "model": model})
+        hello = {"messages": [{"role": "user", "content": "hi"}]}
+        rendered = http.try_request("/apply-template", hello)
+        renders = isinstance(rendered, dict) and isinstance(rendered.get("prompt"), str)
+        return replace(_llama_cpp(base, props, entry), server_renders=renders)
+    tokens = http.try_request("/extras/tokenize", {"input": "Hello", "model": model})
     if isinstance(tokens, dict) and isinstance(tokens.get("tokens"), list):
         return replace(base, kind="llama-cpp-python", tokenizer="llama-cpp-python")
     if isinstance(entry.get("max_model_len"), int):
-        counted = http.try_post("/tokenize", {"model": model, "prompt": "Hello"})
+        counted = http.try_request("/tokenize", {"model": model, "prompt": "Hello"})
         has_tokenizer = isinstance(counted, dict) and isinstance(counted.get("tokens"), list)
         return replace(
             base, kind="vllm", tokenizer="vllm" if has_tokenizer else None,
+            server_renders=has_tokenizer,
             window=int(entry["max_model_len"]), window_source="/v1/models max_model_len",
         )
-    version = http.try_get("/api/version")
+    version = http.try_request("/api/version")
     if isinstance(version, dict) and isinstance(version.get("version"), str):
         return _ollama(http, base, str(version["version"]))
-    studio = http.try_get("/api/v0/models")
+    studio = http.try_request("/api/v0/models")
     if isinstance(studio, dict) and isinstance(studio.get("data"), list):
         return _lmstudio(base, studio["data"])
     window, source = _window_in_entry(entry)
@@ -153,12 +155,12 @@ def _ollama(http: ServerHTTP, base: ServerProfile, version: str) -> ServerProfil
     window: int | None = None
     source = ""
     notes: list[str] = []
-    ps = http.try_get("/api/ps")
+    ps = http.try_request("/api/ps")
     for loaded in ps.get("models", []) if isinstance(ps, dict) else []:
         size = loaded.get("context_length") if isinstance(loaded, dict) else None
         if loaded.get("name") == model and isinstance(size, int) and size > 0:
             window, source = size, "/api/ps context_length"
-    show = http.try_post("/api/show", {"model": model})
+    show = http.try_request("/api/show", {"model": model})
     native = False
     if isinstance(show, dict):
         caps = show.get("capabilities")

@@ -25,7 +25,7 @@ def _body(kind: str, sampler: dict[str, Any] | None = None) -> dict[str, Any]:
     backend = ServerBackend(
         ServerHTTP(URL), ServerConfig(URL, sampler=sampler),
         ServerProfile(base_url=URL, kind=kind, models=("m",), model="m"),  # type: ignore[arg-type]
-        Counting(), ChatTemplate(None), "",
+        Counting(), ChatTemplate(None),
     )
     return backend._body(CHAT, None, GenerationOptions(max_tokens=8, temperature=0.0))
 

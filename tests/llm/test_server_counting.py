@@ -18,9 +18,7 @@ from assistant.llm.template import ChatTemplate
 
 
 def _counting() -> LocalRendered:
-    tok = Cl100kTokenizer()
-    return LocalRendered(ChatTemplate(None), tok.tokenize, tok.count,
-                         description="cl100k", exact=True)
+    return LocalRendered(ChatTemplate(None), Cl100kTokenizer(), description="cl100k", exact=True)
 
 
 def _wire(messages: Sequence[dict[str, Any]], tools: Any) -> tuple[list[dict[str, Any]], Any]:
@@ -29,16 +27,16 @@ def _wire(messages: Sequence[dict[str, Any]], tools: Any) -> tuple[list[dict[str
 
 def test_counts_equal_to_the_servers_are_exact() -> None:
     counting = _counting()
-    got = verify_counting(counting, lambda m, t: counting._count_rendered(m, t), _wire)
-    assert (got.exact, got.offset) == (True, 0)
+    detail = verify_counting(counting, lambda m, t: counting._count_rendered(m, t), _wire)
+    assert (counting.exact, counting.offset) == (True, 0)
+    assert detail == "checked against the server's prompt sizes"
 
 
 def test_a_constant_difference_is_corrected() -> None:
     counting = _counting()
-    got = verify_counting(counting, lambda m, t: counting._count_rendered(m, t) + 1, _wire)
-    assert (got.exact, got.offset) == (True, 1)
-    assert "+1 token per prompt" in got.detail
-    counting.offset = got.offset
+    detail = verify_counting(counting, lambda m, t: counting._count_rendered(m, t) + 1, _wire)
+    assert (counting.exact, counting.offset) == (True, 1)
+    assert "+1 token per prompt" in detail
     probe = _wire(list(PROBES[0][0]), None)[0]
     assert counting.count(probe, None) == counting._count_rendered(probe, None) + 1
 
@@ -46,15 +44,15 @@ def test_a_constant_difference_is_corrected() -> None:
 def test_differences_that_vary_make_estimates() -> None:
     counting = _counting()
     sizes = iter([10, 50, 90])
-    got = verify_counting(counting, lambda m, t: next(sizes), _wire)
-    assert not got.exact
-    assert "estimates" in got.detail
+    detail = verify_counting(counting, lambda m, t: next(sizes), _wire)
+    assert not counting.exact and counting.offset == 0
+    assert "estimates" in detail
 
 
 def test_a_server_that_does_not_report_sizes_leaves_the_claim() -> None:
     counting = _counting()
-    got = verify_counting(counting, lambda m, t: None, _wire)
-    assert got.exact and "could not be checked" in got.detail
+    detail = verify_counting(counting, lambda m, t: None, _wire)
+    assert counting.exact and counting.offset == 0 and "could not be checked" in detail
 
 
 def test_the_memo_is_bounded_by_entries_and_weight() -> None:
