@@ -285,8 +285,7 @@ class ContextController:
         tokens, _ = self._count(system_prompt, tools, messages, summed=summed)
         # As the next prompt shows it (before recall's excerpts).
         if self.switches().earlier_as_notes:
-            rendered = render_history(messages, first=len(messages) - len(kept),
-                                      user_calls=_user_calls(kept))
+            rendered = _as_notes(messages, kept)
             if rendered != messages:
                 tokens = min(tokens, self._count(system_prompt, tools, rendered, summed=summed)[0])
         return tokens
@@ -306,8 +305,7 @@ class ContextController:
             # The next prompt writes every turn shown now as an earlier one (its user
             # message comes after them): count them as it will.
             kept = self.facts.of(call.conv).kept
-            messages = render_history(req.messages, first=len(req.messages) - len(kept),
-                                      user_calls=_user_calls(kept), latest=len(req.messages))
+            messages = _as_notes(req.messages, kept, latest=len(req.messages))
             if messages != req.messages:
                 self._adopt(req, messages, call, pol)
         if req.prompt is None and not self._checked(call, req):
@@ -515,8 +513,7 @@ class ContextController:
         :attr:`focus_tokens` (:func:`.context_render.focus_history`): (as rendered, as
         shown, where the focused history starts)."""
         first = len(messages) - len(kept)
-        rendered = render_history(messages, first=first, excerpts=excerpts,
-                                  user_calls=_user_calls(kept))
+        rendered = _as_notes(messages, kept, excerpts=excerpts)
         focus = self.focus_tokens() if excerpts else None
         if focus is None:
             return rendered, rendered, None
@@ -727,8 +724,7 @@ class ContextController:
         latest, excerpts = render
         first = len(messages) - len(span)
         stop = next((first + i for i, m in enumerate(span) if m.id == latest), len(messages))
-        return render_history(messages, first=first, excerpts=excerpts,
-                              user_calls=_user_calls(span), latest=stop)
+        return _as_notes(messages, span, excerpts=excerpts, latest=stop)
 
     def _emit(self, event: ContextEvent) -> None:
         if self.on_event is not None:
@@ -753,9 +749,16 @@ def _split_rest(segments: dict[str, int], tokens: int, outputs: int) -> None:
     segments["tool_outputs"] = min(outputs, rest)
 
 
-def _user_calls(messages: Sequence[Message]) -> set[str]:
-    """Ids of the tool calls the user ran (``/read``), noted as run at their request."""
-    return {c.id for m in messages if m.initiated_by == "user" for c in m.tool_calls}
+def _as_notes(
+    messages: Sequence[dict[str, Any]], kept: Sequence[Message], *, excerpts: bool = False,
+    latest: int | None = None,
+) -> list[dict[str, Any]]:
+    """``messages``, ending with ``kept`` as built, with the earlier turns' tool calls as
+    notes (:func:`.context_render.render_history`); the calls the user ran (``/read``) are
+    noted as run at their request."""
+    user_calls = {c.id for m in kept if m.initiated_by == "user" for c in m.tool_calls}
+    return render_history(messages, first=len(messages) - len(kept), excerpts=excerpts,
+                          user_calls=user_calls, latest=latest)
 
 
 def _digest(messages: Sequence[dict[str, Any]]) -> str:
