@@ -134,9 +134,6 @@ class ContextController:
         on_event: Callable[[ContextEvent], None] | None = None,
         summarizer: Summarizer | None = None,
         counter: TokenCounter | None = None,
-        recall: Recall | None = None,
-        defer_model: Callable[[], bool] = lambda: False,
-        focus_tokens: Callable[[], int | None] = lambda: None,
     ) -> None:
         self.backend = backend
         self.policy = policy
@@ -164,14 +161,16 @@ class ContextController:
         #: unchanged at the threshold.
         self.summary_cache = SummaryCache()
         #: Whether a compaction inside a turn takes the code's summary when none written
-        #: ahead matches, leaving the model's to idle time (:meth:`precompute`).
-        self.defer_model = defer_model
-        #: Brings back excerpts of the whole chat beside the latest question (None: off).
-        self.recall = recall
+        #: ahead matches, leaving the model's to idle time (:meth:`precompute`; the service
+        #: sets it).
+        self.defer_model: Callable[[], bool] = lambda: False
+        #: Brings back excerpts of the whole chat beside the latest question (None: off;
+        #: :func:`assistant.engine.attach_recall` gives it one).
+        self.recall: Recall | None = None
         #: Beside recall's excerpts, only this many tokens of the history before the latest
         #: user message (the latest exchange always) go into that call (None: all of it;
         #: :func:`.context_render.focus_history`).
-        self.focus_tokens = focus_tokens
+        self.focus_tokens: Callable[[], int | None] = lambda: None
         self._overhead_memo: Memo[tuple[str, str], int] = Memo(64)
         #: The facts of the conversation (kept messages, calls, unanswered ids, files),
         #: computed once per state and shared by the rules (:mod:`.facts`).
