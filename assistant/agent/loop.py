@@ -122,21 +122,22 @@ class Agent:
             self.on_event(MessageRefused(text, fit.tokens, fit.room))
             self._finish_failed(fit.refusal())
             return
-        try:
-            self._append(conv, Message(role="user", content=text))
-            stopped, error = self._model_turn(conv, cancel)
-        except OSError as exc:  # an observer could not save: nothing unsaved is shown
-            self._finish_failed(f"Could not save the chat: {exc}")
-            return
-        self.on_event(TurnFinished(stopped=stopped, error=error))
+        self._turn(conv, cancel, Message(role="user", content=text))
 
     def respond(self, conv: Conversation, cancel: CancelToken | None = None) -> None:
         """The model turn of :meth:`chat` without a new message (after an edit or a regenerate)."""
-        cancel = cancel or CancelToken()
         self._bind(conv)
+        self._turn(conv, cancel or CancelToken())
+
+    def _turn(
+        self, conv: Conversation, cancel: CancelToken, message: Message | None = None
+    ) -> None:
+        """Append ``message`` (when there is one), then the model turn, then ``TurnFinished``."""
         try:
+            if message is not None:
+                self._append(conv, message)
             stopped, error = self._model_turn(conv, cancel)
-        except OSError as exc:
+        except OSError as exc:  # an observer could not save: nothing unsaved is shown
             self._finish_failed(f"Could not save the chat: {exc}")
             return
         self.on_event(TurnFinished(stopped=stopped, error=error))

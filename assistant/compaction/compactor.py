@@ -25,6 +25,8 @@ from assistant.compaction.cut_point import CutPlan, find_cut, valid_cuts
 from assistant.compaction.facts import FactsCache
 from assistant.compaction.file_tracking import FileOps
 from assistant.compaction.summary import (
+    DEFERRED_NOTE,
+    ExtractiveSummarizer,
     MechanicalState,
     ModelSummarizer,
     Summarizer,
@@ -32,7 +34,6 @@ from assistant.compaction.summary import (
     SummaryOutcome,
     SummaryRequest,
     compose_summary,
-    deferred_summary,
     model_part,
     render_mechanical,
 )
@@ -311,7 +312,8 @@ class Compactor:
                     and isinstance(summarizer, ModelSummarizer) and summarizer.asks_model(request)):
                 log.info("Summary written by the code in the turn; the model's is left to "
                          "the time the user reads")
-                return deferred_summary(self.counter, request, job.cancel)
+                return ExtractiveSummarizer(self.counter, DEFERRED_NOTE).summarize(
+                    request, job.cancel)
             return summarizer.summarize(request, job.cancel)
         except SummaryCancelled:
             return Status.CANCELLED

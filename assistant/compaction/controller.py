@@ -8,7 +8,8 @@ import json
 import logging
 from collections.abc import Callable, Sequence
 from contextlib import nullcontext
-from typing import Any
+from dataclasses import dataclass, field, replace
+from typing import Any, NamedTuple
 
 from assistant.compaction import context
 from assistant.compaction.ahead import AHEAD_FILL, Precomputed, SummaryCache
@@ -76,6 +77,35 @@ log = logging.getLogger("assistant.compaction")
 _Render = tuple[str | None, bool] | None
 
 
+class _Sent(NamedTuple):
+    """The last prompt sent: what llama.cpp holds in its KV cache, which an in-context
+    summary reuses."""
+
+    conv_id: int
+    pruned: frozenset[str]
+    cuts: dict[str, str]
+    render: _Render
+
+
+@dataclass
+class _Memo:
+    """What the controller remembers of the last calls. :meth:`ContextController.preview`
+    runs on a copy and puts this one back, so a field added here is kept by it too."""
+
+    sent: _Sent | None = None
+    render: _Render = None
+    #: (id of the conversation, ids of the cut outputs) last reported (:class:`TrimEvent`).
+    trims: tuple[int, frozenset[str]] = (0, frozenset())
+    #: The outputs cut in the last prompt built.
+    cuts: dict[str, str] = field(default_factory=dict)
+    #: Per chat, where the last focused call's history started: (index in the rendered
+    #: prompt, digest of the prompt up to it), so the next calls share the prefix.
+    anchors: dict[int, tuple[int, str]] = field(default_factory=dict)
+
+    def copy(self) -> _Memo:
+        return replace(self, cuts=dict(self.cuts), anchors=dict(self.anchors))
+
+
 class _WouldCompact(Exception):
     """A read-ahead's request would need a compaction (:meth:`ContextController.preview`)."""
 
@@ -104,9 +134,6 @@ class ContextController:
         on_event: Callable[[ContextEvent], None] | None = None,
         summarizer: Summarizer | None = None,
         counter: TokenCounter | None = None,
-        recall: Recall | None = None,
-        defer_model: Callable[[], bool] = lambda: False,
-        focus_tokens: Callable[[], int | None] = lambda: None,
     ) -> None:
         self.backend = backend
         self.policy = policy
@@ -134,17 +161,16 @@ class ContextController:
         #: unchanged at the threshold.
         self.summary_cache = SummaryCache()
         #: Whether a compaction inside a turn takes the code's summary when none written
-        #: ahead matches, leaving the model's to idle time (:meth:`precompute`).
-        self.defer_model = defer_model
-        #: Brings back excerpts of the whole chat beside the latest question (None: off).
-        self.recall = recall
+        #: ahead matches, leaving the model's to idle time (:meth:`precompute`; the service
+        #: sets it).
+        self.defer_model: Callable[[], bool] = lambda: False
+        #: Brings back excerpts of the whole chat beside the latest question (None: off;
+        #: :func:`assistant.engine.attach_recall` gives it one).
+        self.recall: Recall | None = None
         #: Beside recall's excerpts, only this many tokens of the history before the latest
         #: user message (the latest exchange always) go into that call (None: all of it;
         #: :func:`.context_render.focus_history`).
-        self.focus_tokens = focus_tokens
-        #: Per chat, where the last focused call's history started: (index in the rendered
-        #: prompt, digest of the prompt up to it), so the next calls share the prefix.
-        self._focus_anchors: dict[int, tuple[int, str]] = {}
+        self.focus_tokens: Callable[[], int | None] = lambda: None
         self._overhead_memo: Memo[tuple[str, str], int] = Memo(64)
         #: The facts of the conversation (kept messages, calls, unanswered ids, files),
         #: computed once per state and shared by the rules (:mod:`.facts`).
@@ -159,13 +185,7 @@ class ContextController:
         #: Conversation states where compaction did not help (never retried automatically).
         self._no_retry: set[State] = set()
         self._overflow_done: set[State] = set()
-        #: (id of the conversation, ids of pruned results, cut outputs, how earlier turns
-        #: were rendered) of the last prompt sent: what llama.cpp holds in its KV cache,
-        #: which an in-context summary reuses.
-        self._sent_view: tuple[int, frozenset[str], dict[str, str], _Render] | None = None
-        self._last_render: _Render = None
-        self._last_trims: tuple[int, frozenset[str]] = (0, frozenset())
-        self._last_cuts: dict[str, str] = {}
+        self._memo = _Memo()
         #: Inside :meth:`preview`: a compaction it would need ends it instead.
         self._previewing = False
 
@@ -224,7 +244,7 @@ class ContextController:
                     fitted.trimmed[m.id] = (self.counter.message(m), after)
         if trim and (over or base_view.trims):
             self._report_trims(conv, fitted.trimmed)
-        self._last_cuts = dict(fitted.view.trims)
+        self._memo.cuts = dict(fitted.view.trims)
         built, n = fitted.built, fitted.tokens
         base = self.overhead(system_prompt, None)
         with_tools = self.overhead(system_prompt, tools) if tools else base
@@ -240,13 +260,13 @@ class ContextController:
     def _report_trims(self, conv: Conversation, trimmed: dict[str, tuple[int, int]]) -> None:
         """A :class:`TrimEvent` when the set of cut outputs changed since the last call."""
         ids = frozenset(trimmed)
-        if ids and self._last_trims != (id(conv), ids):
+        if ids and self._memo.trims != (id(conv), ids):
             before = sum(b for b, _ in trimmed.values())
             after = sum(a for _, a in trimmed.values())
             log.info("Cut %d unanswered tool output(s) to fit: %d -> %d tokens",
                      len(ids), before, after)
             self._emit(TrimEvent(tuple(sorted(ids)), before, after))
-        self._last_trims = (id(conv), ids)
+        self._memo.trims = (id(conv), ids)
 
     def _measure(
         self, conv: Conversation, system_prompt: str, summary: str, kept: Sequence[Message],
@@ -264,8 +284,7 @@ class ContextController:
         tokens, _ = self._count(system_prompt, tools, messages, summed=summed)
         # As the next prompt shows it (before recall's excerpts).
         if self.switches().earlier_as_notes:
-            rendered = render_history(messages, first=len(messages) - len(kept),
-                                      user_calls=_user_calls(kept))
+            rendered = _as_notes(messages, kept)
             if rendered != messages:
                 tokens = min(tokens, self._count(system_prompt, tools, rendered, summed=summed)[0])
         return tokens
@@ -275,18 +294,17 @@ class ContextController:
         Changes nothing: no pruning, compaction or cut is made, recorded or reported.
         Encoded once, as :meth:`prepare` does. ``as_next``: as the next call will write
         it, every turn shown now an earlier one (the context bar between calls)."""
-        cuts = self._last_cuts
+        cuts = self._memo.cuts
         try:
             pol = self.policy()
             req = self._request(call, pol, trim=False, exact=not self.counter.additive)
         finally:
-            self._last_cuts = cuts
+            self._memo.cuts = cuts
         if as_next and self.switches().earlier_as_notes:
             # The next prompt writes every turn shown now as an earlier one (its user
             # message comes after them): count them as it will.
             kept = self.facts.of(call.conv).kept
-            messages = render_history(req.messages, first=len(req.messages) - len(kept),
-                                      user_calls=_user_calls(kept), latest=len(req.messages))
+            messages = _as_notes(req.messages, kept, latest=len(req.messages))
             if messages != req.messages:
                 self._adopt(req, messages, call, pol)
         if req.prompt is None and not self._checked(call, req):
@@ -369,7 +387,7 @@ class ContextController:
                 raise _WouldCompact
             else:
                 record = self._run(call, CompactionReason.THRESHOLD, req.prompt_tokens, pol).record
-        if record is not None or req.prompt_tokens + pol.reserve > pol.limit or self._last_cuts:
+        if record is not None or req.prompt_tokens + pol.reserve > pol.limit or self._memo.cuts:
             req = self._request(call, pol, exact=exact)  # else: the same request again
         if pol.limit > req.prompt_tokens > pol.limit - pol.reserve:
             # At or over the window the backend refuses the call before reading a token,
@@ -396,7 +414,7 @@ class ContextController:
 
     def _remember_sent(self, conv: Conversation, req: PreparedRequest) -> None:
         pruned = frozenset(m.id for m in self.facts.of(conv).kept if m.pruned)
-        self._sent_view = (id(conv), pruned, dict(self._last_cuts), self._last_render)
+        self._memo.sent = _Sent(id(conv), pruned, dict(self._memo.cuts), self._memo.render)
 
     def prune(self, conv: Conversation) -> int:
         """Apply the prune rule (see :mod:`.prune`); returns the tokens freed."""
@@ -494,8 +512,7 @@ class ContextController:
         :attr:`focus_tokens` (:func:`.context_render.focus_history`): (as rendered, as
         shown, where the focused history starts)."""
         first = len(messages) - len(kept)
-        rendered = render_history(messages, first=first, excerpts=excerpts,
-                                  user_calls=_user_calls(kept))
+        rendered = _as_notes(messages, kept, excerpts=excerpts)
         focus = self.focus_tokens() if excerpts else None
         if focus is None:
             return rendered, rendered, None
@@ -509,7 +526,7 @@ class ContextController:
         """Where the focused history of ``view`` starts: the chat's anchor while the prompt
         up to it is unchanged (:func:`.context_render.sticky_focus_start`)."""
         anchor = None
-        held = self._focus_anchors.get(id(conv))
+        held = self._memo.anchors.get(id(conv))
         if (held is not None and first <= held[0] < len(view)
                 and _digest(view[1:held[0] + 1]) == held[1]):
             anchor = held[0]
@@ -520,17 +537,17 @@ class ContextController:
         """Remember ``start`` as the chat's focus anchor (not at the latest user message)."""
         last = latest_user_index(view)
         key = id(conv)
-        self._focus_anchors.pop(key, None)
+        self._memo.anchors.pop(key, None)
         if last is not None and start < last:
-            self._focus_anchors[key] = (start, _digest(view[1:start + 1]))
-            while len(self._focus_anchors) > 32:  # the oldest chats' go first
-                del self._focus_anchors[next(iter(self._focus_anchors))]
+            self._memo.anchors[key] = (start, _digest(view[1:start + 1]))
+            while len(self._memo.anchors) > 32:  # the oldest chats' go first
+                del self._memo.anchors[next(iter(self._memo.anchors))]
 
     def _rendered(
         self, call: CallRequest, req: PreparedRequest, pol: EffectivePolicy
     ) -> PreparedRequest:
         """``req`` as :meth:`_render` shows it, counted exactly."""
-        self._last_render = None
+        self._memo.render = None
         if not self.switches().earlier_as_notes:
             return req
         facts = self.facts.of(call.conv)
@@ -539,7 +556,7 @@ class ContextController:
         if start is not None and len(req.messages) - len(facts.kept) > 1:
             req.segments["summary"] = 0  # the summary is not in this call
         if messages == req.messages or self._adopt(req, messages, call, pol):
-            self._last_render = (facts.latest_user_id, req.recall is not None)
+            self._memo.render = (facts.latest_user_id, req.recall is not None)
             if start is not None:
                 self._anchor_focus(call.conv, rendered, start)
         return req
@@ -579,10 +596,10 @@ class ContextController:
         where it would compact. Changes nothing: no event, the memos of the last call, the
         chat's focus anchor and recall's memo and index stay as they were."""
         trial = call.conv
-        saved = (self.on_event, self._sent_view, self._last_render, self._last_trims,
-                 self._last_cuts, dict(self._focus_anchors), self.facts._last)
-        if (anchor := self._focus_anchors.get(id(chat))) is not None:
-            self._focus_anchors[id(trial)] = anchor  # the focused history as the send's
+        saved = (self.on_event, self._memo, self.facts._last)
+        self._memo = self._memo.copy()
+        if (anchor := self._memo.anchors.get(id(chat))) is not None:
+            self._memo.anchors[id(trial)] = anchor  # the focused history as the send's
         self.on_event, self._previewing = None, True
         try:
             with self.recall.previewing(chat, trial) if self.recall else nullcontext():
@@ -590,8 +607,7 @@ class ContextController:
         except _WouldCompact:
             return None
         finally:
-            (self.on_event, self._sent_view, self._last_render, self._last_trims,
-             self._last_cuts, self._focus_anchors, self.facts._last) = saved
+            self.on_event, self._memo, self.facts._last = saved
             self._previewing = False
 
     # -- ahead of time -------------------------------------------------------------------
@@ -618,15 +634,15 @@ class ContextController:
         be = self.backend
         state = be.save_state() if isinstance(be, KVCacheAware) else None
         job = self._job(call.on(trial), CompactionReason.THRESHOLD, pol)
-        sent = self._sent_view
-        if sent is not None and sent[0] == id(conv):  # the trial chat was sent as this one
-            self._sent_view = (id(trial), sent[1], sent[2], sent[3])
+        sent = self._memo.sent
+        if sent is not None and sent.conv_id == id(conv):  # the trial chat was sent as this one
+            self._memo.sent = sent._replace(conv_id=id(trial))
         self._quiet = True
         try:
             got = self.compactor.ahead(job)
         finally:
             self._quiet = False
-            self._sent_view = sent
+            self._memo.sent = sent
             if state is not None and state.tokens and isinstance(be, KVCacheAware):
                 be.load_state(state)
         if got is not None:
@@ -694,11 +710,11 @@ class ContextController:
     ) -> list[dict[str, Any]]:
         """The chat prompt up to the cut as last sent, so an in-context summary starts
         with tokens llama.cpp still holds (see :meth:`ViewBuilder.as_sent`)."""
-        sent = self._sent_view if self._sent_view and self._sent_view[0] == id(conv) else None
+        sent = self._memo.sent if self._memo.sent and self._memo.sent.conv_id == id(conv) else None
         messages = self.views.as_sent(
-            conv, system_prompt, span, None if sent is None else (sent[1], sent[2])
+            conv, system_prompt, span, None if sent is None else (sent.pruned, sent.cuts)
         )
-        render = sent[3] if sent is not None else (
+        render = sent.render if sent is not None else (
             (None, False) if self.switches().earlier_as_notes else None)
         if render is None:  # the last prompt showed every turn as built
             return messages
@@ -707,8 +723,7 @@ class ContextController:
         latest, excerpts = render
         first = len(messages) - len(span)
         stop = next((first + i for i, m in enumerate(span) if m.id == latest), len(messages))
-        return render_history(messages, first=first, excerpts=excerpts,
-                              user_calls=_user_calls(span), latest=stop)
+        return _as_notes(messages, span, excerpts=excerpts, latest=stop)
 
     def _emit(self, event: ContextEvent) -> None:
         if self.on_event is not None:
@@ -733,9 +748,16 @@ def _split_rest(segments: dict[str, int], tokens: int, outputs: int) -> None:
     segments["tool_outputs"] = min(outputs, rest)
 
 
-def _user_calls(messages: Sequence[Message]) -> set[str]:
-    """Ids of the tool calls the user ran (``/read``), noted as run at their request."""
-    return {c.id for m in messages if m.initiated_by == "user" for c in m.tool_calls}
+def _as_notes(
+    messages: Sequence[dict[str, Any]], kept: Sequence[Message], *, excerpts: bool = False,
+    latest: int | None = None,
+) -> list[dict[str, Any]]:
+    """``messages``, ending with ``kept`` as built, with the earlier turns' tool calls as
+    notes (:func:`.context_render.render_history`); the calls the user ran (``/read``) are
+    noted as run at their request."""
+    user_calls = {c.id for m in kept if m.initiated_by == "user" for c in m.tool_calls}
+    return render_history(messages, first=len(messages) - len(kept), excerpts=excerpts,
+                          user_calls=user_calls, latest=latest)
 
 
 def _digest(messages: Sequence[dict[str, Any]]) -> str:

@@ -387,14 +387,12 @@ class _ReadOnly:
 
 def _visible(messages: Sequence[dict[str, Any]], pos: int, shown: Shown | None) -> str:
     """The prompt's text the call shows, less the latest user message, normalized."""
-    if shown is None:
-        return normalize(
-            "\n".join(str(m.get("content") or "") for i, m in enumerate(messages) if i != pos)
-        )
-    view = shown(messages)
-    last = max((i for i, m in enumerate(view) if m.get("role") == "user"), default=-1)
+    view, latest = messages, pos
+    if shown is not None:
+        view = shown(messages)
+        latest = max((i for i, m in enumerate(view) if m.get("role") == "user"), default=-1)
     return normalize("\n".join(str(m.get("content") or "") for i, m in enumerate(view)
-                                if i != last))
+                                if i != latest))
 
 
 def _same_key(hit: Hit) -> str:

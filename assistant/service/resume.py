@@ -9,7 +9,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from assistant.config import Settings
-from assistant.llm.base import CancelToken, EngineTuning, KVCacheAware, LLMBackend, LLMError
+from assistant.llm.base import EngineTuning, KVCacheAware, LLMBackend, LLMError
 from assistant.llm.calibration import CalibrationStore
 from assistant.llm.kv_state import StateCache, StateWriter
 from assistant.service.events import ModelStateRestored as Restored
@@ -55,13 +55,13 @@ class ChatResume:
         except OSError as exc:
             log.warning("could not delete the saved states of chat %s: %s", chat_id, exc)
 
-    def save_job(self, backend: LLMBackend, chat_id: str) -> Callable[[CancelToken], None] | None:
+    def save_job(self, backend: LLMBackend, chat_id: str) -> Callable[[], None] | None:
         """A worker job copying the chat's KV state out for the writer (None: nothing to save)."""
         if not self.enabled or not isinstance(backend, KVCacheAware):
             return None
         kv: KVCacheAware = backend
 
-        def job(_cancel: CancelToken) -> None:
+        def job() -> None:
             started = time.perf_counter()
             try:
                 state = kv.save_state()
@@ -77,13 +77,13 @@ class ChatResume:
 
     def restore_job(
         self, backend: LLMBackend, chat_id: str, still_wanted: Callable[[], bool]
-    ) -> Callable[[CancelToken], Restored] | None:
+    ) -> Callable[[], Restored] | None:
         """A worker job loading the chat's saved state (skipped unless ``still_wanted()``)."""
         if not self.enabled or not isinstance(backend, KVCacheAware):
             return None
         kv: KVCacheAware = backend
 
-        def job(_cancel: CancelToken) -> Restored:
+        def job() -> Restored:
             started = time.perf_counter()
             if not still_wanted():
                 return Restored(chat_id, 0, 0.0, "another chat was opened")

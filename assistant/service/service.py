@@ -8,11 +8,10 @@ from __future__ import annotations
 import contextlib
 import logging
 from collections.abc import Callable, Sequence
-from concurrent.futures import Future
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 from assistant.agent.commands import (
     AppCommand,
@@ -71,6 +70,7 @@ from assistant.tools.approval import Approver
 log = logging.getLogger("assistant.service")
 
 Dispatch = Callable[[Callable[[], None]], None]
+T = TypeVar("T")
 
 
 def call_now(fn: Callable[[], None]) -> None:
@@ -276,6 +276,26 @@ class ChatService:
                     self._cancel_ahead()
         return reload
 
+    # -- work on the model worker ------------------------------------------------------
+    def _on_worker(
+        self, job: Callable[[], T], then: Callable[[T], None],
+        failed: Callable[[BaseException], None],
+    ) -> None:
+        """Run ``job`` on the model worker, then on the owner thread, unless the service
+        closed meanwhile: ``then(result)``, or ``failed(exception)``."""
+        future = self.worker.submit(job)
+
+        def done() -> None:
+            if self._closed:
+                return
+            exc = future.exception()
+            if exc is None:
+                then(future.result())
+            else:
+                failed(exc)
+
+        future.add_done_callback(lambda _f: self.dispatch(done))
+
     # -- prompt evaluation and saved states --------------------------------------------
     def _tune(self, backend: LLMBackend) -> None:
         """Apply the prompt-evaluation settings on the worker (before any queued job)."""
@@ -283,18 +303,12 @@ class ChatService:
             return
         tunable: Tunable = backend
         tuning = engine_tuning(self.settings)
-        future = self.worker.submit(lambda _c: tunable.tune(tuning), CancelToken())
-        future.add_done_callback(lambda f: self.dispatch(lambda: self._tuned(f)))
+        self._on_worker(lambda: tunable.tune(tuning), self._tuned, lambda exc: self.notice(
+            "error", f"Could not apply the prompt evaluation settings: {exc}"))
 
-    def _tuned(self, future: Future[str]) -> None:
-        if self._closed:
-            return
-        exc = future.exception()
-        if exc is not None:
-            self.notice("error", f"Could not apply the prompt evaluation settings: {exc}")
-            return
-        self.prefill_text = future.result()
-        self.emit(PrefillTuned(self.prefill_text))
+    def _tuned(self, text: str) -> None:
+        self.prefill_text = text
+        self.emit(PrefillTuned(text))
 
     def _after_reply(self, _result: Any) -> bool:
         """A model job ended: save the chat's KV state on the worker, so reopening it is instant."""
@@ -302,7 +316,7 @@ class ChatService:
         if handle is not None and engine is not None:
             job = self.saved_states.save_job(engine.backend, handle.chat_id)
             if job is not None:
-                self.worker.submit(job, CancelToken())
+                self.worker.submit(job)
         return False
 
     def _restore_state(self) -> None:
@@ -315,19 +329,11 @@ class ChatService:
         job = self.saved_states.restore_job(
             engine.backend, handle.chat_id, lambda: seq == self._restore_seq
         )
-        if job is None:
-            return
-        future = self.worker.submit(job, CancelToken())
-        future.add_done_callback(lambda f: self.dispatch(lambda: self._restored(f)))
+        if job is not None:  # an exception is a bug, not a damaged file (those load as nothing)
+            self._on_worker(job, self._restored, lambda exc: self.notice(
+                "warning", f"The chat's saved model state was not used: {exc}"))
 
-    def _restored(self, future: Future[ModelStateRestored]) -> None:
-        if self._closed:
-            return
-        exc = future.exception()
-        if exc is not None:  # a bug, not a damaged file (those load as nothing)
-            self.notice("warning", f"The chat's saved model state was not used: {exc}")
-            return
-        got = future.result()
+    def _restored(self, got: ModelStateRestored) -> None:
         self.emit(got)
         if got.tokens and not self.jobs.busy:
             self._status(self.status_machine.note(
@@ -403,8 +409,11 @@ class ChatService:
             return context_usage(engine.controller.measure(
                 CallRequest(conv, prompt, tools=tools), as_next=True))
 
-        future = self.worker.submit(job)
-        future.add_done_callback(lambda f: self.dispatch(lambda: self._measured(seq, f)))
+        def measured(usage: AgentEvent) -> None:
+            if seq == self._measure_seq:  # else a newer count is on its way
+                self.emit(usage)
+
+        self._on_worker(job, measured, lambda _exc: None)
 
     # -- compaction ahead of time ------------------------------------------------------
     def _start_ahead(self) -> None:
@@ -428,8 +437,11 @@ class ChatService:
                 return None
             return engine.controller.precompute(CallRequest(conv, prompt, tools, token))
 
-        future = self.worker.submit(job)
-        future.add_done_callback(lambda f: self.dispatch(lambda: self._ahead_done(token, f)))
+        def failed(exc: BaseException) -> None:  # the threshold's compaction writes one
+            log.warning("Writing the next summary ahead of time failed: %s", exc)
+            self._ahead_done(token, None)
+
+        self._on_worker(job, partial(self._ahead_done, token), failed)
 
     def _job_starting(self) -> None:
         self._cancel_ahead()
@@ -457,24 +469,14 @@ class ChatService:
             self._ahead.cancel()
             self._ahead = None
 
-    def _ahead_done(self, token: CancelToken, future: Future[Precomputed | None]) -> None:
+    def _ahead_done(self, token: CancelToken, got: Precomputed | None) -> None:
         if self._ahead is token:
             self._ahead = None
-        exc = future.exception()
-        if exc is not None:  # the compaction at the threshold writes its summary itself
-            log.warning("Writing the next summary ahead of time failed: %s", exc)
-            return
-        got = future.result()
-        if got is not None and not token.cancelled and not self.jobs.busy and not self._closed:
+        if got is not None and not token.cancelled and not self.jobs.busy:
             self._status(self.status_machine.note(
                 f"Summary for the next compaction ready ({got.seconds:.0f} s, written while "
                 "you read)"
             ))
-
-    def _measured(self, seq: int, future: Future[AgentEvent]) -> None:
-        if seq != self._measure_seq or self._closed or future.exception() is not None:
-            return
-        self.emit(future.result())
 
     # -- chats -------------------------------------------------------------------------
     def _refuse_while_busy(self, doing: str = "") -> bool:

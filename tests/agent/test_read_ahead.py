@@ -50,8 +50,7 @@ class Chat:
         assert ctrl.recall is not None
         return (
             [m.model_dump() for m in self.conv.messages], len(self.conv.compactions),
-            dict(ctrl._focus_anchors), ctrl._sent_view, ctrl._last_render, ctrl._last_cuts,
-            ctrl._last_trims, ctrl.recall._last, ctrl.recall._synced,
+            ctrl._memo.copy(), ctrl.recall._last, ctrl.recall._synced,
         )
 
 

@@ -270,8 +270,8 @@ def test_the_turn_takes_the_code_summary_and_the_model_writes_the_next_one_ahead
     ``compaction/ahead.py``)."""
     from assistant.compaction.summary import DEFERRED_NOTE, model_part
 
-    ctl, backend, _ = controller(ScriptedBackend([writes(GOOD_SUMMARY)] * 30), POLICY,
-                                 defer_model=lambda: True)
+    ctl, backend, _ = controller(ScriptedBackend([writes(GOOD_SUMMARY)] * 30), POLICY)
+    ctl.defer_model = lambda: True  # as the service sets it
     conv = Conversation()
     i = _to_threshold(ctl, conv, 0)  # no reading pause wrote anything ahead
     conv.append(Message(role="user", content="And what about file 3?"))
@@ -316,8 +316,8 @@ def test_the_model_writes_it_in_the_turn_when_not_deferred_or_asked_for() -> Non
     """Deferring off (the terminal chat, the setting off) asks the model inside the turn, as
     does /compact (the user asked for it, with a focus) with deferring on."""
     for defer in (False, True):
-        ctl, backend, _ = controller(ScriptedBackend([writes(GOOD_SUMMARY)] * 30), POLICY,
-                                     defer_model=lambda defer=defer: defer)
+        ctl, backend, _ = controller(ScriptedBackend([writes(GOOD_SUMMARY)] * 30), POLICY)
+        ctl.defer_model = lambda defer=defer: defer  # as the service sets it
         conv = Conversation()
         _to_threshold(ctl, conv, 0)
         if defer:
@@ -336,8 +336,8 @@ def test_a_model_given_up_on_keeps_its_own_note() -> None:
     the card says so, not that the model writes the next one."""
     from assistant.compaction.summary import DEFERRED_NOTE, ModelSummarizer
 
-    ctl, backend, _ = controller(ScriptedBackend([writes(GOOD_SUMMARY)] * 30), POLICY,
-                                 defer_model=lambda: True)
+    ctl, backend, _ = controller(ScriptedBackend([writes(GOOD_SUMMARY)] * 30), POLICY)
+    ctl.defer_model = lambda: True  # as the service sets it
     assert isinstance(ctl.summarizer, ModelSummarizer)
     ctl.summarizer.consecutive_fallbacks = GIVE_UP_AFTER
     conv = Conversation()
@@ -353,8 +353,8 @@ def test_an_overflow_in_the_turn_does_not_wait_for_the_model_either() -> None:
     and retry happen inside the turn, with the code's summary."""
     from assistant.compaction.summary import DEFERRED_NOTE
 
-    ctl, backend, _ = controller(ScriptedBackend([writes(GOOD_SUMMARY)] * 30), POLICY,
-                                 defer_model=lambda: True)
+    ctl, backend, _ = controller(ScriptedBackend([writes(GOOD_SUMMARY)] * 30), POLICY)
+    ctl.defer_model = lambda: True  # as the service sets it
     conv = Conversation()
     _to_threshold(ctl, conv, 0)
     conv.append(Message(role="user", content="And what about file 3?"))

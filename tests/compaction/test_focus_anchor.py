@@ -135,7 +135,7 @@ def test_the_held_start_evaluates_fewer_tokens_than_a_window_moved_every_turn() 
         total, last = 0, None
         for k in range(1, 11):
             if moving:
-                ctrl._focus_anchors.clear()  # the window of FOCUS_TOKENS moved every turn
+                ctrl._memo.anchors.clear()  # the window of FOCUS_TOKENS moved every turn
             req = _ask(ctrl, conv, k)
             if last is not None:
                 total += _evaluated(ctrl, last, req)

@@ -24,7 +24,6 @@ from assistant.compaction.summary.summarizer import (
     SummaryKind,
     SummaryOutcome,
     SummaryRequest,
-    deferred_summary,
 )
 
 __all__ = [
@@ -43,7 +42,6 @@ __all__ = [
     "SummaryRequest",
     "collect_state",
     "compose_summary",
-    "deferred_summary",
     "min_budget",
     "model_part",
     "render_mechanical",

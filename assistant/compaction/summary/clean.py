@@ -133,24 +133,30 @@ def has_tool_markup(text: str) -> bool:
 # -- structure -------------------------------------------------------------------------------
 
 
-def parse_sections(text: str) -> dict[str, list[str]]:
-    """Heading (e.g. "Goal", "Done"; "Progress" counts as "Done") -> its lines, unmarked."""
-    sections: dict[str, list[str]] = {}
-    current: list[str] | None = None
+def heading_blocks(text: str) -> list[tuple[str, str, list[str]]]:
+    """(heading line, section name, its lines) in order; text before a heading is dropped."""
+    out: list[tuple[str, str, list[str]]] = []
     for raw in text.splitlines():
         m = HEADING.match(raw)
         if m:
-            name = m.group(1).strip()
-            key = next((s for s in (*REQUIRED_SECTIONS, *CONTENT_SECTIONS, "Blocked")
-                        if s.lower() == name.lower()), name)
-            if key == "Progress":
-                key = "Done"
-            current = sections.setdefault(key, [])
-            continue
-        line = _BULLET_MARK.sub("", raw).strip()
-        line = re.sub(r"^\*\*([^*]+)\*\*", r"\1", line).strip()
-        if line and current is not None:
-            current.append(line)
+            out.append((raw, m.group(1).strip(), []))
+        elif out:
+            out[-1][2].append(raw)
+    return out
+
+
+def parse_sections(text: str) -> dict[str, list[str]]:
+    """Heading (e.g. "Goal", "Done"; "Progress" counts as "Done") -> its lines, unmarked."""
+    sections: dict[str, list[str]] = {}
+    for _, name, lines in heading_blocks(text):
+        key = next((s for s in (*REQUIRED_SECTIONS, *CONTENT_SECTIONS, "Blocked")
+                    if s.lower() == name.lower()), name)
+        current = sections.setdefault("Done" if key == "Progress" else key, [])
+        for raw in lines:
+            line = _BULLET_MARK.sub("", raw).strip()
+            line = re.sub(r"^\*\*([^*]+)\*\*", r"\1", line).strip()
+            if line:
+                current.append(line)
     return sections
 
 

@@ -8,10 +8,10 @@ from collections.abc import Mapping, Sequence
 from assistant.compaction.summary.clean import (
     CONTENT_SECTIONS,
     GOAL_SILENT,
-    HEADING,
     MIN_INFORMATIVE,
     SAYS_NOTHING,
     Known,
+    heading_blocks,
     parse_sections,
     silent_sections,
 )
@@ -51,29 +51,17 @@ def repair_facts(
     }
 
 
-def _blocks(text: str) -> list[tuple[str, str, list[str]]]:
-    """(heading line, section name, its lines) in order; text before a heading is dropped."""
-    out: list[tuple[str, str, list[str]]] = []
-    for raw in text.splitlines():
-        m = HEADING.match(raw)
-        if m:
-            out.append((raw, m.group(1).strip(), []))
-        elif out:
-            out[-1][2].append(raw)
-    return out
-
-
 def splice(text: str, reply: str, names: Sequence[str]) -> str:
     """``text`` with the bullets under each of ``names`` replaced by ``reply``'s (a reply
     without one of them leaves that section as it was)."""
     wanted = {n.lower() for n in names}
     new = {
         name.lower(): [line for line in lines if line.strip()]
-        for _, name, lines in _blocks(reply)
+        for _, name, lines in heading_blocks(reply)
         if name.lower() in wanted
     }
     out: list[str] = []
-    for heading, name, lines in _blocks(text):
+    for heading, name, lines in heading_blocks(text):
         out.append(heading)
         key = name.lower()
         if new.get(key):

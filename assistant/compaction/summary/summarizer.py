@@ -85,14 +85,24 @@ class Summarizer(Protocol):
 
 
 class ExtractiveSummarizer:
-    """No model: the deterministic summary from the mechanical state."""
+    """No model: the deterministic summary from the mechanical state (milliseconds), with
+    ``note`` saying why (the model's fallbacks, and the summary of a compaction in the turn
+    whose model summary is left to idle time: :data:`DEFERRED_NOTE`)."""
 
-    def __init__(self, counter: TokenCounter) -> None:
+    def __init__(
+        self, counter: TokenCounter, note: str = "by the extractive summarizer (no model asked)"
+    ) -> None:
         self.counter = counter
+        self.note = note
 
     def summarize(self, request: SummaryRequest, cancel: CancelToken | None) -> SummaryOutcome:
-        note = "by the extractive summarizer (no model asked)"
-        return _extractive(self.counter, request, cancel, note)
+        if cancel is not None and cancel.cancelled:
+            raise SummaryCancelled
+        text = extractive_summary(
+            [*request.history, *request.turn_prefix], request.state, previous=request.previous,
+            budget=request.budget, count=self.counter.text,
+        )
+        return SummaryOutcome(text, "extractive", note=self.note)
 
 
 #: The note of a summary code wrote inside the turn instead of the model.
@@ -100,26 +110,6 @@ DEFERRED_NOTE = (
     "written by the code at once, without waiting for the model; the model writes the "
     "next summary while you read"
 )
-
-
-def deferred_summary(
-    counter: TokenCounter, request: SummaryRequest, cancel: CancelToken | None
-) -> SummaryOutcome:
-    """The extractive summary (milliseconds) for a compaction in the turn whose model summary
-    is left to idle time (:mod:`..ahead`)."""
-    return _extractive(counter, request, cancel, DEFERRED_NOTE)
-
-
-def _extractive(
-    counter: TokenCounter, request: SummaryRequest, cancel: CancelToken | None, note: str
-) -> SummaryOutcome:
-    if cancel is not None and cancel.cancelled:
-        raise SummaryCancelled
-    text = extractive_summary(
-        [*request.history, *request.turn_prefix], request.state, previous=request.previous,
-        budget=request.budget, count=counter.text,
-    )
-    return SummaryOutcome(text, "extractive", note=note)
 
 
 #: Compactions in a row with both model summaries rejected before the model is not asked
@@ -200,22 +190,21 @@ class ModelSummarizer:
                 "extractive summary without asking the model",
                 self.consecutive_fallbacks,
             )
-            return _extractive(
-                self.counter, request, cancel, "by the extractive fallback: the model was not "
-                f"asked, its summaries were rejected in {self.consecutive_fallbacks} compactions "
-                "in a row",
-            )
+            return ExtractiveSummarizer(
+                self.counter, "by the extractive fallback: the model was not asked, its "
+                f"summaries were rejected in {self.consecutive_fallbacks} compactions in a row",
+            ).summarize(request, cancel)
         if self._too_small(request):
             # Every reply would be cut at the length limit: do not spend a prefill on it.
             log.info(
                 "the summary's model part has %d tokens, fewer than the %d the summary "
                 "grammar needs; using the extractive summary", request.budget, min_budget(),
             )
-            return _extractive(
-                self.counter, request, cancel, f"by the extractive summarizer: "
-                f"{TOO_SMALL_FOR_GRAMMAR}, its part of the summary has {request.budget} tokens "
-                f"and the summary grammar needs {min_budget()}",
-            )
+            return ExtractiveSummarizer(
+                self.counter, f"by the extractive summarizer: {TOO_SMALL_FOR_GRAMMAR}, its "
+                f"part of the summary has {request.budget} tokens and the summary grammar "
+                f"needs {min_budget()}",
+            ).summarize(request, cancel)
         out = SummaryOutcome(text="", kind="model")
         span = [*request.history, *request.turn_prefix]
         users = [m.model_view_content() for m in span if m.role == "user"]
@@ -237,10 +226,10 @@ class ModelSummarizer:
         except _Rejected as exc:
             self.consecutive_fallbacks += 1
             log.warning("model summary rejected twice (%s); using the extractive summary", exc)
-            fallback = _extractive(
-                self.counter, request, cancel,
+            fallback = ExtractiveSummarizer(
+                self.counter,
                 f"by the extractive fallback: the model's summaries were rejected twice ({exc})",
-            )
+            ).summarize(request, cancel)
             # What the model's attempts cost and why they failed stay on the outcome.
             return replace(out, text=fallback.text, kind=fallback.kind, note=fallback.note)
         self.consecutive_fallbacks = 0
