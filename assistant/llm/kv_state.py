@@ -268,6 +268,9 @@ class StateWriter:
         except OSError as exc:
             log.warning("could not save the chat's model state: %s", exc)
             return
+        except Exception:  # a bug: said, and the next states are still written
+            log.exception("could not save the chat's model state")
+            return
         if path is not None:
             self.written.append(path)
 

@@ -131,6 +131,33 @@ def test_the_writer_keeps_only_the_newest_pending_state_per_chat(tmp_path: Path)
     assert writer.flush(timeout=1)
 
 
+def test_a_failed_write_is_logged_and_the_next_states_are_written(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    cache = StateCache(tmp_path, limit_bytes=10**8)
+    save = cache.save
+    failures = iter([OSError("disk full"), ValueError("a bug")])
+
+    def failing_once(chat_id: str, state: KVState) -> Path | None:
+        error = next(failures, None)
+        if error is not None:
+            raise error
+        return save(chat_id, state)
+
+    monkeypatch.setattr(cache, "save", failing_once)
+    writer = StateWriter(cache)
+    try:
+        for chat in ("a", "b", "c"):
+            writer.submit(chat, _state(400))
+            assert writer.flush(timeout=30)
+    finally:
+        writer.close()
+    assert len(writer.written) == 1
+    assert cache.load("c", "fp-a") == _state(400)
+    assert cache.load("a", "fp-a") is None and cache.load("b", "fp-a") is None
+    assert "disk full" in caplog.text and "a bug" in caplog.text
+
+
 def test_file_sha256_is_remembered_by_path_size_and_time(tmp_path: Path) -> None:
     model = tmp_path / "m.gguf"
     model.write_bytes(b"GGUF" + b"x" * 1000)
