@@ -8,7 +8,7 @@ STAMPS := .stamps
 ARTIFACTS ?= $(CURDIR)/test-artifacts
 export CMAKE_BUILD_PARALLEL_LEVEL ?= 2
 
-.PHONY: run qt-check test check lint typecheck setup model models bench package package-test clean \
+.PHONY: run qt-check test check coverage lint typecheck setup model models bench package package-test clean \
 	llama-build llama-server
 
 setup: $(STAMPS)/install llama-build model
@@ -85,6 +85,14 @@ test: setup models llama-server lint
 	QT_QPA_PLATFORM=offscreen ASSISTANT_TEST_ARTIFACTS=$(ARTIFACTS) \
 	  ASSISTANT_LLAMA_SERVER=$(LLAMA_SERVER) $(PY) -m pytest -n 2 --dist loadgroup --durations=30
 	@echo "Screenshots and test artifacts: $(ARTIFACTS)"
+
+# Which lines of assistant/ no test runs: every test (as `make test`) under branch coverage
+# (pytest-cov), the report sorted by lines missed (about 50 minutes on 2 idle cores). Tests
+# that run the app in a subprocess (the terminal chat, repair, the smoke test) are not traced.
+coverage: setup models llama-server
+	QT_QPA_PLATFORM=offscreen ASSISTANT_LLAMA_SERVER=$(LLAMA_SERVER) $(PY) -m pytest -q -n 2 \
+	  --dist loadgroup -p no:cacheprovider --cov=assistant --cov-branch \
+	  --cov-report=term-missing:skip-covered
 
 # The quick side-by-side run of all five strategies (with W1 also on a local OpenAI-compatible
 # server, to compare the engines), then the full workloads with the policy and no management
