@@ -11,6 +11,7 @@ from assistant.agent.loop import Agent
 from assistant.compaction.controller import ContextController
 from assistant.config import Settings
 from assistant.conversation import Conversation, Message
+from assistant.llm.base import LLMError
 from assistant.tools.registry import ToolRegistry
 from tests.fakes.scripted import ScriptedBackend
 
@@ -98,3 +99,20 @@ def test_a_model_that_takes_tokens_goes_on_in_place(tmp_path: Path) -> None:
     assert backend.prompt_texts[-1].endswith("Once upon a ti")
     assert CONTINUE_REQUEST not in backend.prompt_texts[-1]
     assert isinstance(events[-1], TurnFinished) and events[-1].error is None
+
+
+def test_a_model_that_fails_while_going_on_leaves_the_reply_as_it_was(tmp_path: Path) -> None:
+    def fail(messages: list[dict[str, object]]) -> str:
+        raise LLMError("the model file went away")
+
+    backend = ScriptedBackend(["Monday: work.\nTuesday: gym.", fail])
+    agent, events = _agent(backend, tmp_path)
+    conv = Conversation()
+    agent.chat(conv, "My week?")
+    before = [(m.role, m.content) for m in conv.messages]
+    agent.continue_reply(conv, _branch(conv))
+    assert [(m.role, m.content) for m in conv.messages] == before  # nothing moved or lost
+    notices = [e.text for e in events if isinstance(e, Notice) and e.level == "error"]
+    assert notices == ["The model could not continue: the model file went away"]
+    assert isinstance(events[-1], TurnFinished)
+    assert events[-1].error == "the model file went away"
