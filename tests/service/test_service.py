@@ -90,6 +90,35 @@ def test_stop_keeps_the_partial_reply_and_says_stopped(make_rig: Make) -> None:
     assert not service.stop()  # nothing left to stop
 
 
+def test_chats_are_not_switched_under_a_running_reply(make_rig: Make) -> None:
+    backend = ScriptedBackend(["earlier answer", "word " * 400], delay_per_token=0.01)
+    rig = make_rig(backend=backend, threaded=True)
+    service = rig.service
+    service.submit("an earlier chat")
+    rig.idle()
+    earlier = service.chat.chat_id
+    assert earlier is not None and service.new_chat()
+    service.submit("write a lot")
+    assert rig.loop is not None
+    rig.loop.run_until(lambda: service.status_machine.status.phase is Phase.GENERATING)
+    writing = service.chat.chat_id
+    assert writing is not None
+    assert not service.new_chat()
+    assert not service.open_chat(earlier)
+    service.delete_chat(writing)
+    assert rig.notices("warning") == [
+        "Stop the reply (Esc) before starting a new chat.",
+        "Stop the reply (Esc) before switching chats.",
+        "Stop the reply (Esc) before deleting this chat.",
+    ]
+    assert service.chat.chat_id == writing  # the reply goes on in the chat it was asked in
+    assert service.stop()
+    rig.idle()
+    assert _contents(service)[0] == "write a lot" and service.chat.conversation.messages[-1].stopped
+    assert service.open_chat(earlier)
+    assert _contents(service) == ["an earlier chat", "earlier answer"]
+
+
 def test_saved_chat_is_resumed_by_another_service(make_rig: Make, tmp_path: Path) -> None:
     store_root = tmp_path / "sessions"
     first = make_rig("Noted: teal.", store=SessionStore(store_root))
