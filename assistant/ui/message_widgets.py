@@ -67,7 +67,7 @@ class MessageWidget(QFrame):
         self.state_label = new_label("", "MutedLabel")
         header.addWidget(self.state_label)
         header.addStretch(1)
-        self.branch_switcher = BranchSwitcher()
+        self.branch_switcher = BranchSwitcher(self.header_row)
         self.branch_switcher.stepped.connect(
             lambda step: self.branch_step_requested.emit(self.message.id, step)
         )
@@ -180,7 +180,7 @@ class BranchEndRow(QFrame):
             "MutedLabel", wrap=True,
         )
         layout.addWidget(self.label, 1)
-        self.switcher = BranchSwitcher()
+        self.switcher = BranchSwitcher(self)  # parented: shown alone it would be a window
         self.switcher.set_position(index - 1, count)
         self.switcher.stepped.connect(
             lambda step: self.step_requested.emit(previous_id, 0) if step < 0 else None

