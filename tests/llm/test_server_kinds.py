@@ -201,6 +201,20 @@ def test_lmstudio_counts_are_cl100k_estimates() -> None:
     assert counting.count(CHAT, None) == _estimate(CHAT)
 
 
+def test_lmstudio_connection_test_shows_its_window_and_native_tool_calls() -> None:
+    with fake_openai_server(lambda m: "Orange.", **kinds.lmstudio(loaded_context=4096)) as s:
+        backend = ServerBackend.connect(ServerConfig(s.url, timeout_s=10))
+        try:
+            report = backend.report()
+        finally:
+            backend.close()
+    assert report.server == "LM Studio"
+    assert (report.window, report.known_window) == (4096, 4096)
+    assert report.window_source == "/api/v0/models loaded_context_length"
+    assert report.native_tools and "Tool calls: the server's native tool calls" in report.lines()
+    assert not report.exact_counts and "not checked: an estimate" in report.counting
+    assert backend.info.trained_context == 4096 and backend.info.supports_native_tools
+
 # -- a plain OpenAI-compatible server ------------------------------------------------------
 
 @pytest.mark.parametrize(("entry", "window", "source"), [
