@@ -1,10 +1,15 @@
 """A small OpenAI-compatible server on 127.0.0.1 whose replies a test scripts.
 
-It lists one model at ``/v1/models``, answers 404 to everything else but
+By default it lists one model at ``/v1/models``, answers 404 to everything else but
 ``/v1/chat/completions``, and streams there whatever ``reply(messages)`` returns (as one
 content piece, then ``[DONE]``). The app takes it for a generic OpenAI server: token
 counts are estimates and tool calls use the app's text protocol, so a scripted reply can
 hold a fenced ``tool_call`` block. Each request's messages are kept in ``requests``.
+
+``models`` (the ``/v1/models`` entries), ``routes`` (more paths, by method and path),
+``unknown`` (the answer to a path it lacks) and ``prompt_tokens`` (the prompt size its
+replies report) make it stand in for a particular server: see tests/fakes/server_kinds.py.
+Every request is kept in ``calls`` as (method, path, body).
 """
 
 from __future__ import annotations
@@ -19,6 +24,12 @@ from typing import Any
 Messages = list[dict[str, Any]]
 MODEL = "scripted-model"
 
+#: What a route answers: a status and a JSON body (a ``str`` body is sent as plain text).
+Answer = tuple[int, Any]
+#: A route: the request's JSON body (``{}`` for a GET) to the answer.
+Route = Callable[[dict[str, Any]], Answer]
+NOT_FOUND: Answer = (404, {"error": {"message": "not found"}})
+
 
 def tool_call_text(name: str, arguments: dict[str, Any]) -> str:
     """A reply that calls ``name`` in the app's text protocol."""
@@ -27,9 +38,23 @@ def tool_call_text(name: str, arguments: dict[str, Any]) -> str:
 
 
 class FakeOpenAIServer:
-    def __init__(self, reply: Callable[[Messages], str]) -> None:
+    def __init__(
+        self,
+        reply: Callable[[Messages], str],
+        *,
+        models: list[dict[str, Any]] | None = None,
+        routes: dict[tuple[str, str], Route] | None = None,
+        unknown: Callable[[str, str], Answer] = lambda method, path: NOT_FOUND,
+        prompt_tokens: Callable[[dict[str, Any]], int] = lambda body: 10,
+    ) -> None:
         self.reply = reply
         self.requests: list[Messages] = []
+        self.calls: list[tuple[str, str, dict[str, Any]]] = []
+        entries = models if models is not None else [{"id": MODEL}]
+        self.routes: dict[tuple[str, str], Route] = {
+            ("GET", "/v1/models"): lambda body: (200, {"object": "list", "data": entries}),
+            **(routes or {}),
+        }
         server = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -39,25 +64,33 @@ class FakeOpenAIServer:
                 pass
 
             def do_GET(self) -> None:
-                if self.path.rstrip("/") == "/v1/models":
-                    self._json(200, {"object": "list", "data": [{"id": MODEL}]})
-                else:
-                    self._json(404, {"error": {"message": "not found"}})
+                self._route("GET", {})
 
             def do_POST(self) -> None:
                 length = int(self.headers.get("Content-Length", "0"))
                 body = json.loads(self.rfile.read(length) or b"{}")
-                if self.path != "/v1/chat/completions":
-                    self._json(404, {"error": {"message": "not found"}})
-                    return
+                if self.path == "/v1/chat/completions":
+                    server.calls.append(("POST", self.path, body))
+                    self._chat(body)
+                else:
+                    self._route("POST", body)
+
+            def _route(self, method: str, body: dict[str, Any]) -> None:
+                path = self.path.rstrip("/") or "/"
+                server.calls.append((method, path, body))
+                route = server.routes.get((method, path))
+                self._json(*(route(body) if route else unknown(method, path)))
+
+            def _chat(self, body: dict[str, Any]) -> None:
                 messages = body.get("messages", [])
                 server.requests.append(messages)
                 text = server.reply(messages)
                 if not body.get("stream"):
+                    usage = {"prompt_tokens": prompt_tokens(body), "completion_tokens": 1}
                     self._json(200, {"choices": [{"index": 0, "finish_reason": "stop",
                                                   "message": {"role": "assistant",
                                                               "content": text}}],
-                                     "usage": {"prompt_tokens": 10, "completion_tokens": 1}})
+                                     "usage": usage})
                     return
                 self.send_response(200)
                 self.send_header("Content-Type", "text/event-stream")
@@ -73,9 +106,10 @@ class FakeOpenAIServer:
                 self.close_connection = True
 
             def _json(self, status: int, data: Any) -> None:
-                raw = json.dumps(data).encode()
+                plain = isinstance(data, str)
+                raw = data.encode() if plain else json.dumps(data).encode()
                 self.send_response(status)
-                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Type", "text/plain" if plain else "application/json")
                 self.send_header("Content-Length", str(len(raw)))
                 self.end_headers()
                 self.wfile.write(raw)
@@ -84,8 +118,13 @@ class FakeOpenAIServer:
         self._httpd.daemon_threads = True
         self.url = f"http://127.0.0.1:{self._httpd.server_address[1]}"
         self._thread = threading.Thread(
-            target=self._httpd.serve_forever, name="fake-openai-server"
+            target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05},
+            name="fake-openai-server",
         )
+
+    def asked(self, method: str, path: str) -> list[dict[str, Any]]:
+        """The bodies of the requests made to ``method path``, in order."""
+        return [body for m, p, body in self.calls if (m, p) == (method, path)]
 
     def start(self) -> None:
         self._thread.start()
@@ -97,8 +136,11 @@ class FakeOpenAIServer:
 
 
 @contextmanager
-def fake_openai_server(reply: Callable[[Messages], str]) -> Iterator[FakeOpenAIServer]:
-    server = FakeOpenAIServer(reply)
+def fake_openai_server(
+    reply: Callable[[Messages], str], **kind: Any
+) -> Iterator[FakeOpenAIServer]:
+    """The server, started; ``kind`` is passed on (``models``, ``routes``, ...)."""
+    server = FakeOpenAIServer(reply, **kind)
     server.start()
     try:
         yield server
