@@ -157,7 +157,9 @@ def _ollama(http: ServerHTTP, base: ServerProfile, version: str) -> ServerProfil
     notes: list[str] = []
     ps = http.try_request("/api/ps")
     for loaded in ps.get("models", []) if isinstance(ps, dict) else []:
-        size = loaded.get("context_length") if isinstance(loaded, dict) else None
+        if not isinstance(loaded, dict):
+            continue
+        size = loaded.get("context_length")
         if loaded.get("name") == model and isinstance(size, int) and size > 0:
             window, source = size, "/api/ps context_length"
     show = http.try_request("/api/show", {"model": model})

@@ -140,6 +140,14 @@ def test_ollama_window_from_num_ctx_when_the_model_is_not_loaded() -> None:
     assert not profile.notes
 
 
+def test_ollama_with_a_malformed_list_of_running_models_still_reads_num_ctx() -> None:
+    kind = kinds.ollama(num_ctx=6144)
+    kind["routes"][("GET", "/api/ps")] = lambda body: (200, {"models": ["llama3.2", 7, None]})
+    profile, _ = _probe(kind)
+    assert profile.kind == "ollama"
+    assert (profile.window, profile.window_source) == (6144, "/api/show num_ctx")
+
+
 def test_ollama_that_does_not_say_its_window_gets_a_note() -> None:
     profile, _ = _probe(kinds.ollama(capabilities=("completion",)))
     assert profile.kind == "ollama"
