@@ -156,7 +156,8 @@ def _ollama(http: ServerHTTP, base: ServerProfile, version: str) -> ServerProfil
     source = ""
     notes: list[str] = []
     ps = http.try_request("/api/ps")
-    for loaded in ps.get("models", []) if isinstance(ps, dict) else []:
+    running = ps.get("models") if isinstance(ps, dict) else None
+    for loaded in running if isinstance(running, list) else []:
         if not isinstance(loaded, dict):
             continue
         size = loaded.get("context_length")

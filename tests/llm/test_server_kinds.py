@@ -146,6 +146,9 @@ def test_ollama_with_a_malformed_list_of_running_models_still_reads_num_ctx() ->
     profile, _ = _probe(kind)
     assert profile.kind == "ollama"
     assert (profile.window, profile.window_source) == (6144, "/api/show num_ctx")
+    kind["routes"][("GET", "/api/ps")] = lambda body: (200, {"models": 3})
+    profile, _ = _probe(kind)
+    assert (profile.window, profile.window_source) == (6144, "/api/show num_ctx")
 
 
 def test_ollama_that_does_not_say_its_window_gets_a_note() -> None:
