@@ -203,6 +203,11 @@ def _window_in_entry(entry: dict[str, Any]) -> tuple[int | None, str]:
         if isinstance(entry.get(key), int) and entry[key] > 0:
             return int(entry[key]), f"/v1/models {key}"
     meta = entry.get("meta")
-    if isinstance(meta, dict) and isinstance(meta.get("n_ctx_train"), int):
+    if not isinstance(meta, dict):
+        return None, ""
+    # llama-server lists the window a slot runs with (n_ctx) beside the trained length.
+    if isinstance(meta.get("n_ctx"), int) and meta["n_ctx"] > 0:
+        return int(meta["n_ctx"]), "/v1/models meta.n_ctx"
+    if isinstance(meta.get("n_ctx_train"), int):
         return int(meta["n_ctx_train"]), "/v1/models meta.n_ctx_train (trained length)"
     return None, ""

@@ -235,6 +235,9 @@ def test_lmstudio_connection_test_shows_its_window_and_native_tool_calls() -> No
      "/v1/models meta.n_ctx_train (trained length)"),
     ({"id": "m", "context_length": 0, "meta": {"n_ctx_train": 2048}}, 2048,
      "/v1/models meta.n_ctx_train (trained length)"),
+    # llama-server's entry (tools/server/server-context.cpp): the slot's window, then the
+    # trained length; the window it runs with is the one that counts.
+    ({"id": "m", "meta": {"n_ctx": 4096, "n_ctx_train": 32768}}, 4096, "/v1/models meta.n_ctx"),
     ({"id": "m"}, None, ""),
 ])
 def test_a_plain_server_window_comes_from_its_models_entry(
