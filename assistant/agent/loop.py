@@ -33,6 +33,7 @@ from assistant.agent.events import (
     TurnFinished,
 )
 from assistant.agent.overflow import overflow_message
+from assistant.agent.progress_guard import REPEAT_RESULT, ProgressGuard
 from assistant.agent.tool_steps import CANCELLED_RESULT, ToolRunner, result_message
 from assistant.agent.usage import context_usage, reply_figures
 from assistant.compaction.events import ContextEvent
@@ -71,12 +72,6 @@ OVERFLOW_NO_COMPACT = (
 )
 #: Stop sequence for the text protocol: a model must not write the tool result itself.
 TEXT_PROTOCOL_STOP = ("[Tool result:",)
-
-
-#: Consecutive tool rounds in which every call failed (malformed, unknown, refused) before
-#: the loop gives up. Tiny models, once they have seen a failed call, tend to imitate it
-#: until the step limit; two failures in a row is the signal to stop early.
-MAX_FAILED_ROUNDS = 2
 
 
 class Agent:
@@ -302,7 +297,7 @@ class Agent:
         settings = self.settings()
         tools = self.registry.schemas()
         rounds = 0
-        failed_rounds = 0
+        guard = ProgressGuard()
         overflow_retried = False
         retry: PreparedRequest | None = None
         call = CallRequest(conv, settings.system_prompt, tools, cancel)
@@ -362,21 +357,22 @@ class Agent:
             ]
             if not calls:
                 if not text.strip():
-                    self.on_event(Notice("warning", "The model returned an empty reply."))
+                    self.on_event(Notice("warning", "The assistant stopped without writing "
+                                         "an answer." + (" What its tools found is shown "
+                                         "above." if rounds else "")))
                     return False, None
                 self._append(conv, Message(role="assistant", content=text, figures=figures))
                 return False, None
             self._append(conv, Message(role="assistant", content=parsed.content,
                                        tool_calls=[p.call for p in calls], figures=figures))
-            results = self._run_calls(conv, calls, cancel, "model")
+            results = self._run_calls(conv, calls, cancel, "model", guard)
             if cancel.cancelled:
                 return True, None
             rounds += 1
-            failed_rounds = failed_rounds + 1 if all(m.is_error for m in results) else 0
-            if failed_rounds >= MAX_FAILED_ROUNDS:
-                self.on_event(Notice("warning", f"Stopped: the model's last {failed_rounds} tool "
-                                  "calls all failed. Try /read, /ls, /find or /grep yourself, or "
-                                  "rephrase the request."))
+            guard.record_round([p.call for p in calls],
+                               [not m.is_error and m.content != REPEAT_RESULT for m in results])
+            if guard.should_stop:
+                self.on_event(Notice("warning", guard.stop_note()))
                 return False, None
             if rounds >= settings.step_limit:
                 self.on_event(Notice("warning", f"Stopped after {rounds} tool steps (the step "
@@ -447,14 +443,18 @@ class Agent:
         calls: list[ParsedCall],
         cancel: CancelToken,
         initiated_by: Literal["model", "user"],
+        guard: ProgressGuard | None = None,
     ) -> list[Message]:
-        """Run each call and append its result; after Stop the rest get "cancelled"."""
+        """Run each call and append its result; after Stop the rest get "cancelled"; a call
+        ``guard`` has seen in this turn is answered without running it again."""
         settings = self.settings()
         ctx = ToolContext(workspace=self.workspace(), limits=self._limits(), cancel=cancel)
         out: list[Message] = []
         for parsed in calls:
             if cancel.cancelled:
                 result = ToolResult.error(CANCELLED_RESULT)
+            elif guard is not None and parsed.error is None and guard.is_repeat(parsed.call):
+                result = ToolResult(REPEAT_RESULT)
             else:
                 self.on_event(ToolCallStarted(parsed.call, initiated_by))
                 result = self.runner.run(parsed.call, ctx, initiated_by=initiated_by,

@@ -107,11 +107,26 @@ class ChatTemplate:
             self.source = CHATML_TEMPLATE
             self._template = env.from_string(self.source)
         self.native_tools = "tools" in self.source and "tool_calls" in self.source
+        #: The template writes a call's arguments itself (``arguments | tojson``, as Qwen's,
+        #: Llama 3's and Hermes' do): it is given the object, not our JSON text, which it
+        #: would print as a quoted string no model was trained on.
+        self.arguments_as_object = self.native_tools and self._writes_argument_objects()
         two_users = [{"role": "user", "content": "a"}, {"role": "user", "content": "b"}]
         self.strict_alternation = not self._renders(two_users)
         self.supports_system = self._renders(
             [{"role": "system", "content": "s"}, {"role": "user", "content": "u"}]
         )
+
+    def _writes_argument_objects(self) -> bool:
+        call = {"id": "call_1", "type": "function",
+                "function": {"name": "probe_tool", "arguments": {"probe_key": "probe_value"}}}
+        messages = [{"role": "user", "content": "u"},
+                    {"role": "assistant", "content": "", "tool_calls": [call]}]
+        try:
+            text = self._raw(messages, None, add_generation_prompt=False)
+        except Exception:
+            return False
+        return '"probe_key": "probe_value"' in text or '"probe_key":"probe_value"' in text
 
     def _renders(self, messages: list[dict[str, Any]]) -> bool:
         """Whether the template renders ``messages`` (some raise on a shape they refuse)."""
@@ -182,8 +197,42 @@ class ChatTemplate:
         add_generation_prompt: bool = True,
     ) -> str:
         adapted = self.adapt(messages, tools)
+        if self.arguments_as_object:
+            adapted = [_with_argument_objects(m) for m in adapted]
         text = self._raw(adapted, tools if self.native_tools else None, add_generation_prompt)
         return valid_text(text)  # what a tokenizer can encode (no lone surrogates)
+
+
+def _with_argument_objects(message: dict[str, Any]) -> dict[str, Any]:
+    """``message`` with each call's JSON arguments as the object they hold (a call whose
+    text is no object keeps its text)."""
+    out = dict(message)
+    calls = message.get("tool_calls")
+    if not calls:
+        return out
+    converted = []
+    for call in calls:
+        fn = dict(call.get("function") or {})
+        args = fn.get("arguments")
+        if isinstance(args, str):
+            fn["arguments"] = _argument_object(args)
+        converted.append({**call, "function": fn})
+    out["tool_calls"] = converted
+    return out
+
+
+@functools.lru_cache(maxsize=4096)
+def _argument_object(arguments: str) -> Any:
+    """The object ``arguments`` holds, else the text (shared between renders: the immutable
+    sandbox keeps a template from changing it)."""
+    try:
+        value = jsonlimits.loads(
+            arguments, "arguments", jsonlimits.MAX_ARGUMENT_DEPTH,
+            max_chars=jsonlimits.MAX_ARGUMENT_CHARS,
+        )
+    except ValueError:
+        return arguments
+    return value if isinstance(value, dict) else arguments
 
 
 def _merge_same_role(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:

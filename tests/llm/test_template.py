@@ -139,3 +139,46 @@ def test_a_call_block_with_hostile_arguments_renders_them_as_text() -> None:
     block = format_call_block("write_file", long)
     assert json.loads(block.split("\n")[1])["arguments"] == long
     assert json.loads(format_call_block("f", '{"a": 1}').split("\n")[1])["arguments"] == {"a": 1}
+
+
+#: A template that writes a call's arguments with ``tojson`` (as Qwen2.5's does).
+TOJSON_ARGUMENTS = (
+    "{% for m in messages %}{{ m['role'] }}: {{ m['content'] }}"
+    "{% if m.tool_calls %}{% for c in m.tool_calls %}"
+    '<tool_call>{"name": "{{ c.function.name }}", "arguments": '
+    "{{ c.function.arguments | tojson }}}</tool_call>"
+    "{% endfor %}{% endif %}\n{% endfor %}{% if tools %}{% endif %}"
+)
+
+
+def _call_message(arguments: str) -> dict[str, Any]:
+    return {"role": "assistant", "content": "", "tool_calls": [
+        {"id": "c1", "type": "function",
+         "function": {"name": "read_file", "arguments": arguments}}]}
+
+
+def test_a_template_that_writes_arguments_with_tojson_gets_the_object() -> None:
+    """Issue 45: Qwen's template writes ``arguments | tojson``; given our JSON text it wrote
+    a quoted string ("{\\"path\\": ...}"), which the model then imitated in its own calls."""
+    t = ChatTemplate(TOJSON_ARGUMENTS)
+    assert t.native_tools and t.arguments_as_object
+    out = t.render([{"role": "user", "content": "x"}, _call_message('{"path": "notes.txt"}')])
+    assert '"arguments": {"path": "notes.txt"}}' in out
+    assert '\\"path\\"' not in out
+
+
+def test_arguments_that_are_no_object_stay_text() -> None:
+    t = ChatTemplate(TOJSON_ARGUMENTS)
+    out = t.render([{"role": "user", "content": "x"}, _call_message('{path: notes.txt')])
+    assert '"arguments": "{path: notes.txt"' in out
+
+
+def test_a_template_that_takes_text_or_objects_writes_the_call_once() -> None:
+    """The test data template prints a string as it is and an object with tojson."""
+    from pathlib import Path
+
+    source = (Path(__file__).parents[1] / "data" / "chatml_tools.jinja").read_text()
+    t = ChatTemplate(source)
+    assert t.native_tools
+    out = t.render([{"role": "user", "content": "x"}, _call_message('{"path": "a"}')], TOOLS)
+    assert '"arguments": {"path": "a"}}' in out

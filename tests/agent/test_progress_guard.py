@@ -1,0 +1,85 @@
+"""A turn that goes round in circles ends with a note: a repeated call is not run again, and
+two rounds in a row without progress end the turn before the step limit."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+from assistant.agent.events import Notice, ToolCallStarted
+from assistant.agent.progress_guard import REPEAT_RESULT, ProgressGuard, call_signature
+from assistant.conversation import ToolCall
+from assistant.tools.approval import ApprovalDecision
+
+from .conftest import Harness, ScriptedApprover, call_block
+
+Make = Callable[..., Harness]
+
+
+def test_the_same_call_again_is_answered_without_running_it(
+    harness: Make, workspace: Path
+) -> None:
+    """The model reads a file, asks for it again, then answers: the file is read once, the
+    repeat is told to answer, and the user gets the answer."""
+    (workspace / "notes.txt").write_text("Meeting: Thursday 14:30\n", encoding="utf-8")
+    read = call_block("read_file", path="notes.txt")
+    h = harness(read, read, "The meeting is on Thursday at 14:30.")
+    h.say("when is the meeting?")
+    tools = [m for m in h.conv.messages if m.role == "tool"]
+    assert "Thursday 14:30" in tools[0].content
+    assert tools[1].content == REPEAT_RESULT
+    assert h.conv.messages[-1].content == "The meeting is on Thursday at 14:30."
+    assert not [n for n in h.events.of(Notice) if n.level == "warning"]
+
+
+def test_a_repeated_write_runs_once(harness: Make, workspace: Path) -> None:
+    """A write asked for twice with the same text is approved and done once."""
+    write = call_block("write_file", path="hello.txt", content="hello world")
+    approver = ScriptedApprover(ApprovalDecision.ALLOW_ONCE, ApprovalDecision.ALLOW_ONCE)
+    h = harness(write, write, "Saved.", approver=approver)
+    h.say("save hello world to hello.txt")
+    assert (workspace / "hello.txt").read_text(encoding="utf-8") == "hello world"
+    assert len(approver.asked) == 1
+    assert h.conv.messages[-1].content == "Saved."
+
+
+def test_repeating_calls_end_the_turn_with_a_plain_note(harness: Make, workspace: Path) -> None:
+    (workspace / "a.txt").write_text("A\n", encoding="utf-8")
+    read = call_block("read_file", path="a.txt")
+    h = harness(read, read, read, read, "never reached")
+    h.say("read a.txt")
+    # The first round read the file; the next two only repeated it: the turn ends there.
+    assert len(h.backend.calls) == 3
+    assert len(h.events.of(ToolCallStarted)) == 1  # read once; the repeats were not run
+    warnings = [n.text for n in h.events.of(Notice) if n.level == "warning"]
+    assert len(warnings) == 1
+    assert "same read_file call" in warnings[0] and "/read" in warnings[0]
+
+
+def test_failed_rounds_still_stop(harness: Make) -> None:
+    h = harness(call_block("launch_rockets"), call_block("launch_rockets", at="moon"), "x")
+    h.say("go")
+    assert len(h.backend.calls) == 2
+    warnings = [n.text for n in h.events.of(Notice) if n.level == "warning"]
+    assert any("tool calls all failed" in w for w in warnings)
+
+
+def test_progress_resets_the_count() -> None:
+    guard = ProgressGuard()
+    a = ToolCall(name="read_file", arguments={"path": "a"})
+    b = ToolCall(name="read_file", arguments={"path": "b"})
+    guard.record_round([a], [True])
+    guard.record_round([a], [False])
+    assert guard.idle_rounds == 1 and not guard.should_stop
+    guard.record_round([b], [True])
+    assert guard.idle_rounds == 0
+    guard.record_round([a], [False])
+    guard.record_round([b], [False])
+    assert guard.should_stop and guard.last_reason == "repeat"
+
+
+def test_signature_ignores_key_order() -> None:
+    one = ToolCall(name="grep", arguments={"pattern": "x", "path": "."})
+    two = ToolCall(name="grep", arguments={"path": ".", "pattern": "x"})
+    assert call_signature(one) == call_signature(two)
+    assert call_signature(one) != call_signature(ToolCall(name="grep", arguments={"pattern": "y"}))
