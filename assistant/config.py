@@ -414,6 +414,10 @@ class EngineSettings(_Section):
 ApprovalPolicy = Literal["ask", "auto"]
 Theme = Literal["system", "light", "dark"]
 
+#: The model a first run uses: the registry's default (models/registry.json; a test keeps the
+#: two equal). The test suite sets the small model here for speed (tests/conftest.py).
+DEFAULT_MODEL = "qwen2.5-coder-1.5b-instruct"
+
 DEFAULT_SYSTEM_PROMPT = (
     "You are a helpful assistant running offline on the user's computer. Answer briefly and "
     "accurately. Respect every constraint the user states."
@@ -433,7 +437,7 @@ class Settings(BaseModel):
     sampling: Sampling = Field(default_factory=Sampling)
     performance: Performance = Field(default_factory=Performance)
     model: str = Field(
-        "smollm2-135m-instruct",
+        default_factory=lambda: DEFAULT_MODEL,
         description="A registered model name, or a path to any GGUF file.",
     )
     engine: EngineSettings = Field(default_factory=EngineSettings)

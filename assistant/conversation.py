@@ -130,7 +130,10 @@ class ToolCall(BaseModel):
         """The arguments as the model is shown them; a call not understood: its text as a JSON
         *string*, cut, so nothing decodes the raw text again (it may nest thousands deep)."""
         if self.raw_arguments is None:
-            return self.arguments_json()
+            # In the order the model wrote them: re-rendered, its call reads as it wrote it
+            # (the cached tokens of its reply stay valid, and it is not shown a reordered
+            # call it then copies).
+            return json.dumps(self.arguments, ensure_ascii=False)
         raw = self.raw_arguments
         if len(raw) > RAW_ARGUMENTS_SHOWN:
             more = len(raw) - RAW_ARGUMENTS_SHOWN

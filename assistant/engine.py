@@ -18,6 +18,7 @@ from assistant.llm.base import LLMBackend, LLMError
 from assistant.llm.context_probe import measured_context
 from assistant.llm.openai_backend import ServerBackend, ServerConfig
 from assistant.llm.server_probe import model_label
+from assistant.llm.tool_score import offers_tools
 from assistant.secrets import SecretStore, SecretStoreError
 from assistant.sessions.recall_index import MemoryIndexes
 from assistant.tools.approval import Approver
@@ -37,8 +38,12 @@ def build_engine(
     approver: Approver | None,
     on_event: Callable[[AgentEvent], None],
     recall_index: IndexFor | None = None,
+    *,
+    tools: bool | None = None,
 ) -> Engine:
-    """``recall_index``: a conversation's full-text index (others are indexed in memory)."""
+    """``recall_index``: a conversation's full-text index (others are indexed in memory);
+    ``tools``: whether the model is offered the tools (None: unless it was measured failing
+    them, :mod:`assistant.llm.tool_score`)."""
 
     # The size the model was measured to use well (``python -m assistant probe``), read
     # once per loaded model: prompts are built within it, the window stays the hard bound.
@@ -53,7 +58,9 @@ def build_engine(
         switches=lambda: settings().switches(),
     )
     attach_recall(controller, recall_index, focus=recall_focus(settings))
-    agent = Agent(backend, controller, ToolRegistry.default(), settings, approver, on_event)
+    offer = offers_tools(backend.info) if tools is None else tools
+    agent = Agent(backend, controller, ToolRegistry.default(), settings, approver, on_event,
+                  offer_tools=offer)
     controller.on_event = agent.on_context_event
     # A summary written inside a turn shows its prompt evaluation like the chat's own.
     controller.on_summary_prefill = lambda done, total: on_event(PromptProgress(done, total))

@@ -198,7 +198,7 @@ def _speculative(args: argparse.Namespace) -> int:
         return EXIT_USAGE
     from assistant.llm.registry import load_registry
 
-    models = ([load_registry().default, W4_MODEL] if args.model == "embedded"
+    models = ([load_registry().small, W4_MODEL] if args.model == "embedded"
               else [args.model])
     rounds, tokens = (1, 128) if args.quick else (3, 256)
     try:
@@ -232,7 +232,7 @@ def _side_by_side(args: argparse.Namespace) -> int:
         for n in (args.workload or list(SIDE_BY_SIDE_WORKLOADS))
     ]
     workloads = _workloads(names, args.seed, args.quick)
-    model = load_registry().default if args.model == "embedded" else args.model
+    model = load_registry().small if args.model == "embedded" else args.model
     opts = RunOptions(
         max_reply_tokens=args.max_reply_tokens, progress=_progress,
     )
@@ -328,7 +328,7 @@ class _Models:
                 return W4_MODEL
             from assistant.llm.registry import load_registry
 
-            return load_registry().default
+            return load_registry().small
         return self.choice
 
     def available(self, wl: Workload) -> str | None:

@@ -229,12 +229,12 @@ def _model_path(model: str) -> Path:
     path = Path(model)
     if path.suffix == ".gguf":
         return path
-    from assistant.llm.registry import default_model_path, resolve_model
+    from assistant.llm.registry import small_model_path, resolve_model
 
     try:
         return resolve_model(model)[0]
     except (OSError, ValueError, KeyError):  # an unknown name: the default model
-        return default_model_path()
+        return small_model_path()
 
 
 def _load(model: str, n_ctx: int, threads: int) -> LLMBackend:

@@ -206,10 +206,10 @@ def _last_reply(service: ChatService) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from assistant.llm.registry import default_model_path
+    from assistant.llm.registry import small_model_path
 
     p = argparse.ArgumentParser(prog="python -m bench.recall_answers", description=__doc__)
-    p.add_argument("--model", default=str(default_model_path()), help="GGUF file")
+    p.add_argument("--model", default=str(small_model_path()), help="GGUF file")
     p.add_argument("--window", type=int, default=8_192)
     p.add_argument("--shipped", action="store_true",
                    help="the settings as shipped (local mode, the model's measured effective "

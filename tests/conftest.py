@@ -14,10 +14,13 @@ from pathlib import Path
 
 import pytest
 
-from assistant.llm.registry import default_model_path
+from assistant import config
+from assistant.llm.registry import load_registry, small_model_path
 from bench.local_server import LocalServer
 
-EMBEDDED_MODEL: Path = default_model_path()
+EMBEDDED_MODEL: Path = small_model_path()
+#: The product's first-run model, before the suite pins the small one (``_isolated_home``).
+PRODUCT_DEFAULT_MODEL: str = config.DEFAULT_MODEL
 os.environ.setdefault("ASSISTANT_MODEL_DIR", str(EMBEDDED_MODEL.parent))
 
 #: The xdist group of the real-model tests (``make test`` runs ``-n 2 --dist loadgroup``).
@@ -85,6 +88,9 @@ def _isolated_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[
     # Prefill calibration measures for seconds on a model's first load in a fresh cache
     # folder, i.e. in every test; its own tests turn it back on.
     monkeypatch.setenv("ASSISTANT_CALIBRATE", "0")
+    # Settings() load the small model in tests (fast on 2 cores); the first run's default
+    # is tested where it matters (tests/test_config.py).
+    monkeypatch.setattr("assistant.config.DEFAULT_MODEL", load_registry().small)
     monkeypatch.delenv("ASSISTANT_DISABLE_PRUNE", raising=False)
     monkeypatch.delenv("ASSISTANT_DISABLE_AUTOCOMPACT", raising=False)
     yield home

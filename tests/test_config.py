@@ -219,3 +219,18 @@ def test_the_latest_turn_grows_the_call_window_up_to_the_hard_limit_only() -> No
     big = pol.for_turn(9_000, beside)
     assert big.window == 8_192 and big.limit == 8_192
     assert pol.for_turn(4_000, beside).protect == pol.protect  # history values unchanged
+
+
+
+def test_the_first_run_uses_the_registry_default(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 45: a new user's window starts with the registry's default model (the suite
+    pins the small one for speed: tests/conftest.py; here the product's own is put back)."""
+    import assistant.config as config
+    from assistant.llm.registry import load_registry
+    from tests.conftest import PRODUCT_DEFAULT_MODEL
+
+    registry = load_registry()
+    assert PRODUCT_DEFAULT_MODEL == registry.default
+    monkeypatch.setattr(config, "DEFAULT_MODEL", PRODUCT_DEFAULT_MODEL)
+    assert Settings().model == registry.default
+    assert registry.small == "smollm2-135m-instruct" and registry.get(registry.small)

@@ -70,6 +70,12 @@ log = logging.getLogger(__name__)
 OVERFLOW_NO_COMPACT = (
     "Context too large, and compaction on overflow is turned off. Use /compact to retry."
 )
+#: Said once per chat to the user of a model that failed the tool-use probe.
+NO_TOOLS_NOTE = (
+    "This model cannot use the file tools reliably, so it answers only from the chat: use "
+    "/read FILE to show it a file, or pick Qwen2.5 Coder in Models (Ctrl+M) to let the "
+    "assistant read and write files itself."
+)
 #: Stop sequence for the text protocol: a model must not write the tool result itself.
 TEXT_PROTOCOL_STOP = ("[Tool result:",)
 
@@ -87,8 +93,14 @@ class Agent:
         settings: Callable[[], Settings],
         approver: Approver | None,
         on_event: Callable[[AgentEvent], None],
+        *,
+        offer_tools: bool = True,
     ) -> None:
         self.backend = backend
+        #: False for a model measured failing the tool-use probe: it is offered no tools
+        #: (the user's own /read, /ls, ... still work) and told so once per chat.
+        self.offer_tools = offer_tools
+        self._told_no_tools: Conversation | None = None
         self.controller = controller
         self.registry = registry
         self.settings = settings
@@ -98,16 +110,21 @@ class Agent:
         self._approvals_for: Conversation | None = None
         self._context_events = 0
 
+    def offered_tools(self) -> list[dict[str, Any]]:
+        """The tool schemas the model is shown (none for a model that cannot use them)."""
+        return self.registry.schemas() if self.offer_tools else []
+
     # -- entry points -------------------------------------------------------------------
     def chat(self, conv: Conversation, text: str, cancel: CancelToken | None = None) -> None:
         """One user message and all the model does about it (refused first if it cannot fit
         whole)."""
         cancel = cancel or CancelToken()
         self._bind(conv)
+        self._tell_no_tools(conv)
         settings = self.settings()
         try:
             fit = self.controller.message_fit(
-                CallRequest(conv, settings.system_prompt, self.registry.schemas()), text
+                CallRequest(conv, settings.system_prompt, self.offered_tools()), text
             )
         except LLMError:  # an engine that cannot count now (a server gone away): the
             fit = None    # message is kept, and the model call says what is wrong
@@ -155,7 +172,7 @@ class Agent:
             self.on_event(TurnFinished())
             return
         settings = self.settings()
-        tools = self.registry.schemas()
+        tools = self.offered_tools()
         call_start = time.perf_counter()
         asked = Conversation(  # the chat and the request, for a model asked to go on
             messages=[*conv.messages, Message(role="user", content=continue_request(reply))],
@@ -242,7 +259,7 @@ class Agent:
         settings = self.settings()
         try:
             record = self.controller.compact(
-                CallRequest(conv, settings.system_prompt, self.registry.schemas(), cancel, focus),
+                CallRequest(conv, settings.system_prompt, self.offered_tools(), cancel, focus),
                 CompactionReason.MANUAL,
             )
         except GenerationCancelled:
@@ -269,7 +286,7 @@ class Agent:
                 or not isinstance(controller, DraftPreview)):
             return None
         settings = self.settings()
-        tools = self.registry.schemas()
+        tools = self.offered_tools()
         call = CallRequest(conv, settings.system_prompt, tools, cancel)
         try:
             if not controller.message_fit(call, draft).fits:
@@ -295,7 +312,7 @@ class Agent:
     def _model_turn(self, conv: Conversation, cancel: CancelToken) -> tuple[bool, str | None]:
         """Model calls and tool rounds for the message just appended: (stopped, error)."""
         settings = self.settings()
-        tools = self.registry.schemas()
+        tools = self.offered_tools()
         rounds = 0
         guard = ProgressGuard()
         overflow_retried = False
@@ -473,6 +490,12 @@ class Agent:
         if self._approvals_for is not conv:
             self.gate.reset()
             self._approvals_for = conv
+
+    def _tell_no_tools(self, conv: Conversation) -> None:
+        if self.offer_tools or self._told_no_tools is conv:
+            return
+        self._told_no_tools = conv
+        self.on_event(Notice("info", NO_TOOLS_NOTE))
 
     def _append(self, conv: Conversation, message: Message) -> Message:
         conv.append(message)

@@ -9,7 +9,7 @@ import argparse
 import sys
 from typing import TextIO
 
-from assistant.config import load_settings
+from assistant.config import Settings, load_settings
 from assistant.llm.base import LLMError
 from assistant.llm.context_probe import (
     DEFAULT_DEPTHS,
@@ -20,6 +20,8 @@ from assistant.llm.context_probe import (
     store_key,
 )
 from assistant.llm.registry import registered_context
+from assistant.llm.tool_score import ToolScoreStore
+from assistant.tool_probe import TASKS
 
 
 def _sizes(text: str) -> tuple[int, ...]:
@@ -47,10 +49,17 @@ def main(argv: list[str] | None = None, out: TextIO | None = None) -> int:
         help=f"questions per depth and size (default {DEFAULT_TRIALS})",
     )
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument(
+        "--tools", action="store_true",
+        help="measure tool use instead: a few small file tasks in a temporary workspace, "
+        "scored on the answers and the files (decides whether the model is offered tools)",
+    )
     args = parser.parse_args(argv)
     out = out or sys.stdout
     settings = load_settings().settings
     model = args.model or settings.model
+    if args.tools:
+        return _probe_tools(model, settings, out)
     # The window the app loads it with.
     window = settings.effective_policy(registered_context(model)).window
     from assistant.llm.llama_backend import LlamaBackend
@@ -88,4 +97,36 @@ def main(argv: list[str] | None = None, out: TextIO | None = None) -> int:
         f"{info.name}: effective context {result.describe()}; window {result.window:,}; "
         f"{result.seconds:.0f} s; kept in {store.path}\n"
     )
+    return 0
+
+
+def _probe_tools(model: str, settings: Settings, out: TextIO) -> int:
+    """``--tools``: run the tool-use probe with the window the app gives the model."""
+    from assistant.llm.llama_backend import LlamaBackend
+    from assistant.tool_probe import TaskOutcome, probe_tool_use
+
+    window = settings.effective_policy(registered_context(model)).window
+    try:
+        backend = LlamaBackend.load(model, n_ctx=window, threads=settings.sampling.threads)
+    except LLMError as exc:
+        out.write(f"error: {exc}\n")
+        return 1
+    out.write(f"tool use of {backend.info.name}: {len(TASKS)} file tasks\n")
+    out.flush()
+
+    def progress(outcome: TaskOutcome) -> None:
+        mark = "done" if outcome.passed else f"not done: {outcome.why}"
+        calls = ", ".join(outcome.calls) or "no tool call"
+        out.write(f"{outcome.name}: {mark} ({calls}; {outcome.seconds:.0f} s)\n")
+        out.flush()
+
+    try:
+        score = probe_tool_use(backend, settings, progress=progress)
+    finally:
+        backend.close()
+    store = ToolScoreStore()
+    store.put(score)
+    verdict = "offered the tools" if score.offers_tools else "offered no tools"
+    out.write(f"{backend.info.name}: {score.describe()}; {verdict}; {score.seconds:.0f} s; "
+              f"kept in {store.path}\n")
     return 0

@@ -19,6 +19,7 @@ from assistant.compaction.recall_rank import (
     narrow_lines,
     short_target,
     speaks_of_user,
+    states_fact,
     wants_number,
 )
 from assistant.compaction.recall_sentences import best_sentences, score, split_sentences
@@ -244,7 +245,8 @@ class Recall:
         visible = _visible(messages, pos, shown)
         hits = [
             h for h in hits
-            if h.message_id != latest.id and h.message_id in chat.order and h.role != "assistant"
+            if h.message_id != latest.id and h.message_id in chat.order
+            and (h.role != "assistant" or states_fact(h.text))
             and (normalize(h.text) not in visible or self._focusable(h))
         ]
         if not hits:
@@ -259,7 +261,9 @@ class Recall:
         # passage that answers, a small model copies it ("- (turn 2, I said) In a.txt, what
         # is the code of item 94?" as its answer, measured on W5).
         fits = {id(h): fit(h, question) for h in hits}
-        hits.sort(key=lambda h: (_asks(h), -fits[id(h)], weighted[id(h)]))
+        # The assistant's own statements rank behind the user's words and the files.
+        hits.sort(key=lambda h: (_asks(h), h.role == "assistant", -fits[id(h)],
+                                 weighted[id(h)]))
         top_fit = {asks: max((fits[id(h)] for h in hits if _asks(h) == asks), default=0.0)
                    for asks in (False, True)}
         # What the user said comes back only where it answers as well as the best of it: a

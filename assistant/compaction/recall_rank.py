@@ -197,9 +197,22 @@ class ChatMap:
         lines = "" if hit.first == hit.last == 1 and "\n" not in msg.content else (
             f", line {hit.first}" if hit.first == hit.last else f", lines {hit.first}-{hit.last}"
         )
-        if msg.role == "user":  # (the model's own replies are never recalled)
+        if msg.role == "user":
             return f"{where}, I said{lines}"
+        if msg.role == "assistant":  # a fact the assistant stated (:func:`states_fact`)
+            return f"{where}, you replied{lines}"
         call = self.calls.get(msg.tool_call_id or "")
         tool = msg.name or (call.name if call else "tool")
         target = call_target(call) if call is not None else None
         return f"{where}, {tool}{' ' + short_target(target.text) if target else ''}{lines}"
+
+
+#: A number, a time, a date or a name written in capitals inside a sentence: what makes an
+#: assistant's sentence worth recalling (it stated or confirmed a fact), unlike its prose.
+_FACT = re.compile(r"\d|(?<=[a-z,;:] )[A-Z][a-z]+")
+
+
+def states_fact(text: str) -> bool:
+    """Whether an assistant passage states a fact (numbers, names, dates, decisions it
+    stated or confirmed), which recall may bring back behind the user's own words."""
+    return _FACT.search(text) is not None

@@ -52,6 +52,8 @@ class CatalogModel:
     bundled: bool = False
     #: The GGUF's ``general.name``, a detail (the model's one name is ``display_name``).
     gguf_name: str | None = None
+    #: What it is good for, in a sentence (the registry's ``good_for``).
+    good_for: str = ""
 
     @property
     def removable(self) -> bool:
@@ -102,6 +104,7 @@ def _registered(entry: ModelEntry) -> CatalogModel:
         instruction_tuned=entry.instruction_tuned,
         installable=_wheels_present(entry),
         bundled=bundled is not None and path.parent == bundled,
+        good_for=entry.good_for,
     )
 
 

@@ -32,6 +32,11 @@ class ModelEntry:
     prompt_lookup: bool = False
     #: The prompt size it answers well from (answer benchmark, ``--answer-window N``).
     effective_context: int | None = None
+    #: File tasks done of tasks tried by the tool-use probe on the project's machine
+    #: (``python -m assistant probe --tools``, :mod:`assistant.llm.tool_score`).
+    tool_score: tuple[int, int] | None = None
+    #: What the model is good for, in a sentence (the welcome page and the models page).
+    good_for: str = ""
 
 
 #: Registry entries from their JSON form (checked: a wrong type is an error, not a crash later).
@@ -40,8 +45,12 @@ _ENTRY = TypeAdapter(ModelEntry)
 
 @dataclass(frozen=True)
 class Registry:
+    #: The model the first run gives the user (``make run`` provisions it).
     default: str
     models: tuple[ModelEntry, ...]
+    #: The smallest chat model: the test suite's and the quick benchmark runs' (fast on 2
+    #: cores); the default when the registry names none.
+    small: str = ""
 
     def get(self, name: str) -> ModelEntry | None:
         return next((entry for entry in self.models if entry.name == name), None)
@@ -78,7 +87,8 @@ def load_registry(path: Path | None = None) -> Registry:
     entries = tuple(
         _ENTRY.validate_python({"display_name": m["name"], **m}) for m in raw["models"]
     )
-    return Registry(default=raw["default"], models=entries)
+    return Registry(default=raw["default"], models=entries,
+                    small=str(raw.get("small") or raw["default"]))
 
 
 def model_path(entry: ModelEntry) -> Path:
@@ -93,6 +103,14 @@ def default_model_path() -> Path:
     reg = load_registry()
     entry = reg.get(reg.default)
     assert entry is not None, "registry default names no model"
+    return model_path(entry)
+
+
+def small_model_path() -> Path:
+    """The smallest chat model's file (the tests' and quick benchmark runs' model)."""
+    reg = load_registry()
+    entry = reg.get(reg.small)
+    assert entry is not None, "registry small names no model"
     return model_path(entry)
 
 

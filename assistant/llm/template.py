@@ -118,10 +118,12 @@ class ChatTemplate:
         )
 
     def _writes_argument_objects(self) -> bool:
-        call = {"id": "call_1", "type": "function",
+        call: dict[str, Any] = {"id": "call_1", "type": "function",
                 "function": {"name": "probe_tool", "arguments": {"probe_key": "probe_value"}}}
-        messages = [{"role": "user", "content": "u"},
-                    {"role": "assistant", "content": "", "tool_calls": [call]}]
+        messages: list[dict[str, Any]] = [
+            {"role": "user", "content": "u"},
+            {"role": "assistant", "content": "", "tool_calls": [call]},
+        ]
         try:
             text = self._raw(messages, None, add_generation_prompt=False)
         except Exception:

@@ -401,7 +401,7 @@ class ChatService:
             return
         conv = self.chat.shown_conversation
         prompt = self.effective_settings().system_prompt
-        tools = engine.agent.registry.schemas()
+        tools = engine.agent.offered_tools()
         self._measure_seq += 1
         seq = self._measure_seq
 
@@ -430,7 +430,7 @@ class ChatService:
         self._ahead = token
         conv = handle.conversation
         prompt = self.effective_settings().system_prompt
-        tools = engine.agent.registry.schemas()
+        tools = engine.agent.offered_tools()
 
         def job() -> Precomputed | None:
             if token.cancelled:
@@ -779,7 +779,7 @@ class ChatService:
             return
 
         fit = latest_fit.FitCheck(engine.controller, self.effective_settings().system_prompt,
-                                  engine.agent.registry.schemas())
+                                  engine.agent.offered_tools())
 
         def job(_cancel: CancelToken) -> MessageRefused | None:
             refused = check(handle, fit)  # on the worker: counting uses the model

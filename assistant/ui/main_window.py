@@ -32,6 +32,7 @@ from assistant.compaction.events import (
 from assistant.config import Settings
 from assistant.llm.registry import Registry, model_path
 from assistant.service.events import ModelChanged, PrefillProgress, SettingsChanged
+from assistant.service.model_guide import guide_text, model_guide
 from assistant.service.progress import stats_text
 from assistant.service.resume import forget_calibration
 from assistant.service.service import ChatService
@@ -138,6 +139,7 @@ class MainWindow(WindowDialogs):
         self.welcome = WelcomeView()
         self.welcome.set_workspace(self.service.settings.workspace_path())
         self.welcome.set_server(self._server_url(self.service.settings))
+        self._show_model_guide()
         self.transcript = QStackedWidget()
         self.transcript.addWidget(self.welcome)
         self.transcript.addWidget(self.chat_view)
@@ -292,6 +294,11 @@ class MainWindow(WindowDialogs):
         else:
             self.sidebar.set_current(self.service.chat.chat_id)
 
+    def _show_model_guide(self) -> None:
+        """The welcome page's list of models (the one in use first)."""
+        current = self.service.settings.model
+        self.welcome.set_models([guide_text(line) for line in model_guide(current)])
+
     def _update_welcome(self) -> None:
         """The welcome page stands in for the transcript while the chat shows nothing."""
         page = self.welcome if self.chat_view.is_empty else self.chat_view
@@ -424,6 +431,7 @@ class MainWindow(WindowDialogs):
 
     def _model_changed(self, event: ModelChanged) -> None:
         failed = bool(event.error)
+        self._show_model_guide()
         self.model_banner.setVisible(failed)
         on_server = self.service.settings.engine.kind == "server"
         self.choose_model_button.setText("Server settings…" if on_server

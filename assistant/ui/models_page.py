@@ -27,6 +27,7 @@ from assistant.llm import catalog
 from assistant.llm.catalog import CatalogModel, ModelFileError
 from assistant.llm.context_probe import measured_line
 from assistant.llm.registry import Registry
+from assistant.llm.tool_score import score_line
 from assistant.llm.transcript import BASE_MODEL_NOTE
 from assistant.ui.parts import (
     ElidedLabel,
@@ -118,6 +119,11 @@ class ModelCard(QFrame):
         self.install_note.setVisible(
             model.source == "registry" and not model.installed and not model.installable
         )
+        #: What the model is good for (the registry's word), first: it is what a user
+        #: choosing a model reads.
+        self.good_for = new_label(model.good_for, "", wrap=True)
+        layout.addWidget(self.good_for)
+        self.good_for.setVisible(bool(model.good_for))
         self.facts = new_label(facts(model), "MutedLabel", wrap=True)
         layout.addWidget(self.facts)
         #: The measured effective context (``python -m assistant probe``), read only.
@@ -125,6 +131,9 @@ class ModelCard(QFrame):
             measured_line(model.path, model.size, model.key), "MutedLabel", wrap=True
         )
         layout.addWidget(self.effective)
+        #: The tool-use probe's score, and whether the model is offered tools.
+        self.tool_use = new_label(score_line(model.path, model.size), "MutedLabel", wrap=True)
+        layout.addWidget(self.tool_use)
         self.path = ElidedLabel(str(model.path))
         self.path.setObjectName("ModelPath")
         self.path.setAccessibleName(f"File: {model.path}")

@@ -18,6 +18,7 @@ from PySide6.QtWidgets import (
     QStyle,
     QStyleOptionButton,
     QStylePainter,
+    QVBoxLayout,
     QWidget,
 )
 
@@ -180,6 +181,15 @@ class WelcomeView(QScrollArea):
         layout.addWidget(files)
 
         layout.addSpacing(6)
+        layout.addWidget(_section("Your models"))
+        #: One line per model: what it does well, whether it uses the file tools
+        #: (:meth:`set_models`); Ctrl+M switches.
+        self.models_box = QVBoxLayout()
+        self.models_box.setSpacing(4)
+        layout.addLayout(self.models_box)
+        self.model_lines: list[QLabel] = []
+
+        layout.addSpacing(6)
         layout.addWidget(_section("Try asking"))
         self.example_buttons: list[QPushButton] = []
         for prompt in EXAMPLE_PROMPTS:
@@ -206,6 +216,17 @@ class WelcomeView(QScrollArea):
     def set_server(self, url: str | None) -> None:
         """Say where the model runs: this computer (None), or the server at ``url``."""
         self.intro.setText(server_intro(url) if url else OFFLINE_INTRO)
+
+    def set_models(self, lines: list[str]) -> None:
+        """Show ``lines`` (one per model, the one in use first) and how to switch."""
+        for label in self.model_lines:
+            self.models_box.removeWidget(label)
+            label.deleteLater()
+        texts = [*lines, "Models (Ctrl+M) installs, adds and switches models."]
+        self.model_lines = [_text(text, "" if i < len(lines) else "MutedLabel")
+                            for i, text in enumerate(texts)]
+        for label in self.model_lines:
+            self.models_box.addWidget(label)
 
     def set_workspace(self, path: Path) -> None:
         self.workspace_label.set_full_text(str(path))

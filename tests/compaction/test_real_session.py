@@ -55,7 +55,7 @@ def test_every_must_fact_survives_at_the_embedded_models_shipped_size() -> None:
     first instructions ("code sharing between the different run modes") and its short
     decisions ("ok, create a branch refactor") must still be in it."""
     registry = load_registry()
-    entry = registry.get(registry.default)
+    entry = registry.get(registry.small)
     assert entry is not None and entry.effective_context
     system, messages = load_transcript(SESSION)
     policy = resolve_policy("local", entry.effective_context, None)

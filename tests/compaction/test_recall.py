@@ -357,3 +357,28 @@ def test_a_name_the_user_gave_comes_back_as_their_message() -> None:
     assert req.recall.excerpts[0].label == "turn 1, I said"
     assert not any("[Context summary]" in str(m["content"]) for m in req.messages)
 
+
+
+def test_a_fact_the_assistant_stated_comes_back_behind_the_users_words() -> None:
+    """Issue 45 item 7: facts asked about were often said by the assistant (a date it
+    confirmed); recall brings such a sentence back, labeled as its reply, after the user's
+    own words on the subject (here those are kept in the summary's record, so not recalled);
+    the assistant's prose without a fact stays out."""
+    ctrl, _ = _controller()
+    conv = Conversation()
+    conv.append(Message(role="user", content="Please note my dentist appointment details."))
+    conv.append(Message(role="assistant", content=(
+        "Done: your dentist appointment is on March 14 at 09:40 with Dr Alvarez.")))
+    conv.append(Message(role="user", content="The dentist appointment is my first this year."))
+    conv.append(Message(role="assistant", content="that sounds like a good plan to keep."))
+    for i in range(30):
+        conv.append(Message(role="user", content=f"Tell me about the history of tea {i}. " * 8))
+        conv.append(Message(role="assistant", content="tea was first grown long ago. " * 15))
+        ctrl.prepare(CallRequest(conv, SYSTEM))
+    assert conv.compactions and "09:40" not in conv.compactions[-1].summary
+    conv.append(Message(role="user", content="When is my dentist appointment?"))
+    req = ctrl.prepare(CallRequest(conv, SYSTEM))
+    assert req.recall is not None
+    block = req.messages[-1]["content"]
+    assert "you replied) Done: your dentist appointment is on March 14 at 09:40" in block
+    assert "good plan" not in block

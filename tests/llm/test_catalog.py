@@ -13,11 +13,11 @@ import pytest
 from assistant import paths
 from assistant.llm import catalog
 from assistant.llm.catalog import ModelFileError
-from assistant.llm.registry import default_model_path, load_registry
+from assistant.llm.registry import small_model_path, load_registry
 
 #: The provisioned wheels (found before the tests point ASSISTANT_HOME elsewhere).
 REAL_WHEELS = paths.wheel_dir()
-SMOLLM = default_model_path()
+SMOLLM = small_model_path()
 
 
 def _no_trial(_path: Path) -> None:
@@ -34,7 +34,8 @@ def _copy_of(source: Path, target: Path) -> Path:
 
 def test_registered_models_with_their_facts() -> None:
     models = catalog.list_models(load_registry())
-    smol, gemma = models[0], models[1]
+    by_key = {m.key: m for m in models}
+    smol, gemma = by_key["smollm2-135m-instruct"], by_key["gemma-3-270m"]
     assert smol.key == "smollm2-135m-instruct" and smol.installed
     assert (smol.size, smol.license, smol.context_length) == (98_362_432, "Apache-2.0", 8192)
     assert gemma.context_length == 32_768 and gemma.instruction_tuned is False

@@ -147,7 +147,7 @@ def _registered_info(window: int) -> Any:
     from assistant.llm.registry import load_registry
 
     registry = load_registry()
-    entry = registry.get(registry.default)
+    entry = registry.get(registry.small)
     assert entry is not None
     info = replace(ScriptedBackend(window=window).info, path=f"/models/{entry.file}",
                    size_bytes=entry.size, trained_context=entry.context_length)

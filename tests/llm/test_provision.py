@@ -67,9 +67,15 @@ def test_damaged_file_is_replaced_and_bad_wheel_refused(tmp_path: Path) -> None:
     assert not list(models.glob(".partial-*"))
 
 
-def test_registry_lists_both_models() -> None:
+def test_registry_lists_the_models() -> None:
     reg = load_registry()
-    assert reg.default == "smollm2-135m-instruct"
+    assert reg.default == "qwen2.5-coder-1.5b-instruct" and reg.small == "smollm2-135m-instruct"
+    for name, size in (("qwen2.5-coder-0.5b-instruct", 491_400_064),
+                       ("qwen2.5-coder-1.5b-instruct", 1_117_320_768)):
+        qwen = reg.get(name)
+        assert qwen and qwen.size == size and qwen.context_length == 32_768
+        assert qwen.license == "Apache-2.0" and qwen.instruction_tuned
+        assert len(prov.wheel_parts(qwen)) == (6 if size < 500_000_000 else 22)
     smol = reg.get("smollm2-135m-instruct")
     gemma = reg.get("gemma-3-270m")
     assert smol and smol.context_length == 8192 and smol.license == "Apache-2.0"

@@ -91,7 +91,7 @@ def test_installed_app_finds_its_registry_and_provisions(
     where = _run(
         [str(fresh_python), "-c",
          "import assistant, assistant.llm.registry as r; print(assistant.__file__); "
-         "print(r.load_registry().default)"],
+         "print(r.load_registry().small)"],
         cwd=tmp_path,
     )
     assert where.returncode == 0, where.stderr

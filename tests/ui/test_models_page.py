@@ -14,11 +14,11 @@ from PySide6.QtWidgets import QApplication, QMessageBox
 from assistant import paths
 from assistant.config import Settings
 from assistant.llm.base import LLMBackend
-from assistant.llm.registry import default_model_path
+from assistant.llm.registry import small_model_path
 from tests.fakes.scripted import ScriptedBackend
 
 REAL_WHEELS = paths.wheel_dir()
-SMOLLM = default_model_path()
+SMOLLM = small_model_path()
 
 
 def _copy_of(source: Path, target: Path) -> Path:

@@ -1,0 +1,102 @@
+"""The tool-use probe: each task scored on the answer and the files on disk, the score kept,
+and a model measured failing it offered no tools (told once, in plain words)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from assistant.agent.events import Notice
+from assistant.config import Settings
+from assistant.conversation import Conversation
+from assistant.engine import build_engine
+from assistant.llm.tool_score import ToolScore, ToolScoreStore, offers_tools, score_of
+from assistant.tool_probe import TASKS, probe_tool_use
+from tests.fakes.scripted import ScriptedBackend
+
+
+def _call(name: str, **arguments: Any) -> str:
+    return "<tool_call>\n" + json.dumps({"name": name, "arguments": arguments}) + "\n</tool_call>"
+
+
+#: What a model that can use the tools does for each task, in order.
+GOOD = [
+    _call("read_file", path="notes.txt"), "The meeting is on Thursday at 14:30 in room B12.",
+    _call("find_files", pattern="**/budget_2024.csv"), "It is in reports/q3.",
+    _call("grep", pattern="def parse_invoice", path="src"), "src/billing.py defines it.",
+    _call("write_file", path="hello.txt", content="hello world"), "Created hello.txt.",
+    _call("read_file", path="app/config.py"),
+    _call("edit_file", path="app/config.py", old_text="PORT = 8080", new_text="PORT = 9090"),
+    "Changed the port to 9090.",
+    _call("read_file", path="todo.txt"),
+    _call("write_file", path="first.txt", content="buy oat milk\n"), "Done.",
+]
+
+
+def test_a_model_that_does_the_tasks_scores_them_all(tmp_path: Path) -> None:
+    backend = ScriptedBackend(list(GOOD))
+    score = probe_tool_use(backend, Settings(workspace=str(tmp_path)))
+    assert (score.passed, score.total) == (6, 6), [t for t in score.tasks if not t["passed"]]
+    assert score.offers_tools
+    assert score.tasks[4]["calls"] == ["read_file", "edit_file"]
+
+
+def test_invented_answers_and_wrong_files_fail(tmp_path: Path) -> None:
+    """Prose that invents code, an answer that misses the time, a file with other text."""
+    replies = [
+        "```python\nopen('notes.txt').read()\n```", "It is in reports/2023.",
+        "I think main.py.", _call("write_file", path="hello.txt", content="Hello, World!"),
+        "Done.", _call("write_file", path="app/config.py", content="PORT = 9090\n"),
+        "Done.", "first line: buy oat milk",
+    ]
+    score = probe_tool_use(ScriptedBackend(replies), Settings(workspace=str(tmp_path)))
+    assert score.passed == 0 and not score.offers_tools
+    whys = [t["why"] for t in score.tasks]
+    assert "does not say thursday, 14:30" in whys[0]
+    assert "hello.txt holds 'Hello, World!'" in whys[3]
+    assert "app/config.py is 'PORT = 9090\\n'" in whys[4]
+    assert "first.txt was not written" in whys[5]
+
+
+def test_the_score_decides_whether_tools_are_offered(tmp_path: Path) -> None:
+    store = ToolScoreStore(tmp_path / "tool_use.json")
+    backend = ScriptedBackend(["Hello."])
+    info = backend.info
+    assert score_of(info, store) is None and offers_tools(info, store)  # not measured: offered
+    failing = ToolScore(model=_model_of(info), passed=1, total=6, measured="2026-12-07")
+    store.put(failing)
+    assert not offers_tools(info, store)
+    assert score_of(info, store) == failing
+
+
+def _model_of(info: Any) -> str:
+    from assistant.llm.context_probe import model_id
+
+    return str(model_id(info))
+
+
+def test_a_model_offered_no_tools_is_told_once_and_sees_none(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    backend = ScriptedBackend(["Paris.", "Berlin."])
+    events: list[Any] = []
+    settings = Settings(workspace=str(tmp_path))
+    engine = build_engine(backend, lambda: settings, None, events.append, tools=False)
+    conv = Conversation()
+    engine.agent.chat(conv, "Capital of France?")
+    engine.agent.chat(conv, "And of Germany?")
+    notes = [e.text for e in events if isinstance(e, Notice) and e.level == "info"]
+    assert len([n for n in notes if "cannot use the file tools" in n]) == 1
+    assert "/read FILE" in notes[0]
+    assert all(not call.tools for call in backend.calls)
+    assert "read_file" not in backend.calls[0].prompt_text
+    assert [m.content for m in conv.messages if m.role == "assistant"] == ["Paris.", "Berlin."]
+
+
+def test_every_task_has_files_a_prompt_and_a_check() -> None:
+    assert len(TASKS) == 6 and len({t.name for t in TASKS}) == 6
+    for task in TASKS:
+        assert task.prompt and task.files and task.check(Path("/nonexistent"), "") is not None
