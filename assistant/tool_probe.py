@@ -38,9 +38,11 @@ class ToolTask:
 
 
 def _answer_has(*words: str) -> Check:
+    """Each of ``words`` in the answer; a word may be alternatives ("14:30|2:30")."""
     def check(_: Path, answer: str) -> str | None:
         low = answer.lower()
-        missing = [w for w in words if w.lower() not in low]
+        missing = [w.split("|")[0] for w in words
+                   if not any(alt.lower() in low for alt in w.split("|"))]
         return f"the answer does not say {', '.join(missing)}" if missing else None
     return check
 
@@ -85,7 +87,7 @@ TASKS: tuple[ToolTask, ...] = (
     ToolTask(
         "read and answer", {"notes.txt": _NOTES},
         "Read the file notes.txt and tell me when the meeting is.",
-        _answer_has("thursday", "14:30"),
+        _answer_has("thursday", "14:30|2:30"),
     ),
     ToolTask(
         "find a file",

@@ -117,7 +117,9 @@ def _probe_tools(model: str, settings: Settings, out: TextIO) -> int:
     def progress(outcome: TaskOutcome) -> None:
         mark = "done" if outcome.passed else f"not done: {outcome.why}"
         calls = ", ".join(outcome.calls) or "no tool call"
-        out.write(f"{outcome.name}: {mark} ({calls}; {outcome.seconds:.0f} s)\n")
+        said = " ".join(outcome.answer.split())[:160]
+        out.write(f"{outcome.name}: {mark} ({calls}; {outcome.seconds:.0f} s); "
+                  f"answer: {said!r}\n")
         out.flush()
 
     try:

@@ -161,11 +161,16 @@ def provision(
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="assistant provision", description=__doc__)
-    parser.add_argument("names", nargs="*", help="registered model names (default: the default)")
+    parser.add_argument(
+        "names", nargs="*",
+        help="registered model names (default: the first-run model and the small one)",
+    )
     parser.add_argument("--all", action="store_true", help="every registered model")
     args = parser.parse_args(argv)
     reg = load_registry()
-    names = [m.name for m in reg.models] if args.all else (args.names or [reg.default])
+    # By default the first-run model and the small one (the tests' and a slow machine's).
+    first = list(dict.fromkeys([reg.default, reg.small]))
+    names = [m.name for m in reg.models] if args.all else (args.names or first)
     for name in names:
         entry = reg.get(name)
         if entry is None:
