@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import functools
 import json
-import re
 import time
 import uuid
 from enum import StrEnum
@@ -15,6 +14,8 @@ from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator,
 
 from assistant import jsonlimits
 from assistant.jsonlimits import MAX_ARGUMENT_CHARS, MAX_ARGUMENT_DEPTH, MAX_DOCUMENT_DEPTH
+from assistant.textsafe import paired
+from assistant.textsafe import valid_text as valid_text  # its home before textsafe
 
 Role = Literal["system", "user", "assistant", "tool"]
 
@@ -69,22 +70,9 @@ def new_id() -> str:
     return uuid.uuid4().hex[:16]
 
 
-_SURROGATE = re.compile("[\ud800-\udfff]")
-
-
-def valid_text(text: str) -> str:
-    """``text`` with lone surrogates replaced by U+FFFD, for a tokenizer: JSON can spell them and
-    the chat keeps them, but no UTF-8 encoder takes them."""
-    if text.isascii() or _SURROGATE.search(text) is None:
-        return text
-    return _SURROGATE.sub("\ufffd", text)
-
-
 def paired_surrogates(text: str) -> str:
     """``text`` with adjacent surrogate pairs joined, as after a JSON round trip."""
-    if text.isascii() or _SURROGATE.search(text) is None:
-        return text
-    return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "surrogatepass")
+    return paired(text)
 
 
 def _valid_keys(value: Any, depth: int) -> Any:

@@ -10,12 +10,13 @@ import re
 import sqlite3
 import threading
 import weakref
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from assistant.conversation import Conversation, Message, ToolCall
 from assistant.sessions.recall_text import split_passages
+from assistant.textsafe import clean_text
 
 log = logging.getLogger("assistant.sessions.recall")
 
@@ -29,6 +30,9 @@ TARGET_KEYS = ("path", "file_path", "command", "pattern", "query", "url")
 PATH_KEYS = frozenset({"path", "file_path"})
 #: bm25 weight of an assistant reply's passages (bm25 is negative: smaller ranks first).
 ASSISTANT_WEIGHT = 0.6
+
+#: One passage as stored: text, source, message id, role, first and last line.
+Row = tuple[str, str, str, str, int, int]
 
 _SCHEMA = (
     "CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL)",
@@ -138,21 +142,8 @@ class RecallIndex:
             new = [m for m in messages if m.id not in self._ids and m.role != "system"]
             if not new:
                 return 0
-            rows: list[tuple[str, str, str, str, int, int]] = []
             calls = {c.id: c for m in new for c in m.tool_calls}
-            for msg in new:
-                tool = None
-                source = ""
-                if msg.role == "tool":
-                    call = calls.get(msg.tool_call_id or "")
-                    tool = msg.name or (call.name if call is not None else None)
-                    source = source_text(call) if call is not None else (tool or "")
-                rows.extend(
-                    (p.text, source, msg.id, msg.role, p.first, p.last)
-                    for p in split_passages(msg.content, tool=tool)
-                )
-                for call in msg.tool_calls:
-                    rows.extend(call_passages(call, msg.id))
+            rows = [row for msg in new for row in message_rows(msg, calls)]
             ids = [(msg.id, self._seq + n) for n, msg in enumerate(new, start=1)]
             self._seq += len(new)
             with self._conn:
@@ -191,7 +182,7 @@ class RecallIndex:
 
     def _count(self, expression: str) -> int:
         query = "SELECT count(*) FROM passages WHERE passages MATCH ?"
-        return int(self._conn.execute(query, (expression,)).fetchone()[0])
+        return int(self._conn.execute(query, (clean_text(expression),)).fetchone()[0])
 
     def __contains__(self, message_id: object) -> bool:
         return message_id in self._ids
@@ -205,7 +196,7 @@ class RecallIndex:
                 "SELECT message_id, role, first, last, text, bm25(passages) * "
                 "CASE role WHEN 'assistant' THEN ? ELSE 1.0 END AS score, source "
                 "FROM passages WHERE passages MATCH ? ORDER BY score LIMIT ?",
-                (ASSISTANT_WEIGHT, expression, limit),
+                (ASSISTANT_WEIGHT, clean_text(expression), limit),
             ).fetchall()
         return [Hit(str(r[0]), str(r[1]), int(r[2]), int(r[3]), str(r[4]), float(r[5]),
                     str(r[6] or "")) for r in rows]
@@ -213,6 +204,25 @@ class RecallIndex:
     def close(self) -> None:
         with self._lock:
             self._conn.close()
+
+
+def message_rows(msg: Message, calls: Mapping[str, ToolCall]) -> list[Row]:
+    """The index rows of one message: its passages (a tool output's under its call, found in
+    ``calls``), then its calls'. The text is made valid first (:func:`clean_text`): SQLite
+    takes no lone surrogate, and a chat may hold one."""
+    tool = None
+    source = ""
+    if msg.role == "tool":
+        call = calls.get(msg.tool_call_id or "")
+        tool = msg.name or (call.name if call is not None else None)
+        source = clean_text(source_text(call) if call is not None else (tool or ""))
+    rows: list[Row] = [
+        (p.text, source, msg.id, msg.role, p.first, p.last)
+        for p in split_passages(clean_text(msg.content), tool=tool)
+    ]
+    for call in msg.tool_calls:
+        rows.extend(call_passages(call, msg.id))
+    return rows
 
 
 def call_text(call: ToolCall) -> tuple[str, str]:
@@ -255,10 +265,10 @@ def source_text(call: ToolCall) -> str:
     return " ".join([header, *extra])
 
 
-def call_passages(call: ToolCall, message_id: str) -> list[tuple[str, str, str, str, int, int]]:
+def call_passages(call: ToolCall, message_id: str) -> list[Row]:
     """Index rows of one tool call: each passage of its body under its header (none for a call
     that only names a path: its output's ``source`` carries it)."""
-    header, body = call_text(call)
+    header, body = (clean_text(part) for part in call_text(call))
     if not body:
         only_path = bool(call.arguments) and all(
             k in PATH_KEYS for k, v in call.arguments.items() if isinstance(v, str)
