@@ -48,6 +48,20 @@ def clean_text(text: str) -> str:
     return valid_text(paired(text))
 
 
+def argument_text(text: str) -> str:
+    """A string given as a tool argument, as valid text: surrogate pairs joined, a file name's
+    byte that is not UTF-8 (U+DC80-U+DCFF) as the ``\\xHH`` that names that file, any other
+    lone surrogate as U+FFFD."""
+    if text.isascii() or _SURROGATE.search(text) is None:
+        return text
+
+    def visible(match: re.Match[str]) -> str:
+        code = ord(match.group())
+        return f"\\x{code - 0xDC00:02x}" if 0xDC80 <= code <= 0xDCFF else "\ufffd"
+
+    return _LONE.sub(visible, paired(text))
+
+
 def decode_bytes(data: bytes) -> str:
     """Bytes from outside as text: invalid UTF-8 shown as U+FFFD (never an exception)."""
     return data.decode("utf-8", errors="replace")
