@@ -49,17 +49,21 @@ from assistant.tools.approval import Approver, AutoApprover
 from assistant.tools.registry import ToolRegistry
 
 from .approvals import ScopedApprover, TerminalApprover, parse_yes
+from .terminal import Visible, Writer, never_fail_to_encode
+from .terminal import read_line as _read_line
 
 #: Status phases worth a line on stderr (the others show as the reply and tool lines).
 _SHOWN_PHASES = (Phase.LOADING_MODEL, Phase.FAILED, Phase.STOPPING)
 
 
 class TerminalPrinter:
-    """Renders the service's events: the conversation on ``out``, the rest on ``err``."""
+    """Renders the service's events: the conversation on ``out``, the rest on ``err``; both
+    show control characters (an escape sequence in a reply, a tool output or a file name) as
+    text (:class:`~.terminal.Visible`)."""
 
     def __init__(self, out: TextIO, err: TextIO) -> None:
-        self.out = out
-        self.err = err
+        self.out: Writer = Visible(out)
+        self.err: Writer = Visible(err)
         self.streamed = False
 
     def __call__(self, event: ServiceEvent) -> None:
@@ -183,6 +187,7 @@ def _parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
+    never_fail_to_encode()
     out, err = sys.stdout, sys.stderr
     loaded = load_settings()
     if loaded.notice:
@@ -320,16 +325,6 @@ def _ends_unanswered(service: ChatService) -> bool:
     return bool(messages) and messages[-1].role == "user" and not is_branch_summary(messages[-1])
 
 
-def _read_line() -> str | None:
-    """The next line of standard input without its newline; None at the end."""
-    while True:
-        try:
-            line = sys.stdin.readline()
-        except KeyboardInterrupt:  # pragma: no cover - only between handler swaps
-            continue
-        return line.rstrip("\n") if line else None
-
-
 def _keep_or_submit(service: ChatService, text: str) -> bool:
     """Save a message unanswered (True); a command goes to the service."""
     if isinstance(parse_input(text), ChatInput):
@@ -338,7 +333,7 @@ def _keep_or_submit(service: ChatService, text: str) -> bool:
     return False
 
 
-def _keep_the_rest(service: ChatService, err: TextIO, kept: bool) -> None:
+def _keep_the_rest(service: ChatService, err: Writer, kept: bool) -> None:
     """No model: save the messages still to come, unanswered, and say how to continue."""
     count = int(kept)
     skipped = 0
