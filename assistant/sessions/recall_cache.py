@@ -12,7 +12,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from assistant.conversation import Message
-from assistant.sessions.recall_index import RecallIndex
+from assistant.sessions.recall_index import IndexBusy, RecallIndex
 
 log = logging.getLogger("assistant.sessions.recall")
 
@@ -51,17 +51,21 @@ class RecallCache:
         return index if index is not None and index.intact() else None
 
     def _current(self) -> RecallIndex | None:
-        """The index as it is (opened now if it was not); None while closed or rebuilding."""
+        """The index as it is (opened now if it was not); None while closed, rebuilding, or
+        locked by another process (not waited for: tried again at the next question)."""
         with self._lock:
             if self._closed or self._worker is not None:
                 return None
             index = self._index
         return index if index is not None else self._first_open()
 
-    def _first_open(self) -> RecallIndex:
+    def _first_open(self) -> RecallIndex | None:
         messages = self._messages()
         try:
             index = RecallIndex.open(self.path, messages, self.damaged)
+        except IndexBusy as exc:
+            log.info("Recall skipped: %s", exc)
+            return None
         except (OSError, sqlite3.Error) as exc:
             log.warning("Recall index kept in memory (%s): %s", self.path, exc)
             index = RecallIndex.open(None, messages, self.damaged)

@@ -124,7 +124,8 @@ class RecallIndex:
         cls, path: Path | None, messages: Sequence[Message],
         on_damage: Callable[[str], None] | None = None,
     ) -> RecallIndex:
-        """The index at ``path`` checked against the chat's ``messages``; rebuilt when damaged."""
+        """The index at ``path`` checked against the chat's ``messages``; rebuilt when damaged;
+        :class:`IndexBusy` when another process holds it locked."""
         existed = path is not None and path.exists()
         index: RecallIndex | None = None
         try:
@@ -133,6 +134,10 @@ class RecallIndex:
                 index._check(messages)
                 index.state = "opened"
         except (sqlite3.Error, IndexDamaged) as exc:
+            if isinstance(exc, sqlite3.Error) and _busy(exc):
+                if index is not None:
+                    index.close()
+                raise IndexBusy(f"the index is locked by another process ({exc})") from exc
             reason = str(exc) or type(exc).__name__
             log.warning("Recall index %s rebuilt: %s", path, reason)
             if index is not None:

@@ -133,3 +133,28 @@ def test_a_locked_index_is_skipped_at_once(make_rig: Make, tmp_path: Path) -> No
     handle = rig.service.chat.handle
     assert handle is not None and handle.recall_rebuilds == 0  # locked is not damaged
     assert _recalled(_ask(rig))  # the lock is gone: recall as before
+
+
+def test_an_index_locked_when_the_chat_is_opened_is_skipped_and_kept(
+    make_rig: Make, tmp_path: Path
+) -> None:
+    rig, path = _open_compacted(make_rig, tmp_path)
+    assert _recalled(_ask(rig))
+    chat_id, settings = rig.service.chat.chat_id, rig.service.settings
+    assert chat_id is not None
+    rig.service.shutdown()
+    inode = path.stat().st_ino
+    locker = subprocess.Popen([sys.executable, "-c", LOCKER, str(path)],
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    again = make_rig(backend=ScriptedBackend(window=4096), settings=settings)
+    try:
+        assert locker.stdout is not None and locker.stdout.readline() == "locked\n"
+        assert again.service.resume(chat_id)
+        started = time.monotonic()
+        _ask(again, "Which pump code did note 3 have?")
+        took = time.monotonic() - started
+    finally:
+        locker.communicate("", timeout=30)
+    assert took < 2.0, f"the turn waited {took:.1f} s for the lock"
+    assert path.stat().st_ino == inode  # kept, not thrown away and rebuilt
+    assert _recalled(_ask(again))
