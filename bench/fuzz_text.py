@@ -143,20 +143,24 @@ class Model:
         text = fuzz_text(rng)
         self.counts.cases["server events"] += 1
         self.counts.cases["model output"] += 1
-        if last.get("role") == "user" and rng.random() < 0.5:
-            return [*pieces(text, rng), "\n" + self._call(rng)]
+        if last.get("role") == "user" and rng.random() < 0.7:
+            calls = [self._call(rng) for _ in range(rng.randint(1, 3))]
+            return [*pieces(text, rng), *("\n" + call for call in calls)]
         return pieces(text, rng)
 
     def _call(self, rng: random.Random) -> str:
+        """A call whose arguments are fuzzed: a name on disk (as bytes that are not UTF-8
+        decode: lone surrogates in the JSON), a new name, text, a pattern."""
         self.counts.cases["tool arguments"] += 1
         name = os.fsdecode(rng.choice(self.names))
         kind = rng.randrange(5)
         if kind == 0:
-            return tool_call_text("list_dir", {"path": "."})
+            return tool_call_text("list_dir", {"path": rng.choice([".", name])})
         if kind == 1:
-            return tool_call_text("find_files", {"pattern": rng.choice(["*", "**", "**/*"])})
+            pattern = rng.choice(["*", "**", "**/*", fuzz_text(rng, 12), name[:3] + "*"])
+            return tool_call_text("find_files", {"pattern": pattern})
         if kind == 2:
-            return tool_call_text("grep", {"pattern": rng.choice(["a", "\\x1b", "."])})
+            return tool_call_text("grep", {"pattern": rng.choice(["a", fuzz_text(rng, 12)])})
         if kind == 3:
             return tool_call_text("read_file", {"path": name})
         path = os.fsdecode(fuzz_name(rng))
