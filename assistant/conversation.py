@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import functools
 import json
-import re
 import time
 import uuid
 from enum import StrEnum
@@ -15,6 +14,8 @@ from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator,
 
 from assistant import jsonlimits
 from assistant.jsonlimits import MAX_ARGUMENT_CHARS, MAX_ARGUMENT_DEPTH, MAX_DOCUMENT_DEPTH
+from assistant.textsafe import argument_text, paired
+from assistant.textsafe import valid_text as valid_text  # its home before textsafe
 
 Role = Literal["system", "user", "assistant", "tool"]
 
@@ -69,28 +70,18 @@ def new_id() -> str:
     return uuid.uuid4().hex[:16]
 
 
-_SURROGATE = re.compile("[\ud800-\udfff]")
-
-
-def valid_text(text: str) -> str:
-    """``text`` with lone surrogates replaced by U+FFFD, for a tokenizer: JSON can spell them and
-    the chat keeps them, but no UTF-8 encoder takes them."""
-    if text.isascii() or _SURROGATE.search(text) is None:
-        return text
-    return _SURROGATE.sub("\ufffd", text)
-
-
 def paired_surrogates(text: str) -> str:
     """``text`` with adjacent surrogate pairs joined, as after a JSON round trip."""
-    if text.isascii() or _SURROGATE.search(text) is None:
-        return text
-    return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "surrogatepass")
+    return paired(text)
 
 
 def _valid_keys(value: Any, depth: int) -> Any:
-    """``value`` with :func:`valid_text` applied to every dict key (nested past 100: as is)."""
+    """``value`` with :func:`valid_text` applied to every dict key and :func:`argument_text`
+    to every string (nested past 100: as is)."""
     if depth > 100:
         return value
+    if isinstance(value, str):
+        return argument_text(value)
     if isinstance(value, dict):
         out = {valid_text(str(k)): _valid_keys(v, depth + 1) for k, v in value.items()}
         same = len(out) == len(value) and all(
@@ -117,7 +108,7 @@ class ToolCall(BaseModel):
     @classmethod
     def _encodable_keys(cls, value: dict[str, Any]) -> dict[str, Any]:
         """Keys with lone surrogates get U+FFFD: a chat file cannot keep them, no tool takes
-        them."""
+        them; values are made valid text (a file name's odd byte as ``\\xHH``, issue 47)."""
         cleaned: dict[str, Any] = _valid_keys(value, 0)
         return cleaned
 

@@ -20,6 +20,7 @@ from assistant.compaction.transcript import TranscriptError, load_transcript
 from assistant.config import DEFAULT_SYSTEM_PROMPT, EffectivePolicy, Mode, Settings
 from assistant.conversation import Conversation, Message
 from assistant.llm.base import GenerationOptions, LLMBackend, LLMError, PromptCounter
+from assistant.textsafe import clean_text, terminal_text
 
 EXIT_USAGE = 2
 
@@ -187,8 +188,12 @@ def replay(
 
 
 def _write(out: TextIO, data: dict[str, Any], as_json: bool) -> None:
+    """One line of JSON, or the lines a person reads (control characters shown as text)."""
     if as_json:
-        out.write(json.dumps(data, ensure_ascii=False) + "\n")
+        line = json.dumps(data, ensure_ascii=False)
+        if clean_text(line) != line:  # a lone surrogate: written as JSON's \udXXX escape
+            line = json.dumps(data)
+        out.write(line + "\n")
         return
     if "call" in data:
         comp = data["compaction"]
@@ -201,30 +206,38 @@ def _write(out: TextIO, data: dict[str, Any], as_json: bool) -> None:
         pruned = f"  pruned {data['pruned_tokens']}" if data["pruned_tokens"] else ""
         cut = f"  cut {data['trimmed_tokens']}" if data["trimmed_tokens"] else ""
         flag = "  OVERFLOW" if data["overflow"] else ""
-        out.write(
+        _say(
+            out,
             f"call {data['call']:>3}: {data['prompt_tokens']:>6} / {data['window']} tokens"
             f"{pruned}{cut}{note}{flag}\n"
         )
         for msg in data.get("messages", []):
-            out.write(f"    [{msg['role']}] {msg.get('content') or ''}\n")
+            _say(out, f"    [{msg['role']}] {msg.get('content') or ''}\n")
     else:
-        out.write(
+        _say(
+            out,
             f"final context (the next call): {len(data['final_context'])} messages, "
             f"{data['prompt_tokens']} tokens\n"
         )
         sums = data["summaries"]
-        out.write(
+        _say(
+            out,
             f"summaries: model {sums['model']}, extractive {sums['extractive']}, "
             f"hook {sums['hook']}\n"
         )
         for why in data["rejected"]:
-            out.write(f"  model summary rejected: {why}\n")
-        out.write(f"files read: {', '.join(data['files_read']) or '-'}\n")
-        out.write(f"files modified: {', '.join(data['files_modified']) or '-'}\n")
+            _say(out, f"  model summary rejected: {why}\n")
+        _say(out, f"files read: {', '.join(data['files_read']) or '-'}\n")
+        _say(out, f"files modified: {', '.join(data['files_modified']) or '-'}\n")
         if data["summary"]:
-            out.write("summary:\n" + data["summary"] + "\n")
+            _say(out, "summary:\n" + data["summary"] + "\n")
         for qa in data.get("answers", []):
-            out.write(f"Q: {qa['question']}\nA: {qa['reply']}\n")
+            _say(out, f"Q: {qa['question']}\nA: {qa['reply']}\n")
+
+
+def _say(out: TextIO, text: str) -> None:
+    """Write ``text`` for a terminal: a transcript's escape sequences shown, not obeyed."""
+    out.write(terminal_text(text))
 
 
 def build_parser() -> argparse.ArgumentParser:

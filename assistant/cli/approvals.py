@@ -4,12 +4,19 @@ by ``--yes`` (docs/ARCHITECTURE.md, "Tool safety beyond paths")."""
 from __future__ import annotations
 
 import os
-import re
 import select
+import struct
 from collections.abc import Iterable
 from typing import TextIO
 
+try:
+    import fcntl
+    import termios
+except ImportError:  # pragma: no cover - not POSIX
+    termios = None  # type: ignore[assignment]
+
 from assistant.llm.base import CancelToken
+from assistant.textsafe import terminal_text
 from assistant.tools.approval import ApprovalDecision, ApprovalRequest, Approver
 
 TTY = "/dev/tty"
@@ -22,11 +29,13 @@ ALL = "all"
 #: The longest preview shown at the question (the rest is counted, not shown).
 PREVIEW_LINES = 40
 PREVIEW_CHARS = 4000
+#: Said (once) when a question found input typed before it.
+TYPED_AHEAD = (
+    "\n[approval] What was typed before this question was discarded; only an answer typed "
+    "after it counts."
+)
 _LONGEST_ANSWER = 1024
 _POLL_S = 0.1
-# Control characters a model could use to redraw the terminal (escape sequences): shown as
-# visible escapes, never sent to the terminal as they are. Newlines and tabs stay.
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 
 
 def parse_yes(values: Iterable[str], tool_names: Iterable[str]) -> tuple[bool, frozenset[str]]:
@@ -70,6 +79,8 @@ class TerminalApprover:
     def __init__(self, err: TextIO, tty: str = TTY) -> None:
         self.err = err
         self.tty = tty
+        #: Whether the terminal was told that input typed before a question is discarded.
+        self.told = False
 
     def request_approval(self, request: ApprovalRequest) -> ApprovalDecision:
         try:
@@ -77,7 +88,11 @@ class TerminalApprover:
         except OSError:
             return self._deny(request, "no terminal to ask")
         try:
-            _write_all(fd, question(request).encode("utf-8", errors="replace"))
+            text = question(request)
+            if discard_typed_ahead(fd) and not self.told:
+                self.told = True
+                text = TYPED_AHEAD + text
+            _write_all(fd, text.encode("utf-8", errors="replace"))
             answer = _read_line(fd, request.cancel)
             if answer is None:
                 _write_all(fd, b"\n")
@@ -106,7 +121,7 @@ class TerminalApprover:
 
 def shown(text: str) -> str:
     """``text`` with control characters made visible (``\\x1b`` for an escape)."""
-    return _CONTROL.sub(lambda m: repr(m.group())[1:-1], text)
+    return terminal_text(text)
 
 
 def question(request: ApprovalRequest) -> str:
@@ -119,6 +134,22 @@ def question(request: ApprovalRequest) -> str:
         cut += f"\n... ({rest:,} more lines not shown)" if rest > 0 else "\n... (cut)"
     body = f"\n{shown(request.summary)}\n" + (f"{shown(cut)}\n" if cut else "")
     return body + "Allow? [y]es once / [a]lways in this chat / [N]o: "
+
+
+def discard_typed_ahead(fd: int) -> bool:
+    """Throw away what was typed at the terminal ``fd`` before the question (lines typed
+    while the model wrote must not answer it); whether there was any."""
+    if termios is None:  # pragma: no cover - not POSIX
+        return False
+    try:
+        waiting = struct.unpack("i", fcntl.ioctl(fd, termios.FIONREAD, b"\0\0\0\0"))[0]
+    except OSError:
+        waiting = 0
+    try:
+        termios.tcflush(fd, termios.TCIFLUSH)
+    except (termios.error, OSError):  # not a terminal: nothing is typed ahead there
+        return False
+    return bool(waiting)
 
 
 def _write_all(fd: int, data: bytes) -> None:

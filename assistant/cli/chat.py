@@ -9,10 +9,11 @@ without exiting; end of input exits 0. Options apply to this run only."""
 from __future__ import annotations
 
 import argparse
+import os
 import signal
 import sys
 from types import FrameType
-from typing import TextIO
+from typing import NoReturn, TextIO
 
 from pydantic import ValidationError
 
@@ -49,17 +50,21 @@ from assistant.tools.approval import Approver, AutoApprover
 from assistant.tools.registry import ToolRegistry
 
 from .approvals import ScopedApprover, TerminalApprover, parse_yes
+from .terminal import Visible, Writer, never_fail_to_encode
+from .terminal import read_line as _read_line
 
 #: Status phases worth a line on stderr (the others show as the reply and tool lines).
 _SHOWN_PHASES = (Phase.LOADING_MODEL, Phase.FAILED, Phase.STOPPING)
 
 
 class TerminalPrinter:
-    """Renders the service's events: the conversation on ``out``, the rest on ``err``."""
+    """Renders the service's events: the conversation on ``out``, the rest on ``err``; both
+    show control characters (an escape sequence in a reply, a tool output or a file name) as
+    text (:class:`~.terminal.Visible`)."""
 
     def __init__(self, out: TextIO, err: TextIO) -> None:
-        self.out = out
-        self.err = err
+        self.out: Writer = Visible(out)
+        self.err: Writer = Visible(err)
         self.streamed = False
 
     def __call__(self, event: ServiceEvent) -> None:
@@ -152,8 +157,22 @@ def _result_line(msg: Message) -> str:
     return f"[{msg.name} {status}: {len(msg.content):,} chars]\n"
 
 
+class _Parser(argparse.ArgumentParser):
+    """Options refused in one line (argparse prints its usage first), standard input unread."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, refusal(message))
+
+
+def refusal(problem: str) -> str:
+    """The one line a refused option gets: the problem, what to run, and that a piped
+    message was not read (so it is not lost)."""
+    kept = "" if sys.stdin is None or sys.stdin.isatty() else "; nothing was read from stdin"
+    return f"assistant chat: error: {problem} (see --help{kept})\n"
+
+
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="assistant chat", description=__doc__.split("\n")[0])
+    parser = _Parser(prog="assistant chat", description=__doc__.split("\n")[0])
     parser.add_argument("--model", help="registered model name or path to a GGUF file")
     parser.add_argument(
         "--server", metavar="URL",
@@ -183,6 +202,7 @@ def _parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
+    never_fail_to_encode()
     out, err = sys.stdout, sys.stderr
     loaded = load_settings()
     if loaded.notice:
@@ -190,21 +210,14 @@ def main(argv: list[str] | None = None) -> int:
     settings = loaded.settings
     if args.model:
         settings.model = args.model
-    if args.server or args.server_model or args.server_window is not None:
-        problem = _use_server(settings, args)
-        if problem:
-            err.write(f"error: {problem}\n")
-            return 2
-    if args.mode:
-        settings.mode = args.mode
-    if args.workspace:
-        settings.workspace = args.workspace
-    if args.max_tokens:
-        settings.sampling.max_reply_tokens = args.max_tokens
-    try:
-        approve_all, approved = parse_yes(args.yes or (), ToolRegistry.default().names())
-    except ValueError as exc:
-        err.write(f"error: {exc}\n")
+    problem = _apply_options(settings, args)
+    if problem is None:
+        try:
+            approve_all, approved = parse_yes(args.yes or (), ToolRegistry.default().names())
+        except ValueError as exc:
+            problem = str(exc)
+    if problem is not None:
+        err.write(refusal(problem))
         return 2
     if approve_all:
         settings.tool_approval = "auto"
@@ -231,6 +244,41 @@ def main(argv: list[str] | None = None) -> int:
         service.shutdown()
 
 
+def _apply_options(settings: Settings, args: argparse.Namespace) -> str | None:
+    """Put the options into ``settings``, each checked as the settings check it; the first
+    problem, named by its option (``--max-tokens: Input should be greater than or equal to
+    16``), or None."""
+    if args.server or args.server_model or args.server_window is not None:
+        problem = _use_server(settings, args)
+        if problem:
+            return problem
+    workspace = args.workspace
+    if workspace and os.path.exists(workspace) and not os.path.isdir(workspace):
+        return f"--workspace: {workspace} is a file, not a folder"
+    options = (
+        (settings, "mode", args.mode, "--mode"),
+        (settings, "workspace", workspace or None, "--workspace"),
+        (settings.sampling, "max_reply_tokens", args.max_tokens, "--max-tokens"),
+    )
+    for target, field, value, option in options:
+        problem = _set(target, field, value, option)
+        if problem:
+            return problem
+    return None
+
+
+def _set(target: object, field: str, value: object, option: str) -> str | None:
+    """``target.field = value`` (nothing for None); the problem, named by ``option``."""
+    if value is None:
+        return None
+    try:
+        setattr(target, field, value)
+    except ValidationError as exc:
+        msg = str(exc.errors()[0].get("msg", exc)).removeprefix("Value error, ")
+        return f"{option}: {msg}"
+    return None
+
+
 def _use_server(settings: Settings, args: argparse.Namespace) -> str | None:
     """Point ``settings`` at the server the options name; the problem, if any, named by the
     option that caused it (``--server-window 0``: the window the server reports)."""
@@ -241,13 +289,9 @@ def _use_server(settings: Settings, args: argparse.Namespace) -> str | None:
         "window": (args.server_window, "--server-window"),
     }
     for field, (value, option) in options.items():
-        if value in (None, ""):
-            continue
-        try:
-            setattr(server, field, value)
-        except ValidationError as exc:
-            msg = str(exc.errors()[0].get("msg", exc)).removeprefix("Value error, ")
-            return f"{option}: {msg}"
+        problem = _set(server, field, None if value == "" else value, option)
+        if problem:
+            return problem
     settings.engine.kind = "server"
     return None
 
@@ -320,16 +364,6 @@ def _ends_unanswered(service: ChatService) -> bool:
     return bool(messages) and messages[-1].role == "user" and not is_branch_summary(messages[-1])
 
 
-def _read_line() -> str | None:
-    """The next line of standard input without its newline; None at the end."""
-    while True:
-        try:
-            line = sys.stdin.readline()
-        except KeyboardInterrupt:  # pragma: no cover - only between handler swaps
-            continue
-        return line.rstrip("\n") if line else None
-
-
 def _keep_or_submit(service: ChatService, text: str) -> bool:
     """Save a message unanswered (True); a command goes to the service."""
     if isinstance(parse_input(text), ChatInput):
@@ -338,7 +372,7 @@ def _keep_or_submit(service: ChatService, text: str) -> bool:
     return False
 
 
-def _keep_the_rest(service: ChatService, err: TextIO, kept: bool) -> None:
+def _keep_the_rest(service: ChatService, err: Writer, kept: bool) -> None:
     """No model: save the messages still to come, unanswered, and say how to continue."""
     count = int(kept)
     skipped = 0

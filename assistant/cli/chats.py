@@ -9,12 +9,16 @@ import sys
 from assistant.service.chats import chat_lines
 from assistant.sessions.errors import SessionError
 from assistant.sessions.store import SessionStore
+from assistant.textsafe import terminal_text
+
+from .terminal import never_fail_to_encode
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="assistant chats", description=__doc__.split("\n")[0])
     parser.add_argument("--limit", type=int, help="show at most this many")
     args = parser.parse_args(argv)
+    never_fail_to_encode()
     try:
         chats = SessionStore().list_chats()
     except (OSError, SessionError) as exc:
@@ -24,5 +28,5 @@ def main(argv: list[str] | None = None) -> int:
         print("No saved chats yet. Start one with: python -m assistant chat", file=sys.stderr)
         return 0
     for line in chat_lines(chats, args.limit):
-        print(line)
+        print(terminal_text(line))  # a title as typed: control characters shown, not obeyed
     return 0

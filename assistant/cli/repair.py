@@ -10,6 +10,7 @@ import sys
 from typing import TextIO
 
 from assistant.sessions import SessionError, SessionStore
+from assistant.textsafe import terminal_text
 
 
 def main(argv: list[str] | None = None, out: TextIO | None = None) -> int:
@@ -26,7 +27,7 @@ def main(argv: list[str] | None = None, out: TextIO | None = None) -> int:
             out.write("No chat has damaged lines.\n")
             return 0
         for row in damaged:
-            out.write(f"{row.id}  {row.title}\n")
+            out.write(f"{row.id}  {terminal_text(row.title)}\n")
             for warning in row.warnings:
                 out.write(f"    {warning}\n")
         out.write("Repair one with: python -m assistant repair CHAT_ID\n")

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 from assistant.compaction.summary import SummaryOutcome, SummaryRequest
 from assistant.conversation import Message
+from assistant.textsafe import digest
 
 #: Share of the compaction threshold (window - reserve) past which the next compaction's
 #: summary is written ahead of time.
@@ -30,7 +31,7 @@ def span_digests(span: Sequence[Message]) -> tuple[str, ...]:
         calls = ",".join(f"{c.name}:{json.dumps(c.arguments, sort_keys=True)}"
                          for c in m.tool_calls)
         text = f"{m.id}\x00{m.role}\x00{m.content}\x00{m.tool_call_id or ''}\x00{calls}"
-        out.append(hashlib.sha256(text.encode("utf-8")).hexdigest()[:24])
+        out.append(digest(text))  # a lone surrogate in a stored message is hashed too
     return tuple(out)
 
 

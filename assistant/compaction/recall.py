@@ -27,7 +27,7 @@ from assistant.compaction.tokens import TokenCounter
 from assistant.config import EffectivePolicy
 from assistant.conversation import Conversation, Message
 from assistant.llm.transcript_recall import HEADING_AFTER, HEADING_BEFORE
-from assistant.sessions.recall_index import Hit
+from assistant.sessions.recall_index import Hit, IndexUnavailable, message_rows
 from assistant.sessions.recall_text import match_expression, normalize, query_terms
 
 log = logging.getLogger("assistant.compaction.recall")
@@ -73,6 +73,8 @@ class PassageIndex(Protocol):
     def counts(self, terms: Sequence[str]) -> dict[str, int]: ...
 
     def matching(self, expressions: Sequence[str]) -> dict[str, int]: ...
+
+    def distrust(self, reason: str) -> None: ...
 
     @property
     def passages(self) -> int: ...
@@ -236,10 +238,15 @@ class Recall:
                 expression = " OR ".join(distinctive_pairs(asked, index))
                 terms = asked
             hits = index.search(expression, limit=SEARCH_LIMIT) if expression else []
+        except IndexUnavailable as exc:  # locked elsewhere, or damaged (being rebuilt)
+            log.info("Recall skipped: %s", exc)
+            self._synced = None
+            return None
         except Exception:  # recall is an aid: a broken index must not stop the reply
             log.warning("Recall skipped: the chat's index failed", exc_info=True)
             self._synced = None
             return None
+        hits = genuine(hits, chat, index)
         if not hits:
             return None
         visible = _visible(messages, pos, shown)
@@ -362,6 +369,29 @@ class Recall:
         return (excerpt, cost) if cost <= room else None
 
 
+def genuine(hits: Sequence[Hit], chat: ChatMap, index: PassageIndex) -> list[Hit]:
+    """The ``hits`` that are passages of this branch's messages exactly as the chat file holds
+    them; any other passage of a message here (text edited inside the index file) is left
+    out and the index is distrusted (rebuilt). Passages of other branches' messages are left
+    out without blame (the index holds every branch)."""
+    rows: dict[str, set[tuple[str, str, int, int]]] = {}
+    out: list[Hit] = []
+    forged = 0
+    for hit in hits:
+        msg = chat.by_id.get(hit.message_id)
+        if msg is None:
+            continue
+        if msg.id not in rows:
+            rows[msg.id] = {(r[0], r[3], r[4], r[5]) for r in message_rows(msg, chat.calls)}
+        if (hit.text, hit.role, hit.first, hit.last) in rows[msg.id]:  # (source only ranks)
+            out.append(hit)
+        else:
+            forged += 1
+    if forged:
+        index.distrust(f"{forged} passage(s) found differ from the chat file")
+    return out
+
+
 class _ReadOnly:
     """A chat's index read for a draft it does not hold: ``sync`` takes in only messages of
     the chat itself, and the counts are those the draft's own passage would add once sent
@@ -383,6 +413,9 @@ class _ReadOnly:
 
     def matching(self, expressions: Sequence[str]) -> dict[str, int]:
         return {e: n + OWN for e, n in self._index.matching(expressions).items()}
+
+    def distrust(self, reason: str) -> None:
+        self._index.distrust(reason)
 
     @property
     def passages(self) -> int:

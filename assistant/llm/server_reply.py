@@ -2,6 +2,10 @@
 tool calls (arriving in pieces keyed by ``index``), the finish reason and what the server
 reports (``usage``, llama.cpp's ``timings``). Native calls are written into the text as the
 text protocol's blocks, so the agent parses every reply the same way.
+
+The text is valid Unicode (issue 47): a character outside the Basic Multilingual Plane
+that a server sends as a JSON surrogate pair split across two events (``"\\ud83d"``, then
+``"\\ude00"``) is joined; a surrogate left alone is shown as U+FFFD.
 """
 
 from __future__ import annotations
@@ -11,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from assistant.llm.template import format_call_block
+from assistant.textsafe import clean_text
 
 
 @dataclass
@@ -24,6 +29,8 @@ class StreamedReply:
     progress: tuple[int, int] | None = None
     #: Content pieces received (a token count when the server reports none).
     deltas: int = 0
+    #: A high surrogate that ended the last piece: the rest of its pair may come next.
+    pending: str = ""
 
     def feed(self, event: dict[str, Any]) -> tuple[str, bool]:
         """Take one event; returns (text to show, whether the reply started: text or a
@@ -46,16 +53,26 @@ class StreamedReply:
             delta = choice.get("delta") or {}
             content = delta.get("content") if isinstance(delta, dict) else None
             if isinstance(content, str) and content:
-                self.parts.append(content)
                 self.deltas += 1
-                shown.append(content)
                 started = True
+                piece = self._joined(content)
+                if piece:
+                    self.parts.append(piece)
+                    shown.append(piece)
             for call in (delta.get("tool_calls") or ()) if isinstance(delta, dict) else ():
                 self._merge_call(call)
                 started = True
             if choice.get("finish_reason"):
                 self.finish = str(choice["finish_reason"])
         return "".join(shown), started
+
+    def _joined(self, content: str) -> str:
+        """``content`` as valid text, a high surrogate that ends it kept for the next piece."""
+        text = self.pending + content
+        self.pending = ""
+        if "\ud800" <= text[-1] <= "\udbff":
+            self.pending, text = text[-1], text[:-1]
+        return clean_text(text)
 
     def _merge_call(self, piece: Any) -> None:
         if not isinstance(piece, dict):
@@ -72,15 +89,18 @@ class StreamedReply:
 
     @property
     def content(self) -> str:
-        """The text as streamed (without tool calls)."""
-        return "".join(self.parts)
+        """The text as streamed (without tool calls); a pair's half that never got its other
+        half is U+FFFD."""
+        return "".join(self.parts) + ("\ufffd" if self.pending else "")
 
     def text(self) -> str:
         """The content, then each native tool call as a text-protocol block."""
         text = self.content
         for call in (self.calls[i] for i in sorted(self.calls)):
             if call.get("name"):
-                block = format_call_block(call["name"], call.get("arguments") or "{}")
+                block = clean_text(
+                    format_call_block(call["name"], call.get("arguments") or "{}")
+                )
                 text = f"{text}\n{block}" if text else block
         return text
 

@@ -5,7 +5,6 @@ change is written and fsynced before it happens, and branch operations update th
 from __future__ import annotations
 
 import logging
-import sqlite3
 import threading
 import time
 from collections.abc import Callable
@@ -30,6 +29,7 @@ from assistant.sessions.errors import ChatClosedError, ChatReadOnlyError
 from assistant.sessions.export import Snapshot
 from assistant.sessions.journal import JournalWriter
 from assistant.sessions.lock import ChatLock
+from assistant.sessions.recall_cache import RecallCache
 from assistant.sessions.recall_index import RecallIndex
 from assistant.sessions.summary import Summarizer, branch_summary_message, resolve_title
 from assistant.sessions.tree import ChatTree
@@ -76,7 +76,7 @@ class ChatHandle:
         self.conversation.subscribe(self)
         #: Where this chat's full-text index lives (None: in memory); opened on first use.
         self.recall_path = recall_path
-        self._recall: RecallIndex | None = None
+        self._recall = RecallCache(recall_path, self._recall_messages)
 
     # -- ConversationObserver --------------------------------------------------------------
     def message_appended(self, message: Message) -> None:
@@ -261,24 +261,29 @@ class ChatHandle:
         return isinstance(entry, BranchSummaryEntry) and entry.covered_ids == covered
 
     # -- recall ----------------------------------------------------------------------------
-    def recall_index(self) -> RecallIndex:
-        """The chat's full-text index, opened on first use (in memory if it cannot be written)."""
+    def recall_index(self) -> RecallIndex | None:
+        """The chat's full-text index, opened on first use (in memory if it cannot be
+        written), checked, rebuilt from the chat file when damaged (:mod:`.recall_cache`);
+        None while a rebuild is under way."""
         with self._mutex:
             if self._closed:
                 raise ChatClosedError(f"Chat {self.chat_id} is closed")
-            if self._recall is None:
-                messages = [
-                    e.message if isinstance(e, MessageEntry)
-                    else branch_summary_message(e.id, e.summary, e.timestamp)
-                    for e in self._tree.entries
-                    if isinstance(e, MessageEntry | BranchSummaryEntry)
-                ]
-                try:
-                    self._recall = RecallIndex.open(self.recall_path, messages)
-                except (OSError, sqlite3.Error) as exc:
-                    log.warning("Recall index kept in memory (%s): %s", self.recall_path, exc)
-                    self._recall = RecallIndex.open(None, messages)
-            return self._recall
+        return self._recall.get()
+
+    @property
+    def recall_rebuilds(self) -> int:
+        """How often the index was found damaged and rebuilt while the chat was open."""
+        return self._recall.rebuilds
+
+    def _recall_messages(self) -> list[Message]:
+        """Every message of the chat file, all branches, as the index holds them."""
+        with self._mutex:
+            return [
+                e.message if isinstance(e, MessageEntry)
+                else branch_summary_message(e.id, e.summary, e.timestamp)
+                for e in self._tree.entries
+                if isinstance(e, MessageEntry | BranchSummaryEntry)
+            ]
 
     # -- lifecycle -------------------------------------------------------------------------
     def close(self) -> None:
@@ -290,9 +295,7 @@ class ChatHandle:
             writer, self._writer = self._writer, None
             if writer is not None:
                 writer.close()
-            recall, self._recall = self._recall, None
-            if recall is not None:
-                recall.close()
+            self._recall.close()
             if self._lock is not None:
                 self._lock.release()
         if self._on_close is not None:

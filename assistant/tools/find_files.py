@@ -43,7 +43,7 @@ class FindFilesTool(Tool[FindFilesArgs]):
                 for file in walk_files(top.handle, budget):
                     if matcher.match(file.rel):
                         if len(found) < ctx.limits.max_matches:
-                            found.append(prefix + file.rel)
+                            found.append(prefix + file.shown)
                         else:
                             more += 1
             except SearchStopped:

@@ -12,6 +12,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Literal
 
+from assistant.textsafe import has_escapes, name_from_shown, shown_name
+
 #: Symlinks followed while resolving one path (the kernel's own limit is 40).
 MAX_LINK_HOPS = 40
 #: Times a component may change under us (a racing swap) before the path is refused.
@@ -135,8 +137,9 @@ class Resolved:
 
     @property
     def shown(self) -> str:
+        """The path as tools show it (a name that is not UTF-8 with ``\\xHH`` escapes)."""
         parts = (*self.parts, self.name) if self.name is not None else self.parts
-        return "/".join(parts) if parts else "."
+        return _join(list(parts))
 
     @property
     def is_dir(self) -> bool:
@@ -179,7 +182,7 @@ class Resolver:
         via: tuple[str, str] | None = None
         try:
             while pending:
-                comp = pending.popleft()
+                comp = _on_disk(handle, pending.popleft())
                 last = not pending
                 if comp in ("", "."):
                     if last and mode in ("file", "parent"):
@@ -340,7 +343,26 @@ def split_parts(path: str) -> list[str]:
 
 
 def _join(names: list[str]) -> str:
-    return "/".join(names) if names else "."
+    return shown_name("/".join(names)) if names else "."
+
+
+def _on_disk(handle: Handle, comp: str) -> str:
+    """The name ``comp`` means in the folder: itself, or, when no entry has that name and it
+    holds ``\\xHH`` escapes, the name a tool showed that way (``caf\\xe9.txt`` for the
+    Latin-1 bytes ``caf\\xe9.txt``)."""
+    if not has_escapes(comp):
+        return comp
+    try:
+        lstat_at(handle, comp)
+        return comp
+    except OSError:
+        pass
+    name = name_from_shown(comp)
+    try:
+        lstat_at(handle, name)
+    except (OSError, ValueError):
+        return comp
+    return name
 
 
 def iter_dir(handle: Handle) -> Iterator[os.DirEntry[str]]:

@@ -84,7 +84,7 @@ class GrepTool(Tool[GrepArgs]):
                 hits.skipped += 1
                 continue
             try:
-                self._search_fd(searcher, fd, prefix + file.rel, hits, budget)
+                self._search_fd(searcher, fd, prefix + file.shown, hits, budget)
             finally:
                 os.close(fd)
             if budget.stopped_by:

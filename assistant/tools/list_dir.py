@@ -7,6 +7,7 @@ from typing import ClassVar
 
 from pydantic import Field
 
+from assistant.textsafe import shown_name
 from assistant.tools.base import FOLDER_ALIASES, Tool, ToolArgs, ToolContext, ToolResult
 from assistant.tools.fsaccess import Handle, readlink_at, scandir
 
@@ -51,16 +52,17 @@ def _is_dir(entry: os.DirEntry[str]) -> bool:
 
 
 def _describe(folder: Handle, entry: os.DirEntry[str]) -> str:
+    name = shown_name(entry.name)  # a name that is not UTF-8 with \xHH escapes
     try:
         if entry.is_symlink():
-            return f"{entry.name} -> {readlink_at(folder, entry.name)}"
+            return f"{name} -> {shown_name(readlink_at(folder, entry.name))}"
         if entry.is_dir(follow_symlinks=False):
-            return f"{entry.name}/"
+            return f"{name}/"
         if entry.is_file(follow_symlinks=False):
-            return f"{entry.name} ({_size(entry.stat(follow_symlinks=False).st_size)})"
+            return f"{name} ({_size(entry.stat(follow_symlinks=False).st_size)})"
     except OSError:
         pass
-    return f"{entry.name} (special file)"
+    return f"{name} (special file)"
 
 
 def _size(n: int) -> str:

@@ -12,6 +12,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from assistant.conversation import ToolCall
+from assistant.textsafe import clean_text
 from assistant.tools.base import Tool, ToolArgs, ToolContext, ToolResult, canonical_arguments
 from assistant.tools.workspace import SandboxError
 
@@ -75,6 +76,10 @@ class ToolRegistry:
 
     def check(self, call: ToolCall) -> CheckedCall | ToolResult:
         """The validated call, or an error result telling the model the expected form."""
+        checked = self._check(call)
+        return _valid(checked) if isinstance(checked, ToolResult) else checked
+
+    def _check(self, call: ToolCall) -> CheckedCall | ToolResult:
         tool = self._tools.get(call.name)
         if tool is None:
             return ToolResult.error(
@@ -99,6 +104,10 @@ class ToolRegistry:
         return CheckedCall(call=call, tool=tool, args=args)
 
     def execute(self, checked: CheckedCall, ctx: ToolContext) -> ToolResult:
+        """Run the checked call; its output is valid text whatever the tool read (issue 47)."""
+        return _valid(self._execute(checked, ctx))
+
+    def _execute(self, checked: CheckedCall, ctx: ToolContext) -> ToolResult:
         try:
             return checked.tool.run(checked.args, ctx)
         except SandboxError as exc:
@@ -112,6 +121,13 @@ class ToolRegistry:
         """Check and execute without asking anyone (for tests and user-started tools)."""
         checked = self.check(call)
         return checked if isinstance(checked, ToolResult) else self.execute(checked, ctx)
+
+
+def _valid(result: ToolResult) -> ToolResult:
+    """``result`` with lone surrogates replaced (:func:`clean_text`): nothing a tool read or
+    was given that is not valid text reaches the chat."""
+    text = clean_text(result.text)
+    return result if text == result.text else ToolResult(text, result.is_error)
 
 
 def tool_schema(tool: Tool[Any]) -> dict[str, Any]:

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 
 import re2
 
+from assistant.textsafe import shown_name
 from assistant.tools.fsaccess import Handle, close, iter_dir, open_dir_at, open_file_at
 from assistant.tools.workspace import SandboxError
 
@@ -67,8 +68,13 @@ class WalkedFile:
 
     folder: Handle
     name: str
-    #: Path relative to the folder the walk started in, '/'-separated.
+    #: Path relative to the folder the walk started in, '/'-separated, as on disk.
     rel: str
+
+    @property
+    def shown(self) -> str:
+        """``rel`` as tools show it (bytes that are not UTF-8 as ``\\xHH``)."""
+        return shown_name(self.rel)
 
     def open(self) -> int:
         fd = open_file_at(self.folder, self.name, os.O_RDONLY | _NONBLOCK)
@@ -191,7 +197,9 @@ class GlobMatcher:
             ) from None
 
     def match(self, rel: str) -> bool:
-        return self._regex.fullmatch(rel) is not None
+        """Whether ``rel`` (as the walk found it) matches; a name that is not UTF-8 is matched
+        as tools show it (``caf\\xe9.txt``: ``*.txt`` matches it)."""
+        return self._regex.fullmatch(shown_name(rel)) is not None
 
 
 def glob_matcher(pattern: str) -> GlobMatcher:

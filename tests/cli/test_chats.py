@@ -50,3 +50,18 @@ def test_resume_of_a_chat_open_elsewhere_is_refused() -> None:
     assert proc.returncode == 1
     assert "open" in proc.stderr.lower()
     assert "[model]" not in proc.stderr
+
+
+def test_a_title_with_lone_surrogates_and_escapes_is_listed_as_text() -> None:
+    """Issue 47: a title holding a lone surrogate (saved before the edges made text valid)
+    raised UnicodeEncodeError in ``chats``; an escape sequence in it reached the terminal."""
+    store = SessionStore()
+    with store.create(title="odd \ud83d \x1b[2J title é"):
+        pass
+    proc = subprocess.run(
+        [sys.executable, "-m", "assistant", "chats"], capture_output=True, timeout=120,
+        env={**os.environ, "PYTHONIOENCODING": "ascii"},
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert b"odd \\ud83d \\x1b[2J title \\xe9" in proc.stdout
+    assert b"\x1b" not in proc.stdout and b"Traceback" not in proc.stderr

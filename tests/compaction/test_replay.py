@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -245,3 +246,21 @@ def test_ask_with_the_embedded_model(
     assert answer["question"] == "Which port does the staging server listen on?"
     assert "6050" in answer["reply"]
     assert answer["prompt_tokens"] > 50
+
+
+def test_a_transcript_with_lone_surrogates_and_escapes_replays_as_text(tmp_path: Path) -> None:
+    """Issue 47: what a transcript holds is shown, not obeyed, and never fails to print."""
+    path = tmp_path / "odd.jsonl"
+    path.write_text(
+        '{"role":"user","content":"hi \\ud83d \\u001b[2J"}\n'
+        '{"role":"assistant","content":"ok \\udce9 \\u001b]0;t\\u0007"}\n', encoding="utf-8")
+    for extra in ([], ["--json"]):
+        proc = subprocess.run(
+            [sys.executable, "-m", "assistant", "replay", str(path), "--summarizer",
+             "extractive", "--prompts", *extra],
+            capture_output=True, timeout=120, env={**os.environ, "PYTHONIOENCODING": "utf-8"},
+        )
+        assert proc.returncode == 0, proc.stderr
+        assert b"\x1b" not in proc.stdout and b"\x07" not in proc.stdout
+        assert b"Traceback" not in proc.stderr
+        proc.stdout.decode("utf-8")

@@ -2,9 +2,10 @@
 
 By default it lists one model at ``/v1/models``, answers 404 to everything else but
 ``/v1/chat/completions``, and streams there whatever ``reply(messages)`` returns (as one
-content piece, then ``[DONE]``). The app takes it for a generic OpenAI server: token
-counts are estimates and tool calls use the app's text protocol, so a scripted reply can
-hold a fenced ``tool_call`` block. Each request's messages are kept in ``requests``.
+content piece, or a list of pieces as one event each, then ``[DONE]``). The app takes it
+for a generic OpenAI server: token counts are estimates and tool calls use the app's text
+protocol, so a scripted reply can hold a fenced ``tool_call`` block. Each request's
+messages are kept in ``requests``.
 
 ``models`` (the ``/v1/models`` entries), ``routes`` (more paths, by method and path),
 ``unknown`` (the answer to a path it lacks) and ``prompt_tokens`` (the prompt size its
@@ -40,7 +41,7 @@ def tool_call_text(name: str, arguments: dict[str, Any]) -> str:
 class FakeOpenAIServer:
     def __init__(
         self,
-        reply: Callable[[Messages], str],
+        reply: Callable[[Messages], str | list[str]],
         *,
         models: list[dict[str, Any]] | None = None,
         routes: dict[tuple[str, str], Route] | None = None,
@@ -84,7 +85,9 @@ class FakeOpenAIServer:
             def _chat(self, body: dict[str, Any]) -> None:
                 messages = body.get("messages", [])
                 server.requests.append(messages)
-                text = server.reply(messages)
+                answer = server.reply(messages)
+                pieces = [answer] if isinstance(answer, str) else answer
+                text = "".join(pieces)
                 if not body.get("stream"):
                     usage = {"prompt_tokens": prompt_tokens(body), "completion_tokens": 1}
                     self._json(200, {"choices": [{"index": 0, "finish_reason": "stop",
@@ -97,7 +100,8 @@ class FakeOpenAIServer:
                 self.send_header("Connection", "close")
                 self.end_headers()
                 for event in (
-                    {"choices": [{"index": 0, "delta": {"role": "assistant", "content": text}}]},
+                    *({"choices": [{"index": 0, "delta": {"role": "assistant", "content": p}}]}
+                      for p in pieces),
                     {"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]},
                 ):
                     self.wfile.write(b"data: " + json.dumps(event).encode() + b"\n\n")
@@ -137,7 +141,7 @@ class FakeOpenAIServer:
 
 @contextmanager
 def fake_openai_server(
-    reply: Callable[[Messages], str], **kind: Any
+    reply: Callable[[Messages], str | list[str]], **kind: Any
 ) -> Iterator[FakeOpenAIServer]:
     """The server, started; ``kind`` is passed on (``models``, ``routes``, ...)."""
     server = FakeOpenAIServer(reply, **kind)

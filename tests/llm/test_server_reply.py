@@ -69,3 +69,23 @@ def test_a_server_that_reports_nothing() -> None:
     assert reply.completion_tokens() == 3
     assert reply.prompt_tokens(42) == 42
     assert reply.cached_tokens() is None
+
+
+def test_a_surrogate_pair_split_across_two_events_is_one_character() -> None:
+    """Issue 47: a server sent an emoji as "\\ud83d" then "\\ude00" in two events; the reply
+    was lost with "'utf-8' codec can't encode character '\\ud83d'"."""
+    reply = StreamedReply()
+    shown = [reply.feed(_chunk({"content": piece}))[0]
+             for piece in ["Hi \ud83d", "\ude00 there", " \ud83d", "x \udce9", "\ud83e"]]
+    reply.feed(_chunk({}, "stop"))
+    assert shown == ["Hi ", "\U0001f600 there", " ", "\ufffdx \ufffd", ""]
+    assert reply.text() == "Hi \U0001f600 there \ufffdx \ufffd\ufffd"
+    reply.text().encode("utf-8")
+    assert reply.deltas == 5
+
+
+def test_native_call_arguments_with_lone_surrogates_are_valid_text() -> None:
+    reply = StreamedReply()
+    reply.feed(_chunk({"tool_calls": [{"index": 0, "function": {
+        "name": "read_file", "arguments": '{"path": "caf\udce9.txt"}'}}]}))
+    reply.text().encode("utf-8")
