@@ -229,7 +229,7 @@ def _model_path(model: str) -> Path:
     path = Path(model)
     if path.suffix == ".gguf":
         return path
-    from assistant.llm.registry import small_model_path, resolve_model
+    from assistant.llm.registry import resolve_model, small_model_path
 
     try:
         return resolve_model(model)[0]

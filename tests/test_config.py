@@ -230,7 +230,7 @@ def test_the_first_run_uses_the_registry_default(monkeypatch: pytest.MonkeyPatch
     from tests.conftest import PRODUCT_DEFAULT_MODEL
 
     registry = load_registry()
-    assert PRODUCT_DEFAULT_MODEL == registry.default
+    assert registry.default == PRODUCT_DEFAULT_MODEL
     monkeypatch.setattr(config, "DEFAULT_MODEL", PRODUCT_DEFAULT_MODEL)
     assert Settings().model == registry.default
     assert registry.small == "smollm2-135m-instruct" and registry.get(registry.small)

@@ -13,7 +13,7 @@ import pytest
 from assistant import paths
 from assistant.llm import catalog
 from assistant.llm.catalog import ModelFileError
-from assistant.llm.registry import small_model_path, load_registry
+from assistant.llm.registry import load_registry, small_model_path
 
 #: The provisioned wheels (found before the tests point ASSISTANT_HOME elsewhere).
 REAL_WHEELS = paths.wheel_dir()
