@@ -24,6 +24,10 @@ from assistant.llm.base import LLMBackend, LLMError
 from assistant.llm.context_probe import model_id
 from assistant.llm.tool_score import ToolScore, now
 
+#: Longest reply and most tool rounds a task may take.
+MAX_REPLY_TOKENS = 200
+MAX_STEPS = 5
+
 #: A task's check: (workspace, the final answer) -> None when done, else what is wrong.
 Check = Callable[[Path, str], str | None]
 
@@ -151,7 +155,13 @@ def run_task(
         elif isinstance(event, Notice) and event.level != "info":
             notes.append(event.text)
 
-    local = settings.model_copy(update={"workspace": str(root), "tool_approval": "auto"})
+    # A task needs a few short calls and a sentence: bounded, so a model that rambles or
+    # loops costs the probe seconds, not minutes.
+    sampling = settings.sampling.model_copy(update={
+        "max_reply_tokens": min(settings.sampling.max_reply_tokens, MAX_REPLY_TOKENS)})
+    local = settings.model_copy(update={
+        "workspace": str(root), "tool_approval": "auto", "sampling": sampling,
+        "step_limit": min(settings.step_limit, MAX_STEPS)})
     engine = build_engine(backend, lambda: local, None, on_event, tools=True)
     conv = Conversation()
     started = time.perf_counter()
