@@ -186,7 +186,33 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--speculative", action="store_true",
                    help="only measure prompt-lookup decoding on the quoting workload "
                    "(SmolLM2 and gemma-3-270m, or --model PATH) and print the table")
+    p.add_argument("--draft", metavar="MAIN:DRAFT", default=None,
+                   help="only measure draft-model decoding on W1's replies: MAIN (a registry "
+                   "name or GGUF path) with and without DRAFT proposing tokens "
+                   "(bench/draft.py); --quick: 2 prompts, 64 tokens")
     return p
+
+
+def _draft(args: argparse.Namespace) -> int:
+    """``--draft MAIN:DRAFT``: draft-model decoding on W1's replies (bench/draft.py)."""
+    from . import draft
+
+    main, sep, helper = str(args.draft).partition(":")
+    if not sep or not main or not helper:
+        print("bench: --draft needs MAIN:DRAFT (two models)", file=sys.stderr)
+        return EXIT_USAGE
+    prompts, rounds, tokens = (2, 2, 64) if args.quick else (3, 3, 96)
+    try:
+        result = draft.run(main, helper, prompts=prompts, rounds=rounds, max_tokens=tokens,
+                           threads=args.threads)
+    except (LLMError, RuntimeError) as exc:
+        print(f"bench: {exc}", file=sys.stderr)
+        return 1
+    if args.json:
+        print(json.dumps(result, indent=1))
+    else:
+        print(draft.render(result, "python -m bench " + " ".join(args.argv)))
+    return 0
 
 
 def _speculative(args: argparse.Namespace) -> int:
@@ -463,6 +489,8 @@ def main(argv: list[str]) -> int:
         return 0
     if args.speculative:
         return _speculative(args)
+    if args.draft is not None:
+        return _draft(args)
     if args.max_reply_tokens is None:
         args.max_reply_tokens = 24 if args.quick else 48
     if args.side_by_side:
