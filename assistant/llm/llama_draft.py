@@ -132,6 +132,7 @@ class DraftModel:
         if n - self._anchor > WINDOW_MAX or self._anchor >= n:
             self._anchor = max(0, n - WINDOW_MIN)
             self._held = []
+            self._llm._ctx.kv_cache_clear()  # other positions now: start again
         want = [int(t) for t in context[self._anchor :]]
         keep = min(common_prefix(self._held, want), len(want) - 1)  # fresh logits for the last
         if keep < len(self._held):

@@ -114,8 +114,9 @@ def test_the_drafted_reply_is_plain_decodings_token_for_token(pair: Any) -> None
     finally:
         pair.draft = drafter
     assert plain.completion_tokens == drafted.completion_tokens == 32
-    assert drafted_tokens == plain_tokens
     assert drafted.text == plain.text
+    # Token for token (plain decoding leaves its last token out of the cache).
+    assert len(plain_tokens) >= 31 and drafted_tokens[: len(plain_tokens)] == plain_tokens
 
 
 @pytest.mark.integration
