@@ -111,6 +111,7 @@ bench: setup models llama-server
 	$(PY) -m bench --strategy policy --strategy none --report docs/BENCHMARKS.md
 	ASSISTANT_LLAMA_SERVER=$(LLAMA_SERVER) $(PY) -m bench --side-by-side --quick \
 	  --chunk-reuse --report docs/BENCHMARKS.md
+	$(PY) -m bench --model-figures
 
 package: setup
 	$(PY) -m pip install --quiet -e '.[package]'

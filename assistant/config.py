@@ -293,6 +293,15 @@ class Performance(_Section):
         "file, code being edited), several tokens are checked per model call. 'auto' uses it "
         "with the models it was measured faster on (docs/PERFORMANCE.md).",
     )
+    draft_model: str = Field(
+        "auto", max_length=4096,
+        description="Speculative decoding with a smaller model of the same vocabulary (a "
+        "registry name or a GGUF path): it proposes the next tokens and the loaded model "
+        "checks them in one batch; the reply is the one plain decoding gives. 'auto' uses "
+        "the pairing measured faster for the model (the registry's draft_model; also when "
+        "empty), 'off' none. "
+        "Loaded only when in use (docs/PERFORMANCE.md, \"Draft-model decoding\").",
+    )
     prompt_form: Literal["auto", "chat", "transcript"] = Field(
         "auto",
         description="How the chat is shown to the embedded model: 'chat' uses the chat "

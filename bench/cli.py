@@ -186,7 +186,53 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--speculative", action="store_true",
                    help="only measure prompt-lookup decoding on the quoting workload "
                    "(SmolLM2 and gemma-3-270m, or --model PATH) and print the table")
+    p.add_argument("--draft", metavar="MAIN:DRAFT", default=None,
+                   help="only measure draft-model decoding on W1's replies: MAIN (a registry "
+                   "name or GGUF path) with and without DRAFT proposing tokens "
+                   "(bench/draft.py); --quick: 2 prompts, 64 tokens")
+    p.add_argument("--model-figures", action="store_true",
+                   help="only measure every installed registered model's figures (first "
+                   "token of a short question, a pasted text and a resumed chat; decode "
+                   "tokens/s; peak memory: bench/model_figures.py); --quick: 1,000-token "
+                   "paste and history instead of 4,000")
     return p
+
+
+def _model_figures(args: argparse.Namespace) -> int:
+    """``--model-figures``: the per-model figures (bench/model_figures.py)."""
+    from . import model_figures
+
+    models = (model_figures.installed_models() if args.model in ("embedded", "scripted")
+              else [args.model])
+    size = 1_000 if args.quick else 4_000
+    rows = model_figures.run_all(models, paste=size, history=size, threads=args.threads)
+    if args.json:
+        print(json.dumps(rows, indent=1))
+    else:
+        print(model_figures.render(rows, "python -m bench " + " ".join(args.argv)))
+    return 0 if rows and not any("error" in r for r in rows) else 1
+
+
+def _draft(args: argparse.Namespace) -> int:
+    """``--draft MAIN:DRAFT``: draft-model decoding on W1's replies (bench/draft.py)."""
+    from . import draft
+
+    main, sep, helper = str(args.draft).partition(":")
+    if not sep or not main or not helper:
+        print("bench: --draft needs MAIN:DRAFT (two models)", file=sys.stderr)
+        return EXIT_USAGE
+    prompts, rounds, tokens = (2, 2, 64) if args.quick else (3, 3, 96)
+    try:
+        result = draft.run(main, helper, prompts=prompts, rounds=rounds, max_tokens=tokens,
+                           threads=args.threads)
+    except (LLMError, RuntimeError) as exc:
+        print(f"bench: {exc}", file=sys.stderr)
+        return 1
+    if args.json:
+        print(json.dumps(result, indent=1))
+    else:
+        print(draft.render(result, "python -m bench " + " ".join(args.argv)))
+    return 0
 
 
 def _speculative(args: argparse.Namespace) -> int:
@@ -463,6 +509,10 @@ def main(argv: list[str]) -> int:
         return 0
     if args.speculative:
         return _speculative(args)
+    if args.draft is not None:
+        return _draft(args)
+    if args.model_figures:
+        return _model_figures(args)
     if args.max_reply_tokens is None:
         args.max_reply_tokens = 24 if args.quick else 48
     if args.side_by_side:

@@ -45,6 +45,16 @@ def targets(perf: dict[str, Any], sums: Sequence[Summary]) -> list[tuple[str, st
             f"{resume.get('cold_evaluated', 0):,} tokens",
             None if over is None else over <= 2.0,
         ))
+        live = resume.get("live_ttft_s")
+        if live is not None:
+            out.append((
+                "restart (issue 43): first token of the question after relaunch within 1.5x "
+                "of the same question before quitting, same run",
+                f"{_f(resume.get('resume_ttft_s'))} s after relaunch (loading the state "
+                f"included) vs {_f(live)} s before quitting "
+                f"({resume.get('live_evaluated')} tokens evaluated)",
+                float(resume["resume_ttft_s"]) <= 1.5 * max(float(live), 1e-9),
+            ))
     w1 = [s for s in sums if s.workload == "W1" and s.strategy == "policy"]
     for s in w1:
         how = "with chunk reuse" if s.chunk_reuse else "prefix reuse only"

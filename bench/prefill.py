@@ -8,7 +8,8 @@
 * :func:`raw_prefill_rate` - raw llama.cpp tokens/s of a model, the rate the TTFT bound of
   each turn is computed with.
 * :func:`resume_ttft` - a chat with ``history`` tokens is answered, its KV state saved as the
-  app saves it, and the chat "reopened" twice: by a new backend evaluating everything
+  app saves it, the question asked in the chat never closed (before quitting), and the chat
+  "reopened" twice: by a new backend evaluating everything
   (before issue 14) and by a new backend that loads the saved state first. Time to first
   token of a new question in each, the state's size and save/load times.
 """
@@ -165,8 +166,9 @@ def resume_ttft(
     copy_s = time.perf_counter() - started
     msgs2 = [*msgs, {"role": "assistant", "content": first.text},
              {"role": "user", "content": "Which topic did my notes cover first?"}]
-    # The chat never closed: the same backend answers, reusing its cache.
-    live, _ = _timed_chat(backend, msgs2, 8)
+    # The chat never closed (the question before quitting): the same backend answers,
+    # reusing its cache.
+    live, live_ttft = _timed_chat(backend, msgs2, 8)
     with tempfile.TemporaryDirectory(prefix="bench-resume-") as tmp:
         cache = StateCache(Path(tmp), limit_bytes=1 << 40)
         started = time.perf_counter()
@@ -204,6 +206,8 @@ def resume_ttft(
         "cold_ttft_s": round(cold_ttft, 2),
         "cold_evaluated": cold.prompt_evaluated,
         "resume_ttft_s": round(warm_ttft, 2),
+        "live_ttft_s": round(live_ttft, 2),
+        "live_evaluated": live.prompt_evaluated,
         "resume_evaluated": warm.prompt_evaluated,
         "question_own_s": None if own is None else round(own, 2),
         # Restored, the cache is the one the chat left: the reply is the live one's. A full

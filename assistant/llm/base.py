@@ -349,6 +349,9 @@ class EngineTuning:
     #: Prompt-lookup speculative decoding (see :mod:`assistant.llm.llama_speculative`); None: the
     #: model's measured default.
     prompt_lookup: bool | None = None
+    #: The smaller model that drafts tokens for this one (a registry name or a GGUF path, see
+    #: :mod:`assistant.llm.llama_draft`); "": none; None: the registry's measured pairing.
+    draft_model: str | None = None
     #: How the chat is shown to the model: "chat" (its chat template) or "transcript"
     #: (User:/Assistant: lines, for base models: :mod:`assistant.llm.transcript`); None:
     #: chosen from the registry or the file.

@@ -37,6 +37,10 @@ THREADS_MARGIN = 0.25
 #: Busy: a 1-minute load of at least this many runnable threads per CPU. Timings then measure
 #: other programs too: the thread count stays the cores', measured again when idle.
 BUSY_LOAD = 1.0
+#: A thread count below the cores' is kept only while the load per CPU stays within this of
+#: the load it was measured under: fewer threads win only against other programs' load, and
+#: that load changes (the choice is then measured again at the next model load).
+LOAD_CHANGE = 0.5
 
 def machine_load() -> float:
     """Runnable threads per CPU over the last minute (0.0 where unknown)."""
@@ -122,6 +126,8 @@ class Calibration:
     load: float = 0.0
     #: Why the thread count is what it is, in words (the settings show it).
     threads_note: str = ""
+    #: The thread count tried as the CPU's cores (0: kept before it was recorded).
+    cores: int = 0
 
     @property
     def busy(self) -> bool:
@@ -146,6 +152,7 @@ def calibrate(
     A 64-token warm-up (paging the weights in) sizes the trials to the budget. Every thread
     count is tried (``threads`` > 0 fixes it), the batch sizes while the budget lasts.
     """
+    measured_load = load is None
     load = machine_load() if load is None else load
     started = time.perf_counter()
     cands = [threads] if threads > 0 else thread_candidates()
@@ -180,6 +187,8 @@ def calibrate(
         rechecks.append((cfg, value))
         return value
 
+    if measured_load:  # the 1-minute average lags: the load may have risen meanwhile
+        load = max(load, machine_load())
     best_threads, threads_note = _pick_threads(results, default, again, load)
     for ub in (256, 128):
         if ub < n:
@@ -207,6 +216,7 @@ def calibrate(
         trials=trials,
         load=round(load, 2),
         threads_note=threads_note,
+        cores=default.threads,
     )
 
 
@@ -254,8 +264,9 @@ class CalibrationStore(JsonStore):
         super().__init__(path or paths.cache_dir() / "calibration.json")
 
     def get(self, key: str, *, load: float | None = None) -> Calibration | None:
-        """The kept calibration, or None (measure again): none, or one made busy (or before
-        the thread rule) while the machine is idle now."""
+        """The kept calibration, or None (measure again): none, one made busy (or before
+        the thread rule) while the machine is idle now, or one that chose fewer threads than
+        the cores under another load than now's (:data:`LOAD_CHANGE`)."""
         raw = self.read().get(key)
         if not isinstance(raw, dict) or "threads_note" not in raw:
             return None  # none, or made before the thread rule (it may hold a busy moment)
@@ -263,7 +274,12 @@ class CalibrationStore(JsonStore):
             got = _JSON.validate_python(raw)
         except ValueError:
             return None
-        if got.busy and (machine_load() if load is None else load) < BUSY_LOAD:
+        now = machine_load() if load is None else load
+        if got.busy and now < BUSY_LOAD:
+            return None
+        fewer = got.config.threads < got.cores or (not got.cores and got.config.threads == 1
+                                                    and physical_cores() > 1)
+        if fewer and abs(now - got.load) >= LOAD_CHANGE:
             return None
         return got
 

@@ -65,6 +65,7 @@ from assistant.llm.incremental_tokenizer import (
 )
 from assistant.llm.llama_abort import AbortSwitch
 from assistant.llm.llama_constrained import GrammarSampler
+from assistant.llm.llama_draft import DraftError, DraftModel
 from assistant.llm.llama_kv import (
     LlamaMemory,
     PrefillConfig,
@@ -80,7 +81,9 @@ from assistant.llm.llama_kv import (
 )
 from assistant.llm.llama_speculative import (
     DRAFT_TOKENS,
+    Drafter,
     DraftStats,
+    FirstDraft,
     PromptLookup,
     lookup_generate,
 )
@@ -187,6 +190,10 @@ class LlamaBackend(LlamaTokenizer):
         #: Prompt-lookup drafts per step (0: off; :mod:`.llama_speculative`).
         self.prompt_lookup = DRAFT_TOKENS if entry is not None and entry.prompt_lookup else 0
         self.draft_stats: DraftStats | None = None
+        #: The draft model in use (:mod:`.llama_draft`), the one asked for, why it is not used.
+        self.draft: DraftModel | None = None
+        self._draft_wanted = ""
+        self.draft_problem = ""
         self._abort = AbortSwitch()
 
     # -- construction ---------------------------------------------------------------------
@@ -202,12 +209,16 @@ class LlamaBackend(LlamaTokenizer):
         calibrate: bool = False,
         seed: int = 0,
         flash_attn: bool = False,
+        flat_weights: bool | None = None,
     ) -> LlamaBackend:
         """Load a registry name or a GGUF path; ``n_ctx`` is capped by the trained length.
 
         ``threads``, ``n_batch``, ``n_ubatch``: 0 takes the calibrated value when
         ``calibrate`` (:mod:`.calibration`), else llama.cpp's usual. ``flash_attn`` is off by
-        default: it slows generation (docs/PERFORMANCE.md, "Loading").
+        default: it slows generation (docs/PERFORMANCE.md, "Loading"). ``flat_weights``: no
+        repacked weights (None: when the registry pairs the model with a draft model), so a
+        verified draft gives exactly plain decoding's tokens (docs/PERFORMANCE.md,
+        "Draft-model decoding").
         Raises :class:`ModelLoadError` for a file that cannot work.
         """
         path, entry = resolve_model(str(model))
@@ -218,9 +229,11 @@ class LlamaBackend(LlamaTokenizer):
         except ImportError as exc:  # pragma: no cover - broken install
             raise ModelLoadError(str(path), f"llama-cpp-python is not installed ({exc})") from exc
         ctx = min(n_ctx, trained) if trained else n_ctx
+        if flat_weights is None:
+            flat_weights = entry is not None and entry.draft_model is not None
         try:
             # A tiny context first: the real one is made once the prefill settings are known.
-            with quiet_stderr(), _weights_off_amx():
+            with quiet_stderr(), _weights_off_amx(flat_weights):
                 llama = Llama(
                     model_path=str(path),
                     n_ctx=min(ctx, _FIRST_CTX),
@@ -525,13 +538,52 @@ class LlamaBackend(LlamaTokenizer):
             self.chunk_reuse_blocker = reuse_blocker(self._llm)
         elif want.threads != have.threads:
             set_threads(self._llm, want.threads)
+        if self.draft is not None:
+            self.draft.set_threads(want.threads)
         self.tune_chunk_reuse(max(1, tuning.min_chunk) if tuning.chunk_reuse else 0)
         lookup = tuning.prompt_lookup
         if lookup is None:
             lookup = self._entry is not None and self._entry.prompt_lookup
         self.prompt_lookup = DRAFT_TOKENS if lookup else 0
+        draft = tuning.draft_model
+        if draft is None:
+            draft = (self._entry.draft_model if self._entry is not None else None) or ""
+        self.use_draft_model(draft)
         self.use_prompt_form(tuning.prompt_form)
         return self.describe_tuning()
+
+    def use_draft_model(self, name: str) -> None:
+        """Draft with ``name`` (a registry name or a GGUF path; "": none). Loaded only here,
+        so a model without a pairing never holds a second one in memory; a model that cannot
+        draft for this one (another vocabulary, a broken file) is not used, and
+        :attr:`draft_problem` says why."""
+        if name == self._draft_wanted:
+            return
+        if self.draft is not None:
+            self.draft.close()
+        self.draft, self._draft_wanted, self.draft_problem = None, name, ""
+        if not name:
+            return
+        try:
+            path, entry = resolve_model(name)
+            if path.resolve() == self._path.resolve():
+                raise DraftError("it is the model itself")
+            check_model_file(path, entry)
+            draft = DraftModel.load(
+                path, entry.name if entry else path.stem,
+                threads=current_config(self._llm).threads, guard=_weights_off_amx,
+            )
+            try:
+                draft.check_vocabulary(self._llm)
+            except DraftError:
+                draft.close()
+                raise
+        except (DraftError, ModelLoadError, OSError) as exc:
+            self.draft_problem = f"{name}: {exc}"
+            log.warning("%s: no draft model (%s)", self.info.name, self.draft_problem)
+            return
+        self.draft = draft
+        log.info("%s: %s drafts tokens", self.info.name, draft.name)
 
     def describe_tuning(self) -> str:
         cfg = current_config(self._llm)
@@ -544,6 +596,10 @@ class LlamaBackend(LlamaTokenizer):
         else:
             reuse = "chunk reuse off"
         lookup = "prompt lookup on" if self.prompt_lookup else "prompt lookup off"
+        if self.draft is not None:
+            lookup += f"; draft model {self.draft.name}"
+        elif self.draft_problem:
+            lookup += f"; draft model not used ({self.draft_problem})"
         return f"{cfg.describe()} ({how}); {reuse}; {lookup}"
 
     def generate(
@@ -851,16 +907,25 @@ class LlamaBackend(LlamaTokenizer):
         )
 
     def _sampled(self, tokens: list[int], options: GenerationOptions) -> Generator[int, Any, None]:
-        """The reply's tokens: prompt-lookup drafts when on, else ``Llama.generate``."""
+        """The reply's tokens: drafted (prompt lookup first, then the draft model) when
+        either is on, else ``Llama.generate``."""
         sampling = {**_SAMPLER, "top_p": options.top_p, "temp": options.temperature}
+        drafters: list[Drafter] = []
         if self.prompt_lookup > 0:
+            drafters.append(PromptLookup(self.prompt_lookup))  # fresh for each reply
+        if self.draft is not None:
+            drafters.append(self.draft)
+        if drafters:
             self.draft_stats = DraftStats()
-            drafter = PromptLookup(self.prompt_lookup)  # fresh for each reply
+            drafter = drafters[0] if len(drafters) == 1 else FirstDraft(*drafters)
             return lookup_generate(self._llm, tokens, drafter, self.draft_stats, **sampling)
         stream: Generator[int, Any, None] = self._llm.generate(tokens, reset=True, **sampling)
         return stream
 
     def close(self) -> None:
+        if self.draft is not None:
+            self.draft.close()
+            self.draft = None
         with contextlib.suppress(Exception):
             self._llm.close()
 
@@ -916,12 +981,15 @@ def has_amx_kernels() -> bool:
 
 
 @contextlib.contextmanager
-def _weights_off_amx() -> Iterator[None]:
+def _weights_off_amx(flat: bool = False) -> Iterator[None]:
     """Load with weights out of the AMX buffers, whose kernels crash some CPUs
-    (llama.cpp#20824; docs/PERFORMANCE.md, "Loading")."""
+    (llama.cpp#20824; docs/PERFORMANCE.md, "Loading"); ``flat``: out of every extra buffer
+    type, with the CPU's repacking, on any build (a batch of tokens is then computed as one
+    token at a time is: draft verification gives plain decoding's reply)."""
     import llama_cpp.llama_cpp as native
 
-    if not has_amx_kernels() or not hasattr(native.llama_model_params, "use_extra_bufts"):
+    if not (flat or has_amx_kernels()) or not hasattr(native.llama_model_params,
+                                                      "use_extra_bufts"):
         yield
         return
     with _AMX_LOCK:
@@ -934,7 +1002,8 @@ def _weights_off_amx() -> Iterator[None]:
 
         native.llama_model_default_params = defaults
         try:
-            log.info("llama.cpp has AMX kernels: weights kept out of its AMX buffers")
+            log.info("weights kept out of llama.cpp's extra buffers (%s)",
+                     "draft verification" if flat else "AMX kernels")
             yield
         finally:
             native.llama_model_default_params = original

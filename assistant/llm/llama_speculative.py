@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Generator
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -33,6 +33,36 @@ class DraftStats:
     @property
     def acceptance(self) -> float:
         return self.accepted / self.drafted if self.drafted else 0.0
+
+
+class Drafter(Protocol):
+    """Proposes the tokens after a context and learns how the last proposal did."""
+
+    def __call__(self, context: np.ndarray) -> np.ndarray: ...
+
+    def feedback(self, drafted: int, accepted: int) -> None: ...
+
+
+class FirstDraft:
+    """Several drafters in order: the first that proposes anything drafts (prompt lookup,
+    free, before a draft model, which costs a decode per token); feedback goes to it."""
+
+    def __init__(self, *drafters: Drafter) -> None:
+        self.drafters = drafters
+        self._last: Drafter | None = None
+
+    def __call__(self, context: np.ndarray) -> np.ndarray:
+        for drafter in self.drafters:
+            draft = drafter(context)
+            if len(draft):
+                self._last = drafter
+                return draft
+        self._last = None
+        return context[:0]
+
+    def feedback(self, drafted: int, accepted: int) -> None:
+        if self._last is not None:
+            self._last.feedback(drafted, accepted)
 
 
 class PromptLookup:
@@ -66,13 +96,15 @@ class PromptLookup:
 def lookup_generate(
     llm: Any,
     tokens: list[int],
-    drafter: PromptLookup,
+    drafter: Drafter,
     stats: DraftStats,
     **sampling: Any,
 ) -> Generator[int, Any, None]:
     """Tokens sampled after ``tokens`` (like ``llm.generate(tokens, reset=True, ...)``),
-    several per model call where the drafter guesses right; ``sampling``: the arguments of
-    ``Llama._init_sampler``."""
+    several per model call where the drafter (prompt lookup, a draft model) guesses right;
+    the tokens are what the sampler chain samples at each position, so at temperature 0 the
+    reply is plain decoding's (exactly with flat weights, docs/PERFORMANCE.md);
+    ``sampling``: the arguments of ``Llama._init_sampler``."""
     n_ctx = int(llm.n_ctx())
     cached = int(llm.n_tokens)
     prefix = min(common_prefix(llm.input_ids[:cached], tokens), cached, len(tokens) - 1)

@@ -30,6 +30,9 @@ class ModelEntry:
     source: dict[str, Any] = field(default_factory=dict)
     #: Prompt-lookup decoding measured faster with this model (``bench --speculative``).
     prompt_lookup: bool = False
+    #: The registered model measured to draft for this one faster, same output
+    #: (``python -m bench --draft``; docs/PERFORMANCE.md, "Draft-model decoding").
+    draft_model: str | None = None
     #: The prompt size it answers well from (answer benchmark, ``--answer-window N``).
     effective_context: int | None = None
     #: File tasks done of tasks tried by the tool-use probe on the project's machine

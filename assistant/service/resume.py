@@ -29,7 +29,14 @@ def engine_tuning(settings: Settings) -> EngineTuning:
         min_chunk=perf.chunk_reuse_min,
         prompt_lookup={"auto": None, "on": True, "off": False}[perf.prompt_lookup],
         prompt_form=None if perf.prompt_form == "auto" else perf.prompt_form,
+        draft_model=draft_choice(perf.draft_model),
     )
+
+
+def draft_choice(setting: str) -> str | None:
+    """The draft model a setting asks for: None (the registry's pairing), "" (none), a name."""
+    value = setting.strip()
+    return {"auto": None, "": None, "off": ""}.get(value.lower(), value)
 
 
 def forget_calibration() -> None:

@@ -17,6 +17,7 @@ from PySide6.QtWidgets import (
     QFormLayout,
     QGroupBox,
     QHBoxLayout,
+    QLineEdit,
     QScrollArea,
     QVBoxLayout,
     QWidget,
@@ -113,6 +114,9 @@ class PerformancePage(QScrollArea):
         self.prompt_lookup = QComboBox()
         self.prompt_lookup.addItems(["auto", "on", "off"])
         form.addRow("Speculative decoding (prompt lookup)", self.prompt_lookup)
+        self.draft_model = QLineEdit()
+        self.draft_model.setPlaceholderText("auto, off, or a model name or GGUF file")
+        form.addRow("Draft model (speculative decoding)", self.draft_model)
         self.prompt_form = QComboBox()
         self.prompt_form.addItems(["auto", "chat", "transcript"])
         form.addRow("Prompt form (chat template or transcript)", self.prompt_form)
@@ -136,7 +140,7 @@ class PerformancePage(QScrollArea):
             name: getattr(self, name) for name in Performance.model_fields
         }
         for name in ("resume_state", "chunk_reuse", "server_chunk_reuse_min", "prompt_lookup",
-                     "prompt_form"):
+                     "draft_model", "prompt_form"):
             self.fields[name].setToolTip(Performance.model_fields[name].description or "")
         self.refresh_usage()
 

@@ -192,3 +192,18 @@ def test_a_run_records_the_text_each_call_shows_for_the_first_time() -> None:
     s = summarize(run)
     assert s.reeval_share is not None and 0.0 <= s.reeval_share < 1.0
     assert s.reevaluated == sum(max(0, c.evaluated - c.fresh_tokens) for c in chat)
+
+
+def test_the_restart_target_compares_relaunch_with_before_quitting() -> None:
+    """Issue 43: the question's first token after relaunch (state loading included) against
+    the same question in the chat never closed, from one run; absent figures, no target."""
+    perf = _perf()
+    result = BenchResult(command="x", started="now", quick=False, seed=0, runs=[_run()],
+                         perf=perf)
+    assert not [g for g in (t.goal for t in targets(result)) if g.startswith("restart")]
+    perf["resume"].update(live_ttft_s=0.7, live_evaluated=22)
+    restart = next(t for t in targets(result) if t.goal.startswith("restart"))
+    assert restart.met is True  # 0.9 s after relaunch vs 0.7 s before quitting
+    assert "0.90 s after relaunch" in restart.measured and "0.70 s before" in restart.measured
+    perf["resume"].update(live_ttft_s=0.5)
+    assert next(t for t in targets(result) if t.goal.startswith("restart")).met is False

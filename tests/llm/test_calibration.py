@@ -167,3 +167,41 @@ def test_a_calibration_kept_before_the_thread_rule_is_measured_again(tmp_path: P
            "trials": [[2, 512, 512, 4.96], [1, 512, 512, 45.21]]}
     (tmp_path / "cal.json").write_text(json.dumps({"k": old}))
     assert store.get("k", load=0.1) is None
+
+
+def test_fewer_threads_are_measured_again_when_the_load_changes(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """One thread won twice against another program's load on an idle-looking machine: the
+    choice holds only while the load stays as it was; the next load under another load
+    measures again (issue 44: it chose 1 thread under load and kept it)."""
+    from assistant.llm import calibration
+
+    monkeypatch.setattr(calibration, "thread_candidates", lambda: [2, 1])
+    cal = _calibrate(monkeypatch, {2: [100.0, 100.0], 1: [150.0, 160.0]}, load=0.2)
+    assert cal.config.threads == 1 and cal.cores == 2
+    store = CalibrationStore(tmp_path / "cal.json")
+    store.put("k", cal)
+    assert store.get("k", load=0.4) == cal
+    assert store.get("k", load=0.9) is None  # busier now
+    cal.load = 0.9
+    store.put("k", cal)
+    assert store.get("k", load=0.2) is None  # quieter now
+    # The cores' count is kept whatever the load does.
+    cores = _calibrate(monkeypatch, {2: [100.0], 1: [101.0]}, load=0.2)
+    store.put("c", cores)
+    assert store.get("c", load=0.95) == cores
+
+
+def test_the_load_after_the_trials_counts_too(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The 1-minute load average lags: a machine that got busy during the trials is busy."""
+    from assistant.llm import calibration
+    from assistant.llm.calibration import calibrate
+
+    loads = iter([0.3, 2.5])
+    monkeypatch.setattr(calibration, "machine_load", lambda: next(loads))
+    monkeypatch.setattr(calibration, "thread_candidates", lambda: [2, 1])
+    monkeypatch.setattr(calibration, "measure_prefill", _timed({2: [5.0], 1: [45.0]}))
+    cal = calibrate(_Model(), budget_s=0.5, max_tokens=64)
+    assert cal.busy and cal.load == 2.5
+    assert cal.config.threads == 2 and "busy" in cal.threads_note

@@ -138,6 +138,12 @@ def test_settings_turn_into_the_backend_tuning() -> None:
     assert engine_tuning(s).prompt_lookup is True
     s.performance.prompt_lookup = "off"
     assert engine_tuning(s).prompt_lookup is False
+    # The draft model: the registry's pairing ("auto", or left empty), none, or one named.
+    assert engine_tuning(s).draft_model is None
+    for setting, wanted in (("off", ""), ("Off", ""), ("", None), (" auto ", None),
+                            ("/models/q05.gguf", "/models/q05.gguf")):
+        s.performance.draft_model = setting
+        assert engine_tuning(s).draft_model == wanted, setting
     # The prompt form: "auto" leaves it to the registry or the file.
     assert engine_tuning(s).prompt_form is None
     s.performance.prompt_form = "transcript"

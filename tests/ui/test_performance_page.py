@@ -12,6 +12,7 @@ from assistant import paths
 from assistant.llm.calibration import Calibration, CalibrationStore
 from assistant.llm.kv_state import default_dir
 from assistant.llm.llama_kv import PrefillConfig
+from assistant.service.resume import engine_tuning
 
 
 def _speed_tab(dialog):  # type: ignore[no-untyped-def]
@@ -58,6 +59,8 @@ def test_speed_settings_are_validated_and_saved(make_window) -> None:  # type: i
     page.server_chunk_reuse_min.setValue(48)
     assert page.prompt_lookup.currentText() == "auto"
     page.prompt_lookup.setCurrentText("off")
+    assert page.draft_model.text() == "auto"
+    page.draft_model.setText("qwen2.5-coder-0.5b-instruct")
     assert page.prompt_form.currentText() == "auto"
     assert dialog.save_button.isEnabled()
     h.qtbot.mouseClick(dialog.save_button, Qt.MouseButton.LeftButton)
@@ -66,9 +69,11 @@ def test_speed_settings_are_validated_and_saved(make_window) -> None:  # type: i
         "resume_state": False, "state_cache_mb": 512, "chunk_reuse": False,
         "chunk_reuse_min": 64, "n_batch": 256, "n_ubatch": 128, "prompt_lookup": "off",
         "prompt_form": "auto", "server_chunk_reuse_min": 48,
+        "draft_model": "qwen2.5-coder-0.5b-instruct",
     }
     assert not h.controller.settings.performance.chunk_reuse
     assert h.controller.settings.performance.prompt_lookup == "off"
+    assert engine_tuning(h.controller.settings).draft_model == "qwen2.5-coder-0.5b-instruct"
     assert h.controller.settings.performance.server_chunk_reuse_min == 48
     assert h.controller.saved_states.cache.limit_bytes == 512 * 1024 * 1024
     assert not h.controller.saved_states.enabled
