@@ -4,7 +4,6 @@ token for token, in fewer model calls; a model of another vocabulary is refused.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -17,19 +16,16 @@ from assistant.llm.llama_draft import WINDOW_MAX, WINDOW_MIN, DraftModel
 from assistant.llm.llama_speculative import FirstDraft
 from assistant.llm.registry import load_registry, model_path
 
-#: The pair, by registry name; before they are registered, files in ``$ASSISTANT_QWEN_DIR``
-#: (default /tmp/qwen: q15.gguf and q05.gguf).
+#: The pair, by registry name (``make test`` provisions every registered model).
 MAIN, DRAFT = "qwen2.5-coder-1.5b-instruct", "qwen2.5-coder-0.5b-instruct"
-_FALLBACK = {MAIN: "q15.gguf", DRAFT: "q05.gguf"}
 
 
 def _model(name: str) -> Path:
     entry = load_registry().get(name)
-    if entry is not None and model_path(entry).exists():
-        return model_path(entry)
-    path = Path(os.environ.get("ASSISTANT_QWEN_DIR", "/tmp/qwen")) / _FALLBACK[name]
+    assert entry is not None, f"{name} is not registered"
+    path = model_path(entry)
     if not path.exists():
-        pytest.skip(f"{name} is not on this machine (registry or {path})")
+        pytest.fail(f"{name} is not provisioned at {path}: run make models")
     return path
 
 
