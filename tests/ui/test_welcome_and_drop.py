@@ -11,6 +11,7 @@ from PySide6.QtGui import QDragEnterEvent, QDropEvent
 from PySide6.QtWidgets import QApplication, QFileDialog, QLabel, QWidget
 
 from assistant.config import Settings
+from assistant.llm.registry import load_registry
 from assistant.ui.message_widgets import MessageWidget
 from assistant.ui.tool_card import ToolCard
 from assistant.ui.welcome_view import EXAMPLE_PROMPTS
@@ -56,6 +57,13 @@ def test_a_new_chat_shows_the_welcome_page(make_window, tmp_path: Path, artifact
     assert "runs a small language model on this computer" in text
     assert "Drop a file onto this window" in text and "/&#8288;read" in text
     assert [b.text() for b in w.welcome.example_buttons] == list(EXAMPLE_PROMPTS)
+    # Issue 45: which models are here and what each does well, the one in use first.
+    lines = [label.text() for label in w.welcome.model_lines]
+    in_use = w.service.settings.model
+    assert lines[0].startswith(load_registry().get(in_use).display_name + " (in use): ")
+    assert any(line.startswith("Qwen2.5 Coder 1.5B Instruct (Q4_K_M)") and
+               "changes files" in line for line in lines)
+    assert lines[-1] == "Models (Ctrl+M) installs, adds and switches models."
     assert w.grab().save(str(artifacts_dir / "welcome-view.png"))
 
 
