@@ -28,6 +28,9 @@ def test_every_registered_model_has_a_card_that_agrees_with_the_registry() -> No
         assert f"| licence | {entry['license']} |" in card
         assert f"| trained context | {entry['context_length']:,} tokens |" in card
         assert f"`{entry['source']['package']}` {entry['source']['version']}" in card
+        if entry.get("tool_score"):
+            passed, total = entry["tool_score"]
+            assert f"| tool use | {passed} of {total} file tasks" in card
         measured = card.split("## Measured", 1)[1]
         table = [line for line in measured.splitlines() if line.startswith("|")]
         rows = [line for line in table[1:] if not set(line) <= set("|-: ")]  # no header/rule
