@@ -117,6 +117,8 @@ class Sidebar(QFrame):
         self._deleted_id: str | None = None
         self._current: str | None = None
         self._entries: list[ChatEntry] = []
+        #: The menu of the last right-clicked chat (None before the first).
+        self.context_menu: QMenu | None = None
 
     # -- data --------------------------------------------------------------------------
     def set_chats(self, entries: list[ChatEntry], current: str | None = None) -> None:
@@ -140,12 +142,9 @@ class Sidebar(QFrame):
         self._apply_filter(self.search.text())
 
     def set_current(self, chat_id: str | None) -> None:
+        """The chat on screen: the one highlighted (none for a chat not saved yet)."""
         self._current = chat_id
-        item = self.item_for(chat_id)
-        if item is not None:
-            self.list.blockSignals(True)
-            self.list.setCurrentItem(item)
-            self.list.blockSignals(False)
+        self._highlight(self.item_for(chat_id))
 
     def _items(self) -> list[QListWidgetItem]:
         return [self.list.item(i) for i in range(self.list.count())]
@@ -203,21 +202,37 @@ class Sidebar(QFrame):
             self.chat_selected.emit(chat_id)
 
     def _context_menu(self, pos: QPoint) -> None:
+        """The right-clicked chat is highlighted while its menu is open and each entry acts
+        on it; when the menu closes the highlight goes back to the chat on screen (which
+        F2 and the Chat menu act on)."""
         item = self.list.itemAt(pos)
         if item is None:
             return
-        menu = QMenu(self)
-        rename = menu.addAction("Rename…")
-        options = menu.addAction("Model and system prompt…")
-        delete = menu.addAction("Delete")
-        chosen = menu.exec(self.list.mapToGlobal(pos))
         chat_id = str(item.data(ID_ROLE))
-        if chosen is rename:
-            self.ask_rename(chat_id)
-        elif chosen is options:
-            self.options_requested.emit(chat_id)
-        elif chosen is delete:
-            self.delete(chat_id)
+        self._highlight(item)
+        menu = QMenu(self)
+        menu.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+        menu.addAction("Rename…", lambda: self.ask_rename(chat_id))
+        menu.addAction("Model and system prompt…", lambda: self.options_requested.emit(chat_id))
+        menu.addAction("Delete", lambda: self.delete(chat_id))
+        menu.aboutToHide.connect(lambda: self.set_current(self._current))
+        self.context_menu = menu
+        menu.popup(self.list.viewport().mapToGlobal(pos))
+
+    def _highlight(self, item: QListWidgetItem | None) -> None:
+        """Select ``item`` alone (none: nothing highlighted), without opening it."""
+        self.list.blockSignals(True)
+        if item is None:
+            self.list.clearSelection()
+            self.list.setCurrentRow(-1)
+        else:
+            self.list.setCurrentItem(item)
+            item.setSelected(True)
+        self.list.blockSignals(False)
+
+    def highlighted(self) -> list[str]:
+        """The ids of the chats shown highlighted."""
+        return [str(item.data(ID_ROLE)) for item in self.list.selectedItems()]
 
     def ask_rename(self, chat_id: str) -> QInputDialog | None:
         """A rename dialog wide enough for the whole title (not modal to the app loop)."""
@@ -226,7 +241,9 @@ class Sidebar(QFrame):
             return None
         dialog = QInputDialog(self)
         dialog.setWindowTitle("Rename chat")
-        dialog.setLabelText("New title for this chat:")
+        title = str(item.data(TITLE_ROLE))
+        short = title if len(title) <= 40 else title[:39] + "…"
+        dialog.setLabelText(f"New title for “{short}”:")
         dialog.setTextValue(str(item.data(TITLE_ROLE)))
         width = max(440, self.fontMetrics().horizontalAdvance(dialog.textValue()) + 80)
         dialog.setMinimumWidth(min(width, 900))
