@@ -12,7 +12,6 @@ from PySide6.QtGui import QKeyEvent
 from PySide6.QtWidgets import QFrame, QPlainTextEdit, QSizePolicy, QWidget
 
 from assistant.ui.slash_completer import SlashCompleter
-from assistant.ui.theme import zoomed_font
 
 MAX_LINES = 8
 
@@ -38,9 +37,11 @@ class ChatInput(QPlainTextEdit):
         self._update_placeholder()
         self._fit()
 
-    def set_zoom(self, percent: int) -> None:
-        self.setFont(zoomed_font(percent))
-        self._fit()
+    def changeEvent(self, event: QEvent) -> None:
+        """The box's height follows its font (the window's zoom)."""
+        super().changeEvent(event)
+        if event.type() == QEvent.Type.FontChange:
+            self._fit()
 
     def set_enter_sends(self, enter_sends: bool) -> None:
         self.enter_sends = enter_sends

@@ -19,7 +19,6 @@ from assistant.sessions.summary import is_branch_summary, summary_text
 from assistant.ui.message_widgets import BranchEndRow, MessageWidget
 from assistant.ui.notices import CompactionLine, CompactionNotice, NoticeWidget, PruneNotice
 from assistant.ui.parts import push_button, vbox, vertical_scroller
-from assistant.ui.theme import zoomed_font
 from assistant.ui.tool_card import ToolCard
 
 #: Units (a message with its tool results, or a compaction divider) rendered when a chat
@@ -101,19 +100,9 @@ class ChatView(QScrollArea):
         return out
 
     def set_zoom(self, percent: int) -> None:
-        """Prose follows the viewport's font; code and tool output, which set a monospace
-        font of their own, are scaled here."""
+        """The zoom the transcript is shown at (``theme.apply_zoom`` scales every widget's
+        text, code included; code is created at the zoom in force)."""
         self.zoom = percent
-        self._inner.setFont(zoomed_font(percent))
-        for widget in self.entries():
-            self._zoom_mono(widget)
-
-    def _zoom_mono(self, widget: QWidget) -> None:
-        mono = zoomed_font(self.zoom, mono=True)
-        for child in [widget, *widget.findChildren(QWidget)]:
-            own_font = child.testAttribute(Qt.WidgetAttribute.WA_SetFont)
-            if own_font and child.font().family() == mono.family():
-                child.setFont(mono)
 
     @property
     def is_empty(self) -> bool:
@@ -121,14 +110,12 @@ class ChatView(QScrollArea):
 
     def _append(self, widget: QWidget) -> QWidget:
         self._anchor = None  # new entries at the bottom: follow the usual rule
-        self._zoom_mono(widget)
         self._layout.insertWidget(self._layout.count() - 1, widget)
         self.entries_changed.emit()
         return widget
 
     def _prepend(self, widgets: list[QWidget]) -> None:
         for offset, widget in enumerate(widgets):
-            self._zoom_mono(widget)
             self._layout.insertWidget(1 + offset, widget)
         self.entries_changed.emit()
 
@@ -292,7 +279,6 @@ class ChatView(QScrollArea):
             widget = self.streaming
             self.streaming = None
             widget.set_message(msg)
-            self._zoom_mono(widget)
             self._take_footer(widget)
             self._adopt(widget, msg)
             return
@@ -323,8 +309,6 @@ class ChatView(QScrollArea):
             self._streamed = ""
         self._streamed += text
         self.streaming.set_streaming_text(self._streamed)
-        if self.zoom != 100 and "```" in text:  # a code block may have begun: its size too
-            self._zoom_mono(self.streaming)
 
     def end_streaming(self, stopped: bool = False) -> None:
         """The turn ended; a bubble that got no final message is kept as it was."""

@@ -527,8 +527,11 @@ class MainWindow(WindowDialogs):
         self.chat_view.set_recall_focus(sw.recall and sw.earlier_as_notes and sw.recall_focus)
 
     def _apply_zoom(self, percent: int) -> None:
+        """The whole window's text at ``percent`` (menus, sidebar, messages, code, dialogs)."""
+        app = QApplication.instance()
+        if isinstance(app, QApplication):
+            theme.apply_zoom(app, percent)
         self.chat_view.set_zoom(percent)
-        self.input.set_zoom(percent)
 
     @staticmethod
     def _server_url(settings: Settings) -> str | None:

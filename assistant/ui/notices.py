@@ -20,7 +20,7 @@ from assistant.conversation import CompactionRecord
 from assistant.service.status import summarizer_line
 from assistant.sessions.handle import ChatHandle
 from assistant.ui.parts import action_button, hbox, new_label, push_button, vbox
-from assistant.ui.theme import monospace_font
+from assistant.ui.theme import mono_font
 
 _COLUMN_LINE = re.compile(r"^ {2,}\S.*?\S {2,}\S")
 
@@ -48,7 +48,7 @@ class NoticeWidget(QFrame):
         self.label = new_label(text, wrap=True, selectable=True)
         self.label.setTextFormat(Qt.TextFormat.PlainText)
         if is_columns(text):  # /help and friends: keep the columns lined up
-            self.label.setFont(monospace_font())
+            self.label.setFont(mono_font())
         layout.addWidget(self.label, 1)
 
     @property

@@ -11,7 +11,7 @@ from PySide6.QtWidgets import QFrame, QPlainTextEdit, QSizePolicy, QWidget
 
 from assistant.conversation import Message, ToolCall
 from assistant.ui.parts import action_button, hbox, new_label, push_button, vbox
-from assistant.ui.theme import monospace_font
+from assistant.ui.theme import mono_font
 
 
 def _pretty_arguments(call: ToolCall) -> str:
@@ -37,7 +37,7 @@ class MonoBox(QPlainTextEdit):
     def __init__(self, text: str, max_lines: int = 14) -> None:
         super().__init__(readOnly=True, lineWrapMode=QPlainTextEdit.LineWrapMode.WidgetWidth)
         self.setObjectName("CardMono")
-        self.setFont(monospace_font())
+        self.setFont(mono_font())
         self.setFrameShape(QFrame.Shape.NoFrame)
         self._max_lines = max_lines
         self.set_text(text)
