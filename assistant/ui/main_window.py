@@ -48,7 +48,14 @@ from assistant.ui.focus_keeper import FocusKeeper
 from assistant.ui.menu_bar import AppMenus
 from assistant.ui.models_page import ModelsPage
 from assistant.ui.notices import Banner, DamageBanner
-from assistant.ui.parts import new_label, opened, progress_bar, push_button, vbox
+from assistant.ui.parts import (
+    new_label,
+    opened,
+    progress_bar,
+    push_button,
+    styled_button,
+    vbox,
+)
 from assistant.ui.performance_page import SpeedHooks
 from assistant.ui.progress_strips import CompactionStrip, PromptProgress
 from assistant.ui.settings_dialog import SettingsDialog
@@ -61,6 +68,7 @@ from assistant.ui.window_state import (
     restore_window_state,
     save_window_state,
 )
+from assistant.ui.wrap_button import FittedButton, FittedLabel
 
 SHORTCUTS_HELP = (
     "Shortcuts: Ctrl+N new chat · Ctrl+K search chats · Ctrl+, settings · Ctrl+M models · "
@@ -184,13 +192,13 @@ class MainWindow(WindowDialogs):
 
         status = self.statusBar()
         status.setSizeGripEnabled(False)
-        self.status_label = QLabel("")
+        self.status_label = FittedLabel("")
         status.addWidget(self.status_label, 1)
         self.load_progress = progress_bar("Loading the model", 140, 140, maximum=0)
         self.load_progress.setVisible(False)
         status.addPermanentWidget(self.load_progress)
-        self.model_label = push_button(
-            "", self.open_chat_options, name="StatusButton",
+        self.model_label = styled_button(
+            FittedButton(), "", self.open_chat_options, name="StatusButton",
             tip="This chat's model and system prompt",
             accessible="Model and system prompt of this chat",
         )

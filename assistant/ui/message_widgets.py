@@ -10,6 +10,7 @@ from PySide6.QtWidgets import QFrame, QSizePolicy, QToolButton, QVBoxLayout, QWi
 
 from assistant.conversation import Message, ToolCall
 from assistant.service.progress import stats_text
+from assistant.ui.flow_layout import FlowRow
 from assistant.ui.markdown_view import MarkdownView
 from assistant.ui.parts import action_button, hbox, new_label, styled_button, vbox
 from assistant.ui.tool_card import ToolCard
@@ -61,12 +62,12 @@ class MessageWidget(QFrame):
         layout = vbox(self, (14, 8, 14, 8), 4)
 
         self.header_row = QWidget()
-        header = hbox(self.header_row, (0, 0, 0, 0), 6)
+        header = FlowRow(self.header_row, 6)  # wraps in a narrow or zoomed window
         self.role_label = new_label(ROLE_TITLES.get(message.role, message.role), "RoleLabel")
         header.addWidget(self.role_label)
         self.state_label = new_label("", "MutedLabel")
         header.addWidget(self.state_label)
-        header.addStretch(1)
+        header.start_end_group()
         self.branch_switcher = BranchSwitcher(self.header_row)
         self.branch_switcher.stepped.connect(
             lambda step: self.branch_step_requested.emit(self.message.id, step)
@@ -107,7 +108,7 @@ class MessageWidget(QFrame):
         self.cards: dict[str, ToolCard] = {}
         for call in message.tool_calls:
             self.add_tool_call(call)
-        self.footer = new_label("", "MessageFooter")
+        self.footer = new_label("", "MessageFooter", wrap=True)
         self.footer.setVisible(False)
         layout.addWidget(self.footer)
         self._show_figures()

@@ -19,8 +19,9 @@ from assistant.compaction.summary import DEFERRED_NOTE
 from assistant.conversation import CompactionRecord
 from assistant.service.status import summarizer_line
 from assistant.sessions.handle import ChatHandle
-from assistant.ui.parts import action_button, hbox, new_label, push_button, vbox
+from assistant.ui.parts import action_button, hbox, new_label, push_button, styled_button, vbox
 from assistant.ui.theme import mono_font
+from assistant.ui.wrap_button import WrapButton
 
 _COLUMN_LINE = re.compile(r"^ {2,}\S.*?\S {2,}\S")
 
@@ -62,6 +63,7 @@ class PruneNotice(QLabel):
     def __init__(self, count: int, tokens: int, parent: QWidget | None = None) -> None:
         super().__init__(f"— {prune_note(count, tokens)} —", parent)
         self.setObjectName("PruneNotice")
+        self.setWordWrap(True)
         self.setAlignment(Qt.AlignmentFlag.AlignCenter)
         self.setToolTip(
             "Old tool outputs were replaced by a placeholder in what the model sees. The "
@@ -101,8 +103,8 @@ class CompactionNotice(QFrame):
         row = QHBoxLayout()
         row.setSpacing(8)
         row.addWidget(_rule(), 1)
-        self.header = push_button(
-            "", name="DividerHeader",
+        self.header = styled_button(
+            WrapButton(margins=(10, 2, 10, 2)), "", name="DividerHeader",
             tip="Show the summary the model sees instead of the messages above",
         )
         self.header.setCheckable(True)

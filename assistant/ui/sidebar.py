@@ -11,7 +11,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from PySide6.QtCore import QPoint, Qt, QTimer, Signal
+from PySide6.QtCore import QPoint, QSize, Qt, QTimer, Signal
 from PySide6.QtWidgets import (
     QFrame,
     QHBoxLayout,
@@ -28,6 +28,8 @@ from PySide6.QtWidgets import (
 from assistant.ui.parts import hbox, new_label, opened, push_button, vbox
 
 UNDO_SECONDS = 8
+#: The chat list is never narrower than this.
+MIN_WIDTH = 180
 ID_ROLE = Qt.ItemDataRole.UserRole
 TITLE_ROLE = Qt.ItemDataRole.UserRole + 1
 #: Wait this long after the last key press before searching the messages.
@@ -69,7 +71,6 @@ class Sidebar(QFrame):
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.setObjectName("Sidebar")
-        self.setMinimumWidth(180)
         layout = vbox(self, (10, 12, 10, 10), 8)
         top = QHBoxLayout()
         top.addWidget(new_label("Chats", "SidebarTitle"))
@@ -119,6 +120,11 @@ class Sidebar(QFrame):
         self._entries: list[ChatEntry] = []
         #: The menu of the last right-clicked chat (None before the first).
         self.context_menu: QMenu | None = None
+
+    def minimumSizeHint(self) -> QSize:
+        """At least 180 px, or what its title row and buttons need at the zoom in force."""
+        hint = super().minimumSizeHint()
+        return QSize(max(MIN_WIDTH, hint.width()), hint.height())
 
     # -- data --------------------------------------------------------------------------
     def set_chats(self, entries: list[ChatEntry], current: str | None = None) -> None:
