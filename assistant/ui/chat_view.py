@@ -49,6 +49,10 @@ class ChatView(QScrollArea):
     regenerate_requested = Signal(str)
     delete_requested = Signal(str)
     branch_step_requested = Signal(str, int)
+    #: Answer the last message again (a question left without a reply).
+    retry_requested = Signal(str)
+    #: Write more of the last reply (it stopped at the length limit).
+    continue_requested = Signal(str)
     #: Entries were added or removed (the window shows the welcome page while empty).
     entries_changed = Signal()
 
@@ -153,6 +157,7 @@ class ChatView(QScrollArea):
                     self._append(widget)
             self._add_end_row()
             self.more_button.setVisible(bool(self._pending))
+            self._mark_last()
         finally:
             self.setUpdatesEnabled(True)
         self.scroll_to_bottom()
@@ -256,6 +261,8 @@ class ChatView(QScrollArea):
         widget.regenerate_requested.connect(self.regenerate_requested)
         widget.delete_requested.connect(self.delete_requested)
         widget.branch_step_requested.connect(self.branch_step_requested)
+        widget.retry_requested.connect(self.retry_requested)
+        widget.continue_requested.connect(self.continue_requested)
         widget.set_actions_enabled(self._actions_enabled)
         self.message_widgets[msg.id] = widget
         self.cards.update(widget.cards)
@@ -281,12 +288,14 @@ class ChatView(QScrollArea):
             widget.set_message(msg)
             self._take_footer(widget)
             self._adopt(widget, msg)
+            self._mark_last()
             return
         entry = self._make_message(msg)
         if isinstance(entry, MessageWidget) and msg.role == "assistant":
             self._take_footer(entry)
         if entry is not None:
             self._append(entry)
+        self._mark_last()
 
     def set_reply_footer(self, text: str) -> None:
         """A model call's figures, under the reply it wrote (streamed or next to come)."""
@@ -314,12 +323,18 @@ class ChatView(QScrollArea):
         """The turn ended; a bubble that got no final message is kept as it was."""
         self._pending_footer = ""
         widget, self.streaming = self.streaming, None
-        if widget is None:
-            return
-        if not widget.message.content and not self._streamed.strip():
+        if widget is not None and not widget.message.content and not self._streamed.strip():
             self._remove(widget)
-            return
-        widget.state_label.setText("stopped" if stopped else "")
+        elif widget is not None:
+            widget.state_label.setText("stopped" if stopped else "")
+        self._mark_last()
+
+    def _mark_last(self) -> None:
+        """Only the chat's last message offers Retry (no reply yet) or Continue (cut off)."""
+        last = next((e for e in reversed(self.entries()) if isinstance(e, MessageWidget)
+                     and e.message.content.strip()), None)
+        for widget in self.message_widgets.values():
+            widget.set_last(widget is last, self._actions_enabled)
 
     def _drop_streaming(self) -> None:
         widget, self.streaming = self.streaming, None
@@ -377,6 +392,7 @@ class ChatView(QScrollArea):
         self._actions_enabled = enabled
         for widget in self.message_widgets.values():
             widget.set_actions_enabled(enabled)
+        self._mark_last()
         if self.end_row is not None:
             self.end_row.switcher.setEnabled(enabled)
 

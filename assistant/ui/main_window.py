@@ -7,6 +7,8 @@ It sends what the user does to the session service and renders the service's eve
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from PySide6.QtCore import Qt, QTimer
 from PySide6.QtGui import QCloseEvent, QKeySequence, QShortcut
 from PySide6.QtWidgets import (
@@ -224,6 +226,8 @@ class MainWindow(WindowDialogs):
         self.chat_view.delete_requested.connect(c.delete_message)
         self.chat_view.branch_step_requested.connect(c.switch_branch)
         self.chat_view.entries_changed.connect(self._update_welcome)
+        self.chat_view.retry_requested.connect(lambda _id: c.answer_kept())
+        self.chat_view.continue_requested.connect(lambda _id: c.continue_reply())
         self.welcome.example_chosen.connect(self.submit)
         self.welcome.open_workspace_requested.connect(self.open_workspace)
         self.welcome.change_workspace_requested.connect(self.change_workspace)
@@ -413,6 +417,8 @@ class MainWindow(WindowDialogs):
         (while the strip shows a compaction, the status bar adds only what it does not say)."""
         self.status = status
         compacting = status.phase is Phase.COMPACTING
+        if status.phase is Phase.LOADING_MODEL and status.detail:  # the model's one name
+            status = replace(status, detail=self._model_name(status.detail))
         self.status_label.setText(COMPACTING_STATUS if compacting else status.text)
         if compacting != self.status_strip.isVisible():
             if compacting:

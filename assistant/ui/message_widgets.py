@@ -4,7 +4,7 @@ switcher ``< 1/2 >`` and the cards of the tool calls it made.
 
 from __future__ import annotations
 
-from PySide6.QtCore import Signal
+from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QGuiApplication
 from PySide6.QtWidgets import QFrame, QSizePolicy, QToolButton, QVBoxLayout, QWidget
 
@@ -52,6 +52,10 @@ class MessageWidget(QFrame):
     regenerate_requested = Signal(str)
     delete_requested = Signal(str)
     branch_step_requested = Signal(str, int)
+    #: Answer this user message (the last one, left without a reply: stopped, failed).
+    retry_requested = Signal(str)
+    #: Write more of this reply (it stopped at the length limit).
+    continue_requested = Signal(str)
 
     def __init__(self, message: Message, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -82,13 +86,17 @@ class MessageWidget(QFrame):
             "Regenerate", "Write this reply again",
             lambda: self.regenerate_requested.emit(self.message.id),
         )
+        self.retry_button = action_button(
+            "Retry", "Answer this message (it has no reply yet)",
+            lambda: self.retry_requested.emit(self.message.id),
+        )
+        self.retry_button.setVisible(False)
         self.delete_button = action_button(
             "Delete", "Delete this message (the chat goes on without it on a new branch; "
             "the version with it stays)", lambda: self.delete_requested.emit(self.message.id),
         )
-        for button in (
-            self.copy_button, self.edit_button, self.regenerate_button, self.delete_button
-        ):
+        for button in (self.retry_button, self.copy_button, self.edit_button,
+                       self.regenerate_button, self.delete_button):
             header.addWidget(button)
         self.edit_button.setVisible(message.role == "user")
         self.regenerate_button.setVisible(message.role == "assistant")
@@ -108,6 +116,18 @@ class MessageWidget(QFrame):
         self.cards: dict[str, ToolCard] = {}
         for call in message.tool_calls:
             self.add_tool_call(call)
+        self.continue_row = QWidget()
+        more = vbox(self.continue_row, (0, 2, 0, 0), 2)
+        self.continue_label = new_label(
+            "The reply reached its length limit and stops here.", "MutedLabel", wrap=True)
+        self.continue_button = action_button(
+            "Continue", "Write more of this reply (Ctrl+Shift+Enter)",
+            lambda: self.continue_requested.emit(self.message.id),
+        )
+        more.addWidget(self.continue_label)
+        more.addWidget(self.continue_button, 0, Qt.AlignmentFlag.AlignLeft)
+        self.continue_row.setVisible(False)
+        layout.addWidget(self.continue_row)
         self.footer = new_label("", "MessageFooter", wrap=True)
         self.footer.setVisible(False)
         layout.addWidget(self.footer)
@@ -149,9 +169,21 @@ class MessageWidget(QFrame):
         return card
 
     def set_actions_enabled(self, enabled: bool) -> None:
-        for button in (self.edit_button, self.regenerate_button, self.delete_button):
+        for button in (self.edit_button, self.regenerate_button, self.delete_button,
+                       self.retry_button, self.continue_button):
             button.setEnabled(enabled)
         self.branch_switcher.setEnabled(enabled)
+
+    def set_last(self, last: bool, idle: bool) -> None:
+        """As the chat's last message: Retry on a question left without a reply, the
+        length-limit hint with Continue on a reply cut off there (shown while idle)."""
+        unanswered = last and idle and self.message.role == "user"
+        figures = self.message.figures
+        cut = last and self.message.role == "assistant" and figures is not None \
+            and figures.cut_off and not self.message.stopped
+        self.retry_button.setVisible(unanswered)
+        self.continue_row.setVisible(cut)
+        self.continue_button.setEnabled(idle)
 
     def _update_state(self) -> None:
         self.state_label.setText("stopped" if self.message.stopped else "")

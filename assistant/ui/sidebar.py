@@ -25,7 +25,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from assistant.ui.parts import hbox, new_label, opened, push_button, vbox
+from assistant.ui.parts import hbox, new_label, opened, push_button, sentence, vbox
 
 UNDO_SECONDS = 8
 #: The chat list is never narrower than this.
@@ -190,7 +190,7 @@ class Sidebar(QFrame):
             item.setHidden(not visible)
             shown += visible
             item.setText(f"{title}\n   {hit}" if needle and not by_title and hit else title)
-        self.no_match.setText(f"No chats match “{text.strip()}”." if needle else "")
+        self.no_match.setText(sentence(f"No chats match “{text.strip()}”") if needle else "")
         self.no_match.setVisible(bool(needle) and not shown)
 
     def _open_first_visible(self) -> None:

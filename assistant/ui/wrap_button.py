@@ -136,6 +136,7 @@ class FittedButton(QPushButton):
             QPushButton.setText(self, self._full)
             self._hint = super().sizeHint()
             self._fit()
+            self.updateGeometry()
 
     def resizeEvent(self, event: QResizeEvent) -> None:
         super().resizeEvent(event)
