@@ -34,6 +34,7 @@ from assistant.compaction.events import (
 from assistant.config import Settings
 from assistant.llm.registry import Registry, model_path
 from assistant.service.events import ModelChanged, PrefillProgress, SettingsChanged
+from assistant.service.measure import measure_effective_context
 from assistant.service.progress import stats_text
 from assistant.service.resume import forget_calibration
 from assistant.service.service import ChatService
@@ -456,7 +457,7 @@ class MainWindow(WindowDialogs):
                 if on_server else
                 ("Model not loaded", "no model",
                  f"The model could not be loaded: {event.error}\nChoose another model in "
-                 "Settings, or install it with: python -m assistant provision")
+                 "Settings, or install one in the Models window (Ctrl+M).")
             )
             self.model_banner_label.setText(message)
             self.model_label.setText(short)
@@ -504,6 +505,7 @@ class MainWindow(WindowDialogs):
                 clear_states=c.saved_states.cache.clear,
                 forget_calibration=forget_calibration,
                 prefill_text=c.prefill_text,
+                measure=(lambda: measure_effective_context(c)) if c.model.engine else None,
             ),
             parent=self,
         )

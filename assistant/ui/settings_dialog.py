@@ -136,7 +136,7 @@ class SettingsDialog(QDialog):
         self._result: Settings | None = settings.model_copy(deep=True)
         self.errors: list[str] = []
         self._previous_model_index = 0
-        speed = speed or SpeedHooks()
+        speed = self._speed = speed or SpeedHooks()
         self._prefill_text = speed.prefill_text
         #: Each input by where its value lives in the settings (``("sampling", "top_p")``).
         self.fields: dict[tuple[str, ...], Field] = {}
@@ -193,9 +193,14 @@ class SettingsDialog(QDialog):
         self.model_info = help_label("")
         self.model_info.setMinimumWidth(440)
         form.addRow("", self.model_info)
-        #: The measured effective context (``python -m assistant probe``), read only.
+        #: The measured effective context, and a button that measures the model in use.
         self.effective_context_info = help_label("")
         form.addRow("", self.effective_context_info)
+        self.measure_button = push_button(
+            "Measure now", self._measure,
+            tip="Ask the model questions for a few minutes to find how much text it reads "
+                "well (Esc stops)")
+        form.addRow("", self.measure_button)
         fields = self.fields
         add_field(form, "CPU threads", spin_box(-1, 1024), fields, ("sampling", "threads"))
         self.threads_help = help_label(
@@ -483,7 +488,7 @@ class SettingsDialog(QDialog):
             if not entry.instruction_tuned:
                 parts.append(BASE_MODEL_NOTE)
             if not self._model_present(entry):
-                parts.append("file not installed yet (run: python -m assistant provision)")
+                parts.append("file not installed yet (install it in the Models window)")
             self.model_info.setText(" · ".join(parts))
         else:
             path = Path(str(data))
@@ -494,8 +499,18 @@ class SettingsDialog(QDialog):
             ctx = self.trained_context()
             ctx_text = f"trained context {ctx:,}" if ctx else "trained context read on load"
             self.model_info.setText(f"{path} · {size} · {ctx_text}")
+        self.measure_button.setVisible(
+            self._speed.measure is not None and data == self._original.model)
         if hasattr(self, "effective_labels"):
             self._update_effective()
+
+    def _measure(self) -> None:
+        """Measure the model in use, through the window's service (its status bar and a
+        notice follow it)."""
+        if self._speed.measure is not None:
+            self._speed.measure()
+            self.measure_button.setEnabled(False)
+            self.measure_button.setText("Measuring… (the status bar follows it)")
 
     def _model_activated(self, index: int) -> None:
         if self.model_combo.itemData(index) != CHOOSE_FILE:
