@@ -29,10 +29,10 @@ class PrefillTracker:
         #: Prompt tokens per second of the last model call that evaluated any.
         self.last_speed: float | None = None
 
-    def observed(self, tokens_per_s: float | None) -> None:
-        """A model call evaluated its prompt at ``tokens_per_s`` (None: it evaluated none)."""
-        if tokens_per_s:
-            self.last_speed = tokens_per_s
+    def observed(self, result: GenerationResult) -> None:
+        """A model call ended: its prompt's reading speed, when read long enough to trust."""
+        if result.prefill_s >= MIN_MEASURE_S and result.prefill_tokens_per_s:
+            self.last_speed = result.prefill_tokens_per_s
 
     def _estimate(self, event: PromptProgress) -> PrefillProgress:
         speed = self.last_speed or self._known_speed()

@@ -201,7 +201,7 @@ class ChatService:
         elif isinstance(event, PromptProgress):
             self.emit(self._prefill.progress(event))
         elif isinstance(event, ModelCallFinished):
-            self._prefill.observed(event.result.prefill_tokens_per_s)
+            self._prefill.observed(event.result)
             self.emit(reply_stats(event.result, event.ttft_s))
 
     def _calibrated_speed(self) -> float | None:

@@ -32,6 +32,7 @@ from assistant.compaction.events import (
     context_line,
 )
 from assistant.config import Settings
+from assistant.llm.context_probe import measured_context
 from assistant.llm.registry import Registry, model_path
 from assistant.service.events import ModelChanged, PrefillProgress, SettingsChanged
 from assistant.service.measure import measure_effective_context
@@ -499,6 +500,8 @@ class MainWindow(WindowDialogs):
             loaded_trained_context=c.model.info.trained_context if c.model.info else None,
             model_present=lambda entry: model_path(entry).is_file(),
             count_tokens=c.model.engine.backend.count if c.model.engine is not None else None,
+            measured_context=(measured_context(c.model.engine.backend.info)
+                              if c.model.engine is not None else None),
             speed=SpeedHooks(
                 state_usage=c.saved_states.cache.usage,
                 # A write still under way may land after.

@@ -118,6 +118,7 @@ class SettingsDialog(QDialog):
         model_present: Callable[[ModelEntry], bool] = lambda _e: True,
         count_tokens: Callable[[str], int] | None = None,
         speed: SpeedHooks | None = None,
+        measured_context: int | None = None,
         parent: QWidget | None = None,
     ) -> None:
         super().__init__(parent)
@@ -128,6 +129,8 @@ class SettingsDialog(QDialog):
         self._registry = registry
         self._loaded_trained = loaded_trained_context
         self._model_present = model_present
+        #: The loaded model's measured size (what the engine keeps prompts within).
+        self._measured = measured_context
         #: The loaded model's tokenizer (the system prompt is checked against its window);
         #: the last count is kept, as validation runs on every key press.
         self._count = lru_cache(maxsize=1)(count_tokens) if count_tokens is not None else None
@@ -550,7 +553,7 @@ class SettingsDialog(QDialog):
             self.effective_note.setText("Fix the values above to see what is in effect.")
             return
         trained = self.trained_context()
-        eff = policy.effective("local" if mode == "local" else "standard", trained)
+        eff = self._candidate(mode, policy).effective_policy(trained, self._measured_for_choice())
         for field, _label in POLICY_FIELDS:
             self.effective_labels[field].setText(f"{getattr(eff, field):,}")
         if self.engine_page.uses_server():
@@ -562,6 +565,21 @@ class SettingsDialog(QDialog):
             by = "server" if self.engine_page.uses_server() else "model"
             note += f" The window was capped by the {by}, so the other values were scaled."
         self.effective_note.setText(note)
+
+    def _candidate(self, mode: str, policy: ModePolicy) -> Settings:
+        """The settings as the dialog now has them, as far as the policy in force goes."""
+        use = self.fields.get(("compaction", "use_measured_context"))
+        compaction = self._original.compaction
+        if use is not None:
+            compaction = compaction.model_copy(update={"use_measured_context": field_value(use)})
+        return self._original.model_copy(
+            update={"mode": mode, mode: policy, "compaction": compaction})
+
+    def _measured_for_choice(self) -> int | None:
+        """The size the loaded model was measured to use well, when it is the one chosen
+        (the engine builds every prompt within it: the same source as the context bar)."""
+        return self._measured if self.model_combo.currentData() == self._original.model \
+            else None
 
     # -- plumbing ----------------------------------------------------------------------
     def _connect_validation(self) -> None:

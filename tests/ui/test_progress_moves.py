@@ -21,7 +21,7 @@ def test_the_prompt_strip_moves_every_second_between_slow_reports(
     make_window, artifacts_dir: Path
 ) -> None:
     backend = ScriptedBackend(["Short.", "All served quickly."], prefill_batch=256,
-                              delay_per_batch=0.1)
+                              delay_per_batch=0.2)
     h = make_window(backend=backend)
     w = h.window
     h.type_and_send("Hello")  # a first prompt read: its speed is known from now on
