@@ -11,8 +11,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from functools import partial
 
-from PySide6.QtCore import Qt, Signal
-from PySide6.QtWidgets import QScrollArea, QWidget
+from PySide6.QtCore import QEvent, Qt, Signal
+from PySide6.QtWidgets import QApplication, QScrollArea, QWidget
 
 from assistant.conversation import CompactionRecord, Conversation, Message, ToolCall
 from assistant.sessions.summary import is_branch_summary, summary_text
@@ -131,6 +131,7 @@ class ChatView(QScrollArea):
     def clear(self) -> None:
         for widget in self.entries():
             self._layout.removeWidget(widget)
+            widget.hide()  # not painted over the next chat until deleted
             widget.deleteLater()
         self.message_widgets.clear()
         self.end_row = None
@@ -158,9 +159,18 @@ class ChatView(QScrollArea):
             self._add_end_row()
             self.more_button.setVisible(bool(self._pending))
             self._mark_last()
+            self._lay_out_now()
         finally:
             self.setUpdatesEnabled(True)
         self.scroll_to_bottom()
+
+    def _lay_out_now(self) -> None:
+        """Show the new entries and lay them out before anything is painted (else the
+        first frame after a chat switch or a compaction has them piled up at the top)."""
+        for widget in self.entries():
+            if not widget.testAttribute(Qt.WidgetAttribute.WA_WState_ExplicitShowHide):
+                widget.show()
+        QApplication.sendPostedEvents(None, QEvent.Type.LayoutRequest)
 
     @property
     def pending_count(self) -> int:
@@ -370,6 +380,7 @@ class ChatView(QScrollArea):
         line = CompactionLine(record)
         line.show_button.clicked.connect(lambda: self.show_divider(record.id))
         self._append(line)
+        self._lay_out_now()  # with the chat just drawn again: in place before a paint
         return line
 
     def show_divider(self, record_id: str) -> CompactionNotice | None:
