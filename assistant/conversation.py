@@ -145,6 +145,8 @@ class ReplyFigures(BaseModel):
     #: Seconds from the model call to the first token (prompt evaluation included).
     ttft_s: float | None = None
     tokens_per_s: float | None = None
+    #: The reply stopped at the longest-reply limit (``max_reply_tokens``), maybe mid-word.
+    cut_off: bool = False
 
 
 class Message(BaseModel):

@@ -31,4 +31,5 @@ def figures_of(result: GenerationResult, ttft_s: float | None) -> ReplyFigures:
         reused=result.prompt_reused, completion_tokens=result.completion_tokens,
         ttft_s=ttft_s if ttft_s is not None else result.first_token_s,
         tokens_per_s=speed if result.completion_tokens else None,
+        cut_off=result.finish_reason == "length",
     )

@@ -324,8 +324,8 @@ def measured_line(
     )
     if found is None:
         if kept:
-            return f"{kept[0].upper()}{kept[1:]}; measure it here: python -m assistant probe {key}"
-        return f"Effective context not measured yet: python -m assistant probe {key}"
+            return f"{kept[0].upper()}{kept[1:]}; not measured on this computer yet"
+        return "How much text this model reads well: not measured yet"
     if found.effective <= 0:
         return (
             f"Effective context: no planted fact was found even at {min(found.accuracy):,} "

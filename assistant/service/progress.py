@@ -17,11 +17,29 @@ MIN_MEASURE_S = 0.2
 
 
 class PrefillTracker:
-    """Follows one prompt evaluation at a time (the worker thread calls it)."""
+    """Follows one prompt evaluation at a time (the worker thread calls it). Until this
+    evaluation has run long enough to measure, the time left comes from the known speed:
+    the last evaluation's, or the calibration's (``known_speed``)."""
 
-    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(self, clock: Callable[[], float] = time.monotonic,
+                 known_speed: Callable[[], float | None] = lambda: None) -> None:
         self._clock = clock
         self._start: tuple[float, int] | None = None
+        self._known_speed = known_speed
+        #: Prompt tokens per second of the last model call that evaluated any.
+        self.last_speed: float | None = None
+
+    def observed(self, result: GenerationResult) -> None:
+        """A model call ended: its prompt's reading speed, when read long enough to trust."""
+        if result.prefill_s >= MIN_MEASURE_S and result.prefill_tokens_per_s:
+            self.last_speed = result.prefill_tokens_per_s
+
+    def _estimate(self, event: PromptProgress) -> PrefillProgress:
+        speed = self.last_speed or self._known_speed()
+        if not speed:
+            return PrefillProgress(event.done, event.total)
+        return PrefillProgress(event.done, event.total, tokens_per_s=speed,
+                               eta_s=(event.total - event.done) / speed)
 
     def prompt_ready(self, _usage: ContextUsage | None = None) -> None:
         self._start = None
@@ -30,12 +48,12 @@ class PrefillTracker:
         now = self._clock()
         if self._start is None or event.done < self._start[1]:
             self._start = (now, event.done)
-            return PrefillProgress(event.done, event.total)
+            return self._estimate(event)
         started, first = self._start
         elapsed = now - started
         evaluated = event.done - first
         if elapsed < MIN_MEASURE_S or evaluated <= 0:
-            return PrefillProgress(event.done, event.total)
+            return self._estimate(event)
         rate = evaluated / elapsed
         return PrefillProgress(
             event.done, event.total, tokens_per_s=rate, eta_s=(event.total - event.done) / rate

@@ -127,7 +127,7 @@ class ChatService:
         self.commands = AppCommands(self, extra_help)
         self._queue: list[Queued] = []
         self._closed = False
-        self._prefill = PrefillTracker()
+        self._prefill = PrefillTracker(known_speed=self._calibrated_speed)
         self._measure_seq = 0
         #: Saved model states of chats (instant resume) and the prompt settings in force.
         self.saved_states = ChatResume(settings)
@@ -201,7 +201,15 @@ class ChatService:
         elif isinstance(event, PromptProgress):
             self.emit(self._prefill.progress(event))
         elif isinstance(event, ModelCallFinished):
+            self._prefill.observed(event.result)
             self.emit(reply_stats(event.result, event.ttft_s))
+
+    def _calibrated_speed(self) -> float | None:
+        """Prompt tokens per second the loaded model was calibrated at (None: unknown)."""
+        engine = self.model.engine
+        calibration = getattr(engine.backend, "calibration", None) if engine else None
+        speed = getattr(calibration, "tokens_per_s", None)
+        return float(speed) if isinstance(speed, int | float) and speed > 0 else None
 
     # -- the model and the settings ----------------------------------------------------
     def _build_engine(self, backend: LLMBackend) -> Engine:

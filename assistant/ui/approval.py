@@ -16,7 +16,7 @@ from PySide6.QtWidgets import QDialog, QHBoxLayout, QLabel, QPlainTextEdit, QWid
 
 from assistant.tools.approval import ApprovalDecision, ApprovalRequest
 from assistant.ui.parts import help_label, new_label, push_button, vbox
-from assistant.ui.theme import monospace_font
+from assistant.ui.theme import mono_font
 
 
 @dataclass
@@ -48,10 +48,10 @@ class ApprovalDialog(QDialog):
             f"will do before you allow it. Workspace: {request.workspace}"
         ))
         self.summary = new_label(request.summary, wrap=True, selectable=True)
-        self.summary.setFont(monospace_font())
+        self.summary.setFont(mono_font())
         layout.addWidget(self.summary)
         self.preview = QPlainTextEdit(request.preview, readOnly=True)
-        self.preview.setFont(monospace_font())
+        self.preview.setFont(mono_font())
         self.preview.setMinimumHeight(140)
         layout.addWidget(self.preview, 1)
         self.preview.setVisible(bool(request.preview))

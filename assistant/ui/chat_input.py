@@ -7,12 +7,11 @@ compaction or leave edit mode. The box grows with its text up to eight lines.
 
 from __future__ import annotations
 
-from PySide6.QtCore import QEvent, QSize, Qt, Signal
-from PySide6.QtGui import QKeyEvent
+from PySide6.QtCore import QEvent, QRect, QSize, Qt, QTimer, Signal
+from PySide6.QtGui import QKeyEvent, QResizeEvent
 from PySide6.QtWidgets import QFrame, QPlainTextEdit, QSizePolicy, QWidget
 
 from assistant.ui.slash_completer import SlashCompleter
-from assistant.ui.theme import zoomed_font
 
 MAX_LINES = 8
 
@@ -35,12 +34,15 @@ class ChatInput(QPlainTextEdit):
         self.completer = SlashCompleter(self)
         self.document().documentLayout().documentSizeChanged.connect(self._fit)
         self.textChanged.connect(lambda: self.draft_changed.emit(self.toPlainText()))
+        self.textChanged.connect(self._fit)  # empty: the hint's lines; typed: the text's
         self._update_placeholder()
         self._fit()
 
-    def set_zoom(self, percent: int) -> None:
-        self.setFont(zoomed_font(percent))
-        self._fit()
+    def changeEvent(self, event: QEvent) -> None:
+        """The box's height follows its font (the window's zoom)."""
+        super().changeEvent(event)
+        if event.type() == QEvent.Type.FontChange:
+            self._fit()
 
     def set_enter_sends(self, enter_sends: bool) -> None:
         self.enter_sends = enter_sends
@@ -49,13 +51,39 @@ class ChatInput(QPlainTextEdit):
     def _update_placeholder(self) -> None:
         keys = ("Enter to send, Shift+Enter for a new line" if self.enter_sends
                 else "Ctrl+Enter to send, Enter for a new line")
-        self.setPlaceholderText(f"Message the assistant… ({keys}; / for commands)")
+        full = f"Message the assistant… ({keys}; / for commands)"
+        width = max(1, self.viewport().width() - int(self.document().documentMargin() * 2))
+        box = self.fontMetrics().boundingRect(
+            QRect(0, 0, width, 100_000), Qt.TextFlag.TextWordWrap, full)
+        fits = box.height() <= 2 * self.fontMetrics().lineSpacing()
+        self.setPlaceholderText(full if fits else "Message the assistant…")
+        self.setToolTip("" if fits else full)
+        self._fit()
 
     def sizeHint(self) -> QSize:
         return QSize(400, self._height_for_lines())
 
+    def _lines(self) -> int:
+        """The lines shown: the text's, or while empty the hint's (wrapped in a narrow
+        window), at most :data:`MAX_LINES`."""
+        lines = int(self.document().size().height())
+        hint = self.placeholderText()
+        if not self.toPlainText() and hint:
+            width = max(1, self.viewport().width() - int(self.document().documentMargin() * 2))
+            box = self.fontMetrics().boundingRect(
+                QRect(0, 0, width, 100_000), Qt.TextFlag.TextWordWrap, hint)
+            lines = max(lines, -(-box.height() // max(1, self.fontMetrics().lineSpacing())))
+        return max(1, min(MAX_LINES, lines))
+
+    def resizeEvent(self, event: QResizeEvent) -> None:
+        """A new width may wrap the hint onto another line (or leave no room for the
+        whole of it: then the short one), fitted once this resize is over."""
+        super().resizeEvent(event)
+        if event.oldSize().width() != event.size().width():
+            QTimer.singleShot(0, self, self._update_placeholder)
+
     def _height_for_lines(self) -> int:
-        lines = max(1, min(MAX_LINES, int(self.document().size().height())))
+        lines = self._lines()
         margins = self.contentsMargins()
         doc_margin = int(self.document().documentMargin() * 2)
         chrome = doc_margin + margins.top() + margins.bottom() + 16

@@ -11,15 +11,14 @@ from __future__ import annotations
 from collections.abc import Callable
 from functools import partial
 
-from PySide6.QtCore import Qt, Signal
-from PySide6.QtWidgets import QScrollArea, QWidget
+from PySide6.QtCore import QEvent, Qt, Signal
+from PySide6.QtWidgets import QApplication, QScrollArea, QWidget
 
 from assistant.conversation import CompactionRecord, Conversation, Message, ToolCall
 from assistant.sessions.summary import is_branch_summary, summary_text
 from assistant.ui.message_widgets import BranchEndRow, MessageWidget
 from assistant.ui.notices import CompactionLine, CompactionNotice, NoticeWidget, PruneNotice
 from assistant.ui.parts import push_button, vbox, vertical_scroller
-from assistant.ui.theme import zoomed_font
 from assistant.ui.tool_card import ToolCard
 
 #: Units (a message with its tool results, or a compaction divider) rendered when a chat
@@ -50,6 +49,10 @@ class ChatView(QScrollArea):
     regenerate_requested = Signal(str)
     delete_requested = Signal(str)
     branch_step_requested = Signal(str, int)
+    #: Answer the last message again (a question left without a reply).
+    retry_requested = Signal(str)
+    #: Write more of the last reply (it stopped at the length limit).
+    continue_requested = Signal(str)
     #: Entries were added or removed (the window shows the welcome page while empty).
     entries_changed = Signal()
 
@@ -101,19 +104,9 @@ class ChatView(QScrollArea):
         return out
 
     def set_zoom(self, percent: int) -> None:
-        """Prose follows the viewport's font; code and tool output, which set a monospace
-        font of their own, are scaled here."""
+        """The zoom the transcript is shown at (``theme.apply_zoom`` scales every widget's
+        text, code included; code is created at the zoom in force)."""
         self.zoom = percent
-        self._inner.setFont(zoomed_font(percent))
-        for widget in self.entries():
-            self._zoom_mono(widget)
-
-    def _zoom_mono(self, widget: QWidget) -> None:
-        mono = zoomed_font(self.zoom, mono=True)
-        for child in [widget, *widget.findChildren(QWidget)]:
-            own_font = child.testAttribute(Qt.WidgetAttribute.WA_SetFont)
-            if own_font and child.font().family() == mono.family():
-                child.setFont(mono)
 
     @property
     def is_empty(self) -> bool:
@@ -121,14 +114,12 @@ class ChatView(QScrollArea):
 
     def _append(self, widget: QWidget) -> QWidget:
         self._anchor = None  # new entries at the bottom: follow the usual rule
-        self._zoom_mono(widget)
         self._layout.insertWidget(self._layout.count() - 1, widget)
         self.entries_changed.emit()
         return widget
 
     def _prepend(self, widgets: list[QWidget]) -> None:
         for offset, widget in enumerate(widgets):
-            self._zoom_mono(widget)
             self._layout.insertWidget(1 + offset, widget)
         self.entries_changed.emit()
 
@@ -140,6 +131,7 @@ class ChatView(QScrollArea):
     def clear(self) -> None:
         for widget in self.entries():
             self._layout.removeWidget(widget)
+            widget.hide()  # not painted over the next chat until deleted
             widget.deleteLater()
         self.message_widgets.clear()
         self.end_row = None
@@ -166,9 +158,19 @@ class ChatView(QScrollArea):
                     self._append(widget)
             self._add_end_row()
             self.more_button.setVisible(bool(self._pending))
+            self._mark_last()
+            self._lay_out_now()
         finally:
             self.setUpdatesEnabled(True)
         self.scroll_to_bottom()
+
+    def _lay_out_now(self) -> None:
+        """Show the new entries and lay them out before anything is painted (else the
+        first frame after a chat switch or a compaction has them piled up at the top)."""
+        for widget in self.entries():
+            if not widget.testAttribute(Qt.WidgetAttribute.WA_WState_ExplicitShowHide):
+                widget.show()
+        QApplication.sendPostedEvents(None, QEvent.Type.LayoutRequest)
 
     @property
     def pending_count(self) -> int:
@@ -269,6 +271,8 @@ class ChatView(QScrollArea):
         widget.regenerate_requested.connect(self.regenerate_requested)
         widget.delete_requested.connect(self.delete_requested)
         widget.branch_step_requested.connect(self.branch_step_requested)
+        widget.retry_requested.connect(self.retry_requested)
+        widget.continue_requested.connect(self.continue_requested)
         widget.set_actions_enabled(self._actions_enabled)
         self.message_widgets[msg.id] = widget
         self.cards.update(widget.cards)
@@ -292,15 +296,16 @@ class ChatView(QScrollArea):
             widget = self.streaming
             self.streaming = None
             widget.set_message(msg)
-            self._zoom_mono(widget)
             self._take_footer(widget)
             self._adopt(widget, msg)
+            self._mark_last()
             return
         entry = self._make_message(msg)
         if isinstance(entry, MessageWidget) and msg.role == "assistant":
             self._take_footer(entry)
         if entry is not None:
             self._append(entry)
+        self._mark_last()
 
     def set_reply_footer(self, text: str) -> None:
         """A model call's figures, under the reply it wrote (streamed or next to come)."""
@@ -323,19 +328,23 @@ class ChatView(QScrollArea):
             self._streamed = ""
         self._streamed += text
         self.streaming.set_streaming_text(self._streamed)
-        if self.zoom != 100 and "```" in text:  # a code block may have begun: its size too
-            self._zoom_mono(self.streaming)
 
     def end_streaming(self, stopped: bool = False) -> None:
         """The turn ended; a bubble that got no final message is kept as it was."""
         self._pending_footer = ""
         widget, self.streaming = self.streaming, None
-        if widget is None:
-            return
-        if not widget.message.content and not self._streamed.strip():
+        if widget is not None and not widget.message.content and not self._streamed.strip():
             self._remove(widget)
-            return
-        widget.state_label.setText("stopped" if stopped else "")
+        elif widget is not None:
+            widget.state_label.setText("stopped" if stopped else "")
+        self._mark_last()
+
+    def _mark_last(self) -> None:
+        """Only the chat's last message offers Retry (no reply yet) or Continue (cut off)."""
+        last = next((e for e in reversed(self.entries()) if isinstance(e, MessageWidget)
+                     and e.message.content.strip()), None)
+        for widget in self.message_widgets.values():
+            widget.set_last(widget is last, self._actions_enabled)
 
     def _drop_streaming(self) -> None:
         widget, self.streaming = self.streaming, None
@@ -371,6 +380,7 @@ class ChatView(QScrollArea):
         line = CompactionLine(record)
         line.show_button.clicked.connect(lambda: self.show_divider(record.id))
         self._append(line)
+        self._lay_out_now()  # with the chat just drawn again: in place before a paint
         return line
 
     def show_divider(self, record_id: str) -> CompactionNotice | None:
@@ -393,6 +403,7 @@ class ChatView(QScrollArea):
         self._actions_enabled = enabled
         for widget in self.message_widgets.values():
             widget.set_actions_enabled(enabled)
+        self._mark_last()
         if self.end_row is not None:
             self.end_row.switcher.setEnabled(enabled)
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Literal
 
 from PySide6.QtCore import QRectF, QSize, Qt
-from PySide6.QtGui import QColor, QPainter, QPainterPath, QPaintEvent
+from PySide6.QtGui import QColor, QPainter, QPainterPath, QPaintEvent, QResizeEvent
 from PySide6.QtWidgets import QSizePolicy, QWidget
 
 from assistant.agent.events import ContextUsage
@@ -44,7 +44,7 @@ class _Bar(QWidget):
     def __init__(self, owner: ContextBar) -> None:
         super().__init__(owner)
         self._owner = owner
-        self.setMinimumWidth(120)
+        self.setMinimumWidth(48)
         self.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Fixed)
 
     def sizeHint(self) -> QSize:
@@ -95,16 +95,42 @@ class ContextBar(QWidget):
         self.prunes = 0
         self.pruned_tokens = 0
         self.compactions = 0
-        layout = hbox(self, (0, 0, 0, 0), 8)
+        #: The figure in full ("7,420 / 8,192 (91%)") and short ("91%", a narrow window).
+        self._long = self._short = ""
+        layout = self._row = hbox(self, (0, 0, 0, 0), 8)
         self.caption = new_label("Context", "MutedLabel")
         self.bar = _Bar(self)
         self.label = new_label("– / –", "ContextLabel")
-        self.label.setMinimumWidth(150)
         self.label.setAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
         layout.addWidget(self.caption)
         layout.addWidget(self.bar, 1)
         layout.addWidget(self.label)
         self._refresh()
+
+    def minimumSizeHint(self) -> QSize:
+        """What the bar needs with the short figure and no caption (a narrow window)."""
+        return QSize(self._needed(self._short, caption=False),
+                     super().minimumSizeHint().height())
+
+    def _needed(self, text: str, *, caption: bool) -> int:
+        spacing = self._row.spacing()
+        margins = self.label.contentsMargins()
+        label = self.label.fontMetrics().horizontalAdvance(text) + margins.left() \
+            + margins.right() + 2
+        width = self.bar.minimumWidth() + spacing + label
+        return width + (self.caption.sizeHint().width() + spacing if caption else 0)
+
+    def resizeEvent(self, event: QResizeEvent) -> None:
+        super().resizeEvent(event)
+        self._fit()
+
+    def _fit(self) -> None:
+        """The whole figure and the caption "Context" where there is room; in a narrow
+        window the percentage alone (the tooltip has every figure)."""
+        room = self.width()
+        self.label.setText(self._long if room >= self._needed(self._long, caption=False)
+                           else self._short)
+        self.caption.setVisible(room >= self._needed(self._long, caption=True))
 
     # -- state -------------------------------------------------------------------------
     @property
@@ -151,15 +177,20 @@ class ContextBar(QWidget):
     def _refresh(self) -> None:
         usage = self.usage
         if usage is None:
-            self.label.setText("– / – tokens")
+            self._long, self._short = "– / – tokens", "–"
         else:
             pct = round(self.fraction * 100)
             about = "≈ " if usage.estimated else ""
-            self.label.setText(f"{about}{usage.prompt_tokens:,} / {usage.window:,} ({pct}%)")
+            self._long = f"{about}{usage.prompt_tokens:,} / {usage.window:,} ({pct}%)"
+            self._short = f"{about}{pct}%"
+        self.label.setText(self._long)
         weight = "600" if self.level != "ok" else "normal"
         self.label.setStyleSheet(f"color: {self.level_color()}; font-weight: {weight};")
         self.setToolTip(self.tooltip_text())
         self.bar.update()
+        if self.isVisible():  # a longer figure may not fit
+            self._fit()
+        self.updateGeometry()
 
     def tooltip_text(self) -> str:
         lines: list[str] = []

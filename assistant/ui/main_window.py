@@ -7,6 +7,8 @@ It sends what the user does to the session service and renders the service's eve
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from PySide6.QtCore import Qt, QTimer
 from PySide6.QtGui import QCloseEvent, QKeySequence, QShortcut
 from PySide6.QtWidgets import (
@@ -30,8 +32,10 @@ from assistant.compaction.events import (
     context_line,
 )
 from assistant.config import Settings
+from assistant.llm.context_probe import measured_context
 from assistant.llm.registry import Registry, model_path
 from assistant.service.events import ModelChanged, PrefillProgress, SettingsChanged
+from assistant.service.measure import measure_effective_context
 from assistant.service.model_guide import guide_text, model_guide
 from assistant.service.progress import stats_text
 from assistant.service.resume import forget_calibration
@@ -49,7 +53,14 @@ from assistant.ui.focus_keeper import FocusKeeper
 from assistant.ui.menu_bar import AppMenus
 from assistant.ui.models_page import ModelsPage
 from assistant.ui.notices import Banner, DamageBanner
-from assistant.ui.parts import new_label, opened, progress_bar, push_button, vbox
+from assistant.ui.parts import (
+    new_label,
+    opened,
+    progress_bar,
+    push_button,
+    styled_button,
+    vbox,
+)
 from assistant.ui.performance_page import SpeedHooks
 from assistant.ui.progress_strips import CompactionStrip, PromptProgress
 from assistant.ui.settings_dialog import SettingsDialog
@@ -62,6 +73,7 @@ from assistant.ui.window_state import (
     restore_window_state,
     save_window_state,
 )
+from assistant.ui.wrap_button import FittedButton, FittedLabel
 
 SHORTCUTS_HELP = (
     "Shortcuts: Ctrl+N new chat · Ctrl+K search chats · Ctrl+, settings · Ctrl+M models · "
@@ -186,13 +198,13 @@ class MainWindow(WindowDialogs):
 
         status = self.statusBar()
         status.setSizeGripEnabled(False)
-        self.status_label = QLabel("")
+        self.status_label = FittedLabel("")
         status.addWidget(self.status_label, 1)
         self.load_progress = progress_bar("Loading the model", 140, 140, maximum=0)
         self.load_progress.setVisible(False)
         status.addPermanentWidget(self.load_progress)
-        self.model_label = push_button(
-            "", self.open_chat_options, name="StatusButton",
+        self.model_label = styled_button(
+            FittedButton(), "", self.open_chat_options, name="StatusButton",
             tip="This chat's model and system prompt",
             accessible="Model and system prompt of this chat",
         )
@@ -218,6 +230,8 @@ class MainWindow(WindowDialogs):
         self.chat_view.delete_requested.connect(c.delete_message)
         self.chat_view.branch_step_requested.connect(c.switch_branch)
         self.chat_view.entries_changed.connect(self._update_welcome)
+        self.chat_view.retry_requested.connect(lambda _id: c.answer_kept())
+        self.chat_view.continue_requested.connect(lambda _id: c.continue_reply())
         self.welcome.example_chosen.connect(self.submit)
         self.welcome.open_workspace_requested.connect(self.open_workspace)
         self.welcome.change_workspace_requested.connect(self.change_workspace)
@@ -412,6 +426,8 @@ class MainWindow(WindowDialogs):
         (while the strip shows a compaction, the status bar adds only what it does not say)."""
         self.status = status
         compacting = status.phase is Phase.COMPACTING
+        if status.phase is Phase.LOADING_MODEL and status.detail:  # the model's one name
+            status = replace(status, detail=self._model_name(status.detail))
         self.status_label.setText(COMPACTING_STATUS if compacting else status.text)
         if compacting != self.status_strip.isVisible():
             if compacting:
@@ -450,7 +466,7 @@ class MainWindow(WindowDialogs):
                 if on_server else
                 ("Model not loaded", "no model",
                  f"The model could not be loaded: {event.error}\nChoose another model in "
-                 "Settings, or install it with: python -m assistant provision")
+                 "Settings, or install one in the Models window (Ctrl+M).")
             )
             self.model_banner_label.setText(message)
             self.model_label.setText(short)
@@ -492,12 +508,15 @@ class MainWindow(WindowDialogs):
             loaded_trained_context=c.model.info.trained_context if c.model.info else None,
             model_present=lambda entry: model_path(entry).is_file(),
             count_tokens=c.model.engine.backend.count if c.model.engine is not None else None,
+            measured_context=(measured_context(c.model.engine.backend.info)
+                              if c.model.engine is not None else None),
             speed=SpeedHooks(
                 state_usage=c.saved_states.cache.usage,
                 # A write still under way may land after.
                 clear_states=c.saved_states.cache.clear,
                 forget_calibration=forget_calibration,
                 prefill_text=c.prefill_text,
+                measure=(lambda: measure_effective_context(c)) if c.model.engine else None,
             ),
             parent=self,
         )
@@ -535,8 +554,11 @@ class MainWindow(WindowDialogs):
         self.chat_view.set_recall_focus(sw.recall and sw.earlier_as_notes and sw.recall_focus)
 
     def _apply_zoom(self, percent: int) -> None:
+        """The whole window's text at ``percent`` (menus, sidebar, messages, code, dialogs)."""
+        app = QApplication.instance()
+        if isinstance(app, QApplication):
+            theme.apply_zoom(app, percent)
         self.chat_view.set_zoom(percent)
-        self.input.set_zoom(percent)
 
     @staticmethod
     def _server_url(settings: Settings) -> str | None:

@@ -8,12 +8,12 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from PySide6.QtCore import Qt, QTimer
+from PySide6.QtCore import QEvent, QObject, Qt, QTimer
 from PySide6.QtGui import QGuiApplication
 from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QPlainTextEdit, QSizePolicy, QWidget
 
 from assistant.ui.parts import action_button, new_label, vbox
-from assistant.ui.theme import monospace_font
+from assistant.ui.theme import mono_font
 
 _FENCE = re.compile(r"^(?P<indent> {0,3})(?P<fence>`{3,}|~{3,})(?P<lang>[^\n`]*)$")
 
@@ -112,13 +112,14 @@ class CodeBlock(QFrame):
         self.editor.setAccessibleName(f"Code ({lang})" if lang else "Code")
         self.editor.setFrameShape(QFrame.Shape.NoFrame)
         self.editor.setVerticalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
-        self.editor.setFont(monospace_font())
+        self.editor.setFont(mono_font())
         self.editor.setTextInteractionFlags(
             Qt.TextInteractionFlag.TextSelectableByMouse
             | Qt.TextInteractionFlag.TextSelectableByKeyboard
         )
         self.editor.setStyleSheet("background: transparent; border: none; padding: 0;")
         layout.addWidget(self.editor)
+        self.editor.installEventFilter(self)  # a new size or font: the height again
         self.code = ""
         self.set_code(code, lang)
         self._fit_height()  # also for a block that has no line yet (a reply streaming)
@@ -137,15 +138,25 @@ class CodeBlock(QFrame):
         self.code = code
         self._fit_height()
 
+    def eventFilter(self, watched: QObject, event: QEvent) -> bool:
+        """The editor's font (zoom) or width changed: fit its height to every line, with
+        room for the scroll bar when a line is wider than the block."""
+        if watched is self.editor and event.type() in (
+            QEvent.Type.FontChange, QEvent.Type.Resize
+        ):
+            self._fit_height()
+        return False
+
     def _fit_height(self) -> None:
         lines = max(1, self.code.count("\n") + 1)
         metrics = self.editor.fontMetrics()
         margin = int(self.editor.document().documentMargin() * 2)
         height = lines * metrics.lineSpacing() + margin + 4
         longest = max((metrics.horizontalAdvance(x) for x in self.code.split("\n")), default=0)
-        if longest + margin > max(self.editor.viewport().width(), 200):
+        if longest + margin > self.editor.viewport().width():
             height += self.editor.horizontalScrollBar().sizeHint().height()
-        self.editor.setFixedHeight(height)
+        if height != self.editor.height() or height != self.editor.minimumHeight():
+            self.editor.setFixedHeight(height)
 
     def copy(self) -> None:
         QGuiApplication.clipboard().setText(self.code)

@@ -13,6 +13,12 @@ from PySide6.QtWidgets import QMenu
 
 from assistant.conversation import Message
 from assistant.sessions.export import to_markdown
+from assistant.ui.help_dialogs import (
+    GUIDE,
+    HelpDialog,
+    about_markdown,
+    shortcuts_markdown,
+)
 
 if TYPE_CHECKING:
     from assistant.ui.main_window import MainWindow
@@ -73,9 +79,18 @@ class AppMenus:
         self.zoom_out = self._action(view, "Zoom &out", "Ctrl+-", lambda: self.zoom(-1))
         self.zoom_reset = self._action(view, "&Reset zoom", "Ctrl+0", lambda: self.zoom(0))
 
-        self.settings = self._action(bar.addMenu("&Settings"), "&Settings…", "Ctrl+,",
-                                     w.open_settings)
-        self.models = self._action(bar.addMenu("&Models"), "&Models…", "Ctrl+M", w.open_models)
+        tools = bar.addMenu("&Tools")
+        self.models = self._action(tools, "&Models…", "Ctrl+M", w.open_models)
+        self.settings = self._action(tools, "&Settings…", "Ctrl+,", w.open_settings)
+
+        help_menu = bar.addMenu("&Help")
+        self.guide = self._action(help_menu, "Short &guide", "F1", self.show_guide)
+        self.shortcuts = self._action(help_menu, "&Keyboard shortcuts", None,
+                                      self.show_shortcuts)
+        help_menu.addSeparator()
+        self.about = self._action(help_menu, "&About Offline Assistant", None, self.show_about)
+        self.about.setMenuRole(QAction.MenuRole.AboutRole)
+        self.help_dialog: HelpDialog | None = None
 
         for menu in (file_menu, edit, chat, view):
             menu.aboutToShow.connect(self.update)
@@ -160,6 +175,26 @@ class AppMenus:
         reply = self._last_reply()
         if reply is not None:
             self.window.service.regenerate(reply.id)
+
+    # -- help --------------------------------------------------------------------------
+    def show_guide(self) -> HelpDialog:
+        """Help → Short guide: how the window works, in a few paragraphs."""
+        return self._help("Short guide", GUIDE)
+
+    def show_shortcuts(self) -> HelpDialog:
+        """Help → Keyboard shortcuts: every menu entry's key, then the other keys."""
+        return self._help("Keyboard shortcuts", shortcuts_markdown(self.window.actions()))
+
+    def show_about(self) -> HelpDialog:
+        info = self.window.service.model.info
+        name = self.window._loaded_name(info) if info is not None else ""
+        return self._help("About Offline Assistant", about_markdown(name))
+
+    def _help(self, title: str, markdown: str) -> HelpDialog:
+        if self.help_dialog is None:
+            self.help_dialog = HelpDialog(self.window)
+        self.help_dialog.show_text(title, markdown)
+        return self.help_dialog
 
     def zoom(self, step: int) -> int:
         """One step in (1), out (-1), or back to 100 % (0); saved in the settings."""

@@ -4,12 +4,13 @@ switcher ``< 1/2 >`` and the cards of the tool calls it made.
 
 from __future__ import annotations
 
-from PySide6.QtCore import Signal
+from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QGuiApplication
 from PySide6.QtWidgets import QFrame, QSizePolicy, QToolButton, QVBoxLayout, QWidget
 
 from assistant.conversation import Message, ToolCall
 from assistant.service.progress import stats_text
+from assistant.ui.flow_layout import FlowRow
 from assistant.ui.markdown_view import MarkdownView
 from assistant.ui.parts import action_button, hbox, new_label, styled_button, vbox
 from assistant.ui.tool_card import ToolCard
@@ -51,6 +52,10 @@ class MessageWidget(QFrame):
     regenerate_requested = Signal(str)
     delete_requested = Signal(str)
     branch_step_requested = Signal(str, int)
+    #: Answer this user message (the last one, left without a reply: stopped, failed).
+    retry_requested = Signal(str)
+    #: Write more of this reply (it stopped at the length limit).
+    continue_requested = Signal(str)
 
     def __init__(self, message: Message, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -61,12 +66,12 @@ class MessageWidget(QFrame):
         layout = vbox(self, (14, 8, 14, 8), 4)
 
         self.header_row = QWidget()
-        header = hbox(self.header_row, (0, 0, 0, 0), 6)
+        header = FlowRow(self.header_row, 6)  # wraps in a narrow or zoomed window
         self.role_label = new_label(ROLE_TITLES.get(message.role, message.role), "RoleLabel")
         header.addWidget(self.role_label)
         self.state_label = new_label("", "MutedLabel")
         header.addWidget(self.state_label)
-        header.addStretch(1)
+        header.start_end_group()
         self.branch_switcher = BranchSwitcher(self.header_row)
         self.branch_switcher.stepped.connect(
             lambda step: self.branch_step_requested.emit(self.message.id, step)
@@ -81,13 +86,17 @@ class MessageWidget(QFrame):
             "Regenerate", "Write this reply again",
             lambda: self.regenerate_requested.emit(self.message.id),
         )
+        self.retry_button = action_button(
+            "Retry", "Answer this message (it has no reply yet)",
+            lambda: self.retry_requested.emit(self.message.id),
+        )
+        self.retry_button.setVisible(False)
         self.delete_button = action_button(
             "Delete", "Delete this message (the chat goes on without it on a new branch; "
             "the version with it stays)", lambda: self.delete_requested.emit(self.message.id),
         )
-        for button in (
-            self.copy_button, self.edit_button, self.regenerate_button, self.delete_button
-        ):
+        for button in (self.retry_button, self.copy_button, self.edit_button,
+                       self.regenerate_button, self.delete_button):
             header.addWidget(button)
         self.edit_button.setVisible(message.role == "user")
         self.regenerate_button.setVisible(message.role == "assistant")
@@ -107,7 +116,19 @@ class MessageWidget(QFrame):
         self.cards: dict[str, ToolCard] = {}
         for call in message.tool_calls:
             self.add_tool_call(call)
-        self.footer = new_label("", "MessageFooter")
+        self.continue_row = QWidget()
+        more = vbox(self.continue_row, (0, 2, 0, 0), 2)
+        self.continue_label = new_label(
+            "The reply reached its length limit and stops here.", "MutedLabel", wrap=True)
+        self.continue_button = action_button(
+            "Continue", "Write more of this reply (Ctrl+Shift+Enter)",
+            lambda: self.continue_requested.emit(self.message.id),
+        )
+        more.addWidget(self.continue_label)
+        more.addWidget(self.continue_button, 0, Qt.AlignmentFlag.AlignLeft)
+        self.continue_row.setVisible(False)
+        layout.addWidget(self.continue_row)
+        self.footer = new_label("", "MessageFooter", wrap=True)
         self.footer.setVisible(False)
         layout.addWidget(self.footer)
         self._show_figures()
@@ -148,9 +169,21 @@ class MessageWidget(QFrame):
         return card
 
     def set_actions_enabled(self, enabled: bool) -> None:
-        for button in (self.edit_button, self.regenerate_button, self.delete_button):
+        for button in (self.edit_button, self.regenerate_button, self.delete_button,
+                       self.retry_button, self.continue_button):
             button.setEnabled(enabled)
         self.branch_switcher.setEnabled(enabled)
+
+    def set_last(self, last: bool, idle: bool) -> None:
+        """As the chat's last message: Retry on a question left without a reply, the
+        length-limit hint with Continue on a reply cut off there (shown while idle)."""
+        unanswered = last and idle and self.message.role == "user"
+        figures = self.message.figures
+        cut = last and self.message.role == "assistant" and figures is not None \
+            and figures.cut_off and not self.message.stopped
+        self.retry_button.setVisible(unanswered)
+        self.continue_row.setVisible(cut)
+        self.continue_button.setEnabled(idle)
 
     def _update_state(self) -> None:
         self.state_label.setText("stopped" if self.message.stopped else "")

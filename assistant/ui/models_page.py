@@ -43,7 +43,7 @@ from assistant.ui.parts import (
 
 def facts(model: CatalogModel) -> str:
     parts = [format_size(model.size) if model.size else "size unknown"]
-    parts.append(f"licence: {model.license}")
+    parts.append(f"license: {model.license}")
     if model.context_length:
         parts.append(f"trained context {model.context_length:,} tokens")
     if model.architecture:

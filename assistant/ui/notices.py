@@ -19,8 +19,9 @@ from assistant.compaction.summary import DEFERRED_NOTE
 from assistant.conversation import CompactionRecord
 from assistant.service.status import summarizer_line
 from assistant.sessions.handle import ChatHandle
-from assistant.ui.parts import action_button, hbox, new_label, push_button, vbox
-from assistant.ui.theme import monospace_font
+from assistant.ui.parts import action_button, hbox, new_label, push_button, styled_button, vbox
+from assistant.ui.theme import mono_font
+from assistant.ui.wrap_button import WrapButton
 
 _COLUMN_LINE = re.compile(r"^ {2,}\S.*?\S {2,}\S")
 
@@ -48,7 +49,7 @@ class NoticeWidget(QFrame):
         self.label = new_label(text, wrap=True, selectable=True)
         self.label.setTextFormat(Qt.TextFormat.PlainText)
         if is_columns(text):  # /help and friends: keep the columns lined up
-            self.label.setFont(monospace_font())
+            self.label.setFont(mono_font())
         layout.addWidget(self.label, 1)
 
     @property
@@ -62,6 +63,7 @@ class PruneNotice(QLabel):
     def __init__(self, count: int, tokens: int, parent: QWidget | None = None) -> None:
         super().__init__(f"— {prune_note(count, tokens)} —", parent)
         self.setObjectName("PruneNotice")
+        self.setWordWrap(True)
         self.setAlignment(Qt.AlignmentFlag.AlignCenter)
         self.setToolTip(
             "Old tool outputs were replaced by a placeholder in what the model sees. The "
@@ -101,8 +103,8 @@ class CompactionNotice(QFrame):
         row = QHBoxLayout()
         row.setSpacing(8)
         row.addWidget(_rule(), 1)
-        self.header = push_button(
-            "", name="DividerHeader",
+        self.header = styled_button(
+            WrapButton(margins=(10, 2, 10, 2)), "", name="DividerHeader",
             tip="Show the summary the model sees instead of the messages above",
         )
         self.header.setCheckable(True)
@@ -111,23 +113,9 @@ class CompactionNotice(QFrame):
         row.addWidget(self.header, 0)
         row.addWidget(_rule(), 1)
         layout.addLayout(row)
-        reason = {
-            "threshold": "the context was full",
-            "overflow": "the model overflowed",
-            "manual": "you asked (/compact)",
-        }[record.reason]
-        when = time.strftime("%H:%M", time.localtime(record.timestamp))
-        meta = f"Compaction {record.count} at {when}, because {reason}: {compaction_note(record)}"
-        if record.duration_s:
-            meta += f"; took {record.duration_s:.1f} s"
-        if record.focus:
-            meta += f"; focus: {record.focus}"
-        self.meta = new_label(meta, "MutedLabel", wrap=True)
-        self.meta.setAlignment(Qt.AlignmentFlag.AlignHCenter)
-        layout.addWidget(self.meta)
-        self.summarizer_label = new_label(summarizer_line(record), "MutedLabel", wrap=True)
-        self.summarizer_label.setAlignment(Qt.AlignmentFlag.AlignHCenter)
-        layout.addWidget(self.summarizer_label)
+        self.plain = new_label(plain_compaction(record), "MutedLabel", wrap=True)
+        self.plain.setAlignment(Qt.AlignmentFlag.AlignHCenter)
+        layout.addWidget(self.plain)
         self.details = QFrame()
         self.details.setObjectName("SummaryBox")
         details = vbox(self.details, (12, 8, 12, 10), 6)
@@ -138,6 +126,11 @@ class CompactionNotice(QFrame):
         self.summary_view = new_label(record.summary, "SummaryText", wrap=True, selectable=True)
         self.summary_view.setTextFormat(Qt.TextFormat.PlainText)
         details.addWidget(self.summary_view)
+        # The technical account, for whoever wants it (one click away: the header).
+        self.meta = new_label(technical_compaction(record), "MutedLabel", wrap=True)
+        details.addWidget(self.meta)
+        self.summarizer_label = new_label(summarizer_line(record), "MutedLabel", wrap=True)
+        details.addWidget(self.summarizer_label)
         # Recall's focus leaves the summary out of a call that brought excerpts back
         # (compaction.context_render.focus_history): the card says so, not "always".
         self.focus_note = new_label(FOCUS_NOTE, "MutedLabel", wrap=True)
@@ -170,19 +163,68 @@ class CompactionLine(QFrame):
         super().__init__(parent)
         self.record = record
         self.setObjectName("CompactionLine")
-        layout = hbox(self, (0, 0, 0, 0), 8)
+        layout = vbox(self, (0, 0, 0, 0), 2)
         self.label = new_label(
-            f"Older messages were summarized to make room ({record.tokens_before:,} → "
-            f"{record.tokens_after:,} tokens). They all stay in the chat; the model now sees "
-            "a summary of the ones above the divider."
-            + (" The code wrote it at once; the model writes the next one while you read."
-               if record.summarizer_note == DEFERRED_NOTE else ""),
+            "Older messages were summarized to make room: the assistant now reads a short "
+            "summary of them instead. They all stay in the chat for you."
+            + (" This quick summary was made at once; the assistant writes a fuller one "
+               "while you read." if record.summarizer_note == DEFERRED_NOTE else ""),
             "MutedLabel", wrap=True,
         )
         self.label.setAlignment(Qt.AlignmentFlag.AlignHCenter)
-        layout.addWidget(self.label, 1)
-        self.show_button = action_button("Show where", "Scroll to the divider and open it")
-        layout.addWidget(self.show_button, 0, Qt.AlignmentFlag.AlignVCenter)
+        layout.addWidget(self.label)
+        buttons = QHBoxLayout()
+        buttons.addStretch(1)
+        self.show_button = action_button(
+            "Show where", "Scroll up to where the summary begins and open it")
+        self.details_button = action_button("Details", "How much room it made, and how")
+        self.details_button.setCheckable(True)
+        buttons.addWidget(self.show_button)
+        buttons.addWidget(self.details_button)
+        buttons.addStretch(1)
+        layout.addLayout(buttons)
+        self.details = new_label(
+            technical_compaction(record) + "\n" + summarizer_line(record), "MutedLabel",
+            wrap=True)
+        self.details.setAlignment(Qt.AlignmentFlag.AlignHCenter)
+        self.details.setVisible(False)
+        self.details_button.toggled.connect(self.details.setVisible)
+        layout.addWidget(self.details)
+
+
+#: Why a compaction ran, in plain words.
+_PLAIN_REASON = {
+    "threshold": "the chat had grown longer than the assistant can read at once",
+    "overflow": "the latest message did not fit beside the rest",
+    "manual": "you asked for it",
+}
+
+
+def plain_compaction(record: CompactionRecord) -> str:
+    """The divider's line for anyone: when, why, and that nothing is lost."""
+    when = time.strftime("%H:%M", time.localtime(record.timestamp))
+    who = ("a quick summary made at once (the assistant writes a fuller one next)"
+           if record.summarizer_note == DEFERRED_NOTE
+           else "a summary written by the assistant" if record.summarizer == "model"
+           else "a short summary made without the assistant")
+    return (f"At {when} {_PLAIN_REASON[record.reason]}, so the messages above were replaced, "
+            f"for the assistant only, by {who}. You still see them all.")
+
+
+def technical_compaction(record: CompactionRecord) -> str:
+    """The detail: compaction number, time, reason, tokens before and after, duration."""
+    reason = {
+        "threshold": "the context was full",
+        "overflow": "the model overflowed",
+        "manual": "you asked (/compact)",
+    }[record.reason]
+    when = time.strftime("%H:%M", time.localtime(record.timestamp))
+    meta = f"Compaction {record.count} at {when}, because {reason}: {compaction_note(record)}"
+    if record.duration_s:
+        meta += f"; took {record.duration_s:.1f} s"
+    if record.focus:
+        meta += f"; focus: {record.focus}"
+    return meta
 
 
 def _rule() -> QFrame:

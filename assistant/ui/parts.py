@@ -59,6 +59,13 @@ def _spaced(layout: L, margins: Margins, spacing: int | None) -> L:
     return layout
 
 
+def sentence(text: str) -> str:
+    """``text`` ended with one full stop: none added after a quote that ends with its own
+    (“Answer briefly.” not “Answer briefly.”.)."""
+    bare = text.rstrip().rstrip("”’\"')")
+    return text if bare.endswith((".", "!", "?", "…")) else text + "."
+
+
 def form_layout(parent: QWidget | None, spacing: tuple[int, int], *, fixed: bool = False
                 ) -> QFormLayout:
     """A form with (vertical, horizontal) ``spacing``; ``fixed``: inputs keep their size."""

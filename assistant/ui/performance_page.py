@@ -47,6 +47,8 @@ class SpeedHooks:
     clear_states: Callable[[], Usage] | None = None
     forget_calibration: Callable[[], None] | None = None
     prefill_text: str = ""
+    #: Start measuring how much of its window the loaded model uses well (Model tab).
+    measure: Callable[[], object] | None = None
 
 
 def describe_usage(usage: Usage) -> str:

@@ -28,10 +28,15 @@ from assistant.ui.theme import current_colors
 
 #: How long an evaluation must run before the strip appears.
 SHOW_AFTER_MS = 400
+#: The prompt strip moves on at least this often between the model's reports.
+TICK_MS = 1000
 
 
-def progress_text(event: PrefillProgress) -> str:
-    text = f"Reading your prompt: {event.done:,} of {event.total:,} tokens"
+def progress_text(event: PrefillProgress, *, estimated: bool = False) -> str:
+    """The strip's words; ``estimated``: the count is reckoned from the speed since the
+    model's last report."""
+    about = "about " if estimated else ""
+    text = f"Reading your prompt: {about}{event.done:,} of {event.total:,} tokens"
     if event.eta_s is not None and event.tokens_per_s is not None:
         text += f" · {event.tokens_per_s:,.0f} tokens/s · {eta_text(event.eta_s)}"
     else:
@@ -49,15 +54,43 @@ class PromptProgress(QFrame):
         layout.addWidget(self.label, 1)
         layout.addWidget(self.bar)
         self.last: PrefillProgress | None = None
+        #: When ``last`` was reported (the strip counts on from there at its speed).
+        self._last_at = 0.0
+        self._step = 0
         self._timer = QTimer(self, singleShot=True, interval=SHOW_AFTER_MS)
         self._timer.timeout.connect(self._reveal)
+        self._tick = QTimer(self, interval=TICK_MS)
+        self._tick.timeout.connect(self._count_on)
         self.setVisible(False)
 
     def update_progress(self, event: PrefillProgress) -> None:
+        """A report from the model (once per batch of tokens read)."""
+        previous = self.last
+        #: Tokens per report (a batch): the count never runs further ahead than one.
+        self._step = event.done - previous.done if previous is not None and \
+            previous.done < event.done else 0
         self.last = event
+        self._last_at = time.monotonic()
+        self._show(event)
+        if event.done < event.total and not self._tick.isActive():
+            self._tick.start()
+
+    def _count_on(self) -> None:
+        """Between two reports (a batch can take many seconds on a busy laptop), the count
+        and the time left move on at the known speed, never reaching the end."""
+        last = self.last
+        if last is None or not last.tokens_per_s or last.done >= last.total:
+            return
+        ran = time.monotonic() - self._last_at
+        ahead = last.total - 1 if not self._step else min(last.total - 1, last.done + self._step)
+        done = min(ahead, last.done + int(last.tokens_per_s * ran))
+        self._show(replace(last, done=max(done, last.done),
+                           eta_s=(last.total - done) / last.tokens_per_s), estimated=True)
+
+    def _show(self, event: PrefillProgress, *, estimated: bool = False) -> None:
         fraction = event.done / event.total if event.total else 1.0
         self.bar.setValue(round(fraction * 1000))
-        self.label.setText(progress_text(event))
+        self.label.setText(progress_text(event, estimated=estimated))
         self.setAccessibleDescription(self.label.text())
         if event.done >= event.total:
             return  # the reply starts next; the status change hides the strip
@@ -66,6 +99,8 @@ class PromptProgress(QFrame):
 
     def finish(self) -> None:
         self._timer.stop()
+        self._tick.stop()
+        self._step = 0
         self.last = None
         self.setVisible(False)
 

@@ -118,6 +118,7 @@ class SettingsDialog(QDialog):
         model_present: Callable[[ModelEntry], bool] = lambda _e: True,
         count_tokens: Callable[[str], int] | None = None,
         speed: SpeedHooks | None = None,
+        measured_context: int | None = None,
         parent: QWidget | None = None,
     ) -> None:
         super().__init__(parent)
@@ -128,6 +129,8 @@ class SettingsDialog(QDialog):
         self._registry = registry
         self._loaded_trained = loaded_trained_context
         self._model_present = model_present
+        #: The loaded model's measured size (what the engine keeps prompts within).
+        self._measured = measured_context
         #: The loaded model's tokenizer (the system prompt is checked against its window);
         #: the last count is kept, as validation runs on every key press.
         self._count = lru_cache(maxsize=1)(count_tokens) if count_tokens is not None else None
@@ -136,7 +139,7 @@ class SettingsDialog(QDialog):
         self._result: Settings | None = settings.model_copy(deep=True)
         self.errors: list[str] = []
         self._previous_model_index = 0
-        speed = speed or SpeedHooks()
+        speed = self._speed = speed or SpeedHooks()
         self._prefill_text = speed.prefill_text
         #: Each input by where its value lives in the settings (``("sampling", "top_p")``).
         self.fields: dict[tuple[str, ...], Field] = {}
@@ -193,9 +196,14 @@ class SettingsDialog(QDialog):
         self.model_info = help_label("")
         self.model_info.setMinimumWidth(440)
         form.addRow("", self.model_info)
-        #: The measured effective context (``python -m assistant probe``), read only.
+        #: The measured effective context, and a button that measures the model in use.
         self.effective_context_info = help_label("")
         form.addRow("", self.effective_context_info)
+        self.measure_button = push_button(
+            "Measure now", self._measure,
+            tip="Ask the model questions for a few minutes to find how much text it reads "
+                "well (Esc stops)")
+        form.addRow("", self.measure_button)
         fields = self.fields
         add_field(form, "CPU threads", spin_box(-1, 1024), fields, ("sampling", "threads"))
         self.threads_help = help_label(
@@ -483,7 +491,7 @@ class SettingsDialog(QDialog):
             if not entry.instruction_tuned:
                 parts.append(BASE_MODEL_NOTE)
             if not self._model_present(entry):
-                parts.append("file not installed yet (run: python -m assistant provision)")
+                parts.append("file not installed yet (install it in the Models window)")
             self.model_info.setText(" · ".join(parts))
         else:
             path = Path(str(data))
@@ -494,8 +502,18 @@ class SettingsDialog(QDialog):
             ctx = self.trained_context()
             ctx_text = f"trained context {ctx:,}" if ctx else "trained context read on load"
             self.model_info.setText(f"{path} · {size} · {ctx_text}")
+        self.measure_button.setVisible(
+            self._speed.measure is not None and data == self._original.model)
         if hasattr(self, "effective_labels"):
             self._update_effective()
+
+    def _measure(self) -> None:
+        """Measure the model in use, through the window's service (its status bar and a
+        notice follow it)."""
+        if self._speed.measure is not None:
+            self._speed.measure()
+            self.measure_button.setEnabled(False)
+            self.measure_button.setText("Measuring… (the status bar follows it)")
 
     def _model_activated(self, index: int) -> None:
         if self.model_combo.itemData(index) != CHOOSE_FILE:
@@ -535,7 +553,7 @@ class SettingsDialog(QDialog):
             self.effective_note.setText("Fix the values above to see what is in effect.")
             return
         trained = self.trained_context()
-        eff = policy.effective("local" if mode == "local" else "standard", trained)
+        eff = self._candidate(mode, policy).effective_policy(trained, self._measured_for_choice())
         for field, _label in POLICY_FIELDS:
             self.effective_labels[field].setText(f"{getattr(eff, field):,}")
         if self.engine_page.uses_server():
@@ -547,6 +565,21 @@ class SettingsDialog(QDialog):
             by = "server" if self.engine_page.uses_server() else "model"
             note += f" The window was capped by the {by}, so the other values were scaled."
         self.effective_note.setText(note)
+
+    def _candidate(self, mode: str, policy: ModePolicy) -> Settings:
+        """The settings as the dialog now has them, as far as the policy in force goes."""
+        use = self.fields.get(("compaction", "use_measured_context"))
+        compaction = self._original.compaction
+        if use is not None:
+            compaction = compaction.model_copy(update={"use_measured_context": field_value(use)})
+        return self._original.model_copy(
+            update={"mode": mode, mode: policy, "compaction": compaction})
+
+    def _measured_for_choice(self) -> int | None:
+        """The size the loaded model was measured to use well, when it is the one chosen
+        (the engine builds every prompt within it: the same source as the context bar)."""
+        return self._measured if self.model_combo.currentData() == self._original.model \
+            else None
 
     # -- plumbing ----------------------------------------------------------------------
     def _connect_validation(self) -> None:

@@ -11,7 +11,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from PySide6.QtCore import QPoint, Qt, QTimer, Signal
+from PySide6.QtCore import QPoint, QSize, Qt, QTimer, Signal
 from PySide6.QtWidgets import (
     QFrame,
     QHBoxLayout,
@@ -25,9 +25,11 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from assistant.ui.parts import hbox, new_label, opened, push_button, vbox
+from assistant.ui.parts import hbox, new_label, opened, push_button, sentence, vbox
 
 UNDO_SECONDS = 8
+#: The chat list is never narrower than this.
+MIN_WIDTH = 180
 ID_ROLE = Qt.ItemDataRole.UserRole
 TITLE_ROLE = Qt.ItemDataRole.UserRole + 1
 #: Wait this long after the last key press before searching the messages.
@@ -69,7 +71,6 @@ class Sidebar(QFrame):
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.setObjectName("Sidebar")
-        self.setMinimumWidth(180)
         layout = vbox(self, (10, 12, 10, 10), 8)
         top = QHBoxLayout()
         top.addWidget(new_label("Chats", "SidebarTitle"))
@@ -117,6 +118,13 @@ class Sidebar(QFrame):
         self._deleted_id: str | None = None
         self._current: str | None = None
         self._entries: list[ChatEntry] = []
+        #: The menu of the last right-clicked chat (None before the first).
+        self.context_menu: QMenu | None = None
+
+    def minimumSizeHint(self) -> QSize:
+        """At least 180 px, or what its title row and buttons need at the zoom in force."""
+        hint = super().minimumSizeHint()
+        return QSize(max(MIN_WIDTH, hint.width()), hint.height())
 
     # -- data --------------------------------------------------------------------------
     def set_chats(self, entries: list[ChatEntry], current: str | None = None) -> None:
@@ -140,12 +148,9 @@ class Sidebar(QFrame):
         self._apply_filter(self.search.text())
 
     def set_current(self, chat_id: str | None) -> None:
+        """The chat on screen: the one highlighted (none for a chat not saved yet)."""
         self._current = chat_id
-        item = self.item_for(chat_id)
-        if item is not None:
-            self.list.blockSignals(True)
-            self.list.setCurrentItem(item)
-            self.list.blockSignals(False)
+        self._highlight(self.item_for(chat_id))
 
     def _items(self) -> list[QListWidgetItem]:
         return [self.list.item(i) for i in range(self.list.count())]
@@ -185,7 +190,7 @@ class Sidebar(QFrame):
             item.setHidden(not visible)
             shown += visible
             item.setText(f"{title}\n   {hit}" if needle and not by_title and hit else title)
-        self.no_match.setText(f"No chats match “{text.strip()}”." if needle else "")
+        self.no_match.setText(sentence(f"No chats match “{text.strip()}”") if needle else "")
         self.no_match.setVisible(bool(needle) and not shown)
 
     def _open_first_visible(self) -> None:
@@ -203,21 +208,37 @@ class Sidebar(QFrame):
             self.chat_selected.emit(chat_id)
 
     def _context_menu(self, pos: QPoint) -> None:
+        """The right-clicked chat is highlighted while its menu is open and each entry acts
+        on it; when the menu closes the highlight goes back to the chat on screen (which
+        F2 and the Chat menu act on)."""
         item = self.list.itemAt(pos)
         if item is None:
             return
-        menu = QMenu(self)
-        rename = menu.addAction("Rename…")
-        options = menu.addAction("Model and system prompt…")
-        delete = menu.addAction("Delete")
-        chosen = menu.exec(self.list.mapToGlobal(pos))
         chat_id = str(item.data(ID_ROLE))
-        if chosen is rename:
-            self.ask_rename(chat_id)
-        elif chosen is options:
-            self.options_requested.emit(chat_id)
-        elif chosen is delete:
-            self.delete(chat_id)
+        self._highlight(item)
+        menu = QMenu(self)
+        menu.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+        menu.addAction("Rename…", lambda: self.ask_rename(chat_id))
+        menu.addAction("Model and system prompt…", lambda: self.options_requested.emit(chat_id))
+        menu.addAction("Delete", lambda: self.delete(chat_id))
+        menu.aboutToHide.connect(lambda: self.set_current(self._current))
+        self.context_menu = menu
+        menu.popup(self.list.viewport().mapToGlobal(pos))
+
+    def _highlight(self, item: QListWidgetItem | None) -> None:
+        """Select ``item`` alone (none: nothing highlighted), without opening it."""
+        self.list.blockSignals(True)
+        if item is None:
+            self.list.clearSelection()
+            self.list.setCurrentRow(-1)
+        else:
+            self.list.setCurrentItem(item)
+            item.setSelected(True)
+        self.list.blockSignals(False)
+
+    def highlighted(self) -> list[str]:
+        """The ids of the chats shown highlighted."""
+        return [str(item.data(ID_ROLE)) for item in self.list.selectedItems()]
 
     def ask_rename(self, chat_id: str) -> QInputDialog | None:
         """A rename dialog wide enough for the whole title (not modal to the app loop)."""
@@ -226,7 +247,9 @@ class Sidebar(QFrame):
             return None
         dialog = QInputDialog(self)
         dialog.setWindowTitle("Rename chat")
-        dialog.setLabelText("New title for this chat:")
+        title = str(item.data(TITLE_ROLE))
+        short = title if len(title) <= 40 else title[:39] + "…"
+        dialog.setLabelText(f"New title for “{short}”:")
         dialog.setTextValue(str(item.data(TITLE_ROLE)))
         width = max(440, self.fontMetrics().horizontalAdvance(dialog.textValue()) + 80)
         dialog.setMinimumWidth(min(width, 900))

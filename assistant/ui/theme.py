@@ -92,13 +92,56 @@ def monospace_font() -> QFont:
     return QFontDatabase.systemFont(QFontDatabase.SystemFont.FixedFont)
 
 
-def zoomed_font(percent: int, *, mono: bool = False) -> QFont:
-    """The application's font (or the monospace one) at ``percent`` of its size."""
-    font = monospace_font() if mono else QFont(QGuiApplication.font())
-    size = font.pointSizeF()
-    if size > 0:
-        font.setPointSizeF(size * percent / 100)
+#: The zoom in force (percent) and the application's font at 100 % (taken at the first
+#: zoom, before it is changed).
+_zoom = {"percent": 100}
+_base_font: list[QFont] = []
+
+
+def zoom_percent() -> int:
+    """The zoom in force for the whole window, in percent."""
+    return _zoom["percent"]
+
+
+def _scaled(font: QFont, percent: int) -> QFont:
+    font = QFont(font)
+    if font.pointSizeF() > 0:
+        font.setPointSizeF(font.pointSizeF() * percent / 100)
+    elif font.pixelSize() > 0:
+        font.setPixelSize(max(1, round(font.pixelSize() * percent / 100)))
     return font
+
+
+def zoomed_font(percent: int | None = None, *, mono: bool = False) -> QFont:
+    """The application's font (or the monospace one) at ``percent`` of its 100 % size
+    (the zoom in force when None)."""
+    base = monospace_font() if mono else (
+        _base_font[0] if _base_font else QFont(QGuiApplication.font()))
+    return _scaled(base, zoom_percent() if percent is None else percent)
+
+
+def mono_font() -> QFont:
+    """The monospace font at the zoom in force (code, tool output)."""
+    return zoomed_font(mono=True)
+
+
+def apply_zoom(app: QApplication, percent: int) -> None:
+    """Scale every widget's text to ``percent``: the application font (which widgets
+    without a font of their own follow), the stylesheet's font sizes, and each widget
+    that set the monospace font (code blocks, tool output) gets it at the new size."""
+    if not _base_font:
+        _base_font.append(QFont(app.font()))
+    if percent == _zoom["percent"] and app.property("assistantZoom") == percent:
+        return
+    _zoom["percent"] = percent
+    app.setProperty("assistantZoom", percent)
+    app.setFont(_scaled(_base_font[0], percent))
+    app.setStyleSheet(stylesheet(current_colors(), percent))
+    mono = mono_font()
+    for widget in app.allWidgets():
+        own = widget.testAttribute(Qt.WidgetAttribute.WA_SetFont)
+        if own and widget.font().family() == mono.family():
+            widget.setFont(mono)
 
 
 _ROLE = QPalette.ColorRole
@@ -140,8 +183,13 @@ def _arrow_image(c: Colors) -> str:
     return path.as_posix()
 
 
-def stylesheet(c: Colors) -> str:
-    """The application stylesheet; widgets are picked by objectName and properties."""
+def stylesheet(c: Colors, zoom: int = 100) -> str:
+    """The application stylesheet at ``zoom`` percent; widgets are picked by objectName
+    and properties."""
+
+    def pt(size: float) -> str:
+        return f"{size * zoom / 100:.1f}pt"
+
     try:
         arrow = _arrow_image(c)
     except OSError:
@@ -227,7 +275,7 @@ QPushButton#DividerHeader {{ border: 1px solid {c.seg_summary}; border-radius: 1
 QPushButton#DividerHeader:hover {{ color: {c.accent}; border-color: {c.accent}; }}
 QFrame#SummaryBox {{ background: {c.info_bg}; border: 1px dashed {c.seg_summary};
     border-radius: 8px; }}
-QLabel#PruneNotice {{ color: {c.muted}; font-size: 9pt; }}
+QLabel#PruneNotice {{ color: {c.muted}; font-size: {pt(9)}; }}
 #ComposerFrame {{ background: {c.surface}; border-top: 1px solid {c.border}; }}
 #ChatInput {{ border-radius: 8px; padding: 6px 8px; }}
 #StatusStrip {{ background: {c.info_bg}; border-top: 1px solid {c.border}; }}
@@ -236,7 +284,7 @@ QLabel#PruneNotice {{ color: {c.muted}; font-size: 9pt; }}
 QStatusBar {{ background: {c.sidebar}; color: {c.muted}; border-top: 1px solid {c.border}; }}
 QStatusBar QLabel {{ color: {c.muted}; padding: 0 6px; }}
 QProgressBar {{ border: 1px solid {c.border}; border-radius: 4px; background: {c.surface};
-    text-align: center; max-height: 12px; font-size: 8pt; }}
+    text-align: center; max-height: 12px; font-size: {pt(8)}; }}
 QProgressBar::chunk {{ background: {c.accent}; border-radius: 3px; }}
 QScrollBar:vertical {{ background: transparent; width: 10px; margin: 0; }}
 QScrollBar::handle:vertical {{ background: {c.border}; border-radius: 5px; min-height: 30px; }}
@@ -254,32 +302,32 @@ QGroupBox {{ border: 1px solid {c.border}; border-radius: 6px; margin-top: 12px;
 QGroupBox::title {{ subcontrol-origin: margin; left: 10px; padding: 0 4px; color: {c.muted};
     font-weight: 600; }}
 QLabel#ErrorText {{ color: {c.error}; }}
-QLabel#FieldHelp {{ color: {c.muted}; font-size: 9pt; }}
+QLabel#FieldHelp {{ color: {c.muted}; font-size: {pt(9)}; }}
 QListView#SlashPopup {{ background: {c.surface}; border: 1px solid {c.border};
     selection-background-color: {c.selection}; selection-color: {c.text}; padding: 2px; }}
 QSplitter::handle {{ background: {c.border}; }}
 QToolButton#MessageAction:disabled, QToolButton#BranchButton:disabled {{ color: {c.border}; }}
 #WelcomeView, #WelcomeInner {{ background: {c.window}; border: none; }}
-QLabel#WelcomeTitle {{ font-size: 20pt; font-weight: 600; }}
-QLabel#WelcomeSection {{ font-weight: 600; font-size: 11pt; }}
+QLabel#WelcomeTitle {{ font-size: {pt(20)}; font-weight: 600; }}
+QLabel#WelcomeSection {{ font-weight: 600; font-size: {pt(11)}; }}
 QLabel#WorkspacePath {{ background: {c.surface}; border: 1px solid {c.border};
     border-radius: 6px; padding: 5px 8px; }}
 QPushButton#ExamplePrompt {{ text-align: left; padding: 8px 12px; background: {c.surface}; }}
-QLabel#DropOverlay {{ background: {c.info_bg}; color: {c.accent}; font-size: 13pt;
+QLabel#DropOverlay {{ background: {c.info_bg}; color: {c.accent}; font-size: {pt(13)};
     font-weight: 600; border: 2px dashed {c.accent}; border-radius: 12px; }}
 QFileDialog QToolButton {{ padding: 2px; }}
 #PromptProgress {{ background: {c.info_bg}; border-top: 1px solid {c.border}; }}
-QLabel#MessageFooter {{ color: {c.muted}; font-size: 8pt; }}
+QLabel#MessageFooter {{ color: {c.muted}; font-size: {pt(8)}; }}
 #ModelList {{ background: transparent; }}
 QFrame#ModelCard {{ background: {c.surface}; border: 1px solid {c.border}; border-radius: 8px; }}
 QFrame#ModelCard[loaded="true"] {{ border: 1px solid {c.accent}; }}
-QLabel#ModelTitle {{ font-weight: 600; font-size: 11pt; }}
-QLabel#ModelState {{ border-radius: 8px; padding: 1px 8px; font-size: 8pt;
+QLabel#ModelTitle {{ font-weight: 600; font-size: {pt(11)}; }}
+QLabel#ModelState {{ border-radius: 8px; padding: 1px 8px; font-size: {pt(8)};
     background: {c.seg_free}; color: {c.muted}; }}
 QLabel#ModelState[state="loaded"] {{ background: {c.accent}; color: {c.accent_text}; }}
 QLabel#ModelState[state="installed"] {{ background: {c.info_bg}; color: {c.ok}; }}
 QLabel#ModelState[state="file-missing"] {{ background: {c.error_bg}; color: {c.error}; }}
-QLabel#ModelPath {{ color: {c.muted}; font-size: 8pt; }}
+QLabel#ModelPath {{ color: {c.muted}; font-size: {pt(8)}; }}
 QLabel#ModelsMessage {{ color: {c.text}; }}
 QLabel#InstallNote {{ color: {c.warning}; }}
 QLabel#ModelsMessage[error="true"] {{ color: {c.error}; }}
@@ -293,7 +341,7 @@ def apply_theme(app: QApplication, theme: Theme) -> Colors:
     c = _colors_for(theme)
     app.setProperty("assistantTheme", c.name)
     app.setPalette(_palette(c))
-    app.setStyleSheet(stylesheet(c))
+    app.setStyleSheet(stylesheet(c, zoom_percent()))
     return c
 
 

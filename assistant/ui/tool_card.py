@@ -7,11 +7,12 @@ import json
 import re
 
 from PySide6.QtCore import Qt
-from PySide6.QtWidgets import QFrame, QPlainTextEdit, QSizePolicy, QWidget
+from PySide6.QtWidgets import QFrame, QPlainTextEdit, QWidget
 
 from assistant.conversation import Message, ToolCall
-from assistant.ui.parts import action_button, hbox, new_label, push_button, vbox
-from assistant.ui.theme import monospace_font
+from assistant.ui.parts import action_button, new_label, styled_button, vbox
+from assistant.ui.theme import mono_font
+from assistant.ui.wrap_button import WrapButton
 
 
 def _pretty_arguments(call: ToolCall) -> str:
@@ -37,7 +38,7 @@ class MonoBox(QPlainTextEdit):
     def __init__(self, text: str, max_lines: int = 14) -> None:
         super().__init__(readOnly=True, lineWrapMode=QPlainTextEdit.LineWrapMode.WidgetWidth)
         self.setObjectName("CardMono")
-        self.setFont(monospace_font())
+        self.setFont(mono_font())
         self.setFrameShape(QFrame.Shape.NoFrame)
         self._max_lines = max_lines
         self.set_text(text)
@@ -64,10 +65,9 @@ class ToolCard(QFrame):
         self.result: Message | None = None
         self.setObjectName("ToolCard")
         layout = vbox(self, (8, 4, 8, 6), 4)
-        self.header = push_button("", name="CardHeader")
+        self.header = styled_button(WrapButton(), "", name="CardHeader")
         self.header.setCheckable(True)
         self.header.setCursor(Qt.CursorShape.PointingHandCursor)
-        self.header.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Fixed)
         self.header.toggled.connect(self.set_expanded)
         layout.addWidget(self.header)
 
@@ -80,7 +80,7 @@ class ToolCard(QFrame):
         self.result_title = new_label("Result", "MutedLabel")
         details.addWidget(self.result_title)
         self.pruned_row = QWidget()
-        pruned = hbox(self.pruned_row, (0, 0, 0, 0))
+        pruned = vbox(self.pruned_row, (0, 0, 0, 0), 2)  # the button under: a narrow card
         self.pruned_note = new_label(
             "Cleared from the model's context to save room (pruned). The model now sees "
             "“[Old tool result content cleared]”.",
@@ -89,8 +89,8 @@ class ToolCard(QFrame):
         self.show_original_button = action_button("Show original", "Show the full output")
         self.show_original_button.setCheckable(True)
         self.show_original_button.toggled.connect(lambda _shown: self._refresh())
-        pruned.addWidget(self.pruned_note, 1)
-        pruned.addWidget(self.show_original_button)
+        pruned.addWidget(self.pruned_note)
+        pruned.addWidget(self.show_original_button, 0, Qt.AlignmentFlag.AlignLeft)
         details.addWidget(self.pruned_row)
         self.result_box = MonoBox("(running…)")
         self.result_box.setAccessibleName(f"Result of {call.name}")

@@ -203,13 +203,15 @@ class WelcomeView(QScrollArea):
             self.example_buttons.append(button)
 
         layout.addSpacing(6)
-        layout.addWidget(
-            _text(
-                "Type / for commands (/help lists them) · Ctrl+N new chat · "
-                "Ctrl+K search chats · Ctrl+, settings · Ctrl+M models",
-                "MutedLabel",
-            )
+        self.keys_hint = new_label(
+                "Type <b>/</b> for commands (<b>/help</b> lists them).<br>"
+                "Keys: <b>Ctrl+N</b> new chat · <b>Ctrl+K</b> search chats · "
+                "<b>Ctrl+M</b> models · <b>Ctrl+Comma</b> (Ctrl+,) settings · "
+                "<b>F1</b> short guide",
+                "MutedLabel", wrap=True,
         )
+        self.keys_hint.setTextFormat(Qt.TextFormat.RichText)
+        layout.addWidget(self.keys_hint)
         layout.addStretch(1)
         self.setWidget(inner)
 

@@ -32,7 +32,7 @@ from assistant.service.service import ChatService
 from assistant.ui.chat_input import ChatInput
 from assistant.ui.chat_view import ChatView
 from assistant.ui.models_page import ModelsPage
-from assistant.ui.parts import form_layout, new_label, opened, push_button, vbox
+from assistant.ui.parts import form_layout, new_label, opened, push_button, sentence, vbox
 
 
 class ChatOptionsDialog(QDialog):
@@ -56,7 +56,8 @@ class ChatOptionsDialog(QDialog):
         layout = vbox(self, (16, 14, 16, 12), 10)
         where = f"“{chat_title}”" if chat_title else "the new chat"
         layout.addWidget(
-            new_label(f"For {where}. The chat remembers them.", "MutedLabel", wrap=True)
+            new_label(sentence(f"For {where}") + " The chat remembers them.", "MutedLabel",
+                      wrap=True)
         )
         form = form_layout(None, (10, -1))
         self.model = QComboBox()

@@ -48,6 +48,16 @@ def _patient_waits(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(QtBot, "waitUntil", wait_until)
 
 
+@pytest.fixture(autouse=True)
+def _zoom_back_to_100(qapp: QApplication) -> Iterator[None]:
+    """The zoom is the application's (its font and stylesheet): a test that zooms does not
+    leave the next one's widgets zoomed."""
+    yield
+    from assistant.ui import theme
+
+    theme.apply_zoom(qapp, 100)
+
+
 @dataclass
 class Harness:
     """A window with a scripted model, and helpers that act like a user."""

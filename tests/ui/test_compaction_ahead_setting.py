@@ -126,10 +126,15 @@ def test_a_compaction_with_nothing_written_ahead_says_the_code_wrote_it(
     card = next(e for e in h.window.chat_view.entries() if isinstance(e, CompactionNotice))
     words = ("Summary written by the code at once, without waiting for the model; the "
              "model writes the next summary while you read.")
+    # In plain words on the card; the technical account one click away (the header).
+    assert "a quick summary made at once" in card.plain.text()
+    assert not card.summarizer_label.isVisibleTo(card)
+    card.set_expanded(True)
     assert card.summarizer_label.text() == words
     assert card.summarizer_label.isVisibleTo(card)
     line = h.window.chat_view.findChildren(CompactionLine)
-    assert line and "the model writes the next one while you read" in line[-1].label.text()
+    assert line and "the assistant writes a fuller one while you read" in line[-1].label.text()
+    assert "code" not in line[-1].label.text()
     h.qtbot.wait(100)
     h.window.chat_view.ensureWidgetVisible(card, 0, 0)
     h.qtbot.wait(100)

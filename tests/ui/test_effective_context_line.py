@@ -49,8 +49,7 @@ def test_the_models_page_card_shows_the_stored_result(qtbot) -> None:  # type: i
     # Not probed here: the registry's size, measured with the answer benchmark.
     assert before.effective.text() == (
         "The history is kept within 2,048 tokens, where it answered best (answer benchmark; "
-        "a long latest message may use the whole window); measure it here: "
-        "python -m assistant probe smollm2-135m-instruct"
+        "a long latest message may use the whole window); not measured on this computer yet"
     )
     _store_smollm2()
     card = _card("smollm2-135m-instruct")
@@ -62,7 +61,8 @@ def test_the_models_page_card_shows_the_stored_result(qtbot) -> None:  # type: i
     )
     other = _card("gemma-3-270m")  # another model's result is not shown for it
     qtbot.addWidget(other)
-    assert "not measured yet: python -m assistant probe gemma-3-270m" in other.effective.text()
+    assert other.effective.text() == "How much text this model reads well: not measured yet"
+    assert "python -m" not in other.effective.text()  # no shell commands in the window
 
 
 def test_settings_model_tab_shows_the_line_for_the_chosen_model(qtbot) -> None:  # type: ignore[no-untyped-def]

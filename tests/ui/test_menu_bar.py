@@ -34,7 +34,7 @@ def _menu_texts(h) -> dict[str, list[tuple[str, str]]]:  # type: ignore[no-untyp
 def test_the_menus_hold_the_usual_commands_and_shortcuts(make_window, artifacts_dir) -> None:
     h = make_window()
     menus = _menu_texts(h)
-    assert list(menus) == ["File", "Edit", "Chat", "View", "Settings", "Models"]
+    assert list(menus) == ["File", "Edit", "Chat", "View", "Tools", "Help"]
     assert ("New chat", "Ctrl+N") in menus["File"]
     assert ("Export…", "Ctrl+Shift+E") in menus["File"]
     assert ("Quit", "Ctrl+Q") in menus["File"]
@@ -46,8 +46,9 @@ def test_the_menus_hold_the_usual_commands_and_shortcuts(make_window, artifacts_
     assert dict(menus["View"]) == {
         "Zoom in": "Ctrl+=", "Zoom out": "Ctrl+-", "Reset zoom": "Ctrl+0"
     }
-    assert menus["Settings"] == [("Settings…", "Ctrl+,")]
-    assert menus["Models"] == [("Models…", "Ctrl+M")]
+    assert menus["Tools"] == [("Models…", "Ctrl+M"), ("Settings…", "Ctrl+,")]
+    assert menus["Help"] == [("Short guide", "F1"), ("Keyboard shortcuts", ""),
+                             ("About Offline Assistant", "")]
     # nothing to export, copy, continue or delete in an empty chat: greyed out
     m = h.window.menus
     assert not m.export.isEnabled() and not m.continue_generation.isEnabled()

@@ -44,7 +44,7 @@ def test_the_models_window_lists_what_is_installed(make_window, artifacts_dir: P
     assert smol.state.text() == "Loaded" and not smol.use_button.isEnabled()
     assert not smol.remove_button.isEnabled()  # the loaded model cannot be removed
     assert gemma.state.text() == "Installed" and gemma.use_button.isEnabled()
-    assert "98 MB · licence: Apache-2.0 · trained context 8,192 tokens" in smol.facts.text()
+    assert "98 MB · license: Apache-2.0 · trained context 8,192 tokens" in smol.facts.text()
     assert "Gemma Terms of Use" in gemma.facts.text()
     assert "base model (not instruction tuned)" in gemma.facts.text()
     h.qtbot.wait(100)
