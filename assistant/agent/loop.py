@@ -380,6 +380,12 @@ class Agent:
                     return False, None
                 self._append(conv, Message(role="assistant", content=text, figures=figures))
                 return False, None
+            if all(p.error is None and guard.is_repeat(p.call) for p in calls):
+                # Only calls it already made: it has what it needs. Small models then call
+                # again and again (shown the tools, Qwen2.5-Coder repeats its read even
+                # when told to answer); asked without the tools they answer from the
+                # results (measured: docs/ARCHITECTURE.md, "Turns that go round").
+                return self._answer_without_tools(conv, settings, cancel, calls[0].call.name)
             self._append(conv, Message(role="assistant", content=parsed.content,
                                        tool_calls=[p.call for p in calls], figures=figures))
             results = self._run_calls(conv, calls, cancel, "model", guard)
@@ -395,6 +401,32 @@ class Agent:
                 self.on_event(Notice("warning", f"Stopped after {rounds} tool steps (the step "
                                   "limit). Send a message to let the assistant continue."))
                 return False, None
+
+    def _answer_without_tools(
+        self, conv: Conversation, settings: Settings, cancel: CancelToken, tool: str
+    ) -> tuple[bool, str | None]:
+        """The turn's last call, with no tools offered: the answer from the results above.
+        A call it writes anyway is not run; with no words besides, the turn ends with a
+        note."""
+        call = CallRequest(conv, settings.system_prompt, [], cancel)
+        start = time.perf_counter()
+        try:
+            prepared = self.controller.prepare(call)
+            text, result, ttft = self._generate(prepared, [], settings, cancel, start)
+        except GenerationCancelled:
+            return True, None
+        except (LLMError, _StreamFailed) as exc:
+            self.on_event(Notice("error", f"The model failed: {exc}"))
+            return False, str(exc)
+        stopped = cancel.cancelled or (result is not None and result.stopped)
+        answer = parse_tool_calls(text).content.strip()
+        if answer:
+            self._append(conv, Message(role="assistant", content=answer, stopped=stopped,
+                                       figures=reply_figures(result, ttft)))
+        elif not stopped:
+            stuck = ProgressGuard(last_reason="repeat", repeated_tools=[tool])
+            self.on_event(Notice("warning", stuck.stop_note()))
+        return stopped, None
 
     def _generate(
         self,

@@ -19,17 +19,34 @@ Make = Callable[..., Harness]
 def test_the_same_call_again_is_answered_without_running_it(
     harness: Make, workspace: Path
 ) -> None:
-    """The model reads a file, asks for it again, then answers: the file is read once, the
-    repeat is told to answer, and the user gets the answer."""
+    """The model reads a file, then asks for it again: the repeat is not run; the model is
+    asked once more with no tools offered, and its answer is what the user gets."""
     (workspace / "notes.txt").write_text("Meeting: Thursday 14:30\n", encoding="utf-8")
     read = call_block("read_file", path="notes.txt")
     h = harness(read, read, "The meeting is on Thursday at 14:30.")
     h.say("when is the meeting?")
-    tools = [m for m in h.conv.messages if m.role == "tool"]
-    assert "Thursday 14:30" in tools[0].content
-    assert tools[1].content == REPEAT_RESULT
+    assert h.roles() == ["user", "assistant", "tool", "assistant"]
+    assert "Thursday 14:30" in h.conv.messages[2].content
     assert h.conv.messages[-1].content == "The meeting is on Thursday at 14:30."
+    assert len(h.events.of(ToolCallStarted)) == 1
+    # The answer's prompt shows no tools; the calls before it did.
+    assert "read_file(" in h.backend.calls[1].prompt_text
+    assert "read_file(" not in h.backend.calls[2].prompt_text
     assert not [n for n in h.events.of(Notice) if n.level == "warning"]
+
+
+def test_a_repeat_beside_a_new_call_is_answered_and_the_new_one_runs(
+    harness: Make, workspace: Path
+) -> None:
+    (workspace / "a.txt").write_text("A\n", encoding="utf-8")
+    (workspace / "b.txt").write_text("B\n", encoding="utf-8")
+    read_a = call_block("read_file", path="a.txt")
+    both = read_a + "\n" + call_block("read_file", path="b.txt")
+    h = harness(read_a, both, "A and B.")
+    h.say("read both")
+    tools = [m.content for m in h.conv.messages if m.role == "tool"]
+    assert tools[1] == REPEAT_RESULT and "B" in tools[2]
+    assert h.conv.messages[-1].content == "A and B."
 
 
 def test_a_repeated_write_runs_once(harness: Make, workspace: Path) -> None:
@@ -44,13 +61,15 @@ def test_a_repeated_write_runs_once(harness: Make, workspace: Path) -> None:
 
 
 def test_repeating_calls_end_the_turn_with_a_plain_note(harness: Make, workspace: Path) -> None:
+    """Asked without tools, the model writes the call again and nothing else: it is not
+    run, and the turn ends with a note saying what to do."""
     (workspace / "a.txt").write_text("A\n", encoding="utf-8")
     read = call_block("read_file", path="a.txt")
-    h = harness(read, read, read, read, "never reached")
+    h = harness(read, read, read, "never reached")
     h.say("read a.txt")
-    # The first round read the file; the next two only repeated it: the turn ends there.
     assert len(h.backend.calls) == 3
     assert len(h.events.of(ToolCallStarted)) == 1  # read once; the repeats were not run
+    assert h.roles() == ["user", "assistant", "tool"]
     warnings = [n.text for n in h.events.of(Notice) if n.level == "warning"]
     assert len(warnings) == 1
     assert "same read_file call" in warnings[0] and "/read" in warnings[0]
