@@ -76,6 +76,12 @@ NO_TOOLS_NOTE = (
     "/read FILE to show it a file, or pick Qwen2.5 Coder in Models (Ctrl+M) to let the "
     "assistant read and write files itself."
 )
+#: Added to the system prompt of the turn's last call, made without the tools: shown no
+#: tools, Qwen2.5-Coder 1.5B said it could not create files right after it had.
+ANSWER_FROM_RESULTS = (
+    "\n\nThe tool calls above were carried out; their results are shown after them. Tell "
+    "the user what was done or found, from those results."
+)
 #: Stop sequence for the text protocol: a model must not write the tool result itself.
 TEXT_PROTOCOL_STOP = ("[Tool result:",)
 
@@ -408,7 +414,7 @@ class Agent:
         """The turn's last call, with no tools offered: the answer from the results above.
         A call it writes anyway is not run; with no words besides, the turn ends with a
         note."""
-        call = CallRequest(conv, settings.system_prompt, [], cancel)
+        call = CallRequest(conv, settings.system_prompt + ANSWER_FROM_RESULTS, [], cancel)
         start = time.perf_counter()
         try:
             prepared = self.controller.prepare(call)
