@@ -28,7 +28,8 @@ _SHAPES: tuple[tuple[str, re.Pattern[str]], ...] = (
                                r"Caused by: |\.\.\. \d+ more$|panicked at )")),
     ("log", re.compile(r"^\s*(\[?\d{4}-\d{2}-\d{2}[ T]\d|\[?\d{1,2}:\d{2}:\d{2}|"
                        r"\[?(TRACE|DEBUG|INFO|NOTICE|WARN|WARNING|ERROR|ERR|FATAL|CRITICAL)\]?"
-                       r"[:\s]|\$ |>>> |PS [A-Z]:\\|[\w.-]+@[\w.-]+:\S*[$#] )")),
+                       r"[:\s]|\$ |>>> |PS [A-Z]:\\|[\w.-]+@[\w.-]+:\S*[$#] |"
+                       r"[\w.-]+@[\w.-]+ [^\s%$#]+ [%$#](?: |$))")),
     ("table", re.compile(r"^\s*(\|.*\|\s*$|\+[-=+]{3,}\+\s*$|[-=]{3,}(\s+[-=]{3,})+\s*$)")),
     ("JSON", re.compile(r"^\s*([{\[]\s*$|[}\]],?\s*$|\"[^\"\n]{1,60}\"\s*:\s*\S|"
                         r"(-?\d+(\.\d+)?|true|false|null|\"[^\"]*\"),\s*$)")),
@@ -41,9 +42,15 @@ _PROSE_END = re.compile(r"[A-Za-z]{2,}[.?!]$")
 _DIFF_BODY = re.compile(r"^([+-](?![+-]{2} )|\s)")
 
 
+#: Words typed after a fence closed in the middle of a line: "Books.plist ``` When I ...".
+_AFTER_FENCE = re.compile(r"```\s*(?:[A-Za-z][\w',]*\s+){3,}")
+
+
 def line_shape(line: str) -> str | None:
     """The output shape ``line`` has by itself (listing, diff, stack trace, log, table,
-    JSON), or None."""
+    JSON), or None: a line whose fence closes before a sentence is the user's own words."""
+    if _AFTER_FENCE.search(line):
+        return None
     for shape, pattern in _SHAPES:
         if pattern.match(line):
             return shape
@@ -52,7 +59,9 @@ def line_shape(line: str) -> str | None:
 
 def columns(line: str) -> bool:
     """Whether ``line`` is a row of columns (``ps``, ``df``, ``docker ps`` output)."""
-    return len(_WIDE_GAP.findall(line.strip())) >= 2 and not _PROSE_END.search(line.rstrip())
+    if _PROSE_END.search(line.rstrip()) or _AFTER_FENCE.search(line):
+        return False
+    return len(_WIDE_GAP.findall(line.strip())) >= 2
 
 
 def output_lines(lines: Sequence[str]) -> list[str | None]:

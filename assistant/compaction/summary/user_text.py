@@ -238,11 +238,14 @@ def _split(text: str) -> list[Piece]:
     while i < len(lines):  # fenced blocks, fence lines included
         if _FENCE.match(lines[i]):
             j = i + 1
-            while j < len(lines) and not _FENCE.match(lines[j]):
+            while j < len(lines) and not _FENCE.match(lines[j]) and "```" not in lines[j]:
                 j += 1
-            for k in range(i, min(j + 1, len(lines))):
+            # A fence closed inside a line ("... Books.plist ``` When I opened ...") ends
+            # the block before that line, which is judged like any other.
+            inline = j < len(lines) and not _FENCE.match(lines[j])
+            for k in range(i, min(j if inline else j + 1, len(lines))):
                 marks[k] = True
-            i = j + 1
+            i = j if inline else j + 1
             continue
         marks[i] = shapes[i] is not None or _is_pasted_line(lines[i])
         i += 1

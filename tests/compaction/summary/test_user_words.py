@@ -198,3 +198,22 @@ def test_recall_still_finds_a_line_of_a_pasted_listing_after_compaction() -> Non
     req = ctrl.prepare(CallRequest(conv, "sys"))
     assert req.recall is not None
     assert "1518 Dec  7 17:14 module_14.py" in req.messages[-1]["content"]
+
+
+def test_a_shell_session_pasted_in_a_fence_closed_mid_line_keeps_the_words_after_it() -> None:
+    """Held-out BookMinder session, day 10: a zsh session pasted in a fence that closes in
+    the middle of the last line, then the user's own sentence on that line."""
+    message = (
+        "```bash me@MacBook-Air /Users % sudo ls -la /Users/katka/Library/Books/ 2>/dev/null\n"
+        "total 8\n"
+        "drwx------@ 3 katka  staff   96 Oct  7  2024 .\n"
+        "drwx------@ 6 katka  staff  192 Oct 31  2020 ..\n"
+        "-rw-r--r--@ 1 katka  staff  121 Oct  7  2024 Books.plist ``` When I opened Apple "
+        "Books, the app started, but I am not signed into cloud account."
+    )
+    pieces = split_user_text(message)
+    assert pieces[0].kind == "pasted" and pieces[0].shape == "listing"
+    words = [p.text for p in pieces if p.kind != "pasted"]
+    assert any("I am not signed into cloud account." in w for w in words)
+    prompt = "me@MacBook-Air /Users % sudo ls -la /Users/new_mac_user/Library/ | grep Containers"
+    assert [p.kind for p in split_user_text(prompt + "\n" + SHAPES["listing"])] == ["pasted"]
