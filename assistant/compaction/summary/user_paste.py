@@ -38,6 +38,10 @@ _SHAPES: tuple[tuple[str, re.Pattern[str]], ...] = (
 _WIDE_GAP = re.compile(r"\S(?: {2,}|\t)\s*(?=\S)")
 #: A line that ends a sentence of words ("Thanks.") is prose, however it is spaced.
 _PROSE_END = re.compile(r"[A-Za-z]{2,}[.?!]$")
+#: A shell prompt with its command: bash "me@host:~/src$ make", zsh "me@host src % make".
+_PROMPT = re.compile(r"^\s*[\w.-]+@[\w.-]+(?::\S*[$#]| [^\s%$#]+ [%$#])(?: |$)")
+#: The user's own sentence: four words or more ending with a full stop, "?" or "!".
+_SENTENCE = re.compile(r"(?:[A-Za-z][\w',]*\s+){3,}[A-Za-z][\w']*[.?!]\s*$")
 #: A diff's body after its header: added, removed and context lines.
 _DIFF_BODY = re.compile(r"^([+-](?![+-]{2} )|\s)")
 
@@ -78,7 +82,22 @@ def output_lines(lines: Sequence[str]) -> list[str | None]:
         diff_body = shapes[k - 1] == "diff" and _DIFF_BODY.match(lines[k]) and lines[k].strip()
         if shapes[k] is None and diff_body:
             shapes[k] = "diff"
+    _shell_output(lines, shapes)
     return shapes
+
+
+def _shell_output(lines: Sequence[str], shapes: list[str | None]) -> None:
+    """A pasted shell session: the lines between two prompt lines ("me@host dir % ls") are
+    the first command's output; after the last prompt, lines up to a blank one or the
+    user's own sentence ("No Books.plist", "zsh: no matches found: ...")."""
+    prompts = [k for k, line in enumerate(lines) if _PROMPT.match(line)]
+    for a, b in zip(prompts, [*prompts[1:], len(lines)], strict=False):
+        for k in range(a + 1, b):
+            if b == len(lines) and (not lines[k].strip() or _AFTER_FENCE.search(lines[k])
+                                    or _SENTENCE.search(lines[k])):
+                break
+            if shapes[k] is None and lines[k].strip():
+                shapes[k] = "log"
 
 
 def block_shape(lines: Sequence[str], shapes: Sequence[str | None]) -> str:

@@ -268,7 +268,10 @@ def _split(text: str) -> list[Piece]:
             pieces.append(Piece(body, "pasted", chunk[len(body) :],
                                 lines=body.count("\n") + 1, shape=shape))
         else:
-            pieces.extend(_prose_pieces(chunk))
+            lead = chunk[: len(chunk) - len(chunk.lstrip("\n"))] if pieces else ""
+            if lead:  # the blank lines after a pasted block are its separator
+                pieces[-1].sep += lead
+            pieces.extend(_prose_pieces(chunk[len(lead) :]))
         k = j
     return pieces
 

@@ -217,3 +217,19 @@ def test_a_shell_session_pasted_in_a_fence_closed_mid_line_keeps_the_words_after
     assert any("I am not signed into cloud account." in w for w in words)
     prompt = "me@MacBook-Air /Users % sudo ls -la /Users/new_mac_user/Library/ | grep Containers"
     assert [p.kind for p in split_user_text(prompt + "\n" + SHAPES["listing"])] == ["pasted"]
+
+
+def test_the_output_between_shell_prompts_is_pasted_and_the_words_after_it_are_not() -> None:
+    """Held-out BookMinder session, day 10: "No Books.plist" and "zsh: no matches found"
+    between two prompts were kept as the user's statements (each naming a path: a fact)."""
+    message = (
+        "me@MacBook-Air /Users % sudo ls -la /Users/new/Books.plist 2>/dev/null || echo "
+        '"No Books.plist"\nPassword:\nNo Books.plist\n'
+        "me@MacBook-Air /Users % ls /Users/new/BKLibrary-*.sqlite\n"
+        "zsh: no matches found: /Users/new/BKLibrary-*.sqlite\n"
+        "\nSo the library is only created when the app is opened for the first time."
+    )
+    pieces = split_user_text(message)
+    assert "".join(p.text + p.sep for p in pieces) == message
+    assert [p.kind == "pasted" for p in pieces] == [True, False]
+    assert pieces[0].shape == "log" and pieces[0].lines == 5
