@@ -84,6 +84,10 @@ _NEGATION = re.compile(
     r"\b\w+\s+not\s+\w",
     re.IGNORECASE,
 )
+#: A correction naming what is right and what is not: "we're using `click` not `argparse`".
+_THIS_NOT_THAT = re.compile(
+    r"\b(?:use|using|it'?s|we'?re|is|are)\s+\S+\s*,?\s+(?:and\s+)?not\s+\S+", re.IGNORECASE
+)
 #: Swearing and exasperation: a sentence with these and a negation or an imperative is a
 #: correction however it is put ("omfg use fucking rgb values").
 _FRUSTRATION = re.compile(
@@ -102,6 +106,8 @@ def decides(sentence: str, imperative: bool) -> bool:
     if not text or text.endswith("?"):
         return False
     if _CHOICE.search(text) or _BARE_PICK.match(text) or _OPENS_NEGATED.match(text):
+        return True
+    if _THIS_NOT_THAT.search(text):
         return True
     negated = bool(_NEGATION.search(text))
     if imperative and (negated or _CONFIRM.match(text)):

@@ -31,6 +31,7 @@ DECISIONS = (
     "yes, go ahead and delete the old importer",
     "option 2 please",
     "wtf, stop rewriting the whole file",
+    "we're using `click`` not `argparse`.",
 )
 CHATTER = (
     "Tell me about the history of tea.",
