@@ -6,6 +6,8 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
+from assistant.compaction.summary.echo import cut_echoes
+from assistant.compaction.summary.markup import strip_tool_markup
 from assistant.compaction.summary.prompts import REQUIRED_SECTIONS
 
 #: A bullet is a copy when this many words or more of it are found verbatim in the input.
@@ -84,50 +86,8 @@ HEADING = re.compile(r"^\s*(?:#{1,6}\s*|\*\*)([^*\n#]+?)(?:\*\*)?\s*:?\s*$")
 _NONE = re.compile(r"^\W*none\W*$", re.IGNORECASE)
 _BULLET_MARK = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+(?:\[[ xX]\]\s*)?")
 
-# -- tool-call markup ------------------------------------------------------------------------
-_FENCED_CALL = re.compile(r"```[ \t]*(?:tool_call|tool|json|function)?[^\n]*\n.*?(?:```|\Z)",
-                          re.DOTALL)
-_TAGGED_CALL = re.compile(r"<(tool_call|function_call|tool)>.*?(?:</\1>|\Z)", re.DOTALL)
-_JSON_CALL = re.compile(r"\{\s*\"(?:name|function)\"\s*:\s*\"[^\"]*\"\s*,\s*"
-                        r"\"(?:arguments|parameters)\"\s*:")
-
-
 #: A path or identifier: what :func:`respell` may put back (numbers never are).
 _NAME = re.compile(r"[A-Za-z][/._][A-Za-z]")
-
-
-def strip_tool_markup(text: str) -> tuple[str, int]:
-    """``text`` without tool-call blocks (fenced, tagged or bare JSON); (text, how many)."""
-    found = 0
-
-    def dropped(_m: re.Match[str]) -> str:
-        nonlocal found
-        found += 1
-        return ""
-
-    def fenced(m: re.Match[str]) -> str:
-        block = m.group(0)
-        if _JSON_CALL.search(block) or block.lstrip("`").lower().startswith("tool_call"):
-            return dropped(m)
-        return block
-
-    text = _FENCED_CALL.sub(fenced, text)
-    text = _TAGGED_CALL.sub(dropped, text)
-    out: list[str] = []
-    for line in text.splitlines():
-        m = _JSON_CALL.search(line)
-        if m is None:
-            out.append(line)
-            continue
-        found += 1
-        head = line[: m.start()].rstrip()
-        if head.strip(" -*"):
-            out.append(head)
-    return "\n".join(out).strip(), found
-
-
-def has_tool_markup(text: str) -> bool:
-    return strip_tool_markup(text)[1] > 0 or "<tool_call" in text or "</tool_call>" in text
 
 
 # -- structure -------------------------------------------------------------------------------
@@ -248,10 +208,20 @@ def about_the_user(line: str, users: Known) -> bool:
     return bool(found) and 2 * len(found) >= len(missing) - 2
 
 
+#: Names a word pattern cannot see whole: "C++", "C#", "F#".
+_SIGIL_NAME = re.compile(r"(?<![\w+#])[A-Za-z]{1,3}(?:\+\+|#)(?![\w+#])")
+_SENTENCE_START = re.compile(r"(?:^|[.!?:;]\s+|\(\s*|[\"“]\s*)([A-Za-z])")
+
+
 def invented(line: str, known: Known) -> list[str]:
-    """Paths, identifiers and long numbers in ``line`` that the conversation never names."""
+    """Paths, identifiers, numbers and names in ``line`` that the conversation never names
+    (a capitalised word counts as a name unless it starts a sentence)."""
     _found, missing = grounded_terms(line, known)
-    return [w for w in missing if is_specific(w, True)]
+    starts = {m.start(1) for m in _SENTENCE_START.finditer(line)}
+    firsts = {line[i:].split(maxsplit=1)[0].rstrip(".,:;!?)") for i in starts}
+    out = [w for w in missing if any(c.isdigit() for c in w) or is_specific(w, w in firsts)]
+    out += [n for n in _SIGIL_NAME.findall(line) if n.lower() not in known.text]
+    return out
 
 
 def _distance(a: str, b: str, limit: int) -> int:
@@ -400,6 +370,7 @@ def clean_summary(
     section = ""
     made_up: list[str] = []
     respelled: list[str] = []
+    echoed: list[str] = []
     pending_heading = False
     heading_at = -1
     for raw in text.splitlines():
@@ -419,7 +390,8 @@ def clean_summary(
             cut += 1
             body = shorter
         if known is not None and mark:
-            body = cut_partial_word(body, known)
+            body, cut_out = cut_echoes(cut_partial_word(body, known), known.text)
+            echoed.extend(cut_out)
             for name in invented(body, known):
                 real = respell(name, known)
                 if real is not None:
@@ -467,6 +439,8 @@ def clean_summary(
             notes.append(what.format(n))
     if respelled:
         notes.append("put back misspelled name(s): " + ", ".join(respelled[:4]))
+    if echoed:
+        notes.append("cut phrase(s) of the summary prompt: " + "; ".join(echoed[:3]))
     if made_up:
         notes.append("dropped bullet(s) naming things not in the conversation: "
                      + ", ".join(made_up[:4]))

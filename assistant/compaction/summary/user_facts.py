@@ -52,6 +52,69 @@ _VALUE = (_NUMBER, _QUOTED, _PATH, _IDENTIFIER, _SETTING)
 _DECISION = (_AGREE_QUESTION, _HEDGE, _CORRECTION)
 
 
+#: A reply that confirms: "yes, ...", "sure, ..." (with more after it; "ok, ..." is filler).
+_CONFIRM = re.compile(
+    r"^\W*(yes|yep|yeah|yup|yea|sure|correct|exactly|agreed|right|perfect|sounds good|"
+    r"that works|that'?s it)\b[\s,.!:;-]+\w",
+    re.IGNORECASE,
+)
+#: A reply that picks one of the options offered: "go with B", "the second one", "option 2".
+_CHOICE = re.compile(
+    r"(^\W*(?:(?:let'?s|i'?ll|we'?ll)\s+)?(?:go|going)\s+(?:with|for)\b|"
+    r"^\W*(?:(?:let'?s|i'?ll|we'?ll)\s+)?(?:pick|take|choose)\s+\w|"
+    r"^\W*(?:the\s+)?(?:first|second|third|fourth|fifth|last|latter|former|other|top|bottom|"
+    r"middle|1st|2nd|3rd|4th)\s+(?:one|option|approach|version|variant|choice|way|proposal|"
+    r"suggestion|solution)\b|"
+    r"\b(?:option|plan|variant|approach|choice|proposal|solution|number)\s+(?:[a-h]|\d+|one|"
+    r"two|three|four)\b)",
+    re.IGNORECASE,
+)
+#: A bare pick: "B", "B please", "2 then".
+_BARE_PICK = re.compile(r"^\W*(?:[A-H]|[1-9])\s*(?:please|pls|then|it is|is fine|is better)?\W*$")
+#: A correction that opens with its negation: "no rgb indices", "not tabs, spaces", "nope".
+_OPENS_NEGATED = re.compile(
+    r"^\W*(?:no|not|nope|nah)\b[\s,.!:;-]*(?!(?:problem|worries|idea|thanks|doubt|way|rush|"
+    r"hurry|matter|big deal|offen[cs]e)\b)\w",
+    re.IGNORECASE,
+)
+#: A negation anywhere: "..., no rgb indices", "don't ...", "use X not Y".
+_NEGATION = re.compile(
+    r"(?:^|[,;:!.(-]\s*|\b(?:and|but|or)\s+)(?:no|not)\s+(?!(?:problem|worries|idea|thanks|"
+    r"doubt|way|rush|hurry|matter|sure)\b)\w|\b(?:don'?t|do not|never|stop|quit|instead of)\b|"
+    r"\b\w+\s+not\s+\w",
+    re.IGNORECASE,
+)
+#: A correction naming what is right and what is not: "we're using `click` not `argparse`".
+_THIS_NOT_THAT = re.compile(
+    r"\b(?:use|using|it'?s|we'?re|is|are)\s+\S+\s*,?\s+(?:and\s+)?not\s+\S+", re.IGNORECASE
+)
+#: Swearing and exasperation: a sentence with these and a negation or an imperative is a
+#: correction however it is put ("omfg use fucking rgb values").
+_FRUSTRATION = re.compile(
+    r"\b(?:fuck\w*|wtf|omfg|omg|ffs|damn\w*|goddamn\w*|shit\w*|jesus|christ|seriously|"
+    r"ugh+|argh+|for god'?s sake)\b",
+    re.IGNORECASE,
+)
+
+
+def decides(sentence: str, imperative: bool) -> bool:
+    """A correction or a confirmation (docs/COMPACTION.md): an imperative with a negation, a
+    reply that opens with "no"/"not", a reply that confirms with an imperative ("yes, use
+    Book"), a pick of an option ("go with B", "the second one"), swearing with an imperative
+    or a negation. ``imperative``: a clause of it starts with an imperative verb."""
+    text = sentence.strip()
+    if not text or text.endswith("?"):
+        return False
+    if _CHOICE.search(text) or _BARE_PICK.match(text) or _OPENS_NEGATED.match(text):
+        return True
+    if _THIS_NOT_THAT.search(text):
+        return True
+    negated = bool(_NEGATION.search(text))
+    if imperative and (negated or _CONFIRM.match(text)):
+        return True
+    return bool(_FRUSTRATION.search(text)) and (imperative or negated)
+
+
 def pins_down(sentence: str) -> bool:
     """A fact (a value) or a decision (docs/COMPACTION.md): kept ahead of chatter."""
     text = sentence.strip()

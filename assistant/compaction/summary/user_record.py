@@ -83,9 +83,44 @@ CHATTER_STAGES = 4
 CHATTER_SHARE = 0.75
 
 
+#: How much a kind weighs when copies of one sentence were classed apart.
+_RANK: dict[Kind, int] = {
+    "pasted": 0, "command": 1, "question": 2, "statement": 3, "request": 4, "rule": 5,
+}
+
+
 def _in(piece: Piece, stage: Stage) -> bool:
+    """Whether ``stage`` drops ``piece``; a repeated instruction or fact is never dropped
+    before the last stage (:data:`REPEATS_LAST`)."""
     kinds, salient = stage
+    if piece.repeated and stage is not REPEATS_LAST:
+        return False
     return piece.kind in kinds and (salient is None or piece.salient == salient)
+
+
+#: The very last stage: instructions and facts the user said more than once, oldest first.
+REPEATS_LAST: Stage = (("rule", "request", "statement", "question", "command", "pasted"), None)
+
+
+def _merge_repeats(entries: Sequence[_Entry]) -> None:
+    """A sentence said again verbatim keeps only its newest copy, at the rank of the most
+    important copy; when that is an instruction or a fact it is marked repeated, which no
+    stage but the last drops (saying it twice never made it weaker)."""
+    copies: dict[str, list[Piece]] = {}
+    for e in entries:
+        for piece in e.pieces:
+            key = " ".join(piece.text.lower().split())
+            if len(key) > 12:
+                copies.setdefault(key, []).append(piece)
+    for same in copies.values():
+        if len(same) < 2:
+            continue
+        newest = same[-1]
+        for older in same[:-1]:
+            older.kept = False
+        newest.kind = max((p.kind for p in same), key=_RANK.__getitem__)
+        newest.salient = any(p.salient for p in same)
+        newest.repeated = newest.salient or newest.kind in ("rule", "request")
 
 
 def shorten_messages(texts: Sequence[str], budget: int, count: Count) -> str:
@@ -106,15 +141,11 @@ def shorten_messages(texts: Sequence[str], budget: int, count: Count) -> str:
     def refresh(e: _Entry) -> None:
         e.size = count(_bullet(e)) + 1 if not e.empty() else 0
 
-    if total() > budget:  # sentences said before, verbatim, carry nothing new
-        seen: set[str] = set()
+    if total() > budget:  # a sentence said again: its newest copy, at its highest rank
+        _merge_repeats(entries)
         for e in entries:
-            for piece in e.pieces:
-                key = " ".join(piece.text.lower().split())
-                if key in seen and len(key) > 12:
-                    piece.kept = False
-                seen.add(key)
             refresh(e)
+
     def drop(stages: Sequence[Stage], within: int = budget) -> None:
         """Drop the pieces of ``stages``, oldest first, until the record fits ``within``."""
         for stage in stages:
@@ -137,7 +168,7 @@ def shorten_messages(texts: Sequence[str], budget: int, count: Count) -> str:
                     refresh(e)
             if total() <= budget:
                 break
-    drop(LAST_STAGES)  # finally instructions themselves, oldest first
+    drop((*LAST_STAGES, REPEATS_LAST))  # finally instructions themselves, oldest first
     text = _render(entries)
     while text and count(text) > budget:
         # The joined text can count a few tokens more than its bullets: the next piece in
@@ -151,7 +182,7 @@ def shorten_messages(texts: Sequence[str], budget: int, count: Count) -> str:
 def _drop_next(entries: Sequence[_Entry]) -> bool:
     """Drop the first kept piece in the order of the stages (which name every kind);
     False when nothing is left."""
-    for stage in (*STAGES, *LAST_STAGES):
+    for stage in (*STAGES, *LAST_STAGES, REPEATS_LAST):
         for e in entries:
             for piece in e.pieces:
                 if piece.kept and _in(piece, stage):

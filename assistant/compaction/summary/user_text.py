@@ -8,7 +8,14 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Literal
 
-from assistant.compaction.summary.user_facts import pins_down
+from assistant.compaction.summary.user_facts import decides, pins_down
+from assistant.compaction.summary.user_paste import (
+    EXCERPT_LINES,
+    OUTPUT_SHAPES,
+    block_shape,
+    excerpt,
+    output_lines,
+)
 from assistant.compaction.tokens import Memo
 
 Count = Callable[[str], int]
@@ -37,7 +44,8 @@ _WORD = re.compile(r"[A-Za-z][A-Za-z'’-]*")
 _FILLER_WORDS = (
     "ok okay alright allright so now then and also btw great cool yes no well hey hi hello "
     "please just first next finally lastly actually right sure thanks thank you oh ah hmm "
-    "but anyway"
+    "but anyway omfg omg wtf ffs fucking fuckin fuck damn dammit goddamn ugh argh jeez dude "
+    "man bro lol pls plz seriously come on"
 )
 _FILLERS = frozenset(_FILLER_WORDS.split())
 _VERB_WORDS = """add adjust answer append apply ask avoid build bump call change check clean clear
@@ -88,13 +96,23 @@ class Piece:
     clipped: str | None = None
     #: States a fact or a decision (:func:`.user_facts.pins_down`): kept ahead of chatter.
     salient: bool = False
+    #: What a pasted block is (:func:`.user_paste.block_shape`): "listing", "log", "code"...
+    shape: str = ""
+    #: Said more than once (the record keeps the newest copy, at the rank of the highest).
+    repeated: bool = False
 
     def shown(self) -> str:
+        if self.kept and self.kind == "pasted" and self.excerpted():
+            return excerpt(self.text, self.shape)
         if self.kept:
             return self.clipped if self.clipped is not None else self.text
         if self.kind == "pasted":
             return f"[pasted {self.lines:,} line{'s' if self.lines != 1 else ''} omitted]"
         return "[...]"
+
+    def excerpted(self) -> bool:
+        """Pasted output long enough to be shown as an excerpt (:func:`.user_paste.excerpt`)."""
+        return self.shape in OUTPUT_SHAPES and self.lines > EXCERPT_LINES
 
 
 # -- classification -------------------------------------------------------------------------
@@ -156,6 +174,17 @@ def _sentence_kind(sentence: str) -> Kind:
     return "request" if imperative else "statement"
 
 
+def _classify(sentence: str) -> tuple[Kind, bool]:
+    """(kind, salient): a correction or a confirmation (:func:`.user_facts.decides`) is a
+    request that pins something down, ranked with the instructions."""
+    kind = _sentence_kind(sentence)
+    if kind in ("statement", "request"):
+        imperative = any(_starts_imperative(c) for c in _CLAUSE.split(sentence.strip()))
+        if decides(sentence, imperative):
+            return "request", True
+    return kind, pins_down(sentence)
+
+
 def _starts_imperative(clause: str) -> bool:
     words = [w.lower() for w in _WORD.findall(clause)]
     while words and words[0] in _FILLERS:
@@ -182,10 +211,10 @@ def _prose_pieces(block: str) -> list[Piece]:
             if out and not out[-1].sep.endswith("\n") and _ABBREVIATION.search(out[-1].text):
                 out[-1].text += out[-1].sep + part  # "e.g. compact" is one sentence
                 out[-1].sep = sep
-                out[-1].kind = _sentence_kind(out[-1].text)
-                out[-1].salient = pins_down(out[-1].text)
+                out[-1].kind, out[-1].salient = _classify(out[-1].text)
             elif part.strip():
-                out.append(Piece(part, _sentence_kind(part), sep, salient=pins_down(part)))
+                kind, salient = _classify(part)
+                out.append(Piece(part, kind, sep, salient=salient))
             elif out:
                 out[-1].sep += part + sep
     return out
@@ -204,17 +233,21 @@ def split_user_text(text: str) -> list[Piece]:
 def _split(text: str) -> list[Piece]:
     lines = text.split("\n")
     marks = [False] * len(lines)
+    shapes = output_lines(lines)
     i = 0
     while i < len(lines):  # fenced blocks, fence lines included
         if _FENCE.match(lines[i]):
             j = i + 1
-            while j < len(lines) and not _FENCE.match(lines[j]):
+            while j < len(lines) and not _FENCE.match(lines[j]) and "```" not in lines[j]:
                 j += 1
-            for k in range(i, min(j + 1, len(lines))):
+            # A fence closed inside a line ("... Books.plist ``` When I opened ...") ends
+            # the block before that line, which is judged like any other.
+            inline = j < len(lines) and not _FENCE.match(lines[j])
+            for k in range(i, min(j if inline else j + 1, len(lines))):
                 marks[k] = True
-            i = j + 1
+            i = j if inline else j + 1
             continue
-        marks[i] = _is_pasted_line(lines[i])
+        marks[i] = shapes[i] is not None or _is_pasted_line(lines[i])
         i += 1
     # Blank or short lines between pasted lines belong to the pasted block.
     for k in range(1, len(lines) - 1):
@@ -231,11 +264,14 @@ def _split(text: str) -> list[Piece]:
         chunk = "\n".join(lines[k:j]) + ("\n" if j < len(lines) else "")
         if marks[k]:
             body = chunk.rstrip("\n")
-            pieces.append(
-                Piece(body, "pasted", chunk[len(body) :], lines=body.count("\n") + 1)
-            )
+            shape = block_shape(lines[k:j], shapes[k:j])
+            pieces.append(Piece(body, "pasted", chunk[len(body) :],
+                                lines=body.count("\n") + 1, shape=shape))
         else:
-            pieces.extend(_prose_pieces(chunk))
+            lead = chunk[: len(chunk) - len(chunk.lstrip("\n"))] if pieces else ""
+            if lead:  # the blank lines after a pasted block are its separator
+                pieces[-1].sep += lead
+            pieces.extend(_prose_pieces(chunk[len(lead) :]))
         k = j
     return pieces
 

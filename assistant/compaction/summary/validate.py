@@ -16,11 +16,11 @@ from assistant.compaction.summary.clean import (
     SAYS_NOTHING,
     Known,
     contradiction,
-    has_tool_markup,
     invented,
     parse_sections,
     silent_sections,
 )
+from assistant.compaction.summary.markup import has_tool_markup
 from assistant.compaction.summary.prompts import REQUIRED_SECTIONS
 from assistant.compaction.summary.serialize import TRANSCRIPT_MARKERS
 

@@ -153,7 +153,8 @@ def test_last_request_is_kept_whole_unless_it_alone_exceeds_the_budget() -> None
     huge = "Fix the bug in the parser. " + frames
     text = render_user_record([], 80, COUNT, last_request=huge)
     assert COUNT(text) <= 80 and "Fix the bug in the parser." in text
-    assert "lines omitted]" in text
+    # The trace is pasted output: one short labelled excerpt, not 299 frames.
+    assert "[pasted stack trace, 299 lines; excerpt:]" in text and "frame150" not in text
 
 
 def test_the_record_never_exceeds_a_tiny_budget_nor_shows_fragments() -> None:
