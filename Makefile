@@ -8,7 +8,7 @@ STAMPS := .stamps
 ARTIFACTS ?= $(CURDIR)/test-artifacts
 export CMAKE_BUILD_PARALLEL_LEVEL ?= 2
 
-.PHONY: run qt-check test check coverage lint typecheck setup model models bench package package-test clean \
+.PHONY: run qt-check test long-tests check coverage lint typecheck setup model models bench package package-test clean \
 	llama-build llama-server
 
 setup: $(STAMPS)/install llama-build model
@@ -83,8 +83,13 @@ check: lint
 test: setup models llama-server lint
 	@mkdir -p $(ARTIFACTS)
 	QT_QPA_PLATFORM=offscreen ASSISTANT_TEST_ARTIFACTS=$(ARTIFACTS) \
-	  ASSISTANT_LLAMA_SERVER=$(LLAMA_SERVER) $(PY) -m pytest -n 2 --dist loadgroup --durations=30
+	  ASSISTANT_LLAMA_SERVER=$(LLAMA_SERVER) $(PY) -m pytest -n 2 --dist loadgroup --durations=30 \
+	  -m "not long"
 	@echo "Screenshots and test artifacts: $(ARTIFACTS)"
+
+# The tests marked long (whole sessions summarized by the real model: tens of minutes).
+long-tests: setup models
+	QT_QPA_PLATFORM=offscreen $(PY) -m pytest -q -m long
 
 # Which lines of assistant/ no test runs: every test (as `make test`) under branch coverage
 # (pytest-cov), the report sorted by lines missed (about 50 minutes on 2 idle cores). Tests
@@ -107,6 +112,7 @@ coverage: setup models llama-server
 # of docs/BENCHMARKS.md.
 # `python -m bench` alone runs all five strategies on the full workloads (hours).
 bench: setup models llama-server
+	QT_QPA_PLATFORM=offscreen $(PY) -m pytest -q -m long
 	$(PY) -m bench --quick --engine server --report docs/BENCHMARKS.md
 	$(PY) -m bench --strategy policy --strategy none --report docs/BENCHMARKS.md
 	ASSISTANT_LLAMA_SERVER=$(LLAMA_SERVER) $(PY) -m bench --side-by-side --quick \

@@ -92,6 +92,7 @@ def invented_in(request: SummaryRequest, text: str) -> list[str]:
 
 @pytest.mark.integration
 @pytest.mark.slow
+@pytest.mark.long  # 5-20 minutes a session on 2 cores: `make long-tests`
 @pytest.mark.timeout(3_600)
 @pytest.mark.parametrize("session", SESSIONS, ids=[p.stem for p in SESSIONS])
 def test_with_the_model_summarizer_every_must_fact_survives_and_nothing_is_invented(
