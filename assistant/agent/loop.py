@@ -12,13 +12,6 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
-from assistant.agent.continuation import (
-    can_continue_in_place,
-    continue_request,
-    joined,
-    only_new,
-    open_turn,
-)
 from assistant.agent.controller_api import ContextManager, DraftPreview
 from assistant.agent.events import (
     AgentEvent,
@@ -169,56 +162,9 @@ class Agent:
         """Write more of the last reply, from its last token where the backend takes prompt tokens,
         else by asking (:mod:`.continuation`); ``branch(reply)`` moves the chat to just before
         the reply, then the joined reply is appended as its next version."""
-        cancel = cancel or CancelToken()
-        self._bind(conv)
-        reply = conv.messages[-1] if conv.messages else None
-        if reply is None or reply.role != "assistant" or reply.tool_calls:
-            self.on_event(Notice("info", "There is no reply to continue: the chat's last "
-                                      "message is not a reply of the assistant."))
-            self.on_event(TurnFinished())
-            return
-        settings = self.settings()
-        tools = self.offered_tools()
-        call_start = time.perf_counter()
-        asked = Conversation(  # the chat and the request, for a model asked to go on
-            messages=[*conv.messages, Message(role="user", content=continue_request(reply))],
-            compactions=list(conv.compactions),
-        )
-        prefix = can_continue_in_place(self.backend)
-        call = CallRequest(conv, settings.system_prompt, tools, cancel)
-        try:
-            prepared = self.controller.prepare(call if prefix else call.on(asked))
-            tokens = open_turn(self.backend, prepared.messages, tools, reply) if prefix else None
-            if prefix and tokens is None:  # the template rewrites the reply: ask instead
-                prefix = False
-                prepared = self.controller.prepare(call.on(asked))
-            text, result, ttft = self._generate(prepared, tools, settings, cancel, call_start,
-                                                tokens)
-        except GenerationCancelled:
-            self.on_event(TurnFinished(stopped=True))
-            return
-        except (LLMError, _StreamFailed) as exc:
-            self.on_event(Notice("error", f"The model could not continue: {exc}"))
-            self.on_event(TurnFinished(error=str(exc)))
-            return
-        stopped = cancel.cancelled or (result is not None and result.stopped)
-        if not prefix:
-            text = only_new(reply.content, text)
-        if not text.strip():
-            if not stopped:
-                self.on_event(Notice("info", "The model had nothing to add to its reply."))
-            self.on_event(TurnFinished(stopped=stopped))
-            return
-        try:
-            branch(reply)
-            self._append(conv, Message(
-                role="assistant", content=joined(reply.content, text, in_place=prefix),
-                stopped=stopped, figures=reply_figures(result, ttft),
-            ))
-        except OSError as exc:
-            self._finish_failed(f"Could not save the chat: {exc}")
-            return
-        self.on_event(TurnFinished(stopped=stopped))
+        from assistant.agent.continue_turn import continue_reply
+
+        continue_reply(self, conv, branch, cancel)
 
     def run_tool_command(
         self,
@@ -362,7 +308,7 @@ class Agent:
                     self.on_event(Notice("error", message))
                     return False, message
                 continue
-            except _StreamFailed as failed:
+            except StreamFailed as failed:
                 if failed.text:
                     self._append(conv, Message(role="assistant", content=failed.text, stopped=True))
                 self.on_event(Notice("error", f"The model failed: {failed.error}"))
@@ -387,10 +333,8 @@ class Agent:
                 self._append(conv, Message(role="assistant", content=text, figures=figures))
                 return False, None
             if all(p.error is None and guard.is_repeat(p.call) for p in calls):
-                # Only calls it already made: it has what it needs. Small models then call
-                # again and again (shown the tools, Qwen2.5-Coder repeats its read even
-                # when told to answer); asked without the tools they answer from the
-                # results (measured: docs/ARCHITECTURE.md, "Turns that go round").
+                # Only calls it already made: asked without the tools, a small model answers
+                # from the results (docs/ARCHITECTURE.md, "Turns that go round").
                 return self._answer_without_tools(conv, settings, cancel, calls[0].call.name)
             self._append(conv, Message(role="assistant", content=parsed.content,
                                        tool_calls=[p.call for p in calls], figures=figures))
@@ -421,7 +365,7 @@ class Agent:
             text, result, ttft = self._generate(prepared, [], settings, cancel, start)
         except GenerationCancelled:
             return True, None
-        except (LLMError, _StreamFailed) as exc:
+        except (LLMError, StreamFailed) as exc:
             self.on_event(Notice("error", f"The model failed: {exc}"))
             return False, str(exc)
         stopped = cancel.cancelled or (result is not None and result.stopped)
@@ -446,7 +390,7 @@ class Agent:
         """Report the prompt, stream one reply to ``prepared`` (its tokens, not tokenized again)
         or from ``tokens`` (a continuation), and report the call: (text, result, time to the
         first token from ``call_start``). Overflow propagates; other failures become
-        _StreamFailed."""
+        StreamFailed."""
         self.on_event(context_usage(prepared, estimated=not self.backend.info.exact_counts))
         pieces: list[str] = []
         result: GenerationResult | None = None
@@ -477,12 +421,12 @@ class Agent:
                     result = event.result
         except ContextOverflowError:
             if pieces:
-                raise _StreamFailed("".join(pieces), LLMError("context overflow")) from None
+                raise StreamFailed("".join(pieces), LLMError("context overflow")) from None
             raise
         except GenerationCancelled:
             cancel.cancel()
         except LLMError as exc:
-            raise _StreamFailed("".join(pieces), exc) from exc
+            raise StreamFailed("".join(pieces), exc) from exc
         text = result.text if result is not None and result.text else "".join(pieces)
         ttft = None
         if result is not None:
@@ -549,7 +493,7 @@ class Agent:
         self.on_event(ContextChanged(event))
 
 
-class _StreamFailed(Exception):
+class StreamFailed(Exception):
     def __init__(self, text: str, error: LLMError) -> None:
         super().__init__(str(error))
         self.text = text
