@@ -12,7 +12,7 @@ from assistant.agent.loop import Agent
 from assistant.compaction.context_render import FOCUS_TOKENS
 from assistant.compaction.controller import ContextController
 from assistant.compaction.recall import IndexFor, PassageIndex, Recall
-from assistant.config import EffectivePolicy, Settings
+from assistant.config import CompactionSwitches, EffectivePolicy, Settings
 from assistant.conversation import Conversation
 from assistant.llm.base import LLMBackend, LLMError
 from assistant.llm.context_probe import measured_context
@@ -52,13 +52,21 @@ def build_engine(
     def policy() -> EffectivePolicy:
         return settings().effective_policy(backend.info.trained_context, measured)
 
-    controller = ContextController(
-        backend,
-        policy,
-        switches=lambda: settings().switches(),
-    )
-    attach_recall(controller, recall_index, focus=recall_focus(settings))
     offer = offers_tools(backend.info) if tools is None else tools
+    # Earlier turns' calls as notes ("[I ran write_file ...]") helped the small models
+    # answer; a model with native tool calls copies the note instead of calling (Qwen2.5-
+    # Coder 1.5B wrote "[I ran write_file path=hello.txt ...]" and no file): it sees its
+    # calls as its template writes them.
+    calls_as_notes = not (offer and backend.info.supports_native_tools)
+
+    def switches() -> CompactionSwitches:
+        sw = settings().switches()
+        if not calls_as_notes:
+            sw.earlier_as_notes = False
+        return sw
+
+    controller = ContextController(backend, policy, switches=switches)
+    attach_recall(controller, recall_index, focus=recall_focus(settings))
     agent = Agent(backend, controller, ToolRegistry.default(), settings, approver, on_event,
                   offer_tools=offer)
     controller.on_event = agent.on_context_event

@@ -100,3 +100,19 @@ def test_every_task_has_files_a_prompt_and_a_check() -> None:
     assert len(TASKS) == 6 and len({t.name for t in TASKS}) == 6
     for task in TASKS:
         assert task.prompt and task.files and task.check(Path("/nonexistent"), "") is not None
+
+
+def test_a_model_with_native_tool_calls_sees_its_earlier_calls_as_calls(tmp_path: Path) -> None:
+    """Earlier turns' calls as notes ("[I ran ...]") are for text-protocol models: Qwen2.5-
+    Coder 1.5B copied such a note instead of calling write_file (no file was written)."""
+    native_source = (Path(__file__).parent / "data" / "chatml_tools.jinja").read_text()
+    settings = Settings(workspace=str(tmp_path))
+    assert settings.switches().earlier_as_notes
+    native = ScriptedBackend(template_source=native_source)
+    assert native.info.supports_native_tools
+    engine = build_engine(native, lambda: settings, None, lambda e: None, tools=True)
+    assert not engine.controller.switches().earlier_as_notes
+    plain = build_engine(ScriptedBackend(), lambda: settings, None, lambda e: None, tools=True)
+    assert plain.controller.switches().earlier_as_notes
+    quiet = build_engine(native, lambda: settings, None, lambda e: None, tools=False)
+    assert quiet.controller.switches().earlier_as_notes  # offered no tools: notes as before

@@ -27,6 +27,7 @@ def test_the_first_run_model_reads_a_file_and_writes_one_after_approval(
     first_run = load_registry().default
     settings = Settings(model=first_run, workspace=str(workspace))
     settings.sampling.max_reply_tokens = 120
+    settings.sampling.temperature = 0.0
     h = make_window(settings=settings, factory=default_factory, wait=False)
     h.wait_ready(timeout=300_000)
 
