@@ -17,7 +17,7 @@ from assistant.compaction.request import CallRequest
 from assistant.compaction.summary import ExtractiveSummarizer, ModelSummarizer, Summarizer
 from assistant.compaction.tokens import CountingBackend, TokenCounter
 from assistant.compaction.transcript import TranscriptError, load_transcript
-from assistant.config import DEFAULT_SYSTEM_PROMPT, EffectivePolicy, Mode, Settings
+from assistant.config import DEFAULT_SYSTEM_PROMPT, EffectivePolicy, Mode, Settings, load_settings
 from assistant.conversation import Conversation, Message
 from assistant.llm.base import GenerationOptions, LLMBackend, LLMError, PromptCounter
 from assistant.textsafe import clean_text, terminal_text
@@ -34,8 +34,9 @@ def _load_model(path: str, n_ctx: int) -> LLMBackend:
 def _model_path(choice: str) -> str:
     if choice != "embedded":
         return choice
+    # The model the window uses (the settings'), so a replay answers as the window would.
     registry = importlib.import_module("assistant.llm.registry")
-    return str(registry.default_model_path())
+    return str(registry.resolve_model(load_settings().settings.model)[0])
 
 
 def resolve_policy(mode: Mode, window: int | None, trained: int | None) -> EffectivePolicy:
