@@ -9,7 +9,11 @@ import os
 import secrets
 import stat
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
+
+from pydantic import TypeAdapter
+
+T = TypeVar("T")
 
 
 def encode_text(text: str) -> bytes:
@@ -75,6 +79,16 @@ class JsonStore:
         except (OSError, ValueError):
             return {}
         return raw if isinstance(raw, dict) else {}
+
+    def get_as(self, key: str, adapter: TypeAdapter[T]) -> T | None:
+        """The value under ``key`` checked by ``adapter`` (None: missing or not valid)."""
+        raw = self.read().get(key)
+        if not isinstance(raw, dict):
+            return None
+        try:
+            return adapter.validate_python(raw)
+        except ValueError:
+            return None
 
     def put_json(self, key: str, value: Any) -> None:
         data = self.read()

@@ -275,13 +275,7 @@ class EffectiveContextStore(JsonStore):
         super().__init__(path or paths.cache_dir() / "effective_context.json")
 
     def get(self, key: str) -> EffectiveContext | None:
-        raw = self.read().get(key)
-        if not isinstance(raw, dict):
-            return None
-        try:
-            return _JSON.validate_python(raw)
-        except ValueError:
-            return None
+        return self.get_as(key, _JSON)
 
     def of_model(self, model: str) -> list[EffectiveContext]:
         """Every result for ``model`` (a :func:`model_id`), whatever its window."""

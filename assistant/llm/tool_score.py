@@ -69,13 +69,7 @@ class ToolScoreStore(JsonStore):
         super().__init__(path or paths.cache_dir() / "tool_use.json")
 
     def get(self, model: str) -> ToolScore | None:
-        raw = self.read().get(model)
-        if not isinstance(raw, dict):
-            return None
-        try:
-            return _JSON.validate_python(raw)
-        except ValueError:
-            return None
+        return self.get_as(model, _JSON)
 
     def put(self, result: ToolScore) -> None:
         self.put_json(result.model, _JSON.dump_python(result, mode="json"))
