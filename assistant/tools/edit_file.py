@@ -15,6 +15,11 @@ from assistant.tools.textio import NotTextError, decode_text
 from assistant.tools.workspace import FileTooLarge
 
 PREVIEW_LINES = 80
+#: Lines of a file compared with a missed ``old_text`` to show the nearest one (bounded so a
+#: large file costs milliseconds).
+NEAREST_SCAN_LINES = 5_000
+#: How alike (difflib ratio, case ignored) a piece must be to be shown as the nearest.
+NEAREST_MIN_RATIO = 0.6
 
 
 class EditFileArgs(ToolArgs):
@@ -52,10 +57,7 @@ class EditFileTool(Tool[EditFileArgs]):
             old, new = _match_newlines(text, args.old_text, args.new_text)
             count = text.count(old)
             if count == 0:
-                return ToolResult.error(
-                    f"old_text was not found in {shown}. It must match exactly, including "
-                    "spaces and line breaks; read the file and copy the text."
-                )
+                return ToolResult.error(not_found_message(text, old, shown))
             if count > 1:
                 return ToolResult.error(
                     f"old_text occurs {count} times in {shown}; include more of the "
@@ -87,3 +89,40 @@ def _match_newlines(text: str, old: str, new: str) -> tuple[str, str]:
         if crlf_old in text:
             return crlf_old, new.replace("\r\n", "\n").replace("\n", "\r\n")
     return old, new
+
+
+def not_found_message(text: str, old: str, shown: str) -> str:
+    """Why ``old`` is not in ``text``, with the file's nearest piece to copy when there is one
+    (small models guess the text from the request, e.g. ``port = 8080`` for ``PORT = 8080``;
+    shown the real line, they copy it on the next call)."""
+    message = (f"old_text was not found in {shown}. It must match exactly, including case, "
+               "spaces and line breaks.")
+    nearest = nearest_piece(text, old)
+    if nearest is None:
+        return message + " Read the file and copy the text."
+    line, piece = nearest
+    return (f"{message} The nearest text in the file (line {line:,}) is:\n{piece}\n"
+            "Copy it exactly into old_text if that is the text to change.")
+
+
+def nearest_piece(text: str, old: str) -> tuple[int, str] | None:
+    """The run of ``len(old)``'s lines in ``text`` most like ``old`` (its 1-based line and
+    text), if alike enough."""
+    lines = text.splitlines()[:NEAREST_SCAN_LINES]
+    size = max(1, len(old.strip("\n").splitlines()))
+    if not lines or size > len(lines):
+        return None
+    matcher = difflib.SequenceMatcher(autojunk=False)
+    matcher.set_seq2(old.strip().lower())
+    best: tuple[float, int] = (0.0, 0)
+    for start in range(len(lines) - size + 1):
+        matcher.set_seq1("\n".join(lines[start:start + size]).strip().lower())
+        if matcher.real_quick_ratio() <= best[0] or matcher.quick_ratio() <= best[0]:
+            continue
+        ratio = matcher.ratio()
+        if ratio > best[0]:
+            best = (ratio, start)
+    ratio, start = best
+    if ratio < NEAREST_MIN_RATIO:
+        return None
+    return start + 1, "\n".join(lines[start:start + size])

@@ -60,6 +60,25 @@ def test_edit_not_found(run: Runner, root: Path) -> None:
     assert (root / "code.py").read_text(encoding="utf-8") == "a = 1\n"
 
 
+def test_edit_not_found_shows_the_nearest_line_to_copy(run: Runner, root: Path) -> None:
+    """Qwen2.5-Coder 1.5B asked to change the port wrote old_text "port = 8080" for the file's
+    "PORT = 8080" and repeated the failed call; the error now shows the line to copy."""
+    config = 'HOST = "localhost"\nPORT = 8080\nDEBUG = False\n'
+    (root / "config.py").write_text(config, encoding="utf-8")
+    result = run("edit_file", path="config.py", old_text="port = 8080", new_text="port = 9090")
+    assert result.is_error
+    assert "(line 2) is:\nPORT = 8080\nCopy it exactly" in result.text
+    assert (root / "config.py").read_text(encoding="utf-8") == config
+    unlike = run("edit_file", path="config.py", old_text="def main():", new_text="x")
+    assert unlike.is_error and "nearest" not in unlike.text
+
+
+def test_edit_not_found_nearest_spans_as_many_lines_as_old_text(run: Runner, root: Path) -> None:
+    (root / "f.py").write_text("a = 1\ndef f(x):\n    return x + 1\nz = 0\n", encoding="utf-8")
+    result = run("edit_file", path="f.py", old_text="def f(x):\n  return x+1", new_text="")
+    assert "(line 2) is:\ndef f(x):\n    return x + 1\nCopy" in result.text
+
+
 def test_edit_ambiguous(run: Runner, root: Path) -> None:
     (root / "code.py").write_text("x\nx\n", encoding="utf-8")
     result = run("edit_file", path="code.py", old_text="x", new_text="y")
