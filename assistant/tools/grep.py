@@ -11,11 +11,10 @@ from pydantic import Field
 from assistant.tools.base import FOLDER_ALIASES, Tool, ToolArgs, ToolContext, ToolLimits, ToolResult
 from assistant.tools.fsaccess import read_fd
 from assistant.tools.scan_pool import LineScan
-from assistant.tools.search import LineSearcher, PatternError
+from assistant.tools.search import LineSearcher, PatternError, SearchStopped
 from assistant.tools.textio import NotTextError, clip_line, decode_text
 from assistant.tools.walk import (
     GlobMatcher,
-    SearchStopped,
     WalkBudget,
     glob_matcher,
     walk_files,

@@ -39,9 +39,12 @@ class ScanWorker:
     """One worker process and its pipes."""
 
     def __init__(self) -> None:
-        root = str(Path(__file__).resolve().parents[2])
-        env = dict(os.environ)
-        env["PYTHONPATH"] = os.pathsep.join(filter(None, [root, env.get("PYTHONPATH")]))
+        root: str | None = None
+        env = None
+        if not getattr(sys, "frozen", False):  # this checkout's ``assistant``, not another
+            root = str(Path(__file__).resolve().parents[2])
+            env = dict(os.environ)
+            env["PYTHONPATH"] = os.pathsep.join(filter(None, [root, env.get("PYTHONPATH")]))
         self.proc = subprocess.Popen(
             _command(), stdin=subprocess.PIPE, stdout=subprocess.PIPE, bufsize=0,
             cwd=root, env=env, start_new_session=True,

@@ -8,7 +8,6 @@ from collections.abc import Callable, Iterator
 
 import re2
 
-
 #: Memory RE2 may use for one compiled pattern (its DFA cache included).
 MAX_REGEX_MEMORY = 32 << 20
 #: Longest pattern accepted.

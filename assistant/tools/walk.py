@@ -13,8 +13,8 @@ from dataclasses import dataclass, field
 import re2
 
 from assistant.textsafe import shown_name
-from assistant.tools.search import SearchStopped, re2_reason
 from assistant.tools.fsaccess import Handle, close, iter_dir, open_dir_at, open_file_at
+from assistant.tools.search import SearchStopped, re2_reason
 from assistant.tools.workspace import SandboxError
 
 #: Folders that are almost never what the user means and can be huge.
