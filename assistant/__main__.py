@@ -32,6 +32,8 @@ COMMANDS = {
     "probe": "assistant.cli.probe",
     "replay": "assistant.replay",
     "repair": "assistant.cli.repair",
+    # Internal, not in USAGE: grep's worker process (assistant/tools/scan_pool.py).
+    "_grep-worker": "assistant.tools.scan_worker",
 }
 
 

@@ -7,7 +7,8 @@ from typing import ClassVar
 from pydantic import Field
 
 from assistant.tools.base import FOLDER_ALIASES, Tool, ToolArgs, ToolContext, ToolResult
-from assistant.tools.walk import SearchStopped, glob_matcher, walk_files, walk_note
+from assistant.tools.search import SearchStopped
+from assistant.tools.walk import glob_matcher, walk_files, walk_note
 from assistant.tools.workspace import SandboxError
 
 

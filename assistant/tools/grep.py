@@ -10,11 +10,11 @@ from pydantic import Field
 
 from assistant.tools.base import FOLDER_ALIASES, Tool, ToolArgs, ToolContext, ToolLimits, ToolResult
 from assistant.tools.fsaccess import read_fd
-from assistant.tools.search import LineSearcher, PatternError, stop_check
+from assistant.tools.scan_pool import LineScan
+from assistant.tools.search import LineSearcher, PatternError, SearchStopped
 from assistant.tools.textio import NotTextError, clip_line, decode_text
 from assistant.tools.walk import (
     GlobMatcher,
-    SearchStopped,
     WalkBudget,
     glob_matcher,
     walk_files,
@@ -40,6 +40,10 @@ class _Hits:
         self.extra = 0
         self.skipped = 0
 
+    def want(self) -> int:
+        """How many more lines are shown (the rest are only counted)."""
+        return max(0, self.limits.max_matches - len(self.lines))
+
     def add(self, shown: str, number: int, line: bytes) -> None:
         if len(self.lines) < self.limits.max_matches:
             text = line.decode("utf-8", errors="replace")
@@ -62,18 +66,21 @@ class GrepTool(Tool[GrepArgs]):
         limits = ctx.limits
         budget = limits.walk_budget(lambda: ctx.cancelled)
         hits = _Hits(limits)
+        scan = LineScan(searcher, args.pattern, args.ignore_case)
         try:
             with ctx.workspace.open(args.path, "any") as target:
                 if target.fd is not None:  # one file
-                    self._search_fd(searcher, target.fd, target.shown, hits, budget)
+                    self._search_fd(scan, target.fd, target.shown, hits, budget)
                 else:
                     prefix = "" if target.shown == "." else target.shown + "/"
-                    self._search_tree(searcher, target.handle, prefix, matcher, hits, budget)
+                    self._search_tree(scan, target.handle, prefix, matcher, hits, budget)
         except SearchStopped:
             return ToolResult.error("cancelled by the user")
+        finally:
+            scan.close()
         return ToolResult(_report(args.pattern, hits, budget))
 
-    def _search_tree(self, searcher: LineSearcher, top: int | str, prefix: str,
+    def _search_tree(self, scan: LineScan, top: int | str, prefix: str,
                      matcher: GlobMatcher | None, hits: _Hits, budget: WalkBudget) -> None:
         for file in walk_files(top, budget):
             if matcher is not None and not matcher.match(file.rel):
@@ -84,14 +91,14 @@ class GrepTool(Tool[GrepArgs]):
                 hits.skipped += 1
                 continue
             try:
-                self._search_fd(searcher, fd, prefix + file.shown, hits, budget)
+                self._search_fd(scan, fd, prefix + file.shown, hits, budget)
             finally:
                 os.close(fd)
             if budget.stopped_by:
                 return
 
     def _search_fd(
-        self, searcher: LineSearcher, fd: int, shown: str, hits: _Hits, budget: WalkBudget
+        self, scan: LineScan, fd: int, shown: str, hits: _Hits, budget: WalkBudget
     ) -> None:
         limits = hits.limits
         try:
@@ -108,8 +115,10 @@ class GrepTool(Tool[GrepArgs]):
         except NotTextError:
             hits.skipped += 1
             return
-        for number, line in searcher.lines(data, stop_check(budget.cancelled, budget.over_time)):
+        lines, more = scan.lines(data, hits.want(), budget)
+        for number, line in lines:
             hits.add(shown, number, line)
+        hits.extra += more
 
 
 def _report(pattern: str, hits: _Hits, budget: WalkBudget) -> str:

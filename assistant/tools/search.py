@@ -8,8 +8,6 @@ from collections.abc import Callable, Iterator
 
 import re2
 
-from assistant.tools.walk import SearchStopped, re2_reason
-
 #: Memory RE2 may use for one compiled pattern (its DFA cache included).
 MAX_REGEX_MEMORY = 32 << 20
 #: Longest pattern accepted.
@@ -19,6 +17,10 @@ CHUNK_BYTES = 1 << 20
 
 _LOOKAROUND = re.compile(r"\(\?<?[=!]")
 _BACKREF = re.compile(r"\\[1-9]|\(\?P=")
+
+
+class SearchStopped(Exception):
+    """The user pressed Stop."""
 
 
 class PatternError(ValueError):
@@ -96,6 +98,13 @@ def _line_anchors(pattern: str) -> str:
         out.append(ch)
         i += 1
     return "".join(out)
+
+
+def re2_reason(exc: Exception) -> str:
+    text = exc.args[0] if exc.args else str(exc)
+    if isinstance(text, bytes):
+        text = text.decode("utf-8", errors="replace")
+    return str(text)
 
 
 def _compile_message(exc: Exception) -> str:

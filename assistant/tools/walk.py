@@ -14,6 +14,7 @@ import re2
 
 from assistant.textsafe import shown_name
 from assistant.tools.fsaccess import Handle, close, iter_dir, open_dir_at, open_file_at
+from assistant.tools.search import SearchStopped, re2_reason
 from assistant.tools.workspace import SandboxError
 
 #: Folders that are almost never what the user means and can be huge.
@@ -24,10 +25,6 @@ SKIPPED_DIRS = frozenset({
 #: Longest glob accepted.
 MAX_GLOB_CHARS = 1_000
 _NONBLOCK = getattr(os, "O_NONBLOCK", 0)
-
-
-class SearchStopped(Exception):
-    """The user pressed Stop."""
 
 
 @dataclass
@@ -207,13 +204,6 @@ def glob_matcher(pattern: str) -> GlobMatcher:
     if "/" not in pattern:
         pattern = "**/" + pattern
     return GlobMatcher(pattern)
-
-
-def re2_reason(exc: Exception) -> str:
-    text = exc.args[0] if exc.args else str(exc)
-    if isinstance(text, bytes):
-        text = text.decode("utf-8", errors="replace")
-    return str(text)
 
 
 def walk_note(budget: WalkBudget) -> str:
