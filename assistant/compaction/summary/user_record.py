@@ -124,8 +124,8 @@ def _merge_repeats(entries: Sequence[_Entry]) -> None:
     """A sentence said again verbatim keeps only its newest copy, at the rank of the most
     important copy; when that is a rule, a decision or a fact it is marked repeated, which
     no stage but the last drops (saying it twice never made it weaker). A request said again
-    ("let's discuss this some more", in a message sent twice) still asked for something
-    then, done by now: its newest copy keeps the rank of a request."""
+    ("let's discuss this some more", in a message sent twice) asked for something then,
+    done by now: raised to the rank of a decision, it is not protected beyond it."""
     copies: dict[str, list[Piece]] = {}
     for e in entries:
         for piece in e.pieces:
@@ -144,6 +144,8 @@ def _merge_repeats(entries: Sequence[_Entry]) -> None:
         last.repeated = last.decision or last.kind == "rule" or (
             last.salient and last.kind != "request"
         )
+        # A request said again is raised one rank, to the decisions, but not protected.
+        last.decision = last.decision or (last.kind == "request" and last.salient)
 
 
 def shorten_messages(texts: Sequence[str], budget: int, count: Count) -> str:

@@ -355,3 +355,15 @@ def test_a_fence_opened_after_the_users_words_is_pasted_from_there() -> None:
         assert pieces[-2].text == words
         assert not any("Books.plist" in p.text or "Password" in p.text
                        for p in pieces if p.kind != "pasted")
+
+
+def test_a_request_said_again_is_raised_to_the_decisions() -> None:
+    """Day 10's "let's realize our plan" said once goes before the facts of its message
+    (it asked for something then); said again, it outranks them (a repeat raises the rank)."""
+    plan = "let's realize our plan"
+    fact = "I have now logged into the new_mac_user account but skipped setup of Apple Account."
+    older = [f"The server for team {i} runs on port {8000 + i}." for i in range(4)]
+    twice = shorten_messages([f"{plan}.", *older, f"{plan}. {fact}"], 35, COUNT)
+    assert plan in twice and fact not in twice
+    once = shorten_messages(["ok", *older, f"{plan}. {fact}"], 35, COUNT)
+    assert plan not in once and fact in once
