@@ -10,7 +10,7 @@ _QUOTED = re.compile(r"[\"“'`][^\"”'`]{1,80}[\"”'`]")
 _PATH = re.compile(r"[\w~.-]*/[\w.-]+|\b[\w-]+\.(?:[a-z]{1,5})\b")
 _IDENTIFIER = re.compile(
     r"\b(?:[a-z]+_[a-z0-9_]+|[a-z]+(?:-[a-z0-9]+)+|[a-z]+[A-Z]\w*|[A-Z][a-z]+[A-Z]\w*|"
-    r"[A-Z]{2,}(?:[.\-/][A-Z]{1,})+|[A-Z]{2,}\d*)\b"
+    r"[A-Z]{2,}(?:[.\-/][A-Z]{1,})+|(?!OK\b)[A-Z]{2,}\d*)\b"
 )
 _SETTING = re.compile(
     r"\b(port|budget|price|cost|deadline|date|version|format|indent\w*|name[ds]?|called|"
@@ -29,7 +29,7 @@ _HEDGE = re.compile(
     r"\b(not sure|unsure|maybe|perhaps|probably|postpone|put off|hold off|later|for now|"
     r"let'?s not|leave (it|that|this) (for|out|as)|skip (it|that|this)|i guess|i think we|"
     r"we could|we might|might be better|go with|stick with|settle on|decided|decide|"
-    r"agreed|we'?ll use|we will use|let'?s use|let'?s go)\b",
+    r"agreed|we'?ll use|we will use|let'?s use|let'?s go|we can)\b",
     re.IGNORECASE,
 )
 _CORRECTION = re.compile(
@@ -46,8 +46,10 @@ _CORRECTION = re.compile(
 )
 
 
-#: A number, date, amount, quoted string, path, identifier, or a stated setting.
-_VALUE = (_NUMBER, _QUOTED, _PATH, _IDENTIFIER, _SETTING)
+#: A proposal of what we do next: "let's realize our plan" (a choice among them is a decision).
+_PROPOSAL = re.compile(r"\blet'?s\b|\blet us\b", re.IGNORECASE)
+#: A number, date, amount, quoted string, path, identifier, a stated setting, a proposal.
+_VALUE = (_NUMBER, _QUOTED, _PATH, _IDENTIFIER, _SETTING, _PROPOSAL)
 #: A decision: a question seeking agreement, a hedge, a correction or a choice.
 _DECISION = (_AGREE_QUESTION, _HEDGE, _CORRECTION)
 
@@ -97,6 +99,20 @@ _FRUSTRATION = re.compile(
 )
 
 
+#: Disliking what was done: "I dislike you adding all the inline documentation ...".
+_DISLIKE = re.compile(
+    r"\bi\s+(?:really\s+|strongly\s+)?(?:dislike|hate|don'?t\s+like|do\s+not\s+like|"
+    r"didn'?t\s+(?:want|ask)|did\s+not\s+(?:want|ask)|never\s+(?:asked|wanted))\b",
+    re.IGNORECASE,
+)
+#: Denying that a thing exists: "There's no BookMinder Team." (not "there's no rush").
+_NO_SUCH = re.compile(
+    r"^\W*there(?:'s|\s+is|\s+are)\s+no\s+"
+    r"(?!(?:problem|worries|need|rush|hurry|way|doubt|point|time|reason|harm|chance)\b)\w",
+    re.IGNORECASE,
+)
+
+
 def decides(sentence: str, imperative: bool) -> bool:
     """A correction or a confirmation (docs/COMPACTION.md): an imperative with a negation, a
     reply that opens with "no"/"not", a reply that confirms with an imperative ("yes, use
@@ -107,7 +123,9 @@ def decides(sentence: str, imperative: bool) -> bool:
         return False
     if _CHOICE.search(text) or _BARE_PICK.match(text) or _OPENS_NEGATED.match(text):
         return True
-    if _THIS_NOT_THAT.search(text):
+    if _THIS_NOT_THAT.search(text) or _DISLIKE.search(text):
+        return True
+    if _NO_SUCH.match(text):
         return True
     negated = bool(_NEGATION.search(text))
     if imperative and (negated or _CONFIRM.match(text)):
@@ -117,5 +135,12 @@ def decides(sentence: str, imperative: bool) -> bool:
 
 def pins_down(sentence: str) -> bool:
     """A fact (a value) or a decision (docs/COMPACTION.md): kept ahead of chatter."""
+    return any(p.search(sentence) for p in _VALUE) or is_decision(sentence)
+
+
+def is_decision(sentence: str) -> bool:
+    """A decision: a question seeking agreement ("..., right?"), a hedge that settles or
+    postpones something ("maybe we can postpone that"), a correction or a choice; ranked
+    with the instructions, after facts that only state a value."""
     text = sentence.strip()
-    return any(p.search(sentence) for p in _VALUE) or any(p.search(text) for p in _DECISION)
+    return any(p.search(text) for p in _DECISION)

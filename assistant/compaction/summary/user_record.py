@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Literal
 
 from assistant.compaction.summary.user_text import Kind, Piece, split_user_text
 from assistant.compaction.tokens import largest_fitting, truncate_to_tokens
@@ -64,17 +65,28 @@ def _render(entries: Sequence[_Entry]) -> str:
     return "\n".join(lines)
 
 
-#: A stage of shortening: the kinds it drops, and whether only pieces that pin nothing down
-#: (False), only pieces that state a fact or a decision (True), or either (None).
-Stage = tuple[tuple[Kind, ...], bool | None]
+#: How much a piece pins down: nothing (chatter), a value (a fact), a decision.
+Rank = Literal["chatter", "fact", "decision"]
+#: A stage of shortening: the kinds it drops, and of what ranks (None: any).
+Stage = tuple[tuple[Kind, ...], tuple[Rank, ...] | None]
+_UNDECIDED: tuple[Rank, ...] = ("chatter", "fact")
 STAGES: tuple[Stage, ...] = (
     (("pasted",), None),
-    (("command", "question"), False),
-    (("statement",), False),
-    (("request",), False),  # chatter: "tell me about ...", "what do you think of ...?"
-    (("command", "question", "statement"), True),  # facts, decisions, "..., right?"
+    (("command", "question"), ("chatter",)),
+    (("statement",), ("chatter",)),
+    (("request",), ("chatter",)),  # "tell me about ...", "what do you think of ...?"
+    (("command", "question"), ("fact",)),  # asked about a value: asked and answered
 )
-LAST_STAGES: tuple[Stage, ...] = ((("request",), None), (("rule",), None))
+#: Then message by message, oldest first: in each, what it asked for (done by now) goes
+#: first, then the facts it stated, then its decisions (corrections, confirmations,
+#: choices, hedges, "..., right?"), which rank with the instructions.
+BY_MESSAGE: tuple[Stage, ...] = (
+    (("request",), _UNDECIDED),
+    (("command", "question", "statement"), _UNDECIDED),
+    (("request", "command", "question", "statement"), ("decision",)),
+)
+#: Finally the rules, oldest first.
+LAST_STAGES: tuple[Stage, ...] = ((("rule",), None),)
 #: Chatter (the first stages) keeps only this share of the record's budget; facts and
 #: instructions may use all of it. Measured: with the record at 0.4 of the room, all 16
 #: must-facts of the real session stay at SmolLM2's 2,048 tokens, and W2 compacts as often
@@ -92,10 +104,16 @@ _RANK: dict[Kind, int] = {
 def _in(piece: Piece, stage: Stage) -> bool:
     """Whether ``stage`` drops ``piece``; a repeated instruction or fact is never dropped
     before the last stage (:data:`REPEATS_LAST`)."""
-    kinds, salient = stage
+    kinds, rank = stage
     if piece.repeated and stage is not REPEATS_LAST:
         return False
-    return piece.kind in kinds and (salient is None or piece.salient == salient)
+    return piece.kind in kinds and (rank is None or _rank_of(piece) in rank)
+
+
+def _rank_of(piece: Piece) -> Rank:
+    if piece.decision:
+        return "decision"
+    return "fact" if piece.salient else "chatter"
 
 
 #: The very last stage: instructions and facts the user said more than once, oldest first.
@@ -104,8 +122,10 @@ REPEATS_LAST: Stage = (("rule", "request", "statement", "question", "command", "
 
 def _merge_repeats(entries: Sequence[_Entry]) -> None:
     """A sentence said again verbatim keeps only its newest copy, at the rank of the most
-    important copy; when that is an instruction or a fact it is marked repeated, which no
-    stage but the last drops (saying it twice never made it weaker)."""
+    important copy; when that is a rule, a decision or a fact it is marked repeated, which
+    no stage but the last drops (saying it twice never made it weaker). A request said again
+    ("let's discuss this some more", in a message sent twice) asked for something then,
+    done by now: raised to the rank of a decision, it is not protected beyond it."""
     copies: dict[str, list[Piece]] = {}
     for e in entries:
         for piece in e.pieces:
@@ -115,12 +135,17 @@ def _merge_repeats(entries: Sequence[_Entry]) -> None:
     for same in copies.values():
         if len(same) < 2:
             continue
-        newest = same[-1]
+        last = same[-1]
         for older in same[:-1]:
             older.kept = False
-        newest.kind = max((p.kind for p in same), key=_RANK.__getitem__)
-        newest.salient = any(p.salient for p in same)
-        newest.repeated = newest.salient or newest.kind in ("rule", "request")
+        last.kind = max((p.kind for p in same), key=_RANK.__getitem__)
+        last.salient = any(p.salient for p in same)
+        last.decision = any(p.decision for p in same)
+        last.repeated = last.decision or last.kind == "rule" or (
+            last.salient and last.kind != "request"
+        )
+        # A request said again is raised one rank, to the decisions, but not protected.
+        last.decision = last.decision or (last.kind == "request" and last.salient)
 
 
 def shorten_messages(texts: Sequence[str], budget: int, count: Count) -> str:
@@ -150,12 +175,15 @@ def shorten_messages(texts: Sequence[str], budget: int, count: Count) -> str:
         """Drop the pieces of ``stages``, oldest first, until the record fits ``within``."""
         for stage in stages:
             for e in entries:
-                for piece in e.pieces:
-                    if total() <= within:
-                        return
-                    if piece.kept and _in(piece, stage):
-                        piece.kept = False
-                        refresh(e)
+                if not _drop_in(e, stage, lambda: total() <= within, refresh):
+                    return
+
+    def drop_by_message() -> None:
+        """:data:`BY_MESSAGE`: the oldest message gives up its pieces first."""
+        for e in entries:
+            for stage in BY_MESSAGE:
+                if not _drop_in(e, stage, lambda: total() <= budget, refresh):
+                    return
 
     if total() > budget:  # shortening: chatter first, down to its share
         drop(STAGES[:CHATTER_STAGES], int(budget * CHATTER_SHARE))
@@ -168,6 +196,7 @@ def shorten_messages(texts: Sequence[str], budget: int, count: Count) -> str:
                     refresh(e)
             if total() <= budget:
                 break
+    drop_by_message()
     drop((*LAST_STAGES, REPEATS_LAST))  # finally instructions themselves, oldest first
     text = _render(entries)
     while text and count(text) > budget:
@@ -179,15 +208,32 @@ def shorten_messages(texts: Sequence[str], budget: int, count: Count) -> str:
     return text
 
 
+def _drop_in(
+    entry: _Entry, stage: Stage, fits: Callable[[], bool], refresh: Callable[[_Entry], None]
+) -> bool:
+    """Drop ``entry``'s pieces of ``stage`` in order until ``fits``; False once it fits."""
+    for piece in entry.pieces:
+        if fits():
+            return False
+        if piece.kept and _in(piece, stage):
+            piece.kept = False
+            refresh(entry)
+    return not fits()
+
+
 def _drop_next(entries: Sequence[_Entry]) -> bool:
     """Drop the first kept piece in the order of the stages (which name every kind);
     False when nothing is left."""
-    for stage in (*STAGES, *LAST_STAGES, REPEATS_LAST):
-        for e in entries:
-            for piece in e.pieces:
-                if piece.kept and _in(piece, stage):
-                    piece.kept = False
-                    return True
+    by_message = [(e, stage) for e in entries for stage in BY_MESSAGE]
+    in_order = [
+        *((e, stage) for stage in STAGES for e in entries), *by_message,
+        *((e, stage) for stage in (*LAST_STAGES, REPEATS_LAST) for e in entries),
+    ]
+    for e, stage in in_order:
+        for piece in e.pieces:
+            if piece.kept and _in(piece, stage):
+                piece.kept = False
+                return True
     return False
 
 

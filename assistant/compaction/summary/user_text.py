@@ -8,7 +8,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Literal
 
-from assistant.compaction.summary.user_facts import decides, pins_down
+from assistant.compaction.summary.user_facts import decides, is_decision, pins_down
 from assistant.compaction.summary.user_paste import (
     EXCERPT_LINES,
     OUTPUT_SHAPES,
@@ -69,6 +69,17 @@ _DIRECTIVE = re.compile(
     r"name it|keep|it needs to|has to be|needs to be)\b",
     re.IGNORECASE,
 )
+_ASIDE = re.compile(r"\([^()]*\)")
+_REPORTED = re.compile(
+    r"\b(?:how|what|whether|where|when|why|which|all|everything|anything)\s+(?:we|i|you|they)\s+"
+    r"(?:should(?:n'?t)?|must|need(?:s)? to|have to|want)\b|"
+    r"\b(?:i|we|you|they)\s+(?:don'?t|do not)\s+(?:know|think|understand|see|get|remember|"
+    r"believe|care|mind|recall)\b",
+    re.IGNORECASE,
+)
+_NEED_YOU = re.compile(r"\bi need you to\b", re.IGNORECASE)
+#: Directive words that ask for something now rather than state a rule.
+_FOR_NOW = frozenset({"please", "let's", "lets", "let’s", "let us"})
 _REQUEST_QUESTION = re.compile(
     r"(^|[,;:]\s*)\W*(?:\w+,\s*)?((can|could|would|will) (you|we|u) |(how about|what about "
     r"(?:we|you)|why don'?t (?:you|we)|please)\b)",
@@ -100,6 +111,9 @@ class Piece:
     shape: str = ""
     #: Said more than once (the record keeps the newest copy, at the rank of the highest).
     repeated: bool = False
+    #: A decision (a correction, a confirmation, a choice, a hedge, "..., right?"): ranked
+    #: with the instructions (:func:`.user_facts.is_decision`, :func:`.user_facts.decides`).
+    decision: bool = False
 
     def shown(self) -> str:
         if self.kept and self.kind == "pasted" and self.excerpted():
@@ -164,25 +178,39 @@ def _sentence_kind(sentence: str) -> Kind:
     if is_slash_command(text):
         return "command"
     imperative = any(_starts_imperative(clause) for clause in _CLAUSE.split(text))
-    rule = bool(_DIRECTIVE.search(text))
+    directives = {" ".join(m.group(0).lower().split())
+                  for m in _DIRECTIVE.finditer(_directing(text))}
+    # "please ..." and "let's ..." ask for something now; a rule holds for the whole chat.
+    rule = bool(directives - _FOR_NOW)
     if text.endswith("?"):
         if _REQUEST_QUESTION.search(text):
             return "rule" if rule else "request"
         return "question"
     if rule:
         return "rule"
-    return "request" if imperative else "statement"
+    return "request" if imperative or directives else "statement"
 
 
-def _classify(sentence: str) -> tuple[Kind, bool]:
-    """(kind, salient): a correction or a confirmation (:func:`.user_facts.decides`) is a
-    request that pins something down, ranked with the instructions."""
+def _directing(text: str) -> str:
+    """The words of ``text`` that can direct: without asides in parentheses ("(only set up
+    the project)") and clauses that only report a directive or a state of mind ("how we
+    should work", "all I need to know", "we don't know whether"); "I need you to ..." asks
+    like "please ..."."""
+    text = _ASIDE.sub(" ", text)
+    text = _REPORTED.sub(" ", text)
+    return _NEED_YOU.sub("please", text)
+
+
+def _classify(sentence: str) -> tuple[Kind, bool, bool]:
+    """(kind, salient, decision): a correction or a confirmation
+    (:func:`.user_facts.decides`) is a request that pins something down, a decision."""
     kind = _sentence_kind(sentence)
     if kind in ("statement", "request"):
         imperative = any(_starts_imperative(c) for c in _CLAUSE.split(sentence.strip()))
         if decides(sentence, imperative):
-            return "request", True
-    return kind, pins_down(sentence)
+            return "request", True, True
+    decision = is_decision(sentence)
+    return kind, decision or pins_down(sentence), decision
 
 
 def _starts_imperative(clause: str) -> bool:
@@ -198,7 +226,7 @@ def _prose_pieces(block: str) -> list[Piece]:
         line = line_match.group(0)
         if not line:
             continue
-        body = line.rstrip("\n")
+        body = line.rstrip()  # the spaces before a cut fence are the separator too
         newlines = line[len(body) :]
         parts = _SENTENCE_END.split(body)
         pos = 0
@@ -211,10 +239,10 @@ def _prose_pieces(block: str) -> list[Piece]:
             if out and not out[-1].sep.endswith("\n") and _ABBREVIATION.search(out[-1].text):
                 out[-1].text += out[-1].sep + part  # "e.g. compact" is one sentence
                 out[-1].sep = sep
-                out[-1].kind, out[-1].salient = _classify(out[-1].text)
+                out[-1].kind, out[-1].salient, out[-1].decision = _classify(out[-1].text)
             elif part.strip():
-                kind, salient = _classify(part)
-                out.append(Piece(part, kind, sep, salient=salient))
+                kind, salient, decision = _classify(part)
+                out.append(Piece(part, kind, sep, salient=salient, decision=decision))
             elif out:
                 out[-1].sep += part + sep
     return out
@@ -230,24 +258,69 @@ def split_user_text(text: str) -> list[Piece]:
     return [replace(p) for p in _SPLIT.get(text, lambda: tuple(_split(text)))]
 
 
+def _fence_segments(text: str) -> tuple[list[str], list[str]]:
+    """``text`` as lines, with a fence opened or closed in the middle of a line cut there
+    ("I'm here: ```bash ..." -> "I'm here:" and "```bash ..."; "... Books.plist ``` When I
+    opened ..." -> "... Books.plist ```" and "When I opened ..."), and what joins each
+    segment to the next (a line break, or the spaces at the cut): pasted output is found
+    wherever a fence puts it."""
+    segments: list[str] = []
+    joins: list[str] = []
+    inside = False
+    for line in text.split("\n"):
+        rest = line
+        cut = _mid_fence(rest, inside)
+        while cut is not None:
+            head, tail = rest[:cut], rest[cut:]
+            segments.append(head.rstrip())
+            joins.append(head[len(head.rstrip()):] + tail[: len(tail) - len(tail.lstrip())])
+            rest = tail.lstrip()
+            inside = False  # a closing fence ended the head; an opening one starts the rest
+            cut = _mid_fence(rest, inside)
+        if rest.count("```") % 2 == 1:
+            inside = not inside
+        segments.append(rest)
+        joins.append("\n")
+    joins[-1] = ""
+    return segments, joins
+
+
+def _mid_fence(line: str, inside: bool) -> int | None:
+    """Where ``line`` is cut (:func:`_fence_segments`): before a fence opened after words,
+    after a fence that closes before words; None when it is not cut."""
+    at = line.find("```")
+    if at < 0 or (not line[:at].strip() and not inside):
+        return None
+    if inside:  # words after a closing fence; one word after a fence line is its language
+        end = at + 3
+        words = line[end:].split()
+        return end if len(words) > 1 or (words and line[:at].strip()) else None
+    if line.count("```") % 2 == 0:
+        return None  # ```inline``` code, opened and closed on the line
+    return at
+
+
 def _split(text: str) -> list[Piece]:
-    lines = text.split("\n")
+    lines, joins = _fence_segments(text)
     marks = [False] * len(lines)
     shapes = output_lines(lines)
+    # What follows a fence closed on its line is typed, not pasted ("``` When I opened").
+    typed = {k for k in range(1, len(lines))
+             if "\n" not in joins[k - 1] and lines[k - 1].endswith("```")}
     i = 0
     while i < len(lines):  # fenced blocks, fence lines included
         if _FENCE.match(lines[i]):
             j = i + 1
             while j < len(lines) and not _FENCE.match(lines[j]) and "```" not in lines[j]:
                 j += 1
-            # A fence closed inside a line ("... Books.plist ``` When I opened ...") ends
-            # the block before that line, which is judged like any other.
-            inline = j < len(lines) and not _FENCE.match(lines[j])
+            # A fence closed inside a line that goes on in words ("... ``` When I ...",
+            # not cut) ends the block before that line, which is judged like any other.
+            inline = j < len(lines) and not lines[j].rstrip().endswith("```")
             for k in range(i, min(j if inline else j + 1, len(lines))):
                 marks[k] = True
             i = j if inline else j + 1
             continue
-        marks[i] = shapes[i] is not None or _is_pasted_line(lines[i])
+        marks[i] = i not in typed and (shapes[i] is not None or _is_pasted_line(lines[i]))
         i += 1
     # Blank or short lines between pasted lines belong to the pasted block.
     for k in range(1, len(lines) - 1):
@@ -255,15 +328,23 @@ def _split(text: str) -> list[Piece]:
             nxt = next((m for m in range(k + 1, len(lines)) if lines[m].strip()), None)
             if nxt is not None and marks[nxt]:
                 marks[k] = True
+    return _pieces(lines, joins, marks, shapes)
+
+
+def _pieces(
+    lines: Sequence[str], joins: Sequence[str], marks: Sequence[bool],
+    shapes: Sequence[str | None],
+) -> list[Piece]:
+    """Runs of pasted and of prose segments as pieces, in order."""
     pieces: list[Piece] = []
     k = 0
     while k < len(lines):
         j = k
         while j < len(lines) and marks[j] == marks[k]:
             j += 1
-        chunk = "\n".join(lines[k:j]) + ("\n" if j < len(lines) else "")
+        chunk = "".join(lines[m] + joins[m] for m in range(k, j))
         if marks[k]:
-            body = chunk.rstrip("\n")
+            body = chunk.rstrip()
             shape = block_shape(lines[k:j], shapes[k:j])
             pieces.append(Piece(body, "pasted", chunk[len(body) :],
                                 lines=body.count("\n") + 1, shape=shape))

@@ -3,6 +3,9 @@ instructions, a repeat never costs a fact, pasted output is one labelled excerpt
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import pytest
 
 from assistant.compaction.controller import ContextController
@@ -32,6 +35,17 @@ DECISIONS = (
     "option 2 please",
     "wtf, stop rewriting the whole file",
     "we're using `click`` not `argparse`.",
+    # Held-out BookMinder sessions (Claude Code, day 3): a dislike and a denial correct.
+    "I dislike you adding all the inline documentation to pytest.ini and conftest.py.",
+    "There's no BookMinder Team.",
+)
+#: Decisions that are not instructions, from the held-out sessions (day 10): they rank with
+#: the instructions all the same.
+NOT_INSTRUCTIONS = (
+    "sound good, except the naming, we are specifying the username, right?",
+    "Though I'm not sure about the corrupted db scenario.",
+    "maybe we can postpone that until later.",
+    "this seem like something we can run in paralel withc cheap agents",
 )
 CHATTER = (
     "Tell me about the history of tea.",
@@ -40,6 +54,23 @@ CHATTER = (
     "open the file and read it to me",
     "add a section about costs",
     "I was reading about volcanoes last weekend and found it fascinating.",
+    "OK.",
+    "That was OK.",
+    "There's no rush.",
+)
+#: What the held-out users said around their instructions, classed as rules before (by
+#: "should", "I need", "only", "don't" in a clause that directs nothing): not rules.
+NOT_RULES = (
+    "Think superhard about how we should work better together.",
+    "I have limited experience with modern python coding practices, so I need you to teach "
+    "me what's best now.",
+    "But generally I am very unhappy with the ammount of progress we have made (only set up "
+    "the project and initial function), but we have produced inordinate ammount of "
+    "boliterplate farounf or micro project.",
+    "We don't know whether katka opened Apple Books or of the sdditional structure was created "
+    "because she signed into her Apple Account!",
+    "PLease use ultrathink to plan your revisons and teach me all I need to know, to get better!",
+    "let's realize our plan",
 )
 
 LS_LA = """total 544
@@ -68,6 +99,28 @@ def test_corrections_and_confirmations_rank_with_instructions(sentence: str) -> 
 def test_chatter_stays_chatter(sentence: str) -> None:
     kind, salient = _piece(sentence)
     assert not salient and kind != "rule"
+
+
+@pytest.mark.parametrize("sentence", NOT_INSTRUCTIONS)
+def test_a_hedge_a_proposal_and_a_right_question_are_decisions(sentence: str) -> None:
+    (piece,) = split_user_text(sentence)
+    assert piece.salient and piece.decision
+
+
+@pytest.mark.parametrize("sentence", NOT_RULES)
+def test_words_that_only_report_a_directive_make_no_rule(sentence: str) -> None:
+    (piece,) = split_user_text(sentence)
+    assert piece.kind != "rule"
+
+
+def test_rules_stay_rules() -> None:
+    for rule in ("Then in the future, push back when I steer you in a wrong way, always "
+                 "explaining what's the purpose.",
+                 "It feels like we should have a doc folder, to keep stuff like this on hand.",
+                 "Also, I do not need to maintain any backwards comparibility, so we should "
+                 "fully modernize out project structure.",
+                 "Don't touch the tests (they pass).", "Please always answer in French."):
+        assert [p.kind for p in split_user_text(rule)] == ["rule"], rule
 
 
 def _chatter(n: int) -> list[str]:
@@ -234,3 +287,83 @@ def test_the_output_between_shell_prompts_is_pasted_and_the_words_after_it_are_n
     assert "".join(p.text + p.sep for p in pieces) == message
     assert [p.kind == "pasted" for p in pieces] == [True, False]
     assert pieces[0].shape == "log" and pieces[0].lines == 5
+
+
+# -- the held-out users' own words (tests/data/real-sessions, BookMinder day 10) -------------
+DAY10 = Path(__file__).resolve().parents[2] / "data" / "real-sessions" / (
+    "bookminder_claude_day010.jsonl")
+
+
+def _day10() -> list[str]:
+    """The user messages of the held-out Claude Code session of day 10, in order."""
+    lines = [json.loads(line) for line in DAY10.read_text(encoding="utf-8").splitlines()]
+    return [m["content"] for m in lines if m["role"] == "user"]
+
+
+def test_a_message_sent_twice_keeps_its_facts_ahead_of_messages_said_once() -> None:
+    """The user sent "let's discuss this some more. I find 3 possible options ..." twice.
+    Its facts keep their newest copy and outlive older words said once; its requests
+    ("Let's Ultrathink!") asked for something then and go like any request."""
+    users = _day10()
+    assert users[1] == users[2]
+    options = ("I find 3 possible options worthy of further exploration: env-var, --db-path "
+               "and dependency injection refactoring.")
+    twice = [users[1], users[2], *users[3:12]]
+    text = shorten_messages(twice, 300, COUNT)
+    assert COUNT(text) <= 300
+    assert text.count(options) == 1
+    assert text.startswith(f"- [message 1 omitted]\n- [2] [...] {options}")  # the newest copy
+    assert "let's discuss this some more." not in text and "Let's Ultrathink!" not in text
+    once = shorten_messages([users[1], *users[3:12]], 300, COUNT)
+    assert options not in once  # said once, the oldest message's fact goes first
+
+
+def test_a_pasted_ls_la_listing_never_pushes_out_the_older_decisions_in_the_users_words() -> None:
+    """Day 10: the pasted `ls -la` of /Users/new_mac_user was split into "salient
+    statements" (each line with a number) that, being newest, pushed out the click-not-
+    argparse correction, "we are specifying the username, right?" and the postponed
+    corrupted-db scenario."""
+    users = _day10()
+    listing = users[11]
+    assert [(p.kind, p.shape, p.lines) for p in split_user_text(listing)] == [
+        ("pasted", "listing", 32)]
+    msgs = [users[3], users[4], users[5], listing]
+    full = COUNT(shorten_messages(msgs, 10_000, COUNT))
+    for budget in (full - 20, full // 2):
+        text = shorten_messages(msgs, budget, COUNT)
+        assert COUNT(text) <= budget
+        for decision in ("we're using `click`` not `argparse`.",
+                         "sound good, except the naming, we are specifying the username, right?",
+                         "Though I'm not sure about the corrupted db scenario.",
+                         "maybe we can postpone that until later."):
+            assert decision in text, (budget, decision)
+        assert "new_mac_user  staff" not in text  # no row of the listing
+
+
+def test_a_fence_opened_after_the_users_words_is_pasted_from_there() -> None:
+    """Day 10: "I'm here: ```bash Last login: ..." and "... skipped setup of Apple Account.
+    ```bash me@host /Users % sudo ls ... || echo "No Books.plist"" opened a fence after the
+    user's words: the shell session from the fence on is pasted ("Password:" and "No
+    Books.plist" were the user's "statements", the latter even a correction)."""
+    users = _day10()
+    for message, words in ((users[5], "I'm here:"), (users[9], (
+            "I have now logged into the new_mac_user account but skipped setup of Apple "
+            "Account."))):
+        pieces = split_user_text(message)
+        assert "".join(p.text + p.sep for p in pieces) == message
+        assert pieces[-1].kind == "pasted" and pieces[-1].text.startswith("```bash")
+        assert pieces[-2].text == words
+        assert not any("Books.plist" in p.text or "Password" in p.text
+                       for p in pieces if p.kind != "pasted")
+
+
+def test_a_request_said_again_is_raised_to_the_decisions() -> None:
+    """Day 10's "let's realize our plan" said once goes before the facts of its message
+    (it asked for something then); said again, it outranks them (a repeat raises the rank)."""
+    plan = "let's realize our plan"
+    fact = "I have now logged into the new_mac_user account but skipped setup of Apple Account."
+    older = [f"The server for team {i} runs on port {8000 + i}." for i in range(4)]
+    twice = shorten_messages([f"{plan}.", *older, f"{plan}. {fact}"], 35, COUNT)
+    assert plan in twice and fact not in twice
+    once = shorten_messages(["ok", *older, f"{plan}. {fact}"], 35, COUNT)
+    assert plan not in once and fact in once
