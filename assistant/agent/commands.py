@@ -8,6 +8,8 @@ import shlex
 from dataclasses import dataclass
 from typing import Any, Literal, cast, get_args
 
+from assistant.config import MODE_NAMES
+
 AppCommandName = Literal["help", "clear", "compact", "model", "mode", "resume", "export"]
 
 
@@ -46,7 +48,7 @@ COMMANDS: tuple[CommandSpec, ...] = (
     CommandSpec("/compact", "[focus]", "summarize older messages now", "app"),
     CommandSpec("/clear", "", "start a new, empty chat", "app"),
     CommandSpec("/model", "[name]", "show or switch the model", "app"),
-    CommandSpec("/mode", "[local|standard]", "show or switch the context policy", "app"),
+    CommandSpec("/mode", f"[{'|'.join(MODE_NAMES)}]", "show or switch the context policy", "app"),
     CommandSpec("/resume", "[id]", "reopen an earlier chat", "app"),
     CommandSpec("/export", "[path.md|path.json]", "save this chat as Markdown or JSON", "app"),
     CommandSpec("/help", "", "this list", "app"),

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from assistant.agent.commands import HELP_TEXT, AppCommand
+from assistant.config import MODE_NAMES, Mode
 from assistant.llm.registry import load_registry
 from assistant.service import chats
 from assistant.service.events import ChatPickerRequested, ExportPathNeeded
@@ -59,10 +60,10 @@ class AppCommands:
     def mode(self, arg: str) -> None:
         s = self.service
         arg = arg.lower()
-        if arg in ("local", "standard"):
-            s.apply_settings(s.settings.model_copy(update={"mode": arg}))
+        if arg in MODE_NAMES:
+            s.apply_settings(s.settings.model_copy(update={"mode": Mode(arg)}))
         elif arg:
-            s.notice("error", "Usage: /mode local or /mode standard")
+            s.notice("error", "Usage: " + " or ".join(f"/mode {name}" for name in MODE_NAMES))
             return
         trained = s.model.info.trained_context if s.model.info else None
         policy = (s.model.engine.controller.policy() if s.model.engine is not None

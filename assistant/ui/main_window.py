@@ -32,7 +32,7 @@ from assistant.compaction.events import (
     PruneEvent,
     context_line,
 )
-from assistant.config import Settings
+from assistant.config import Mode, Settings
 from assistant.llm.context_probe import measured_context
 from assistant.llm.registry import Registry, model_path
 from assistant.service import events as sev
@@ -503,7 +503,7 @@ class MainWindow(WindowDialogs):
         # The engine's policy holds the measured target beside the window (the hard limit).
         policy = (c.model.engine.controller.policy() if c.model.engine is not None
                   else c.settings.effective_policy(trained))
-        self.mode_label.setText(f"{c.settings.mode.capitalize()} mode")
+        self.mode_label.setText(f"{Mode(c.settings.mode).label} mode")
         self.mode_label.setToolTip(policy.describe())
         self.context_bar.set_policy_text(policy.describe())
 
