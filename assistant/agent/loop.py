@@ -26,7 +26,7 @@ from assistant.agent.events import (
     TurnFinished,
 )
 from assistant.agent.overflow import overflow_message
-from assistant.agent.progress_guard import REPEAT_RESULT, ProgressGuard
+from assistant.agent.progress_guard import REPEAT_RESULT, ProgressGuard, with_answer_request
 from assistant.agent.tool_steps import CANCELLED_RESULT, ToolRunner, result_message
 from assistant.agent.usage import context_usage, reply_figures
 from assistant.compaction.events import ContextEvent
@@ -68,12 +68,6 @@ NO_TOOLS_NOTE = (
     "This model cannot use the file tools reliably, so it answers only from the chat: use "
     "/read FILE to show it a file, or pick Qwen2.5 Coder in Models (Ctrl+M) to let the "
     "assistant read and write files itself."
-)
-#: Added to the system prompt of the turn's last call, made without the tools: shown no
-#: tools, Qwen2.5-Coder 1.5B said it could not create files right after it had.
-ANSWER_FROM_RESULTS = (
-    "\n\nThe tool calls above were carried out; their results are shown after them. Tell "
-    "the user what was done or found, from those results."
 )
 #: Stop sequence for the text protocol: a model must not write the tool result itself.
 TEXT_PROTOCOL_STOP = ("[Tool result:",)
@@ -333,9 +327,9 @@ class Agent:
                 self._append(conv, Message(role="assistant", content=text, figures=figures))
                 return False, None
             if all(p.error is None and guard.is_repeat(p.call) for p in calls):
-                # Only calls it already made: asked without the tools, a small model answers
-                # from the results (docs/ARCHITECTURE.md, "Turns that go round").
-                return self._answer_without_tools(conv, settings, cancel, calls[0].call.name)
+                # Only calls it already made: asked for the answer in so many words, a small
+                # model answers from the results (docs/ARCHITECTURE.md, "Turns that go round").
+                return self._answer_from_results(conv, settings, cancel, calls[0].call.name)
             self._append(conv, Message(role="assistant", content=parsed.content,
                                        tool_calls=[p.call for p in calls], figures=figures))
             results = self._run_calls(conv, calls, cancel, "model", guard)
@@ -352,17 +346,16 @@ class Agent:
                                   "limit). Send a message to let the assistant continue."))
                 return False, None
 
-    def _answer_without_tools(
+    def _answer_from_results(
         self, conv: Conversation, settings: Settings, cancel: CancelToken, tool: str
     ) -> tuple[bool, str | None]:
-        """The turn's last call, with no tools offered: the answer from the results above.
-        A call it writes anyway is not run; with no words besides, the turn ends with a
-        note."""
-        call = CallRequest(conv, settings.system_prompt + ANSWER_FROM_RESULTS, [], cancel)
-        start = time.perf_counter()
+        """The turn's last call: the prompt so far and :data:`ANSWER_FROM_RESULTS` (its prefix
+        stays cached). A call it writes anyway is not run; no words: a note ends the turn."""
+        tools, start = self.offered_tools(), time.perf_counter()
+        call = CallRequest(conv, settings.system_prompt, tools, cancel)
         try:
-            prepared = self.controller.prepare(call)
-            text, result, ttft = self._generate(prepared, [], settings, cancel, start)
+            prepared = with_answer_request(self.backend, self.controller.prepare(call), tools)
+            text, result, ttft = self._generate(prepared, tools, settings, cancel, start)
         except GenerationCancelled:
             return True, None
         except (LLMError, StreamFailed) as exc:

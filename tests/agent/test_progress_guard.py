@@ -7,7 +7,12 @@ from collections.abc import Callable
 from pathlib import Path
 
 from assistant.agent.events import Notice, ToolCallStarted
-from assistant.agent.progress_guard import REPEAT_RESULT, ProgressGuard, call_signature
+from assistant.agent.progress_guard import (
+    ANSWER_FROM_RESULTS,
+    REPEAT_RESULT,
+    ProgressGuard,
+    call_signature,
+)
 from assistant.conversation import ToolCall
 from assistant.tools.approval import ApprovalDecision
 
@@ -20,7 +25,8 @@ def test_the_same_call_again_is_answered_without_running_it(
     harness: Make, workspace: Path
 ) -> None:
     """The model reads a file, then asks for it again: the repeat is not run; the model is
-    asked once more with no tools offered, and its answer is what the user gets."""
+    asked once more, for the answer in so many words, and its answer is what the user gets
+    (the request is in that prompt only, not in the chat)."""
     (workspace / "notes.txt").write_text("Meeting: Thursday 14:30\n", encoding="utf-8")
     read = call_block("read_file", path="notes.txt")
     h = harness(read, read, "The meeting is on Thursday at 14:30.")
@@ -29,9 +35,11 @@ def test_the_same_call_again_is_answered_without_running_it(
     assert "Thursday 14:30" in h.conv.messages[2].content
     assert h.conv.messages[-1].content == "The meeting is on Thursday at 14:30."
     assert len(h.events.of(ToolCallStarted)) == 1
-    # The answer's prompt shows no tools; the calls before it did.
-    assert "read_file(" in h.backend.calls[1].prompt_text
-    assert "read_file(" not in h.backend.calls[2].prompt_text
+    # The answer's prompt is the last one and the request, so its cached prefix is kept.
+    before, answer = h.backend.calls[1].prompt_text, h.backend.calls[2].prompt_text
+    assert ANSWER_FROM_RESULTS in answer and ANSWER_FROM_RESULTS not in before
+    assert answer.startswith(before.rsplit("Meeting: Thursday 14:30", 1)[0])
+    assert all(ANSWER_FROM_RESULTS not in m.content for m in h.conv.messages)
     assert not [n for n in h.events.of(Notice) if n.level == "warning"]
 
 
@@ -61,7 +69,7 @@ def test_a_repeated_write_runs_once(harness: Make, workspace: Path) -> None:
 
 
 def test_repeating_calls_end_the_turn_with_a_plain_note(harness: Make, workspace: Path) -> None:
-    """Asked without tools, the model writes the call again and nothing else: it is not
+    """Asked for the answer, the model writes the call again and nothing else: it is not
     run, and the turn ends with a note saying what to do."""
     (workspace / "a.txt").write_text("A\n", encoding="utf-8")
     read = call_block("read_file", path="a.txt")
