@@ -236,7 +236,9 @@ class SettingsDialog(QDialog):
         outer.addWidget(
             help_label(
                 "Local suits small models with about 10k tokens of context: tight reserve, "
-                "early pruning. Standard suits large windows. Values are tokens."
+                "early pruning. Standard suits large windows; on a smaller one it keeps more "
+                "recent text (at least 40% of the window) and more tool output word for "
+                "word than Local. Values are tokens."
             )
         )
 
