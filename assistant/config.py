@@ -11,14 +11,16 @@ import shutil
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from enum import StrEnum
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Literal
 from urllib.parse import urlsplit
 
 from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
+    PlainSerializer,
     ValidationError,
     field_validator,
     model_validator,
@@ -30,7 +32,27 @@ from assistant.fieldnames import field_path, first_error
 
 SETTINGS_SCHEMA_VERSION = 1
 
-Mode = Literal["local", "standard"]
+
+
+class Mode(StrEnum):
+    """The context policies, by name: the one list argparse, the settings, the settings dialog
+    and ``/mode`` read (saved as the plain strings, so settings files are unchanged)."""
+
+    LOCAL = "local"
+    STANDARD = "standard"
+
+    @property
+    def label(self) -> str:
+        """The mode's name as the window writes it ("Local")."""
+        return self.value.capitalize()
+
+
+#: The modes' names, in the order the settings dialog, argparse and ``/mode`` list them.
+MODE_NAMES: tuple[str, ...] = tuple(m.value for m in Mode)
+
+#: A settings field holding a mode: saved as its name, also when a copy was given the plain
+#: name (``model_copy(update=...)`` does not validate).
+ModeName = Annotated[Mode, PlainSerializer(str, return_type=str)]
 
 #: A measured effective context never shrinks the window below this (or the window).
 MIN_MEASURED_WINDOW = 2_048
@@ -49,8 +71,7 @@ MAX_WINDOW = 1_048_576
 #: What the settings dialog calls each field; errors about settings use the same names.
 SETTING_LABELS: dict[str, str] = {
     "mode": "Active mode",
-    "local": "Local mode",
-    "standard": "Standard mode",
+    **{mode.value: f"{mode.label} mode" for mode in Mode},
     "window": "Context window",
     "protect": "Protect newest tool output",
     "minimum": "Prune only if it frees at least",
@@ -446,7 +467,7 @@ class Settings(BaseModel):
     model_config = ConfigDict(extra="ignore", validate_assignment=True)
 
     schema_version: int = SETTINGS_SCHEMA_VERSION
-    mode: Mode = "local"
+    mode: ModeName = Mode.LOCAL
     local: ModePolicy = Field(default_factory=default_local)
     standard: ModePolicy = Field(default_factory=default_standard)
     compaction: CompactionSwitches = Field(default_factory=CompactionSwitches)
@@ -469,7 +490,7 @@ class Settings(BaseModel):
     )
 
     def policy(self) -> ModePolicy:
-        return self.local if self.mode == "local" else self.standard
+        return self.local if self.mode == Mode.LOCAL else self.standard
 
     def effective_policy(
         self, trained_context: int | None, measured_context: int | None = None

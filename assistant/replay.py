@@ -17,7 +17,14 @@ from assistant.compaction.request import CallRequest
 from assistant.compaction.summary import ExtractiveSummarizer, ModelSummarizer, Summarizer
 from assistant.compaction.tokens import CountingBackend, TokenCounter
 from assistant.compaction.transcript import TranscriptError, load_transcript
-from assistant.config import DEFAULT_SYSTEM_PROMPT, EffectivePolicy, Mode, Settings, load_settings
+from assistant.config import (
+    DEFAULT_SYSTEM_PROMPT,
+    MODE_NAMES,
+    EffectivePolicy,
+    Mode,
+    Settings,
+    load_settings,
+)
 from assistant.conversation import Conversation, Message
 from assistant.llm.base import GenerationOptions, LLMBackend, LLMError, PromptCounter
 from assistant.textsafe import clean_text, terminal_text
@@ -45,9 +52,9 @@ def resolve_policy(mode: Mode, window: int | None, trained: int | None) -> Effec
     policy = settings.policy()
     if window is not None and window > policy.window:
         policy = policy.model_copy(update={"window": window})
-    eff = policy.effective(mode, trained)
+    eff = policy.effective(settings.mode, trained)
     if window is not None and window < eff.window:
-        eff = policy.effective(mode, window)
+        eff = policy.effective(settings.mode, window)
     return eff
 
 
@@ -247,7 +254,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="Replay an OpenAI-format JSONL transcript through the context pipeline.",
     )
     parser.add_argument("file", type=Path, help="one OpenAI-format message per line")
-    parser.add_argument("--mode", choices=["local", "standard"], default="local")
+    parser.add_argument("--mode", choices=MODE_NAMES, default=Mode.LOCAL.value)
     parser.add_argument("--window", type=int, default=None, help="context window override")
     parser.add_argument(
         "--summarizer",

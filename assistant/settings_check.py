@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from assistant.config import Mode, Settings, setting_name
+from assistant.config import MODE_NAMES, Mode, Settings, setting_name
 
 #: Largest share of the context window the system prompt may take.
 SYSTEM_PROMPT_SHARE = 0.25
@@ -37,7 +37,7 @@ def check_against_model(
     if trained_context:
         server = settings.engine.kind == "server"
         limit_is = "the server's window" if server else "this model was trained on"
-        for name in ("local", "standard"):
+        for name in MODE_NAMES:
             window = getattr(settings, name).window
             if window > trained_context:
                 notes.append(

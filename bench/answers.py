@@ -186,7 +186,7 @@ def session_transcript(path: Path, *, limit: int | None = None) -> Transcript:
         raise QuestionsError(f"{qpath}: " + "; ".join(problems[:5]))
     if limit is not None:
         questions = spread(questions, limit)
-    return Transcript(path.stem, "real session", "local", system or DEFAULT_SYSTEM_PROMPT,
+    return Transcript(path.stem, "real session", Mode.LOCAL, system or DEFAULT_SYSTEM_PROMPT,
                       messages, questions)
 
 

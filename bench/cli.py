@@ -38,7 +38,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from assistant.config import Settings
+from assistant.config import Mode, Settings
 from assistant.llm.base import KVCacheAware, LLMBackend, LLMError
 
 from .answers import TranscriptRun
@@ -767,7 +767,7 @@ def _real_sessions(
         return
     done = {(r.session, r.strategy, r.mode, r.summarizer) for r in result.real_sessions}
     for path in files:
-        for mode in ("local", "standard"):
+        for mode in Mode:
             for strategy in strategies:
                 if (path.stem, strategy, mode, "extractive") in done:
                     continue

@@ -33,7 +33,7 @@ from assistant.compaction.recall import Recall
 from assistant.compaction.request import CallRequest
 from assistant.compaction.summary import ExtractiveSummarizer, ModelSummarizer
 from assistant.compaction.tokens import CountingBackend, TokenCounter
-from assistant.config import CompactionSwitches, EffectivePolicy, default_local
+from assistant.config import CompactionSwitches, EffectivePolicy, Mode, default_local
 from assistant.conversation import CompactionReason, Conversation, Message, ToolCall
 from assistant.llm.base import GenerationOptions, LLMBackend, PromptCounter
 from assistant.sessions.recall_index import MemoryIndexes
@@ -81,7 +81,7 @@ def measure_policy(
     calls: int = 200,
 ) -> dict[str, Any]:
     """Median milliseconds per call; see the module docstring."""
-    pol = policy or default_local().effective("local", None)
+    pol = policy or default_local().effective(Mode.LOCAL, None)
     be: PromptCounter = backend or CountingBackend(window=pol.window)
     counter = TokenCounter(be)
     conv = synthetic_conversation(counter, int(pol.window * fill))
@@ -149,7 +149,7 @@ def summary_prefill(
     backend: LLMBackend, *, policy: EffectivePolicy | None = None, warm: bool = True
 ) -> dict[str, Any]:
     """Compact a synthetic full chat once with the model; report time and prefill tokens."""
-    pol = policy or default_local().effective("local", backend.info.trained_context)
+    pol = policy or default_local().effective(Mode.LOCAL, backend.info.trained_context)
     counter = TokenCounter(backend)
     conv = synthetic_conversation(counter, int(pol.window * 0.95))
     summarizer = ModelSummarizer(backend, counter)

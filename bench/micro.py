@@ -27,7 +27,7 @@ from typing import Any, Literal
 
 from assistant.compaction.recall import SEARCH_LIMIT, Recall, distinctive
 from assistant.compaction.tokens import CountingBackend, TokenCounter
-from assistant.config import DEFAULT_SYSTEM_PROMPT, default_local
+from assistant.config import DEFAULT_SYSTEM_PROMPT, Mode, default_local
 from assistant.conversation import Conversation, Message
 from assistant.llm.base import GenerationOptions, GenerationResult, KVCacheAware, LLMBackend
 from assistant.llm.llama_backend import LlamaBackend
@@ -106,7 +106,7 @@ def generation_speed(
 
 def policy_time(backend: LLMBackend | None, *, calls: int = 100) -> dict[str, Any]:
     """Per-call policy time at a full 10,000-token local window (just below compaction)."""
-    pol = default_local().effective("local", None)
+    pol = default_local().effective(Mode.LOCAL, None)
     fill = (pol.window - pol.reserve) / pol.window - 0.01
     return measure_policy(backend, policy=pol, fill=fill, calls=calls)
 

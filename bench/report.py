@@ -21,7 +21,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from assistant.config import default_local
+from assistant.config import Mode, default_local
 
 from . import perf_report
 from .answers import TranscriptRun
@@ -530,7 +530,7 @@ def _notices(result: BenchResult, workload: str) -> str:
     return ("Notices during the runs:\n\n" + "\n".join(lines)) if lines else ""
 
 
-_QUICK_POLICY = default_local().effective("local", QUICK_LOCAL_WINDOW)
+_QUICK_POLICY = default_local().effective(Mode.LOCAL, QUICK_LOCAL_WINDOW)
 QUICK_NOTE = (
     f"**This is a quick run**: the local workloads run in a {QUICK_LOCAL_WINDOW:,}-token "
     f"window and W4 in {QUICK_STANDARD_WINDOW:,} tokens (the model is presented as trained on "

@@ -295,7 +295,7 @@ def load_workload(path: Path) -> Workload:
     return Workload(
         name=str(side.get("name", path.stem)),
         title=str(side.get("title", path.stem)),
-        mode=side.get("mode", "local"),
+        mode=Mode(side.get("mode", Mode.LOCAL)),
         seed=int(side.get("seed", 0)),
         quick=bool(side.get("quick", False)),
         nominal_window=int(side.get("nominal_window", LOCAL_WINDOW)),
@@ -586,7 +586,7 @@ def _tool_heavy(
 
 def _w1(seed: int, quick: bool, root: Path) -> Workload:
     size = SIZES["W1", quick]
-    wl = Workload("W1", "W1 tool-heavy (local)", "local", seed, quick, size.window)
+    wl = Workload("W1", "W1 tool-heavy (local)", Mode.LOCAL, seed, quick, size.window)
     gen = _Gen(f"W1:{seed}")
     _tool_heavy(wl, root, gen, turns=size.turns, file_min=size.low, file_max=size.high)
     return wl
@@ -594,7 +594,7 @@ def _w1(seed: int, quick: bool, root: Path) -> Workload:
 
 def _w2(seed: int, quick: bool, root: Path) -> Workload:
     size = SIZES["W2", quick]
-    wl = Workload("W2", "W2 plain chat (local)", "local", seed, quick, size.window)
+    wl = Workload("W2", "W2 plain chat (local)", Mode.LOCAL, seed, quick, size.window)
     gen = _Gen(f"W2:{seed}")
     b = _Builder(wl, root)
     turns = size.turns
@@ -627,7 +627,7 @@ def _w2(seed: int, quick: bool, root: Path) -> Workload:
 
 def _w3(seed: int, quick: bool, root: Path) -> Workload:
     size = SIZES["W3", quick]
-    wl = Workload("W3", "W3 oversized tool output (local)", "local", seed, quick, size.window)
+    wl = Workload("W3", "W3 oversized tool output (local)", Mode.LOCAL, seed, quick, size.window)
     gen = _Gen(f"W3:{seed}")
     b = _Builder(wl, root)
     taken: set[str] = set()
@@ -682,7 +682,7 @@ def _data_file(gen: _Gen, chars: int) -> tuple[str, list[tuple[int, str]]]:
 
 def _w5(seed: int, quick: bool, root: Path) -> Workload:
     size = SIZES["W5", quick]
-    wl = Workload("W5", "W5 read, then ask (local)", "local", seed, quick, size.window)
+    wl = Workload("W5", "W5 read, then ask (local)", Mode.LOCAL, seed, quick, size.window)
     gen = _Gen(f"W5:{seed}")
     b = _Builder(wl, root)
     text, facts = _constraints(gen, 1)
@@ -711,7 +711,7 @@ def _w5(seed: int, quick: bool, root: Path) -> Workload:
 def _w4(seed: int, quick: bool, root: Path) -> Workload:
     size = SIZES["W4", quick]
     title = f"W4 tool-heavy (standard, {size.window // 1024}k)"
-    wl = Workload("W4", title, "standard", seed, quick, size.window)
+    wl = Workload("W4", title, Mode.STANDARD, seed, quick, size.window)
     gen = _Gen(f"W4:{seed}")
     _tool_heavy(wl, root, gen, turns=size.turns, file_min=size.low, file_max=size.high)
     return wl

@@ -9,7 +9,16 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
-from assistant.config import ModePolicy, Settings, default_local, load_settings, save_settings
+from assistant.config import (
+    MODE_NAMES,
+    SETTING_LABELS,
+    Mode,
+    ModePolicy,
+    Settings,
+    default_local,
+    load_settings,
+    save_settings,
+)
 
 
 def test_defaults_match_the_design_card() -> None:
@@ -234,3 +243,59 @@ def test_the_first_run_uses_the_registry_default(monkeypatch: pytest.MonkeyPatch
     monkeypatch.setattr(config, "DEFAULT_MODEL", PRODUCT_DEFAULT_MODEL)
     assert Settings().model == registry.default
     assert registry.small == "smollm2-135m-instruct" and registry.get(registry.small)
+
+
+def test_one_list_of_modes_feeds_settings_labels_and_both_command_lines() -> None:
+    """Issue 42: the mode names are spelled once (``Mode``); argparse, the labels and
+    ``/mode``'s usage read them."""
+    from assistant.agent.commands import COMMANDS
+    from assistant.cli.chat import _parser as chat_parser
+    from assistant.replay import build_parser as replay_parser
+
+    assert MODE_NAMES == ("local", "standard")
+    assert [SETTING_LABELS[name] for name in MODE_NAMES] == ["Local mode", "Standard mode"]
+    for parser in (chat_parser(), replay_parser()):
+        action = next(a for a in parser._actions if a.dest == "mode")
+        assert [str(choice) for choice in action.choices or ()] == list(MODE_NAMES)
+    args = replay_parser().parse_args(["chat.jsonl", "--mode", "standard"])
+    assert Settings(mode=args.mode).mode is Mode.STANDARD
+    assert replay_parser().parse_args(["chat.jsonl"]).mode == Mode.LOCAL
+    with pytest.raises(SystemExit):
+        chat_parser().parse_args(["--mode", "huge"])
+    mode_spec = next(c for c in COMMANDS if c.command == "/mode")
+    assert mode_spec.arguments == "[local|standard]"
+
+
+@pytest.mark.parametrize("name", ["local", "standard"])
+def test_settings_files_with_the_mode_names_load_and_save_unchanged(
+    tmp_path: Path, name: str
+) -> None:
+    """A settings file written before the enum (the mode a plain string) loads, and is
+    written back with the same string."""
+    path = tmp_path / "settings.json"
+    path.write_text(json.dumps({"schema_version": 1, "mode": name}), encoding="utf-8")
+    loaded = load_settings(path)
+    assert loaded.notice is None
+    assert loaded.settings.mode == name and loaded.settings.mode is Mode(name)
+    save_settings(loaded.settings, path)
+    assert json.loads(path.read_text(encoding="utf-8"))["mode"] == name
+    assert f'"mode": "{name}"' in path.read_text(encoding="utf-8")
+
+
+def test_an_unknown_mode_in_a_settings_file_is_reported(tmp_path: Path) -> None:
+    path = tmp_path / "settings.json"
+    path.write_text(json.dumps({"mode": "huge"}), encoding="utf-8")
+    loaded = load_settings(path)
+    assert loaded.notice is not None and "'local' or 'standard'" in loaded.notice
+    assert loaded.settings.mode is Mode.LOCAL
+
+
+def test_a_copy_given_the_plain_mode_name_saves_it(tmp_path: Path) -> None:
+    """``model_copy(update=...)`` does not validate: a face (or the dialog's preview) that
+    hands the plain name gets it saved as before, without a serializer warning."""
+    path = tmp_path / "settings.json"
+    copy = Settings().model_copy(update={"mode": "standard"})
+    save_settings(copy, path)
+    assert json.loads(path.read_text(encoding="utf-8"))["mode"] == "standard"
+    assert load_settings(path).settings.mode is Mode.STANDARD
+    assert copy.policy() == copy.standard

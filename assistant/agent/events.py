@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
+from assistant.agent.commands import HelpRow
 from assistant.compaction.events import ContextEvent
 from assistant.conversation import Message, ToolCall
 from assistant.llm.base import GenerationResult
@@ -34,6 +35,9 @@ class ToolCallStarted:
 class Notice:
     level: Literal["info", "warning", "error"]
     text: str
+    #: A table (``/help``): its rows, for a face that lays out the columns itself; ``text``
+    #: holds them as lines lined up with spaces.
+    rows: tuple[HelpRow, ...] = ()
 
 
 @dataclass(frozen=True)

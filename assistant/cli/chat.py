@@ -27,7 +27,7 @@ from assistant.agent.events import (
     TurnFinished,
 )
 from assistant.compaction.events import CompactionStarted, context_line
-from assistant.config import Settings, load_settings
+from assistant.config import MODE_NAMES, Settings, load_settings
 from assistant.conversation import Conversation, Message, ToolCall
 from assistant.llm.openai_backend import ServerBackend
 from assistant.llm.worker import InlineExecutor, ModelWorker, default_factory
@@ -185,7 +185,7 @@ def _parser() -> argparse.ArgumentParser:
         "--server-window", type=int, metavar="N",
         help="the server's context window when it does not report it",
     )
-    parser.add_argument("--mode", choices=["local", "standard"])
+    parser.add_argument("--mode", choices=MODE_NAMES)
     parser.add_argument("--workspace", help="folder the tools may read and change")
     parser.add_argument(
         "--yes", nargs="?", const="all", action="append", metavar="SCOPE",

@@ -3,10 +3,13 @@ as the service runs them for both faces; one that needs the face's help is an ev
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from assistant.agent.commands import HELP_TEXT, AppCommand
+from assistant.agent.commands import HELP_ROWS, HELP_TEXT, AppCommand
+from assistant.agent.events import Notice
+from assistant.config import MODE_NAMES, Mode
 from assistant.llm.registry import load_registry
 from assistant.service import chats
 from assistant.service.events import ChatPickerRequested, ExportPathNeeded
@@ -23,14 +26,22 @@ class AppCommands:
         self.service = service
         self.extra_help = extra_help
 
+    def handlers(self) -> dict[str, Callable[[str], None]]:
+        """The handler of each app command of the table (``/compact`` is a model job)."""
+        return {
+            "help": self.help, "clear": self.clear, "model": self.model, "mode": self.mode,
+            "resume": self.resume, "export": self.export,
+        }
+
     def run(self, command: AppCommand) -> None:
-        if command.name == "compact":  # pragma: no cover - a model job, never sent here
-            raise ValueError("/compact is not an app command")
-        getattr(self, command.name)(command.argument.strip())
+        handler = self.handlers().get(command.name)
+        if handler is None:  # pragma: no cover - /compact, a model job, is never sent here
+            raise ValueError(f"/{command.name} is not an app command")
+        handler(command.argument.strip())
 
     def help(self, _arg: str) -> None:
         text = HELP_TEXT + (f"\n\n{self.extra_help}" if self.extra_help else "")
-        self.service.notice("info", text)
+        self.service.emit(Notice("info", text, rows=HELP_ROWS))
 
     def clear(self, _arg: str) -> None:
         self.service.new_chat()
@@ -59,10 +70,10 @@ class AppCommands:
     def mode(self, arg: str) -> None:
         s = self.service
         arg = arg.lower()
-        if arg in ("local", "standard"):
-            s.apply_settings(s.settings.model_copy(update={"mode": arg}))
+        if arg in MODE_NAMES:
+            s.apply_settings(s.settings.model_copy(update={"mode": Mode(arg)}))
         elif arg:
-            s.notice("error", "Usage: /mode local or /mode standard")
+            s.notice("error", "Usage: " + " or ".join(f"/mode {name}" for name in MODE_NAMES))
             return
         trained = s.model.info.trained_context if s.model.info else None
         policy = (s.model.engine.controller.policy() if s.model.engine is not None

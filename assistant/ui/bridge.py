@@ -1,23 +1,36 @@
 """The bridge from the session service to Qt: every service event, posted from the worker
-or the GUI thread, becomes a typed signal on the GUI thread, in the order the events
-happened. Streamed text is batched into one signal about every 30 ms, so the reply grows
-without a repaint per token.
+or the GUI thread, reaches its handler on the GUI thread, in the order the events happened.
+Streamed text is batched into one :class:`AssistantDelta` about every 30 ms, so the reply
+grows without a repaint per token.
+
+The routes are keyed by the event types of the union itself (:data:`EVENT_TYPES`): a face
+registers a handler per type with :meth:`ServiceBridge.on` (or says it does not show a type
+with :meth:`ServiceBridge.ignore`), and an event of a type with no route raises
+:class:`UnroutedEvent` instead of vanishing (a test checks that the window routes them all).
 """
 
 from __future__ import annotations
 
-import re
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar, get_args
 
-from PySide6.QtCore import QObject, QTimer, Signal, Slot
+from PySide6.QtCore import QObject, Qt, QThread, QTimer, Signal, Slot
 
 from assistant.agent.events import AssistantDelta
 from assistant.service.events import ServiceEvent
 
 FLUSH_MS = 30
+
+#: Every event type the service posts, from the union itself.
+EVENT_TYPES: tuple[type, ...] = get_args(ServiceEvent)
+
+E = TypeVar("E")
+
+
+class UnroutedEvent(LookupError):
+    """An event reached the bridge for a type no handler was registered for."""
 
 
 @dataclass(frozen=True)
@@ -27,35 +40,14 @@ class _Sealed:
     text: str
 
 
-def signal_name(event_type: type) -> str:
-    """The signal an event type is emitted by: its name in snake case."""
-    return re.sub(r"(?<!^)(?=[A-Z])", "_", event_type.__name__).lower()
+def _ignore(_event: object) -> None:
+    """The route of an event type a face does not show."""
 
 
 class ServiceBridge(QObject):
-    """Service events in, Qt signals out (on the GUI thread): each event is emitted by the
-    signal named after its type (``MessageAdded`` by ``message_added``); the window connects
-    to those it shows. Streamed text comes batched, by :attr:`assistant_delta`."""
-
-    assistant_delta = Signal(str)
-    message_added = Signal(object)
-    tool_call_started = Signal(object)
-    notice = Signal(object)
-    context_usage = Signal(object)
-    context_changed = Signal(object)
-    turn_finished = Signal(object)
-    status_changed = Signal(object)
-    queue_changed = Signal(object)
-    chats_changed = Signal(object)
-    conversation_reset = Signal(object)
-    model_changed = Signal(object)
-    settings_changed = Signal(object)
-    export_path_needed = Signal(object)
-    chat_picker_requested = Signal(object)
-    prefill_progress = Signal(object)
-    reply_stats = Signal(object)
-    model_switch_suggested = Signal(object)
-    message_refused = Signal(object)
+    """Service events in, handler calls out (on the GUI thread): :meth:`on` routes one event
+    type of :data:`EVENT_TYPES` to a handler; streamed text comes batched, as one
+    :class:`AssistantDelta` per flush."""
 
     _event = Signal(object)
     _kick = Signal()
@@ -65,16 +57,42 @@ class ServiceBridge(QObject):
         super().__init__(parent)
         self._lock = threading.Lock()
         self._pending: list[str] = []
+        self._routes: dict[type, list[Callable[[Any], object]]] = {}
         #: Events (and sealed text) queued for the GUI thread and not dispatched yet.
         self._in_flight = 0
         self._closed = False
         self._timer = QTimer(self, singleShot=True, interval=flush_ms)
         self._timer.timeout.connect(self.flush)
-        self._event.connect(self._dispatch)
+        self._event.connect(self._dispatch, Qt.ConnectionType.QueuedConnection)
         self._kick.connect(self._start_timer)
         self._call.connect(self._run_call)
         #: How many batched delta signals were emitted (tests check batching).
         self.flushes = 0
+
+    # -- routes (GUI thread) -----------------------------------------------------------
+    def on(self, event_type: type[E], handler: Callable[[E], object]) -> None:
+        """Call ``handler`` with each event of ``event_type`` (after those added before)."""
+        if event_type not in EVENT_TYPES:
+            raise TypeError(f"{event_type.__name__} is not a service event")
+        self._routes.setdefault(event_type, []).append(handler)
+
+    def ignore(self, *event_types: type) -> None:
+        """Route ``event_types`` nowhere, on purpose (a face that does not show them)."""
+        for event_type in event_types:
+            self.on(event_type, _ignore)
+
+    def routed(self, event_type: type) -> bool:
+        """Whether events of ``event_type`` have a route (a handler or :meth:`ignore`)."""
+        return bool(self._routes.get(event_type))
+
+    def deliver(self, event: ServiceEvent) -> None:
+        """Hand ``event`` to its handlers now (GUI thread; :meth:`post` queues it)."""
+        handlers = self._routes.get(type(event))
+        if not handlers:
+            raise UnroutedEvent(f"no route for {type(event).__name__}: register one with "
+                                "ServiceBridge.on, or ServiceBridge.ignore")
+        for handler in list(handlers):
+            handler(event)
 
     # -- any thread --------------------------------------------------------------------
     def post(self, event: ServiceEvent) -> None:
@@ -89,12 +107,31 @@ class ServiceBridge(QObject):
                 if first:
                     self._kick.emit()
                 return
+            if self._deliver_now(event):
+                return
             self._seal()
             with self._lock:
                 self._in_flight += 1
             self._event.emit(event)
         except RuntimeError:  # the bridge was deleted while the worker still ran
             self._closed = True
+
+    def _deliver_now(self, event: ServiceEvent) -> bool:
+        """On the GUI thread with nothing queued: deliver the streamed text and ``event`` at
+        once. Otherwise (``False``) they go behind the queued events, in order: a direct
+        emission would overtake events the worker queued before."""
+        if QThread.currentThread() is not self.thread():
+            return False
+        with self._lock:
+            if self._in_flight:
+                return False
+            text = "".join(self._pending)
+            self._pending.clear()
+        if text:
+            self.flushes += 1
+            self.deliver(AssistantDelta(text))
+        self.deliver(event)
+        return True
 
     def call_in_gui(self, fn: Callable[[], Any]) -> None:
         """Run ``fn`` on the GUI thread, after every event posted before it."""
@@ -129,8 +166,8 @@ class ServiceBridge(QObject):
 
     @Slot()
     def flush(self) -> None:
-        """Emit the streamed text collected so far as one signal (once every event posted
-        before it has been shown)."""
+        """Deliver the streamed text collected so far as one :class:`AssistantDelta` (once
+        every event posted before it has been shown)."""
         with self._lock:
             if self._in_flight:
                 text = ""
@@ -142,7 +179,7 @@ class ServiceBridge(QObject):
             self._timer.start()
         if text:
             self.flushes += 1
-            self.assistant_delta.emit(text)
+            self.deliver(AssistantDelta(text))
 
     @Slot(object)
     def _run_call(self, fn: Callable[[], Any]) -> None:
@@ -157,10 +194,6 @@ class ServiceBridge(QObject):
             return
         if isinstance(event, _Sealed):
             self.flushes += 1
-            self.assistant_delta.emit(event.text)
+            self.deliver(AssistantDelta(event.text))
             return
-        # Events the window does not show have no signal (PromptProgress: the service
-        # shows it as its PrefillProgress).
-        signal = getattr(self, signal_name(type(event)), None)
-        if signal is not None:
-            signal.emit(event)
+        self.deliver(event)

@@ -361,8 +361,8 @@ class ChatView(QScrollArea):
             self.cards[call.id] = card
             self._append(card)
 
-    def add_notice(self, level: str, text: str) -> NoticeWidget:
-        widget = NoticeWidget(level, text)
+    def add_notice(self, level: str, text: str, *, table: bool = False) -> NoticeWidget:
+        widget = NoticeWidget(level, text, table=table)
         self._append(widget)
         return widget
 

@@ -22,6 +22,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from assistant.agent import events as ev
 from assistant.agent.events import ContextUsage, MessageRefused
 from assistant.compaction.events import (
     CompactionFailed,
@@ -31,9 +32,10 @@ from assistant.compaction.events import (
     PruneEvent,
     context_line,
 )
-from assistant.config import Settings
+from assistant.config import Mode, Settings
 from assistant.llm.context_probe import measured_context
 from assistant.llm.registry import Registry, model_path
+from assistant.service import events as sev
 from assistant.service.events import ModelChanged, PrefillProgress, SettingsChanged
 from assistant.service.measure import measure_effective_context
 from assistant.service.model_guide import guide_text, model_guide
@@ -243,30 +245,40 @@ class MainWindow(WindowDialogs):
         if app is not None:
             app.installEventFilter(self.drop_handler)
             app.installEventFilter(self.focus_keeper)
-        b.message_added.connect(lambda event: self.chat_view.add_message(event.message))
-        b.assistant_delta.connect(self.chat_view.append_delta)
-        b.tool_call_started.connect(lambda event: self.chat_view.tool_call_started(event.call))
-        b.notice.connect(lambda notice: self.show_notice(notice.level, notice.text))
-        b.context_usage.connect(self._context_usage)
-        b.context_changed.connect(lambda event: self._context_changed(event.event))
-        b.turn_finished.connect(lambda event: self.chat_view.end_streaming(stopped=event.stopped))
-        b.status_changed.connect(lambda event: self._status_changed(event.status))
-        b.queue_changed.connect(lambda _event: self._update_composer())
-        b.chats_changed.connect(lambda _event: self._refresh_chats())
-        b.conversation_reset.connect(lambda _event: self._render_conversation())
-        b.conversation_reset.connect(
-            lambda _e: self.damage_banner.show_for(self.service.chat.handle))
         self.damage_banner.repair_requested.connect(self.service.repair_chat)
-        b.model_changed.connect(self._model_changed)
-        b.settings_changed.connect(self._settings_changed)
-        b.prefill_progress.connect(self._prefill_progress)
-        b.reply_stats.connect(lambda stats: self.chat_view.set_reply_footer(stats_text(stats)))
-        b.model_switch_suggested.connect(self._model_switch_suggested)
-        b.message_refused.connect(self._message_refused)
         self.sidebar.options_requested.connect(self._chat_options_for)
         self.sidebar.searcher = c.search_chats
-        b.export_path_needed.connect(lambda event: self._choose_export_path(event.suggested))
-        b.chat_picker_requested.connect(lambda _event: self.sidebar.focus_search())
+        self._route_events(b)
+
+    def _route_events(self, b: ServiceBridge) -> None:
+        """One route per service event type (tests/ui/test_bridge_routes.py checks them all)."""
+        b.on(ev.MessageAdded, lambda event: self.chat_view.add_message(event.message))
+        b.on(ev.AssistantDelta, lambda event: self.chat_view.append_delta(event.text))
+        b.on(ev.ToolCallStarted, lambda event: self.chat_view.tool_call_started(event.call))
+        b.on(ev.Notice, lambda notice: self.show_notice(notice.level, notice.text,
+                                                        table=bool(notice.rows)))
+        b.on(ev.ContextUsage, self._context_usage)
+        b.on(ev.ContextChanged, lambda event: self._context_changed(event.event))
+        b.on(ev.TurnFinished, lambda event: self.chat_view.end_streaming(stopped=event.stopped))
+        b.on(sev.StatusChanged, lambda event: self._status_changed(event.status))
+        b.on(sev.QueueChanged, lambda _event: self._update_composer())
+        b.on(sev.ChatsChanged, lambda _event: self._refresh_chats())
+        b.on(sev.ConversationReset, lambda _event: self._render_conversation())
+        b.on(sev.ConversationReset,
+             lambda _e: self.damage_banner.show_for(self.service.chat.handle))
+        b.on(sev.ModelChanged, self._model_changed)
+        b.on(sev.SettingsChanged, self._settings_changed)
+        b.on(sev.PrefillProgress, self._prefill_progress)
+        b.on(sev.ReplyStats, lambda stats: self.chat_view.set_reply_footer(stats_text(stats)))
+        b.on(sev.ModelSwitchSuggested, self._model_switch_suggested)
+        b.on(ev.MessageRefused, self._message_refused)
+        b.on(sev.ExportPathNeeded, lambda event: self._choose_export_path(event.suggested))
+        b.on(sev.ChatPickerRequested, lambda _event: self.sidebar.focus_search())
+        # Not shown in the window: the prompt's progress comes again as PrefillProgress, a
+        # call's figures as ReplyStats; a restored state and the prefill settings are lines
+        # for the terminal chat.
+        b.ignore(ev.PromptProgress, ev.ModelCallFinished, sev.ModelStateRestored,
+                 sev.PrefillTuned)
 
     # -- chats -------------------------------------------------------------------------
     def _refresh_chats(self) -> None:
@@ -492,7 +504,7 @@ class MainWindow(WindowDialogs):
         # The engine's policy holds the measured target beside the window (the hard limit).
         policy = (c.model.engine.controller.policy() if c.model.engine is not None
                   else c.settings.effective_policy(trained))
-        self.mode_label.setText(f"{c.settings.mode.capitalize()} mode")
+        self.mode_label.setText(f"{Mode(c.settings.mode).label} mode")
         self.mode_label.setToolTip(policy.describe())
         self.context_bar.set_policy_text(policy.describe())
 

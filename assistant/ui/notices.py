@@ -6,7 +6,6 @@ summary the model receives); and the banners over the chat (:class:`Banner`)."""
 from __future__ import annotations
 
 import html
-import re
 import time
 from typing import ClassVar
 
@@ -23,21 +22,17 @@ from assistant.ui.parts import action_button, hbox, new_label, push_button, styl
 from assistant.ui.theme import mono_font
 from assistant.ui.wrap_button import WrapButton
 
-_COLUMN_LINE = re.compile(r"^ {2,}\S.*?\S {2,}\S")
-
-
-def is_columns(text: str) -> bool:
-    """Text laid out in columns with spaces (a command list), which a proportional font
-    would misalign."""
-    return sum(1 for line in text.splitlines() if _COLUMN_LINE.match(line)) >= 3
-
 
 class NoticeWidget(QFrame):
-    """A one-paragraph notice; ``level`` is info, warning or error."""
+    """A one-paragraph notice; ``level`` is info, warning or error. A table (``/help``'s
+    rows, laid out in ``text`` with spaces) is shown in a fixed-width font, which keeps
+    its columns lined up."""
 
     PREFIX: ClassVar[dict[str, str]] = {"info": "ℹ", "warning": "⚠", "error": "✖"}
 
-    def __init__(self, level: str, text: str, parent: QWidget | None = None) -> None:
+    def __init__(
+        self, level: str, text: str, parent: QWidget | None = None, *, table: bool = False
+    ) -> None:
         super().__init__(parent)
         self.level = level
         self.setObjectName("Notice")
@@ -48,7 +43,7 @@ class NoticeWidget(QFrame):
         layout.addWidget(icon)
         self.label = new_label(text, wrap=True, selectable=True)
         self.label.setTextFormat(Qt.TextFormat.PlainText)
-        if is_columns(text):  # /help and friends: keep the columns lined up
+        if table:
             self.label.setFont(mono_font())
         layout.addWidget(self.label, 1)
 

@@ -41,9 +41,11 @@ from PySide6.QtWidgets import (
 )
 
 from assistant.config import (
+    MODE_NAMES,
     SETTING_LABELS,
     CompactionSwitches,
     EngineSettings,
+    Mode,
     ModePolicy,
     Settings,
     setting_name,
@@ -77,7 +79,7 @@ POLICY_FIELDS: tuple[tuple[str, str], ...] = tuple(
     (field, SETTING_LABELS[field])
     for field in ("window", "protect", "minimum", "reserve", "keep_recent", "summary_budget")
 )
-MODES = (("local", "Local"), ("standard", "Standard"))
+MODES = tuple((mode, mode.label) for mode in Mode)
 SWITCHES = ("auto_compact", "compact_on_overflow", "prune", "compact_ahead", "read_ahead")
 CHOOSE_FILE = "__choose__"
 BIG = 100_000_000
@@ -225,11 +227,11 @@ class SettingsDialog(QDialog):
         mode_row = QHBoxLayout()
         mode_row.addWidget(QLabel("Active mode"))
         self.mode_group = QButtonGroup(self)
-        self.mode_buttons: dict[str, QRadioButton] = {}
-        for key, title in MODES:
+        self.mode_buttons: dict[Mode, QRadioButton] = {}
+        for mode, title in MODES:
             button = QRadioButton(title)
             self.mode_group.addButton(button)
-            self.mode_buttons[key] = button
+            self.mode_buttons[mode] = button
             mode_row.addWidget(button)
         mode_row.addStretch(1)
         outer.addLayout(mode_row)
@@ -334,8 +336,9 @@ class SettingsDialog(QDialog):
         self.engine_page.load(s)
         self._update_model_info()
 
-    def selected_mode(self) -> str:
-        return next((key for key, b in self.mode_buttons.items() if b.isChecked()), "local")
+    def selected_mode(self) -> Mode:
+        return next((key for key, b in self.mode_buttons.items() if b.isChecked()),
+                    Settings.model_fields["mode"].default)
 
     def collect(self) -> dict[str, Any]:
         """The form as a plain dict, in the shape :class:`Settings` validates."""
@@ -351,7 +354,7 @@ class SettingsDialog(QDialog):
         return data
 
     def _widgets_for(self, loc: tuple[int | str, ...]) -> list[QWidget]:
-        if loc and str(loc[0]) in ("local", "standard") and len(loc) == 1:
+        if loc and str(loc[0]) in MODE_NAMES and len(loc) == 1:
             # The "must fit in the window" rule names four fields.
             fields = ("window", "reserve", "keep_recent", "summary_budget")
             return [self.policy_spins[(str(loc[0]), f)] for f in fields]

@@ -103,8 +103,8 @@ class WindowDialogs(QMainWindow):
 
     chat_view: ChatView
 
-    def show_notice(self, level: str, text: str) -> None:
-        self.chat_view.add_notice(level, text)
+    def show_notice(self, level: str, text: str, *, table: bool = False) -> None:
+        self.chat_view.add_notice(level, text, table=table)
 
     # -- files and the workspace -------------------------------------------------------
     def drop_files(self, files: list[Path]) -> None:

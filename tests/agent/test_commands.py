@@ -8,7 +8,9 @@ from hypothesis import strategies as st
 
 from assistant.agent.commands import (
     APP_COMMANDS,
+    BY_NAME,
     COMMANDS,
+    HELP_ROWS,
     HELP_TEXT,
     AppCommand,
     ChatInput,
@@ -112,3 +114,21 @@ def test_one_table_feeds_the_parser_and_help() -> None:
 def test_never_raises(text: str) -> None:
     result = parse_input(text)
     assert isinstance(result, ChatInput | ToolCommand | AppCommand | CommandError)
+
+
+def test_each_command_parses_through_its_own_entry_of_the_table() -> None:
+    """Issue 42: one table: a tool command's arguments are read by its entry's parser, an
+    app command gets the rest of the line; every entry has its /help row."""
+    assert [(r.usage, r.description) for r in HELP_ROWS] == [
+        (c.usage, c.description) for c in COMMANDS
+    ]
+    for spec in COMMANDS:
+        if spec.kind == "shell":
+            continue
+        assert BY_NAME[spec.name] is spec
+        typed = f"{spec.command} notes.md"
+        assert parse_input(typed) == spec.parsed("notes.md")
+        if spec.kind == "app":
+            assert parse_input(typed) == AppCommand(spec.name, "notes.md")
+        else:
+            assert spec.parse is not None and isinstance(parse_input(typed), ToolCommand)

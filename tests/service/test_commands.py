@@ -5,8 +5,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
+import pytest
+
 from assistant import paths
-from assistant.agent.commands import HELP_TEXT
+from assistant.agent.commands import APP_COMMANDS, COMMANDS, HELP_ROWS, HELP_TEXT
+from assistant.agent.events import Notice
+from assistant.service.commands import AppCommands
 from assistant.service.events import ChatPickerRequested, ExportPathNeeded, SettingsChanged
 
 from .conftest import Rig
@@ -103,3 +107,30 @@ def test_export_writes_markdown_or_json_and_asks_without_a_path(
     suggested = rig.of(ExportPathNeeded)[-1].suggested
     assert suggested.name == "Capital of France.md"  # the chat's title
     assert suggested.parent == paths.documents_dir()
+
+
+def test_every_app_command_of_the_table_is_dispatched_to_its_handler(
+    make_rig: Make, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 42: the table names every command once; each app command of it reaches its
+    handler (``/compact`` is the model's job), with its argument."""
+    rig = make_rig()
+    handled = set(rig.service.commands.handlers())
+    assert handled == set(APP_COMMANDS) - {"compact"}
+    heard: list[tuple[str, str]] = []
+    for name in handled:
+        monkeypatch.setattr(AppCommands, name,
+                            lambda _self, arg, name=name: heard.append((name, arg)))
+    for spec in COMMANDS:
+        if spec.name in handled:
+            rig.service.submit(f"{spec.command} some argument")
+    assert sorted(heard) == sorted((name, "some argument") for name in handled)
+
+
+def test_help_gives_its_rows_one_per_command_of_the_table(make_rig: Make) -> None:
+    rig = make_rig()
+    rig.service.submit("/help")
+    (notice,) = [n for n in rig.of(Notice) if n.rows]
+    assert notice.rows == HELP_ROWS
+    assert [row.usage for row in notice.rows] == [spec.usage for spec in COMMANDS]
+    assert [row.description for row in notice.rows] == [spec.description for spec in COMMANDS]

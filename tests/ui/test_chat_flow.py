@@ -6,6 +6,7 @@ import pytest
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QAbstractSlider
 
+from assistant.agent.events import AssistantDelta
 from assistant.ui.message_widgets import MessageWidget
 from tests.fakes.scripted import ScriptedBackend
 
@@ -16,7 +17,7 @@ def test_type_message_and_see_streamed_reply(make_window) -> None:
     # What the chat shows after each batch of streamed text, recorded as it happens (the whole
     # reply streams in ~0.1 s: a poll for the streaming bubble could miss it).
     shown: list[str] = []
-    h.window.bridge.assistant_delta.connect(
+    h.window.bridge.on(AssistantDelta,
         lambda _text: shown.append(h.window.chat_view.streaming_text))
     h.type_and_send("Hi")
     assert h.window.input.toPlainText() == ""

@@ -30,7 +30,7 @@ def record_status_bar(h: Harness) -> list[str]:
     def heard(_event: StatusChanged) -> None:
         shown.append(h.window.status_label.text())
 
-    h.window.bridge.status_changed.connect(heard)
+    h.window.bridge.on(StatusChanged, heard)
     return shown
 
 

@@ -30,19 +30,19 @@ def test_the_wrapped_second_line_is_shown_at_once(make_window, artifacts_dir: Pa
     h.window.resize(700, 640)
     h.qtbot.waitUntil(lambda: h.window.width() == 700)
     strip, label = h.window.status_strip, h.window.status_strip.label
-    h.window.bridge.status_changed.emit(StatusChanged(Status(Phase.COMPACTING)))
+    h.window.bridge.deliver(StatusChanged(Status(Phase.COMPACTING)))
     assert strip.isVisible() and _fully_shown(label)
     one_line = label.height()
     # The longest text: reading, speed and time left, two lines at this width.
-    h.window.bridge.prefill_progress.emit(
+    h.window.bridge.deliver(
         PrefillProgress(1_024, 12_345, tokens_per_s=187.0, eta_s=605.0))
     assert "tokens/s" in label.text()
     assert label.heightForWidth(label.width()) > one_line  # it wraps
     assert _fully_shown(label)
     h.window.grab().save(str(artifacts_dir / "compaction-strip-wrap.png"))
     # Back to one line (writing the summary): the strip shrinks at once as well.
-    h.window.bridge.prefill_progress.emit(PrefillProgress(12_344, 12_345, eta_s=0.0))
+    h.window.bridge.deliver(PrefillProgress(12_344, 12_345, eta_s=0.0))
     assert "writing the summary" in label.text() and _fully_shown(label)
     assert label.height() == label.heightForWidth(label.width())
-    h.window.bridge.status_changed.emit(StatusChanged(Status(Phase.IDLE)))
+    h.window.bridge.deliver(StatusChanged(Status(Phase.IDLE)))
     assert not strip.isVisible()

@@ -8,6 +8,7 @@ from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QLabel
 
 from assistant.llm.context_probe import EffectiveContextStore, store_key
+from assistant.service.events import StatusChanged
 from assistant.service.measure import MEASURING
 from assistant.ui.notices import NoticeWidget
 from tests.fakes.scripted import ScriptedBackend
@@ -22,7 +23,7 @@ def test_measure_now_runs_the_probe_through_the_service(make_window) -> None:
     button = dialog.measure_button
     assert button.isVisible()
     statuses: list[str] = []
-    h.window.bridge.status_changed.connect(lambda event: statuses.append(event.status.text))
+    h.window.bridge.on(StatusChanged, lambda event: statuses.append(event.status.text))
     h.qtbot.mouseClick(button, Qt.MouseButton.LeftButton)
     assert not button.isEnabled()
     h.wait_idle(timeout=120_000)

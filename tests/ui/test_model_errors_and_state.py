@@ -5,22 +5,14 @@ from __future__ import annotations
 
 import threading
 from pathlib import Path
-from typing import get_args
 
-from PySide6.QtCore import QCoreApplication, Signal
+from PySide6.QtCore import QCoreApplication
 from PySide6.QtWidgets import QMessageBox
 
-from assistant.agent.events import (
-    AssistantDelta,
-    ModelCallFinished,
-    Notice,
-    PromptProgress,
-    TurnFinished,
-)
+from assistant.agent.events import AssistantDelta, Notice, TurnFinished
 from assistant.config import Settings
 from assistant.llm.base import LLMBackend, ModelLoadError
-from assistant.service.events import ModelStateRestored, PrefillTuned, ServiceEvent
-from assistant.ui.bridge import ServiceBridge, signal_name
+from assistant.ui.bridge import ServiceBridge
 from tests.fakes.scripted import ScriptedBackend
 
 
@@ -90,9 +82,9 @@ def test_bridge_batches_deltas_and_keeps_order(qtbot) -> None:
     bridge = ServiceBridge()
     received: list[str] = []
     order: list[str] = []
-    bridge.assistant_delta.connect(lambda text: (received.append(text), order.append("delta")))
-    bridge.notice.connect(lambda _n: order.append("notice"))
-    bridge.turn_finished.connect(lambda _e: order.append("finished"))
+    bridge.on(AssistantDelta, lambda e: (received.append(e.text), order.append("delta")))
+    bridge.on(Notice, lambda _n: order.append("notice"))
+    bridge.on(TurnFinished, lambda _e: order.append("finished"))
 
     def worker() -> None:
         for i in range(200):
@@ -113,18 +105,9 @@ def test_bridge_batches_deltas_and_keeps_order(qtbot) -> None:
 def test_bridge_drops_events_after_close(qtbot) -> None:
     bridge = ServiceBridge()
     got: list[object] = []
-    bridge.notice.connect(got.append)
+    bridge.on(Notice, got.append)
     bridge.close()
     bridge.post(Notice("info", "late"))
     QCoreApplication.processEvents()
     assert got == []
 
-
-def test_every_event_the_window_shows_has_its_signal() -> None:
-    """The bridge emits an event by the signal named after its type: a renamed event type
-    would go unseen, so each one but those the window does not show has its signal."""
-    shown = set(get_args(ServiceEvent)) - {
-        AssistantDelta, ModelCallFinished, PromptProgress, ModelStateRestored, PrefillTuned
-    }
-    for event_type in shown:
-        assert isinstance(getattr(ServiceBridge, signal_name(event_type), None), Signal)

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from PySide6.QtWidgets import QWidget
 
+from assistant.agent.events import ContextChanged
 from assistant.compaction.events import CompactionFinished
 from assistant.ui.chat_view import ChatView
 from assistant.ui.message_widgets import MessageWidget
@@ -64,7 +65,7 @@ def test_right_after_a_compaction_no_rows_overlap(make_window, artifacts_dir: Pa
             seen.append(_overlaps(h.window.chat_view))
             h.window.grab().save(str(artifacts_dir / "compaction-at-once.png"))
 
-    h.window.bridge.context_changed.connect(at_once)
+    h.window.bridge.on(ContextChanged, at_once)
     h.type_and_send("/compact")
     h.wait_idle()
     assert seen == [[]]

@@ -10,6 +10,7 @@ from PySide6.QtCore import Qt
 
 from assistant.config import Settings
 from assistant.llm.worker import default_factory
+from assistant.service.events import PrefillProgress
 from assistant.ui.message_widgets import MessageWidget
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
@@ -28,7 +29,7 @@ def test_a_long_prompt_shows_progress_then_speed(
     h.wait_ready(timeout=120_000)
     w = h.window
     seen: list[tuple[int, int]] = []
-    w.bridge.prefill_progress.connect(lambda e: seen.append((e.done, e.total)))
+    w.bridge.on(PrefillProgress, lambda e: seen.append((e.done, e.total)))
     w.input.setPlainText("Which request was slowest?\n" + LOG)
     h.qtbot.keyClick(w.input, Qt.Key.Key_Return)
     h.qtbot.waitUntil(lambda: w.prompt_progress.isVisible(), timeout=120_000)

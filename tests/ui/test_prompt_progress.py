@@ -31,7 +31,7 @@ def test_a_long_prompt_shows_its_progress_then_the_reply_its_speed(
     w = h.window
     w.resize(1180, 800)
     seen: list[int] = []
-    w.bridge.prefill_progress.connect(lambda e: seen.append(e.done))
+    w.bridge.on(PrefillProgress, lambda e: seen.append(e.done))
     w.input.setPlainText(LONG_PROMPT)
     h.qtbot.keyClick(w.input, Qt.Key.Key_Return)
     h.qtbot.waitUntil(lambda: w.prompt_progress.isVisible(), timeout=10_000)
@@ -78,7 +78,7 @@ def test_escape_stops_the_prompt_evaluation(make_window) -> None:
 def test_a_short_prompt_never_flashes_the_strip(make_window) -> None:
     h = make_window(backend=ScriptedBackend(["Hi!"], prefill_batch=512))
     shown: list[bool] = []
-    h.window.bridge.prefill_progress.connect(
+    h.window.bridge.on(PrefillProgress,
         lambda _e: shown.append(h.window.prompt_progress.isVisible())
     )
     h.type_and_send("Hello")

@@ -7,7 +7,7 @@ import json
 from PySide6.QtCore import Qt
 
 from assistant import paths
-from assistant.config import Settings
+from assistant.config import Mode, Settings
 from assistant.llm.registry import load_registry
 from assistant.ui.performance_page import SpeedHooks
 from assistant.ui.settings_dialog import SettingsDialog
@@ -223,3 +223,16 @@ def test_the_threads_setting_says_how_many_are_in_force(qtbot) -> None:  # type:
         "0 picks automatically — now 1 thread (set here)."
     )
     assert threads_help_text("").startswith("0 picks automatically: the CPU's cores")
+
+
+def test_the_mode_buttons_are_the_modes_and_a_choice_is_saved_as_its_name(qtbot) -> None:
+    """Issue 42: the dialog's mode choice lists ``Mode`` (one button each, in its order, titled
+    as before) and hands the settings the enum, which saves as the plain name."""
+    dialog = _dialog(qtbot, Settings(mode="standard"))
+    assert list(dialog.mode_buttons) == list(Mode)
+    assert [b.text() for b in dialog.mode_buttons.values()] == ["Local", "Standard"]
+    assert dialog.selected_mode() is Mode.STANDARD
+    dialog.mode_buttons[Mode.LOCAL].setChecked(True)
+    data = dialog.collect()
+    assert data["mode"] is Mode.LOCAL
+    assert Settings.model_validate(data).model_dump(mode="json")["mode"] == "local"

@@ -8,6 +8,7 @@ from PySide6.QtCore import Qt
 
 from assistant.agent.commands import COMMANDS
 from assistant.ui.notices import NoticeWidget
+from assistant.ui.theme import mono_font
 
 
 def test_slash_shows_every_command(make_window) -> None:
@@ -78,6 +79,13 @@ def test_help_command_shows_commands(make_window) -> None:
     h.qtbot.keyClick(h.window.input, Qt.Key.Key_Return)
     [notice] = _notices(h)
     assert "/compact" in notice.text and "Ctrl+K" in notice.text
+    # /help's rows come as rows: the table is shown in a fixed-width font (columns lined
+    # up); a notice that only looks like columns is not.
+    assert notice.label.font().family() == mono_font().family()
+    h.window.show_notice("info", "\n".join(["  a  b", "  c  d", "  e  f"]))
+    assert _notices(h)[-1].label.font().family() != mono_font().family()
+    for spec in COMMANDS:
+        assert spec.usage in notice.text and spec.description in notice.text
 
 
 def test_mode_command_switches_and_saves(make_window) -> None:
