@@ -237,10 +237,8 @@ class SettingsDialog(QDialog):
         outer.addLayout(mode_row)
         outer.addWidget(
             help_label(
-                "Local suits small models with about 10k tokens of context: tight reserve, "
-                "early pruning. Standard suits large windows; on a smaller one it keeps more "
-                "recent text (at least 40% of the window) and more tool output word for "
-                "word than Local. Values are tokens."
+                "Local suits small models (about 10k tokens): tight reserve, early pruning. "
+                "Standard suits large windows; on small ones it keeps more recent text. Tokens."
             )
         )
 
