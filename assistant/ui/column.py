@@ -1,29 +1,46 @@
 """The readable column: on a wide window the messages and the input keep a comfortable line
-length (about :data:`READABLE_CHARS` characters of the body font, scaled with the zoom as
-the font is), centred, instead of running the window's full width."""
+length (about :data:`READABLE_CHARS` characters of the body font, room for a code line of
+:data:`CODE_CHARS`, scaled with the zoom as the fonts are), centred, instead of running the
+window's full width."""
 
 from __future__ import annotations
 
 from typing import TypeVar
 
 from PySide6.QtCore import QEvent, QObject
+from PySide6.QtGui import QFontMetrics
 from PySide6.QtWidgets import QLayout, QWidget
 
-#: The widest a line of message text gets, in characters of the body font (80 to 100 read
-#: comfortably).
+from assistant.ui.theme import mono_font
+
+#: The width aimed at for a line of message text, in characters of the body font (80 to
+#: 100 read comfortably), and the most it may get.
 READABLE_CHARS = 90
+MAX_CHARS = 100
+#: Monospace characters a line of code shows without scrolling, as far as :data:`MAX_CHARS`
+#: allows, and the room beside them in a message (the code block's padding and margins).
+CODE_CHARS = 80
+CODE_PADDING = 20
 #: A prose sample whose mean advance per character stands for the body font's.
 _SAMPLE = "The quick brown fox jumps over the lazy dog, then reads a long paragraph. "
-#: Room beside the text inside a message (the bubble's padding and frame).
-BUBBLE_PADDING = 30
+#: Room beside the text inside a message (the bubble's padding).
+BUBBLE_PADDING = 28
 
 LayoutT = TypeVar("LayoutT", bound=QLayout)
 
 
+def char_width(widget: QWidget) -> float:
+    """The mean advance of a character of ``widget``'s font (the body font, zoomed)."""
+    return widget.fontMetrics().horizontalAdvance(_SAMPLE) / len(_SAMPLE)
+
+
 def readable_width(widget: QWidget) -> int:
-    """:data:`READABLE_CHARS` characters of ``widget``'s font (the body font, zoomed)."""
-    metrics = widget.fontMetrics()
-    return round(metrics.horizontalAdvance(_SAMPLE) / len(_SAMPLE) * READABLE_CHARS)
+    """The widest a line of text gets: :data:`READABLE_CHARS` characters of ``widget``'s
+    font, or enough for :data:`CODE_CHARS` of code when that is wider, at most
+    :data:`MAX_CHARS` (all at the zoom in force)."""
+    prose = char_width(widget)
+    code = QFontMetrics(mono_font()).horizontalAdvance("0" * CODE_CHARS) + CODE_PADDING
+    return int(min(max(prose * READABLE_CHARS, code), prose * MAX_CHARS))
 
 
 class ReadableColumn(QObject):

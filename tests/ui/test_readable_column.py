@@ -10,13 +10,14 @@ from pathlib import Path
 
 import pytest
 from PySide6.QtCore import QPoint
+from PySide6.QtGui import QFontMetrics
 from PySide6.QtWidgets import QApplication, QWidget
 
 from assistant.agent.events import Notice
 from assistant.config import Settings
 from assistant.conversation import Message
-from assistant.ui.column import READABLE_CHARS, readable_width
-from assistant.ui.markdown_view import ProseLabel
+from assistant.ui.column import CODE_CHARS, char_width
+from assistant.ui.markdown_view import CodeBlock, ProseLabel
 from assistant.ui.message_widgets import MessageWidget
 from assistant.ui.notices import NoticeWidget
 
@@ -51,7 +52,7 @@ def _settle(h) -> None:  # type: ignore[no-untyped-def]
 
 def _chars(label: QWidget) -> float:
     """``label``'s width in characters of its font."""
-    return label.width() / (readable_width(label) / READABLE_CHARS)
+    return label.width() / char_width(label)
 
 
 def _span(widget: QWidget, within: QWidget) -> tuple[int, int]:
@@ -118,3 +119,18 @@ def test_the_column_follows_the_zoom_live(make_window) -> None:  # type: ignore[
     _settle(h)
     assert w.chat_view.column.width == before and bubble.width() <= before
     assert w.input.width() == box
+
+
+@pytest.mark.parametrize("zoom", [100, 200])
+def test_a_line_of_code_fits_the_column(make_window, zoom: int) -> None:  # type: ignore[no-untyped-def]
+    """The column leaves room for code: a line of CODE_CHARS (80) characters shows without
+    scrolling sideways, while prose stays within 100 characters."""
+    h = make_window(settings=Settings(theme="light", zoom=zoom))
+    _chat(h)
+    w = h.window
+    w.resize(2560, 1440)
+    _settle(h)
+    [editor] = [block.editor for m in w.chat_view.message_widgets.values()
+                for block in m.findChildren(CodeBlock)]
+    line = QFontMetrics(editor.font()).horizontalAdvance("0" * CODE_CHARS)
+    assert editor.viewport().width() >= line, (editor.viewport().width(), line)
