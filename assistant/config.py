@@ -60,6 +60,8 @@ MIN_MEASURED_WINDOW = 2_048
 MIN_RESERVE = 256
 MIN_SUMMARY_BUDGET = 128
 MIN_KEEP_RECENT = 256
+#: Standard's least kept recent text on a smaller window than its own (docs/ARCHITECTURE.md).
+STANDARD_KEEP_SHARE = 0.4
 #: Largest window a policy may name (2^20 tokens, beyond any model's trained length today):
 #: absurd values are refused rather than scaling protect and minimum down to nothing.
 MAX_WINDOW = 1_048_576
@@ -152,6 +154,9 @@ class ModePolicy(_Section):
         factor = eff_window / self.window
         reserve = max(MIN_RESERVE, int(self.reserve * factor))
         keep_recent = max(MIN_KEEP_RECENT, int(self.keep_recent * factor))
+        if mode == Mode.STANDARD:  # never less than its share of the window (Local keeps 30%)
+            share = min(self.keep_recent, int(eff_window * STANDARD_KEEP_SHARE))
+            keep_recent = max(keep_recent, share)
         summary_budget = max(MIN_SUMMARY_BUDGET, int(self.summary_budget * factor))
         # Floors that do not fit: shares of the window, so the three always fit.
         if reserve + keep_recent + summary_budget > eff_window:
@@ -159,14 +164,9 @@ class ModePolicy(_Section):
             keep_recent = eff_window // 4
             summary_budget = max(1, eff_window // 8)
         return EffectivePolicy(
-            mode=mode,
-            window=eff_window,
-            protect=int(self.protect * factor),
-            minimum=int(self.minimum * factor),
-            reserve=reserve,
-            keep_recent=keep_recent,
-            summary_budget=summary_budget,
-            scaled=True,
+            mode=mode, window=eff_window, protect=int(self.protect * factor),
+            minimum=int(self.minimum * factor), reserve=reserve, keep_recent=keep_recent,
+            summary_budget=summary_budget, scaled=True,
         )
 
 

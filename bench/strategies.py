@@ -39,7 +39,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 from assistant.agent.controller_api import CompactReason, ContextManager
@@ -104,12 +104,13 @@ def canonical_strategy(name: str) -> StrategyName:
 
 
 def pimono_policy(mode: Mode, window: int) -> EffectivePolicy:
-    """pi-mono's thresholds scaled to ``window`` (by :meth:`ModePolicy.effective`)."""
+    """pi-mono's thresholds scaled to ``window`` in proportion (:meth:`ModePolicy.effective`
+    as in local mode: standard mode's least kept share is this app's rule, not pi-mono's)."""
     base = ModePolicy(
         window=PI_WINDOW, protect=0, minimum=0, reserve=PI_RESERVE,
         keep_recent=PI_KEEP_RECENT, summary_budget=PI_SUMMARY_BUDGET,
     )
-    return base.effective(mode, window)
+    return replace(base.effective(Mode.LOCAL, window), mode=mode)
 
 
 # -- timing wrappers -------------------------------------------------------------------------

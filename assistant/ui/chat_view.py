@@ -16,6 +16,7 @@ from PySide6.QtWidgets import QApplication, QScrollArea, QWidget
 
 from assistant.conversation import CompactionRecord, Conversation, Message, ToolCall
 from assistant.sessions.summary import is_branch_summary, summary_text
+from assistant.ui.column import LayoutT, ReadableColumn
 from assistant.ui.message_widgets import BranchEndRow, MessageWidget
 from assistant.ui.notices import CompactionLine, CompactionNotice, NoticeWidget, PruneNotice
 from assistant.ui.parts import push_button, vbox, vertical_scroller
@@ -63,6 +64,7 @@ class ChatView(QScrollArea):
         self._inner = QWidget()
         self._inner.setObjectName("ChatViewport")
         self._layout = vbox(self._inner, (24, 16, 24, 16), 12)
+        self.column = ReadableColumn(self._layout)  # centred, a readable width at most
         self.more_button = push_button("Show earlier messages", self.show_earlier)
         self.more_button.setVisible(False)
         self._layout.addWidget(self.more_button, 0, Qt.AlignmentFlag.AlignHCenter)
@@ -107,6 +109,11 @@ class ChatView(QScrollArea):
         """The zoom the transcript is shown at (``theme.apply_zoom`` scales every widget's
         text, code included; code is created at the zoom in force)."""
         self.zoom = percent
+
+    def in_column(self, layout: LayoutT) -> LayoutT:
+        """``layout`` (the composer's) kept to the messages' column width, centred."""
+        self.composer_column = ReadableColumn(layout)
+        return layout
 
     @property
     def is_empty(self) -> bool:

@@ -166,7 +166,7 @@ class MainWindow(WindowDialogs):
 
         composer = QFrame()
         composer.setObjectName("ComposerFrame")
-        comp = vbox(composer, (16, 10, 16, 10), 8)
+        comp = self.chat_view.in_column(vbox(composer, (24, 10, 24, 10), 8))
         self.edit_banner = new_label(
             "Editing your message: Enter sends it as a new branch · Esc cancels", "MutedLabel"
         )

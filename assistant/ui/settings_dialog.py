@@ -235,12 +235,11 @@ class SettingsDialog(QDialog):
             mode_row.addWidget(button)
         mode_row.addStretch(1)
         outer.addLayout(mode_row)
-        outer.addWidget(
-            help_label(
-                "Local suits small models with about 10k tokens of context: tight reserve, "
-                "early pruning. Standard suits large windows. Values are tokens."
-            )
-        )
+        outer.addWidget(help_label(
+            "Local suits small models with about 10k tokens of context: tight reserve, early "
+            "pruning. Standard suits large windows; on a smaller one it keeps more recent text "
+            "and tool output word for word than Local does. Values are tokens."
+        ))
 
         box = QGroupBox("Policy values")
         grid = QGridLayout(box)

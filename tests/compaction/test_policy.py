@@ -9,6 +9,7 @@ from assistant.config import (
     MIN_KEEP_RECENT,
     MIN_RESERVE,
     MIN_SUMMARY_BUDGET,
+    STANDARD_KEEP_SHARE,
     ModePolicy,
     Settings,
     default_local,
@@ -85,6 +86,32 @@ def test_standard_window_is_a_cap_on_the_trained_length() -> None:
     eff = default_standard().effective("standard", 8_192)
     assert eff.window == 8_192
     assert eff.reserve + eff.keep_recent + eff.summary_budget <= eff.window
+
+
+WINDOWS = (1_024, 2_048, 4_096, 8_192, 32_768)
+
+
+@pytest.mark.parametrize("window", WINDOWS)
+def test_standard_keeps_at_least_what_local_keeps_and_differs(window: int) -> None:
+    """Issue 43: at 2,048 tokens Standard kept 312 recent tokens and Local 614. At every
+    window Standard now keeps more recent text and protects more tool output than Local,
+    with the model's window as trained length and as a measured size alike."""
+    for trained, measured in ((window, None), (131_072, window)):
+        loc = Settings(mode="local").effective_policy(trained, measured)
+        std = Settings(mode="standard").effective_policy(trained, measured)
+        assert std.keep_recent > loc.keep_recent, (window, loc, std)
+        assert std.protect > loc.protect, (window, loc, std)
+        assert std.reserve >= loc.reserve and std.summary_budget >= loc.summary_budget
+        assert std.keep_recent >= min(20_000, int(std.window * STANDARD_KEEP_SHARE))
+        for eff in (loc, std):
+            assert eff.reserve + eff.keep_recent + eff.summary_budget <= eff.window
+
+
+def test_standard_keep_recent_never_shrinks_as_the_window_grows() -> None:
+    kept = [Settings(mode="standard").effective_policy(w).keep_recent
+            for w in (*WINDOWS, 50_000, 65_536, 131_072, 262_144)]
+    assert kept == sorted(kept) and kept[-1] == default_standard().keep_recent
+    assert kept[1] == int(2_048 * STANDARD_KEEP_SHARE)  # 819, not 312
 
 
 def test_effective_floors_for_a_tiny_model() -> None:
