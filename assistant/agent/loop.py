@@ -26,7 +26,12 @@ from assistant.agent.events import (
     TurnFinished,
 )
 from assistant.agent.overflow import overflow_message
-from assistant.agent.progress_guard import REPEAT_RESULT, ProgressGuard, with_answer_request
+from assistant.agent.progress_guard import (
+    REPEAT_RESULT,
+    ProgressGuard,
+    echoes_a_result,
+    with_answer_request,
+)
 from assistant.agent.tool_steps import CANCELLED_RESULT, ToolRunner, result_message
 from assistant.agent.usage import context_usage, reply_figures
 from assistant.compaction.events import ContextEvent
@@ -319,6 +324,8 @@ class Agent:
                 for p in parsed.calls
             ]
             if not calls:
+                if rounds and echoes_a_result(text):
+                    return self._answer_from_results(conv, settings, cancel, "")
                 if not text.strip():
                     self.on_event(Notice("warning", "The assistant stopped without writing "
                                          "an answer." + (" What its tools found is shown "
@@ -363,11 +370,11 @@ class Agent:
             return False, str(exc)
         stopped = cancel.cancelled or (result is not None and result.stopped)
         answer = parse_tool_calls(text).content.strip()
-        if answer:
+        if answer and not echoes_a_result(answer):
             self._append(conv, Message(role="assistant", content=answer, stopped=stopped,
                                        figures=reply_figures(result, ttft)))
         elif not stopped:
-            stuck = ProgressGuard(last_reason="repeat", repeated_tools=[tool])
+            stuck = ProgressGuard(last_reason="repeat", repeated_tools=[tool] if tool else [])
             self.on_event(Notice("warning", stuck.stop_note()))
         return stopped, None
 

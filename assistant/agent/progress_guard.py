@@ -91,16 +91,27 @@ class ProgressGuard:
     def stop_note(self) -> str:
         """The note that ends a turn going round in circles, for a person."""
         if self.last_reason == "repeat":
-            tool = self.repeated_tools[0] if self.repeated_tools else "a tool"
+            what = (f"kept asking for the same {self.repeated_tools[0]} call instead of "
+                    "answering" if self.repeated_tools else "did not answer in words")
             return (
-                f"Stopped: the assistant kept asking for the same {tool} call instead of "
-                "answering. What it found is shown above. Ask again in other words, use "
-                "/read FILE to show it a file yourself, or pick a larger model in Models."
+                f"Stopped: the assistant {what}. What it found is shown above. Ask again in "
+                "other words, use /read FILE to show it a file yourself, or pick a larger "
+                "model in Models."
             )
         return (
             "Stopped: the assistant's last tool calls all failed, so it could not finish. "
             "Try /read, /ls, /find or /grep yourself, or rephrase the request."
         )
+
+
+#: How a template that wraps tool results in tags opens one (Qwen2.5, Hermes-style).
+RESULT_TAG = "<tool_response>"
+
+
+def echoes_a_result(text: str) -> bool:
+    """Whether a reply only writes out a tool result in the template's tags instead of
+    answering (Qwen2.5-Coder 1.5B answered "<tool_response> Created hello.txt ...")."""
+    return text.lstrip().startswith(RESULT_TAG)
 
 
 def with_answer_request(

@@ -110,3 +110,34 @@ def test_signature_ignores_key_order() -> None:
     two = ToolCall(name="grep", arguments={"path": ".", "pattern": "x"})
     assert call_signature(one) == call_signature(two)
     assert call_signature(one) != call_signature(ToolCall(name="grep", arguments={"pattern": "y"}))
+
+
+def test_a_reply_that_only_echoes_a_tool_result_is_asked_for_the_answer(
+    harness: Make, workspace: Path
+) -> None:
+    """Qwen2.5-Coder 1.5B wrote "<tool_response> Created hello.txt ..." as its answer: the
+    user gets the answer it gives when asked for one in words, not the echo."""
+    write = call_block("write_file", path="hello.txt", content="hello world")
+    echo = "<tool_response>\nCreated hello.txt (1 lines, 11 characters).\n</tool_response>"
+    approver = ScriptedApprover(ApprovalDecision.ALLOW_ONCE)
+    h = harness(write, echo, "I created hello.txt.", approver=approver)
+    h.say("save hello world to hello.txt")
+    assert (workspace / "hello.txt").read_text(encoding="utf-8") == "hello world"
+    assert ANSWER_FROM_RESULTS in h.backend.calls[-1].prompt_text
+    assert h.conv.messages[-1].content == "I created hello.txt."
+    assert all("<tool_response>" not in m.content for m in h.conv.messages)
+
+
+def test_an_echo_asked_for_the_answer_twice_ends_with_a_plain_note(
+    harness: Make, workspace: Path
+) -> None:
+    write = call_block("write_file", path="hello.txt", content="hello world")
+    echo = "<tool_response>\nCreated hello.txt (1 lines, 11 characters).\n</tool_response>"
+    h = harness(write, echo, echo, approver=ScriptedApprover(ApprovalDecision.ALLOW_ONCE))
+    h.say("save hello world to hello.txt")
+    assert (workspace / "hello.txt").read_text(encoding="utf-8") == "hello world"
+    assert h.conv.messages[-1].role == "tool"
+    warnings = [n.text for n in h.events.of(Notice) if n.level == "warning"]
+    assert warnings == ["Stopped: the assistant did not answer in words. What it found is "
+                        "shown above. Ask again in other words, use /read FILE to show it a "
+                        "file yourself, or pick a larger model in Models."]
