@@ -4,9 +4,12 @@ Every workload of the run and every real session found (a copy found twice is re
 once, :func:`bench.real_sessions.find_sessions`) is asked with each model: by default the
 registry's default model (SmolLM2-135M) and ``gemma-3-270m`` when provisioned. The quick
 run asks :data:`QUICK_QUESTIONS` questions per transcript of SmolLM2 with the code-written
-record only, with and without recall (:data:`QUICK_VARIANTS`) (the model-written summaries of a
-123,000-token session take many minutes on 2 cores); the full run asks
-:data:`FULL_QUESTIONS` and every variant.
+record only, with and without recall, and the rolling window (:data:`QUICK_VARIANTS`) (the
+model-written summaries of a 123,000-token session take many minutes on 2 cores); the full run
+asks :data:`FULL_QUESTIONS` and every variant. Every run asks the rolling window
+(:mod:`bench.rolling`) beside the app's variants. The long personal chats
+(:mod:`bench.personal_chats`) are asked too: :data:`PERSONAL_CHATS` of them in a full run, the
+ones ``SuiteOptions.personal`` names otherwise.
 
 Each model is loaded once, with a context of ``min(trained window, max(the mode's window,
 ORACLE_CONTEXT))`` so that oracle (ii) can be given the whole history where it fits (the
@@ -30,8 +33,10 @@ from .answers import (
     session_transcript,
     workload_transcript,
 )
+from .personal_chats import personal_transcript
 from .questions import QuestionsError
 from .real_sessions import find_sessions
+from .rolling import ROLLING_WINDOW
 from .strategies import DEFAULT_ANSWER_STRATEGIES, AnswerStrategy
 from .workloads import Workload
 
@@ -42,11 +47,13 @@ QUICK_QUESTIONS = 4
 #: Largest context a model is loaded with for oracle (ii) (bounds memory and time).
 ORACLE_CONTEXT = 16_384
 DEFAULT_MODELS = ("smollm2-135m-instruct", "gemma-3-270m")
+#: Personal chats a full run asks (seeds ``--seed`` on); the quick run asks none by default.
+PERSONAL_CHATS = 2
 #: The quick run's small version: the embedded model, and the two variants that differ in
 #: the quick windows (no model summary fits there: the model-summary variants ask nothing
 #: the record variants do not, so they would only double the time).
 QUICK_MODELS = ("smollm2-135m-instruct",)
-QUICK_VARIANTS: tuple[AnswerStrategy, ...] = ("record", "record+recall")
+QUICK_VARIANTS: tuple[AnswerStrategy, ...] = ("record", "record+recall", ROLLING_WINDOW)
 
 Loader = Callable[[str, int], LLMBackend]
 
@@ -63,6 +70,8 @@ class SuiteOptions:
     windows: Sequence[int | None] = (None,)
     #: Ask oracle (ii) (the whole history, where it fits the trained window).
     history_oracle: bool = True
+    #: Seeds of the long personal chats asked (bench.personal_chats).
+    personal: Sequence[int] = ()
 
 
 def capped(t: Transcript, window: int | None) -> Transcript:
@@ -72,6 +81,12 @@ def capped(t: Transcript, window: int | None) -> Transcript:
         return t
     cap = window if t.window_cap is None else min(window, t.window_cap)
     return replace(t, name=f"{t.name} @{window}", window_cap=cap)
+
+
+def with_rolling(variants: Sequence[AnswerStrategy]) -> list[AnswerStrategy]:
+    """``variants`` and the rolling window (every run reports it beside the app's)."""
+    out = list(variants)
+    return out if ROLLING_WINDOW in out else [*out, ROLLING_WINDOW]
 
 
 def trained_window(name: str) -> int | None:
@@ -111,6 +126,7 @@ def run_suite(
             found.append(session_transcript(path, limit=limit))
         except (QuestionsError, OSError, ValueError) as exc:
             notes.append(f"answers: real session {path.name} left out: {exc}")
+    found += [personal_transcript(seed, limit=limit) for seed in options.personal]
     transcripts = [capped(t, w) for t in found for w in options.windows]
     for name in options.models:
         trained = trained_window(name) if name != "scripted" else None
@@ -124,9 +140,9 @@ def run_suite(
             except LLMError as exc:
                 notes.append(f"answers: {name} could not be loaded: {exc}")
                 break
-            variants = list(options.variants)
+            variants = with_rolling(options.variants)
             if options.quick and t.kind == "real session":
-                variants = [v for v in variants if v in ("record", "record+recall")] or variants[:1]
+                variants = [v for v in variants if v in QUICK_VARIANTS] or variants[:1]
             reset = getattr(backend, "reset_kv_cache", None)
             if callable(reset):
                 reset()

@@ -27,6 +27,10 @@ Two oracles on the same questions and model:
 * (ii) the whole uncompacted history up to the point, then the question, when it fits the
   model's trained window (and the loaded context); otherwise not asked (``None``).
 
+The variant ``rolling-window`` (:mod:`bench.rolling`) is the desktop apps' baseline: at the
+record's ask points, each question's prompt is the system prompt and the newest messages of
+the uncompacted chat that fit the same window and reserve (no summary, no recall).
+
 The result is one :class:`Asked` row per question, point, variant and model;
 :mod:`bench.answers_report` adds them up.
 """
@@ -62,6 +66,7 @@ from .questions import (
     workload_questions,
 )
 from .recording import recording_backend
+from .rolling import ROLLING_WINDOW, RollingWindow
 from .strategies import AnswerStrategy, answer_controller
 from .workloads import ChatStep, Workload
 
@@ -365,34 +370,20 @@ def run_transcript(
     oracle_ii: dict[tuple[int, str], bool | None] = {}
     limit = _history_limit(backend)
     capped = recording_backend(backend, app_window_cap(backend, transcript))
+    replayed: dict[AnswerStrategy, tuple[list[AskPoint], int]] = {}
     for variant in variants:
-        ctl = _controller(capped, transcript, variant)
-        points, made = replay_points(ctl, transcript)
+        points, made = variant_points(capped, transcript, variant, replayed)
         run.compactions[variant] = made
         for point in points:
             asked = [q for q in transcript.questions if q.source < point.upto]
-            for q in asked:
-                conv = point.conv.model_copy(deep=True)
-                conv.append(Message(role="user", content=q.question))
-                asker = _controller(capped, transcript, variant)
-                try:
-                    req = asker.prepare(CallRequest(conv, transcript.system))
-                    reply, tokens = _safe_ask(capped, req.messages)
-                except (ContextTooLargeError, LLMError) as exc:
-                    reply, tokens = f"[error: {exc}]", 0
-                if len(conv.compactions) > point.compactions:
-                    run.asked_compactions += 1
-                run.rows.append(Asked(
-                    transcript.name, model_label, variant, point.label, point.compactions,
-                    point.upto, q.id, q.kind, _accepted(reply, q), reply[:200], tokens,
-                    oracle_i[q.id], None,
-                ))
+            rows = [_ask_one(capped, transcript, variant, point, q, model_label, oracle_i, run)
+                    for q in asked]
+            run.rows += rows
             if history_oracle:
                 _history_oracle(backend, counter, transcript, point.upto, asked, limit,
                                 oracle_ii)
-            for row in run.rows[-len(asked):] if asked else []:
+            for row in rows:
                 row.oracle_ii = oracle_ii.get((point.upto, row.question))
-            rows = run.rows[-len(asked):] if asked else []
             fit = [r.oracle_ii for r in rows if r.oracle_ii is not None]
             say(f"answers {transcript.name} {variant} on {model_label}: point {point.label} "
                 f"({point.compactions} compactions) {sum(r.correct for r in rows)}/{len(rows)}"
@@ -400,6 +391,56 @@ def run_transcript(
                 + (f"{sum(fit)}/{len(fit)}" if fit else "n/a"))
     run.wall_s = time.perf_counter() - started
     return run
+
+
+def variant_points(
+    backend: LLMBackend, transcript: Transcript, variant: AnswerStrategy,
+    replayed: dict[AnswerStrategy, tuple[list[AskPoint], int]] | None = None,
+) -> tuple[list[AskPoint], int]:
+    """The ask points of ``variant`` and the compactions its replay made (kept in
+    ``replayed``). The rolling window is asked at the record's points (the same questions
+    at the same messages, so the two compare row for row; its rows keep the record's
+    compaction count for the before/after split) and itself compacts nothing."""
+    done = {} if replayed is None else replayed
+    own: AnswerStrategy = "record" if variant == ROLLING_WINDOW else variant
+    if own not in done:
+        done[own] = replay_points(_controller(backend, transcript, own), transcript)
+    points, made = done[own]
+    return points, 0 if variant == ROLLING_WINDOW else made
+
+
+def _asker(
+    backend: LLMBackend, transcript: Transcript, variant: AnswerStrategy
+) -> ContextController | RollingWindow:
+    if variant == ROLLING_WINDOW:
+        policy = _controller(backend, transcript, "record").policy
+        return RollingWindow(backend, policy)
+    return _controller(backend, transcript, variant)
+
+
+def _ask_one(
+    capped: LLMBackend, transcript: Transcript, variant: AnswerStrategy, point: AskPoint,
+    q: Question, model_label: str, oracle_i: dict[str, bool], run: TranscriptRun,
+) -> Asked:
+    """Question ``q`` asked at ``point`` through ``variant``'s prompt."""
+    if variant == ROLLING_WINDOW:  # the whole chat to the point, uncompacted
+        conv = Conversation(messages=[m.model_copy(deep=True)
+                                      for m in transcript.messages[: point.upto]])
+    else:
+        conv = point.conv.model_copy(deep=True)
+    conv.append(Message(role="user", content=q.question))
+    asker = _asker(capped, transcript, variant)
+    try:
+        req = asker.prepare(CallRequest(conv, transcript.system))
+        reply, tokens = _safe_ask(capped, req.messages)
+    except (ContextTooLargeError, LLMError) as exc:
+        reply, tokens = f"[error: {exc}]", 0
+    if len(conv.compactions) > point.compactions:
+        run.asked_compactions += 1
+    return Asked(
+        transcript.name, model_label, variant, point.label, point.compactions, point.upto,
+        q.id, q.kind, _accepted(reply, q), reply[:200], tokens, oracle_i[q.id], None,
+    )
 
 
 def _history_oracle(

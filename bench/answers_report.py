@@ -4,6 +4,8 @@ Rows are added up per transcript, model, variant and ask point; the ratio is the
 accepted through the app's prompt over the answers oracle (i) (the source passage alone)
 got on the same questions with the same model. Oracle (ii) (the whole uncompacted history)
 counts only the questions whose history fit the model's window ("n/a" when none did).
+:func:`versus_rolling` sets the app's best variant per transcript and model beside the
+rolling window (the desktop apps' baseline), as a ratio and as accepted counts.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from .answers import Asked, TranscriptRun
+from .rolling import ROLLING_WINDOW
 
 POINT_ORDER = {"0": 0, "1": 1, "2": 2, "end": 3}
 
@@ -78,6 +81,33 @@ def overall(runs: Sequence[TranscriptRun]) -> dict[tuple[str, str, str], Tally]:
     return out
 
 
+def _fraction(a: int, b: int) -> str:
+    return f"{a / b:.2f}" if b else "n/a"
+
+
+def versus_rolling(runs: Sequence[TranscriptRun]) -> list[list[str]]:
+    """Per transcript and model: the app's best variant (most answers accepted; the first
+    run on a tie) against the rolling window, over every ask and over the asks after one or
+    more compactions: accepted counts, app / rolling, and each one's ratio to oracle (i)."""
+    out: list[list[str]] = []
+    for run in runs:
+        for when, keep in (("all", lambda r: True), ("after", lambda r: r.compactions > 0)):
+            tallies: dict[str, Tally] = {}
+            for row in run.rows:
+                if keep(row):
+                    tallies.setdefault(row.strategy, Tally()).add(row)
+            rolling = tallies.pop(ROLLING_WINDOW, None)
+            if rolling is None or not tallies:
+                continue
+            name, best = max(tallies.items(), key=lambda kv: kv[1].correct)
+            out.append([
+                run.source, run.model, when, name, f"{best.correct}/{best.asked}",
+                f"{rolling.correct}/{rolling.asked}", _fraction(best.correct, rolling.correct),
+                f"{best.oracle_i}/{best.asked}", _ratio(best), _ratio(rolling),
+            ])
+    return out
+
+
 def section(runs: Sequence[TranscriptRun], *, heading: str = "##") -> str:
     """The markdown section: per model and variant, then per transcript and ask point."""
     if not runs:
@@ -107,6 +137,14 @@ def section(runs: Sequence[TranscriptRun], *, heading: str = "##") -> str:
                  "before the question):")
     parts.append(_table(["model", "variant", "compactions", "answered", "oracle (i)",
                          "ratio to (i)", "oracle (ii)"], rows))
+    against = versus_rolling(runs)
+    if against:
+        parts.append("The app's best variant against the rolling window (the newest messages "
+                     "that fit the same window and reserve; asks \"after\": one or more "
+                     "compactions before the question):")
+        parts.append(_table(["transcript", "model", "asks", "app's best", "app", "rolling",
+                             "app / rolling", "oracle (i)", "app / (i)", "rolling / (i)"],
+                            against))
     detail: dict[tuple[str, str, str, str, int], Tally] = {}
     for run in runs:
         for row in run.rows:

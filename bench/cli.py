@@ -56,7 +56,7 @@ from .report import (
 )
 from .runner import RunOptions, run_workload
 from .strategies import (
-    ANSWER_STRATEGIES,
+    ANSWER_VARIANTS,
     DEFAULT_ANSWER_STRATEGIES,
     LABELS,
     STRATEGY_NAMES,
@@ -150,9 +150,9 @@ def _parser() -> argparse.ArgumentParser:
                    help="model asked (repeatable; default: smollm2-135m-instruct and "
                    "gemma-3-270m when provisioned, or --model's PATH)")
     a.add_argument("--answer-strategy", action="append", metavar="NAME",
-                   choices=list(ANSWER_STRATEGIES),
-                   help=f"{', '.join(ANSWER_STRATEGIES)} (repeatable; default all but "
-                        "record+recall+notes)")
+                   choices=list(ANSWER_VARIANTS),
+                   help=f"{', '.join(ANSWER_VARIANTS)} (repeatable; default all but "
+                        "record+recall+notes; rolling-window is always asked)")
     a.add_argument("--questions", type=int, default=None, metavar="N",
                    help="questions per transcript (default 48, or 4 with --quick)")
     a.add_argument("--answers-report", type=Path, metavar="PATH",
@@ -161,6 +161,10 @@ def _parser() -> argparse.ArgumentParser:
                    help="keep the prompts within TOKENS (the compaction window capped there, as "
                    "a measured effective context does in the app); repeatable: each size is "
                    "its own run, named 'W2 @2048' (default: the mode's window)")
+    a.add_argument("--personal-chats", type=int, default=None, metavar="N",
+                   help="ask N long personal chats (bench/personal_chats.py, seeds --seed "
+                   "on; default 2, none with --quick); with --answers-only and no "
+                   "--workload, only they (and the sessions named) are asked")
     a.add_argument("--no-history-oracle", action="store_true",
                    help="do not ask oracle (ii) (the whole history; it prefills up to the "
                    "trained window once per ask point); oracle (i) is always asked")
@@ -696,6 +700,7 @@ def _answers(
         or list(QUICK_VARIANTS if args.quick else DEFAULT_ANSWER_STRATEGIES),
         questions=args.questions, windows=args.answer_window or [None],
         history_oracle=not args.no_history_oracle,
+        personal=_personal_seeds(args),
     )
     result.options["answers"] = {"models": usable, "variants": list(options.variants),
                                  "questions": args.questions, "windows": args.answer_window}
@@ -713,12 +718,23 @@ def _answers(
                 encoding="utf-8",
             )
 
-    if args.real_session and not args.workload:  # a session named alone: only it is asked
+    named = args.real_session or (args.personal_chats and args.answers_only)
+    if named and not args.workload:  # sessions or personal chats named alone: only they
         workloads = []
     run_suite(workloads, sessions, options, models.load, progress=_progress,
               notes=result.notes, on_run=save)
     if args.answers_report is not None:
         _progress(f"wrote {args.answers_report}")
+
+
+def _personal_seeds(args: argparse.Namespace) -> list[int]:
+    """Seeds of the personal chats the answer benchmark asks (``--personal-chats``)."""
+    from .answer_suite import PERSONAL_CHATS
+
+    count = args.personal_chats
+    if count is None:
+        count = 0 if args.quick else PERSONAL_CHATS
+    return [args.seed + k for k in range(count)]
 
 
 def _on_server(

@@ -55,6 +55,9 @@ class Question:
     source: int
     #: Text of the source the answer sits in (the passage is centred on it when given).
     anchor: str = ""
+    #: Earlier messages the question also needs (a fact spread over two sessions: "my
+    #: sister Ana" in one, "Ana lands at 6:40" in another); oracle (i) gets their text too.
+    also: tuple[int, ...] = ()
 
 
 class QuestionsError(ValueError):
@@ -102,7 +105,15 @@ def message_text(msg: Message) -> str:
 
 
 def passage(messages: Sequence[Message], q: Question) -> str:
-    """The source message's text around the first accepted answer it contains."""
+    """The source message's text around the first accepted answer it contains, after the
+    text of the other evidence messages (``q.also``, each cut to the passage's length)."""
+    own = _own_passage(messages, q)
+    extra = [message_text(messages[i])[: 2 * PASSAGE_SIDE] for i in q.also
+             if 0 <= i < len(messages)]
+    return "\n\n".join([*extra, own])
+
+
+def _own_passage(messages: Sequence[Message], q: Question) -> str:
     text = message_text(messages[q.source])
     if len(text) <= 2 * PASSAGE_SIDE:
         return text
@@ -131,9 +142,11 @@ def validate(messages: Sequence[Message], questions: Sequence[Question]) -> list
         if not 0 <= q.source < len(messages):
             problems.append(f"{q.id}: source {q.source} is not a message of the transcript")
             continue
+        if any(not 0 <= i < len(messages) for i in q.also):
+            problems.append(f"{q.id}: an 'also' source is not a message of the transcript")
         if not q.answers:
             problems.append(f"{q.id}: no accepted answer")
-        elif not accepted(passage(messages, q), q.answers):
+        elif not accepted(_own_passage(messages, q), q.answers):
             problems.append(f"{q.id}: no accepted answer occurs in its source passage")
     return problems
 
@@ -147,8 +160,8 @@ def questions_path(session: Path) -> Path:
 
 def load_questions(path: Path) -> list[Question]:
     """Questions from ``NAME.questions.json``: ``{"questions": [{"id", "kind", "question",
-    "answers": [...], "source": N}, ...]}``. A malformed entry raises :class:`QuestionsError`
-    naming it."""
+    "answers": [...], "source": N, "also": [M, ...]}, ...]}`` (``also``, optional: other
+    evidence messages). A malformed entry raises :class:`QuestionsError` naming it."""
     try:
         raw = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
@@ -171,6 +184,7 @@ def _question(item: dict[str, Any]) -> Question:
     return Question(
         id=str(item["id"]), kind=str(item.get("kind", "fact")), question=str(item["question"]),
         answers=tuple(answers), source=int(item["source"]),
+        also=tuple(int(i) for i in item.get("also", ())),
     )
 
 

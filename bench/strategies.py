@@ -29,10 +29,8 @@ The answer benchmark (:mod:`bench.answers`) runs the policy with a chosen summar
 summary and the code's record follows it; ``record``: the code-written record alone) and
 :func:`summarizer_factory` builds the summarizer a variant asks for; each also comes
 ``+recall``, with the app's recall at question time (excerpts of the whole history beside
-the question: :func:`answer_controller`).
-
-Why it is long (about 470 lines): the five strategies compared by the benchmark are kept
-together so their differences are visible in one file; each is a small class.
+the question: :func:`answer_controller`); ``rolling-window`` is the desktop apps' baseline
+(:mod:`bench.rolling`). About 500 lines: the five strategies are kept side by side.
 """
 
 from __future__ import annotations
@@ -403,8 +401,8 @@ def strategy_settings(name: StrategyName, base: Settings) -> Settings:
 #: recall at question time exactly as the app wires it (:func:`answer_controller`);
 #: ``model-summary+recall`` is the configuration the app ships.
 AnswerStrategy = Literal[
-    "model-summary", "record", "model-summary+recall", "record+recall", "record+recall+notes"
-]
+    "model-summary", "record", "model-summary+recall", "record+recall",
+    "record+recall+notes", "rolling-window"]
 ANSWER_STRATEGIES: dict[AnswerStrategy, tuple[StrategyName, Literal["model", "extractive"]]] = {
     "model-summary+recall": ("policy", "model"),
     "model-summary": ("policy", "model"),
@@ -413,9 +411,11 @@ ANSWER_STRATEGIES: dict[AnswerStrategy, tuple[StrategyName, Literal["model", "ex
     # earlier turns written as notes (compaction.earlier_as_notes, on in the app)
     "record+recall+notes": ("policy", "extractive"),
 }
+#: The app's variants, then the rolling window (every suite run asks it).
+ANSWER_VARIANTS: tuple[AnswerStrategy, ...] = (*ANSWER_STRATEGIES, "rolling-window")
 #: The variants a run asks when none is named.
 DEFAULT_ANSWER_STRATEGIES: tuple[AnswerStrategy, ...] = (
-    "model-summary+recall", "model-summary", "record", "record+recall",
+    "model-summary+recall", "model-summary", "record", "record+recall", "rolling-window",
 )
 
 

@@ -86,13 +86,13 @@ def test_quick_run_with_the_embedded_model(
     assert ratio is not None and ratio > 0.5
 
     # The answer benchmark's small version: every workload and the real session, asked a
-    # few questions with the embedded model through the app's record and recall (the
-    # figures are reported, not asserted).
+    # few questions with the embedded model through the app's record and recall, and the
+    # rolling window every run asks beside it (the figures are reported, not asserted).
     asked = {(a["source"], a["model"]) for a in data["answers"]}
     assert {w for w, _ in asked} >= set(WORKLOAD_NAMES) | {"pi_refactor_session"}
     assert all(len(a["rows"]) > 0 for a in data["answers"])
     rows = [r for a in data["answers"] for r in a["rows"]]
-    assert {r["strategy"] for r in rows} == {"record+recall"}
+    assert {r["strategy"] for r in rows} == {"record+recall", "rolling-window"}
     assert all(r["oracle_ii"] is None for r in rows)
     assert {m for _, m in asked} == {"smollm2-135m-instruct"}
     assert "Answers: what the model can still answer" in report.read_text(encoding="utf-8")
