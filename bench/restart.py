@@ -109,6 +109,13 @@ class _Rig:
             compacted=compacted, reply=result.text[:200], prompt=_text(messages),
         )
 
+    def no_more_ahead(self) -> None:
+        """No summary written ahead after the question: it cannot change the question's
+        answer or time (the harness waits for it, a user would not)."""
+        engine = self.service.model.engine
+        assert engine is not None
+        engine.controller.precompute = lambda _call: None  # type: ignore[method-assign]
+
     def fill(self, share: float, say: Callable[[str], None]) -> int:
         """Paste notes until the prompt is ``share`` of the window's room; its tokens."""
         engine = self.service.model.engine
@@ -166,6 +173,7 @@ def restart_figures(
                 first.service.saved_states.write_carried(handle)
             shutil.copytree(home, aside)
             say("restart: the question before quitting ...")
+            first.no_more_ahead()
             live = first.ask(question)
             first.service.shutdown()  # as the window does on quit
             shutil.rmtree(home)
@@ -177,6 +185,7 @@ def restart_figures(
                 raise RuntimeError("the chat did not open again")
             opened_s = time.perf_counter() - started
             restored = [e for e in second.events if isinstance(e, ModelStateRestored)]
+            second.no_more_ahead()
             after = second.ask(question)
             second.service.shutdown()
     out: dict[str, Any] = {
