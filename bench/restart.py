@@ -31,7 +31,9 @@ from pathlib import Path
 from typing import Any
 
 from assistant.agent.events import ModelCallFinished
+from assistant.compaction.ahead import Precomputed
 from assistant.compaction.events import CompactionStarted
+from assistant.compaction.request import CallRequest
 from assistant.config import ModePolicy, Settings
 from assistant.llm.base import LLMBackend
 from assistant.llm.worker import InlineExecutor, ModelWorker
@@ -114,7 +116,11 @@ class _Rig:
         answer or time (the harness waits for it, a user would not)."""
         engine = self.service.model.engine
         assert engine is not None
-        engine.controller.precompute = lambda _call: None  # type: ignore[method-assign]
+
+        def none(_call: CallRequest) -> Precomputed | None:
+            return None
+
+        engine.controller.precompute = none  # type: ignore[method-assign,assignment]
 
     def fill(self, share: float, say: Callable[[str], None]) -> int:
         """Paste notes until the prompt is ``share`` of the window's room; its tokens."""
