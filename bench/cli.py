@@ -908,8 +908,15 @@ def _micro(
     def recall() -> None:
         result.perf["recall"] = recall_time(queries=20 if quick else 100)
 
+    def restart() -> None:  # through the app's service: the question before and after quitting
+        from .restart import bench_step
+
+        result.perf["restart"] = bench_step(models.model_for(local), models.threads,
+                                            quick=quick, progress=_progress)
+
     steps = [("generation speed", speed), ("policy time", policy),
              ("prefill speed", prefill), ("resume time to first token", resume),
+             ("restart: first token after relaunch vs before quitting", restart),
              ("recall retrieval at 10,000 messages", recall)]
     if quick:  # filling a real local window first costs over a minute on 2 cores
         result.notes.append("The summary of a full local window is measured in the full run.")

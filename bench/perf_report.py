@@ -55,6 +55,7 @@ def targets(perf: dict[str, Any], sums: Sequence[Summary]) -> list[tuple[str, st
                 f"({resume.get('live_evaluated')} tokens evaluated)",
                 float(resume["resume_ttft_s"]) <= 1.5 * max(float(live), 1e-9),
             ))
+    out.extend(_restart_targets(perf.get("restart")))
     w1 = [s for s in sums if s.workload == "W1" and s.strategy == "policy"]
     for s in w1:
         how = "with chunk reuse" if s.chunk_reuse else "prefix reuse only"
@@ -192,3 +193,25 @@ def section(perf: dict[str, Any], sums: Sequence[Summary], table: Table) -> str:
     if not parts:
         return ""
     return "### Prompt evaluation (issue 14)\n\n" + "\n\n".join(parts)
+
+
+def _restart_targets(got: Any) -> list[tuple[str, str, bool | None]]:
+    """Issue 43 through the app (:mod:`bench.restart`): the same short question before
+    quitting and after a relaunch, in one run."""
+    if not isinstance(got, dict):
+        return []
+    before, after = got["before"], got["after"]
+    live, restarted = float(got["live_ttft_s"]), float(got["restart_ttft_s"])
+    said = (f"{restarted:.2f} s after relaunch ({after['evaluated']:,} tokens evaluated, "
+            f"{after['reused']:,} from the saved state, compaction: "
+            f"{'yes' if after['compacted'] else 'no'}) vs {live:.2f} s before quitting "
+            f"({before['evaluated']:,} evaluated, compaction: "
+            f"{'yes' if before['compacted'] else 'no'}); same prompt: "
+            f"{'yes' if got['same_prompt'] else 'no'}")
+    return [
+        (f"restart through the app ({got['history_tokens']:,}-token chat): first token of "
+         "the question after relaunch within 1.5x of before quitting", said,
+         restarted <= 1.5 * max(live, 1e-9)),
+        ("restart: the prompt after relaunch is the one before quitting, no extra compaction",
+         said, bool(got["same_prompt"]) and after["compacted"] == before["compacted"]),
+    ]

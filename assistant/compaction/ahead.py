@@ -105,6 +105,11 @@ class SummaryCache:
         with self._lock:
             return self._items[-1] if self._items else None
 
+    def items(self) -> list[Precomputed]:
+        """The summaries kept, oldest first."""
+        with self._lock:
+            return list(self._items)
+
     def get(self, key: SummaryKey) -> Precomputed | None:
         with self._lock:
             return next((i for i in self._items if i.key == key), None)

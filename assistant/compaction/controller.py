@@ -11,8 +11,8 @@ from contextlib import nullcontext
 from dataclasses import dataclass, field, replace
 from typing import Any, NamedTuple
 
-from assistant.compaction import context
-from assistant.compaction.ahead import AHEAD_FILL, Precomputed, SummaryCache
+from assistant.compaction import carry, context
+from assistant.compaction.ahead import AHEAD_FILL, Precomputed, SummaryCache, span_digests
 from assistant.compaction.budget import minimal_summary
 from assistant.compaction.compactor import (
     CompactionJob,
@@ -609,6 +609,33 @@ class ContextController:
         finally:
             self.on_event, self._memo, self.facts._last = saved
             self._previewing = False
+
+    # -- across a restart ----------------------------------------------------------------
+    def carry_out(self, conv: Conversation) -> carry.Carried:
+        """What this controller holds for ``conv`` between calls (:mod:`.carry`)."""
+        sent = self._memo.sent
+        kept = span_digests(self.facts.of(conv).kept)
+        return carry.Carried(
+            leaf=conv.messages[-1].id if conv.messages else None,
+            anchor=self._memo.anchors.get(id(conv)),
+            sent=None if sent is None or sent.conv_id != id(conv)
+            else carry.Sent(sent.pruned, dict(sent.cuts), sent.render),
+            ahead=tuple(carry.usable_ahead(self.summary_cache.items(), kept)),
+        )
+
+    def carry_in(self, conv: Conversation, carried: carry.Carried) -> None:
+        """Continue ``conv`` from :meth:`carry_out`'s ``carried`` (taken before a restart):
+        the focus anchor (checked by its digest when used), the last prompt sent when the
+        chat still ends where it did, the summaries written ahead (checked by their spans)."""
+        if carried.anchor is not None:
+            self._memo.anchors[id(conv)] = carried.anchor
+        sent = carried.sent
+        if sent is not None and carried.leaf == (conv.messages[-1].id if conv.messages
+                                                   else None):
+            self._memo.sent = _Sent(id(conv), sent.pruned, dict(sent.cuts), sent.render)
+            self._memo.render = sent.render
+        for item in reversed(carried.ahead):  # newest first: put it last
+            self.summary_cache.put(item)
 
     # -- ahead of time -------------------------------------------------------------------
     def precompute(self, call: CallRequest) -> Precomputed | None:

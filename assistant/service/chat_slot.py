@@ -32,6 +32,8 @@ class ChatSlot:
         self.pending: ChatOptions | None = None
         #: The open chat's branch ends, for the state it was computed for.
         self._ends: tuple[str, BranchEnds] | None = None
+        #: Called with the open chat just before it closes (what is saved with it last).
+        self.before_close: Callable[[ChatHandle], None] | None = None
 
     def _error(self, text: str) -> None:
         self.emit(Notice("error", text))
@@ -101,6 +103,8 @@ class ChatSlot:
         self.prompt = None
         self.pending = None
         if self.handle is not None:
+            if self.before_close is not None:
+                self.before_close(self.handle)
             with contextlib.suppress(OSError, SessionError):
                 self.handle.close()
             self.handle = None

@@ -1,5 +1,7 @@
 """Instant resume (the chat's KV state saved after each reply and restored on opening, see
-docs/PERFORMANCE.md, "Instant resume") and the prompt-evaluation settings."""
+docs/PERFORMANCE.md, "Instant resume"), with the context controller's state of the chat
+(:mod:`assistant.compaction.carry`: the prompt after a restart is the one the saved state
+holds), and the prompt-evaluation settings."""
 
 from __future__ import annotations
 
@@ -7,12 +9,17 @@ import logging
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
+from assistant.compaction import carry
+from assistant.compaction.controller import ContextController
 from assistant.config import Settings
 from assistant.llm.base import EngineTuning, KVCacheAware, LLMBackend, LLMError
 from assistant.llm.calibration import CalibrationStore
 from assistant.llm.kv_state import StateCache, StateWriter
 from assistant.service.events import ModelStateRestored as Restored
+from assistant.sessions.errors import SessionError
+from assistant.sessions.handle import ChatHandle
 
 log = logging.getLogger(__name__)
 
@@ -48,6 +55,9 @@ class ChatResume:
     def __init__(self, settings: Settings, root: Path | None = None) -> None:
         self.cache = StateCache(root, settings.performance.state_cache_mb * MB)
         self.writer = StateWriter(self.cache)
+        #: Per open chat, the controller's state last taken (:meth:`carry_job`), written
+        #: with the chat when it closes (:meth:`write_carried`).
+        self.carried: dict[str, Any] = {}
         self.configure(settings)
 
     def configure(self, settings: Settings) -> None:
@@ -108,3 +118,51 @@ class ChatResume:
             return Restored(chat_id, len(state.tokens), time.perf_counter() - started)
 
         return job
+
+    # -- the controller's state of the chat (carried across a restart) ---------------------
+    def carry_job(self, controller: ContextController, handle: ChatHandle) -> Callable[[], None]:
+        """A worker job taking the controller's state of the chat (kept until it closes)."""
+        conv, chat_id = handle.conversation, handle.chat_id
+
+        def job() -> None:
+            try:
+                self.carried[chat_id] = carry.to_json(controller.carry_out(conv))
+            except Exception:  # a hint for the next start: never in the way of this one
+                log.warning("chat %s: the context state was not taken", chat_id, exc_info=True)
+
+        return job
+
+    def carry_in_job(
+        self, controller: ContextController, handle: ChatHandle
+    ) -> Callable[[], None]:
+        """A worker job giving the controller the chat's state: the one taken in this run,
+        else the one saved with the chat. A damaged one is ignored (logged); the chat's
+        messages are read apart from it and never depend on it."""
+        conv, chat_id = handle.conversation, handle.chat_id
+        value = self.carried.get(chat_id, handle.settings.get(carry.SETTING))
+
+        def job() -> None:
+            if value is None:
+                return
+            try:
+                carried = carry.from_json(value)
+            except ValueError as exc:
+                log.warning("chat %s: its saved context state was ignored (%s); the chat "
+                            "is read as it is, its first prompt evaluated again", chat_id, exc)
+                return
+            if carried is not None:
+                controller.carry_in(conv, carried)
+
+        return job
+
+    def write_carried(self, handle: ChatHandle) -> None:
+        """Save the chat's state taken last with the chat (before it closes), if changed."""
+        value = self.carried.pop(handle.chat_id, None)
+        if value is None or handle.closed or handle.read_only is not None:
+            return
+        if handle.settings.get(carry.SETTING) == value:
+            return
+        try:
+            handle.record_setting(carry.SETTING, value)
+        except (OSError, SessionError) as exc:
+            log.warning("chat %s: the context state was not saved: %s", handle.chat_id, exc)

@@ -131,6 +131,7 @@ class ChatService:
         self._measure_seq = 0
         #: Saved model states of chats (instant resume) and the prompt settings in force.
         self.saved_states = ChatResume(settings)
+        self.chat.before_close = self.saved_states.write_carried
         self.prefill_text = ""
         self._restore_seq = 0
         self._search = chats.ChatSearch()
@@ -334,6 +335,8 @@ class ChatService:
             return
         self._restore_seq += 1
         seq = self._restore_seq
+        # The controller continues the chat where it was (the prompt the state holds).
+        self.worker.submit(self.saved_states.carry_in_job(engine.controller, handle))
         job = self.saved_states.restore_job(
             engine.backend, handle.chat_id, lambda: seq == self._restore_seq
         )
@@ -440,10 +443,15 @@ class ChatService:
         prompt = self.effective_settings().system_prompt
         tools = engine.agent.offered_tools()
 
+        carry_out = self.saved_states.carry_job(engine.controller, handle)
+
         def job() -> Precomputed | None:
             if token.cancelled:
                 return None
-            return engine.controller.precompute(CallRequest(conv, prompt, tools, token))
+            got = engine.controller.precompute(CallRequest(conv, prompt, tools, token))
+            if got is not None:
+                carry_out()  # the summary is kept for the first compaction after a restart
+            return got
 
         def failed(exc: BaseException) -> None:  # the threshold's compaction writes one
             log.warning("Writing the next summary ahead of time failed: %s", exc)
@@ -678,6 +686,9 @@ class ChatService:
 
     def _job_ended(self) -> None:
         self.emit(ChatsChanged())
+        handle, engine = self.chat.handle, self.model.engine
+        if handle is not None and engine is not None and not self._closed:
+            self.worker.submit(self.saved_states.carry_job(engine.controller, handle))
         if not self._queue:
             self.measure_context()  # the reply or the tool output is in the chat now
             self._start_ahead()

@@ -207,3 +207,23 @@ def test_the_restart_target_compares_relaunch_with_before_quitting() -> None:
     assert "0.90 s after relaunch" in restart.measured and "0.70 s before" in restart.measured
     perf["resume"].update(live_ttft_s=0.5)
     assert next(t for t in targets(result) if t.goal.startswith("restart")).met is False
+
+
+def test_the_restart_through_the_app_has_its_own_targets() -> None:
+    """Issue 43 through the app's service (bench.restart): the time after relaunch against
+    before quitting, and the prompt and the compaction the same."""
+    perf = _perf()
+    asked = {"ttft_s": 1.0, "prompt_tokens": 1_307, "evaluated": 20, "reused": 1_287,
+             "compacted": False, "reply": "x"}
+    perf["restart"] = {"history_tokens": 1_293, "restored_tokens": 1_287, "open_s": 0.03,
+                       "same_prompt": True, "before": asked, "after": {**asked, "ttft_s": 1.2},
+                       "live_ttft_s": 1.0, "restart_ttft_s": 1.2}
+    result = BenchResult(command="x", started="now", quick=False, seed=0, runs=[_run()],
+                         perf=perf)
+    got = [t for t in targets(result) if t.goal.startswith("restart through the app")
+           or t.goal.startswith("restart: the prompt")]
+    assert [t.met for t in got] == [True, True]
+    assert "1.20 s after relaunch" in got[0].measured and "same prompt: yes" in got[0].measured
+    perf["restart"].update(same_prompt=False, restart_ttft_s=1.6)
+    assert [t.met for t in targets(result) if t.goal.startswith("restart through")
+            or t.goal.startswith("restart: the prompt")] == [False, False]

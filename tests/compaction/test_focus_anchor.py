@@ -4,8 +4,10 @@ controller's anchor per chat)."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
+from assistant.compaction import carry
 from assistant.compaction.context_render import (
     FOCUS_TOKENS,
     focus_bounds,
@@ -172,3 +174,29 @@ def test_another_chat_or_branch_has_its_own_start() -> None:
     branch = Conversation(messages=list(conv.messages), compactions=list(conv.compactions))
     fresh = _ask(ctrl, branch, 4)
     assert _history_tokens(ctrl, held) > FOCUS_TOKENS >= _history_tokens(ctrl, fresh)
+
+
+def test_after_a_restart_the_held_window_is_the_one_before_quitting() -> None:
+    """Issue 43: the anchor is carried with the chat (:mod:`assistant.compaction.carry`), so
+    the first prompt after a restart is the one the chat's saved model state holds."""
+    ctrl, conv = _focused()
+    for k in range(1, 4):
+        held = _ask(ctrl, conv, k)
+        _answer(conv, k)
+    assert _history_tokens(ctrl, held) > FOCUS_TOKENS  # held past a fresh window
+    saved = json.loads(json.dumps(carry.to_json(ctrl.carry_out(conv))))
+    reread = conv.model_copy(deep=True)  # the chat file read again: another object
+
+    def restarted(carried: bool) -> PreparedRequest:
+        again, _ = _controller()
+        again.focus_tokens = ctrl.focus_tokens
+        chat = reread.model_copy(deep=True)
+        if carried:
+            state = carry.from_json(saved)
+            assert state is not None
+            again.carry_in(chat, state)
+        return _ask(again, chat, 4)
+
+    before_quitting = _ask(ctrl, conv, 4)
+    assert restarted(True).messages == before_quitting.messages
+    assert restarted(False).messages != before_quitting.messages  # what a restart lost
