@@ -323,9 +323,10 @@ class Agent:
                 ParsedCall(self.registry.normalize(p.call), p.error) if p.error is None else p
                 for p in parsed.calls
             ]
+            if (all(p.error is None and guard.is_repeat(p.call) for p in calls) if calls
+                    else rounds and echoes_a_result(text)):  # "Turns that go round" (docs)
+                return self._answer_from_results(conv, settings, cancel, calls)
             if not calls:
-                if rounds and echoes_a_result(text):
-                    return self._answer_from_results(conv, settings, cancel, "")
                 if not text.strip():
                     self.on_event(Notice("warning", "The assistant stopped without writing "
                                          "an answer." + (" What its tools found is shown "
@@ -333,10 +334,6 @@ class Agent:
                     return False, None
                 self._append(conv, Message(role="assistant", content=text, figures=figures))
                 return False, None
-            if all(p.error is None and guard.is_repeat(p.call) for p in calls):
-                # Only calls it already made: asked for the answer in so many words, a small
-                # model answers from the results (docs/ARCHITECTURE.md, "Turns that go round").
-                return self._answer_from_results(conv, settings, cancel, calls[0].call.name)
             self._append(conv, Message(role="assistant", content=parsed.content,
                                        tool_calls=[p.call for p in calls], figures=figures))
             results = self._run_calls(conv, calls, cancel, "model", guard)
@@ -354,10 +351,12 @@ class Agent:
                 return False, None
 
     def _answer_from_results(
-        self, conv: Conversation, settings: Settings, cancel: CancelToken, tool: str
+        self, conv: Conversation, settings: Settings, cancel: CancelToken, calls: list[ParsedCall]
     ) -> tuple[bool, str | None]:
-        """The turn's last call: the prompt so far and :data:`ANSWER_FROM_RESULTS` (its prefix
-        stays cached). A call it writes anyway is not run; no words: a note ends the turn."""
+        """After ``calls`` it already made (or none: a result written out), the turn's last call:
+        the prompt so far and :data:`ANSWER_FROM_RESULTS` (its prefix stays cached), as a
+        small model then answers in words. A call it writes anyway is not run; no words: a
+        note ends the turn."""
         tools, start = self.offered_tools(), time.perf_counter()
         call = CallRequest(conv, settings.system_prompt, tools, cancel)
         try:
@@ -374,7 +373,7 @@ class Agent:
             self._append(conv, Message(role="assistant", content=answer, stopped=stopped,
                                        figures=reply_figures(result, ttft)))
         elif not stopped:
-            stuck = ProgressGuard(last_reason="repeat", repeated_tools=[tool] if tool else [])
+            stuck = ProgressGuard(last_reason="repeat", repeated_tools=[c.call.name for c in calls])
             self.on_event(Notice("warning", stuck.stop_note()))
         return stopped, None
 
