@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 from datetime import date, timedelta
 from pathlib import Path
 
-from assistant.config import DEFAULT_SYSTEM_PROMPT
+from assistant.config import DEFAULT_SYSTEM_PROMPT, Mode
 from assistant.conversation import Message
 from assistant.llm.fallback_tokenizer import Cl100kTokenizer
 
@@ -348,7 +348,7 @@ def pick(questions: Sequence[Question], limit: int | None) -> list[Question]:
 def personal_transcript(seed: int, *, limit: int | None = None) -> Transcript:
     """The chat of ``seed`` as the answer benchmark asks it (local mode, the app's prompt)."""
     chat = generate_chat(seed)
-    return Transcript(chat.name, "personal chat", "local", DEFAULT_SYSTEM_PROMPT,
+    return Transcript(chat.name, "personal chat", Mode.LOCAL, DEFAULT_SYSTEM_PROMPT,
                       chat.messages, pick(chat.questions, limit))
 
 
