@@ -348,6 +348,34 @@ def copied(line: str, source_words: str) -> bool:
     return len(words) >= MIN_COPY_WORDS and f" {' '.join(words)} " in source_words
 
 
+#: A user message of this many words or more is a paste: the record keeps only an excerpt
+#: of it (``user_paste``), so a fact the model copies out of it is not said twice.
+PASTE_WORDS = 150
+#: Where one message of a serialized span starts (:func:`.serialize.serialize`).
+_MESSAGE_START = re.compile(r"\n\n(?=\[(?:User|Assistant|Tool|System)[^\]\n]*\]: )")
+
+
+def copy_sources(source: str | None) -> tuple[str | None, str]:
+    """(the words of ``source``, the words of its pasted user messages), for
+    :func:`copied` and :func:`pasted_fact`."""
+    if source is None:
+        return None, ""
+    pastes = [m for m in _MESSAGE_START.split(source)
+              if m.startswith("[User]: ") and len(_words(m)) >= PASTE_WORDS]
+    return word_text(source), word_text("\n".join(pastes)) if pastes else ""
+
+
+def pasted_fact(line: str, pasted_words: str) -> bool:
+    """Whether ``line`` is copied out of a pasted text and names something (a name, a path,
+    a long number): kept, as the record keeps only an excerpt of a paste. Qwen2.5-Coder
+    1.5B summarizing a pasted memo copied "Marta Kowalski will lead the migration team
+    starting on 3 March."; dropped as a copy, its summary said nothing and was rejected."""
+    if not pasted_words or not copied(line, pasted_words):
+        return False
+    raw = _WORD.findall(line)
+    return any(is_specific(w, i == 0) for i, w in enumerate(raw))
+
+
 def word_text(text: str) -> str:
     """``text`` as its words, space-separated and padded."""
     return f" {' '.join(_words(text))} "
@@ -359,7 +387,7 @@ def clean_summary(
     """(cleaned text, what was done): tool-call markup stripped, repeated bullets dropped,
     loops cut; with ``known``/``source``, the bullets that would mislead the chat dropped
     (docs/COMPACTION.md, ``summary/clean.py``); an emptied section gets "- none"."""
-    source_words = word_text(source) if source is not None else None
+    source_words, pasted = copy_sources(source)
     notes: list[str] = []
     text, calls = strip_tool_markup(text)
     if calls:
@@ -407,7 +435,7 @@ def clean_summary(
             made_up.extend(names)
             continue
         if (source_words is not None and mark and section not in COPY_SECTIONS
-                and copied(body, source_words)):
+                and copied(body, source_words) and not pasted_fact(body, pasted)):
             copies += 1
             continue
         if known is not None and mark and section not in _PROGRESS and ACTION_FACT.match(body):

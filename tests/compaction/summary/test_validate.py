@@ -369,3 +369,31 @@ def test_a_chat_without_decisions_or_work_in_progress_can_still_be_summarized() 
     assert validate_summary(only_done, source=source, budget=500, count=COUNT) == [
         "says nothing specific in: In Progress, Key Decisions, Next Steps, Critical Context"
     ]
+
+
+def test_facts_copied_out_of_a_pasted_text_are_kept() -> None:
+    """Qwen2.5-Coder 1.5B summarizing two pasted parts of a memo copied two of its planted
+    facts into the summary. Dropped as copies, the summary said nothing and was rejected
+    twice, and the card showed the extractive summary, which names neither fact. The record
+    keeps only an excerpt of a paste, so such a copy is the one place the fact survives."""
+    filler = ("The team reviewed the schedule again and discussed the details of the plan. "
+              "Several people asked questions about the timing and the order of the steps. ") * 30
+    facts = ("Marta Kowalski will lead the migration team starting on 3 March.",
+             "The vendor chosen for the network cabling is Brightwire Ltd.")
+    source = (f"[User]: Here is part 2 of the project memo, please keep it in mind:\n\n"
+              f"{filler}\n{facts[0]} {filler} {facts[1]}\n{filler}\n\n"
+              "[Assistant]: Noted, I will keep this part of the memo in mind.")
+    reply = (
+        "## Goal\n- Here is part 2 of the project memo, please keep it in mind:\n\n"
+        "## Constraints & Preferences\n- none\n\n## Progress\n### Done\n"
+        "- Noted, I will keep this part of the memo in mind.\n### In Progress\n"
+        "- Several people asked questions about the timing and the order of the steps.\n"
+        "### Blocked\n- No items are blocked at this time.\n\n"
+        f"## Key Decisions\n- {facts[0]}\n\n## Next Steps\n- {facts[1]}\n\n"
+        "## Critical Context\n- Noted, I will keep this part of the memo in mind.\n"
+    )
+    text, _notes = clean_summary(reply, Known(source), source)
+    sections = parse_sections(text)
+    assert sections["Key Decisions"] == [facts[0]] and sections["Next Steps"] == [facts[1]]
+    assert "Several people" not in text  # a copy naming nothing is still dropped
+    assert validate_summary(text, source=source, budget=800, count=len) == []
