@@ -163,7 +163,7 @@ def _parser() -> argparse.ArgumentParser:
                    "its own run, named 'W2 @2048' (default: the mode's window)")
     a.add_argument("--personal-chats", type=int, default=None, metavar="N",
                    help="ask N long personal chats (bench/personal_chats.py, seeds --seed "
-                   "on; default 2, none with --quick); with --answers-only and no "
+                   "on; default 2, none with --quick or --workload); with --answers-only and no "
                    "--workload, only they (and the sessions named) are asked")
     a.add_argument("--no-history-oracle", action="store_true",
                    help="do not ask oracle (ii) (the whole history; it prefills up to the "
@@ -732,8 +732,8 @@ def _personal_seeds(args: argparse.Namespace) -> list[int]:
     from .answer_suite import PERSONAL_CHATS
 
     count = args.personal_chats
-    if count is None:
-        count = 0 if args.quick else PERSONAL_CHATS
+    if count is None:  # a run that names its workloads asks only them
+        count = 0 if args.quick or args.workload else PERSONAL_CHATS
     return [args.seed + k for k in range(count)]
 
 

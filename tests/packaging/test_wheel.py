@@ -109,8 +109,13 @@ def test_installed_app_finds_its_registry_and_provisions(
 
 @pytest.mark.integration
 def test_installed_app_chats_with_the_model(fresh_python: Path, tmp_path: Path) -> None:
+    """The installed package loads a provisioned model and answers. The tests' small model:
+    what is checked is the package, and the first-run Qwen2.5-Coder 1.5B, offered the tools,
+    once answered this question with a read_file call cut at 24 tokens (a sampled reply at
+    temperature 0.2; 6 of 6 runs here said "Paris")."""
     proc = _run(
-        [str(fresh_python), "-m", "assistant", "chat", "--max-tokens", "24"],
+        [str(fresh_python), "-m", "assistant", "chat", "--model", "smollm2-135m-instruct",
+         "--max-tokens", "24"],
         cwd=tmp_path,
         input="What is the capital of France?\n",
     )

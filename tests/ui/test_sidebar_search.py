@@ -54,9 +54,11 @@ def test_long_titles_are_cut_not_scrolled(make_window, artifacts_dir: Path) -> N
     chat_id = _chat(h, "Hello")
     h.controller.chat.rename(chat_id, LONG_TITLE)
     side = h.window.sidebar
+    # The rename reaches the sidebar through the bridge, behind events already queued.
+    h.qtbot.waitUntil(lambda: (item := side.item_for(chat_id)) is not None
+                      and item.toolTip().startswith(LONG_TITLE))
     item = side.item_for(chat_id)
     assert item is not None
-    assert item.toolTip().startswith(LONG_TITLE)
     assert side.list.horizontalScrollBarPolicy() == Qt.ScrollBarPolicy.ScrollBarAlwaysOff
     assert side.list.textElideMode() == Qt.TextElideMode.ElideRight
     assert not side.list.horizontalScrollBar().isVisible()
