@@ -16,6 +16,9 @@ from assistant.sessions.store import ChatSummary
 @dataclass(frozen=True)
 class StatusChanged:
     status: Status
+    #: The event that caused the change is posted right after it: a face shows the two
+    #: together (no frame shows one without the other).
+    leads: bool = False
 
 
 @dataclass(frozen=True)

@@ -195,7 +195,8 @@ class ChatService:
         """From the worker thread: the status the event causes first, so a window never shows a
         reply's first words under the previous step's status; then the event and its figures."""
         changed = self.status_machine.on_agent_event(event)
-        self._status(changed)
+        if changed is not None:
+            self.emit(StatusChanged(changed, leads=True))
         self.emit(event)
         if isinstance(event, ContextUsage):
             self._prefill.prompt_ready(event)

@@ -19,7 +19,7 @@ from typing import Any, TypeVar, get_args
 from PySide6.QtCore import QObject, Qt, QThread, QTimer, Signal, Slot
 
 from assistant.agent.events import AssistantDelta
-from assistant.service.events import ServiceEvent
+from assistant.service.events import ServiceEvent, StatusChanged
 
 FLUSH_MS = 30
 
@@ -57,6 +57,9 @@ class ServiceBridge(QObject):
         super().__init__(parent)
         self._lock = threading.Lock()
         self._pending: list[str] = []
+        #: Statuses posted from the worker that lead the event that caused them (they are
+        #: queued with it, so no frame shows one without the other).
+        self._held: list[StatusChanged] = []
         self._routes: dict[type, list[Callable[[Any], object]]] = {}
         #: Events (and sealed text) queued for the GUI thread and not dispatched yet.
         self._in_flight = 0
@@ -100,19 +103,25 @@ class ServiceBridge(QObject):
         if self._closed:
             return
         try:
+            off_gui = QThread.currentThread() is not self.thread()
+            if isinstance(event, StatusChanged) and event.leads and off_gui:
+                with self._lock:
+                    self._held.append(event)
+                return
             if isinstance(event, AssistantDelta):
                 with self._lock:
+                    held = bool(self._held)
                     first = not self._pending
-                    self._pending.append(event.text)
-                if first:
+                    if not held:
+                        self._pending.append(event.text)
+                if held:
+                    self._seal(_Sealed(event.text))  # the new status with the first words
+                elif first:
                     self._kick.emit()
                 return
             if self._deliver_now(event):
                 return
-            self._seal()
-            with self._lock:
-                self._in_flight += 1
-            self._event.emit(event)
+            self._seal(event)
         except RuntimeError:  # the bridge was deleted while the worker still ran
             self._closed = True
 
@@ -143,15 +152,21 @@ class ServiceBridge(QObject):
         except RuntimeError:
             self._closed = True
 
-    def _seal(self) -> None:
-        """Queue the text streamed so far ahead of what comes next (in order)."""
+    def _seal(self, event: ServiceEvent | _Sealed | None = None) -> None:
+        """Queue the text streamed so far, the held statuses and ``event`` as one step, ahead
+        of what comes next (in order)."""
         with self._lock:
             text = "".join(self._pending)
             self._pending.clear()
-            if text:
+            held, self._held = self._held, []
+            step: list[ServiceEvent | _Sealed] = [_Sealed(text)] if text else []
+            step += held
+            if event is not None:
+                step.append(event)
+            if step:
                 self._in_flight += 1
-        if text:
-            self._event.emit(_Sealed(text))
+        if step:
+            self._event.emit(tuple(step))
 
     def close(self) -> None:
         """Drop everything posted from now on."""
@@ -187,13 +202,14 @@ class ServiceBridge(QObject):
             fn()
 
     @Slot(object)
-    def _dispatch(self, event: ServiceEvent | _Sealed) -> None:
+    def _dispatch(self, step: tuple[ServiceEvent | _Sealed, ...]) -> None:
         with self._lock:
             self._in_flight -= 1
-        if self._closed:
-            return
-        if isinstance(event, _Sealed):
-            self.flushes += 1
-            self.deliver(AssistantDelta(event.text))
-            return
-        self.deliver(event)
+        for event in step:
+            if self._closed:
+                return
+            if isinstance(event, _Sealed):
+                self.flushes += 1
+                self.deliver(AssistantDelta(event.text))
+            else:
+                self.deliver(event)

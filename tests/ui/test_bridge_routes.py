@@ -82,3 +82,53 @@ def test_an_event_posted_on_an_idle_gui_thread_is_delivered_at_once(qtbot) -> No
     bridge.on(Notice, lambda event: got.append(event.text))
     bridge.post(Notice("info", "now"))
     assert got == ["now"]
+
+
+def test_a_status_is_shown_in_the_same_step_as_the_event_that_caused_it(qtbot) -> None:
+    """The worker posts "Running read_file…" just before the reply that asks for the tool (its
+    card): a GUI step between the two would show the status over the old bubble (seen in CI).
+    Here the worker pauses between them while the GUI thread runs its loop."""
+    from assistant.agent.events import MessageAdded
+    from assistant.conversation import Message
+    from assistant.service.events import StatusChanged
+    from assistant.service.status import Phase, Status
+
+    bridge = ServiceBridge()
+    seen: list[str] = []
+    bridge.on(StatusChanged, lambda event: seen.append(event.status.text))
+    bridge.on(MessageAdded, lambda event: seen.append(event.message.content))
+    bridge.on(AssistantDelta, lambda event: seen.append(event.text))
+    posted = threading.Event()
+    go_on = threading.Event()
+
+    def worker() -> None:
+        bridge.post(StatusChanged(Status(Phase.RUNNING_TOOL, "read_file"), leads=True))
+        posted.set()
+        go_on.wait(5)
+        bridge.post(MessageAdded(Message(role="assistant", content="the call")))
+        bridge.post(StatusChanged(Status(Phase.GENERATING), leads=True))
+        bridge.post(AssistantDelta("First"))
+
+    thread = threading.Thread(target=worker)
+    thread.start()
+    posted.wait(5)
+    qtbot.wait(100)  # the GUI loop runs while the worker is between the two posts
+    assert seen == []
+    go_on.set()
+    thread.join()
+    qtbot.waitUntil(lambda: len(seen) == 4, timeout=5_000)
+    assert seen == ["Running read_file…", "the call", "Writing the reply… (Esc to stop)", "First"]
+
+
+def test_a_status_alone_is_shown_at_once(qtbot) -> None:
+    """A status no event follows (a model load's progress) is not held."""
+    from assistant.service.events import StatusChanged
+    from assistant.service.status import Phase, Status
+
+    bridge = ServiceBridge()
+    seen: list[str] = []
+    bridge.on(StatusChanged, lambda event: seen.append(event.status.text))
+    thread = threading.Thread(target=lambda: bridge.post(StatusChanged(Status(Phase.IDLE))))
+    thread.start()
+    thread.join()
+    qtbot.waitUntil(lambda: seen == ["Ready"], timeout=5_000)
