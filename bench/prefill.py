@@ -75,6 +75,17 @@ def _timed_chat(backend: LlamaBackend, msgs: list[dict[str, Any]], max_tokens: i
     return result, ready + (result.first_token_s or result.prefill_s)
 
 
+def raw_new_tokens_s(backend: LlamaBackend, msgs: list[dict[str, Any]], new: int
+                     ) -> float | None:
+    """Seconds raw ``llama_decode`` takes for the last ``new`` tokens of ``msgs``' prompt with
+    the rest already in its cache (a temporary context: the chat's is not touched), i.e. the
+    physical floor of a first token that evaluates only the new tokens."""
+    tokens = backend.tokenize_prompt(backend.render_prompt(msgs))
+    if not 0 < new < len(tokens):
+        return None
+    return backend.raw_prefill(tokens, piece=len(tokens) - new)[-1][1]
+
+
 def _raw_rate(
     backend: LlamaBackend, tokens: list[int], config: PrefillConfig | None = None
 ) -> float:
@@ -169,6 +180,7 @@ def resume_ttft(
     # The chat never closed (the question before quitting): the same backend answers,
     # reusing its cache.
     live, live_ttft = _timed_chat(backend, msgs2, 8)
+    raw_new = raw_new_tokens_s(backend, msgs2, live.prompt_evaluated)
     with tempfile.TemporaryDirectory(prefix="bench-resume-") as tmp:
         cache = StateCache(Path(tmp), limit_bytes=1 << 40)
         started = time.perf_counter()
@@ -208,6 +220,7 @@ def resume_ttft(
         "resume_ttft_s": round(warm_ttft, 2),
         "live_ttft_s": round(live_ttft, 2),
         "live_evaluated": live.prompt_evaluated,
+        "raw_new_s": None if raw_new is None else round(raw_new, 3),
         "resume_evaluated": warm.prompt_evaluated,
         "question_own_s": None if own is None else round(own, 2),
         # Restored, the cache is the one the chat left: the reply is the live one's. A full
