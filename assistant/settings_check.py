@@ -28,10 +28,11 @@ def system_prompt_limit(window: int) -> int:
 
 
 def check_against_model(
-    settings: Settings, trained_context: int | None, count_tokens: Callable[[str], int] | None
+    settings: Settings, trained_context: int | None,
+    count_tokens: Callable[[str], int | None] | None,
 ) -> ModelCheck:
     """Check ``settings`` for a model of ``trained_context`` tokens counting with
-    ``count_tokens``."""
+    ``count_tokens`` (a count of None, not known yet, skips the system prompt's check)."""
     notes: list[str] = []
     errors: list[str] = []
     if trained_context:
@@ -50,7 +51,7 @@ def check_against_model(
         window = settings.effective_policy(trained_context).window
         limit = system_prompt_limit(window)
         tokens = count_tokens(settings.system_prompt)
-        if tokens > limit:
+        if tokens is not None and tokens > limit:
             errors.append(
                 f"{setting_name(('system_prompt',))}: it is {tokens:,} tokens, and it may use "
                 f"at most a quarter of the context window ({limit:,} of {window:,} tokens in "

@@ -89,3 +89,41 @@ def test_a_broken_rule_fails_the_check(tmp_path: Path) -> None:
     assert "assistant.compaction.prune -> PySide6" in out
     assert "assistant.llm.registry -> assistant.agent.loop" in out
     assert "assistant.cli.chat -> llama_cpp" in out
+
+
+def test_a_face_reaching_past_the_service_fails_the_check(tmp_path: Path) -> None:
+    """``faces-through-the-service``: ``ui/`` and ``cli/`` import none of ``llm/``,
+    ``sessions/``, ``compaction/``, ``agent/`` and ``engine`` themselves, in a module they
+    have or in a new one; the same names through ``service/`` pass. The probe command's
+    exception (it loads a model itself) covers ``llm/`` only."""
+    copy = tmp_path / "project"
+    shutil.copytree(PKG, copy / "assistant", ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(ROOT / "bench", copy / "bench", ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copy(ROOT / "pyproject.toml", copy / "pyproject.toml")
+    plants = {
+        "ui/main_window.py": "from assistant.llm.registry import Registry",
+        "cli/chat.py": "import assistant.sessions.store",
+        "cli/probe.py": "import assistant.compaction.tokens",
+    }
+    for name, line in plants.items():
+        path = copy / "assistant" / name
+        path.write_text(path.read_text(encoding="utf-8") + f"\n{line}  # noqa\n")
+    (copy / "assistant" / "ui" / "planted.py").write_text(
+        '"""A new face module."""\n'
+        "from assistant.agent.events import Notice  # noqa\n"
+        "from assistant.engine import server_config  # noqa\n"
+        "from assistant.service.values import TurnFinished  # noqa\n",
+        encoding="utf-8",
+    )
+    proc = _lint(copy)
+    out = " ".join(proc.stdout.split())
+    assert proc.returncode == 1, out
+    assert "1 broken" in out
+    assert "use the session service, never the engine's parts BROKEN" in out
+    for broken in ("assistant.ui.main_window -> assistant.llm.registry",
+                   "assistant.cli.chat -> assistant.sessions.store",
+                   "assistant.cli.probe -> assistant.compaction.tokens",
+                   "assistant.ui.planted -> assistant.agent.events",
+                   "assistant.ui.planted -> assistant.engine"):
+        assert broken in out
+    assert "-> assistant.service" not in out

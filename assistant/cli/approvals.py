@@ -15,7 +15,7 @@ try:
 except ImportError:  # pragma: no cover - not POSIX
     termios = None  # type: ignore[assignment]
 
-from assistant.llm.base import CancelToken
+from assistant.service.values import CancelToken
 from assistant.textsafe import terminal_text
 from assistant.tools.approval import ApprovalDecision, ApprovalRequest, Approver
 

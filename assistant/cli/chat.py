@@ -17,20 +17,8 @@ from typing import NoReturn, TextIO
 
 from pydantic import ValidationError
 
-from assistant.agent.commands import ChatInput, parse_input
-from assistant.agent.events import (
-    AssistantDelta,
-    ContextChanged,
-    MessageAdded,
-    Notice,
-    ToolCallStarted,
-    TurnFinished,
-)
-from assistant.compaction.events import CompactionStarted, context_line
 from assistant.config import MODE_NAMES, Settings, load_settings
 from assistant.conversation import Conversation, Message, ToolCall
-from assistant.llm.openai_backend import ServerBackend
-from assistant.llm.worker import InlineExecutor, ModelWorker, default_factory
 from assistant.service.events import (
     ConversationReset,
     ExportPathNeeded,
@@ -44,8 +32,21 @@ from assistant.service.events import (
 from assistant.service.progress import stats_line
 from assistant.service.service import ChatService
 from assistant.service.status import Phase
-from assistant.sessions.store import SessionStore
-from assistant.sessions.summary import is_branch_summary
+from assistant.service.terminal import terminal_service
+from assistant.service.values import (
+    AssistantDelta,
+    ChatInput,
+    CompactionStarted,
+    ContextChanged,
+    MessageAdded,
+    Notice,
+    ToolCallStarted,
+    TurnFinished,
+    context_line,
+    is_branch_summary,
+    parse_input,
+)
+from assistant.service.view import ServiceView
 from assistant.tools.approval import Approver, AutoApprover
 from assistant.tools.registry import ToolRegistry
 
@@ -227,17 +228,7 @@ def main(argv: list[str] | None = None) -> int:
         else ScopedApprover(approved, TerminalApprover(err))
     )
     printer = TerminalPrinter(out, err)
-    service = ChatService(
-        settings,
-        SessionStore(),
-        ModelWorker(default_factory, InlineExecutor()),
-        approver,
-        printer,
-        persist_settings=None,  # options and /mode apply to this run only
-    )
-    # Jobs run inline here: a summary written "in the background" would hold up the next
-    # line of input instead of using the time the user spends reading.
-    service.compact_ahead = False
+    service = terminal_service(settings, approver, printer)
     try:
         return _run(service, printer, args.resume)
     finally:
@@ -323,17 +314,11 @@ def _run(service: ChatService, printer: TerminalPrinter, resume: str | None) -> 
         err.flush()
         _keep_the_rest(service, err, kept)
         return 1
-    # The engine's policy: the measured target beside the window (the hard limit).
-    engine = service.model.engine
-    policy = (engine.controller.policy() if engine is not None
-              else service.settings.effective_policy(info.trained_context))
-    err.write(
-        f"[model] {info.name}, window {info.context_window:,} tokens; {policy.describe()}\n"
-    )
-    backend = service.worker.backend
-    if isinstance(backend, ServerBackend):
-        for line in backend.report().lines():
-            err.write(f"[server] {line}\n")
+    view = ServiceView(service)
+    err.write(f"[model] {info.name}, window {info.context_window:,} tokens; "
+              f"{view.policy().describe()}\n")
+    for line in view.server_report():
+        err.write(f"[server] {line}\n")
     err.flush()
 
     def on_sigint(signum: int, frame: FrameType | None) -> None:

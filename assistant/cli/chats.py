@@ -6,9 +6,8 @@ from __future__ import annotations
 import argparse
 import sys
 
-from assistant.service.chats import chat_lines
-from assistant.sessions.errors import SessionError
-from assistant.sessions.store import SessionStore
+from assistant.service.chats import chat_lines, saved_chats
+from assistant.service.values import SessionError
 from assistant.textsafe import terminal_text
 
 from .terminal import never_fail_to_encode
@@ -20,7 +19,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     never_fail_to_encode()
     try:
-        chats = SessionStore().list_chats()
+        chats = saved_chats()
     except (OSError, SessionError) as exc:
         print(f"error: cannot list chats: {exc}", file=sys.stderr)
         return 1

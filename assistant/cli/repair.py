@@ -9,7 +9,8 @@ import argparse
 import sys
 from typing import TextIO
 
-from assistant.sessions import SessionError, SessionStore
+from assistant.service.chats import repair_copy, saved_chats
+from assistant.service.values import SessionError
 from assistant.textsafe import terminal_text
 
 
@@ -20,9 +21,8 @@ def main(argv: list[str] | None = None, out: TextIO | None = None) -> int:
     parser.add_argument("chat_ids", nargs="*", metavar="CHAT_ID", help="chats to repair")
     args = parser.parse_args(argv)
     out = out or sys.stdout
-    store = SessionStore()
     if not args.chat_ids:
-        damaged = [row for row in store.list_chats() if row.damaged]
+        damaged = [row for row in saved_chats() if row.damaged]
         if not damaged:
             out.write("No chat has damaged lines.\n")
             return 0
@@ -35,16 +35,13 @@ def main(argv: list[str] | None = None, out: TextIO | None = None) -> int:
     status = 0
     for chat_id in args.chat_ids:
         try:
-            copy_id = store.repair(chat_id)
+            copy = repair_copy(chat_id)
         except (OSError, SessionError) as exc:
             out.write(f"{chat_id}: not repaired: {exc}\n")
             status = 1
             continue
-        with store.open(copy_id) as copy:
-            count = len(copy.conversation.messages)
-            title = copy.title
         out.write(
-            f"{chat_id}: repaired copy {copy_id} ({title!r}, {count} messages); "
+            f"{chat_id}: repaired copy {copy.chat_id} ({copy.title!r}, {copy.messages} messages); "
             f"the original is kept as it was.\n"
         )
     return status

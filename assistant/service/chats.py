@@ -1,17 +1,19 @@
-"""Finding, listing, searching and exporting saved chats (both faces, through the service)."""
+"""Finding, listing, searching, repairing and exporting saved chats (both faces, through the
+service)."""
 
 from __future__ import annotations
 
 import datetime as _dt
 import re
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 from assistant import paths
 from assistant.sessions.entries import MessageEntry
 from assistant.sessions.errors import SessionError
 from assistant.sessions.reader import read_chat_file
-from assistant.sessions.store import ChatSummary
+from assistant.sessions.store import ChatSummary, SessionStore
 
 #: ``--resume last`` / ``/resume last``: the most recently updated chat.
 LAST = "last"
@@ -28,6 +30,29 @@ def find_chat(chats: Sequence[ChatSummary], ref: str) -> ChatSummary | None:
     needle = ref.lower()
     by_id = (c for c in readable if c.id == ref)
     return next(by_id, next((c for c in readable if needle in c.title.lower()), None))
+
+
+def saved_chats(store: SessionStore | None = None) -> list[ChatSummary]:
+    """The saved chats, newest first (in the window's store unless told); raises OSError or
+    SessionError when the folder cannot be read."""
+    return (store or SessionStore()).list_chats()
+
+
+@dataclass(frozen=True)
+class RepairedCopy:
+    """A damaged chat's repaired copy, written beside the original (which is kept)."""
+
+    chat_id: str
+    title: str
+    messages: int
+
+
+def repair_copy(chat_id: str, store: SessionStore | None = None) -> RepairedCopy:
+    """Write a repaired copy of ``chat_id``; raises OSError or SessionError when it cannot."""
+    store = store or SessionStore()
+    copy_id = store.repair(chat_id)
+    with store.open(copy_id) as copy:
+        return RepairedCopy(copy_id, copy.title, len(copy.conversation.messages))
 
 
 def _when(timestamp: float) -> str:

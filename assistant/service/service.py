@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
@@ -39,7 +39,7 @@ from assistant.conversation import Conversation, Message
 from assistant.engine import Engine, build_engine
 from assistant.llm.base import CancelToken, LLMBackend, Tunable
 from assistant.llm.worker import ModelWorker
-from assistant.service import chat_options, chats, latest_fit
+from assistant.service import chat_options, latest_fit
 from assistant.service.chat_options import ChatOptions
 from assistant.service.chat_slot import ChatSlot
 from assistant.service.commands import AppCommands
@@ -134,7 +134,6 @@ class ChatService:
         self.chat.before_close = self.saved_states.write_carried
         self.prefill_text = ""
         self._restore_seq = 0
-        self._search = chats.ChatSearch()
         #: Write the next compaction's summary while the model is idle (see
         #: :mod:`assistant.compaction.ahead`); the token of the one running.
         self.compact_ahead = True
@@ -170,14 +169,6 @@ class ChatService:
     def queue(self) -> list[str]:
         """What is waiting to be sent, as typed."""
         return [q.text for q in self._queue]
-
-    def search_chats(self, text: str, chat_ids: Sequence[str]) -> dict[str, str]:
-        """Of ``chat_ids``, the chats with a message containing ``text``: id -> a snippet."""
-        paths: dict[str, Path] = {}
-        for chat_id in chat_ids:
-            with contextlib.suppress(SessionError):
-                paths[chat_id] = self.store.path_of(chat_id)
-        return self._search.search(paths, text)
 
     # -- events ------------------------------------------------------------------------
     def emit(self, event: ServiceEvent) -> None:

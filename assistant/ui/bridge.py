@@ -18,8 +18,8 @@ from typing import Any, TypeVar, get_args
 
 from PySide6.QtCore import QObject, Qt, QThread, QTimer, Signal, Slot
 
-from assistant.agent.events import AssistantDelta
 from assistant.service.events import ServiceEvent, StatusChanged
+from assistant.service.values import AssistantDelta
 
 FLUSH_MS = 30
 

@@ -15,7 +15,7 @@ from PySide6.QtCore import QEvent, Qt, Signal
 from PySide6.QtWidgets import QApplication, QScrollArea, QWidget
 
 from assistant.conversation import CompactionRecord, Conversation, Message, ToolCall
-from assistant.sessions.summary import is_branch_summary, summary_text
+from assistant.service.values import is_branch_summary, summary_text
 from assistant.ui.column import LayoutT, ReadableColumn
 from assistant.ui.message_widgets import BranchEndRow, MessageWidget
 from assistant.ui.notices import CompactionLine, CompactionNotice, NoticeWidget, PruneNotice

@@ -13,7 +13,7 @@ from PySide6.QtCore import QRectF, QSize, Qt
 from PySide6.QtGui import QColor, QPainter, QPainterPath, QPaintEvent, QResizeEvent
 from PySide6.QtWidgets import QSizePolicy, QWidget
 
-from assistant.agent.events import ContextUsage
+from assistant.service.values import ContextUsage
 from assistant.ui.parts import hbox, new_label
 from assistant.ui.theme import current_colors
 

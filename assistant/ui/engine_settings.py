@@ -1,13 +1,13 @@
 """The Engine page of the settings dialog: the embedded model, or an OpenAI-compatible server.
 
 The API key is kept in :class:`~assistant.secrets.SecretStore`, never in the settings file.
-**Test connection** connects as the app would, on a background thread, and fills the model
-list with what the server has. The settings dialog validates what the page collects.
+**Test connection** connects as the app would, on the thread of
+:class:`~assistant.service.connection_test.ConnectionTest`, and fills the model list with
+what the server has. The settings dialog validates what the page collects.
 """
 
 from __future__ import annotations
 
-import threading
 from pathlib import Path
 from typing import Any
 
@@ -26,11 +26,9 @@ from PySide6.QtWidgets import (
 )
 
 from assistant.config import EngineSettings, Settings, normalize_base_url
-from assistant.engine import server_config
-from assistant.llm.base import LLMError
-from assistant.llm.openai_backend import ConnectionReport, ServerBackend
-from assistant.llm.server_probe import model_label
 from assistant.secrets import SecretStore, SecretStoreError
+from assistant.service.catalog import model_label
+from assistant.service.connection_test import ConnectionReport, ConnectionTest
 from assistant.ui.parts import (
     Field,
     combo_box,
@@ -69,7 +67,7 @@ class EnginePage(QWidget):
         super().__init__(parent)
         self._secrets = SecretStore()
         self._settings = Settings()
-        self._thread: threading.Thread | None = None
+        self._test = ConnectionTest()
         self._relay = _Relay(self)
         self._relay.done.connect(self._show_result)
         self.report: ConnectionReport | None = None
@@ -244,7 +242,7 @@ class EnginePage(QWidget):
     # -- testing the connection ----------------------------------------------------------
     def test_connection(self) -> None:
         """Connect as the app would (background thread); :attr:`tested` says the outcome."""
-        if self._thread is not None and self._thread.is_alive():
+        if self._test.running:
             return
         try:
             engine = EngineSettings.model_validate({**self.collect(), "kind": "server"})
@@ -255,32 +253,12 @@ class EnginePage(QWidget):
         settings = self._settings.model_copy(update={"engine": engine})
         url = engine.server.base_url
         key = self.api_key.text() or self._stored_key(url)
-        config = server_config(settings, key)
         self.test_button.setEnabled(False)
         self.result.setText(f"Connecting to {url} ...")
-        relay = self._relay
-
-        def run() -> None:
-            outcome: object
-            try:
-                backend = ServerBackend.connect(config)
-            except LLMError as exc:
-                outcome = str(exc)
-            except Exception as exc:  # anything else must still reach the page
-                outcome = f"The connection test failed: {type(exc).__name__}: {exc}"
-            else:
-                try:
-                    outcome = backend.report()
-                finally:
-                    backend.close()
-            relay.done.emit(outcome)
-
-        self._thread = threading.Thread(target=run, name="engine-test", daemon=True)
-        self._thread.start()
+        self._test.start(settings, key, self._relay.done.emit)
 
     def wait_for_test(self, timeout: float = 60.0) -> None:
-        if self._thread is not None:
-            self._thread.join(timeout)
+        self._test.wait(timeout)
 
     def _show_result(self, outcome: object) -> None:
         self.test_button.setEnabled(True)

@@ -22,20 +22,10 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from assistant.agent import events as ev
-from assistant.agent.events import ContextUsage, MessageRefused
-from assistant.compaction.events import (
-    CompactionFailed,
-    CompactionFinished,
-    CompactionStarted,
-    ContextEvent,
-    PruneEvent,
-    context_line,
-)
 from assistant.config import Mode, Settings
-from assistant.llm.context_probe import measured_context
-from assistant.llm.registry import Registry, model_path
 from assistant.service import events as sev
+from assistant.service import values as ev
+from assistant.service.catalog import Registry, is_installed
 from assistant.service.events import ModelChanged, PrefillProgress, SettingsChanged
 from assistant.service.measure import measure_effective_context
 from assistant.service.model_guide import guide_text, model_guide
@@ -43,7 +33,7 @@ from assistant.service.progress import stats_text
 from assistant.service.resume import forget_calibration
 from assistant.service.service import ChatService
 from assistant.service.status import Phase, Status
-from assistant.sessions.store import ChatSummary
+from assistant.service.view import ServiceView
 from assistant.ui import theme
 from assistant.ui.approval import GuiApprover
 from assistant.ui.bridge import ServiceBridge
@@ -104,6 +94,7 @@ class MainWindow(WindowDialogs):
         self.approver = approver
         self._theme = service.settings.theme
         self.registry = registry
+        self.view = ServiceView(service)
         self.editing_id: str | None = None
         #: The chat on screen (the context bar is cleared when another one is shown).
         self._shown_chat: str | None = None
@@ -247,7 +238,7 @@ class MainWindow(WindowDialogs):
             app.installEventFilter(self.focus_keeper)
         self.damage_banner.repair_requested.connect(self.service.repair_chat)
         self.sidebar.options_requested.connect(self._chat_options_for)
-        self.sidebar.searcher = c.search_chats
+        self.sidebar.searcher = self.view.search_chats
         self._route_events(b)
 
     def _route_events(self, b: ServiceBridge) -> None:
@@ -342,7 +333,7 @@ class MainWindow(WindowDialogs):
             self.input.setPlainText(text)  # refused (a notice says why): nothing is lost
         self._update_composer()
 
-    def _message_refused(self, event: MessageRefused) -> None:
+    def _message_refused(self, event: ev.MessageRefused) -> None:
         """A message too large for the window goes back into the empty input box (a refused
         edit or regeneration as an edit of that message); a notice says why."""
         if not self.input.toPlainText():
@@ -411,20 +402,20 @@ class MainWindow(WindowDialogs):
             self.queue_label.setText("")
 
     # -- agent events ------------------------------------------------------------------
-    def _context_usage(self, usage: ContextUsage) -> None:
+    def _context_usage(self, usage: ev.ContextUsage) -> None:
         self.context_bar.set_usage(usage)
         self._update_mode_label()
 
-    def _context_changed(self, event: ContextEvent) -> None:
-        if isinstance(event, PruneEvent):
+    def _context_changed(self, event: ev.ContextEvent) -> None:
+        if isinstance(event, ev.PruneEvent):
             self.chat_view.add_prune_notice(list(event.message_ids), event.tokens_freed)
             self.context_bar.add_prune(event.tokens_freed)
-        elif isinstance(event, CompactionFinished):
+        elif isinstance(event, ev.CompactionFinished):
             self._render_conversation()
             self.chat_view.add_compaction_line(event.record)
-        elif not isinstance(event, CompactionStarted):  # (the status bar shows that one)
-            level = "error" if isinstance(event, CompactionFailed) else "info"
-            self.show_notice(level, context_line(event))
+        elif not isinstance(event, ev.CompactionStarted):  # (the status bar shows that one)
+            level = "error" if isinstance(event, ev.CompactionFailed) else "info"
+            self.show_notice(level, ev.context_line(event))
 
     def _prefill_progress(self, event: PrefillProgress) -> None:
         if self.status.phase is Phase.EVALUATING_PROMPT:
@@ -499,12 +490,8 @@ class MainWindow(WindowDialogs):
         return box
 
     def _update_mode_label(self) -> None:
-        c = self.service
-        trained = c.model.info.trained_context if c.model.info is not None else None
-        # The engine's policy holds the measured target beside the window (the hard limit).
-        policy = (c.model.engine.controller.policy() if c.model.engine is not None
-                  else c.settings.effective_policy(trained))
-        self.mode_label.setText(f"{Mode(c.settings.mode).label} mode")
+        policy = self.view.policy()
+        self.mode_label.setText(f"{Mode(self.service.settings.mode).label} mode")
         self.mode_label.setToolTip(policy.describe())
         self.context_bar.set_policy_text(policy.describe())
 
@@ -518,10 +505,9 @@ class MainWindow(WindowDialogs):
             c.settings,
             self.registry,
             loaded_trained_context=c.model.info.trained_context if c.model.info else None,
-            model_present=lambda entry: model_path(entry).is_file(),
-            count_tokens=c.model.engine.backend.count if c.model.engine is not None else None,
-            measured_context=(measured_context(c.model.engine.backend.info)
-                              if c.model.engine is not None else None),
+            model_present=is_installed,
+            count_tokens=self.view.token_counter(self._counted),  # on the model's worker
+            measured_context=self.view.measured_context(),
             speed=SpeedHooks(
                 state_usage=c.saved_states.cache.usage,
                 # A write still under way may land after.
@@ -536,6 +522,10 @@ class MainWindow(WindowDialogs):
         self.settings_dialog = dialog
         dialog.open()
         return dialog
+
+    def _counted(self) -> None:  # a count is in: the open dialog checks its values again
+        if self.settings_dialog is not None and self.settings_dialog.isVisible():
+            self.settings_dialog.validate()
 
     def _open_settings_for_the_engine(self) -> None:
         """The banner's button: the settings at the page that can fix the failed load."""
@@ -610,7 +600,7 @@ class MainWindow(WindowDialogs):
         QTimer.singleShot(0, self.input.setFocus)
 
 
-def _list_mark(summary: ChatSummary) -> str:
+def _list_mark(summary: ev.ChatSummary) -> str:
     if summary.broken:
         return " (unreadable)"
     return " (damaged)" if summary.damaged else ""

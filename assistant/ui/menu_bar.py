@@ -12,7 +12,7 @@ from PySide6.QtGui import QAction, QGuiApplication, QKeySequence
 from PySide6.QtWidgets import QMenu
 
 from assistant.conversation import Message
-from assistant.sessions.export import to_markdown
+from assistant.service.values import to_markdown
 from assistant.ui.help_dialogs import (
     GUIDE,
     HelpDialog,

@@ -23,12 +23,15 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from assistant.llm import catalog
-from assistant.llm.catalog import CatalogModel, ModelFileError
-from assistant.llm.context_probe import measured_line
-from assistant.llm.registry import Registry
-from assistant.llm.tool_score import score_line
-from assistant.llm.transcript import BASE_MODEL_NOTE
+from assistant.service import catalog
+from assistant.service.catalog import (
+    BASE_MODEL_NOTE,
+    CatalogModel,
+    ModelFileError,
+    Registry,
+    measured_line,
+    score_line,
+)
 from assistant.ui.parts import (
     ElidedLabel,
     format_size,

@@ -13,11 +13,9 @@ from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QGuiApplication
 from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QPushButton, QWidget
 
-from assistant.compaction.events import compaction_note, prune_note
-from assistant.compaction.summary import DEFERRED_NOTE
 from assistant.conversation import CompactionRecord
 from assistant.service.status import summarizer_line
-from assistant.sessions.handle import ChatHandle
+from assistant.service.values import DEFERRED_NOTE, ChatHandle, compaction_note, prune_note
 from assistant.ui.parts import action_button, hbox, new_label, push_button, styled_button, vbox
 from assistant.ui.theme import mono_font
 from assistant.ui.wrap_button import WrapButton

@@ -24,7 +24,7 @@ from PySide6.QtWidgets import (
 )
 
 from assistant.config import Performance
-from assistant.llm.kv_state import Usage
+from assistant.service.values import Usage
 from assistant.ui.parts import (
     Field,
     form_layout,

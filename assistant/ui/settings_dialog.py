@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -50,12 +49,9 @@ from assistant.config import (
     Settings,
     setting_name,
 )
-from assistant.llm import gguf
-from assistant.llm.catalog import list_models
-from assistant.llm.context_probe import measured_line
-from assistant.llm.registry import ModelEntry, Registry
-from assistant.llm.transcript import BASE_MODEL_NOTE
 from assistant.secrets import SecretStoreError
+from assistant.service import catalog
+from assistant.service.catalog import BASE_MODEL_NOTE, ModelEntry, Registry, measured_line
 from assistant.settings_check import check_against_model
 from assistant.ui.engine_settings import EnginePage
 from assistant.ui.parts import (
@@ -118,7 +114,7 @@ class SettingsDialog(QDialog):
         *,
         loaded_trained_context: int | None = None,
         model_present: Callable[[ModelEntry], bool] = lambda _e: True,
-        count_tokens: Callable[[str], int] | None = None,
+        count_tokens: Callable[[str], int | None] | None = None,
         speed: SpeedHooks | None = None,
         measured_context: int | None = None,
         parent: QWidget | None = None,
@@ -134,8 +130,8 @@ class SettingsDialog(QDialog):
         #: The loaded model's measured size (what the engine keeps prompts within).
         self._measured = measured_context
         #: The loaded model's tokenizer (the system prompt is checked against its window);
-        #: the last count is kept, as validation runs on every key press.
-        self._count = lru_cache(maxsize=1)(count_tokens) if count_tokens is not None else None
+        #: None: not counted yet (the window's counts are jobs; a count in validates again).
+        self._count = count_tokens
         #: What saving will cap (windows beyond the model's trained length).
         self.notes: list[str] = []
         self._result: Settings | None = settings.model_copy(deep=True)
@@ -189,7 +185,7 @@ class SettingsDialog(QDialog):
         if self._registry is not None:
             for entry in self._registry.models:
                 self.model_combo.addItem(entry.display_name, entry.name)
-        for added in list_models(None):  # GGUF files added in the Models window
+        for added in catalog.list_models(None):  # GGUF files added in the Models window
             self.model_combo.addItem(added.display_name, added.key)
         self.model_combo.addItem("Choose a GGUF file…", CHOOSE_FILE)
         self.model_combo.activated.connect(self._model_activated)
@@ -458,7 +454,7 @@ class SettingsDialog(QDialog):
             return entry.context_length
         data = self.model_combo.currentData()
         if data and data != CHOOSE_FILE:
-            return gguf.trained_context(Path(str(data)))  # read from the file's header
+            return catalog.file_trained_context(Path(str(data)))  # read from the file's header
         return None
 
     def _same_engine_loaded(self) -> bool:

@@ -11,7 +11,7 @@ from PySide6.QtCore import QObject, Qt
 from PySide6.QtGui import QKeyEvent, QStandardItem, QStandardItemModel
 from PySide6.QtWidgets import QCompleter, QListView, QPlainTextEdit
 
-from assistant.agent.commands import COMMANDS
+from assistant.service.values import COMMANDS
 
 COMMAND_ROLE = Qt.ItemDataRole.UserRole + 1
 

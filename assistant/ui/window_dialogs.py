@@ -21,14 +21,13 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from assistant.llm import catalog
-from assistant.llm.base import ModelInfo
-from assistant.llm.catalog import list_models
-from assistant.llm.registry import Registry
+from assistant.service import catalog
+from assistant.service.catalog import Registry, list_models
 from assistant.service.chat_options import ChatOptions
 from assistant.service.chats import suggested_export_path
 from assistant.service.events import ModelSwitchSuggested
 from assistant.service.service import ChatService
+from assistant.service.values import ModelInfo
 from assistant.ui.chat_input import ChatInput
 from assistant.ui.chat_view import ChatView
 from assistant.ui.models_page import ModelsPage
