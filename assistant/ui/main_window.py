@@ -256,7 +256,7 @@ class MainWindow(WindowDialogs):
         b.on(ev.AssistantDelta, lambda event: self.chat_view.append_delta(event.text))
         b.on(ev.ToolCallStarted, lambda event: self.chat_view.tool_call_started(event.call))
         b.on(ev.Notice, lambda notice: self.show_notice(notice.level, notice.text,
-                                                        table=bool(notice.rows)))
+                                                        rows=notice.rows))
         b.on(ev.ContextUsage, self._context_usage)
         b.on(ev.ContextChanged, lambda event: self._context_changed(event.event))
         b.on(ev.TurnFinished, lambda event: self.chat_view.end_streaming(stopped=event.stopped))

@@ -5,6 +5,7 @@ drive it.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
 from PySide6.QtCore import QUrl, Signal
@@ -21,6 +22,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from assistant.agent.commands import HelpRow
 from assistant.llm import catalog
 from assistant.llm.base import ModelInfo
 from assistant.llm.catalog import list_models
@@ -103,8 +105,8 @@ class WindowDialogs(QMainWindow):
 
     chat_view: ChatView
 
-    def show_notice(self, level: str, text: str, *, table: bool = False) -> None:
-        self.chat_view.add_notice(level, text, table=table)
+    def show_notice(self, level: str, text: str, *, rows: Sequence[HelpRow] = ()) -> None:
+        self.chat_view.add_notice(level, text, rows=rows)
 
     # -- files and the workspace -------------------------------------------------------
     def drop_files(self, files: list[Path]) -> None:
