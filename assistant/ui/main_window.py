@@ -67,6 +67,7 @@ from assistant.ui.performance_page import SpeedHooks
 from assistant.ui.progress_strips import CompactionStrip, PromptProgress
 from assistant.ui.settings_dialog import SettingsDialog
 from assistant.ui.sidebar import ChatEntry, Sidebar
+from assistant.ui.sidebar_width import SidebarWidth
 from assistant.ui.welcome_view import WelcomeView
 from assistant.ui.window_dialogs import ChatOptionsDialog, WindowDialogs
 from assistant.ui.window_state import (
@@ -195,7 +196,7 @@ class MainWindow(WindowDialogs):
         self.splitter.addWidget(right)
         self.splitter.setStretchFactor(0, 0)
         self.splitter.setStretchFactor(1, 1)
-        self.splitter.setSizes([260, 920])
+        self.sidebar_width = SidebarWidth(self, self.splitter)  # it follows the zoom
         self.setCentralWidget(self.splitter)
 
         status = self.statusBar()
