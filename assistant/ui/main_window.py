@@ -66,8 +66,7 @@ from assistant.ui.parts import (
 from assistant.ui.performance_page import SpeedHooks
 from assistant.ui.progress_strips import CompactionStrip, PromptProgress
 from assistant.ui.settings_dialog import SettingsDialog
-from assistant.ui.sidebar import ChatEntry, Sidebar
-from assistant.ui.sidebar_width import SidebarWidth
+from assistant.ui.sidebar import ChatEntry, Sidebar, SidebarWidth
 from assistant.ui.welcome_view import WelcomeView
 from assistant.ui.window_dialogs import ChatOptionsDialog, WindowDialogs
 from assistant.ui.window_state import (

@@ -12,7 +12,7 @@ from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QApplication
 
 from assistant.config import load_settings
-from assistant.ui.sidebar_width import BASE_WIDTH, MAX_SHARE
+from assistant.ui.sidebar import BASE_WIDTH, MAX_SHARE
 from tests.fakes.scripted import ScriptedBackend
 
 from .layout_check import clipped
