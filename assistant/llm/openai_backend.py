@@ -35,7 +35,7 @@ from assistant.llm.server_http import (
 )
 from assistant.llm.server_probe import ServerProfile, model_label, probe
 from assistant.llm.server_reply import StreamedReply
-from assistant.llm.template import ChatTemplate
+from assistant.llm.template import ChatTemplate, unlabeled
 
 log = logging.getLogger(__name__)
 
@@ -249,7 +249,7 @@ class ServerBackend:
         """The messages and tools as sent: unchanged with native tool calls, else adapted to
         the text protocol by the model's template (tools then live in the system message)."""
         if self._native:
-            return [dict(m) for m in messages], list(tools) if tools else None
+            return unlabeled(messages), list(tools) if tools else None
         return self._template.adapt(messages, tools), None
 
     def tokenize(self, text: str) -> list[int]:

@@ -17,6 +17,7 @@ import jinja2.sandbox
 
 from assistant import jsonlimits
 from assistant.conversation import valid_text
+from assistant.llm.transcript_recall import without_labels
 
 #: How the text protocol starts a tool result sent as a user message.
 TOOL_RESULT = "[Tool result:"
@@ -92,6 +93,9 @@ class ChatTemplate:
         self.source = source or CHATML_TEMPLATE
         self.bos_token = bos_token
         self.eos_token = eos_token
+        #: Recall's excerpts are shown without their labels (the transcript form lays the
+        #: labeled block out itself; ``bench.recall_leak`` shows a model both).
+        self.recall_unlabeled = True
         #: Texts a reply stops at besides the end-of-turn markers (the transcript form's).
         self.stops: tuple[str, ...] = ()
         env = jinja2.sandbox.ImmutableSandboxedEnvironment(
@@ -155,13 +159,15 @@ class ChatTemplate:
     def adapt(
         self, messages: Sequence[dict[str, Any]], tools: Sequence[dict[str, Any]] | None
     ) -> list[dict[str, Any]]:
-        """Messages as this template is given them: the text protocol applied if needed, the
-        system message folded into the first user one if refused, same roles merged if the
-        template insists on alternation."""
+        """Messages as this template is given them: recall's excerpts without their labels
+        (:func:`unlabeled`), the text protocol applied if needed, the system message folded
+        into the first user one if refused, same roles merged if the template insists on
+        alternation."""
+        given = unlabeled(messages) if self.recall_unlabeled else [dict(m) for m in messages]
         if self.native_tools:
-            return [dict(m) for m in messages]
+            return given
         out: list[dict[str, Any]] = []
-        for m in messages:
+        for m in given:
             role = m["role"]
             content = m.get("content") or ""
             if role == "assistant" and m.get("tool_calls"):
@@ -203,6 +209,18 @@ class ChatTemplate:
             adapted = [_with_argument_objects(m) for m in adapted]
         text = self._raw(adapted, tools if self.native_tools else None, add_generation_prompt)
         return valid_text(text)  # what a tokenizer can encode (no lone surrogates)
+
+
+def unlabeled(messages: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """``messages`` (copies) with recall's block in a user message shown without its labels
+    (:func:`assistant.llm.transcript_recall.without_labels`)."""
+    out = []
+    for m in messages:
+        content = m.get("content")
+        if m.get("role") == "user" and isinstance(content, str):
+            m = {**m, "content": without_labels(content)}
+        out.append(dict(m))
+    return out
 
 
 def _with_argument_objects(message: dict[str, Any]) -> dict[str, Any]:

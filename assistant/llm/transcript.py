@@ -73,6 +73,7 @@ class TranscriptTemplate(ChatTemplate):
             origin=TRANSCRIPT_ORIGIN,
         )
         self.stops = TRANSCRIPT_STOPS
+        self.recall_unlabeled = False  # it lays recall's labeled block out itself
 
     def adapt(
         self, messages: Sequence[dict[str, Any]], tools: Sequence[dict[str, Any]] | None

@@ -75,6 +75,27 @@ def split_block(content: str) -> Block | None:
     return Block(tuple(excerpts), message)
 
 
+#: The heading of recall's block as a chat model is shown it (:func:`without_labels`).
+UNLABELED_HEADING = "From earlier in this chat:"
+
+
+def without_labels(content: str) -> str:
+    """``content`` with recall's block shown to an instruction-tuned model by its own chat
+    template: the excerpts' texts, one paragraph each, under a short heading, without their
+    labels. Given "- (turn 2, I said, line 1) ..." lines, models repeating the text copied
+    the labels into the reply: SmolLM2 in 4 of 13 recall prompts, none without them, and
+    Qwen2.5-Coder 0.5B answered more of them without (``python -m bench.recall_leak``;
+    docs/ANSWERS.md, "Recall's labels in replies"). ``content`` without a block is returned
+    as it is."""
+    if not content.startswith(HEADING_BEFORE):
+        return content
+    block = split_block(content)
+    if block is None:
+        return content
+    texts = "\n\n".join(e.text for e in block.excerpts)
+    return f"{UNLABELED_HEADING}\n{texts}\n\n{block.message}"
+
+
 def plain_line(e: Excerpt) -> str:
     """An excerpt as a plain line of context: "From read_file a.py, line 17: ..."."""
     where = f", {e.lines}" if e.lines else ""

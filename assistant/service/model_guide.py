@@ -39,10 +39,13 @@ def model_guide(current: str) -> list[GuideLine]:
 
 
 def guide_text(line: GuideLine) -> str:
-    """One line for a person: the name, in use or not installed, what it does well."""
+    """One line for a person: the name, in use or not installed, what it does well, and
+    whether it works with files unless that says so already (the welcome page said "Give it
+    a file with /read. Cannot use the file tools: give it a file with /read.")."""
     state = " (in use)" if line.current else "" if line.installed else " (not installed)"
-    tools = {True: "Reads, finds and changes files for you.",
-             False: "Cannot use the file tools: give it a file with /read.",
-             None: ""}[line.tools]
+    said = "file" in line.good_for.lower() or "/read" in line.good_for
+    tools = "" if said else {True: "Reads, finds and changes files for you.",
+                             False: "Cannot use the file tools: give it a file with /read.",
+                             None: ""}[line.tools]
     words = " ".join(part for part in (line.good_for, tools) if part)
     return f"{line.name}{state}: {words}" if words else f"{line.name}{state}"

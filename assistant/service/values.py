@@ -8,7 +8,7 @@ a chat as Markdown) come along with the value they word.
 
 from __future__ import annotations
 
-from assistant.agent.commands import COMMANDS, ChatInput, parse_input
+from assistant.agent.commands import COMMANDS, ChatInput, HelpRow, parse_input
 from assistant.agent.events import (
     AgentEvent,
     AssistantDelta,
@@ -56,6 +56,7 @@ __all__ = [
     "ContextChanged",
     "ContextEvent",
     "ContextUsage",
+    "HelpRow",
     "LLMError",
     "MessageAdded",
     "MessageRefused",

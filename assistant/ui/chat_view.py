@@ -8,14 +8,14 @@ as the user scrolls to the top. The view sticks to the bottom while not scrolled
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from functools import partial
 
 from PySide6.QtCore import QEvent, Qt, Signal
 from PySide6.QtWidgets import QApplication, QScrollArea, QWidget
 
 from assistant.conversation import CompactionRecord, Conversation, Message, ToolCall
-from assistant.service.values import is_branch_summary, summary_text
+from assistant.service.values import HelpRow, is_branch_summary, summary_text
 from assistant.ui.column import LayoutT, ReadableColumn
 from assistant.ui.message_widgets import BranchEndRow, MessageWidget
 from assistant.ui.notices import CompactionLine, CompactionNotice, NoticeWidget, PruneNotice
@@ -368,8 +368,9 @@ class ChatView(QScrollArea):
             self.cards[call.id] = card
             self._append(card)
 
-    def add_notice(self, level: str, text: str, *, table: bool = False) -> NoticeWidget:
-        widget = NoticeWidget(level, text, table=table)
+    def add_notice(self, level: str, text: str, *, rows: Sequence[HelpRow] = ()
+                   ) -> NoticeWidget:
+        widget = NoticeWidget(level, text, rows=rows)
         self._append(widget)
         return widget
 

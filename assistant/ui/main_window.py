@@ -56,7 +56,7 @@ from assistant.ui.parts import (
 from assistant.ui.performance_page import SpeedHooks
 from assistant.ui.progress_strips import CompactionStrip, PromptProgress
 from assistant.ui.settings_dialog import SettingsDialog
-from assistant.ui.sidebar import ChatEntry, Sidebar
+from assistant.ui.sidebar import ChatEntry, Sidebar, SidebarWidth
 from assistant.ui.welcome_view import WelcomeView
 from assistant.ui.window_dialogs import ChatOptionsDialog, WindowDialogs
 from assistant.ui.window_state import (
@@ -186,7 +186,7 @@ class MainWindow(WindowDialogs):
         self.splitter.addWidget(right)
         self.splitter.setStretchFactor(0, 0)
         self.splitter.setStretchFactor(1, 1)
-        self.splitter.setSizes([260, 920])
+        self.sidebar_width = SidebarWidth(self, self.splitter)  # it follows the zoom
         self.setCentralWidget(self.splitter)
 
         status = self.statusBar()
@@ -247,7 +247,7 @@ class MainWindow(WindowDialogs):
         b.on(ev.AssistantDelta, lambda event: self.chat_view.append_delta(event.text))
         b.on(ev.ToolCallStarted, lambda event: self.chat_view.tool_call_started(event.call))
         b.on(ev.Notice, lambda notice: self.show_notice(notice.level, notice.text,
-                                                        table=bool(notice.rows)))
+                                                        rows=notice.rows))
         b.on(ev.ContextUsage, self._context_usage)
         b.on(ev.ContextChanged, lambda event: self._context_changed(event.event))
         b.on(ev.TurnFinished, lambda event: self.chat_view.end_streaming(stopped=event.stopped))

@@ -7,15 +7,30 @@ from __future__ import annotations
 
 import html
 import time
+from collections.abc import Sequence
 from typing import ClassVar
 
-from PySide6.QtCore import Qt, Signal
-from PySide6.QtGui import QGuiApplication
-from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QPushButton, QWidget
+from PySide6.QtCore import QEvent, Qt, Signal
+from PySide6.QtGui import QGuiApplication, QResizeEvent
+from PySide6.QtWidgets import (
+    QFrame,
+    QGridLayout,
+    QHBoxLayout,
+    QLabel,
+    QPushButton,
+    QVBoxLayout,
+    QWidget,
+)
 
 from assistant.conversation import CompactionRecord
 from assistant.service.status import summarizer_line
-from assistant.service.values import DEFERRED_NOTE, ChatHandle, compaction_note, prune_note
+from assistant.service.values import (
+    DEFERRED_NOTE,
+    ChatHandle,
+    HelpRow,
+    compaction_note,
+    prune_note,
+)
 from assistant.ui.parts import action_button, hbox, new_label, push_button, styled_button, vbox
 from assistant.ui.theme import mono_font
 from assistant.ui.wrap_button import WrapButton
@@ -23,31 +38,106 @@ from assistant.ui.wrap_button import WrapButton
 
 class NoticeWidget(QFrame):
     """A one-paragraph notice; ``level`` is info, warning or error. A table (``/help``'s
-    rows, laid out in ``text`` with spaces) is shown in a fixed-width font, which keeps
-    its columns lined up."""
+    ``rows``, also laid out in ``text`` with spaces) is shown as a grid: the first column in
+    a fixed-width font at its width, the second wrapping to the room that is left (a narrow
+    column wraps the descriptions, never a row under the next command)."""
 
     PREFIX: ClassVar[dict[str, str]] = {"info": "ℹ", "warning": "⚠", "error": "✖"}
 
     def __init__(
-        self, level: str, text: str, parent: QWidget | None = None, *, table: bool = False
+        self, level: str, text: str, parent: QWidget | None = None, *,
+        rows: Sequence[HelpRow] = (),
     ) -> None:
         super().__init__(parent)
         self.level = level
+        self._text = text
         self.setObjectName("Notice")
         self.setProperty("level", level)
-        layout = hbox(self, (12, 8, 12, 8))
-        icon = QLabel(self.PREFIX.get(level, "ℹ"))
+        self._outer = layout = hbox(self, (12, 8, 12, 8))
+        self._icon = icon = QLabel(self.PREFIX.get(level, "ℹ"))
         icon.setAlignment(Qt.AlignmentFlag.AlignTop)
         layout.addWidget(icon)
-        self.label = new_label(text, wrap=True, selectable=True)
-        self.label.setTextFormat(Qt.TextFormat.PlainText)
-        if table:
-            self.label.setFont(mono_font())
-        layout.addWidget(self.label, 1)
+        head, rest = _around_rows(text, rows)
+        #: The table's cells, a (command, description) pair of labels per row.
+        self.cells: list[tuple[QLabel, QLabel]] = []
+        if not rows or head is None:
+            self.label = _text_label(text)
+            layout.addWidget(self.label, 1)
+            return
+        body = QVBoxLayout()
+        body.setContentsMargins(0, 0, 0, 0)
+        body.setSpacing(4)
+        layout.addLayout(body, 1)
+        self.label = _text_label(head)
+        body.addWidget(self.label)
+        grid = QGridLayout()
+        grid.setContentsMargins(12, 0, 0, 0)
+        grid.setHorizontalSpacing(16)
+        grid.setVerticalSpacing(2)
+        grid.setColumnStretch(1, 1)
+        for i, row in enumerate(rows):
+            usage = new_label(row.usage, wrap=True, selectable=True)
+            usage.setFont(mono_font())
+            what = _text_label(row.description)
+            grid.addWidget(usage, i, 0, Qt.AlignmentFlag.AlignTop)
+            grid.addWidget(what, i, 1, Qt.AlignmentFlag.AlignTop)
+            self.cells.append((usage, what))
+        body.addLayout(grid)
+        self._grid = grid
+        if rest:
+            body.addWidget(_text_label(rest))
+
+    def resizeEvent(self, event: QResizeEvent) -> None:
+        super().resizeEvent(event)
+        self._fit_columns()
+
+    def changeEvent(self, event: QEvent) -> None:
+        super().changeEvent(event)
+        if event.type() == QEvent.Type.FontChange:
+            self._fit_columns()
+
+    def _fit_columns(self) -> None:
+        """The commands' column as wide as its longest command, at most
+        :data:`COMMAND_SHARE` of the table's room (the rest for the descriptions); a
+        command wraps only where even that is too narrow (a 200 % zoom in a small window)."""
+        if not self.cells:
+            return
+        usage = self.cells[0][0]
+        full = max(u.fontMetrics().horizontalAdvance(u.text()) for u, _d in self.cells)
+        full += 2 * usage.margin() + 2
+        outer = self._outer
+        m, g = outer.contentsMargins(), self._grid.contentsMargins()
+        room = (self.width() - m.left() - m.right() - self._icon.sizeHint().width()
+                - outer.spacing() - g.left() - self._grid.horizontalSpacing())
+        width = max(0, min(full, int(room * COMMAND_SHARE)))
+        if self._grid.columnMinimumWidth(0) != width:
+            self._grid.setColumnMinimumWidth(0, width)
 
     @property
     def text(self) -> str:
-        return self.label.text()
+        return self._text
+
+
+#: The most of a table's width its commands' column takes.
+COMMAND_SHARE = 0.6
+
+
+def _text_label(text: str) -> QLabel:
+    label = new_label(text, wrap=True, selectable=True)
+    label.setTextFormat(Qt.TextFormat.PlainText)
+    return label
+
+
+def _around_rows(text: str, rows: Sequence[HelpRow]) -> tuple[str | None, str]:
+    """The lines of ``text`` before and after its table of ``rows`` (one line per row, in
+    order, each starting with the row's usage); (None, "") when it holds no such table."""
+    lines = text.split("\n")
+    for start in range(len(lines) - len(rows) + 1):
+        if rows and all(lines[start + i].strip().startswith(r.usage)
+                        and lines[start + i].rstrip().endswith(r.description)
+                        for i, r in enumerate(rows)):
+            return "\n".join(lines[:start]), "\n".join(lines[start + len(rows):]).strip()
+    return None, ""
 
 
 class PruneNotice(QLabel):

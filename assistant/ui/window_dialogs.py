@@ -5,6 +5,7 @@ drive it.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
 from PySide6.QtCore import QUrl, Signal
@@ -27,7 +28,7 @@ from assistant.service.chat_options import ChatOptions
 from assistant.service.chats import suggested_export_path
 from assistant.service.events import ModelSwitchSuggested
 from assistant.service.service import ChatService
-from assistant.service.values import ModelInfo
+from assistant.service.values import HelpRow, ModelInfo
 from assistant.ui.chat_input import ChatInput
 from assistant.ui.chat_view import ChatView
 from assistant.ui.models_page import ModelsPage
@@ -102,8 +103,8 @@ class WindowDialogs(QMainWindow):
 
     chat_view: ChatView
 
-    def show_notice(self, level: str, text: str, *, table: bool = False) -> None:
-        self.chat_view.add_notice(level, text, table=table)
+    def show_notice(self, level: str, text: str, *, rows: Sequence[HelpRow] = ()) -> None:
+        self.chat_view.add_notice(level, text, rows=rows)
 
     # -- files and the workspace -------------------------------------------------------
     def drop_files(self, files: list[Path]) -> None:

@@ -182,3 +182,30 @@ def test_a_template_that_takes_text_or_objects_writes_the_call_once() -> None:
     assert t.native_tools
     out = t.render([{"role": "user", "content": "x"}, _call_message('{"path": "a"}')], TOOLS)
     assert '"arguments": {"path": "a"}}' in out
+
+
+def test_a_chat_model_is_shown_recalls_excerpts_without_their_labels() -> None:
+    """Models copied "(turn 2, I said, line 1)" into replies (tests/llm/
+    test_recall_labels_real.py): the texts come, the labels do not; a message without a
+    block, and the transcript form (it lays the labeled block out itself), are unchanged."""
+    from assistant.llm.transcript import TranscriptTemplate
+    from bench.recall_leak import block_text
+
+    block = block_text([
+        ("turn 2, I said, line 1", "def parse(path):"),
+        ("turn 3, read_file src/io.py, lines 4-5", "for line in f:\n    yield line.strip()"),
+    ])
+    messages = [
+        {"role": "user", "content": "- (turn 9, I said) is how my notes look."},
+        {"role": "assistant", "content": "Noted."},
+        {"role": "user", "content": f"{block}\n\nRepeat the code once more."},
+    ]
+    shown = ChatTemplate(CHATML_TEMPLATE).render(messages)
+    assert "turn 2" not in shown and "read_file" not in shown and "I said, line" not in shown
+    assert ("From earlier in this chat:\ndef parse(path):\n\nfor line in f:\n"
+            "    yield line.strip()\n\nRepeat the code once more.") in shown
+    assert "- (turn 9, I said) is how my notes look." in shown  # the user's own text
+    assert messages[2]["content"].startswith(block)  # the caller's messages are not changed
+    base = TranscriptTemplate().render(messages)
+    assert "Earlier I said, line 1: def parse(path):" in base
+    assert "From read_file src/io.py, lines 4-5: for line in f:" in base

@@ -118,10 +118,16 @@ def test_what_is_not_recalls_block_as_written_is_shown_as_it_is(content: str) ->
     assert text.endswith(f"User: {content}\n\nAssistant:")
 
 
-def test_the_chat_form_shows_the_block_byte_for_byte() -> None:
+def test_the_chat_form_shows_the_excerpts_without_their_labels() -> None:
+    """(Shown as recall wrote them, chat models copied the labels into replies:
+    tests/llm/test_recall_labels_real.py.)"""
     content = f"{BLOCK}\n\n{QUESTION}"
     text = ChatTemplate(None).render(_chat(content))
-    assert f"<|im_start|>user\n{content}<|im_end|>" in text
+    block = split_block(content)
+    assert block is not None
+    texts = "\n\n".join(e.text for e in block.excerpts)
+    assert f"<|im_start|>user\nFrom earlier in this chat:\n{texts}\n\n{QUESTION}<|im_end|>" in text
+    assert "(turn " not in text
 
 
 def test_a_compacted_fact_recall_brings_back_reaches_a_base_model_as_a_plain_line() -> None:

@@ -60,8 +60,9 @@ def test_help_columns_line_up(make_window) -> None:
     h.type_and_send("/help")
     notice = next(e for e in h.window.chat_view.entries() if isinstance(e, NoticeWidget))
     assert "/read PATH [START-END]" in notice.text
-    assert notice.label.font().family() == monospace_font().family()
-    metrics = notice.label.fontMetrics()
+    usage = next(u for u, _d in notice.cells if u.text() == "/read PATH [START-END]")
+    assert usage.font().family() == monospace_font().family()
+    metrics = usage.fontMetrics()
     assert metrics.horizontalAdvance("iiiiiiii") == metrics.horizontalAdvance("WWWWWWWW")
 
 

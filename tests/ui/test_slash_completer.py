@@ -79,10 +79,11 @@ def test_help_command_shows_commands(make_window) -> None:
     h.qtbot.keyClick(h.window.input, Qt.Key.Key_Return)
     [notice] = _notices(h)
     assert "/compact" in notice.text and "Ctrl+K" in notice.text
-    # /help's rows come as rows: the table is shown in a fixed-width font (columns lined
-    # up); a notice that only looks like columns is not.
-    assert notice.label.font().family() == mono_font().family()
+    # /help's rows come as rows: the commands are shown in a fixed-width font, a column of
+    # their own; a notice that only looks like columns is not.
+    assert all(u.font().family() == mono_font().family() for u, _d in notice.cells)
     h.window.show_notice("info", "\n".join(["  a  b", "  c  d", "  e  f"]))
+    assert not _notices(h)[-1].cells
     assert _notices(h)[-1].label.font().family() != mono_font().family()
     for spec in COMMANDS:
         assert spec.usage in notice.text and spec.description in notice.text

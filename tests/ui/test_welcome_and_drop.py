@@ -62,7 +62,9 @@ def test_a_new_chat_shows_the_welcome_page(make_window, tmp_path: Path, artifact
     in_use = w.service.settings.model
     assert lines[0].startswith(load_registry().get(in_use).display_name + " (in use): ")
     assert any(line.startswith("Qwen2.5 Coder 1.5B Instruct (Q4_K_M)") and
-               "changes files" in line for line in lines)
+               "writes files" in line for line in lines)
+    for line in lines:  # what each does with files is said once
+        assert line.count("/read") <= 1 and line.count("files for you") <= 1, line
     assert lines[-1] == "Models (Ctrl+M) installs, adds and switches models."
     assert w.grab().save(str(artifacts_dir / "welcome-view.png"))
 
