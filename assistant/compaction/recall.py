@@ -22,6 +22,7 @@ from assistant.compaction.recall_rank import (
     states_fact,
     wants_number,
 )
+from assistant.compaction.recall_replies import fitted, replies_beside
 from assistant.compaction.recall_sentences import best_sentences, score, split_sentences
 from assistant.compaction.tokens import TokenCounter
 from assistant.config import EffectivePolicy
@@ -323,12 +324,29 @@ class Recall:
             used += cost
             seen.add(key)
             chosen.append((chat.order[hit.message_id], hit.first, excerpt))
+        chosen += self._replies([c[2] for c in chosen], chat, conv, asked, visible, budget - used)
         if not chosen:
             return None
-        chosen.sort(key=lambda c: (c[0], c[1]))
-        excerpts = tuple(e for _, _, e in chosen)
+        excerpts = tuple(e for _, _, e in sorted(chosen, key=lambda c: (c[0], c[1])))
         text = heading + "\n" + "\n".join(_line(e) for e in excerpts)
         return RecallBlock(text, excerpts, self.counter.text(text), latest.id)
+
+    def _replies(
+        self, chosen: Sequence[Excerpt], chat: ChatMap, conv: Conversation,
+        asked: Sequence[str], visible: str, room: int,
+    ) -> list[tuple[int, int, Excerpt]]:
+        """The assistant's sentences beside the recalled user messages, in the room the
+        chosen excerpts left (:mod:`.recall_replies`: behind the user's words)."""
+        def excerpt(msg: Message, sentence: str) -> Excerpt:
+            line = next((i for i, t in enumerate(msg.content.split("\n"), 1)
+                         if sentence[:20] in t), 1)
+            hit = Hit(msg.id, "assistant", line, line, sentence, 0.0)
+            return Excerpt(msg.id, chat.label(hit), sentence)
+
+        found = replies_beside(chosen, conv.messages, chat.order, asked, visible)
+        fits = fitted(found, lambda m, s: _line(excerpt(m, s)),
+                      lambda t: self.counter.text(t) + 1, room)
+        return [(chat.order[m.id], 0, excerpt(m, s)) for m, s, _cost in fits]
 
     def _focusable(self, hit: Hit) -> bool:
         """Whether ``hit`` is the user's, in several sentences: it comes back as its sentences

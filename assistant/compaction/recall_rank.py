@@ -207,9 +207,10 @@ class ChatMap:
         return f"{where}, {tool}{' ' + short_target(target.text) if target else ''}{lines}"
 
 
-#: A number, a time, a date or a name written in capitals inside a sentence: what makes an
-#: assistant's sentence worth recalling (it stated or confirmed a fact), unlike its prose.
-_FACT = re.compile(r"\d|(?<=[a-z,;:] )[A-Z][a-z]+")
+#: A number, a time, a date, a name written in capitals inside a sentence or a quoted title
+#: ("How about "Harbour Savings"?"): what makes an assistant's sentence worth recalling (it
+#: stated, suggested or confirmed a fact), unlike its prose.
+_FACT = re.compile(r"\d|(?<=[a-z,;:] )[A-Z][a-z]+|[\"“'‘][A-Z]")
 
 
 def states_fact(text: str) -> bool:
