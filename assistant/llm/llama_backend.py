@@ -167,6 +167,7 @@ class LlamaBackend(LlamaTokenizer):
             architecture=arch,
             chat_template_source=self.template.origin,
             supports_native_tools=self.template.native_tools,
+            tool_result_tag=self.template.result_tag,
             size_bytes=path.stat().st_size,
             extra={"general.name": meta.get("general.name", ""),
                    "prompt_form": self._describe_form()},
@@ -425,6 +426,7 @@ class LlamaBackend(LlamaTokenizer):
         self.info = dataclasses.replace(
             self.info, chat_template_source=self.template.origin,
             supports_native_tools=self.template.native_tools,
+            tool_result_tag=self.template.result_tag,
             extra={**self.info.extra, "prompt_form": self._describe_form()},
         )
 

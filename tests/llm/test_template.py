@@ -182,3 +182,33 @@ def test_a_template_that_takes_text_or_objects_writes_the_call_once() -> None:
     assert t.native_tools
     out = t.render([{"role": "user", "content": "x"}, _call_message('{"path": "a"}')], TOOLS)
     assert '"arguments": {"path": "a"}}' in out
+
+
+def _with_tool_results(opening: str, closing: str, role: str = "user") -> str:
+    """A native template like the test data one whose results are written
+    ``<|im_start|>ROLE\\n`` + ``opening`` + the result + ``closing``."""
+    from pathlib import Path
+
+    source = (Path(__file__).parents[1] / "data" / "chatml_tools.jinja").read_text()
+    qwen = "'<|im_start|>user\\n<tool_response>\\n' + message.content + '\\n</tool_response>"
+    assert qwen in source
+    return source.replace(qwen, f"'<|im_start|>{role}\\n{opening}' + message.content + "
+                          f"'{closing}")
+
+
+def test_the_tag_a_tool_result_opens_with_is_found_by_rendering_one() -> None:
+    """A reply that starts with it writes out a result instead of answering (issue 45): the
+    tag is the template's, whatever it is, not Qwen's spelled out in the code."""
+    from pathlib import Path
+
+    qwen_like = (Path(__file__).parents[1] / "data" / "chatml_tools.jinja").read_text()
+    assert ChatTemplate(qwen_like).result_tag == "<tool_response>"
+    assert ChatTemplate(_with_tool_results("[TOOL_RESULTS] ", " [/TOOL_RESULTS]")
+                        ).result_tag == "[TOOL_RESULTS]"
+    # A role header of its own is no tag; text after it is.
+    assert ChatTemplate(_with_tool_results("", "", role="tool")).result_tag == ""
+    assert ChatTemplate(_with_tool_results("<result>\\n", "\\n</result>", role="tool")
+                        ).result_tag == "<result>"
+    # The text protocol: "[Tool result: NAME]", whatever the tool's name.
+    assert ChatTemplate(None).result_tag == "[Tool result:"
+    assert ChatTemplate(STRICT).result_tag == "[Tool result:"
