@@ -160,10 +160,8 @@ class LlamaBackend(LlamaTokenizer):
         self.template = self._make_template(self.prompt_form)
         arch = meta.get("general.architecture", "unknown")
         self.info = ModelInfo(
-            name=entry.name if entry else path.stem,
-            path=str(path),
-            trained_context=int(model.n_ctx_train()),
-            context_window=int(llama.n_ctx()),
+            name=entry.name if entry else path.stem, path=str(path),
+            trained_context=int(model.n_ctx_train()), context_window=int(llama.n_ctx()),
             architecture=arch,
             chat_template_source=self.template.origin,
             supports_native_tools=self.template.native_tools,
