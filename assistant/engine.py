@@ -77,8 +77,10 @@ def build_engine(
 
 
 #: Added to the system prompt when the model is offered the tools. Qwen2.5-Coder 1.5B, asked
-#: "What is the capital of France?" with the tools, answered with a read_file call of
-#: data/capitals.txt; small models also guessed a file's content instead of looking.
+#: "What is the capital of France?" with the tools at temperature 0.2, opened a read_file call
+#: (of data/capitals.txt) 2 times in 8 without it and 0 times in 8 with it
+#: (``python -m bench.tool_misuse``); small models also guessed a file's content instead of
+#: looking.
 TOOL_NOTE = (
     "The tools work on the files in the user's workspace folder. When the user asks about "
     "those files, use the tools to look first; never guess a file's name, place or content. "
