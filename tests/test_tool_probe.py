@@ -12,7 +12,7 @@ import pytest
 from assistant.agent.events import Notice
 from assistant.config import Settings
 from assistant.conversation import Conversation
-from assistant.engine import build_engine
+from assistant.engine import TOOL_NOTE, build_engine
 from assistant.llm.tool_score import ToolScore, ToolScoreStore, offers_tools, score_of
 from assistant.tool_probe import TASKS, probe_tool_use
 from tests.fakes.scripted import ScriptedBackend
@@ -94,6 +94,24 @@ def test_a_model_offered_no_tools_is_told_once_and_sees_none(
     assert all(not call.tools for call in backend.calls)
     assert "read_file" not in backend.calls[0].prompt_text
     assert [m.content for m in conv.messages if m.role == "assistant"] == ["Paris.", "Berlin."]
+
+
+def test_a_model_offered_the_tools_is_told_what_they_are_for(tmp_path: Path) -> None:
+    """The tools are for the workspace's files: said after the system prompt (the chat's own
+    too) when they are offered, and not when they are not."""
+    settings = Settings(workspace=str(tmp_path), system_prompt="You are terse.")
+    offered = ScriptedBackend(["Paris."])
+    build_engine(offered, lambda: settings, None, lambda e: None, tools=True).agent.chat(
+        Conversation(), "What is the capital of France?")
+    system = offered.calls[0].messages[0]
+    assert system["role"] == "system"
+    assert system["content"] == f"You are terse.\n\n{TOOL_NOTE}"
+    assert settings.system_prompt == "You are terse."  # the setting itself is unchanged
+    none = ScriptedBackend(["Paris."])
+    build_engine(none, lambda: settings, None, lambda e: None, tools=False).agent.chat(
+        Conversation(), "What is the capital of France?")
+    assert none.calls[0].messages[0]["content"] == "You are terse."
+    assert TOOL_NOTE not in none.calls[0].prompt_text
 
 
 def test_every_task_has_files_a_prompt_and_a_check() -> None:

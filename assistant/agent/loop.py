@@ -323,8 +323,8 @@ class Agent:
                 ParsedCall(self.registry.normalize(p.call), p.error) if p.error is None else p
                 for p in parsed.calls
             ]
-            if (all(p.error is None and guard.is_repeat(p.call) for p in calls) if calls
-                    else rounds and echoes_a_result(text)):  # "Turns that go round" (docs)
+            if (all(p.error is None and guard.is_repeat(p.call) for p in calls) if calls  # "Turns
+                    else rounds and echoes_a_result(text, self.backend.info)):  # that go round"
                 return self._answer_from_results(conv, settings, cancel, calls)
             if not calls:
                 if not text.strip():
@@ -369,7 +369,7 @@ class Agent:
             return False, str(exc)
         stopped = cancel.cancelled or (result is not None and result.stopped)
         answer = parse_tool_calls(text).content.strip()
-        if answer and not echoes_a_result(answer):
+        if answer and not echoes_a_result(answer, self.backend.info):
             self._append(conv, Message(role="assistant", content=answer, stopped=stopped,
                                        figures=reply_figures(result, ttft)))
         elif not stopped:

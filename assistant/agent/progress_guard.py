@@ -20,7 +20,7 @@ from typing import Any
 
 from assistant.compaction.request import PreparedRequest
 from assistant.conversation import ToolCall
-from assistant.llm.base import EncodedPrompt, LLMBackend, PromptEncoder
+from assistant.llm.base import EncodedPrompt, LLMBackend, ModelInfo, PromptEncoder
 
 #: Rounds in a row without progress before the turn ends.
 MAX_IDLE_ROUNDS = 2
@@ -104,14 +104,12 @@ class ProgressGuard:
         )
 
 
-#: How a template that wraps tool results in tags opens one (Qwen2.5, Hermes-style).
-RESULT_TAG = "<tool_response>"
-
-
-def echoes_a_result(text: str) -> bool:
-    """Whether a reply only writes out a tool result in the template's tags instead of
-    answering (Qwen2.5-Coder 1.5B answered "<tool_response> Created hello.txt ...")."""
-    return text.lstrip().startswith(RESULT_TAG)
+def echoes_a_result(text: str, model: ModelInfo) -> bool:
+    """Whether a reply writes out a tool result instead of answering: it starts with what a
+    result opens with in the model's template (``model.tool_result_tag``; Qwen2.5-Coder
+    1.5B answered "<tool_response> Created hello.txt ...")."""
+    tag = model.tool_result_tag
+    return bool(tag) and text.lstrip().startswith(tag)
 
 
 def with_answer_request(

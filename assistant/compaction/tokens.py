@@ -194,6 +194,7 @@ class CountingBackend:
             name="none", path="", trained_context=self._window, context_window=self._window,
             architecture="none", chat_template_source=self._template.origin,
             supports_native_tools=self._template.native_tools,
+            tool_result_tag=self._template.result_tag,
         )
 
     def tokenize(self, text: str) -> list[int]:

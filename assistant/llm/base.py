@@ -170,6 +170,9 @@ class ModelInfo:
     #: Whether ``count_prompt`` is exactly what the model sees. False for a server whose
     #: tokenizer is not known (the counts are cl100k estimates; the context bar says so).
     exact_counts: bool = True
+    #: What a tool result opens with in this model's prompts (``ChatTemplate.result_tag``):
+    #: a reply that starts with it writes out a result instead of answering.
+    tool_result_tag: str = ""
 
 
 @dataclass(frozen=True)

@@ -160,13 +160,12 @@ class LlamaBackend(LlamaTokenizer):
         self.template = self._make_template(self.prompt_form)
         arch = meta.get("general.architecture", "unknown")
         self.info = ModelInfo(
-            name=entry.name if entry else path.stem,
-            path=str(path),
-            trained_context=int(model.n_ctx_train()),
-            context_window=int(llama.n_ctx()),
+            name=entry.name if entry else path.stem, path=str(path),
+            trained_context=int(model.n_ctx_train()), context_window=int(llama.n_ctx()),
             architecture=arch,
             chat_template_source=self.template.origin,
             supports_native_tools=self.template.native_tools,
+            tool_result_tag=self.template.result_tag,
             size_bytes=path.stat().st_size,
             extra={"general.name": meta.get("general.name", ""),
                    "prompt_form": self._describe_form()},
@@ -425,6 +424,7 @@ class LlamaBackend(LlamaTokenizer):
         self.info = dataclasses.replace(
             self.info, chat_template_source=self.template.origin,
             supports_native_tools=self.template.native_tools,
+            tool_result_tag=self.template.result_tag,
             extra={**self.info.extra, "prompt_form": self._describe_form()},
         )
 

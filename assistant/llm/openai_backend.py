@@ -211,6 +211,7 @@ class ServerBackend:
                 else self._template.origin
             ),
             supports_native_tools=self._native,
+            tool_result_tag=self._template.result_tag,
             extra={
                 "engine": "server",
                 "url": self.profile.base_url,

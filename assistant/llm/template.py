@@ -120,6 +120,10 @@ class ChatTemplate:
         self.supports_system = self._renders(
             [{"role": "system", "content": "s"}, {"role": "user", "content": "u"}]
         )
+        #: The text a tool result opens with in the prompt, after its role's header:
+        #: ``<tool_response>`` for Qwen2.5's and Hermes' templates, ``[Tool result:`` for
+        #: the text protocol ("" when a result has no opening text of its own).
+        self.result_tag = self._result_opening()
 
     def _writes_argument_objects(self) -> bool:
         call: dict[str, Any] = {"id": "call_1", "type": "function",
@@ -133,6 +137,40 @@ class ChatTemplate:
         except Exception:
             return False
         return '"probe_key": "probe_value"' in text or '"probe_key":"probe_value"' in text
+
+    def _result_opening(self) -> str:
+        """Found by rendering a probe result and a user message with the same text after the
+        same call: what the result has before that text that the user message has not."""
+        mark = "probe_result_text"
+        call: dict[str, Any] = {"id": "call_1", "type": "function",
+                                "function": {"name": _PROBE_TOOL, "arguments": "{}"}}
+        before: list[dict[str, Any]] = [
+            {"role": "user", "content": "u"},
+            {"role": "assistant", "content": "", "tool_calls": [call]},
+        ]
+        result = {"role": "tool", "tool_call_id": "call_1", "name": _PROBE_TOOL,
+                  "content": mark}
+        try:
+            as_result = self.render([*before, result], add_generation_prompt=False)
+            as_user = self.render([*before, {"role": "user", "content": mark}],
+                                  add_generation_prompt=False)
+        except Exception:
+            return ""
+        if mark not in as_result or mark not in as_user:
+            return ""
+        opening = as_result[: as_result.index(mark)]
+        header = as_user[: as_user.index(mark)]
+        shared = 0
+        while (shared < min(len(opening), len(header))
+               and opening[shared] == header[shared]):
+            shared += 1
+        rest = opening[shared:]
+        if header[shared:].strip():  # results have a role header of their own ("...tool\n")
+            rest = rest.partition("\n")[2]
+        lines = [line.strip() for line in rest.splitlines() if line.strip()]
+        tag = lines[-1] if lines else ""
+        # The text protocol names the tool ("[Tool result: NAME]"): the tag is what precedes it.
+        return tag.split(_PROBE_TOOL, 1)[0].strip()
 
     def _renders(self, messages: list[dict[str, Any]]) -> bool:
         """Whether the template renders ``messages`` (some raise on a shape they refuse)."""
@@ -221,6 +259,10 @@ def unlabeled(messages: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
             m = {**m, "content": without_labels(content)}
         out.append(dict(m))
     return out
+
+
+#: The tool name a probe render uses (no real tool has it).
+_PROBE_TOOL = "probe_tool"
 
 
 def _with_argument_objects(message: dict[str, Any]) -> dict[str, Any]:

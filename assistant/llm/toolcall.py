@@ -193,11 +193,16 @@ def _first_json_value(text: str) -> Any:
     match = re.search(r"[{\[]", text)
     if match is None:
         return None
-    try:
-        value, _ = json.JSONDecoder().raw_decode(text, match.start())
-    except (ValueError, RecursionError):  # depth was checked by the caller
-        return None
-    return value
+    start = match.start()
+    # Qwen2.5-Coder 1.5B's template shows calls as ``{{"name": ..., "arguments": ...}}``, and
+    # the model copies the doubled braces: the object is read from the inner one.
+    for at in (start, start + 1) if text.startswith("{{", start) else (start,):
+        try:
+            value, _ = json.JSONDecoder().raw_decode(text, at)
+        except (ValueError, RecursionError):  # depth was checked by the caller
+            continue
+        return value
+    return None
 
 
 def _looks_like_call(text: str) -> bool:
@@ -289,6 +294,8 @@ def _bare_objects(text: str, spans: _Spans) -> None:
             continue
         end, depth = found
         call = _bare_call(text, i, end, depth, keys)
+        if call is not None and text[i - 1:i] == "{" and text[end:end + 1] == "}":
+            i, end = i - 1, end + 1  # doubled braces (see _first_json_value) are the call's
         if call is not None and not spans.overlaps(i, end):
             spans.add(i, end, [call])
             pos = end

@@ -16,14 +16,20 @@ class ReadFileArgs(ToolArgs):
     }
 
     path: str = Field(description="File path relative to the workspace.")
-    start_line: int | None = Field(None, ge=1, description="First line to read (1-based).")
-    end_line: int | None = Field(None, ge=1, description="Last line to read (inclusive).")
+    # Qwen2.5-Coder 0.5B filled both for a 4-line file (lines 1-3), then went looking for
+    # the line it had left out with every other tool.
+    start_line: int | None = Field(None, ge=1, description=(
+        "Leave out to read the whole file. Only for the rest of a long file that was cut: "
+        "the first line to read (1-based)."))
+    end_line: int | None = Field(None, ge=1, description=(
+        "Leave out to read to the end. The last line to read (inclusive)."))
 
 
 class ReadFileTool(Tool[ReadFileArgs]):
     name = "read_file"
     description = (
-        "Read a text file in the workspace. Long files are cut; read more with start_line/end_line."
+        "Read a whole text file in the workspace. A long file is cut; a note then says how "
+        "to read the rest with start_line."
     )
     args_model = ReadFileArgs
 

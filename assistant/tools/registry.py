@@ -82,9 +82,11 @@ class ToolRegistry:
     def _check(self, call: ToolCall) -> CheckedCall | ToolResult:
         tool = self._tools.get(call.name)
         if tool is None:
+            # The call's form was understood; its name is wrong: what each tool does helps
+            # pick the right one (Qwen2.5-Coder 0.5B called "change_port" to change a port).
+            tools = "\n".join(f"- {t.name}: {t.description}" for t in self._tools.values())
             return ToolResult.error(
-                f"Unknown tool {call.name!r}. Available tools: {', '.join(self._tools)}.\n"
-                + CALL_FORMAT_HINT
+                f"There is no tool named {call.name!r}. Call one of these instead:\n{tools}"
             )
         if call.raw_arguments is not None:
             return ToolResult.error(

@@ -146,7 +146,7 @@ def test_unknown_tool_gets_an_error(harness: Make) -> None:
     h = harness(call_block("launch_rockets", count=3), "OK, I cannot.")
     h.say("launch")
     result = h.conv.messages[2]
-    assert result.is_error and "Unknown tool 'launch_rockets'" in result.content
+    assert result.is_error and "no tool named 'launch_rockets'" in result.content
     assert h.conv.messages[-1].content == "OK, I cannot."
 
 

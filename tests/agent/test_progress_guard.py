@@ -3,8 +3,10 @@ two rounds in a row without progress end the turn before the step limit."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from assistant.agent.events import Notice, ToolCallStarted
 from assistant.agent.progress_guard import (
@@ -15,10 +17,23 @@ from assistant.agent.progress_guard import (
 )
 from assistant.conversation import ToolCall
 from assistant.tools.approval import ApprovalDecision
+from tests.fakes.scripted import ScriptedBackend
 
 from .conftest import Harness, ScriptedApprover, call_block
 
 Make = Callable[..., Harness]
+
+#: A template with native tool calls whose results are wrapped as Qwen2.5's are.
+QWEN_LIKE = (Path(__file__).parents[1] / "data" / "chatml_tools.jinja").read_text()
+
+
+def qwen_like(*replies: str, template: str = QWEN_LIKE) -> ScriptedBackend:
+    return ScriptedBackend(list(replies), template_source=template)
+
+
+def native_call(name: str, **arguments: Any) -> str:
+    """A call as Qwen2.5-Coder writes it."""
+    return "<tool_call>\n" + json.dumps({"name": name, "arguments": arguments}) + "\n</tool_call>"
 
 
 def test_the_same_call_again_is_answered_without_running_it(
@@ -117,10 +132,10 @@ def test_a_reply_that_only_echoes_a_tool_result_is_asked_for_the_answer(
 ) -> None:
     """Qwen2.5-Coder 1.5B wrote "<tool_response> Created hello.txt ..." as its answer: the
     user gets the answer it gives when asked for one in words, not the echo."""
-    write = call_block("write_file", path="hello.txt", content="hello world")
+    write = native_call("write_file", path="hello.txt", content="hello world")
     echo = "<tool_response>\nCreated hello.txt (1 lines, 11 characters).\n</tool_response>"
     approver = ScriptedApprover(ApprovalDecision.ALLOW_ONCE)
-    h = harness(write, echo, "I created hello.txt.", approver=approver)
+    h = harness(approver=approver, backend=qwen_like(write, echo, "I created hello.txt."))
     h.say("save hello world to hello.txt")
     assert (workspace / "hello.txt").read_text(encoding="utf-8") == "hello world"
     assert ANSWER_FROM_RESULTS in h.backend.calls[-1].prompt_text
@@ -131,9 +146,10 @@ def test_a_reply_that_only_echoes_a_tool_result_is_asked_for_the_answer(
 def test_an_echo_asked_for_the_answer_twice_ends_with_a_plain_note(
     harness: Make, workspace: Path
 ) -> None:
-    write = call_block("write_file", path="hello.txt", content="hello world")
+    write = native_call("write_file", path="hello.txt", content="hello world")
     echo = "<tool_response>\nCreated hello.txt (1 lines, 11 characters).\n</tool_response>"
-    h = harness(write, echo, echo, approver=ScriptedApprover(ApprovalDecision.ALLOW_ONCE))
+    h = harness(approver=ScriptedApprover(ApprovalDecision.ALLOW_ONCE),
+                backend=qwen_like(write, echo, echo))
     h.say("save hello world to hello.txt")
     assert (workspace / "hello.txt").read_text(encoding="utf-8") == "hello world"
     assert h.conv.messages[-1].role == "tool"
@@ -141,3 +157,26 @@ def test_an_echo_asked_for_the_answer_twice_ends_with_a_plain_note(
     assert warnings == ["Stopped: the assistant did not answer in words. What it found is "
                         "shown above. Ask again in other words, use /read FILE to show it a "
                         "file yourself, or pick a larger model in Models."]
+
+
+def test_an_echo_is_known_by_the_tag_of_the_model_s_own_template(
+    harness: Make, workspace: Path
+) -> None:
+    """A template that opens results with "[TOOL_RESULTS]": a reply starting with that is
+    an echo, asked for the answer; one starting with Qwen's tag is an answer like any other
+    (the tag is the template's, found by rendering a result)."""
+    tagged = QWEN_LIKE.replace("'<|im_start|>user\\n<tool_response>\\n' + message.content + "
+                               "'\\n</tool_response>", "'<|im_start|>user\\n[TOOL_RESULTS] ' + "
+                               "message.content + ' [/TOOL_RESULTS]")
+    assert tagged != QWEN_LIKE
+    (workspace / "a.txt").write_text("A\n", encoding="utf-8")
+    read = native_call("read_file", path="a.txt")
+    h = harness(backend=qwen_like(read, "[TOOL_RESULTS] a.txt (1 lines) A [/TOOL_RESULTS]",
+                                  "a.txt holds A.", template=tagged))
+    h.say("what is in a.txt?")
+    assert ANSWER_FROM_RESULTS in h.backend.calls[-1].prompt_text
+    assert h.conv.messages[-1].content == "a.txt holds A."
+    h = harness(backend=qwen_like(read, "<tool_response> is what I saw: A", template=tagged))
+    h.say("what is in a.txt?")
+    assert len(h.backend.calls) == 2
+    assert h.conv.messages[-1].content == "<tool_response> is what I saw: A"

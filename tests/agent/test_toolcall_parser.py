@@ -281,3 +281,22 @@ def test_arguments_at_the_limit_are_fine() -> None:
     name, parsed_args, error = _one('{"name": "write_file", "arguments": ' + args + "}")
     assert (name, error) == ("write_file", None)
     assert json.dumps(parsed_args) == args
+
+
+@pytest.mark.parametrize("text", [
+    # Qwen2.5-Coder 1.5B, asked a question with the tools offered (its template shows calls
+    # as {{"name": <function-name>, "arguments": <args-json-object>}}, and it copied that).
+    '{{"name": "read_file", "arguments": {"path": "data/capitals.txt"}}}',
+    '<tool_call>\n{{"name": "read_file", "arguments": {"path": "data/capitals.txt"}}}\n'
+    "</tool_call>",
+])
+def test_a_call_in_doubled_braces_is_the_call_inside(text: str) -> None:
+    parsed = parse_tool_calls(text)
+    assert [(c.call.name, c.call.arguments, c.error) for c in parsed.calls] == [
+        ("read_file", {"path": "data/capitals.txt"}, None)]
+    assert parsed.content == ""
+
+
+def test_doubled_braces_that_are_no_call_stay_prose() -> None:
+    assert parse_tool_calls('x = {{"a": 1}}').calls == []
+    assert parse_tool_calls('Use {{"name": "x"}} here.').calls == []

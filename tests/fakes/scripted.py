@@ -113,6 +113,7 @@ class ScriptedBackend:
             architecture="scripted",
             chat_template_source=self._template.origin,
             supports_native_tools=self._template.native_tools,
+            tool_result_tag=self._template.result_tag,
         )
 
     def render_prompt(

@@ -209,3 +209,33 @@ def test_a_chat_model_is_shown_recalls_excerpts_without_their_labels() -> None:
     base = TranscriptTemplate().render(messages)
     assert "Earlier I said, line 1: def parse(path):" in base
     assert "From read_file src/io.py, lines 4-5: for line in f:" in base
+
+
+def _with_tool_results(opening: str, closing: str, role: str = "user") -> str:
+    """A native template like the test data one whose results are written
+    ``<|im_start|>ROLE\\n`` + ``opening`` + the result + ``closing``."""
+    from pathlib import Path
+
+    source = (Path(__file__).parents[1] / "data" / "chatml_tools.jinja").read_text()
+    qwen = "'<|im_start|>user\\n<tool_response>\\n' + message.content + '\\n</tool_response>"
+    assert qwen in source
+    return source.replace(qwen, f"'<|im_start|>{role}\\n{opening}' + message.content + "
+                          f"'{closing}")
+
+
+def test_the_tag_a_tool_result_opens_with_is_found_by_rendering_one() -> None:
+    """A reply that starts with it writes out a result instead of answering (issue 45): the
+    tag is the template's, whatever it is, not Qwen's spelled out in the code."""
+    from pathlib import Path
+
+    qwen_like = (Path(__file__).parents[1] / "data" / "chatml_tools.jinja").read_text()
+    assert ChatTemplate(qwen_like).result_tag == "<tool_response>"
+    assert ChatTemplate(_with_tool_results("[TOOL_RESULTS] ", " [/TOOL_RESULTS]")
+                        ).result_tag == "[TOOL_RESULTS]"
+    # A role header of its own is no tag; text after it is.
+    assert ChatTemplate(_with_tool_results("", "", role="tool")).result_tag == ""
+    assert ChatTemplate(_with_tool_results("<result>\\n", "\\n</result>", role="tool")
+                        ).result_tag == "<result>"
+    # The text protocol: "[Tool result: NAME]", whatever the tool's name.
+    assert ChatTemplate(None).result_tag == "[Tool result:"
+    assert ChatTemplate(STRICT).result_tag == "[Tool result:"

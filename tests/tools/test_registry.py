@@ -38,8 +38,9 @@ def test_which_tools_need_approval(registry: ToolRegistry) -> None:
 def test_unknown_tool(registry: ToolRegistry, ctx: ToolContext) -> None:
     result = registry.run(ToolCall(name="delete_everything", arguments={}), ctx)
     assert result.is_error
-    assert "Unknown tool 'delete_everything'" in result.text
-    assert "read_file" in result.text and "```tool_call" in result.text
+    assert "There is no tool named 'delete_everything'" in result.text
+    assert ("- edit_file: Replace text in a workspace file" in result.text
+            and "- read_file: Read " in result.text)
 
 
 def test_raw_arguments_are_an_error(registry: ToolRegistry, ctx: ToolContext) -> None:

@@ -118,3 +118,20 @@ def test_approval_descriptions(ctx: ToolContext) -> None:
     edit = EditFileArgs(path="a.txt", old_text="a\nb", new_text="a\nc")
     diff = EditFileTool().preview(edit, ctx)
     assert "-b" in diff and "+c" in diff
+
+
+def test_a_tool_report_is_not_written_into_a_file(run: Runner, root: Path) -> None:
+    """Qwen2.5-Coder 0.5B wrote the result of its last write back into the file; the file
+    keeps its text and the model is told why and what to do next."""
+    created = run("write_file", path="notes_copy.txt", content="Team notes\nThursday 14:30\n")
+    assert created.text == "Created notes_copy.txt (2 lines, 26 characters)."
+    again = run("write_file", path="notes_copy.txt", content=created.text)
+    assert again.is_error and "answer the user in words" in again.text
+    assert (root / "notes_copy.txt").read_text(encoding="utf-8") == "Team notes\nThursday 14:30\n"
+    edited = run("edit_file", path="notes_copy.txt", old_text="14:30", new_text="15:00")
+    assert run("write_file", path="log.txt", content=edited.text).is_error
+    assert not (root / "log.txt").exists()
+    # Text that only mentions such a report is written.
+    text = f"The tool said: {created.text}\n"
+    assert not run("write_file", path="log.txt", content=text).is_error
+    assert (root / "log.txt").read_text(encoding="utf-8") == text
