@@ -133,7 +133,7 @@ class _Rig:
             handle = self.service.chat.handle
             if handle is not None:
                 tokens = engine.controller.estimate(
-                    handle.conversation, self.service.effective_settings().system_prompt,
+                    handle.conversation, engine.agent.settings().system_prompt,
                     engine.agent.offered_tools())
             if tokens >= share * room or i > 60:
                 return tokens

@@ -20,7 +20,7 @@ from typing import Protocol
 
 from assistant.compaction.recall_rank import states_fact
 from assistant.compaction.recall_sentences import names, split_sentences
-from assistant.conversation import Message
+from assistant.conversation import Message, valid_text
 from assistant.sessions.recall_text import normalize
 
 #: Recalled user messages (the best first) whose neighbouring replies are looked at.
@@ -65,7 +65,7 @@ def replies_beside(
             sentence = reply_sentence(msg.content, asked)
             if sentence is not None:
                 taken.add(msg.id)
-                out.append((msg, sentence))
+                out.append((msg, valid_text(sentence)))  # a chat file's lone surrogate
     return out
 
 

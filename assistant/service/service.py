@@ -403,7 +403,7 @@ class ChatService:
         if engine is None or self._closed:
             return
         conv = self.chat.shown_conversation
-        prompt = self.effective_settings().system_prompt
+        prompt = engine.agent.settings().system_prompt  # as sent (with the tools' note)
         tools = engine.agent.offered_tools()
         self._measure_seq += 1
         seq = self._measure_seq
@@ -432,7 +432,7 @@ class ChatService:
         token = CancelToken()
         self._ahead = token
         conv = handle.conversation
-        prompt = self.effective_settings().system_prompt
+        prompt = engine.agent.settings().system_prompt
         tools = engine.agent.offered_tools()
 
         carry_out = self.saved_states.carry_job(engine.controller, handle)
@@ -789,7 +789,7 @@ class ChatService:
             self.notice("warning", "The model is not loaded yet.")
             return
 
-        fit = latest_fit.FitCheck(engine.controller, self.effective_settings().system_prompt,
+        fit = latest_fit.FitCheck(engine.controller, engine.agent.settings().system_prompt,
                                   engine.agent.offered_tools())
 
         def job(_cancel: CancelToken) -> MessageRefused | None:

@@ -15,6 +15,7 @@ from typing import Any
 from assistant.compaction.recall import Recall
 from assistant.config import Settings
 from assistant.llm.base import ChatMessages
+from assistant.llm.transcript_recall import UNLABELED_HEADING
 from assistant.sessions.recall_index import MemoryIndexes
 from tests.fakes.scripted import ScriptedBackend
 
@@ -119,6 +120,6 @@ def test_each_model_call_renders_one_prompt_with_notes_and_recall(
     h.say("Which port does the staging server use?")
     last = backend.calls[-1]
     assert "[I ran read_file" in last.prompt_text  # the earlier call, as a note
-    assert "Earlier in this chat" in last.prompt_text  # recall's excerpts
+    assert UNLABELED_HEADING in last.prompt_text  # recall's excerpts, as a chat model sees them
     assert _whole_prompts(backend) == 1
     assert backend.tokenized[last.prompt_text] == 1

@@ -17,6 +17,7 @@ from assistant.compaction.tokens import TokenCounter
 from assistant.config import EffectivePolicy, Settings
 from assistant.conversation import Conversation, Message, ToolCall
 from assistant.llm.base import StreamEvent
+from assistant.llm.transcript_recall import UNLABELED_HEADING
 from bench import side_by_side
 from bench.answers import Transcript
 from bench.metrics import summarize
@@ -113,8 +114,9 @@ def test_the_policy_runs_the_workload_with_the_apps_recall_only_when_asked() -> 
         assert summarize(run).compactions >= 1
         chat = [c for c in backend.calls if c.options is None or c.options.grammar is None]
         prompts[recall] = chat[-1].prompt_text or ""
-    assert HEADING_BEFORE in prompts[True] and "4321" in prompts[True]
-    assert HEADING_BEFORE not in prompts[False]
+    # (a chat model is shown the excerpts under their unlabeled heading)
+    assert UNLABELED_HEADING in prompts[True] and "4321" in prompts[True]
+    assert UNLABELED_HEADING not in prompts[False] and HEADING_BEFORE not in prompts[False]
 
 
 def test_the_policy_keeps_its_prompts_within_the_cap_it_is_given() -> None:

@@ -43,7 +43,11 @@ def _near_the_threshold(make_rig: Make, turns: int = 7) -> tuple[Rig, str]:
 def test_the_question_after_a_restart_sends_the_prompt_sent_before_quitting(
     fill: float,
 ) -> None:
-    got = restart_figures(lambda _m, _n, _t: _backend(), Settings(), fill=fill)
+    # At 0.95 the question carries a pasted list that takes the prompt past the threshold
+    # (the window's room is 95% full: the next message decides the compaction).
+    question = QUESTION if fill < 0.9 else (
+        QUESTION + " Here is what I pasted: " + " ".join(f"item {i} is fine;" for i in range(40)))
+    got = restart_figures(lambda _m, _n, _t: _backend(), Settings(), fill=fill, question=question)
     before, after = got["before"], got["after"]
     assert got["same_prompt"]
     assert after["compacted"] == before["compacted"]
