@@ -67,8 +67,10 @@ def build_engine(
 
     controller = ContextController(backend, policy, switches=switches)
     attach_recall(controller, recall_index, focus=recall_focus(settings))
+    # The tools' note was measured with a native-tools model (Qwen2.5-Coder 1.5B); models on
+    # the text protocol were not measured with it, so they are shown the prompt as it was.
     agent = Agent(backend, controller, ToolRegistry.default(),
-                  with_tool_note(settings) if offer else settings, approver, on_event,
+                  settings if calls_as_notes else with_tool_note(settings), approver, on_event,
                   offer_tools=offer)
     controller.on_event = agent.on_context_event
     # A summary written inside a turn shows its prompt evaluation like the chat's own.

@@ -98,9 +98,12 @@ def test_a_model_offered_no_tools_is_told_once_and_sees_none(
 
 def test_a_model_offered_the_tools_is_told_what_they_are_for(tmp_path: Path) -> None:
     """The tools are for the workspace's files: said after the system prompt (the chat's own
-    too) when they are offered, and not when they are not."""
+    too) when they are offered to a model with native tool calls (where it was measured),
+    and not when they are not offered, nor to a model on the text protocol."""
     settings = Settings(workspace=str(tmp_path), system_prompt="You are terse.")
-    offered = ScriptedBackend(["Paris."])
+    native = (Path(__file__).parent / "data" / "chatml_tools.jinja").read_text()
+    offered = ScriptedBackend(["Paris."], template_source=native)
+    assert offered.info.supports_native_tools
     build_engine(offered, lambda: settings, None, lambda e: None, tools=True).agent.chat(
         Conversation(), "What is the capital of France?")
     system = offered.calls[0].messages[0]
@@ -112,6 +115,10 @@ def test_a_model_offered_the_tools_is_told_what_they_are_for(tmp_path: Path) -> 
         Conversation(), "What is the capital of France?")
     assert none.calls[0].messages[0]["content"] == "You are terse."
     assert TOOL_NOTE not in none.calls[0].prompt_text
+    text_protocol = ScriptedBackend(["Paris."])
+    build_engine(text_protocol, lambda: settings, None, lambda e: None, tools=True).agent.chat(
+        Conversation(), "What is the capital of France?")
+    assert text_protocol.calls[0].messages[0]["content"] == "You are terse."
 
 
 def test_every_task_has_files_a_prompt_and_a_check() -> None:

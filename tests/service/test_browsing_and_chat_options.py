@@ -8,7 +8,6 @@ from pathlib import Path
 
 from assistant.agent.events import ContextUsage
 from assistant.config import Settings
-from assistant.engine import TOOL_NOTE
 from assistant.llm.base import LLMBackend
 from assistant.service.chat_options import ChatOptions
 from assistant.service.events import ConversationReset, ModelSwitchSuggested
@@ -79,8 +78,8 @@ def test_the_context_is_counted_when_a_chat_is_shown(make_rig: Make) -> None:
     s.switch_branch(s.chat.conversation.messages[0].id, -1)
     shown = last_usage()
     assert shown.prompt_tokens != on_branch
-    assert shown.prompt_tokens == rig.backend.count_prompt(  # as the next call sends it
-        [{"role": "system", "content": f"{s.settings.system_prompt}\n\n{TOOL_NOTE}"}]
+    assert shown.prompt_tokens == rig.backend.count_prompt(
+        [{"role": "system", "content": s.settings.system_prompt}]
         + [m.to_openai() for m in s.chat.shown_conversation.messages],
         s.model.engine.agent.registry.schemas() if s.model.engine else None,
     )
@@ -111,14 +110,14 @@ def test_a_chat_keeps_its_system_prompt_when_the_default_changes(make_rig: Make)
     s = rig.service
     s.set_chat_options(ChatOptions(s.settings.model, "You are a pirate."))
     s.submit("Hi")
-    assert rig.backend.calls[-1].messages[0]["content"] == f"You are a pirate.\n\n{TOOL_NOTE}"
+    assert rig.backend.calls[-1].messages[0]["content"] == "You are a pirate."
     pirate_chat = s.chat.chat_id
     assert pirate_chat is not None
     s.new_chat()
     assert s.chat_options().system_prompt == s.settings.system_prompt  # the default again
     s.apply_settings(s.settings.model_copy(update={"system_prompt": "Be formal."}))
     s.submit("Good morning")
-    assert rig.backend.calls[-1].messages[0]["content"] == f"Be formal.\n\n{TOOL_NOTE}"
+    assert rig.backend.calls[-1].messages[0]["content"] == "Be formal."
     s.open_chat(pirate_chat)
     assert s.chat_options().system_prompt == "You are a pirate."
 

@@ -13,7 +13,6 @@ from PySide6.QtWidgets import QApplication, QMessageBox
 
 from assistant import paths
 from assistant.config import Settings
-from assistant.engine import TOOL_NOTE
 from assistant.llm.base import LLMBackend
 from assistant.llm.registry import load_registry, small_model_path
 from tests.fakes.scripted import ScriptedBackend
@@ -136,13 +135,12 @@ def test_a_chat_gets_its_own_system_prompt(make_window) -> None:
     _press(h, dialog.save_button)
     h.type_and_send("Hello")
     h.wait_idle()
-    assert h.backend.calls[-1].messages[0]["content"] == f"You are a pirate.\n\n{TOOL_NOTE}"
+    assert h.backend.calls[-1].messages[0]["content"] == "You are a pirate."
     pirate = h.controller.chat.chat_id
     _press(h, w.sidebar.new_button)
     h.type_and_send("Hello")
     h.wait_idle()
-    sent = h.backend.calls[-1].messages[0]["content"]
-    assert sent == f"{Settings().system_prompt}\n\n{TOOL_NOTE}"
+    assert h.backend.calls[-1].messages[0]["content"] == Settings().system_prompt
     assert pirate is not None
     w.open_chat(pirate)
     assert h.controller.chat_options().system_prompt == "You are a pirate."
